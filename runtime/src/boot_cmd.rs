@@ -1,0 +1,80 @@
+//! `husk boot`: the sentry process. Runs the sandbox and exits with its
+//! init process's status, or dies of the same signal.
+
+use crate::cli::{BootArgs, GlobalArgs};
+use anyhow::Context as _;
+use husk_sentry::boot::{boot, BootConfig, InitSpec};
+use husk_sentry::kernel::ExitStatus;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// Takes ownership of an inherited descriptor named on the command line.
+fn inherited_fd(fd: i32) -> anyhow::Result<OwnedFd> {
+    // SAFETY: F_GETFD only inspects the descriptor.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        anyhow::bail!("descriptor {fd} is not open");
+    }
+    // SAFETY: the runtime handed this descriptor to us for our exclusive use.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A private, close-on-exec duplicate of one of our standard streams.
+fn dup_stdio(fd: i32) -> anyhow::Result<OwnedFd> {
+    // SAFETY: fcntl F_DUPFD_CLOEXEC creates a new descriptor we own.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("duplicating stdio {fd}"));
+    }
+    // SAFETY: `new` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+fn host_name() -> Vec<u8> {
+    nix::unistd::gethostname().map(|h| h.as_bytes().to_vec()).unwrap_or_else(|_| b"husk".to_vec())
+}
+
+/// Dies of `sig` so the parent sees the guest's fate.
+fn die_of(sig: i32) -> ! {
+    let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls with valid arguments; the process is
+    // about to end.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::kill(libc::getpid(), sig);
+    }
+    std::process::exit(128 + sig)
+}
+
+pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
+    let cfg = BootConfig {
+        gofer: inherited_fd(args.gofer_fd)?,
+        init: InitSpec {
+        argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        env: std::env::vars_os()
+            .map(|(k, v)| {
+                let mut e = k.as_bytes().to_vec();
+                e.push(b'=');
+                e.extend_from_slice(v.as_bytes());
+                e
+            })
+            .collect(),
+        cwd: args.cwd.as_bytes().to_vec(),
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
+        },
+        strace: g.strace,
+        memory_limit: args.memory_mb.saturating_mul(1 << 20),
+        hostname: host_name(),
+    };
+    match boot(cfg) {
+        Ok(ExitStatus::Code(c)) => Ok(c),
+        Ok(ExitStatus::Signal(s)) => die_of(s),
+        Err(husk_sentry::boot::BootError::Exec(name, e)) => {
+            eprintln!("husk: {name}: {}", std::io::Error::from_raw_os_error(e.0));
+            Ok(if e.0 == libc::ENOENT { 127 } else { 126 })
+        }
+        Err(e) => Err(e).context("sandbox failed"),
+    }
+}

@@ -1,0 +1,100 @@
+//! `husk do`: run one command in a fresh sandbox whose root is the host's
+//! filesystem (or --rootfs), read-only under an in-memory overlay.
+
+use crate::cli::{DoArgs, GlobalArgs};
+use anyhow::{bail, Context as _};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command};
+
+/// A connected pair of SOCK_SEQPACKET sockets, close-on-exec.
+fn seqpacket_pair() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .context("socketpair for the gofer connection")
+}
+
+/// Spawns `husk SUBCOMMAND …` (this same binary) with `keep` inherited.
+fn spawn_self(args: &[std::ffi::OsString], keep: &OwnedFd, stdio_null: bool) -> anyhow::Result<Child> {
+    let exe = std::env::current_exe().context("locating the husk binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    if stdio_null {
+        cmd.stdin(std::process::Stdio::null());
+    }
+    let fd = keep.as_raw_fd();
+    // SAFETY: between fork and exec the closure only calls fcntl, which is
+    // async-signal-safe, on a descriptor the parent keeps open.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().context("starting a husk process")
+}
+
+fn global_flags(g: &GlobalArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(p) = &g.debug_log {
+        v.push("--debug-log".into());
+        v.push(p.into());
+    }
+    if g.debug {
+        v.push("--debug".into());
+    }
+    if g.strace {
+        v.push("--strace".into());
+    }
+    v
+}
+
+/// The exit status `husk do` reports for the sentry's.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 125,
+    }
+}
+
+pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
+    let rootfs = args.rootfs.clone().unwrap_or_else(|| "/".into());
+    if !rootfs.is_dir() {
+        bail!("root filesystem {} is not a directory", rootfs.display());
+    }
+    let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
+    let (sentry_end, gofer_end) = seqpacket_pair()?;
+
+    let mut gofer_args = global_flags(g);
+    gofer_args.extend(["gofer".into(), "--rootfs".into(), rootfs.clone().into_os_string()]);
+    gofer_args.extend(["--sock-fd".into(), gofer_end.as_raw_fd().to_string().into(), "--read-only".into()]);
+    let mut gofer = spawn_self(&gofer_args, &gofer_end, true)?;
+    drop(gofer_end);
+
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let guest_cwd = match cwd.strip_prefix(&rootfs) {
+        Ok(rel) => std::path::Path::new("/").join(rel),
+        Err(_) => "/".into(),
+    };
+    let mut boot_args = global_flags(g);
+    boot_args.extend(["boot".into(), "--gofer-fd".into(), sentry_end.as_raw_fd().to_string().into()]);
+    boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
+    boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into(), "--".into()]);
+    boot_args.extend(args.command);
+    let mut sentry = spawn_self(&boot_args, &sentry_end, false)?;
+    drop(sentry_end);
+
+    let status = sentry.wait().context("waiting for the sentry")?;
+    let gofer_status = gofer.wait().context("waiting for the gofer")?;
+    if !gofer_status.success() {
+        log::warn!("the gofer exited with {gofer_status}");
+    }
+    Ok(exit_code(status))
+}

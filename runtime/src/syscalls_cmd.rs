@@ -1,0 +1,21 @@
+//! `husk syscalls`: the compatibility table, generated from the sentry's
+//! own system call table.
+
+use crate::cli::{LevelFilter, SyscallsArgs};
+use husk_sentry::syscalls::{table, Support};
+
+pub fn run(args: SyscallsArgs) -> anyhow::Result<i32> {
+    println!("{:>4}  {:<24} {:<14} NOTE", "NR", "NAME", "LEVEL");
+    for s in table().iter().filter(|s| !s.name.is_empty()) {
+        let (level, note, filter) = match s.support {
+            Support::Full => ("Full", "", LevelFilter::Full),
+            Support::Partial(n) => ("Partial", n, LevelFilter::Partial),
+            Support::Unimplemented(n) => ("Unimplemented", n, LevelFilter::Unimplemented),
+        };
+        if args.level.is_some_and(|l| l != filter) {
+            continue;
+        }
+        println!("{:>4}  {:<24} {:<14} {}", s.nr, s.name, level, note);
+    }
+    Ok(0)
+}

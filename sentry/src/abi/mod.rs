@@ -1,0 +1,23 @@
+//! The Linux x86-64 ABI as the guest sees it: errnos, constants and the
+//! layouts of structures copied in and out of guest memory.
+
+pub mod errno;
+pub mod layout;
+
+pub use errno::{Errno, SysResult};
+
+/// The guest's page size.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Rounds `v` down to a page boundary.
+pub const fn page_down(v: u64) -> u64 {
+    v & !(PAGE_SIZE - 1)
+}
+
+/// Rounds `v` up to a page boundary, or `None` if that overflows.
+pub const fn page_up(v: u64) -> Option<u64> {
+    match v.checked_add(PAGE_SIZE - 1) {
+        Some(x) => Some(x & !(PAGE_SIZE - 1)),
+        None => None,
+    }
+}

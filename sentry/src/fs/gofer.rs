@@ -1,0 +1,227 @@
+//! The gofer-backed filesystem: nodes are fids of the gofer process, which
+//! alone can see the container's files. Regular files are read and written
+//! through host descriptors the gofer donates.
+
+use super::host_file::HostFile;
+use crate::abi::Errno;
+use crate::vfs::{
+    DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFMT, S_IFREG,
+};
+use husk_gofer::{Client, Fid};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+static NEXT_FS_ID: AtomicUsize = AtomicUsize::new(1 << 20);
+
+/// One connection to a gofer.
+pub struct GoferFs {
+    client: Client,
+    id: usize,
+}
+
+/// A file or directory served by the gofer.
+pub struct GoferNode {
+    fs: Arc<GoferFs>,
+    fid: Fid,
+    /// Absolute path in the container, for /proc/[pid]/maps.
+    path: String,
+    stat: Mutex<Stat>,
+    /// Looked-up children still in use elsewhere (weak, so unused fids are
+    /// released).
+    children: Mutex<HashMap<Vec<u8>, Weak<GoferNode>>>,
+    /// A read-only host fd shared by every read-only open of this file.
+    ro_fd: Mutex<Option<Arc<OwnedFd>>>,
+}
+
+/// Attaches to the gofer on `sock` and returns the root directory.
+pub fn new_gofer_fs(sock: OwnedFd) -> Result<Arc<dyn Node>, Errno> {
+    let fs = Arc::new(GoferFs { client: Client::new(sock), id: NEXT_FS_ID.fetch_add(1, Ordering::Relaxed) });
+    let (fid, stat) = fs.client.attach()?;
+    Ok(Arc::new(GoferNode::new(fs, fid, String::new(), stat)))
+}
+
+impl GoferNode {
+    fn new(fs: Arc<GoferFs>, fid: Fid, path: String, stat: Stat) -> GoferNode {
+        GoferNode {
+            fs,
+            fid,
+            path,
+            stat: Mutex::new(stat),
+            children: Mutex::new(HashMap::new()),
+            ro_fd: Mutex::new(None),
+        }
+    }
+
+    fn child_path(&self, name: &[u8]) -> String {
+        format!("{}/{}", self.path, String::from_utf8_lossy(name))
+    }
+
+    fn new_child(&self, name: &[u8], fid: Fid, stat: Stat) -> Arc<GoferNode> {
+        let node = Arc::new(GoferNode::new(self.fs.clone(), fid, self.child_path(name), stat));
+        self.children.lock().insert(name.to_vec(), Arc::downgrade(&node));
+        node
+    }
+
+    fn forget(&self, name: &[u8]) {
+        self.children.lock().remove(name);
+    }
+
+    fn refresh(&self) -> Result<(), Errno> {
+        let st = self.fs.client.stat(self.fid)?;
+        *self.stat.lock() = st;
+        Ok(())
+    }
+
+    fn file_ops(&self, fd: Arc<OwnedFd>) -> Arc<dyn FileOps> {
+        let st = *self.stat.lock();
+        Arc::new(HostFile::new(fd, self.path.clone(), st.dev, st.ino))
+    }
+
+    fn downcast(node: &Arc<dyn Node>) -> Result<&GoferNode, Errno> {
+        node.as_any().downcast_ref::<GoferNode>().ok_or(Errno::EXDEV)
+    }
+}
+
+impl Drop for GoferNode {
+    fn drop(&mut self) {
+        self.fs.client.clunk(self.fid);
+    }
+}
+
+/// A directory opened for reading: reads fail like Linux's.
+struct DirFile;
+
+impl FileOps for DirFile {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+}
+
+/// A special file (fifo, socket, device) found in the image: opening it
+/// is not supported through the gofer.
+fn is_regular(mode: u32) -> bool {
+    mode & S_IFMT == S_IFREG
+}
+
+impl Node for GoferNode {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(*self.stat.lock())
+    }
+
+    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        if let Some(n) = self.children.lock().get(name).and_then(Weak::upgrade) {
+            return Ok(n);
+        }
+        let (fid, stat) = self.fs.client.walk(self.fid, name)?;
+        Ok(self.new_child(name, fid, stat))
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        let entries = self.fs.client.getdents(self.fid)?;
+        Ok(entries.into_iter().map(|d| DirEntry { ino: d.ino, kind: d.kind, name: d.name }).collect())
+    }
+
+    fn readlink(&self) -> Result<Vec<u8>, Errno> {
+        Ok(self.fs.client.readlink(self.fid)?)
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        let mode = self.stat.lock().mode;
+        if mode & S_IFMT == S_IFDIR {
+            return Ok(Arc::new(DirFile));
+        }
+        if !is_regular(mode) {
+            return Err(Errno::ENXIO);
+        }
+        let access = flags & libc::O_ACCMODE;
+        if access == libc::O_RDONLY && flags & libc::O_TRUNC == 0 {
+            let mut cached = self.ro_fd.lock();
+            if let Some(fd) = cached.as_ref() {
+                return Ok(self.file_ops(fd.clone()));
+            }
+            let fd = Arc::new(self.fs.client.open(self.fid, libc::O_RDONLY)?);
+            *cached = Some(fd.clone());
+            return Ok(self.file_ops(fd));
+        }
+        let fd = Arc::new(self.fs.client.open(self.fid, flags & (libc::O_ACCMODE | libc::O_TRUNC | libc::O_APPEND))?);
+        if flags & libc::O_TRUNC != 0 {
+            self.refresh()?;
+        }
+        Ok(self.file_ops(fd))
+    }
+
+    fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
+        let (fid, stat, _fd) = self.fs.client.create(self.fid, name, libc::O_RDWR, new.mode, new.uid, new.gid)?;
+        self.refresh()?;
+        Ok(self.new_child(name, fid, stat))
+    }
+
+    fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
+        let (fid, stat) = self.fs.client.mkdir(self.fid, name, new.mode, new.uid, new.gid)?;
+        self.new_child(name, fid, stat);
+        self.refresh()
+    }
+
+    fn mknod(&self, name: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
+        let (fid, stat) = self.fs.client.mknod(self.fid, name, new.mode, rdev, new.uid, new.gid)?;
+        self.new_child(name, fid, stat);
+        self.refresh()
+    }
+
+    fn symlink(&self, name: &[u8], target: &[u8], new: NewNode) -> Result<(), Errno> {
+        let (fid, stat) = self.fs.client.symlink(self.fid, name, target, new.uid, new.gid)?;
+        self.new_child(name, fid, stat);
+        self.refresh()
+    }
+
+    fn link(&self, name: &[u8], target: &Arc<dyn Node>) -> Result<(), Errno> {
+        let t = GoferNode::downcast(target)?;
+        let st = self.fs.client.link(t.fid, self.fid, name)?;
+        *t.stat.lock() = st;
+        self.refresh()
+    }
+
+    fn unlink(&self, name: &[u8], dir: bool) -> Result<(), Errno> {
+        let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
+        self.fs.client.unlink(self.fid, name, flags)?;
+        self.forget(name);
+        self.refresh()
+    }
+
+    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        let nd = GoferNode::downcast(new_dir)?;
+        if !Arc::ptr_eq(&self.fs, &nd.fs) {
+            return Err(Errno::EXDEV);
+        }
+        self.fs.client.rename(self.fid, name, nd.fid, new_name, flags)?;
+        self.forget(name);
+        nd.forget(new_name);
+        self.refresh()?;
+        nd.refresh()
+    }
+
+    fn setattr(&self, attr: &SetAttr) -> Result<(), Errno> {
+        let st = self.fs.client.setattr(self.fid, attr)?;
+        *self.stat.lock() = st;
+        Ok(())
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(self.fs.client.statfs(self.fid)?)
+    }
+
+    fn fs_id(&self) -> usize {
+        self.fs.id
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,231 @@
+//! Files backed by a host descriptor: regular files donated by the gofer,
+//! and the stdio streams the sandbox was started with.
+
+use crate::abi::Errno;
+use crate::mm::{Mappable, MemoryManager};
+use crate::vfs::FileOps;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// A regular file read and written with `pread`/`pwrite` on a host fd.
+pub struct HostFile {
+    fd: Arc<OwnedFd>,
+    name: String,
+    ids: (u64, u64),
+}
+
+impl HostFile {
+    /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows.
+    pub fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64) -> HostFile {
+        HostFile { fd, name, ids: (dev, ino) }
+    }
+}
+
+/// Runs a host call that returns a byte count, retrying on EINTR.
+fn io(mut f: impl FnMut() -> isize) -> Result<usize, Errno> {
+    loop {
+        let n = f();
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let e = Errno::last_os_error();
+        if e != Errno::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+fn off_t(off: u64) -> Result<libc::off_t, Errno> {
+    libc::off_t::try_from(off).map_err(|_| Errno::EINVAL)
+}
+
+/// `pread` on a host fd.
+pub fn pread(fd: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+    let off = off_t(off)?;
+    // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
+    io(|| unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
+}
+
+impl FileOps for HostFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        pread(&self.fd, buf, off)
+    }
+
+    fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        let off = off_t(off)?;
+        // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
+        io(|| unsafe { libc::pwrite(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) })
+    }
+
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        let len = off_t(len)?;
+        // SAFETY: ftruncate takes integers.
+        if unsafe { libc::ftruncate(self.fd.as_raw_fd(), len) } != 0 {
+            return Err(Errno::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn fsync(&self) -> Result<(), Errno> {
+        // SAFETY: fsync takes an integer.
+        if unsafe { libc::fsync(self.fd.as_raw_fd()) } != 0 {
+            return Err(Errno::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        Some(Arc::new(HostFile { fd: self.fd.clone(), name: self.name.clone(), ids: self.ids }))
+    }
+}
+
+impl Mappable for HostFile {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        pread(&self.fd, buf, off)
+    }
+
+    fn map_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn map_ids(&self) -> (u64, u64) {
+        self.ids
+    }
+}
+
+/// One of the sandbox's standard streams: a host pipe, file or terminal
+/// handed to the sentry by the runtime. Reads and writes go straight to it.
+pub struct HostStream {
+    fd: OwnedFd,
+}
+
+const TCGETS: u64 = 0x5401;
+const TCSETS: u64 = 0x5402;
+const TCSETSW: u64 = 0x5403;
+const TCSETSF: u64 = 0x5404;
+const TIOCGWINSZ: u64 = 0x5413;
+const TIOCSWINSZ: u64 = 0x5414;
+const FIONREAD: u64 = 0x541b;
+/// `struct termios` as the kernel's TCGETS uses it.
+const TERMIOS_SIZE: usize = 36;
+const WINSIZE_SIZE: usize = 8;
+
+impl HostStream {
+    pub fn new(fd: OwnedFd) -> HostStream {
+        HostStream { fd }
+    }
+
+    /// An ioctl that copies a fixed-size struct out of the host.
+    fn ioctl_out(&self, mm: &MemoryManager, req: u64, arg: u64, size: usize) -> Result<u64, Errno> {
+        let mut buf = vec![0u8; size];
+        // SAFETY: `req` is one of the whitelisted requests whose argument
+        // is a struct of `size` bytes, which `buf` holds.
+        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, buf.as_mut_ptr()) };
+        if r < 0 {
+            return Err(Errno::last_os_error());
+        }
+        mm.copy_out(arg, &buf)?;
+        Ok(0)
+    }
+
+    /// An ioctl that copies a fixed-size struct into the host.
+    fn ioctl_in(&self, mm: &MemoryManager, req: u64, arg: u64, size: usize) -> Result<u64, Errno> {
+        let mut buf = vec![0u8; size];
+        mm.copy_in(arg, &mut buf)?;
+        // SAFETY: as in `ioctl_out`; the host only reads `buf`.
+        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, buf.as_ptr()) };
+        if r < 0 {
+            return Err(Errno::last_os_error());
+        }
+        Ok(0)
+    }
+}
+
+impl FileOps for HostStream {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
+        io(|| unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
+        io(|| unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        match req {
+            TCGETS => self.ioctl_out(mm, req, arg, TERMIOS_SIZE),
+            TCSETS | TCSETSW | TCSETSF => self.ioctl_in(mm, req, arg, TERMIOS_SIZE),
+            TIOCGWINSZ => self.ioctl_out(mm, req, arg, WINSIZE_SIZE),
+            TIOCSWINSZ => self.ioctl_in(mm, req, arg, WINSIZE_SIZE),
+            FIONREAD => self.ioctl_out(mm, req, arg, 4),
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+}
+
+/// The node behind a standard stream: `fstat` reports the host object
+/// (a pipe, a terminal or a file) as Linux would.
+pub struct HostStreamNode {
+    stream: Arc<HostStream>,
+}
+
+impl HostStreamNode {
+    pub fn new(fd: OwnedFd) -> HostStreamNode {
+        HostStreamNode { stream: Arc::new(HostStream::new(fd)) }
+    }
+
+    /// The stream itself, to open it.
+    pub fn stream(&self) -> Arc<HostStream> {
+        self.stream.clone()
+    }
+}
+
+/// Converts a host `struct stat`.
+pub fn stat_from_host(st: &libc::stat) -> crate::vfs::Stat {
+    use crate::vfs::{Stat, TimeSpec};
+    let u = |v: i64| u64::try_from(v).unwrap_or(0);
+    Stat {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        nlink: st.st_nlink,
+        mode: st.st_mode,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev,
+        size: u(st.st_size),
+        blksize: u(st.st_blksize),
+        blocks: u(st.st_blocks),
+        atime: TimeSpec { sec: st.st_atime, nsec: st.st_atime_nsec },
+        mtime: TimeSpec { sec: st.st_mtime, nsec: st.st_mtime_nsec },
+        ctime: TimeSpec { sec: st.st_ctime, nsec: st.st_ctime_nsec },
+    }
+}
+
+impl crate::vfs::Node for HostStreamNode {
+    fn stat(&self) -> Result<crate::vfs::Stat, Errno> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a whole struct stat on success.
+        if unsafe { libc::fstat(self.stream.fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+            return Err(Errno::last_os_error());
+        }
+        // SAFETY: fstat succeeded, so the struct is initialized.
+        Ok(stat_from_host(&unsafe { st.assume_init() }))
+    }
+
+    fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        Ok(self.stream.clone())
+    }
+
+    fn fs_id(&self) -> usize {
+        usize::MAX
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

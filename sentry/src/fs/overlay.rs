@@ -1,0 +1,731 @@
+//! overlayfs: a writable upper filesystem (a tmpfs) over a read-only lower
+//! one (the image the gofer serves), so guest writes never reach the host.
+//!
+//! Like Linux's overlayfs: lookups prefer the upper layer, directories in
+//! both are merged, removed lower names are recorded as whiteouts, and a
+//! lower-only node is copied up before it is changed. Overlay nodes are
+//! cached per directory, so a path keeps its identity and state; directories
+//! created where a whiteout was are opaque (their node has no lower layer).
+//! Namespace changes and copy-ups of one overlay are serialized.
+
+use super::tmpfs::{anon_dev, check_rename_flags, new_fs_id, open_writes, DirPair};
+use crate::abi::Errno;
+use crate::mm::{Mappable, MemoryManager};
+use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use parking_lot::{Mutex, MutexGuard};
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+/// The `f_type` of an overlay (`OVERLAYFS_SUPER_MAGIC`).
+pub const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
+
+/// Bytes copied per read during a copy-up.
+const COPY_CHUNK: usize = 64 * 1024;
+/// Marks the inode numbers of upper-only nodes, so they cannot collide with
+/// the lower layer's (which are shown unchanged).
+const UPPER_INO_TAG: u64 = 1 << 62;
+
+/// A union of `upper` (writable) over `lower` (never written); returns the
+/// root directory.
+pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
+    let id = new_fs_id();
+    let fs = Arc::new(OverlayFs { id, dev: anon_dev(id), lock: Mutex::new(()), upper_root: upper.clone() });
+    let ino = match (lower.stat(), upper.stat()) {
+        (Ok(l), _) => l.ino,
+        (Err(_), Ok(u)) => upper_ino(u.ino),
+        (Err(_), Err(_)) => UPPER_INO_TAG,
+    };
+    let layers = Layers { upper: Some(upper), lower: Some(lower), kind: S_IFDIR, ino };
+    OverlayNode::build(&fs, Place::default(), layers)
+}
+
+fn upper_ino(ino: u64) -> u64 {
+    ino | UPPER_INO_TAG
+}
+
+/// `Ok(None)` for `ENOENT`.
+fn found<T>(r: Result<T, Errno>) -> Result<Option<T>, Errno> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(Errno::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// One overlay instance.
+struct OverlayFs {
+    id: usize,
+    dev: u64,
+    /// Serializes namespace changes and copy-ups.
+    lock: Mutex<()>,
+    upper_root: Arc<dyn Node>,
+}
+
+/// Where a node is: its directory (none for the root) and name there.
+#[derive(Default)]
+struct Place {
+    parent: Weak<OverlayNode>,
+    name: Vec<u8>,
+}
+
+/// What a directory node knows about its entries.
+#[derive(Default)]
+struct DirState {
+    children: HashMap<Vec<u8>, Arc<OverlayNode>>,
+    /// Lower names removed through the overlay.
+    whiteouts: HashSet<Vec<u8>>,
+}
+
+/// The layers and identity of a new node.
+struct Layers {
+    upper: Option<Arc<dyn Node>>,
+    lower: Option<Arc<dyn Node>>,
+    /// The file type bits.
+    kind: u32,
+    ino: u64,
+}
+
+struct OverlayNode {
+    fs: Arc<OverlayFs>,
+    me: Weak<OverlayNode>,
+    kind: u32,
+    ino: u64,
+    place: Mutex<Place>,
+    upper: Mutex<Option<Arc<dyn Node>>>,
+    lower: Option<Arc<dyn Node>>,
+    dir: Mutex<DirState>,
+}
+
+impl OverlayNode {
+    fn build(fs: &Arc<OverlayFs>, place: Place, layers: Layers) -> Arc<OverlayNode> {
+        Arc::new_cyclic(|me| OverlayNode {
+            fs: fs.clone(),
+            me: me.clone(),
+            kind: layers.kind,
+            ino: layers.ino,
+            place: Mutex::new(place),
+            upper: Mutex::new(layers.upper),
+            lower: layers.lower,
+            dir: Mutex::default(),
+        })
+    }
+
+    fn arc(&self) -> Result<Arc<OverlayNode>, Errno> {
+        self.me.upgrade().ok_or(Errno::ESTALE)
+    }
+
+    fn is_dir(&self) -> bool {
+        self.kind == S_IFDIR
+    }
+
+    fn require_dir(&self) -> Result<(), Errno> {
+        if self.is_dir() {
+            Ok(())
+        } else {
+            Err(Errno::ENOTDIR)
+        }
+    }
+
+    fn upper(&self) -> Option<Arc<dyn Node>> {
+        self.upper.lock().clone()
+    }
+
+    /// The layer shown: the upper one if the node has it.
+    fn layer(&self) -> Result<Arc<dyn Node>, Errno> {
+        self.upper().or_else(|| self.lower.clone()).ok_or(Errno::EIO)
+    }
+
+    fn place(&self) -> (Option<Arc<OverlayNode>>, Vec<u8>) {
+        let p = self.place.lock();
+        (p.parent.upgrade(), p.name.clone())
+    }
+
+    fn set_place(&self, parent: &OverlayNode, name: &[u8]) {
+        *self.place.lock() = Place { parent: parent.me.clone(), name: name.to_vec() };
+    }
+
+    /// A child node in this directory.
+    fn child(&self, name: &[u8], layers: Layers) -> Arc<OverlayNode> {
+        OverlayNode::build(&self.fs, Place { parent: self.me.clone(), name: name.to_vec() }, layers)
+    }
+
+    /// Whether `self` is `other` or one of its ancestors.
+    fn is_ancestor_of(&self, other: &OverlayNode) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
+        let mut cur = other.place().0;
+        while let Some(p) = cur {
+            if std::ptr::eq(self, &*p) {
+                return true;
+            }
+            cur = p.place().0;
+        }
+        false
+    }
+
+    /// The node's path from the overlay's root.
+    fn path(&self) -> String {
+        let mut parts = Vec::new();
+        let mut at = self.place();
+        while let (Some(p), name) = at {
+            parts.push(name);
+            at = p.place();
+        }
+        let mut out = String::new();
+        for p in parts.iter().rev() {
+            out.push('/');
+            out.push_str(&String::from_utf8_lossy(p));
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+
+    /// The visible child `name`, from the cache or the layers.
+    fn lookup_child(&self, name: &[u8]) -> Result<Arc<OverlayNode>, Errno> {
+        self.require_dir()?;
+        let mut st = self.dir.lock();
+        if let Some(c) = st.children.get(name) {
+            return Ok(c.clone());
+        }
+        let upper = match self.upper() {
+            Some(u) => found(u.lookup(name))?,
+            None => None,
+        };
+        let upper_st = upper.as_ref().map(|u| u.stat()).transpose()?;
+        let upper_hides = upper_st.is_some_and(|s| s.mode & S_IFMT != S_IFDIR);
+        let lower = match &self.lower {
+            Some(l) if !upper_hides && !st.whiteouts.contains(name) => found(l.lookup(name))?,
+            _ => None,
+        };
+        let lower_st = lower.as_ref().map(|l| l.stat()).transpose()?;
+        let layers = match (upper, upper_st, lower, lower_st) {
+            (Some(u), Some(us), l, ls) => {
+                let merged = ls.filter(|s| s.mode & S_IFMT == S_IFDIR);
+                let ino = merged.map_or(upper_ino(us.ino), |s| s.ino);
+                Layers { upper: Some(u), lower: merged.and(l), kind: us.mode & S_IFMT, ino }
+            }
+            (None, _, Some(l), Some(ls)) => Layers { upper: None, lower: Some(l), kind: ls.mode & S_IFMT, ino: ls.ino },
+            _ => return Err(Errno::ENOENT),
+        };
+        let node = self.child(name, layers);
+        st.children.insert(name.to_vec(), node.clone());
+        Ok(node)
+    }
+
+    /// `EEXIST` if `name` is visible.
+    fn ensure_absent(&self, name: &[u8]) -> Result<(), Errno> {
+        match found(self.lookup_child(name))? {
+            Some(_) => Err(Errno::EEXIST),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the lower layer of this directory has `name`.
+    fn lower_has(&self, name: &[u8]) -> Result<bool, Errno> {
+        match &self.lower {
+            Some(l) => Ok(found(l.lookup(name))?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    fn is_empty_dir(&self) -> Result<bool, Errno> {
+        Ok(self.readdir()?.is_empty())
+    }
+
+    /// Whether a rename may move this node: not a directory with lower
+    /// contents (Linux's overlayfs without `redirect_dir`).
+    fn can_move(&self) -> bool {
+        !self.is_dir() || self.lower.is_none()
+    }
+
+    /// Makes a new entry in the upper directory with `make` and caches its
+    /// node; `ino` keeps the identity of a hard link's target. The overlay
+    /// lock must be held and `name` must not be visible.
+    fn add_entry(
+        &self,
+        name: &[u8],
+        ino: Option<u64>,
+        make: impl FnOnce(&Arc<dyn Node>) -> Result<Arc<dyn Node>, Errno>,
+    ) -> Result<Arc<OverlayNode>, Errno> {
+        let dir = self.copy_up(u64::MAX)?;
+        let mut st = self.dir.lock();
+        let upper = make(&dir)?;
+        let ust = upper.stat()?;
+        st.whiteouts.remove(name);
+        let ino = ino.unwrap_or(upper_ino(ust.ino));
+        let node = self.child(name, Layers { upper: Some(upper), lower: None, kind: ust.mode & S_IFMT, ino });
+        st.children.insert(name.to_vec(), node.clone());
+        Ok(node)
+    }
+
+    /// Creates `name` in the upper layer with `make`.
+    fn create_entry(
+        &self,
+        name: &[u8],
+        make: impl FnOnce(&Arc<dyn Node>) -> Result<Arc<dyn Node>, Errno>,
+    ) -> Result<Arc<OverlayNode>, Errno> {
+        let _ns = self.fs.lock.lock();
+        self.ensure_absent(name)?;
+        self.add_entry(name, None, make)
+    }
+
+    /// The upper layer of this node, copying it up (with at most `limit`
+    /// bytes of a regular file's data) if it has none. The overlay lock
+    /// must be held.
+    fn copy_up(&self, limit: u64) -> Result<Arc<dyn Node>, Errno> {
+        if let Some(u) = self.upper() {
+            return Ok(u);
+        }
+        let (parent, name) = self.place();
+        let parent = parent.ok_or(Errno::ENOENT)?;
+        let cached = parent.dir.lock().children.get(&name).is_some_and(|c| std::ptr::eq(&**c, self));
+        if !cached {
+            return Err(Errno::ENOENT);
+        }
+        let dir = parent.copy_up(u64::MAX)?;
+        let lower = self.lower.clone().ok_or(Errno::EIO)?;
+        let times = dir.stat()?;
+        let upper = copy_node(&dir, &name, &lower, limit);
+        let restored = dir.setattr(&SetAttr {
+            atime: Some(SetTime::At(times.atime)),
+            mtime: Some(SetTime::At(times.mtime)),
+            ..SetAttr::default()
+        });
+        let upper = upper?;
+        *self.upper.lock() = Some(upper.clone());
+        restored?;
+        Ok(upper)
+    }
+
+    /// Renames with the overlay lock held.
+    fn rename_locked(&self, name: &[u8], dst_dir: &OverlayNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        let src = self.lookup_child(name)?;
+        let dst = found(dst_dir.lookup_child(new_name))?;
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        if flags & libc::RENAME_NOREPLACE != 0 && dst.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if exchange && dst.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        check_ancestry(self, &src, dst_dir, dst.as_deref(), exchange)?;
+        if let Some(d) = &dst {
+            if same_file(&src, d)? {
+                return Ok(());
+            }
+        }
+        check_replace(&src, dst.as_deref(), exchange)?;
+        let (src_upper, dst_upper) = (self.copy_up(u64::MAX)?, dst_dir.copy_up(u64::MAX)?);
+        src.copy_up(u64::MAX)?;
+        if let (true, Some(d)) = (exchange, &dst) {
+            d.copy_up(u64::MAX)?;
+        }
+        let whiteout = !exchange && self.lower_has(name)?;
+        let same = std::ptr::eq(self, dst_dir);
+        let mut dirs = DirPair::lock(&self.dir, (!same).then_some(&dst_dir.dir), false);
+        src_upper.rename(name, &dst_upper, new_name, flags & libc::RENAME_EXCHANGE)?;
+        match (exchange, dst) {
+            (true, Some(d)) => {
+                dirs.src().children.insert(name.to_vec(), d.clone());
+                d.set_place(self, name);
+            }
+            _ => {
+                dirs.src().children.remove(name);
+                if whiteout {
+                    dirs.src().whiteouts.insert(name.to_vec());
+                }
+                dirs.dst().whiteouts.remove(new_name);
+            }
+        }
+        dirs.dst().children.insert(new_name.to_vec(), src.clone());
+        src.set_place(dst_dir, new_name);
+        Ok(())
+    }
+}
+
+/// Linux's checks that a rename does not move a directory into itself or
+/// replace an ancestor of its source.
+fn check_ancestry(
+    src_dir: &OverlayNode,
+    src: &OverlayNode,
+    dst_dir: &OverlayNode,
+    dst: Option<&OverlayNode>,
+    exchange: bool,
+) -> Result<(), Errno> {
+    if std::ptr::eq(src_dir, dst_dir) {
+        return Ok(());
+    }
+    if src.is_ancestor_of(dst_dir) {
+        return Err(Errno::EINVAL);
+    }
+    match dst {
+        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether two visible nodes are one file (the same node, or hard links in
+/// the upper layer).
+fn same_file(a: &Arc<OverlayNode>, b: &Arc<OverlayNode>) -> Result<bool, Errno> {
+    if Arc::ptr_eq(a, b) {
+        return Ok(true);
+    }
+    match (a.upper(), b.upper()) {
+        (Some(x), Some(y)) => Ok(x.stat()?.ino == y.stat()?.ino),
+        _ => Ok(false),
+    }
+}
+
+/// rename(2)'s type rules on the visible view, and overlayfs's refusal to
+/// move directories with lower contents.
+fn check_replace(src: &OverlayNode, dst: Option<&OverlayNode>, exchange: bool) -> Result<(), Errno> {
+    if let (false, Some(d)) = (exchange, dst) {
+        match (src.is_dir(), d.is_dir()) {
+            (true, false) => return Err(Errno::ENOTDIR),
+            (false, true) => return Err(Errno::EISDIR),
+            _ => {}
+        }
+    }
+    if !src.can_move() || (exchange && dst.is_some_and(|d| !d.can_move())) {
+        return Err(Errno::EXDEV);
+    }
+    match dst {
+        Some(d) if !exchange && d.is_dir() && !d.is_empty_dir()? => Err(Errno::ENOTEMPTY),
+        _ => Ok(()),
+    }
+}
+
+/// Copies the lower node `lower` to `name` in the upper directory `dir`
+/// (at most `limit` bytes of data, no directory contents).
+fn copy_node(dir: &Arc<dyn Node>, name: &[u8], lower: &Arc<dyn Node>, limit: u64) -> Result<Arc<dyn Node>, Errno> {
+    let st = lower.stat()?;
+    let new = NewNode { mode: st.mode, uid: st.uid, gid: st.gid };
+    let kind = st.mode & S_IFMT;
+    let upper = match kind {
+        S_IFREG => dir.create(name, new)?,
+        S_IFDIR => {
+            dir.mkdir(name, new)?;
+            dir.lookup(name)?
+        }
+        S_IFLNK => {
+            dir.symlink(name, &lower.readlink()?, new)?;
+            dir.lookup(name)?
+        }
+        _ => {
+            dir.mknod(name, new, st.rdev)?;
+            dir.lookup(name)?
+        }
+    };
+    let filled = if kind == S_IFREG { copy_data(lower, &upper, st.size.min(limit)) } else { Ok(()) };
+    let attr = SetAttr {
+        mode: (kind != S_IFLNK).then_some(st.mode & 0o7777),
+        uid: Some(st.uid),
+        gid: Some(st.gid),
+        size: None,
+        atime: Some(SetTime::At(st.atime)),
+        mtime: Some(SetTime::At(st.mtime)),
+    };
+    match filled.and_then(|()| upper.setattr(&attr)) {
+        Ok(()) => Ok(upper),
+        Err(e) => {
+            let _ = dir.unlink(name, kind == S_IFDIR);
+            Err(e)
+        }
+    }
+}
+
+/// Copies `len` bytes of `from`'s data to `to`.
+fn copy_data(from: &Arc<dyn Node>, to: &Arc<dyn Node>, len: u64) -> Result<(), Errno> {
+    let src = from.open(libc::O_RDONLY)?;
+    let dst = to.open(libc::O_WRONLY)?;
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut off = 0u64;
+    while off < len {
+        let want = usize::try_from(len - off).map_or(COPY_CHUNK, |r| r.min(COPY_CHUNK));
+        let n = src.read(&mut buf[..want], off)?;
+        if n == 0 {
+            break;
+        }
+        write_all(&*dst, &buf[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+fn write_all(f: &dyn FileOps, mut buf: &[u8], mut off: u64) -> Result<(), Errno> {
+    while !buf.is_empty() {
+        let n = f.write(buf, off)?;
+        if n == 0 {
+            return Err(Errno::EIO);
+        }
+        buf = &buf[n..];
+        off += n as u64;
+    }
+    Ok(())
+}
+
+impl Node for OverlayNode {
+    fn stat(&self) -> Result<Stat, Errno> {
+        let upper = self.upper();
+        let merged = self.is_dir() && upper.is_some() && self.lower.is_some();
+        let mut st = self.layer()?.stat()?;
+        st.dev = self.fs.dev;
+        st.ino = self.ino;
+        if merged {
+            st.nlink = 1;
+        }
+        Ok(st)
+    }
+
+    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        let node: Arc<dyn Node> = self.lookup_child(name)?;
+        Ok(node)
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        self.require_dir()?;
+        let st = self.dir.lock();
+        let mut all: BTreeMap<Vec<u8>, DirEntry> = BTreeMap::new();
+        if let Some(u) = self.upper() {
+            for e in u.readdir()? {
+                all.insert(e.name.clone(), DirEntry { ino: upper_ino(e.ino), ..e });
+            }
+        }
+        if let Some(l) = &self.lower {
+            for e in l.readdir()? {
+                if !st.whiteouts.contains(&e.name) && !all.contains_key(&e.name) {
+                    all.insert(e.name.clone(), e);
+                }
+            }
+        }
+        for (name, e) in all.iter_mut() {
+            if let Some(c) = st.children.get(name) {
+                e.ino = c.ino;
+            }
+        }
+        Ok(all.into_values().collect())
+    }
+
+    fn readlink(&self) -> Result<Vec<u8>, Errno> {
+        self.layer()?.readlink()
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        let (ops, settled) = if self.kind == S_IFREG && open_writes(flags) {
+            let _ns = self.fs.lock.lock();
+            let limit = if flags & libc::O_TRUNC != 0 { 0 } else { u64::MAX };
+            (self.copy_up(limit)?.open(flags)?, true)
+        } else {
+            let settled = self.kind != S_IFREG || self.upper().is_some();
+            (self.layer()?.open(flags)?, settled)
+        };
+        let real = Current { ops, settled, map: None };
+        Ok(Arc::new(OverlayFile(Arc::new(RealFile { node: self.arc()?, flags, cur: Mutex::new(real) }))))
+    }
+
+    fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
+        let node: Arc<dyn Node> = self.create_entry(name, |dir| dir.create(name, new))?;
+        Ok(node)
+    }
+
+    fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
+        self.create_entry(name, |dir| {
+            dir.mkdir(name, new)?;
+            dir.lookup(name)
+        })
+        .map(drop)
+    }
+
+    fn mknod(&self, name: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
+        self.create_entry(name, |dir| {
+            dir.mknod(name, new, rdev)?;
+            dir.lookup(name)
+        })
+        .map(drop)
+    }
+
+    fn symlink(&self, name: &[u8], target: &[u8], new: NewNode) -> Result<(), Errno> {
+        self.create_entry(name, |dir| {
+            dir.symlink(name, target, new)?;
+            dir.lookup(name)
+        })
+        .map(drop)
+    }
+
+    fn link(&self, name: &[u8], target: &Arc<dyn Node>) -> Result<(), Errno> {
+        let target = same_overlay(self, target)?;
+        let _ns = self.fs.lock.lock();
+        self.ensure_absent(name)?;
+        if target.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        let upper = target.copy_up(u64::MAX)?;
+        self.add_entry(name, Some(target.ino), |dir| {
+            dir.link(name, &upper)?;
+            dir.lookup(name)
+        })
+        .map(drop)
+    }
+
+    fn unlink(&self, name: &[u8], dir: bool) -> Result<(), Errno> {
+        let _ns = self.fs.lock.lock();
+        let child = self.lookup_child(name)?;
+        match (dir, child.is_dir()) {
+            (false, true) => return Err(Errno::EISDIR),
+            (true, false) => return Err(Errno::ENOTDIR),
+            (true, true) if !child.is_empty_dir()? => return Err(Errno::ENOTEMPTY),
+            _ => {}
+        }
+        let upper_dir = self.copy_up(u64::MAX)?;
+        let whiteout = self.lower_has(name)?;
+        let mut st = self.dir.lock();
+        if child.upper().is_some() {
+            upper_dir.unlink(name, dir)?;
+        } else {
+            upper_dir.setattr(&SetAttr { mtime: Some(SetTime::Now), ..SetAttr::default() })?;
+        }
+        if whiteout {
+            st.whiteouts.insert(name.to_vec());
+        }
+        st.children.remove(name);
+        Ok(())
+    }
+
+    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        check_rename_flags(flags)?;
+        if flags & libc::RENAME_WHITEOUT != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let dst_dir = same_overlay(self, new_dir)?;
+        self.require_dir()?;
+        dst_dir.require_dir()?;
+        let _ns = self.fs.lock.lock();
+        self.rename_locked(name, &dst_dir, new_name, flags)
+    }
+
+    fn setattr(&self, attr: &SetAttr) -> Result<(), Errno> {
+        let _ns = self.fs.lock.lock();
+        self.copy_up(attr.size.unwrap_or(u64::MAX))?.setattr(attr)
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        let mut s = self.fs.upper_root.statfs()?;
+        s.fs_type = OVERLAYFS_SUPER_MAGIC;
+        Ok(s)
+    }
+
+    fn fs_id(&self) -> usize {
+        self.fs.id
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `other` as a node of the same overlay as `node`, else `EXDEV`.
+fn same_overlay(node: &OverlayNode, other: &Arc<dyn Node>) -> Result<Arc<OverlayNode>, Errno> {
+    let other = other.as_any().downcast_ref::<OverlayNode>().ok_or(Errno::EXDEV)?;
+    if !Arc::ptr_eq(&other.fs, &node.fs) {
+        return Err(Errno::EXDEV);
+    }
+    other.arc()
+}
+
+/// The layer's file behind an open overlay file.
+struct Current {
+    ops: Arc<dyn FileOps>,
+    /// No later copy-up can change which file this is.
+    settled: bool,
+    map: Option<Arc<dyn Mappable>>,
+}
+
+/// An open overlay file. A read-only open of a lower-only file moves to the
+/// upper copy once the file is copied up, as in Linux.
+struct RealFile {
+    node: Arc<OverlayNode>,
+    flags: i32,
+    cur: Mutex<Current>,
+}
+
+impl RealFile {
+    /// The current file of the layer shown, reopened after a copy-up.
+    fn current(&self) -> Result<MutexGuard<'_, Current>, Errno> {
+        let mut cur = self.cur.lock();
+        if !cur.settled {
+            if let Some(upper) = self.node.upper() {
+                cur.ops = upper.open(self.flags & !(libc::O_TRUNC | libc::O_CREAT | libc::O_EXCL))?;
+                cur.settled = true;
+                cur.map = None;
+            }
+        }
+        Ok(cur)
+    }
+
+    fn ops(&self) -> Result<Arc<dyn FileOps>, Errno> {
+        Ok(self.current()?.ops.clone())
+    }
+
+    fn mappable(&self) -> Result<Option<Arc<dyn Mappable>>, Errno> {
+        let mut cur = self.current()?;
+        if cur.map.is_none() {
+            cur.map = cur.ops.mappable();
+        }
+        Ok(cur.map.clone())
+    }
+}
+
+struct OverlayFile(Arc<RealFile>);
+
+impl FileOps for OverlayFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        self.0.ops()?.read(buf, off)
+    }
+
+    fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.0.ops()?.write(buf, off)
+    }
+
+    fn seekable(&self) -> bool {
+        self.0.cur.lock().ops.seekable()
+    }
+
+    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        self.0.ops()?.ioctl(mm, req, arg)
+    }
+
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        self.0.ops()?.truncate(len)
+    }
+
+    fn fsync(&self) -> Result<(), Errno> {
+        self.0.ops()?.fsync()
+    }
+
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        self.0.mappable().ok().flatten()?;
+        Some(Arc::new(OverlayMappable(self.0.clone())))
+    }
+}
+
+/// A mapping of an overlay file: the data of the layer shown, named and
+/// numbered as the overlay shows the file.
+struct OverlayMappable(Arc<RealFile>);
+
+impl Mappable for OverlayMappable {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.0.mappable()?.ok_or(Errno::ENODEV)?.read_at(off, buf)
+    }
+
+    fn map_name(&self) -> String {
+        self.0.node.path()
+    }
+
+    fn map_ids(&self) -> (u64, u64) {
+        (self.0.node.fs.dev, self.0.node.ino)
+    }
+}

@@ -1,0 +1,204 @@
+//! Pipes: a bounded byte buffer between a read end and a write end.
+
+use crate::abi::Errno;
+use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFIFO};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Linux's default pipe capacity.
+pub const PIPE_CAPACITY: usize = 65536;
+/// Writes up to this size are atomic.
+pub const PIPE_BUF: usize = 4096;
+
+struct State {
+    buf: VecDeque<u8>,
+    readers: usize,
+    writers: usize,
+}
+
+/// The shared buffer, which is also the pipe's inode.
+pub struct Pipe {
+    state: Mutex<State>,
+    cond: Condvar,
+    ino: u64,
+    created: TimeSpec,
+}
+
+impl Pipe {
+    pub fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
+        Arc::new(Pipe {
+            state: Mutex::new(State { buf: VecDeque::new(), readers: 0, writers: 0 }),
+            cond: Condvar::new(),
+            ino,
+            created: now,
+        })
+    }
+
+    /// The read end (counted until dropped).
+    pub fn reader(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
+        self.state.lock().readers += 1;
+        Arc::new(PipeEnd { pipe: self.clone(), write: false, nonblock })
+    }
+
+    /// The write end (counted until dropped).
+    pub fn writer(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
+        self.state.lock().writers += 1;
+        Arc::new(PipeEnd { pipe: self.clone(), write: true, nonblock })
+    }
+
+    /// Bytes waiting to be read (FIONREAD).
+    pub fn available(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+}
+
+impl Node for Pipe {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(Stat {
+            dev: 0x0d,
+            ino: self.ino,
+            nlink: 1,
+            mode: S_IFIFO | 0o600,
+            blksize: 4096,
+            atime: self.created,
+            mtime: self.created,
+            ctime: self.created,
+            ..Stat::default()
+        })
+    }
+
+    fn fs_id(&self) -> usize {
+        usize::MAX - 1
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// One end of a pipe.
+pub struct PipeEnd {
+    pipe: Arc<Pipe>,
+    write: bool,
+    nonblock: bool,
+}
+
+impl Drop for PipeEnd {
+    fn drop(&mut self) {
+        let mut s = self.pipe.state.lock();
+        if self.write {
+            s.writers -= 1;
+        } else {
+            s.readers -= 1;
+        }
+        self.pipe.cond.notify_all();
+    }
+}
+
+impl FileOps for PipeEnd {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        if self.write {
+            return Err(Errno::EBADF);
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut s = self.pipe.state.lock();
+        loop {
+            if !s.buf.is_empty() {
+                let n = buf.len().min(s.buf.len());
+                for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
+                    *dst = src;
+                }
+                self.pipe.cond.notify_all();
+                return Ok(n);
+            }
+            if s.writers == 0 {
+                return Ok(0);
+            }
+            if self.nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.pipe.cond.wait(&mut s);
+        }
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let mut s = self.pipe.state.lock();
+        let mut done = 0;
+        while done < buf.len() {
+            if s.readers == 0 {
+                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
+            }
+            let room = PIPE_CAPACITY - s.buf.len();
+            let rest = buf.len() - done;
+            // Writes of at most PIPE_BUF bytes go in whole or not at all.
+            let fits = if rest <= PIPE_BUF { room >= rest } else { room > 0 };
+            if fits {
+                let n = rest.min(room);
+                s.buf.extend(&buf[done..done + n]);
+                done += n;
+                self.pipe.cond.notify_all();
+                continue;
+            }
+            if self.nonblock {
+                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+            }
+            self.pipe.cond.wait(&mut s);
+        }
+        Ok(done)
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_eof() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let (r, w) = (p.reader(false), p.writer(false));
+        assert_eq!(w.write(b"hello", 0).unwrap(), 5);
+        let mut buf = [0u8; 8];
+        assert_eq!(r.read(&mut buf, 0).unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+        drop(w);
+        assert_eq!(r.read(&mut buf, 0).unwrap(), 0, "EOF once every writer is gone");
+    }
+
+    #[test]
+    fn broken_pipe_and_nonblocking() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let r = p.reader(true);
+        let w = p.writer(true);
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read(&mut buf, 0), Err(Errno::EAGAIN));
+        let big = vec![0u8; PIPE_CAPACITY + 10];
+        assert_eq!(w.write(&big, 0).unwrap(), PIPE_CAPACITY);
+        assert_eq!(w.write(b"x", 0), Err(Errno::EAGAIN));
+        drop(r);
+        assert_eq!(w.write(b"x", 0), Err(Errno::EPIPE));
+    }
+
+    #[test]
+    fn blocking_reader_wakes_for_writer_in_another_thread() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let r = p.reader(false);
+        let w = p.writer(false);
+        let t = std::thread::spawn(move || {
+            let mut buf = [0u8; 3];
+            let n = r.read(&mut buf, 0).unwrap();
+            buf[..n].to_vec()
+        });
+        w.write(b"abc", 0).unwrap();
+        assert_eq!(t.join().unwrap(), b"abc");
+    }
+}

@@ -1,0 +1,56 @@
+//! What /proc passes through from the host: read once when the sandbox
+//! boots (before the sentry is confined), except /proc/stat's CPU times,
+//! which are re-read when possible.
+
+use std::fs;
+
+/// Host files /proc shows, or bases its content on.
+pub(super) struct Host {
+    pub cpuinfo: Vec<u8>,
+    /// /proc/version: the same kernel the sandbox's uname reports.
+    pub version: Vec<u8>,
+    /// /proc/sys/kernel/osrelease.
+    pub osrelease: Vec<u8>,
+    /// /proc/meminfo: the field list and layout the sandbox's copies.
+    pub meminfo: String,
+    /// /proc/sys/fs/file-max.
+    pub file_max: Vec<u8>,
+    /// The sentry's own /proc/self/status, for the CPU and memory-node
+    /// affinity and speculation-mitigation lines.
+    status: String,
+    /// /proc/stat at boot, for its CPU lines if the host's cannot be read.
+    stat: String,
+}
+
+fn read(path: &str) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| {
+        log::warn!("procfs: cannot read the host's {path}: {e}");
+        String::new()
+    })
+}
+
+impl Host {
+    pub fn read() -> Host {
+        Host {
+            cpuinfo: read("/proc/cpuinfo").into_bytes(),
+            version: read("/proc/version").into_bytes(),
+            osrelease: read("/proc/sys/kernel/osrelease").into_bytes(),
+            meminfo: read("/proc/meminfo"),
+            file_max: read("/proc/sys/fs/file-max").into_bytes(),
+            status: read("/proc/self/status"),
+            stat: read("/proc/stat"),
+        }
+    }
+
+    /// The value of a line of the host's /proc/self/status.
+    pub fn status_value(&self, key: &str) -> Option<&str> {
+        self.status.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
+    }
+
+    /// The `cpu` lines of the host's /proc/stat.
+    pub fn cpu_lines(&self) -> String {
+        let now = fs::read_to_string("/proc/stat").unwrap_or_default();
+        let text = if now.is_empty() { &self.stat } else { &now };
+        text.lines().filter(|l| l.starts_with("cpu")).flat_map(|l| [l, "\n"]).collect()
+    }
+}

@@ -1,0 +1,357 @@
+//! The sandbox's /proc: read-only, generated from the kernel's state when a
+//! file is opened. The root holds the system-wide files, `sys/`, the
+//! `self` and `thread-self` links and one directory per process.
+
+mod host;
+mod process;
+mod system;
+mod task;
+
+use super::synthetic::{path_ino, timespec, Attr, FsInfo, GenFile, Generator, Link, StaticDir};
+use crate::abi::Errno;
+use crate::kernel::{thread, Kernel};
+use crate::vfs::{DirEntry, FileOps, Node, Stat, S_IFDIR, S_IFLNK, S_IFREG};
+use host::Host;
+use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
+use task::{ProcessDir, TaskRef};
+
+/// PROC_SUPER_MAGIC, for statfs.
+const PROC_MAGIC: u64 = 0x9fa0;
+
+/// What every node of one /proc instance shares.
+struct Proc {
+    fs: Arc<FsInfo>,
+    kernel: Weak<Kernel>,
+    host: Host,
+}
+
+impl Proc {
+    /// The attributes of the node at `path`: root-owned, 1 KiB blocks.
+    fn attr(&self, path: &str, mode: u32) -> Attr {
+        let mut a = Attr::new(&self.fs, path_ino(path.as_bytes()), mode);
+        a.blksize = 1024;
+        a
+    }
+
+    fn kernel(&self) -> Result<Arc<Kernel>, Errno> {
+        self.kernel.upgrade().ok_or(Errno::ESRCH)
+    }
+}
+
+/// The last component of `path`, as a directory entry name.
+fn name_of(path: &str) -> Vec<u8> {
+    path.rsplit('/').next().unwrap_or(path).as_bytes().to_vec()
+}
+
+type Entry = (Vec<u8>, Arc<dyn Node>);
+
+fn file(p: &Arc<Proc>, path: &str, gen: Generator) -> Entry {
+    (name_of(path), GenFile::new(p.attr(path, S_IFREG | 0o444), gen))
+}
+
+fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
+    file(p, path, Box::new(move || Ok(content.as_bytes().to_vec())))
+}
+
+fn dir(p: &Arc<Proc>, path: &str, entries: Vec<Entry>) -> Entry {
+    (name_of(path), StaticDir::new(p.attr(path, S_IFDIR | 0o555), entries))
+}
+
+/// A file generated from the kernel's state.
+fn kernel_file(p: &Arc<Proc>, path: &str, gen: fn(&Proc, &Kernel) -> Vec<u8>) -> Entry {
+    let q = p.clone();
+    file(
+        p,
+        path,
+        Box::new(move || {
+            let k = q.kernel()?;
+            Ok(gen(&q, &k))
+        }),
+    )
+}
+
+/// A file passing a host file through.
+fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
+    let q = p.clone();
+    file(p, path, Box::new(move || Ok(pick(&q.host).clone())))
+}
+
+/// The /proc root; `kernel` is weak because the kernel owns its mounts.
+pub fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
+    let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time);
+    let p = Arc::new(Proc { fs: FsInfo::new(boot), kernel, host: Host::read() });
+    let mut root_attr = p.attr("/", S_IFDIR | 0o555);
+    root_attr.ino = 1;
+    let statics = StaticDir::new(root_attr, root_entries(&p));
+    Arc::new(ProcRoot { proc: p, statics })
+}
+
+fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
+    vec![
+        host_file(p, "/cpuinfo", |h| &h.cpuinfo),
+        text(p, "/filesystems", system::FILESYSTEMS),
+        kernel_file(p, "/loadavg", |_, k| {
+            let (total, last) = thread_counts(k);
+            system::format_loadavg(1, total, last).into_bytes()
+        }),
+        kernel_file(p, "/meminfo", |p, k| {
+            let total = system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0);
+            system::format_meminfo(&p.host.meminfo, total, k.memory.used() / 1024).into_bytes()
+        }),
+        (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
+        (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
+        kernel_file(p, "/stat", |p, k| {
+            let (_, last) = thread_counts(k);
+            let btime = k.boot_time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let processes = u64::try_from(last).unwrap_or(0);
+            system::format_stat(&p.host.cpu_lines(), btime, processes, 1).into_bytes()
+        }),
+        sys_dir(p),
+        (b"thread-self".to_vec(), Link::dynamic(p.attr("/thread-self", S_IFLNK | 0o777), Box::new(|| self_link(true)))),
+        kernel_file(p, "/uptime", |_, k| {
+            let up = k.uptime();
+            let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
+            system::format_uptime(up, up * cpus).into_bytes()
+        }),
+        host_file(p, "/version", |h| &h.version),
+    ]
+}
+
+fn sys_dir(p: &Arc<Proc>) -> Entry {
+    let mut id = [0u8; 16];
+    crate::loader::host_random(&mut id);
+    let boot_id = system::format_uuid(id);
+    let kernel = dir(
+        p,
+        "/sys/kernel",
+        vec![
+            kernel_file(p, "/sys/kernel/hostname", |_, k| {
+                let mut name = k.hostname.lock().clone();
+                name.push(b'\n');
+                name
+            }),
+            text(p, "/sys/kernel/ngroups_max", "65536\n"),
+            host_file(p, "/sys/kernel/osrelease", |h| &h.osrelease),
+            text(p, "/sys/kernel/ostype", "Linux\n"),
+            text(p, "/sys/kernel/pid_max", "4194304\n"),
+            dir(
+                p,
+                "/sys/kernel/random",
+                vec![
+                    file(p, "/sys/kernel/random/boot_id", Box::new(move || Ok(boot_id.clone().into_bytes()))),
+                    file(
+                        p,
+                        "/sys/kernel/random/uuid",
+                        Box::new(|| {
+                            let mut b = [0u8; 16];
+                            crate::loader::host_random(&mut b);
+                            Ok(system::format_uuid(b).into_bytes())
+                        }),
+                    ),
+                ],
+            ),
+        ],
+    );
+    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)]);
+    let net = dir(
+        p,
+        "/sys/net",
+        vec![dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")])],
+    );
+    let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
+    dir(p, "/sys", vec![fs, kernel, net, vm])
+}
+
+/// The text of /proc/self (`thread == false`) or /proc/thread-self.
+fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
+    let t = thread::current().ok_or(Errno::ENOENT)?;
+    let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
+    Ok(text.into_bytes())
+}
+
+/// The number of threads in the sandbox and the highest thread id.
+fn thread_counts(k: &Kernel) -> (usize, i32) {
+    let threads = k.threads.lock();
+    (threads.len(), threads.keys().next_back().copied().unwrap_or(0))
+}
+
+/// A process id as /proc names it: decimal without leading zeros.
+fn parse_id(name: &[u8]) -> Option<i32> {
+    if name.first() == Some(&b'0') || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(name).ok()?.parse().ok()
+}
+
+/// The /proc root: static entries, then one directory per process.
+struct ProcRoot {
+    proc: Arc<Proc>,
+    statics: Arc<StaticDir>,
+}
+
+impl Node for ProcRoot {
+    fn stat(&self) -> Result<Stat, Errno> {
+        self.statics.stat()
+    }
+
+    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        let Some(pid) = parse_id(name) else {
+            return self.statics.lookup(name);
+        };
+        let k = self.proc.kernel().map_err(|_| Errno::ENOENT)?;
+        let t = k.thread(pid).ok_or(Errno::ENOENT)?;
+        Ok(ProcessDir::new(TaskRef::new(&self.proc, &t), &k, &t, format!("/{pid}"), t.tid == t.tgid))
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        let mut entries = self.statics.readdir()?;
+        if let Ok(k) = self.proc.kernel() {
+            let threads = k.threads.lock();
+            let leaders = threads.values().filter(|t| t.tid == t.tgid);
+            entries.extend(leaders.map(|t| DirEntry {
+                ino: path_ino(format!("/{}", t.tid).as_bytes()),
+                kind: libc::DT_DIR,
+                name: t.tid.to_string().into_bytes(),
+            }));
+        }
+        Ok(entries)
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        self.statics.open(flags)
+    }
+
+    fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn statfs(&self) -> Result<crate::vfs::StatFs, Errno> {
+        Ok(crate::vfs::StatFs { fs_type: PROC_MAGIC, bsize: 4096, namelen: 255, frsize: 4096, ..Default::default() })
+    }
+
+    fn fs_id(&self) -> usize {
+        self.proc.fs.id()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The time a thread started, as a timestamp.
+fn start_time(k: &Kernel, t: &crate::kernel::Thread) -> crate::vfs::TimeSpec {
+    timespec(k.boot_time + t.start.saturating_duration_since(k.boot_instant))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn procfs() -> Arc<dyn Node> {
+        new_procfs(Weak::new())
+    }
+
+    fn read_all(node: &Arc<dyn Node>) -> Result<String, Errno> {
+        let f = node.open(libc::O_RDONLY)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let n = f.read(&mut buf, 0)?;
+        buf.truncate(n);
+        Ok(String::from_utf8(buf).unwrap())
+    }
+
+    fn walk(root: &Arc<dyn Node>, path: &str) -> Result<Arc<dyn Node>, Errno> {
+        path.split('/').filter(|c| !c.is_empty()).try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
+    }
+
+    #[test]
+    fn root_lists_static_entries() {
+        let root = procfs();
+        let names: Vec<String> =
+            root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
+        for n in ["cpuinfo", "filesystems", "loadavg", "meminfo", "mounts", "self", "stat", "sys", "thread-self"] {
+            assert!(names.iter().any(|x| x == n), "{n}");
+        }
+        let st = root.stat().unwrap();
+        assert_eq!((st.ino, st.mode, st.blksize), (1, S_IFDIR | 0o555, 1024));
+        assert_eq!(root.statfs().unwrap().fs_type, PROC_MAGIC);
+    }
+
+    #[test]
+    fn lookup_errors() {
+        let root = procfs();
+        assert_eq!(root.lookup(b"nonexistent").err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"1").err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"4194303").err(), Some(Errno::ENOENT));
+        assert_eq!(walk(&root, "sys/kernel/nope").err(), Some(Errno::ENOENT));
+        assert_eq!(walk(&root, "version/x").err(), Some(Errno::ENOTDIR));
+        assert_eq!(parse_id(b"01"), None);
+        assert_eq!(parse_id(b"1a"), None);
+        assert_eq!(parse_id(b""), None);
+        assert_eq!(parse_id(b"99999999999"), None);
+        assert_eq!(parse_id(b"42"), Some(42));
+    }
+
+    #[test]
+    fn self_needs_a_guest_thread() {
+        let root = procfs();
+        assert_eq!(root.lookup(b"self").unwrap().readlink().err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"thread-self").unwrap().readlink().err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
+    }
+
+    #[test]
+    fn sys_files() {
+        let root = procfs();
+        let read = |p: &str| read_all(&walk(&root, p).unwrap()).unwrap();
+        assert_eq!(read("sys/kernel/ostype"), "Linux\n");
+        assert_eq!(read("sys/kernel/pid_max"), "4194304\n");
+        assert_eq!(read("sys/vm/overcommit_memory"), "0\n");
+        assert_eq!(read("sys/net/core/somaxconn"), "4096\n");
+        assert_eq!(read("sys/kernel/ngroups_max"), "65536\n");
+        let boot_id = read("sys/kernel/random/boot_id");
+        assert_eq!(boot_id.len(), 37);
+        assert_eq!(read("sys/kernel/random/boot_id"), boot_id);
+        assert_ne!(read("sys/kernel/random/uuid"), read("sys/kernel/random/uuid"));
+        assert_eq!(read("sys/kernel/osrelease").trim(), std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim());
+        assert!(read("version").starts_with("Linux version "));
+        assert!(read("cpuinfo").contains("processor"));
+        assert_eq!(read("filesystems"), system::FILESYSTEMS);
+    }
+
+    #[test]
+    fn kernel_files_without_a_kernel_fail() {
+        let root = procfs();
+        for p in ["meminfo", "uptime", "loadavg", "stat", "sys/kernel/hostname"] {
+            assert_eq!(read_all(&walk(&root, p).unwrap()).err(), Some(Errno::ESRCH), "{p}");
+        }
+    }
+
+    #[test]
+    fn everything_is_read_only() {
+        let root = procfs();
+        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
+        assert_eq!(root.create(b"x", new).err(), Some(Errno::EPERM));
+        assert_eq!(root.mkdir(b"x", new).err(), Some(Errno::EPERM));
+        assert_eq!(root.unlink(b"version", false).err(), Some(Errno::EPERM));
+        assert_eq!(root.rename(b"version", &root, b"x", 0).err(), Some(Errno::EPERM));
+        assert_eq!(root.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
+        for p in ["version", "sys/kernel/hostname", "sys/vm/overcommit_memory"] {
+            let n = walk(&root, p).unwrap();
+            assert_eq!(n.open(libc::O_WRONLY).err(), Some(Errno::EACCES), "{p}");
+            assert_eq!(n.open(libc::O_RDWR | libc::O_TRUNC).err(), Some(Errno::EACCES), "{p}");
+            assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o444);
+        }
+    }
+
+    #[test]
+    fn inodes_are_stable_and_per_path() {
+        let (a, b) = (procfs(), procfs());
+        let ino = |r: &Arc<dyn Node>, p: &str| walk(r, p).unwrap().stat().unwrap().ino;
+        assert_eq!(ino(&a, "sys/kernel/ostype"), ino(&b, "sys/kernel/ostype"));
+        assert_ne!(ino(&a, "sys/kernel/ostype"), ino(&a, "sys/kernel/osrelease"));
+        assert_ne!(a.stat().unwrap().dev, b.stat().unwrap().dev);
+        assert_ne!(a.fs_id(), b.fs_id());
+        assert_eq!(a.fs_id(), walk(&a, "sys/vm").unwrap().fs_id());
+    }
+}

@@ -1,0 +1,133 @@
+//! The text of /proc's system-wide files, as pure functions of plain data.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// The filesystems the sandbox implements, as /proc/filesystems lists them.
+pub(super) const FILESYSTEMS: &str =
+    "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevtmpfs\nnodev\tsockfs\nnodev\tpipefs\nnodev\tdevpts\nnodev\toverlay\n";
+
+/// The lines /proc/meminfo has when the host's cannot be read.
+const FALLBACK_MEMINFO: &str = "MemTotal: 0 kB\nMemFree: 0 kB\nMemAvailable: 0 kB\n";
+
+/// The value in kB of `key` in a /proc/meminfo text.
+pub(super) fn meminfo_kb(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':')?.split_whitespace().next()?.parse().ok())
+}
+
+/// The sandbox's /proc/meminfo: the host's field list and layout, with the
+/// sandbox's memory (`total_kb`, of which `used_kb` is committed) and zero
+/// for what the sandbox does not have (swap, page cache, huge pages …).
+pub(super) fn format_meminfo(host: &str, total_kb: u64, used_kb: u64) -> String {
+    let template = if host.lines().next().is_some() { host } else { FALLBACK_MEMINFO };
+    let mut out = String::new();
+    for line in template.lines() {
+        let Some((key, rest)) = line.split_once(':') else { continue };
+        let host_value = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let value = match key {
+            "MemTotal" => total_kb,
+            "MemFree" | "MemAvailable" => total_kb.saturating_sub(used_kb),
+            "Active" | "Active(anon)" | "AnonPages" | "Committed_AS" => used_kb,
+            "CommitLimit" => total_kb / 2,
+            "VmallocTotal" | "Hugepagesize" => host_value,
+            _ => 0,
+        };
+        let unit = if rest.ends_with(" kB") { " kB" } else { "" };
+        let _ = writeln!(out, "{:<16}{value:>8}{unit}", format!("{key}:"));
+    }
+    out
+}
+
+/// Seconds with two decimals, truncated as Linux prints them.
+fn centiseconds(d: Duration) -> String {
+    format!("{}.{:02}", d.as_secs(), d.subsec_nanos() / 10_000_000)
+}
+
+/// /proc/uptime: time since boot and time the CPUs spent idle.
+pub(super) fn format_uptime(up: Duration, idle: Duration) -> String {
+    format!("{} {}\n", centiseconds(up), centiseconds(idle))
+}
+
+/// /proc/loadavg, with no load history kept.
+pub(super) fn format_loadavg(running: usize, total: usize, last_pid: i32) -> String {
+    format!("0.00 0.00 0.00 {running}/{total} {last_pid}\n")
+}
+
+/// /proc/stat: the host's `cpu` lines, then the sandbox's counters.
+pub(super) fn format_stat(cpu_lines: &str, btime: u64, processes: u64, running: usize) -> String {
+    format!(
+        "{cpu_lines}intr 0\nctxt 0\nbtime {btime}\nprocesses {processes}\nprocs_running {running}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n"
+    )
+}
+
+/// A random (version 4) UUID as /proc/sys/kernel/random/uuid shows it.
+pub(super) fn format_uuid(mut b: [u8; 16]) -> String {
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("{}-{}-{}-{}-{}\n", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: &str = "MemTotal:       24684092 kB\nMemFree:        23500616 kB\nMemAvailable:   24313184 kB\nBuffers:            7200 kB\nActive(anon):       1528 kB\nCommitLimit:    12342044 kB\nVmallocTotal:   34359738367 kB\nHugePages_Total:       0\nHugePages_Free:       12\nHugepagesize:       2048 kB\nDirectMap1G:    25165824 kB\n";
+
+    #[test]
+    fn meminfo_keeps_host_layout_with_sandbox_values() {
+        assert_eq!(meminfo_kb(HOST, "MemTotal"), Some(24_684_092));
+        assert_eq!(meminfo_kb(HOST, "Mem"), None);
+        let text = format_meminfo(HOST, 1_048_576, 2048);
+        assert_eq!(
+            text,
+            "MemTotal:        1048576 kB\nMemFree:         1046528 kB\nMemAvailable:    1046528 kB\nBuffers:               0 kB\nActive(anon):       2048 kB\nCommitLimit:      524288 kB\nVmallocTotal:   34359738367 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\nDirectMap1G:           0 kB\n"
+        );
+        assert_eq!(format_meminfo(HOST, 100, 200).lines().nth(1), Some("MemFree:               0 kB"));
+    }
+
+    #[test]
+    fn meminfo_without_host_file_has_the_essentials() {
+        assert_eq!(
+            format_meminfo("", 4096, 1024),
+            "MemTotal:           4096 kB\nMemFree:            3072 kB\nMemAvailable:       3072 kB\n"
+        );
+    }
+
+    #[test]
+    fn uptime_truncates_to_centiseconds() {
+        let up = Duration::new(12, 345_999_999);
+        assert_eq!(format_uptime(up, up * 2), "12.34 24.69\n");
+        assert_eq!(format_uptime(Duration::ZERO, Duration::from_millis(50)), "0.00 0.05\n");
+    }
+
+    #[test]
+    fn loadavg_line() {
+        assert_eq!(format_loadavg(1, 3, 42), "0.00 0.00 0.00 1/3 42\n");
+    }
+
+    #[test]
+    fn stat_appends_sandbox_counters() {
+        let s = format_stat("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 1_700_000_000, 7, 1);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "cpu  1 2 3 4 5 6 7 8 9 10");
+        assert_eq!(lines[2], "intr 0");
+        assert!(lines.contains(&"btime 1700000000"));
+        assert!(lines.contains(&"processes 7"));
+        assert!(lines.contains(&"procs_running 1"));
+        assert_eq!(lines.last(), Some(&"softirq 0 0 0 0 0 0 0 0 0 0 0"));
+    }
+
+    #[test]
+    fn uuid_is_version_4() {
+        let u = format_uuid([0xff; 16]);
+        assert_eq!(u, "ffffffff-ffff-4fff-bfff-ffffffffffff\n");
+        assert_eq!(format_uuid([0; 16]), "00000000-0000-4000-8000-000000000000\n");
+    }
+
+    #[test]
+    fn filesystems_format() {
+        assert!(FILESYSTEMS.lines().all(|l| l.starts_with("nodev\t")));
+        assert!(FILESYSTEMS.contains("nodev\tproc\n"));
+    }
+}

@@ -1,0 +1,367 @@
+//! Building blocks of the sentry's synthetic filesystems (/proc, /dev):
+//! per-filesystem identity, fixed attributes, directories with a fixed set
+//! of entries, read-only files whose content is generated when they are
+//! opened, and symlinks (plain or "magic").
+
+use crate::abi::Errno;
+use crate::vfs::{dtype, Dentry, DirEntry, FileOps, Node, Stat, TimeSpec, S_IFDIR, S_IFMT};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Minor numbers of anonymous devices (major 0) handed to synthetic
+/// filesystems, like Linux's `get_anon_bdev`.
+static NEXT_ANON_MINOR: AtomicU32 = AtomicU32::new(0x20);
+
+/// One mounted instance of a synthetic filesystem: its device number and
+/// the timestamps of its static entries.
+pub struct FsInfo {
+    dev: u64,
+    time: TimeSpec,
+}
+
+impl FsInfo {
+    /// A new instance with a fresh anonymous device number; `time` is
+    /// reported by its static entries.
+    pub fn new(time: SystemTime) -> Arc<FsInfo> {
+        let minor = NEXT_ANON_MINOR.fetch_add(1, Ordering::Relaxed);
+        Arc::new(FsInfo { dev: libc::makedev(0, minor), time: timespec(time) })
+    }
+
+    /// The filesystem's identity for `Node::fs_id` (unique while it lives).
+    pub fn id(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self).addr()
+    }
+
+    /// The `st_dev` of every node.
+    pub fn dev(&self) -> u64 {
+        self.dev
+    }
+
+    /// The timestamp of static entries.
+    pub fn time(&self) -> TimeSpec {
+        self.time
+    }
+}
+
+/// A `SystemTime` as a `TimeSpec` (times before the epoch become 0).
+pub fn timespec(t: SystemTime) -> TimeSpec {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+}
+
+/// A stable inode number for the node at `path` inside a filesystem
+/// (FNV-1a); never 0 or 1, which is the root's.
+pub fn path_ino(path: &[u8]) -> u64 {
+    let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    h.max(2)
+}
+
+/// The attributes of a synthetic node.
+#[derive(Clone)]
+pub struct Attr {
+    /// The filesystem the node belongs to.
+    pub fs: Arc<FsInfo>,
+    pub ino: u64,
+    /// File type and permission bits.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Device number of a device node.
+    pub rdev: u64,
+    pub size: u64,
+    pub nlink: u64,
+    /// Preferred I/O size (`st_blksize`).
+    pub blksize: u64,
+    /// Access, modification and change time.
+    pub time: TimeSpec,
+}
+
+impl Attr {
+    /// Root-owned, one link, stamped with the filesystem's time.
+    pub fn new(fs: &Arc<FsInfo>, ino: u64, mode: u32) -> Attr {
+        Attr { fs: fs.clone(), ino, mode, uid: 0, gid: 0, rdev: 0, size: 0, nlink: 1, blksize: 4096, time: fs.time() }
+    }
+
+    /// The attributes as `stat(2)` reports them.
+    pub fn stat(&self) -> Stat {
+        Stat {
+            dev: self.fs.dev(),
+            ino: self.ino,
+            nlink: self.nlink,
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: self.rdev,
+            size: self.size,
+            blksize: self.blksize,
+            blocks: 0,
+            atime: self.time,
+            mtime: self.time,
+            ctime: self.time,
+        }
+    }
+}
+
+/// Whether `flags` ask for write access.
+pub fn wants_write(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+/// The `getdents64` entry of `node` under `name`.
+pub fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
+    let st = node.stat()?;
+    Ok(DirEntry { ino: st.ino, kind: dtype(st.mode), name: name.to_vec() })
+}
+
+/// Opens a directory: read-only, and `read(2)` fails with `EISDIR`.
+pub fn open_dir(flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+    if wants_write(flags) {
+        return Err(Errno::EISDIR);
+    }
+    Ok(Arc::new(DirHandle))
+}
+
+/// An open directory of a synthetic filesystem (entries are read through
+/// the node).
+struct DirHandle;
+
+impl FileOps for DirHandle {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+}
+
+/// A directory with a fixed list of entries, listed in order.
+pub struct StaticDir {
+    attr: Attr,
+    entries: Vec<(Vec<u8>, Arc<dyn Node>)>,
+}
+
+impl StaticDir {
+    /// `attr.nlink` is set to 2 plus the number of subdirectories.
+    pub fn new(mut attr: Attr, entries: Vec<(Vec<u8>, Arc<dyn Node>)>) -> Arc<StaticDir> {
+        let subdirs = entries.iter().filter(|(_, n)| n.stat().is_ok_and(|s| s.mode & S_IFMT == S_IFDIR)).count();
+        attr.nlink = 2 + subdirs as u64;
+        Arc::new(StaticDir { attr, entries })
+    }
+}
+
+impl Node for StaticDir {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(self.attr.stat())
+    }
+
+    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(Errno::ENOENT)
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        self.entries.iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        open_dir(flags)
+    }
+
+    fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn fs_id(&self) -> usize {
+        self.attr.fs.id()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Produces a generated file's content.
+pub type Generator = Box<dyn Fn() -> Result<Vec<u8>, Errno> + Send + Sync>;
+
+/// A read-only file whose content is generated when it is opened and then
+/// read from that snapshot. Opening it for writing fails with `EACCES`.
+pub struct GenFile {
+    attr: Attr,
+    gen: Generator,
+}
+
+impl GenFile {
+    /// A file whose content `gen` produces at each open.
+    pub fn new(attr: Attr, gen: Generator) -> Arc<GenFile> {
+        Arc::new(GenFile { attr, gen })
+    }
+}
+
+impl Node for GenFile {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(self.attr.stat())
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        if wants_write(flags) {
+            return Err(Errno::EACCES);
+        }
+        Ok(Arc::new(Snapshot((self.gen)()?)))
+    }
+
+    fn fs_id(&self) -> usize {
+        self.attr.fs.id()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The content of a generated file, as it was when the file was opened.
+struct Snapshot(Vec<u8>);
+
+impl FileOps for Snapshot {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        let start = usize::try_from(off).unwrap_or(usize::MAX).min(self.0.len());
+        let n = buf.len().min(self.0.len() - start);
+        buf[..n].copy_from_slice(&self.0[start..start + n]);
+        Ok(n)
+    }
+}
+
+/// Resolves a magic link to the object itself.
+pub type LinkTarget = Box<dyn Fn() -> Result<Arc<Dentry>, Errno> + Send + Sync>;
+
+/// A symlink whose text is produced on each `readlink`; a magic link also
+/// resolves straight to a dentry during path walks.
+pub struct Link {
+    attr: Attr,
+    text: Generator,
+    target: Option<LinkTarget>,
+}
+
+impl Link {
+    /// A symlink to the fixed `target` (its size is the target's length).
+    pub fn fixed(mut attr: Attr, target: &[u8]) -> Arc<Link> {
+        attr.size = target.len() as u64;
+        let target = target.to_vec();
+        Arc::new(Link { attr, text: Box::new(move || Ok(target.clone())), target: None })
+    }
+
+    /// A symlink whose text is computed at each `readlink`.
+    pub fn dynamic(attr: Attr, text: Generator) -> Arc<Link> {
+        Arc::new(Link { attr, text, target: None })
+    }
+
+    /// A magic link: `text` for `readlink`, `target` for path walks.
+    pub fn magic(attr: Attr, text: Generator, target: LinkTarget) -> Arc<Link> {
+        Arc::new(Link { attr, text, target: Some(target) })
+    }
+}
+
+impl Node for Link {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(self.attr.stat())
+    }
+
+    fn readlink(&self) -> Result<Vec<u8>, Errno> {
+        (self.text)()
+    }
+
+    fn magic_link(&self) -> Option<Result<Arc<Dentry>, Errno>> {
+        self.target.as_ref().map(|t| t())
+    }
+
+    fn fs_id(&self) -> usize {
+        self.attr.fs.id()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::{S_IFLNK, S_IFREG};
+
+    fn fs() -> Arc<FsInfo> {
+        FsInfo::new(UNIX_EPOCH + std::time::Duration::from_secs(1000))
+    }
+
+    #[test]
+    fn fs_instances_differ() {
+        let (a, b) = (fs(), fs());
+        assert_ne!(a.id(), b.id());
+        assert_ne!(a.dev(), b.dev());
+        assert_eq!(libc::major(a.dev()), 0);
+        assert_eq!(a.time(), TimeSpec { sec: 1000, nsec: 0 });
+    }
+
+    #[test]
+    fn path_inos_are_stable_and_distinct() {
+        assert_eq!(path_ino(b"/a/b"), path_ino(b"/a/b"));
+        assert_ne!(path_ino(b"/a/b"), path_ino(b"/a/c"));
+        assert!(path_ino(b"") > 1);
+    }
+
+    #[test]
+    fn generated_file_snapshots_at_open() {
+        let fs = fs();
+        let counter = Arc::new(AtomicU32::new(0));
+        let c = counter.clone();
+        let f = GenFile::new(
+            Attr::new(&fs, 5, S_IFREG | 0o444),
+            Box::new(move || Ok(format!("n={}\n", c.fetch_add(1, Ordering::Relaxed)).into_bytes())),
+        );
+        let ops = f.open(libc::O_RDONLY).unwrap();
+        let mut buf = [0u8; 2];
+        assert_eq!(ops.read(&mut buf, 0).unwrap(), 2);
+        assert_eq!(&buf, b"n=");
+        assert_eq!(ops.read(&mut buf, 2).unwrap(), 2);
+        assert_eq!(&buf, b"0\n");
+        assert_eq!(ops.read(&mut buf, 4).unwrap(), 0);
+        assert_eq!(ops.read(&mut buf, u64::MAX).unwrap(), 0);
+        let again = f.open(libc::O_RDONLY).unwrap();
+        assert_eq!(again.read(&mut buf, 2).unwrap(), 2);
+        assert_eq!(&buf, b"1\n");
+        assert_eq!(f.open(libc::O_WRONLY).err(), Some(Errno::EACCES));
+        assert_eq!(f.open(libc::O_RDWR).err(), Some(Errno::EACCES));
+        assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o444);
+    }
+
+    #[test]
+    fn static_dir_lists_looks_up_and_refuses_changes() {
+        let fs = fs();
+        let sub: Arc<dyn Node> = StaticDir::new(Attr::new(&fs, 3, S_IFDIR | 0o755), Vec::new());
+        let link: Arc<dyn Node> = Link::fixed(Attr::new(&fs, 4, S_IFLNK | 0o777), b"/proc/self/fd");
+        let dir = StaticDir::new(
+            Attr::new(&fs, 1, S_IFDIR | 0o755),
+            vec![(b"sub".to_vec(), sub.clone()), (b"fd".to_vec(), link.clone())],
+        );
+        let st = dir.stat().unwrap();
+        assert_eq!(st.nlink, 3);
+        assert_eq!(st.dev, fs.dev());
+        let names: Vec<_> = dir.readdir().unwrap();
+        assert_eq!(
+            names,
+            vec![
+                DirEntry { ino: 3, kind: libc::DT_DIR, name: b"sub".to_vec() },
+                DirEntry { ino: 4, kind: libc::DT_LNK, name: b"fd".to_vec() },
+            ]
+        );
+        assert!(Arc::ptr_eq(&dir.lookup(b"fd").unwrap(), &link));
+        assert_eq!(dir.lookup(b"nope").err(), Some(Errno::ENOENT));
+        assert_eq!(link.readlink().unwrap(), b"/proc/self/fd");
+        assert_eq!(link.stat().unwrap().size, 13);
+        assert!(link.magic_link().is_none());
+        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
+        assert_eq!(dir.create(b"x", new).err(), Some(Errno::EPERM));
+        assert_eq!(dir.mkdir(b"x", new).err(), Some(Errno::EPERM));
+        assert_eq!(dir.unlink(b"sub", true).err(), Some(Errno::EPERM));
+        assert_eq!(dir.rename(b"fd", &sub, b"x", 0).err(), Some(Errno::EPERM));
+        assert_eq!(dir.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
+        assert_eq!(dir.open(libc::O_WRONLY).err(), Some(Errno::EISDIR));
+        let ops = dir.open(libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+        assert_eq!(ops.read(&mut [0u8; 4], 0).err(), Some(Errno::EISDIR));
+    }
+}

@@ -1,0 +1,1150 @@
+//! tmpfs: a filesystem whose files live in sentry memory.
+//!
+//! Directories are sorted maps of names to nodes, regular files are byte
+//! vectors. Every operation fails the way Linux's shmem fails it.
+
+use crate::abi::{Errno, PAGE_SIZE};
+use crate::mm::Mappable;
+use crate::vfs::{
+    dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
+    S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
+};
+use parking_lot::{Mutex, MutexGuard};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The `f_type` of a tmpfs (`TMPFS_MAGIC`).
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+
+/// What a directory's size grows by per entry ("." and ".." count too),
+/// as Linux's `BOGO_DIRENT_SIZE`.
+const BOGO_DIRENT_SIZE: u64 = 20;
+/// Symlink targets shorter than this take no block (Linux stores them inline).
+const SHORT_SYMLINK_LEN: usize = 128;
+/// The largest file size (`MAX_LFS_FILESIZE`).
+const MAX_FILE_SIZE: u64 = i64::MAX.unsigned_abs();
+/// The longest name.
+const NAME_MAX: usize = 255;
+/// Capacity reported by `statfs` while there is no size cap: 8 GiB.
+const NOMINAL_BLOCKS: u64 = 1 << 21;
+/// Inodes reported by `statfs`.
+const NOMINAL_INODES: u64 = 1 << 20;
+/// `relatime`: the access time is also refreshed once it is a day old.
+const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
+/// The first minor number of the anonymous devices handed out here.
+const ANON_MINOR_BASE: u32 = 0x100;
+
+static NEXT_FS_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// A new filesystem identity for [`Node::fs_id`], unique in the sentry.
+pub fn new_fs_id() -> usize {
+    NEXT_FS_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The anonymous device number (major 0) that filesystem `id` reports as
+/// `st_dev`.
+pub fn anon_dev(id: usize) -> u64 {
+    let minor = u32::try_from(id).map_or(u32::MAX, |i| i.saturating_add(ANON_MINOR_BASE));
+    libc::makedev(0, minor)
+}
+
+/// Whether open(2) `flags` ask for write access (`O_TRUNC` does too).
+pub fn open_writes(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0
+}
+
+/// Checks renameat2 flags as Linux does before any lookup.
+pub fn check_rename_flags(flags: u32) -> Result<(), Errno> {
+    let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT;
+    let exclusive = libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT;
+    if flags & !known != 0 || (flags & exclusive != 0 && flags & libc::RENAME_EXCHANGE != 0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// The current realtime clock.
+pub fn now() -> TimeSpec {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+}
+
+fn time_key(t: TimeSpec) -> (i64, i64) {
+    (t.sec, t.nsec)
+}
+
+fn resolve_time(t: SetTime, now: TimeSpec) -> TimeSpec {
+    match t {
+        SetTime::Now => now,
+        SetTime::At(t) => t,
+    }
+}
+
+/// Pages needed for `len` bytes.
+fn pages(len: u64) -> u64 {
+    len.div_ceil(PAGE_SIZE)
+}
+
+/// The two directories of a rename, both locked (one lock when they are
+/// the same directory).
+pub struct DirPair<'a, T> {
+    src: MutexGuard<'a, T>,
+    dst: Option<MutexGuard<'a, T>>,
+}
+
+impl<'a, T> DirPair<'a, T> {
+    /// Locks `src` and `dst` (`None`: the same as `src`); `dst` first when
+    /// `dst_first`, so that an ancestor is always locked before its
+    /// descendant.
+    pub fn lock(src: &'a Mutex<T>, dst: Option<&'a Mutex<T>>, dst_first: bool) -> Self {
+        match dst {
+            None => DirPair { src: src.lock(), dst: None },
+            Some(d) if dst_first => {
+                let dst = d.lock();
+                DirPair { src: src.lock(), dst: Some(dst) }
+            }
+            Some(d) => {
+                let src = src.lock();
+                DirPair { src, dst: Some(d.lock()) }
+            }
+        }
+    }
+
+    /// The source directory.
+    pub fn src(&mut self) -> &mut T {
+        &mut self.src
+    }
+
+    /// The destination directory.
+    pub fn dst(&mut self) -> &mut T {
+        match &mut self.dst {
+            Some(d) => d,
+            None => &mut self.src,
+        }
+    }
+}
+
+/// One tmpfs instance: its identity, inode numbers and usage.
+pub struct Tmpfs {
+    id: usize,
+    dev: u64,
+    next_ino: AtomicU64,
+    /// Pages of file contents, for `statfs`.
+    pages: AtomicU64,
+    /// Live inodes, for `statfs`.
+    inodes: AtomicU64,
+    /// Serializes renames, so the tree's shape holds still while one checks
+    /// ancestry and orders its locks.
+    rename_lock: Mutex<()>,
+}
+
+impl Tmpfs {
+    /// A new, empty tmpfs; returns its root directory.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+        let id = new_fs_id();
+        let fs = Arc::new(Tmpfs {
+            id,
+            dev: anon_dev(id),
+            next_ino: AtomicU64::new(1),
+            pages: AtomicU64::new(0),
+            inodes: AtomicU64::new(0),
+            rename_lock: Mutex::new(()),
+        });
+        let new = NewNode { mode: S_IFDIR | (mode & 0o7777), uid, gid };
+        TmpNode::alloc(&fs, new, 0, Body::Dir(Mutex::default()), Link::default())
+    }
+}
+
+type Entries = BTreeMap<Vec<u8>, Arc<TmpNode>>;
+
+/// Attributes of a node.
+struct Meta {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    rdev: u64,
+    /// Hard links of a non-directory; for a directory 1, or 0 once removed.
+    nlink: u64,
+    atime: TimeSpec,
+    mtime: TimeSpec,
+    ctime: TimeSpec,
+}
+
+/// Where a node was last linked: its directory and its name there.
+#[derive(Default)]
+struct Link {
+    parent: Weak<TmpNode>,
+    name: Vec<u8>,
+}
+
+enum Body {
+    Dir(Mutex<Entries>),
+    File(Mutex<Vec<u8>>),
+    Symlink(Vec<u8>),
+    /// A device, fifo or socket: attributes only.
+    Special,
+}
+
+/// A tmpfs inode.
+struct TmpNode {
+    fs: Arc<Tmpfs>,
+    ino: u64,
+    me: Weak<TmpNode>,
+    meta: Mutex<Meta>,
+    link: Mutex<Link>,
+    body: Body,
+}
+
+impl Drop for TmpNode {
+    fn drop(&mut self) {
+        self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
+        if let Body::File(data) = &mut self.body {
+            self.fs.pages.fetch_sub(pages(data.get_mut().len() as u64), Ordering::Relaxed);
+        }
+    }
+}
+
+impl TmpNode {
+    fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Arc<TmpNode> {
+        let t = now();
+        fs.inodes.fetch_add(1, Ordering::Relaxed);
+        let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
+        Arc::new_cyclic(|me| TmpNode {
+            fs: fs.clone(),
+            ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
+            me: me.clone(),
+            meta: Mutex::new(meta),
+            link: Mutex::new(link),
+            body,
+        })
+    }
+
+    fn arc(&self) -> Result<Arc<TmpNode>, Errno> {
+        self.me.upgrade().ok_or(Errno::ESTALE)
+    }
+
+    fn is_dir(&self) -> bool {
+        matches!(self.body, Body::Dir(_))
+    }
+
+    fn dir(&self) -> Result<&Mutex<Entries>, Errno> {
+        match &self.body {
+            Body::Dir(e) => Ok(e),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn entries(&self) -> Result<MutexGuard<'_, Entries>, Errno> {
+        Ok(self.dir()?.lock())
+    }
+
+    fn data(&self) -> Result<MutexGuard<'_, Vec<u8>>, Errno> {
+        match &self.body {
+            Body::File(d) => Ok(d.lock()),
+            Body::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn mode(&self) -> u32 {
+        self.meta.lock().mode
+    }
+
+    fn is_removed(&self) -> bool {
+        self.meta.lock().nlink == 0
+    }
+
+    fn parent(&self) -> Option<Arc<TmpNode>> {
+        self.link.lock().parent.upgrade()
+    }
+
+    /// The name and directory of the node's last link.
+    fn link_info(&self) -> (Vec<u8>, Option<Arc<TmpNode>>) {
+        let l = self.link.lock();
+        (l.name.clone(), l.parent.upgrade())
+    }
+
+    fn set_link(&self, parent: &TmpNode, name: &[u8]) {
+        *self.link.lock() = Link { parent: parent.me.clone(), name: name.to_vec() };
+    }
+
+    /// Whether `self` is `other` or one of its ancestors.
+    fn is_ancestor_of(&self, other: &TmpNode) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
+        let mut cur = other.parent();
+        while let Some(p) = cur {
+            if std::ptr::eq(self, &*p) {
+                return true;
+            }
+            cur = p.parent();
+        }
+        false
+    }
+
+    /// Contents changed: mtime and ctime.
+    fn modified(&self) {
+        let t = now();
+        let mut m = self.meta.lock();
+        m.mtime = t;
+        m.ctime = t;
+    }
+
+    /// Attributes changed: ctime.
+    fn status_changed(&self) {
+        self.meta.lock().ctime = now();
+    }
+
+    /// Read: the access time, by Linux's default `relatime` rule.
+    fn accessed(&self) {
+        let t = now();
+        let mut m = self.meta.lock();
+        let a = time_key(m.atime);
+        if a <= time_key(m.mtime) || a <= time_key(m.ctime) || t.sec.saturating_sub(m.atime.sec) >= ATIME_MAX_AGE {
+            m.atime = t;
+        }
+    }
+
+    /// One name fewer refers to this node.
+    fn drop_link(&self) {
+        let dir = self.is_dir();
+        let mut m = self.meta.lock();
+        m.nlink = if dir { 0 } else { m.nlink.saturating_sub(1) };
+        m.ctime = now();
+    }
+
+    /// (size, blocks, nlink) as `stat` reports them.
+    fn sizes(&self, nlink: u64) -> (u64, u64, u64) {
+        match &self.body {
+            Body::Dir(e) => {
+                let e = e.lock();
+                let subdirs = e.values().filter(|c| c.is_dir()).count() as u64;
+                let size = BOGO_DIRENT_SIZE * (2 + e.len() as u64);
+                (size, 0, if nlink == 0 { 0 } else { 2 + subdirs })
+            }
+            Body::File(d) => {
+                let len = d.lock().len() as u64;
+                (len, pages(len) * (PAGE_SIZE / 512), nlink)
+            }
+            Body::Symlink(t) => {
+                let blocks = if t.len() < SHORT_SYMLINK_LEN { 0 } else { PAGE_SIZE / 512 };
+                (t.len() as u64, blocks, nlink)
+            }
+            Body::Special => (0, 0, nlink),
+        }
+    }
+
+    /// The owner and mode of a new child, with the set-group-ID directory
+    /// rule applied.
+    fn child_owner(&self, new: NewNode, dir: bool) -> NewNode {
+        let m = self.meta.lock();
+        if m.mode & libc::S_ISGID == 0 {
+            return new;
+        }
+        let mode = if dir { new.mode | libc::S_ISGID } else { new.mode };
+        NewNode { mode, uid: new.uid, gid: m.gid }
+    }
+
+    /// Adds a new node named `name` to this directory.
+    fn add_child(&self, name: &[u8], new: NewNode, rdev: u64, body: Body) -> Result<Arc<TmpNode>, Errno> {
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let mut e = self.entries()?;
+        if self.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        if e.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        let new = self.child_owner(new, matches!(body, Body::Dir(_)));
+        let link = Link { parent: self.me.clone(), name: name.to_vec() };
+        let child = TmpNode::alloc(&self.fs, new, rdev, body, link);
+        e.insert(name.to_vec(), child.clone());
+        self.modified();
+        Ok(child)
+    }
+
+    /// Copies file contents at `off` into `buf`; returns the count.
+    fn read_data(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        let d = self.data()?;
+        let start = usize::try_from(off).unwrap_or(usize::MAX).min(d.len());
+        let n = buf.len().min(d.len() - start);
+        buf[..n].copy_from_slice(&d[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_data(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if off >= MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        let n = buf.len().min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
+        let start = usize::try_from(off).map_err(|_| Errno::EFBIG)?;
+        let end = start.checked_add(n).ok_or(Errno::EFBIG)?;
+        let mut d = self.data()?;
+        if end > d.len() {
+            self.resize(&mut d, end)?;
+        }
+        d[start..end].copy_from_slice(&buf[..n]);
+        drop(d);
+        self.modified();
+        Ok(n)
+    }
+
+    /// Sets the file size, zero-filling growth, and accounts the pages.
+    fn resize(&self, d: &mut Vec<u8>, len: usize) -> Result<(), Errno> {
+        let old = pages(d.len() as u64);
+        if len > d.len() {
+            d.try_reserve(len - d.len()).map_err(|_| Errno::ENOSPC)?;
+            d.resize(len, 0);
+        } else {
+            d.truncate(len);
+            d.shrink_to_fit();
+        }
+        let new = pages(len as u64);
+        if new > old {
+            self.fs.pages.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            self.fs.pages.fetch_sub(old - new, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Truncates or extends the file; the times change if the size does.
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        if len > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        let len = usize::try_from(len).map_err(|_| Errno::EFBIG)?;
+        let mut d = self.data()?;
+        if d.len() == len {
+            return Ok(());
+        }
+        self.resize(&mut d, len)?;
+        drop(d);
+        self.modified();
+        Ok(())
+    }
+
+    /// The node's path from the filesystem's root, for `/proc/[pid]/maps`.
+    fn path(&self) -> String {
+        let mut parts = Vec::new();
+        let mut link = self.link_info();
+        while let (name, Some(p)) = link {
+            parts.push(name);
+            link = p.link_info();
+        }
+        let mut out = String::new();
+        for p in parts.iter().rev() {
+            out.push('/');
+            out.push_str(&String::from_utf8_lossy(p));
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        if self.is_removed() {
+            out.push_str(" (deleted)");
+        }
+        out
+    }
+
+    fn same_fs(&self, other: &Arc<dyn Node>) -> Result<Arc<TmpNode>, Errno> {
+        let other = other.as_any().downcast_ref::<TmpNode>().ok_or(Errno::EXDEV)?;
+        if !Arc::ptr_eq(&other.fs, &self.fs) {
+            return Err(Errno::EXDEV);
+        }
+        other.arc()
+    }
+
+    /// Moves or exchanges `name` to `new_name` in `dst`, with the locks
+    /// of both directories held.
+    fn rename_locked(&self, name: &[u8], dst: &TmpNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        let dst_first = !std::ptr::eq(self, dst) && dst.is_ancestor_of(self);
+        let other = (!std::ptr::eq(self, dst)).then(|| dst.dir()).transpose()?;
+        let mut dirs = DirPair::lock(self.dir()?, other, dst_first);
+        let src_node = dirs.src().get(name).cloned().ok_or(Errno::ENOENT)?;
+        let dst_node = dirs.dst().get(new_name).cloned();
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        check_rename(&RenameCheck { src: &src_node, dst: dst_node.as_deref(), src_dir: self, dst_dir: dst, flags })?;
+        if dst_node.as_ref().is_some_and(|d| Arc::ptr_eq(d, &src_node)) {
+            return Ok(());
+        }
+        check_replace(&src_node, dst_node.as_deref(), exchange)?;
+        if dst_node.is_none() && dst.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        if new_name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if exchange {
+            let dst_node = dst_node.ok_or(Errno::ENOENT)?;
+            dirs.src().insert(name.to_vec(), dst_node.clone());
+            dst_node.set_link(self, name);
+            dst_node.status_changed();
+        } else {
+            dirs.src().remove(name);
+            if let Some(old) = dirs.dst().get(new_name) {
+                old.drop_link();
+            }
+        }
+        dirs.dst().insert(new_name.to_vec(), src_node.clone());
+        src_node.set_link(dst, new_name);
+        src_node.status_changed();
+        self.modified();
+        dst.modified();
+        Ok(())
+    }
+}
+
+/// The nodes and directories of a rename.
+struct RenameCheck<'a> {
+    src: &'a TmpNode,
+    dst: Option<&'a TmpNode>,
+    src_dir: &'a TmpNode,
+    dst_dir: &'a TmpNode,
+    flags: u32,
+}
+
+/// The checks Linux makes on a rename before it looks at the node types.
+fn check_rename(r: &RenameCheck<'_>) -> Result<(), Errno> {
+    let exchange = r.flags & libc::RENAME_EXCHANGE != 0;
+    if r.flags & libc::RENAME_NOREPLACE != 0 && r.dst.is_some() {
+        return Err(Errno::EEXIST);
+    }
+    if exchange && r.dst.is_none() {
+        return Err(Errno::ENOENT);
+    }
+    let cross = !std::ptr::eq(r.src_dir, r.dst_dir);
+    if cross && r.src.is_ancestor_of(r.dst_dir) {
+        return Err(Errno::EINVAL);
+    }
+    match r.dst {
+        Some(d) if cross && d.is_ancestor_of(r.src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `src` may replace `dst` (rename(2)'s type rules).
+fn check_replace(src: &TmpNode, dst: Option<&TmpNode>, exchange: bool) -> Result<(), Errno> {
+    let Some(dst) = dst else { return Ok(()) };
+    if exchange {
+        return Ok(());
+    }
+    match (src.is_dir(), dst.is_dir()) {
+        (true, false) => Err(Errno::ENOTDIR),
+        (false, true) => Err(Errno::EISDIR),
+        (true, true) if !dst.entries()?.is_empty() => Err(Errno::ENOTEMPTY),
+        _ => Ok(()),
+    }
+}
+
+impl Node for TmpNode {
+    fn stat(&self) -> Result<Stat, Errno> {
+        let nlink = self.meta.lock().nlink;
+        let (size, blocks, nlink) = self.sizes(nlink);
+        let m = self.meta.lock();
+        Ok(Stat {
+            dev: self.fs.dev,
+            ino: self.ino,
+            nlink,
+            mode: m.mode,
+            uid: m.uid,
+            gid: m.gid,
+            rdev: m.rdev,
+            size,
+            blksize: PAGE_SIZE,
+            blocks,
+            atime: m.atime,
+            mtime: m.mtime,
+            ctime: m.ctime,
+        })
+    }
+
+    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        let e = self.entries()?;
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        match e.get(name) {
+            Some(n) => Ok(n.clone()),
+            None => Err(Errno::ENOENT),
+        }
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        let list = self
+            .entries()?
+            .iter()
+            .map(|(name, n)| DirEntry { ino: n.ino, kind: dtype(n.mode()), name: name.clone() })
+            .collect();
+        self.accessed();
+        Ok(list)
+    }
+
+    fn readlink(&self) -> Result<Vec<u8>, Errno> {
+        match &self.body {
+            Body::Symlink(t) => {
+                self.accessed();
+                Ok(t.clone())
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        match &self.body {
+            Body::Dir(_) if open_writes(flags) => Err(Errno::EISDIR),
+            Body::Dir(_) => Ok(Arc::new(DirFile)),
+            Body::File(_) => {
+                let file = TmpFile(self.arc()?);
+                if flags & libc::O_TRUNC != 0 {
+                    file.truncate(0)?;
+                }
+                Ok(Arc::new(file))
+            }
+            Body::Symlink(_) => Err(Errno::ELOOP),
+            Body::Special => Err(Errno::ENXIO),
+        }
+    }
+
+    fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
+        let new = NewNode { mode: S_IFREG | (new.mode & 0o7777), ..new };
+        let node: Arc<dyn Node> = self.add_child(name, new, 0, Body::File(Mutex::default()))?;
+        Ok(node)
+    }
+
+    fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
+        let new = NewNode { mode: S_IFDIR | (new.mode & 0o7777), ..new };
+        self.add_child(name, new, 0, Body::Dir(Mutex::default())).map(drop)
+    }
+
+    fn mknod(&self, name: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
+        let (kind, body, rdev) = match new.mode & S_IFMT {
+            0 | S_IFREG => (S_IFREG, Body::File(Mutex::default()), 0),
+            k @ (S_IFCHR | S_IFBLK) => (k, Body::Special, rdev),
+            k @ (S_IFIFO | S_IFSOCK) => (k, Body::Special, 0),
+            S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        };
+        let new = NewNode { mode: kind | (new.mode & 0o7777), ..new };
+        self.add_child(name, new, rdev, body).map(drop)
+    }
+
+    fn symlink(&self, name: &[u8], target: &[u8], new: NewNode) -> Result<(), Errno> {
+        if target.len() as u64 >= PAGE_SIZE {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let new = NewNode { mode: S_IFLNK | 0o777, ..new };
+        self.add_child(name, new, 0, Body::Symlink(target.to_vec())).map(drop)
+    }
+
+    fn link(&self, name: &[u8], target: &Arc<dyn Node>) -> Result<(), Errno> {
+        let target = self.same_fs(target)?;
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let mut e = self.entries()?;
+        if self.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        if e.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        if target.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        {
+            let mut m = target.meta.lock();
+            if m.nlink == 0 {
+                return Err(Errno::ENOENT);
+            }
+            m.nlink += 1;
+            m.ctime = now();
+        }
+        e.insert(name.to_vec(), target);
+        self.modified();
+        Ok(())
+    }
+
+    fn unlink(&self, name: &[u8], dir: bool) -> Result<(), Errno> {
+        let mut e = self.entries()?;
+        let child = e.get(name).cloned().ok_or(Errno::ENOENT)?;
+        match (dir, child.is_dir()) {
+            (false, true) => return Err(Errno::EISDIR),
+            (true, false) => return Err(Errno::ENOTDIR),
+            (true, true) if !child.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
+            _ => {}
+        }
+        e.remove(name);
+        child.drop_link();
+        self.modified();
+        Ok(())
+    }
+
+    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+        check_rename_flags(flags)?;
+        if flags & libc::RENAME_WHITEOUT != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let dst = self.same_fs(new_dir)?;
+        let _shape = self.fs.rename_lock.lock();
+        self.rename_locked(name, &dst, new_name, flags)
+    }
+
+    fn setattr(&self, attr: &SetAttr) -> Result<(), Errno> {
+        if let Some(size) = attr.size {
+            self.truncate(size)?;
+        }
+        let dir = self.is_dir();
+        let t = now();
+        let mut m = self.meta.lock();
+        if let Some(mode) = attr.mode {
+            m.mode = (m.mode & S_IFMT) | (mode & 0o7777);
+        } else if (attr.uid.is_some() || attr.gid.is_some()) && !dir {
+            m.mode = chown_mode(m.mode);
+        }
+        m.uid = attr.uid.unwrap_or(m.uid);
+        m.gid = attr.gid.unwrap_or(m.gid);
+        if let Some(a) = attr.atime {
+            m.atime = resolve_time(a, t);
+        }
+        if let Some(mt) = attr.mtime {
+            m.mtime = resolve_time(mt, t);
+        }
+        if attr.mode.is_some() || attr.uid.is_some() || attr.gid.is_some() || attr.atime.is_some() || attr.mtime.is_some()
+        {
+            m.ctime = t;
+        }
+        Ok(())
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        let free = NOMINAL_BLOCKS.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
+        Ok(StatFs {
+            fs_type: TMPFS_MAGIC,
+            bsize: PAGE_SIZE,
+            blocks: NOMINAL_BLOCKS,
+            bfree: free,
+            bavail: free,
+            files: NOMINAL_INODES,
+            ffree: NOMINAL_INODES.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
+            namelen: NAME_MAX as u64,
+            frsize: PAGE_SIZE,
+            flags: 0,
+        })
+    }
+
+    fn fs_id(&self) -> usize {
+        self.fs.id
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The mode after a change of owner: chown(2) clears set-user-ID, and
+/// set-group-ID when group execution is allowed.
+fn chown_mode(mode: u32) -> u32 {
+    let mut mode = mode & !libc::S_ISUID;
+    if mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP {
+        mode &= !libc::S_ISGID;
+    }
+    mode
+}
+
+/// An open regular file.
+struct TmpFile(Arc<TmpNode>);
+
+impl FileOps for TmpFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        let n = self.0.read_data(buf, off)?;
+        if !buf.is_empty() {
+            self.0.accessed();
+        }
+        Ok(n)
+    }
+
+    fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.0.write_data(buf, off)
+    }
+
+    /// ftruncate(2): the times change even when the size does not.
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        self.0.truncate(len)?;
+        self.0.modified();
+        Ok(())
+    }
+
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        Some(Arc::new(TmpFile(self.0.clone())))
+    }
+}
+
+impl Mappable for TmpFile {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.0.read_data(buf, off)
+    }
+
+    fn map_name(&self) -> String {
+        self.0.path()
+    }
+
+    fn map_ids(&self) -> (u64, u64) {
+        (self.0.fs.dev, self.0.ino)
+    }
+}
+
+/// An open directory: its entries are read through the node.
+struct DirFile;
+
+impl FileOps for DirFile {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RDWR: i32 = libc::O_RDWR;
+
+    fn fs() -> Arc<dyn Node> {
+        Tmpfs::new(0o755, 0, 0)
+    }
+
+    fn nn(mode: u32) -> NewNode {
+        NewNode { mode, uid: 1000, gid: 1000 }
+    }
+
+    fn file(dir: &Arc<dyn Node>, name: &str, data: &[u8]) -> Arc<dyn Node> {
+        let n = dir.create(name.as_bytes(), nn(0o644)).unwrap();
+        n.open(RDWR).unwrap().write(data, 0).unwrap();
+        n
+    }
+
+    fn contents(n: &Arc<dyn Node>) -> Vec<u8> {
+        let f = n.open(libc::O_RDONLY).unwrap();
+        let mut buf = vec![0; 1 << 16];
+        let len = f.read(&mut buf, 0).unwrap();
+        buf.truncate(len);
+        buf
+    }
+
+    fn names(dir: &Arc<dyn Node>) -> Vec<String> {
+        dir.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
+    }
+
+    fn get(dir: &Arc<dyn Node>, name: &str) -> Arc<dyn Node> {
+        dir.lookup(name.as_bytes()).unwrap()
+    }
+
+    fn err<T>(r: Result<T, Errno>) -> Errno {
+        r.err().unwrap()
+    }
+
+    #[test]
+    fn create_read_write() {
+        let root = fs();
+        let n = file(&root, "a", b"hello");
+        let st = n.stat().unwrap();
+        assert_eq!(st.mode, S_IFREG | 0o644);
+        assert_eq!((st.size, st.blocks, st.blksize, st.nlink, st.uid), (5, 8, 4096, 1, 1000));
+        assert_eq!(contents(&n), b"hello");
+        let f = n.open(RDWR).unwrap();
+        assert_eq!(f.write(b"J", 0).unwrap(), 1);
+        let mut buf = [0u8; 3];
+        assert_eq!(f.read(&mut buf, 3).unwrap(), 2);
+        assert_eq!(&buf[..2], b"lo");
+        assert_eq!(f.read(&mut buf, 100).unwrap(), 0);
+        assert_eq!(contents(&n), b"Jello");
+        assert_eq!(err(root.create(b"a", nn(0o644))), Errno::EEXIST);
+        assert_eq!(err(root.lookup(b"b")), Errno::ENOENT);
+        assert_eq!(err(n.lookup(b"x")), Errno::ENOTDIR);
+        assert_eq!(err(n.create(b"x", nn(0o644))), Errno::ENOTDIR);
+        assert!(f.seekable());
+    }
+
+    #[test]
+    fn truncate_and_holes() {
+        let root = fs();
+        let n = file(&root, "a", b"abc");
+        let f = n.open(RDWR).unwrap();
+        f.write(b"z", 6).unwrap();
+        assert_eq!(contents(&n), b"abc\0\0\0z");
+        f.truncate(2).unwrap();
+        assert_eq!(contents(&n), b"ab");
+        n.setattr(&SetAttr { size: Some(4), ..SetAttr::default() }).unwrap();
+        assert_eq!(contents(&n), b"ab\0\0");
+        assert_eq!(n.stat().unwrap().size, 4);
+        n.open(libc::O_WRONLY | libc::O_TRUNC).unwrap();
+        assert_eq!(n.stat().unwrap().size, 0);
+        assert_eq!(n.stat().unwrap().blocks, 0);
+        assert_eq!(err(f.truncate(u64::MAX)), Errno::EFBIG);
+        assert_eq!(err(f.write(b"x", MAX_FILE_SIZE)), Errno::EFBIG);
+        assert_eq!(err(root.setattr(&SetAttr { size: Some(0), ..SetAttr::default() })), Errno::EISDIR);
+    }
+
+    #[test]
+    fn mappable_reads_current_contents() {
+        let root = fs();
+        let n = file(&root, "m", b"one");
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        let m = f.mappable().unwrap();
+        f.write(b"two", 0).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(m.read_at(0, &mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"two");
+        assert_eq!(m.map_name(), "/m");
+        assert_eq!(m.map_ids(), (n.stat().unwrap().dev, n.stat().unwrap().ino));
+        root.rename(b"m", &get(&root, "d"), b"n", 0).unwrap();
+        assert_eq!(m.map_name(), "/d/n");
+        get(&root, "d").unlink(b"n", false).unwrap();
+        assert_eq!(m.map_name(), "/d/n (deleted)");
+    }
+
+    #[test]
+    fn mkdir_rmdir() {
+        let root = fs();
+        root.mkdir(b"d", nn(0o700)).unwrap();
+        let d = get(&root, "d");
+        assert_eq!(d.stat().unwrap().mode, S_IFDIR | 0o700);
+        assert_eq!(err(root.mkdir(b"d", nn(0o700))), Errno::EEXIST);
+        file(&d, "f", b"");
+        assert_eq!(err(root.unlink(b"d", true)), Errno::ENOTEMPTY);
+        assert_eq!(err(root.unlink(b"d", false)), Errno::EISDIR);
+        assert_eq!(err(d.unlink(b"f", true)), Errno::ENOTDIR);
+        assert_eq!(err(d.unlink(b"g", false)), Errno::ENOENT);
+        d.unlink(b"f", false).unwrap();
+        root.unlink(b"d", true).unwrap();
+        assert_eq!(err(root.lookup(b"d")), Errno::ENOENT);
+        assert_eq!(d.stat().unwrap().nlink, 0);
+        assert_eq!(err(d.create(b"x", nn(0o644))), Errno::ENOENT);
+    }
+
+    #[test]
+    fn link_counts() {
+        let root = fs();
+        assert_eq!(root.stat().unwrap().nlink, 2);
+        root.mkdir(b"a", nn(0o755)).unwrap();
+        root.mkdir(b"b", nn(0o755)).unwrap();
+        assert_eq!(root.stat().unwrap().nlink, 4);
+        let f = file(&root, "f", b"x");
+        root.link(b"g", &f).unwrap();
+        get(&root, "a").link(b"h", &f).unwrap();
+        assert_eq!(f.stat().unwrap().nlink, 3);
+        assert_eq!(get(&root, "g").stat().unwrap().ino, f.stat().unwrap().ino);
+        root.unlink(b"f", false).unwrap();
+        assert_eq!(f.stat().unwrap().nlink, 2);
+        assert_eq!(contents(&get(&root, "g")), b"x");
+        assert_eq!(err(root.link(b"g", &f)), Errno::EEXIST);
+        assert_eq!(err(root.link(b"c", &get(&root, "a"))), Errno::EPERM);
+        assert_eq!(err(root.link(b"c", &fs())), Errno::EXDEV);
+        root.unlink(b"b", true).unwrap();
+        assert_eq!(root.stat().unwrap().nlink, 3);
+        assert_eq!(root.stat().unwrap().size, BOGO_DIRENT_SIZE * 4);
+    }
+
+    #[test]
+    fn symlink_readlink() {
+        let root = fs();
+        root.symlink(b"l", b"/some/where", nn(0o600)).unwrap();
+        let l = get(&root, "l");
+        let st = l.stat().unwrap();
+        assert_eq!((st.mode, st.size), (S_IFLNK | 0o777, 11));
+        assert_eq!(l.readlink().unwrap(), b"/some/where");
+        assert_eq!(err(root.readlink()), Errno::EINVAL);
+        assert_eq!(err(l.open(libc::O_RDONLY)), Errno::ELOOP);
+        assert_eq!(err(root.symlink(b"l", b"x", nn(0))), Errno::EEXIST);
+        assert_eq!(err(root.symlink(b"m", &[b'a'; 4096], nn(0))), Errno::ENAMETOOLONG);
+    }
+
+    #[test]
+    fn mknod_and_open_kinds() {
+        let root = fs();
+        root.mknod(b"c", nn(S_IFCHR | 0o666), 0x0103).unwrap();
+        root.mknod(b"p", nn(S_IFIFO | 0o600), 7).unwrap();
+        root.mknod(b"r", nn(0o600), 0).unwrap();
+        let c = get(&root, "c").stat().unwrap();
+        assert_eq!((c.mode, c.rdev), (S_IFCHR | 0o666, 0x0103));
+        assert_eq!(get(&root, "p").stat().unwrap().rdev, 0);
+        assert_eq!(get(&root, "r").stat().unwrap().mode, S_IFREG | 0o600);
+        assert_eq!(err(get(&root, "c").open(RDWR)), Errno::ENXIO);
+        assert_eq!(err(get(&root, "p").open(libc::O_RDONLY)), Errno::ENXIO);
+        assert_eq!(err(root.mknod(b"d", nn(S_IFDIR | 0o755), 0)), Errno::EPERM);
+        assert_eq!(err(root.open(RDWR)), Errno::EISDIR);
+        let d = root.open(libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+        assert_eq!(err(d.read(&mut [0; 4], 0)), Errno::EISDIR);
+    }
+
+    #[test]
+    fn readdir_contents() {
+        let root = fs();
+        file(&root, "b", b"");
+        root.mkdir(b"a", nn(0o755)).unwrap();
+        root.symlink(b"c", b"b", nn(0)).unwrap();
+        let e = root.readdir().unwrap();
+        assert_eq!(names(&root), ["a", "b", "c"]);
+        assert_eq!(e[0].kind, libc::DT_DIR);
+        assert_eq!(e[1].kind, libc::DT_REG);
+        assert_eq!(e[2].kind, libc::DT_LNK);
+        assert_eq!(e[1].ino, get(&root, "b").stat().unwrap().ino);
+        assert_eq!(err(get(&root, "b").readdir()), Errno::ENOTDIR);
+    }
+
+    #[test]
+    fn rename_moves_and_replaces() {
+        let root = fs();
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let d = get(&root, "d");
+        let f = file(&root, "f", b"1");
+        let g = file(&d, "g", b"2");
+        root.rename(b"f", &d, b"g", 0).unwrap();
+        assert_eq!(err(root.lookup(b"f")), Errno::ENOENT);
+        assert_eq!(contents(&get(&d, "g")), b"1");
+        assert_eq!(g.stat().unwrap().nlink, 0);
+        assert_eq!(f.stat().unwrap().nlink, 1);
+        d.rename(b"g", &root, b"h", 0).unwrap();
+        assert_eq!(names(&root), ["d", "h"]);
+        root.mkdir(b"e", nn(0o755)).unwrap();
+        root.rename(b"e", &root, b"d", 0).unwrap();
+        assert_eq!(names(&root), ["d", "h"]);
+        root.link(b"i", &get(&root, "h")).unwrap();
+        root.rename(b"h", &root, b"i", 0).unwrap();
+        assert_eq!(names(&root), ["d", "h", "i"]);
+        root.rename(b"h", &root, b"h", 0).unwrap();
+    }
+
+    #[test]
+    fn rename_errors() {
+        let root = fs();
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let d = get(&root, "d");
+        d.mkdir(b"sub", nn(0o755)).unwrap();
+        root.mkdir(b"full", nn(0o755)).unwrap();
+        file(&get(&root, "full"), "x", b"");
+        root.mkdir(b"empty", nn(0o755)).unwrap();
+        file(&root, "f", b"");
+        file(&root, "g", b"");
+        assert_eq!(err(root.rename(b"nope", &root, b"x", 0)), Errno::ENOENT);
+        assert_eq!(err(root.rename(b"f", &root, b"g", libc::RENAME_NOREPLACE)), Errno::EEXIST);
+        assert_eq!(err(root.rename(b"d", &root, b"f", 0)), Errno::ENOTDIR);
+        assert_eq!(err(root.rename(b"f", &root, b"d", 0)), Errno::EISDIR);
+        assert_eq!(err(root.rename(b"empty", &root, b"full", 0)), Errno::ENOTEMPTY);
+        assert_eq!(err(root.rename(b"d", &get(&d, "sub"), b"x", 0)), Errno::EINVAL);
+        assert_eq!(err(root.rename(b"d", &d, b"x", 0)), Errno::EINVAL);
+        assert_eq!(err(get(&d, "sub").rename(b"..", &root, b"d", 0)), Errno::ENOENT);
+        let sub = get(&d, "sub");
+        sub.mkdir(b"z", nn(0o755)).unwrap();
+        assert_eq!(err(sub.rename(b"z", &root, b"d", 0)), Errno::ENOTEMPTY);
+        assert_eq!(err(sub.rename(b"z", &root, b"d", libc::RENAME_EXCHANGE)), Errno::EINVAL);
+        assert_eq!(err(root.rename(b"f", &fs(), b"f", 0)), Errno::EXDEV);
+        assert_eq!(err(root.rename(b"f", &root, b"x", libc::RENAME_EXCHANGE)), Errno::ENOENT);
+        let both = libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE;
+        assert_eq!(err(root.rename(b"f", &root, b"g", both)), Errno::EINVAL);
+        assert_eq!(err(root.rename(b"f", &root, b"g", 8)), Errno::EINVAL);
+        assert_eq!(err(root.rename(b"f", &get(&root, "f"), b"g", 0)), Errno::ENOTDIR);
+        root.rename(b"f", &root, b"new", libc::RENAME_NOREPLACE).unwrap();
+    }
+
+    #[test]
+    fn rename_exchange() {
+        let root = fs();
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let d = get(&root, "d");
+        file(&d, "inner", b"");
+        file(&root, "f", b"file");
+        root.rename(b"f", &root, b"d", libc::RENAME_EXCHANGE).unwrap();
+        assert_eq!(contents(&get(&root, "d")), b"file");
+        assert_eq!(names(&get(&root, "f")), ["inner"]);
+        root.mkdir(b"e", nn(0o755)).unwrap();
+        let e = get(&root, "e");
+        root.rename(b"d", &e, b"inner2", 0).unwrap();
+        e.rename(b"inner2", &get(&root, "f"), b"inner", libc::RENAME_EXCHANGE).unwrap();
+        assert_eq!(contents(&get(&e, "inner2")), b"");
+        assert_eq!(contents(&get(&get(&root, "f"), "inner")), b"file");
+    }
+
+    #[test]
+    fn setattr_fields() {
+        let root = fs();
+        let f = file(&root, "f", b"");
+        f.setattr(&SetAttr { mode: Some(S_IFDIR | 0o4755), ..SetAttr::default() }).unwrap();
+        assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o4755);
+        f.setattr(&SetAttr { uid: Some(5), gid: Some(6), ..SetAttr::default() }).unwrap();
+        let st = f.stat().unwrap();
+        assert_eq!((st.mode, st.uid, st.gid), (S_IFREG | 0o755, 5, 6));
+        let t = TimeSpec { sec: 1000, nsec: 5 };
+        f.setattr(&SetAttr { atime: Some(SetTime::At(t)), mtime: Some(SetTime::At(t)), ..SetAttr::default() }).unwrap();
+        let st = f.stat().unwrap();
+        assert_eq!((st.atime, st.mtime), (t, t));
+        assert!(st.ctime.sec > 1000);
+        f.setattr(&SetAttr { mtime: Some(SetTime::Now), ..SetAttr::default() }).unwrap();
+        assert!(f.stat().unwrap().mtime.sec > 1000);
+    }
+
+    #[test]
+    fn setgid_directory_is_inherited() {
+        let root = Tmpfs::new(0o2775, 0, 50);
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let st = get(&root, "d").stat().unwrap();
+        assert_eq!((st.mode, st.gid), (S_IFDIR | 0o2755, 50));
+        assert_eq!(file(&root, "f", b"").stat().unwrap().gid, 50);
+    }
+
+    #[test]
+    fn timestamps_move_forward() {
+        let root = fs();
+        let f = file(&root, "f", b"");
+        let old = TimeSpec { sec: 1, nsec: 0 };
+        let at = SetTime::At(old);
+        f.setattr(&SetAttr { atime: Some(at), mtime: Some(at), ..SetAttr::default() }).unwrap();
+        root.setattr(&SetAttr { mtime: Some(at), ..SetAttr::default() }).unwrap();
+        f.open(RDWR).unwrap().write(b"x", 0).unwrap();
+        let st = f.stat().unwrap();
+        assert!(st.mtime.sec > 1 && st.ctime.sec > 1);
+        assert_eq!(st.atime, old);
+        f.open(libc::O_RDONLY).unwrap().read(&mut [0; 1], 0).unwrap();
+        assert!(f.stat().unwrap().atime.sec > 1);
+        file(&root, "g", b"");
+        assert!(root.stat().unwrap().mtime.sec > 1);
+        root.setattr(&SetAttr { mtime: Some(at), ..SetAttr::default() }).unwrap();
+        root.unlink(b"g", false).unwrap();
+        assert!(root.stat().unwrap().mtime.sec > 1);
+    }
+
+    #[test]
+    fn statfs_and_identity() {
+        let a = fs();
+        let b = fs();
+        assert_ne!(a.fs_id(), b.fs_id());
+        assert_ne!(a.stat().unwrap().dev, b.stat().unwrap().dev);
+        let before = a.statfs().unwrap();
+        assert_eq!(before.fs_type, TMPFS_MAGIC);
+        let f = file(&a, "f", &[1; 10000]);
+        assert_eq!(a.statfs().unwrap().bfree, before.bfree - 3);
+        assert_eq!(a.statfs().unwrap().ffree, before.ffree - 1);
+        a.unlink(b"f", false).unwrap();
+        drop(f);
+        assert_eq!(a.statfs().unwrap().bfree, before.bfree);
+        assert_ne!(get_ino(&a, "x"), get_ino(&a, "y"));
+    }
+
+    fn get_ino(dir: &Arc<dyn Node>, name: &str) -> u64 {
+        file(dir, name, b"").stat().unwrap().ino
+    }
+}

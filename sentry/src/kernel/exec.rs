@@ -1,0 +1,64 @@
+//! execve: replacing a process's image.
+
+use super::task::Task;
+use crate::abi::{Errno, SysResult};
+use crate::loader::{self, AuxIds, MMAP_TOP};
+use crate::mm::MemoryManager;
+use crate::vfs::perm::{self, MAY_EXEC, MAY_READ};
+use crate::vfs::{Dentry, FileDescription, S_IFMT, S_IFREG};
+use std::sync::Arc;
+
+/// The most bytes of argv plus envp strings (Linux: a quarter of the 8 MiB
+/// stack limit).
+pub const ARG_MAX: usize = 2 << 20;
+/// The longest single argument or environment string.
+pub const MAX_ARG_STRLEN: usize = 131_072;
+
+/// Opens an already-resolved dentry for execution.
+pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
+    let st = d.node.stat()?;
+    if st.mode & S_IFMT != S_IFREG {
+        return Err(Errno::EACCES);
+    }
+    let creds = task.thread.creds();
+    perm::check(&creds, &st, MAY_EXEC)?;
+    perm::check(&creds, &st, MAY_READ)?;
+    let ops = d.node.open(libc::O_RDONLY)?;
+    Ok(FileDescription::new(d, ops, 0))
+}
+
+/// Loads `file` (named `path`, as the program will see in AT_EXECFN) and,
+/// on success, replaces the task's image. On failure the old image is
+/// untouched.
+pub fn execve(task: &mut Task, file: Arc<FileDescription>, path: &[u8], argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>) -> SysResult {
+    let kernel = task.kernel.clone();
+    let space = kernel.platform.new_address_space().map_err(|e| {
+        log::warn!("execve: cannot create an address space: {e}");
+        Errno::ENOMEM
+    })?;
+    let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
+    let creds = task.thread.creds();
+    let ids = AuxIds { uid: creds.uid, euid: creds.euid, gid: creds.gid, egid: creds.egid };
+    let first = std::cell::Cell::new(Some(file));
+    let open = |p: &[u8]| -> Result<Arc<FileDescription>, Errno> {
+        if let Some(f) = first.take() {
+            return Ok(f);
+        }
+        let d = super::super::syscalls::resolve_for_exec(task, p)?;
+        open_exec_dentry(task, d)
+    };
+    let loaded = loader::load(&mm, &open, path, argv, &envp, &ids)?;
+
+    // The point of no return.
+    *task.thread.mm.lock() = mm;
+    task.thread.fds().close_on_exec();
+    task.thread.sigactions.reset_for_exec();
+    *task.thread.exe.lock() = Some(loaded.exe.dentry.clone());
+    *task.thread.args.lock() = loaded.args;
+    let name = loaded.exe.dentry.name.clone();
+    let base = path.rsplit(|&b| b == b'/').next().unwrap_or(&name);
+    *task.thread.comm.lock() = base.iter().copied().take(15).collect();
+    task.reset_registers(loaded.entry, loaded.sp);
+    kernel.procs.release_vfork(task.thread.tgid);
+    Ok(0)
+}

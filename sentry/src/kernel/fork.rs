@@ -1,0 +1,181 @@
+//! Creating processes: fork, vfork and clone without shared memory. The
+//! child runs on a host thread of its own, which creates (and so traces)
+//! the child's address space.
+
+use super::signal::NSIG;
+use super::task::{ExitStatus, Task};
+use super::thread::Thread;
+use super::FsContext;
+use crate::abi::{Errno, SysResult};
+use crate::mm::MemoryManager;
+use crate::platform::CpuState;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+pub const CLONE_VM: u64 = 0x100;
+pub const CLONE_FS: u64 = 0x200;
+pub const CLONE_FILES: u64 = 0x400;
+pub const CLONE_SIGHAND: u64 = 0x800;
+pub const CLONE_PIDFD: u64 = 0x1000;
+pub const CLONE_PTRACE: u64 = 0x2000;
+pub const CLONE_VFORK: u64 = 0x4000;
+pub const CLONE_PARENT: u64 = 0x8000;
+pub const CLONE_THREAD: u64 = 0x10000;
+pub const CLONE_NEWNS: u64 = 0x20000;
+pub const CLONE_SYSVSEM: u64 = 0x40000;
+pub const CLONE_SETTLS: u64 = 0x80000;
+pub const CLONE_PARENT_SETTID: u64 = 0x100000;
+pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+pub const CLONE_DETACHED: u64 = 0x400000;
+pub const CLONE_UNTRACED: u64 = 0x800000;
+pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
+pub const CLONE_IO: u64 = 0x8000_0000;
+const NAMESPACE_FLAGS: u64 = 0x7e02_0000;
+
+/// The arguments of clone, decoded.
+pub struct CloneArgs {
+    pub flags: u64,
+    pub stack: u64,
+    pub parent_tid: u64,
+    pub child_tid: u64,
+    pub tls: u64,
+}
+
+/// Everything the child host thread needs to start.
+struct ChildStart {
+    tid: i32,
+    ppid: i32,
+    image: Option<crate::mm::manager::ForkImage>,
+    cpu: CpuState,
+    parent: Arc<Thread>,
+    args: CloneArgs,
+}
+
+/// clone/fork/vfork for a new process. Threads (`CLONE_VM` without
+/// `CLONE_VFORK`, `CLONE_THREAD`) are not supported yet.
+pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
+    let f = args.flags;
+    if f & (CLONE_THREAD | CLONE_SIGHAND) != 0 && f & CLONE_VM == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & CLONE_THREAD != 0 && f & CLONE_SIGHAND == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & CLONE_THREAD != 0 || (f & CLONE_VM != 0 && f & CLONE_VFORK == 0) {
+        return Err(Errno::ENOSYS);
+    }
+    if f & (NAMESPACE_FLAGS | CLONE_PIDFD | CLONE_FILES | CLONE_FS) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & 0xff != 17 && f & 0xff != 0 {
+        log::debug!("clone: exit signal {} is treated as SIGCHLD", f & 0xff);
+    }
+    let kernel = task.kernel.clone();
+    let tid = kernel.alloc_tid();
+    let ppid = if f & CLONE_PARENT != 0 { kernel.procs.ppid(task.thread.tgid) } else { task.thread.tgid };
+    let image = task.thread.mm().fork_image()?;
+    let mut cpu = task.cpu.clone();
+    cpu.regs.rax = 0;
+    cpu.fpu_dirty = true;
+    if args.stack != 0 {
+        cpu.regs.rsp = args.stack;
+    }
+    if f & CLONE_SETTLS != 0 {
+        cpu.regs.fs_base = args.tls;
+    }
+    if f & CLONE_PARENT_SETTID != 0 {
+        let v = tid.to_le_bytes();
+        task.thread.mm().copy_out(args.parent_tid, &v)?;
+    }
+    kernel.procs.add(tid, ppid);
+    let start = ChildStart { tid, ppid, image: Some(image), cpu, parent: task.thread.clone(), args };
+    let (tx, rx) = mpsc::channel();
+    let k = kernel.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("task-{tid}"))
+        .stack_size(8 << 20)
+        .spawn(move || run_child(k, start, tx));
+    if spawned.is_err() {
+        kernel.procs.remove(tid);
+        return Err(Errno::EAGAIN);
+    }
+    match rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            kernel.procs.remove(tid);
+            return Err(e);
+        }
+        Err(_) => {
+            kernel.procs.remove(tid);
+            return Err(Errno::EAGAIN);
+        }
+    }
+    if f & CLONE_VFORK != 0 {
+        kernel.procs.wait_vfork(tid);
+    }
+    u64::try_from(tid).map_err(|_| Errno::EAGAIN)
+}
+
+fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender<Result<(), Errno>>) {
+    let thread = match build_child(&kernel, &mut start) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let mut task = match Task::new(kernel.clone(), thread.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            log::warn!("fork: cannot create a platform context: {e}");
+            kernel.threads.lock().remove(&start.tid);
+            let _ = tx.send(Err(Errno::EAGAIN));
+            return;
+        }
+    };
+    task.cpu = start.cpu;
+    kernel.procs.set_interrupter(start.tid, task.interrupter());
+    let _ = tx.send(Ok(()));
+    let status = match task.run() {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("task {}: platform failure: {e}", start.tid);
+            ExitStatus::Signal(libc::SIGKILL)
+        }
+    };
+    task.exit_process(status);
+}
+
+fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Thread>, Errno> {
+    let image = s.image.take().ok_or(Errno::EAGAIN)?;
+    let space = kernel.platform.new_address_space().map_err(|e| {
+        log::warn!("fork: cannot create an address space: {e}");
+        Errno::EAGAIN
+    })?;
+    let mm = Arc::new(MemoryManager::from_fork_image(space, image));
+    if s.args.flags & CLONE_CHILD_SETTID != 0 {
+        mm.copy_out(s.args.child_tid, &s.tid.to_le_bytes())?;
+    }
+    let p = &s.parent;
+    let pfs = p.fs();
+    let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
+    fs.swap_umask(pfs.umask());
+    let t = Thread::new_init(s.tid, p.creds(), mm, fs);
+    let t = Thread { ppid: s.ppid, ..t };
+    *t.comm.lock() = p.comm.lock().clone();
+    *t.fds.lock() = Arc::new(p.fds().fork());
+    *t.exe.lock() = p.exe.lock().clone();
+    *t.args.lock() = *p.args.lock();
+    *t.rlimits.lock() = *p.rlimits.lock();
+    t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
+    for sig in 1..=NSIG {
+        let a = p.sigactions.swap(sig, None);
+        t.sigactions.swap(sig, Some(a));
+    }
+    if s.args.flags & CLONE_CHILD_CLEARTID != 0 {
+        t.clear_child_tid.store(s.args.child_tid, std::sync::atomic::Ordering::Relaxed);
+    }
+    let t = Arc::new(t);
+    kernel.threads.lock().insert(s.tid, t.clone());
+    Ok(t)
+}

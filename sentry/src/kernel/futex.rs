@@ -1,0 +1,171 @@
+//! Futexes: wait queues keyed by an address in an address space.
+
+use crate::abi::Errno;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Identifies a futex word: the address space (by identity) and address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FutexKey {
+    pub space: usize,
+    pub addr: u64,
+}
+
+struct Waiter {
+    bitset: u32,
+    woken: Mutex<bool>,
+    cond: Condvar,
+}
+
+/// The futex wait queues of a sandbox.
+#[derive(Default)]
+pub struct Futexes {
+    queues: Mutex<HashMap<FutexKey, Vec<Arc<Waiter>>>>,
+}
+
+impl Futexes {
+    /// Sleeps on `key` if `check()` (run under the queue lock, reading the
+    /// futex word) says the value still matches; returns EAGAIN if not and
+    /// ETIMEDOUT at `deadline`.
+    pub fn wait(&self, key: FutexKey, bitset: u32, deadline: Option<Instant>, check: impl FnOnce() -> Result<bool, Errno>) -> Result<(), Errno> {
+        let w = Arc::new(Waiter { bitset, woken: Mutex::new(false), cond: Condvar::new() });
+        {
+            let mut q = self.queues.lock();
+            if !check()? {
+                return Err(Errno::EAGAIN);
+            }
+            q.entry(key).or_default().push(w.clone());
+        }
+        let mut woken = w.woken.lock();
+        while !*woken {
+            match deadline {
+                Some(d) => {
+                    if w.cond.wait_until(&mut woken, d).timed_out() && !*woken {
+                        drop(woken);
+                        return self.cancel(key, &w);
+                    }
+                }
+                None => w.cond.wait(&mut woken),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a timed-out waiter; if a wake raced with the timeout, the
+    /// wake wins.
+    fn cancel(&self, key: FutexKey, w: &Arc<Waiter>) -> Result<(), Errno> {
+        let mut q = self.queues.lock();
+        if let Some(v) = q.get_mut(&key) {
+            if let Some(i) = v.iter().position(|x| Arc::ptr_eq(x, w)) {
+                v.remove(i);
+                if v.is_empty() {
+                    q.remove(&key);
+                }
+                return Err(Errno::ETIMEDOUT);
+            }
+        }
+        Ok(())
+    }
+
+    /// Wakes up to `n` waiters on `key` whose bitset intersects `bitset`.
+    pub fn wake(&self, key: FutexKey, n: usize, bitset: u32) -> usize {
+        let mut q = self.queues.lock();
+        Self::wake_locked(&mut q, key, n, bitset)
+    }
+
+    fn wake_locked(q: &mut HashMap<FutexKey, Vec<Arc<Waiter>>>, key: FutexKey, n: usize, bitset: u32) -> usize {
+        let Some(v) = q.get_mut(&key) else { return 0 };
+        let mut woken = 0;
+        let mut i = 0;
+        while i < v.len() && woken < n {
+            if v[i].bitset & bitset != 0 {
+                let w = v.remove(i);
+                *w.woken.lock() = true;
+                w.cond.notify_one();
+                woken += 1;
+            } else {
+                i += 1;
+            }
+        }
+        if v.is_empty() {
+            q.remove(&key);
+        }
+        woken
+    }
+
+    /// Wakes `n` waiters of `from` and moves up to `m` more to `to`, if
+    /// `check()` passes (CMP_REQUEUE); returns how many were woken or moved.
+    pub fn requeue(&self, from: FutexKey, to: FutexKey, n: usize, m: usize, check: impl FnOnce() -> Result<bool, Errno>) -> Result<usize, Errno> {
+        let mut q = self.queues.lock();
+        if !check()? {
+            return Err(Errno::EAGAIN);
+        }
+        let woken = Self::wake_locked(&mut q, from, n, u32::MAX);
+        let mut moved = Vec::new();
+        if let Some(v) = q.get_mut(&from) {
+            let k = m.min(v.len());
+            moved.extend(v.drain(..k));
+            if v.is_empty() {
+                q.remove(&from);
+            }
+        }
+        let count = moved.len();
+        if count > 0 {
+            q.entry(to).or_default().extend(moved);
+        }
+        Ok(woken + count)
+    }
+
+    /// FUTEX_WAKE_OP: runs `op` (which updates the second word and says
+    /// whether its old value passes the comparison) under the queue lock,
+    /// then wakes `n` on `k1` and, if it passed, `n2` on `k2`.
+    pub fn wake_op(&self, k1: FutexKey, k2: FutexKey, n: usize, n2: usize, op: impl FnOnce() -> Result<bool, Errno>) -> Result<usize, Errno> {
+        let mut q = self.queues.lock();
+        let pass = op()?;
+        let mut woken = Self::wake_locked(&mut q, k1, n, u32::MAX);
+        if pass {
+            woken += Self::wake_locked(&mut q, k2, n2, u32::MAX);
+        }
+        Ok(woken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const K: FutexKey = FutexKey { space: 1, addr: 0x1000 };
+
+    #[test]
+    fn mismatched_value_does_not_sleep() {
+        let f = Futexes::default();
+        assert_eq!(f.wait(K, u32::MAX, None, || Ok(false)), Err(Errno::EAGAIN));
+    }
+
+    #[test]
+    fn timeout_and_wake() {
+        let f = Arc::new(Futexes::default());
+        let d = Instant::now() + Duration::from_millis(10);
+        assert_eq!(f.wait(K, u32::MAX, Some(d), || Ok(true)), Err(Errno::ETIMEDOUT));
+        let f2 = f.clone();
+        let h = std::thread::spawn(move || f2.wait(K, u32::MAX, None, || Ok(true)));
+        while f.wake(K, 1, u32::MAX) == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(h.join().unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn bitsets_select_waiters() {
+        let f = Arc::new(Futexes::default());
+        let f2 = f.clone();
+        let h = std::thread::spawn(move || f2.wait(K, 0b10, None, || Ok(true)));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(f.wake(K, 10, 0b01), 0);
+        assert_eq!(f.wake(K, 10, 0b10), 1);
+        assert_eq!(h.join().unwrap(), Ok(()));
+    }
+}

@@ -1,0 +1,122 @@
+//! The kernel proper: the sandbox-wide state, tasks and threads,
+//! credentials, limits and signal bookkeeping.
+
+pub mod creds;
+pub mod exec;
+pub mod fork;
+pub mod futex;
+pub mod fs_context;
+pub mod limits;
+pub mod process;
+pub mod signal;
+pub mod task;
+pub mod thread;
+
+pub use creds::Credentials;
+pub use fs_context::FsContext;
+pub use task::{ExitStatus, Task};
+pub use thread::Thread;
+
+use crate::mm::MemoryFile;
+use crate::platform::Platform;
+use crate::vfs::{Dentry, Mount, MountNamespace, Node};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+/// Options that shape a sandbox's kernel.
+#[derive(Clone, Debug, Default)]
+pub struct KernelOptions {
+    /// Log every system call (`--strace`).
+    pub strace: bool,
+    pub hostname: Vec<u8>,
+}
+
+/// The state of one sandbox.
+pub struct Kernel {
+    pub platform: Arc<dyn Platform>,
+    pub memory: Arc<MemoryFile>,
+    pub mounts: MountNamespace,
+    /// The pseudo-filesystem that holds anonymous files (pipes …).
+    pub anon: Arc<Mount>,
+    pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
+    pub procs: process::ProcessTable,
+    pub futexes: futex::Futexes,
+    next_tid: AtomicI32,
+    next_anon_ino: AtomicU64,
+    pub boot_instant: Instant,
+    pub boot_time: SystemTime,
+    pub hostname: Mutex<Vec<u8>>,
+    pub domainname: Mutex<Vec<u8>>,
+    pub opts: KernelOptions,
+    unimplemented_seen: Mutex<HashSet<usize>>,
+}
+
+impl Kernel {
+    pub fn new(
+        platform: Arc<dyn Platform>,
+        memory: Arc<MemoryFile>,
+        root: Arc<dyn Node>,
+        anon_root: Arc<dyn Node>,
+        opts: KernelOptions,
+    ) -> Kernel {
+        let anon = Arc::new(Mount {
+            id: 0,
+            root: anon_root,
+            mountpoint: None,
+            fs_type: "anon_inodefs".into(),
+            source: "anon_inodefs".into(),
+            read_only: false,
+        });
+        Kernel {
+            platform,
+            memory,
+            mounts: MountNamespace::new(root, "overlay", "root"),
+            anon,
+            threads: Mutex::new(BTreeMap::new()),
+            procs: process::ProcessTable::default(),
+            futexes: futex::Futexes::default(),
+            next_tid: AtomicI32::new(1),
+            next_anon_ino: AtomicU64::new(1),
+            boot_instant: Instant::now(),
+            boot_time: SystemTime::now(),
+            hostname: Mutex::new(opts.hostname.clone()),
+            domainname: Mutex::new(b"(none)".to_vec()),
+            opts,
+            unimplemented_seen: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn alloc_tid(&self) -> i32 {
+        self.next_tid.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// An inode number for an anonymous file.
+    pub fn anon_ino(&self) -> u64 {
+        self.next_anon_ino.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A dentry for an anonymous file named like Linux names them
+    /// (`pipe:[123]`, `anon_inode:[eventfd]`).
+    pub fn anon_dentry(&self, name: &[u8], node: Arc<dyn Node>) -> Arc<Dentry> {
+        Arc::new(Dentry { mount: self.anon.clone(), parent: None, name: name.to_vec(), node })
+    }
+
+    pub fn thread(&self, tid: i32) -> Option<Arc<Thread>> {
+        self.threads.lock().get(&tid).cloned()
+    }
+
+    /// Reports an unimplemented system call once per number.
+    pub fn report_unimplemented(&self, nr: usize, name: &str) {
+        if self.unimplemented_seen.lock().insert(nr) {
+            log::warn!("unimplemented system call {name} ({nr}): returning ENOSYS");
+        }
+    }
+
+    /// Seconds since the sandbox booted.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.boot_instant.elapsed()
+    }
+}

@@ -1,0 +1,235 @@
+//! The process table: parent/child links, exit statuses of zombies, the
+//! wake-ups `wait4` and `vfork` sleep on, and fatal signals sent to a
+//! running process.
+
+use super::task::ExitStatus;
+use crate::platform::Interrupter;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The pid of the sandbox's init process.
+pub const INIT_PID: i32 = 1;
+
+struct Entry {
+    ppid: i32,
+    pgid: i32,
+    sid: i32,
+    /// Set once the process exited and until it is reaped.
+    status: Option<ExitStatus>,
+    /// A vfork child released its parent (exec or exit).
+    vfork_released: bool,
+    /// A fatal signal sent to the process.
+    kill: Option<i32>,
+    interrupter: Option<Arc<dyn Interrupter>>,
+}
+
+/// What `wait4` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitTarget {
+    Any,
+    Pid(i32),
+    Group(i32),
+}
+
+pub struct ProcessTable {
+    procs: Mutex<HashMap<i32, Entry>>,
+    changed: Condvar,
+}
+
+impl Default for ProcessTable {
+    fn default() -> Self {
+        ProcessTable { procs: Mutex::new(HashMap::new()), changed: Condvar::new() }
+    }
+}
+
+impl ProcessTable {
+    /// Registers a new process; its group and session are its parent's.
+    pub fn add(&self, pid: i32, ppid: i32) {
+        let mut p = self.procs.lock();
+        let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| (e.pgid, e.sid));
+        p.insert(
+            pid,
+            Entry { ppid, pgid, sid, status: None, vfork_released: false, kill: None, interrupter: None },
+        );
+    }
+
+    /// Forgets a process that never ran (fork failed).
+    pub fn remove(&self, pid: i32) {
+        self.procs.lock().remove(&pid);
+    }
+
+    pub fn ppid(&self, pid: i32) -> i32 {
+        self.procs.lock().get(&pid).map_or(0, |e| e.ppid)
+    }
+
+    pub fn pgid(&self, pid: i32) -> Option<i32> {
+        self.procs.lock().get(&pid).map(|e| e.pgid)
+    }
+
+    pub fn sid(&self, pid: i32) -> Option<i32> {
+        self.procs.lock().get(&pid).map(|e| e.sid)
+    }
+
+    /// Sets the interrupter used to stop the process's running guest code.
+    pub fn set_interrupter(&self, pid: i32, i: Arc<dyn Interrupter>) {
+        if let Some(e) = self.procs.lock().get_mut(&pid) {
+            e.interrupter = Some(i);
+        }
+    }
+
+    /// Whether `pid` is alive (not a zombie).
+    pub fn alive(&self, pid: i32) -> bool {
+        self.procs.lock().get(&pid).is_some_and(|e| e.status.is_none())
+    }
+
+    /// Marks a process for death by `sig` and interrupts it.
+    pub fn kill(&self, pid: i32, sig: i32) -> bool {
+        let mut p = self.procs.lock();
+        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else { return false };
+        e.kill.get_or_insert(sig);
+        if let Some(i) = &e.interrupter {
+            i.interrupt();
+        }
+        true
+    }
+
+    /// A fatal signal pending for `pid`.
+    pub fn pending_kill(&self, pid: i32) -> Option<i32> {
+        self.procs.lock().get(&pid).and_then(|e| e.kill)
+    }
+
+    /// Every live process in process group `pgid`.
+    pub fn group_members(&self, pgid: i32) -> Vec<i32> {
+        self.procs.lock().iter().filter(|(_, e)| e.pgid == pgid && e.status.is_none()).map(|(&k, _)| k).collect()
+    }
+
+    /// Every live process.
+    pub fn live(&self) -> Vec<i32> {
+        self.procs.lock().iter().filter(|(_, e)| e.status.is_none()).map(|(&k, _)| k).collect()
+    }
+
+    /// Records an exit: the process becomes a zombie, its children are
+    /// reparented to init, waiters wake.
+    pub fn exit(&self, pid: i32, status: ExitStatus) {
+        let mut p = self.procs.lock();
+        if let Some(e) = p.get_mut(&pid) {
+            e.status = Some(status);
+            e.vfork_released = true;
+            e.interrupter = None;
+        }
+        for e in p.values_mut().filter(|e| e.ppid == pid) {
+            e.ppid = INIT_PID;
+        }
+        // Zombies whose parent is gone (or init that never waits for
+        // them, once init itself exits) are released right away.
+        let orphans: Vec<i32> = p
+            .iter()
+            .filter(|(_, e)| e.status.is_some() && e.ppid == pid && pid == INIT_PID)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in orphans {
+            p.remove(&k);
+        }
+        self.changed.notify_all();
+    }
+
+    /// A vfork child execs or exits: its parent may run again.
+    pub fn release_vfork(&self, pid: i32) {
+        if let Some(e) = self.procs.lock().get_mut(&pid) {
+            e.vfork_released = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Blocks until the vfork child `pid` released its parent.
+    pub fn wait_vfork(&self, pid: i32) {
+        let mut p = self.procs.lock();
+        while p.get(&pid).is_some_and(|e| !e.vfork_released) {
+            self.changed.wait(&mut p);
+        }
+    }
+
+    /// Reaps (or, with `peek`, only reports) an exited child of `parent`
+    /// matching `target`. `Ok(None)` means children exist but none exited
+    /// and `block` is false.
+    pub fn wait(&self, parent: i32, target: WaitTarget, block: bool, peek: bool) -> Result<Option<(i32, ExitStatus)>, ()> {
+        let mut p = self.procs.lock();
+        loop {
+            let matches = |pid: i32, e: &Entry| {
+                e.ppid == parent
+                    && match target {
+                        WaitTarget::Any => true,
+                        WaitTarget::Pid(t) => t == pid,
+                        WaitTarget::Group(g) => e.pgid == g,
+                    }
+            };
+            let mut any = false;
+            let mut found = None;
+            for (&pid, e) in p.iter() {
+                if matches(pid, e) {
+                    any = true;
+                    if let Some(s) = e.status {
+                        found = Some((pid, s));
+                        break;
+                    }
+                }
+            }
+            if let Some((pid, s)) = found {
+                if !peek {
+                    p.remove(&pid);
+                }
+                return Ok(Some((pid, s)));
+            }
+            if !any {
+                return Err(());
+            }
+            if !block {
+                return Ok(None);
+            }
+            self.changed.wait(&mut p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_reaps_exited_children_only() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        t.add(2, 1);
+        t.add(3, 1);
+        assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(None));
+        t.exit(3, ExitStatus::Code(4));
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), false, false), Ok(None));
+        assert_eq!(t.wait(1, WaitTarget::Any, false, true), Ok(Some((3, ExitStatus::Code(4)))));
+        assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(Some((3, ExitStatus::Code(4)))));
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(()), "already reaped");
+        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(()), "no children");
+    }
+
+    #[test]
+    fn orphans_are_reparented_to_init() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        t.add(2, 1);
+        t.add(5, 2);
+        t.exit(2, ExitStatus::Code(0));
+        assert_eq!(t.ppid(5), INIT_PID);
+    }
+
+    #[test]
+    fn blocking_wait_wakes_on_exit() {
+        let t = Arc::new(ProcessTable::default());
+        t.add(1, 0);
+        t.add(2, 1);
+        let t2 = t.clone();
+        let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, true, false));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        t.exit(2, ExitStatus::Signal(9));
+        assert_eq!(h.join().unwrap(), Ok(Some((2, ExitStatus::Signal(9)))));
+    }
+}

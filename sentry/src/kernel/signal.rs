@@ -1,0 +1,126 @@
+//! Signal dispositions. Delivery arrives with the processes-and-signals
+//! work; for now the kernel records actions and masks so programs that
+//! install handlers run, and fatal signals end the sandbox.
+
+use parking_lot::Mutex;
+
+pub const NSIG: usize = 64;
+pub const SIGKILL: i32 = 9;
+pub const SIGSTOP: i32 = 19;
+/// The handler values that mean "default action" and "ignore".
+pub const SIG_DFL: u64 = 0;
+pub const SIG_IGN: u64 = 1;
+
+/// What a signal does when its handler is SIG_DFL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultAction {
+    Terminate,
+    /// Terminate and dump core.
+    CoreDump,
+    Ignore,
+    Stop,
+}
+
+/// The default action of signal `sig` (1..=64).
+pub fn default_action(sig: i32) -> DefaultAction {
+    match sig {
+        // SIGCHLD, SIGCONT, SIGURG, SIGWINCH
+        17 | 18 | 23 | 28 => DefaultAction::Ignore,
+        // SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
+        19..=22 => DefaultAction::Stop,
+        // SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV,
+        // SIGXCPU, SIGXFSZ, SIGSYS
+        3..=8 | 11 | 24 | 25 | 31 => DefaultAction::CoreDump,
+        _ => DefaultAction::Terminate,
+    }
+}
+
+/// The bit of signal `sig` in a signal set (0 for an invalid signal).
+pub fn sigbit(sig: i32) -> u64 {
+    u32::try_from(sig - 1).ok().and_then(|s| 1u64.checked_shl(s)).unwrap_or(0)
+}
+
+/// The alternate signal stack of a thread (`sigaltstack`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AltStack {
+    pub sp: u64,
+    pub size: u64,
+    /// The flags as the guest set them (SS_DISABLE, SS_ONSTACK,
+    /// SS_AUTODISARM).
+    pub flags: u32,
+}
+
+/// One `struct sigaction` as the guest passed it (kernel layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigAction {
+    pub handler: u64,
+    pub flags: u64,
+    pub restorer: u64,
+    pub mask: u64,
+}
+
+/// The dispositions of a thread group.
+pub struct SigActions {
+    actions: Mutex<[SigAction; NSIG]>,
+}
+
+impl Default for SigActions {
+    fn default() -> Self {
+        SigActions { actions: Mutex::new([SigAction::default(); NSIG]) }
+    }
+}
+
+impl SigActions {
+    /// Reads and optionally replaces the action of `sig` (1-based).
+    pub fn swap(&self, sig: usize, new: Option<SigAction>) -> SigAction {
+        let mut a = self.actions.lock();
+        let old = a[sig - 1];
+        if let Some(n) = new {
+            a[sig - 1] = n;
+        }
+        old
+    }
+
+    /// Resets handled signals to their default at exec (ignored stay ignored).
+    pub fn reset_for_exec(&self) {
+        for a in self.actions.lock().iter_mut() {
+            if a.handler != 1 {
+                *a = SigAction::default();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_actions() {
+        assert_eq!(default_action(SIGKILL), DefaultAction::Terminate);
+        assert_eq!(default_action(libc::SIGTERM), DefaultAction::Terminate);
+        assert_eq!(default_action(libc::SIGPIPE), DefaultAction::Terminate);
+        assert_eq!(default_action(libc::SIGABRT), DefaultAction::CoreDump);
+        assert_eq!(default_action(libc::SIGSEGV), DefaultAction::CoreDump);
+        assert_eq!(default_action(libc::SIGSYS), DefaultAction::CoreDump);
+        assert_eq!(default_action(libc::SIGCHLD), DefaultAction::Ignore);
+        assert_eq!(default_action(libc::SIGCONT), DefaultAction::Ignore);
+        assert_eq!(default_action(libc::SIGURG), DefaultAction::Ignore);
+        assert_eq!(default_action(libc::SIGWINCH), DefaultAction::Ignore);
+        assert_eq!(default_action(SIGSTOP), DefaultAction::Stop);
+        assert_eq!(default_action(libc::SIGTSTP), DefaultAction::Stop);
+        assert_eq!(default_action(libc::SIGTTOU), DefaultAction::Stop);
+        assert_eq!(default_action(libc::SIGPWR), DefaultAction::Terminate);
+        assert_eq!(default_action(34), DefaultAction::Terminate, "real-time signals terminate");
+        assert_eq!(default_action(64), DefaultAction::Terminate);
+    }
+
+    #[test]
+    fn signal_bits() {
+        assert_eq!(sigbit(1), 1);
+        assert_eq!(sigbit(SIGKILL), 1 << 8);
+        assert_eq!(sigbit(64), 1 << 63);
+        assert_eq!(sigbit(0), 0);
+        assert_eq!(sigbit(65), 0);
+    }
+}

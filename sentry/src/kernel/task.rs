@@ -1,0 +1,135 @@
+//! A task: one guest thread run by one host thread. The loop switches into
+//! the guest until it makes a system call or faults, handles that, and
+//! repeats until the thread exits.
+
+use super::thread::{self, Thread};
+use super::Kernel;
+use crate::abi::Errno;
+use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
+use crate::syscalls;
+use std::sync::Arc;
+
+/// How a thread group ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// The `wait` status word.
+    pub fn wait_status(self) -> i32 {
+        match self {
+            ExitStatus::Code(c) => (c & 0xff) << 8,
+            ExitStatus::Signal(s) => s & 0x7f,
+        }
+    }
+}
+
+pub struct Task {
+    pub kernel: Arc<Kernel>,
+    pub thread: Arc<Thread>,
+    pub cpu: CpuState,
+    ctx: Box<dyn Context>,
+    /// Set when the thread (group) must stop running.
+    pub exit: Option<ExitStatus>,
+    /// The handler replaced the whole register file (execve): do not store
+    /// a return value in rax.
+    pub regs_replaced: bool,
+}
+
+impl Task {
+    /// A task for `thread`, run by the calling host thread.
+    pub fn new(kernel: Arc<Kernel>, thread: Arc<Thread>) -> Result<Task, PlatformError> {
+        let ctx = kernel.platform.new_context()?;
+        let cpu = CpuState::new(kernel.platform.fpu_template());
+        Ok(Task { kernel, thread, cpu, ctx, exit: None, regs_replaced: false })
+    }
+
+    /// Runs the guest until it exits.
+    pub fn run(&mut self) -> Result<ExitStatus, PlatformError> {
+        thread::set_current(Some(self.thread.clone()));
+        let result = self.run_loop();
+        thread::set_current(None);
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<ExitStatus, PlatformError> {
+        loop {
+            let space = self.thread.mm().space().clone();
+            let event = self.ctx.switch(&space, &mut self.cpu)?;
+            match event {
+                Event::Syscall => self.syscall(),
+                Event::Fault { addr, .. } => {
+                    if let Err(segv) = self.thread.mm().fault(addr) {
+                        log::debug!(
+                            "task {}: SIGSEGV at {addr:#x} ({segv:?}), rip {:#x}",
+                            self.thread.tid,
+                            self.cpu.regs.rip
+                        );
+                        self.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
+                    }
+                }
+                Event::Exception { signo, code, addr } => {
+                    log::debug!(
+                        "task {}: exception signal {signo} code {code} addr {addr:#x} rip {:#x}",
+                        self.thread.tid,
+                        self.cpu.regs.rip
+                    );
+                    self.exit = Some(ExitStatus::Signal(signo));
+                }
+                Event::Interrupted => {}
+            }
+            if self.exit.is_none() {
+                if let Some(sig) = self.kernel.procs.pending_kill(self.thread.tgid) {
+                    self.exit = Some(ExitStatus::Signal(sig));
+                }
+            }
+            if let Some(status) = self.exit {
+                return Ok(status);
+            }
+        }
+    }
+
+    /// The handle that interrupts this task's guest code.
+    pub fn interrupter(&self) -> Arc<dyn Interrupter> {
+        self.ctx.interrupter()
+    }
+
+    /// Ends the process: its descriptors close (so pipe peers see EOF), it
+    /// becomes a zombie for its parent, and it leaves the thread list.
+    pub fn exit_process(&mut self, status: ExitStatus) {
+        self.thread.fds().clear();
+        self.kernel.threads.lock().remove(&self.thread.tid);
+        self.kernel.procs.exit(self.thread.tgid, status);
+    }
+
+    fn syscall(&mut self) {
+        let nr = self.cpu.regs.orig_rax;
+        let args = self.cpu.syscall_args();
+        self.regs_replaced = false;
+        let result = syscalls::dispatch(self, nr, args);
+        if self.kernel.opts.strace {
+            syscalls::strace::log(self, nr, &args, &result);
+        }
+        if !self.regs_replaced {
+            self.cpu.regs.rax = match result {
+                Ok(v) => v,
+                Err(e) => errno_to_rax(e),
+            };
+        }
+    }
+
+    /// Installs a fresh register file (after execve).
+    pub fn reset_registers(&mut self, entry: u64, sp: u64) {
+        self.cpu = CpuState::new(self.kernel.platform.fpu_template());
+        self.cpu.regs.rip = entry;
+        self.cpu.regs.rsp = sp;
+        self.regs_replaced = true;
+    }
+}
+
+/// The value of rax for a failed system call.
+pub fn errno_to_rax(e: Errno) -> u64 {
+    u64::try_from(e.0).map_or(u64::MAX, |v| v.wrapping_neg())
+}

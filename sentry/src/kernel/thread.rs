@@ -1,0 +1,149 @@
+//! A guest thread as the rest of the kernel sees it: identity, address
+//! space, files, credentials and bookkeeping that /proc reports. The
+//! thread's registers and platform context live in its `Task`, owned by
+//! the host thread that runs it.
+
+use super::fs_context::FsContext;
+use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
+use super::signal::{AltStack, SigActions};
+use super::Credentials;
+use crate::mm::MemoryManager;
+use crate::vfs::{Dentry, FdTable};
+use parking_lot::{Mutex, RwLock};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where argv and envp live in the guest's memory (for /proc/[pid]/cmdline
+/// and environ, which read them from there as Linux does).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ArgRanges {
+    pub arg_start: u64,
+    pub arg_end: u64,
+    pub env_start: u64,
+    pub env_end: u64,
+}
+
+/// Attributes set by `prctl` and `sched_setaffinity`. On fork the child
+/// copies them except `pdeathsig` (cleared) and `child_subreaper` (not
+/// inherited); exec clears `keepcaps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadAttrs {
+    /// The signal sent when the parent dies (PR_SET_PDEATHSIG); 0 for none.
+    pub pdeathsig: i32,
+    /// PR_SET_DUMPABLE: 0 or 1.
+    pub dumpable: u8,
+    pub no_new_privs: bool,
+    pub keepcaps: bool,
+    pub child_subreaper: bool,
+    /// The CPU affinity mask in 64-bit words; `None` means every CPU.
+    pub cpu_affinity: Option<Vec<u64>>,
+}
+
+impl Default for ThreadAttrs {
+    fn default() -> Self {
+        ThreadAttrs {
+            pdeathsig: 0,
+            dumpable: 1,
+            no_new_privs: false,
+            keepcaps: false,
+            child_subreaper: false,
+            cpu_affinity: None,
+        }
+    }
+}
+
+pub struct Thread {
+    pub tid: i32,
+    /// The thread group (process) id.
+    pub tgid: i32,
+    pub ppid: i32,
+    pub comm: Mutex<Vec<u8>>,
+    pub creds: RwLock<Credentials>,
+    pub mm: Mutex<Arc<MemoryManager>>,
+    pub fds: Mutex<Arc<FdTable>>,
+    pub fs: Mutex<Arc<FsContext>>,
+    pub exe: Mutex<Option<Arc<Dentry>>>,
+    pub args: Mutex<ArgRanges>,
+    pub rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
+    pub sigactions: Arc<SigActions>,
+    pub sigmask: AtomicU64,
+    /// Signals sent to this thread while it blocked them, one bit per
+    /// signal (bit `n - 1` for signal `n`).
+    pub sigpending: AtomicU64,
+    pub altstack: Mutex<AltStack>,
+    pub attrs: Mutex<ThreadAttrs>,
+    pub clear_child_tid: AtomicU64,
+    pub robust_list: Mutex<(u64, u64)>,
+    pub start: Instant,
+}
+
+impl Thread {
+    /// The first thread of a sandbox.
+    pub fn new_init(tid: i32, creds: Credentials, mm: Arc<MemoryManager>, fs: Arc<FsContext>) -> Thread {
+        Thread {
+            tid,
+            tgid: tid,
+            ppid: 0,
+            comm: Mutex::new(Vec::new()),
+            creds: RwLock::new(creds),
+            mm: Mutex::new(mm),
+            fds: Mutex::new(Arc::new(FdTable::new())),
+            fs: Mutex::new(fs),
+            exe: Mutex::new(None),
+            args: Mutex::new(ArgRanges::default()),
+            rlimits: Mutex::new(limits::defaults()),
+            sigactions: Arc::new(SigActions::default()),
+            sigmask: AtomicU64::new(0),
+            sigpending: AtomicU64::new(0),
+            altstack: Mutex::new(AltStack::default()),
+            attrs: Mutex::new(ThreadAttrs::default()),
+            clear_child_tid: AtomicU64::new(0),
+            robust_list: Mutex::new((0, 0)),
+            start: Instant::now(),
+        }
+    }
+
+    pub fn mm(&self) -> Arc<MemoryManager> {
+        self.mm.lock().clone()
+    }
+
+    pub fn fds(&self) -> Arc<FdTable> {
+        self.fds.lock().clone()
+    }
+
+    pub fn fs(&self) -> Arc<FsContext> {
+        self.fs.lock().clone()
+    }
+
+    pub fn creds(&self) -> Credentials {
+        self.creds.read().clone()
+    }
+
+    pub fn rlimit(&self, which: usize) -> Rlimit {
+        self.rlimits.lock().get(which).copied().unwrap_or(Rlimit { cur: 0, max: 0 })
+    }
+
+    pub fn nofile(&self) -> u64 {
+        self.rlimit(limits::RLIMIT_NOFILE).cur
+    }
+
+    pub fn sigmask(&self) -> u64 {
+        self.sigmask.load(Ordering::Relaxed)
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Thread>>> = const { RefCell::new(None) };
+}
+
+/// The guest thread the calling host thread runs (for /proc/self).
+pub fn current() -> Option<Arc<Thread>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Marks `t` as the calling host thread's guest thread.
+pub fn set_current(t: Option<Arc<Thread>>) {
+    CURRENT.with(|c| *c.borrow_mut() = t);
+}

@@ -1,0 +1,15 @@
+//! The husk sentry: a Linux-compatible kernel in user space. Every system
+//! call of a guest program is serviced here; the guest never reaches the
+//! host kernel.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
+
+pub mod abi;
+pub mod boot;
+pub mod fs;
+pub mod kernel;
+pub mod loader;
+pub mod mm;
+pub mod platform;
+pub mod syscalls;
+pub mod vfs;

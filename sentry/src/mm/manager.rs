@@ -1,0 +1,840 @@
+//! The MemoryManager: the VMAs and pages of one guest address space, the
+//! single source of truth that the platform's address space mirrors lazily
+//! (pages are mapped into the platform on first fault).
+
+use super::vma::{Backing, PageEntry, Vma, VmaName};
+use super::MemoryFile;
+use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
+use crate::platform::{AddressSpace, Perms};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// The lowest address a guest may map (vm.mmap_min_addr).
+pub const MMAP_MIN_ADDR: u64 = 0x10000;
+/// One past the highest guest address.
+pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
+/// Pages populated together around a fault.
+const FAULT_WINDOW: u64 = 16 * PAGE_SIZE;
+/// The longest C string the sentry reads from the guest in one piece.
+const CSTRING_CHUNK: usize = 256;
+
+/// An access the guest may not make: deliver `SIGSEGV` with this `si_code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segv {
+    /// SEGV_MAPERR: nothing is mapped there.
+    MapErr,
+    /// SEGV_ACCERR: mapped, but not with that access.
+    AccErr,
+}
+
+/// The guest's request to `mmap`, after argument decoding.
+pub struct MapRequest {
+    pub addr: u64,
+    pub len: u64,
+    pub perms: Perms,
+    pub fixed: bool,
+    /// `MAP_FIXED_NOREPLACE`.
+    pub noreplace: bool,
+    pub shared: bool,
+    pub backing: Backing,
+    pub name: VmaName,
+}
+
+/// A copy of an address space's areas for a fork child, with every page
+/// shared copy-on-write.
+pub struct ForkImage {
+    mf: Arc<MemoryFile>,
+    /// Taken by the child; an image dropped unused releases its pages.
+    layout: Option<Layout>,
+}
+
+impl Drop for ForkImage {
+    fn drop(&mut self) {
+        if let Some(l) = &self.layout {
+            for v in l.vmas.values() {
+                for e in v.pages.values() {
+                    self.mf.decref(e.frame());
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Layout {
+    vmas: BTreeMap<u64, Vma>,
+    brk_start: u64,
+    brk: u64,
+    /// Top-down placement of mappings starts below this address.
+    mmap_top: u64,
+}
+
+pub struct MemoryManager {
+    mf: Arc<MemoryFile>,
+    space: Arc<dyn AddressSpace>,
+    layout: Mutex<Layout>,
+}
+
+/// The access a copy needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Read,
+    Write,
+}
+
+impl MemoryManager {
+    /// An empty address space; `mmap_top` is where top-down placement starts.
+    pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
+        let mut vmas = BTreeMap::new();
+        let r = space.reserved();
+        vmas.insert(
+            r.start,
+            Vma::new(r.start, r.end, Perms::default(), false, Backing::Anon, VmaName::Reserved),
+        );
+        MemoryManager {
+            mf,
+            space,
+            layout: Mutex::new(Layout { vmas, brk_start: 0, brk: 0, mmap_top }),
+        }
+    }
+
+    /// Shares every page with a child (copy-on-write for private areas)
+    /// and write-protects the parent's private pages. Runs on the parent's
+    /// host thread, which can change the parent's platform mappings.
+    pub fn fork_image(&self) -> Result<ForkImage, Errno> {
+        let mut l = self.layout.lock();
+        let mut to_unmap = Vec::new();
+        for v in l.vmas.values_mut() {
+            for e in v.pages.values_mut() {
+                self.mf.incref(e.frame());
+                if !v.shared && e.mapped_writable() {
+                    *e = e.with_mapping(false, false);
+                    if to_unmap.last() != Some(&(v.start, v.end)) {
+                        to_unmap.push((v.start, v.end));
+                    }
+                }
+            }
+        }
+        let mut child = l.clone();
+        for v in child.vmas.values_mut() {
+            for e in v.pages.values_mut() {
+                *e = e.with_mapping(false, false);
+            }
+        }
+        drop(l);
+        for (start, end) in to_unmap {
+            self.space_unmap(start, end - start)?;
+        }
+        Ok(ForkImage { mf: self.mf.clone(), layout: Some(child) })
+    }
+
+    /// The child's memory manager, built on the child's host thread.
+    pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
+        let layout = image.layout.take().unwrap_or_else(|| Layout {
+            vmas: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+            mmap_top: 0,
+        });
+        MemoryManager { mf: image.mf.clone(), space, layout: Mutex::new(layout) }
+    }
+
+    pub fn space(&self) -> &Arc<dyn AddressSpace> {
+        &self.space
+    }
+
+    pub fn memory_file(&self) -> &Arc<MemoryFile> {
+        &self.mf
+    }
+
+    /// Sets the program break (by the loader, after the last segment).
+    pub fn set_brk_start(&self, addr: u64) {
+        let mut l = self.layout.lock();
+        l.brk_start = addr;
+        l.brk = addr;
+    }
+
+    /// `mmap`: returns the address of the new area.
+    pub fn mmap(&self, req: MapRequest) -> Result<u64, Errno> {
+        let len = page_up(req.len).filter(|&l| l > 0 && l <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
+        let mut l = self.layout.lock();
+        let start = if req.fixed || req.noreplace {
+            if req.addr % PAGE_SIZE != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let end = req.addr.checked_add(len).filter(|&e| e <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
+            if req.addr < MMAP_MIN_ADDR {
+                return Err(Errno::EPERM);
+            }
+            if overlaps_reserved(&l, req.addr, end) {
+                return Err(Errno::ENOMEM);
+            }
+            if req.noreplace {
+                if overlaps(&l, req.addr, end) {
+                    return Err(Errno::EEXIST);
+                }
+            } else {
+                self.remove_range(&mut l, req.addr, end)?;
+            }
+            req.addr
+        } else {
+            find_gap(&l, page_down(req.addr), len).ok_or(Errno::ENOMEM)?
+        };
+        let mut vma = Vma::new(start, start + len, req.perms, req.shared, req.backing, req.name);
+        if req.shared {
+            // Shared pages must exist before anyone (a fork child) copies
+            // the area, so they are allocated up front.
+            self.populate_all(&mut vma)?;
+        }
+        l.vmas.insert(start, vma);
+        Ok(start)
+    }
+
+    /// `munmap`.
+    pub fn munmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 || len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_up(len)
+            .and_then(|l| addr.checked_add(l))
+            .filter(|&e| e <= TASK_SIZE)
+            .ok_or(Errno::EINVAL)?;
+        let mut l = self.layout.lock();
+        if overlaps_reserved(&l, addr, end) {
+            return Err(Errno::EINVAL);
+        }
+        self.remove_range(&mut l, addr, end)
+    }
+
+    /// `mprotect`.
+    pub fn mprotect(&self, addr: u64, len: u64, perms: Perms) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(Errno::ENOMEM)?;
+        if end == addr {
+            return Ok(());
+        }
+        let mut l = self.layout.lock();
+        if !fully_mapped(&l, addr, end) || overlaps_reserved(&l, addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        split_at(&mut l, addr);
+        split_at(&mut l, end);
+        for vma in l.vmas.range_mut(addr..end).map(|(_, v)| v) {
+            vma.perms = perms;
+            for e in vma.pages.values_mut() {
+                *e = e.with_mapping(false, false);
+            }
+        }
+        self.space_unmap(addr, end - addr)?;
+        merge_around(&mut l, addr, end);
+        Ok(())
+    }
+
+    /// `brk`: returns the new break (the old one when the request fails).
+    pub fn brk(&self, addr: u64) -> Result<u64, Errno> {
+        let mut l = self.layout.lock();
+        let (start, cur) = (l.brk_start, l.brk);
+        if addr < start {
+            return Ok(cur);
+        }
+        let old_end = page_up(cur).ok_or(Errno::ENOMEM)?;
+        let Some(new_end) = page_up(addr) else { return Ok(cur) };
+        if new_end > old_end {
+            if overlaps(&l, old_end, new_end) || new_end > TASK_SIZE {
+                return Ok(cur);
+            }
+            let vma = Vma::new(
+                old_end,
+                new_end,
+                Perms { read: true, write: true, exec: false },
+                false,
+                Backing::Anon,
+                VmaName::Heap,
+            );
+            l.vmas.insert(old_end, vma);
+            merge_around(&mut l, old_end, new_end);
+        } else if new_end < old_end {
+            self.remove_range(&mut l, new_end, old_end)?;
+        }
+        l.brk = addr;
+        Ok(addr)
+    }
+
+    /// `mremap`.
+    pub fn mremap(&self, old: u64, old_len: u64, new_len: u64, may_move: bool, fixed: Option<u64>) -> Result<u64, Errno> {
+        if old % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let old_len = page_up(old_len).ok_or(Errno::EINVAL)?;
+        let new_len = page_up(new_len).filter(|&n| n > 0 && n <= TASK_SIZE).ok_or(Errno::EINVAL)?;
+        if old_len == 0 {
+            // Duplicating shared mappings is not supported.
+            return Err(Errno::EINVAL);
+        }
+        let old_end = old.checked_add(old_len).ok_or(Errno::EINVAL)?;
+        let mut l = self.layout.lock();
+        let vma = find(&l, old).ok_or(Errno::EFAULT)?;
+        if vma.end < old_end || vma.name == VmaName::Reserved {
+            return Err(Errno::EFAULT);
+        }
+        if fixed.is_none() {
+            if new_len <= old_len {
+                self.remove_range(&mut l, old + new_len, old_end)?;
+                return Ok(old);
+            }
+            let grow_end = old.checked_add(new_len).filter(|&e| e <= TASK_SIZE);
+            if let Some(grow_end) = grow_end.filter(|&e| !overlaps(&l, old_end, e)) {
+                split_at(&mut l, old);
+                split_at(&mut l, old_end);
+                if let Some(v) = l.vmas.get_mut(&old) {
+                    v.end = grow_end;
+                }
+                merge_around(&mut l, old, grow_end);
+                return Ok(old);
+            }
+            if !may_move {
+                return Err(Errno::ENOMEM);
+            }
+        }
+        let target = match fixed {
+            Some(t) => {
+                let t_end = t.checked_add(new_len).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EINVAL)?;
+                if t % PAGE_SIZE != 0 || (t < old_end && old < t_end) || t < MMAP_MIN_ADDR {
+                    return Err(Errno::EINVAL);
+                }
+                self.remove_range(&mut l, t, t_end)?;
+                t
+            }
+            None => find_gap(&l, 0, new_len).ok_or(Errno::ENOMEM)?,
+        };
+        split_at(&mut l, old);
+        split_at(&mut l, old_end);
+        let keep = new_len.min(old_len);
+        split_at(&mut l, old + keep);
+        self.remove_range(&mut l, old + keep, old_end)?;
+        let moved: Vec<Vma> = {
+            let keys: Vec<u64> = l.vmas.range(old..old + keep).map(|(&k, _)| k).collect();
+            keys.iter().filter_map(|k| l.vmas.remove(k)).collect()
+        };
+        self.space_unmap(old, keep)?;
+        let mut last_end = target;
+        for mut v in moved {
+            let delta_start = v.start - old;
+            let pages = std::mem::take(&mut v.pages);
+            v.pages = pages
+                .into_iter()
+                .map(|(a, e)| (a - old + target, e.with_mapping(false, false)))
+                .collect();
+            v.end = target + (v.end - old);
+            v.start = target + delta_start;
+            last_end = v.end;
+            l.vmas.insert(v.start, v);
+        }
+        if new_len > keep {
+            // Growing while moving: extend the last piece.
+            if let Some((_, v)) = l.vmas.range_mut(..last_end).next_back() {
+                v.end = target + new_len;
+            }
+        }
+        merge_around(&mut l, target, target + new_len);
+        Ok(target)
+    }
+
+    /// `madvise(MADV_DONTNEED)`: private pages are dropped (they read back as
+    /// zeros or file contents); shared ones only leave the platform.
+    pub fn dontneed(&self, addr: u64, len: u64) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(Errno::EINVAL)?;
+        let mut l = self.layout.lock();
+        if !fully_mapped(&l, addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        for vma in range_vmas(&mut l, addr, end) {
+            let keys: Vec<u64> = vma.pages.range(addr..end).map(|(&k, _)| k).collect();
+            for k in keys {
+                if vma.shared {
+                    if let Some(e) = vma.pages.get_mut(&k) {
+                        *e = e.with_mapping(false, false);
+                    }
+                } else if let Some(e) = vma.pages.remove(&k) {
+                    self.mf.decref(e.frame());
+                }
+            }
+        }
+        self.space_unmap(addr, end - addr)
+    }
+
+    /// Handles a guest page fault at `addr`: populates and maps the page, or
+    /// reports the `SIGSEGV` the guest gets.
+    pub fn fault(&self, addr: u64) -> Result<(), Segv> {
+        let mut l = self.layout.lock();
+        let page = page_down(addr);
+        let vma = find_mut(&mut l, page).ok_or(Segv::MapErr)?;
+        if !vma.perms.any() {
+            return Err(Segv::AccErr);
+        }
+        match vma.pages.get(&page).copied() {
+            None => self.populate_window(vma, page).map_err(|_| Segv::MapErr),
+            Some(e) if !e.mapped() => self.map_run(vma, page).map_err(|_| Segv::MapErr),
+            Some(e) if vma.perms.write && !e.mapped_writable() => {
+                // A write to a page mapped read-only for copy-on-write.
+                self.make_writable(vma, page).map_err(|_| Segv::MapErr)?;
+                self.map_run(vma, page).map_err(|_| Segv::MapErr)
+            }
+            Some(_) => Err(Segv::AccErr),
+        }
+    }
+
+    /// Copies guest memory at `addr` into `buf`.
+    pub fn copy_in(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, buf.len(), Want::Read, |frame_off, n| {
+            let ok = self.mf.read(frame_off, &mut buf[done..done + n]);
+            done += n;
+            ok
+        })
+    }
+
+    /// Copies `data` into guest memory at `addr`.
+    pub fn copy_out(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, data.len(), Want::Write, |frame_off, n| {
+            let ok = self.mf.write(frame_off, &data[done..done + n]);
+            done += n;
+            ok
+        })
+    }
+
+    /// Fills guest memory at `addr` with `len` bytes produced by `fill` (given
+    /// successive slices of guest memory), e.g. straight from a host `read`.
+    /// Returns how many bytes `fill` produced before it stopped.
+    pub fn fill_with(
+        &self,
+        addr: u64,
+        len: usize,
+        mut fill: impl FnMut(&mut [u8]) -> Result<usize, Errno>,
+    ) -> Result<usize, Errno> {
+        let mut total = 0usize;
+        let mut err = None;
+        let mut stop = false;
+        let r = self.for_each_page(addr, len, Want::Write, |frame_off, n| {
+            if stop {
+                return true;
+            }
+            match self.mf.with_slice_mut(frame_off, n, &mut fill) {
+                Some(Ok(got)) => {
+                    total += got;
+                    stop = got < n;
+                    true
+                }
+                Some(Err(e)) => {
+                    err = Some(e);
+                    stop = true;
+                    true
+                }
+                None => false,
+            }
+        });
+        match (total, err, r) {
+            (0, Some(e), _) => Err(e),
+            (_, _, Err(e)) if total == 0 => Err(e),
+            _ => Ok(total),
+        }
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (without NUL).
+    pub fn read_cstring(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+        let mut out = Vec::new();
+        let mut at = addr;
+        loop {
+            // Never read across a page boundary we don't need.
+            let to_page_end = usize::try_from(PAGE_SIZE - (at % PAGE_SIZE)).unwrap_or(1);
+            let n = to_page_end.min(CSTRING_CHUNK);
+            let mut chunk = vec![0u8; n];
+            self.copy_in(at, &mut chunk)?;
+            if let Some(pos) = chunk.iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..pos]);
+                return if out.len() > max { Err(Errno::ENAMETOOLONG) } else { Ok(out) };
+            }
+            out.extend_from_slice(&chunk);
+            if out.len() > max {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            at = at.checked_add(n as u64).ok_or(Errno::EFAULT)?;
+        }
+    }
+
+    /// The text of `/proc/[pid]/maps`.
+    pub fn maps_text(&self) -> String {
+        let l = self.layout.lock();
+        let mut out = String::new();
+        for v in l.vmas.values() {
+            if v.name == VmaName::Reserved {
+                continue;
+            }
+            let (off, dev, ino, name) = match &v.backing {
+                Backing::File { file, offset } => {
+                    let (dev, ino) = file.map_ids();
+                    (*offset, dev, ino, file.map_name())
+                }
+                Backing::Anon => (0, 0, 0, String::new()),
+            };
+            let name = match v.name {
+                VmaName::Heap => "[heap]".to_string(),
+                VmaName::Stack => "[stack]".to_string(),
+                _ => name,
+            };
+            let line = format!(
+                "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {}",
+                v.start,
+                v.end,
+                if v.perms.read { 'r' } else { '-' },
+                if v.perms.write { 'w' } else { '-' },
+                if v.perms.exec { 'x' } else { '-' },
+                if v.shared { 's' } else { 'p' },
+                off,
+                (dev >> 8) & 0xfff,
+                dev & 0xff,
+                ino,
+            );
+            if name.is_empty() {
+                let _ = writeln!(out, "{line}");
+            } else {
+                let _ = writeln!(out, "{line:<72} {name}");
+            }
+        }
+        out
+    }
+
+    /// Total bytes of guest address space mapped (VmSize).
+    pub fn mapped_bytes(&self) -> u64 {
+        let l = self.layout.lock();
+        l.vmas.values().filter(|v| v.name != VmaName::Reserved).map(Vma::len).sum()
+    }
+
+    /// Pages resident in this address space (VmRSS).
+    pub fn resident_bytes(&self) -> u64 {
+        let l = self.layout.lock();
+        l.vmas.values().map(|v| v.pages.len() as u64 * PAGE_SIZE).sum()
+    }
+
+    // ---- internals ----
+
+    /// Walks `[addr, addr+len)` page by page, populating as needed, and calls
+    /// `f(memory_file_offset, bytes)` for each piece.
+    fn for_each_page(
+        &self,
+        addr: u64,
+        len: usize,
+        want: Want,
+        mut f: impl FnMut(u64, usize) -> bool,
+    ) -> Result<(), Errno> {
+        if len == 0 {
+            return Ok(());
+        }
+        let len64 = u64::try_from(len).map_err(|_| Errno::EFAULT)?;
+        let end = addr.checked_add(len64).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EFAULT)?;
+        let mut l = self.layout.lock();
+        let mut at = addr;
+        while at < end {
+            let page = page_down(at);
+            let vma = find_mut(&mut l, page).ok_or(Errno::EFAULT)?;
+            let allowed = match want {
+                Want::Read => vma.perms.read,
+                Want::Write => vma.perms.write,
+            };
+            if !allowed {
+                return Err(Errno::EFAULT);
+            }
+            let frame = self.frame_for(vma, page, want == Want::Write)?;
+            let n = (page + PAGE_SIZE).min(end) - at;
+            let n_usize = usize::try_from(n).map_err(|_| Errno::EFAULT)?;
+            if !f(frame + (at - page), n_usize) {
+                return Err(Errno::EFAULT);
+            }
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// The frame behind `page`, populated if needed; for a write, a private
+    /// copy.
+    fn frame_for(&self, vma: &mut Vma, page: u64, write: bool) -> Result<u64, Errno> {
+        if !vma.pages.contains_key(&page) {
+            let frame = self.mf.alloc(1)?;
+            self.fill_frames(vma, page, frame, 1)?;
+            vma.pages.insert(page, PageEntry::new(frame));
+        }
+        if write && !vma.shared {
+            self.make_writable(vma, page)?;
+        }
+        vma.pages.get(&page).map(|e| e.frame()).ok_or(Errno::EFAULT)
+    }
+
+    /// Breaks copy-on-write sharing of a private page.
+    fn make_writable(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+        let Some(e) = vma.pages.get(&page).copied() else { return Ok(()) };
+        if vma.shared || self.mf.refs(e.frame()) == 1 {
+            return Ok(());
+        }
+        let new = self.mf.alloc(1)?;
+        if !self.mf.copy_page(e.frame(), new) {
+            self.mf.decref(new);
+            return Err(Errno::EFAULT);
+        }
+        self.mf.decref(e.frame());
+        vma.pages.insert(page, PageEntry::new(new));
+        if e.mapped() {
+            self.space_unmap(page, PAGE_SIZE)?;
+        }
+        Ok(())
+    }
+
+    /// Copies file contents (or nothing, for zero pages) into fresh frames.
+    fn fill_frames(&self, vma: &Vma, page: u64, frame: u64, pages: u64) -> Result<(), Errno> {
+        let Backing::File { file, .. } = &vma.backing else { return Ok(()) };
+        let off = vma.file_offset(page).ok_or(Errno::EFAULT)?;
+        let len = usize::try_from(pages * PAGE_SIZE).map_err(|_| Errno::ENOMEM)?;
+        self.mf
+            .with_slice_mut(frame, len, |buf| {
+                let mut done = 0usize;
+                while done < buf.len() {
+                    let n = file.read_at(off + done as u64, &mut buf[done..])?;
+                    if n == 0 {
+                        break;
+                    }
+                    done += n;
+                }
+                Ok(())
+            })
+            .ok_or(Errno::EFAULT)?
+    }
+
+    /// Allocates every page of a new shared area.
+    fn populate_all(&self, vma: &mut Vma) -> Result<(), Errno> {
+        let pages = vma.len() / PAGE_SIZE;
+        let frame = self.mf.alloc(pages)?;
+        if let Err(e) = self.fill_frames(vma, vma.start, frame, pages) {
+            for i in 0..pages {
+                self.mf.decref(frame + i * PAGE_SIZE);
+            }
+            return Err(e);
+        }
+        for i in 0..pages {
+            vma.pages.insert(vma.start + i * PAGE_SIZE, PageEntry::new(frame + i * PAGE_SIZE));
+        }
+        Ok(())
+    }
+
+    /// Populates the run of unpopulated pages around `page` (within the
+    /// fault window) with one contiguous extent and maps it.
+    fn populate_window(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+        let lo = page_down(page / FAULT_WINDOW * FAULT_WINDOW).max(vma.start);
+        let hi = (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end);
+        let mut start = page;
+        while start > lo && !vma.pages.contains_key(&(start - PAGE_SIZE)) {
+            start -= PAGE_SIZE;
+        }
+        let mut end = page + PAGE_SIZE;
+        while end < hi && !vma.pages.contains_key(&end) {
+            end += PAGE_SIZE;
+        }
+        let pages = (end - start) / PAGE_SIZE;
+        let frame = match self.mf.alloc(pages) {
+            Ok(f) => f,
+            Err(_) => {
+                // No contiguous extent (or near the limit): just this page.
+                return self.populate_window_single(vma, page);
+            }
+        };
+        self.fill_frames(vma, start, frame, pages)?;
+        for i in 0..pages {
+            vma.pages.insert(start + i * PAGE_SIZE, PageEntry::new(frame + i * PAGE_SIZE));
+        }
+        self.map_run(vma, page)
+    }
+
+    fn populate_window_single(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+        let frame = self.mf.alloc(1)?;
+        self.fill_frames(vma, page, frame, 1)?;
+        vma.pages.insert(page, PageEntry::new(frame));
+        self.map_run(vma, page)
+    }
+
+    /// Maps `page` and its unmapped neighbors whose frames are contiguous
+    /// (within the fault window) into the platform with one call.
+    fn map_run(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+        let entry = *vma.pages.get(&page).ok_or(Errno::EFAULT)?;
+        let writable = |e: PageEntry| vma.perms.write && (vma.shared || self.mf.refs(e.frame()) == 1);
+        let w = writable(entry);
+        let lo = (page / FAULT_WINDOW * FAULT_WINDOW).max(vma.start);
+        let hi = (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end);
+        let fits = |addr: u64, e: Option<&PageEntry>| match e {
+            Some(&e) => {
+                !e.mapped()
+                    && e.frame() as i128 - entry.frame() as i128 == addr as i128 - page as i128
+                    && writable(e) == w
+            }
+            None => false,
+        };
+        let mut start = page;
+        while start > lo && fits(start - PAGE_SIZE, vma.pages.get(&(start - PAGE_SIZE))) {
+            start -= PAGE_SIZE;
+        }
+        let mut end = page + PAGE_SIZE;
+        while end < hi && fits(end, vma.pages.get(&end)) {
+            end += PAGE_SIZE;
+        }
+        let frame = entry.frame() - (page - start);
+        let perms = Perms { write: w, ..vma.perms };
+        self.space.map(start, end - start, frame, perms).map_err(|e| {
+            log::warn!("mapping guest memory into the platform failed: {e}");
+            Errno::ENOMEM
+        })?;
+        let mut a = start;
+        while a < end {
+            if let Some(e) = vma.pages.get_mut(&a) {
+                *e = e.with_mapping(true, w);
+            }
+            a += PAGE_SIZE;
+        }
+        Ok(())
+    }
+
+    /// Removes every area in `[start, end)`, releasing its pages.
+    fn remove_range(&self, l: &mut Layout, start: u64, end: u64) -> Result<(), Errno> {
+        if !overlaps(l, start, end) {
+            return Ok(());
+        }
+        split_at(l, start);
+        split_at(l, end);
+        let keys: Vec<u64> = l.vmas.range(start..end).map(|(&k, _)| k).collect();
+        for k in keys {
+            if let Some(v) = l.vmas.remove(&k) {
+                for e in v.pages.values() {
+                    self.mf.decref(e.frame());
+                }
+            }
+        }
+        self.space_unmap(start, end - start)
+    }
+
+    fn space_unmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
+        self.space.unmap(addr, len).map_err(|e| {
+            log::warn!("unmapping guest memory in the platform failed: {e}");
+            Errno::ENOMEM
+        })
+    }
+}
+
+impl Drop for MemoryManager {
+    fn drop(&mut self) {
+        let l = self.layout.get_mut();
+        for v in l.vmas.values() {
+            for e in v.pages.values() {
+                self.mf.decref(e.frame());
+            }
+        }
+    }
+}
+
+fn find(l: &Layout, addr: u64) -> Option<&Vma> {
+    l.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| v.contains(addr))
+}
+
+fn find_mut(l: &mut Layout, addr: u64) -> Option<&mut Vma> {
+    l.vmas.range_mut(..=addr).next_back().map(|(_, v)| v).filter(|v| v.contains(addr))
+}
+
+fn overlaps(l: &Layout, start: u64, end: u64) -> bool {
+    if let Some(v) = find(l, start) {
+        return v.end > start;
+    }
+    l.vmas.range(start..end).next().is_some()
+}
+
+fn overlaps_reserved(l: &Layout, start: u64, end: u64) -> bool {
+    l.vmas.values().any(|v| v.name == VmaName::Reserved && v.start < end && start < v.end)
+}
+
+/// Whether every address in `[start, end)` belongs to some area.
+fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
+    let mut at = start;
+    while at < end {
+        match find(l, at) {
+            Some(v) => at = v.end,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Splits the area containing `addr` so that an area starts at `addr`.
+fn split_at(l: &mut Layout, addr: u64) {
+    let Some(start) = find(l, addr).map(|v| v.start) else { return };
+    if start == addr {
+        return;
+    }
+    if let Some(v) = l.vmas.get_mut(&start) {
+        let tail = v.split_off(addr);
+        l.vmas.insert(addr, tail);
+    }
+}
+
+/// The areas inside `[start, end)`, split at the edges.
+fn range_vmas(l: &mut Layout, start: u64, end: u64) -> impl Iterator<Item = &mut Vma> {
+    split_at(l, start);
+    split_at(l, end);
+    l.vmas.range_mut(start..end).map(|(_, v)| v)
+}
+
+/// Merges areas that became seamless neighbors around `[start, end)`.
+fn merge_around(l: &mut Layout, start: u64, end: u64) {
+    let first = l.vmas.range(..start).next_back().map(|(&k, _)| k).unwrap_or(start);
+    let keys: Vec<u64> = l.vmas.range(first..=end).map(|(&k, _)| k).collect();
+    let mut prev: Option<u64> = None;
+    for k in keys {
+        if let Some(p) = prev {
+            let mergeable = match (l.vmas.get(&p), l.vmas.get(&k)) {
+                (Some(a), Some(b)) => a.can_merge(b),
+                _ => false,
+            };
+            if mergeable {
+                if let Some(mut b) = l.vmas.remove(&k) {
+                    if let Some(a) = l.vmas.get_mut(&p) {
+                        a.end = b.end;
+                        a.pages.append(&mut b.pages);
+                    }
+                }
+                continue;
+            }
+        }
+        prev = Some(k);
+    }
+}
+
+/// A free range of `len` bytes: at `hint` if it fits, else the highest one
+/// below `mmap_top`.
+fn find_gap(l: &Layout, hint: u64, len: u64) -> Option<u64> {
+    if hint >= MMAP_MIN_ADDR {
+        if let Some(end) = hint.checked_add(len).filter(|&e| e <= TASK_SIZE) {
+            if !overlaps(l, hint, end) {
+                return Some(hint);
+            }
+        }
+    }
+    let mut top = l.mmap_top;
+    for v in l.vmas.range(..l.mmap_top).rev().map(|(_, v)| v) {
+        if v.end <= top && top - v.end >= len {
+            return Some(top - len);
+        }
+        top = top.min(v.start);
+    }
+    top.checked_sub(len).filter(|&s| s >= MMAP_MIN_ADDR)
+}

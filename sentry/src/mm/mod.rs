@@ -1,0 +1,24 @@
+//! Guest memory: the MemoryFile that holds every guest page, its frame
+//! allocator, and the MemoryManager of each address space.
+
+pub mod allocator;
+pub mod manager;
+pub mod memory_file;
+pub mod vma;
+
+pub use manager::{MapRequest, MemoryManager, Segv};
+pub use memory_file::MemoryFile;
+pub use vma::{Backing, VmaName};
+
+use crate::abi::Errno;
+
+/// A file that can back a private mapping: its bytes are copied into guest
+/// pages on first touch.
+pub trait Mappable: Send + Sync {
+    /// Reads at `off`; short reads mean end of file.
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// The path shown in `/proc/[pid]/maps`.
+    fn map_name(&self) -> String;
+    /// Device and inode numbers shown in `/proc/[pid]/maps`.
+    fn map_ids(&self) -> (u64, u64);
+}

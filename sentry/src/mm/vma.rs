@@ -1,0 +1,136 @@
+//! Virtual memory areas and the per-page state they carry.
+
+use super::Mappable;
+use crate::abi::PAGE_SIZE;
+use crate::platform::Perms;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A page entry: the MemoryFile offset of the frame, with flags in the low
+/// bits (frames are page aligned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageEntry(u64);
+
+const MAPPED: u64 = 1;
+const MAPPED_WRITABLE: u64 = 2;
+
+impl PageEntry {
+    pub fn new(frame: u64) -> PageEntry {
+        PageEntry(frame)
+    }
+
+    pub fn frame(self) -> u64 {
+        self.0 & !(PAGE_SIZE - 1)
+    }
+
+    /// Mirrored into the platform's address space.
+    pub fn mapped(self) -> bool {
+        self.0 & MAPPED != 0
+    }
+
+    pub fn mapped_writable(self) -> bool {
+        self.0 & MAPPED_WRITABLE != 0
+    }
+
+    pub fn with_mapping(self, mapped: bool, writable: bool) -> PageEntry {
+        let mut v = self.frame();
+        if mapped {
+            v |= MAPPED;
+            if writable {
+                v |= MAPPED_WRITABLE;
+            }
+        }
+        PageEntry(v)
+    }
+}
+
+/// What backs an area's pages before they are first touched.
+#[derive(Clone)]
+pub enum Backing {
+    /// Zero-filled memory.
+    Anon,
+    /// A file; `offset` is the file offset of the area's start.
+    File { file: Arc<dyn Mappable>, offset: u64 },
+}
+
+/// How the area is named in `/proc/[pid]/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VmaName {
+    None,
+    Heap,
+    Stack,
+    /// The platform's own page, never the guest's.
+    Reserved,
+}
+
+/// A contiguous range of guest addresses with one set of attributes.
+#[derive(Clone)]
+pub struct Vma {
+    pub start: u64,
+    pub end: u64,
+    pub perms: Perms,
+    pub shared: bool,
+    pub backing: Backing,
+    pub name: VmaName,
+    /// Populated pages: guest page address → frame.
+    pub pages: BTreeMap<u64, PageEntry>,
+}
+
+impl Vma {
+    pub fn new(start: u64, end: u64, perms: Perms, shared: bool, backing: Backing, name: VmaName) -> Vma {
+        Vma { start, end, perms, shared, backing, name, pages: BTreeMap::new() }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn contains(&self, addr: u64) -> bool {
+        self.start <= addr && addr < self.end
+    }
+
+    /// Splits off `[at, end)` into a new area; `at` must be strictly inside.
+    pub fn split_off(&mut self, at: u64) -> Vma {
+        let pages = self.pages.split_off(&at);
+        let backing = match &self.backing {
+            Backing::Anon => Backing::Anon,
+            Backing::File { file, offset } => {
+                Backing::File { file: file.clone(), offset: offset + (at - self.start) }
+            }
+        };
+        let tail = Vma {
+            start: at,
+            end: self.end,
+            perms: self.perms,
+            shared: self.shared,
+            backing,
+            name: self.name.clone(),
+            pages,
+        };
+        self.end = at;
+        tail
+    }
+
+    /// Whether `next` continues this area seamlessly (so they can merge).
+    pub fn can_merge(&self, next: &Vma) -> bool {
+        self.end == next.start
+            && self.perms == next.perms
+            && self.shared == next.shared
+            && self.name == next.name
+            && match (&self.backing, &next.backing) {
+                (Backing::Anon, Backing::Anon) => true,
+                (Backing::File { file: a, offset: ao }, Backing::File { file: b, offset: bo }) => {
+                    Arc::ptr_eq(a, b) && ao + self.len() == *bo
+                }
+                _ => false,
+            }
+    }
+
+    /// The file offset backing guest address `addr`, for file areas.
+    pub fn file_offset(&self, addr: u64) -> Option<u64> {
+        match &self.backing {
+            Backing::File { offset, .. } => Some(offset + (addr - self.start)),
+            Backing::Anon => None,
+        }
+    }
+}

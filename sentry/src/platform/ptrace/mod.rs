@@ -1,0 +1,296 @@
+//! The ptrace platform: each address space is a stub process; every guest
+//! thread runs as a thread of that process traced by exactly one sentry
+//! thread, and `PTRACE_SYSEMU` stops it at every system call without
+//! executing it. Mappings of the MemoryFile are installed by injecting
+//! `mmap` into the stub.
+
+mod stub;
+mod sys;
+
+use crate::platform::{
+    Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform,
+    PlatformError, Result,
+};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use stub::{StubPage, STUB_PAGE_LEN, TASK_SIZE};
+
+/// The ptrace platform.
+pub struct PtracePlatform {
+    memfd: i32,
+    fpu_template: Vec<u8>,
+}
+
+impl PtracePlatform {
+    /// `memfd` is the MemoryFile's descriptor; it must outlive the platform.
+    pub fn new(memfd: i32) -> Result<PtracePlatform> {
+        StubPage::get()?;
+        Ok(PtracePlatform { memfd, fpu_template: fpu_reset_state(xsave_size()) })
+    }
+}
+
+/// The size of the XSAVE area for the features the host enabled.
+fn xsave_size() -> usize {
+    // Leaf 0xD exists on every CPU with XSAVE, which PTRACE_GETREGSET
+    // NT_X86_XSTATE requires.
+    let leaf = std::arch::x86_64::__cpuid_count(0xd, 0);
+    usize::try_from(leaf.ebx).unwrap_or(4096).max(576)
+}
+
+/// An XSAVE area in the state `execve` leaves it: x87 control word 0x37f,
+/// MXCSR 0x1f80, everything else in its initial configuration.
+fn fpu_reset_state(len: usize) -> Vec<u8> {
+    let mut area = vec![0u8; len];
+    area[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
+    area[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+    area[28..32].copy_from_slice(&0xffffu32.to_le_bytes());
+    // XSTATE_BV: x87 and SSE state are present in the legacy area.
+    area[512..520].copy_from_slice(&3u64.to_le_bytes());
+    area
+}
+
+impl Platform for PtracePlatform {
+    fn name(&self) -> &'static str {
+        "ptrace"
+    }
+
+    fn new_address_space(&self) -> Result<Arc<dyn AddressSpace>> {
+        Ok(Arc::new(PtraceAddressSpace::create(self.memfd)?))
+    }
+
+    fn new_context(&self) -> Result<Box<dyn Context>> {
+        Ok(Box::new(PtraceContext {
+            host_tid: sys::gettid(),
+            interrupter: Arc::new(PtraceInterrupter::default()),
+        }))
+    }
+
+    fn fpu_template(&self) -> &[u8] {
+        &self.fpu_template
+    }
+}
+
+/// Loads the FPU state. The host decides the exact size of the XSAVE area
+/// it accepts; if the template's size differs (CPUID reports features
+/// the kernel keeps from user space), the area is resized to the host's.
+fn load_fpu(tid: libc::pid_t, state: &mut CpuState) -> Result<()> {
+    if sys::set_xstate(tid, &state.fpu).is_err() {
+        let mut probe = vec![0u8; 1 << 16];
+        let n = sys::get_xstate(tid, &mut probe)?;
+        state.fpu.resize(n, 0);
+        sys::set_xstate(tid, &state.fpu)?;
+    }
+    state.fpu_dirty = false;
+    Ok(())
+}
+
+/// A stub process.
+pub struct PtraceAddressSpace {
+    pid: libc::pid_t,
+    memfd: i32,
+    stub: u64,
+    /// Stub thread traced by each sentry host thread (host tid → stub tid).
+    threads: Mutex<HashMap<libc::pid_t, libc::pid_t>>,
+}
+
+impl PtraceAddressSpace {
+    fn create(memfd: i32) -> Result<PtraceAddressSpace> {
+        let stub = StubPage::get()?.addr;
+        let pid = stub::fork_stub(memfd)?;
+        let space = PtraceAddressSpace {
+            pid,
+            memfd,
+            stub,
+            threads: Mutex::new(HashMap::from([(sys::gettid(), pid)])),
+        };
+        match sys::wait(pid)? {
+            sys::WaitStatus::Stopped(libc::SIGSTOP) => {}
+            other => return Err(PlatformError::StubDied(format!("new stub: {other:?}"))),
+        }
+        sys::set_options(pid, libc::PTRACE_O_EXITKILL | libc::PTRACE_O_TRACESYSGOOD)?;
+        // Everything the stub inherited from the sentry goes, except the stub page.
+        space.syscall(pid, libc::SYS_munmap, [0, stub, 0, 0, 0, 0])?;
+        let above = stub + STUB_PAGE_LEN;
+        space.syscall(pid, libc::SYS_munmap, [above, TASK_SIZE - above, 0, 0, 0, 0])?;
+        Ok(space)
+    }
+
+    /// The stub thread traced by the calling host thread.
+    fn current_thread(&self) -> Result<libc::pid_t> {
+        self.threads
+            .lock()
+            .get(&sys::gettid())
+            .copied()
+            .ok_or(PlatformError::Unsupported("ptrace: this host thread has no stub thread in the address space"))
+    }
+
+    /// Runs a host system call inside the stub on thread `tid` (which must be
+    /// stopped and traced by the calling thread) and returns its result.
+    fn syscall(&self, tid: libc::pid_t, nr: libc::c_long, args: [u64; 6]) -> Result<u64> {
+        let mut regs = sys::get_regs(tid)?;
+        regs.rax = u64::try_from(nr).unwrap_or(u64::MAX);
+        regs.orig_rax = u64::MAX;
+        regs.rdi = args[0];
+        regs.rsi = args[1];
+        regs.rdx = args[2];
+        regs.r10 = args[3];
+        regs.r8 = args[4];
+        regs.r9 = args[5];
+        regs.rip = self.stub;
+        sys::set_regs(tid, &regs)?;
+        sys::resume(libc::PTRACE_CONT, tid, 0)?;
+        loop {
+            match sys::wait(tid)? {
+                sys::WaitStatus::Stopped(libc::SIGTRAP) => break,
+                // Interrupts and stray host signals are dropped here; the
+                // interrupter's pending flag is still set.
+                sys::WaitStatus::Stopped(sig) => {
+                    log::debug!("stub {tid}: stop {sig:#x} during an injected syscall");
+                    sys::resume(libc::PTRACE_CONT, tid, 0)?
+                }
+                other => return Err(PlatformError::StubDied(format!("during injected syscall: {other:?}"))),
+            }
+        }
+        let ret = sys::get_regs(tid)?.rax;
+        // Host errors come back as -errno in rax.
+        if ret > (-4096i64) as u64 {
+            let errno = i32::try_from(ret.wrapping_neg()).unwrap_or(libc::EIO);
+            return Err(PlatformError::Host {
+                what: "injected stub syscall",
+                err: std::io::Error::from_raw_os_error(errno),
+            });
+        }
+        Ok(ret)
+    }
+}
+
+impl AddressSpace for PtraceAddressSpace {
+    fn map(&self, addr: u64, len: u64, file_off: u64, perms: Perms) -> Result<()> {
+        let tid = self.current_thread()?;
+        let flags = libc::MAP_SHARED | libc::MAP_FIXED;
+        let fd = u64::try_from(self.memfd).unwrap_or(u64::MAX);
+        let prot = u64::try_from(perms.to_prot()).unwrap_or(0);
+        let flags = u64::try_from(flags).unwrap_or(0);
+        self.syscall(tid, libc::SYS_mmap, [addr, len, prot, flags, fd, file_off]).map(drop)
+    }
+
+    fn unmap(&self, addr: u64, len: u64) -> Result<()> {
+        let tid = self.current_thread()?;
+        self.syscall(tid, libc::SYS_munmap, [addr, len, 0, 0, 0, 0]).map(drop)
+    }
+
+    fn reserved(&self) -> std::ops::Range<u64> {
+        self.stub..self.stub + STUB_PAGE_LEN
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Drop for PtraceAddressSpace {
+    fn drop(&mut self) {
+        // SAFETY: kill takes integers; the stub is our own child.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        let mut status = 0;
+        // SAFETY: reaps our own child; `status` is a valid out-pointer.
+        unsafe { libc::waitpid(self.pid, &mut status, libc::__WALL) };
+    }
+}
+
+/// Interrupts a running `PtraceContext::switch` by stopping its stub thread.
+#[derive(Default)]
+struct PtraceInterrupter {
+    pending: AtomicBool,
+    /// The stub thread currently running guest code (pid, tid).
+    target: Mutex<Option<(libc::pid_t, libc::pid_t)>>,
+}
+
+impl Interrupter for PtraceInterrupter {
+    fn interrupt(&self) {
+        self.pending.store(true, Ordering::SeqCst);
+        if let Some((pid, tid)) = *self.target.lock() {
+            sys::tgkill(pid, tid, libc::SIGSTOP);
+        }
+    }
+}
+
+/// The context of one sentry host thread.
+pub struct PtraceContext {
+    host_tid: libc::pid_t,
+    interrupter: Arc<PtraceInterrupter>,
+}
+
+impl PtraceContext {
+    fn stopped(&self, tid: libc::pid_t, sig: i32, state: &mut CpuState) -> Result<Option<Event>> {
+        let event = match sig {
+            s if s == (libc::SIGTRAP | 0x80) => Event::Syscall,
+            libc::SIGSTOP => {
+                if !self.interrupter.pending.swap(false, Ordering::SeqCst) {
+                    return Ok(None);
+                }
+                Event::Interrupted
+            }
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP => {
+                let info = sys::get_siginfo(tid)?;
+                // SAFETY: for these synchronous signals the kernel fills the
+                // _sigfault member, whose first field is si_addr.
+                let addr = unsafe { info.si_addr() } as u64;
+                match (sig, info.si_code) {
+                    (libc::SIGSEGV, 1) => Event::Fault { addr, access: Access::NotPresent },
+                    (libc::SIGSEGV, 2) => Event::Fault { addr, access: Access::Protection },
+                    _ => Event::Exception { signo: sig, code: info.si_code, addr },
+                }
+            }
+            // Any other host signal aimed at the stub is not the guest's business.
+            _ => return Ok(None),
+        };
+        state.regs = sys::get_regs(tid)?;
+        let n = sys::get_xstate(tid, &mut state.fpu)?;
+        state.fpu.truncate(n);
+        Ok(Some(event))
+    }
+}
+
+impl Context for PtraceContext {
+    fn switch(&mut self, space: &Arc<dyn AddressSpace>, state: &mut CpuState) -> Result<Event> {
+        let space = space
+            .as_any()
+            .downcast_ref::<PtraceAddressSpace>()
+            .ok_or(PlatformError::Unsupported("ptrace context given a foreign address space"))?;
+        let tid = space.current_thread()?;
+        debug_assert_eq!(self.host_tid, sys::gettid());
+        *self.interrupter.target.lock() = Some((space.pid, tid));
+        if self.interrupter.pending.swap(false, Ordering::SeqCst) {
+            *self.interrupter.target.lock() = None;
+            return Ok(Event::Interrupted);
+        }
+        let regs = &mut state.regs;
+        regs.cs = 0x33;
+        regs.ss = 0x2b;
+        regs.eflags = (regs.eflags & 0xcd5) | 0x202;
+        sys::set_regs(tid, regs)?;
+        if state.fpu_dirty {
+            load_fpu(tid, state)?;
+        }
+        let result = loop {
+            sys::resume(libc::PTRACE_SYSEMU, tid, 0)?;
+            match sys::wait(tid)? {
+                sys::WaitStatus::Stopped(sig) => {
+                    if let Some(event) = self.stopped(tid, sig, state)? {
+                        break Ok(event);
+                    }
+                }
+                other => break Err(PlatformError::StubDied(format!("{other:?}"))),
+            }
+        };
+        *self.interrupter.target.lock() = None;
+        result
+    }
+
+    fn interrupter(&self) -> Arc<dyn Interrupter> {
+        self.interrupter.clone()
+    }
+}

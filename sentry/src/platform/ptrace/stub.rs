@@ -1,0 +1,122 @@
+//! Stub processes: the host processes whose address spaces hold guest
+//! memory. A stub is forked from the sentry, stops itself for its tracer,
+//! and then has everything unmapped except one page of code, the *stub
+//! page*, which holds `syscall; int3` for injecting the host calls that
+//! install guest mappings.
+
+use crate::platform::{PlatformError, Result};
+use std::sync::OnceLock;
+
+/// `syscall; int3`.
+const STUB_CODE: [u8; 3] = [0x0f, 0x05, 0xcc];
+
+/// The highest user address plus one on x86-64 with 4-level paging.
+pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
+
+/// The stub page, mapped once in the sentry and inherited by every stub.
+pub struct StubPage {
+    pub addr: u64,
+}
+
+pub const STUB_PAGE_LEN: u64 = 4096;
+
+impl StubPage {
+    /// The process-wide stub page, created on first use.
+    pub fn get() -> Result<&'static StubPage> {
+        static PAGE: OnceLock<std::result::Result<StubPage, String>> = OnceLock::new();
+        PAGE.get_or_init(|| StubPage::create().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| PlatformError::StubDied(format!("cannot create the stub page: {e}")))
+    }
+
+    fn create() -> Result<StubPage> {
+        let len = usize::try_from(STUB_PAGE_LEN).unwrap_or(4096);
+        // SAFETY: a fresh anonymous mapping; the kernel picks the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(PlatformError::last("mmap stub page"));
+        }
+        // SAFETY: `p` is a fresh writable mapping of `len` >= 3 bytes.
+        unsafe { std::ptr::copy_nonoverlapping(STUB_CODE.as_ptr(), p.cast::<u8>(), STUB_CODE.len()) };
+        // SAFETY: `p`/`len` is the mapping created above.
+        if unsafe { libc::mprotect(p, len, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
+            return Err(PlatformError::last("mprotect stub page"));
+        }
+        Ok(StubPage { addr: p as u64 })
+    }
+}
+
+// glibc (2.35 and later) registers an rseq area for every thread. A fork
+// child inherits the registration, and once the stub unmaps the memory the
+// area lives in, the kernel would kill it with SIGSEGV on its next return
+// to user space; so the stub unregisters it first.
+extern "C" {
+    static __rseq_offset: isize;
+    static __rseq_size: u32;
+}
+
+const RSEQ_FLAG_UNREGISTER: u64 = 1;
+const RSEQ_SIG: u64 = 0x5305_3053;
+
+/// The calling thread's rseq area and its registered length (0 if none).
+fn rseq_registration() -> (u64, u32) {
+    let mut fs: u64 = 0;
+    // SAFETY: ARCH_GET_FS writes the fs base to the pointer.
+    unsafe { libc::syscall(libc::SYS_arch_prctl, 0x1003, std::ptr::addr_of_mut!(fs)) };
+    // SAFETY: plain reads of glibc's exported constants.
+    let (off, size) = unsafe { (__rseq_offset, __rseq_size) };
+    (fs.wrapping_add_signed(i64::try_from(off).unwrap_or(0)), size)
+}
+
+/// Forks a stub process that keeps only `memfd` open and stops itself under
+/// `PTRACE_TRACEME`. Returns its pid; the caller becomes its tracer and must
+/// wait for the initial `SIGSTOP`.
+pub fn fork_stub(memfd: i32) -> Result<libc::pid_t> {
+    let rseq = rseq_registration();
+    // SAFETY: the child only makes async-signal-safe raw system calls
+    // before it stops and is taken over by the tracer; it never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(PlatformError::last("fork stub"));
+    }
+    if pid == 0 {
+        stub_child(memfd, rseq);
+    }
+    Ok(pid)
+}
+
+fn stub_child(memfd: i32, rseq: (u64, u32)) -> ! {
+    let fd = libc::c_uint::try_from(memfd).unwrap_or(0);
+    // SAFETY: raw system calls on integers; this process is a fresh fork
+    // that must not touch any of the sentry's locks or allocations.
+    unsafe {
+        if rseq.1 > 0 {
+            // glibc registers 32 bytes; newer versions report a smaller
+            // feature size in __rseq_size.
+            let r = libc::syscall(libc::SYS_rseq, rseq.0, 32u32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+            if r != 0 {
+                libc::syscall(libc::SYS_rseq, rseq.0, rseq.1, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+            }
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::setpgid(0, 0);
+        if fd > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
+        if libc::ptrace(libc::PTRACE_TRACEME, 0, 0usize, 0usize) != 0 {
+            libc::_exit(126);
+        }
+        libc::kill(libc::getpid(), libc::SIGSTOP);
+        libc::_exit(127)
+    }
+}

@@ -1,0 +1,117 @@
+//! Thin wrappers over the host's ptrace and wait calls. This is one of the
+//! few places where the sentry talks to the host kernel about guest threads.
+
+use crate::platform::{PlatformError, Result};
+use std::mem::MaybeUninit;
+
+/// `NT_X86_XSTATE`: the XSAVE area as a regset.
+const NT_X86_XSTATE: usize = 0x202;
+
+fn check(ret: libc::c_long, what: &'static str) -> Result<libc::c_long> {
+    if ret < 0 {
+        Err(PlatformError::last(what))
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Resumes `tid` with `request` (`PTRACE_SYSEMU`, `PTRACE_CONT` …), delivering `sig`.
+pub fn resume(request: libc::c_uint, tid: libc::pid_t, sig: i32) -> Result<()> {
+    let data = usize::try_from(sig).unwrap_or(0);
+    // SAFETY: resume requests take no pointers; `data` is a signal number.
+    let r = unsafe { libc::ptrace(request, tid, 0usize, data) };
+    check(r, "ptrace resume").map(drop)
+}
+
+pub fn set_options(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
+    let data = usize::try_from(options).unwrap_or(0);
+    // SAFETY: PTRACE_SETOPTIONS takes the option bits by value.
+    let r = unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, data) };
+    check(r, "PTRACE_SETOPTIONS").map(drop)
+}
+
+pub fn get_regs(tid: libc::pid_t) -> Result<libc::user_regs_struct> {
+    let mut regs = MaybeUninit::<libc::user_regs_struct>::uninit();
+    // SAFETY: the kernel writes a whole user_regs_struct to the pointer.
+    let r = unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0usize, regs.as_mut_ptr()) };
+    check(r, "PTRACE_GETREGS")?;
+    // SAFETY: PTRACE_GETREGS succeeded, so every field was written.
+    Ok(unsafe { regs.assume_init() })
+}
+
+pub fn set_regs(tid: libc::pid_t, regs: &libc::user_regs_struct) -> Result<()> {
+    let p: *const libc::user_regs_struct = regs;
+    // SAFETY: the kernel only reads a user_regs_struct from the pointer.
+    let r = unsafe { libc::ptrace(libc::PTRACE_SETREGS, tid, 0usize, p) };
+    check(r, "PTRACE_SETREGS").map(drop)
+}
+
+/// Reads the XSAVE area into `buf`, returning how many bytes the kernel wrote.
+pub fn get_xstate(tid: libc::pid_t, buf: &mut [u8]) -> Result<usize> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let p: *mut libc::iovec = &mut iov;
+    // SAFETY: the iovec describes `buf`, which the kernel fills up to iov_len.
+    let r = unsafe { libc::ptrace(libc::PTRACE_GETREGSET, tid, NT_X86_XSTATE, p) };
+    check(r, "PTRACE_GETREGSET xstate")?;
+    Ok(iov.iov_len)
+}
+
+pub fn set_xstate(tid: libc::pid_t, buf: &[u8]) -> Result<()> {
+    let mut iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
+    let p: *mut libc::iovec = &mut iov;
+    // SAFETY: with SETREGSET the kernel only reads iov_len bytes of `buf`.
+    let r = unsafe { libc::ptrace(libc::PTRACE_SETREGSET, tid, NT_X86_XSTATE, p) };
+    check(r, "PTRACE_SETREGSET xstate").map(drop)
+}
+
+/// The siginfo of the signal that stopped `tid`.
+pub fn get_siginfo(tid: libc::pid_t) -> Result<libc::siginfo_t> {
+    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: the kernel writes a siginfo_t to the pointer.
+    let r = unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, tid, 0usize, info.as_mut_ptr()) };
+    check(r, "PTRACE_GETSIGINFO")?;
+    // SAFETY: zero-initialized and then filled by the kernel.
+    Ok(unsafe { info.assume_init() })
+}
+
+/// How a traced thread changed state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitStatus {
+    Stopped(i32),
+    Exited(i32),
+    Signaled(i32),
+}
+
+/// Waits for a state change of the traced thread `tid`.
+pub fn wait(tid: libc::pid_t) -> Result<WaitStatus> {
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(tid, &mut status, libc::__WALL) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(PlatformError::last("waitpid on stub thread"));
+        }
+        return Ok(if libc::WIFSTOPPED(status) {
+            WaitStatus::Stopped(status >> 8)
+        } else if libc::WIFSIGNALED(status) {
+            WaitStatus::Signaled(libc::WTERMSIG(status))
+        } else {
+            WaitStatus::Exited(libc::WEXITSTATUS(status))
+        });
+    }
+}
+
+/// Sends `sig` to thread `tid` of process `pid`.
+pub fn tgkill(pid: libc::pid_t, tid: libc::pid_t, sig: i32) {
+    // SAFETY: tgkill takes integers only.
+    unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) };
+}
+
+/// The calling host thread's id.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}

@@ -1,0 +1,562 @@
+//! System calls: directories and the namespace — listing, creating,
+//! removing, renaming and linking names, working directory, ownership,
+//! modes and timestamps.
+
+use super::args::{self, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_REMOVEDIR, AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
+use super::{Entries, Support::*};
+use crate::abi::layout::Encoder;
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+use crate::vfs::perm::{self, MAY_EXEC, MAY_WRITE};
+use crate::vfs::walk::ParentAndName;
+use crate::vfs::{Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};
+use std::sync::Arc;
+
+pub(super) const ENTRIES: Entries = &[
+    ("getdents64", sys_getdents64, Full),
+    ("getdents", sys_getdents, Full),
+    ("mkdir", sys_mkdir, Full),
+    ("mkdirat", sys_mkdirat, Full),
+    ("rmdir", sys_rmdir, Full),
+    ("unlink", sys_unlink, Full),
+    ("unlinkat", sys_unlinkat, Full),
+    ("rename", sys_rename, Full),
+    ("renameat", sys_renameat, Full),
+    ("renameat2", sys_renameat2, Partial("RENAME_WHITEOUT is not supported")),
+    ("symlink", sys_symlink, Full),
+    ("symlinkat", sys_symlinkat, Full),
+    ("link", sys_link, Full),
+    ("linkat", sys_linkat, Full),
+    ("mknod", sys_mknod, Partial("device nodes cannot be created")),
+    ("mknodat", sys_mknodat, Partial("device nodes cannot be created")),
+    ("chdir", sys_chdir, Full),
+    ("fchdir", sys_fchdir, Full),
+    ("getcwd", sys_getcwd, Full),
+    ("umask", sys_umask, Full),
+    ("chmod", sys_chmod, Full),
+    ("fchmod", sys_fchmod, Full),
+    ("fchmodat", sys_fchmodat, Full),
+    ("fchmodat2", sys_fchmodat2, Full),
+    ("chown", sys_chown, Full),
+    ("lchown", sys_lchown, Full),
+    ("fchown", sys_fchown, Full),
+    ("fchownat", sys_fchownat, Full),
+    ("utimensat", sys_utimensat, Full),
+    ("utimes", sys_utimes, Full),
+    ("utime", sys_utime, Full),
+];
+
+fn u64_of(v: usize) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+fn getdents(task: &Task, fd: u64, addr: u64, size: u64, wide: bool) -> SysResult {
+    let f = args::file(task, fd)?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    if !f.dentry.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    let cap = usize::try_from(args::uint(size)).map_err(|_| Errno::EINVAL)?;
+    let parent = args::with_walker(task, |w| w.parent_of(&f.dentry));
+    let parent_ino = parent.node.stat()?.ino;
+    let mut out = Encoder::new();
+    let mut any = false;
+    let mut too_small = false;
+    f.read_dir(parent_ino, |e, next| {
+        let name_len = e.name.len() + 1;
+        let reclen = if wide { (19 + name_len + 7) & !7 } else { (18 + name_len + 1 + 7) & !7 };
+        if out.len() + reclen > cap {
+            too_small = !any;
+            return false;
+        }
+        let start = out.len();
+        if wide {
+            out.u64(e.ino).u64(next).u16(u16::try_from(reclen).unwrap_or(0)).u8(e.kind).bytes(&e.name).u8(0);
+        } else {
+            out.u64(e.ino).u64(next).u16(u16::try_from(reclen).unwrap_or(0)).bytes(&e.name).u8(0);
+            out.zeros(reclen - (out.len() - start) - 1);
+            out.u8(e.kind);
+        }
+        out.zeros(reclen - (out.len() - start));
+        any = true;
+        true
+    })?;
+    if too_small {
+        return Err(Errno::EINVAL);
+    }
+    task.thread.mm().copy_out(addr, out.as_bytes())?;
+    Ok(u64_of(out.len()))
+}
+
+fn sys_getdents64(task: &mut Task, a: [u64; 6]) -> SysResult {
+    getdents(task, a[0], a[1], a[2], true)
+}
+
+fn sys_getdents(task: &mut Task, a: [u64; 6]) -> SysResult {
+    getdents(task, a[0], a[1], a[2], false)
+}
+
+/// Checks that the task may add or remove names in `dir`.
+fn may_modify_dir(task: &Task, dir: &Dentry) -> Result<(), Errno> {
+    let st = dir.node.stat()?;
+    perm::check(&task.thread.creds(), &st, MAY_WRITE | MAY_EXEC)
+}
+
+fn new_node(task: &Task, mode: u32) -> NewNode {
+    let creds = task.thread.creds();
+    NewNode { mode: mode & !task.thread.fs().umask(), uid: creds.fsuid, gid: creds.fsgid }
+}
+
+/// Fails with EEXIST if `pn.name` exists in its directory.
+fn must_not_exist(pn: &ParentAndName) -> Result<(), Errno> {
+    match pn.parent.node.lookup(&pn.name) {
+        Ok(_) => Err(Errno::EEXIST),
+        Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn mkdir(task: &Task, dirfd: u64, path_addr: u64, mode: u64) -> SysResult {
+    let path = args::path(task, path_addr)?;
+    let pn = args::parent_at(task, dirfd, &path)?;
+    if pn.name.is_empty() || pn.name == b"." || pn.name == b".." {
+        return Err(Errno::EEXIST);
+    }
+    must_not_exist(&pn)?;
+    may_modify_dir(task, &pn.parent)?;
+    pn.parent.node.mkdir(&pn.name, new_node(task, args::uint(mode) & 0o7777))?;
+    Ok(0)
+}
+
+fn sys_mkdir(task: &mut Task, a: [u64; 6]) -> SysResult {
+    mkdir(task, AT_FDCWD_ARG, a[0], a[1])
+}
+
+fn sys_mkdirat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    mkdir(task, a[0], a[1], a[2])
+}
+
+fn mknod(task: &Task, dirfd: u64, path_addr: u64, mode: u64, dev: u64) -> SysResult {
+    let mode = args::uint(mode);
+    let kind = match mode & S_IFMT {
+        0 => S_IFREG,
+        k @ (S_IFREG | S_IFIFO | S_IFSOCK) => k,
+        S_IFDIR => return Err(Errno::EINVAL),
+        _ => return Err(Errno::EPERM),
+    };
+    let path = args::path(task, path_addr)?;
+    let pn = args::parent_at(task, dirfd, &path)?;
+    if pn.name.is_empty() {
+        return Err(Errno::EEXIST);
+    }
+    must_not_exist(&pn)?;
+    may_modify_dir(task, &pn.parent)?;
+    let mut new = new_node(task, mode & 0o7777);
+    new.mode |= kind;
+    pn.parent.node.mknod(&pn.name, new, dev)?;
+    Ok(0)
+}
+
+fn sys_mknod(task: &mut Task, a: [u64; 6]) -> SysResult {
+    mknod(task, AT_FDCWD_ARG, a[0], a[1], a[2])
+}
+
+fn sys_mknodat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    mknod(task, a[0], a[1], a[2], a[3])
+}
+
+fn remove(task: &Task, dirfd: u64, path_addr: u64, dir: bool) -> SysResult {
+    let path = args::path(task, path_addr)?;
+    let pn = args::parent_at(task, dirfd, &path)?;
+    match pn.name.as_slice() {
+        b"" => return Err(Errno::EBUSY),
+        b"." if dir => return Err(Errno::EINVAL),
+        b".." if dir => return Err(Errno::ENOTEMPTY),
+        b"." | b".." => return Err(Errno::EISDIR),
+        _ => {}
+    }
+    let node = pn.parent.node.lookup(&pn.name)?;
+    let victim = pn.parent.child(&pn.name, node);
+    let is_dir = victim.node.stat()?.mode & S_IFMT == S_IFDIR;
+    if dir && !is_dir {
+        return Err(Errno::ENOTDIR);
+    }
+    if !dir && is_dir {
+        return Err(Errno::EISDIR);
+    }
+    if !dir && pn.trailing_slash {
+        return Err(Errno::ENOTDIR);
+    }
+    may_modify_dir(task, &pn.parent)?;
+    if task.kernel.mounts.is_mountpoint(&victim) {
+        return Err(Errno::EBUSY);
+    }
+    pn.parent.node.unlink(&pn.name, dir)?;
+    Ok(0)
+}
+
+fn sys_rmdir(task: &mut Task, a: [u64; 6]) -> SysResult {
+    remove(task, AT_FDCWD_ARG, a[0], true)
+}
+
+fn sys_unlink(task: &mut Task, a: [u64; 6]) -> SysResult {
+    remove(task, AT_FDCWD_ARG, a[0], false)
+}
+
+fn sys_unlinkat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[2] & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    remove(task, a[0], a[1], a[2] & AT_REMOVEDIR != 0)
+}
+
+fn rename(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64, flags: u64) -> SysResult {
+    const RENAME_NOREPLACE: u64 = 1;
+    const RENAME_EXCHANGE: u64 = 2;
+    const RENAME_WHITEOUT: u64 = 4;
+    if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0
+        || (flags & RENAME_NOREPLACE != 0 && flags & RENAME_EXCHANGE != 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    if flags & RENAME_WHITEOUT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old_path = args::path(task, old_addr)?;
+    let new_path = args::path(task, new_addr)?;
+    let old = args::parent_at(task, olddirfd, &old_path)?;
+    let new = args::parent_at(task, newdirfd, &new_path)?;
+    let dots = |n: &[u8]| n.is_empty() || n == b"." || n == b"..";
+    if dots(&old.name) || dots(&new.name) {
+        return Err(Errno::EBUSY);
+    }
+    let src = old.parent.child(&old.name, old.parent.node.lookup(&old.name)?);
+    if (old.trailing_slash || new.trailing_slash) && !src.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    if old.parent.node.fs_id() != new.parent.node.fs_id() || old.parent.mount.id != new.parent.mount.id {
+        return Err(Errno::EXDEV);
+    }
+    may_modify_dir(task, &old.parent)?;
+    may_modify_dir(task, &new.parent)?;
+    if task.kernel.mounts.is_mountpoint(&src) {
+        return Err(Errno::EBUSY);
+    }
+    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
+    old.parent.node.rename(&old.name, &new.parent.node, &new.name, flags)?;
+    Ok(0)
+}
+
+fn sys_rename(task: &mut Task, a: [u64; 6]) -> SysResult {
+    rename(task, AT_FDCWD_ARG, a[0], AT_FDCWD_ARG, a[1], 0)
+}
+
+fn sys_renameat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    rename(task, a[0], a[1], a[2], a[3], 0)
+}
+
+fn sys_renameat2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    rename(task, a[0], a[1], a[2], a[3], a[4])
+}
+
+fn symlink(task: &Task, target_addr: u64, dirfd: u64, path_addr: u64) -> SysResult {
+    let target = args::path(task, target_addr)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let path = args::path(task, path_addr)?;
+    let pn = args::parent_at(task, dirfd, &path)?;
+    if pn.name.is_empty() {
+        return Err(Errno::EEXIST);
+    }
+    must_not_exist(&pn)?;
+    may_modify_dir(task, &pn.parent)?;
+    let creds = task.thread.creds();
+    pn.parent.node.symlink(&pn.name, &target, NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
+    Ok(0)
+}
+
+fn sys_symlink(task: &mut Task, a: [u64; 6]) -> SysResult {
+    symlink(task, a[0], AT_FDCWD_ARG, a[1])
+}
+
+fn sys_symlinkat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    symlink(task, a[0], a[1], a[2])
+}
+
+fn link(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64, flags: u64) -> SysResult {
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old_path = args::path(task, old_addr)?;
+    let follow = flags & AT_SYMLINK_FOLLOW != 0;
+    let src = args::resolve_at(task, olddirfd, &old_path, follow, flags & AT_EMPTY_PATH != 0)?;
+    let new_path = args::path(task, new_addr)?;
+    let pn = args::parent_at(task, newdirfd, &new_path)?;
+    if pn.name.is_empty() {
+        return Err(Errno::EEXIST);
+    }
+    if src.is_dir() {
+        return Err(Errno::EPERM);
+    }
+    if pn.trailing_slash {
+        return Err(Errno::ENOENT);
+    }
+    must_not_exist(&pn)?;
+    if src.node.fs_id() != pn.parent.node.fs_id() || src.mount.id != pn.parent.mount.id {
+        return Err(Errno::EXDEV);
+    }
+    may_modify_dir(task, &pn.parent)?;
+    pn.parent.node.link(&pn.name, &src.node)?;
+    Ok(0)
+}
+
+fn sys_link(task: &mut Task, a: [u64; 6]) -> SysResult {
+    link(task, AT_FDCWD_ARG, a[0], AT_FDCWD_ARG, a[1], 0)
+}
+
+fn sys_linkat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    link(task, a[0], a[1], a[2], a[3], a[4])
+}
+
+fn set_cwd(task: &Task, d: Arc<Dentry>) -> SysResult {
+    let st = d.node.stat()?;
+    if st.mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    perm::check(&task.thread.creds(), &st, MAY_EXEC)?;
+    task.thread.fs().set_cwd(d);
+    Ok(0)
+}
+
+fn sys_chdir(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    set_cwd(task, d)
+}
+
+fn sys_fchdir(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    set_cwd(task, f.dentry.clone())
+}
+
+fn sys_getcwd(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let fs = task.thread.fs();
+    let mut path = fs.cwd().path_from(&fs.root());
+    path.push(0);
+    let size = usize::try_from(a[1]).unwrap_or(usize::MAX);
+    if path.len() > size {
+        return Err(Errno::ERANGE);
+    }
+    task.thread.mm().copy_out(a[0], &path)?;
+    Ok(u64_of(path.len()))
+}
+
+fn sys_umask(task: &mut Task, a: [u64; 6]) -> SysResult {
+    Ok(u64::from(task.thread.fs().swap_umask(args::uint(a[0]))))
+}
+
+/// Only the owner (or root) may change a node's mode or times.
+fn must_own(task: &Task, d: &Dentry) -> Result<(), Errno> {
+    let creds = task.thread.creds();
+    if creds.fsuid == 0 || creds.fsuid == d.node.stat()?.uid {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+fn chmod(task: &Task, d: &Arc<Dentry>, mode: u64) -> SysResult {
+    must_own(task, d)?;
+    let mut mode = args::uint(mode) & 0o7777;
+    let creds = task.thread.creds();
+    // Non-members lose the set-group-id bit, as Linux does.
+    if creds.fsuid != 0 && !creds.in_group(d.node.stat()?.gid) {
+        mode &= !0o2000;
+    }
+    d.node.setattr(&SetAttr { mode: Some(mode), ..SetAttr::default() })?;
+    Ok(0)
+}
+
+fn sys_chmod(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    chmod(task, &d, a[1])
+}
+
+fn sys_fchmod(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    chmod(task, &f.dentry, a[1])
+}
+
+fn sys_fchmodat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[1])?;
+    let d = args::resolve_at(task, a[0], &path, true, false)?;
+    chmod(task, &d, a[2])
+}
+
+fn sys_fchmodat2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = if a[3] & AT_EMPTY_PATH != 0 && a[1] == 0 { Vec::new() } else { args::path(task, a[1])? };
+    let d = args::resolve_at(task, a[0], &path, a[3] & AT_SYMLINK_NOFOLLOW == 0, a[3] & AT_EMPTY_PATH != 0)?;
+    if a[3] & AT_SYMLINK_NOFOLLOW != 0 && d.is_symlink() {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    chmod(task, &d, a[2])
+}
+
+fn chown(task: &Task, d: &Arc<Dentry>, uid: u64, gid: u64) -> SysResult {
+    let uid = args::uint(uid);
+    let gid = args::uint(gid);
+    let st = d.node.stat()?;
+    let creds = task.thread.creds();
+    let new_uid = (uid != u32::MAX).then_some(uid);
+    let new_gid = (gid != u32::MAX).then_some(gid);
+    if creds.fsuid != 0 {
+        let uid_ok = new_uid.is_none_or(|u| u == st.uid);
+        let gid_ok = new_gid.is_none_or(|g| creds.fsuid == st.uid && creds.in_group(g));
+        if !uid_ok || !gid_ok {
+            return Err(Errno::EPERM);
+        }
+    }
+    d.node.setattr(&SetAttr { uid: new_uid, gid: new_gid, ..SetAttr::default() })?;
+    Ok(0)
+}
+
+fn sys_chown(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    chown(task, &d, a[1], a[2])
+}
+
+fn sys_lchown(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, false, false)?;
+    chown(task, &d, a[1], a[2])
+}
+
+fn sys_fchown(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    chown(task, &f.dentry, a[1], a[2])
+}
+
+fn sys_fchownat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = args::path(task, a[1])?;
+    let d = args::resolve_at(task, a[0], &path, a[4] & AT_SYMLINK_NOFOLLOW == 0, a[4] & AT_EMPTY_PATH != 0)?;
+    chown(task, &d, a[2], a[3])
+}
+
+const UTIME_NOW: i64 = (1 << 30) - 1;
+const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+/// Applies new access and modification times. Setting explicit times needs
+/// ownership; setting both to "now" needs ownership or write permission.
+fn set_times(task: &Task, d: &Arc<Dentry>, atime: Option<SetTime>, mtime: Option<SetTime>) -> SysResult {
+    if atime.is_none() && mtime.is_none() {
+        return Ok(0);
+    }
+    let explicit = matches!(atime, Some(SetTime::At(_))) || matches!(mtime, Some(SetTime::At(_)));
+    if explicit {
+        must_own(task, d)?;
+    } else if must_own(task, d).is_err() {
+        perm::check(&task.thread.creds(), &d.node.stat()?, MAY_WRITE).map_err(|_| Errno::EACCES)?;
+    }
+    d.node.setattr(&SetAttr { atime, mtime, ..SetAttr::default() })?;
+    Ok(0)
+}
+
+fn timespec_arg(sec: i64, nsec: i64) -> Result<Option<SetTime>, Errno> {
+    match nsec {
+        UTIME_NOW => Ok(Some(SetTime::Now)),
+        UTIME_OMIT => Ok(None),
+        0..=999_999_999 => Ok(Some(SetTime::At(TimeSpec { sec, nsec }))),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn read_i64s<const N: usize>(task: &Task, addr: u64) -> Result<[i64; N], Errno> {
+    let mut raw = vec![0u8; N * 8];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut out = [0i64; N];
+    for (o, c) in out.iter_mut().zip(raw.chunks_exact(8)) {
+        *o = i64::from_le_bytes(c.try_into().map_err(|_| Errno::EFAULT)?);
+    }
+    Ok(out)
+}
+
+fn sys_utimensat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (atime, mtime) = if a[2] == 0 {
+        (Some(SetTime::Now), Some(SetTime::Now))
+    } else {
+        let t = read_i64s::<4>(task, a[2])?;
+        (timespec_arg(t[0], t[1])?, timespec_arg(t[2], t[3])?)
+    };
+    let d = if a[1] == 0 {
+        // A null path names dirfd itself.
+        args::file(task, a[0])?.dentry.clone()
+    } else {
+        let path = args::path(task, a[1])?;
+        args::resolve_at(task, a[0], &path, a[3] & AT_SYMLINK_NOFOLLOW == 0, a[3] & AT_EMPTY_PATH != 0)?
+    };
+    set_times(task, &d, atime, mtime)
+}
+
+fn sys_utimes(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    let (atime, mtime) = if a[1] == 0 {
+        (Some(SetTime::Now), Some(SetTime::Now))
+    } else {
+        let t = read_i64s::<4>(task, a[1])?;
+        if !(0..1_000_000).contains(&t[1]) || !(0..1_000_000).contains(&t[3]) {
+            return Err(Errno::EINVAL);
+        }
+        (
+            Some(SetTime::At(TimeSpec { sec: t[0], nsec: t[1] * 1000 })),
+            Some(SetTime::At(TimeSpec { sec: t[2], nsec: t[3] * 1000 })),
+        )
+    };
+    set_times(task, &d, atime, mtime)
+}
+
+fn sys_utime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    let (atime, mtime) = if a[1] == 0 {
+        (Some(SetTime::Now), Some(SetTime::Now))
+    } else {
+        let t = read_i64s::<2>(task, a[1])?;
+        (Some(SetTime::At(TimeSpec { sec: t[0], nsec: 0 })), Some(SetTime::At(TimeSpec { sec: t[1], nsec: 0 })))
+    };
+    set_times(task, &d, atime, mtime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utime_special_values() {
+        assert_eq!(timespec_arg(5, UTIME_NOW), Ok(Some(SetTime::Now)));
+        assert_eq!(timespec_arg(5, UTIME_OMIT), Ok(None));
+        assert_eq!(timespec_arg(5, 7), Ok(Some(SetTime::At(TimeSpec { sec: 5, nsec: 7 }))));
+        assert_eq!(timespec_arg(5, 1_000_000_000), Err(Errno::EINVAL));
+        assert_eq!(timespec_arg(5, -1), Err(Errno::EINVAL));
+    }
+}

@@ -1,0 +1,238 @@
+//! System calls: the descriptor table — dup, fcntl, ioctl, pipes.
+
+use super::args::{self, int};
+use super::{Entries, Support::*};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
+use crate::kernel::Task;
+use crate::vfs::{FileDescription, TimeSpec};
+
+pub(super) const ENTRIES: Entries = &[
+    ("dup", sys_dup, Full),
+    ("dup2", sys_dup2, Full),
+    ("dup3", sys_dup3, Full),
+    ("fcntl", sys_fcntl, Partial("record locks are granted but not enforced between processes; no leases, no signals on I/O")),
+    ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
+    ("pipe", sys_pipe, Full),
+    ("pipe2", sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
+];
+
+const F_DUPFD: u32 = 0;
+const F_GETFD: u32 = 1;
+const F_SETFD: u32 = 2;
+const F_GETFL: u32 = 3;
+const F_SETFL: u32 = 4;
+const F_GETLK: u32 = 5;
+const F_SETLK: u32 = 6;
+const F_SETLKW: u32 = 7;
+const F_SETOWN: u32 = 8;
+const F_GETOWN: u32 = 9;
+const F_OFD_GETLK: u32 = 36;
+const F_OFD_SETLK: u32 = 37;
+const F_OFD_SETLKW: u32 = 38;
+const F_DUPFD_CLOEXEC: u32 = 1030;
+const F_SETPIPE_SZ: u32 = 1031;
+const F_GETPIPE_SZ: u32 = 1032;
+const F_ADD_SEALS: u32 = 1033;
+const F_GET_SEALS: u32 = 1034;
+const FD_CLOEXEC: u64 = 1;
+const F_UNLCK: i16 = 2;
+
+fn fd_result(fd: i32) -> SysResult {
+    u64::try_from(fd).map_err(|_| Errno::EBADF)
+}
+
+fn sys_dup(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let fds = task.thread.fds();
+    let f = fds.get(int(a[0]))?;
+    fd_result(fds.install(f, false, 0, task.thread.nofile())?)
+}
+
+fn dup_to(task: &Task, old: i32, new: i32, cloexec: bool) -> SysResult {
+    let fds = task.thread.fds();
+    let f = fds.get(old)?;
+    if new < 0 {
+        return Err(Errno::EBADF);
+    }
+    fds.install_at(new, f, cloexec, task.thread.nofile())?;
+    fd_result(new)
+}
+
+fn sys_dup2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (old, new) = (int(a[0]), int(a[1]));
+    if old == new {
+        task.thread.fds().get(old)?;
+        return fd_result(new);
+    }
+    dup_to(task, old, new, false)
+}
+
+fn sys_dup3(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (old, new) = (int(a[0]), int(a[1]));
+    let flags = int(a[2]);
+    if flags & !libc::O_CLOEXEC != 0 || old == new {
+        return Err(Errno::EINVAL);
+    }
+    dup_to(task, old, new, flags & libc::O_CLOEXEC != 0)
+}
+
+/// F_GETLK: reads a `struct flock` and reports it unlocked.
+fn getlk(task: &Task, addr: u64) -> SysResult {
+    let mm = task.thread.mm();
+    let mut raw = [0u8; 32];
+    mm.copy_in(addr, &mut raw)?;
+    let kind = Decoder::new(&raw).u16();
+    if kind > 2 {
+        return Err(Errno::EINVAL);
+    }
+    let mut e = Encoder::new();
+    e.u16(u16::from_ne_bytes(F_UNLCK.to_ne_bytes()));
+    mm.copy_out(addr, e.as_bytes())?;
+    Ok(0)
+}
+
+/// F_SETLK and friends: validates the request; the lock is granted.
+fn setlk(task: &Task, f: &FileDescription, addr: u64) -> SysResult {
+    let mut raw = [0u8; 32];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut d = Decoder::new(&raw);
+    let kind = d.u16();
+    let whence = d.u16();
+    if kind > 2 || whence > 2 {
+        return Err(Errno::EINVAL);
+    }
+    if (kind == 0 && !f.readable()) || (kind == 1 && !f.writable()) {
+        return Err(Errno::EBADF);
+    }
+    Ok(0)
+}
+
+fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let fd = int(a[0]);
+    let fds = task.thread.fds();
+    let f = fds.get(fd)?;
+    match args::uint(a[1]) {
+        cmd @ (F_DUPFD | F_DUPFD_CLOEXEC) => {
+            let min = int(a[2]);
+            if min < 0 || u64::try_from(min).unwrap_or(u64::MAX) >= task.thread.nofile() {
+                return Err(Errno::EINVAL);
+            }
+            fd_result(fds.install(f, cmd == F_DUPFD_CLOEXEC, min, task.thread.nofile())?)
+        }
+        F_GETFD => Ok(if fds.cloexec(fd)? { FD_CLOEXEC } else { 0 }),
+        F_SETFD => {
+            fds.set_cloexec(fd, a[2] & FD_CLOEXEC != 0)?;
+            Ok(0)
+        }
+        F_GETFL => Ok(u64::from(f.flags())),
+        F_SETFL => {
+            if f.is_path() {
+                return Err(Errno::EBADF);
+            }
+            f.set_status_flags(args::uint(a[2]));
+            Ok(0)
+        }
+        _ if f.is_path() => Err(Errno::EBADF),
+        F_GETLK | F_OFD_GETLK => getlk(task, a[2]),
+        F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => setlk(task, &f, a[2]),
+        F_GETOWN => Ok(0),
+        F_SETOWN => Ok(0),
+        F_GETPIPE_SZ | F_SETPIPE_SZ => {
+            if f.dentry.node.as_any().downcast_ref::<Pipe>().is_none() {
+                return Err(Errno::EBADF);
+            }
+            Ok(u64::try_from(PIPE_CAPACITY).unwrap_or(0))
+        }
+        F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+const FIONCLEX: u64 = 0x5450;
+const FIOCLEX: u64 = 0x5451;
+const FIONBIO: u64 = 0x5421;
+const FIONREAD: u64 = 0x541b;
+
+fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let fd = int(a[0]);
+    let fds = task.thread.fds();
+    let f = fds.get(fd)?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    let req = a[1] & 0xffff_ffff;
+    match req {
+        FIOCLEX | FIONCLEX => {
+            fds.set_cloexec(fd, req == FIOCLEX)?;
+            Ok(0)
+        }
+        FIONBIO => {
+            let mut raw = [0u8; 4];
+            task.thread.mm().copy_in(a[2], &mut raw)?;
+            let on = i32::from_le_bytes(raw) != 0;
+            let flags = f.flags() & !u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+            let nb = if on { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+            f.set_status_flags(flags | nb);
+            Ok(0)
+        }
+        FIONREAD if f.dentry.node.as_any().downcast_ref::<Pipe>().is_some() => {
+            let n = f.dentry.node.as_any().downcast_ref::<Pipe>().map_or(0, Pipe::available);
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            task.thread.mm().copy_out(a[2], &n.to_le_bytes())?;
+            Ok(0)
+        }
+        _ => f.ops.ioctl(&task.thread.mm(), req, a[2]),
+    }
+}
+
+fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
+    if flags & !(libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_DIRECT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & libc::O_DIRECT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let ino = task.kernel.anon_ino();
+    let now = now();
+    let p = Pipe::new(ino, now);
+    let nonblock = flags & libc::O_NONBLOCK != 0;
+    let name = format!("pipe:[{ino}]");
+    let dentry = task.kernel.anon_dentry(name.as_bytes(), p.clone());
+    let nb = u32::try_from(flags & libc::O_NONBLOCK).unwrap_or(0);
+    let r = FileDescription::new(dentry.clone(), p.reader(nonblock), nb);
+    let w = FileDescription::new(dentry, p.writer(nonblock), 1 | nb);
+    let cloexec = flags & libc::O_CLOEXEC != 0;
+    let fds = task.thread.fds();
+    let limit = task.thread.nofile();
+    let rfd = fds.install(r, cloexec, 0, limit)?;
+    let wfd = match fds.install(w, cloexec, 0, limit) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = fds.remove(rfd);
+            return Err(e);
+        }
+    };
+    let mut out = Encoder::new();
+    out.i32(rfd).i32(wfd);
+    if let Err(e) = task.thread.mm().copy_out(addr, out.as_bytes()) {
+        let _ = fds.remove(rfd);
+        let _ = fds.remove(wfd);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+/// The realtime clock as a TimeSpec.
+pub fn now() -> TimeSpec {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+}
+
+fn sys_pipe(task: &mut Task, a: [u64; 6]) -> SysResult {
+    pipe(task, a[0], 0)
+}
+
+fn sys_pipe2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    pipe(task, a[0], int(a[1]))
+}

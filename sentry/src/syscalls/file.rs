@@ -1,0 +1,440 @@
+//! System calls: opening, reading, writing and positioning files.
+
+use super::args::{self, int};
+use super::{Entries, Support::*};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
+use crate::vfs::{FileDescription, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use std::sync::Arc;
+
+pub(super) const ENTRIES: Entries = &[
+    ("read", sys_read, Full),
+    ("write", sys_write, Full),
+    ("open", sys_open, Partial("O_TMPFILE is not supported")),
+    ("openat", sys_openat, Partial("O_TMPFILE is not supported")),
+    ("creat", sys_creat, Full),
+    ("close", sys_close, Full),
+    ("lseek", sys_lseek, Full),
+    ("pread64", sys_pread64, Full),
+    ("pwrite64", sys_pwrite64, Full),
+    ("readv", sys_readv, Full),
+    ("writev", sys_writev, Full),
+    ("preadv", sys_preadv, Full),
+    ("pwritev", sys_pwritev, Full),
+    ("ftruncate", sys_ftruncate, Full),
+    ("truncate", sys_truncate, Full),
+    ("fsync", sys_fsync, Full),
+    ("fdatasync", sys_fsync, Full),
+    ("sync", sys_sync, Full),
+    ("syncfs", sys_syncfs, Full),
+    ("fadvise64", sys_fadvise64, Full),
+];
+
+/// Linux caps a single read or write at this many bytes.
+const MAX_RW_COUNT: usize = 0x7fff_f000;
+/// Data is moved through the sentry in pieces of at most this size.
+const CHUNK: usize = 1 << 20;
+const IOV_MAX: usize = 1024;
+/// Open flags kept in the file description (F_GETFL reports them).
+const KEPT_FLAGS: i32 = libc::O_ACCMODE
+    | libc::O_APPEND
+    | libc::O_NONBLOCK
+    | libc::O_DSYNC
+    | libc::O_ASYNC
+    | libc::O_DIRECT
+    | libc::O_LARGEFILE
+    | libc::O_DIRECTORY
+    | libc::O_NOFOLLOW
+    | libc::O_NOATIME
+    | libc::O_PATH
+    | libc::O_SYNC;
+
+fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    open_at(task, args::AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
+}
+
+fn sys_openat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[1])?;
+    open_at(task, a[0], &path, int(a[2]), args::uint(a[3]))
+}
+
+fn sys_creat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
+    open_at(task, args::AT_FDCWD_ARG, &path, flags, args::uint(a[1]))
+}
+
+/// Opens `(dirfd, path)` and installs the new file in the fd table.
+pub fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> SysResult {
+    if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let file = open_file(task, dirfd, path, flags, mode)?;
+    let cloexec = flags & libc::O_CLOEXEC != 0;
+    let fd = task.thread.fds().install(file, cloexec, 0, task.thread.nofile())?;
+    Ok(u64::try_from(fd).map_err(|_| Errno::EMFILE)?)
+}
+
+/// Resolves (creating if asked) and opens a file description.
+pub fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
+    let creds = task.thread.creds();
+    let is_path = flags & libc::O_PATH != 0;
+    let flags = if is_path { flags & (libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) } else { flags };
+    let nofollow = flags & libc::O_NOFOLLOW != 0;
+    let dentry = if flags & libc::O_CREAT != 0 && !is_path {
+        let pn = args::parent_at(task, dirfd, path)?;
+        if pn.name.is_empty() || pn.trailing_slash {
+            return Err(Errno::EISDIR);
+        }
+        let existing = args::with_walker(task, |w| {
+            let mut links = 0;
+            w.step(&pn.parent, &pn.name, flags & libc::O_EXCL == 0 && !nofollow, &mut links)
+        });
+        match existing {
+            Ok(d) => {
+                if flags & libc::O_EXCL != 0 {
+                    return Err(Errno::EEXIST);
+                }
+                d
+            }
+            Err(Errno::ENOENT) => {
+                let pst = pn.parent.node.stat()?;
+                perm::check(&creds, &pst, MAY_WRITE | perm::MAY_EXEC)?;
+                let umask = task.thread.fs().umask();
+                let new = NewNode { mode: mode & 0o7777 & !umask, uid: creds.fsuid, gid: creds.fsgid };
+                let node = pn.parent.node.create(&pn.name, new)?;
+                let d = pn.parent.child(&pn.name, node);
+                let ops = d.node.open(flags & !libc::O_TRUNC)?;
+                let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
+                return Ok(FileDescription::new(d, ops, u32::try_from(kept).unwrap_or(0)));
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        args::resolve_at(task, dirfd, path, !nofollow, false)?
+    };
+    let st = dentry.node.stat()?;
+    let kind = st.mode & S_IFMT;
+    if kind == S_IFLNK && !is_path {
+        return Err(Errno::ELOOP);
+    }
+    if flags & libc::O_DIRECTORY != 0 && kind != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let access = flags & libc::O_ACCMODE;
+    let wants_write = access == libc::O_WRONLY || access == libc::O_RDWR;
+    if !is_path {
+        if kind == S_IFDIR && (wants_write || flags & libc::O_CREAT != 0) {
+            return Err(Errno::EISDIR);
+        }
+        let mut want = 0;
+        if access != libc::O_WRONLY {
+            want |= MAY_READ;
+        }
+        if wants_write || (flags & libc::O_TRUNC != 0 && kind == S_IFREG) {
+            want |= MAY_WRITE;
+        }
+        perm::check(&creds, &st, want)?;
+    }
+    let ops = if is_path {
+        Arc::new(PathOnly) as Arc<dyn crate::vfs::FileOps>
+    } else {
+        let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
+        dentry.node.open(open_flags)?
+    };
+    let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
+    Ok(FileDescription::new(dentry, ops, u32::try_from(kept).unwrap_or(0)))
+}
+
+/// The operations of an `O_PATH` descriptor: none.
+struct PathOnly;
+
+impl crate::vfs::FileOps for PathOnly {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+}
+
+fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
+    task.thread.fds().remove(int(a[0]))?;
+    Ok(0)
+}
+
+fn count(a: u64) -> usize {
+    usize::try_from(a).unwrap_or(usize::MAX).min(MAX_RW_COUNT)
+}
+
+/// Reads up to `len` bytes with `read` (given a buffer and how much has
+/// been read so far) into guest memory at `addr`. Regular files are read
+/// until `len` or end of file; streams return what one read gave.
+fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>) -> SysResult {
+    let mm = task.thread.mm();
+    let mut done = 0usize;
+    let mut buf = vec![0u8; len.min(CHUNK)];
+    while done < len {
+        let want = (len - done).min(CHUNK);
+        let n = match read(&mut buf[..want], done as u64) {
+            Ok(n) => n,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = mm.copy_out(addr + done as u64, &buf[..n]) {
+            if done == 0 {
+                return Err(e);
+            }
+            break;
+        }
+        done += n;
+        if stream || n < want {
+            break;
+        }
+    }
+    Ok(done as u64)
+}
+
+/// Copies `len` bytes of guest memory at `addr` in chunks and passes each
+/// to `write`, stopping at a short write.
+fn write_from(task: &Task, addr: u64, len: usize, mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>) -> SysResult {
+    let mm = task.thread.mm();
+    let mut done = 0usize;
+    let mut buf = vec![0u8; len.min(CHUNK)];
+    while done < len {
+        let want = (len - done).min(CHUNK);
+        if let Err(e) = mm.copy_in(addr + done as u64, &mut buf[..want]) {
+            if done == 0 {
+                return Err(e);
+            }
+            break;
+        }
+        let n = match write(&buf[..want], done as u64) {
+            Ok(n) => n,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        done += n;
+        if n < want {
+            break;
+        }
+    }
+    Ok(done as u64)
+}
+
+fn readable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
+    let f = args::file(task, fd)?;
+    if !f.readable() {
+        return Err(Errno::EBADF);
+    }
+    if f.dentry.is_dir() {
+        return Err(Errno::EISDIR);
+    }
+    Ok(f)
+}
+
+fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
+    let f = args::file(task, fd)?;
+    if !f.writable() {
+        return Err(Errno::EBADF);
+    }
+    Ok(f)
+}
+
+fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = readable_file(task, a[0])?;
+    let stream = !f.ops.seekable();
+    read_into(task, a[1], count(a[2]), stream, |buf, _| f.read(buf))
+}
+
+fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = writable_file(task, a[0])?;
+    write_from(task, a[1], count(a[2]), |buf, _| f.write(buf))
+}
+
+fn offset_arg(a: u64) -> Result<u64, Errno> {
+    if i64::from_ne_bytes(a.to_ne_bytes()) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(a)
+}
+
+fn sys_pread64(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = readable_file(task, a[0])?;
+    let off = offset_arg(a[3])?;
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    read_into(task, a[1], count(a[2]), false, |buf, done| f.pread(buf, off + done))
+}
+
+fn sys_pwrite64(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = writable_file(task, a[0])?;
+    let off = offset_arg(a[3])?;
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    write_from(task, a[1], count(a[2]), |buf, done| f.pwrite(buf, off + done))
+}
+
+/// Reads an iovec array: (base, len) pairs.
+fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> {
+    let n = usize::try_from(cnt).map_err(|_| Errno::EINVAL)?;
+    if n > IOV_MAX {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; n * 16];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut out = Vec::with_capacity(n);
+    let mut total: usize = 0;
+    for c in raw.chunks_exact(16) {
+        let base = u64::from_le_bytes(c[..8].try_into().map_err(|_| Errno::EFAULT)?);
+        let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
+        let len = usize::try_from(len).ok().filter(|&l| isize::try_from(l).is_ok()).ok_or(Errno::EINVAL)?;
+        total = total.checked_add(len).filter(|&t| isize::try_from(t).is_ok()).ok_or(Errno::EINVAL)?;
+        out.push((base, len));
+    }
+    Ok(out)
+}
+
+/// Scatter-reads into the iovecs; `read(buf, pos)` reads at stream
+/// position `pos` bytes in.
+fn readv_into(task: &Task, iov: &[(u64, usize)], stream: bool, mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>) -> SysResult {
+    let mut total = 0u64;
+    for &(base, len) in iov {
+        if len == 0 {
+            continue;
+        }
+        let len = len.min(MAX_RW_COUNT);
+        let got = match read_into(task, base, len, stream, |buf, done| read(buf, total + done)) {
+            Ok(n) => n,
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        };
+        total += got;
+        if got < len as u64 || stream {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+fn writev_from(task: &Task, iov: &[(u64, usize)], mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>) -> SysResult {
+    let mut total = 0u64;
+    for &(base, len) in iov {
+        if len == 0 {
+            continue;
+        }
+        let len = len.min(MAX_RW_COUNT);
+        let put = match write_from(task, base, len, |buf, done| write(buf, total + done)) {
+            Ok(n) => n,
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        };
+        total += put;
+        if put < len as u64 {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = readable_file(task, a[0])?;
+    let iov = iovecs(task, a[1], a[2])?;
+    let stream = !f.ops.seekable();
+    readv_into(task, &iov, stream, |buf, _| f.read(buf))
+}
+
+fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = writable_file(task, a[0])?;
+    let iov = iovecs(task, a[1], a[2])?;
+    writev_from(task, &iov, |buf, _| f.write(buf))
+}
+
+fn sys_preadv(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = readable_file(task, a[0])?;
+    let iov = iovecs(task, a[1], a[2])?;
+    let off = offset_arg(a[3])?;
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    readv_into(task, &iov, false, |buf, pos| f.pread(buf, off + pos))
+}
+
+fn sys_pwritev(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = writable_file(task, a[0])?;
+    let iov = iovecs(task, a[1], a[2])?;
+    let off = offset_arg(a[3])?;
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    writev_from(task, &iov, |buf, pos| f.pwrite(buf, off + pos))
+}
+
+fn sys_lseek(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    f.seek(i64::from_ne_bytes(a[1].to_ne_bytes()), args::uint(a[2]))
+}
+
+fn truncate_file(f: &FileDescription, len: u64) -> SysResult {
+    if f.dentry.is_dir() {
+        return Err(Errno::EISDIR);
+    }
+    f.ops.truncate(len)?;
+    Ok(0)
+}
+
+fn sys_ftruncate(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    let len = offset_arg(a[1])?;
+    if !f.writable() || f.stat()?.mode & S_IFMT != S_IFREG {
+        return Err(Errno::EINVAL);
+    }
+    truncate_file(&f, len)
+}
+
+fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let len = offset_arg(a[1])?;
+    let f = open_file(task, args::AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
+    truncate_file(&f, len)
+}
+
+fn sys_fsync(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    f.ops.fsync()?;
+    Ok(0)
+}
+
+fn sys_sync(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+fn sys_syncfs(task: &mut Task, a: [u64; 6]) -> SysResult {
+    args::file(task, a[0])?;
+    Ok(0)
+}
+
+fn sys_fadvise64(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if a[3] > 5 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}

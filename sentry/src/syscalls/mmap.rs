@@ -1,0 +1,173 @@
+//! System calls: the address space — mmap, munmap, mprotect, brk, mremap,
+//! madvise.
+
+use super::args::{self, int};
+use super::{Entries, Support::*};
+use crate::abi::{page_down, page_up, Errno, SysResult, PAGE_SIZE};
+use crate::kernel::Task;
+use crate::mm::{Backing, MapRequest, VmaName};
+use crate::platform::Perms;
+
+pub(super) const ENTRIES: Entries = &[
+    ("mmap", sys_mmap, Partial("shared writable file mappings are refused (ENODEV); shared read-only file mappings are private copies")),
+    ("munmap", sys_munmap, Full),
+    ("mprotect", sys_mprotect, Partial("PROT_GROWSDOWN/PROT_GROWSUP are ignored")),
+    ("brk", sys_brk, Full),
+    ("mremap", sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
+    ("madvise", sys_madvise, Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect")),
+    ("msync", sys_msync, Full),
+    ("mlock", sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
+    ("munlock", sys_mlock, Partial("memory is never locked")),
+    ("mlockall", sys_mlockall, Partial("memory is never locked")),
+    ("munlockall", sys_munlockall, Partial("memory is never locked")),
+];
+
+const MAP_SHARED: u64 = 0x01;
+const MAP_PRIVATE: u64 = 0x02;
+const MAP_SHARED_VALIDATE: u64 = 0x03;
+const MAP_TYPE: u64 = 0x0f;
+const MAP_FIXED: u64 = 0x10;
+const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_HUGETLB: u64 = 0x4_0000;
+const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+/// Flags MAP_SHARED_VALIDATE accepts.
+const MAP_KNOWN: u64 = 0x1_ff7f | MAP_FIXED_NOREPLACE | 0x8_0000;
+const PROT_MASK: u64 = 0x7;
+const PROT_GROWS: u64 = 0x0300_0000;
+
+fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    if len == 0 || off % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if prot & !(PROT_MASK | PROT_GROWS) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let shared = match flags & MAP_TYPE {
+        MAP_SHARED => true,
+        MAP_PRIVATE => false,
+        MAP_SHARED_VALIDATE => {
+            if flags & !MAP_KNOWN != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            true
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    if flags & MAP_HUGETLB != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = page_up(len).ok_or(Errno::ENOMEM)?;
+    off.checked_add(len).ok_or(Errno::EOVERFLOW)?;
+    let perms = Perms::from_prot(prot);
+    let backing = if flags & MAP_ANONYMOUS != 0 {
+        Backing::Anon
+    } else {
+        let f = args::file(task, fd)?;
+        if !f.readable() {
+            return Err(Errno::EACCES);
+        }
+        if shared && perms.write {
+            if !f.writable() {
+                return Err(Errno::EACCES);
+            }
+            return Err(Errno::ENODEV);
+        }
+        let file = f.ops.mappable().ok_or(Errno::ENODEV)?;
+        Backing::File { file, offset: off }
+    };
+    let anon_shared = shared && flags & MAP_ANONYMOUS != 0;
+    task.thread.mm().mmap(MapRequest {
+        addr,
+        len,
+        perms,
+        fixed: flags & MAP_FIXED != 0,
+        noreplace: flags & MAP_FIXED_NOREPLACE != 0,
+        shared: anon_shared,
+        backing,
+        name: VmaName::None,
+    })
+}
+
+fn sys_munmap(task: &mut Task, a: [u64; 6]) -> SysResult {
+    task.thread.mm().munmap(a[0], a[1])?;
+    Ok(0)
+}
+
+fn sys_mprotect(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[2] & !(PROT_MASK | PROT_GROWS) != 0 || a[2] & PROT_GROWS == PROT_GROWS {
+        return Err(Errno::EINVAL);
+    }
+    task.thread.mm().mprotect(a[0], a[1], Perms::from_prot(a[2]))?;
+    Ok(0)
+}
+
+fn sys_brk(task: &mut Task, a: [u64; 6]) -> SysResult {
+    task.thread.mm().brk(a[0])
+}
+
+fn sys_mremap(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const MREMAP_MAYMOVE: u64 = 1;
+    const MREMAP_FIXED: u64 = 2;
+    const MREMAP_DONTUNMAP: u64 = 4;
+    let flags = a[3];
+    if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 || flags & MREMAP_DONTUNMAP != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & MREMAP_FIXED != 0 && flags & MREMAP_MAYMOVE == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let fixed = (flags & MREMAP_FIXED != 0).then_some(a[4]);
+    task.thread.mm().mremap(a[0], a[1], a[2], flags & MREMAP_MAYMOVE != 0, fixed)
+}
+
+fn sys_madvise(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const MADV_DONTNEED: u64 = 4;
+    const MADV_FREE: u64 = 8;
+    let (addr, len, advice) = (a[0], a[1], int(a[2]));
+    if addr % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let known = matches!(advice, 0..=4 | 8..=25 | 100..=103);
+    if !known {
+        return Err(Errno::EINVAL);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let advice = u64::try_from(advice).map_err(|_| Errno::EINVAL)?;
+    if advice == MADV_DONTNEED || advice == MADV_FREE {
+        task.thread.mm().dontneed(addr, len)?;
+    }
+    Ok(0)
+}
+
+fn sys_msync(_task: &mut Task, a: [u64; 6]) -> SysResult {
+    const MS_ASYNC: u64 = 1;
+    const MS_INVALIDATE: u64 = 2;
+    const MS_SYNC: u64 = 4;
+    if a[0] % PAGE_SIZE != 0 || a[2] & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a[2] & MS_ASYNC != 0 && a[2] & MS_SYNC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+fn sys_mlock(_task: &mut Task, a: [u64; 6]) -> SysResult {
+    let start = page_down(a[0]);
+    a[0].checked_add(a[1]).and_then(page_up).filter(|&e| e >= start).ok_or(Errno::ENOMEM)?;
+    Ok(0)
+}
+
+fn sys_mlockall(_task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[0] == 0 || a[0] & !7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+fn sys_munlockall(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    Ok(0)
+}

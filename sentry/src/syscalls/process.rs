@@ -1,0 +1,187 @@
+//! System calls: process lifecycle — exit, execve, fork/vfork/clone, wait.
+
+use super::args::{self, int, AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW};
+use super::{Entries, Support::*};
+use crate::abi::layout::Encoder;
+use crate::abi::{Errno, SysResult};
+use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
+use crate::kernel::fork::{self, CloneArgs};
+use crate::kernel::process::WaitTarget;
+use crate::kernel::{ExitStatus, Task};
+use crate::vfs::Dentry;
+use std::sync::Arc;
+
+pub(super) const ENTRIES: Entries = &[
+    ("exit", sys_exit, Partial("ends the whole process (threads arrive with thread support)")),
+    ("exit_group", sys_exit_group, Full),
+    ("execve", sys_execve, Full),
+    ("execveat", sys_execveat, Full),
+    ("fork", sys_fork, Full),
+    ("vfork", sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
+    ("clone", sys_clone, Partial("new processes only; threads (CLONE_VM without CLONE_VFORK), namespaces, CLONE_FILES/CLONE_FS sharing and pidfds are not supported")),
+    ("clone3", sys_clone3, Unimplemented("glibc falls back to clone")),
+    ("wait4", sys_wait4, Partial("stopped and continued children are never reported; rusage is zero")),
+    ("waitid", sys_waitid, Partial("only WEXITED; P_PIDFD is not supported")),
+];
+
+fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
+    task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
+    Ok(0)
+}
+
+fn sys_exit_group(task: &mut Task, a: [u64; 6]) -> SysResult {
+    task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
+    Ok(0)
+}
+
+/// Resolves the path of a program (or interpreter) to execute, relative to
+/// the working directory, following symlinks.
+pub(crate) fn resolve_for_exec(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
+    args::resolve_at(task, args::AT_FDCWD_ARG, path, true, false)
+}
+
+/// Reads a NULL-terminated array of C strings (argv or envp).
+fn string_array(task: &Task, addr: u64, total: &mut usize) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut out = Vec::new();
+    if addr == 0 {
+        return Ok(out);
+    }
+    let mm = task.thread.mm();
+    let mut at = addr;
+    loop {
+        let mut raw = [0u8; 8];
+        mm.copy_in(at, &mut raw)?;
+        let p = u64::from_le_bytes(raw);
+        if p == 0 {
+            return Ok(out);
+        }
+        let s = mm.read_cstring(p, MAX_ARG_STRLEN).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
+        *total += s.len() + 1 + 8;
+        if *total > ARG_MAX {
+            return Err(Errno::E2BIG);
+        }
+        out.push(s);
+        at = at.checked_add(8).ok_or(Errno::EFAULT)?;
+    }
+}
+
+fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, flags: u64) -> SysResult {
+    if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = args::path(task, path_addr)?;
+    let mut total = 0;
+    let argv = string_array(task, argv, &mut total)?;
+    let envp = string_array(task, envp, &mut total)?;
+    let d = args::resolve_at(task, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0, flags & AT_EMPTY_PATH != 0)?;
+    if d.is_symlink() {
+        return Err(Errno::ELOOP);
+    }
+    let file = exec::open_exec_dentry(task, d)?;
+    let name = if path.is_empty() { format!("/dev/fd/{}", int(dirfd)).into_bytes() } else { path };
+    exec::execve(task, file, &name, argv, envp)
+}
+
+fn sys_execve(task: &mut Task, a: [u64; 6]) -> SysResult {
+    do_execve(task, args::AT_FDCWD_ARG, a[0], a[1], a[2], 0)
+}
+
+fn sys_execveat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    do_execve(task, a[0], a[1], a[2], a[3], a[4])
+}
+
+const SIGCHLD: u64 = 17;
+
+fn sys_fork(task: &mut Task, _a: [u64; 6]) -> SysResult {
+    fork::clone_process(task, CloneArgs { flags: SIGCHLD, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+}
+
+fn sys_vfork(task: &mut Task, _a: [u64; 6]) -> SysResult {
+    let flags = fork::CLONE_VM | fork::CLONE_VFORK | SIGCHLD;
+    fork::clone_process(task, CloneArgs { flags, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+}
+
+/// clone(flags, stack, parent_tid, child_tid, tls) — the x86-64 order.
+fn sys_clone(task: &mut Task, a: [u64; 6]) -> SysResult {
+    fork::clone_process(task, CloneArgs { flags: a[0], stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] })
+}
+
+fn sys_clone3(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    Err(Errno::ENOSYS)
+}
+
+const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WEXITED: u64 = 4;
+const WCONTINUED: u64 = 8;
+const WNOWAIT: u64 = 0x0100_0000;
+const WNOTHREAD: u64 = 0x2000_0000;
+const WALL: u64 = 0x4000_0000;
+const WCLONE: u64 = 0x8000_0000;
+
+fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (pid, status_addr, options, rusage) = (int(a[0]), a[1], a[2], a[3]);
+    if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = task.thread.tgid;
+    let target = match pid {
+        -1 => WaitTarget::Any,
+        0 => WaitTarget::Group(task.kernel.procs.pgid(me).unwrap_or(me)),
+        p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
+        p => WaitTarget::Pid(p),
+    };
+    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(|()| Errno::ECHILD)?;
+    let Some((child, status)) = r else { return Ok(0) };
+    let mm = task.thread.mm();
+    if status_addr != 0 {
+        mm.copy_out(status_addr, &status.wait_status().to_le_bytes())?;
+    }
+    if rusage != 0 {
+        mm.copy_out(rusage, &[0u8; 144])?;
+    }
+    u64::try_from(child).map_err(|_| Errno::ECHILD)
+}
+
+fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    let (idtype, id, infop, options) = (a[0], int(a[1]), a[2], a[3]);
+    if options & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = task.thread.tgid;
+    let target = match idtype {
+        P_ALL => WaitTarget::Any,
+        P_PID if id > 0 => WaitTarget::Pid(id),
+        P_PGID if id >= 0 => WaitTarget::Group(if id == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { id }),
+        _ => return Err(Errno::EINVAL),
+    };
+    if options & WEXITED == 0 {
+        return Err(Errno::ECHILD);
+    }
+    let block = options & WNOHANG == 0;
+    let peek = options & WNOWAIT != 0;
+    let r = task.kernel.procs.wait(me, target, block, peek).map_err(|()| Errno::ECHILD)?;
+    let mut info = Encoder::with_capacity(128);
+    match r {
+        Some((pid, status)) => {
+            let (code, value) = match status {
+                ExitStatus::Code(c) => (1, c),
+                ExitStatus::Signal(s) => (2, s),
+            };
+            let uid = task.thread.creds().uid;
+            info.i32(17).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(value);
+        }
+        None => {}
+    }
+    info.zeros(128 - info.len());
+    if infop != 0 {
+        task.thread.mm().copy_out(infop, info.as_bytes())?;
+    }
+    Ok(0)
+}

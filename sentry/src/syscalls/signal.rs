@@ -1,0 +1,525 @@
+//! System calls: signal. Dispositions, masks and alternate stacks are
+//! recorded; of sending, only what needs no delivery to a handler works
+//! yet: ignored signals are discarded and fatal ones end the process.
+
+use super::args::int;
+use super::{Entries, Support};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::signal::{default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN};
+use crate::kernel::{ExitStatus, Task, Thread};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const KILL: &str = "a signal to the caller's own process is discarded if ignored and ends the process if fatal by \
+                    default (once unblocked); with a user handler, or a stop signal, it fails with ENOSYS until \
+                    signal delivery arrives; signals to other processes fail with ENOSYS after the existence and \
+                    permission checks; every process is its own process group";
+
+pub(super) const ENTRIES: Entries = &[
+    (
+        "rt_sigaction",
+        sys_rt_sigaction,
+        Support::Partial("handlers are recorded; delivery arrives with signal support"),
+    ),
+    (
+        "rt_sigprocmask",
+        sys_rt_sigprocmask,
+        Support::Partial(
+            "the mask is recorded; an unblocked pending signal is acted on only if it is ignored or fatal by default",
+        ),
+    ),
+    (
+        "rt_sigpending",
+        sys_rt_sigpending,
+        Support::Partial("only signals sent by kill/tkill/tgkill while blocked are ever pending"),
+    ),
+    ("sigaltstack", sys_sigaltstack, Support::Partial("recorded; used once signal delivery arrives")),
+    ("kill", sys_kill, Support::Partial(KILL)),
+    ("tkill", sys_tkill, Support::Partial(KILL)),
+    ("tgkill", sys_tgkill, Support::Partial(KILL)),
+];
+
+/// `sizeof(sigset_t)` in the kernel.
+const SIGSET_SIZE: u64 = 8;
+const NSIG: i32 = 64;
+/// Signals that can never be blocked.
+const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+
+const SA_NOCLDSTOP: u64 = 0x1;
+const SA_NOCLDWAIT: u64 = 0x2;
+const SA_SIGINFO: u64 = 0x4;
+const SA_EXPOSE_TAGBITS: u64 = 0x800;
+const SA_RESTORER: u64 = 0x0400_0000;
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTART: u64 = 0x1000_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+/// `UAPI_SA_FLAGS`: the flags Linux keeps; others are cleared so programs
+/// can detect unsupported ones.
+const SA_KNOWN: u64 = SA_NOCLDSTOP
+    | SA_NOCLDWAIT
+    | SA_SIGINFO
+    | SA_ONSTACK
+    | SA_RESTART
+    | SA_NODEFER
+    | SA_RESETHAND
+    | SA_EXPOSE_TAGBITS
+    | SA_RESTORER;
+
+const SIG_BLOCK: i32 = 0;
+const SIG_UNBLOCK: i32 = 1;
+const SIG_SETMASK: i32 = 2;
+
+const SS_ONSTACK: u32 = 1;
+const SS_DISABLE: u32 = 2;
+const SS_AUTODISARM: u32 = 1 << 31;
+const MINSIGSTKSZ: u64 = 2048;
+
+/// A signal number argument, if it names a signal (1..=64).
+fn valid_signal(sig: i32) -> Option<usize> {
+    usize::try_from(sig).ok().filter(|&s| (1..=64).contains(&s))
+}
+
+fn read_u64(task: &Task, addr: u64) -> Result<u64, Errno> {
+    let mut b = [0u8; 8];
+    task.thread.mm().copy_in(addr, &mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+// ---- dispositions ----
+
+fn encode_sigaction(a: &SigAction) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(32);
+    e.u64(a.handler).u64(a.flags).u64(a.restorer).u64(a.mask);
+    e.finish()
+}
+
+fn decode_sigaction(b: &[u8]) -> SigAction {
+    let mut d = Decoder::new(b);
+    SigAction { handler: d.u64(), flags: d.u64(), restorer: d.u64(), mask: d.u64() }
+}
+
+/// What a signal does under its current handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Disposition {
+    Ignore,
+    Fatal,
+    Stop,
+    Handler,
+}
+
+fn disposition(sig: i32, handler: u64) -> Disposition {
+    match handler {
+        SIG_IGN => Disposition::Ignore,
+        SIG_DFL => match default_action(sig) {
+            DefaultAction::Ignore => Disposition::Ignore,
+            DefaultAction::Stop => Disposition::Stop,
+            DefaultAction::Terminate | DefaultAction::CoreDump => Disposition::Fatal,
+        },
+        _ => Disposition::Handler,
+    }
+}
+
+/// The handler of `sig` (1..=64) in the task's thread group.
+fn handler_of(task: &Task, sig: usize) -> u64 {
+    task.thread.sigactions.swap(sig, None).handler
+}
+
+/// The threads of the caller's thread group, the caller first.
+fn group(task: &Task) -> Vec<Arc<Thread>> {
+    let me = &task.thread;
+    let mut threads = vec![me.clone()];
+    threads.extend(task.kernel.threads.lock().values().filter(|t| t.tgid == me.tgid && t.tid != me.tid).cloned());
+    threads
+}
+
+fn sys_rt_sigaction(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let new = if a[1] != 0 {
+        let mut b = [0u8; 32];
+        task.thread.mm().copy_in(a[1], &mut b)?;
+        Some(decode_sigaction(&b))
+    } else {
+        None
+    };
+    let sig = int(a[0]);
+    let idx = valid_signal(sig).ok_or(Errno::EINVAL)?;
+    if new.is_some() && (sig == SIGKILL || sig == SIGSTOP) {
+        return Err(Errno::EINVAL);
+    }
+    let new = new.map(|n| SigAction { flags: n.flags & SA_KNOWN, mask: n.mask & !UNBLOCKABLE, ..n });
+    let mut old = task.thread.sigactions.swap(idx, new);
+    if new.is_some_and(|n| disposition(sig, n.handler) == Disposition::Ignore) {
+        for t in group(task) {
+            t.sigpending.fetch_and(!sigbit(sig), Ordering::Relaxed);
+        }
+    }
+    if a[2] != 0 {
+        old.flags &= SA_KNOWN;
+        task.thread.mm().copy_out(a[2], &encode_sigaction(&old))?;
+    }
+    Ok(0)
+}
+
+// ---- masks and pending signals ----
+
+/// The mask after `rt_sigprocmask(how, set)`.
+fn new_mask(how: i32, old: u64, set: u64) -> Result<u64, Errno> {
+    let set = set & !UNBLOCKABLE;
+    match how {
+        SIG_BLOCK => Ok(old | set),
+        SIG_UNBLOCK => Ok(old & !set),
+        SIG_SETMASK => Ok(set),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Acts on the pending signals the thread no longer blocks: ignored ones
+/// are discarded, a fatal one ends the process; those waiting for a
+/// handler or a stop stay pending until delivery arrives.
+fn act_on_unblocked(task: &mut Task) {
+    let ready = task.thread.sigpending.load(Ordering::Relaxed) & !task.thread.sigmask();
+    for sig in 1..=NSIG {
+        let bit = sigbit(sig);
+        let Some(idx) = valid_signal(sig).filter(|_| ready & bit != 0) else { continue };
+        match disposition(sig, handler_of(task, idx)) {
+            Disposition::Ignore => {
+                task.thread.sigpending.fetch_and(!bit, Ordering::Relaxed);
+            }
+            Disposition::Fatal => {
+                task.thread.sigpending.fetch_and(!bit, Ordering::Relaxed);
+                task.exit = Some(ExitStatus::Signal(sig));
+                return;
+            }
+            Disposition::Stop | Disposition::Handler => {
+                log::warn!("task {}: signal {sig} stays pending: delivery is not supported yet", task.thread.tid);
+            }
+        }
+    }
+}
+
+fn sys_rt_sigprocmask(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let old = task.thread.sigmask();
+    if a[1] != 0 {
+        let set = read_u64(task, a[1])?;
+        let mask = new_mask(int(a[0]), old, set)?;
+        task.thread.sigmask.store(mask, Ordering::Relaxed);
+        act_on_unblocked(task);
+    }
+    if a[2] != 0 {
+        task.thread.mm().copy_out(a[2], &old.to_le_bytes())?;
+    }
+    Ok(0)
+}
+
+fn sys_rt_sigpending(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let n = usize::try_from(a[1]).ok().filter(|&n| n <= 8).ok_or(Errno::EINVAL)?;
+    let pending = task.thread.sigpending.load(Ordering::Relaxed) & task.thread.sigmask();
+    task.thread.mm().copy_out(a[0], &pending.to_le_bytes()[..n])?;
+    Ok(0)
+}
+
+// ---- alternate signal stack ----
+
+fn encode_stack(sp: u64, flags: u32, size: u64) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(24);
+    e.u64(sp).u32(flags).u32(0).u64(size);
+    e.finish()
+}
+
+fn decode_stack(b: &[u8]) -> AltStack {
+    let mut d = Decoder::new(b);
+    let sp = d.u64();
+    let flags = d.u32();
+    d.skip(4);
+    AltStack { sp, size: d.u64(), flags }
+}
+
+/// Whether `sp` is on the alternate stack (`on_sig_stack`).
+fn on_stack(st: &AltStack, sp: u64) -> bool {
+    st.flags & SS_AUTODISARM == 0 && sp > st.sp && sp - st.sp <= st.size
+}
+
+/// The flags `sigaltstack` reports for the current stack.
+fn reported_flags(st: &AltStack, sp: u64) -> u32 {
+    let state = if st.size == 0 {
+        SS_DISABLE
+    } else if on_stack(st, sp) {
+        SS_ONSTACK
+    } else {
+        0
+    };
+    state | (st.flags & SS_AUTODISARM)
+}
+
+/// The alternate stack after a request to install `new`, with the
+/// thread's stack pointer at `sp`.
+fn set_altstack(cur: AltStack, new: AltStack, sp: u64) -> Result<AltStack, Errno> {
+    if on_stack(&cur, sp) {
+        return Err(Errno::EPERM);
+    }
+    let mode = new.flags & !SS_AUTODISARM;
+    if mode != SS_DISABLE && mode != SS_ONSTACK && mode != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if new == cur {
+        return Ok(cur);
+    }
+    if mode == SS_DISABLE {
+        return Ok(AltStack { sp: 0, size: 0, flags: new.flags });
+    }
+    if new.size < MINSIGSTKSZ {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(new)
+}
+
+fn sys_sigaltstack(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let new = if a[0] != 0 {
+        let mut b = [0u8; 24];
+        task.thread.mm().copy_in(a[0], &mut b)?;
+        Some(decode_stack(&b))
+    } else {
+        None
+    };
+    let sp = task.cpu.regs.rsp;
+    let cur = *task.thread.altstack.lock();
+    if let Some(new) = new {
+        *task.thread.altstack.lock() = set_altstack(cur, new, sp)?;
+    }
+    if a[1] != 0 {
+        task.thread.mm().copy_out(a[1], &encode_stack(cur.sp, reported_flags(&cur, sp), cur.size))?;
+    }
+    Ok(0)
+}
+
+// ---- sending ----
+
+/// What sending `sig` to the caller's own process does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Discard,
+    /// The process dies of the signal.
+    Exit,
+    /// The signal waits until the receiving thread unblocks it.
+    Queue,
+    /// Needs delivery to a handler or a stop: not supported yet.
+    Unsupported,
+}
+
+fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
+    if sig == SIGKILL {
+        return Outcome::Exit;
+    }
+    match (disposition(sig, handler), blocked) {
+        (Disposition::Handler | Disposition::Stop, _) => Outcome::Unsupported,
+        (Disposition::Ignore | Disposition::Fatal, true) => Outcome::Queue,
+        (Disposition::Ignore, false) => Outcome::Discard,
+        (Disposition::Fatal, false) => Outcome::Exit,
+    }
+}
+
+/// Sends `sig` (1..=64) to the caller's own process, or with `thread` to
+/// that thread of it.
+fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, sig: i32, idx: usize) -> SysResult {
+    let bit = sigbit(sig);
+    let receiver = match thread {
+        Some(t) => t,
+        None => {
+            let threads = group(task);
+            threads.iter().find(|t| t.sigmask() & bit == 0).unwrap_or(&task.thread).clone()
+        }
+    };
+    let handler = handler_of(task, idx);
+    match outcome(sig, handler, receiver.sigmask() & bit != 0) {
+        Outcome::Discard => Ok(0),
+        Outcome::Exit => {
+            task.exit = Some(ExitStatus::Signal(sig));
+            Ok(0)
+        }
+        Outcome::Queue => {
+            receiver.sigpending.fetch_or(bit, Ordering::Relaxed);
+            Ok(0)
+        }
+        Outcome::Unsupported => {
+            log::debug!("task {}: signal {sig} needs delivery (handler {handler:#x}): ENOSYS", task.thread.tid);
+            Err(Errno::ENOSYS)
+        }
+    }
+}
+
+/// Whether the caller may signal `target` (`kill_ok_by_cred`).
+fn may_signal(task: &Task, target: &Thread) -> bool {
+    let (c, t) = (task.thread.creds(), target.creds());
+    c.euid == 0 || c.euid == t.suid || c.euid == t.uid || c.uid == t.suid || c.uid == t.uid
+}
+
+/// Sends `sig` to `target`'s process, or with `directed` to that thread.
+fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
+    let idx = match sig {
+        0 => None,
+        s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
+    };
+    if target.tgid != task.thread.tgid {
+        if !may_signal(task, &target) {
+            return Err(Errno::EPERM);
+        }
+        if idx.is_none() {
+            return Ok(0);
+        }
+        log::debug!("task {}: signal {sig} to process {}: ENOSYS", task.thread.tid, target.tgid);
+        return Err(Errno::ENOSYS);
+    }
+    match idx {
+        None => Ok(0),
+        Some(idx) => signal_own(task, directed.then_some(target), sig, idx),
+    }
+}
+
+/// The thread `tid` names, or ESRCH.
+fn lookup(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
+    if tid == task.thread.tid {
+        return Ok(task.thread.clone());
+    }
+    task.kernel.thread(tid).ok_or(Errno::ESRCH)
+}
+
+/// `kill(-1, sig)`: every process but init and the caller's.
+fn kill_all(task: &mut Task, sig: i32) -> SysResult {
+    let others: Vec<Arc<Thread>> = task
+        .kernel
+        .threads
+        .lock()
+        .values()
+        .filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid)
+        .cloned()
+        .collect();
+    if others.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    if sig != 0 && valid_signal(sig).is_none() {
+        return Err(Errno::EINVAL);
+    }
+    if sig != 0 && others.iter().any(|t| may_signal(task, t)) {
+        log::debug!("task {}: kill(-1, {sig}) reaches other processes: ENOSYS", task.thread.tid);
+        return Err(Errno::ENOSYS);
+    }
+    Ok(0)
+}
+
+fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (pid, sig) = (int(a[0]), int(a[1]));
+    match pid {
+        p if p > 0 => {
+            let target = lookup(task, p)?;
+            send(task, target, sig, false)
+        }
+        -1 => kill_all(task, sig),
+        i32::MIN => Err(Errno::ESRCH),
+        p => {
+            // A process group: in this kernel, the process it is named after.
+            let pgid = if p == 0 { task.thread.tgid } else { -p };
+            let leader = lookup(task, pgid).ok().filter(|t| t.tgid == pgid).ok_or(Errno::ESRCH)?;
+            send(task, leader, sig, false)
+        }
+    }
+}
+
+fn sys_tkill(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let tid = int(a[0]);
+    if tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = lookup(task, tid)?;
+    send(task, target, int(a[1]), true)
+}
+
+fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (tgid, tid) = (int(a[0]), int(a[1]));
+    if tgid <= 0 || tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
+    send(task, target, int(a[2]), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigaction_layout() {
+        let act = SigAction { handler: 0x1000, flags: SA_SIGINFO | SA_RESTORER, restorer: 0x2000, mask: 1 << 9 };
+        let b = encode_sigaction(&act);
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[8..16], &(SA_SIGINFO | SA_RESTORER).to_le_bytes());
+        assert_eq!(decode_sigaction(&b), act);
+        assert_eq!(SA_KNOWN & 0x400, 0, "SA_UNSUPPORTED is cleared");
+    }
+
+    #[test]
+    fn dispositions() {
+        assert_eq!(disposition(libc::SIGTERM, SIG_DFL), Disposition::Fatal);
+        assert_eq!(disposition(libc::SIGABRT, SIG_DFL), Disposition::Fatal);
+        assert_eq!(disposition(libc::SIGTERM, SIG_IGN), Disposition::Ignore);
+        assert_eq!(disposition(libc::SIGCHLD, SIG_DFL), Disposition::Ignore);
+        assert_eq!(disposition(libc::SIGTSTP, SIG_DFL), Disposition::Stop);
+        assert_eq!(disposition(libc::SIGTSTP, SIG_IGN), Disposition::Ignore);
+        assert_eq!(disposition(libc::SIGUSR1, 0x40_1000), Disposition::Handler);
+    }
+
+    #[test]
+    fn outcomes() {
+        assert_eq!(outcome(SIGKILL, SIG_DFL, false), Outcome::Exit);
+        assert_eq!(outcome(libc::SIGTERM, SIG_DFL, false), Outcome::Exit);
+        assert_eq!(outcome(libc::SIGTERM, SIG_DFL, true), Outcome::Queue);
+        assert_eq!(outcome(libc::SIGTERM, SIG_IGN, false), Outcome::Discard);
+        assert_eq!(outcome(libc::SIGTERM, SIG_IGN, true), Outcome::Queue);
+        assert_eq!(outcome(libc::SIGWINCH, SIG_DFL, false), Outcome::Discard);
+        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, false), Outcome::Unsupported);
+        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, true), Outcome::Unsupported);
+        assert_eq!(outcome(SIGSTOP, SIG_DFL, false), Outcome::Unsupported);
+        assert_eq!(outcome(libc::SIGTTIN, SIG_DFL, false), Outcome::Unsupported);
+    }
+
+    #[test]
+    fn masks() {
+        assert_eq!(new_mask(SIG_BLOCK, 0b1, 0b10), Ok(0b11));
+        assert_eq!(new_mask(SIG_UNBLOCK, 0b11, 0b10), Ok(0b1));
+        assert_eq!(new_mask(SIG_SETMASK, 0b11, 0b100), Ok(0b100));
+        assert_eq!(new_mask(3, 0, 0), Err(Errno::EINVAL));
+        assert_eq!(new_mask(SIG_SETMASK, 0, u64::MAX), Ok(!UNBLOCKABLE), "SIGKILL and SIGSTOP stay unblocked");
+        assert_eq!(valid_signal(0), None);
+        assert_eq!(valid_signal(64), Some(64));
+        assert_eq!(valid_signal(65), None);
+        assert_eq!(valid_signal(-1), None);
+    }
+
+    #[test]
+    fn altstack() {
+        let b = encode_stack(0x1000, SS_DISABLE, 8192);
+        assert_eq!(b.len(), 24);
+        assert_eq!(decode_stack(&b), AltStack { sp: 0x1000, size: 8192, flags: SS_DISABLE });
+        let none = AltStack::default();
+        assert_eq!(reported_flags(&none, 0x5000), SS_DISABLE);
+        let st = AltStack { sp: 0x1000, size: 0x2000, flags: 0 };
+        assert_eq!(set_altstack(none, st, 0x7000_0000), Ok(st));
+        assert_eq!(reported_flags(&st, 0x2000), SS_ONSTACK);
+        assert_eq!(reported_flags(&st, 0x7000_0000), 0);
+        assert_eq!(set_altstack(st, none, 0x2000), Err(Errno::EPERM), "can't change it while on it");
+        let small = AltStack { sp: 0x1000, size: 100, flags: 0 };
+        assert_eq!(set_altstack(none, small, 0x7000_0000), Err(Errno::ENOMEM));
+        let bad = AltStack { flags: 4, ..st };
+        assert_eq!(set_altstack(none, bad, 0x7000_0000), Err(Errno::EINVAL));
+        let off = AltStack { sp: 0x1000, size: 5, flags: SS_DISABLE };
+        assert_eq!(set_altstack(st, off, 0x7000_0000), Ok(AltStack { sp: 0, size: 0, flags: SS_DISABLE }));
+        let autodisarm = AltStack { flags: SS_AUTODISARM, ..st };
+        assert_eq!(reported_flags(&autodisarm, 0x2000), SS_AUTODISARM, "never reported on-stack");
+    }
+}

@@ -1,0 +1,257 @@
+//! System calls: file status, access checks, symlink contents, filesystem
+//! statistics.
+
+use super::args::{self, int, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
+use super::{Entries, Support::*};
+use crate::abi::layout::Encoder;
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
+use crate::vfs::{Dentry, Stat, StatFs, S_IFLNK, S_IFMT};
+use std::sync::Arc;
+
+pub(super) const ENTRIES: Entries = &[
+    ("stat", sys_stat, Full),
+    ("fstat", sys_fstat, Full),
+    ("lstat", sys_lstat, Full),
+    ("newfstatat", sys_newfstatat, Full),
+    ("statx", sys_statx, Partial("no birth time; attributes are always empty")),
+    ("statfs", sys_statfs, Full),
+    ("fstatfs", sys_fstatfs, Full),
+    ("access", sys_access, Full),
+    ("faccessat", sys_faccessat, Full),
+    ("faccessat2", sys_faccessat2, Full),
+    ("readlink", sys_readlink, Full),
+    ("readlinkat", sys_readlinkat, Full),
+];
+
+/// `struct stat` (x86-64, 144 bytes).
+pub fn encode_stat(st: &Stat) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(144);
+    e.u64(st.dev).u64(st.ino).u64(st.nlink).u32(st.mode).u32(st.uid).u32(st.gid).u32(0);
+    e.u64(st.rdev).u64(st.size).u64(st.blksize).u64(st.blocks);
+    e.i64(st.atime.sec).i64(st.atime.nsec).i64(st.mtime.sec).i64(st.mtime.nsec);
+    e.i64(st.ctime.sec).i64(st.ctime.nsec).zeros(24);
+    e.finish()
+}
+
+fn major(dev: u64) -> u32 {
+    u32::try_from(((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)).unwrap_or(0)
+}
+
+fn minor(dev: u64) -> u32 {
+    u32::try_from((dev & 0xff) | ((dev >> 12) & !0xff)).unwrap_or(0)
+}
+
+const STATX_BASIC_STATS: u32 = 0x7ff;
+const STATX_MNT_ID: u32 = 0x1000;
+
+/// `struct statx` (256 bytes).
+pub fn encode_statx(st: &Stat, mnt_id: u64) -> Vec<u8> {
+    let ts = |e: &mut Encoder, sec: i64, nsec: i64| {
+        e.i64(sec).u32(u32::try_from(nsec).unwrap_or(0)).u32(0);
+    };
+    let mut e = Encoder::with_capacity(256);
+    e.u32(STATX_BASIC_STATS | STATX_MNT_ID).u32(u32::try_from(st.blksize).unwrap_or(4096)).u64(0);
+    e.u32(u32::try_from(st.nlink).unwrap_or(u32::MAX)).u32(st.uid).u32(st.gid);
+    e.u16(u16::try_from(st.mode & 0xffff).unwrap_or(0)).u16(0);
+    e.u64(st.ino).u64(st.size).u64(st.blocks).u64(0);
+    ts(&mut e, st.atime.sec, st.atime.nsec);
+    ts(&mut e, 0, 0);
+    ts(&mut e, st.ctime.sec, st.ctime.nsec);
+    ts(&mut e, st.mtime.sec, st.mtime.nsec);
+    e.u32(major(st.rdev)).u32(minor(st.rdev)).u32(major(st.dev)).u32(minor(st.dev));
+    e.u64(mnt_id);
+    e.zeros(256 - e.len());
+    e.finish()
+}
+
+/// `struct statfs` (120 bytes).
+pub fn encode_statfs(s: &StatFs) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(120);
+    e.u64(s.fs_type).u64(s.bsize).u64(s.blocks).u64(s.bfree).u64(s.bavail).u64(s.files).u64(s.ffree);
+    e.u64(0).u64(s.namelen).u64(s.frsize).u64(s.flags).zeros(32);
+    e.finish()
+}
+
+fn put_stat(task: &Task, d: &Arc<Dentry>, addr: u64) -> SysResult {
+    let st = d.node.stat()?;
+    task.thread.mm().copy_out(addr, &encode_stat(&st))?;
+    Ok(0)
+}
+
+fn sys_stat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    put_stat(task, &d, a[1])
+}
+
+fn sys_lstat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, false, false)?;
+    put_stat(task, &d, a[1])
+}
+
+fn sys_fstat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    put_stat(task, &f.dentry, a[1])
+}
+
+/// Resolves the path argument of an `*at` call that takes
+/// AT_SYMLINK_NOFOLLOW and AT_EMPTY_PATH.
+fn resolve_flags(task: &Task, dirfd: u64, path_addr: u64, flags: u64, allowed: u64) -> Result<Arc<Dentry>, Errno> {
+    if flags & !allowed != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let empty_ok = flags & AT_EMPTY_PATH != 0;
+    let path = if path_addr == 0 && empty_ok { Vec::new() } else { args::path(task, path_addr)? };
+    args::resolve_at(task, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0, empty_ok)
+}
+
+fn sys_newfstatat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const AT_NO_AUTOMOUNT: u64 = 0x800;
+    let d = resolve_flags(task, a[0], a[1], a[3], AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT)?;
+    put_stat(task, &d, a[2])
+}
+
+fn sys_statx(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const AT_NO_AUTOMOUNT: u64 = 0x800;
+    const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+    const STATX_RESERVED: u64 = 0x8000_0000;
+    if a[3] & STATX_RESERVED != 0 || a[2] & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
+        return Err(Errno::EINVAL);
+    }
+    let allowed = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE;
+    let d = resolve_flags(task, a[0], a[1], a[2], allowed)?;
+    let st = d.node.stat()?;
+    task.thread.mm().copy_out(a[4], &encode_statx(&st, d.mount.id))?;
+    Ok(0)
+}
+
+fn sys_statfs(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let path = args::path(task, a[0])?;
+    let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
+    let s = d.node.statfs()?;
+    task.thread.mm().copy_out(a[1], &encode_statfs(&s))?;
+    Ok(0)
+}
+
+fn sys_fstatfs(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    let s = f.dentry.node.statfs()?;
+    task.thread.mm().copy_out(a[1], &encode_statfs(&s))?;
+    Ok(0)
+}
+
+fn access(task: &Task, dirfd: u64, path_addr: u64, mode: u64, flags: u64) -> SysResult {
+    const AT_EACCESS: u64 = 0x200;
+    if mode & !7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let d = resolve_flags(task, dirfd, path_addr, flags, AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)?;
+    if mode == 0 {
+        return Ok(0);
+    }
+    let mut creds = task.thread.creds();
+    if flags & AT_EACCESS == 0 {
+        // access() checks with the real ids.
+        creds.fsuid = creds.uid;
+        creds.fsgid = creds.gid;
+    }
+    let st = d.node.stat()?;
+    let mut want = 0;
+    if mode & 4 != 0 {
+        want |= MAY_READ;
+    }
+    if mode & 2 != 0 {
+        want |= MAY_WRITE;
+    }
+    if mode & 1 != 0 {
+        want |= MAY_EXEC;
+    }
+    perm::check(&creds, &st, want)?;
+    Ok(0)
+}
+
+fn sys_access(task: &mut Task, a: [u64; 6]) -> SysResult {
+    access(task, AT_FDCWD_ARG, a[0], a[1], 0)
+}
+
+fn sys_faccessat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    access(task, a[0], a[1], a[2], 0)
+}
+
+fn sys_faccessat2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    access(task, a[0], a[1], a[2], a[3])
+}
+
+fn readlink(task: &Task, dirfd: u64, path_addr: u64, buf: u64, size: u64) -> SysResult {
+    let size = usize::try_from(int(size)).map_err(|_| Errno::EINVAL)?;
+    if size == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = args::path(task, path_addr)?;
+    let d = args::resolve_at(task, dirfd, &path, false, true)?;
+    if d.node.stat()?.mode & S_IFMT != S_IFLNK {
+        return Err(Errno::EINVAL);
+    }
+    let target = d.node.readlink()?;
+    let n = target.len().min(size);
+    task.thread.mm().copy_out(buf, &target[..n])?;
+    Ok(n as u64)
+}
+
+fn sys_readlink(task: &mut Task, a: [u64; 6]) -> SysResult {
+    readlink(task, AT_FDCWD_ARG, a[0], a[1], a[2])
+}
+
+fn sys_readlinkat(task: &mut Task, a: [u64; 6]) -> SysResult {
+    readlink(task, a[0], a[1], a[2], a[3])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::layout::Decoder;
+    use crate::vfs::TimeSpec;
+
+    #[test]
+    fn stat_layout_matches_the_abi() {
+        let st = Stat {
+            dev: 0x801,
+            ino: 42,
+            nlink: 3,
+            mode: 0o100644,
+            uid: 1000,
+            gid: 100,
+            size: 12345,
+            blksize: 4096,
+            blocks: 32,
+            mtime: TimeSpec { sec: 7, nsec: 9 },
+            ..Stat::default()
+        };
+        let b = encode_stat(&st);
+        assert_eq!(b.len(), 144);
+        let mut d = Decoder::new(&b);
+        assert_eq!((d.u64(), d.u64(), d.u64(), d.u32(), d.u32(), d.u32()), (0x801, 42, 3, 0o100644, 1000, 100));
+        d.skip(4 + 8);
+        assert_eq!(d.u64(), 12345);
+        d.skip(8 + 8 + 16);
+        assert_eq!((d.i64(), d.i64()), (7, 9));
+    }
+
+    #[test]
+    fn statx_layout_matches_the_abi() {
+        let st = Stat { dev: 0x801, ino: 5, mode: 0o40755, size: 9, ..Stat::default() };
+        let b = encode_statx(&st, 3);
+        assert_eq!(b.len(), 256);
+        let mut d = Decoder::new(&b);
+        assert_eq!(d.u32(), 0x17ff);
+        d.skip(4 + 8 + 12);
+        assert_eq!(d.u16(), 0o40755);
+        d.skip(2);
+        assert_eq!((d.u64(), d.u64()), (5, 9));
+        let mut d = Decoder::new(&b[136..]);
+        assert_eq!((d.u32(), d.u32(), d.u64()), (8, 1, 3));
+    }
+}

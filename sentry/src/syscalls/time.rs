@@ -1,0 +1,442 @@
+//! System calls: time. Clocks are the host's, read by the sentry; CPU-time
+//! clocks approximate the guest's CPU time with the sentry's.
+
+use super::args::int;
+use super::{Entries, Support};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+use std::time::Duration;
+
+const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
+                          threads and processes and fd clocks return EINVAL";
+const SLEEP: &str = "not interruptible by signals yet; sleeping on CPU-time clocks returns EOPNOTSUPP \
+                     (PROCESS_CPUTIME_ID) or EINVAL (clocks of a pid)";
+const SET_CLOCK: &str = "the sandbox may not set the host clock: valid requests get EPERM, even from root";
+
+pub(super) const ENTRIES: Entries = &[
+    ("clock_gettime", sys_clock_gettime, Support::Partial(CPU_CLOCKS)),
+    ("clock_getres", sys_clock_getres, Support::Partial(CPU_CLOCKS)),
+    ("gettimeofday", sys_gettimeofday, Support::Full),
+    ("time", sys_time, Support::Full),
+    ("nanosleep", sys_nanosleep, Support::Partial("not interruptible by signals yet")),
+    ("clock_nanosleep", sys_clock_nanosleep, Support::Partial(SLEEP)),
+    ("clock_settime", sys_clock_settime, Support::Partial(SET_CLOCK)),
+    ("settimeofday", sys_settimeofday, Support::Partial(SET_CLOCK)),
+    (
+        "times",
+        sys_times,
+        Support::Partial(
+            "process times are the sentry's CPU time; children's times are 0; returns clock ticks since the sandbox \
+             booted",
+        ),
+    ),
+    (
+        "getrusage",
+        sys_getrusage,
+        Support::Partial(
+            "only CPU times (the sentry's, not the guest stub's) and maxrss (the current resident size) are \
+             reported; children's usage is 0",
+        ),
+    ),
+];
+
+const CLOCK_REALTIME: i32 = 0;
+const CLOCK_MONOTONIC: i32 = 1;
+const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+const CLOCK_MONOTONIC_RAW: i32 = 4;
+const CLOCK_REALTIME_COARSE: i32 = 5;
+const CLOCK_MONOTONIC_COARSE: i32 = 6;
+const CLOCK_BOOTTIME: i32 = 7;
+const CLOCK_REALTIME_ALARM: i32 = 8;
+const CLOCK_BOOTTIME_ALARM: i32 = 9;
+const CLOCK_TAI: i32 = 11;
+const TIMER_ABSTIME: i32 = 1;
+
+const NSEC_PER_SEC: i64 = 1_000_000_000;
+const USEC_PER_SEC: i64 = 1_000_000;
+/// `TIME_SETTOD_SEC_MAX`: `KTIME_SEC_MAX` less 30 years of uptime.
+const SETTOD_SEC_MAX: i64 = 9_223_372_036 - 30 * 365 * 24 * 3600;
+/// `USER_HZ`: the unit of `clock_t`.
+const USER_HZ: i64 = 100;
+
+/// A `struct timespec`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+impl Timespec {
+    fn encode(self) -> Vec<u8> {
+        let mut e = Encoder::with_capacity(16);
+        e.i64(self.sec).i64(self.nsec);
+        e.finish()
+    }
+
+    fn decode(b: &[u8; 16]) -> Timespec {
+        let mut d = Decoder::new(b);
+        Timespec { sec: d.i64(), nsec: d.i64() }
+    }
+
+    /// `timespec64_valid`.
+    fn is_valid(self) -> bool {
+        self.sec >= 0 && (0..NSEC_PER_SEC).contains(&self.nsec)
+    }
+
+    /// `timespec64_valid_settod`.
+    fn is_valid_settod(self) -> bool {
+        self.is_valid() && self.sec < SETTOD_SEC_MAX
+    }
+
+    fn nanos(self) -> i128 {
+        i128::from(self.sec) * i128::from(NSEC_PER_SEC) + i128::from(self.nsec)
+    }
+
+    /// The time from `now` until `self`, if any is left.
+    fn remaining_after(self, now: Timespec) -> Option<Duration> {
+        let left = self.nanos() - now.nanos();
+        (left > 0).then(|| Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)))
+    }
+
+    /// A valid timespec as a duration.
+    fn duration(self) -> Duration {
+        let nanos = u32::try_from(self.nsec).unwrap_or(0);
+        Duration::new(u64::try_from(self.sec).unwrap_or(0), nanos)
+    }
+}
+
+/// What a clock id names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Clock {
+    /// A host clock the sentry reads directly.
+    Host(libc::clockid_t),
+    /// The CPU time of the calling process.
+    ProcessCpu,
+    /// The CPU time of the calling thread.
+    ThreadCpu,
+}
+
+/// Decodes a clock id for a thread `tid` of process `tgid`. Negative ids
+/// are dynamic clocks: `~pid << 3 | perthread << 2 | which`.
+fn classify(id: i32, tid: i32, tgid: i32) -> Result<Clock, Errno> {
+    match id {
+        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_REALTIME_COARSE | CLOCK_MONOTONIC_COARSE
+        | CLOCK_BOOTTIME | CLOCK_REALTIME_ALARM | CLOCK_BOOTTIME_ALARM | CLOCK_TAI => Ok(Clock::Host(id)),
+        CLOCK_PROCESS_CPUTIME_ID => Ok(Clock::ProcessCpu),
+        CLOCK_THREAD_CPUTIME_ID => Ok(Clock::ThreadCpu),
+        id if id < 0 && id & 3 != 3 => {
+            let pid = !(id >> 3);
+            let per_thread = id & 4 != 0;
+            match (per_thread, pid) {
+                (true, p) if p == 0 || p == tid => Ok(Clock::ThreadCpu),
+                (false, p) if p == 0 || p == tgid => Ok(Clock::ProcessCpu),
+                _ => Err(Errno::EINVAL),
+            }
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn task_clock(task: &Task, id: u64) -> Result<Clock, Errno> {
+    classify(int(id), task.thread.tid, task.thread.tgid)
+}
+
+fn host_id(c: Clock) -> libc::clockid_t {
+    match c {
+        Clock::Host(id) => id,
+        Clock::ProcessCpu => libc::CLOCK_PROCESS_CPUTIME_ID,
+        Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
+    }
+}
+
+/// Reads (or with `res`, the resolution of) a host clock.
+fn host_clock(id: libc::clockid_t, res: bool) -> Result<Timespec, Errno> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let r = if res {
+        // SAFETY: `ts` is a valid, writable timespec.
+        unsafe { libc::clock_getres(id, &mut ts) }
+    } else {
+        // SAFETY: `ts` is a valid, writable timespec.
+        unsafe { libc::clock_gettime(id, &mut ts) }
+    };
+    if r != 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(Timespec { sec: ts.tv_sec, nsec: ts.tv_nsec })
+}
+
+fn now(id: libc::clockid_t) -> Result<Timespec, Errno> {
+    host_clock(id, false)
+}
+
+fn read_timespec(task: &Task, addr: u64) -> Result<Timespec, Errno> {
+    let mut b = [0u8; 16];
+    task.thread.mm().copy_in(addr, &mut b)?;
+    Ok(Timespec::decode(&b))
+}
+
+/// A signed value as the raw return register.
+fn ret(v: i64) -> u64 {
+    u64::from_ne_bytes(v.to_ne_bytes())
+}
+
+fn sys_clock_gettime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let t = now(host_id(task_clock(task, a[0])?))?;
+    task.thread.mm().copy_out(a[1], &t.encode())?;
+    Ok(0)
+}
+
+fn sys_clock_getres(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let t = host_clock(host_id(task_clock(task, a[0])?), true)?;
+    if a[1] != 0 {
+        task.thread.mm().copy_out(a[1], &t.encode())?;
+    }
+    Ok(0)
+}
+
+fn sys_gettimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[0] != 0 {
+        let t = now(libc::CLOCK_REALTIME)?;
+        let mut e = Encoder::with_capacity(16);
+        e.i64(t.sec).i64(t.nsec / 1000);
+        task.thread.mm().copy_out(a[0], e.as_bytes())?;
+    }
+    if a[1] != 0 {
+        task.thread.mm().copy_out(a[1], &[0u8; 8])?;
+    }
+    Ok(0)
+}
+
+fn sys_time(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let sec = now(libc::CLOCK_REALTIME)?.sec;
+    if a[0] != 0 {
+        task.thread.mm().copy_out(a[0], &sec.to_le_bytes())?;
+    }
+    Ok(ret(sec))
+}
+
+/// Sleeps for `t`, or with `absolute` until host clock `id` reaches `t`.
+fn sleep(id: libc::clockid_t, t: Timespec, absolute: bool) -> Result<(), Errno> {
+    if !absolute {
+        std::thread::sleep(t.duration());
+        return Ok(());
+    }
+    while let Some(left) = t.remaining_after(now(id)?) {
+        std::thread::sleep(left);
+    }
+    Ok(())
+}
+
+fn sys_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let t = read_timespec(task, a[0])?;
+    if !t.is_valid() {
+        return Err(Errno::EINVAL);
+    }
+    sleep(libc::CLOCK_MONOTONIC, t, false)?;
+    Ok(0)
+}
+
+fn sys_clock_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = int(a[0]);
+    let flags = int(a[1]);
+    let host = match id {
+        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_TAI | CLOCK_REALTIME_ALARM | CLOCK_BOOTTIME_ALARM => {
+            Some(id)
+        }
+        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID | CLOCK_MONOTONIC_RAW | CLOCK_REALTIME_COARSE
+        | CLOCK_MONOTONIC_COARSE => return Err(Errno::EOPNOTSUPP),
+        id if id < 0 => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    let t = read_timespec(task, a[2])?;
+    if !t.is_valid() {
+        return Err(Errno::EINVAL);
+    }
+    let Some(host) = host else {
+        log::debug!("clock_nanosleep on CPU clock {id}: unsupported");
+        return Err(Errno::EINVAL);
+    };
+    if host == CLOCK_REALTIME_ALARM || host == CLOCK_BOOTTIME_ALARM {
+        if now(host).is_err() {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if flags & !TIMER_ABSTIME != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if task.thread.creds.read().euid != 0 {
+            return Err(Errno::EPERM);
+        }
+    }
+    sleep(host, t, flags & TIMER_ABSTIME != 0)?;
+    Ok(0)
+}
+
+fn sys_clock_settime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = int(a[0]);
+    if id >= 0 && id != CLOCK_REALTIME {
+        return Err(Errno::EINVAL);
+    }
+    let t = read_timespec(task, a[1])?;
+    if id == CLOCK_REALTIME {
+        if !t.is_valid_settod() {
+            return Err(Errno::EINVAL);
+        }
+    } else {
+        task_clock(task, a[0])?;
+    }
+    Err(Errno::EPERM)
+}
+
+/// A `struct timeval` (read as seconds and microseconds) as `settimeofday`
+/// converts it.
+fn timeval_to_timespec(tv: Timespec) -> Result<Timespec, Errno> {
+    if !(0..=USEC_PER_SEC).contains(&tv.nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Timespec { sec: tv.sec, nsec: tv.nsec * 1000 })
+}
+
+fn sys_settimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let tv = if a[0] != 0 { Some(timeval_to_timespec(read_timespec(task, a[0])?)?) } else { None };
+    if a[1] != 0 {
+        let mut tz = [0u8; 8];
+        task.thread.mm().copy_in(a[1], &mut tz)?;
+    }
+    if tv.is_some_and(|t| !t.is_valid_settod()) {
+        return Err(Errno::EINVAL);
+    }
+    Err(Errno::EPERM)
+}
+
+/// User and system CPU time of the sentry (`RUSAGE_SELF`) or of the
+/// calling host thread (`RUSAGE_THREAD`), as (seconds, microseconds).
+fn host_cpu_times(who: libc::c_int) -> [(i64, i64); 2] {
+    // SAFETY: rusage is integers only; all-zero is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        log::warn!("host getrusage failed: {}", std::io::Error::last_os_error());
+    }
+    [(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), (ru.ru_stime.tv_sec, ru.ru_stime.tv_usec)]
+}
+
+/// A (seconds, microseconds) time in clock ticks.
+fn ticks((sec, usec): (i64, i64)) -> i64 {
+    sec.saturating_mul(USER_HZ).saturating_add(usec / (USEC_PER_SEC / USER_HZ))
+}
+
+/// `struct tms`: four `clock_t`.
+fn encode_tms(utime: i64, stime: i64) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(32);
+    e.i64(utime).i64(stime).i64(0).i64(0);
+    e.finish()
+}
+
+fn sys_times(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[0] != 0 {
+        let [u, s] = host_cpu_times(libc::RUSAGE_SELF);
+        task.thread.mm().copy_out(a[0], &encode_tms(ticks(u), ticks(s)))?;
+    }
+    let up = task.kernel.uptime();
+    let up_ticks = i64::try_from(up.as_millis() / 10).unwrap_or(i64::MAX);
+    Ok(ret(up_ticks))
+}
+
+const RUSAGE_SELF: i32 = 0;
+const RUSAGE_CHILDREN: i32 = -1;
+const RUSAGE_THREAD: i32 = 1;
+
+/// `struct rusage` (144 bytes): two timevals and fourteen longs.
+fn encode_rusage(utime: (i64, i64), stime: (i64, i64), maxrss_kb: i64) -> Vec<u8> {
+    let mut e = Encoder::with_capacity(144);
+    e.i64(utime.0).i64(utime.1).i64(stime.0).i64(stime.1).i64(maxrss_kb);
+    e.zeros(13 * 8);
+    e.finish()
+}
+
+fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let buf = match int(a[0]) {
+        RUSAGE_CHILDREN => encode_rusage((0, 0), (0, 0), 0),
+        who @ (RUSAGE_SELF | RUSAGE_THREAD) => {
+            let host_who = if who == RUSAGE_SELF { libc::RUSAGE_SELF } else { libc::RUSAGE_THREAD };
+            let [u, s] = host_cpu_times(host_who);
+            let rss_kb = i64::try_from(task.thread.mm().resident_bytes() / 1024).unwrap_or(i64::MAX);
+            encode_rusage(u, s, rss_kb)
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    task.thread.mm().copy_out(a[1], &buf)?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_ids() {
+        assert_eq!(classify(CLOCK_REALTIME, 5, 5), Ok(Clock::Host(0)));
+        assert_eq!(classify(CLOCK_TAI, 5, 5), Ok(Clock::Host(11)));
+        assert_eq!(classify(10, 5, 5), Err(Errno::EINVAL));
+        assert_eq!(classify(12, 5, 5), Err(Errno::EINVAL));
+        assert_eq!(classify(CLOCK_PROCESS_CPUTIME_ID, 5, 5), Ok(Clock::ProcessCpu));
+        // clock_getcpuclockid(0) / pthread_getcpuclockid encodings.
+        let process = |pid: i32| (!pid << 3) | 2;
+        let thread = |tid: i32| (!tid << 3) | 4 | 2;
+        assert_eq!(classify(process(0), 6, 5), Ok(Clock::ProcessCpu));
+        assert_eq!(classify(process(5), 6, 5), Ok(Clock::ProcessCpu));
+        assert_eq!(classify(process(6), 6, 5), Err(Errno::EINVAL), "a tid is not a process clock");
+        assert_eq!(classify(process(9), 6, 5), Err(Errno::EINVAL));
+        assert_eq!(classify(thread(6), 6, 5), Ok(Clock::ThreadCpu));
+        assert_eq!(classify(thread(7), 6, 5), Err(Errno::EINVAL));
+        assert_eq!(classify((!3 << 3) | 3, 6, 5), Err(Errno::EINVAL), "fd clock");
+    }
+
+    #[test]
+    fn host_clocks_are_readable() {
+        for id in [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_MONOTONIC_COARSE] {
+            let t = now(host_id(Clock::Host(id))).unwrap();
+            assert!(t.is_valid());
+        }
+        assert!(now(host_id(Clock::ThreadCpu)).unwrap().is_valid());
+    }
+
+    #[test]
+    fn timespec_validity() {
+        let ts = |sec, nsec| Timespec { sec, nsec };
+        assert!(ts(0, 0).is_valid());
+        assert!(ts(1, 999_999_999).is_valid());
+        assert!(!ts(1, 1_000_000_000).is_valid());
+        assert!(!ts(-1, 0).is_valid());
+        assert!(!ts(0, -1).is_valid());
+        assert!(!ts(SETTOD_SEC_MAX, 0).is_valid_settod());
+        assert_eq!(ts(3, 5).duration(), Duration::new(3, 5));
+        assert_eq!(ts(2, 0).remaining_after(ts(1, 500_000_000)), Some(Duration::from_millis(500)));
+        assert_eq!(ts(1, 0).remaining_after(ts(1, 0)), None);
+        assert_eq!(Timespec::decode(&ts(-7, 9).encode().try_into().unwrap()), ts(-7, 9));
+    }
+
+    #[test]
+    fn settimeofday_validation() {
+        let tv = |sec, usec| timeval_to_timespec(Timespec { sec, nsec: usec });
+        assert_eq!(tv(1, 1_000_001), Err(Errno::EINVAL));
+        assert_eq!(tv(1, -1), Err(Errno::EINVAL));
+        assert_eq!(tv(1, 2), Ok(Timespec { sec: 1, nsec: 2000 }));
+        let edge = tv(1, 1_000_000).unwrap();
+        assert!(!edge.is_valid_settod(), "passes the usec check, fails as a time");
+    }
+
+    #[test]
+    fn struct_layouts() {
+        assert_eq!(ticks((2, 345_678)), 234);
+        let tms = encode_tms(7, 8);
+        assert_eq!(tms.len(), 32);
+        assert_eq!(tms[8], 8);
+        let ru = encode_rusage((1, 2), (3, 4), 5);
+        assert_eq!(ru.len(), 144);
+        let mut d = Decoder::new(&ru);
+        assert_eq!([d.i64(), d.i64(), d.i64(), d.i64(), d.i64()], [1, 2, 3, 4, 5]);
+    }
+}

@@ -1,0 +1,171 @@
+//! Dentries (a node reached by a path, with its mount) and mounts.
+
+use super::{Node, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::abi::Errno;
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A mounted filesystem.
+pub struct Mount {
+    pub id: u64,
+    pub root: Arc<dyn Node>,
+    /// Where it is mounted (None for the namespace root).
+    pub mountpoint: Option<Arc<Dentry>>,
+    /// Filesystem type and source, for /proc/mounts.
+    pub fs_type: String,
+    pub source: String,
+    pub read_only: bool,
+}
+
+/// A node reached through a path: Linux's `struct path` and dentry in one.
+pub struct Dentry {
+    pub mount: Arc<Mount>,
+    pub parent: Option<Arc<Dentry>>,
+    pub name: Vec<u8>,
+    pub node: Arc<dyn Node>,
+}
+
+impl Dentry {
+    /// The root dentry of a mount.
+    pub fn mount_root(mount: &Arc<Mount>) -> Arc<Dentry> {
+        Arc::new(Dentry { mount: mount.clone(), parent: None, name: Vec::new(), node: mount.root.clone() })
+    }
+
+    pub fn child(self: &Arc<Dentry>, name: &[u8], node: Arc<dyn Node>) -> Arc<Dentry> {
+        Arc::new(Dentry { mount: self.mount.clone(), parent: Some(self.clone()), name: name.to_vec(), node })
+    }
+
+    /// The path from the mount's root ("" for the root itself).
+    pub fn path_in_mount(&self) -> Vec<u8> {
+        let mut parts = Vec::new();
+        let mut d = Some(self);
+        while let Some(x) = d {
+            if x.parent.is_some() {
+                parts.push(x.name.as_slice());
+            }
+            d = x.parent.as_deref();
+        }
+        let mut out = Vec::new();
+        for p in parts.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    /// The absolute path as seen from `root` (Linux's d_path). Dentries not
+    /// under `root` are shown relative to the namespace root.
+    pub fn path_from(self: &Arc<Dentry>, root: &Arc<Dentry>) -> Vec<u8> {
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut d = self.clone();
+        loop {
+            if same(&d, root) {
+                break;
+            }
+            match (&d.parent, &d.mount.mountpoint) {
+                (Some(p), _) => {
+                    parts.push(d.name.clone());
+                    d = p.clone();
+                }
+                (None, Some(mp)) => d = mp.clone(),
+                (None, None) => break,
+            }
+        }
+        if parts.is_empty() {
+            return b"/".to_vec();
+        }
+        let mut out = Vec::new();
+        for p in parts.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    pub fn mode(&self) -> Result<u32, Errno> {
+        Ok(self.node.stat()?.mode)
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.mode().map(|m| m & S_IFMT == S_IFDIR).unwrap_or(false)
+    }
+
+    pub fn is_symlink(&self) -> bool {
+        self.mode().map(|m| m & S_IFMT == S_IFLNK).unwrap_or(false)
+    }
+}
+
+/// Whether two dentries name the same place (same mount, same path).
+pub fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
+    Arc::ptr_eq(a, b) || (a.mount.id == b.mount.id && a.path_in_mount() == b.path_in_mount())
+}
+
+/// The mounts of a sandbox.
+pub struct MountNamespace {
+    root: Arc<Mount>,
+    /// (parent mount id, path in parent mount) → mount.
+    mounts: RwLock<HashMap<(u64, Vec<u8>), Arc<Mount>>>,
+    next_id: AtomicU64,
+}
+
+impl MountNamespace {
+    pub fn new(root: Arc<dyn Node>, fs_type: &str, source: &str) -> MountNamespace {
+        let root = Arc::new(Mount {
+            id: 1,
+            root,
+            mountpoint: None,
+            fs_type: fs_type.to_string(),
+            source: source.to_string(),
+            read_only: false,
+        });
+        MountNamespace { root, mounts: RwLock::new(HashMap::new()), next_id: AtomicU64::new(2) }
+    }
+
+    pub fn root(&self) -> Arc<Dentry> {
+        Dentry::mount_root(&self.root)
+    }
+
+    /// Mounts `fs` on the directory `at`.
+    pub fn mount(&self, at: &Arc<Dentry>, fs: Arc<dyn Node>, fs_type: &str, source: &str) -> Result<(), Errno> {
+        if !at.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let at = self.crossed(at.clone());
+        let key = (at.mount.id, at.path_in_mount());
+        let m = Arc::new(Mount {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            root: fs,
+            mountpoint: Some(at),
+            fs_type: fs_type.to_string(),
+            source: source.to_string(),
+            read_only: false,
+        });
+        self.mounts.write().insert(key, m);
+        Ok(())
+    }
+
+    /// Follows mounts stacked on `d` down to the topmost one's root.
+    pub fn crossed(&self, d: Arc<Dentry>) -> Arc<Dentry> {
+        let mounts = self.mounts.read();
+        let mut d = d;
+        while let Some(m) = mounts.get(&(d.mount.id, d.path_in_mount())) {
+            d = Dentry::mount_root(m);
+        }
+        d
+    }
+
+    /// Whether some mount sits on `d` (so it cannot be removed or renamed).
+    pub fn is_mountpoint(&self, d: &Dentry) -> bool {
+        self.mounts.read().contains_key(&(d.mount.id, d.path_in_mount()))
+    }
+
+    /// Every mount, root first, for /proc/mounts.
+    pub fn all(&self) -> Vec<Arc<Mount>> {
+        let mut v: Vec<Arc<Mount>> = self.mounts.read().values().cloned().collect();
+        v.sort_by_key(|m| m.id);
+        v.insert(0, self.root.clone());
+        v
+    }
+}

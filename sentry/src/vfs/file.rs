@@ -1,0 +1,176 @@
+//! Open file descriptions: what an fd refers to, with its offset and
+//! status flags (shared by dup'ed fds and across fork).
+
+use super::{DirEntry, Dentry, FileOps, Stat};
+use crate::abi::Errno;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Status flags that `fcntl(F_SETFL)` may change.
+pub const SETFL_MASK: u32 = (libc::O_APPEND | libc::O_NONBLOCK | libc::O_ASYNC | libc::O_DIRECT | libc::O_NOATIME) as u32;
+
+pub struct FileDescription {
+    pub dentry: Arc<Dentry>,
+    pub ops: Arc<dyn FileOps>,
+    flags: AtomicU32,
+    offset: Mutex<u64>,
+    /// A directory's entries, snapshotted by the first getdents.
+    dir_snapshot: Mutex<Option<Vec<DirEntry>>>,
+}
+
+impl FileDescription {
+    pub fn new(dentry: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: u32) -> Arc<FileDescription> {
+        Arc::new(FileDescription {
+            dentry,
+            ops,
+            flags: AtomicU32::new(flags),
+            offset: Mutex::new(0),
+            dir_snapshot: Mutex::new(None),
+        })
+    }
+
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+
+    pub fn set_status_flags(&self, flags: u32) {
+        let old = self.flags();
+        self.flags.store((old & !SETFL_MASK) | (flags & SETFL_MASK), Ordering::Relaxed);
+    }
+
+    fn access(&self) -> u32 {
+        self.flags() & libc::O_ACCMODE as u32
+    }
+
+    pub fn readable(&self) -> bool {
+        self.access() != libc::O_WRONLY as u32 && self.flags() & libc::O_PATH as u32 == 0
+    }
+
+    pub fn writable(&self) -> bool {
+        self.access() != libc::O_RDONLY as u32 && self.flags() & libc::O_PATH as u32 == 0
+    }
+
+    pub fn is_path(&self) -> bool {
+        self.flags() & libc::O_PATH as u32 != 0
+    }
+
+    pub fn stat(&self) -> Result<Stat, Errno> {
+        self.dentry.node.stat()
+    }
+
+    pub fn offset(&self) -> u64 {
+        *self.offset.lock()
+    }
+
+    /// Reads at the file position, advancing it.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        if !self.readable() {
+            return Err(Errno::EBADF);
+        }
+        if !self.ops.seekable() {
+            return self.ops.read(buf, 0);
+        }
+        let mut off = self.offset.lock();
+        let n = self.ops.read(buf, *off)?;
+        *off += n as u64;
+        Ok(n)
+    }
+
+    /// Writes at the file position (or the end, with O_APPEND), advancing it.
+    pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
+        if !self.writable() {
+            return Err(Errno::EBADF);
+        }
+        if !self.ops.seekable() {
+            return self.ops.write(buf, 0);
+        }
+        let mut off = self.offset.lock();
+        if self.flags() & libc::O_APPEND as u32 != 0 {
+            *off = self.stat()?.size;
+        }
+        let n = self.ops.write(buf, *off)?;
+        *off += n as u64;
+        Ok(n)
+    }
+
+    pub fn pread(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        if !self.readable() {
+            return Err(Errno::EBADF);
+        }
+        if !self.ops.seekable() {
+            return Err(Errno::ESPIPE);
+        }
+        self.ops.read(buf, off)
+    }
+
+    pub fn pwrite(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        if !self.writable() {
+            return Err(Errno::EBADF);
+        }
+        if !self.ops.seekable() {
+            return Err(Errno::ESPIPE);
+        }
+        // Linux appends even for pwrite on an O_APPEND file.
+        let off = if self.flags() & libc::O_APPEND as u32 != 0 { self.stat()?.size } else { off };
+        self.ops.write(buf, off)
+    }
+
+    /// `lseek`.
+    pub fn seek(&self, off: i64, whence: u32) -> Result<u64, Errno> {
+        if !self.ops.seekable() {
+            return Err(Errno::ESPIPE);
+        }
+        let mut cur = self.offset.lock();
+        let base: i64 = match whence {
+            0 => 0,
+            1 => i64::try_from(*cur).map_err(|_| Errno::EOVERFLOW)?,
+            2 => i64::try_from(self.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
+            // SEEK_DATA / SEEK_HOLE: every byte is data.
+            3 | 4 => {
+                let size = i64::try_from(self.stat()?.size).map_err(|_| Errno::EOVERFLOW)?;
+                if off < 0 || off >= size {
+                    return Err(Errno::ENXIO);
+                }
+                let pos = if whence == 3 { off } else { size };
+                *cur = u64::try_from(pos).map_err(|_| Errno::EINVAL)?;
+                return Ok(*cur);
+            }
+            _ => return Err(Errno::EINVAL),
+        };
+        let new = base.checked_add(off).ok_or(Errno::EOVERFLOW)?;
+        let new = u64::try_from(new).map_err(|_| Errno::EINVAL)?;
+        *cur = new;
+        if self.dentry.is_dir() && new == 0 {
+            *self.dir_snapshot.lock() = None;
+        }
+        Ok(new)
+    }
+
+    /// The directory entries from the current position on (including "."
+    /// and ".."); `take` is told each entry and returns false when its
+    /// buffer is full, which leaves the position at that entry.
+    pub fn read_dir(&self, parent_ino: u64, mut take: impl FnMut(&DirEntry, u64) -> bool) -> Result<(), Errno> {
+        let st = self.stat()?;
+        let mut snap = self.dir_snapshot.lock();
+        let mut off = self.offset.lock();
+        if snap.is_none() || *off == 0 {
+            let mut entries = vec![
+                DirEntry { ino: st.ino, kind: libc::DT_DIR, name: b".".to_vec() },
+                DirEntry { ino: parent_ino, kind: libc::DT_DIR, name: b"..".to_vec() },
+            ];
+            entries.extend(self.dentry.node.readdir()?);
+            *snap = Some(entries);
+        }
+        let entries = snap.as_ref().map(Vec::as_slice).unwrap_or_default();
+        let start = usize::try_from(*off).unwrap_or(usize::MAX);
+        for (i, e) in entries.iter().enumerate().skip(start) {
+            let next = i as u64 + 1;
+            if !take(e, next) {
+                break;
+            }
+            *off = next;
+        }
+        Ok(())
+    }
+}

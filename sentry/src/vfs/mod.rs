@@ -1,0 +1,161 @@
+//! The virtual file system: nodes and files that filesystems implement,
+//! mounts and dentries, path resolution, file descriptions and fd tables.
+
+pub mod dentry;
+pub mod fd_table;
+pub mod file;
+pub mod perm;
+pub mod walk;
+
+pub use dentry::{Dentry, Mount, MountNamespace};
+pub use fd_table::FdTable;
+pub use file::FileDescription;
+pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
+
+use crate::abi::Errno;
+use crate::mm::{Mappable, MemoryManager};
+use std::sync::Arc;
+
+/// File type bits of `st_mode`.
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFDIR: u32 = 0o040000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFLNK: u32 = 0o120000;
+pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFIFO: u32 = 0o010000;
+pub const S_IFSOCK: u32 = 0o140000;
+pub const S_IFBLK: u32 = 0o060000;
+
+/// The `d_type` of a mode.
+pub fn dtype(mode: u32) -> u8 {
+    u8::try_from((mode & S_IFMT) >> 12).unwrap_or(0)
+}
+
+/// One directory entry as `getdents64` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: u8,
+    pub name: Vec<u8>,
+}
+
+/// The owner and mode of a new node.
+#[derive(Clone, Copy, Debug)]
+pub struct NewNode {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// A file system object. Every operation a filesystem does not support
+/// fails the way Linux fails it for such an object.
+pub trait Node: Send + Sync {
+    fn stat(&self) -> Result<Stat, Errno>;
+
+    /// Looks up one name (never "." or ".."; symlinks are not followed).
+    fn lookup(&self, _name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    /// Every entry except "." and "..".
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn readlink(&self) -> Result<Vec<u8>, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// A "magic" link (in /proc) that resolves to a dentry directly
+    /// instead of through its text.
+    fn magic_link(&self) -> Option<Result<Arc<Dentry>, Errno>> {
+        None
+    }
+
+    /// Opens the node; `flags` are the open(2) flags after resolution.
+    fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        Err(Errno::ENXIO)
+    }
+
+    fn create(&self, _name: &[u8], _new: NewNode) -> Result<Arc<dyn Node>, Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn mkdir(&self, _name: &[u8], _new: NewNode) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn mknod(&self, _name: &[u8], _new: NewNode, _rdev: u64) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn symlink(&self, _name: &[u8], _target: &[u8], _new: NewNode) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    /// Makes `name` in this directory another name for `target`.
+    fn link(&self, _name: &[u8], _target: &Arc<dyn Node>) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    /// Removes a non-directory (`dir == false`) or an empty directory.
+    fn unlink(&self, _name: &[u8], _dir: bool) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    /// Moves `name` to `new_name` in `new_dir` (same filesystem).
+    fn rename(&self, _name: &[u8], _new_dir: &Arc<dyn Node>, _new_name: &[u8], _flags: u32) -> Result<(), Errno> {
+        Err(Errno::EXDEV)
+    }
+
+    fn setattr(&self, _attr: &SetAttr) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(StatFs { fs_type: 0x0102_1994, bsize: 4096, namelen: 255, frsize: 4096, ..StatFs::default() })
+    }
+
+    /// The filesystem's identity, so cross-filesystem renames and links
+    /// fail with `EXDEV`.
+    fn fs_id(&self) -> usize;
+
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// An open file's operations. Offsets are managed by `FileDescription`.
+pub trait FileOps: Send + Sync {
+    /// Reads at `off` (ignored by streams).
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Writes at `off` (ignored by streams).
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Whether the file has a position (`lseek` works).
+    fn seekable(&self) -> bool {
+        true
+    }
+
+    /// An ioctl; the file copies its argument in and out of `mm` itself.
+    fn ioctl(&self, _mm: &MemoryManager, _req: u64, _arg: u64) -> Result<u64, Errno> {
+        Err(Errno::ENOTTY)
+    }
+
+    fn truncate(&self, _len: u64) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    fn fsync(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// For private mappings of this file.
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        None
+    }
+
+}

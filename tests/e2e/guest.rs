@@ -1,0 +1,72 @@
+//! One test per self-checking guest program in `tests/guest/`: it must pass
+//! natively (otherwise the test itself is wrong) and then under `husk do`.
+
+use crate::util::{guest_bin, husk_do, native, run};
+
+fn guest_test(name: &str, args: &[&str]) {
+    let bin = guest_bin(name);
+    let mut argv: Vec<String> = vec![bin.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|s| (*s).to_owned()));
+
+    let nat = run(native(&argv), None);
+    assert_eq!(
+        nat.code,
+        0,
+        "guest program {name} FAILS NATIVELY: the test is wrong, not husk\n{}",
+        nat.describe()
+    );
+
+    let sbx = run(husk_do(&[], &argv), None);
+    assert_eq!(
+        sbx.code,
+        0,
+        "guest program {name} failed under husk do\n{}",
+        sbx.describe()
+    );
+}
+
+#[test]
+fn guest_fileio() {
+    guest_test("fileio", &[]);
+}
+
+#[test]
+fn guest_stat() {
+    guest_test("stat", &[]);
+}
+
+#[test]
+fn guest_dirs() {
+    guest_test("dirs", &[]);
+}
+
+#[test]
+fn guest_fdtable() {
+    guest_test("fdtable", &[]);
+}
+
+#[test]
+fn guest_memory() {
+    guest_test("memory", &[]);
+}
+
+#[test]
+fn guest_identity() {
+    guest_test("identity", &[]);
+}
+
+#[test]
+fn guest_efault() {
+    guest_test("efault", &[]);
+}
+
+#[test]
+fn guest_proc_self() {
+    // Odd arguments exercise /proc/self/cmdline's NUL-joined format.
+    guest_test("proc_self", &["first arg", "", "x=y", "--last"]);
+}
+
+#[test]
+fn guest_auxv() {
+    guest_test("auxv", &["one", "two words"]);
+}

@@ -1,0 +1,20 @@
+//! husk end-to-end tests.
+//!
+//! * `guest`: self-checking C programs from `tests/guest/`, run natively
+//!   (must pass) and then under `husk do` (must pass).
+//! * `scenarios`: host binaries (coreutils, sh, python3) under `husk do`,
+//!   compared byte for byte with the native run.
+//! * `escape`: a guest confined with `--rootfs` must not reach host files.
+//!
+//! Every command runs with a 60 s timeout (then it is killed and the test
+//! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
+//! every `husk do`. See tests/README.md.
+
+// Tests report failure by panicking, and unwrap-style shortcuts are fine in
+// test code; the workspace denies these lints for production code.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+mod escape;
+mod guest;
+mod scenarios;
+mod util;

@@ -1,0 +1,219 @@
+//! Host binaries under `husk do`: stdout and exit status must be identical to
+//! the native run of the same command (the guest's root filesystem is the
+//! host's `/`, read-only under an in-memory overlay).
+
+use std::path::Path;
+
+use crate::util::{assert_same_as_native, husk_do, native, run, unique, TempDir};
+
+#[test]
+fn echo_hello_world() {
+    let (_, sbx) = assert_same_as_native(&["/bin/echo", "hello", "world"], None);
+    assert_eq!(sbx.stdout_str(), "hello world\n");
+}
+
+#[test]
+fn true_exits_0() {
+    let (_, sbx) = assert_same_as_native(&["/bin/true"], None);
+    sbx.assert_code(0);
+}
+
+#[test]
+fn false_exits_1() {
+    let (_, sbx) = assert_same_as_native(&["/bin/false"], None);
+    sbx.assert_code(1);
+}
+
+#[test]
+fn ls_la_etc() {
+    // Timestamps, link counts, sizes, owners: all must match exactly.
+    let (nat, _) = assert_same_as_native(&["ls", "-la", "/etc"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn cat_os_release() {
+    let (nat, _) = assert_same_as_native(&["cat", "/etc/os-release"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn sha256sum_python() {
+    let (nat, _) = assert_same_as_native(&["sha256sum", "/usr/bin/python3.11"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn head_passwd() {
+    let (nat, _) = assert_same_as_native(&["head", "-5", "/etc/passwd"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn wc_passwd() {
+    let (nat, _) = assert_same_as_native(&["wc", "-l", "/etc/passwd"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn sort_passwd() {
+    let (nat, _) = assert_same_as_native(&["sort", "/etc/passwd"], None);
+    nat.assert_code(0);
+}
+
+#[test]
+fn find_python_stdlib() {
+    let (nat, _) = assert_same_as_native(
+        &[
+            "sh",
+            "-c",
+            "find /usr/lib/python3.11 -name \"*.py\" | wc -l",
+        ],
+        None,
+    );
+    nat.assert_code(0);
+}
+
+#[test]
+fn python_json_hashlib() {
+    let (nat, _) = assert_same_as_native(
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import json,hashlib,os; print(json.dumps(sorted(os.listdir(\"/etc\"))[:5]), \
+             hashlib.sha256(b\"x\").hexdigest())",
+        ],
+        None,
+    );
+    nat.assert_code(0);
+}
+
+#[test]
+fn exit_status_7() {
+    let (_, sbx) = assert_same_as_native(&["sh", "-c", "exit 7"], None);
+    sbx.assert_code(7);
+}
+
+#[test]
+fn killed_by_sigkill_is_137() {
+    // The shell kills itself: natively the status is "killed by signal 9",
+    // which the harness reports as 128+9; husk must exit with 137.
+    let (nat, sbx) = assert_same_as_native(&["sh", "-c", "kill -9 $$"], None);
+    nat.assert_code(137);
+    sbx.assert_code(137);
+}
+
+#[test]
+fn stdin_is_connected() {
+    let (_, sbx) = assert_same_as_native(
+        &["sh", "-c", "read a; read b; echo \"got $b $a\"; cat"],
+        Some(b"first\nsecond\nrest of input\n"),
+    );
+    assert_eq!(sbx.stdout_str(), "got second first\nrest of input\n");
+}
+
+#[test]
+fn stderr_is_connected() {
+    let sbx = run(
+        husk_do(&[], &["sh", "-c", "echo to-stderr >&2; echo to-stdout"]),
+        None,
+    );
+    sbx.assert_code(0);
+    assert_eq!(sbx.stdout_str(), "to-stdout\n", "{}", sbx.describe());
+    assert!(
+        sbx.stderr_str().contains("to-stderr\n"),
+        "{}",
+        sbx.describe()
+    );
+}
+
+#[test]
+fn environment_is_inherited() {
+    let (_, sbx) = assert_same_as_native(&["sh", "-c", "echo \"[$HUSK_TEST_ENV]\""], None);
+    assert_eq!(sbx.stdout_str(), "[marker]\n");
+}
+
+#[test]
+fn cwd_is_inherited() {
+    let argv = ["/bin/pwd"];
+    let mut nat_cmd = native(&argv);
+    nat_cmd.current_dir("/usr/share");
+    let nat = run(nat_cmd, None);
+    nat.assert_code(0);
+    let mut sbx_cmd = husk_do(&[], &argv);
+    sbx_cmd.current_dir("/usr/share");
+    let sbx = run(sbx_cmd, None);
+    sbx.assert_code(0);
+    assert_eq!(sbx.stdout_str(), nat.stdout_str(), "{}", sbx.describe());
+    assert_eq!(sbx.stdout_str(), "/usr/share\n");
+}
+
+#[test]
+fn path_lookup() {
+    // CMD without '/' is looked up in PATH.
+    let (_, sbx) = assert_same_as_native(&["echo", "found", "in", "PATH"], None);
+    assert_eq!(sbx.stdout_str(), "found in PATH\n");
+}
+
+/// Write `dir/<unique>` inside the sandbox, read it back there, and check
+/// that nothing reached the host.
+fn write_stays_in_sandbox(dir: &str) {
+    let name = format!("{dir}/{}", unique("husk-probe"));
+    assert!(
+        !Path::new(&name).exists(),
+        "{name} already exists on the host"
+    );
+    let script = format!("echo hi > {name} && cat {name}");
+    let sbx = run(husk_do(&[], &["sh", "-c", &script]), None);
+    let leaked = Path::new(&name).exists();
+    if leaked {
+        let _ = std::fs::remove_file(&name);
+    }
+    sbx.assert_code(0);
+    assert_eq!(sbx.stdout_str(), "hi\n", "{}", sbx.describe());
+    assert!(
+        !leaked,
+        "a guest write to {name} reached the host filesystem"
+    );
+}
+
+#[test]
+fn write_to_etc_stays_in_sandbox() {
+    write_stays_in_sandbox("/etc");
+}
+
+#[test]
+fn write_to_tmp_stays_in_sandbox() {
+    write_stays_in_sandbox("/tmp");
+}
+
+#[test]
+fn overwrite_of_host_file_stays_in_sandbox() {
+    // Modify an existing host file (one this test owns, so a broken sandbox
+    // cannot damage the host) inside the sandbox: the sandbox must see its
+    // own version and the host copy must be untouched.
+    let dir = TempDir::new("overwrite");
+    let file = dir.path().join("host-file");
+    std::fs::write(&file, "original\n").expect("write host file");
+    let before = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+    let script = format!(
+        "cat {f} && echo sandboxed >> {f} && cat {f} && rm {f} && ! cat {f} 2>/dev/null",
+        f = file.display()
+    );
+    let sbx = run(husk_do(&[], &["sh", "-c", &script]), None);
+    assert_eq!(
+        std::fs::read_to_string(&file).ok().as_deref(),
+        Some("original\n"),
+        "guest writes to {} reached the host",
+        file.display()
+    );
+    let after = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+    assert_eq!(before, after, "the host file's mtime changed");
+    sbx.assert_code(0);
+    assert_eq!(
+        sbx.stdout_str(),
+        "original\noriginal\nsandboxed\n",
+        "{}",
+        sbx.describe()
+    );
+}

@@ -1,0 +1,185 @@
+/* fileio.c — open/read/write/seek family. */
+#include "check.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+int main(void) {
+    const char *f = scratch_path("file");
+    char buf[256];
+
+    /* open O_CREAT, write, read back. */
+    int fd = CHECK_OK(open(f, O_CREAT | O_RDWR, 0644));
+    CHECK_EQ(write(fd, "hello world", 11), 11);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 11);
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ(read(fd, buf, sizeof buf), 11);
+    CHECK_STR(buf, "hello world");
+    /* read at EOF returns 0. */
+    CHECK_EQ(read(fd, buf, sizeof buf), 0);
+
+    /* lseek SEEK_CUR / SEEK_END. */
+    CHECK_EQ(lseek(fd, -5, SEEK_END), 6);
+    CHECK_EQ(lseek(fd, 2, SEEK_CUR), 8);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ(read(fd, buf, 3), 3);
+    CHECK_STR(buf, "rld");
+    /* negative resulting offset → EINVAL, offset unchanged. */
+    CHECK_ERR(lseek(fd, -100, SEEK_SET), EINVAL);
+    CHECK_ERR(lseek(fd, -100, SEEK_CUR), EINVAL);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 11);
+    CHECK_ERR(lseek(fd, 0, 42), EINVAL);
+
+    /* seek beyond EOF and write leaves a zero-filled hole. */
+    CHECK_EQ(lseek(fd, 20, SEEK_SET), 20);
+    CHECK_EQ(read(fd, buf, sizeof buf), 0);
+    CHECK_EQ(write(fd, "X", 1), 1);
+    struct stat st;
+    CHECK_OK(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 21);
+    memset(buf, 'a', sizeof buf);
+    CHECK_EQ(pread(fd, buf, sizeof buf, 11), 10);
+    static const char zeros[9];
+    CHECK_MEM(buf, zeros, 9);
+    CHECK_EQ(buf[9], 'X');
+
+    /* pread64/pwrite64 do not move the offset. */
+    CHECK_EQ(lseek(fd, 3, SEEK_SET), 3);
+    CHECK_EQ(pwrite(fd, "HE", 2, 0), 2);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 3);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ(pread(fd, buf, 5, 0), 5);
+    CHECK_STR(buf, "HEllo");
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 3);
+    CHECK_ERR(pread(fd, buf, 1, -1), EINVAL);
+
+    /* writev/readv. */
+    CHECK_OK(ftruncate(fd, 0));
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    struct iovec wv[3] = {{"abc", 3}, {"", 0}, {"defgh", 5}};
+    CHECK_EQ(writev(fd, wv, 3), 8);
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    char a[2], b[4], c[10];
+    memset(c, 0, sizeof c);
+    struct iovec rv[3] = {{a, 2}, {b, 4}, {c, 10}};
+    CHECK_EQ(readv(fd, rv, 3), 8);
+    CHECK_MEM(a, "ab", 2);
+    CHECK_MEM(b, "cdef", 4);
+    CHECK_STR(c, "gh");
+    /* preadv/pwritev */
+    struct iovec pv[1] = {{b, 4}};
+    CHECK_EQ(preadv(fd, pv, 1, 4), 4);
+    CHECK_MEM(b, "efgh", 4);
+
+    /* ftruncate grow/shrink, fsync, fdatasync. */
+    CHECK_OK(ftruncate(fd, 4096));
+    CHECK_OK(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 4096);
+    CHECK_OK(ftruncate(fd, 2));
+    CHECK_OK(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 2);
+    CHECK_ERR(ftruncate(fd, -1), EINVAL);
+    CHECK_OK(fsync(fd));
+    CHECK_OK(fdatasync(fd));
+    CHECK_OK(close(fd));
+
+    /* close of bad fd. */
+    CHECK_ERR(close(fd), EBADF);
+    CHECK_ERR(close(-1), EBADF);
+    CHECK_ERR(close(100000), EBADF);
+
+    /* O_APPEND: writes go to the end regardless of offset. */
+    fd = CHECK_OK(open(f, O_WRONLY | O_APPEND));
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    CHECK_EQ(write(fd, "zz", 2), 2);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 4);
+    /* read on O_WRONLY fd → EBADF. */
+    CHECK_ERR(read(fd, buf, 1), EBADF);
+    CHECK_OK(close(fd));
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ(read_file(f, buf, sizeof buf), 4);
+    CHECK_STR(buf, "abzz");
+
+    /* write on O_RDONLY fd → EBADF. */
+    fd = CHECK_OK(open(f, O_RDONLY));
+    CHECK_ERR(write(fd, "x", 1), EBADF);
+    CHECK_ERR(ftruncate(fd, 0), EINVAL); /* not open for writing */
+    CHECK_OK(close(fd));
+
+    /* O_TRUNC. */
+    fd = CHECK_OK(open(f, O_WRONLY | O_TRUNC));
+    CHECK_OK(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 0);
+    CHECK_OK(close(fd));
+
+    /* O_CREAT|O_EXCL on an existing file → EEXIST. */
+    CHECK_ERR(open(f, O_CREAT | O_EXCL | O_WRONLY, 0644), EEXIST);
+    /* O_CREAT without O_EXCL on existing file succeeds. */
+    CHECK_OK(close(CHECK_OK(open(f, O_CREAT | O_WRONLY, 0644))));
+    /* missing file without O_CREAT → ENOENT. */
+    CHECK_ERR(open(scratch_path("missing"), O_RDONLY), ENOENT);
+    CHECK_ERR(open(scratch_path("missing/x"), O_RDONLY | O_CREAT, 0644),
+              ENOENT);
+
+    /* O_DIRECTORY on a regular file → ENOTDIR. */
+    CHECK_ERR(open(f, O_RDONLY | O_DIRECTORY), ENOTDIR);
+    /* opening a directory for writing → EISDIR. */
+    CHECK_ERR(open(scratch_dir(), O_WRONLY), EISDIR);
+    /* read on a directory fd → EISDIR. */
+    fd = CHECK_OK(open(scratch_dir(), O_RDONLY | O_DIRECTORY));
+    CHECK_ERR(read(fd, buf, 1), EISDIR);
+
+    /* openat relative to a directory fd. */
+    int fd2 = CHECK_OK(openat(fd, "file", O_RDWR));
+    CHECK_EQ(write(fd2, "rel", 3), 3);
+    CHECK_OK(close(fd2));
+    CHECK_EQ(read_file(f, buf, sizeof buf), 3);
+    CHECK_STR(buf, "rel");
+    /* openat with a non-directory dirfd and relative path → ENOTDIR. */
+    fd2 = CHECK_OK(open(f, O_RDONLY));
+    CHECK_ERR(openat(fd2, "x", O_RDONLY), ENOTDIR);
+    /* ... but absolute path ignores dirfd. */
+    CHECK_OK(close(CHECK_OK(openat(fd2, f, O_RDONLY))));
+    CHECK_OK(close(fd2));
+    CHECK_ERR(openat(-1, "file", O_RDONLY), EBADF);
+    CHECK_OK(close(fd));
+
+    /* O_NOFOLLOW on a symlink → ELOOP. */
+    const char *l = scratch_path("link");
+    CHECK_OK(symlink(f, l));
+    CHECK_ERR(open(l, O_RDONLY | O_NOFOLLOW), ELOOP);
+    /* O_PATH|O_NOFOLLOW opens the link itself. */
+    fd = CHECK_OK(open(l, O_PATH | O_NOFOLLOW));
+    CHECK_ERR(read(fd, buf, 1), EBADF);
+    CHECK_OK(close(fd));
+    /* following the link works. */
+    CHECK_OK(close(CHECK_OK(open(l, O_RDONLY))));
+
+    /* lseek on a pipe → ESPIPE. */
+    int p[2];
+    CHECK_OK(pipe(p));
+    CHECK_ERR(lseek(p[0], 0, SEEK_SET), ESPIPE);
+    CHECK_ERR(pread(p[0], buf, 1, 0), ESPIPE);
+    close(p[0]);
+    close(p[1]);
+
+    /* large write and read back through raw syscalls. */
+    static char big[200000], big2[200000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7 + 3);
+    fd = CHECK_OK(open(scratch_path("big"), O_CREAT | O_RDWR | O_TRUNC, 0600));
+    CHECK_EQ(syscall(SYS_pwrite64, fd, big, sizeof big, 0L), sizeof big);
+    CHECK_EQ(syscall(SYS_pread64, fd, big2, sizeof big2, 0L), sizeof big2);
+    CHECK_MEM(big, big2, sizeof big);
+    CHECK_OK(close(fd));
+
+    /* /dev/null and /dev/zero read-only system files. */
+    fd = CHECK_OK(open("/etc/passwd", O_RDONLY));
+    CHECK(read(fd, buf, 5) == 5 && memcmp(buf, "root:", 5) == 0);
+    CHECK_OK(close(fd));
+
+    return 0;
+}
