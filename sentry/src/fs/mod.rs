@@ -6,3 +6,4 @@ pub mod pipe;
 pub mod procfs;
 pub mod tmpfs;
 pub mod synthetic;
+pub mod overlay;

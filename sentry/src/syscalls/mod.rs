@@ -15,6 +15,7 @@ mod process;
 mod signal;
 mod stat;
 mod time;
+mod xattr;
 
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
@@ -48,8 +49,9 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 10] {
+fn families() -> [Entries; 11] {
     [
+        xattr::ENTRIES,
         futex::ENTRIES,
         file::ENTRIES,
         stat::ENTRIES,
