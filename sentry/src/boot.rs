@@ -4,7 +4,7 @@
 
 use crate::abi::Errno;
 use crate::fs::host_file::HostStreamNode;
-use crate::fs::{devfs, gofer, procfs, tmpfs::Tmpfs};
+use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::exec;
 use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, KernelOptions, Task, Thread};
 use crate::loader::MMAP_TOP;
@@ -12,7 +12,7 @@ use crate::mm::{MemoryFile, MemoryManager};
 use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
-use crate::vfs::{Dentry, FileDescription, NewNode, Node};
+use crate::vfs::{Dentry, FileDescription, NewNode, Node, SetAttr, SetTime};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 
@@ -62,9 +62,11 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
-    let root_mode = lower.stat().map_err(BootError::Root)?.mode & 0o7777;
-    let _ = root_mode;
-    let root = lower;
+    let ls = lower.stat().map_err(BootError::Root)?;
+    let upper = Tmpfs::new(ls.mode & 0o7777, ls.uid, ls.gid);
+    let times = SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
+    upper.setattr(&times).map_err(BootError::Root)?;
+    let root = overlay::new_overlay(upper, lower);
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone() };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel).map_err(BootError::Root)?;

@@ -26,6 +26,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "dirs",
     "fdtable",
     "memory",
+    "mmap_shared_file",
     "identity",
     "efault",
     "proc_self",

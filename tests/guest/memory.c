@@ -120,17 +120,6 @@ int main(void) {
     CHECK_MEM(m, fdata + 2 * PG, PG);
     CHECK_OK(munmap(m, PG));
 
-    /* file-backed MAP_SHARED: stores reach the file. */
-    m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(m != MAP_FAILED);
-    memcpy(m, "SHARED", 6);
-    CHECK_OK(msync(m, PG, MS_SYNC));
-    CHECK_EQ(pread(fd, chk, 6, 0), 6);
-    CHECK_MEM(chk, "SHARED", 6);
-    /* and writes to the file are visible in the mapping. */
-    CHECK_EQ(pwrite(fd, "viaFD", 5, 10), 5);
-    CHECK_MEM(m + 10, "viaFD", 5);
-    CHECK_OK(munmap(m, PG));
     CHECK_OK(close(fd));
 
     /* mmap errors. */

@@ -11,7 +11,10 @@
 use super::tmpfs::{anon_dev, check_rename_flags, new_fs_id, open_writes, DirPair};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::vfs::{
+    DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT,
+    S_IFREG,
+};
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -30,13 +33,23 @@ const UPPER_INO_TAG: u64 = 1 << 62;
 /// root directory.
 pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
     let id = new_fs_id();
-    let fs = Arc::new(OverlayFs { id, dev: anon_dev(id), lock: Mutex::new(()), upper_root: upper.clone() });
+    let fs = Arc::new(OverlayFs {
+        id,
+        dev: anon_dev(id),
+        lock: Mutex::new(()),
+        upper_root: upper.clone(),
+    });
     let ino = match (lower.stat(), upper.stat()) {
         (Ok(l), _) => l.ino,
         (Err(_), Ok(u)) => upper_ino(u.ino),
         (Err(_), Err(_)) => UPPER_INO_TAG,
     };
-    let layers = Layers { upper: Some(upper), lower: Some(lower), kind: S_IFDIR, ino };
+    let layers = Layers {
+        upper: Some(upper),
+        lower: Some(lower),
+        kind: S_IFDIR,
+        ino,
+    };
     OverlayNode::build(&fs, Place::default(), layers)
 }
 
@@ -133,7 +146,9 @@ impl OverlayNode {
 
     /// The layer shown: the upper one if the node has it.
     fn layer(&self) -> Result<Arc<dyn Node>, Errno> {
-        self.upper().or_else(|| self.lower.clone()).ok_or(Errno::EIO)
+        self.upper()
+            .or_else(|| self.lower.clone())
+            .ok_or(Errno::EIO)
     }
 
     fn place(&self) -> (Option<Arc<OverlayNode>>, Vec<u8>) {
@@ -142,12 +157,22 @@ impl OverlayNode {
     }
 
     fn set_place(&self, parent: &OverlayNode, name: &[u8]) {
-        *self.place.lock() = Place { parent: parent.me.clone(), name: name.to_vec() };
+        *self.place.lock() = Place {
+            parent: parent.me.clone(),
+            name: name.to_vec(),
+        };
     }
 
     /// A child node in this directory.
     fn child(&self, name: &[u8], layers: Layers) -> Arc<OverlayNode> {
-        OverlayNode::build(&self.fs, Place { parent: self.me.clone(), name: name.to_vec() }, layers)
+        OverlayNode::build(
+            &self.fs,
+            Place {
+                parent: self.me.clone(),
+                name: name.to_vec(),
+            },
+            layers,
+        )
     }
 
     /// Whether `self` is `other` or one of its ancestors.
@@ -206,9 +231,19 @@ impl OverlayNode {
             (Some(u), Some(us), l, ls) => {
                 let merged = ls.filter(|s| s.mode & S_IFMT == S_IFDIR);
                 let ino = merged.map_or(upper_ino(us.ino), |s| s.ino);
-                Layers { upper: Some(u), lower: merged.and(l), kind: us.mode & S_IFMT, ino }
+                Layers {
+                    upper: Some(u),
+                    lower: merged.and(l),
+                    kind: us.mode & S_IFMT,
+                    ino,
+                }
             }
-            (None, _, Some(l), Some(ls)) => Layers { upper: None, lower: Some(l), kind: ls.mode & S_IFMT, ino: ls.ino },
+            (None, _, Some(l), Some(ls)) => Layers {
+                upper: None,
+                lower: Some(l),
+                kind: ls.mode & S_IFMT,
+                ino: ls.ino,
+            },
             _ => return Err(Errno::ENOENT),
         };
         let node = self.child(name, layers);
@@ -257,7 +292,15 @@ impl OverlayNode {
         let ust = upper.stat()?;
         st.whiteouts.remove(name);
         let ino = ino.unwrap_or(upper_ino(ust.ino));
-        let node = self.child(name, Layers { upper: Some(upper), lower: None, kind: ust.mode & S_IFMT, ino });
+        let node = self.child(
+            name,
+            Layers {
+                upper: Some(upper),
+                lower: None,
+                kind: ust.mode & S_IFMT,
+                ino,
+            },
+        );
         st.children.insert(name.to_vec(), node.clone());
         Ok(node)
     }
@@ -282,7 +325,12 @@ impl OverlayNode {
         }
         let (parent, name) = self.place();
         let parent = parent.ok_or(Errno::ENOENT)?;
-        let cached = parent.dir.lock().children.get(&name).is_some_and(|c| std::ptr::eq(&**c, self));
+        let cached = parent
+            .dir
+            .lock()
+            .children
+            .get(&name)
+            .is_some_and(|c| std::ptr::eq(&**c, self));
         if !cached {
             return Err(Errno::ENOENT);
         }
@@ -302,7 +350,13 @@ impl OverlayNode {
     }
 
     /// Renames with the overlay lock held.
-    fn rename_locked(&self, name: &[u8], dst_dir: &OverlayNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+    fn rename_locked(
+        &self,
+        name: &[u8],
+        dst_dir: &OverlayNode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
         let src = self.lookup_child(name)?;
         let dst = found(dst_dir.lookup_child(new_name))?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
@@ -363,7 +417,11 @@ fn check_ancestry(
         return Err(Errno::EINVAL);
     }
     match dst {
-        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
+        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange {
+            Errno::EINVAL
+        } else {
+            Errno::ENOTEMPTY
+        }),
         _ => Ok(()),
     }
 }
@@ -382,7 +440,11 @@ fn same_file(a: &Arc<OverlayNode>, b: &Arc<OverlayNode>) -> Result<bool, Errno> 
 
 /// rename(2)'s type rules on the visible view, and overlayfs's refusal to
 /// move directories with lower contents.
-fn check_replace(src: &OverlayNode, dst: Option<&OverlayNode>, exchange: bool) -> Result<(), Errno> {
+fn check_replace(
+    src: &OverlayNode,
+    dst: Option<&OverlayNode>,
+    exchange: bool,
+) -> Result<(), Errno> {
     if let (false, Some(d)) = (exchange, dst) {
         match (src.is_dir(), d.is_dir()) {
             (true, false) => return Err(Errno::ENOTDIR),
@@ -401,9 +463,18 @@ fn check_replace(src: &OverlayNode, dst: Option<&OverlayNode>, exchange: bool) -
 
 /// Copies the lower node `lower` to `name` in the upper directory `dir`
 /// (at most `limit` bytes of data, no directory contents).
-fn copy_node(dir: &Arc<dyn Node>, name: &[u8], lower: &Arc<dyn Node>, limit: u64) -> Result<Arc<dyn Node>, Errno> {
+fn copy_node(
+    dir: &Arc<dyn Node>,
+    name: &[u8],
+    lower: &Arc<dyn Node>,
+    limit: u64,
+) -> Result<Arc<dyn Node>, Errno> {
     let st = lower.stat()?;
-    let new = NewNode { mode: st.mode, uid: st.uid, gid: st.gid };
+    let new = NewNode {
+        mode: st.mode,
+        uid: st.uid,
+        gid: st.gid,
+    };
     let kind = st.mode & S_IFMT;
     let upper = match kind {
         S_IFREG => dir.create(name, new)?,
@@ -420,7 +491,11 @@ fn copy_node(dir: &Arc<dyn Node>, name: &[u8], lower: &Arc<dyn Node>, limit: u64
             dir.lookup(name)?
         }
     };
-    let filled = if kind == S_IFREG { copy_data(lower, &upper, st.size.min(limit)) } else { Ok(()) };
+    let filled = if kind == S_IFREG {
+        copy_data(lower, &upper, st.size.min(limit))
+    } else {
+        Ok(())
+    };
     let attr = SetAttr {
         mode: (kind != S_IFLNK).then_some(st.mode & 0o7777),
         uid: Some(st.uid),
@@ -472,12 +547,33 @@ impl Node for OverlayNode {
     fn stat(&self) -> Result<Stat, Errno> {
         let upper = self.upper();
         let merged = self.is_dir() && upper.is_some() && self.lower.is_some();
-        let mut st = self.layer()?.stat()?;
+        let mut st = match (merged, &upper, &self.lower) {
+            // A merged directory looks like the image's until changed: the
+            // upper copy carries the lower's attributes from copy-up on. Its
+            // link count is 1 ("unknown", as Linux reports it), since
+            // neither layer's count is right.
+            (true, Some(u), Some(l)) => {
+                let (us, ls) = (u.stat()?, l.stat()?);
+                let ctime = if us.mtime == ls.mtime {
+                    ls.ctime
+                } else {
+                    us.ctime
+                };
+                Stat {
+                    mode: us.mode,
+                    uid: us.uid,
+                    gid: us.gid,
+                    atime: us.atime,
+                    mtime: us.mtime,
+                    ctime,
+                    nlink: 1,
+                    ..ls
+                }
+            }
+            _ => self.layer()?.stat()?,
+        };
         st.dev = self.fs.dev;
         st.ino = self.ino;
-        if merged {
-            st.nlink = 1;
-        }
         Ok(st)
     }
 
@@ -492,7 +588,13 @@ impl Node for OverlayNode {
         let mut all: BTreeMap<Vec<u8>, DirEntry> = BTreeMap::new();
         if let Some(u) = self.upper() {
             for e in u.readdir()? {
-                all.insert(e.name.clone(), DirEntry { ino: upper_ino(e.ino), ..e });
+                all.insert(
+                    e.name.clone(),
+                    DirEntry {
+                        ino: upper_ino(e.ino),
+                        ..e
+                    },
+                );
             }
         }
         if let Some(l) = &self.lower {
@@ -515,16 +617,31 @@ impl Node for OverlayNode {
     }
 
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        if self.is_dir() && open_writes(flags) {
+            return Err(Errno::EISDIR);
+        }
         let (ops, settled) = if self.kind == S_IFREG && open_writes(flags) {
             let _ns = self.fs.lock.lock();
-            let limit = if flags & libc::O_TRUNC != 0 { 0 } else { u64::MAX };
+            let limit = if flags & libc::O_TRUNC != 0 {
+                0
+            } else {
+                u64::MAX
+            };
             (self.copy_up(limit)?.open(flags)?, true)
         } else {
             let settled = self.kind != S_IFREG || self.upper().is_some();
             (self.layer()?.open(flags)?, settled)
         };
-        let real = Current { ops, settled, map: None };
-        Ok(Arc::new(OverlayFile(Arc::new(RealFile { node: self.arc()?, flags, cur: Mutex::new(real) }))))
+        let real = Current {
+            ops,
+            settled,
+            map: None,
+        };
+        Ok(Arc::new(OverlayFile(Arc::new(RealFile {
+            node: self.arc()?,
+            flags,
+            cur: Mutex::new(real),
+        }))))
     }
 
     fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
@@ -586,7 +703,10 @@ impl Node for OverlayNode {
         if child.upper().is_some() {
             upper_dir.unlink(name, dir)?;
         } else {
-            upper_dir.setattr(&SetAttr { mtime: Some(SetTime::Now), ..SetAttr::default() })?;
+            upper_dir.setattr(&SetAttr {
+                mtime: Some(SetTime::Now),
+                ..SetAttr::default()
+            })?;
         }
         if whiteout {
             st.whiteouts.insert(name.to_vec());
@@ -595,7 +715,13 @@ impl Node for OverlayNode {
         Ok(())
     }
 
-    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
+    fn rename(
+        &self,
+        name: &[u8],
+        new_dir: &Arc<dyn Node>,
+        new_name: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
         check_rename_flags(flags)?;
         if flags & libc::RENAME_WHITEOUT != 0 {
             return Err(Errno::EINVAL);
@@ -629,7 +755,10 @@ impl Node for OverlayNode {
 
 /// `other` as a node of the same overlay as `node`, else `EXDEV`.
 fn same_overlay(node: &OverlayNode, other: &Arc<dyn Node>) -> Result<Arc<OverlayNode>, Errno> {
-    let other = other.as_any().downcast_ref::<OverlayNode>().ok_or(Errno::EXDEV)?;
+    let other = other
+        .as_any()
+        .downcast_ref::<OverlayNode>()
+        .ok_or(Errno::EXDEV)?;
     if !Arc::ptr_eq(&other.fs, &node.fs) {
         return Err(Errno::EXDEV);
     }
@@ -658,7 +787,8 @@ impl RealFile {
         let mut cur = self.cur.lock();
         if !cur.settled {
             if let Some(upper) = self.node.upper() {
-                cur.ops = upper.open(self.flags & !(libc::O_TRUNC | libc::O_CREAT | libc::O_EXCL))?;
+                cur.ops =
+                    upper.open(self.flags & !(libc::O_TRUNC | libc::O_CREAT | libc::O_EXCL))?;
                 cur.settled = true;
                 cur.map = None;
             }
@@ -727,5 +857,389 @@ impl Mappable for OverlayMappable {
 
     fn map_ids(&self) -> (u64, u64) {
         (self.0.node.fs.dev, self.0.node.ino)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::tmpfs::Tmpfs;
+
+    /// A lower layer that fails every change with `EROFS`.
+    struct ReadOnly(Arc<dyn Node>);
+
+    impl Node for ReadOnly {
+        fn stat(&self) -> Result<Stat, Errno> {
+            self.0.stat()
+        }
+        fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+            Ok(Arc::new(ReadOnly(self.0.lookup(name)?)))
+        }
+        fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+            self.0.readdir()
+        }
+        fn readlink(&self) -> Result<Vec<u8>, Errno> {
+            self.0.readlink()
+        }
+        fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+            if open_writes(flags) {
+                return Err(Errno::EROFS);
+            }
+            Ok(Arc::new(ReadOnlyFile(self.0.open(flags)?)))
+        }
+        fn create(&self, _: &[u8], _: NewNode) -> Result<Arc<dyn Node>, Errno> {
+            Err(Errno::EROFS)
+        }
+        fn mkdir(&self, _: &[u8], _: NewNode) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn mknod(&self, _: &[u8], _: NewNode, _: u64) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn symlink(&self, _: &[u8], _: &[u8], _: NewNode) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn link(&self, _: &[u8], _: &Arc<dyn Node>) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn unlink(&self, _: &[u8], _: bool) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn setattr(&self, _: &SetAttr) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn fs_id(&self) -> usize {
+            self.0.fs_id()
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    struct ReadOnlyFile(Arc<dyn FileOps>);
+
+    impl FileOps for ReadOnlyFile {
+        fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+            self.0.read(buf, off)
+        }
+        fn write(&self, _: &[u8], _: u64) -> Result<usize, Errno> {
+            Err(Errno::EROFS)
+        }
+        fn truncate(&self, _: u64) -> Result<(), Errno> {
+            Err(Errno::EROFS)
+        }
+        fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+            self.0.mappable()
+        }
+    }
+
+    fn nn(mode: u32) -> NewNode {
+        NewNode {
+            mode,
+            uid: 7,
+            gid: 8,
+        }
+    }
+
+    fn write(dir: &Arc<dyn Node>, name: &str, data: &[u8]) -> Arc<dyn Node> {
+        let n = dir.create(name.as_bytes(), nn(0o640)).unwrap();
+        n.open(libc::O_WRONLY).unwrap().write(data, 0).unwrap();
+        n
+    }
+
+    fn read(n: &Arc<dyn Node>) -> Vec<u8> {
+        let f = n.open(libc::O_RDONLY).unwrap();
+        let mut buf = vec![0; 1 << 16];
+        let len = f.read(&mut buf, 0).unwrap();
+        buf.truncate(len);
+        buf
+    }
+
+    fn at(dir: &Arc<dyn Node>, path: &str) -> Arc<dyn Node> {
+        path.split('/')
+            .fold(dir.clone(), |d, c| d.lookup(c.as_bytes()).unwrap())
+    }
+
+    fn names(dir: &Arc<dyn Node>) -> Vec<String> {
+        dir.readdir()
+            .unwrap()
+            .into_iter()
+            .map(|e| String::from_utf8(e.name).unwrap())
+            .collect()
+    }
+
+    fn err<T>(r: Result<T, Errno>) -> Errno {
+        r.err().unwrap()
+    }
+
+    /// The lower tmpfs (for inspection) and an overlay over it:
+    /// /etc/{passwd,hosts}, /etc/empty/, /bin/sh -> busybox, /bin/busybox,
+    /// /data/deep/file, /dev/null (char).
+    fn setup() -> (Arc<dyn Node>, Arc<dyn Node>) {
+        let lower = Tmpfs::new(0o755, 0, 0);
+        lower.mkdir(b"etc", nn(0o755)).unwrap();
+        let etc = at(&lower, "etc");
+        write(&etc, "passwd", b"root:x:0:0");
+        write(&etc, "hosts", b"127.0.0.1 localhost");
+        etc.mkdir(b"empty", nn(0o700)).unwrap();
+        lower.mkdir(b"bin", nn(0o755)).unwrap();
+        let bin = at(&lower, "bin");
+        write(&bin, "busybox", b"\x7fELF");
+        bin.symlink(b"sh", b"busybox", nn(0)).unwrap();
+        lower.mkdir(b"data", nn(0o750)).unwrap();
+        at(&lower, "data").mkdir(b"deep", nn(0o751)).unwrap();
+        write(&at(&lower, "data/deep"), "file", b"deep data");
+        lower.mkdir(b"dev", nn(0o755)).unwrap();
+        at(&lower, "dev")
+            .mknod(b"null", nn(libc::S_IFCHR | 0o666), 0x103)
+            .unwrap();
+        let ro: Arc<dyn Node> = Arc::new(ReadOnly(lower.clone()));
+        (lower, new_overlay(Tmpfs::new(0o755, 0, 0), ro))
+    }
+
+    #[test]
+    fn lookup_merged_view() {
+        let (_, ov) = setup();
+        assert_eq!(names(&ov), ["bin", "data", "dev", "etc"]);
+        assert_eq!(read(&at(&ov, "etc/passwd")), b"root:x:0:0");
+        assert_eq!(at(&ov, "bin/sh").readlink().unwrap(), b"busybox");
+        assert_eq!(err(ov.lookup(b"nope")), Errno::ENOENT);
+        write(&at(&ov, "etc"), "new", b"n");
+        assert_eq!(names(&at(&ov, "etc")), ["empty", "hosts", "new", "passwd"]);
+        assert!(Arc::ptr_eq(&at(&ov, "etc/passwd"), &at(&ov, "etc/passwd")));
+        assert_eq!(err(at(&ov, "etc/passwd").lookup(b"x")), Errno::ENOTDIR);
+        assert_eq!(err(ov.create(b"etc", nn(0o644))), Errno::EEXIST);
+        assert_eq!(err(ov.mkdir(b"bin", nn(0o755))), Errno::EEXIST);
+        let st = at(&ov, "dev/null").stat().unwrap();
+        assert_eq!((st.mode, st.rdev), (libc::S_IFCHR | 0o666, 0x103));
+    }
+
+    #[test]
+    fn stat_identity() {
+        let (lower, ov) = setup();
+        let st = at(&ov, "etc/passwd").stat().unwrap();
+        let lst = at(&lower, "etc/passwd").stat().unwrap();
+        assert_ne!(st.dev, lst.dev);
+        assert_eq!(st.dev, ov.stat().unwrap().dev);
+        assert_eq!(
+            (st.ino, st.size, st.mode, st.uid),
+            (lst.ino, lst.size, lst.mode, lst.uid)
+        );
+        assert_eq!(ov.statfs().unwrap().fs_type, OVERLAYFS_SUPER_MAGIC);
+        let (_, other) = setup();
+        assert_ne!(ov.fs_id(), other.fs_id());
+        assert_ne!(ov.stat().unwrap().dev, other.stat().unwrap().dev);
+        write(&ov, "top", b"");
+        let e = ov.readdir().unwrap();
+        let top = e.iter().find(|e| e.name == b"top").unwrap();
+        assert_eq!(top.ino, at(&ov, "top").stat().unwrap().ino);
+        let etc = e.iter().find(|e| e.name == b"etc").unwrap();
+        assert_eq!(etc.ino, at(&lower, "etc").stat().unwrap().ino);
+    }
+
+    #[test]
+    fn write_copies_up() {
+        let (lower, ov) = setup();
+        let f = at(&ov, "data/deep/file");
+        let ino = f.stat().unwrap().ino;
+        let t = at(&lower, "data/deep/file").stat().unwrap();
+        let reader = f.open(libc::O_RDONLY).unwrap();
+        f.open(libc::O_RDWR).unwrap().write(b"DEEP", 0).unwrap();
+        let st = f.stat().unwrap();
+        assert_eq!(
+            (st.ino, st.mode, st.uid, st.gid, st.atime),
+            (ino, t.mode, t.uid, t.gid, t.atime)
+        );
+        assert_eq!(read(&f), b"DEEP data");
+        assert_eq!(read(&at(&ov, "data/deep/file")), b"DEEP data");
+        assert_eq!(read(&at(&lower, "data/deep/file")), b"deep data");
+        let mut buf = [0u8; 4];
+        reader.read(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"DEEP");
+        let d = at(&ov, "data/deep").stat().unwrap();
+        let ld = at(&lower, "data/deep").stat().unwrap();
+        assert_eq!(
+            (d.mode, d.uid, d.mtime, d.nlink),
+            (ld.mode, ld.uid, ld.mtime, 1)
+        );
+    }
+
+    #[test]
+    fn setattr_copies_up() {
+        let (lower, ov) = setup();
+        let sh = at(&ov, "bin/sh");
+        sh.setattr(&SetAttr {
+            uid: Some(42),
+            ..SetAttr::default()
+        })
+        .unwrap();
+        assert_eq!(sh.stat().unwrap().uid, 42);
+        assert_eq!(sh.readlink().unwrap(), b"busybox");
+        assert_eq!(at(&lower, "bin/sh").stat().unwrap().uid, 7);
+        let null = at(&ov, "dev/null");
+        null.setattr(&SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        })
+        .unwrap();
+        assert_eq!(null.stat().unwrap().mode, libc::S_IFCHR | 0o600);
+        assert_eq!(null.stat().unwrap().rdev, 0x103);
+        let hosts = at(&ov, "etc/hosts");
+        hosts
+            .setattr(&SetAttr {
+                size: Some(9),
+                ..SetAttr::default()
+            })
+            .unwrap();
+        assert_eq!(read(&hosts), b"127.0.0.1");
+        assert_eq!(read(&at(&lower, "etc/hosts")), b"127.0.0.1 localhost");
+    }
+
+    #[test]
+    fn o_trunc_open_of_lower_file() {
+        let (lower, ov) = setup();
+        let f = at(&ov, "etc/passwd");
+        let ino = f.stat().unwrap().ino;
+        f.open(libc::O_WRONLY | libc::O_TRUNC).unwrap();
+        assert_eq!(f.stat().unwrap().size, 0);
+        assert_eq!(f.stat().unwrap().ino, ino);
+        assert_eq!(read(&at(&lower, "etc/passwd")), b"root:x:0:0");
+    }
+
+    #[test]
+    fn unlink_hides_lower() {
+        let (lower, ov) = setup();
+        let etc = at(&ov, "etc");
+        etc.unlink(b"passwd", false).unwrap();
+        assert_eq!(err(etc.lookup(b"passwd")), Errno::ENOENT);
+        assert_eq!(names(&etc), ["empty", "hosts"]);
+        assert_eq!(read(&at(&lower, "etc/passwd")), b"root:x:0:0");
+        assert_eq!(err(etc.unlink(b"passwd", false)), Errno::ENOENT);
+        assert_eq!(err(etc.unlink(b"empty", false)), Errno::EISDIR);
+        assert_eq!(err(etc.unlink(b"hosts", true)), Errno::ENOTDIR);
+        write(&etc, "passwd", b"new");
+        assert_eq!(read(&at(&ov, "etc/passwd")), b"new");
+        assert_eq!(names(&etc), ["empty", "hosts", "passwd"]);
+        etc.unlink(b"passwd", false).unwrap();
+        assert_eq!(err(etc.lookup(b"passwd")), Errno::ENOENT);
+        assert_eq!(read(&at(&lower, "etc/passwd")), b"root:x:0:0");
+    }
+
+    #[test]
+    fn rmdir_then_mkdir_is_opaque() {
+        let (lower, ov) = setup();
+        assert_eq!(err(ov.unlink(b"data", true)), Errno::ENOTEMPTY);
+        let deep = at(&ov, "data/deep");
+        deep.unlink(b"file", false).unwrap();
+        at(&ov, "data").unlink(b"deep", true).unwrap();
+        ov.unlink(b"data", true).unwrap();
+        assert_eq!(err(ov.lookup(b"data")), Errno::ENOENT);
+        ov.mkdir(b"data", nn(0o700)).unwrap();
+        let data = at(&ov, "data");
+        assert!(names(&data).is_empty());
+        assert_eq!(err(data.lookup(b"deep")), Errno::ENOENT);
+        assert_eq!(data.stat().unwrap().mode, S_IFDIR | 0o700);
+        assert_eq!(names(&at(&lower, "data/deep")), ["file"]);
+        ov.unlink(b"data", true).unwrap();
+        assert_eq!(err(ov.lookup(b"data")), Errno::ENOENT);
+    }
+
+    #[test]
+    fn rename_lower_file() {
+        let (lower, ov) = setup();
+        let etc = at(&ov, "etc");
+        let f = at(&ov, "etc/hosts");
+        let ino = f.stat().unwrap().ino;
+        etc.rename(b"hosts", &ov, b"hosts2", 0).unwrap();
+        assert_eq!(err(etc.lookup(b"hosts")), Errno::ENOENT);
+        let moved = at(&ov, "hosts2");
+        assert!(Arc::ptr_eq(&moved, &f));
+        assert_eq!(read(&moved), b"127.0.0.1 localhost");
+        assert_eq!(moved.stat().unwrap().ino, ino);
+        assert_eq!(names(&etc), ["empty", "passwd"]);
+        assert_eq!(read(&at(&lower, "etc/hosts")), b"127.0.0.1 localhost");
+        ov.rename(b"hosts2", &etc, b"passwd", 0).unwrap();
+        assert_eq!(read(&at(&ov, "etc/passwd")), b"127.0.0.1 localhost");
+        assert_eq!(names(&etc), ["empty", "passwd"]);
+        let mut buf = [0u8; 64];
+        let m = moved.open(libc::O_RDONLY).unwrap().mappable().unwrap();
+        assert_eq!(m.read_at(0, &mut buf).unwrap(), 19);
+        assert_eq!(m.map_name(), "/etc/passwd");
+        assert_eq!(m.map_ids(), (ov.stat().unwrap().dev, ino));
+    }
+
+    #[test]
+    fn rename_rules() {
+        let (_, ov) = setup();
+        let etc = at(&ov, "etc");
+        assert_eq!(err(ov.rename(b"etc", &ov, b"etc2", 0)), Errno::EXDEV);
+        assert_eq!(
+            err(etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_NOREPLACE)),
+            Errno::EEXIST
+        );
+        assert_eq!(err(etc.rename(b"passwd", &etc, b"empty", 0)), Errno::EISDIR);
+        assert_eq!(err(ov.rename(b"etc", &ov, b"bin", 0)), Errno::EXDEV);
+        assert_eq!(err(etc.rename(b"nope", &etc, b"x", 0)), Errno::ENOENT);
+        assert_eq!(
+            err(etc.rename(b"passwd", &Tmpfs::new(0o755, 0, 0), b"x", 0)),
+            Errno::EXDEV
+        );
+        ov.mkdir(b"new", nn(0o755)).unwrap();
+        write(&at(&ov, "new"), "f", b"f");
+        ov.rename(b"new", &etc, b"moved", 0).unwrap();
+        assert_eq!(read(&at(&ov, "etc/moved/f")), b"f");
+        assert_eq!(
+            err(etc.rename(b"moved", &at(&ov, "etc/moved"), b"x", 0)),
+            Errno::EINVAL
+        );
+        ov.mkdir(b"d2", nn(0o755)).unwrap();
+        assert_eq!(err(ov.rename(b"d2", &etc, b"moved", 0)), Errno::ENOTEMPTY);
+        assert_eq!(err(ov.rename(b"d2", &etc, b"passwd", 0)), Errno::ENOTDIR);
+        etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_EXCHANGE)
+            .unwrap();
+        assert_eq!(read(&at(&ov, "etc/hosts")), b"root:x:0:0");
+        assert_eq!(read(&at(&ov, "etc/passwd")), b"127.0.0.1 localhost");
+        ov.rename(b"d2", &etc, b"empty", 0).unwrap();
+        assert_eq!(names(&etc), ["empty", "hosts", "moved", "passwd"]);
+    }
+
+    #[test]
+    fn link_copies_up_target() {
+        let (lower, ov) = setup();
+        let busybox = at(&ov, "bin/busybox");
+        ov.link(b"bb", &busybox).unwrap();
+        assert_eq!(
+            at(&ov, "bb").stat().unwrap().ino,
+            busybox.stat().unwrap().ino
+        );
+        assert_eq!(busybox.stat().unwrap().nlink, 2);
+        at(&ov, "bb")
+            .open(libc::O_WRONLY)
+            .unwrap()
+            .write(b"X", 0)
+            .unwrap();
+        assert_eq!(read(&busybox), b"XELF");
+        assert_eq!(at(&lower, "bin/busybox").stat().unwrap().nlink, 1);
+        assert_eq!(err(ov.link(b"e", &at(&ov, "etc"))), Errno::EPERM);
+        assert_eq!(err(ov.link(b"bb", &busybox)), Errno::EEXIST);
+        assert_eq!(err(ov.link(b"z", &at(&lower, "etc/passwd"))), Errno::EXDEV);
+    }
+
+    #[test]
+    fn create_kinds_in_lower_dir() {
+        let (lower, ov) = setup();
+        let dev = at(&ov, "dev");
+        dev.mknod(b"fifo", nn(libc::S_IFIFO | 0o600), 0).unwrap();
+        dev.symlink(b"fd", b"/proc/self/fd", nn(0)).unwrap();
+        assert_eq!(names(&dev), ["fd", "fifo", "null"]);
+        assert_eq!(at(&ov, "dev/fd").readlink().unwrap(), b"/proc/self/fd");
+        assert_eq!(names(&at(&lower, "dev")), ["null"]);
+        assert_eq!(err(at(&ov, "dev/fifo").open(libc::O_RDONLY)), Errno::ENXIO);
+        assert_eq!(err(at(&ov, "etc/empty").open(libc::O_RDWR)), Errno::EISDIR);
+        let dir = at(&ov, "etc").open(libc::O_RDONLY).unwrap();
+        assert_eq!(err(dir.read(&mut [0; 4], 0)), Errno::EISDIR);
     }
 }

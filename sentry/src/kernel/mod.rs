@@ -9,6 +9,7 @@ pub mod fs_context;
 pub mod limits;
 pub mod process;
 pub mod signal;
+pub mod signal_frame;
 pub mod task;
 pub mod thread;
 

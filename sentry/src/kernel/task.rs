@@ -4,7 +4,9 @@
 
 use super::thread::{self, Thread};
 use super::Kernel;
+use super::signal_frame::{self, SigInfo};
 use crate::abi::Errno;
+use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
 use crate::syscalls;
 use std::sync::Arc;
@@ -67,7 +69,11 @@ impl Task {
                             self.thread.tid,
                             self.cpu.regs.rip
                         );
-                        self.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
+                        let code = match segv {
+                            Segv::MapErr => 1,
+                            Segv::AccErr => 2,
+                        };
+                        signal_frame::deliver(self, &SigInfo::fault(libc::SIGSEGV, code, addr), true);
                     }
                 }
                 Event::Exception { signo, code, addr } => {
@@ -76,7 +82,7 @@ impl Task {
                         self.thread.tid,
                         self.cpu.regs.rip
                     );
-                    self.exit = Some(ExitStatus::Signal(signo));
+                    signal_frame::deliver(self, &SigInfo::fault(signo, code, addr), true);
                 }
                 Event::Interrupted => {}
             }

@@ -355,7 +355,8 @@ impl MemoryManager {
         if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
         }
-        for vma in range_vmas(&mut l, addr, end) {
+        let first = find(&l, addr).map_or(addr, |v| v.start);
+        for vma in l.vmas.range_mut(first..end).map(|(_, v)| v) {
             let keys: Vec<u64> = vma.pages.range(addr..end).map(|(&k, _)| k).collect();
             for k in keys {
                 if vma.shared {
@@ -368,6 +369,24 @@ impl MemoryManager {
             }
         }
         self.space_unmap(addr, end - addr)
+    }
+
+    /// One byte per page of `[addr, addr+len)`: 1 if the page is resident.
+    /// ENOMEM if any of the range is unmapped.
+    pub fn mincore(&self, addr: u64, len: u64) -> Result<Vec<u8>, Errno> {
+        let end = page_up(len).and_then(|l| addr.checked_add(l)).filter(|&e| e <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
+        let l = self.layout.lock();
+        if !fully_mapped(&l, addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        let mut out = Vec::new();
+        let mut at = addr;
+        while at < end {
+            let v = find(&l, at).ok_or(Errno::ENOMEM)?;
+            out.push(u8::from(v.pages.contains_key(&at)));
+            at += PAGE_SIZE;
+        }
+        Ok(out)
     }
 
     /// Handles a guest page fault at `addr`: populates and maps the page, or
@@ -785,13 +804,6 @@ fn split_at(l: &mut Layout, addr: u64) {
         let tail = v.split_off(addr);
         l.vmas.insert(addr, tail);
     }
-}
-
-/// The areas inside `[start, end)`, split at the edges.
-fn range_vmas(l: &mut Layout, start: u64, end: u64) -> impl Iterator<Item = &mut Vma> {
-    split_at(l, start);
-    split_at(l, end);
-    l.vmas.range_mut(start..end).map(|(_, v)| v)
 }
 
 /// Merges areas that became seamless neighbors around `[start, end)`.

@@ -14,6 +14,7 @@ pub(super) const ENTRIES: Entries = &[
     ("dup3", sys_dup3, Full),
     ("fcntl", sys_fcntl, Partial("record locks are granted but not enforced between processes; no leases, no signals on I/O")),
     ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
+    ("close_range", sys_close_range, Full),
     ("pipe", sys_pipe, Full),
     ("pipe2", sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
@@ -227,6 +228,25 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
 pub fn now() -> TimeSpec {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+}
+
+fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const CLOSE_RANGE_UNSHARE: u64 = 2;
+    const CLOSE_RANGE_CLOEXEC: u64 = 4;
+    let (first, last) = (args::uint(a[0]), args::uint(a[1]));
+    if a[2] & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(Errno::EINVAL);
+    }
+    let fds = task.thread.fds();
+    let in_range = |fd: i32| u32::try_from(fd).is_ok_and(|f| (first..=last).contains(&f));
+    for fd in fds.fds().into_iter().filter(|&fd| in_range(fd)) {
+        if a[2] & CLOSE_RANGE_CLOEXEC != 0 {
+            fds.set_cloexec(fd, true)?;
+        } else {
+            fds.remove(fd)?;
+        }
+    }
+    Ok(0)
 }
 
 fn sys_pipe(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -16,6 +16,7 @@ pub(super) const ENTRIES: Entries = &[
     ("mremap", sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
     ("madvise", sys_madvise, Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect")),
     ("msync", sys_msync, Full),
+    ("mincore", sys_mincore, Full),
     ("mlock", sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
     ("munlock", sys_mlock, Partial("memory is never locked")),
     ("mlockall", sys_mlockall, Partial("memory is never locked")),
@@ -49,6 +50,10 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         MAP_SHARED_VALIDATE => {
             if flags & !MAP_KNOWN != 0 {
                 return Err(Errno::EOPNOTSUPP);
+            }
+            // Anonymous memory knows only MAP_SHARED and MAP_PRIVATE.
+            if flags & MAP_ANONYMOUS != 0 {
+                return Err(Errno::EINVAL);
             }
             true
         }
@@ -169,5 +174,14 @@ fn sys_mlockall(_task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_munlockall(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+fn sys_mincore(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[0] % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let resident = task.thread.mm().mincore(a[0], a[1])?;
+    task.thread.mm().copy_out(a[2], &resident)?;
     Ok(0)
 }
