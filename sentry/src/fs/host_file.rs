@@ -156,6 +156,15 @@ impl FileOps for HostStream {
         false
     }
 
+    fn poll_events(&self) -> u32 {
+        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLOUT, revents: 0 };
+        // SAFETY: one valid pollfd, no waiting.
+        if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
+            return crate::vfs::POLLERR;
+        }
+        u32::from(u16::from_ne_bytes(p.revents.to_ne_bytes()))
+    }
+
     fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
         match req {
             TCGETS => self.ioctl_out(mm, req, arg, TERMIOS_SIZE),

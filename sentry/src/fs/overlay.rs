@@ -549,11 +549,13 @@ impl Node for OverlayNode {
         let merged = self.is_dir() && upper.is_some() && self.lower.is_some();
         let mut st = match (merged, &upper, &self.lower) {
             // A merged directory looks like the image's until changed: the
-            // upper copy carries the lower's attributes from copy-up on. Its
+            // upper copy carries the lower's attributes from copy-up on.
+            // Once entries were added or removed through the overlay its
             // link count is 1 ("unknown", as Linux reports it), since
-            // neither layer's count is right.
+            // neither layer's count is right any more.
             (true, Some(u), Some(l)) => {
                 let (us, ls) = (u.stat()?, l.stat()?);
+                let pristine = self.dir.lock().whiteouts.is_empty() && u.readdir()?.is_empty();
                 let ctime = if us.mtime == ls.mtime {
                     ls.ctime
                 } else {
@@ -566,7 +568,7 @@ impl Node for OverlayNode {
                     atime: us.atime,
                     mtime: us.mtime,
                     ctime,
-                    nlink: 1,
+                    nlink: if pristine { ls.nlink } else { 1 },
                     ..ls
                 }
             }

@@ -1,9 +1,10 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFIFO};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFIFO};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Linux's default pipe capacity.
@@ -38,13 +39,13 @@ impl Pipe {
     /// The read end (counted until dropped).
     pub fn reader(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
         self.state.lock().readers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: false, nonblock })
+        Arc::new(PipeEnd { pipe: self.clone(), write: false, nonblock: AtomicBool::new(nonblock) })
     }
 
     /// The write end (counted until dropped).
     pub fn writer(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
         self.state.lock().writers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: true, nonblock })
+        Arc::new(PipeEnd { pipe: self.clone(), write: true, nonblock: AtomicBool::new(nonblock) })
     }
 
     /// Bytes waiting to be read (FIONREAD).
@@ -81,7 +82,13 @@ impl Node for Pipe {
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
     write: bool,
-    nonblock: bool,
+    nonblock: AtomicBool,
+}
+
+impl PipeEnd {
+    fn nonblocking(&self) -> bool {
+        self.nonblock.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for PipeEnd {
@@ -117,7 +124,7 @@ impl FileOps for PipeEnd {
             if s.writers == 0 {
                 return Ok(0);
             }
-            if self.nonblock {
+            if self.nonblocking() {
                 return Err(Errno::EAGAIN);
             }
             self.pipe.cond.wait(&mut s);
@@ -145,7 +152,7 @@ impl FileOps for PipeEnd {
                 self.pipe.cond.notify_all();
                 continue;
             }
-            if self.nonblock {
+            if self.nonblocking() {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
             self.pipe.cond.wait(&mut s);
@@ -155,6 +162,33 @@ impl FileOps for PipeEnd {
 
     fn seekable(&self) -> bool {
         false
+    }
+
+    fn poll_events(&self) -> u32 {
+        let s = self.pipe.state.lock();
+        if self.write {
+            let mut ev = 0;
+            if s.readers == 0 {
+                ev |= POLLERR;
+            } else if PIPE_CAPACITY - s.buf.len() >= PIPE_BUF {
+                ev |= POLLOUT | POLLWRNORM;
+            }
+            ev
+        } else {
+            let mut ev = 0;
+            if !s.buf.is_empty() {
+                ev |= POLLIN | POLLRDNORM;
+            }
+            if s.writers == 0 {
+                ev |= POLLHUP;
+            }
+            ev
+        }
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        let nb = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+        self.nonblock.store(flags & nb != 0, Ordering::Relaxed);
     }
 }
 

@@ -1,59 +1,76 @@
 //! Building blocks of the sentry's synthetic filesystems (/proc, /dev):
-//! per-filesystem identity, fixed attributes, directories with a fixed set
-//! of entries, read-only files whose content is generated when they are
-//! opened, and symlinks (plain or "magic").
+//! per-filesystem identity, fixed attributes, read-only directories (with
+//! a fixed list of entries or entries produced on demand), read-only files
+//! whose content is generated when they are opened, and symlinks (plain or
+//! "magic").
 
+use super::tmpfs::{anon_dev, new_fs_id, open_writes};
 use crate::abi::Errno;
-use crate::vfs::{dtype, Dentry, DirEntry, FileOps, Node, Stat, TimeSpec, S_IFDIR, S_IFMT};
-use std::sync::atomic::{AtomicU32, Ordering};
+use crate::vfs::{dtype, Dentry, DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, S_IFDIR, S_IFMT};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Minor numbers of anonymous devices (major 0) handed to synthetic
-/// filesystems, like Linux's `get_anon_bdev`.
-static NEXT_ANON_MINOR: AtomicU32 = AtomicU32::new(0x20);
-
-/// One mounted instance of a synthetic filesystem: its device number and
-/// the timestamps of its static entries.
+/// One mounted instance of a synthetic filesystem: its identity, device
+/// number, `statfs` magic and the timestamps of its static entries.
 pub struct FsInfo {
-    dev: u64,
+    id: usize,
+    magic: u64,
     time: TimeSpec,
 }
 
 impl FsInfo {
-    /// A new instance with a fresh anonymous device number; `time` is
-    /// reported by its static entries.
-    pub fn new(time: SystemTime) -> Arc<FsInfo> {
-        let minor = NEXT_ANON_MINOR.fetch_add(1, Ordering::Relaxed);
-        Arc::new(FsInfo { dev: libc::makedev(0, minor), time: timespec(time) })
+    /// A new instance; `magic` is its `f_type` and `time` is reported by
+    /// its static entries.
+    pub fn new(magic: u64, time: SystemTime) -> Arc<FsInfo> {
+        Arc::new(FsInfo {
+            id: new_fs_id(),
+            magic,
+            time: timespec(time),
+        })
     }
 
-    /// The filesystem's identity for `Node::fs_id` (unique while it lives).
-    pub fn id(self: &Arc<Self>) -> usize {
-        Arc::as_ptr(self).addr()
+    /// The filesystem's identity for `Node::fs_id`.
+    pub fn id(&self) -> usize {
+        self.id
     }
 
-    /// The `st_dev` of every node.
+    /// The `st_dev` of every node: an anonymous device.
     pub fn dev(&self) -> u64 {
-        self.dev
+        anon_dev(self.id)
     }
 
     /// The timestamp of static entries.
     pub fn time(&self) -> TimeSpec {
         self.time
     }
+
+    /// What `statfs` reports for every node.
+    pub fn statfs(&self) -> StatFs {
+        StatFs {
+            fs_type: self.magic,
+            bsize: 4096,
+            namelen: 255,
+            frsize: 4096,
+            ..StatFs::default()
+        }
+    }
 }
 
 /// A `SystemTime` as a `TimeSpec` (times before the epoch become 0).
 pub fn timespec(t: SystemTime) -> TimeSpec {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+    TimeSpec {
+        sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nsec: i64::from(d.subsec_nanos()),
+    }
 }
 
 /// A stable inode number for the node at `path` inside a filesystem
 /// (FNV-1a); never 0 or 1, which is the root's.
 pub fn path_ino(path: &[u8]) -> u64 {
-    let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     h.max(2)
 }
 
@@ -80,7 +97,18 @@ pub struct Attr {
 impl Attr {
     /// Root-owned, one link, stamped with the filesystem's time.
     pub fn new(fs: &Arc<FsInfo>, ino: u64, mode: u32) -> Attr {
-        Attr { fs: fs.clone(), ino, mode, uid: 0, gid: 0, rdev: 0, size: 0, nlink: 1, blksize: 4096, time: fs.time() }
+        Attr {
+            fs: fs.clone(),
+            ino,
+            mode,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            size: 0,
+            nlink: 1,
+            blksize: 4096,
+            time: fs.time(),
+        }
     }
 
     /// The attributes as `stat(2)` reports them.
@@ -103,27 +131,18 @@ impl Attr {
     }
 }
 
-/// Whether `flags` ask for write access.
-pub fn wants_write(flags: i32) -> bool {
-    flags & libc::O_ACCMODE != libc::O_RDONLY
-}
-
 /// The `getdents64` entry of `node` under `name`.
-pub fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
+fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
     let st = node.stat()?;
-    Ok(DirEntry { ino: st.ino, kind: dtype(st.mode), name: name.to_vec() })
-}
-
-/// Opens a directory: read-only, and `read(2)` fails with `EISDIR`.
-pub fn open_dir(flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-    if wants_write(flags) {
-        return Err(Errno::EISDIR);
-    }
-    Ok(Arc::new(DirHandle))
+    Ok(DirEntry {
+        ino: st.ino,
+        kind: dtype(st.mode),
+        name: name.to_vec(),
+    })
 }
 
 /// An open directory of a synthetic filesystem (entries are read through
-/// the node).
+/// the node, so `read(2)` fails with `EISDIR`).
 struct DirHandle;
 
 impl FileOps for DirHandle {
@@ -132,40 +151,94 @@ impl FileOps for DirHandle {
     }
 }
 
-/// A directory with a fixed list of entries, listed in order.
-pub struct StaticDir {
-    attr: Attr,
-    entries: Vec<(Vec<u8>, Arc<dyn Node>)>,
+/// A directory entry: name and node.
+pub type Entry = (Vec<u8>, Arc<dyn Node>);
+
+/// The entries of a read-only directory. `dir` is the directory's own
+/// attributes (children usually inherit their owner and time).
+pub trait Entries: Send + Sync + 'static {
+    /// Looks up one name (never "." or "..").
+    fn lookup(&self, dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno>;
+
+    /// Every entry except "." and "..".
+    fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno>;
 }
 
-impl StaticDir {
-    /// `attr.nlink` is set to 2 plus the number of subdirectories.
-    pub fn new(mut attr: Attr, entries: Vec<(Vec<u8>, Arc<dyn Node>)>) -> Arc<StaticDir> {
-        let subdirs = entries.iter().filter(|(_, n)| n.stat().is_ok_and(|s| s.mode & S_IFMT == S_IFDIR)).count();
-        attr.nlink = 2 + subdirs as u64;
-        Arc::new(StaticDir { attr, entries })
+/// A fixed list of entries, listed in order.
+pub struct Fixed(pub Vec<Entry>);
+
+impl Fixed {
+    /// A directory's link count: 2 plus the number of subdirectories.
+    pub fn nlink(&self) -> u64 {
+        let is_dir = |n: &Arc<dyn Node>| n.stat().is_ok_and(|s| s.mode & S_IFMT == S_IFDIR);
+        2 + self.0.iter().filter(|(_, n)| is_dir(n)).count() as u64
     }
 }
 
-impl Node for StaticDir {
+impl Entries for Fixed {
+    fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, node)| node.clone())
+            .ok_or(Errno::ENOENT)
+    }
+
+    fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
+        self.0
+            .iter()
+            .map(|(name, node)| dir_entry(name, node.as_ref()))
+            .collect()
+    }
+}
+
+/// A read-only directory; every change to it fails with `EPERM`.
+pub struct Dir<E> {
+    attr: Attr,
+    entries: E,
+}
+
+impl<E: Entries> Dir<E> {
+    pub fn new(attr: Attr, entries: E) -> Arc<Dir<E>> {
+        Arc::new(Dir { attr, entries })
+    }
+}
+
+impl Dir<Fixed> {
+    /// A directory of `entries`, with its link count set from them.
+    pub fn fixed(mut attr: Attr, entries: Vec<Entry>) -> Arc<Dir<Fixed>> {
+        let entries = Fixed(entries);
+        attr.nlink = entries.nlink();
+        Dir::new(attr, entries)
+    }
+}
+
+impl<E: Entries> Node for Dir<E> {
     fn stat(&self) -> Result<Stat, Errno> {
         Ok(self.attr.stat())
     }
 
     fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(Errno::ENOENT)
+        self.entries.lookup(&self.attr, name)
     }
 
     fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
-        self.entries.iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
+        self.entries.list(&self.attr)
     }
 
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        open_dir(flags)
+        if open_writes(flags) {
+            return Err(Errno::EISDIR);
+        }
+        Ok(Arc::new(DirHandle))
     }
 
     fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
         Err(Errno::EPERM)
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(self.attr.fs.statfs())
     }
 
     fn fs_id(&self) -> usize {
@@ -200,10 +273,14 @@ impl Node for GenFile {
     }
 
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        if wants_write(flags) {
+        if open_writes(flags) {
             return Err(Errno::EACCES);
         }
         Ok(Arc::new(Snapshot((self.gen)()?)))
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(self.attr.fs.statfs())
     }
 
     fn fs_id(&self) -> usize {
@@ -243,17 +320,29 @@ impl Link {
     pub fn fixed(mut attr: Attr, target: &[u8]) -> Arc<Link> {
         attr.size = target.len() as u64;
         let target = target.to_vec();
-        Arc::new(Link { attr, text: Box::new(move || Ok(target.clone())), target: None })
+        Arc::new(Link {
+            attr,
+            text: Box::new(move || Ok(target.clone())),
+            target: None,
+        })
     }
 
     /// A symlink whose text is computed at each `readlink`.
     pub fn dynamic(attr: Attr, text: Generator) -> Arc<Link> {
-        Arc::new(Link { attr, text, target: None })
+        Arc::new(Link {
+            attr,
+            text,
+            target: None,
+        })
     }
 
     /// A magic link: `text` for `readlink`, `target` for path walks.
     pub fn magic(attr: Attr, text: Generator, target: LinkTarget) -> Arc<Link> {
-        Arc::new(Link { attr, text, target: Some(target) })
+        Arc::new(Link {
+            attr,
+            text,
+            target: Some(target),
+        })
     }
 }
 
@@ -270,6 +359,10 @@ impl Node for Link {
         self.target.as_ref().map(|t| t())
     }
 
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(self.attr.fs.statfs())
+    }
+
     fn fs_id(&self) -> usize {
         self.attr.fs.id()
     }
@@ -283,9 +376,10 @@ impl Node for Link {
 mod tests {
     use super::*;
     use crate::vfs::{S_IFLNK, S_IFREG};
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     fn fs() -> Arc<FsInfo> {
-        FsInfo::new(UNIX_EPOCH + std::time::Duration::from_secs(1000))
+        FsInfo::new(0x1234, UNIX_EPOCH + std::time::Duration::from_secs(1000))
     }
 
     #[test]
@@ -326,17 +420,24 @@ mod tests {
         assert_eq!(&buf, b"1\n");
         assert_eq!(f.open(libc::O_WRONLY).err(), Some(Errno::EACCES));
         assert_eq!(f.open(libc::O_RDWR).err(), Some(Errno::EACCES));
+        assert_eq!(
+            f.open(libc::O_RDONLY | libc::O_TRUNC).err(),
+            Some(Errno::EACCES)
+        );
         assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o444);
     }
 
     #[test]
     fn static_dir_lists_looks_up_and_refuses_changes() {
         let fs = fs();
-        let sub: Arc<dyn Node> = StaticDir::new(Attr::new(&fs, 3, S_IFDIR | 0o755), Vec::new());
+        let sub: Arc<dyn Node> = Dir::fixed(Attr::new(&fs, 3, S_IFDIR | 0o755), Vec::new());
         let link: Arc<dyn Node> = Link::fixed(Attr::new(&fs, 4, S_IFLNK | 0o777), b"/proc/self/fd");
-        let dir = StaticDir::new(
+        let dir = Dir::fixed(
             Attr::new(&fs, 1, S_IFDIR | 0o755),
-            vec![(b"sub".to_vec(), sub.clone()), (b"fd".to_vec(), link.clone())],
+            vec![
+                (b"sub".to_vec(), sub.clone()),
+                (b"fd".to_vec(), link.clone()),
+            ],
         );
         let st = dir.stat().unwrap();
         assert_eq!(st.nlink, 3);
@@ -345,8 +446,16 @@ mod tests {
         assert_eq!(
             names,
             vec![
-                DirEntry { ino: 3, kind: libc::DT_DIR, name: b"sub".to_vec() },
-                DirEntry { ino: 4, kind: libc::DT_LNK, name: b"fd".to_vec() },
+                DirEntry {
+                    ino: 3,
+                    kind: libc::DT_DIR,
+                    name: b"sub".to_vec()
+                },
+                DirEntry {
+                    ino: 4,
+                    kind: libc::DT_LNK,
+                    name: b"fd".to_vec()
+                },
             ]
         );
         assert!(Arc::ptr_eq(&dir.lookup(b"fd").unwrap(), &link));
@@ -354,13 +463,22 @@ mod tests {
         assert_eq!(link.readlink().unwrap(), b"/proc/self/fd");
         assert_eq!(link.stat().unwrap().size, 13);
         assert!(link.magic_link().is_none());
-        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
+        let new = crate::vfs::NewNode {
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        };
         assert_eq!(dir.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(dir.mkdir(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(dir.unlink(b"sub", true).err(), Some(Errno::EPERM));
         assert_eq!(dir.rename(b"fd", &sub, b"x", 0).err(), Some(Errno::EPERM));
-        assert_eq!(dir.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
+        assert_eq!(
+            dir.setattr(&crate::vfs::SetAttr::default()).err(),
+            Some(Errno::EPERM)
+        );
         assert_eq!(dir.open(libc::O_WRONLY).err(), Some(Errno::EISDIR));
+        assert_eq!(dir.statfs().unwrap().fs_type, 0x1234);
+        assert_eq!(link.statfs().unwrap().fs_type, 0x1234);
         let ops = dir.open(libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
         assert_eq!(ops.read(&mut [0u8; 4], 0).err(), Some(Errno::EISDIR));
     }

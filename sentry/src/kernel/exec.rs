@@ -53,6 +53,8 @@ pub fn execve(task: &mut Task, file: Arc<FileDescription>, path: &[u8], argv: Ve
     *task.thread.mm.lock() = mm;
     task.thread.fds().close_on_exec();
     task.thread.sigactions.reset_for_exec();
+    *task.thread.altstack.lock() = super::signal::AltStack::default();
+    task.thread.attrs.lock().keepcaps = false;
     *task.thread.exe.lock() = Some(loaded.exe.dentry.clone());
     *task.thread.args.lock() = loaded.args;
     let name = loaded.exe.dentry.name.clone();

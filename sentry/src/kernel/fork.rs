@@ -168,6 +168,13 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     *t.args.lock() = *p.args.lock();
     *t.rlimits.lock() = *p.rlimits.lock();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
+    *t.altstack.lock() = *p.altstack.lock();
+    {
+        let mut attrs = p.attrs.lock().clone();
+        attrs.pdeathsig = 0;
+        attrs.child_subreaper = false;
+        *t.attrs.lock() = attrs;
+    }
     for sig in 1..=NSIG {
         let a = p.sigactions.swap(sig, None);
         t.sigactions.swap(sig, Some(a));

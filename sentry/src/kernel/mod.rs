@@ -116,6 +116,13 @@ impl Kernel {
         }
     }
 
+    /// Makes `sig` pending for `target` and interrupts its guest code so
+    /// the signal is acted on at its next kernel entry.
+    pub fn send_signal(&self, target: &Thread, sig: i32) {
+        target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
+        self.procs.interrupt(target.tgid);
+    }
+
     /// Seconds since the sandbox booted.
     pub fn uptime(&self) -> std::time::Duration {
         self.boot_instant.elapsed()

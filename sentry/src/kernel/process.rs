@@ -94,6 +94,13 @@ impl ProcessTable {
         true
     }
 
+    /// Interrupts the running guest code of `pid`.
+    pub fn interrupt(&self, pid: i32) {
+        if let Some(i) = self.procs.lock().get(&pid).and_then(|e| e.interrupter.clone()) {
+            i.interrupt();
+        }
+    }
+
     /// A fatal signal pending for `pid`.
     pub fn pending_kill(&self, pid: i32) -> Option<i32> {
         self.procs.lock().get(&pid).and_then(|e| e.kill)

@@ -4,7 +4,9 @@
 
 use super::thread::{self, Thread};
 use super::Kernel;
+use super::signal::sigbit;
 use super::signal_frame::{self, SigInfo};
+use std::sync::atomic::Ordering;
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
@@ -91,10 +93,27 @@ impl Task {
                     self.exit = Some(ExitStatus::Signal(sig));
                 }
             }
+            if self.exit.is_none() {
+                self.deliver_pending();
+            }
             if let Some(status) = self.exit {
                 return Ok(status);
             }
         }
+    }
+
+    /// Acts on the lowest pending, unblocked signal (SIGKILL cannot be
+    /// blocked): runs its handler or its default action.
+    fn deliver_pending(&mut self) {
+        let pending = self.thread.sigpending.load(Ordering::SeqCst);
+        let deliverable = pending & (!self.thread.sigmask() | sigbit(libc::SIGKILL));
+        if deliverable == 0 {
+            return;
+        }
+        let bit = deliverable & deliverable.wrapping_neg();
+        self.thread.sigpending.fetch_and(!bit, Ordering::SeqCst);
+        let sig = i32::try_from(bit.trailing_zeros() + 1).unwrap_or(libc::SIGKILL);
+        signal_frame::deliver(self, &SigInfo::user(sig, 0, 0, 0), false);
     }
 
     /// The handle that interrupts this task's guest code.

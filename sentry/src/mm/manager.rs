@@ -430,6 +430,35 @@ impl MemoryManager {
         })
     }
 
+    /// Copies as much of `data` to `addr` as is writable, stopping at the
+    /// first bad page; returns the bytes copied (reads and writes into a
+    /// partly bad buffer report the good part, as Linux's do).
+    pub fn copy_out_partial(&self, addr: u64, data: &[u8]) -> usize {
+        let mut done = 0usize;
+        let _ = self.for_each_page(addr, data.len(), Want::Write, |frame_off, n| {
+            let ok = self.mf.write(frame_off, &data[done..done + n]);
+            if ok {
+                done += n;
+            }
+            ok
+        });
+        done
+    }
+
+    /// Copies as much of guest memory at `addr` into `buf` as is readable;
+    /// returns the bytes copied.
+    pub fn copy_in_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0usize;
+        let _ = self.for_each_page(addr, buf.len(), Want::Read, |frame_off, n| {
+            let ok = self.mf.read(frame_off, &mut buf[done..done + n]);
+            if ok {
+                done += n;
+            }
+            ok
+        });
+        done
+    }
+
     /// Fills guest memory at `addr` with `len` bytes produced by `fill` (given
     /// successive slices of guest memory), e.g. straight from a host `read`.
     /// Returns how many bytes `fill` produced before it stopped.

@@ -25,9 +25,14 @@ pub fn uint(a: u64) -> u32 {
     a as u32
 }
 
-/// A size argument as a host usize.
-pub fn size(a: u64) -> Result<usize, Errno> {
-    usize::try_from(a).map_err(|_| Errno::EINVAL)
+/// Linux's access_ok: `[addr, addr+len)` must lie in user space (whether
+/// it is mapped is found out when it is touched).
+pub fn user_range(addr: u64, len: usize) -> Result<(), Errno> {
+    let len = u64::try_from(len).map_err(|_| Errno::EFAULT)?;
+    match addr.checked_add(len) {
+        Some(end) if end <= crate::mm::manager::TASK_SIZE => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
 }
 
 /// The open file behind descriptor `fd`.

@@ -61,33 +61,43 @@ fn getdents(task: &Task, fd: u64, addr: u64, size: u64, wide: bool) -> SysResult
     let cap = usize::try_from(args::uint(size)).map_err(|_| Errno::EINVAL)?;
     let parent = args::with_walker(task, |w| w.parent_of(&f.dentry));
     let parent_ino = parent.node.stat()?.ino;
-    let mut out = Encoder::new();
-    let mut any = false;
-    let mut too_small = false;
-    f.read_dir(parent_ino, |e, next| {
-        let name_len = e.name.len() + 1;
-        let reclen = if wide { (19 + name_len + 7) & !7 } else { (18 + name_len + 1 + 7) & !7 };
-        if out.len() + reclen > cap {
-            too_small = !any;
-            return false;
-        }
-        let start = out.len();
-        if wide {
-            out.u64(e.ino).u64(next).u16(u16::try_from(reclen).unwrap_or(0)).u8(e.kind).bytes(&e.name).u8(0);
-        } else {
-            out.u64(e.ino).u64(next).u16(u16::try_from(reclen).unwrap_or(0)).bytes(&e.name).u8(0);
-            out.zeros(reclen - (out.len() - start) - 1);
-            out.u8(e.kind);
-        }
-        out.zeros(reclen - (out.len() - start));
-        any = true;
-        true
-    })?;
-    if too_small {
-        return Err(Errno::EINVAL);
-    }
-    task.thread.mm().copy_out(addr, out.as_bytes())?;
-    Ok(u64_of(out.len()))
+    let out = std::cell::RefCell::new(Encoder::new());
+    let any = std::cell::Cell::new(false);
+    let too_small = std::cell::Cell::new(false);
+    f.read_dir(
+        parent_ino,
+        |e, next| {
+            let mut out = out.borrow_mut();
+            let name_len = e.name.len() + 1;
+            let reclen = if wide { (19 + name_len + 7) & !7 } else { (18 + name_len + 1 + 7) & !7 };
+            if out.len() + reclen > cap {
+                too_small.set(!any.get());
+                return false;
+            }
+            let start = out.len();
+            let reclen16 = u16::try_from(reclen).unwrap_or(0);
+            if wide {
+                out.u64(e.ino).u64(next).u16(reclen16).u8(e.kind).bytes(&e.name).u8(0);
+            } else {
+                out.u64(e.ino).u64(next).u16(reclen16).bytes(&e.name).u8(0);
+                let pad = reclen - (out.len() - start) - 1;
+                out.zeros(pad);
+                out.u8(e.kind);
+            }
+            let pad = reclen - (out.len() - start);
+            out.zeros(pad);
+            any.set(true);
+            true
+        },
+        || {
+            if too_small.get() {
+                return Err(Errno::EINVAL);
+            }
+            let out = out.borrow();
+            task.thread.mm().copy_out(addr, out.as_bytes())?;
+            Ok(u64_of(out.len()))
+        },
+    )
 }
 
 fn sys_getdents64(task: &mut Task, a: [u64; 6]) -> SysResult {

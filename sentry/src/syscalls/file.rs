@@ -174,6 +174,7 @@ fn count(a: u64) -> usize {
 /// been read so far) into guest memory at `addr`. Regular files are read
 /// until `len` or end of file; streams return what one read gave.
 fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>) -> SysResult {
+    args::user_range(addr, len)?;
     let mm = task.thread.mm();
     let mut done = 0usize;
     let mut buf = vec![0u8; len.min(CHUNK)];
@@ -187,13 +188,14 @@ fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl Fn
         if n == 0 {
             break;
         }
-        if let Err(e) = mm.copy_out(addr + done as u64, &buf[..n]) {
+        let copied = mm.copy_out_partial(addr + done as u64, &buf[..n]);
+        done += copied;
+        if copied < n {
             if done == 0 {
-                return Err(e);
+                return Err(Errno::EFAULT);
             }
             break;
         }
-        done += n;
         if stream || n < want {
             break;
         }
@@ -204,24 +206,26 @@ fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl Fn
 /// Copies `len` bytes of guest memory at `addr` in chunks and passes each
 /// to `write`, stopping at a short write.
 fn write_from(task: &Task, addr: u64, len: usize, mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>) -> SysResult {
+    args::user_range(addr, len)?;
     let mm = task.thread.mm();
     let mut done = 0usize;
     let mut buf = vec![0u8; len.min(CHUNK)];
     while done < len {
         let want = (len - done).min(CHUNK);
-        if let Err(e) = mm.copy_in(addr + done as u64, &mut buf[..want]) {
+        let readable = mm.copy_in_partial(addr + done as u64, &mut buf[..want]);
+        if readable == 0 {
             if done == 0 {
-                return Err(e);
+                return Err(Errno::EFAULT);
             }
             break;
         }
-        let n = match write(&buf[..want], done as u64) {
+        let n = match write(&buf[..readable], done as u64) {
             Ok(n) => n,
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         };
         done += n;
-        if n < want {
+        if n < readable || readable < want {
             break;
         }
     }
@@ -249,13 +253,18 @@ fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
 
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
-    let stream = !f.ops.seekable();
-    read_into(task, a[1], count(a[2]), stream, |buf, _| f.read(buf))
+    if !f.ops.seekable() {
+        return read_into(task, a[1], count(a[2]), true, |buf, _| f.read(buf));
+    }
+    f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
 
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
-    write_from(task, a[1], count(a[2]), |buf, _| f.write(buf))
+    if !f.ops.seekable() {
+        return write_from(task, a[1], count(a[2]), |buf, _| f.write(buf));
+    }
+    f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
 
 fn offset_arg(a: u64) -> Result<u64, Errno> {
@@ -298,6 +307,7 @@ fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> 
         let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
         let len = usize::try_from(len).ok().filter(|&l| isize::try_from(l).is_ok()).ok_or(Errno::EINVAL)?;
         total = total.checked_add(len).filter(|&t| isize::try_from(t).is_ok()).ok_or(Errno::EINVAL)?;
+        args::user_range(base, len)?;
         out.push((base, len));
     }
     Ok(out)
@@ -348,14 +358,19 @@ fn writev_from(task: &Task, iov: &[(u64, usize)], mut write: impl FnMut(&[u8], u
 fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
-    let stream = !f.ops.seekable();
-    readv_into(task, &iov, stream, |buf, _| f.read(buf))
+    if !f.ops.seekable() {
+        return readv_into(task, &iov, true, |buf, _| f.read(buf));
+    }
+    f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }
 
 fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
-    writev_from(task, &iov, |buf, _| f.write(buf))
+    if !f.ops.seekable() {
+        return writev_from(task, &iov, |buf, _| f.write(buf));
+    }
+    f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }
 
 fn sys_preadv(task: &mut Task, a: [u64; 6]) -> SysResult {

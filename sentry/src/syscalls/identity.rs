@@ -16,7 +16,8 @@ use crate::loader::host_random;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-const CAPS: &str = "permission checks treat the effective uid 0 as holding every capability and other uids as holding none";
+const CAPS: &str =
+    "permission checks treat the effective uid 0 as holding every capability and other uids as holding none";
 const PGRP: &str = "every process is its own process group and session (pgid = sid = pid); only the init process counts as a session leader, and joining another group is refused with EPERM";
 
 pub(super) const ENTRIES: Entries = &[
@@ -97,7 +98,9 @@ pub(super) const ENTRIES: Entries = &[
     (
         "capset",
         sys_capset,
-        Support::Partial("validated like Linux, but capabilities follow the effective uid: lowered sets are not recorded"),
+        Support::Partial(
+            "validated like Linux, but capabilities follow the effective uid: lowered sets are not recorded",
+        ),
     ),
 ];
 
@@ -241,7 +244,8 @@ fn setreid_rule(old: Ids, rid: u32, eid: u32, privileged: bool) -> Result<Ids, E
 /// `setresuid`/`setresgid`.
 fn setresid_rule(old: Ids, rid: u32, eid: u32, sid: u32, privileged: bool) -> Result<Ids, Errno> {
     let [r, e, s, f] = old;
-    let unchanged = (rid == NO_ID || rid == r) && (eid == NO_ID || (eid == e && eid == f)) && (sid == NO_ID || sid == s);
+    let unchanged =
+        (rid == NO_ID || rid == r) && (eid == NO_ID || (eid == e && eid == f)) && (sid == NO_ID || sid == s);
     if unchanged {
         return Ok(old);
     }

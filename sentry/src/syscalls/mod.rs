@@ -11,6 +11,7 @@ mod file;
 mod futex;
 mod identity;
 mod mmap;
+mod poll;
 mod process;
 mod signal;
 mod stat;
@@ -49,8 +50,9 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 11] {
+fn families() -> [Entries; 12] {
     [
+        poll::ENTRIES,
         xattr::ENTRIES,
         futex::ENTRIES,
         file::ENTRIES,

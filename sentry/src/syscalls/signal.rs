@@ -6,7 +6,9 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::signal::{default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN};
+use crate::kernel::signal::{
+    default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
+};
 use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,11 +19,8 @@ const KILL: &str = "a signal to the caller's own process is discarded if ignored
                     permission checks; every process is its own process group";
 
 pub(super) const ENTRIES: Entries = &[
-    (
-        "rt_sigaction",
-        sys_rt_sigaction,
-        Support::Partial("handlers are recorded; delivery arrives with signal support"),
-    ),
+    ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
+    ("rt_sigaction", sys_rt_sigaction, Support::Partial("handlers are recorded; delivery arrives with signal support")),
     (
         "rt_sigprocmask",
         sys_rt_sigprocmask,
@@ -309,7 +308,7 @@ enum Outcome {
     Exit,
     /// The signal waits until the receiving thread unblocks it.
     Queue,
-    /// Needs delivery to a handler or a stop: not supported yet.
+    /// A stop signal: job control is not supported yet.
     Unsupported,
 }
 
@@ -318,7 +317,8 @@ fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
         return Outcome::Exit;
     }
     match (disposition(sig, handler), blocked) {
-        (Disposition::Handler | Disposition::Stop, _) => Outcome::Unsupported,
+        (Disposition::Stop, _) => Outcome::Unsupported,
+        (Disposition::Handler, _) => Outcome::Queue,
         (Disposition::Ignore | Disposition::Fatal, true) => Outcome::Queue,
         (Disposition::Ignore, false) => Outcome::Discard,
         (Disposition::Fatal, false) => Outcome::Exit,
@@ -373,8 +373,8 @@ fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysRe
         if idx.is_none() {
             return Ok(0);
         }
-        log::debug!("task {}: signal {sig} to process {}: ENOSYS", task.thread.tid, target.tgid);
-        return Err(Errno::ENOSYS);
+        task.kernel.send_signal(&target, sig);
+        return Ok(0);
     }
     match idx {
         None => Ok(0),
@@ -392,23 +392,22 @@ fn lookup(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
 
 /// `kill(-1, sig)`: every process but init and the caller's.
 fn kill_all(task: &mut Task, sig: i32) -> SysResult {
-    let others: Vec<Arc<Thread>> = task
-        .kernel
-        .threads
-        .lock()
-        .values()
-        .filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid)
-        .cloned()
-        .collect();
+    let others: Vec<Arc<Thread>> =
+        task.kernel.threads.lock().values().filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid).cloned().collect();
     if others.is_empty() {
         return Err(Errno::ESRCH);
     }
     if sig != 0 && valid_signal(sig).is_none() {
         return Err(Errno::EINVAL);
     }
-    if sig != 0 && others.iter().any(|t| may_signal(task, t)) {
-        log::debug!("task {}: kill(-1, {sig}) reaches other processes: ENOSYS", task.thread.tid);
-        return Err(Errno::ENOSYS);
+    let allowed: Vec<&Arc<Thread>> = others.iter().filter(|t| may_signal(task, t)).collect();
+    if allowed.is_empty() {
+        return Err(Errno::EPERM);
+    }
+    if sig != 0 {
+        for t in allowed.into_iter().filter(|t| t.tid == t.tgid) {
+            task.kernel.send_signal(t, sig);
+        }
     }
     Ok(0)
 }
@@ -522,4 +521,13 @@ mod tests {
         let autodisarm = AltStack { flags: SS_AUTODISARM, ..st };
         assert_eq!(reported_flags(&autodisarm, 0x2000), SS_AUTODISARM, "never reported on-stack");
     }
+}
+
+fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
+    if let Err(e) = crate::kernel::signal_frame::sigreturn(task) {
+        // A corrupt frame kills the process, as Linux's force_sigsegv does.
+        log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
+        task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
+    }
+    Ok(0)
 }

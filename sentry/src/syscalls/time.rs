@@ -122,8 +122,15 @@ enum Clock {
 /// are dynamic clocks: `~pid << 3 | perthread << 2 | which`.
 fn classify(id: i32, tid: i32, tgid: i32) -> Result<Clock, Errno> {
     match id {
-        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_REALTIME_COARSE | CLOCK_MONOTONIC_COARSE
-        | CLOCK_BOOTTIME | CLOCK_REALTIME_ALARM | CLOCK_BOOTTIME_ALARM | CLOCK_TAI => Ok(Clock::Host(id)),
+        CLOCK_REALTIME
+        | CLOCK_MONOTONIC
+        | CLOCK_MONOTONIC_RAW
+        | CLOCK_REALTIME_COARSE
+        | CLOCK_MONOTONIC_COARSE
+        | CLOCK_BOOTTIME
+        | CLOCK_REALTIME_ALARM
+        | CLOCK_BOOTTIME_ALARM
+        | CLOCK_TAI => Ok(Clock::Host(id)),
         CLOCK_PROCESS_CPUTIME_ID => Ok(Clock::ProcessCpu),
         CLOCK_THREAD_CPUTIME_ID => Ok(Clock::ThreadCpu),
         id if id < 0 && id & 3 != 3 => {
@@ -245,7 +252,10 @@ fn sys_clock_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
         CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_TAI | CLOCK_REALTIME_ALARM | CLOCK_BOOTTIME_ALARM => {
             Some(id)
         }
-        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID | CLOCK_MONOTONIC_RAW | CLOCK_REALTIME_COARSE
+        CLOCK_PROCESS_CPUTIME_ID
+        | CLOCK_THREAD_CPUTIME_ID
+        | CLOCK_MONOTONIC_RAW
+        | CLOCK_REALTIME_COARSE
         | CLOCK_MONOTONIC_COARSE => return Err(Errno::EOPNOTSUPP),
         id if id < 0 => None,
         _ => return Err(Errno::EINVAL),

@@ -36,7 +36,9 @@ impl FileDescription {
 
     pub fn set_status_flags(&self, flags: u32) {
         let old = self.flags();
-        self.flags.store((old & !SETFL_MASK) | (flags & SETFL_MASK), Ordering::Relaxed);
+        let new = (old & !SETFL_MASK) | (flags & SETFL_MASK);
+        self.flags.store(new, Ordering::Relaxed);
+        self.ops.status_flags_changed(new);
     }
 
     fn access(&self) -> u32 {
@@ -61,6 +63,24 @@ impl FileDescription {
 
     pub fn offset(&self) -> u64 {
         *self.offset.lock()
+    }
+
+    /// Runs an I/O at the file position (the end of the file for an
+    /// `append` write) and advances the position by what it reports done.
+    /// The position lock is held throughout, as Linux's f_pos lock is.
+    pub fn positioned(&self, append: bool, io: impl FnOnce(u64) -> Result<u64, Errno>) -> Result<u64, Errno> {
+        let mut off = self.offset.lock();
+        if append {
+            *off = self.stat()?.size;
+        }
+        let n = io(*off)?;
+        *off += n;
+        Ok(n)
+    }
+
+    /// Whether writes go to the end of the file.
+    pub fn appends(&self) -> bool {
+        self.flags() & libc::O_APPEND as u32 != 0
     }
 
     /// Reads at the file position, advancing it.
@@ -147,10 +167,17 @@ impl FileDescription {
         Ok(new)
     }
 
-    /// The directory entries from the current position on (including "."
-    /// and ".."); `take` is told each entry and returns false when its
-    /// buffer is full, which leaves the position at that entry.
-    pub fn read_dir(&self, parent_ino: u64, mut take: impl FnMut(&DirEntry, u64) -> bool) -> Result<(), Errno> {
+    /// Reads directory entries from the current position on (including
+    /// "." and ".."): `take` is told each entry with the position after it
+    /// and returns false when its buffer is full. `commit` then runs with
+    /// the position reached and decides, by succeeding, whether the
+    /// position moves there (a failed copy to the guest leaves it).
+    pub fn read_dir<R>(
+        &self,
+        parent_ino: u64,
+        mut take: impl FnMut(&DirEntry, u64) -> bool,
+        commit: impl FnOnce() -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
         let st = self.stat()?;
         let mut snap = self.dir_snapshot.lock();
         let mut off = self.offset.lock();
@@ -164,13 +191,16 @@ impl FileDescription {
         }
         let entries = snap.as_ref().map(Vec::as_slice).unwrap_or_default();
         let start = usize::try_from(*off).unwrap_or(usize::MAX);
+        let mut reached = *off;
         for (i, e) in entries.iter().enumerate().skip(start) {
             let next = i as u64 + 1;
             if !take(e, next) {
                 break;
             }
-            *off = next;
+            reached = next;
         }
-        Ok(())
+        let r = commit()?;
+        *off = reached;
+        Ok(r)
     }
 }

@@ -31,6 +31,16 @@ pub fn dtype(mode: u32) -> u8 {
     u8::try_from((mode & S_IFMT) >> 12).unwrap_or(0)
 }
 
+/// `poll` event bits.
+pub const POLLIN: u32 = 0x1;
+pub const POLLOUT: u32 = 0x4;
+pub const POLLERR: u32 = 0x8;
+pub const POLLHUP: u32 = 0x10;
+pub const POLLRDNORM: u32 = 0x40;
+pub const POLLWRNORM: u32 = 0x100;
+/// What a file that never blocks reports.
+pub const POLL_ALWAYS: u32 = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+
 /// One directory entry as `getdents64` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
@@ -152,6 +162,16 @@ pub trait FileOps: Send + Sync {
     fn fsync(&self) -> Result<(), Errno> {
         Ok(())
     }
+
+    /// The poll events the file is ready for now (POLLIN, POLLOUT, POLLHUP
+    /// …). Files that never block are always readable and writable.
+    fn poll_events(&self) -> u32 {
+        POLL_ALWAYS
+    }
+
+    /// The description's status flags changed (`fcntl(F_SETFL)`,
+    /// `FIONBIO`); streams that block look at `O_NONBLOCK`.
+    fn status_flags_changed(&self, _flags: u32) {}
 
     /// For private mappings of this file.
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {

@@ -3,18 +3,23 @@
 //! `self` and `thread-self` links and one directory per process.
 
 mod host;
+#[cfg(test)]
+mod kernel_tests;
 mod process;
 mod system;
 mod task;
+mod task_files;
 
-use super::synthetic::{path_ino, timespec, Attr, FsInfo, GenFile, Generator, Link, StaticDir};
+use super::synthetic::{
+    path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link,
+};
 use crate::abi::Errno;
-use crate::kernel::{thread, Kernel};
-use crate::vfs::{DirEntry, FileOps, Node, Stat, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::kernel::{thread, Kernel, Thread};
+use crate::vfs::{DirEntry, Node, TimeSpec, S_IFDIR, S_IFLNK, S_IFREG};
 use host::Host;
 use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
-use task::{ProcessDir, TaskRef};
+use task::process_dir;
 
 /// PROC_SUPER_MAGIC, for statfs.
 const PROC_MAGIC: u64 = 0x9fa0;
@@ -44,10 +49,11 @@ fn name_of(path: &str) -> Vec<u8> {
     path.rsplit('/').next().unwrap_or(path).as_bytes().to_vec()
 }
 
-type Entry = (Vec<u8>, Arc<dyn Node>);
-
 fn file(p: &Arc<Proc>, path: &str, gen: Generator) -> Entry {
-    (name_of(path), GenFile::new(p.attr(path, S_IFREG | 0o444), gen))
+    (
+        name_of(path),
+        GenFile::new(p.attr(path, S_IFREG | 0o444), gen),
+    )
 }
 
 fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
@@ -55,7 +61,10 @@ fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
 }
 
 fn dir(p: &Arc<Proc>, path: &str, entries: Vec<Entry>) -> Entry {
-    (name_of(path), StaticDir::new(p.attr(path, S_IFDIR | 0o555), entries))
+    (
+        name_of(path),
+        Dir::fixed(p.attr(path, S_IFDIR | 0o555), entries),
+    )
 }
 
 /// A file generated from the kernel's state.
@@ -79,12 +88,19 @@ fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
 
 /// The /proc root; `kernel` is weak because the kernel owns its mounts.
 pub fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
-    let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time);
-    let p = Arc::new(Proc { fs: FsInfo::new(boot), kernel, host: Host::read() });
-    let mut root_attr = p.attr("/", S_IFDIR | 0o555);
-    root_attr.ino = 1;
-    let statics = StaticDir::new(root_attr, root_entries(&p));
-    Arc::new(ProcRoot { proc: p, statics })
+    let boot = kernel
+        .upgrade()
+        .map_or_else(SystemTime::now, |k| k.boot_time);
+    let p = Arc::new(Proc {
+        fs: FsInfo::new(PROC_MAGIC, boot),
+        kernel,
+        host: Host::read(),
+    });
+    let statics = Fixed(root_entries(&p));
+    let mut attr = p.attr("/", S_IFDIR | 0o555);
+    attr.ino = 1;
+    attr.nlink = statics.nlink();
+    Dir::new(attr, RootEntries { proc: p, statics })
 }
 
 fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
@@ -99,19 +115,38 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             let total = system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0);
             system::format_meminfo(&p.host.meminfo, total, k.memory.used() / 1024).into_bytes()
         }),
-        (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
-        (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
+        (
+            b"mounts".to_vec(),
+            Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts"),
+        ),
+        (
+            b"self".to_vec(),
+            Link::dynamic(
+                p.attr("/self", S_IFLNK | 0o777),
+                Box::new(|| self_link(false)),
+            ),
+        ),
         kernel_file(p, "/stat", |p, k| {
             let (_, last) = thread_counts(k);
-            let btime = k.boot_time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let btime = k
+                .boot_time
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
             let processes = u64::try_from(last).unwrap_or(0);
             system::format_stat(&p.host.cpu_lines(), btime, processes, 1).into_bytes()
         }),
         sys_dir(p),
-        (b"thread-self".to_vec(), Link::dynamic(p.attr("/thread-self", S_IFLNK | 0o777), Box::new(|| self_link(true)))),
+        (
+            b"thread-self".to_vec(),
+            Link::dynamic(
+                p.attr("/thread-self", S_IFLNK | 0o777),
+                Box::new(|| self_link(true)),
+            ),
+        ),
         kernel_file(p, "/uptime", |_, k| {
             let up = k.uptime();
-            let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
+            let cpus = std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
             system::format_uptime(up, up * cpus).into_bytes()
         }),
         host_file(p, "/version", |h| &h.version),
@@ -126,11 +161,10 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         p,
         "/sys/kernel",
         vec![
-            kernel_file(p, "/sys/kernel/hostname", |_, k| {
-                let mut name = k.hostname.lock().clone();
-                name.push(b'\n');
-                name
+            kernel_file(p, "/sys/kernel/domainname", |_, k| {
+                line(&k.domainname.lock())
             }),
+            kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname.lock())),
             text(p, "/sys/kernel/ngroups_max", "65536\n"),
             host_file(p, "/sys/kernel/osrelease", |h| &h.osrelease),
             text(p, "/sys/kernel/ostype", "Linux\n"),
@@ -139,7 +173,11 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
                 p,
                 "/sys/kernel/random",
                 vec![
-                    file(p, "/sys/kernel/random/boot_id", Box::new(move || Ok(boot_id.clone().into_bytes()))),
+                    file(
+                        p,
+                        "/sys/kernel/random/boot_id",
+                        Box::new(move || Ok(boot_id.clone().into_bytes())),
+                    ),
                     file(
                         p,
                         "/sys/kernel/random/uuid",
@@ -153,59 +191,89 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             ),
         ],
     );
-    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)]);
+    let fs = dir(
+        p,
+        "/sys/fs",
+        vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)],
+    );
     let net = dir(
         p,
         "/sys/net",
-        vec![dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")])],
+        vec![dir(
+            p,
+            "/sys/net/core",
+            vec![text(p, "/sys/net/core/somaxconn", "4096\n")],
+        )],
     );
-    let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
+    let vm = dir(
+        p,
+        "/sys/vm",
+        vec![text(p, "/sys/vm/overcommit_memory", "0\n")],
+    );
     dir(p, "/sys", vec![fs, kernel, net, vm])
+}
+
+/// `text` and a newline.
+fn line(text: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(text.len() + 1);
+    v.extend_from_slice(text);
+    v.push(b'\n');
+    v
 }
 
 /// The text of /proc/self (`thread == false`) or /proc/thread-self.
 fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
     let t = thread::current().ok_or(Errno::ENOENT)?;
-    let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
+    let text = if thread {
+        format!("{}/task/{}", t.tgid, t.tid)
+    } else {
+        t.tgid.to_string()
+    };
     Ok(text.into_bytes())
 }
 
 /// The number of threads in the sandbox and the highest thread id.
 fn thread_counts(k: &Kernel) -> (usize, i32) {
     let threads = k.threads.lock();
-    (threads.len(), threads.keys().next_back().copied().unwrap_or(0))
+    (
+        threads.len(),
+        threads.keys().next_back().copied().unwrap_or(0),
+    )
 }
 
-/// A process id as /proc names it: decimal without leading zeros.
+/// A process id or fd as /proc names it: decimal without leading zeros.
 fn parse_id(name: &[u8]) -> Option<i32> {
-    if name.first() == Some(&b'0') || !name.iter().all(u8::is_ascii_digit) {
+    let leading_zero = name.len() > 1 && name.starts_with(b"0");
+    if leading_zero || !name.iter().all(u8::is_ascii_digit) {
         return None;
     }
     std::str::from_utf8(name).ok()?.parse().ok()
 }
 
-/// The /proc root: static entries, then one directory per process.
-struct ProcRoot {
+/// The /proc root's entries: the static ones, then one per process.
+struct RootEntries {
     proc: Arc<Proc>,
-    statics: Arc<StaticDir>,
+    statics: Fixed,
 }
 
-impl Node for ProcRoot {
-    fn stat(&self) -> Result<Stat, Errno> {
-        self.statics.stat()
-    }
-
-    fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+impl Entries for RootEntries {
+    fn lookup(&self, dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
         let Some(pid) = parse_id(name) else {
-            return self.statics.lookup(name);
+            return self.statics.lookup(dir, name);
         };
         let k = self.proc.kernel().map_err(|_| Errno::ENOENT)?;
         let t = k.thread(pid).ok_or(Errno::ENOENT)?;
-        Ok(ProcessDir::new(TaskRef::new(&self.proc, &t), &k, &t, format!("/{pid}"), t.tid == t.tgid))
+        Ok(process_dir(
+            &self.proc,
+            &k,
+            &t,
+            format!("/{pid}"),
+            t.tid == t.tgid,
+        ))
     }
 
-    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
-        let mut entries = self.statics.readdir()?;
+    fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
+        let mut entries = self.statics.list(dir)?;
         if let Ok(k) = self.proc.kernel() {
             let threads = k.threads.lock();
             let leaders = threads.values().filter(|t| t.tid == t.tgid);
@@ -217,30 +285,10 @@ impl Node for ProcRoot {
         }
         Ok(entries)
     }
-
-    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        self.statics.open(flags)
-    }
-
-    fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
-        Err(Errno::EPERM)
-    }
-
-    fn statfs(&self) -> Result<crate::vfs::StatFs, Errno> {
-        Ok(crate::vfs::StatFs { fs_type: PROC_MAGIC, bsize: 4096, namelen: 255, frsize: 4096, ..Default::default() })
-    }
-
-    fn fs_id(&self) -> usize {
-        self.proc.fs.id()
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// The time a thread started, as a timestamp.
-fn start_time(k: &Kernel, t: &crate::kernel::Thread) -> crate::vfs::TimeSpec {
+fn start_time(k: &Kernel, t: &Thread) -> TimeSpec {
     timespec(k.boot_time + t.start.saturating_duration_since(k.boot_instant))
 }
 
@@ -261,15 +309,31 @@ mod tests {
     }
 
     fn walk(root: &Arc<dyn Node>, path: &str) -> Result<Arc<dyn Node>, Errno> {
-        path.split('/').filter(|c| !c.is_empty()).try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
+        path.split('/')
+            .filter(|c| !c.is_empty())
+            .try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
     }
 
     #[test]
     fn root_lists_static_entries() {
         let root = procfs();
-        let names: Vec<String> =
-            root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
-        for n in ["cpuinfo", "filesystems", "loadavg", "meminfo", "mounts", "self", "stat", "sys", "thread-self"] {
+        let names: Vec<String> = root
+            .readdir()
+            .unwrap()
+            .into_iter()
+            .map(|e| String::from_utf8(e.name).unwrap())
+            .collect();
+        for n in [
+            "cpuinfo",
+            "filesystems",
+            "loadavg",
+            "meminfo",
+            "mounts",
+            "self",
+            "stat",
+            "sys",
+            "thread-self",
+        ] {
             assert!(names.iter().any(|x| x == n), "{n}");
         }
         let st = root.stat().unwrap();
@@ -290,14 +354,24 @@ mod tests {
         assert_eq!(parse_id(b""), None);
         assert_eq!(parse_id(b"99999999999"), None);
         assert_eq!(parse_id(b"42"), Some(42));
+        assert_eq!(parse_id(b"0"), Some(0));
     }
 
     #[test]
     fn self_needs_a_guest_thread() {
         let root = procfs();
-        assert_eq!(root.lookup(b"self").unwrap().readlink().err(), Some(Errno::ENOENT));
-        assert_eq!(root.lookup(b"thread-self").unwrap().readlink().err(), Some(Errno::ENOENT));
-        assert_eq!(root.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
+        assert_eq!(
+            root.lookup(b"self").unwrap().readlink().err(),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(
+            root.lookup(b"thread-self").unwrap().readlink().err(),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(
+            root.lookup(b"mounts").unwrap().readlink().unwrap(),
+            b"self/mounts"
+        );
     }
 
     #[test]
@@ -312,8 +386,16 @@ mod tests {
         let boot_id = read("sys/kernel/random/boot_id");
         assert_eq!(boot_id.len(), 37);
         assert_eq!(read("sys/kernel/random/boot_id"), boot_id);
-        assert_ne!(read("sys/kernel/random/uuid"), read("sys/kernel/random/uuid"));
-        assert_eq!(read("sys/kernel/osrelease").trim(), std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim());
+        assert_ne!(
+            read("sys/kernel/random/uuid"),
+            read("sys/kernel/random/uuid")
+        );
+        assert_eq!(
+            read("sys/kernel/osrelease").trim(),
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap()
+                .trim()
+        );
         assert!(read("version").starts_with("Linux version "));
         assert!(read("cpuinfo").contains("processor"));
         assert_eq!(read("filesystems"), system::FILESYSTEMS);
@@ -322,24 +404,48 @@ mod tests {
     #[test]
     fn kernel_files_without_a_kernel_fail() {
         let root = procfs();
-        for p in ["meminfo", "uptime", "loadavg", "stat", "sys/kernel/hostname"] {
-            assert_eq!(read_all(&walk(&root, p).unwrap()).err(), Some(Errno::ESRCH), "{p}");
+        for p in [
+            "meminfo",
+            "uptime",
+            "loadavg",
+            "stat",
+            "sys/kernel/hostname",
+        ] {
+            assert_eq!(
+                read_all(&walk(&root, p).unwrap()).err(),
+                Some(Errno::ESRCH),
+                "{p}"
+            );
         }
     }
 
     #[test]
     fn everything_is_read_only() {
         let root = procfs();
-        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
+        let new = crate::vfs::NewNode {
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        };
         assert_eq!(root.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.mkdir(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.unlink(b"version", false).err(), Some(Errno::EPERM));
-        assert_eq!(root.rename(b"version", &root, b"x", 0).err(), Some(Errno::EPERM));
-        assert_eq!(root.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
+        assert_eq!(
+            root.rename(b"version", &root, b"x", 0).err(),
+            Some(Errno::EPERM)
+        );
+        assert_eq!(
+            root.setattr(&crate::vfs::SetAttr::default()).err(),
+            Some(Errno::EPERM)
+        );
         for p in ["version", "sys/kernel/hostname", "sys/vm/overcommit_memory"] {
             let n = walk(&root, p).unwrap();
             assert_eq!(n.open(libc::O_WRONLY).err(), Some(Errno::EACCES), "{p}");
-            assert_eq!(n.open(libc::O_RDWR | libc::O_TRUNC).err(), Some(Errno::EACCES), "{p}");
+            assert_eq!(
+                n.open(libc::O_RDWR | libc::O_TRUNC).err(),
+                Some(Errno::EACCES),
+                "{p}"
+            );
             assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o444);
         }
     }
@@ -349,7 +455,10 @@ mod tests {
         let (a, b) = (procfs(), procfs());
         let ino = |r: &Arc<dyn Node>, p: &str| walk(r, p).unwrap().stat().unwrap().ino;
         assert_eq!(ino(&a, "sys/kernel/ostype"), ino(&b, "sys/kernel/ostype"));
-        assert_ne!(ino(&a, "sys/kernel/ostype"), ino(&a, "sys/kernel/osrelease"));
+        assert_ne!(
+            ino(&a, "sys/kernel/ostype"),
+            ino(&a, "sys/kernel/osrelease")
+        );
         assert_ne!(a.stat().unwrap().dev, b.stat().unwrap().dev);
         assert_ne!(a.fs_id(), b.fs_id());
         assert_eq!(a.fs_id(), walk(&a, "sys/vm").unwrap().fs_id());

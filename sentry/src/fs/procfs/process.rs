@@ -121,6 +121,7 @@ pub(super) struct Status<'a> {
     /// RLIMIT_SIGPENDING.
     pub sigq_max: u64,
     pub sigs: SigSets,
+    pub no_new_privs: bool,
     /// "Key:\tvalue\n" lines passed through from the host (CPU and memory
     /// node affinity, speculation mitigations).
     pub host_lines: &'a str,
@@ -149,7 +150,12 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     let c = s.creds;
     let mut out = b"Name:\t".to_vec();
     out.extend_from_slice(&escape_name(s.name));
-    let groups: String = c.groups.iter().map(|g| format!("{g} ")).collect();
+    let groups = c
+        .groups
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
     let caps = if c.euid == 0 { CAP_FULL } else { 0 };
     let vm = &s.vm;
     let _ = write!(
@@ -157,8 +163,24 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
         "\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
          Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t{}\nGroups:\t{groups} \n\
          NStgid:\t{}\nNSpid:\t{}\nNSpgid:\t{}\nNSsid:\t{}\nKthread:\t0\n",
-        s.umask, s.state, s.tgid, s.pid, s.ppid, c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid,
-        s.fd_size, s.tgid, s.pid, s.pgid, s.sid,
+        s.umask,
+        s.state,
+        s.tgid,
+        s.pid,
+        s.ppid,
+        c.uid,
+        c.euid,
+        c.suid,
+        c.fsuid,
+        c.gid,
+        c.egid,
+        c.sgid,
+        c.fsgid,
+        s.fd_size,
+        s.tgid,
+        s.pid,
+        s.pgid,
+        s.sid,
     );
     let mem = [
         ("VmPeak", vm.size),
@@ -181,16 +203,68 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     for (key, bytes) in mem {
         let _ = writeln!(out, "{key}:\t{}", kb(bytes));
     }
+    let (threads, sigq, host) = (s.threads, s.sigq_max, s.host_lines);
+    let SigSets {
+        pending,
+        blocked,
+        ignored,
+        caught,
+    } = s.sigs;
+    let nnp = u8::from(s.no_new_privs);
+    let none = 0u64;
     let _ = write!(
         out,
-        "CoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\nThreads:\t{}\nSigQ:\t0/{}\n\
-         SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}\n\
-         CapInh:\t{:016x}\nCapPrm:\t{caps:016x}\nCapEff:\t{caps:016x}\nCapBnd:\t{CAP_FULL:016x}\nCapAmb:\t{:016x}\n\
-         NoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\n{}\
+        "CoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\n\
+         Threads:\t{threads}\nSigQ:\t0/{sigq}\nSigPnd:\t{pending:016x}\nShdPnd:\t{none:016x}\n\
+         SigBlk:\t{blocked:016x}\nSigIgn:\t{ignored:016x}\nSigCgt:\t{caught:016x}\n\
+         CapInh:\t{none:016x}\nCapPrm:\t{caps:016x}\nCapEff:\t{caps:016x}\n\
+         CapBnd:\t{CAP_FULL:016x}\nCapAmb:\t{none:016x}\n\
+         NoNewPrivs:\t{nnp}\nSeccomp:\t0\nSeccomp_filters:\t0\n{host}\
          voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
-        s.threads, s.sigq_max, s.sigs.pending, 0, s.sigs.blocked, s.sigs.ignored, s.sigs.caught, 0, 0, s.host_lines,
     );
     out
+}
+
+/// A CPU mask (bit n for CPU n) as a Cpus_allowed value laid out like
+/// `template`, the host's: comma-separated groups of 32 CPUs, highest
+/// first, each as wide as the host prints it.
+pub(super) fn format_cpumask(mask: &[u64], template: &str) -> String {
+    let widths: Vec<usize> = template.split(',').map(str::len).collect();
+    let n = widths.len();
+    let group = |i: usize| {
+        let word = mask.get(i / 2).copied().unwrap_or(0);
+        (word >> (32 * (i % 2))) & 0xffff_ffff
+    };
+    let groups: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(k, &w)| format!("{:0w$x}", group(n - 1 - k)))
+        .collect();
+    groups.join(",")
+}
+
+/// A CPU mask as a Cpus_allowed_list value: ranges such as "0-3,6".
+pub(super) fn format_cpulist(mask: &[u64]) -> String {
+    let is_set = |cpu: usize| mask.get(cpu / 64).is_some_and(|w| w >> (cpu % 64) & 1 == 1);
+    let mut ranges = Vec::new();
+    let mut cpu = 0;
+    while cpu < mask.len() * 64 {
+        if !is_set(cpu) {
+            cpu += 1;
+            continue;
+        }
+        let first = cpu;
+        while is_set(cpu + 1) {
+            cpu += 1;
+        }
+        ranges.push(if first == cpu {
+            first.to_string()
+        } else {
+            format!("{first}-{cpu}")
+        });
+        cpu += 1;
+    }
+    ranges.join(",")
 }
 
 /// What /proc/[pid]/stat shows.
@@ -252,7 +326,13 @@ pub(super) fn format_stat(f: &StatFields<'_>) -> Vec<u8> {
 
 /// /proc/[pid]/statm, in pages: size resident shared text lib data dt.
 pub(super) fn format_statm(vm: &VmCounts) -> String {
-    format!("{} {} 0 {} 0 {} 0\n", vm.size / PAGE, vm.rss / PAGE, vm.exe.div_ceil(PAGE), (vm.data + vm.stack) / PAGE)
+    format!(
+        "{} {} 0 {} 0 {} 0\n",
+        vm.size / PAGE,
+        vm.rss / PAGE,
+        vm.exe.div_ceil(PAGE),
+        (vm.data + vm.stack) / PAGE
+    )
 }
 
 /// The rows of /proc/[pid]/limits: name and unit, by resource number.
@@ -285,9 +365,16 @@ fn limit_value(v: u64) -> String {
 
 /// /proc/[pid]/limits.
 pub(super) fn format_limits(limits: &[Rlimit]) -> String {
-    let mut out = format!("{:<25} {:<20} {:<20} {:<10}\n", "Limit", "Soft Limit", "Hard Limit", "Units");
+    let mut out = format!(
+        "{:<25} {:<20} {:<20} {:<10}\n",
+        "Limit", "Soft Limit", "Hard Limit", "Units"
+    );
     for ((name, unit), l) in LIMITS.iter().zip(limits) {
-        out.push_str(&format!("{name:<25} {:<20} {:<20} ", limit_value(l.cur), limit_value(l.max)));
+        out.push_str(&format!(
+            "{name:<25} {:<20} {:<20} ",
+            limit_value(l.cur),
+            limit_value(l.max)
+        ));
         if unit.is_empty() {
             out.push('\n');
         } else {
@@ -344,7 +431,12 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
         out.extend_from_slice(&mangle(r.source.as_bytes()));
         out.push(b' ');
         out.extend_from_slice(&mangle(&r.path));
-        let _ = writeln!(out, " {} {},relatime 0 0", String::from_utf8_lossy(&mangle(r.fs_type.as_bytes())), rw(r.read_only));
+        let _ = writeln!(
+            out,
+            " {} {},relatime 0 0",
+            String::from_utf8_lossy(&mangle(r.fs_type.as_bytes())),
+            rw(r.read_only)
+        );
     }
     out
 }
@@ -353,7 +445,14 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
 pub(super) fn format_mountinfo(rows: &[MountRow]) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rows {
-        let _ = write!(out, "{} {} {}:{} / ", r.id, r.parent, libc::major(r.dev), libc::minor(r.dev));
+        let _ = write!(
+            out,
+            "{} {} {}:{} / ",
+            r.id,
+            r.parent,
+            libc::major(r.dev),
+            libc::minor(r.dev)
+        );
         out.extend_from_slice(&mangle(&r.path));
         let _ = write!(out, " {},relatime - ", rw(r.read_only));
         out.extend_from_slice(&mangle(r.fs_type.as_bytes()));
@@ -398,7 +497,12 @@ mod tests {
     }
 
     fn status_text(creds: &Credentials) -> String {
-        let vm = VmCounts { size: 3060 * 1024, rss: 1704 * 1024, data: 360 * 1024, ..VmCounts::default() };
+        let vm = VmCounts {
+            size: 3060 * 1024,
+            rss: 1704 * 1024,
+            data: 360 * 1024,
+            ..VmCounts::default()
+        };
         let s = Status {
             name: b"c\\at\n",
             umask: 0o22,
@@ -413,7 +517,13 @@ mod tests {
             vm,
             threads: 2,
             sigq_max: 63_668,
-            sigs: SigSets { pending: 0, blocked: 1 << 1, ignored: 1 << 12, caught: 1 << 16 },
+            sigs: SigSets {
+                pending: 1 << 9,
+                blocked: 1 << 1,
+                ignored: 1 << 12,
+                caught: 1 << 16,
+            },
+            no_new_privs: creds.uid == 0,
             host_lines: "Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\n",
         };
         String::from_utf8(format_status(&s)).unwrap()
@@ -428,13 +538,61 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "Name", "Umask", "State", "Tgid", "Ngid", "Pid", "PPid", "TracerPid", "Uid", "Gid", "FDSize",
-                "Groups", "NStgid", "NSpid", "NSpgid", "NSsid", "Kthread", "VmPeak", "VmSize", "VmLck", "VmPin",
-                "VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem", "VmData", "VmStk", "VmExe", "VmLib", "VmPTE",
-                "VmSwap", "HugetlbPages", "CoreDumping", "THP_enabled", "untag_mask", "Threads", "SigQ", "SigPnd",
-                "ShdPnd", "SigBlk", "SigIgn", "SigCgt", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-                "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed", "Cpus_allowed_list",
-                "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches",
+                "Name",
+                "Umask",
+                "State",
+                "Tgid",
+                "Ngid",
+                "Pid",
+                "PPid",
+                "TracerPid",
+                "Uid",
+                "Gid",
+                "FDSize",
+                "Groups",
+                "NStgid",
+                "NSpid",
+                "NSpgid",
+                "NSsid",
+                "Kthread",
+                "VmPeak",
+                "VmSize",
+                "VmLck",
+                "VmPin",
+                "VmHWM",
+                "VmRSS",
+                "RssAnon",
+                "RssFile",
+                "RssShmem",
+                "VmData",
+                "VmStk",
+                "VmExe",
+                "VmLib",
+                "VmPTE",
+                "VmSwap",
+                "HugetlbPages",
+                "CoreDumping",
+                "THP_enabled",
+                "untag_mask",
+                "Threads",
+                "SigQ",
+                "SigPnd",
+                "ShdPnd",
+                "SigBlk",
+                "SigIgn",
+                "SigCgt",
+                "CapInh",
+                "CapPrm",
+                "CapEff",
+                "CapBnd",
+                "CapAmb",
+                "NoNewPrivs",
+                "Seccomp",
+                "Seccomp_filters",
+                "Cpus_allowed",
+                "Cpus_allowed_list",
+                "voluntary_ctxt_switches",
+                "nonvoluntary_ctxt_switches",
             ]
         );
         let lines: Vec<&str> = text.lines().collect();
@@ -447,11 +605,15 @@ mod tests {
         assert_eq!(lines[26], "VmData:\t     360 kB");
         assert_eq!(lines[32], "HugetlbPages:\t       0 kB");
         assert_eq!(lines[37], "SigQ:\t0/63668");
+        assert_eq!(lines[38], "SigPnd:\t0000000000000200");
+        assert_eq!(lines[39], "ShdPnd:\t0000000000000000");
         assert_eq!(lines[40], "SigBlk:\t0000000000000002");
         assert_eq!(lines[41], "SigIgn:\t0000000000001000");
         assert_eq!(lines[42], "SigCgt:\t0000000000010000");
         assert_eq!(lines[44], "CapPrm:\t000001ffffffffff");
         assert_eq!(lines[45], "CapEff:\t000001ffffffffff");
+        assert_eq!(lines[48], "NoNewPrivs:\t1");
+        assert_eq!(lines[51], "Cpus_allowed:\t3");
     }
 
     #[test]
@@ -463,6 +625,8 @@ mod tests {
         assert_eq!(lines[43], "CapInh:\t0000000000000000");
         assert_eq!(lines[44], "CapPrm:\t0000000000000000");
         assert_eq!(lines[46], "CapBnd:\t000001ffffffffff");
+        assert_eq!(lines[48], "NoNewPrivs:\t0");
+        assert_eq!(lines.last(), Some(&"nonvoluntary_ctxt_switches:\t0"));
     }
 
     #[test]
@@ -476,11 +640,28 @@ mod tests {
             sid: 1,
             threads: 1,
             start_ticks: 250,
-            vm: VmCounts { size: 8192, rss: 4096, start_code: 10, end_code: 20, start_brk: 30, ..VmCounts::default() },
+            vm: VmCounts {
+                size: 8192,
+                rss: 4096,
+                start_code: 10,
+                end_code: 20,
+                start_brk: 30,
+                ..VmCounts::default()
+            },
             rsslim: RLIM_INFINITY,
-            sigs: SigSets { pending: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
+            sigs: SigSets {
+                pending: 0,
+                blocked: 1 << 40 | 3,
+                ignored: 0,
+                caught: 0,
+            },
             exit_signal: 17,
-            args: ArgRanges { arg_start: 100, arg_end: 110, env_start: 110, env_end: 130 },
+            args: ArgRanges {
+                arg_start: 100,
+                arg_end: 110,
+                env_start: 110,
+                env_end: 130,
+            },
         };
         let text = String::from_utf8(format_stat(&f)).unwrap();
         assert!(text.ends_with('\n'));
@@ -502,13 +683,37 @@ mod tests {
         assert_eq!(at(32), "3");
         assert_eq!(at(38), "17");
         assert_eq!(at(47), "30");
-        assert_eq!((at(48), at(49), at(50), at(51)), ("100", "110", "110", "130"));
+        assert_eq!(
+            (at(48), at(49), at(50), at(51)),
+            ("100", "110", "110", "130")
+        );
         assert_eq!(at(52), "0");
     }
 
     #[test]
+    fn cpu_masks() {
+        assert_eq!(format_cpumask(&[0b10], "3"), "2");
+        assert_eq!(
+            format_cpumask(&[0x1_0000_0005], "ff,ffffffff"),
+            "01,00000005"
+        );
+        assert_eq!(format_cpumask(&[], "ff"), "00");
+        assert_eq!(format_cpulist(&[0b1011_0111]), "0-2,4-5,7");
+        assert_eq!(format_cpulist(&[1, 1 << 63]), "0,127");
+        assert_eq!(format_cpulist(&[u64::MAX]), "0-63");
+        assert_eq!(format_cpulist(&[]), "");
+    }
+
+    #[test]
     fn statm_in_pages() {
-        let vm = VmCounts { size: 40960, rss: 8192, data: 4096, stack: 8192, exe: 100, ..VmCounts::default() };
+        let vm = VmCounts {
+            size: 40960,
+            rss: 8192,
+            data: 4096,
+            stack: 8192,
+            exe: 100,
+            ..VmCounts::default()
+        };
         assert_eq!(format_statm(&vm), "10 2 0 1 0 3 0\n");
     }
 
@@ -517,18 +722,42 @@ mod tests {
         let text = format_limits(&defaults());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 17);
-        assert_eq!(lines[0], "Limit                     Soft Limit           Hard Limit           Units     ");
-        assert_eq!(lines[1], "Max cpu time              unlimited            unlimited            seconds   ");
-        assert_eq!(lines[4], "Max stack size            8388608              unlimited            bytes     ");
-        assert_eq!(lines[8], "Max open files            1024                 1048576              files     ");
-        assert_eq!(lines[14], "Max nice priority         0                    0                    ");
-        assert_eq!(lines[16], "Max realtime timeout      unlimited            unlimited            us        ");
+        assert_eq!(
+            lines[0],
+            "Limit                     Soft Limit           Hard Limit           Units     "
+        );
+        assert_eq!(
+            lines[1],
+            "Max cpu time              unlimited            unlimited            seconds   "
+        );
+        assert_eq!(
+            lines[4],
+            "Max stack size            8388608              unlimited            bytes     "
+        );
+        assert_eq!(
+            lines[8],
+            "Max open files            1024                 1048576              files     "
+        );
+        assert_eq!(
+            lines[14],
+            "Max nice priority         0                    0                    "
+        );
+        assert_eq!(
+            lines[16],
+            "Max realtime timeout      unlimited            unlimited            us        "
+        );
     }
 
     #[test]
     fn fdinfo_format() {
-        assert_eq!(format_fdinfo(12, 0o100002, 3, 99), "pos:\t12\nflags:\t0100002\nmnt_id:\t3\nino:\t99\n");
-        assert_eq!(format_fdinfo(0, 0, 1, 1), "pos:\t0\nflags:\t00\nmnt_id:\t1\nino:\t1\n");
+        assert_eq!(
+            format_fdinfo(12, 0o100002, 3, 99),
+            "pos:\t12\nflags:\t0100002\nmnt_id:\t3\nino:\t99\n"
+        );
+        assert_eq!(
+            format_fdinfo(0, 0, 1, 1),
+            "pos:\t0\nflags:\t00\nmnt_id:\t1\nino:\t1\n"
+        );
     }
 
     fn rows() -> Vec<MountRow> {

@@ -1,0 +1,261 @@
+//! The content of the per-process files of /proc, gathered from a thread
+//! and formatted by `process`.
+
+use super::process::{self, MountRow, SigSets, StatFields, Status, VmCounts, CLOCK_TICKS};
+use super::task::{FileKind, LinkKind};
+use super::{line, Proc};
+use crate::abi::Errno;
+use crate::kernel::signal::NSIG;
+use crate::kernel::{thread, Kernel, Thread};
+use crate::vfs::Dentry;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// `SIG_IGN`.
+const SIG_IGN: u64 = 1;
+const RLIMIT_RSS: usize = 5;
+const RLIMIT_SIGPENDING: usize = 11;
+
+/// The object a link of a process directory points to.
+pub(super) fn link_dentry(kind: LinkKind, t: &Thread) -> Result<Arc<Dentry>, Errno> {
+    match kind {
+        LinkKind::Cwd => Ok(t.fs().cwd()),
+        LinkKind::Root => Ok(t.fs().root()),
+        LinkKind::Exe => t.exe.lock().clone().ok_or(Errno::ENOENT),
+    }
+}
+
+/// What `readlink` shows for a link to `d`: its path from the reader's root
+/// (`t`'s if the reader is not a guest thread), or the name of an anonymous
+/// file such as `pipe:[12]`.
+pub(super) fn link_text(d: &Arc<Dentry>, t: &Thread) -> Vec<u8> {
+    if d.mount.fs_type == "anon_inodefs" {
+        return d.name.clone();
+    }
+    let root = thread::current().map_or_else(|| t.fs().root(), |c| c.fs().root());
+    d.path_from(&root)
+}
+
+/// The content of a process directory's file.
+pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
+    match kind {
+        FileKind::Environ => {
+            let a = *t.args.lock();
+            read_guest(t, a.env_start, a.env_end)
+        }
+        FileKind::Cmdline => {
+            let a = *t.args.lock();
+            read_guest(t, a.arg_start, a.arg_end)
+        }
+        FileKind::Status => status(p, k, t),
+        FileKind::Limits => process::format_limits(&*t.rlimits.lock()).into_bytes(),
+        FileKind::Comm => line(&t.comm.lock()),
+        FileKind::Stat => stat(k, t),
+        FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
+        FileKind::Maps => t.mm().maps_text().into_bytes(),
+        FileKind::Mounts => process::format_mounts(&mount_rows(k, t)),
+        FileKind::MountInfo => process::format_mountinfo(&mount_rows(k, t)),
+        FileKind::Cgroup => b"0::/\n".to_vec(),
+        FileKind::OomScoreAdj => b"0\n".to_vec(),
+        FileKind::LoginUid => b"4294967295".to_vec(),
+    }
+}
+
+/// /proc/[pid]/fdinfo/`fd`.
+pub(super) fn fdinfo(t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> {
+    let fds = t.fds();
+    let file = fds.get(fd).map_err(|_| Errno::ENOENT)?;
+    let cloexec = if fds.cloexec(fd)? {
+        libc::O_CLOEXEC.unsigned_abs()
+    } else {
+        0
+    };
+    let ino = file.stat().map_or(0, |s| s.ino);
+    let text = process::format_fdinfo(
+        file.offset(),
+        file.flags() | cloexec,
+        file.dentry.mount.id,
+        ino,
+    );
+    Ok(text.into_bytes())
+}
+
+/// Guest memory in `[start, end)`, as much as is readable (none if any of
+/// it is not).
+fn read_guest(t: &Thread, start: u64, end: u64) -> Vec<u8> {
+    let Ok(len) = usize::try_from(end.saturating_sub(start)) else {
+        return Vec::new();
+    };
+    let mut buf = vec![0u8; len];
+    match t.mm().copy_in(start, &mut buf) {
+        Ok(()) => buf,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The memory figures of `t`'s address space.
+fn vm(t: &Thread) -> VmCounts {
+    let exe = t.exe.lock().clone();
+    let exe = exe
+        .map(|d| String::from_utf8_lossy(&d.path_from(&t.fs().root())).into_owned())
+        .unwrap_or_default();
+    let mm = t.mm();
+    let mut c = process::vm_counts(&mm.maps_text(), &exe);
+    c.size = mm.mapped_bytes();
+    c.rss = mm.resident_bytes();
+    c
+}
+
+fn sig_sets(t: &Thread) -> SigSets {
+    let mut s = SigSets {
+        pending: t.sigpending.load(Ordering::Relaxed),
+        blocked: t.sigmask(),
+        ..SigSets::default()
+    };
+    for sig in 1..=NSIG {
+        let handler = t.sigactions.swap(sig, None).handler;
+        let bit = 1u64 << (sig - 1);
+        if handler == SIG_IGN {
+            s.ignored |= bit;
+        } else if handler > SIG_IGN {
+            s.caught |= bit;
+        }
+    }
+    s
+}
+
+/// The running state of `t`: only the reader itself is known to run.
+fn state(t: &Thread) -> (char, &'static str) {
+    if thread::current().is_some_and(|c| c.tid == t.tid) {
+        ('R', "R (running)")
+    } else {
+        ('S', "S (sleeping)")
+    }
+}
+
+/// The parent, process group and session of `t`'s process.
+fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
+    let pid = t.tgid;
+    match (k.procs.pgid(pid), k.procs.sid(pid)) {
+        (Some(pgid), Some(sid)) => (k.procs.ppid(pid), pgid, sid),
+        _ => (t.ppid, pid, pid),
+    }
+}
+
+fn thread_count(k: &Kernel, t: &Thread) -> usize {
+    k.threads
+        .lock()
+        .values()
+        .filter(|x| x.tgid == t.tgid)
+        .count()
+}
+
+/// The size of the fd table as Linux grows it: 64, then powers of two.
+fn fd_table_size(t: &Thread) -> u64 {
+    let highest = t.fds().fds().last().copied().unwrap_or(0);
+    u64::try_from(highest)
+        .unwrap_or(0)
+        .saturating_add(1)
+        .next_power_of_two()
+        .max(64)
+}
+
+/// The lines of /proc/[pid]/status passed through from the host.
+const HOST_STATUS_KEYS: [&str; 6] = [
+    "Speculation_Store_Bypass",
+    "SpeculationIndirectBranch",
+    "Cpus_allowed",
+    "Cpus_allowed_list",
+    "Mems_allowed",
+    "Mems_allowed_list",
+];
+
+/// The host's lines of /proc/[pid]/status, with `t`'s CPU affinity if it
+/// set one.
+fn host_lines(p: &Proc, t: &Thread) -> String {
+    let affinity = t.attrs.lock().cpu_affinity.clone();
+    let mut out = String::new();
+    for key in HOST_STATUS_KEYS {
+        let Some(host) = p.host.status_value(key) else {
+            continue;
+        };
+        let value = match (key, &affinity) {
+            ("Cpus_allowed", Some(mask)) => process::format_cpumask(mask, host),
+            ("Cpus_allowed_list", Some(mask)) => process::format_cpulist(mask),
+            _ => host.to_string(),
+        };
+        out.push_str(&format!("{key}:\t{value}\n"));
+    }
+    out
+}
+
+fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
+    let host_lines = host_lines(p, t);
+    let name = t.comm.lock().clone();
+    let creds = t.creds();
+    let (ppid, pgid, sid) = family(k, t);
+    let s = Status {
+        name: &name,
+        umask: t.fs().umask(),
+        state: state(t).1,
+        tgid: t.tgid,
+        pid: t.tid,
+        ppid,
+        pgid,
+        sid,
+        creds: &creds,
+        fd_size: fd_table_size(t),
+        vm: vm(t),
+        threads: thread_count(k, t),
+        sigq_max: t.rlimit(RLIMIT_SIGPENDING).cur,
+        sigs: sig_sets(t),
+        no_new_privs: t.attrs.lock().no_new_privs,
+        host_lines: &host_lines,
+    };
+    process::format_status(&s)
+}
+
+fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
+    let name = t.comm.lock().clone();
+    let since_boot = t.start.saturating_duration_since(k.boot_instant);
+    let start_ticks = since_boot.as_secs() * CLOCK_TICKS
+        + u64::from(since_boot.subsec_nanos()) / (1_000_000_000 / CLOCK_TICKS);
+    let (ppid, pgid, sid) = family(k, t);
+    let f = StatFields {
+        pid: t.tid,
+        comm: &name,
+        state: state(t).0,
+        ppid,
+        pgid,
+        sid,
+        threads: thread_count(k, t),
+        start_ticks,
+        vm: vm(t),
+        rsslim: t.rlimit(RLIMIT_RSS).cur,
+        sigs: sig_sets(t),
+        exit_signal: if t.tid == t.tgid { libc::SIGCHLD } else { -1 },
+        args: *t.args.lock(),
+    };
+    process::format_stat(&f)
+}
+
+/// The sandbox's mounts as `t` sees them from its root.
+fn mount_rows(k: &Kernel, t: &Thread) -> Vec<MountRow> {
+    let root = t.fs().root();
+    k.mounts
+        .all()
+        .iter()
+        .map(|m| MountRow {
+            id: m.id,
+            parent: m.mountpoint.as_ref().map_or(m.id, |mp| mp.mount.id),
+            dev: m.root.stat().map_or(0, |s| s.dev),
+            path: m
+                .mountpoint
+                .as_ref()
+                .map_or_else(|| b"/".to_vec(), |mp| mp.path_from(&root)),
+            fs_type: m.fs_type.clone(),
+            source: m.source.clone(),
+            read_only: m.read_only,
+        })
+        .collect()
+}

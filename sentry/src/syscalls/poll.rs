@@ -1,0 +1,191 @@
+//! System calls: poll and select.
+
+use super::args::{self, int};
+use super::{Entries, Support::*};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+use crate::vfs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use std::time::{Duration, Instant};
+
+const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; the signal mask argument is not applied yet";
+
+pub(super) const ENTRIES: Entries = &[
+    ("poll", sys_poll, Partial(NOTE)),
+    ("ppoll", sys_ppoll, Partial(NOTE)),
+    ("select", sys_select, Partial(NOTE)),
+    ("pselect6", sys_pselect6, Partial(NOTE)),
+];
+
+const POLLNVAL: u32 = 0x20;
+const POLLPRI: u32 = 0x2;
+
+/// The events of descriptor `fd` now; POLLNVAL for a closed one.
+fn events_of(task: &Task, fd: i32) -> u32 {
+    match task.thread.fds().get(fd) {
+        Ok(f) if !f.is_path() => f.ops.poll_events(),
+        _ => POLLNVAL,
+    }
+}
+
+/// Polls `check` until it reports something or `deadline` passes.
+fn wait_for(deadline: Option<Instant>, mut check: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+    let mut pause = Duration::from_micros(50);
+    loop {
+        let n = check()?;
+        if n > 0 {
+            return Ok(n);
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(0);
+        }
+        let nap = match deadline {
+            Some(d) => pause.min(d - now),
+            None => pause,
+        };
+        std::thread::sleep(nap);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+}
+
+fn poll(task: &Task, addr: u64, nfds: u64, deadline: Option<Instant>) -> SysResult {
+    let n = usize::try_from(args::uint(nfds)).map_err(|_| Errno::EINVAL)?;
+    if n as u64 > task.thread.nofile() {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; n * 8];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut fds: Vec<(i32, u32)> = raw
+        .chunks_exact(8)
+        .map(|c| {
+            let mut d = Decoder::new(c);
+            (d.i32(), u32::from(d.u16()))
+        })
+        .collect();
+    let mut revents = vec![0u32; n];
+    let ready = wait_for(deadline, || {
+        let mut count = 0;
+        for (i, (fd, ev)) in fds.iter_mut().enumerate() {
+            revents[i] = if *fd < 0 {
+                0
+            } else {
+                let r = events_of(task, *fd);
+                r & (*ev | POLLERR | POLLHUP | POLLNVAL)
+            };
+            if revents[i] != 0 {
+                count += 1;
+            }
+        }
+        Ok(count)
+    })?;
+    let mut out = Encoder::with_capacity(n * 8);
+    for ((fd, ev), r) in fds.iter().zip(&revents) {
+        out.i32(*fd).u16(u16::try_from(*ev).unwrap_or(0)).u16(u16::try_from(*r).unwrap_or(0));
+    }
+    task.thread.mm().copy_out(addr, out.as_bytes())?;
+    Ok(ready as u64)
+}
+
+/// A relative timeout read as a timespec; None for a null pointer.
+fn timespec_deadline(task: &Task, addr: u64, usec: bool) -> Result<Option<Instant>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let mut raw = [0u8; 16];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut d = Decoder::new(&raw);
+    let (sec, frac) = (d.i64(), d.i64());
+    let limit = if usec { 1_000_000 } else { 1_000_000_000 };
+    if sec < 0 || !(0..limit).contains(&frac) {
+        return Err(Errno::EINVAL);
+    }
+    let nanos = if usec { frac * 1000 } else { frac };
+    let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nanos).unwrap_or(0));
+    Ok(Some(Instant::now().checked_add(dur).unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 32))))
+}
+
+fn sys_poll(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let ms = int(a[2]);
+    let deadline = u64::try_from(ms).ok().map(|ms| Instant::now() + Duration::from_millis(ms));
+    poll(task, a[0], a[1], deadline)
+}
+
+fn sys_ppoll(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] != 0 && a[4] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let deadline = timespec_deadline(task, a[2], false)?;
+    poll(task, a[0], a[1], deadline)
+}
+
+/// Reads an fd_set of `nfds` bits (null: empty).
+fn read_set(task: &Task, addr: u64, words: usize) -> Result<Option<Vec<u64>>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let mut raw = vec![0u8; words * 8];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    Ok(Some(raw.chunks_exact(8).map(|c| Decoder::new(c).u64()).collect()))
+}
+
+fn write_set(task: &Task, addr: u64, set: &Option<Vec<u64>>) -> Result<(), Errno> {
+    if let Some(words) = set {
+        let mut e = Encoder::with_capacity(words.len() * 8);
+        for w in words {
+            e.u64(*w);
+        }
+        task.thread.mm().copy_out(addr, e.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn select(task: &Task, nfds: u64, sets: [u64; 3], deadline: Option<Instant>) -> SysResult {
+    let nfds = usize::try_from(int(nfds)).map_err(|_| Errno::EINVAL)?;
+    if nfds as u64 > task.thread.nofile().max(1024) {
+        return Err(Errno::EINVAL);
+    }
+    let words = nfds.div_ceil(64);
+    let want = [read_set(task, sets[0], words)?, read_set(task, sets[1], words)?, read_set(task, sets[2], words)?];
+    let masks = [POLLIN | POLLRDNORM | POLLHUP | POLLERR, POLLOUT | POLLWRNORM | POLLERR, POLLPRI];
+    // Every named descriptor must be open.
+    for fd in 0..nfds {
+        let named = want.iter().flatten().any(|w| w[fd / 64] & (1 << (fd % 64)) != 0);
+        if named && events_of(task, i32::try_from(fd).unwrap_or(i32::MAX)) == POLLNVAL {
+            return Err(Errno::EBADF);
+        }
+    }
+    let mut got: [Option<Vec<u64>>; 3] = [None, None, None];
+    let ready = wait_for(deadline, || {
+        let mut count = 0;
+        for (k, set) in want.iter().enumerate() {
+            got[k] = set.as_ref().map(|w| {
+                let mut out = vec![0u64; w.len()];
+                for fd in 0..nfds {
+                    if w[fd / 64] & (1 << (fd % 64)) != 0
+                        && events_of(task, i32::try_from(fd).unwrap_or(i32::MAX)) & masks[k] != 0
+                    {
+                        out[fd / 64] |= 1 << (fd % 64);
+                        count += 1;
+                    }
+                }
+                out
+            });
+        }
+        Ok(count)
+    })?;
+    for (k, set) in got.iter().enumerate() {
+        write_set(task, sets[k], set)?;
+    }
+    Ok(ready as u64)
+}
+
+fn sys_select(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let deadline = timespec_deadline(task, a[4], true)?;
+    select(task, a[0], [a[1], a[2], a[3]], deadline)
+}
+
+fn sys_pselect6(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let deadline = timespec_deadline(task, a[4], false)?;
+    select(task, a[0], [a[1], a[2], a[3]], deadline)
+}
