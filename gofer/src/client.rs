@@ -34,13 +34,7 @@ impl Conn {
 impl Client {
     /// A client on `sock`, one end of the gofer's `SOCK_SEQPACKET` socketpair.
     pub fn new(sock: OwnedFd) -> Client {
-        Client {
-            conn: Mutex::new(Conn {
-                sock,
-                buf: vec![0; MAX_FRAME],
-                broken: false,
-            }),
-        }
+        Client { conn: Mutex::new(Conn { sock, buf: vec![0; MAX_FRAME], broken: false }) }
     }
 
     /// Sends `req` and waits for its reply (and donated fd, if any).
@@ -48,9 +42,7 @@ impl Client {
         let frame = req.encode()?;
         let mut conn = self.conn.lock();
         if conn.broken {
-            return Err(Error::Protocol(
-                "the connection to the gofer is broken".into(),
-            ));
+            return Err(Error::Protocol("the connection to the gofer is broken".into()));
         }
         match conn.exchange(&frame, req) {
             Ok((Response::Ok(reply), fd)) => Ok((reply, fd)),
@@ -109,10 +101,7 @@ impl Client {
     /// Looks up the single component `name` in `dir`. A symlink is not
     /// followed: the new fid is the symlink itself.
     pub fn walk(&self, dir: Fid, name: &[u8]) -> Result<(Fid, Stat)> {
-        self.call_fid_stat(&Request::Walk {
-            dir,
-            name: name.to_vec(),
-        })
+        self.call_fid_stat(&Request::Walk { dir, name: name.to_vec() })
     }
 
     /// Attributes of `fid`.
@@ -139,13 +128,7 @@ impl Client {
         loop {
             let req = Request::Getdents { fid: dir, cookie };
             match self.call(&req)? {
-                (
-                    Reply::Dirents {
-                        entries,
-                        next_cookie,
-                    },
-                    None,
-                ) => {
+                (Reply::Dirents { entries, next_cookie }, None) => {
                     all.extend(entries);
                     match next_cookie {
                         Some(next) => cookie = next,
@@ -187,14 +170,7 @@ impl Client {
         uid: u32,
         gid: u32,
     ) -> Result<(Fid, Stat, OwnedFd)> {
-        let req = Request::Create {
-            dir,
-            name: name.to_vec(),
-            flags,
-            mode,
-            uid,
-            gid,
-        };
+        let req = Request::Create { dir, name: name.to_vec(), flags, mode, uid, gid };
         match self.call(&req)? {
             (Reply::FidStat { fid, stat }, Some(fd)) => Ok((fid, stat, fd)),
             (reply, fd) => Err(self.unexpected(&req, &reply, fd.as_ref())),
@@ -202,91 +178,35 @@ impl Client {
     }
 
     /// Makes the directory `name` in `dir`.
-    pub fn mkdir(
-        &self,
-        dir: Fid,
-        name: &[u8],
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<(Fid, Stat)> {
-        self.call_fid_stat(&Request::Mkdir {
-            dir,
-            name: name.to_vec(),
-            mode,
-            uid,
-            gid,
-        })
+    pub fn mkdir(&self, dir: Fid, name: &[u8], mode: u32, uid: u32, gid: u32) -> Result<(Fid, Stat)> {
+        self.call_fid_stat(&Request::Mkdir { dir, name: name.to_vec(), mode, uid, gid })
     }
 
     /// Makes the node `name` in `dir`: a regular file, FIFO or socket
     /// (`mode` carries the type). Device nodes are refused with `EPERM`.
-    pub fn mknod(
-        &self,
-        dir: Fid,
-        name: &[u8],
-        mode: u32,
-        rdev: u64,
-        uid: u32,
-        gid: u32,
-    ) -> Result<(Fid, Stat)> {
-        self.call_fid_stat(&Request::Mknod {
-            dir,
-            name: name.to_vec(),
-            mode,
-            rdev,
-            uid,
-            gid,
-        })
+    pub fn mknod(&self, dir: Fid, name: &[u8], mode: u32, rdev: u64, uid: u32, gid: u32) -> Result<(Fid, Stat)> {
+        self.call_fid_stat(&Request::Mknod { dir, name: name.to_vec(), mode, rdev, uid, gid })
     }
 
     /// Makes the symlink `name` in `dir` pointing to `target`.
-    pub fn symlink(
-        &self,
-        dir: Fid,
-        name: &[u8],
-        target: &[u8],
-        uid: u32,
-        gid: u32,
-    ) -> Result<(Fid, Stat)> {
-        self.call_fid_stat(&Request::Symlink {
-            dir,
-            name: name.to_vec(),
-            target: target.to_vec(),
-            uid,
-            gid,
-        })
+    pub fn symlink(&self, dir: Fid, name: &[u8], target: &[u8], uid: u32, gid: u32) -> Result<(Fid, Stat)> {
+        self.call_fid_stat(&Request::Symlink { dir, name: name.to_vec(), target: target.to_vec(), uid, gid })
     }
 
     /// Makes `name` in `dir` a hard link to `target`; returns the target's
     /// new attributes.
     pub fn link(&self, target: Fid, dir: Fid, name: &[u8]) -> Result<Stat> {
-        self.call_stat(&Request::Link {
-            target,
-            dir,
-            name: name.to_vec(),
-        })
+        self.call_stat(&Request::Link { target, dir, name: name.to_vec() })
     }
 
     /// Removes `name` from `dir`; `flags` is 0 or `AT_REMOVEDIR`.
     pub fn unlink(&self, dir: Fid, name: &[u8], flags: i32) -> Result<()> {
-        self.call_empty(&Request::Unlink {
-            dir,
-            name: name.to_vec(),
-            flags,
-        })
+        self.call_empty(&Request::Unlink { dir, name: name.to_vec(), flags })
     }
 
     /// Renames `old_dir`/`old_name` to `new_dir`/`new_name`; `flags` are
     /// `renameat2` flags (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`).
-    pub fn rename(
-        &self,
-        old_dir: Fid,
-        old_name: &[u8],
-        new_dir: Fid,
-        new_name: &[u8],
-        flags: u32,
-    ) -> Result<()> {
+    pub fn rename(&self, old_dir: Fid, old_name: &[u8], new_dir: Fid, new_name: &[u8], flags: u32) -> Result<()> {
         self.call_empty(&Request::Rename {
             old_dir,
             old_name: old_name.to_vec(),

@@ -29,10 +29,7 @@ const STAGING: &str = "/tmp/husk-gofer-root";
 /// An error of the confinement step `step`.
 fn failed(step: &str, errno: Errno) -> crate::Error {
     let kind = io::Error::from_raw_os_error(errno as i32).kind();
-    crate::Error::Io(io::Error::new(
-        kind,
-        format!("confining the gofer: {step}: {}", errno.desc()),
-    ))
+    crate::Error::Io(io::Error::new(kind, format!("confining the gofer: {step}: {}", errno.desc())))
 }
 
 fn open(path: &str, flags: OFlag) -> nix::Result<OwnedFd> {
@@ -70,16 +67,10 @@ fn kept_flags(root: &Path) -> Result<MsFlags> {
 pub fn enter_root(root: &Path, read_only: bool) -> Result<(OwnedFd, OwnedFd)> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| failed("PR_SET_NO_NEW_PRIVS", e))?;
     nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(|e| failed("unshare(CLONE_NEWNS)", e))?;
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|e| failed("making / private", e))?;
-    let proc_fds = open("/proc/self/fd", OFlag::O_RDONLY | OFlag::O_DIRECTORY)
-        .map_err(|e| failed("opening /proc/self/fd", e))?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(|e| failed("making / private", e))?;
+    let proc_fds =
+        open("/proc/self/fd", OFlag::O_RDONLY | OFlag::O_DIRECTORY).map_err(|e| failed("opening /proc/self/fd", e))?;
     let kept = kept_flags(root)?;
     // The root is bind-mounted onto a staging directory (on a private
     // tmpfs) rather than onto itself, so that "/" can be served too:
@@ -99,8 +90,7 @@ pub fn enter_root(root: &Path, read_only: bool) -> Result<(OwnedFd, OwnedFd)> {
     mount(Some(src.as_str()), STAGING, None::<&str>, MsFlags::MS_BIND, None::<&str>)
         .map_err(|e| failed(&format!("bind-mounting {}", root.display()), e))?;
     drop(root_src);
-    let mut remount =
-        MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | kept;
+    let mut remount = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | kept;
     if read_only {
         remount |= MsFlags::MS_RDONLY;
     }
@@ -110,8 +100,7 @@ pub fn enter_root(root: &Path, read_only: bool) -> Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pivot_root(".", ".").map_err(|e| failed("pivot_root", e))?;
     umount2(".", MntFlags::MNT_DETACH).map_err(|e| failed("detaching the old root", e))?;
     nix::unistd::chdir("/").map_err(|e| failed("chdir to the new root", e))?;
-    let root_fd = open("/", OFlag::O_PATH | OFlag::O_DIRECTORY)
-        .map_err(|e| failed("opening the new root", e))?;
+    let root_fd = open("/", OFlag::O_PATH | OFlag::O_DIRECTORY).map_err(|e| failed("opening the new root", e))?;
     log::debug!("gofer: confined to {}", root.display());
     Ok((root_fd, proc_fds))
 }

@@ -26,20 +26,9 @@ pub(crate) fn send(sock: BorrowedFd<'_>, frame: &[u8], fd: Option<BorrowedFd<'_>
     let cmsg = fds.as_ref().map(|fds| ControlMessage::ScmRights(fds));
     let iov = [IoSlice::new(frame)];
     loop {
-        match sendmsg::<()>(
-            sock.as_raw_fd(),
-            &iov,
-            cmsg.as_slice(),
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        ) {
+        match sendmsg::<()>(sock.as_raw_fd(), &iov, cmsg.as_slice(), MsgFlags::MSG_NOSIGNAL, None) {
             Ok(sent) if sent == frame.len() => return Ok(()),
-            Ok(sent) => {
-                return Err(Error::Protocol(format!(
-                    "short send: {sent} of {} bytes",
-                    frame.len()
-                )))
-            }
+            Ok(sent) => return Err(Error::Protocol(format!("short send: {sent} of {} bytes", frame.len()))),
             Err(Errno::EINTR) => {}
             Err(e) => return Err(Error::Io(e.into())),
         }
@@ -50,21 +39,12 @@ pub(crate) fn send(sock: BorrowedFd<'_>, frame: &[u8], fd: Option<BorrowedFd<'_>
 /// the connection. With `accept_fd`, at most one donated fd is accepted;
 /// without it, any donated fd is refused (the kernel closes it). Refused
 /// fds and a message longer than `buf` are protocol errors.
-pub(crate) fn recv(
-    sock: BorrowedFd<'_>,
-    buf: &mut [u8],
-    accept_fd: bool,
-) -> Result<Option<Received>> {
+pub(crate) fn recv(sock: BorrowedFd<'_>, buf: &mut [u8], accept_fd: bool) -> Result<Option<Received>> {
     let mut cmsg_space = nix::cmsg_space!([RawFd; MAX_FDS]);
     loop {
         let mut iov = [IoSliceMut::new(buf)];
-        let cmsg = if accept_fd {
-            Some(&mut cmsg_space)
-        } else {
-            None
-        };
-        let msg = match recvmsg::<()>(sock.as_raw_fd(), &mut iov, cmsg, MsgFlags::MSG_CMSG_CLOEXEC)
-        {
+        let cmsg = if accept_fd { Some(&mut cmsg_space) } else { None };
+        let msg = match recvmsg::<()>(sock.as_raw_fd(), &mut iov, cmsg, MsgFlags::MSG_CMSG_CLOEXEC) {
             Ok(msg) => msg,
             Err(Errno::EINTR) => continue,
             Err(e) => return Err(Error::Io(e.into())),
@@ -88,10 +68,7 @@ pub(crate) fn recv(
             }
         }
         if msg.flags.contains(MsgFlags::MSG_TRUNC) {
-            return Err(Error::Protocol(format!(
-                "frame longer than {} bytes",
-                buf.len()
-            )));
+            return Err(Error::Protocol(format!("frame longer than {} bytes", buf.len())));
         }
         if fds.len() > 1 {
             return Err(Error::Protocol("more than one donated fd".into()));
@@ -99,9 +76,6 @@ pub(crate) fn recv(
         if msg.bytes == 0 {
             return Ok(None);
         }
-        return Ok(Some(Received {
-            len: msg.bytes,
-            fd: fds.pop(),
-        }));
+        return Ok(Some(Received { len: msg.bytes, fd: fds.pop() }));
     }
 }

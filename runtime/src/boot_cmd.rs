@@ -36,13 +36,12 @@ fn host_name() -> Vec<u8> {
 /// Dies of `sig` so the parent sees the guest's fate.
 fn die_of(sig: i32) -> ! {
     let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: plain system calls with valid arguments; the process is
-    // about to end.
-    unsafe {
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-        libc::signal(sig, libc::SIG_DFL);
-        libc::kill(libc::getpid(), sig);
-    }
+    // SAFETY: setrlimit reads one rlimit struct.
+    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+    // SAFETY: restoring the default disposition has no memory effects.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
+    // SAFETY: raise takes an integer; the process is about to end anyway.
+    unsafe { libc::raise(sig) };
     std::process::exit(128 + sig)
 }
 
@@ -50,19 +49,19 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
         init: InitSpec {
-        argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
-        env: std::env::vars_os()
-            .map(|(k, v)| {
-                let mut e = k.as_bytes().to_vec();
-                e.push(b'=');
-                e.extend_from_slice(v.as_bytes());
-                e
-            })
-            .collect(),
-        cwd: args.cwd.as_bytes().to_vec(),
-        uid: nix::unistd::getuid().as_raw(),
-        gid: nix::unistd::getgid().as_raw(),
-        stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
+            argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            env: std::env::vars_os()
+                .map(|(k, v)| {
+                    let mut e = k.as_bytes().to_vec();
+                    e.push(b'=');
+                    e.extend_from_slice(v.as_bytes());
+                    e
+                })
+                .collect(),
+            cwd: args.cwd.as_bytes().to_vec(),
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
         },
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),

@@ -27,16 +27,16 @@ fn spawn_self(args: &[std::ffi::OsString], keep: &OwnedFd, stdio_null: bool) -> 
         cmd.stdin(std::process::Stdio::null());
     }
     let fd = keep.as_raw_fd();
-    // SAFETY: between fork and exec the closure only calls fcntl, which is
-    // async-signal-safe, on a descriptor the parent keeps open.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let hook = move || {
+        // SAFETY: fcntl on a descriptor the parent keeps open; it is
+        // async-signal-safe, as code between fork and exec must be.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs between fork and exec and only calls fcntl.
+    unsafe { cmd.pre_exec(hook) };
     cmd.spawn().context("starting a husk process")
 }
 
@@ -64,7 +64,21 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     }
 }
 
+/// Reaps every remaining descendant: stub processes the sentry leaves
+/// behind when it exits are reparented to us (we are a subreaper).
+fn reap_all() {
+    loop {
+        match nix::sys::wait::waitpid(None, None) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+}
+
 pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
+    // Orphans of the sandbox (stub processes of the sentry) come to us to
+    // be reaped instead of lingering as zombies.
+    nix::sys::prctl::set_child_subreaper(true).context("PR_SET_CHILD_SUBREAPER")?;
     let rootfs = args.rootfs.clone().unwrap_or_else(|| "/".into());
     if !rootfs.is_dir() {
         bail!("root filesystem {} is not a directory", rootfs.display());
@@ -96,5 +110,6 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     if !gofer_status.success() {
         log::warn!("the gofer exited with {gofer_status}");
     }
+    reap_all();
     Ok(exit_code(status))
 }

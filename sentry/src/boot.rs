@@ -64,7 +64,8 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
     let ls = lower.stat().map_err(BootError::Root)?;
     let upper = Tmpfs::new(ls.mode & 0o7777, ls.uid, ls.gid);
-    let times = SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
+    let times =
+        SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
     upper.setattr(&times).map_err(BootError::Root)?;
     let root = overlay::new_overlay(upper, lower);
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone() };

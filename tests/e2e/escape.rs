@@ -77,13 +77,7 @@ fn rootfs_escape_attempts_fail() {
     let before = snapshot(base.path());
     let secret_arg = secret.to_string_lossy().into_owned();
     let rootfs_arg = rootfs.to_string_lossy().into_owned();
-    let sbx = run(
-        husk_do(
-            &["--rootfs", &rootfs_arg],
-            &["/bin/escape_probe", &secret_arg, &basename],
-        ),
-        None,
-    );
+    let sbx = run(husk_do(&["--rootfs", &rootfs_arg], &["/bin/escape_probe", &secret_arg, &basename]), None);
     let after = snapshot(base.path());
 
     let out = sbx.stdout_str();
@@ -97,12 +91,7 @@ fn rootfs_escape_attempts_fail() {
         "the probe did not run to completion inside the sandbox\n{}",
         sbx.describe()
     );
-    assert_eq!(
-        sbx.code,
-        0,
-        "the probe opened a file it should not reach (see OPENED lines)\n{}",
-        sbx.describe()
-    );
+    assert_eq!(sbx.code, 0, "the probe opened a file it should not reach (see OPENED lines)\n{}", sbx.describe());
     assert_eq!(
         fs::read_to_string(&secret).ok().as_deref(),
         Some(secret_content.as_str()),
@@ -111,11 +100,8 @@ fn rootfs_escape_attempts_fail() {
     if before != after {
         let added: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
         let removed: Vec<_> = before.keys().filter(|k| !after.contains_key(*k)).collect();
-        let changed: Vec<_> = before
-            .iter()
-            .filter(|(k, v)| after.get(*k).is_some_and(|a| a != *v))
-            .map(|(k, _)| k)
-            .collect();
+        let changed: Vec<_> =
+            before.iter().filter(|(k, v)| after.get(*k).is_some_and(|a| a != *v)).map(|(k, _)| k).collect();
         panic!(
             "guest writes reached the host around the rootfs:\n added {added:?}\n \
              removed {removed:?}\n changed {changed:?}\n{}",

@@ -9,20 +9,10 @@ fn guest_test(name: &str, args: &[&str]) {
     argv.extend(args.iter().map(|s| (*s).to_owned()));
 
     let nat = run(native(&argv), None);
-    assert_eq!(
-        nat.code,
-        0,
-        "guest program {name} FAILS NATIVELY: the test is wrong, not husk\n{}",
-        nat.describe()
-    );
+    assert_eq!(nat.code, 0, "guest program {name} FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
 
     let sbx = run(husk_do(&[], &argv), None);
-    assert_eq!(
-        sbx.code,
-        0,
-        "guest program {name} failed under husk do\n{}",
-        sbx.describe()
-    );
+    assert_eq!(sbx.code, 0, "guest program {name} failed under husk do\n{}", sbx.describe());
 }
 
 #[test]

@@ -63,14 +63,7 @@ fn sort_passwd() {
 
 #[test]
 fn find_python_stdlib() {
-    let (nat, _) = assert_same_as_native(
-        &[
-            "sh",
-            "-c",
-            "find /usr/lib/python3.11 -name \"*.py\" | wc -l",
-        ],
-        None,
-    );
+    let (nat, _) = assert_same_as_native(&["sh", "-c", "find /usr/lib/python3.11 -name \"*.py\" | wc -l"], None);
     nat.assert_code(0);
 }
 
@@ -114,17 +107,10 @@ fn stdin_is_connected() {
 
 #[test]
 fn stderr_is_connected() {
-    let sbx = run(
-        husk_do(&[], &["sh", "-c", "echo to-stderr >&2; echo to-stdout"]),
-        None,
-    );
+    let sbx = run(husk_do(&[], &["sh", "-c", "echo to-stderr >&2; echo to-stdout"]), None);
     sbx.assert_code(0);
     assert_eq!(sbx.stdout_str(), "to-stdout\n", "{}", sbx.describe());
-    assert!(
-        sbx.stderr_str().contains("to-stderr\n"),
-        "{}",
-        sbx.describe()
-    );
+    assert!(sbx.stderr_str().contains("to-stderr\n"), "{}", sbx.describe());
 }
 
 #[test]
@@ -159,10 +145,7 @@ fn path_lookup() {
 /// that nothing reached the host.
 fn write_stays_in_sandbox(dir: &str) {
     let name = format!("{dir}/{}", unique("husk-probe"));
-    assert!(
-        !Path::new(&name).exists(),
-        "{name} already exists on the host"
-    );
+    assert!(!Path::new(&name).exists(), "{name} already exists on the host");
     let script = format!("echo hi > {name} && cat {name}");
     let sbx = run(husk_do(&[], &["sh", "-c", &script]), None);
     let leaked = Path::new(&name).exists();
@@ -171,10 +154,7 @@ fn write_stays_in_sandbox(dir: &str) {
     }
     sbx.assert_code(0);
     assert_eq!(sbx.stdout_str(), "hi\n", "{}", sbx.describe());
-    assert!(
-        !leaked,
-        "a guest write to {name} reached the host filesystem"
-    );
+    assert!(!leaked, "a guest write to {name} reached the host filesystem");
 }
 
 #[test]
@@ -196,10 +176,8 @@ fn overwrite_of_host_file_stays_in_sandbox() {
     let file = dir.path().join("host-file");
     std::fs::write(&file, "original\n").expect("write host file");
     let before = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
-    let script = format!(
-        "cat {f} && echo sandboxed >> {f} && cat {f} && rm {f} && ! cat {f} 2>/dev/null",
-        f = file.display()
-    );
+    let script =
+        format!("cat {f} && echo sandboxed >> {f} && cat {f} && rm {f} && ! cat {f} 2>/dev/null", f = file.display());
     let sbx = run(husk_do(&[], &["sh", "-c", &script]), None);
     assert_eq!(
         std::fs::read_to_string(&file).ok().as_deref(),
@@ -210,10 +188,5 @@ fn overwrite_of_host_file_stays_in_sandbox() {
     let after = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
     assert_eq!(before, after, "the host file's mtime changed");
     sbx.assert_code(0);
-    assert_eq!(
-        sbx.stdout_str(),
-        "original\noriginal\nsandboxed\n",
-        "{}",
-        sbx.describe()
-    );
+    assert_eq!(sbx.stdout_str(), "original\noriginal\nsandboxed\n", "{}", sbx.describe());
 }

@@ -47,15 +47,8 @@ pub fn guest_src_dir() -> PathBuf {
 /// A name unique across threads, test processes and runs.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "{prefix}-{}-{}-{nanos:x}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{}-{nanos:x}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The result of one command.
@@ -88,12 +81,7 @@ impl Run {
     }
     /// Panic unless the exit status is `want`.
     pub fn assert_code(&self, want: i32) {
-        assert_eq!(
-            self.code,
-            want,
-            "unexpected exit status\n{}",
-            self.describe()
-        );
+        assert_eq!(self.code, want, "unexpected exit status\n{}", self.describe());
     }
 }
 
@@ -146,10 +134,7 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> mpsc::Receiver<Vec<u8>> {
 /// after [`TIMEOUT`] the whole group is SIGKILLed and the test fails.
 pub fn run(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
     let what = describe_cmd(&cmd);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => panic!("cannot start `{what}`: {e}"),
@@ -188,23 +173,13 @@ pub fn run(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
     // Helpers that escaped the process group may still hold the pipes open:
     // give the readers a bounded time to finish, never forever.
     let collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| -> Vec<u8> {
-        rx.and_then(|rx| rx.recv_timeout(Duration::from_secs(10)).ok())
-            .unwrap_or_default()
+        rx.and_then(|rx| rx.recv_timeout(Duration::from_secs(10)).ok()).unwrap_or_default()
     };
     let stdout = collect(out_rx);
     let stderr = collect(err_rx);
-    let run = Run {
-        what,
-        code: status.map(exit_code).unwrap_or(-1),
-        stdout,
-        stderr,
-    };
+    let run = Run { what, code: status.map(exit_code).unwrap_or(-1), stdout, stderr };
     if timed_out {
-        panic!(
-            "timed out after {} s and was killed\n{}",
-            TIMEOUT.as_secs(),
-            run.describe()
-        );
+        panic!("timed out after {} s and was killed\n{}", TIMEOUT.as_secs(), run.describe());
     }
     run
 }
@@ -217,14 +192,7 @@ fn exited_unreaped(pid: u32) -> bool {
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: waitid(2) writes only into `info`, which we own; WNOWAIT leaves
     // the child reapable by std's `Child::wait` later.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
+    let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
     // SAFETY: si_pid is valid to read for the WEXITED result waitid filled
     // in (and 0 when no child has changed state yet).
     r == 0 && unsafe { info.si_pid() } != 0
@@ -263,11 +231,7 @@ pub fn husk_do<S: AsRef<OsStr>>(extra: &[&str], argv: &[S]) -> Command {
         cmd.args(flags.split_whitespace());
     }
     cmd.arg("--");
-    cmd.args(
-        argv.iter()
-            .map(|a| a.as_ref().to_os_string())
-            .collect::<Vec<OsString>>(),
-    );
+    cmd.args(argv.iter().map(|a| a.as_ref().to_os_string()).collect::<Vec<OsString>>());
     cmd.env(TEST_ENV.0, TEST_ENV.1).current_dir("/");
     cmd
 }
@@ -293,12 +257,7 @@ pub fn assert_same_as_native<S: AsRef<OsStr>>(argv: &[S], stdin: Option<&[u8]>) 
             .zip(s.lines())
             .enumerate()
             .find(|(_, (a, b))| a != b)
-            .map(|(i, (a, b))| {
-                format!(
-                    "first difference at line {}:\n  native: {a}\n  husk:   {b}",
-                    i + 1
-                )
-            })
+            .map(|(i, (a, b))| format!("first difference at line {}:\n  native: {a}\n  husk:   {b}", i + 1))
             .unwrap_or_else(|| {
                 format!(
                     "one output is a prefix of the other ({} vs {} lines, {} vs {} bytes)",
@@ -326,25 +285,14 @@ pub fn guest_bin(name: &str) -> PathBuf {
         Ok(d) => d,
         Err(e) => panic!("{e}"),
     };
-    assert!(
-        GUEST_PROGRAMS.contains(&name),
-        "unknown guest program {name}"
-    );
+    assert!(GUEST_PROGRAMS.contains(&name), "unknown guest program {name}");
     dir.join(name)
 }
 
 fn build_guests() -> Result<PathBuf, String> {
-    match Command::new("cc")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-    {
+    match Command::new("cc").arg("--version").stdout(Stdio::null()).status() {
         Ok(st) if st.success() => {}
-        Ok(st) => {
-            return Err(format!(
-                "`cc --version` failed ({st}); a C compiler is needed"
-            ))
-        }
+        Ok(st) => return Err(format!("`cc --version` failed ({st}); a C compiler is needed")),
         Err(e) => {
             return Err(format!(
                 "cannot run the system C compiler `cc` ({e}). The e2e tests compile \
@@ -364,13 +312,7 @@ fn build_guests() -> Result<PathBuf, String> {
                 s.spawn(move || compile_one(src, out, name))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("compiler thread panicked".into()))
-            })
-            .collect()
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("compiler thread panicked".into()))).collect()
     });
     let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     if errors.is_empty() {

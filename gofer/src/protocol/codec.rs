@@ -120,12 +120,7 @@ impl Encoder {
 
     /// Appends a [`SetAttr`].
     pub fn set_attr(&mut self, a: &SetAttr) -> &mut Self {
-        self.opt_u32(a.mode)
-            .opt_u32(a.uid)
-            .opt_u32(a.gid)
-            .opt_u64(a.size)
-            .set_time(a.atime)
-            .set_time(a.mtime)
+        self.opt_u32(a.mode).opt_u32(a.uid).opt_u32(a.gid).opt_u64(a.size).set_time(a.atime).set_time(a.mtime)
     }
 
     /// Appends a [`Dirent`].
@@ -141,8 +136,8 @@ impl Encoder {
                 self.buf.len()
             )));
         }
-        let rest = u32::try_from(self.buf.len() - 4)
-            .map_err(|_| Error::Protocol("frame length overflows u32".into()))?;
+        let rest =
+            u32::try_from(self.buf.len() - 4).map_err(|_| Error::Protocol("frame length overflows u32".into()))?;
         self.buf[..4].copy_from_slice(&rest.to_le_bytes());
         Ok(self.buf)
     }
@@ -160,19 +155,14 @@ impl<'a> Decoder<'a> {
     /// at the payload.
     pub fn frame(frame: &'a [u8]) -> Result<(u16, Decoder<'a>)> {
         if frame.len() > MAX_FRAME {
-            return Err(Error::Protocol(format!(
-                "frame of {} bytes exceeds the {MAX_FRAME}-byte limit",
-                frame.len()
-            )));
+            return Err(Error::Protocol(format!("frame of {} bytes exceeds the {MAX_FRAME}-byte limit", frame.len())));
         }
         let mut header = Decoder::new(frame);
         let len = header.u32()?;
         let tag = header.u16()?;
         let rest = frame.len() - 4;
         if usize::try_from(len).ok() != Some(rest) {
-            return Err(Error::Protocol(format!(
-                "frame length field says {len} but {rest} bytes follow it"
-            )));
+            return Err(Error::Protocol(format!("frame length field says {len} but {rest} bytes follow it")));
         }
         Ok((tag, Decoder::new(&frame[HEADER_LEN..])))
     }
@@ -183,17 +173,13 @@ impl<'a> Decoder<'a> {
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.buf.len())
-            .ok_or_else(|| {
-                Error::Protocol(format!(
-                    "truncated frame: wanted {n} bytes at offset {}, have {}",
-                    self.pos,
-                    self.buf.len() - self.pos
-                ))
-            })?;
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or_else(|| {
+            Error::Protocol(format!(
+                "truncated frame: wanted {n} bytes at offset {}, have {}",
+                self.pos,
+                self.buf.len() - self.pos
+            ))
+        })?;
         let field = &self.buf[self.pos..end];
         self.pos = end;
         Ok(field)
@@ -243,8 +229,7 @@ impl<'a> Decoder<'a> {
     /// Reads a byte string.
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let len = self.u32()?;
-        let len = usize::try_from(len)
-            .map_err(|_| Error::Protocol(format!("byte string of {len} bytes")))?;
+        let len = usize::try_from(len).map_err(|_| Error::Protocol(format!("byte string of {len} bytes")))?;
         self.take(len)
     }
 
@@ -258,28 +243,17 @@ impl<'a> Decoder<'a> {
 
     /// Reads an optional `u32`.
     pub fn opt_u32(&mut self) -> Result<Option<u32>> {
-        Ok(if self.presence()? {
-            Some(self.u32()?)
-        } else {
-            None
-        })
+        Ok(if self.presence()? { Some(self.u32()?) } else { None })
     }
 
     /// Reads an optional `u64`.
     pub fn opt_u64(&mut self) -> Result<Option<u64>> {
-        Ok(if self.presence()? {
-            Some(self.u64()?)
-        } else {
-            None
-        })
+        Ok(if self.presence()? { Some(self.u64()?) } else { None })
     }
 
     /// Reads a [`TimeSpec`].
     pub fn timespec(&mut self) -> Result<TimeSpec> {
-        Ok(TimeSpec {
-            sec: self.i64()?,
-            nsec: self.i64()?,
-        })
+        Ok(TimeSpec { sec: self.i64()?, nsec: self.i64()? })
     }
 
     /// Reads an optional [`SetTime`].
@@ -341,11 +315,7 @@ impl<'a> Decoder<'a> {
 
     /// Reads a [`Dirent`].
     pub fn dirent(&mut self) -> Result<Dirent> {
-        Ok(Dirent {
-            ino: self.u64()?,
-            kind: self.u8()?,
-            name: self.bytes()?.to_vec(),
-        })
+        Ok(Dirent { ino: self.u64()?, kind: self.u8()?, name: self.bytes()?.to_vec() })
     }
 
     /// Ends decoding; trailing bytes are a protocol error.
@@ -353,10 +323,7 @@ impl<'a> Decoder<'a> {
         if self.pos == self.buf.len() {
             Ok(())
         } else {
-            Err(Error::Protocol(format!(
-                "{} trailing bytes after the payload",
-                self.remaining()
-            )))
+            Err(Error::Protocol(format!("{} trailing bytes after the payload", self.remaining())))
         }
     }
 }
@@ -391,12 +358,7 @@ mod tests {
             mtime: Some(SetTime::At(TimeSpec { sec: 1, nsec: 2 })),
         };
         let mut enc = Encoder::new(7);
-        enc.u8(1)
-            .i32(-5)
-            .bytes(b"name")
-            .stat(&stat)
-            .set_attr(&attr)
-            .set_attr(&SetAttr::default());
+        enc.u8(1).i32(-5).bytes(b"name").stat(&stat).set_attr(&attr).set_attr(&SetAttr::default());
         let frame = enc.finish().unwrap();
         let (tag, mut dec) = Decoder::frame(&frame).unwrap();
         assert_eq!(tag, 7);

@@ -71,9 +71,7 @@ impl TryFrom<u16> for Opcode {
             Opcode::SetAttr,
             Opcode::Clunk,
         ];
-        ALL.into_iter()
-            .find(|&op| op as u16 == v)
-            .ok_or_else(|| Error::Protocol(format!("unknown opcode {v}")))
+        ALL.into_iter().find(|&op| op as u16 == v).ok_or_else(|| Error::Protocol(format!("unknown opcode {v}")))
     }
 }
 
@@ -299,19 +297,16 @@ impl Request {
     /// The shape of this request's successful reply.
     pub fn reply_kind(&self) -> ReplyKind {
         match self {
-            Request::Open { .. }
-            | Request::Unlink { .. }
-            | Request::Rename { .. }
-            | Request::Clunk { .. } => ReplyKind::Empty,
+            Request::Open { .. } | Request::Unlink { .. } | Request::Rename { .. } | Request::Clunk { .. } => {
+                ReplyKind::Empty
+            }
             Request::Attach
             | Request::Walk { .. }
             | Request::Create { .. }
             | Request::Mkdir { .. }
             | Request::Mknod { .. }
             | Request::Symlink { .. } => ReplyKind::FidStat,
-            Request::Stat { .. } | Request::Link { .. } | Request::SetAttr { .. } => {
-                ReplyKind::Stat
-            }
+            Request::Stat { .. } | Request::Link { .. } | Request::SetAttr { .. } => ReplyKind::Stat,
             Request::Getdents { .. } => ReplyKind::Dirents,
             Request::Readlink { .. } => ReplyKind::Bytes,
             Request::Statfs { .. } => ReplyKind::StatFs,
@@ -324,68 +319,25 @@ impl Request {
         match self {
             Request::Attach => &mut e,
             Request::Walk { dir, name } => e.u64(*dir).bytes(name),
-            Request::Stat { fid } | Request::Readlink { fid } | Request::Statfs { fid } => {
-                e.u64(*fid)
-            }
+            Request::Stat { fid } | Request::Readlink { fid } | Request::Statfs { fid } => e.u64(*fid),
             Request::Clunk { fid } => e.u64(*fid),
             Request::Open { fid, flags } => e.u64(*fid).i32(*flags),
             Request::Getdents { fid, cookie } => e.u64(*fid).u64(*cookie),
-            Request::Create {
-                dir,
-                name,
-                flags,
-                mode,
-                uid,
-                gid,
-            } => e
-                .u64(*dir)
-                .bytes(name)
-                .i32(*flags)
-                .u32(*mode)
-                .u32(*uid)
-                .u32(*gid),
-            Request::Mkdir {
-                dir,
-                name,
-                mode,
-                uid,
-                gid,
-            } => e.u64(*dir).bytes(name).u32(*mode).u32(*uid).u32(*gid),
-            Request::Mknod {
-                dir,
-                name,
-                mode,
-                rdev,
-                uid,
-                gid,
-            } => e
-                .u64(*dir)
-                .bytes(name)
-                .u32(*mode)
-                .u64(*rdev)
-                .u32(*uid)
-                .u32(*gid),
-            Request::Symlink {
-                dir,
-                name,
-                target,
-                uid,
-                gid,
-            } => e.u64(*dir).bytes(name).bytes(target).u32(*uid).u32(*gid),
+            Request::Create { dir, name, flags, mode, uid, gid } => {
+                e.u64(*dir).bytes(name).i32(*flags).u32(*mode).u32(*uid).u32(*gid)
+            }
+            Request::Mkdir { dir, name, mode, uid, gid } => e.u64(*dir).bytes(name).u32(*mode).u32(*uid).u32(*gid),
+            Request::Mknod { dir, name, mode, rdev, uid, gid } => {
+                e.u64(*dir).bytes(name).u32(*mode).u64(*rdev).u32(*uid).u32(*gid)
+            }
+            Request::Symlink { dir, name, target, uid, gid } => {
+                e.u64(*dir).bytes(name).bytes(target).u32(*uid).u32(*gid)
+            }
             Request::Link { target, dir, name } => e.u64(*target).u64(*dir).bytes(name),
             Request::Unlink { dir, name, flags } => e.u64(*dir).bytes(name).i32(*flags),
-            Request::Rename {
-                old_dir,
-                old_name,
-                new_dir,
-                new_name,
-                flags,
-            } => e
-                .u64(*old_dir)
-                .bytes(old_name)
-                .u64(*new_dir)
-                .bytes(new_name)
-                .u32(*flags),
+            Request::Rename { old_dir, old_name, new_dir, new_name, flags } => {
+                e.u64(*old_dir).bytes(old_name).u64(*new_dir).bytes(new_name).u32(*flags)
+            }
             Request::SetAttr { fid, attr } => e.u64(*fid).set_attr(attr),
         };
         e.finish()
@@ -396,19 +348,10 @@ impl Request {
         let (op, mut d) = Decoder::frame(frame)?;
         let req = match Opcode::try_from(op)? {
             Opcode::Attach => Request::Attach,
-            Opcode::Walk => Request::Walk {
-                dir: d.u64()?,
-                name: d.bytes()?.to_vec(),
-            },
+            Opcode::Walk => Request::Walk { dir: d.u64()?, name: d.bytes()?.to_vec() },
             Opcode::Stat => Request::Stat { fid: d.u64()? },
-            Opcode::Open => Request::Open {
-                fid: d.u64()?,
-                flags: d.i32()?,
-            },
-            Opcode::Getdents => Request::Getdents {
-                fid: d.u64()?,
-                cookie: d.u64()?,
-            },
+            Opcode::Open => Request::Open { fid: d.u64()?, flags: d.i32()? },
+            Opcode::Getdents => Request::Getdents { fid: d.u64()?, cookie: d.u64()? },
             Opcode::Readlink => Request::Readlink { fid: d.u64()? },
             Opcode::Statfs => Request::Statfs { fid: d.u64()? },
             Opcode::Create => Request::Create {
@@ -441,16 +384,8 @@ impl Request {
                 uid: d.u32()?,
                 gid: d.u32()?,
             },
-            Opcode::Link => Request::Link {
-                target: d.u64()?,
-                dir: d.u64()?,
-                name: d.bytes()?.to_vec(),
-            },
-            Opcode::Unlink => Request::Unlink {
-                dir: d.u64()?,
-                name: d.bytes()?.to_vec(),
-                flags: d.i32()?,
-            },
+            Opcode::Link => Request::Link { target: d.u64()?, dir: d.u64()?, name: d.bytes()?.to_vec() },
+            Opcode::Unlink => Request::Unlink { dir: d.u64()?, name: d.bytes()?.to_vec(), flags: d.i32()? },
             Opcode::Rename => Request::Rename {
                 old_dir: d.u64()?,
                 old_name: d.bytes()?.to_vec(),
@@ -458,10 +393,7 @@ impl Request {
                 new_name: d.bytes()?.to_vec(),
                 flags: d.u32()?,
             },
-            Opcode::SetAttr => Request::SetAttr {
-                fid: d.u64()?,
-                attr: d.set_attr()?,
-            },
+            Opcode::SetAttr => Request::SetAttr { fid: d.u64()?, attr: d.set_attr()? },
             Opcode::Clunk => Request::Clunk { fid: d.u64()? },
         };
         d.finish()?;
@@ -491,10 +423,7 @@ impl Reply {
             Reply::Stat(stat) => {
                 e.stat(stat);
             }
-            Reply::Dirents {
-                entries,
-                next_cookie,
-            } => {
+            Reply::Dirents { entries, next_cookie } => {
                 e.u32(u32::try_from(entries.len()).unwrap_or(u32::MAX));
                 for entry in entries {
                     e.dirent(entry);
@@ -513,10 +442,7 @@ impl Reply {
     fn decode_from(kind: ReplyKind, d: &mut Decoder<'_>) -> Result<Reply> {
         Ok(match kind {
             ReplyKind::Empty => Reply::Empty,
-            ReplyKind::FidStat => Reply::FidStat {
-                fid: d.u64()?,
-                stat: d.stat()?,
-            },
+            ReplyKind::FidStat => Reply::FidStat { fid: d.u64()?, stat: d.stat()? },
             ReplyKind::Stat => Reply::Stat(d.stat()?),
             ReplyKind::Dirents => {
                 let count = usize::try_from(d.u32()?).unwrap_or(usize::MAX);
@@ -524,10 +450,7 @@ impl Reply {
                 for _ in 0..count {
                     entries.push(d.dirent()?);
                 }
-                Reply::Dirents {
-                    entries,
-                    next_cookie: d.opt_u64()?,
-                }
+                Reply::Dirents { entries, next_cookie: d.opt_u64()? }
             }
             ReplyKind::Bytes => Reply::Bytes(d.bytes()?.to_vec()),
             ReplyKind::StatFs => Reply::StatFs(d.statfs()?),
@@ -577,61 +500,18 @@ mod tests {
         let name = b"file".to_vec();
         vec![
             Request::Attach,
-            Request::Walk {
-                dir: 1,
-                name: name.clone(),
-            },
+            Request::Walk { dir: 1, name: name.clone() },
             Request::Stat { fid: 2 },
-            Request::Open {
-                fid: 3,
-                flags: libc::O_RDWR | libc::O_TRUNC,
-            },
-            Request::Getdents {
-                fid: 4,
-                cookie: u64::MAX,
-            },
+            Request::Open { fid: 3, flags: libc::O_RDWR | libc::O_TRUNC },
+            Request::Getdents { fid: 4, cookie: u64::MAX },
             Request::Readlink { fid: 5 },
             Request::Statfs { fid: 6 },
-            Request::Create {
-                dir: 7,
-                name: name.clone(),
-                flags: libc::O_WRONLY,
-                mode: 0o644,
-                uid: 1,
-                gid: 2,
-            },
-            Request::Mkdir {
-                dir: 8,
-                name: name.clone(),
-                mode: 0o755,
-                uid: 3,
-                gid: 4,
-            },
-            Request::Mknod {
-                dir: 9,
-                name: name.clone(),
-                mode: libc::S_IFIFO | 0o600,
-                rdev: 0,
-                uid: 5,
-                gid: 6,
-            },
-            Request::Symlink {
-                dir: 10,
-                name: name.clone(),
-                target: b"../x".to_vec(),
-                uid: 7,
-                gid: 8,
-            },
-            Request::Link {
-                target: 11,
-                dir: 12,
-                name: name.clone(),
-            },
-            Request::Unlink {
-                dir: 13,
-                name: name.clone(),
-                flags: libc::AT_REMOVEDIR,
-            },
+            Request::Create { dir: 7, name: name.clone(), flags: libc::O_WRONLY, mode: 0o644, uid: 1, gid: 2 },
+            Request::Mkdir { dir: 8, name: name.clone(), mode: 0o755, uid: 3, gid: 4 },
+            Request::Mknod { dir: 9, name: name.clone(), mode: libc::S_IFIFO | 0o600, rdev: 0, uid: 5, gid: 6 },
+            Request::Symlink { dir: 10, name: name.clone(), target: b"../x".to_vec(), uid: 7, gid: 8 },
+            Request::Link { target: 11, dir: 12, name: name.clone() },
+            Request::Unlink { dir: 13, name: name.clone(), flags: libc::AT_REMOVEDIR },
             Request::Rename {
                 old_dir: 14,
                 old_name: name.clone(),
@@ -656,43 +536,18 @@ mod tests {
     fn sample_replies() -> Vec<Reply> {
         vec![
             Reply::Empty,
-            Reply::FidStat {
-                fid: 9,
-                stat: Stat {
-                    ino: 4,
-                    mode: libc::S_IFDIR | 0o755,
-                    ..Stat::default()
-                },
-            },
-            Reply::Stat(Stat {
-                size: 10,
-                ..Stat::default()
-            }),
+            Reply::FidStat { fid: 9, stat: Stat { ino: 4, mode: libc::S_IFDIR | 0o755, ..Stat::default() } },
+            Reply::Stat(Stat { size: 10, ..Stat::default() }),
             Reply::Dirents {
                 entries: vec![
-                    Dirent {
-                        ino: 1,
-                        kind: libc::DT_REG,
-                        name: b"a".to_vec(),
-                    },
-                    Dirent {
-                        ino: 2,
-                        kind: libc::DT_DIR,
-                        name: b"bb".to_vec(),
-                    },
+                    Dirent { ino: 1, kind: libc::DT_REG, name: b"a".to_vec() },
+                    Dirent { ino: 2, kind: libc::DT_DIR, name: b"bb".to_vec() },
                 ],
                 next_cookie: Some(77),
             },
-            Reply::Dirents {
-                entries: Vec::new(),
-                next_cookie: None,
-            },
+            Reply::Dirents { entries: Vec::new(), next_cookie: None },
             Reply::Bytes(b"/etc".to_vec()),
-            Reply::StatFs(StatFs {
-                fs_type: 0x0102_1994,
-                namelen: 255,
-                ..StatFs::default()
-            }),
+            Reply::StatFs(StatFs { fs_type: 0x0102_1994, namelen: 255, ..StatFs::default() }),
         ]
     }
 
@@ -713,10 +568,7 @@ mod tests {
             assert_eq!(Response::decode(&frame, kind).unwrap(), response);
         }
         let frame = Response::Err(libc::ENOENT).encode().unwrap();
-        assert_eq!(
-            Response::decode(&frame, ReplyKind::FidStat).unwrap(),
-            Response::Err(libc::ENOENT)
-        );
+        assert_eq!(Response::decode(&frame, ReplyKind::FidStat).unwrap(), Response::Err(libc::ENOENT));
     }
 
     #[test]
@@ -783,15 +635,8 @@ mod tests {
             ReplyKind::Bytes,
             ReplyKind::StatFs,
         ];
-        let mut seeds: Vec<Vec<u8>> = sample_requests()
-            .iter()
-            .map(|r| r.encode().unwrap())
-            .collect();
-        seeds.extend(
-            sample_replies()
-                .into_iter()
-                .map(|r| Response::Ok(r).encode().unwrap()),
-        );
+        let mut seeds: Vec<Vec<u8>> = sample_requests().iter().map(|r| r.encode().unwrap()).collect();
+        seeds.extend(sample_replies().into_iter().map(|r| Response::Ok(r).encode().unwrap()));
         for round in 0..20_000usize {
             let mut frame = if round % 2 == 0 {
                 let len = usize::from(noise.byte()) % 96;

@@ -45,10 +45,7 @@ pub(super) fn read_page(dir: BorrowedFd<'_>, cookie: u64) -> Result<Page, Errno>
     while encoded < PAGE_BUDGET {
         let len = getdents64(dir, &mut buf)?;
         if len == 0 {
-            return Ok(Page {
-                entries,
-                next_cookie: None,
-            });
+            return Ok(Page { entries, next_cookie: None });
         }
         let mut records = &buf[..len];
         while !records.is_empty() {
@@ -58,30 +55,16 @@ pub(super) fn read_page(dir: BorrowedFd<'_>, cookie: u64) -> Result<Page, Errno>
                 continue;
             }
             encoded += WIRE_OVERHEAD + record.name.len();
-            entries.push(Dirent {
-                ino: record.ino,
-                kind: record.kind(dir),
-                name: record.name.to_vec(),
-            });
+            entries.push(Dirent { ino: record.ino, kind: record.kind(dir), name: record.name.to_vec() });
         }
     }
-    Ok(Page {
-        entries,
-        next_cookie: Some(position),
-    })
+    Ok(Page { entries, next_cookie: Some(position) })
 }
 
 fn getdents64(dir: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: `dir` is an open fd and `buf` is writable for `buf.len()`
     // bytes; the kernel writes at most that many.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_getdents64,
-            dir.as_raw_fd(),
-            buf.as_mut_ptr(),
-            buf.len(),
-        )
-    };
+    let rc = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
     usize::try_from(rc).map_err(|_| Errno::last())
 }
 
@@ -113,12 +96,7 @@ impl<'a> Record<'a> {
         let name_field = &buf[RECORD_HEADER..reclen];
         let name_len = name_field.iter().position(|&b| b == 0).ok_or(Errno::EIO)?;
         *records = &buf[reclen..];
-        Ok(Record {
-            ino: field(0),
-            off: field(8),
-            d_type: buf[18],
-            name: &name_field[..name_len],
-        })
+        Ok(Record { ino: field(0), off: field(8), d_type: buf[18], name: &name_field[..name_len] })
     }
 
     /// The entry's `DT_*` type, asking the file system with `fstatat` when
@@ -127,10 +105,7 @@ impl<'a> Record<'a> {
         if self.d_type != libc::DT_UNKNOWN {
             return self.d_type;
         }
-        CString::new(self.name)
-            .ok()
-            .and_then(|name| host::lstat_mode(dir, &name).ok())
-            .map_or(libc::DT_UNKNOWN, dtype)
+        CString::new(self.name).ok().and_then(|name| host::lstat_mode(dir, &name).ok()).map_or(libc::DT_UNKNOWN, dtype)
     }
 }
 
@@ -182,10 +157,7 @@ mod tests {
         assert_eq!(Record::parse(&mut &long[..]).err(), Some(Errno::EIO));
         let mut unterminated = good.clone();
         unterminated[RECORD_HEADER..].fill(b'x');
-        assert_eq!(
-            Record::parse(&mut &unterminated[..]).err(),
-            Some(Errno::EIO)
-        );
+        assert_eq!(Record::parse(&mut &unterminated[..]).err(), Some(Errno::EIO));
     }
 
     #[test]

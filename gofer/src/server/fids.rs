@@ -17,10 +17,7 @@ pub(super) struct Node {
 impl Node {
     /// A node for `fd`, an `O_PATH` fd whose `st_mode` is `mode`.
     pub(super) fn new(fd: OwnedFd, mode: u32) -> Node {
-        Node {
-            fd,
-            file_type: mode & libc::S_IFMT,
-        }
+        Node { fd, file_type: mode & libc::S_IFMT }
     }
 
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
@@ -42,10 +39,7 @@ pub(super) struct FidTable {
 
 impl FidTable {
     pub(super) fn new() -> FidTable {
-        FidTable {
-            nodes: HashMap::new(),
-            next: 1,
-        }
+        FidTable { nodes: HashMap::new(), next: 1 }
     }
 
     /// Adds `node` under a fresh fid. A 64-bit counter cannot run out

@@ -14,12 +14,7 @@ use nix::unistd::{Gid, Uid};
 use crate::{SetTime, Stat, StatFs, TimeSpec};
 
 /// `openat(dir, name, flags, mode)` returning an owned fd.
-pub(super) fn open_at(
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    flags: OFlag,
-    mode: Mode,
-) -> Result<OwnedFd, Errno> {
+pub(super) fn open_at(dir: BorrowedFd<'_>, name: &CStr, flags: OFlag, mode: Mode) -> Result<OwnedFd, Errno> {
     let raw = nix::fcntl::openat(Some(dir.as_raw_fd()), name, flags, mode)?;
     // SAFETY: openat just returned `raw`, a new fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
@@ -27,12 +22,7 @@ pub(super) fn open_at(
 
 /// An `O_PATH` fd for the entry `name` of `dir`; a symlink is not followed.
 pub(super) fn open_path(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
-    open_at(
-        dir,
-        name,
-        OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
+    open_at(dir, name, OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::empty())
 }
 
 /// The name of `fd` in `/proc/self/fd`.
@@ -45,11 +35,7 @@ fn proc_name(fd: BorrowedFd<'_>) -> Result<CString, Errno> {
 /// readable or writable one. The magic link is followed (it must be, so
 /// `O_NOFOLLOW` cannot be set); it leads to the inode `fd` already holds,
 /// which was found without following a symlink.
-pub(super) fn reopen(
-    proc_fds: BorrowedFd<'_>,
-    fd: BorrowedFd<'_>,
-    flags: OFlag,
-) -> Result<OwnedFd, Errno> {
+pub(super) fn reopen(proc_fds: BorrowedFd<'_>, fd: BorrowedFd<'_>, flags: OFlag) -> Result<OwnedFd, Errno> {
     open_at(proc_fds, &proc_name(fd)?, flags, Mode::empty())
 }
 
@@ -60,8 +46,7 @@ pub(super) fn fstat(fd: BorrowedFd<'_>) -> Result<Stat, Errno> {
 
 /// Mode of `name` in `dir`, not following a symlink.
 pub(super) fn lstat_mode(dir: BorrowedFd<'_>, name: &CStr) -> Result<u32, Errno> {
-    nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
-        .map(|st| st.st_mode)
+    nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW).map(|st| st.st_mode)
 }
 
 fn timespec(sec: i64, nsec: i64) -> TimeSpec {
@@ -144,55 +129,29 @@ pub(super) fn chmod(proc_fds: BorrowedFd<'_>, fd: BorrowedFd<'_>, mode: u32) -> 
 
 fn utime(t: Option<SetTime>) -> libc::timespec {
     match t {
-        None => libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_OMIT,
-        },
-        Some(SetTime::Now) => libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW,
-        },
-        Some(SetTime::At(t)) => libc::timespec {
-            tv_sec: t.sec,
-            tv_nsec: t.nsec,
-        },
+        None => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+        Some(SetTime::Now) => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
+        Some(SetTime::At(t)) => libc::timespec { tv_sec: t.sec, tv_nsec: t.nsec },
     }
 }
 
 /// Sets the access and/or modification time of the file `fd` refers to (a
 /// symlink's own times, not its target's).
-pub(super) fn utimens(
-    fd: BorrowedFd<'_>,
-    atime: Option<SetTime>,
-    mtime: Option<SetTime>,
-) -> Result<(), Errno> {
+pub(super) fn utimens(fd: BorrowedFd<'_>, atime: Option<SetTime>, mtime: Option<SetTime>) -> Result<(), Errno> {
     let times = [utime(atime), utime(mtime)];
     // SAFETY: `fd` is a valid open fd, the path is a NUL-terminated empty
     // string (AT_EMPTY_PATH: the fd itself) and `times` is an array of two
     // timespecs that outlives the call.
     let rc = unsafe {
-        libc::utimensat(
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            times.as_ptr(),
-            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-        )
+        libc::utimensat(fd.as_raw_fd(), c"".as_ptr(), times.as_ptr(), libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
     };
     Errno::result(rc).map(drop)
 }
 
 /// Sets the size of the regular file `fd` refers to.
-pub(super) fn truncate(
-    proc_fds: BorrowedFd<'_>,
-    fd: BorrowedFd<'_>,
-    size: u64,
-) -> Result<(), Errno> {
+pub(super) fn truncate(proc_fds: BorrowedFd<'_>, fd: BorrowedFd<'_>, size: u64) -> Result<(), Errno> {
     let size = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
-    let file = reopen(
-        proc_fds,
-        fd,
-        OFlag::O_WRONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK,
-    )?;
+    let file = reopen(proc_fds, fd, OFlag::O_WRONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)?;
     nix::unistd::ftruncate(file, size)
 }
 

@@ -30,11 +30,7 @@ type Outcome = std::result::Result<(Reply, Option<OwnedFd>), Errno>;
 /// end of the connection; a malformed frame ends it with an error.
 pub fn serve_main(root: &Path, sock: OwnedFd, read_only: bool) -> Result<()> {
     let (root_fd, proc_fd_dir) = confine::enter_root(root, read_only)?;
-    log::info!(
-        "gofer: serving {} ({})",
-        root.display(),
-        if read_only { "read-only" } else { "read-write" }
-    );
+    log::info!("gofer: serving {} ({})", root.display(), if read_only { "read-only" } else { "read-write" });
     serve(sock, root_fd, proc_fd_dir, read_only)
 }
 
@@ -43,12 +39,7 @@ pub fn serve_main(root: &Path, sock: OwnedFd, read_only: bool) -> Result<()> {
 /// reopen `O_PATH` fds. With `read_only`, every operation that would change
 /// the file system fails with `EROFS`.
 pub fn serve(sock: OwnedFd, root_fd: OwnedFd, proc_fd_dir: OwnedFd, read_only: bool) -> Result<()> {
-    let mut server = Server {
-        fids: FidTable::new(),
-        root: root_fd,
-        proc_fds: proc_fd_dir,
-        read_only,
-    };
+    let mut server = Server { fids: FidTable::new(), root: root_fd, proc_fds: proc_fd_dir, read_only };
     let mut buf = vec![0u8; MAX_FRAME];
     let result = loop {
         let received = match transport::recv(sock.as_fd(), &mut buf, false) {
@@ -104,45 +95,17 @@ impl Server {
             Request::Readlink { fid } => self.readlink(fid),
             Request::Statfs { fid } => self.statfs(fid),
             Request::Clunk { fid } => self.fids.remove(fid).map(|()| Reply::Empty),
-            Request::Create {
-                dir,
-                name,
-                flags,
-                mode,
-                uid,
-                gid,
-            } => return self.create(dir, &name, flags, mode, uid, gid),
-            Request::Mkdir {
-                dir,
-                name,
-                mode,
-                uid,
-                gid,
-            } => self.mkdir(dir, &name, mode, uid, gid),
-            Request::Mknod {
-                dir,
-                name,
-                mode,
-                rdev: _,
-                uid,
-                gid,
-            } => self.mknod(dir, &name, mode, uid, gid),
-            Request::Symlink {
-                dir,
-                name,
-                target,
-                uid,
-                gid,
-            } => self.symlink(dir, &name, &target, uid, gid),
+            Request::Create { dir, name, flags, mode, uid, gid } => {
+                return self.create(dir, &name, flags, mode, uid, gid)
+            }
+            Request::Mkdir { dir, name, mode, uid, gid } => self.mkdir(dir, &name, mode, uid, gid),
+            Request::Mknod { dir, name, mode, rdev: _, uid, gid } => self.mknod(dir, &name, mode, uid, gid),
+            Request::Symlink { dir, name, target, uid, gid } => self.symlink(dir, &name, &target, uid, gid),
             Request::Link { target, dir, name } => self.link(target, dir, &name),
             Request::Unlink { dir, name, flags } => self.unlink(dir, &name, flags),
-            Request::Rename {
-                old_dir,
-                old_name,
-                new_dir,
-                new_name,
-                flags,
-            } => self.rename(old_dir, &old_name, new_dir, &new_name, flags),
+            Request::Rename { old_dir, old_name, new_dir, new_name, flags } => {
+                self.rename(old_dir, &old_name, new_dir, &new_name, flags)
+            }
             Request::SetAttr { fid, attr } => self.setattr(fid, &attr),
         };
         reply.map(|reply| (reply, None))

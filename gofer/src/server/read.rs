@@ -22,10 +22,7 @@ impl Server {
     }
 
     pub(super) fn attach(&mut self) -> Result<Reply> {
-        let fd = self
-            .root
-            .try_clone()
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let fd = self.root.try_clone().map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
         self.adopt(fd)
     }
 
@@ -65,16 +62,10 @@ impl Server {
         if node.file_type() != libc::S_IFDIR {
             return Err(Errno::ENOTDIR);
         }
-        let dir = host::reopen(
-            self.proc_fds.as_fd(),
-            node.fd(),
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        )?;
+        let dir =
+            host::reopen(self.proc_fds.as_fd(), node.fd(), OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)?;
         let page = dirents::read_page(dir.as_fd(), cookie)?;
-        Ok(Reply::Dirents {
-            entries: page.entries,
-            next_cookie: page.next_cookie,
-        })
+        Ok(Reply::Dirents { entries: page.entries, next_cookie: page.next_cookie })
     }
 
     pub(super) fn readlink(&self, fid: Fid) -> Result<Reply> {

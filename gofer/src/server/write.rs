@@ -67,15 +67,7 @@ impl Server {
     }
 
     /// Creates and opens a new regular file (`O_CREAT|O_EXCL`).
-    pub(super) fn create(
-        &mut self,
-        dir: Fid,
-        name: &[u8],
-        flags: i32,
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Outcome {
+    pub(super) fn create(&mut self, dir: Fid, name: &[u8], flags: i32, mode: u32, uid: u32, gid: u32) -> Outcome {
         self.writable()?;
         let name = names::component(name)?;
         let access = flags & libc::O_ACCMODE;
@@ -92,61 +84,25 @@ impl Server {
             | OFlag::O_NOCTTY;
         let file = host::open_at(dir, &name, flags, perm(mode))?;
         let path = host::reopen(proc_fds, file.as_fd(), OFlag::O_PATH | OFlag::O_CLOEXEC);
-        let owner = Owner {
-            uid,
-            gid,
-            mode: Some(mode),
-        };
-        let settled = settle(
-            proc_fds,
-            dir,
-            &name,
-            path,
-            &owner,
-            UnlinkatFlags::NoRemoveDir,
-        )?;
+        let owner = Owner { uid, gid, mode: Some(mode) };
+        let settled = settle(proc_fds, dir, &name, path, &owner, UnlinkatFlags::NoRemoveDir)?;
         Ok((self.insert(settled), Some(file)))
     }
 
-    pub(super) fn mkdir(
-        &mut self,
-        dir: Fid,
-        name: &[u8],
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<Reply> {
+    pub(super) fn mkdir(&mut self, dir: Fid, name: &[u8], mode: u32, uid: u32, gid: u32) -> Result<Reply> {
         self.writable()?;
         let name = names::component(name)?;
         let dir = self.fids.get(dir)?.fd();
         nix::sys::stat::mkdirat(Some(dir.as_raw_fd()), name.as_c_str(), perm(mode))?;
-        let owner = Owner {
-            uid,
-            gid,
-            mode: Some(mode),
-        };
+        let owner = Owner { uid, gid, mode: Some(mode) };
         let path = host::open_path(dir, &name);
-        let settled = settle(
-            self.proc_fds.as_fd(),
-            dir,
-            &name,
-            path,
-            &owner,
-            UnlinkatFlags::RemoveDir,
-        )?;
+        let settled = settle(self.proc_fds.as_fd(), dir, &name, path, &owner, UnlinkatFlags::RemoveDir)?;
         Ok(self.insert(settled))
     }
 
     /// Makes a regular file, FIFO or socket node. Device nodes are `EPERM`:
     /// the sentry provides the devices a sandbox may use.
-    pub(super) fn mknod(
-        &mut self,
-        dir: Fid,
-        name: &[u8],
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<Reply> {
+    pub(super) fn mknod(&mut self, dir: Fid, name: &[u8], mode: u32, uid: u32, gid: u32) -> Result<Reply> {
         self.writable()?;
         let name = names::component(name)?;
         let kind = match mode & libc::S_IFMT {
@@ -158,50 +114,21 @@ impl Server {
         };
         let dir = self.fids.get(dir)?.fd();
         nix::sys::stat::mknodat(Some(dir.as_raw_fd()), name.as_c_str(), kind, perm(mode), 0)?;
-        let owner = Owner {
-            uid,
-            gid,
-            mode: Some(mode),
-        };
+        let owner = Owner { uid, gid, mode: Some(mode) };
         let path = host::open_path(dir, &name);
-        let settled = settle(
-            self.proc_fds.as_fd(),
-            dir,
-            &name,
-            path,
-            &owner,
-            UnlinkatFlags::NoRemoveDir,
-        )?;
+        let settled = settle(self.proc_fds.as_fd(), dir, &name, path, &owner, UnlinkatFlags::NoRemoveDir)?;
         Ok(self.insert(settled))
     }
 
-    pub(super) fn symlink(
-        &mut self,
-        dir: Fid,
-        name: &[u8],
-        target: &[u8],
-        uid: u32,
-        gid: u32,
-    ) -> Result<Reply> {
+    pub(super) fn symlink(&mut self, dir: Fid, name: &[u8], target: &[u8], uid: u32, gid: u32) -> Result<Reply> {
         self.writable()?;
         let name = names::component(name)?;
         let target = names::link_target(target)?;
         let dir = self.fids.get(dir)?.fd();
         nix::unistd::symlinkat(target.as_c_str(), Some(dir.as_raw_fd()), name.as_c_str())?;
-        let owner = Owner {
-            uid,
-            gid,
-            mode: None,
-        };
+        let owner = Owner { uid, gid, mode: None };
         let path = host::open_path(dir, &name);
-        let settled = settle(
-            self.proc_fds.as_fd(),
-            dir,
-            &name,
-            path,
-            &owner,
-            UnlinkatFlags::NoRemoveDir,
-        )?;
+        let settled = settle(self.proc_fds.as_fd(), dir, &name, path, &owner, UnlinkatFlags::NoRemoveDir)?;
         Ok(self.insert(settled))
     }
 
@@ -246,9 +173,7 @@ impl Server {
         let old_name = names::component(old_name)?;
         let new_name = names::component(new_name)?;
         let allowed = RenameFlags::RENAME_NOREPLACE | RenameFlags::RENAME_EXCHANGE;
-        let flags = RenameFlags::from_bits(flags)
-            .filter(|flags| allowed.contains(*flags))
-            .ok_or(Errno::EINVAL)?;
+        let flags = RenameFlags::from_bits(flags).filter(|flags| allowed.contains(*flags)).ok_or(Errno::EINVAL)?;
         let old_dir = self.fids.get(old_dir)?.fd();
         let new_dir = self.fids.get(new_dir)?.fd();
         nix::fcntl::renameat2(

@@ -30,17 +30,13 @@ fn walk_stat_and_open_a_file() {
     let (file, stat) = c.walk(root, b"hello.txt").unwrap();
     assert_eq!(stat.mode & libc::S_IFMT, libc::S_IFREG);
     assert_eq!(stat.size, 5);
-    assert_eq!(
-        stat.ino,
-        std::fs::metadata(f.host("hello.txt")).unwrap().ino()
-    );
+    assert_eq!(stat.ino, std::fs::metadata(f.host("hello.txt")).unwrap().ino());
 
     let mut read = File::from(c.open(file, libc::O_RDONLY).unwrap());
     let mut text = String::new();
     read.read_to_string(&mut text).unwrap();
     assert_eq!(text, "hello");
-    let flags =
-        nix::fcntl::fcntl(std::os::fd::AsRawFd::as_raw_fd(&read), nix::fcntl::F_GETFD).unwrap();
+    let flags = nix::fcntl::fcntl(std::os::fd::AsRawFd::as_raw_fd(&read), nix::fcntl::F_GETFD).unwrap();
     assert_ne!(flags & libc::FD_CLOEXEC, 0, "donated fds are close-on-exec");
     assert!(read.write_all(b"x").is_err(), "read-only fd");
 
@@ -48,10 +44,7 @@ fn walk_stat_and_open_a_file() {
     append.write_all(b" world").unwrap();
     assert_eq!(std::fs::read(f.host("hello.txt")).unwrap(), b"hello world");
 
-    let mut rw = File::from(
-        c.open(file, libc::O_RDWR | libc::O_TRUNC | libc::O_CREAT)
-            .unwrap(),
-    );
+    let mut rw = File::from(c.open(file, libc::O_RDWR | libc::O_TRUNC | libc::O_CREAT).unwrap());
     assert_eq!(c.stat(file).unwrap().size, 0);
     rw.write_all(b"abc").unwrap();
     rw.seek(SeekFrom::Start(0)).unwrap();
@@ -90,11 +83,7 @@ fn getdents_lists_a_large_directory_in_pages() {
     let names: BTreeSet<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
     assert_eq!(names, expected);
     for entry in &entries {
-        let want = if entry.name == b"sub" {
-            libc::DT_DIR
-        } else {
-            libc::DT_REG
-        };
+        let want = if entry.name == b"sub" { libc::DT_DIR } else { libc::DT_REG };
         assert_eq!(entry.kind, want);
         assert_ne!(entry.ino, 0);
     }
@@ -121,14 +110,7 @@ fn getdents_pages_end_with_no_cookie() {
     let mut total = 0;
     loop {
         let req = Request::Getdents { fid, cookie };
-        let (
-            Response::Ok(Reply::Dirents {
-                entries,
-                next_cookie,
-            }),
-            None,
-        ) = peer.call(&req)
-        else {
+        let (Response::Ok(Reply::Dirents { entries, next_cookie }), None) = peer.call(&req) else {
             panic!("getdents failed");
         };
         pages += 1;
@@ -211,10 +193,7 @@ fn statfs_describes_the_file_system() {
     let (root, _) = c.attach().unwrap();
     let statfs = c.statfs(root).unwrap();
     let host = nix::sys::statfs::statfs(f.dir.path()).unwrap();
-    assert_eq!(
-        statfs.namelen,
-        u64::try_from(host.maximum_name_length()).unwrap()
-    );
+    assert_eq!(statfs.namelen, u64::try_from(host.maximum_name_length()).unwrap());
     assert!(statfs.bsize > 0);
     assert_ne!(statfs.fs_type, 0);
     f.finish().unwrap();

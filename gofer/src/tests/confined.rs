@@ -20,14 +20,7 @@ use crate::{confine, server, Client, Result};
 fn private_namespace() -> bool {
     match nix::sched::unshare(CloneFlags::CLONE_NEWNS) {
         Ok(()) => {
-            mount(
-                None::<&str>,
-                "/",
-                None::<&str>,
-                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-                None::<&str>,
-            )
-            .unwrap();
+            mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>).unwrap();
             true
         }
         Err(Errno::EPERM) => {
@@ -70,14 +63,7 @@ fn serve_main_sees_only_the_root_without_submounts() {
     let root: PathBuf = dir.path().to_owned();
     let Some((client, server)) = spawn_confined(move |sock| {
         let proc_dir = root.join("proc");
-        mount(
-            Some("tmpfs"),
-            &proc_dir,
-            Some("tmpfs"),
-            MsFlags::empty(),
-            None::<&str>,
-        )
-        .unwrap();
+        mount(Some("tmpfs"), &proc_dir, Some("tmpfs"), MsFlags::empty(), None::<&str>).unwrap();
         std::fs::write(proc_dir.join("secret"), b"host").unwrap();
         server::serve_main(&root, sock, false)
     }) else {
@@ -85,23 +71,13 @@ fn serve_main_sees_only_the_root_without_submounts() {
     };
 
     let (root_fid, _) = client.attach().unwrap();
-    let mut names: Vec<Vec<u8>> = client
-        .getdents(root_fid)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let mut names: Vec<Vec<u8>> = client.getdents(root_fid).unwrap().into_iter().map(|e| e.name).collect();
     names.sort();
     assert_eq!(names, [b"inside".to_vec(), b"proc".to_vec()]);
     let (proc_fid, _) = client.walk(root_fid, b"proc").unwrap();
-    assert!(
-        client.getdents(proc_fid).unwrap().is_empty(),
-        "a mount below the root is not visible"
-    );
+    assert!(client.getdents(proc_fid).unwrap().is_empty(), "a mount below the root is not visible");
     assert_eq!(errno(client.walk(proc_fid, b"secret")), libc::ENOENT);
-    let (_, _, _) = client
-        .create(root_fid, b"made", libc::O_WRONLY, 0o644, 0, 0)
-        .unwrap();
+    let (_, _, _) = client.create(root_fid, b"made", libc::O_WRONLY, 0o644, 0, 0).unwrap();
     let (inside, _) = client.walk(root_fid, b"inside").unwrap();
     let fd = client.open(inside, libc::O_RDONLY).unwrap();
     assert_eq!(std::fs::read(proc_path(&fd)).unwrap(), b"in");
@@ -129,14 +105,8 @@ fn a_read_only_root_is_read_only_in_the_kernel_too() {
         return;
     };
     let (root_fid, _) = client.attach().unwrap();
-    assert_eq!(
-        errno(client.mkdir(root_fid, b"d", 0o755, 0, 0)),
-        libc::EROFS
-    );
-    assert_eq!(
-        errno(client.create(root_fid, b"n", libc::O_RDWR, 0o644, 0, 0)),
-        libc::EROFS
-    );
+    assert_eq!(errno(client.mkdir(root_fid, b"d", 0o755, 0, 0)), libc::EROFS);
+    assert_eq!(errno(client.create(root_fid, b"n", libc::O_RDWR, 0o644, 0, 0)), libc::EROFS);
     let (file, _) = client.walk(root_fid, b"file").unwrap();
     assert_eq!(errno(client.open(file, libc::O_WRONLY)), libc::EROFS);
     assert!(client.open(file, libc::O_RDONLY).is_ok());

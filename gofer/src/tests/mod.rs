@@ -46,22 +46,11 @@ impl Drop for TempDir {
 }
 
 pub(crate) fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
-    socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .unwrap()
+    socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).unwrap()
 }
 
 pub(crate) fn open_dir(path: &Path, flags: i32) -> OwnedFd {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(flags | libc::O_DIRECTORY)
-        .open(path)
-        .unwrap()
-        .into()
+    OpenOptions::new().read(true).custom_flags(flags | libc::O_DIRECTORY).open(path).unwrap().into()
 }
 
 /// Starts `serve` on `root` in a thread; returns the client's socket end.
@@ -69,8 +58,7 @@ pub(crate) fn spawn_server(root: &Path, read_only: bool) -> (OwnedFd, JoinHandle
     let (client_end, server_end) = seqpacket_pair();
     let root_fd = open_dir(root, libc::O_PATH);
     let proc_fds = open_dir(Path::new("/proc/self/fd"), 0);
-    let handle =
-        std::thread::spawn(move || server::serve(server_end, root_fd, proc_fds, read_only));
+    let handle = std::thread::spawn(move || server::serve(server_end, root_fd, proc_fds, read_only));
     (client_end, handle)
 }
 
@@ -89,11 +77,7 @@ impl Fixture {
     pub(crate) fn with_mode(read_only: bool) -> Fixture {
         let dir = TempDir::new();
         let (sock, server) = spawn_server(dir.path(), read_only);
-        Fixture {
-            dir,
-            client: Some(Client::new(sock)),
-            server: Some(server),
-        }
+        Fixture { dir, client: Some(Client::new(sock)), server: Some(server) }
     }
 
     pub(crate) fn client(&self) -> &Client {
@@ -137,10 +121,7 @@ pub(crate) struct RawPeer {
 
 impl RawPeer {
     pub(crate) fn new(sock: OwnedFd) -> RawPeer {
-        RawPeer {
-            sock,
-            buf: vec![0; MAX_FRAME],
-        }
+        RawPeer { sock, buf: vec![0; MAX_FRAME] }
     }
 
     pub(crate) fn send(&self, frame: &[u8]) {

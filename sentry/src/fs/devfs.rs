@@ -23,14 +23,7 @@ enum Device {
 }
 
 impl Device {
-    const ALL: [Device; 6] = [
-        Device::Null,
-        Device::Zero,
-        Device::Full,
-        Device::Random,
-        Device::Urandom,
-        Device::Tty,
-    ];
+    const ALL: [Device; 6] = [Device::Null, Device::Zero, Device::Full, Device::Random, Device::Urandom, Device::Tty];
 
     fn name(self) -> &'static str {
         match self {
@@ -78,19 +71,10 @@ pub fn new_devfs() -> Arc<dyn Node> {
         entries.push((dev.name().into(), Arc::new(CharDev { attr, dev })));
     }
     for (name, target) in LINKS {
-        entries.push((
-            name.into(),
-            Link::fixed(
-                Attr::new(&fs, ino_of(name), S_IFLNK | 0o777),
-                target.as_bytes(),
-            ),
-        ));
+        entries.push((name.into(), Link::fixed(Attr::new(&fs, ino_of(name), S_IFLNK | 0o777), target.as_bytes())));
     }
     for name in DIRS {
-        entries.push((
-            name.into(),
-            Dir::fixed(Attr::new(&fs, ino_of(name), S_IFDIR | 0o755), Vec::new()),
-        ));
+        entries.push((name.into(), Dir::fixed(Attr::new(&fs, ino_of(name), S_IFDIR | 0o755), Vec::new())));
     }
     Dir::fixed(Attr::new(&fs, 1, S_IFDIR | 0o755), entries)
 }
@@ -192,10 +176,7 @@ mod tests {
     use crate::vfs::{DirEntry, NewNode, S_IFMT};
 
     fn open(root: &Arc<dyn Node>, name: &str) -> Arc<dyn FileOps> {
-        root.lookup(name.as_bytes())
-            .unwrap()
-            .open(libc::O_RDWR)
-            .unwrap()
+        root.lookup(name.as_bytes()).unwrap().open(libc::O_RDWR).unwrap()
     }
 
     #[test]
@@ -218,10 +199,7 @@ mod tests {
             assert!(buf.iter().all(|&b| b == 0));
         }
         assert_eq!(open(&root, "zero").write(b"abc", 0).unwrap(), 3);
-        assert_eq!(
-            open(&root, "full").write(b"abc", 0).err(),
-            Some(Errno::ENOSPC)
-        );
+        assert_eq!(open(&root, "full").write(b"abc", 0).err(), Some(Errno::ENOSPC));
     }
 
     #[test]
@@ -251,30 +229,18 @@ mod tests {
     #[test]
     fn tty_has_no_controlling_terminal() {
         let root = new_devfs();
-        assert_eq!(
-            root.lookup(b"tty").unwrap().open(libc::O_RDWR).err(),
-            Some(Errno::ENXIO)
-        );
+        assert_eq!(root.lookup(b"tty").unwrap().open(libc::O_RDWR).err(), Some(Errno::ENXIO));
     }
 
     #[test]
     fn device_modes_and_numbers() {
         let root = new_devfs();
-        for (name, major, minor) in [
-            ("null", 1, 3),
-            ("zero", 1, 5),
-            ("full", 1, 7),
-            ("random", 1, 8),
-            ("urandom", 1, 9),
-            ("tty", 5, 0),
-        ] {
+        for (name, major, minor) in
+            [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)]
+        {
             let st = root.lookup(name.as_bytes()).unwrap().stat().unwrap();
             assert_eq!(st.mode, S_IFCHR | 0o666, "{name}");
-            assert_eq!(
-                (libc::major(st.rdev), libc::minor(st.rdev)),
-                (major, minor),
-                "{name}"
-            );
+            assert_eq!((libc::major(st.rdev), libc::minor(st.rdev)), (major, minor), "{name}");
             assert_eq!((st.uid, st.gid, st.nlink), (0, 0, 1));
         }
         let st = root.stat().unwrap();
@@ -286,18 +252,11 @@ mod tests {
     #[test]
     fn listing_links_and_mount_points() {
         let root = new_devfs();
-        let names: Vec<String> = root
-            .readdir()
-            .unwrap()
-            .into_iter()
-            .map(|e| String::from_utf8(e.name).unwrap())
-            .collect();
+        let names: Vec<String> =
+            root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
         assert_eq!(
             names,
-            [
-                "null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout",
-                "stderr", "shm", "pts"
-            ]
+            ["null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout", "stderr", "shm", "pts"]
         );
         for (name, target) in LINKS {
             let l = root.lookup(name.as_bytes()).unwrap();
@@ -309,35 +268,23 @@ mod tests {
             assert_eq!(d.stat().unwrap().mode & S_IFMT, S_IFDIR);
             assert_eq!(d.readdir().unwrap(), Vec::<DirEntry>::new());
         }
-        let ptmx = root
-            .readdir()
-            .unwrap()
-            .into_iter()
-            .find(|e| e.name == b"ptmx");
+        let ptmx = root.readdir().unwrap().into_iter().find(|e| e.name == b"ptmx");
         assert!(ptmx.is_none());
         assert_eq!(root.lookup(b"ptmx").err(), Some(Errno::ENOENT));
-        let inos: std::collections::HashSet<u64> =
-            root.readdir().unwrap().iter().map(|e| e.ino).collect();
+        let inos: std::collections::HashSet<u64> = root.readdir().unwrap().iter().map(|e| e.ino).collect();
         assert_eq!(inos.len(), 12);
     }
 
     #[test]
     fn mutations_are_refused() {
         let root = new_devfs();
-        let new = NewNode {
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-        };
+        let new = NewNode { mode: 0o644, uid: 0, gid: 0 };
         assert_eq!(root.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.mkdir(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.mknod(b"x", new, 0).err(), Some(Errno::EPERM));
         assert_eq!(root.symlink(b"x", b"y", new).err(), Some(Errno::EPERM));
         assert_eq!(root.unlink(b"null", false).err(), Some(Errno::EPERM));
-        assert_eq!(
-            root.rename(b"null", &root, b"x", 0).err(),
-            Some(Errno::EPERM)
-        );
+        assert_eq!(root.rename(b"null", &root, b"x", 0).err(), Some(Errno::EPERM));
         let shm = root.lookup(b"shm").unwrap();
         assert_eq!(shm.create(b"x", new).err(), Some(Errno::EPERM));
     }
@@ -347,14 +294,8 @@ mod tests {
         let (a, b) = (new_devfs(), new_devfs());
         assert_ne!(a.fs_id(), b.fs_id());
         assert_eq!(a.fs_id(), a.lookup(b"null").unwrap().fs_id());
-        assert_eq!(
-            a.stat().unwrap().dev,
-            a.lookup(b"null").unwrap().stat().unwrap().dev
-        );
-        assert_eq!(
-            a.lookup(b"null").unwrap().statfs().unwrap().fs_type,
-            TMPFS_MAGIC
-        );
+        assert_eq!(a.stat().unwrap().dev, a.lookup(b"null").unwrap().stat().unwrap().dev);
+        assert_eq!(a.lookup(b"null").unwrap().statfs().unwrap().fs_type, TMPFS_MAGIC);
         assert_eq!(a.statfs().unwrap().fs_type, TMPFS_MAGIC);
     }
 }

@@ -4,9 +4,7 @@
 
 use super::host_file::HostFile;
 use crate::abi::Errno;
-use crate::vfs::{
-    DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFMT, S_IFREG,
-};
+use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFMT, S_IFREG};
 use husk_gofer::{Client, Fid};
 use parking_lot::Mutex;
 use std::collections::HashMap;

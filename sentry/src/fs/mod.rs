@@ -2,8 +2,8 @@
 pub mod devfs;
 pub mod gofer;
 pub mod host_file;
+pub mod overlay;
 pub mod pipe;
 pub mod procfs;
-pub mod tmpfs;
 pub mod synthetic;
-pub mod overlay;
+pub mod tmpfs;

@@ -11,10 +11,7 @@
 use super::tmpfs::{anon_dev, check_rename_flags, new_fs_id, open_writes, DirPair};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{
-    DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT,
-    S_IFREG,
-};
+use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -33,23 +30,13 @@ const UPPER_INO_TAG: u64 = 1 << 62;
 /// root directory.
 pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
     let id = new_fs_id();
-    let fs = Arc::new(OverlayFs {
-        id,
-        dev: anon_dev(id),
-        lock: Mutex::new(()),
-        upper_root: upper.clone(),
-    });
+    let fs = Arc::new(OverlayFs { id, dev: anon_dev(id), lock: Mutex::new(()), upper_root: upper.clone() });
     let ino = match (lower.stat(), upper.stat()) {
         (Ok(l), _) => l.ino,
         (Err(_), Ok(u)) => upper_ino(u.ino),
         (Err(_), Err(_)) => UPPER_INO_TAG,
     };
-    let layers = Layers {
-        upper: Some(upper),
-        lower: Some(lower),
-        kind: S_IFDIR,
-        ino,
-    };
+    let layers = Layers { upper: Some(upper), lower: Some(lower), kind: S_IFDIR, ino };
     OverlayNode::build(&fs, Place::default(), layers)
 }
 
@@ -146,9 +133,7 @@ impl OverlayNode {
 
     /// The layer shown: the upper one if the node has it.
     fn layer(&self) -> Result<Arc<dyn Node>, Errno> {
-        self.upper()
-            .or_else(|| self.lower.clone())
-            .ok_or(Errno::EIO)
+        self.upper().or_else(|| self.lower.clone()).ok_or(Errno::EIO)
     }
 
     fn place(&self) -> (Option<Arc<OverlayNode>>, Vec<u8>) {
@@ -157,22 +142,12 @@ impl OverlayNode {
     }
 
     fn set_place(&self, parent: &OverlayNode, name: &[u8]) {
-        *self.place.lock() = Place {
-            parent: parent.me.clone(),
-            name: name.to_vec(),
-        };
+        *self.place.lock() = Place { parent: parent.me.clone(), name: name.to_vec() };
     }
 
     /// A child node in this directory.
     fn child(&self, name: &[u8], layers: Layers) -> Arc<OverlayNode> {
-        OverlayNode::build(
-            &self.fs,
-            Place {
-                parent: self.me.clone(),
-                name: name.to_vec(),
-            },
-            layers,
-        )
+        OverlayNode::build(&self.fs, Place { parent: self.me.clone(), name: name.to_vec() }, layers)
     }
 
     /// Whether `self` is `other` or one of its ancestors.
@@ -231,19 +206,9 @@ impl OverlayNode {
             (Some(u), Some(us), l, ls) => {
                 let merged = ls.filter(|s| s.mode & S_IFMT == S_IFDIR);
                 let ino = merged.map_or(upper_ino(us.ino), |s| s.ino);
-                Layers {
-                    upper: Some(u),
-                    lower: merged.and(l),
-                    kind: us.mode & S_IFMT,
-                    ino,
-                }
+                Layers { upper: Some(u), lower: merged.and(l), kind: us.mode & S_IFMT, ino }
             }
-            (None, _, Some(l), Some(ls)) => Layers {
-                upper: None,
-                lower: Some(l),
-                kind: ls.mode & S_IFMT,
-                ino: ls.ino,
-            },
+            (None, _, Some(l), Some(ls)) => Layers { upper: None, lower: Some(l), kind: ls.mode & S_IFMT, ino: ls.ino },
             _ => return Err(Errno::ENOENT),
         };
         let node = self.child(name, layers);
@@ -292,15 +257,7 @@ impl OverlayNode {
         let ust = upper.stat()?;
         st.whiteouts.remove(name);
         let ino = ino.unwrap_or(upper_ino(ust.ino));
-        let node = self.child(
-            name,
-            Layers {
-                upper: Some(upper),
-                lower: None,
-                kind: ust.mode & S_IFMT,
-                ino,
-            },
-        );
+        let node = self.child(name, Layers { upper: Some(upper), lower: None, kind: ust.mode & S_IFMT, ino });
         st.children.insert(name.to_vec(), node.clone());
         Ok(node)
     }
@@ -325,12 +282,7 @@ impl OverlayNode {
         }
         let (parent, name) = self.place();
         let parent = parent.ok_or(Errno::ENOENT)?;
-        let cached = parent
-            .dir
-            .lock()
-            .children
-            .get(&name)
-            .is_some_and(|c| std::ptr::eq(&**c, self));
+        let cached = parent.dir.lock().children.get(&name).is_some_and(|c| std::ptr::eq(&**c, self));
         if !cached {
             return Err(Errno::ENOENT);
         }
@@ -350,13 +302,7 @@ impl OverlayNode {
     }
 
     /// Renames with the overlay lock held.
-    fn rename_locked(
-        &self,
-        name: &[u8],
-        dst_dir: &OverlayNode,
-        new_name: &[u8],
-        flags: u32,
-    ) -> Result<(), Errno> {
+    fn rename_locked(&self, name: &[u8], dst_dir: &OverlayNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
         let src = self.lookup_child(name)?;
         let dst = found(dst_dir.lookup_child(new_name))?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
@@ -417,11 +363,7 @@ fn check_ancestry(
         return Err(Errno::EINVAL);
     }
     match dst {
-        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange {
-            Errno::EINVAL
-        } else {
-            Errno::ENOTEMPTY
-        }),
+        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
         _ => Ok(()),
     }
 }
@@ -440,11 +382,7 @@ fn same_file(a: &Arc<OverlayNode>, b: &Arc<OverlayNode>) -> Result<bool, Errno> 
 
 /// rename(2)'s type rules on the visible view, and overlayfs's refusal to
 /// move directories with lower contents.
-fn check_replace(
-    src: &OverlayNode,
-    dst: Option<&OverlayNode>,
-    exchange: bool,
-) -> Result<(), Errno> {
+fn check_replace(src: &OverlayNode, dst: Option<&OverlayNode>, exchange: bool) -> Result<(), Errno> {
     if let (false, Some(d)) = (exchange, dst) {
         match (src.is_dir(), d.is_dir()) {
             (true, false) => return Err(Errno::ENOTDIR),
@@ -463,18 +401,9 @@ fn check_replace(
 
 /// Copies the lower node `lower` to `name` in the upper directory `dir`
 /// (at most `limit` bytes of data, no directory contents).
-fn copy_node(
-    dir: &Arc<dyn Node>,
-    name: &[u8],
-    lower: &Arc<dyn Node>,
-    limit: u64,
-) -> Result<Arc<dyn Node>, Errno> {
+fn copy_node(dir: &Arc<dyn Node>, name: &[u8], lower: &Arc<dyn Node>, limit: u64) -> Result<Arc<dyn Node>, Errno> {
     let st = lower.stat()?;
-    let new = NewNode {
-        mode: st.mode,
-        uid: st.uid,
-        gid: st.gid,
-    };
+    let new = NewNode { mode: st.mode, uid: st.uid, gid: st.gid };
     let kind = st.mode & S_IFMT;
     let upper = match kind {
         S_IFREG => dir.create(name, new)?,
@@ -491,11 +420,7 @@ fn copy_node(
             dir.lookup(name)?
         }
     };
-    let filled = if kind == S_IFREG {
-        copy_data(lower, &upper, st.size.min(limit))
-    } else {
-        Ok(())
-    };
+    let filled = if kind == S_IFREG { copy_data(lower, &upper, st.size.min(limit)) } else { Ok(()) };
     let attr = SetAttr {
         mode: (kind != S_IFLNK).then_some(st.mode & 0o7777),
         uid: Some(st.uid),
@@ -556,11 +481,7 @@ impl Node for OverlayNode {
             (true, Some(u), Some(l)) => {
                 let (us, ls) = (u.stat()?, l.stat()?);
                 let pristine = self.dir.lock().whiteouts.is_empty() && u.readdir()?.is_empty();
-                let ctime = if us.mtime == ls.mtime {
-                    ls.ctime
-                } else {
-                    us.ctime
-                };
+                let ctime = if us.mtime == ls.mtime { ls.ctime } else { us.ctime };
                 Stat {
                     mode: us.mode,
                     uid: us.uid,
@@ -590,13 +511,7 @@ impl Node for OverlayNode {
         let mut all: BTreeMap<Vec<u8>, DirEntry> = BTreeMap::new();
         if let Some(u) = self.upper() {
             for e in u.readdir()? {
-                all.insert(
-                    e.name.clone(),
-                    DirEntry {
-                        ino: upper_ino(e.ino),
-                        ..e
-                    },
-                );
+                all.insert(e.name.clone(), DirEntry { ino: upper_ino(e.ino), ..e });
             }
         }
         if let Some(l) = &self.lower {
@@ -624,26 +539,14 @@ impl Node for OverlayNode {
         }
         let (ops, settled) = if self.kind == S_IFREG && open_writes(flags) {
             let _ns = self.fs.lock.lock();
-            let limit = if flags & libc::O_TRUNC != 0 {
-                0
-            } else {
-                u64::MAX
-            };
+            let limit = if flags & libc::O_TRUNC != 0 { 0 } else { u64::MAX };
             (self.copy_up(limit)?.open(flags)?, true)
         } else {
             let settled = self.kind != S_IFREG || self.upper().is_some();
             (self.layer()?.open(flags)?, settled)
         };
-        let real = Current {
-            ops,
-            settled,
-            map: None,
-        };
-        Ok(Arc::new(OverlayFile(Arc::new(RealFile {
-            node: self.arc()?,
-            flags,
-            cur: Mutex::new(real),
-        }))))
+        let real = Current { ops, settled, map: None };
+        Ok(Arc::new(OverlayFile(Arc::new(RealFile { node: self.arc()?, flags, cur: Mutex::new(real) }))))
     }
 
     fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
@@ -705,10 +608,7 @@ impl Node for OverlayNode {
         if child.upper().is_some() {
             upper_dir.unlink(name, dir)?;
         } else {
-            upper_dir.setattr(&SetAttr {
-                mtime: Some(SetTime::Now),
-                ..SetAttr::default()
-            })?;
+            upper_dir.setattr(&SetAttr { mtime: Some(SetTime::Now), ..SetAttr::default() })?;
         }
         if whiteout {
             st.whiteouts.insert(name.to_vec());
@@ -717,13 +617,7 @@ impl Node for OverlayNode {
         Ok(())
     }
 
-    fn rename(
-        &self,
-        name: &[u8],
-        new_dir: &Arc<dyn Node>,
-        new_name: &[u8],
-        flags: u32,
-    ) -> Result<(), Errno> {
+    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
         check_rename_flags(flags)?;
         if flags & libc::RENAME_WHITEOUT != 0 {
             return Err(Errno::EINVAL);
@@ -757,10 +651,7 @@ impl Node for OverlayNode {
 
 /// `other` as a node of the same overlay as `node`, else `EXDEV`.
 fn same_overlay(node: &OverlayNode, other: &Arc<dyn Node>) -> Result<Arc<OverlayNode>, Errno> {
-    let other = other
-        .as_any()
-        .downcast_ref::<OverlayNode>()
-        .ok_or(Errno::EXDEV)?;
+    let other = other.as_any().downcast_ref::<OverlayNode>().ok_or(Errno::EXDEV)?;
     if !Arc::ptr_eq(&other.fs, &node.fs) {
         return Err(Errno::EXDEV);
     }
@@ -789,8 +680,7 @@ impl RealFile {
         let mut cur = self.cur.lock();
         if !cur.settled {
             if let Some(upper) = self.node.upper() {
-                cur.ops =
-                    upper.open(self.flags & !(libc::O_TRUNC | libc::O_CREAT | libc::O_EXCL))?;
+                cur.ops = upper.open(self.flags & !(libc::O_TRUNC | libc::O_CREAT | libc::O_EXCL))?;
                 cur.settled = true;
                 cur.map = None;
             }
@@ -939,11 +829,7 @@ mod tests {
     }
 
     fn nn(mode: u32) -> NewNode {
-        NewNode {
-            mode,
-            uid: 7,
-            gid: 8,
-        }
+        NewNode { mode, uid: 7, gid: 8 }
     }
 
     fn write(dir: &Arc<dyn Node>, name: &str, data: &[u8]) -> Arc<dyn Node> {
@@ -961,16 +847,11 @@ mod tests {
     }
 
     fn at(dir: &Arc<dyn Node>, path: &str) -> Arc<dyn Node> {
-        path.split('/')
-            .fold(dir.clone(), |d, c| d.lookup(c.as_bytes()).unwrap())
+        path.split('/').fold(dir.clone(), |d, c| d.lookup(c.as_bytes()).unwrap())
     }
 
     fn names(dir: &Arc<dyn Node>) -> Vec<String> {
-        dir.readdir()
-            .unwrap()
-            .into_iter()
-            .map(|e| String::from_utf8(e.name).unwrap())
-            .collect()
+        dir.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
     }
 
     fn err<T>(r: Result<T, Errno>) -> Errno {
@@ -995,9 +876,7 @@ mod tests {
         at(&lower, "data").mkdir(b"deep", nn(0o751)).unwrap();
         write(&at(&lower, "data/deep"), "file", b"deep data");
         lower.mkdir(b"dev", nn(0o755)).unwrap();
-        at(&lower, "dev")
-            .mknod(b"null", nn(libc::S_IFCHR | 0o666), 0x103)
-            .unwrap();
+        at(&lower, "dev").mknod(b"null", nn(libc::S_IFCHR | 0o666), 0x103).unwrap();
         let ro: Arc<dyn Node> = Arc::new(ReadOnly(lower.clone()));
         (lower, new_overlay(Tmpfs::new(0o755, 0, 0), ro))
     }
@@ -1026,10 +905,7 @@ mod tests {
         let lst = at(&lower, "etc/passwd").stat().unwrap();
         assert_ne!(st.dev, lst.dev);
         assert_eq!(st.dev, ov.stat().unwrap().dev);
-        assert_eq!(
-            (st.ino, st.size, st.mode, st.uid),
-            (lst.ino, lst.size, lst.mode, lst.uid)
-        );
+        assert_eq!((st.ino, st.size, st.mode, st.uid), (lst.ino, lst.size, lst.mode, lst.uid));
         assert_eq!(ov.statfs().unwrap().fs_type, OVERLAYFS_SUPER_MAGIC);
         let (_, other) = setup();
         assert_ne!(ov.fs_id(), other.fs_id());
@@ -1051,10 +927,7 @@ mod tests {
         let reader = f.open(libc::O_RDONLY).unwrap();
         f.open(libc::O_RDWR).unwrap().write(b"DEEP", 0).unwrap();
         let st = f.stat().unwrap();
-        assert_eq!(
-            (st.ino, st.mode, st.uid, st.gid, st.atime),
-            (ino, t.mode, t.uid, t.gid, t.atime)
-        );
+        assert_eq!((st.ino, st.mode, st.uid, st.gid, st.atime), (ino, t.mode, t.uid, t.gid, t.atime));
         assert_eq!(read(&f), b"DEEP data");
         assert_eq!(read(&at(&ov, "data/deep/file")), b"DEEP data");
         assert_eq!(read(&at(&lower, "data/deep/file")), b"deep data");
@@ -1063,39 +936,23 @@ mod tests {
         assert_eq!(&buf, b"DEEP");
         let d = at(&ov, "data/deep").stat().unwrap();
         let ld = at(&lower, "data/deep").stat().unwrap();
-        assert_eq!(
-            (d.mode, d.uid, d.mtime, d.nlink),
-            (ld.mode, ld.uid, ld.mtime, 1)
-        );
+        assert_eq!((d.mode, d.uid, d.mtime, d.nlink), (ld.mode, ld.uid, ld.mtime, 1));
     }
 
     #[test]
     fn setattr_copies_up() {
         let (lower, ov) = setup();
         let sh = at(&ov, "bin/sh");
-        sh.setattr(&SetAttr {
-            uid: Some(42),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        sh.setattr(&SetAttr { uid: Some(42), ..SetAttr::default() }).unwrap();
         assert_eq!(sh.stat().unwrap().uid, 42);
         assert_eq!(sh.readlink().unwrap(), b"busybox");
         assert_eq!(at(&lower, "bin/sh").stat().unwrap().uid, 7);
         let null = at(&ov, "dev/null");
-        null.setattr(&SetAttr {
-            mode: Some(0o600),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        null.setattr(&SetAttr { mode: Some(0o600), ..SetAttr::default() }).unwrap();
         assert_eq!(null.stat().unwrap().mode, libc::S_IFCHR | 0o600);
         assert_eq!(null.stat().unwrap().rdev, 0x103);
         let hosts = at(&ov, "etc/hosts");
-        hosts
-            .setattr(&SetAttr {
-                size: Some(9),
-                ..SetAttr::default()
-            })
-            .unwrap();
+        hosts.setattr(&SetAttr { size: Some(9), ..SetAttr::default() }).unwrap();
         assert_eq!(read(&hosts), b"127.0.0.1");
         assert_eq!(read(&at(&lower, "etc/hosts")), b"127.0.0.1 localhost");
     }
@@ -1178,30 +1035,20 @@ mod tests {
         let (_, ov) = setup();
         let etc = at(&ov, "etc");
         assert_eq!(err(ov.rename(b"etc", &ov, b"etc2", 0)), Errno::EXDEV);
-        assert_eq!(
-            err(etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_NOREPLACE)),
-            Errno::EEXIST
-        );
+        assert_eq!(err(etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_NOREPLACE)), Errno::EEXIST);
         assert_eq!(err(etc.rename(b"passwd", &etc, b"empty", 0)), Errno::EISDIR);
         assert_eq!(err(ov.rename(b"etc", &ov, b"bin", 0)), Errno::EXDEV);
         assert_eq!(err(etc.rename(b"nope", &etc, b"x", 0)), Errno::ENOENT);
-        assert_eq!(
-            err(etc.rename(b"passwd", &Tmpfs::new(0o755, 0, 0), b"x", 0)),
-            Errno::EXDEV
-        );
+        assert_eq!(err(etc.rename(b"passwd", &Tmpfs::new(0o755, 0, 0), b"x", 0)), Errno::EXDEV);
         ov.mkdir(b"new", nn(0o755)).unwrap();
         write(&at(&ov, "new"), "f", b"f");
         ov.rename(b"new", &etc, b"moved", 0).unwrap();
         assert_eq!(read(&at(&ov, "etc/moved/f")), b"f");
-        assert_eq!(
-            err(etc.rename(b"moved", &at(&ov, "etc/moved"), b"x", 0)),
-            Errno::EINVAL
-        );
+        assert_eq!(err(etc.rename(b"moved", &at(&ov, "etc/moved"), b"x", 0)), Errno::EINVAL);
         ov.mkdir(b"d2", nn(0o755)).unwrap();
         assert_eq!(err(ov.rename(b"d2", &etc, b"moved", 0)), Errno::ENOTEMPTY);
         assert_eq!(err(ov.rename(b"d2", &etc, b"passwd", 0)), Errno::ENOTDIR);
-        etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_EXCHANGE)
-            .unwrap();
+        etc.rename(b"passwd", &etc, b"hosts", libc::RENAME_EXCHANGE).unwrap();
         assert_eq!(read(&at(&ov, "etc/hosts")), b"root:x:0:0");
         assert_eq!(read(&at(&ov, "etc/passwd")), b"127.0.0.1 localhost");
         ov.rename(b"d2", &etc, b"empty", 0).unwrap();
@@ -1213,16 +1060,9 @@ mod tests {
         let (lower, ov) = setup();
         let busybox = at(&ov, "bin/busybox");
         ov.link(b"bb", &busybox).unwrap();
-        assert_eq!(
-            at(&ov, "bb").stat().unwrap().ino,
-            busybox.stat().unwrap().ino
-        );
+        assert_eq!(at(&ov, "bb").stat().unwrap().ino, busybox.stat().unwrap().ino);
         assert_eq!(busybox.stat().unwrap().nlink, 2);
-        at(&ov, "bb")
-            .open(libc::O_WRONLY)
-            .unwrap()
-            .write(b"X", 0)
-            .unwrap();
+        at(&ov, "bb").open(libc::O_WRONLY).unwrap().write(b"X", 0).unwrap();
         assert_eq!(read(&busybox), b"XELF");
         assert_eq!(at(&lower, "bin/busybox").stat().unwrap().nlink, 1);
         assert_eq!(err(ov.link(b"e", &at(&ov, "etc"))), Errno::EPERM);

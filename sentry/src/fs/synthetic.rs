@@ -22,11 +22,7 @@ impl FsInfo {
     /// A new instance; `magic` is its `f_type` and `time` is reported by
     /// its static entries.
     pub fn new(magic: u64, time: SystemTime) -> Arc<FsInfo> {
-        Arc::new(FsInfo {
-            id: new_fs_id(),
-            magic,
-            time: timespec(time),
-        })
+        Arc::new(FsInfo { id: new_fs_id(), magic, time: timespec(time) })
     }
 
     /// The filesystem's identity for `Node::fs_id`.
@@ -46,31 +42,20 @@ impl FsInfo {
 
     /// What `statfs` reports for every node.
     pub fn statfs(&self) -> StatFs {
-        StatFs {
-            fs_type: self.magic,
-            bsize: 4096,
-            namelen: 255,
-            frsize: 4096,
-            ..StatFs::default()
-        }
+        StatFs { fs_type: self.magic, bsize: 4096, namelen: 255, frsize: 4096, ..StatFs::default() }
     }
 }
 
 /// A `SystemTime` as a `TimeSpec` (times before the epoch become 0).
 pub fn timespec(t: SystemTime) -> TimeSpec {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    TimeSpec {
-        sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nsec: i64::from(d.subsec_nanos()),
-    }
+    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }
 
 /// A stable inode number for the node at `path` inside a filesystem
 /// (FNV-1a); never 0 or 1, which is the root's.
 pub fn path_ino(path: &[u8]) -> u64 {
-    let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     h.max(2)
 }
 
@@ -97,18 +82,7 @@ pub struct Attr {
 impl Attr {
     /// Root-owned, one link, stamped with the filesystem's time.
     pub fn new(fs: &Arc<FsInfo>, ino: u64, mode: u32) -> Attr {
-        Attr {
-            fs: fs.clone(),
-            ino,
-            mode,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            size: 0,
-            nlink: 1,
-            blksize: 4096,
-            time: fs.time(),
-        }
+        Attr { fs: fs.clone(), ino, mode, uid: 0, gid: 0, rdev: 0, size: 0, nlink: 1, blksize: 4096, time: fs.time() }
     }
 
     /// The attributes as `stat(2)` reports them.
@@ -134,11 +108,7 @@ impl Attr {
 /// The `getdents64` entry of `node` under `name`.
 fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
     let st = node.stat()?;
-    Ok(DirEntry {
-        ino: st.ino,
-        kind: dtype(st.mode),
-        name: name.to_vec(),
-    })
+    Ok(DirEntry { ino: st.ino, kind: dtype(st.mode), name: name.to_vec() })
 }
 
 /// An open directory of a synthetic filesystem (entries are read through
@@ -177,18 +147,11 @@ impl Fixed {
 
 impl Entries for Fixed {
     fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, node)| node.clone())
-            .ok_or(Errno::ENOENT)
+        self.0.iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(Errno::ENOENT)
     }
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
-        self.0
-            .iter()
-            .map(|(name, node)| dir_entry(name, node.as_ref()))
-            .collect()
+        self.0.iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
     }
 }
 
@@ -320,29 +283,17 @@ impl Link {
     pub fn fixed(mut attr: Attr, target: &[u8]) -> Arc<Link> {
         attr.size = target.len() as u64;
         let target = target.to_vec();
-        Arc::new(Link {
-            attr,
-            text: Box::new(move || Ok(target.clone())),
-            target: None,
-        })
+        Arc::new(Link { attr, text: Box::new(move || Ok(target.clone())), target: None })
     }
 
     /// A symlink whose text is computed at each `readlink`.
     pub fn dynamic(attr: Attr, text: Generator) -> Arc<Link> {
-        Arc::new(Link {
-            attr,
-            text,
-            target: None,
-        })
+        Arc::new(Link { attr, text, target: None })
     }
 
     /// A magic link: `text` for `readlink`, `target` for path walks.
     pub fn magic(attr: Attr, text: Generator, target: LinkTarget) -> Arc<Link> {
-        Arc::new(Link {
-            attr,
-            text,
-            target: Some(target),
-        })
+        Arc::new(Link { attr, text, target: Some(target) })
     }
 }
 
@@ -420,10 +371,7 @@ mod tests {
         assert_eq!(&buf, b"1\n");
         assert_eq!(f.open(libc::O_WRONLY).err(), Some(Errno::EACCES));
         assert_eq!(f.open(libc::O_RDWR).err(), Some(Errno::EACCES));
-        assert_eq!(
-            f.open(libc::O_RDONLY | libc::O_TRUNC).err(),
-            Some(Errno::EACCES)
-        );
+        assert_eq!(f.open(libc::O_RDONLY | libc::O_TRUNC).err(), Some(Errno::EACCES));
         assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o444);
     }
 
@@ -434,10 +382,7 @@ mod tests {
         let link: Arc<dyn Node> = Link::fixed(Attr::new(&fs, 4, S_IFLNK | 0o777), b"/proc/self/fd");
         let dir = Dir::fixed(
             Attr::new(&fs, 1, S_IFDIR | 0o755),
-            vec![
-                (b"sub".to_vec(), sub.clone()),
-                (b"fd".to_vec(), link.clone()),
-            ],
+            vec![(b"sub".to_vec(), sub.clone()), (b"fd".to_vec(), link.clone())],
         );
         let st = dir.stat().unwrap();
         assert_eq!(st.nlink, 3);
@@ -446,16 +391,8 @@ mod tests {
         assert_eq!(
             names,
             vec![
-                DirEntry {
-                    ino: 3,
-                    kind: libc::DT_DIR,
-                    name: b"sub".to_vec()
-                },
-                DirEntry {
-                    ino: 4,
-                    kind: libc::DT_LNK,
-                    name: b"fd".to_vec()
-                },
+                DirEntry { ino: 3, kind: libc::DT_DIR, name: b"sub".to_vec() },
+                DirEntry { ino: 4, kind: libc::DT_LNK, name: b"fd".to_vec() },
             ]
         );
         assert!(Arc::ptr_eq(&dir.lookup(b"fd").unwrap(), &link));
@@ -463,19 +400,12 @@ mod tests {
         assert_eq!(link.readlink().unwrap(), b"/proc/self/fd");
         assert_eq!(link.stat().unwrap().size, 13);
         assert!(link.magic_link().is_none());
-        let new = crate::vfs::NewNode {
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-        };
+        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
         assert_eq!(dir.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(dir.mkdir(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(dir.unlink(b"sub", true).err(), Some(Errno::EPERM));
         assert_eq!(dir.rename(b"fd", &sub, b"x", 0).err(), Some(Errno::EPERM));
-        assert_eq!(
-            dir.setattr(&crate::vfs::SetAttr::default()).err(),
-            Some(Errno::EPERM)
-        );
+        assert_eq!(dir.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
         assert_eq!(dir.open(libc::O_WRONLY).err(), Some(Errno::EISDIR));
         assert_eq!(dir.statfs().unwrap().fs_type, 0x1234);
         assert_eq!(link.statfs().unwrap().fs_type, 0x1234);

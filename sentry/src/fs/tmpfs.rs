@@ -6,8 +6,8 @@
 use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::Mappable;
 use crate::vfs::{
-    dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK,
-    S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
+    dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
+    S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
@@ -68,13 +68,8 @@ pub fn check_rename_flags(flags: u32) -> Result<(), Errno> {
 
 /// The current realtime clock.
 pub fn now() -> TimeSpec {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    TimeSpec {
-        sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nsec: i64::from(d.subsec_nanos()),
-    }
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }
 
 fn time_key(t: TimeSpec) -> (i64, i64) {
@@ -106,23 +101,14 @@ impl<'a, T> DirPair<'a, T> {
     /// descendant.
     pub fn lock(src: &'a Mutex<T>, dst: Option<&'a Mutex<T>>, dst_first: bool) -> Self {
         match dst {
-            None => DirPair {
-                src: src.lock(),
-                dst: None,
-            },
+            None => DirPair { src: src.lock(), dst: None },
             Some(d) if dst_first => {
                 let dst = d.lock();
-                DirPair {
-                    src: src.lock(),
-                    dst: Some(dst),
-                }
+                DirPair { src: src.lock(), dst: Some(dst) }
             }
             Some(d) => {
                 let src = src.lock();
-                DirPair {
-                    src,
-                    dst: Some(d.lock()),
-                }
+                DirPair { src, dst: Some(d.lock()) }
             }
         }
     }
@@ -168,11 +154,7 @@ impl Tmpfs {
             inodes: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
         });
-        let new = NewNode {
-            mode: S_IFDIR | (mode & 0o7777),
-            uid,
-            gid,
-        };
+        let new = NewNode { mode: S_IFDIR | (mode & 0o7777), uid, gid };
         TmpNode::alloc(&fs, new, 0, Body::Dir(Mutex::default()), Link::default())
     }
 }
@@ -221,9 +203,7 @@ impl Drop for TmpNode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
         if let Body::File(data) = &mut self.body {
-            self.fs
-                .pages
-                .fetch_sub(pages(data.get_mut().len() as u64), Ordering::Relaxed);
+            self.fs.pages.fetch_sub(pages(data.get_mut().len() as u64), Ordering::Relaxed);
         }
     }
 }
@@ -232,16 +212,7 @@ impl TmpNode {
     fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
-        let meta = Meta {
-            mode: new.mode,
-            uid: new.uid,
-            gid: new.gid,
-            rdev,
-            nlink: 1,
-            atime: t,
-            mtime: t,
-            ctime: t,
-        };
+        let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
         Arc::new_cyclic(|me| TmpNode {
             fs: fs.clone(),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
@@ -298,10 +269,7 @@ impl TmpNode {
     }
 
     fn set_link(&self, parent: &TmpNode, name: &[u8]) {
-        *self.link.lock() = Link {
-            parent: parent.me.clone(),
-            name: name.to_vec(),
-        };
+        *self.link.lock() = Link { parent: parent.me.clone(), name: name.to_vec() };
     }
 
     /// Whether `self` is `other` or one of its ancestors.
@@ -337,10 +305,7 @@ impl TmpNode {
         let t = now();
         let mut m = self.meta.lock();
         let a = time_key(m.atime);
-        if a <= time_key(m.mtime)
-            || a <= time_key(m.ctime)
-            || t.sec.saturating_sub(m.atime.sec) >= ATIME_MAX_AGE
-        {
+        if a <= time_key(m.mtime) || a <= time_key(m.ctime) || t.sec.saturating_sub(m.atime.sec) >= ATIME_MAX_AGE {
             m.atime = t;
         }
     }
@@ -367,11 +332,7 @@ impl TmpNode {
                 (len, pages(len) * (PAGE_SIZE / 512), nlink)
             }
             Body::Symlink(t) => {
-                let blocks = if t.len() < SHORT_SYMLINK_LEN {
-                    0
-                } else {
-                    PAGE_SIZE / 512
-                };
+                let blocks = if t.len() < SHORT_SYMLINK_LEN { 0 } else { PAGE_SIZE / 512 };
                 (t.len() as u64, blocks, nlink)
             }
             Body::Special => (0, 0, nlink),
@@ -385,26 +346,12 @@ impl TmpNode {
         if m.mode & libc::S_ISGID == 0 {
             return new;
         }
-        let mode = if dir {
-            new.mode | libc::S_ISGID
-        } else {
-            new.mode
-        };
-        NewNode {
-            mode,
-            uid: new.uid,
-            gid: m.gid,
-        }
+        let mode = if dir { new.mode | libc::S_ISGID } else { new.mode };
+        NewNode { mode, uid: new.uid, gid: m.gid }
     }
 
     /// Adds a new node named `name` to this directory.
-    fn add_child(
-        &self,
-        name: &[u8],
-        new: NewNode,
-        rdev: u64,
-        body: Body,
-    ) -> Result<Arc<TmpNode>, Errno> {
+    fn add_child(&self, name: &[u8], new: NewNode, rdev: u64, body: Body) -> Result<Arc<TmpNode>, Errno> {
         if name.len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
@@ -416,10 +363,7 @@ impl TmpNode {
             return Err(Errno::EEXIST);
         }
         let new = self.child_owner(new, matches!(body, Body::Dir(_)));
-        let link = Link {
-            parent: self.me.clone(),
-            name: name.to_vec(),
-        };
+        let link = Link { parent: self.me.clone(), name: name.to_vec() };
         let child = TmpNode::alloc(&self.fs, new, rdev, body, link);
         e.insert(name.to_vec(), child.clone());
         self.modified();
@@ -442,9 +386,7 @@ impl TmpNode {
         if off >= MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        let n = buf
-            .len()
-            .min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
+        let n = buf.len().min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
         let start = usize::try_from(off).map_err(|_| Errno::EFBIG)?;
         let end = start.checked_add(n).ok_or(Errno::EFBIG)?;
         let mut d = self.data()?;
@@ -515,10 +457,7 @@ impl TmpNode {
     }
 
     fn same_fs(&self, other: &Arc<dyn Node>) -> Result<Arc<TmpNode>, Errno> {
-        let other = other
-            .as_any()
-            .downcast_ref::<TmpNode>()
-            .ok_or(Errno::EXDEV)?;
+        let other = other.as_any().downcast_ref::<TmpNode>().ok_or(Errno::EXDEV)?;
         if !Arc::ptr_eq(&other.fs, &self.fs) {
             return Err(Errno::EXDEV);
         }
@@ -527,26 +466,14 @@ impl TmpNode {
 
     /// Moves or exchanges `name` to `new_name` in `dst`, with the locks
     /// of both directories held.
-    fn rename_locked(
-        &self,
-        name: &[u8],
-        dst: &TmpNode,
-        new_name: &[u8],
-        flags: u32,
-    ) -> Result<(), Errno> {
+    fn rename_locked(&self, name: &[u8], dst: &TmpNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
         let dst_first = !std::ptr::eq(self, dst) && dst.is_ancestor_of(self);
         let other = (!std::ptr::eq(self, dst)).then(|| dst.dir()).transpose()?;
         let mut dirs = DirPair::lock(self.dir()?, other, dst_first);
         let src_node = dirs.src().get(name).cloned().ok_or(Errno::ENOENT)?;
         let dst_node = dirs.dst().get(new_name).cloned();
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        check_rename(&RenameCheck {
-            src: &src_node,
-            dst: dst_node.as_deref(),
-            src_dir: self,
-            dst_dir: dst,
-            flags,
-        })?;
+        check_rename(&RenameCheck { src: &src_node, dst: dst_node.as_deref(), src_dir: self, dst_dir: dst, flags })?;
         if dst_node.as_ref().is_some_and(|d| Arc::ptr_eq(d, &src_node)) {
             return Ok(());
         }
@@ -600,11 +527,7 @@ fn check_rename(r: &RenameCheck<'_>) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     match r.dst {
-        Some(d) if cross && d.is_ancestor_of(r.src_dir) => Err(if exchange {
-            Errno::EINVAL
-        } else {
-            Errno::ENOTEMPTY
-        }),
+        Some(d) if cross && d.is_ancestor_of(r.src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
         _ => Ok(()),
     }
 }
@@ -660,11 +583,7 @@ impl Node for TmpNode {
         let list = self
             .entries()?
             .iter()
-            .map(|(name, n)| DirEntry {
-                ino: n.ino,
-                kind: dtype(n.mode()),
-                name: name.clone(),
-            })
+            .map(|(name, n)| DirEntry { ino: n.ino, kind: dtype(n.mode()), name: name.clone() })
             .collect();
         self.accessed();
         Ok(list)
@@ -697,21 +616,14 @@ impl Node for TmpNode {
     }
 
     fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
-        let new = NewNode {
-            mode: S_IFREG | (new.mode & 0o7777),
-            ..new
-        };
+        let new = NewNode { mode: S_IFREG | (new.mode & 0o7777), ..new };
         let node: Arc<dyn Node> = self.add_child(name, new, 0, Body::File(Mutex::default()))?;
         Ok(node)
     }
 
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
-        let new = NewNode {
-            mode: S_IFDIR | (new.mode & 0o7777),
-            ..new
-        };
-        self.add_child(name, new, 0, Body::Dir(Mutex::default()))
-            .map(drop)
+        let new = NewNode { mode: S_IFDIR | (new.mode & 0o7777), ..new };
+        self.add_child(name, new, 0, Body::Dir(Mutex::default())).map(drop)
     }
 
     fn mknod(&self, name: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
@@ -722,10 +634,7 @@ impl Node for TmpNode {
             S_IFDIR => return Err(Errno::EPERM),
             _ => return Err(Errno::EINVAL),
         };
-        let new = NewNode {
-            mode: kind | (new.mode & 0o7777),
-            ..new
-        };
+        let new = NewNode { mode: kind | (new.mode & 0o7777), ..new };
         self.add_child(name, new, rdev, body).map(drop)
     }
 
@@ -733,12 +642,8 @@ impl Node for TmpNode {
         if target.len() as u64 >= PAGE_SIZE {
             return Err(Errno::ENAMETOOLONG);
         }
-        let new = NewNode {
-            mode: S_IFLNK | 0o777,
-            ..new
-        };
-        self.add_child(name, new, 0, Body::Symlink(target.to_vec()))
-            .map(drop)
+        let new = NewNode { mode: S_IFLNK | 0o777, ..new };
+        self.add_child(name, new, 0, Body::Symlink(target.to_vec())).map(drop)
     }
 
     fn link(&self, name: &[u8], target: &Arc<dyn Node>) -> Result<(), Errno> {
@@ -784,13 +689,7 @@ impl Node for TmpNode {
         Ok(())
     }
 
-    fn rename(
-        &self,
-        name: &[u8],
-        new_dir: &Arc<dyn Node>,
-        new_name: &[u8],
-        flags: u32,
-    ) -> Result<(), Errno> {
+    fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
         check_rename_flags(flags)?;
         if flags & libc::RENAME_WHITEOUT != 0 {
             return Err(Errno::EINVAL);
@@ -932,11 +831,7 @@ mod tests {
     }
 
     fn nn(mode: u32) -> NewNode {
-        NewNode {
-            mode,
-            uid: 1000,
-            gid: 1000,
-        }
+        NewNode { mode, uid: 1000, gid: 1000 }
     }
 
     fn file(dir: &Arc<dyn Node>, name: &str, data: &[u8]) -> Arc<dyn Node> {
@@ -954,11 +849,7 @@ mod tests {
     }
 
     fn names(dir: &Arc<dyn Node>) -> Vec<String> {
-        dir.readdir()
-            .unwrap()
-            .into_iter()
-            .map(|e| String::from_utf8(e.name).unwrap())
-            .collect()
+        dir.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
     }
 
     fn get(dir: &Arc<dyn Node>, name: &str) -> Arc<dyn Node> {
@@ -975,10 +866,7 @@ mod tests {
         let n = file(&root, "a", b"hello");
         let st = n.stat().unwrap();
         assert_eq!(st.mode, S_IFREG | 0o644);
-        assert_eq!(
-            (st.size, st.blocks, st.blksize, st.nlink, st.uid),
-            (5, 8, 4096, 1, 1000)
-        );
+        assert_eq!((st.size, st.blocks, st.blksize, st.nlink, st.uid), (5, 8, 4096, 1, 1000));
         assert_eq!(contents(&n), b"hello");
         let f = n.open(RDWR).unwrap();
         assert_eq!(f.write(b"J", 0).unwrap(), 1);
@@ -1003,11 +891,7 @@ mod tests {
         assert_eq!(contents(&n), b"abc\0\0\0z");
         f.truncate(2).unwrap();
         assert_eq!(contents(&n), b"ab");
-        n.setattr(&SetAttr {
-            size: Some(4),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        n.setattr(&SetAttr { size: Some(4), ..SetAttr::default() }).unwrap();
         assert_eq!(contents(&n), b"ab\0\0");
         assert_eq!(n.stat().unwrap().size, 4);
         n.open(libc::O_WRONLY | libc::O_TRUNC).unwrap();
@@ -1015,13 +899,7 @@ mod tests {
         assert_eq!(n.stat().unwrap().blocks, 0);
         assert_eq!(err(f.truncate(u64::MAX)), Errno::EFBIG);
         assert_eq!(err(f.write(b"x", MAX_FILE_SIZE)), Errno::EFBIG);
-        assert_eq!(
-            err(root.setattr(&SetAttr {
-                size: Some(0),
-                ..SetAttr::default()
-            })),
-            Errno::EISDIR
-        );
+        assert_eq!(err(root.setattr(&SetAttr { size: Some(0), ..SetAttr::default() })), Errno::EISDIR);
     }
 
     #[test]
@@ -1096,10 +974,7 @@ mod tests {
         assert_eq!(err(root.readlink()), Errno::EINVAL);
         assert_eq!(err(l.open(libc::O_RDONLY)), Errno::ELOOP);
         assert_eq!(err(root.symlink(b"l", b"x", nn(0))), Errno::EEXIST);
-        assert_eq!(
-            err(root.symlink(b"m", &[b'a'; 4096], nn(0))),
-            Errno::ENAMETOOLONG
-        );
+        assert_eq!(err(root.symlink(b"m", &[b'a'; 4096], nn(0))), Errno::ENAMETOOLONG);
     }
 
     #[test]
@@ -1170,46 +1045,24 @@ mod tests {
         file(&root, "f", b"");
         file(&root, "g", b"");
         assert_eq!(err(root.rename(b"nope", &root, b"x", 0)), Errno::ENOENT);
-        assert_eq!(
-            err(root.rename(b"f", &root, b"g", libc::RENAME_NOREPLACE)),
-            Errno::EEXIST
-        );
+        assert_eq!(err(root.rename(b"f", &root, b"g", libc::RENAME_NOREPLACE)), Errno::EEXIST);
         assert_eq!(err(root.rename(b"d", &root, b"f", 0)), Errno::ENOTDIR);
         assert_eq!(err(root.rename(b"f", &root, b"d", 0)), Errno::EISDIR);
-        assert_eq!(
-            err(root.rename(b"empty", &root, b"full", 0)),
-            Errno::ENOTEMPTY
-        );
-        assert_eq!(
-            err(root.rename(b"d", &get(&d, "sub"), b"x", 0)),
-            Errno::EINVAL
-        );
+        assert_eq!(err(root.rename(b"empty", &root, b"full", 0)), Errno::ENOTEMPTY);
+        assert_eq!(err(root.rename(b"d", &get(&d, "sub"), b"x", 0)), Errno::EINVAL);
         assert_eq!(err(root.rename(b"d", &d, b"x", 0)), Errno::EINVAL);
-        assert_eq!(
-            err(get(&d, "sub").rename(b"..", &root, b"d", 0)),
-            Errno::ENOENT
-        );
+        assert_eq!(err(get(&d, "sub").rename(b"..", &root, b"d", 0)), Errno::ENOENT);
         let sub = get(&d, "sub");
         sub.mkdir(b"z", nn(0o755)).unwrap();
         assert_eq!(err(sub.rename(b"z", &root, b"d", 0)), Errno::ENOTEMPTY);
-        assert_eq!(
-            err(sub.rename(b"z", &root, b"d", libc::RENAME_EXCHANGE)),
-            Errno::EINVAL
-        );
+        assert_eq!(err(sub.rename(b"z", &root, b"d", libc::RENAME_EXCHANGE)), Errno::EINVAL);
         assert_eq!(err(root.rename(b"f", &fs(), b"f", 0)), Errno::EXDEV);
-        assert_eq!(
-            err(root.rename(b"f", &root, b"x", libc::RENAME_EXCHANGE)),
-            Errno::ENOENT
-        );
+        assert_eq!(err(root.rename(b"f", &root, b"x", libc::RENAME_EXCHANGE)), Errno::ENOENT);
         let both = libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE;
         assert_eq!(err(root.rename(b"f", &root, b"g", both)), Errno::EINVAL);
         assert_eq!(err(root.rename(b"f", &root, b"g", 8)), Errno::EINVAL);
-        assert_eq!(
-            err(root.rename(b"f", &get(&root, "f"), b"g", 0)),
-            Errno::ENOTDIR
-        );
-        root.rename(b"f", &root, b"new", libc::RENAME_NOREPLACE)
-            .unwrap();
+        assert_eq!(err(root.rename(b"f", &get(&root, "f"), b"g", 0)), Errno::ENOTDIR);
+        root.rename(b"f", &root, b"new", libc::RENAME_NOREPLACE).unwrap();
     }
 
     #[test]
@@ -1219,15 +1072,13 @@ mod tests {
         let d = get(&root, "d");
         file(&d, "inner", b"");
         file(&root, "f", b"file");
-        root.rename(b"f", &root, b"d", libc::RENAME_EXCHANGE)
-            .unwrap();
+        root.rename(b"f", &root, b"d", libc::RENAME_EXCHANGE).unwrap();
         assert_eq!(contents(&get(&root, "d")), b"file");
         assert_eq!(names(&get(&root, "f")), ["inner"]);
         root.mkdir(b"e", nn(0o755)).unwrap();
         let e = get(&root, "e");
         root.rename(b"d", &e, b"inner2", 0).unwrap();
-        e.rename(b"inner2", &get(&root, "f"), b"inner", libc::RENAME_EXCHANGE)
-            .unwrap();
+        e.rename(b"inner2", &get(&root, "f"), b"inner", libc::RENAME_EXCHANGE).unwrap();
         assert_eq!(contents(&get(&e, "inner2")), b"");
         assert_eq!(contents(&get(&get(&root, "f"), "inner")), b"file");
     }
@@ -1236,35 +1087,17 @@ mod tests {
     fn setattr_fields() {
         let root = fs();
         let f = file(&root, "f", b"");
-        f.setattr(&SetAttr {
-            mode: Some(S_IFDIR | 0o4755),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        f.setattr(&SetAttr { mode: Some(S_IFDIR | 0o4755), ..SetAttr::default() }).unwrap();
         assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o4755);
-        f.setattr(&SetAttr {
-            uid: Some(5),
-            gid: Some(6),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        f.setattr(&SetAttr { uid: Some(5), gid: Some(6), ..SetAttr::default() }).unwrap();
         let st = f.stat().unwrap();
         assert_eq!((st.mode, st.uid, st.gid), (S_IFREG | 0o755, 5, 6));
         let t = TimeSpec { sec: 1000, nsec: 5 };
-        f.setattr(&SetAttr {
-            atime: Some(SetTime::At(t)),
-            mtime: Some(SetTime::At(t)),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        f.setattr(&SetAttr { atime: Some(SetTime::At(t)), mtime: Some(SetTime::At(t)), ..SetAttr::default() }).unwrap();
         let st = f.stat().unwrap();
         assert_eq!((st.atime, st.mtime), (t, t));
         assert!(st.ctime.sec > 1000);
-        f.setattr(&SetAttr {
-            mtime: Some(SetTime::Now),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        f.setattr(&SetAttr { mtime: Some(SetTime::Now), ..SetAttr::default() }).unwrap();
         assert!(f.stat().unwrap().mtime.sec > 1000);
     }
 
@@ -1283,33 +1116,17 @@ mod tests {
         let f = file(&root, "f", b"");
         let old = TimeSpec { sec: 1, nsec: 0 };
         let at = SetTime::At(old);
-        f.setattr(&SetAttr {
-            atime: Some(at),
-            mtime: Some(at),
-            ..SetAttr::default()
-        })
-        .unwrap();
-        root.setattr(&SetAttr {
-            mtime: Some(at),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        f.setattr(&SetAttr { atime: Some(at), mtime: Some(at), ..SetAttr::default() }).unwrap();
+        root.setattr(&SetAttr { mtime: Some(at), ..SetAttr::default() }).unwrap();
         f.open(RDWR).unwrap().write(b"x", 0).unwrap();
         let st = f.stat().unwrap();
         assert!(st.mtime.sec > 1 && st.ctime.sec > 1);
         assert_eq!(st.atime, old);
-        f.open(libc::O_RDONLY)
-            .unwrap()
-            .read(&mut [0; 1], 0)
-            .unwrap();
+        f.open(libc::O_RDONLY).unwrap().read(&mut [0; 1], 0).unwrap();
         assert!(f.stat().unwrap().atime.sec > 1);
         file(&root, "g", b"");
         assert!(root.stat().unwrap().mtime.sec > 1);
-        root.setattr(&SetAttr {
-            mtime: Some(at),
-            ..SetAttr::default()
-        })
-        .unwrap();
+        root.setattr(&SetAttr { mtime: Some(at), ..SetAttr::default() }).unwrap();
         root.unlink(b"g", false).unwrap();
         assert!(root.stat().unwrap().mtime.sec > 1);
     }

@@ -30,7 +30,13 @@ pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescripti
 /// Loads `file` (named `path`, as the program will see in AT_EXECFN) and,
 /// on success, replaces the task's image. On failure the old image is
 /// untouched.
-pub fn execve(task: &mut Task, file: Arc<FileDescription>, path: &[u8], argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>) -> SysResult {
+pub fn execve(
+    task: &mut Task,
+    file: Arc<FileDescription>,
+    path: &[u8],
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+) -> SysResult {
     let kernel = task.kernel.clone();
     let space = kernel.platform.new_address_space().map_err(|e| {
         log::warn!("execve: cannot create an address space: {e}");
@@ -57,6 +63,7 @@ pub fn execve(task: &mut Task, file: Arc<FileDescription>, path: &[u8], argv: Ve
     task.thread.attrs.lock().keepcaps = false;
     *task.thread.exe.lock() = Some(loaded.exe.dentry.clone());
     *task.thread.args.lock() = loaded.args;
+    *task.thread.auxv.lock() = loaded.auxv;
     let name = loaded.exe.dentry.name.clone();
     let base = path.rsplit(|&b| b == b'/').next().unwrap_or(&name);
     *task.thread.comm.lock() = base.iter().copied().take(15).collect();

@@ -166,6 +166,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     *t.fds.lock() = Arc::new(p.fds().fork());
     *t.exe.lock() = p.exe.lock().clone();
     *t.args.lock() = *p.args.lock();
+    *t.auxv.lock() = p.auxv.lock().clone();
     *t.rlimits.lock() = *p.rlimits.lock();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     *t.altstack.lock() = *p.altstack.lock();

@@ -29,7 +29,13 @@ impl Futexes {
     /// Sleeps on `key` if `check()` (run under the queue lock, reading the
     /// futex word) says the value still matches; returns EAGAIN if not and
     /// ETIMEDOUT at `deadline`.
-    pub fn wait(&self, key: FutexKey, bitset: u32, deadline: Option<Instant>, check: impl FnOnce() -> Result<bool, Errno>) -> Result<(), Errno> {
+    pub fn wait(
+        &self,
+        key: FutexKey,
+        bitset: u32,
+        deadline: Option<Instant>,
+        check: impl FnOnce() -> Result<bool, Errno>,
+    ) -> Result<(), Errno> {
         let w = Arc::new(Waiter { bitset, woken: Mutex::new(false), cond: Condvar::new() });
         {
             let mut q = self.queues.lock();
@@ -97,7 +103,14 @@ impl Futexes {
 
     /// Wakes `n` waiters of `from` and moves up to `m` more to `to`, if
     /// `check()` passes (CMP_REQUEUE); returns how many were woken or moved.
-    pub fn requeue(&self, from: FutexKey, to: FutexKey, n: usize, m: usize, check: impl FnOnce() -> Result<bool, Errno>) -> Result<usize, Errno> {
+    pub fn requeue(
+        &self,
+        from: FutexKey,
+        to: FutexKey,
+        n: usize,
+        m: usize,
+        check: impl FnOnce() -> Result<bool, Errno>,
+    ) -> Result<usize, Errno> {
         let mut q = self.queues.lock();
         if !check()? {
             return Err(Errno::EAGAIN);
@@ -121,7 +134,14 @@ impl Futexes {
     /// FUTEX_WAKE_OP: runs `op` (which updates the second word and says
     /// whether its old value passes the comparison) under the queue lock,
     /// then wakes `n` on `k1` and, if it passed, `n2` on `k2`.
-    pub fn wake_op(&self, k1: FutexKey, k2: FutexKey, n: usize, n2: usize, op: impl FnOnce() -> Result<bool, Errno>) -> Result<usize, Errno> {
+    pub fn wake_op(
+        &self,
+        k1: FutexKey,
+        k2: FutexKey,
+        n: usize,
+        n2: usize,
+        op: impl FnOnce() -> Result<bool, Errno>,
+    ) -> Result<usize, Errno> {
         let mut q = self.queues.lock();
         let pass = op()?;
         let mut woken = Self::wake_locked(&mut q, k1, n, u32::MAX);

@@ -4,8 +4,8 @@
 pub mod creds;
 pub mod exec;
 pub mod fork;
-pub mod futex;
 pub mod fs_context;
+pub mod futex;
 pub mod limits;
 pub mod process;
 pub mod signal;

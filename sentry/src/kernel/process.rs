@@ -24,6 +24,10 @@ struct Entry {
     interrupter: Option<Arc<dyn Interrupter>>,
 }
 
+/// `wait` found no child matching its target (ECHILD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoChildren;
+
 /// What `wait4` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitTarget {
@@ -48,10 +52,7 @@ impl ProcessTable {
     pub fn add(&self, pid: i32, ppid: i32) {
         let mut p = self.procs.lock();
         let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| (e.pgid, e.sid));
-        p.insert(
-            pid,
-            Entry { ppid, pgid, sid, status: None, vfork_released: false, kill: None, interrupter: None },
-        );
+        p.insert(pid, Entry { ppid, pgid, sid, status: None, vfork_released: false, kill: None, interrupter: None });
     }
 
     /// Forgets a process that never ran (fork failed).
@@ -86,7 +87,9 @@ impl ProcessTable {
     /// Marks a process for death by `sig` and interrupts it.
     pub fn kill(&self, pid: i32, sig: i32) -> bool {
         let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else { return false };
+        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else {
+            return false;
+        };
         e.kill.get_or_insert(sig);
         if let Some(i) = &e.interrupter {
             i.interrupt();
@@ -130,11 +133,8 @@ impl ProcessTable {
         }
         // Zombies whose parent is gone (or init that never waits for
         // them, once init itself exits) are released right away.
-        let orphans: Vec<i32> = p
-            .iter()
-            .filter(|(_, e)| e.status.is_some() && e.ppid == pid && pid == INIT_PID)
-            .map(|(&k, _)| k)
-            .collect();
+        let orphans: Vec<i32> =
+            p.iter().filter(|(_, e)| e.status.is_some() && e.ppid == pid && pid == INIT_PID).map(|(&k, _)| k).collect();
         for k in orphans {
             p.remove(&k);
         }
@@ -160,7 +160,13 @@ impl ProcessTable {
     /// Reaps (or, with `peek`, only reports) an exited child of `parent`
     /// matching `target`. `Ok(None)` means children exist but none exited
     /// and `block` is false.
-    pub fn wait(&self, parent: i32, target: WaitTarget, block: bool, peek: bool) -> Result<Option<(i32, ExitStatus)>, ()> {
+    pub fn wait(
+        &self,
+        parent: i32,
+        target: WaitTarget,
+        block: bool,
+        peek: bool,
+    ) -> Result<Option<(i32, ExitStatus)>, NoChildren> {
         let mut p = self.procs.lock();
         loop {
             let matches = |pid: i32, e: &Entry| {
@@ -189,7 +195,7 @@ impl ProcessTable {
                 return Ok(Some((pid, s)));
             }
             if !any {
-                return Err(());
+                return Err(NoChildren);
             }
             if !block {
                 return Ok(None);
@@ -214,8 +220,8 @@ mod tests {
         assert_eq!(t.wait(1, WaitTarget::Pid(2), false, false), Ok(None));
         assert_eq!(t.wait(1, WaitTarget::Any, false, true), Ok(Some((3, ExitStatus::Code(4)))));
         assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(Some((3, ExitStatus::Code(4)))));
-        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(()), "already reaped");
-        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(()), "no children");
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(NoChildren), "already reaped");
+        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(NoChildren), "no children");
     }
 
     #[test]

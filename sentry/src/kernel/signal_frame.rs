@@ -79,7 +79,9 @@ pub enum Delivery {
 /// ignored, as Linux's force_sig does.
 pub fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
     let sig = info.signo();
-    let Ok(idx) = usize::try_from(sig) else { return Delivery::Ignored };
+    let Ok(idx) = usize::try_from(sig) else {
+        return Delivery::Ignored;
+    };
     let action = task.thread.sigactions.swap(idx, None);
     let blocked = task.thread.sigmask() & sigbit(sig) != 0;
     if forced && (blocked || action.handler == SIG_IGN) {
@@ -132,7 +134,10 @@ fn frame_top(task: &Task, action: &SigAction) -> u64 {
 fn sigcontext(task: &Task, fpstate: u64, old_mask: u64, info: &SigInfo) -> Encoder {
     let r = &task.cpu.regs;
     let mut e = Encoder::with_capacity(256);
-    for v in [r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax, r.rcx, r.rsp, r.rip, r.eflags] {
+    for v in [
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax, r.rcx, r.rsp,
+        r.rip, r.eflags,
+    ] {
         e.u64(v);
     }
     let seg = |v: u64| u16::try_from(v).unwrap_or(0);
@@ -175,7 +180,13 @@ fn push_frame(task: &mut Task, sig: i32, action: &SigAction, info: &SigInfo) -> 
     e.u64(action.restorer);
     e.u64(UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS).u64(0);
     let on_alt = alt.size > 0 && task.cpu.regs.rsp > alt.sp && task.cpu.regs.rsp - alt.sp <= alt.size;
-    let ss_flags = if alt.flags & SS_DISABLE != 0 { SS_DISABLE } else if on_alt { SS_ONSTACK } else { 0 };
+    let ss_flags = if alt.flags & SS_DISABLE != 0 {
+        SS_DISABLE
+    } else if on_alt {
+        SS_ONSTACK
+    } else {
+        0
+    };
     e.u64(alt.sp).u32(ss_flags).u32(0).u64(alt.size);
     e.bytes(sigcontext(task, fp_addr, old_mask, info).as_bytes());
     e.u64(old_mask);
@@ -237,7 +248,8 @@ pub fn sigreturn(task: &mut Task) -> Result<(), Errno> {
     }
     let r = &mut task.cpu.regs;
     [r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]];
-    [r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax, r.rcx, r.rsp, r.rip] = [v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16]];
+    [r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax, r.rcx, r.rsp, r.rip] =
+        [v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16]];
     r.eflags = (r.eflags & !FIX_EFLAGS) | (v[17] & FIX_EFLAGS);
     r.orig_rax = u64::MAX;
     let mask = u64::from_le_bytes(mask) & !(sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));

@@ -2,15 +2,15 @@
 //! the guest until it makes a system call or faults, handles that, and
 //! repeats until the thread exits.
 
-use super::thread::{self, Thread};
-use super::Kernel;
 use super::signal::sigbit;
 use super::signal_frame::{self, SigInfo};
-use std::sync::atomic::Ordering;
+use super::thread::{self, Thread};
+use super::Kernel;
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
 use crate::syscalls;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// How a thread group ended.

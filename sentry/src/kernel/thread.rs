@@ -66,6 +66,8 @@ pub struct Thread {
     pub fs: Mutex<Arc<FsContext>>,
     pub exe: Mutex<Option<Arc<Dentry>>>,
     pub args: Mutex<ArgRanges>,
+    /// The auxiliary vector the program started with.
+    pub auxv: Mutex<Vec<u8>>,
     pub rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
     pub sigactions: Arc<SigActions>,
     pub sigmask: AtomicU64,
@@ -93,6 +95,7 @@ impl Thread {
             fs: Mutex::new(fs),
             exe: Mutex::new(None),
             args: Mutex::new(ArgRanges::default()),
+            auxv: Mutex::new(Vec::new()),
             rlimits: Mutex::new(limits::defaults()),
             sigactions: Arc::new(SigActions::default()),
             sigmask: AtomicU64::new(0),

@@ -48,6 +48,7 @@ pub struct Loaded {
     /// The argv the program actually sees (rewritten for `#!`).
     pub argv: Vec<Vec<u8>>,
     pub args: crate::kernel::thread::ArgRanges,
+    pub auxv: Vec<u8>,
 }
 
 /// Loads `path` into `mm` (which must be empty).
@@ -182,7 +183,7 @@ fn load_elf(
         return Err(Errno::E2BIG);
     }
     mm.copy_out(img.sp, &img.bytes)?;
-    Ok(Loaded { entry, sp: img.sp, exe: file, argv, args: img.args })
+    Ok(Loaded { entry, sp: img.sp, exe: file, argv, args: img.args, auxv: img.auxv })
 }
 
 fn perms_of(ph: &ProgramHeader) -> Perms {

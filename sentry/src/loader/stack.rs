@@ -34,11 +34,20 @@ pub struct StackImage {
     /// Where the argv and envp strings lie, for /proc/[pid]/cmdline and
     /// environ.
     pub args: crate::kernel::thread::ArgRanges,
+    /// The auxiliary vector as laid out (for /proc/[pid]/auxv).
+    pub auxv: Vec<u8>,
 }
 
 /// Lays out the stack that ends at `top`. `auxv` must not contain
 /// AT_RANDOM, AT_EXECFN or AT_PLATFORM; they are added here.
-pub fn build(top: u64, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8], random: &[u8; 16], auxv: &[(u64, u64)]) -> Option<StackImage> {
+pub fn build(
+    top: u64,
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    execfn: &[u8],
+    random: &[u8; 16],
+    auxv: &[(u64, u64)],
+) -> Option<StackImage> {
     // Strings area, built downwards from `top`: execfn, then argv and envp
     // strings, then the platform string and random bytes.
     let mut strings: Vec<u8> = Vec::new();
@@ -94,7 +103,11 @@ pub fn build(top: u64, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8], random
         env_start: addr(env_offs.first().copied().unwrap_or(execfn_off)),
         env_end: addr(execfn_off),
     };
-    Some(StackImage { bytes: e.finish(), sp, args })
+    let mut auxv = Encoder::with_capacity(aux.len() * 16);
+    for (k, v) in &aux {
+        auxv.u64(*k).u64(*v);
+    }
+    Some(StackImage { bytes: e.finish(), sp, args, auxv: auxv.finish() })
 }
 
 #[cfg(test)]

@@ -89,15 +89,8 @@ impl MemoryManager {
     pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
         let mut vmas = BTreeMap::new();
         let r = space.reserved();
-        vmas.insert(
-            r.start,
-            Vma::new(r.start, r.end, Perms::default(), false, Backing::Anon, VmaName::Reserved),
-        );
-        MemoryManager {
-            mf,
-            space,
-            layout: Mutex::new(Layout { vmas, brk_start: 0, brk: 0, mmap_top }),
-        }
+        vmas.insert(r.start, Vma::new(r.start, r.end, Perms::default(), false, Backing::Anon, VmaName::Reserved));
+        MemoryManager { mf, space, layout: Mutex::new(Layout { vmas, brk_start: 0, brk: 0, mmap_top }) }
     }
 
     /// Shares every page with a child (copy-on-write for private areas)
@@ -132,12 +125,8 @@ impl MemoryManager {
 
     /// The child's memory manager, built on the child's host thread.
     pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
-        let layout = image.layout.take().unwrap_or_else(|| Layout {
-            vmas: BTreeMap::new(),
-            brk_start: 0,
-            brk: 0,
-            mmap_top: 0,
-        });
+        let layout =
+            image.layout.take().unwrap_or_else(|| Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top: 0 });
         MemoryManager { mf: image.mf.clone(), space, layout: Mutex::new(layout) }
     }
 
@@ -197,10 +186,7 @@ impl MemoryManager {
         if addr % PAGE_SIZE != 0 || len == 0 {
             return Err(Errno::EINVAL);
         }
-        let end = page_up(len)
-            .and_then(|l| addr.checked_add(l))
-            .filter(|&e| e <= TASK_SIZE)
-            .ok_or(Errno::EINVAL)?;
+        let end = page_up(len).and_then(|l| addr.checked_add(l)).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EINVAL)?;
         let mut l = self.layout.lock();
         if overlaps_reserved(&l, addr, end) {
             return Err(Errno::EINVAL);
@@ -242,7 +228,9 @@ impl MemoryManager {
             return Ok(cur);
         }
         let old_end = page_up(cur).ok_or(Errno::ENOMEM)?;
-        let Some(new_end) = page_up(addr) else { return Ok(cur) };
+        let Some(new_end) = page_up(addr) else {
+            return Ok(cur);
+        };
         if new_end > old_end {
             if overlaps(&l, old_end, new_end) || new_end > TASK_SIZE {
                 return Ok(cur);
@@ -265,7 +253,14 @@ impl MemoryManager {
     }
 
     /// `mremap`.
-    pub fn mremap(&self, old: u64, old_len: u64, new_len: u64, may_move: bool, fixed: Option<u64>) -> Result<u64, Errno> {
+    pub fn mremap(
+        &self,
+        old: u64,
+        old_len: u64,
+        new_len: u64,
+        may_move: bool,
+        fixed: Option<u64>,
+    ) -> Result<u64, Errno> {
         if old % PAGE_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
@@ -325,10 +320,7 @@ impl MemoryManager {
         for mut v in moved {
             let delta_start = v.start - old;
             let pages = std::mem::take(&mut v.pages);
-            v.pages = pages
-                .into_iter()
-                .map(|(a, e)| (a - old + target, e.with_mapping(false, false)))
-                .collect();
+            v.pages = pages.into_iter().map(|(a, e)| (a - old + target, e.with_mapping(false, false))).collect();
             v.end = target + (v.end - old);
             v.start = target + delta_start;
             last_end = v.end;
@@ -563,7 +555,7 @@ impl MemoryManager {
     /// Total bytes of guest address space mapped (VmSize).
     pub fn mapped_bytes(&self) -> u64 {
         let l = self.layout.lock();
-        l.vmas.values().filter(|v| v.name != VmaName::Reserved).map(Vma::len).sum()
+        l.vmas.values().filter(|v| v.name != VmaName::Reserved).map(Vma::size).sum()
     }
 
     /// Pages resident in this address space (VmRSS).
@@ -627,7 +619,9 @@ impl MemoryManager {
 
     /// Breaks copy-on-write sharing of a private page.
     fn make_writable(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
-        let Some(e) = vma.pages.get(&page).copied() else { return Ok(()) };
+        let Some(e) = vma.pages.get(&page).copied() else {
+            return Ok(());
+        };
         if vma.shared || self.mf.refs(e.frame()) == 1 {
             return Ok(());
         }
@@ -646,7 +640,9 @@ impl MemoryManager {
 
     /// Copies file contents (or nothing, for zero pages) into fresh frames.
     fn fill_frames(&self, vma: &Vma, page: u64, frame: u64, pages: u64) -> Result<(), Errno> {
-        let Backing::File { file, .. } = &vma.backing else { return Ok(()) };
+        let Backing::File { file, .. } = &vma.backing else {
+            return Ok(());
+        };
         let off = vma.file_offset(page).ok_or(Errno::EFAULT)?;
         let len = usize::try_from(pages * PAGE_SIZE).map_err(|_| Errno::ENOMEM)?;
         self.mf
@@ -666,7 +662,7 @@ impl MemoryManager {
 
     /// Allocates every page of a new shared area.
     fn populate_all(&self, vma: &mut Vma) -> Result<(), Errno> {
-        let pages = vma.len() / PAGE_SIZE;
+        let pages = vma.size() / PAGE_SIZE;
         let frame = self.mf.alloc(pages)?;
         if let Err(e) = self.fill_frames(vma, vma.start, frame, pages) {
             for i in 0..pages {
@@ -825,7 +821,9 @@ fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
 
 /// Splits the area containing `addr` so that an area starts at `addr`.
 fn split_at(l: &mut Layout, addr: u64) {
-    let Some(start) = find(l, addr).map(|v| v.start) else { return };
+    let Some(start) = find(l, addr).map(|v| v.start) else {
+        return;
+    };
     if start == addr {
         return;
     }

@@ -106,12 +106,7 @@ impl MemoryFile {
         };
         // SAFETY: fallocate on our own fd with integer arguments.
         let r = unsafe {
-            libc::fallocate(
-                self.fd.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off,
-                len,
-            )
+            libc::fallocate(self.fd.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, len)
         };
         if r != 0 {
             log::warn!("memory file: punching a hole failed: {}", std::io::Error::last_os_error());
@@ -131,7 +126,9 @@ impl MemoryFile {
 
     /// Copies out of the file at `off`.
     pub fn read(&self, off: u64, dst: &mut [u8]) -> bool {
-        let Some(p) = self.ptr(off, dst.len()) else { return false };
+        let Some(p) = self.ptr(off, dst.len()) else {
+            return false;
+        };
         // SAFETY: `p..p+len` is inside the mapping; guest threads may write
         // concurrently, which at worst yields torn bytes, as on Linux.
         unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
@@ -140,7 +137,9 @@ impl MemoryFile {
 
     /// Copies into the file at `off`.
     pub fn write(&self, off: u64, src: &[u8]) -> bool {
-        let Some(p) = self.ptr(off, src.len()) else { return false };
+        let Some(p) = self.ptr(off, src.len()) else {
+            return false;
+        };
         // SAFETY: as in `read`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
         true

@@ -81,7 +81,7 @@ impl Vma {
         Vma { start, end, perms, shared, backing, name, pages: BTreeMap::new() }
     }
 
-    pub fn len(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         self.end - self.start
     }
 
@@ -94,9 +94,7 @@ impl Vma {
         let pages = self.pages.split_off(&at);
         let backing = match &self.backing {
             Backing::Anon => Backing::Anon,
-            Backing::File { file, offset } => {
-                Backing::File { file: file.clone(), offset: offset + (at - self.start) }
-            }
+            Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
         };
         let tail = Vma {
             start: at,
@@ -120,7 +118,7 @@ impl Vma {
             && match (&self.backing, &next.backing) {
                 (Backing::Anon, Backing::Anon) => true,
                 (Backing::File { file: a, offset: ao }, Backing::File { file: b, offset: bo }) => {
-                    Arc::ptr_eq(a, b) && ao + self.len() == *bo
+                    Arc::ptr_eq(a, b) && ao + self.size() == *bo
                 }
                 _ => false,
             }

@@ -37,11 +37,7 @@ pub struct Perms {
 impl Perms {
     /// Decodes `PROT_*` bits.
     pub fn from_prot(prot: u64) -> Perms {
-        Perms {
-            read: prot & 1 != 0,
-            write: prot & 2 != 0,
-            exec: prot & 4 != 0,
-        }
+        Perms { read: prot & 1 != 0, write: prot & 2 != 0, exec: prot & 4 != 0 }
     }
 
     /// Encodes as `PROT_*` bits.

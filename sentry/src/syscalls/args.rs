@@ -17,12 +17,12 @@ pub const AT_EMPTY_PATH: u64 = 0x1000;
 
 /// An `int` argument (the kernel looks only at the low 32 bits).
 pub fn int(a: u64) -> i32 {
-    i32::from_ne_bytes((a as u32).to_ne_bytes())
+    i32::from_ne_bytes(uint(a).to_ne_bytes())
 }
 
 /// An `unsigned int` argument.
 pub fn uint(a: u64) -> u32 {
-    a as u32
+    u32::try_from(a & 0xffff_ffff).unwrap_or(0)
 }
 
 /// Linux's access_ok: `[addr, addr+len)` must lie in user space (whether

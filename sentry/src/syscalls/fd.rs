@@ -12,7 +12,11 @@ pub(super) const ENTRIES: Entries = &[
     ("dup", sys_dup, Full),
     ("dup2", sys_dup2, Full),
     ("dup3", sys_dup3, Full),
-    ("fcntl", sys_fcntl, Partial("record locks are granted but not enforced between processes; no leases, no signals on I/O")),
+    (
+        "fcntl",
+        sys_fcntl,
+        Partial("record locks are granted but not enforced between processes; no leases, no signals on I/O"),
+    ),
     ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
     ("close_range", sys_close_range, Full),
     ("pipe", sys_pipe, Full),

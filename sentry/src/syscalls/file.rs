@@ -74,14 +74,15 @@ pub fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> S
     let file = open_file(task, dirfd, path, flags, mode)?;
     let cloexec = flags & libc::O_CLOEXEC != 0;
     let fd = task.thread.fds().install(file, cloexec, 0, task.thread.nofile())?;
-    Ok(u64::try_from(fd).map_err(|_| Errno::EMFILE)?)
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
 
 /// Resolves (creating if asked) and opens a file description.
 pub fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
     let creds = task.thread.creds();
     let is_path = flags & libc::O_PATH != 0;
-    let flags = if is_path { flags & (libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) } else { flags };
+    let flags =
+        if is_path { flags & (libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) } else { flags };
     let nofollow = flags & libc::O_NOFOLLOW != 0;
     let dentry = if flags & libc::O_CREAT != 0 && !is_path {
         let pn = args::parent_at(task, dirfd, path)?;
@@ -173,7 +174,13 @@ fn count(a: u64) -> usize {
 /// Reads up to `len` bytes with `read` (given a buffer and how much has
 /// been read so far) into guest memory at `addr`. Regular files are read
 /// until `len` or end of file; streams return what one read gave.
-fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>) -> SysResult {
+fn read_into(
+    task: &Task,
+    addr: u64,
+    len: usize,
+    stream: bool,
+    mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>,
+) -> SysResult {
     args::user_range(addr, len)?;
     let mm = task.thread.mm();
     let mut done = 0usize;
@@ -205,7 +212,12 @@ fn read_into(task: &Task, addr: u64, len: usize, stream: bool, mut read: impl Fn
 
 /// Copies `len` bytes of guest memory at `addr` in chunks and passes each
 /// to `write`, stopping at a short write.
-fn write_from(task: &Task, addr: u64, len: usize, mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>) -> SysResult {
+fn write_from(
+    task: &Task,
+    addr: u64,
+    len: usize,
+    mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>,
+) -> SysResult {
     args::user_range(addr, len)?;
     let mm = task.thread.mm();
     let mut done = 0usize;
@@ -315,7 +327,12 @@ fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> 
 
 /// Scatter-reads into the iovecs; `read(buf, pos)` reads at stream
 /// position `pos` bytes in.
-fn readv_into(task: &Task, iov: &[(u64, usize)], stream: bool, mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>) -> SysResult {
+fn readv_into(
+    task: &Task,
+    iov: &[(u64, usize)],
+    stream: bool,
+    mut read: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>,
+) -> SysResult {
     let mut total = 0u64;
     for &(base, len) in iov {
         if len == 0 {
@@ -335,7 +352,11 @@ fn readv_into(task: &Task, iov: &[(u64, usize)], stream: bool, mut read: impl Fn
     Ok(total)
 }
 
-fn writev_from(task: &Task, iov: &[(u64, usize)], mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>) -> SysResult {
+fn writev_from(
+    task: &Task,
+    iov: &[(u64, usize)],
+    mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>,
+) -> SysResult {
     let mut total = 0u64;
     for &(base, len) in iov {
         if len == 0 {

@@ -52,16 +52,14 @@ fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -> Result<Op
     if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
         return Err(Errno::EINVAL);
     }
-    let dur = Duration::new(u64::try_from(sec).map_err(|_| Errno::EINVAL)?, u32::try_from(nsec).map_err(|_| Errno::EINVAL)?);
+    let dur =
+        Duration::new(u64::try_from(sec).map_err(|_| Errno::EINVAL)?, u32::try_from(nsec).map_err(|_| Errno::EINVAL)?);
     let now = Instant::now();
     if !absolute {
         return Ok(Some(now.checked_add(dur).unwrap_or(now + Duration::from_secs(1 << 32))));
     }
-    let clock_now = if realtime {
-        SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
-    } else {
-        monotonic_now()
-    };
+    let clock_now =
+        if realtime { SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() } else { monotonic_now() };
     Ok(Some(now + dur.saturating_sub(clock_now)))
 }
 

@@ -9,12 +9,22 @@ use crate::mm::{Backing, MapRequest, VmaName};
 use crate::platform::Perms;
 
 pub(super) const ENTRIES: Entries = &[
-    ("mmap", sys_mmap, Partial("shared writable file mappings are refused (ENODEV); shared read-only file mappings are private copies")),
+    (
+        "mmap",
+        sys_mmap,
+        Partial(
+            "shared writable file mappings are refused (ENODEV); shared read-only file mappings are private copies",
+        ),
+    ),
     ("munmap", sys_munmap, Full),
     ("mprotect", sys_mprotect, Partial("PROT_GROWSDOWN/PROT_GROWSUP are ignored")),
     ("brk", sys_brk, Full),
     ("mremap", sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
-    ("madvise", sys_madvise, Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect")),
+    (
+        "madvise",
+        sys_madvise,
+        Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect"),
+    ),
     ("msync", sys_msync, Full),
     ("mincore", sys_mincore, Full),
     ("mlock", sys_mlock, Partial("memory is never locked; requests are validated and accepted")),

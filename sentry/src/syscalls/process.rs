@@ -6,7 +6,7 @@ use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
-use crate::kernel::process::WaitTarget;
+use crate::kernel::process::{NoChildren, WaitTarget};
 use crate::kernel::{ExitStatus, Task};
 use crate::vfs::Dentry;
 use std::sync::Arc;
@@ -55,7 +55,8 @@ fn string_array(task: &Task, addr: u64, total: &mut usize) -> Result<Vec<Vec<u8>
         if p == 0 {
             return Ok(out);
         }
-        let s = mm.read_cstring(p, MAX_ARG_STRLEN).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
+        let s =
+            mm.read_cstring(p, MAX_ARG_STRLEN).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
         *total += s.len() + 1 + 8;
         if *total > ARG_MAX {
             return Err(Errno::E2BIG);
@@ -131,8 +132,10 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
         p => WaitTarget::Pid(p),
     };
-    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(|()| Errno::ECHILD)?;
-    let Some((child, status)) = r else { return Ok(0) };
+    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(|NoChildren| Errno::ECHILD)?;
+    let Some((child, status)) = r else {
+        return Ok(0);
+    };
     let mm = task.thread.mm();
     if status_addr != 0 {
         mm.copy_out(status_addr, &status.wait_status().to_le_bytes())?;
@@ -166,18 +169,15 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let block = options & WNOHANG == 0;
     let peek = options & WNOWAIT != 0;
-    let r = task.kernel.procs.wait(me, target, block, peek).map_err(|()| Errno::ECHILD)?;
+    let r = task.kernel.procs.wait(me, target, block, peek).map_err(|NoChildren| Errno::ECHILD)?;
     let mut info = Encoder::with_capacity(128);
-    match r {
-        Some((pid, status)) => {
-            let (code, value) = match status {
-                ExitStatus::Code(c) => (1, c),
-                ExitStatus::Signal(s) => (2, s),
-            };
-            let uid = task.thread.creds().uid;
-            info.i32(17).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(value);
-        }
-        None => {}
+    if let Some((pid, status)) = r {
+        let (code, value) = match status {
+            ExitStatus::Code(c) => (1, c),
+            ExitStatus::Signal(s) => (2, s),
+        };
+        let uid = task.thread.creds().uid;
+        info.i32(17).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(value);
     }
     info.zeros(128 - info.len());
     if infop != 0 {

@@ -183,7 +183,9 @@ fn act_on_unblocked(task: &mut Task) {
     let ready = task.thread.sigpending.load(Ordering::Relaxed) & !task.thread.sigmask();
     for sig in 1..=NSIG {
         let bit = sigbit(sig);
-        let Some(idx) = valid_signal(sig).filter(|_| ready & bit != 0) else { continue };
+        let Some(idx) = valid_signal(sig).filter(|_| ready & bit != 0) else {
+            continue;
+        };
         match disposition(sig, handler_of(task, idx)) {
             Disposition::Ignore => {
                 task.thread.sigpending.fetch_and(!bit, Ordering::Relaxed);
@@ -481,8 +483,8 @@ mod tests {
         assert_eq!(outcome(libc::SIGTERM, SIG_IGN, false), Outcome::Discard);
         assert_eq!(outcome(libc::SIGTERM, SIG_IGN, true), Outcome::Queue);
         assert_eq!(outcome(libc::SIGWINCH, SIG_DFL, false), Outcome::Discard);
-        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, false), Outcome::Unsupported);
-        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, true), Outcome::Unsupported);
+        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, false), Outcome::Queue, "delivered at the next kernel exit");
+        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, true), Outcome::Queue);
         assert_eq!(outcome(SIGSTOP, SIG_DFL, false), Outcome::Unsupported);
         assert_eq!(outcome(libc::SIGTTIN, SIG_DFL, false), Outcome::Unsupported);
     }

@@ -44,7 +44,13 @@ fn by_fd(task: &Task, fd: u64) -> Result<Arc<Dentry>, Errno> {
 
 /// Validates an attribute name as Linux does before looking it up.
 fn name(task: &Task, addr: u64) -> Result<Vec<u8>, Errno> {
-    let n = task.thread.mm().read_cstring(addr, XATTR_NAME_MAX).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::ERANGE } else { e })?;
+    let n = task.thread.mm().read_cstring(addr, XATTR_NAME_MAX).map_err(|e| {
+        if e == Errno::ENAMETOOLONG {
+            Errno::ERANGE
+        } else {
+            e
+        }
+    })?;
     if n.is_empty() {
         return Err(Errno::ERANGE);
     }

@@ -102,11 +102,13 @@ pub fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
     Arc::ptr_eq(a, b) || (a.mount.id == b.mount.id && a.path_in_mount() == b.path_in_mount())
 }
 
+/// Mounts by where they sit: (parent mount id, path in the parent mount).
+type MountTable = HashMap<(u64, Vec<u8>), Arc<Mount>>;
+
 /// The mounts of a sandbox.
 pub struct MountNamespace {
     root: Arc<Mount>,
-    /// (parent mount id, path in parent mount) → mount.
-    mounts: RwLock<HashMap<(u64, Vec<u8>), Arc<Mount>>>,
+    mounts: RwLock<MountTable>,
     next_id: AtomicU64,
 }
 

@@ -57,7 +57,13 @@ impl FdTable {
     }
 
     /// Installs `file` at exactly `fd`, returning what was there.
-    pub fn install_at(&self, fd: i32, file: Arc<FileDescription>, cloexec: bool, limit: u64) -> Result<Option<Arc<FileDescription>>, Errno> {
+    pub fn install_at(
+        &self,
+        fd: i32,
+        file: Arc<FileDescription>,
+        cloexec: bool,
+        limit: u64,
+    ) -> Result<Option<Arc<FileDescription>>, Errno> {
         let idx = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         if idx as u64 >= limit {
             return Err(Errno::EBADF);
@@ -105,12 +111,7 @@ impl FdTable {
     /// The open descriptors, ascending.
     pub fn fds(&self) -> Vec<i32> {
         let slots = self.slots.lock();
-        slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.is_some())
-            .filter_map(|(i, _)| i32::try_from(i).ok())
-            .collect()
+        slots.iter().enumerate().filter(|(_, s)| s.is_some()).filter_map(|(i, _)| i32::try_from(i).ok()).collect()
     }
 
     /// Drops every descriptor (at exit).

@@ -1,14 +1,15 @@
 //! Open file descriptions: what an fd refers to, with its offset and
 //! status flags (shared by dup'ed fds and across fork).
 
-use super::{DirEntry, Dentry, FileOps, Stat};
+use super::{Dentry, DirEntry, FileOps, Stat};
 use crate::abi::Errno;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Status flags that `fcntl(F_SETFL)` may change.
-pub const SETFL_MASK: u32 = (libc::O_APPEND | libc::O_NONBLOCK | libc::O_ASYNC | libc::O_DIRECT | libc::O_NOATIME) as u32;
+pub const SETFL_MASK: u32 =
+    (libc::O_APPEND | libc::O_NONBLOCK | libc::O_ASYNC | libc::O_DIRECT | libc::O_NOATIME) as u32;
 
 pub struct FileDescription {
     pub dentry: Arc<Dentry>,

@@ -177,5 +177,4 @@ pub trait FileOps: Send + Sync {
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         None
     }
-
 }

@@ -30,6 +30,7 @@ fn read(path: &str) -> String {
 }
 
 impl Host {
+    /// Reads the host's files (missing ones are logged and left empty).
     pub fn read() -> Host {
         Host {
             cpuinfo: read("/proc/cpuinfo").into_bytes(),
@@ -44,18 +45,13 @@ impl Host {
 
     /// The value of a line of the host's /proc/self/status.
     pub fn status_value(&self, key: &str) -> Option<&str> {
-        self.status
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
+        self.status.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
     }
 
     /// The `cpu` lines of the host's /proc/stat.
     pub fn cpu_lines(&self) -> String {
         let now = fs::read_to_string("/proc/stat").unwrap_or_default();
         let text = if now.is_empty() { &self.stat } else { &now };
-        text.lines()
-            .filter(|l| l.starts_with("cpu"))
-            .flat_map(|l| [l, "\n"])
-            .collect()
+        text.lines().filter(|l| l.starts_with("cpu")).flat_map(|l| [l, "\n"]).collect()
     }
 }

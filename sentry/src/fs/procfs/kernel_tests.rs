@@ -23,9 +23,7 @@ impl Platform for NoPlatform {
     }
 
     fn new_context(&self) -> platform::Result<Box<dyn Context>> {
-        Err(PlatformError::Unsupported(
-            "no guest code runs in unit tests",
-        ))
+        Err(PlatformError::Unsupported("no guest code runs in unit tests"))
     }
 
     fn fpu_template(&self) -> &[u8] {
@@ -68,33 +66,17 @@ const ENV: &[u8] = b"A=1\0PATH=/bin\0";
 fn sandbox() -> Sandbox {
     let memory = Arc::new(MemoryFile::new(1 << 30).unwrap());
     let root = Tmpfs::new(0o755, 0, 0);
-    let new = NewNode {
-        mode: 0o755,
-        uid: 0,
-        gid: 0,
-    };
+    let new = NewNode { mode: 0o755, uid: 0, gid: 0 };
     root.mkdir(b"proc", new).unwrap();
     root.mkdir(b"etc", new).unwrap();
     let platform: Arc<dyn Platform> = Arc::new(NoPlatform);
-    let opts = KernelOptions {
-        hostname: b"box".to_vec(),
-        ..KernelOptions::default()
-    };
+    let opts = KernelOptions { hostname: b"box".to_vec(), ..KernelOptions::default() };
     let anon = Tmpfs::new(0o600, 0, 0);
-    let kernel = Arc::new(Kernel::new(
-        platform.clone(),
-        memory.clone(),
-        root.clone(),
-        anon,
-        opts,
-    ));
+    let kernel = Arc::new(Kernel::new(platform.clone(), memory.clone(), root.clone(), anon, opts));
     let proc = new_procfs(Arc::downgrade(&kernel));
     let ns_root = kernel.mounts.root();
     let at = ns_root.child(b"proc", root.lookup(b"proc").unwrap());
-    kernel
-        .mounts
-        .mount(&at, proc.clone(), "proc", "proc")
-        .unwrap();
+    kernel.mounts.mount(&at, proc.clone(), "proc", "proc").unwrap();
     let etc = ns_root.child(b"etc", root.lookup(b"etc").unwrap());
 
     let space = platform.new_address_space().unwrap();
@@ -106,11 +88,7 @@ fn sandbox() -> Sandbox {
         .mmap(MapRequest {
             addr: 0,
             len: 4096,
-            perms: Perms {
-                read: true,
-                write: true,
-                exec: false,
-            },
+            perms: Perms { read: true, write: true, exec: false },
             fixed: false,
             noreplace: false,
             shared: false,
@@ -120,27 +98,15 @@ fn sandbox() -> Sandbox {
         .unwrap();
     mm.copy_out(addr, &[ARGS, ENV].concat()).unwrap();
     let end = addr + ARGS.len() as u64;
-    *init.args.lock() = ArgRanges {
-        arg_start: addr,
-        arg_end: end,
-        env_start: end,
-        env_end: end + ENV.len() as u64,
-    };
+    *init.args.lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
     kernel.threads.lock().insert(1, init.clone());
     kernel.procs.add(1, 0);
     set_current(Some(init.clone()));
-    Sandbox {
-        kernel,
-        proc,
-        init,
-        etc,
-    }
+    Sandbox { kernel, proc, init, etc }
 }
 
 fn walk(root: &Arc<dyn Node>, path: &str) -> Result<Arc<dyn Node>, Errno> {
-    path.split('/')
-        .filter(|c| !c.is_empty())
-        .try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
+    path.split('/').filter(|c| !c.is_empty()).try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
 }
 
 fn read(root: &Arc<dyn Node>, path: &str) -> Result<Vec<u8>, Errno> {
@@ -162,20 +128,14 @@ fn read_text(root: &Arc<dyn Node>, path: &str) -> String {
 
 fn names(dir: &Arc<dyn Node>) -> Vec<String> {
     let entries = dir.readdir().unwrap();
-    entries
-        .into_iter()
-        .map(|e| String::from_utf8(e.name).unwrap())
-        .collect()
+    entries.into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
 }
 
 #[test]
 fn self_links_name_the_current_thread() {
     let s = sandbox();
     assert_eq!(s.proc.lookup(b"self").unwrap().readlink().unwrap(), b"1");
-    assert_eq!(
-        s.proc.lookup(b"thread-self").unwrap().readlink().unwrap(),
-        b"1/task/1"
-    );
+    assert_eq!(s.proc.lookup(b"thread-self").unwrap().readlink().unwrap(), b"1/task/1");
     assert!(names(&s.proc).contains(&"1".to_string()));
     assert_eq!(s.proc.lookup(b"2").err(), Some(Errno::ENOENT));
 }
@@ -194,14 +154,7 @@ fn cmdline_and_environ_come_from_guest_memory() {
 fn status_stat_statm_limits() {
     let s = sandbox();
     let status = read_text(&s.proc, "1/status");
-    for line in [
-        "Name:\tprog",
-        "State:\tR (running)",
-        "Pid:\t1",
-        "PPid:\t0",
-        "NSsid:\t1",
-        "Threads:\t1",
-    ] {
+    for line in ["Name:\tprog", "State:\tR (running)", "Pid:\t1", "PPid:\t0", "NSsid:\t1", "Threads:\t1"] {
         assert!(status.lines().any(|l| l == line), "{line} in {status}");
     }
     assert!(status.contains("VmStk:\t       4 kB\n"), "{status}");
@@ -239,16 +192,9 @@ fn fd_and_fdinfo_list_open_files() {
     let fds = s.init.fds();
     // Linux's O_LARGEFILE on x86-64 (glibc's libc::O_LARGEFILE is 0).
     let flags = 0o100000;
-    fds.install(
-        FileDescription::new(pipe.clone(), ops.clone(), flags),
-        false,
-        0,
-        1024,
-    )
-    .unwrap();
+    fds.install(FileDescription::new(pipe.clone(), ops.clone(), flags), false, 0, 1024).unwrap();
     let rw = u32::try_from(libc::O_RDWR).unwrap();
-    fds.install(FileDescription::new(s.etc.clone(), ops, rw), true, 0, 1024)
-        .unwrap();
+    fds.install(FileDescription::new(s.etc.clone(), ops, rw), true, 0, 1024).unwrap();
 
     let fd_dir = walk(&s.proc, "1/fd").unwrap();
     assert_eq!(names(&fd_dir), ["0", "1"]);
@@ -264,10 +210,7 @@ fn fd_and_fdinfo_list_open_files() {
     assert_eq!(fd_dir.stat().unwrap().mode, S_IFDIR | 0o500);
 
     let ino = s.etc.node.stat().unwrap().ino;
-    assert_eq!(
-        read_text(&s.proc, "1/fdinfo/1"),
-        format!("pos:\t0\nflags:\t02000002\nmnt_id:\t1\nino:\t{ino}\n")
-    );
+    assert_eq!(read_text(&s.proc, "1/fdinfo/1"), format!("pos:\t0\nflags:\t02000002\nmnt_id:\t1\nino:\t{ino}\n"));
     assert!(read_text(&s.proc, "1/fdinfo/0").starts_with("pos:\t0\nflags:\t0100000\nmnt_id:\t0\n"));
     fds.remove(0).unwrap();
     assert_eq!(zero.readlink().err(), Some(Errno::ENOENT));
@@ -278,20 +221,12 @@ fn fd_and_fdinfo_list_open_files() {
 fn mounts_and_mountinfo() {
     let s = sandbox();
     let mounts = read_text(&s.proc, "1/mounts");
-    assert_eq!(
-        mounts,
-        "root / overlay rw,relatime 0 0\nproc /proc proc rw,relatime 0 0\n"
-    );
+    assert_eq!(mounts, "root / overlay rw,relatime 0 0\nproc /proc proc rw,relatime 0 0\n");
     let dev = s.proc.stat().unwrap().dev;
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let info = read_text(&s.proc, "1/mountinfo");
     assert!(info.starts_with("1 1 0:"), "{info}");
-    assert!(
-        info.ends_with(&format!(
-            "2 1 {major}:{minor} / /proc rw,relatime - proc proc rw\n"
-        )),
-        "{info}"
-    );
+    assert!(info.ends_with(&format!("2 1 {major}:{minor} / /proc rw,relatime - proc proc rw\n")), "{info}");
 }
 
 #[test]
@@ -327,12 +262,7 @@ fn system_files_reflect_the_sandbox() {
     assert_eq!(read_text(&s.proc, "sys/kernel/hostname"), "box\n");
     assert_eq!(read_text(&s.proc, "sys/kernel/domainname"), "(none)\n");
     let stat = read_text(&s.proc, "stat");
-    let btime = s
-        .kernel
-        .boot_time
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let btime = s.kernel.boot_time.duration_since(UNIX_EPOCH).unwrap().as_secs();
     assert!(stat.contains(&format!("\nbtime {btime}\n")), "{stat}");
     assert!(stat.contains("\nprocesses 1\n"));
     assert!(stat.starts_with("cpu "));
@@ -341,12 +271,6 @@ fn system_files_reflect_the_sandbox() {
     let free = system::meminfo_kb(&meminfo, "MemFree").unwrap();
     assert_eq!(total - free, s.kernel.memory.used() / 1024);
     let uptime = read_text(&s.proc, "uptime");
-    assert!(
-        uptime.ends_with('\n') && uptime.split(' ').count() == 2,
-        "{uptime}"
-    );
-    assert_eq!(
-        s.proc.lookup(b"mounts").unwrap().readlink().unwrap(),
-        b"self/mounts"
-    );
+    assert!(uptime.ends_with('\n') && uptime.split(' ').count() == 2, "{uptime}");
+    assert_eq!(s.proc.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
 }

@@ -10,9 +10,7 @@ mod system;
 mod task;
 mod task_files;
 
-use super::synthetic::{
-    path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link,
-};
+use super::synthetic::{path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link};
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel, Thread};
 use crate::vfs::{DirEntry, Node, TimeSpec, S_IFDIR, S_IFLNK, S_IFREG};
@@ -50,10 +48,7 @@ fn name_of(path: &str) -> Vec<u8> {
 }
 
 fn file(p: &Arc<Proc>, path: &str, gen: Generator) -> Entry {
-    (
-        name_of(path),
-        GenFile::new(p.attr(path, S_IFREG | 0o444), gen),
-    )
+    (name_of(path), GenFile::new(p.attr(path, S_IFREG | 0o444), gen))
 }
 
 fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
@@ -61,10 +56,7 @@ fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
 }
 
 fn dir(p: &Arc<Proc>, path: &str, entries: Vec<Entry>) -> Entry {
-    (
-        name_of(path),
-        Dir::fixed(p.attr(path, S_IFDIR | 0o555), entries),
-    )
+    (name_of(path), Dir::fixed(p.attr(path, S_IFDIR | 0o555), entries))
 }
 
 /// A file generated from the kernel's state.
@@ -88,14 +80,8 @@ fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
 
 /// The /proc root; `kernel` is weak because the kernel owns its mounts.
 pub fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
-    let boot = kernel
-        .upgrade()
-        .map_or_else(SystemTime::now, |k| k.boot_time);
-    let p = Arc::new(Proc {
-        fs: FsInfo::new(PROC_MAGIC, boot),
-        kernel,
-        host: Host::read(),
-    });
+    let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time);
+    let p = Arc::new(Proc { fs: FsInfo::new(PROC_MAGIC, boot), kernel, host: Host::read() });
     let statics = Fixed(root_entries(&p));
     let mut attr = p.attr("/", S_IFDIR | 0o555);
     attr.ino = 1;
@@ -115,38 +101,19 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             let total = system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0);
             system::format_meminfo(&p.host.meminfo, total, k.memory.used() / 1024).into_bytes()
         }),
-        (
-            b"mounts".to_vec(),
-            Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts"),
-        ),
-        (
-            b"self".to_vec(),
-            Link::dynamic(
-                p.attr("/self", S_IFLNK | 0o777),
-                Box::new(|| self_link(false)),
-            ),
-        ),
+        (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
+        (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
         kernel_file(p, "/stat", |p, k| {
             let (_, last) = thread_counts(k);
-            let btime = k
-                .boot_time
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+            let btime = k.boot_time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
             let processes = u64::try_from(last).unwrap_or(0);
             system::format_stat(&p.host.cpu_lines(), btime, processes, 1).into_bytes()
         }),
         sys_dir(p),
-        (
-            b"thread-self".to_vec(),
-            Link::dynamic(
-                p.attr("/thread-self", S_IFLNK | 0o777),
-                Box::new(|| self_link(true)),
-            ),
-        ),
+        (b"thread-self".to_vec(), Link::dynamic(p.attr("/thread-self", S_IFLNK | 0o777), Box::new(|| self_link(true)))),
         kernel_file(p, "/uptime", |_, k| {
             let up = k.uptime();
-            let cpus = std::thread::available_parallelism()
-                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
+            let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
             system::format_uptime(up, up * cpus).into_bytes()
         }),
         host_file(p, "/version", |h| &h.version),
@@ -161,9 +128,7 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         p,
         "/sys/kernel",
         vec![
-            kernel_file(p, "/sys/kernel/domainname", |_, k| {
-                line(&k.domainname.lock())
-            }),
+            kernel_file(p, "/sys/kernel/domainname", |_, k| line(&k.domainname.lock())),
             kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname.lock())),
             text(p, "/sys/kernel/ngroups_max", "65536\n"),
             host_file(p, "/sys/kernel/osrelease", |h| &h.osrelease),
@@ -173,11 +138,7 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
                 p,
                 "/sys/kernel/random",
                 vec![
-                    file(
-                        p,
-                        "/sys/kernel/random/boot_id",
-                        Box::new(move || Ok(boot_id.clone().into_bytes())),
-                    ),
+                    file(p, "/sys/kernel/random/boot_id", Box::new(move || Ok(boot_id.clone().into_bytes()))),
                     file(
                         p,
                         "/sys/kernel/random/uuid",
@@ -191,25 +152,9 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             ),
         ],
     );
-    let fs = dir(
-        p,
-        "/sys/fs",
-        vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)],
-    );
-    let net = dir(
-        p,
-        "/sys/net",
-        vec![dir(
-            p,
-            "/sys/net/core",
-            vec![text(p, "/sys/net/core/somaxconn", "4096\n")],
-        )],
-    );
-    let vm = dir(
-        p,
-        "/sys/vm",
-        vec![text(p, "/sys/vm/overcommit_memory", "0\n")],
-    );
+    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)]);
+    let net = dir(p, "/sys/net", vec![dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")])]);
+    let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
     dir(p, "/sys", vec![fs, kernel, net, vm])
 }
 
@@ -224,21 +169,14 @@ fn line(text: &[u8]) -> Vec<u8> {
 /// The text of /proc/self (`thread == false`) or /proc/thread-self.
 fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
     let t = thread::current().ok_or(Errno::ENOENT)?;
-    let text = if thread {
-        format!("{}/task/{}", t.tgid, t.tid)
-    } else {
-        t.tgid.to_string()
-    };
+    let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
     Ok(text.into_bytes())
 }
 
 /// The number of threads in the sandbox and the highest thread id.
 fn thread_counts(k: &Kernel) -> (usize, i32) {
     let threads = k.threads.lock();
-    (
-        threads.len(),
-        threads.keys().next_back().copied().unwrap_or(0),
-    )
+    (threads.len(), threads.keys().next_back().copied().unwrap_or(0))
 }
 
 /// A process id or fd as /proc names it: decimal without leading zeros.
@@ -263,13 +201,7 @@ impl Entries for RootEntries {
         };
         let k = self.proc.kernel().map_err(|_| Errno::ENOENT)?;
         let t = k.thread(pid).ok_or(Errno::ENOENT)?;
-        Ok(process_dir(
-            &self.proc,
-            &k,
-            &t,
-            format!("/{pid}"),
-            t.tid == t.tgid,
-        ))
+        Ok(process_dir(&self.proc, &k, &t, format!("/{pid}"), t.tid == t.tgid))
     }
 
     fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
@@ -309,31 +241,15 @@ mod tests {
     }
 
     fn walk(root: &Arc<dyn Node>, path: &str) -> Result<Arc<dyn Node>, Errno> {
-        path.split('/')
-            .filter(|c| !c.is_empty())
-            .try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
+        path.split('/').filter(|c| !c.is_empty()).try_fold(root.clone(), |n, c| n.lookup(c.as_bytes()))
     }
 
     #[test]
     fn root_lists_static_entries() {
         let root = procfs();
-        let names: Vec<String> = root
-            .readdir()
-            .unwrap()
-            .into_iter()
-            .map(|e| String::from_utf8(e.name).unwrap())
-            .collect();
-        for n in [
-            "cpuinfo",
-            "filesystems",
-            "loadavg",
-            "meminfo",
-            "mounts",
-            "self",
-            "stat",
-            "sys",
-            "thread-self",
-        ] {
+        let names: Vec<String> =
+            root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
+        for n in ["cpuinfo", "filesystems", "loadavg", "meminfo", "mounts", "self", "stat", "sys", "thread-self"] {
             assert!(names.iter().any(|x| x == n), "{n}");
         }
         let st = root.stat().unwrap();
@@ -360,18 +276,9 @@ mod tests {
     #[test]
     fn self_needs_a_guest_thread() {
         let root = procfs();
-        assert_eq!(
-            root.lookup(b"self").unwrap().readlink().err(),
-            Some(Errno::ENOENT)
-        );
-        assert_eq!(
-            root.lookup(b"thread-self").unwrap().readlink().err(),
-            Some(Errno::ENOENT)
-        );
-        assert_eq!(
-            root.lookup(b"mounts").unwrap().readlink().unwrap(),
-            b"self/mounts"
-        );
+        assert_eq!(root.lookup(b"self").unwrap().readlink().err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"thread-self").unwrap().readlink().err(), Some(Errno::ENOENT));
+        assert_eq!(root.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
     }
 
     #[test]
@@ -386,15 +293,10 @@ mod tests {
         let boot_id = read("sys/kernel/random/boot_id");
         assert_eq!(boot_id.len(), 37);
         assert_eq!(read("sys/kernel/random/boot_id"), boot_id);
-        assert_ne!(
-            read("sys/kernel/random/uuid"),
-            read("sys/kernel/random/uuid")
-        );
+        assert_ne!(read("sys/kernel/random/uuid"), read("sys/kernel/random/uuid"));
         assert_eq!(
             read("sys/kernel/osrelease").trim(),
-            std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .unwrap()
-                .trim()
+            std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim()
         );
         assert!(read("version").starts_with("Linux version "));
         assert!(read("cpuinfo").contains("processor"));
@@ -404,48 +306,24 @@ mod tests {
     #[test]
     fn kernel_files_without_a_kernel_fail() {
         let root = procfs();
-        for p in [
-            "meminfo",
-            "uptime",
-            "loadavg",
-            "stat",
-            "sys/kernel/hostname",
-        ] {
-            assert_eq!(
-                read_all(&walk(&root, p).unwrap()).err(),
-                Some(Errno::ESRCH),
-                "{p}"
-            );
+        for p in ["meminfo", "uptime", "loadavg", "stat", "sys/kernel/hostname"] {
+            assert_eq!(read_all(&walk(&root, p).unwrap()).err(), Some(Errno::ESRCH), "{p}");
         }
     }
 
     #[test]
     fn everything_is_read_only() {
         let root = procfs();
-        let new = crate::vfs::NewNode {
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-        };
+        let new = crate::vfs::NewNode { mode: 0o644, uid: 0, gid: 0 };
         assert_eq!(root.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.mkdir(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.unlink(b"version", false).err(), Some(Errno::EPERM));
-        assert_eq!(
-            root.rename(b"version", &root, b"x", 0).err(),
-            Some(Errno::EPERM)
-        );
-        assert_eq!(
-            root.setattr(&crate::vfs::SetAttr::default()).err(),
-            Some(Errno::EPERM)
-        );
+        assert_eq!(root.rename(b"version", &root, b"x", 0).err(), Some(Errno::EPERM));
+        assert_eq!(root.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
         for p in ["version", "sys/kernel/hostname", "sys/vm/overcommit_memory"] {
             let n = walk(&root, p).unwrap();
             assert_eq!(n.open(libc::O_WRONLY).err(), Some(Errno::EACCES), "{p}");
-            assert_eq!(
-                n.open(libc::O_RDWR | libc::O_TRUNC).err(),
-                Some(Errno::EACCES),
-                "{p}"
-            );
+            assert_eq!(n.open(libc::O_RDWR | libc::O_TRUNC).err(), Some(Errno::EACCES), "{p}");
             assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o444);
         }
     }
@@ -455,10 +333,7 @@ mod tests {
         let (a, b) = (procfs(), procfs());
         let ino = |r: &Arc<dyn Node>, p: &str| walk(r, p).unwrap().stat().unwrap().ino;
         assert_eq!(ino(&a, "sys/kernel/ostype"), ino(&b, "sys/kernel/ostype"));
-        assert_ne!(
-            ino(&a, "sys/kernel/ostype"),
-            ino(&a, "sys/kernel/osrelease")
-        );
+        assert_ne!(ino(&a, "sys/kernel/ostype"), ino(&a, "sys/kernel/osrelease"));
         assert_ne!(a.stat().unwrap().dev, b.stat().unwrap().dev);
         assert_ne!(a.fs_id(), b.fs_id());
         assert_eq!(a.fs_id(), walk(&a, "sys/vm").unwrap().fs_id());

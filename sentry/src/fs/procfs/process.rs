@@ -150,12 +150,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     let c = s.creds;
     let mut out = b"Name:\t".to_vec();
     out.extend_from_slice(&escape_name(s.name));
-    let groups = c
-        .groups
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let groups = c.groups.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
     let caps = if c.euid == 0 { CAP_FULL } else { 0 };
     let vm = &s.vm;
     let _ = write!(
@@ -204,12 +199,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
         let _ = writeln!(out, "{key}:\t{}", kb(bytes));
     }
     let (threads, sigq, host) = (s.threads, s.sigq_max, s.host_lines);
-    let SigSets {
-        pending,
-        blocked,
-        ignored,
-        caught,
-    } = s.sigs;
+    let SigSets { pending, blocked, ignored, caught } = s.sigs;
     let nnp = u8::from(s.no_new_privs);
     let none = 0u64;
     let _ = write!(
@@ -235,11 +225,7 @@ pub(super) fn format_cpumask(mask: &[u64], template: &str) -> String {
         let word = mask.get(i / 2).copied().unwrap_or(0);
         (word >> (32 * (i % 2))) & 0xffff_ffff
     };
-    let groups: Vec<String> = widths
-        .iter()
-        .enumerate()
-        .map(|(k, &w)| format!("{:0w$x}", group(n - 1 - k)))
-        .collect();
+    let groups: Vec<String> = widths.iter().enumerate().map(|(k, &w)| format!("{:0w$x}", group(n - 1 - k))).collect();
     groups.join(",")
 }
 
@@ -257,11 +243,7 @@ pub(super) fn format_cpulist(mask: &[u64]) -> String {
         while is_set(cpu + 1) {
             cpu += 1;
         }
-        ranges.push(if first == cpu {
-            first.to_string()
-        } else {
-            format!("{first}-{cpu}")
-        });
+        ranges.push(if first == cpu { first.to_string() } else { format!("{first}-{cpu}") });
         cpu += 1;
     }
     ranges.join(",")
@@ -326,13 +308,7 @@ pub(super) fn format_stat(f: &StatFields<'_>) -> Vec<u8> {
 
 /// /proc/[pid]/statm, in pages: size resident shared text lib data dt.
 pub(super) fn format_statm(vm: &VmCounts) -> String {
-    format!(
-        "{} {} 0 {} 0 {} 0\n",
-        vm.size / PAGE,
-        vm.rss / PAGE,
-        vm.exe.div_ceil(PAGE),
-        (vm.data + vm.stack) / PAGE
-    )
+    format!("{} {} 0 {} 0 {} 0\n", vm.size / PAGE, vm.rss / PAGE, vm.exe.div_ceil(PAGE), (vm.data + vm.stack) / PAGE)
 }
 
 /// The rows of /proc/[pid]/limits: name and unit, by resource number.
@@ -365,16 +341,9 @@ fn limit_value(v: u64) -> String {
 
 /// /proc/[pid]/limits.
 pub(super) fn format_limits(limits: &[Rlimit]) -> String {
-    let mut out = format!(
-        "{:<25} {:<20} {:<20} {:<10}\n",
-        "Limit", "Soft Limit", "Hard Limit", "Units"
-    );
+    let mut out = format!("{:<25} {:<20} {:<20} {:<10}\n", "Limit", "Soft Limit", "Hard Limit", "Units");
     for ((name, unit), l) in LIMITS.iter().zip(limits) {
-        out.push_str(&format!(
-            "{name:<25} {:<20} {:<20} ",
-            limit_value(l.cur),
-            limit_value(l.max)
-        ));
+        out.push_str(&format!("{name:<25} {:<20} {:<20} ", limit_value(l.cur), limit_value(l.max)));
         if unit.is_empty() {
             out.push('\n');
         } else {
@@ -445,14 +414,7 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
 pub(super) fn format_mountinfo(rows: &[MountRow]) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rows {
-        let _ = write!(
-            out,
-            "{} {} {}:{} / ",
-            r.id,
-            r.parent,
-            libc::major(r.dev),
-            libc::minor(r.dev)
-        );
+        let _ = write!(out, "{} {} {}:{} / ", r.id, r.parent, libc::major(r.dev), libc::minor(r.dev));
         out.extend_from_slice(&mangle(&r.path));
         let _ = write!(out, " {},relatime - ", rw(r.read_only));
         out.extend_from_slice(&mangle(r.fs_type.as_bytes()));
@@ -497,12 +459,7 @@ mod tests {
     }
 
     fn status_text(creds: &Credentials) -> String {
-        let vm = VmCounts {
-            size: 3060 * 1024,
-            rss: 1704 * 1024,
-            data: 360 * 1024,
-            ..VmCounts::default()
-        };
+        let vm = VmCounts { size: 3060 * 1024, rss: 1704 * 1024, data: 360 * 1024, ..VmCounts::default() };
         let s = Status {
             name: b"c\\at\n",
             umask: 0o22,
@@ -517,12 +474,7 @@ mod tests {
             vm,
             threads: 2,
             sigq_max: 63_668,
-            sigs: SigSets {
-                pending: 1 << 9,
-                blocked: 1 << 1,
-                ignored: 1 << 12,
-                caught: 1 << 16,
-            },
+            sigs: SigSets { pending: 1 << 9, blocked: 1 << 1, ignored: 1 << 12, caught: 1 << 16 },
             no_new_privs: creds.uid == 0,
             host_lines: "Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\n",
         };
@@ -640,28 +592,11 @@ mod tests {
             sid: 1,
             threads: 1,
             start_ticks: 250,
-            vm: VmCounts {
-                size: 8192,
-                rss: 4096,
-                start_code: 10,
-                end_code: 20,
-                start_brk: 30,
-                ..VmCounts::default()
-            },
+            vm: VmCounts { size: 8192, rss: 4096, start_code: 10, end_code: 20, start_brk: 30, ..VmCounts::default() },
             rsslim: RLIM_INFINITY,
-            sigs: SigSets {
-                pending: 0,
-                blocked: 1 << 40 | 3,
-                ignored: 0,
-                caught: 0,
-            },
+            sigs: SigSets { pending: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
             exit_signal: 17,
-            args: ArgRanges {
-                arg_start: 100,
-                arg_end: 110,
-                env_start: 110,
-                env_end: 130,
-            },
+            args: ArgRanges { arg_start: 100, arg_end: 110, env_start: 110, env_end: 130 },
         };
         let text = String::from_utf8(format_stat(&f)).unwrap();
         assert!(text.ends_with('\n'));
@@ -683,20 +618,14 @@ mod tests {
         assert_eq!(at(32), "3");
         assert_eq!(at(38), "17");
         assert_eq!(at(47), "30");
-        assert_eq!(
-            (at(48), at(49), at(50), at(51)),
-            ("100", "110", "110", "130")
-        );
+        assert_eq!((at(48), at(49), at(50), at(51)), ("100", "110", "110", "130"));
         assert_eq!(at(52), "0");
     }
 
     #[test]
     fn cpu_masks() {
         assert_eq!(format_cpumask(&[0b10], "3"), "2");
-        assert_eq!(
-            format_cpumask(&[0x1_0000_0005], "ff,ffffffff"),
-            "01,00000005"
-        );
+        assert_eq!(format_cpumask(&[0x1_0000_0005], "ff,ffffffff"), "01,00000005");
         assert_eq!(format_cpumask(&[], "ff"), "00");
         assert_eq!(format_cpulist(&[0b1011_0111]), "0-2,4-5,7");
         assert_eq!(format_cpulist(&[1, 1 << 63]), "0,127");
@@ -706,14 +635,7 @@ mod tests {
 
     #[test]
     fn statm_in_pages() {
-        let vm = VmCounts {
-            size: 40960,
-            rss: 8192,
-            data: 4096,
-            stack: 8192,
-            exe: 100,
-            ..VmCounts::default()
-        };
+        let vm = VmCounts { size: 40960, rss: 8192, data: 4096, stack: 8192, exe: 100, ..VmCounts::default() };
         assert_eq!(format_statm(&vm), "10 2 0 1 0 3 0\n");
     }
 
@@ -722,42 +644,18 @@ mod tests {
         let text = format_limits(&defaults());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 17);
-        assert_eq!(
-            lines[0],
-            "Limit                     Soft Limit           Hard Limit           Units     "
-        );
-        assert_eq!(
-            lines[1],
-            "Max cpu time              unlimited            unlimited            seconds   "
-        );
-        assert_eq!(
-            lines[4],
-            "Max stack size            8388608              unlimited            bytes     "
-        );
-        assert_eq!(
-            lines[8],
-            "Max open files            1024                 1048576              files     "
-        );
-        assert_eq!(
-            lines[14],
-            "Max nice priority         0                    0                    "
-        );
-        assert_eq!(
-            lines[16],
-            "Max realtime timeout      unlimited            unlimited            us        "
-        );
+        assert_eq!(lines[0], "Limit                     Soft Limit           Hard Limit           Units     ");
+        assert_eq!(lines[1], "Max cpu time              unlimited            unlimited            seconds   ");
+        assert_eq!(lines[4], "Max stack size            8388608              unlimited            bytes     ");
+        assert_eq!(lines[8], "Max open files            1024                 1048576              files     ");
+        assert_eq!(lines[14], "Max nice priority         0                    0                    ");
+        assert_eq!(lines[16], "Max realtime timeout      unlimited            unlimited            us        ");
     }
 
     #[test]
     fn fdinfo_format() {
-        assert_eq!(
-            format_fdinfo(12, 0o100002, 3, 99),
-            "pos:\t12\nflags:\t0100002\nmnt_id:\t3\nino:\t99\n"
-        );
-        assert_eq!(
-            format_fdinfo(0, 0, 1, 1),
-            "pos:\t0\nflags:\t00\nmnt_id:\t1\nino:\t1\n"
-        );
+        assert_eq!(format_fdinfo(12, 0o100002, 3, 99), "pos:\t12\nflags:\t0100002\nmnt_id:\t3\nino:\t99\n");
+        assert_eq!(format_fdinfo(0, 0, 1, 1), "pos:\t0\nflags:\t00\nmnt_id:\t1\nino:\t1\n");
     }
 
     fn rows() -> Vec<MountRow> {

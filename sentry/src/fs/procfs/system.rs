@@ -12,35 +12,20 @@ const FALLBACK_MEMINFO: &str = "MemTotal: 0 kB\nMemFree: 0 kB\nMemAvailable: 0 k
 
 /// The value in kB of `key` in a /proc/meminfo text.
 pub(super) fn meminfo_kb(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        l.strip_prefix(key)?
-            .strip_prefix(':')?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    })
+    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':')?.split_whitespace().next()?.parse().ok())
 }
 
 /// The sandbox's /proc/meminfo: the host's field list and layout, with the
 /// sandbox's memory (`total_kb`, of which `used_kb` is committed) and zero
 /// for what the sandbox does not have (swap, page cache, huge pages …).
 pub(super) fn format_meminfo(host: &str, total_kb: u64, used_kb: u64) -> String {
-    let template = if host.lines().next().is_some() {
-        host
-    } else {
-        FALLBACK_MEMINFO
-    };
+    let template = if host.lines().next().is_some() { host } else { FALLBACK_MEMINFO };
     let mut out = String::new();
     for line in template.lines() {
         let Some((key, rest)) = line.split_once(':') else {
             continue;
         };
-        let host_value = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let host_value = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
         let value = match key {
             "MemTotal" => total_kb,
             "MemFree" | "MemAvailable" => total_kb.saturating_sub(used_kb),
@@ -81,16 +66,8 @@ pub(super) fn format_stat(cpu_lines: &str, btime: u64, processes: u64, running: 
 pub(super) fn format_uuid(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex =
-        |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    format!(
-        "{}-{}-{}-{}-{}\n",
-        hex(0..4),
-        hex(4..6),
-        hex(6..8),
-        hex(8..10),
-        hex(10..16)
-    )
+    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("{}-{}-{}-{}-{}\n", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
 }
 
 #[cfg(test)]
@@ -108,10 +85,7 @@ mod tests {
             text,
             "MemTotal:        1048576 kB\nMemFree:         1046528 kB\nMemAvailable:    1046528 kB\nBuffers:               0 kB\nActive(anon):       2048 kB\nCommitLimit:      524288 kB\nVmallocTotal:   34359738367 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\nDirectMap1G:           0 kB\n"
         );
-        assert_eq!(
-            format_meminfo(HOST, 100, 200).lines().nth(1),
-            Some("MemFree:               0 kB")
-        );
+        assert_eq!(format_meminfo(HOST, 100, 200).lines().nth(1), Some("MemFree:               0 kB"));
     }
 
     #[test]
@@ -126,10 +100,7 @@ mod tests {
     fn uptime_truncates_to_centiseconds() {
         let up = Duration::new(12, 345_999_999);
         assert_eq!(format_uptime(up, up * 2), "12.34 24.69\n");
-        assert_eq!(
-            format_uptime(Duration::ZERO, Duration::from_millis(50)),
-            "0.00 0.05\n"
-        );
+        assert_eq!(format_uptime(Duration::ZERO, Duration::from_millis(50)), "0.00 0.05\n");
     }
 
     #[test]
@@ -139,12 +110,7 @@ mod tests {
 
     #[test]
     fn stat_appends_sandbox_counters() {
-        let s = format_stat(
-            "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
-            1_700_000_000,
-            7,
-            1,
-        );
+        let s = format_stat("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 1_700_000_000, 7, 1);
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "cpu  1 2 3 4 5 6 7 8 9 10");
         assert_eq!(lines[2], "intr 0");
@@ -158,10 +124,7 @@ mod tests {
     fn uuid_is_version_4() {
         let u = format_uuid([0xff; 16]);
         assert_eq!(u, "ffffffff-ffff-4fff-bfff-ffffffffffff\n");
-        assert_eq!(
-            format_uuid([0; 16]),
-            "00000000-0000-4000-8000-000000000000\n"
-        );
+        assert_eq!(format_uuid([0; 16]), "00000000-0000-4000-8000-000000000000\n");
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub(super) enum LinkKind {
 /// The generated files of a process directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum FileKind {
+    Auxv,
     Environ,
     Status,
     Limits,
@@ -79,17 +80,18 @@ impl Kind {
             Kind::Tasks | Kind::FdInfo => S_IFDIR | 0o555,
             Kind::Fd => S_IFDIR | 0o500,
             Kind::Link(_) => S_IFLNK | 0o777,
-            Kind::File(FileKind::Environ) => S_IFREG | 0o400,
+            Kind::File(FileKind::Environ | FileKind::Auxv) => S_IFREG | 0o400,
             Kind::File(_) => S_IFREG | 0o444,
         }
     }
 }
 
 /// The entries of a process directory, in Linux's order.
-const ENTRIES: [(&str, Kind); 19] = [
+const ENTRIES: [(&str, Kind); 20] = [
     ("task", Kind::Tasks),
     ("fd", Kind::Fd),
     ("fdinfo", Kind::FdInfo),
+    ("auxv", Kind::File(FileKind::Auxv)),
     ("environ", Kind::File(FileKind::Environ)),
     ("status", Kind::File(FileKind::Status)),
     ("limits", Kind::File(FileKind::Limits)),
@@ -110,9 +112,7 @@ const ENTRIES: [(&str, Kind); 19] = [
 
 /// The entries of a process directory (`leader`: of a thread group leader).
 fn entries(leader: bool) -> impl Iterator<Item = &'static (&'static str, Kind)> {
-    ENTRIES
-        .iter()
-        .filter(move |(_, k)| leader || *k != Kind::Tasks)
+    ENTRIES.iter().filter(move |(_, k)| leader || *k != Kind::Tasks)
 }
 
 /// The attributes of the node at `path` in a directory with `parent`'s.
@@ -126,13 +126,7 @@ fn child_attr(parent: &Attr, path: &str, mode: u32) -> Attr {
 
 /// The directory of `t` at `path` (/proc/[pid] or /proc/[pid]/task/[tid]),
 /// owned by its effective ids; `leader` gives it a `task/` entry.
-pub(super) fn process_dir(
-    p: &Arc<Proc>,
-    k: &Kernel,
-    t: &Thread,
-    path: String,
-    leader: bool,
-) -> Arc<dyn Node> {
+pub(super) fn process_dir(p: &Arc<Proc>, k: &Kernel, t: &Thread, path: String, leader: bool) -> Arc<dyn Node> {
     let mut attr = p.attr(&path, S_IFDIR | 0o555);
     // Like Linux's task_dump_owner: a non-dumpable process's files are root's.
     if t.attrs.lock().dumpable == 1 {
@@ -142,10 +136,7 @@ pub(super) fn process_dir(
     attr.time = start_time(k, t);
     let subdirs = entries(leader).filter(|(_, kind)| kind.mode() & S_IFMT == S_IFDIR);
     attr.nlink = 2 + subdirs.count() as u64;
-    let task = TaskRef {
-        proc: p.clone(),
-        tid: t.tid,
-    };
+    let task = TaskRef { proc: p.clone(), tid: t.tid };
     Dir::new(attr, ProcessEntries { task, path, leader })
 }
 
@@ -192,9 +183,7 @@ impl ProcessEntries {
 impl Entries for ProcessEntries {
     fn lookup(&self, dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
         self.task.get_for_lookup()?;
-        let (n, kind) = entries(self.leader)
-            .find(|(n, _)| n.as_bytes() == name)
-            .ok_or(Errno::ENOENT)?;
+        let (n, kind) = entries(self.leader).find(|(n, _)| n.as_bytes() == name).ok_or(Errno::ENOENT)?;
         Ok(self.child(dir, n, *kind))
     }
 
@@ -221,10 +210,7 @@ impl Entries for TaskEntries {
     fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
         let (k, leader) = self.task.get_for_lookup()?;
         let tid = parse_id(name).ok_or(Errno::ENOENT)?;
-        let t = k
-            .thread(tid)
-            .filter(|t| t.tgid == leader.tgid)
-            .ok_or(Errno::ENOENT)?;
+        let t = k.thread(tid).filter(|t| t.tgid == leader.tgid).ok_or(Errno::ENOENT)?;
         let path = format!("{}/{tid}", self.path);
         Ok(process_dir(&self.task.proc, &k, &t, path, false))
     }
@@ -272,10 +258,7 @@ impl FdEntries {
     fn fdinfo_file(&self, dir: &Attr, fd: i32) -> Arc<dyn Node> {
         let path = format!("{}/{fd}", self.path);
         let task = self.task.clone();
-        GenFile::new(
-            child_attr(dir, &path, S_IFREG | 0o444),
-            Box::new(move || fdinfo(&task.get()?.1, fd)),
-        )
+        GenFile::new(child_attr(dir, &path, S_IFREG | 0o444), Box::new(move || fdinfo(&task.get()?.1, fd)))
     }
 }
 
@@ -284,20 +267,12 @@ impl Entries for FdEntries {
         let (_, t) = self.task.get_for_lookup()?;
         let fd = parse_id(name).ok_or(Errno::ENOENT)?;
         let file = fd_file(&t, fd)?;
-        Ok(if self.info {
-            self.fdinfo_file(dir, fd)
-        } else {
-            self.fd_link(dir, fd, &file)
-        })
+        Ok(if self.info { self.fdinfo_file(dir, fd) } else { self.fd_link(dir, fd, &file) })
     }
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let (_, t) = self.task.get_for_lookup()?;
-        let kind = if self.info {
-            libc::DT_REG
-        } else {
-            libc::DT_LNK
-        };
+        let kind = if self.info { libc::DT_REG } else { libc::DT_LNK };
         Ok(t.fds()
             .fds()
             .into_iter()

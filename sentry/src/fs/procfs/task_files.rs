@@ -5,14 +5,12 @@ use super::process::{self, MountRow, SigSets, StatFields, Status, VmCounts, CLOC
 use super::task::{FileKind, LinkKind};
 use super::{line, Proc};
 use crate::abi::Errno;
-use crate::kernel::signal::NSIG;
+use crate::kernel::signal::{NSIG, SIG_IGN};
 use crate::kernel::{thread, Kernel, Thread};
 use crate::vfs::Dentry;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// `SIG_IGN`.
-const SIG_IGN: u64 = 1;
 const RLIMIT_RSS: usize = 5;
 const RLIMIT_SIGPENDING: usize = 11;
 
@@ -33,12 +31,28 @@ pub(super) fn link_text(d: &Arc<Dentry>, t: &Thread) -> Vec<u8> {
         return d.name.clone();
     }
     let root = thread::current().map_or_else(|| t.fs().root(), |c| c.fs().root());
-    d.path_from(&root)
+    let mut text = d.path_from(&root);
+    if unlinked(d) {
+        text.extend_from_slice(b" (deleted)");
+    }
+    text
+}
+
+/// Whether `d`'s name no longer leads to its node (it was removed or
+/// replaced since it was opened).
+fn unlinked(d: &Dentry) -> bool {
+    let Some(parent) = &d.parent else { return false };
+    let ino = |n: &dyn crate::vfs::Node| n.stat().map(|s| s.ino).ok();
+    match parent.node.lookup(&d.name) {
+        Ok(n) => ino(n.as_ref()) != ino(d.node.as_ref()),
+        Err(_) => true,
+    }
 }
 
 /// The content of a process directory's file.
 pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
     match kind {
+        FileKind::Auxv => t.auxv.lock().clone(),
         FileKind::Environ => {
             let a = *t.args.lock();
             read_guest(t, a.env_start, a.env_end)
@@ -65,23 +79,13 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<
 pub(super) fn fdinfo(t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> {
     let fds = t.fds();
     let file = fds.get(fd).map_err(|_| Errno::ENOENT)?;
-    let cloexec = if fds.cloexec(fd)? {
-        libc::O_CLOEXEC.unsigned_abs()
-    } else {
-        0
-    };
+    let cloexec = if fds.cloexec(fd)? { libc::O_CLOEXEC.unsigned_abs() } else { 0 };
     let ino = file.stat().map_or(0, |s| s.ino);
-    let text = process::format_fdinfo(
-        file.offset(),
-        file.flags() | cloexec,
-        file.dentry.mount.id,
-        ino,
-    );
+    let text = process::format_fdinfo(file.offset(), file.flags() | cloexec, file.dentry.mount.id, ino);
     Ok(text.into_bytes())
 }
 
-/// Guest memory in `[start, end)`, as much as is readable (none if any of
-/// it is not).
+/// Guest memory in `[start, end)`, or nothing if any of it is unreadable.
 fn read_guest(t: &Thread, start: u64, end: u64) -> Vec<u8> {
     let Ok(len) = usize::try_from(end.saturating_sub(start)) else {
         return Vec::new();
@@ -96,9 +100,7 @@ fn read_guest(t: &Thread, start: u64, end: u64) -> Vec<u8> {
 /// The memory figures of `t`'s address space.
 fn vm(t: &Thread) -> VmCounts {
     let exe = t.exe.lock().clone();
-    let exe = exe
-        .map(|d| String::from_utf8_lossy(&d.path_from(&t.fs().root())).into_owned())
-        .unwrap_or_default();
+    let exe = exe.map(|d| String::from_utf8_lossy(&d.path_from(&t.fs().root())).into_owned()).unwrap_or_default();
     let mm = t.mm();
     let mut c = process::vm_counts(&mm.maps_text(), &exe);
     c.size = mm.mapped_bytes();
@@ -107,11 +109,7 @@ fn vm(t: &Thread) -> VmCounts {
 }
 
 fn sig_sets(t: &Thread) -> SigSets {
-    let mut s = SigSets {
-        pending: t.sigpending.load(Ordering::Relaxed),
-        blocked: t.sigmask(),
-        ..SigSets::default()
-    };
+    let mut s = SigSets { pending: t.sigpending.load(Ordering::Relaxed), blocked: t.sigmask(), ..SigSets::default() };
     for sig in 1..=NSIG {
         let handler = t.sigactions.swap(sig, None).handler;
         let bit = 1u64 << (sig - 1);
@@ -143,21 +141,13 @@ fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
 }
 
 fn thread_count(k: &Kernel, t: &Thread) -> usize {
-    k.threads
-        .lock()
-        .values()
-        .filter(|x| x.tgid == t.tgid)
-        .count()
+    k.threads.lock().values().filter(|x| x.tgid == t.tgid).count()
 }
 
 /// The size of the fd table as Linux grows it: 64, then powers of two.
 fn fd_table_size(t: &Thread) -> u64 {
     let highest = t.fds().fds().last().copied().unwrap_or(0);
-    u64::try_from(highest)
-        .unwrap_or(0)
-        .saturating_add(1)
-        .next_power_of_two()
-        .max(64)
+    u64::try_from(highest).unwrap_or(0).saturating_add(1).next_power_of_two().max(64)
 }
 
 /// The lines of /proc/[pid]/status passed through from the host.
@@ -218,8 +208,8 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
 fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
     let name = t.comm.lock().clone();
     let since_boot = t.start.saturating_duration_since(k.boot_instant);
-    let start_ticks = since_boot.as_secs() * CLOCK_TICKS
-        + u64::from(since_boot.subsec_nanos()) / (1_000_000_000 / CLOCK_TICKS);
+    let start_ticks =
+        since_boot.as_secs() * CLOCK_TICKS + u64::from(since_boot.subsec_nanos()) / (1_000_000_000 / CLOCK_TICKS);
     let (ppid, pgid, sid) = family(k, t);
     let f = StatFields {
         pid: t.tid,
@@ -249,10 +239,7 @@ fn mount_rows(k: &Kernel, t: &Thread) -> Vec<MountRow> {
             id: m.id,
             parent: m.mountpoint.as_ref().map_or(m.id, |mp| mp.mount.id),
             dev: m.root.stat().map_or(0, |s| s.dev),
-            path: m
-                .mountpoint
-                .as_ref()
-                .map_or_else(|| b"/".to_vec(), |mp| mp.path_from(&root)),
+            path: m.mountpoint.as_ref().map_or_else(|| b"/".to_vec(), |mp| mp.path_from(&root)),
             fs_type: m.fs_type.clone(),
             source: m.source.clone(),
             read_only: m.read_only,

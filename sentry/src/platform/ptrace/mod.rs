@@ -8,8 +8,7 @@ mod stub;
 mod sys;
 
 use crate::platform::{
-    Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform,
-    PlatformError, Result,
+    Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError, Result,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -61,10 +60,7 @@ impl Platform for PtracePlatform {
     }
 
     fn new_context(&self) -> Result<Box<dyn Context>> {
-        Ok(Box::new(PtraceContext {
-            host_tid: sys::gettid(),
-            interrupter: Arc::new(PtraceInterrupter::default()),
-        }))
+        Ok(Box::new(PtraceContext { host_tid: sys::gettid(), interrupter: Arc::new(PtraceInterrupter::default()) }))
     }
 
     fn fpu_template(&self) -> &[u8] {
@@ -99,12 +95,7 @@ impl PtraceAddressSpace {
     fn create(memfd: i32) -> Result<PtraceAddressSpace> {
         let stub = StubPage::get()?.addr;
         let pid = stub::fork_stub(memfd)?;
-        let space = PtraceAddressSpace {
-            pid,
-            memfd,
-            stub,
-            threads: Mutex::new(HashMap::from([(sys::gettid(), pid)])),
-        };
+        let space = PtraceAddressSpace { pid, memfd, stub, threads: Mutex::new(HashMap::from([(sys::gettid(), pid)])) };
         match sys::wait(pid)? {
             sys::WaitStatus::Stopped(libc::SIGSTOP) => {}
             other => return Err(PlatformError::StubDied(format!("new stub: {other:?}"))),
@@ -155,7 +146,7 @@ impl PtraceAddressSpace {
         }
         let ret = sys::get_regs(tid)?.rax;
         // Host errors come back as -errno in rax.
-        if ret > (-4096i64) as u64 {
+        if ret > u64::MAX - 4095 {
             let errno = i32::try_from(ret.wrapping_neg()).unwrap_or(libc::EIO);
             return Err(PlatformError::Host {
                 what: "injected stub syscall",

@@ -94,29 +94,36 @@ pub fn fork_stub(memfd: i32) -> Result<libc::pid_t> {
     Ok(pid)
 }
 
+/// A raw system call with integer arguments, for the stub child, which must
+/// not use anything but system calls between fork and its first stop.
+fn raw(nr: libc::c_long, a: [u64; 4]) -> libc::c_long {
+    // SAFETY: every caller passes integer arguments only (no pointers), so
+    // the call cannot touch memory of this process.
+    unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3]) }
+}
+
 fn stub_child(memfd: i32, rseq: (u64, u32)) -> ! {
-    let fd = libc::c_uint::try_from(memfd).unwrap_or(0);
-    // SAFETY: raw system calls on integers; this process is a fresh fork
-    // that must not touch any of the sentry's locks or allocations.
-    unsafe {
-        if rseq.1 > 0 {
-            // glibc registers 32 bytes; newer versions report a smaller
-            // feature size in __rseq_size.
-            let r = libc::syscall(libc::SYS_rseq, rseq.0, 32u32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
-            if r != 0 {
-                libc::syscall(libc::SYS_rseq, rseq.0, rseq.1, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
-            }
+    let fd = u64::try_from(memfd).unwrap_or(0);
+    if rseq.1 > 0 {
+        // glibc registers 32 bytes; newer versions report a smaller
+        // feature size in __rseq_size.
+        if raw(libc::SYS_rseq, [rseq.0, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG]) != 0 {
+            raw(libc::SYS_rseq, [rseq.0, u64::from(rseq.1), RSEQ_FLAG_UNREGISTER, RSEQ_SIG]);
         }
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        libc::setpgid(0, 0);
-        if fd > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
-        }
-        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
-        if libc::ptrace(libc::PTRACE_TRACEME, 0, 0usize, 0usize) != 0 {
-            libc::_exit(126);
-        }
-        libc::kill(libc::getpid(), libc::SIGSTOP);
-        libc::_exit(127)
+    }
+    let sigkill = u64::try_from(libc::SIGKILL).unwrap_or(9);
+    raw(libc::SYS_prctl, [u64::try_from(libc::PR_SET_PDEATHSIG).unwrap_or(1), sigkill, 0, 0]);
+    raw(libc::SYS_setpgid, [0, 0, 0, 0]);
+    if fd > 0 {
+        raw(libc::SYS_close_range, [0, fd - 1, 0, 0]);
+    }
+    raw(libc::SYS_close_range, [fd + 1, u64::from(u32::MAX), 0, 0]);
+    if raw(libc::SYS_ptrace, [u64::from(libc::PTRACE_TRACEME), 0, 0, 0]) != 0 {
+        raw(libc::SYS_exit_group, [126, 0, 0, 0]);
+    }
+    let pid = u64::try_from(raw(libc::SYS_getpid, [0; 4])).unwrap_or(0);
+    raw(libc::SYS_kill, [pid, u64::try_from(libc::SIGSTOP).unwrap_or(19), 0, 0]);
+    loop {
+        raw(libc::SYS_exit_group, [127, 0, 0, 0]);
     }
 }
