@@ -67,12 +67,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// Reaps every remaining descendant: stub processes the sentry leaves
 /// behind when it exits are reparented to us (we are a subreaper).
 fn reap_all() {
-    loop {
-        match nix::sys::wait::waitpid(None, None) {
-            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break,
-        }
-    }
+    while let Ok(_) | Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(None, None) {}
 }
 
 pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
