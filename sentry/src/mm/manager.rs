@@ -877,3 +877,163 @@ fn find_gap(l: &Layout, hint: u64, len: u64) -> Option<u64> {
     }
     top.checked_sub(len).filter(|&s| s >= MMAP_MIN_ADDR)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::Result as PResult;
+
+    /// An address space that only records what was mapped.
+    #[derive(Default)]
+    struct FakeSpace {
+        maps: Mutex<Vec<(u64, u64, u64, Perms)>>,
+        unmaps: Mutex<Vec<(u64, u64)>>,
+    }
+
+    impl AddressSpace for FakeSpace {
+        fn map(&self, addr: u64, len: u64, file_off: u64, perms: Perms) -> PResult<()> {
+            self.maps.lock().push((addr, len, file_off, perms));
+            Ok(())
+        }
+        fn unmap(&self, addr: u64, len: u64) -> PResult<()> {
+            self.unmaps.lock().push((addr, len));
+            Ok(())
+        }
+        fn reserved(&self) -> std::ops::Range<u64> {
+            0x7000_0000_0000..0x7000_0000_1000
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    const RW: Perms = Perms { read: true, write: true, exec: false };
+    const RO: Perms = Perms { read: true, write: false, exec: false };
+
+    fn mm() -> (MemoryManager, Arc<FakeSpace>) {
+        let mf = Arc::new(MemoryFile::new(1 << 30).unwrap());
+        let space = Arc::new(FakeSpace::default());
+        (MemoryManager::new(mf, space.clone(), 0x7f00_0000_0000), space)
+    }
+
+    fn anon(addr: u64, len: u64, perms: Perms, fixed: bool) -> MapRequest {
+        MapRequest {
+            addr,
+            len,
+            perms,
+            fixed,
+            noreplace: false,
+            shared: false,
+            backing: Backing::Anon,
+            name: VmaName::None,
+        }
+    }
+
+    #[test]
+    fn placement_is_top_down_and_page_rounded() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 100, RW, false)).unwrap();
+        let b = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        assert_eq!(a, 0x7f00_0000_0000 - 4096);
+        assert_eq!(b, a - 4096);
+        assert_eq!(mm.mmap(anon(0x1001, 4096, RW, true)).err(), Some(Errno::EINVAL));
+        assert_eq!(mm.mmap(anon(0x1000, 4096, RW, true)).err(), Some(Errno::EPERM), "below mmap_min_addr");
+        assert_eq!(mm.mmap(anon(0x7000_0000_0000, 4096, RW, true)).err(), Some(Errno::ENOMEM), "the platform's page");
+    }
+
+    #[test]
+    fn copies_fault_in_zero_pages_and_check_permissions() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 8192, RW, false)).unwrap();
+        let mut buf = [1u8; 16];
+        mm.copy_in(a + 4090, &mut buf).unwrap();
+        assert_eq!(buf, [0u8; 16]);
+        mm.copy_out(a + 4090, b"across the page").unwrap();
+        mm.copy_in(a + 4090, &mut buf[..15]).unwrap();
+        assert_eq!(&buf[..15], b"across the page");
+        assert_eq!(mm.copy_in(a + 8190, &mut buf), Err(Errno::EFAULT), "runs off the mapping");
+        assert_eq!(mm.copy_out_partial(a + 8190, &[7u8; 16]), 2);
+        mm.mprotect(a, 4096, RO).unwrap();
+        assert_eq!(mm.copy_out(a, b"x"), Err(Errno::EFAULT), "read-only");
+        assert_eq!(mm.copy_in(0xdead_0000, &mut buf), Err(Errno::EFAULT));
+        assert_eq!(mm.copy_in(u64::MAX - 4, &mut buf), Err(Errno::EFAULT));
+    }
+
+    #[test]
+    fn munmap_and_mprotect_split_and_merge_areas() {
+        let (mm, space) = mm();
+        let a = mm.mmap(anon(0, 4 * 4096, RW, false)).unwrap();
+        mm.mprotect(a + 4096, 4096, RO).unwrap();
+        assert_eq!(mm.maps_text().lines().count(), 3);
+        mm.mprotect(a + 4096, 4096, RW).unwrap();
+        assert_eq!(mm.maps_text().lines().count(), 1, "merged back");
+        mm.munmap(a + 4096, 4096).unwrap();
+        assert_eq!(mm.maps_text().lines().count(), 2);
+        assert!(space.unmaps.lock().contains(&(a + 4096, 4096)));
+        assert_eq!(mm.mprotect(a, 4 * 4096, RO), Err(Errno::ENOMEM), "a hole in the range");
+        assert_eq!(mm.munmap(a + 1, 4096), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn faults_map_a_window_and_detect_violations() {
+        let (mm, space) = mm();
+        let a = mm.mmap(anon(0, 64 * 4096, RW, false)).unwrap();
+        mm.fault(a + 5 * 4096 + 7).unwrap();
+        let (addr, len, _, perms) = space.maps.lock()[0];
+        assert!(addr <= a + 5 * 4096 && a + 6 * 4096 <= addr + len);
+        assert_eq!(len % 4096, 0);
+        assert!(perms.write);
+        let r = mm.mmap(anon(0, 4096, RO, false)).unwrap();
+        mm.fault(r).unwrap();
+        assert_eq!(mm.fault(r), Err(Segv::AccErr), "a write to a mapped read-only page");
+        assert_eq!(mm.fault(0x20000), Err(Segv::MapErr));
+    }
+
+    #[test]
+    fn brk_grows_and_shrinks() {
+        let (mm, _) = mm();
+        mm.set_brk_start(0x60_0000);
+        assert_eq!(mm.brk(0).unwrap(), 0x60_0000);
+        assert_eq!(mm.brk(0x60_2001).unwrap(), 0x60_2001);
+        mm.copy_out(0x60_2000, b"x").unwrap();
+        assert_eq!(mm.brk(0x60_1000).unwrap(), 0x60_1000);
+        assert_eq!(mm.copy_out(0x60_2000, b"x"), Err(Errno::EFAULT));
+        assert_eq!(mm.brk(0x10).unwrap(), 0x60_1000, "below the start: unchanged");
+    }
+
+    #[test]
+    fn mremap_moves_contents() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        mm.copy_out(a, b"keep").unwrap();
+        mm.mmap(anon(a + 4096, 4096, RW, true)).unwrap();
+        let b = mm.mremap(a, 4096, 3 * 4096, true, None).unwrap();
+        assert_ne!(a, b, "blocked in place, so it moved");
+        let mut buf = [0u8; 4];
+        mm.copy_in(b, &mut buf).unwrap();
+        assert_eq!(&buf, b"keep");
+        assert_eq!(mm.copy_in(a, &mut buf), Err(Errno::EFAULT));
+        // The page the area left is free again, so it can grow into it.
+        assert_eq!(mm.mremap(b, 3 * 4096, 4 * 4096, false, None), Ok(b), "grows in place");
+        assert_eq!(mm.mremap(b, 4 * 4096, 5 * 4096, false, None), Err(Errno::ENOMEM), "blocked, may not move");
+    }
+
+    #[test]
+    fn fork_shares_pages_copy_on_write() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        mm.copy_out(a, b"parent").unwrap();
+        let used = mm.memory_file().used();
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert_eq!(mm.memory_file().used(), used, "nothing copied at fork");
+        child.copy_out(a, b"child!").unwrap();
+        assert_eq!(mm.memory_file().used(), used + 4096, "the write copied the page");
+        let mut buf = [0u8; 6];
+        mm.copy_in(a, &mut buf).unwrap();
+        assert_eq!(&buf, b"parent");
+        child.copy_in(a, &mut buf).unwrap();
+        assert_eq!(&buf, b"child!");
+        drop(child);
+        assert_eq!(mm.memory_file().used(), used);
+    }
+}

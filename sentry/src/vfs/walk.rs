@@ -144,3 +144,108 @@ impl Walker<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::tmpfs::Tmpfs;
+    use crate::vfs::{NewNode, Node};
+
+    const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };
+
+    /// / with a/b/, a file a/f, links and a tmpfs mounted on /m.
+    fn setup() -> MountNamespace {
+        let root = Tmpfs::new(0o755, 0, 0);
+        root.mkdir(b"a", DIR).unwrap();
+        root.mkdir(b"m", DIR).unwrap();
+        let a = root.lookup(b"a").unwrap();
+        a.mkdir(b"b", DIR).unwrap();
+        a.create(b"f", NewNode { mode: 0o644, uid: 0, gid: 0 }).unwrap();
+        a.symlink(b"rel", b"b", DIR).unwrap();
+        a.symlink(b"abs", b"/a/f", DIR).unwrap();
+        a.symlink(b"up", b"../../../../..", DIR).unwrap();
+        a.symlink(b"loop", b"loop", DIR).unwrap();
+        let ns = MountNamespace::new(root, "tmpfs", "root");
+        let other = Tmpfs::new(0o755, 0, 0);
+        other.mkdir(b"inner", DIR).unwrap();
+        let m = Walker { ns: &ns, root: ns.root(), creds: &ROOT }.resolve(&ns.root(), b"/m", true).unwrap();
+        ns.mount(&m, other, "tmpfs", "t").unwrap();
+        ns
+    }
+
+    static ROOT: std::sync::LazyLock<Credentials> = std::sync::LazyLock::new(|| Credentials::new(0, 0));
+
+    fn path_of(ns: &MountNamespace, p: &[u8], follow: bool) -> Result<Vec<u8>, Errno> {
+        let w = Walker { ns, root: ns.root(), creds: &ROOT };
+        w.resolve(&ns.root(), p, follow).map(|d| d.path_from(&ns.root()))
+    }
+
+    #[test]
+    fn dots_and_slashes() {
+        let ns = setup();
+        assert_eq!(path_of(&ns, b"/a/./b/../f", true).unwrap(), b"/a/f");
+        assert_eq!(path_of(&ns, b"/../../a", true).unwrap(), b"/a", "'..' stops at the root");
+        assert_eq!(path_of(&ns, b"//a///b//", true).unwrap(), b"/a/b");
+        assert_eq!(path_of(&ns, b"/a/f/", true), Err(Errno::ENOTDIR), "trailing slash on a file");
+        assert_eq!(path_of(&ns, b"/a/f/x", true), Err(Errno::ENOTDIR));
+        assert_eq!(path_of(&ns, b"/a/nope", true), Err(Errno::ENOENT));
+        assert_eq!(path_of(&ns, b"", true), Err(Errno::ENOENT));
+    }
+
+    #[test]
+    fn symlinks() {
+        let ns = setup();
+        assert_eq!(path_of(&ns, b"/a/rel", true).unwrap(), b"/a/b");
+        assert_eq!(path_of(&ns, b"/a/rel", false).unwrap(), b"/a/rel", "the last link is kept");
+        assert_eq!(path_of(&ns, b"/a/rel/", false).unwrap(), b"/a/b", "a trailing slash follows it");
+        assert_eq!(path_of(&ns, b"/a/abs", true).unwrap(), b"/a/f");
+        assert_eq!(path_of(&ns, b"/a/up/a", true).unwrap(), b"/a", "links cannot climb above the root");
+        assert_eq!(path_of(&ns, b"/a/loop", true), Err(Errno::ELOOP));
+    }
+
+    #[test]
+    fn forty_links_resolve_forty_one_do_not() {
+        let ns = setup();
+        let a = ns.root().node.lookup(b"a").unwrap();
+        a.symlink(b"l0", b"f", DIR).unwrap();
+        for i in 1..=40 {
+            a.symlink(format!("l{i}").as_bytes(), format!("l{}", i - 1).as_bytes(), DIR).unwrap();
+        }
+        assert_eq!(path_of(&ns, b"/a/l39", true).unwrap(), b"/a/f", "40 links");
+        assert_eq!(path_of(&ns, b"/a/l40", true), Err(Errno::ELOOP), "41 links");
+    }
+
+    #[test]
+    fn mounts_are_crossed_both_ways() {
+        let ns = setup();
+        assert_eq!(path_of(&ns, b"/m/inner", true).unwrap(), b"/m/inner");
+        assert_eq!(path_of(&ns, b"/m/inner/../..", true).unwrap(), b"/");
+        assert_eq!(path_of(&ns, b"/m/../a", true).unwrap(), b"/a");
+        let w = Walker { ns: &ns, root: ns.root(), creds: &ROOT };
+        let m = w.resolve(&ns.root(), b"/m", true).unwrap();
+        assert!(m.node.lookup(b"inner").is_ok(), "/m is the mounted filesystem's root");
+    }
+
+    #[test]
+    fn parent_resolution_and_name_limits() {
+        let ns = setup();
+        let w = Walker { ns: &ns, root: ns.root(), creds: &ROOT };
+        let pn = w.resolve_parent(&ns.root(), b"/a/b/new").unwrap();
+        assert_eq!(pn.parent.path_from(&ns.root()), b"/a/b");
+        assert_eq!(pn.name, b"new");
+        assert!(w.resolve_parent(&ns.root(), b"/a/b/d/").unwrap().trailing_slash);
+        let long = vec![b'x'; 256];
+        assert_eq!(w.resolve_parent(&ns.root(), &long).err(), Some(Errno::ENAMETOOLONG));
+        assert_eq!(w.resolve(&ns.root(), &vec![b'a'; 5000], true).err(), Some(Errno::ENAMETOOLONG));
+    }
+
+    #[test]
+    fn search_permission_is_checked() {
+        let ns = setup();
+        let a = ns.root().node.lookup(b"a").unwrap();
+        a.setattr(&crate::vfs::SetAttr { mode: Some(0o700), ..Default::default() }).unwrap();
+        let user = Credentials::new(1000, 1000);
+        let w = Walker { ns: &ns, root: ns.root(), creds: &user };
+        assert_eq!(w.resolve(&ns.root(), b"/a/f", true).err(), Some(Errno::EACCES));
+    }
+}
