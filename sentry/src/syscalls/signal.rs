@@ -450,6 +450,15 @@ fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
     send(task, target, int(a[2]), true)
 }
 
+fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
+    if let Err(e) = crate::kernel::signal_frame::sigreturn(task) {
+        // A corrupt frame kills the process, as Linux's force_sigsegv does.
+        log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
+        task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
+    }
+    Ok(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,13 +532,4 @@ mod tests {
         let autodisarm = AltStack { flags: SS_AUTODISARM, ..st };
         assert_eq!(reported_flags(&autodisarm, 0x2000), SS_AUTODISARM, "never reported on-stack");
     }
-}
-
-fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    if let Err(e) = crate::kernel::signal_frame::sigreturn(task) {
-        // A corrupt frame kills the process, as Linux's force_sigsegv does.
-        log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
-        task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
-    }
-    Ok(0)
 }

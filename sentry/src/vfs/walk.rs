@@ -149,7 +149,7 @@ impl Walker<'_> {
 mod tests {
     use super::*;
     use crate::fs::tmpfs::Tmpfs;
-    use crate::vfs::{NewNode, Node};
+    use crate::vfs::NewNode;
 
     const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };
 
