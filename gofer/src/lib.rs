@@ -14,6 +14,7 @@
 pub mod client;
 pub mod confine;
 pub mod protocol;
+pub mod seccomp;
 pub mod server;
 mod transport;
 
@@ -33,6 +34,9 @@ pub enum Error {
     /// A peer sent a malformed frame; the connection is no longer usable.
     #[error("gofer protocol: {0}")]
     Protocol(String),
+    /// The process could not be confined (its seccomp filter).
+    #[error("confining the gofer: {0}")]
+    Confine(String),
     /// The transport or a setup step failed.
     #[error("gofer i/o: {0}")]
     Io(#[from] std::io::Error),
@@ -44,7 +48,7 @@ impl Error {
     pub fn errno(&self) -> i32 {
         match self {
             Error::Errno(e) => *e,
-            Error::Protocol(_) | Error::Io(_) => libc::EIO,
+            Error::Protocol(_) | Error::Confine(_) | Error::Io(_) => libc::EIO,
         }
     }
 }

@@ -51,6 +51,8 @@ pub enum BootError {
     Root(Errno),
     #[error("{0}: {1}")]
     Exec(String, Errno),
+    #[error("confinement: {0}")]
+    Confine(#[from] crate::seccomp::SeccompError),
     #[error("no command given")]
     NoCommand,
     #[error("the init task ended without a status")]
@@ -71,6 +73,9 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone() };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel).map_err(BootError::Root)?;
+    crate::syscalls::prime_host_info();
+    let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
+    crate::seccomp::confine_sentry()?;
 
     let init = cfg.init;
     let (tx, rx) = mpsc::channel();
@@ -79,7 +84,7 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
         .name("task-1".into())
         .stack_size(8 << 20)
         .spawn(move || {
-            let r = run_init(k, init);
+            let r = run_init(k, init, stdio_names);
             let _ = tx.send(r);
         })
         .map_err(BootError::Memory)?;
@@ -118,7 +123,7 @@ fn ensure_dir(w: &Walker<'_>, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
     }
 }
 
-fn run_init(kernel: Arc<Kernel>, cfg: InitSpec) -> Result<ExitStatus, BootError> {
+fn run_init(kernel: Arc<Kernel>, cfg: InitSpec, stdio_names: [String; 3]) -> Result<ExitStatus, BootError> {
     let argv0 = cfg.argv.first().cloned().ok_or(BootError::NoCommand)?;
     let space = kernel.platform.new_address_space()?;
     let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
@@ -133,7 +138,7 @@ fn run_init(kernel: Arc<Kernel>, cfg: InitSpec) -> Result<ExitStatus, BootError>
     let thread = Arc::new(Thread::new_init(tid, creds, mm, fs));
     kernel.threads.lock().insert(tid, thread.clone());
     kernel.procs.add(tid, 0);
-    install_stdio(&kernel, &thread, cfg.stdio);
+    install_stdio(&kernel, &thread, cfg.stdio, &stdio_names);
 
     let mut task = Task::new(kernel.clone(), thread.clone())?;
     kernel.procs.set_interrupter(tid, task.interrupter());
@@ -147,13 +152,12 @@ fn run_init(kernel: Arc<Kernel>, cfg: InitSpec) -> Result<ExitStatus, BootError>
     Ok(status)
 }
 
-fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3]) {
+fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &[String; 3]) {
     let fds = thread.fds();
     for (i, fd) in stdio.into_iter().enumerate() {
         let node = Arc::new(HostStreamNode::new(fd));
         let ops = node.stream();
-        let name = host_fd_name(i);
-        let d = kernel.anon_dentry(name.as_bytes(), node);
+        let d = kernel.anon_dentry(names[i].as_bytes(), node);
         let flags = if i == 0 { libc::O_RDONLY } else { libc::O_WRONLY };
         let f = FileDescription::new(d, ops, u32::try_from(flags).unwrap_or(0));
         if let Ok(n) = i32::try_from(i) {

@@ -11,5 +11,6 @@ pub mod kernel;
 pub mod loader;
 pub mod mm;
 pub mod platform;
+pub mod seccomp;
 pub mod syscalls;
 pub mod vfs;

@@ -5,6 +5,7 @@
 //! * `scenarios`: host binaries (coreutils, sh, python3) under `husk do`,
 //!   compared byte for byte with the native run.
 //! * `escape`: a guest confined with `--rootfs` must not reach host files.
+//! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -14,6 +15,7 @@
 // test code; the workspace denies these lints for production code.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod confinement;
 mod escape;
 mod guest;
 mod scenarios;

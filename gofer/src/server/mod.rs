@@ -30,6 +30,7 @@ type Outcome = std::result::Result<(Reply, Option<OwnedFd>), Errno>;
 /// end of the connection; a malformed frame ends it with an error.
 pub fn serve_main(root: &Path, sock: OwnedFd, read_only: bool) -> Result<()> {
     let (root_fd, proc_fd_dir) = confine::enter_root(root, read_only)?;
+    crate::seccomp::confine().map_err(|e| crate::Error::Confine(e.to_string()))?;
     log::info!("gofer: serving {} ({})", root.display(), if read_only { "read-only" } else { "read-write" });
     serve(sock, root_fd, proc_fd_dir, read_only)
 }

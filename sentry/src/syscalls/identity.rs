@@ -384,6 +384,14 @@ fn parse_groups(buf: &[u8]) -> Result<Vec<u32>, Errno> {
 
 // ---- host and system information ----
 
+/// Reads, once, the host facts these calls report, so that it happens
+/// before the sentry is confined (its filter forbids opening files).
+pub(crate) fn prime_host_info() {
+    host_uts();
+    host_total_ram();
+    host_cpus();
+}
+
 /// The host's kernel release and version, as uname reports them.
 fn host_uts() -> &'static (Vec<u8>, Vec<u8>) {
     static UTS: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();

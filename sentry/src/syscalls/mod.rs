@@ -22,6 +22,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use names::{MAX_SYSCALL, NAMES};
 
+pub(crate) use identity::prime_host_info;
 pub(crate) use process::resolve_for_exec;
 use std::sync::OnceLock;
 

@@ -1,6 +1,6 @@
 //! What /proc passes through from the host: read once when the sandbox
-//! boots (before the sentry is confined), except /proc/stat's CPU times,
-//! which are re-read when possible.
+//! boots, before the sentry is confined (its seccomp filter forbids opening
+//! files).
 
 use std::fs;
 
@@ -18,7 +18,7 @@ pub(super) struct Host {
     /// The sentry's own /proc/self/status, for the CPU and memory-node
     /// affinity and speculation-mitigation lines.
     status: String,
-    /// /proc/stat at boot, for its CPU lines if the host's cannot be read.
+    /// /proc/stat at boot, for its CPU lines.
     stat: String,
 }
 
@@ -48,10 +48,8 @@ impl Host {
         self.status.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
     }
 
-    /// The `cpu` lines of the host's /proc/stat.
+    /// The `cpu` lines of the host's /proc/stat as they were at boot.
     pub fn cpu_lines(&self) -> String {
-        let now = fs::read_to_string("/proc/stat").unwrap_or_default();
-        let text = if now.is_empty() { &self.stat } else { &now };
-        text.lines().filter(|l| l.starts_with("cpu")).flat_map(|l| [l, "\n"]).collect()
+        self.stat.lines().filter(|l| l.starts_with("cpu")).flat_map(|l| [l, "\n"]).collect()
     }
 }

@@ -20,13 +20,17 @@ use stub::{StubPage, STUB_PAGE_LEN, TASK_SIZE};
 pub struct PtracePlatform {
     memfd: i32,
     fpu_template: Vec<u8>,
+    /// The stubs' seccomp filter, built once.
+    stub_filter: seccompiler::BpfProgram,
 }
 
 impl PtracePlatform {
     /// `memfd` is the MemoryFile's descriptor; it must outlive the platform.
     pub fn new(memfd: i32) -> Result<PtracePlatform> {
         StubPage::get()?;
-        Ok(PtracePlatform { memfd, fpu_template: fpu_reset_state(xsave_size()) })
+        let stub_filter = crate::seccomp::stub_filter()
+            .map_err(|e| PlatformError::StubDied(format!("cannot build the stub filter: {e}")))?;
+        Ok(PtracePlatform { memfd, fpu_template: fpu_reset_state(xsave_size()), stub_filter })
     }
 }
 
@@ -56,7 +60,10 @@ impl Platform for PtracePlatform {
     }
 
     fn new_address_space(&self) -> Result<Arc<dyn AddressSpace>> {
-        Ok(Arc::new(PtraceAddressSpace::create(self.memfd)?))
+        let len = u16::try_from(self.stub_filter.len())
+            .map_err(|_| PlatformError::Unsupported("stub seccomp filter too long"))?;
+        let prog = libc::sock_fprog { len, filter: self.stub_filter.as_ptr().cast_mut().cast() };
+        Ok(Arc::new(PtraceAddressSpace::create(self.memfd, &prog)?))
     }
 
     fn new_context(&self) -> Result<Box<dyn Context>> {
@@ -92,9 +99,9 @@ pub struct PtraceAddressSpace {
 }
 
 impl PtraceAddressSpace {
-    fn create(memfd: i32) -> Result<PtraceAddressSpace> {
+    fn create(memfd: i32, filter: &libc::sock_fprog) -> Result<PtraceAddressSpace> {
         let stub = StubPage::get()?.addr;
-        let pid = stub::fork_stub(memfd)?;
+        let pid = stub::fork_stub(memfd, filter)?;
         let space = PtraceAddressSpace { pid, memfd, stub, threads: Mutex::new(HashMap::from([(sys::gettid(), pid)])) };
         match sys::wait(pid)? {
             sys::WaitStatus::Stopped(libc::SIGSTOP) => {}

@@ -80,8 +80,9 @@ fn rseq_registration() -> (u64, u32) {
 /// Forks a stub process that keeps only `memfd` open and stops itself under
 /// `PTRACE_TRACEME`. Returns its pid; the caller becomes its tracer and must
 /// wait for the initial `SIGSTOP`.
-pub fn fork_stub(memfd: i32) -> Result<libc::pid_t> {
+pub fn fork_stub(memfd: i32, filter: &libc::sock_fprog) -> Result<libc::pid_t> {
     let rseq = rseq_registration();
+    let filter: *const libc::sock_fprog = filter;
     // SAFETY: the child only makes async-signal-safe raw system calls
     // before it stops and is taken over by the tracer; it never returns.
     let pid = unsafe { libc::fork() };
@@ -89,7 +90,7 @@ pub fn fork_stub(memfd: i32) -> Result<libc::pid_t> {
         return Err(PlatformError::last("fork stub"));
     }
     if pid == 0 {
-        stub_child(memfd, rseq);
+        stub_child(memfd, rseq, filter);
     }
     Ok(pid)
 }
@@ -99,10 +100,22 @@ pub fn fork_stub(memfd: i32) -> Result<libc::pid_t> {
 fn raw(nr: libc::c_long, a: [u64; 4]) -> libc::c_long {
     // SAFETY: every caller passes integer arguments only (no pointers), so
     // the call cannot touch memory of this process.
-    unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3]) }
+    unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], 0u64, 0u64) }
 }
 
-fn stub_child(memfd: i32, rseq: (u64, u32)) -> ! {
+/// Installs the stub's seccomp filter (prepared by the parent before the
+/// fork, so nothing is allocated here).
+fn install_filter(filter: *const libc::sock_fprog) -> libc::c_long {
+    let nnp = u64::try_from(libc::PR_SET_NO_NEW_PRIVS).unwrap_or(38);
+    if raw(libc::SYS_prctl, [nnp, 1, 0, 0]) != 0 {
+        return -1;
+    }
+    // SAFETY: `filter` points at a sock_fprog (and its instructions) that
+    // the parent built before forking; the child has its own copy.
+    unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0u32, filter) }
+}
+
+fn stub_child(memfd: i32, rseq: (u64, u32), filter: *const libc::sock_fprog) -> ! {
     let fd = u64::try_from(memfd).unwrap_or(0);
     if rseq.1 > 0 {
         // glibc registers 32 bytes; newer versions report a smaller
@@ -120,6 +133,9 @@ fn stub_child(memfd: i32, rseq: (u64, u32)) -> ! {
     raw(libc::SYS_close_range, [fd + 1, u64::from(u32::MAX), 0, 0]);
     if raw(libc::SYS_ptrace, [u64::from(libc::PTRACE_TRACEME), 0, 0, 0]) != 0 {
         raw(libc::SYS_exit_group, [126, 0, 0, 0]);
+    }
+    if install_filter(filter) != 0 {
+        raw(libc::SYS_exit_group, [125, 0, 0, 0]);
     }
     let pid = u64::try_from(raw(libc::SYS_getpid, [0; 4])).unwrap_or(0);
     raw(libc::SYS_kill, [pid, u64::try_from(libc::SIGSTOP).unwrap_or(19), 0, 0]);

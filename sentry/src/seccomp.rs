@@ -1,0 +1,190 @@
+//! The sentry's own seccomp filters (defense in depth): guest system calls
+//! never reach the host, and these filters make sure the sentry itself,
+//! and the stub processes that hold guest memory, can make only the host
+//! calls they need. Anything else traps and ends the sandbox.
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+
+/// Why a filter could not be built or installed.
+#[derive(Debug, thiserror::Error)]
+pub enum SeccompError {
+    #[error("building the seccomp filter: {0}")]
+    Build(#[from] seccompiler::BackendError),
+    #[error("installing the seccomp filter: {0}")]
+    Install(#[from] seccompiler::Error),
+    #[error("installing the SIGSYS handler: {0}")]
+    Handler(std::io::Error),
+}
+
+/// Every host call the sentry makes, with no argument restrictions.
+const SENTRY_SYSCALLS: &[libc::c_long] = &[
+    // I/O on descriptors it holds: guest memory, the gofer connection,
+    // donated files, the sandbox's standard streams, the debug log.
+    libc::SYS_read,
+    libc::SYS_write,
+    libc::SYS_pread64,
+    libc::SYS_pwrite64,
+    libc::SYS_readv,
+    libc::SYS_writev,
+    libc::SYS_close,
+    libc::SYS_fstat,
+    libc::SYS_newfstatat,
+    libc::SYS_lseek,
+    libc::SYS_fcntl,
+    libc::SYS_poll,
+    libc::SYS_ftruncate,
+    libc::SYS_fsync,
+    libc::SYS_fallocate,
+    libc::SYS_sendmsg,
+    libc::SYS_recvmsg,
+    // Memory.
+    libc::SYS_mmap,
+    libc::SYS_munmap,
+    libc::SYS_mprotect,
+    libc::SYS_madvise,
+    libc::SYS_mremap,
+    libc::SYS_brk,
+    // Threads (one per guest thread) and their housekeeping.
+    libc::SYS_clone,
+    libc::SYS_clone3,
+    libc::SYS_exit,
+    libc::SYS_exit_group,
+    libc::SYS_futex,
+    libc::SYS_set_robust_list,
+    libc::SYS_rseq,
+    libc::SYS_sigaltstack,
+    libc::SYS_rt_sigaction,
+    libc::SYS_rt_sigprocmask,
+    libc::SYS_rt_sigreturn,
+    libc::SYS_sched_yield,
+    libc::SYS_sched_getaffinity,
+    libc::SYS_getpid,
+    libc::SYS_gettid,
+    libc::SYS_prlimit64,
+    // The ptrace platform: stub processes, their control and reaping.
+    libc::SYS_ptrace,
+    libc::SYS_wait4,
+    libc::SYS_kill,
+    libc::SYS_tgkill,
+    libc::SYS_setpgid,
+    libc::SYS_close_range,
+    libc::SYS_arch_prctl,
+    // Time and host facts the guest is shown.
+    libc::SYS_clock_gettime,
+    libc::SYS_clock_getres,
+    libc::SYS_clock_nanosleep,
+    libc::SYS_nanosleep,
+    libc::SYS_restart_syscall,
+    libc::SYS_gettimeofday,
+    libc::SYS_getrandom,
+    libc::SYS_uname,
+    libc::SYS_sysinfo,
+    libc::SYS_getrusage,
+    libc::SYS_getcpu,
+    // Refused by `open_filter` (glibc's malloc probes a /proc file when it
+    // trims a heap and copes with the failure).
+    libc::SYS_openat,
+];
+
+/// The terminal ioctls the sentry forwards to the host's stdio.
+const TTY_IOCTLS: &[u64] = &[0x5401, 0x5402, 0x5403, 0x5404, 0x5413, 0x5414, 0x541b];
+
+/// prctl options the sentry uses (thread names, stub parent-death signal,
+/// no_new_privs for the stub filter).
+const PRCTLS: &[u64] = &[libc::PR_SET_NAME as u64, libc::PR_SET_PDEATHSIG as u64, libc::PR_SET_NO_NEW_PRIVS as u64];
+
+fn arg_in(arg: u8, values: &[u64]) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    values
+        .iter()
+        .map(|&v| SeccompRule::new(vec![SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, v)?]))
+        .collect()
+}
+
+fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    mismatch: SeccompAction,
+) -> Result<BpfProgram, seccompiler::BackendError> {
+    SeccompFilter::new(rules, mismatch, SeccompAction::Allow, TargetArch::x86_64)?.try_into()
+}
+
+/// The sentry's filter: its allow list; anything else traps.
+pub fn sentry_filter() -> Result<BpfProgram, SeccompError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = SENTRY_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
+    rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
+    rules.insert(libc::SYS_prctl, arg_in(0, PRCTLS)?);
+    rules.insert(libc::SYS_seccomp, arg_in(0, &[libc::SECCOMP_SET_MODE_FILTER.into()])?);
+    Ok(compile(rules, SeccompAction::Trap)?)
+}
+
+/// Stacked on the sentry's filter: opening files fails with EACCES. The
+/// sentry has everything it needs from the host by the time it is
+/// confined.
+pub fn open_filter() -> Result<BpfProgram, SeccompError> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_openat, Vec::new()), (libc::SYS_open, Vec::new())].into();
+    let eacces = u32::try_from(libc::EACCES).unwrap_or(13);
+    Ok(SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(eacces), TargetArch::x86_64)?.try_into()?)
+}
+
+/// The stubs' filter: a stub only ever maps and unmaps guest memory
+/// (injected by its tracer) and stops itself. Guest system calls never
+/// get this far (PTRACE_SYSEMU stops them first); if one ever did, the
+/// stub dies.
+pub fn stub_filter() -> Result<BpfProgram, SeccompError> {
+    let nrs = [libc::SYS_mmap, libc::SYS_munmap, libc::SYS_getpid, libc::SYS_kill, libc::SYS_exit_group];
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = nrs.iter().map(|&nr| (nr, Vec::new())).collect();
+    Ok(compile(rules, SeccompAction::KillProcess)?)
+}
+
+/// Reports a forbidden host call and ends the sentry. Only
+/// async-signal-safe calls: it formats into a stack buffer.
+extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let mut msg = *b"husk: the sentry made a forbidden host system call 000\n";
+    // SAFETY: the kernel passes a valid siginfo; for SIGSYS the system
+    // call number is the int at byte offset 24 (after si_call_addr).
+    let nr = unsafe { info.cast::<u8>().add(24).cast::<i32>().read_unaligned() };
+    let digits = msg.len() - 4;
+    let mut n = nr.clamp(0, 999);
+    for i in (0..3).rev() {
+        msg[digits + i] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+    }
+    // SAFETY: writes a stack buffer to stderr, then exits; both are
+    // async-signal-safe.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(128 + libc::SIGSYS);
+    }
+}
+
+/// Confines the calling process (every thread) to the sentry filter.
+pub fn confine_sentry() -> Result<(), SeccompError> {
+    let filter = sentry_filter()?;
+    let no_open = open_filter()?;
+    // SAFETY: a zeroed sigaction is valid; the handler only makes
+    // async-signal-safe calls.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_sigsys as *const () as libc::sighandler_t;
+    sa.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: installs a handler for SIGSYS; `sa` is fully initialized.
+    if unsafe { libc::sigaction(libc::SIGSYS, &sa, std::ptr::null_mut()) } != 0 {
+        return Err(SeccompError::Handler(std::io::Error::last_os_error()));
+    }
+    seccompiler::apply_filter_all_threads(&filter)?;
+    seccompiler::apply_filter_all_threads(&no_open)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile() {
+        assert!(sentry_filter().unwrap().len() > SENTRY_SYSCALLS.len());
+        assert!(!stub_filter().unwrap().is_empty());
+        assert!(!open_filter().unwrap().is_empty());
+    }
+}

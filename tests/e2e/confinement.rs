@@ -1,0 +1,81 @@
+//! The processes of a sandbox confine themselves: the sentry, every stub
+//! process holding guest memory, and the gofer run with no_new_privs under
+//! a seccomp filter.
+
+use crate::util::husk_bin;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The children of `pid` (from /proc/*/stat).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        // The ppid is the second field after the parenthesized command.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        if rest.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn status_field(pid: u32, key: &str) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':').map(|v| v.trim().to_string()))
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+#[test]
+fn sentry_stubs_and_gofer_run_under_seccomp() {
+    // The guest blocks reading stdin until the test has looked around.
+    let mut child = Command::new(husk_bin())
+        .args(["do", "--", "/bin/sh", "-c", "read x; echo done"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (sentry, gofer, stubs) = loop {
+        let kids = children(child.id());
+        let sentry = kids.iter().copied().find(|&p| cmdline(p).contains(" boot "));
+        let gofer = kids.iter().copied().find(|&p| cmdline(p).contains(" gofer "));
+        if let (Some(s), Some(g)) = (sentry, gofer) {
+            let stubs = children(s);
+            if !stubs.is_empty() {
+                break (s, g, stubs);
+            }
+        }
+        assert!(Instant::now() < deadline, "the sandbox's processes did not appear");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut checked = vec![("sentry", sentry), ("gofer", gofer)];
+    checked.extend(stubs.iter().map(|&p| ("stub", p)));
+    let mut failures = Vec::new();
+    for (what, pid) in &checked {
+        let seccomp = status_field(*pid, "Seccomp");
+        let nnp = status_field(*pid, "NoNewPrivs");
+        if seccomp.as_deref() != Some("2") || nnp.as_deref() != Some("1") {
+            failures.push(format!("{what} {pid}: Seccomp {seccomp:?}, NoNewPrivs {nnp:?}"));
+        }
+    }
+    // Stubs carry their own filter on top of the sentry's.
+    for &pid in &stubs {
+        let n: u32 = status_field(pid, "Seccomp_filters").and_then(|v| v.parse().ok()).unwrap_or(0);
+        if n < 3 {
+            failures.push(format!("stub {pid}: only {n} seccomp filters"));
+        }
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(failures.is_empty(), "unconfined processes: {failures:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert!(out.status.success());
+}
