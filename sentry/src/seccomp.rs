@@ -142,21 +142,21 @@ pub fn stub_filter() -> Result<BpfProgram, SeccompError> {
 /// async-signal-safe calls: it formats into a stack buffer.
 extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let mut msg = *b"husk: the sentry made a forbidden host system call 000\n";
-    // SAFETY: the kernel passes a valid siginfo; for SIGSYS the system
-    // call number is the int at byte offset 24 (after si_call_addr).
-    let nr = unsafe { info.cast::<u8>().add(24).cast::<i32>().read_unaligned() };
+    // The kernel passes a valid siginfo; for SIGSYS the system call number
+    // is the int at byte offset 24 (after si_call_addr).
+    let field = info.cast::<u8>().wrapping_add(24).cast::<i32>();
+    // SAFETY: `field` lies inside the kernel-provided siginfo.
+    let nr = unsafe { field.read_unaligned() };
     let digits = msg.len() - 4;
     let mut n = nr.clamp(0, 999);
     for i in (0..3).rev() {
         msg[digits + i] = b'0' + u8::try_from(n % 10).unwrap_or(0);
         n /= 10;
     }
-    // SAFETY: writes a stack buffer to stderr, then exits; both are
-    // async-signal-safe.
-    unsafe {
-        libc::write(2, msg.as_ptr().cast(), msg.len());
-        libc::_exit(128 + libc::SIGSYS);
-    }
+    // SAFETY: writes a stack buffer to stderr (async-signal-safe).
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    // SAFETY: ends the process at once (async-signal-safe).
+    unsafe { libc::_exit(128 + libc::SIGSYS) }
 }
 
 /// Confines the calling process (every thread) to the sentry filter.
