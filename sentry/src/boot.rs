@@ -53,6 +53,8 @@ pub enum BootError {
     Exec(String, Errno),
     #[error("confinement: {0}")]
     Confine(#[from] crate::seccomp::SeccompError),
+    #[error("{0}")]
+    Isolate(#[from] crate::confine::ConfineError),
     #[error("no command given")]
     NoCommand,
     #[error("the init task ended without a status")]
@@ -75,6 +77,7 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     mount_system_filesystems(&kernel).map_err(BootError::Root)?;
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
+    crate::confine::isolate()?;
     crate::seccomp::confine_sentry()?;
 
     let init = cfg.init;

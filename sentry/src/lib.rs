@@ -6,6 +6,7 @@
 
 pub mod abi;
 pub mod boot;
+pub mod confine;
 pub mod fs;
 pub mod kernel;
 pub mod loader;

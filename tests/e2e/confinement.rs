@@ -1,6 +1,7 @@
 //! The processes of a sandbox confine themselves: the sentry, every stub
 //! process holding guest memory, and the gofer run with no_new_privs under
-//! a seccomp filter.
+//! a seccomp filter; the sentry also leaves the host's namespaces, sees an
+//! empty root and holds no capabilities.
 
 use crate::util::husk_bin;
 use std::io::Write;
@@ -71,6 +72,27 @@ fn sentry_stubs_and_gofer_run_under_seccomp() {
         let n: u32 = status_field(pid, "Seccomp_filters").and_then(|v| v.parse().ok()).unwrap_or(0);
         if n < 3 {
             failures.push(format!("stub {pid}: only {n} seccomp filters"));
+        }
+    }
+    // The sentry keeps no capabilities, sees an empty root and has left
+    // the host's namespaces.
+    if status_field(sentry, "CapEff").as_deref() != Some("0000000000000000") {
+        failures.push(format!("sentry has capabilities: {:?}", status_field(sentry, "CapEff")));
+    }
+    match std::fs::read_dir(format!("/proc/{sentry}/root")) {
+        Ok(entries) => {
+            let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+            if !names.is_empty() {
+                failures.push(format!("the sentry's root is not empty: {names:?}"));
+            }
+        }
+        Err(e) => failures.push(format!("cannot list the sentry's root: {e}")),
+    }
+    for ns in ["mnt", "net", "ipc", "uts"] {
+        let mine = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let its = std::fs::read_link(format!("/proc/{sentry}/ns/{ns}")).unwrap();
+        if mine == its {
+            failures.push(format!("the sentry shares the host's {ns} namespace"));
         }
     }
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();

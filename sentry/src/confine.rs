@@ -1,0 +1,85 @@
+//! Confinement of the sentry process itself (ARCHITECTURE.md §7): once
+//! booted, it leaves the host's mount, IPC, UTS and network namespaces,
+//! pivots into an empty read-only root and drops every capability. Its
+//! seccomp filter (`seccomp.rs`) comes last. Failing any step is fatal.
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::CloneFlags;
+
+/// Where the empty root is mounted before pivot_root, inside the sentry's
+/// private mount namespace (the host never sees it).
+const STAGING: &str = "/tmp";
+/// The highest capability number to drop (the kernel refuses higher ones
+/// with EINVAL, which ends the loop).
+const CAP_LAST: u64 = 63;
+
+#[derive(Debug, thiserror::Error)]
+#[error("confining the sentry: {step}: {err}")]
+pub struct ConfineError {
+    step: &'static str,
+    err: std::io::Error,
+}
+
+fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> ConfineError {
+    move |e| ConfineError { step, err: std::io::Error::from_raw_os_error(e as i32) }
+}
+
+/// New namespaces, an empty root, no capabilities.
+pub fn isolate() -> Result<(), ConfineError> {
+    let flags =
+        CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET;
+    nix::sched::unshare(flags).map_err(fail("unshare"))?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(fail("making mounts private"))?;
+    let fs_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("tmpfs"), STAGING, Some("tmpfs"), fs_flags, Some("size=4k,mode=0555"))
+        .map_err(fail("mounting the empty root"))?;
+    nix::unistd::chdir(STAGING).map_err(fail("entering the empty root"))?;
+    nix::unistd::pivot_root(".", ".").map_err(fail("pivot_root"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(fail("detaching the host's root"))?;
+    nix::unistd::chdir("/").map_err(fail("chdir /"))?;
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | fs_flags;
+    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))?;
+    drop_capabilities()
+}
+
+/// Empties the bounding, ambient, effective, permitted and inheritable
+/// capability sets.
+fn drop_capabilities() -> Result<(), ConfineError> {
+    for cap in 0..=CAP_LAST {
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                break;
+            }
+            return Err(ConfineError { step: "dropping the bounding set", err: std::io::Error::last_os_error() });
+        }
+    }
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) } != 0 {
+        return Err(ConfineError { step: "clearing ambient capabilities", err: std::io::Error::last_os_error() });
+    }
+    let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let data = [CapData::default(); 2];
+    // SAFETY: capset reads a header and two data structs of the v3 layout.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
+        return Err(ConfineError { step: "capset", err: std::io::Error::last_os_error() });
+    }
+    Ok(())
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
