@@ -61,6 +61,7 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_rt_sigreturn,
     libc::SYS_sched_yield,
     libc::SYS_sched_getaffinity,
+    libc::SYS_sched_setaffinity,
     libc::SYS_getpid,
     libc::SYS_gettid,
     libc::SYS_prlimit64,

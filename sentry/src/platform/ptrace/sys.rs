@@ -115,3 +115,28 @@ pub fn gettid() -> libc::pid_t {
     // SAFETY: gettid takes no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
+
+/// The CPUs the calling thread may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET only reads the set.
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// Restricts `tid` (0: the calling thread) to `cpu`; failures only cost
+/// speed, so they are logged.
+pub fn pin(tid: libc::pid_t, cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside the set (cpu < CPU_SETSIZE).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the kernel reads one cpu_set_t.
+    if unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        log::debug!("pinning {tid} to CPU {cpu}: {}", std::io::Error::last_os_error());
+    }
+}
