@@ -68,9 +68,10 @@ pub fn gofer_filter() -> Result<BpfProgram, SeccompError> {
     Ok(SeccompFilter::new(rules, SeccompAction::KillProcess, SeccompAction::Allow, TargetArch::x86_64)?.try_into()?)
 }
 
-/// Confines the calling process to the gofer's filter.
+/// Confines the calling thread, the one that serves (the gofer process
+/// has no other), to the gofer's filter.
 pub fn confine() -> Result<(), SeccompError> {
-    seccompiler::apply_filter_all_threads(&gofer_filter()?)?;
+    seccompiler::apply_filter(&gofer_filter()?)?;
     Ok(())
 }
 
