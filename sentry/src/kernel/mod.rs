@@ -112,7 +112,7 @@ impl Kernel {
     /// Reports an unimplemented system call once per number.
     pub fn report_unimplemented(&self, nr: usize, name: &str) {
         if self.unimplemented_seen.lock().insert(nr) {
-            log::warn!("unimplemented system call {name} ({nr}): returning ENOSYS");
+            log::info!("unimplemented system call {name} ({nr}): returning ENOSYS");
         }
     }
 

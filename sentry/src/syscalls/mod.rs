@@ -14,6 +14,7 @@ mod mmap;
 mod poll;
 mod process;
 mod signal;
+mod socket;
 mod stat;
 mod time;
 mod xattr;
@@ -51,8 +52,9 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 12] {
+fn families() -> [Entries; 13] {
     [
+        socket::ENTRIES,
         poll::ENTRIES,
         xattr::ENTRIES,
         futex::ENTRIES,
