@@ -144,15 +144,16 @@ fn run_init(kernel: Arc<Kernel>, cfg: InitSpec, stdio_names: [String; 3]) -> Res
     install_stdio(&kernel, &thread, cfg.stdio, &stdio_names);
 
     let mut task = Task::new(kernel.clone(), thread.clone())?;
-    kernel.procs.set_interrupter(tid, task.interrupter());
     let name = String::from_utf8_lossy(&argv0).into_owned();
     let path = find_program(&task, &argv0, &cfg.env).map_err(|e| BootError::Exec(name.clone(), e))?;
     let d = crate::syscalls::resolve_for_exec(&task, &path).map_err(|e| BootError::Exec(name.clone(), e))?;
     let file = exec::open_exec_dentry(&task, d).map_err(|e| BootError::Exec(name.clone(), e))?;
     exec::execve(&mut task, file, &path, cfg.argv, cfg.env).map_err(|e| BootError::Exec(name, e))?;
     let status = task.run()?;
-    task.exit_process(status);
-    Ok(status)
+    task.finish(status);
+    // The sandbox lasts as long as its init process, whose other threads
+    // may still be running.
+    Ok(kernel.procs.wait_exit(tid).unwrap_or(status))
 }
 
 fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &[String; 3]) {

@@ -73,6 +73,8 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_setpgid,
     libc::SYS_close_range,
     libc::SYS_arch_prctl,
+    // Stub threads park in pause() until their tracer seizes them.
+    libc::SYS_pause,
     // Time and host facts the guest is shown.
     libc::SYS_clock_gettime,
     libc::SYS_clock_getres,
@@ -93,8 +95,8 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
 /// The terminal ioctls the sentry forwards to the host's stdio.
 const TTY_IOCTLS: &[u64] = &[0x5401, 0x5402, 0x5403, 0x5404, 0x5413, 0x5414, 0x541b];
 
-/// prctl options the sentry uses (thread names, stub parent-death signal,
-/// no_new_privs for the stub filter).
+/// prctl options the sentry uses (thread names, no_new_privs for the stub
+/// filter).
 const PRCTLS: &[u64] = &[libc::PR_SET_NAME as u64, libc::PR_SET_PDEATHSIG as u64, libc::PR_SET_NO_NEW_PRIVS as u64];
 
 fn arg_in(arg: u8, values: &[u64]) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
@@ -134,8 +136,18 @@ pub fn open_filter() -> Result<BpfProgram, SeccompError> {
 /// get this far (PTRACE_SYSEMU stops them first); if one ever did, the
 /// stub dies.
 pub fn stub_filter() -> Result<BpfProgram, SeccompError> {
-    let nrs = [libc::SYS_mmap, libc::SYS_munmap, libc::SYS_getpid, libc::SYS_kill, libc::SYS_exit_group];
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = nrs.iter().map(|&nr| (nr, Vec::new())).collect();
+    let nrs = [
+        libc::SYS_mmap,
+        libc::SYS_munmap,
+        libc::SYS_getpid,
+        libc::SYS_kill,
+        libc::SYS_pause,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+    ];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = nrs.iter().map(|&nr| (nr, Vec::new())).collect();
+    // New stub threads, for new guest threads, and nothing else.
+    rules.insert(libc::SYS_clone, arg_in(0, &[crate::platform::ptrace::THREAD_FLAGS])?);
     Ok(compile(rules, SeccompAction::KillProcess)?)
 }
 

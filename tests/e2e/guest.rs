@@ -47,6 +47,11 @@ fn guest_mmap_shared_file() {
 }
 
 #[test]
+fn guest_threads() {
+    guest_test("threads", &[]);
+}
+
+#[test]
 fn guest_identity() {
     guest_test("identity", &[]);
 }

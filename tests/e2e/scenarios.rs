@@ -68,6 +68,32 @@ fn find_python_stdlib() {
 }
 
 #[test]
+fn python_threads_with_locks() {
+    let script = "import threading\n\
+                  lock = threading.Lock()\n\
+                  n = 0\n\
+                  def w():\n    global n\n    for _ in range(500):\n        with lock:\n            n += 1\n\
+                  ts = [threading.Thread(target=w) for _ in range(32)]\n\
+                  [t.start() for t in ts]\n[t.join() for t in ts]\n\
+                  print(n, threading.active_count())\n";
+    let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
+    nat.assert_code(0);
+    assert_eq!(nat.stdout_str(), "16000 1\n");
+}
+
+#[test]
+fn python_daemon_threads_blocked_at_exit() {
+    // Threads blocked on a condition variable when the process exits must
+    // not keep the sandbox alive.
+    let script = "import threading, sys\n\
+                  ev = threading.Event()\n\
+                  [threading.Thread(target=ev.wait, daemon=True).start() for _ in range(4)]\n\
+                  print('bye')\nsys.exit(5)\n";
+    let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
+    nat.assert_code(5);
+}
+
+#[test]
 fn python_json_hashlib() {
     let (nat, _) = assert_same_as_native(
         &[

@@ -31,6 +31,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "efault",
     "proc_self",
     "auxv",
+    "threads",
     "escape_probe",
 ];
 
@@ -328,7 +329,7 @@ fn compile_one(src: &Path, out: &Path, name: &str) -> Result<(), String> {
     // never see a half-written binary.
     let tmp = out.join(format!(".{name}.{}.tmp", std::process::id()));
     let res = Command::new("cc")
-        .args(["-static", "-O1", "-Wall", "-Werror", "-o"])
+        .args(["-static", "-O1", "-Wall", "-Werror", "-pthread", "-o"])
         .arg(&tmp)
         .arg("-I")
         .arg(src)

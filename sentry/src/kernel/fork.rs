@@ -51,8 +51,10 @@ struct ChildStart {
     args: CloneArgs,
 }
 
-/// clone/fork/vfork for a new process. Threads (`CLONE_VM` without
-/// `CLONE_VFORK`, `CLONE_THREAD`) are not supported yet.
+/// clone/fork/vfork. New threads (CLONE_THREAD) share the caller's
+/// memory; new processes get a copy-on-write copy. A process that shares
+/// memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK)
+/// is not supported.
 pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     let f = args.flags;
     if f & (CLONE_THREAD | CLONE_SIGHAND) != 0 && f & CLONE_VM == 0 {
@@ -61,7 +63,11 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     if f & CLONE_THREAD != 0 && f & CLONE_SIGHAND == 0 {
         return Err(Errno::EINVAL);
     }
-    if f & CLONE_THREAD != 0 || (f & CLONE_VM != 0 && f & CLONE_VFORK == 0) {
+    if f & CLONE_THREAD != 0 {
+        return clone_thread(task, args);
+    }
+    if f & CLONE_VM != 0 && f & CLONE_VFORK == 0 {
+        // A separate process sharing memory with its parent.
         return Err(Errno::ENOSYS);
     }
     if f & (NAMESPACE_FLAGS | CLONE_PIDFD | CLONE_FILES | CLONE_FS) != 0 {
@@ -134,7 +140,6 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
         }
     };
     task.cpu = start.cpu;
-    kernel.procs.set_interrupter(start.tid, task.interrupter());
     let _ = tx.send(Ok(()));
     let status = match task.run() {
         Ok(s) => s,
@@ -143,7 +148,7 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
             ExitStatus::Signal(libc::SIGKILL)
         }
     };
-    task.exit_process(status);
+    task.finish(status);
 }
 
 fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Thread>, Errno> {
@@ -186,4 +191,106 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     let t = Arc::new(t);
     kernel.threads.lock().insert(s.tid, t.clone());
     Ok(t)
+}
+
+/// A new thread in the caller's thread group: same memory, signal
+/// handlers and (with CLONE_FILES, CLONE_FS) descriptors and filesystem
+/// context. Its guest code runs on a new stub thread in the same stub,
+/// driven by a new host thread.
+fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
+    let f = args.flags;
+    if f & (NAMESPACE_FLAGS | CLONE_PIDFD | CLONE_VFORK) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kernel = task.kernel.clone();
+    let p = task.thread.clone();
+    let mm = p.mm();
+    let token = mm.space().spawn_thread().map_err(|e| {
+        log::warn!("clone: cannot create a stub thread: {e}");
+        Errno::EAGAIN
+    })?;
+    let tid = kernel.alloc_tid();
+    let fs = if f & CLONE_FS != 0 {
+        p.fs()
+    } else {
+        let pfs = p.fs();
+        let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
+        fs.swap_umask(pfs.umask());
+        fs
+    };
+    let t = Thread::new_init(tid, p.creds(), mm.clone(), fs);
+    let t = Thread { tgid: p.tgid, ppid: p.ppid, sigactions: p.sigactions.clone(), ..t };
+    *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
+    *t.comm.lock() = p.comm.lock().clone();
+    *t.exe.lock() = p.exe.lock().clone();
+    *t.args.lock() = *p.args.lock();
+    *t.auxv.lock() = p.auxv.lock().clone();
+    *t.rlimits.lock() = *p.rlimits.lock();
+    *t.attrs.lock() = p.attrs.lock().clone();
+    t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
+    if f & CLONE_CHILD_CLEARTID != 0 {
+        t.clear_child_tid.store(args.child_tid, std::sync::atomic::Ordering::Relaxed);
+    }
+    let tid_bytes = tid.to_le_bytes();
+    if f & CLONE_PARENT_SETTID != 0 {
+        mm.copy_out(args.parent_tid, &tid_bytes)?;
+    }
+    if f & CLONE_CHILD_SETTID != 0 {
+        mm.copy_out(args.child_tid, &tid_bytes)?;
+    }
+    let mut cpu = task.cpu.clone();
+    cpu.regs.rax = 0;
+    cpu.fpu_dirty = true;
+    if args.stack != 0 {
+        cpu.regs.rsp = args.stack;
+    }
+    if f & CLONE_SETTLS != 0 {
+        cpu.regs.fs_base = args.tls;
+    }
+    let t = Arc::new(t);
+    kernel.threads.lock().insert(tid, t.clone());
+    let (tx, rx) = mpsc::channel();
+    let k = kernel.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("task-{tid}"))
+        .stack_size(8 << 20)
+        .spawn(move || run_thread(k, t, token, cpu, tx));
+    let started = spawned.is_ok() && matches!(rx.recv(), Ok(Ok(())));
+    if !started {
+        kernel.threads.lock().remove(&tid);
+        return Err(Errno::EAGAIN);
+    }
+    u64::try_from(tid).map_err(|_| Errno::EAGAIN)
+}
+
+fn run_thread(
+    kernel: Arc<super::Kernel>,
+    thread: Arc<Thread>,
+    token: crate::platform::ThreadToken,
+    cpu: CpuState,
+    tx: mpsc::Sender<Result<(), Errno>>,
+) {
+    let mut task = match Task::new(kernel, thread.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            log::warn!("clone: cannot create a platform context: {e}");
+            let _ = tx.send(Err(Errno::EAGAIN));
+            return;
+        }
+    };
+    if let Err(e) = thread.mm().space().adopt_thread(token) {
+        log::warn!("clone: cannot take over the stub thread: {e}");
+        let _ = tx.send(Err(Errno::EAGAIN));
+        return;
+    }
+    task.cpu = cpu;
+    let _ = tx.send(Ok(()));
+    let status = match task.run() {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("task {}: platform failure: {e}", thread.tid);
+            ExitStatus::Signal(libc::SIGKILL)
+        }
+    };
+    task.finish(status);
 }

@@ -13,10 +13,27 @@ pub struct FutexKey {
     pub addr: u64,
 }
 
+impl FutexKey {
+    /// The key of the word at `addr` in `mm` (private to the address
+    /// space).
+    pub fn of(mm: &Arc<crate::mm::MemoryManager>, addr: u64) -> FutexKey {
+        FutexKey { space: Arc::as_ptr(mm) as usize, addr }
+    }
+}
+
 struct Waiter {
+    /// The guest thread waiting (so it can be interrupted).
+    tid: i32,
     bitset: u32,
-    woken: Mutex<bool>,
+    woken: Mutex<Wake>,
     cond: Condvar,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    Waiting,
+    Woken,
+    Interrupted,
 }
 
 /// The futex wait queues of a sandbox.
@@ -28,15 +45,17 @@ pub struct Futexes {
 impl Futexes {
     /// Sleeps on `key` if `check()` (run under the queue lock, reading the
     /// futex word) says the value still matches; returns EAGAIN if not and
-    /// ETIMEDOUT at `deadline`.
+    /// ETIMEDOUT at `deadline`. `tid` is the waiting guest thread;
+    /// `interrupt(tid)` ends the wait with EINTR.
     pub fn wait(
         &self,
         key: FutexKey,
+        tid: i32,
         bitset: u32,
         deadline: Option<Instant>,
         check: impl FnOnce() -> Result<bool, Errno>,
     ) -> Result<(), Errno> {
-        let w = Arc::new(Waiter { bitset, woken: Mutex::new(false), cond: Condvar::new() });
+        let w = Arc::new(Waiter { tid, bitset, woken: Mutex::new(Wake::Waiting), cond: Condvar::new() });
         {
             let mut q = self.queues.lock();
             if !check()? {
@@ -45,23 +64,42 @@ impl Futexes {
             q.entry(key).or_default().push(w.clone());
         }
         let mut woken = w.woken.lock();
-        while !*woken {
+        loop {
+            match *woken {
+                Wake::Woken => return Ok(()),
+                Wake::Interrupted => {
+                    drop(woken);
+                    return self.cancel(key, &w, Errno::EINTR);
+                }
+                Wake::Waiting => {}
+            }
             match deadline {
                 Some(d) => {
-                    if w.cond.wait_until(&mut woken, d).timed_out() && !*woken {
+                    if w.cond.wait_until(&mut woken, d).timed_out() && *woken == Wake::Waiting {
                         drop(woken);
-                        return self.cancel(key, &w);
+                        return self.cancel(key, &w, Errno::ETIMEDOUT);
                     }
                 }
                 None => w.cond.wait(&mut woken),
             }
         }
-        Ok(())
     }
 
-    /// Removes a timed-out waiter; if a wake raced with the timeout, the
-    /// wake wins.
-    fn cancel(&self, key: FutexKey, w: &Arc<Waiter>) -> Result<(), Errno> {
+    /// Ends the futex wait of guest thread `tid`, if any, with EINTR.
+    pub fn interrupt(&self, tid: i32) {
+        let q = self.queues.lock();
+        for w in q.values().flatten().filter(|w| w.tid == tid) {
+            let mut state = w.woken.lock();
+            if *state == Wake::Waiting {
+                *state = Wake::Interrupted;
+            }
+            w.cond.notify_all();
+        }
+    }
+
+    /// Removes a timed-out or interrupted waiter; if a wake raced with it,
+    /// the wake wins.
+    fn cancel(&self, key: FutexKey, w: &Arc<Waiter>, why: Errno) -> Result<(), Errno> {
         let mut q = self.queues.lock();
         if let Some(v) = q.get_mut(&key) {
             if let Some(i) = v.iter().position(|x| Arc::ptr_eq(x, w)) {
@@ -69,7 +107,7 @@ impl Futexes {
                 if v.is_empty() {
                     q.remove(&key);
                 }
-                return Err(Errno::ETIMEDOUT);
+                return Err(why);
             }
         }
         Ok(())
@@ -88,7 +126,7 @@ impl Futexes {
         while i < v.len() && woken < n {
             if v[i].bitset & bitset != 0 {
                 let w = v.remove(i);
-                *w.woken.lock() = true;
+                *w.woken.lock() = Wake::Woken;
                 w.cond.notify_one();
                 woken += 1;
             } else {
@@ -162,16 +200,16 @@ mod tests {
     #[test]
     fn mismatched_value_does_not_sleep() {
         let f = Futexes::default();
-        assert_eq!(f.wait(K, u32::MAX, None, || Ok(false)), Err(Errno::EAGAIN));
+        assert_eq!(f.wait(K, 1, u32::MAX, None, || Ok(false)), Err(Errno::EAGAIN));
     }
 
     #[test]
     fn timeout_and_wake() {
         let f = Arc::new(Futexes::default());
         let d = Instant::now() + Duration::from_millis(10);
-        assert_eq!(f.wait(K, u32::MAX, Some(d), || Ok(true)), Err(Errno::ETIMEDOUT));
+        assert_eq!(f.wait(K, 1, u32::MAX, Some(d), || Ok(true)), Err(Errno::ETIMEDOUT));
         let f2 = f.clone();
-        let h = std::thread::spawn(move || f2.wait(K, u32::MAX, None, || Ok(true)));
+        let h = std::thread::spawn(move || f2.wait(K, 1, u32::MAX, None, || Ok(true)));
         while f.wake(K, 1, u32::MAX) == 0 {
             std::thread::yield_now();
         }
@@ -179,10 +217,22 @@ mod tests {
     }
 
     #[test]
+    fn interrupt_ends_a_wait_with_eintr() {
+        let f = Arc::new(Futexes::default());
+        let f2 = f.clone();
+        let h = std::thread::spawn(move || f2.wait(K, 7, u32::MAX, None, || Ok(true)));
+        std::thread::sleep(Duration::from_millis(20));
+        f.interrupt(8);
+        f.interrupt(7);
+        assert_eq!(h.join().unwrap(), Err(Errno::EINTR));
+        assert_eq!(f.wake(K, 1, u32::MAX), 0, "the interrupted waiter left the queue");
+    }
+
+    #[test]
     fn bitsets_select_waiters() {
         let f = Arc::new(Futexes::default());
         let f2 = f.clone();
-        let h = std::thread::spawn(move || f2.wait(K, 0b10, None, || Ok(true)));
+        let h = std::thread::spawn(move || f2.wait(K, 1, 0b10, None, || Ok(true)));
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(f.wake(K, 10, 0b01), 0);
         assert_eq!(f.wake(K, 10, 0b10), 1);

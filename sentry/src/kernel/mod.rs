@@ -116,11 +116,35 @@ impl Kernel {
         }
     }
 
-    /// Makes `sig` pending for `target` and interrupts its guest code so
-    /// the signal is acted on at its next kernel entry.
+    /// Makes `sig` pending for `target` and interrupts it so the signal is
+    /// acted on at its next kernel entry.
     pub fn send_signal(&self, target: &Thread, sig: i32) {
         target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
-        self.procs.interrupt(target.tgid);
+        self.interrupt(target);
+    }
+
+    /// Interrupts `t`: its running guest code stops and a futex wait it is
+    /// blocked in ends with EINTR.
+    pub fn interrupt(&self, t: &Thread) {
+        if let Some(i) = t.interrupter.lock().clone() {
+            i.interrupt();
+        }
+        self.futexes.interrupt(t.tid);
+    }
+
+    /// The threads of thread group `tgid`.
+    pub fn group(&self, tgid: i32) -> Vec<Arc<Thread>> {
+        self.threads.lock().values().filter(|t| t.tgid == tgid).cloned().collect()
+    }
+
+    /// Ends every thread of process `tgid` with `status` (exit_group, a
+    /// fatal signal).
+    pub fn exit_group(&self, tgid: i32, status: ExitStatus) {
+        if self.procs.start_group_exit(tgid, status) {
+            for t in self.group(tgid) {
+                self.interrupt(&t);
+            }
+        }
     }
 
     /// Seconds since the sandbox booted.

@@ -3,10 +3,8 @@
 //! running process.
 
 use super::task::ExitStatus;
-use crate::platform::Interrupter;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The pid of the sandbox's init process.
 pub const INIT_PID: i32 = 1;
@@ -19,9 +17,9 @@ struct Entry {
     status: Option<ExitStatus>,
     /// A vfork child released its parent (exec or exit).
     vfork_released: bool,
-    /// A fatal signal sent to the process.
-    kill: Option<i32>,
-    interrupter: Option<Arc<dyn Interrupter>>,
+    /// The whole process is exiting (exit_group or a fatal signal), with
+    /// this status.
+    group_exit: Option<ExitStatus>,
 }
 
 /// `wait` found no child matching its target (ECHILD).
@@ -52,7 +50,7 @@ impl ProcessTable {
     pub fn add(&self, pid: i32, ppid: i32) {
         let mut p = self.procs.lock();
         let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| (e.pgid, e.sid));
-        p.insert(pid, Entry { ppid, pgid, sid, status: None, vfork_released: false, kill: None, interrupter: None });
+        p.insert(pid, Entry { ppid, pgid, sid, status: None, vfork_released: false, group_exit: None });
     }
 
     /// Forgets a process that never ran (fork failed).
@@ -72,41 +70,23 @@ impl ProcessTable {
         self.procs.lock().get(&pid).map(|e| e.sid)
     }
 
-    /// Sets the interrupter used to stop the process's running guest code.
-    pub fn set_interrupter(&self, pid: i32, i: Arc<dyn Interrupter>) {
-        if let Some(e) = self.procs.lock().get_mut(&pid) {
-            e.interrupter = Some(i);
-        }
-    }
-
     /// Whether `pid` is alive (not a zombie).
     pub fn alive(&self, pid: i32) -> bool {
         self.procs.lock().get(&pid).is_some_and(|e| e.status.is_none())
     }
 
-    /// Marks a process for death by `sig` and interrupts it.
-    pub fn kill(&self, pid: i32, sig: i32) -> bool {
+    /// Starts the exit of every thread of `pid` with `status`; the first
+    /// request wins. Returns false if the process is gone.
+    pub fn start_group_exit(&self, pid: i32, status: ExitStatus) -> bool {
         let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else {
-            return false;
-        };
-        e.kill.get_or_insert(sig);
-        if let Some(i) = &e.interrupter {
-            i.interrupt();
-        }
+        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else { return false };
+        e.group_exit.get_or_insert(status);
         true
     }
 
-    /// Interrupts the running guest code of `pid`.
-    pub fn interrupt(&self, pid: i32) {
-        if let Some(i) = self.procs.lock().get(&pid).and_then(|e| e.interrupter.clone()) {
-            i.interrupt();
-        }
-    }
-
-    /// A fatal signal pending for `pid`.
-    pub fn pending_kill(&self, pid: i32) -> Option<i32> {
-        self.procs.lock().get(&pid).and_then(|e| e.kill)
+    /// The status the whole process `pid` is exiting with, if it is.
+    pub fn group_exit(&self, pid: i32) -> Option<ExitStatus> {
+        self.procs.lock().get(&pid).and_then(|e| e.group_exit)
     }
 
     /// Every live process in process group `pgid`.
@@ -126,7 +106,6 @@ impl ProcessTable {
         if let Some(e) = p.get_mut(&pid) {
             e.status = Some(status);
             e.vfork_released = true;
-            e.interrupter = None;
         }
         for e in p.values_mut().filter(|e| e.ppid == pid) {
             e.ppid = INIT_PID;
@@ -139,6 +118,18 @@ impl ProcessTable {
             p.remove(&k);
         }
         self.changed.notify_all();
+    }
+
+    /// Blocks until process `pid` has exited and returns its status.
+    pub fn wait_exit(&self, pid: i32) -> Option<ExitStatus> {
+        let mut p = self.procs.lock();
+        loop {
+            match p.get(&pid) {
+                None => return None,
+                Some(e) if e.status.is_some() => return e.status,
+                Some(_) => self.changed.wait(&mut p),
+            }
+        }
     }
 
     /// A vfork child execs or exits: its parent may run again.
@@ -208,6 +199,7 @@ impl ProcessTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn wait_reaps_exited_children_only() {

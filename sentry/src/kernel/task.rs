@@ -2,6 +2,7 @@
 //! the guest until it makes a system call or faults, handles that, and
 //! repeats until the thread exits.
 
+use super::futex::FutexKey;
 use super::signal::sigbit;
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
@@ -35,8 +36,11 @@ pub struct Task {
     pub thread: Arc<Thread>,
     pub cpu: CpuState,
     ctx: Box<dyn Context>,
-    /// Set when the thread (group) must stop running.
+    /// Set when the thread must stop running: the whole thread group
+    /// exits with this status, unless `thread_only`.
     pub exit: Option<ExitStatus>,
+    /// `exit` ends only this thread (the exit system call).
+    pub thread_only: bool,
     /// The handler replaced the whole register file (execve): do not store
     /// a return value in rax.
     pub regs_replaced: bool,
@@ -46,8 +50,9 @@ impl Task {
     /// A task for `thread`, run by the calling host thread.
     pub fn new(kernel: Arc<Kernel>, thread: Arc<Thread>) -> Result<Task, PlatformError> {
         let ctx = kernel.platform.new_context()?;
+        *thread.interrupter.lock() = Some(ctx.interrupter());
         let cpu = CpuState::new(kernel.platform.fpu_template());
-        Ok(Task { kernel, thread, cpu, ctx, exit: None, regs_replaced: false })
+        Ok(Task { kernel, thread, cpu, ctx, exit: None, thread_only: false, regs_replaced: false })
     }
 
     /// Runs the guest until it exits.
@@ -89,8 +94,8 @@ impl Task {
                 Event::Interrupted => {}
             }
             if self.exit.is_none() {
-                if let Some(sig) = self.kernel.procs.pending_kill(self.thread.tgid) {
-                    self.exit = Some(ExitStatus::Signal(sig));
+                if let Some(status) = self.kernel.procs.group_exit(self.thread.tgid) {
+                    self.exit = Some(status);
                 }
             }
             if self.exit.is_none() {
@@ -121,12 +126,36 @@ impl Task {
         self.ctx.interrupter()
     }
 
-    /// Ends the process: its descriptors close (so pipe peers see EOF), it
-    /// becomes a zombie for its parent, and it leaves the thread list.
-    pub fn exit_process(&mut self, status: ExitStatus) {
-        self.thread.fds().clear();
-        self.kernel.threads.lock().remove(&self.thread.tid);
-        self.kernel.procs.exit(self.thread.tgid, status);
+    /// Ends this thread after `run`: an exit of the whole group is passed
+    /// on to the other threads; the thread's CLONE_CHILD_CLEARTID word is
+    /// cleared and woken (pthread_join waits on it); the last thread out
+    /// ends the process, whose descriptors close (pipe peers see EOF) and
+    /// which becomes a zombie for its parent.
+    pub fn finish(&mut self, status: ExitStatus) {
+        let k = self.kernel.clone();
+        let (tid, tgid) = (self.thread.tid, self.thread.tgid);
+        if !self.thread_only {
+            k.exit_group(tgid, status);
+        }
+        let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
+        if ctid != 0 {
+            let mm = self.thread.mm();
+            if mm.copy_out(ctid, &0u32.to_le_bytes()).is_ok() {
+                k.futexes.wake(FutexKey::of(&mm, ctid), 1, u32::MAX);
+            }
+        }
+        *self.thread.interrupter.lock() = None;
+        let last = {
+            let mut threads = k.threads.lock();
+            threads.remove(&tid);
+            !threads.values().any(|t| t.tgid == tgid)
+        };
+        if last {
+            self.thread.fds().clear();
+            k.procs.exit(tgid, k.procs.group_exit(tgid).unwrap_or(status));
+        } else {
+            self.thread.mm().space().release_thread();
+        }
     }
 
     fn syscall(&mut self) {

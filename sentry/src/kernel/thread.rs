@@ -8,6 +8,7 @@ use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
 use super::signal::{AltStack, SigActions};
 use super::Credentials;
 use crate::mm::MemoryManager;
+use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
@@ -79,6 +80,8 @@ pub struct Thread {
     pub clear_child_tid: AtomicU64,
     pub robust_list: Mutex<(u64, u64)>,
     pub start: Instant,
+    /// Stops this thread's guest code (set once its task runs).
+    pub interrupter: Mutex<Option<Arc<dyn Interrupter>>>,
 }
 
 impl Thread {
@@ -105,6 +108,7 @@ impl Thread {
             clear_child_tid: AtomicU64::new(0),
             robust_list: Mutex::new((0, 0)),
             start: Instant::now(),
+            interrupter: Mutex::new(None),
         }
     }
 

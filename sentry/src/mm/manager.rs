@@ -902,6 +902,13 @@ mod tests {
         fn reserved(&self) -> std::ops::Range<u64> {
             0x7000_0000_0000..0x7000_0000_1000
         }
+        fn spawn_thread(&self) -> PResult<crate::platform::ThreadToken> {
+            Err(crate::platform::PlatformError::Unsupported("no threads in the fake"))
+        }
+        fn adopt_thread(&self, _token: crate::platform::ThreadToken) -> PResult<()> {
+            Err(crate::platform::PlatformError::Unsupported("no threads in the fake"))
+        }
+        fn release_thread(&self) {}
         fn as_any(&self) -> &dyn std::any::Any {
             self
         }

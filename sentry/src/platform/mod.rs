@@ -119,9 +119,21 @@ pub trait AddressSpace: Send + Sync {
     /// The guest addresses the platform itself occupies (never given to the
     /// guest).
     fn reserved(&self) -> std::ops::Range<u64>;
+    /// Called on a host thread that runs guest code in this space: prepares
+    /// another thread of guest code for a new task (a guest thread) and
+    /// returns a token for it.
+    fn spawn_thread(&self) -> Result<ThreadToken>;
+    /// Called on the new task's host thread before its first switch.
+    fn adopt_thread(&self, token: ThreadToken) -> Result<()>;
+    /// Called on a host thread that will not run guest code here again
+    /// (its guest thread exited while others go on).
+    fn release_thread(&self);
     /// The platform's concrete type, for its own `Context`.
     fn as_any(&self) -> &dyn std::any::Any;
 }
+
+/// A thread of guest code prepared by `spawn_thread`.
+pub type ThreadToken = u64;
 
 /// The execution context of one host thread running guest code.
 pub trait Context: Send {

@@ -6,7 +6,6 @@ use crate::abi::layout::Decoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::futex::FutexKey;
 use crate::kernel::Task;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub(super) const ENTRIES: Entries = &[(
@@ -30,8 +29,7 @@ fn key(task: &Task, addr: u64) -> Result<FutexKey, Errno> {
     if addr % 4 != 0 {
         return Err(Errno::EINVAL);
     }
-    let mm = task.thread.mm();
-    Ok(FutexKey { space: Arc::as_ptr(&mm) as usize, addr })
+    Ok(FutexKey::of(&task.thread.mm(), addr))
 }
 
 fn read_word(task: &Task, addr: u64) -> Result<u32, Errno> {
@@ -125,7 +123,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             }
             let k = key(task, addr)?;
             let until = deadline(task, a[3], cmd == FUTEX_WAIT_BITSET, realtime)?;
-            futexes.wait(k, bitset, until, || Ok(read_word(task, addr)? == val))?;
+            futexes.wait(k, task.thread.tid, bitset, until, || Ok(read_word(task, addr)? == val))?;
             Ok(0)
         }
         FUTEX_WAKE | FUTEX_WAKE_BITSET => {

@@ -12,7 +12,7 @@ use crate::vfs::Dentry;
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
-    ("exit", sys_exit, Partial("ends the whole process (threads arrive with thread support)")),
+    ("exit", sys_exit, Full),
     ("exit_group", sys_exit_group, Full),
     ("execve", sys_execve, Full),
     ("execveat", sys_execveat, Full),
@@ -26,6 +26,7 @@ pub(super) const ENTRIES: Entries = &[
 
 fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
     task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
+    task.thread_only = true;
     Ok(0)
 }
 

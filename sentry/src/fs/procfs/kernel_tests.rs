@@ -46,6 +46,16 @@ impl AddressSpace for NoSpace {
         TASK_SIZE - 4096..TASK_SIZE
     }
 
+    fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
+        Err(platform::PlatformError::Unsupported("no guest code runs here"))
+    }
+
+    fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
+        Err(platform::PlatformError::Unsupported("no guest code runs here"))
+    }
+
+    fn release_thread(&self) {}
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }

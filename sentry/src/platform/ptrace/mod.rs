@@ -7,8 +7,10 @@
 mod stub;
 mod sys;
 
+pub use stub::THREAD_FLAGS;
+
 use crate::platform::{
-    Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError, Result,
+    Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError, Result, ThreadToken,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -144,6 +146,11 @@ impl PtraceAddressSpace {
     /// Runs a host system call inside the stub on thread `tid` (which must be
     /// stopped and traced by the calling thread) and returns its result.
     fn syscall(&self, tid: libc::pid_t, nr: libc::c_long, args: [u64; 6]) -> Result<u64> {
+        self.syscall_at(tid, 0, nr, args)
+    }
+
+    /// Like `syscall`, starting at `entry` in the stub page.
+    fn syscall_at(&self, tid: libc::pid_t, entry: u64, nr: libc::c_long, args: [u64; 6]) -> Result<u64> {
         let mut regs = sys::get_regs(tid)?;
         regs.rax = u64::try_from(nr).unwrap_or(u64::MAX);
         regs.orig_rax = u64::MAX;
@@ -153,7 +160,7 @@ impl PtraceAddressSpace {
         regs.r10 = args[3];
         regs.r8 = args[4];
         regs.r9 = args[5];
-        regs.rip = self.stub;
+        regs.rip = self.stub + entry;
         sys::set_regs(tid, &regs)?;
         sys::resume(libc::PTRACE_CONT, tid, 0)?;
         loop {
@@ -198,6 +205,35 @@ impl AddressSpace for PtraceAddressSpace {
 
     fn reserved(&self) -> std::ops::Range<u64> {
         self.stub..self.stub + STUB_PAGE_LEN
+    }
+
+    fn spawn_thread(&self) -> Result<ThreadToken> {
+        let tid = self.current_thread()?;
+        let new = self.syscall_at(tid, stub::CLONE_ENTRY, libc::SYS_clone, [THREAD_FLAGS, 0, 0, 0, 0, 0])?;
+        Ok(new)
+    }
+
+    fn adopt_thread(&self, token: ThreadToken) -> Result<()> {
+        let tid = libc::pid_t::try_from(token).map_err(|_| PlatformError::Unsupported("bad stub thread token"))?;
+        sys::seize(tid, libc::PTRACE_O_EXITKILL | libc::PTRACE_O_TRACESYSGOOD)?;
+        sys::interrupt(tid)?;
+        match sys::wait(tid)? {
+            sys::WaitStatus::Stopped(_) => {}
+            other => return Err(PlatformError::StubDied(format!("new stub thread: {other:?}"))),
+        }
+        // Run where this host thread runs, as the stub's first thread does.
+        if let [cpu] = sys::allowed_cpus().as_slice() {
+            sys::pin(tid, *cpu);
+        }
+        self.threads.lock().insert(sys::gettid(), tid);
+        Ok(())
+    }
+
+    fn release_thread(&self) {
+        let Ok(tid) = self.current_thread() else { return };
+        // The stub thread exits; another thread of the stub goes on.
+        let _ = self.syscall(tid, libc::SYS_exit, [0; 6]);
+        self.threads.lock().remove(&sys::gettid());
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -7,8 +7,34 @@
 use crate::platform::{PlatformError, Result};
 use std::sync::OnceLock;
 
-/// `syscall; int3`.
-const STUB_CODE: [u8; 3] = [0x0f, 0x05, 0xcc];
+/// The stub page's code. At 0, `syscall; int3`: a host call injected on a
+/// stopped stub thread, after which the thread traps back to its tracer.
+/// At [`CLONE_ENTRY`], the same for an injected `clone` of a new stub
+/// thread, except that the new thread (rax 0) parks in `pause()` until its
+/// own tracer seizes it.
+const STUB_CODE: [u8; 25] = [
+    0x0f, 0x05, // 0: syscall
+    0xcc, // 2: int3
+    0x90, 0x90, 0x90, 0x90, 0x90, // 3: padding
+    0x0f, 0x05, // 8: syscall (clone)
+    0x48, 0x85, 0xc0, // 10: test rax, rax
+    0x75, 0x09, // 13: jnz 24 (the caller, or an error)
+    0xb8, 0x22, 0x00, 0x00, 0x00, // 15: mov eax, SYS_pause
+    0x0f, 0x05, // 20: syscall
+    0xeb, 0xf7, // 22: jmp 15
+    0xcc, // 24: int3
+];
+
+/// Where an injected `clone` of a stub thread starts.
+pub const CLONE_ENTRY: u64 = 8;
+
+/// The flags of a new stub thread: a thread of the stub process.
+pub const THREAD_FLAGS: u64 = (libc::CLONE_VM
+    | libc::CLONE_FS
+    | libc::CLONE_FILES
+    | libc::CLONE_SIGHAND
+    | libc::CLONE_THREAD
+    | libc::CLONE_SYSVSEM) as u64;
 
 /// The highest user address plus one on x86-64 with 4-level paging.
 pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
@@ -124,8 +150,6 @@ fn stub_child(memfd: i32, rseq: (u64, u32), filter: *const libc::sock_fprog) -> 
             raw(libc::SYS_rseq, [rseq.0, u64::from(rseq.1), RSEQ_FLAG_UNREGISTER, RSEQ_SIG]);
         }
     }
-    let sigkill = u64::try_from(libc::SIGKILL).unwrap_or(9);
-    raw(libc::SYS_prctl, [u64::try_from(libc::PR_SET_PDEATHSIG).unwrap_or(1), sigkill, 0, 0]);
     raw(libc::SYS_setpgid, [0, 0, 0, 0]);
     if fd > 0 {
         raw(libc::SYS_close_range, [0, fd - 1, 0, 0]);

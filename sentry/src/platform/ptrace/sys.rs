@@ -30,6 +30,21 @@ pub fn set_options(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
     check(r, "PTRACE_SETOPTIONS").map(drop)
 }
 
+/// Attaches to `tid` without stopping it (PTRACE_SEIZE) with `options`.
+pub fn seize(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
+    let data = usize::try_from(options).unwrap_or(0);
+    // SAFETY: PTRACE_SEIZE takes the option bits by value.
+    let r = unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0usize, data) };
+    check(r, "PTRACE_SEIZE").map(drop)
+}
+
+/// Stops a seized thread (PTRACE_INTERRUPT).
+pub fn interrupt(tid: libc::pid_t) -> Result<()> {
+    // SAFETY: PTRACE_INTERRUPT takes no pointers.
+    let r = unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0usize, 0usize) };
+    check(r, "PTRACE_INTERRUPT").map(drop)
+}
+
 pub fn get_regs(tid: libc::pid_t) -> Result<libc::user_regs_struct> {
     let mut regs = MaybeUninit::<libc::user_regs_struct>::uninit();
     // SAFETY: the kernel writes a whole user_regs_struct to the pointer.
