@@ -76,6 +76,18 @@ errnos!(
 );
 
 impl Errno {
+    /// Kernel-internal: the system call was interrupted and restarts unless
+    /// a handler without SA_RESTART runs (then EINTR). Never seen by the
+    /// guest.
+    pub const ERESTARTSYS: Errno = Errno(512);
+    /// Kernel-internal: restarts unless any handler runs (then EINTR).
+    pub const ERESTARTNOHAND: Errno = Errno(514);
+
+    /// Whether this is a kernel-internal restart request.
+    pub fn is_restart(self) -> bool {
+        self == Errno::ERESTARTSYS || self == Errno::ERESTARTNOHAND
+    }
+
     /// Errors raised by the host kernel on the sentry's or gofer's own calls.
     pub fn last_os_error() -> Errno {
         Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))

@@ -141,8 +141,30 @@ impl HostStream {
     }
 }
 
+impl HostStream {
+    /// Waits until the host descriptor is readable, giving up (ERESTARTSYS)
+    /// when the calling guest thread is interrupted. The host stream is
+    /// polled in slices so a signal is noticed within one.
+    fn wait_readable(&self) -> Result<(), Errno> {
+        const SLICE_MS: i32 = 50;
+        let me = crate::kernel::thread::current();
+        loop {
+            let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd.
+            let n = unsafe { libc::poll(&mut p, 1, SLICE_MS) };
+            if n != 0 {
+                return Ok(());
+            }
+            if me.as_ref().is_some_and(|t| t.interrupt_pending()) {
+                return Err(Errno::ERESTARTSYS);
+            }
+        }
+    }
+}
+
 impl FileOps for HostStream {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        self.wait_readable()?;
         // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
         io(|| unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
     }

@@ -1,6 +1,7 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
 use crate::abi::Errno;
+use crate::kernel::wait::{wait_once, Waker};
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFIFO};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -46,6 +47,15 @@ impl Pipe {
     pub fn writer(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
         self.state.lock().writers += 1;
         Arc::new(PipeEnd { pipe: self.clone(), write: true, nonblock: AtomicBool::new(nonblock) })
+    }
+
+    /// Wakes whoever waits on this pipe (to notice an interruption).
+    fn waker(self: &Arc<Pipe>) -> Waker {
+        let p = self.clone();
+        Arc::new(move || {
+            let _g = p.state.lock();
+            p.cond.notify_all();
+        })
     }
 
     /// Bytes waiting to be read (FIONREAD).
@@ -127,7 +137,7 @@ impl FileOps for PipeEnd {
             if self.nonblocking() {
                 return Err(Errno::EAGAIN);
             }
-            self.pipe.cond.wait(&mut s);
+            wait_once(&mut s, &self.pipe.cond, self.pipe.waker())?;
         }
     }
 
@@ -155,7 +165,11 @@ impl FileOps for PipeEnd {
             if self.nonblocking() {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
-            self.pipe.cond.wait(&mut s);
+            match wait_once(&mut s, &self.pipe.cond, self.pipe.waker()) {
+                Ok(()) => {}
+                Err(_) if done > 0 => return Ok(done),
+                Err(e) => return Err(e),
+            }
         }
         Ok(done)
     }

@@ -12,6 +12,7 @@ pub mod signal;
 pub mod signal_frame;
 pub mod task;
 pub mod thread;
+pub mod wait;
 
 pub use creds::Credentials;
 pub use fs_context::FsContext;
@@ -126,10 +127,15 @@ impl Kernel {
     /// Interrupts `t`: its running guest code stops and a futex wait it is
     /// blocked in ends with EINTR.
     pub fn interrupt(&self, t: &Thread) {
+        t.interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(i) = t.interrupter.lock().clone() {
             i.interrupt();
         }
         self.futexes.interrupt(t.tid);
+        let waker = t.waker.lock().clone();
+        if let Some(w) = waker {
+            w();
+        }
     }
 
     /// The threads of thread group `tgid`.
@@ -142,6 +148,7 @@ impl Kernel {
     pub fn exit_group(&self, tgid: i32, status: ExitStatus) {
         if self.procs.start_group_exit(tgid, status) {
             for t in self.group(tgid) {
+                t.exiting.store(true, std::sync::atomic::Ordering::SeqCst);
                 self.interrupt(&t);
             }
         }

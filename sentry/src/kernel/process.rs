@@ -3,8 +3,10 @@
 //! running process.
 
 use super::task::ExitStatus;
+use super::wait::{wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The pid of the sandbox's init process.
 pub const INIT_PID: i32 = 1;
@@ -22,9 +24,14 @@ struct Entry {
     group_exit: Option<ExitStatus>,
 }
 
-/// `wait` found no child matching its target (ECHILD).
+/// Why `wait` returned without a child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NoChildren;
+pub enum WaitError {
+    /// No child matches the target (ECHILD).
+    NoChildren,
+    /// The waiting thread was interrupted.
+    Interrupted(crate::abi::Errno),
+}
 
 /// What `wait4` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,16 +41,12 @@ pub enum WaitTarget {
     Group(i32),
 }
 
+#[derive(Default)]
 pub struct ProcessTable {
-    procs: Mutex<HashMap<i32, Entry>>,
-    changed: Condvar,
+    procs: Arc<Mutex<HashMap<i32, Entry>>>,
+    changed: Arc<Condvar>,
 }
 
-impl Default for ProcessTable {
-    fn default() -> Self {
-        ProcessTable { procs: Mutex::new(HashMap::new()), changed: Condvar::new() }
-    }
-}
 
 impl ProcessTable {
     /// Registers a new process; its group and session are its parent's.
@@ -157,7 +160,7 @@ impl ProcessTable {
         target: WaitTarget,
         block: bool,
         peek: bool,
-    ) -> Result<Option<(i32, ExitStatus)>, NoChildren> {
+    ) -> Result<Option<(i32, ExitStatus)>, WaitError> {
         let mut p = self.procs.lock();
         loop {
             let matches = |pid: i32, e: &Entry| {
@@ -186,12 +189,17 @@ impl ProcessTable {
                 return Ok(Some((pid, s)));
             }
             if !any {
-                return Err(NoChildren);
+                return Err(WaitError::NoChildren);
             }
             if !block {
                 return Ok(None);
             }
-            self.changed.wait(&mut p);
+            let (procs, changed) = (self.procs.clone(), self.changed.clone());
+            let wake: Waker = Arc::new(move || {
+                let _g = procs.lock();
+                changed.notify_all();
+            });
+            wait_once(&mut p, &self.changed, wake).map_err(WaitError::Interrupted)?;
         }
     }
 }
@@ -199,7 +207,6 @@ impl ProcessTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn wait_reaps_exited_children_only() {
@@ -212,8 +219,8 @@ mod tests {
         assert_eq!(t.wait(1, WaitTarget::Pid(2), false, false), Ok(None));
         assert_eq!(t.wait(1, WaitTarget::Any, false, true), Ok(Some((3, ExitStatus::Code(4)))));
         assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(Some((3, ExitStatus::Code(4)))));
-        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(NoChildren), "already reaped");
-        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(NoChildren), "no children");
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(WaitError::NoChildren), "already reaped");
+        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(WaitError::NoChildren), "no children");
     }
 
     #[test]

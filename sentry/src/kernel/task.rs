@@ -153,6 +153,9 @@ impl Task {
         if last {
             self.thread.fds().clear();
             k.procs.exit(tgid, k.procs.group_exit(tgid).unwrap_or(status));
+            if let Some(parent) = k.thread(k.procs.ppid(tgid)) {
+                k.send_signal(&parent, libc::SIGCHLD);
+            }
         } else {
             self.thread.mm().space().release_thread();
         }
@@ -162,15 +165,38 @@ impl Task {
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
         self.regs_replaced = false;
+        self.thread.interrupted.store(false, Ordering::SeqCst);
         let result = syscalls::dispatch(self, nr, args);
         if self.kernel.opts.strace {
             syscalls::strace::log(self, nr, &args, &result);
         }
-        if !self.regs_replaced {
-            self.cpu.regs.rax = match result {
-                Ok(v) => v,
-                Err(e) => errno_to_rax(e),
-            };
+        if self.regs_replaced {
+            return;
+        }
+        self.cpu.regs.rax = match result {
+            Ok(v) => v,
+            Err(e) if e.is_restart() => self.restart_or_eintr(e),
+            Err(e) => errno_to_rax(e),
+        };
+    }
+
+    /// An interrupted system call: it ends with EINTR if the signal about
+    /// to be delivered runs a handler (unless SA_RESTART allows ERESTARTSYS
+    /// to restart); otherwise it restarts: the guest re-executes the
+    /// `syscall` instruction.
+    fn restart_or_eintr(&mut self, e: Errno) -> u64 {
+        const SA_RESTART: u64 = 0x1000_0000;
+        let deliverable = self.thread.sigpending.load(Ordering::SeqCst) & !self.thread.sigmask();
+        let handler = (deliverable != 0)
+            .then(|| usize::try_from(deliverable.trailing_zeros() + 1).unwrap_or(1))
+            .map(|sig| self.thread.sigactions.swap(sig, None))
+            .filter(|a| a.handler > 1);
+        match handler {
+            Some(a) if e == Errno::ERESTARTNOHAND || a.flags & SA_RESTART == 0 => errno_to_rax(Errno::EINTR),
+            _ => {
+                self.cpu.regs.rip -= 2;
+                self.cpu.regs.orig_rax
+            }
         }
     }
 

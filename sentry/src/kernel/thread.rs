@@ -12,7 +12,7 @@ use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,6 +82,15 @@ pub struct Thread {
     pub start: Instant,
     /// Stops this thread's guest code (set once its task runs).
     pub interrupter: Mutex<Option<Arc<dyn Interrupter>>>,
+    /// Something (a signal, an exit) wants this thread out of any wait;
+    /// cleared when its next system call starts.
+    pub interrupted: AtomicBool,
+    /// Its process is exiting (never cleared).
+    pub exiting: AtomicBool,
+    /// Wakes the wait the thread is blocked in, if any.
+    pub waker: Mutex<Option<super::wait::Waker>>,
+    /// Where the thread sleeps (nanosleep and friends).
+    pub sleeper: Arc<super::wait::Sleeper>,
 }
 
 impl Thread {
@@ -109,6 +118,10 @@ impl Thread {
             robust_list: Mutex::new((0, 0)),
             start: Instant::now(),
             interrupter: Mutex::new(None),
+            interrupted: AtomicBool::new(false),
+            exiting: AtomicBool::new(false),
+            waker: Mutex::new(None),
+            sleeper: Arc::default(),
         }
     }
 
@@ -138,6 +151,15 @@ impl Thread {
 
     pub fn sigmask(&self) -> u64 {
         self.sigmask.load(Ordering::Relaxed)
+    }
+
+    /// Whether a blocking operation of this thread must give up: it was
+    /// interrupted, its process is exiting, or a signal it does not block
+    /// is pending.
+    pub fn interrupt_pending(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+            || self.exiting.load(Ordering::SeqCst)
+            || self.sigpending.load(Ordering::SeqCst) & !self.sigmask() != 0
     }
 }
 

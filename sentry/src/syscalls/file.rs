@@ -271,10 +271,18 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
 
+/// A write to a pipe without readers also raises SIGPIPE, as Linux does.
+fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
+    if r == Err(Errno::EPIPE) {
+        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+    }
+    r
+}
+
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     if !f.ops.seekable() {
-        return write_from(task, a[1], count(a[2]), |buf, _| f.write(buf));
+        return sigpipe_on_epipe(task, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
@@ -389,7 +397,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        return writev_from(task, &iov, |buf, _| f.write(buf));
+        return sigpipe_on_epipe(task, writev_from(task, &iov, |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }

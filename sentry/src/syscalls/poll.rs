@@ -4,11 +4,11 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::Task;
+use crate::kernel::{wait, Task};
 use crate::vfs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; the signal mask argument is not applied yet";
+const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; the signal mask argument is not applied yet; a signal ends the wait";
 
 pub(super) const ENTRIES: Entries = &[
     ("poll", sys_poll, Partial(NOTE)),
@@ -44,7 +44,7 @@ fn wait_for(deadline: Option<Instant>, mut check: impl FnMut() -> Result<usize, 
             Some(d) => pause.min(d - now),
             None => pause,
         };
-        std::thread::sleep(nap);
+        wait::sleep_until(Instant::now() + nap).map_err(|_| Errno::ERESTARTNOHAND)?;
         pause = (pause * 2).min(Duration::from_millis(10));
     }
 }

@@ -6,7 +6,7 @@ use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
-use crate::kernel::process::{NoChildren, WaitTarget};
+use crate::kernel::process::{WaitError, WaitTarget};
 use crate::kernel::{ExitStatus, Task};
 use crate::vfs::Dentry;
 use std::sync::Arc;
@@ -133,7 +133,7 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
         p => WaitTarget::Pid(p),
     };
-    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(|NoChildren| Errno::ECHILD)?;
+    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(wait_errno)?;
     let Some((child, status)) = r else {
         return Ok(0);
     };
@@ -170,7 +170,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let block = options & WNOHANG == 0;
     let peek = options & WNOWAIT != 0;
-    let r = task.kernel.procs.wait(me, target, block, peek).map_err(|NoChildren| Errno::ECHILD)?;
+    let r = task.kernel.procs.wait(me, target, block, peek).map_err(wait_errno)?;
     let mut info = Encoder::with_capacity(128);
     if let Some((pid, status)) = r {
         let (code, value) = match status {
@@ -185,4 +185,11 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_out(infop, info.as_bytes())?;
     }
     Ok(0)
+}
+
+fn wait_errno(e: WaitError) -> Errno {
+    match e {
+        WaitError::NoChildren => Errno::ECHILD,
+        WaitError::Interrupted(e) => e,
+    }
 }

@@ -41,7 +41,6 @@ pub(super) const ENTRIES: Entries = &[
 
 /// `sizeof(sigset_t)` in the kernel.
 const SIGSET_SIZE: u64 = 8;
-const NSIG: i32 = 64;
 /// Signals that can never be blocked.
 const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
@@ -176,32 +175,6 @@ fn new_mask(how: i32, old: u64, set: u64) -> Result<u64, Errno> {
     }
 }
 
-/// Acts on the pending signals the thread no longer blocks: ignored ones
-/// are discarded, a fatal one ends the process; those waiting for a
-/// handler or a stop stay pending until delivery arrives.
-fn act_on_unblocked(task: &mut Task) {
-    let ready = task.thread.sigpending.load(Ordering::Relaxed) & !task.thread.sigmask();
-    for sig in 1..=NSIG {
-        let bit = sigbit(sig);
-        let Some(idx) = valid_signal(sig).filter(|_| ready & bit != 0) else {
-            continue;
-        };
-        match disposition(sig, handler_of(task, idx)) {
-            Disposition::Ignore => {
-                task.thread.sigpending.fetch_and(!bit, Ordering::Relaxed);
-            }
-            Disposition::Fatal => {
-                task.thread.sigpending.fetch_and(!bit, Ordering::Relaxed);
-                task.exit = Some(ExitStatus::Signal(sig));
-                return;
-            }
-            Disposition::Stop | Disposition::Handler => {
-                log::warn!("task {}: signal {sig} stays pending: delivery is not supported yet", task.thread.tid);
-            }
-        }
-    }
-}
-
 fn sys_rt_sigprocmask(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[3] != SIGSET_SIZE {
         return Err(Errno::EINVAL);
@@ -211,7 +184,6 @@ fn sys_rt_sigprocmask(task: &mut Task, a: [u64; 6]) -> SysResult {
         let set = read_u64(task, a[1])?;
         let mask = new_mask(int(a[0]), old, set)?;
         task.thread.sigmask.store(mask, Ordering::Relaxed);
-        act_on_unblocked(task);
     }
     if a[2] != 0 {
         task.thread.mm().copy_out(a[2], &old.to_le_bytes())?;

@@ -5,7 +5,7 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::Task;
+use crate::kernel::{wait, Task};
 use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
@@ -225,13 +225,15 @@ fn sys_time(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 /// Sleeps for `t`, or with `absolute` until host clock `id` reaches `t`.
+/// Ends with ERESTARTNOHAND when a signal interrupts the sleep (EINTR
+/// for a handler, else the call restarts).
 fn sleep(id: libc::clockid_t, t: Timespec, absolute: bool) -> Result<(), Errno> {
     if !absolute {
-        std::thread::sleep(t.duration());
-        return Ok(());
+        let until = std::time::Instant::now() + t.duration();
+        return wait::sleep_until(until).map_err(|_| Errno::ERESTARTNOHAND);
     }
     while let Some(left) = t.remaining_after(now(id)?) {
-        std::thread::sleep(left);
+        wait::sleep_until(std::time::Instant::now() + left).map_err(|_| Errno::ERESTARTNOHAND)?;
     }
     Ok(())
 }

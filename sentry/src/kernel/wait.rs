@@ -1,0 +1,97 @@
+//! Interruptible waiting. A guest thread blocked in the sentry (a pipe
+//! read, wait4, a sleep) must wake when a signal arrives for it or its
+//! process exits, as a Linux task in TASK_INTERRUPTIBLE does. A blocking
+//! operation registers a wake-up hook on its thread; `Kernel::interrupt`
+//! calls it. The operation then ends with ERESTARTSYS, and the task's
+//! system call exit turns that into EINTR or a transparent restart.
+
+use super::thread::{self, Thread};
+use crate::abi::Errno;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The hook that wakes a blocked thread.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// Clears the thread's wake-up hook when the wait ends.
+struct Registration<'a> {
+    thread: Option<&'a Thread>,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread {
+            *t.waker.lock() = None;
+        }
+    }
+}
+
+/// Blocks on `cond` with `guard` held until `ready` returns true (Ok), the
+/// calling guest thread is interrupted (ERESTARTSYS) or `deadline` passes
+/// (ETIMEDOUT). `wake` must take the lock `guard` belongs to before
+/// notifying `cond`, so a wake-up is never lost.
+pub fn block_on<T>(
+    guard: &mut MutexGuard<'_, T>,
+    cond: &Condvar,
+    wake: Waker,
+    deadline: Option<Instant>,
+    mut ready: impl FnMut(&mut T) -> bool,
+) -> Result<(), Errno> {
+    let me = thread::current();
+    if let Some(t) = &me {
+        *t.waker.lock() = Some(wake);
+    }
+    let _registration = Registration { thread: me.as_deref() };
+    loop {
+        if ready(guard) {
+            return Ok(());
+        }
+        if me.as_ref().is_some_and(|t| t.interrupt_pending()) {
+            return Err(Errno::ERESTARTSYS);
+        }
+        match deadline {
+            Some(d) => {
+                if cond.wait_until(guard, d).timed_out() && !ready(guard) {
+                    return Err(Errno::ETIMEDOUT);
+                }
+            }
+            None => cond.wait(guard),
+        }
+    }
+}
+
+/// Waits once on `cond` (the caller re-checks its condition and loops),
+/// unless the calling guest thread is interrupted (ERESTARTSYS). `wake`
+/// must take the lock `guard` belongs to before notifying `cond`.
+pub fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) -> Result<(), Errno> {
+    let mut first = true;
+    block_on(guard, cond, wake, None, |_| !std::mem::replace(&mut first, false))
+}
+
+/// A thread's private place to sleep.
+#[derive(Default)]
+pub struct Sleeper {
+    lock: Mutex<()>,
+    cond: Condvar,
+}
+
+/// Sleeps until `deadline`, or until the calling guest thread is
+/// interrupted (ERESTARTSYS).
+pub fn sleep_until(deadline: Instant) -> Result<(), Errno> {
+    let Some(me) = thread::current() else {
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        return Ok(());
+    };
+    let sleeper = me.sleeper.clone();
+    let s = sleeper.clone();
+    let wake: Waker = Arc::new(move || {
+        let _g = s.lock.lock();
+        s.cond.notify_all();
+    });
+    let mut g = sleeper.lock.lock();
+    match block_on(&mut g, &sleeper.cond, wake, Some(deadline), |_| Instant::now() >= deadline) {
+        Err(Errno::ETIMEDOUT) => Ok(()),
+        other => other,
+    }
+}
