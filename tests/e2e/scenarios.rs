@@ -216,3 +216,50 @@ fn overwrite_of_host_file_stays_in_sandbox() {
     sbx.assert_code(0);
     assert_eq!(sbx.stdout_str(), "original\noriginal\nsandboxed\n", "{}", sbx.describe());
 }
+
+#[test]
+fn pipeline_with_early_exit_raises_sigpipe() {
+    let (nat, _) = assert_same_as_native(&["/bin/sh", "-c", "seq 1 100000 | sort -rn | head -3"], None);
+    assert_eq!(nat.stdout_str(), "100000\n99999\n99998\n");
+}
+
+#[test]
+fn background_subshells_and_wait() {
+    let script = "for i in 1 2 3; do (sleep 0.$i; echo $i) & done; wait";
+    let (nat, _) = assert_same_as_native(&["/bin/bash", "-c", script], None);
+    assert_eq!(nat.stdout_str(), "1\n2\n3\n");
+}
+
+#[test]
+fn trap_runs_a_handler_for_a_signal_to_self() {
+    let script = "trap 'echo TERM' TERM; kill -TERM $$; echo after";
+    let (nat, _) = assert_same_as_native(&["/bin/bash", "-c", script], None);
+    assert_eq!(nat.stdout_str(), "TERM\nafter\n");
+}
+
+#[test]
+fn timeout_kills_a_sleeping_child() {
+    // timer_create + SIGALRM in timeout, sigsuspend, and an interrupted
+    // nanosleep in the child.
+    let (nat, _) = assert_same_as_native(&["/usr/bin/timeout", "0.5", "/bin/sleep", "5"], None);
+    nat.assert_code(124);
+}
+
+#[test]
+fn killing_a_background_job() {
+    let script = "sleep 10 & pid=$!; kill $pid; wait $pid; echo $?";
+    let (nat, _) = assert_same_as_native(&["/bin/bash", "-c", script], None);
+    assert_eq!(nat.stdout_str(), "143\n");
+}
+
+#[test]
+fn python_signal_alarm_interrupts_sleep() {
+    let script = "import signal, time\n\
+                  signal.signal(signal.SIGALRM, lambda *a: print('alarm', flush=True))\n\
+                  signal.alarm(1)\n\
+                  t = time.monotonic()\n\
+                  time.sleep(1.5)\n\
+                  print('after', time.monotonic() - t >= 1.5)\n";
+    let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
+    assert_eq!(nat.stdout_str(), "alarm\nafter True\n");
+}

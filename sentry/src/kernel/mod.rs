@@ -12,6 +12,7 @@ pub mod signal;
 pub mod signal_frame;
 pub mod task;
 pub mod thread;
+pub mod timers;
 pub mod wait;
 
 pub use creds::Credentials;
@@ -46,6 +47,7 @@ pub struct Kernel {
     pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
+    pub timers: timers::Timers,
     next_tid: AtomicI32,
     next_anon_ino: AtomicU64,
     pub boot_instant: Instant,
@@ -80,6 +82,7 @@ impl Kernel {
             threads: Mutex::new(BTreeMap::new()),
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
+            timers: timers::Timers::default(),
             next_tid: AtomicI32::new(1),
             next_anon_ino: AtomicU64::new(1),
             boot_instant: Instant::now(),
@@ -122,6 +125,17 @@ impl Kernel {
     pub fn send_signal(&self, target: &Thread, sig: i32) {
         target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
         self.interrupt(target);
+    }
+
+    /// Sends a process-directed signal: to a thread of `tgid` that does
+    /// not block it (the first one if all do).
+    pub fn signal_process(&self, tgid: i32, sig: i32) {
+        let threads = self.group(tgid);
+        let bit = signal::sigbit(sig);
+        let target = threads.iter().find(|t| t.sigmask() & bit == 0).or(threads.first());
+        if let Some(t) = target {
+            self.send_signal(t, sig);
+        }
     }
 
     /// Interrupts `t`: its running guest code stops and a futex wait it is

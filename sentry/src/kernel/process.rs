@@ -47,7 +47,6 @@ pub struct ProcessTable {
     changed: Arc<Condvar>,
 }
 
-
 impl ProcessTable {
     /// Registers a new process; its group and session are its parent's.
     pub fn add(&self, pid: i32, ppid: i32) {

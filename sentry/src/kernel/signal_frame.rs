@@ -159,7 +159,7 @@ fn push_frame(task: &mut Task, sig: i32, action: &SigAction, info: &SigInfo) -> 
         return Err(Errno::EFAULT);
     }
     let top = frame_top(task, action);
-    let old_mask = task.thread.sigmask();
+    let old_mask = task.thread.saved_sigmask.lock().take().unwrap_or_else(|| task.thread.sigmask());
     let xsave = task.cpu.fpu.clone();
     let xlen = u64::try_from(xsave.len()).map_err(|_| Errno::EFAULT)?;
     let fp_addr = top.checked_sub(xlen + 4).ok_or(Errno::EFAULT)? & !63;

@@ -152,6 +152,7 @@ impl Task {
         };
         if last {
             self.thread.fds().clear();
+            k.timers.drop_owned_by(tgid);
             k.procs.exit(tgid, k.procs.group_exit(tgid).unwrap_or(status));
             if let Some(parent) = k.thread(k.procs.ppid(tgid)) {
                 k.send_signal(&parent, libc::SIGCHLD);
@@ -194,6 +195,10 @@ impl Task {
         match handler {
             Some(a) if e == Errno::ERESTARTNOHAND || a.flags & SA_RESTART == 0 => errno_to_rax(Errno::EINTR),
             _ => {
+                // A restarted rt_sigsuspend starts from the original mask.
+                if let Some(mask) = self.thread.saved_sigmask.lock().take() {
+                    self.thread.sigmask.store(mask, Ordering::SeqCst);
+                }
                 self.cpu.regs.rip -= 2;
                 self.cpu.regs.orig_rax
             }

@@ -91,6 +91,9 @@ pub struct Thread {
     pub waker: Mutex<Option<super::wait::Waker>>,
     /// Where the thread sleeps (nanosleep and friends).
     pub sleeper: Arc<super::wait::Sleeper>,
+    /// The mask rt_sigsuspend replaced; a handler frame saves this one
+    /// instead of the temporary mask.
+    pub saved_sigmask: Mutex<Option<u64>>,
 }
 
 impl Thread {
@@ -122,6 +125,7 @@ impl Thread {
             exiting: AtomicBool::new(false),
             waker: Mutex::new(None),
             sleeper: Arc::default(),
+            saved_sigmask: Mutex::new(None),
         }
     }
 

@@ -17,6 +17,7 @@ mod signal;
 mod socket;
 mod stat;
 mod time;
+mod timer;
 mod xattr;
 
 use crate::abi::{Errno, SysResult};
@@ -52,8 +53,9 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 13] {
+fn families() -> [Entries; 14] {
     [
+        timer::ENTRIES,
         socket::ENTRIES,
         poll::ENTRIES,
         xattr::ENTRIES,

@@ -9,6 +9,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::signal::{
     default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
 };
+use crate::kernel::wait;
 use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ const KILL: &str = "a signal to the caller's own process is discarded if ignored
 
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
+    ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
+    ("pause", sys_pause, Support::Full),
     ("rt_sigaction", sys_rt_sigaction, Support::Partial("handlers are recorded; delivery arrives with signal support")),
     (
         "rt_sigprocmask",
@@ -420,6 +423,28 @@ fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
     send(task, target, int(a[2]), true)
+}
+
+/// Sleeps until a signal the thread does not block is pending.
+fn wait_for_signal() -> SysResult {
+    wait::sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1 << 40))?;
+    Err(Errno::ERESTARTNOHAND)
+}
+
+fn sys_rt_sigsuspend(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[1] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 8];
+    task.thread.mm().copy_in(a[0], &mut raw)?;
+    let mask = u64::from_le_bytes(raw) & !(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    let old = task.thread.sigmask.swap(mask, Ordering::SeqCst);
+    *task.thread.saved_sigmask.lock() = Some(old);
+    wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
+}
+
+fn sys_pause(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
 }
 
 fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {

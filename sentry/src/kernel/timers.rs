@@ -1,0 +1,197 @@
+//! Interval timers and POSIX timers: each fires a signal at its deadline
+//! (and again every interval). One service thread per sandbox sleeps until
+//! the earliest deadline.
+
+use super::Kernel;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Who a timer signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A process (any thread of it that does not block the signal).
+    Process(i32),
+    /// One thread (SIGEV_THREAD_ID).
+    Thread(i32),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    owner: i32,
+    /// The clock absolute settings refer to.
+    clock: i32,
+    target: Target,
+    /// 0: no signal (SIGEV_NONE).
+    signo: i32,
+    deadline: Option<Instant>,
+    interval: Duration,
+    overrun: u32,
+}
+
+/// A timer's setting as the guest sees it: time left and interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Setting {
+    pub value: Duration,
+    pub interval: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    timers: HashMap<u64, Timer>,
+    next_id: u64,
+    running: bool,
+}
+
+/// The timers of a sandbox.
+#[derive(Default)]
+pub struct Timers {
+    state: Arc<(Mutex<State>, Condvar)>,
+}
+
+/// The id of a process's ITIMER_REAL (alarm) timer.
+fn real_timer_key(pid: i32) -> u64 {
+    (1u64 << 63) | u64::from(pid.unsigned_abs())
+}
+
+impl Timers {
+    /// Creates a POSIX timer; returns its id (unique in the sandbox).
+    pub fn create(&self, owner: i32, clock: i32, target: Target, signo: i32) -> u64 {
+        let mut s = self.state.0.lock();
+        let id = s.next_id;
+        s.next_id += 1;
+        let t = Timer { owner, clock, target, signo, deadline: None, interval: Duration::ZERO, overrun: 0 };
+        s.timers.insert(id, t);
+        id
+    }
+
+    /// The clock of timer `id`.
+    pub fn clock(&self, id: u64) -> Option<i32> {
+        self.state.0.lock().timers.get(&id).map(|t| t.clock)
+    }
+
+    /// Whether `owner` owns timer `id`.
+    pub fn owns(&self, owner: i32, id: u64) -> bool {
+        self.state.0.lock().timers.get(&id).is_some_and(|t| t.owner == owner)
+    }
+
+    pub fn delete(&self, id: u64) -> bool {
+        self.state.0.lock().timers.remove(&id).is_some()
+    }
+
+    /// Arms (a zero `value` disarms) timer `id`; returns the old setting.
+    pub fn set(&self, kernel: &Arc<Kernel>, id: u64, value: Duration, interval: Duration) -> Option<Setting> {
+        let mut s = self.state.0.lock();
+        let now = Instant::now();
+        let t = s.timers.get_mut(&id)?;
+        let old = setting(t, now);
+        t.deadline = (!value.is_zero()).then(|| now + value);
+        t.interval = interval;
+        t.overrun = 0;
+        self.ensure_thread(&mut s, kernel);
+        self.state.1.notify_all();
+        Some(old)
+    }
+
+    pub fn get(&self, id: u64) -> Option<Setting> {
+        let s = self.state.0.lock();
+        s.timers.get(&id).map(|t| setting(t, Instant::now()))
+    }
+
+    pub fn overrun(&self, id: u64) -> Option<u32> {
+        self.state.0.lock().timers.get(&id).map(|t| t.overrun)
+    }
+
+    /// setitimer(ITIMER_REAL) and alarm: the process's SIGALRM timer.
+    pub fn set_real(&self, kernel: &Arc<Kernel>, pid: i32, value: Duration, interval: Duration) -> Setting {
+        let key = real_timer_key(pid);
+        {
+            let mut s = self.state.0.lock();
+            s.timers.entry(key).or_insert(Timer {
+                owner: pid,
+                clock: libc::CLOCK_REALTIME,
+                target: Target::Process(pid),
+                signo: libc::SIGALRM,
+                deadline: None,
+                interval: Duration::ZERO,
+                overrun: 0,
+            });
+        }
+        self.set(kernel, key, value, interval).unwrap_or_default()
+    }
+
+    pub fn get_real(&self, pid: i32) -> Setting {
+        self.get(real_timer_key(pid)).unwrap_or_default()
+    }
+
+    /// Drops every timer a process owns (at exec and exit).
+    pub fn drop_owned_by(&self, pid: i32) {
+        self.state.0.lock().timers.retain(|_, t| t.owner != pid);
+    }
+
+    fn ensure_thread(&self, s: &mut State, kernel: &Arc<Kernel>) {
+        if s.running {
+            return;
+        }
+        let state = self.state.clone();
+        let k = Arc::downgrade(kernel);
+        match std::thread::Builder::new().name("timers".into()).spawn(move || service(state, k)) {
+            Ok(_) => s.running = true,
+            Err(e) => log::error!("cannot start the timer thread: {e}"),
+        }
+    }
+}
+
+fn setting(t: &Timer, now: Instant) -> Setting {
+    Setting { value: t.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)), interval: t.interval }
+}
+
+/// Fires due timers and sleeps until the next deadline, for as long as the
+/// kernel exists.
+fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
+    let (lock, cond) = (&state.0, &state.1);
+    let mut s = lock.lock();
+    loop {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        for t in s.timers.values_mut() {
+            if let Some(d) = t.deadline.filter(|&d| d <= now) {
+                if t.interval.is_zero() {
+                    t.deadline = None;
+                } else {
+                    let late = now.duration_since(d).as_nanos() / t.interval.as_nanos().max(1);
+                    t.overrun = u32::try_from(late).unwrap_or(u32::MAX);
+                    let skip = u32::try_from(late + 1).unwrap_or(u32::MAX);
+                    t.deadline = Some(d + t.interval.saturating_mul(skip));
+                }
+                if t.signo != 0 {
+                    due.push((t.target, t.signo));
+                }
+            }
+        }
+        let next = s.timers.values().filter_map(|t| t.deadline).min();
+        drop(s);
+        let Some(k) = kernel.upgrade() else { return };
+        for (target, sig) in due {
+            match target {
+                Target::Process(pid) => k.signal_process(pid, sig),
+                Target::Thread(tid) => {
+                    if let Some(t) = k.thread(tid) {
+                        k.send_signal(&t, sig);
+                    }
+                }
+            }
+        }
+        drop(k);
+        s = lock.lock();
+        match next {
+            Some(d) => {
+                cond.wait_until(&mut s, d);
+            }
+            None => {
+                cond.wait_for(&mut s, Duration::from_secs(1));
+            }
+        }
+    }
+}

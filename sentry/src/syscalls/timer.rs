@@ -1,0 +1,195 @@
+//! System calls: interval timers (alarm, setitimer) and POSIX timers.
+
+use super::args::{int, uint};
+use super::{Entries, Support::*};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::timers::{Setting, Target};
+use crate::kernel::Task;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub(super) const ENTRIES: Entries = &[
+    ("alarm", sys_alarm, Full),
+    (
+        "setitimer",
+        sys_setitimer,
+        Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
+    ),
+    (
+        "getitimer",
+        sys_getitimer,
+        Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
+    ),
+    ("timer_create", sys_timer_create, Partial("CPU-time clocks are not supported (EINVAL)")),
+    ("timer_settime", sys_timer_settime, Full),
+    ("timer_gettime", sys_timer_gettime, Full),
+    ("timer_getoverrun", sys_timer_getoverrun, Full),
+    ("timer_delete", sys_timer_delete, Full),
+];
+
+const ITIMER_REAL: i32 = 0;
+const ITIMER_VIRTUAL: i32 = 1;
+const ITIMER_PROF: i32 = 2;
+const SIGEV_SIGNAL: i32 = 0;
+const SIGEV_NONE: i32 = 1;
+const SIGEV_THREAD_ID: i32 = 4;
+const TIMER_ABSTIME: u64 = 1;
+
+/// Reads a pair of (sec, sub-second) values; `unit` is the sub-second
+/// unit in nanoseconds (1000 for timeval, 1 for timespec).
+fn read_pair(task: &Task, addr: u64, unit: u64) -> Result<(Duration, Duration), Errno> {
+    let mut raw = [0u8; 32];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let mut d = Decoder::new(&raw);
+    let mut one = || -> Result<Duration, Errno> {
+        let (sec, sub) = (d.i64(), d.i64());
+        let limit = i64::try_from(1_000_000_000 / unit).unwrap_or(i64::MAX);
+        if sec < 0 || !(0..limit).contains(&sub) {
+            return Err(Errno::EINVAL);
+        }
+        let nanos = u64::try_from(sub).unwrap_or(0) * unit;
+        Ok(Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nanos).unwrap_or(0)))
+    };
+    let interval = one()?;
+    let value = one()?;
+    Ok((interval, value))
+}
+
+fn write_pair(task: &Task, addr: u64, s: Setting, unit: u32) -> Result<(), Errno> {
+    let mut e = Encoder::with_capacity(32);
+    for d in [s.interval, s.value] {
+        e.i64(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).i64(i64::from(d.subsec_nanos() / unit));
+    }
+    task.thread.mm().copy_out(addr, e.as_bytes())
+}
+
+fn sys_alarm(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let secs = Duration::from_secs(u64::from(uint(a[0])));
+    let old = task.kernel.timers.set_real(&task.kernel, task.thread.tgid, secs, Duration::ZERO);
+    // Linux rounds the time left to the nearest second, and reports at
+    // least one second if any is left.
+    let mut left = old.value.as_secs() + u64::from(old.value.subsec_micros() >= 500_000);
+    if left == 0 && !old.value.is_zero() {
+        left = 1;
+    }
+    Ok(left)
+}
+
+fn sys_setitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let which = int(a[0]);
+    let (interval, value) = if a[1] == 0 { (Duration::ZERO, Duration::ZERO) } else { read_pair(task, a[1], 1000)? };
+    match which {
+        ITIMER_REAL => {
+            let old = task.kernel.timers.set_real(&task.kernel, task.thread.tgid, value, interval);
+            if a[2] != 0 {
+                write_pair(task, a[2], old, 1000)?;
+            }
+            Ok(0)
+        }
+        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn sys_getitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
+    match int(a[0]) {
+        ITIMER_REAL => {
+            let s = task.kernel.timers.get_real(task.thread.tgid);
+            write_pair(task, a[1], s, 1000)?;
+            Ok(0)
+        }
+        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn timer_id(task: &Task, raw: u64) -> Result<u64, Errno> {
+    let id = u64::try_from(int(raw)).map_err(|_| Errno::EINVAL)?;
+    if !task.kernel.timers.owns(task.thread.tgid, id) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(id)
+}
+
+fn sys_timer_create(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let clock = int(a[0]);
+    if !matches!(clock, 0 | 1 | 7 | 8 | 9 | 11) {
+        return Err(Errno::EINVAL);
+    }
+    let me = task.thread.tgid;
+    let (target, signo) = if a[1] == 0 {
+        (Target::Process(me), libc::SIGALRM)
+    } else {
+        let mut raw = [0u8; 20];
+        task.thread.mm().copy_in(a[1], &mut raw)?;
+        let mut d = Decoder::new(&raw);
+        d.skip(8);
+        let (signo, notify, tid) = (d.i32(), d.i32(), d.i32());
+        let valid_sig = (1..=64).contains(&signo);
+        match notify {
+            SIGEV_NONE => (Target::Process(me), 0),
+            SIGEV_SIGNAL if valid_sig => (Target::Process(me), signo),
+            SIGEV_THREAD_ID if valid_sig => {
+                let t = task.kernel.thread(tid).filter(|t| t.tgid == me).ok_or(Errno::EINVAL)?;
+                (Target::Thread(t.tid), signo)
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+    };
+    let id = task.kernel.timers.create(me, clock, target, signo);
+    let out = i32::try_from(id).map_err(|_| Errno::EAGAIN)?;
+    if let Err(e) = task.thread.mm().copy_out(a[2], &out.to_le_bytes()) {
+        task.kernel.timers.delete(id);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+/// The time from now until `at` on `clock` (realtime clocks count from
+/// the epoch, the others from boot; both are the host's).
+fn until(clock: i32, at: Duration) -> Duration {
+    let now = if matches!(clock, 0 | 8 | 11) {
+        SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+    } else {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
+    };
+    // An expired absolute time fires at once (a tiny delay, not "disarm").
+    at.checked_sub(now).filter(|d| !d.is_zero()).unwrap_or(Duration::from_nanos(1))
+}
+
+fn sys_timer_settime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = timer_id(task, a[0])?;
+    if a[1] & !TIMER_ABSTIME != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (interval, mut value) = read_pair(task, a[2], 1)?;
+    if a[1] & TIMER_ABSTIME != 0 && !value.is_zero() {
+        value = until(task.kernel.timers.clock(id).unwrap_or(0), value);
+    }
+    let old = task.kernel.timers.set(&task.kernel, id, value, interval).ok_or(Errno::EINVAL)?;
+    if a[3] != 0 {
+        write_pair(task, a[3], old, 1)?;
+    }
+    Ok(0)
+}
+
+fn sys_timer_gettime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = timer_id(task, a[0])?;
+    let s = task.kernel.timers.get(id).ok_or(Errno::EINVAL)?;
+    write_pair(task, a[1], s, 1)?;
+    Ok(0)
+}
+
+fn sys_timer_getoverrun(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = timer_id(task, a[0])?;
+    Ok(u64::from(task.kernel.timers.overrun(id).ok_or(Errno::EINVAL)?))
+}
+
+fn sys_timer_delete(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let id = timer_id(task, a[0])?;
+    task.kernel.timers.delete(id);
+    Ok(0)
+}
