@@ -41,7 +41,6 @@ fn guest_memory() {
 }
 
 #[test]
-#[ignore = "MAP_SHARED file mappings are not supported yet (mmap is Partial in `husk syscalls`)"]
 fn guest_mmap_shared_file() {
     guest_test("mmap_shared_file", &[]);
 }

@@ -263,3 +263,61 @@ fn python_signal_alarm_interrupts_sleep() {
     let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
     assert_eq!(nat.stdout_str(), "alarm\nafter True\n");
 }
+
+/// Runs a Python script file (multiprocessing needs an importable main).
+fn python_script(name: &str, body: &str) -> (crate::util::Run, crate::util::Run) {
+    let dir = crate::util::TempDir::new(name);
+    let path = dir.path().join(format!("{name}.py"));
+    std::fs::write(&path, body).unwrap();
+    let p = path.to_string_lossy().into_owned();
+    let r = assert_same_as_native(&["/usr/bin/python3", p.as_str()], None);
+    drop(dir);
+    r
+}
+
+#[test]
+fn python_multiprocessing_pool() {
+    // socketpair pipes, fork, and semaphores in MAP_SHARED /dev/shm files.
+    let (nat, _) = python_script(
+        "mp_pool",
+        "import multiprocessing as m\n\
+         def sq(x): return x * x\n\
+         if __name__ == '__main__':\n    with m.Pool(4) as p: print(sum(p.map(sq, range(100))))\n",
+    );
+    assert_eq!(nat.stdout_str(), "328350\n");
+}
+
+#[test]
+fn python_process_pool_executor() {
+    let (nat, _) = python_script(
+        "ppe",
+        "import concurrent.futures as cf\n\
+         def cube(x): return x ** 3\n\
+         if __name__ == '__main__':\n    with cf.ProcessPoolExecutor(2) as ex: print(sum(ex.map(cube, range(20))))\n",
+    );
+    assert_eq!(nat.stdout_str(), "36100\n");
+}
+
+#[test]
+fn python_asyncio_with_subprocesses() {
+    let (nat, _) = python_script(
+        "aio",
+        "import asyncio\n\
+         async def run(i):\n    await asyncio.sleep(0.01 * i)\n    p = await asyncio.create_subprocess_exec('echo', str(i), stdout=asyncio.subprocess.PIPE)\n    out, _ = await p.communicate()\n    return out.decode().strip()\n\
+         async def main():\n    print(' '.join(await asyncio.gather(*(run(i) for i in range(4)))))\n\
+         asyncio.run(main())\n",
+    );
+    assert_eq!(nat.stdout_str(), "0 1 2 3\n");
+}
+
+#[test]
+fn python_subprocess_pipes_and_timeout() {
+    let (nat, _) = python_script(
+        "subp",
+        "import subprocess\n\
+         r = subprocess.run(['sort'], input=b'b\\na\\n', capture_output=True)\n\
+         print(r.stdout)\n\
+         try:\n    subprocess.run(['sleep', '5'], timeout=0.3)\nexcept subprocess.TimeoutExpired:\n    print('timeout')\n",
+    );
+    assert_eq!(nat.stdout_str(), "b'a\\nb\\n'\ntimeout\n");
+}

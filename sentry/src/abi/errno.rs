@@ -67,6 +67,8 @@ errnos!(
     ESTALE,
     ECHRNG,
     ELIBBAD,
+    EISCONN,
+    ENOPROTOOPT,
     EMSGSIZE,
     EPROTONOSUPPORT,
     EDEADLK,

@@ -7,3 +7,4 @@ pub mod pipe;
 pub mod procfs;
 pub mod synthetic;
 pub mod tmpfs;
+pub mod unix;

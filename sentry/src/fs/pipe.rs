@@ -113,8 +113,9 @@ impl Drop for PipeEnd {
     }
 }
 
-impl FileOps for PipeEnd {
-    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+impl PipeEnd {
+    /// Reads; `dontwait` makes this one call non-blocking (MSG_DONTWAIT).
+    pub fn read_with(&self, buf: &mut [u8], dontwait: bool) -> Result<usize, Errno> {
         if self.write {
             return Err(Errno::EBADF);
         }
@@ -134,14 +135,15 @@ impl FileOps for PipeEnd {
             if s.writers == 0 {
                 return Ok(0);
             }
-            if self.nonblocking() {
+            if dontwait || self.nonblocking() {
                 return Err(Errno::EAGAIN);
             }
             wait_once(&mut s, &self.pipe.cond, self.pipe.waker())?;
         }
     }
 
-    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+    /// Writes; `dontwait` makes this one call non-blocking.
+    pub fn write_with(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
         if !self.write {
             return Err(Errno::EBADF);
         }
@@ -162,7 +164,7 @@ impl FileOps for PipeEnd {
                 self.pipe.cond.notify_all();
                 continue;
             }
-            if self.nonblocking() {
+            if dontwait || self.nonblocking() {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
             match wait_once(&mut s, &self.pipe.cond, self.pipe.waker()) {
@@ -172,6 +174,16 @@ impl FileOps for PipeEnd {
             }
         }
         Ok(done)
+    }
+}
+
+impl FileOps for PipeEnd {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        self.read_with(buf, false)
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        self.write_with(buf, false)
     }
 
     fn seekable(&self) -> bool {

@@ -4,7 +4,8 @@
 //! vectors. Every operation fails the way Linux's shmem fails it.
 
 use crate::abi::{Errno, PAGE_SIZE};
-use crate::mm::Mappable;
+use crate::mm::page_cache::{PageCache, SharedPages};
+use crate::mm::{Mappable, MemoryFile};
 use crate::vfs::{
     dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
     S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
@@ -197,6 +198,8 @@ struct TmpNode {
     meta: Mutex<Meta>,
     link: Mutex<Link>,
     body: Body,
+    /// The frames of MAP_SHARED mappings of this file, once it has any.
+    cache: Mutex<Option<Arc<PageCache>>>,
 }
 
 impl Drop for TmpNode {
@@ -220,6 +223,7 @@ impl TmpNode {
             meta: Mutex::new(meta),
             link: Mutex::new(link),
             body,
+            cache: Mutex::new(None),
         })
     }
 
@@ -372,7 +376,10 @@ impl TmpNode {
 
     /// Copies file contents at `off` into `buf`; returns the count.
     fn read_data(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-        let d = self.data()?;
+        let mut d = self.data()?;
+        if let Some(c) = self.cache.lock().as_ref() {
+            c.sync_to(&mut d);
+        }
         let start = usize::try_from(off).unwrap_or(usize::MAX).min(d.len());
         let n = buf.len().min(d.len() - start);
         buf[..n].copy_from_slice(&d[start..start + n]);
@@ -394,6 +401,9 @@ impl TmpNode {
             self.resize(&mut d, end)?;
         }
         d[start..end].copy_from_slice(&buf[..n]);
+        if let Some(c) = self.cache.lock().as_ref() {
+            c.write_through(off, &buf[..n]);
+        }
         drop(d);
         self.modified();
         Ok(n)
@@ -408,6 +418,9 @@ impl TmpNode {
         } else {
             d.truncate(len);
             d.shrink_to_fit();
+            if let Some(c) = self.cache.lock().as_ref() {
+                c.truncate(len as u64);
+            }
         }
         let new = pages(len as u64);
         if new > old {
@@ -804,6 +817,27 @@ impl Mappable for TmpFile {
 
     fn map_ids(&self) -> (u64, u64) {
         (self.0.fs.dev, self.0.ino)
+    }
+
+    fn shared_pages(&self, mf: &Arc<MemoryFile>) -> Option<Arc<dyn SharedPages>> {
+        let cache = self.0.cache.lock().get_or_insert_with(|| PageCache::new(mf.clone())).clone();
+        Some(Arc::new(TmpShared { node: self.0.clone(), cache }))
+    }
+}
+
+/// The shared pages of a tmpfs file, filled from its contents.
+struct TmpShared {
+    node: Arc<TmpNode>,
+    cache: Arc<PageCache>,
+}
+
+impl SharedPages for TmpShared {
+    fn frame(&self, index: u64) -> Result<u64, Errno> {
+        self.cache.frame(index, |page| {
+            let off = index.saturating_mul(crate::abi::PAGE_SIZE);
+            // A page past the end of the file reads as zeros.
+            let _ = self.node.read_data(page, off);
+        })
     }
 }
 

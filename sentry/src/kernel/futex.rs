@@ -14,6 +14,12 @@ pub struct FutexKey {
 }
 
 impl FutexKey {
+    /// The key of a futex word in shared memory, by its place in the
+    /// memory file.
+    pub fn shared(at: u64) -> FutexKey {
+        FutexKey { space: 0, addr: at }
+    }
+
     /// The key of the word at `addr` in `mm` (private to the address
     /// space).
     pub fn of(mm: &Arc<crate::mm::MemoryManager>, addr: u64) -> FutexKey {

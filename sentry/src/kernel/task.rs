@@ -14,6 +14,10 @@ use crate::syscalls;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Faults on an already mapped page tolerated in a row before the access
+/// is taken as forbidden.
+const MAX_SPURIOUS_FAULTS: u32 = 3;
+
 /// How a thread group ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatus {
@@ -41,6 +45,8 @@ pub struct Task {
     pub exit: Option<ExitStatus>,
     /// `exit` ends only this thread (the exit system call).
     pub thread_only: bool,
+    /// Faults in a row that found their page already mapped.
+    spurious_faults: u32,
     /// The handler replaced the whole register file (execve): do not store
     /// a return value in rax.
     pub regs_replaced: bool,
@@ -52,7 +58,7 @@ impl Task {
         let ctx = kernel.platform.new_context()?;
         *thread.interrupter.lock() = Some(ctx.interrupter());
         let cpu = CpuState::new(kernel.platform.fpu_template());
-        Ok(Task { kernel, thread, cpu, ctx, exit: None, thread_only: false, regs_replaced: false })
+        Ok(Task { kernel, thread, cpu, ctx, exit: None, thread_only: false, spurious_faults: 0, regs_replaced: false })
     }
 
     /// Runs the guest until it exits.
@@ -69,20 +75,19 @@ impl Task {
             let event = self.ctx.switch(&space, &mut self.cpu)?;
             match event {
                 Event::Syscall => self.syscall(),
-                Event::Fault { addr, .. } => {
-                    if let Err(segv) = self.thread.mm().fault(addr) {
-                        log::debug!(
-                            "task {}: SIGSEGV at {addr:#x} ({segv:?}), rip {:#x}",
-                            self.thread.tid,
-                            self.cpu.regs.rip
-                        );
-                        let code = match segv {
-                            Segv::MapErr => 1,
-                            Segv::AccErr => 2,
-                        };
+                Event::Fault { addr, .. } => match self.thread.mm().fault(addr) {
+                    Ok(true) => self.spurious_faults = 0,
+                    // Another thread fixed the page first; retry. A fault
+                    // that keeps recurring on a page mapped with every access
+                    // its area allows is an access the area forbids.
+                    Ok(false) if self.spurious_faults < MAX_SPURIOUS_FAULTS => self.spurious_faults += 1,
+                    result => {
+                        self.spurious_faults = 0;
+                        let code = if result == Err(Segv::MapErr) { 1 } else { 2 };
+                        log::debug!("task {}: SIGSEGV at {addr:#x}, rip {:#x}", self.thread.tid, self.cpu.regs.rip);
                         signal_frame::deliver(self, &SigInfo::fault(libc::SIGSEGV, code, addr), true);
                     }
-                }
+                },
                 Event::Exception { signo, code, addr } => {
                     log::debug!(
                         "task {}: exception signal {signo} code {code} addr {addr:#x} rip {:#x}",
@@ -137,6 +142,13 @@ impl Task {
         if !self.thread_only {
             k.exit_group(tgid, status);
         }
+        *self.thread.interrupter.lock() = None;
+        let last = {
+            let mut threads = k.threads.lock();
+            threads.remove(&tid);
+            !threads.values().any(|t| t.tgid == tgid)
+        };
+        // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
         if ctid != 0 {
             let mm = self.thread.mm();
@@ -144,12 +156,6 @@ impl Task {
                 k.futexes.wake(FutexKey::of(&mm, ctid), 1, u32::MAX);
             }
         }
-        *self.thread.interrupter.lock() = None;
-        let last = {
-            let mut threads = k.threads.lock();
-            threads.remove(&tid);
-            !threads.values().any(|t| t.tgid == tgid)
-        };
         if last {
             self.thread.fds().clear();
             k.timers.drop_owned_by(tgid);

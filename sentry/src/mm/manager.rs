@@ -95,7 +95,9 @@ impl MemoryManager {
 
     /// Shares every page with a child (copy-on-write for private areas)
     /// and write-protects the parent's private pages. Runs on the parent's
-    /// host thread, which can change the parent's platform mappings.
+    /// host thread, which can change the parent's platform mappings. (An
+    /// entry's mapped flags change only together with the platform's
+    /// mapping, under the layout lock.)
     pub fn fork_image(&self) -> Result<ForkImage, Errno> {
         let mut l = self.layout.lock();
         let mut to_unmap = Vec::new();
@@ -116,11 +118,16 @@ impl MemoryManager {
                 *e = e.with_mapping(false, false);
             }
         }
-        drop(l);
+        let image = ForkImage { mf: self.mf.clone(), layout: Some(child) };
+        // Still under the lock: until these pages really are read-only in
+        // the platform, another thread of this process must not see their
+        // entries as unmapped (it would copy a page while writes still go
+        // to the old frame).
         for (start, end) in to_unmap {
             self.space_unmap(start, end - start)?;
         }
-        Ok(ForkImage { mf: self.mf.clone(), layout: Some(child) })
+        drop(l);
+        Ok(image)
     }
 
     /// The child's memory manager, built on the child's host thread.
@@ -172,9 +179,10 @@ impl MemoryManager {
             find_gap(&l, page_down(req.addr), len).ok_or(Errno::ENOMEM)?
         };
         let mut vma = Vma::new(start, start + len, req.perms, req.shared, req.backing, req.name);
-        if req.shared {
-            // Shared pages must exist before anyone (a fork child) copies
-            // the area, so they are allocated up front.
+        if req.shared && matches!(vma.backing, Backing::Anon) {
+            // Shared anonymous pages must exist before anyone (a fork
+            // child) copies the area, so they are allocated up front.
+            // Shared file pages live in the file's page cache.
             self.populate_all(&mut vma)?;
         }
         l.vmas.insert(start, vma);
@@ -363,6 +371,20 @@ impl MemoryManager {
         self.space_unmap(addr, end - addr)
     }
 
+    /// For a futex word in a shared mapping, where it lives in the memory
+    /// file (the same for every address space that shares it); None for
+    /// private memory, whose futexes are keyed by address space.
+    pub fn shared_location(&self, addr: u64) -> Result<Option<u64>, Errno> {
+        let mut l = self.layout.lock();
+        let page = page_down(addr);
+        let vma = find_mut(&mut l, page).ok_or(Errno::EFAULT)?;
+        if !vma.shared {
+            return Ok(None);
+        }
+        let frame = self.frame_for(vma, page, false)?;
+        Ok(Some(frame + (addr - page)))
+    }
+
     /// One byte per page of `[addr, addr+len)`: 1 if the page is resident.
     /// ENOMEM if any of the range is unmapped.
     pub fn mincore(&self, addr: u64, len: u64) -> Result<Vec<u8>, Errno> {
@@ -381,9 +403,11 @@ impl MemoryManager {
         Ok(out)
     }
 
-    /// Handles a guest page fault at `addr`: populates and maps the page, or
-    /// reports the `SIGSEGV` the guest gets.
-    pub fn fault(&self, addr: u64) -> Result<(), Segv> {
+    /// Handles a guest page fault at `addr`: populates and maps the page
+    /// (Ok(true)), finds it already handled, by another thread of the same
+    /// address space racing on the same page (Ok(false): the guest simply
+    /// retries), or reports the `SIGSEGV` the guest gets.
+    pub fn fault(&self, addr: u64) -> Result<bool, Segv> {
         let mut l = self.layout.lock();
         let page = page_down(addr);
         let vma = find_mut(&mut l, page).ok_or(Segv::MapErr)?;
@@ -391,14 +415,17 @@ impl MemoryManager {
             return Err(Segv::AccErr);
         }
         match vma.pages.get(&page).copied() {
-            None => self.populate_window(vma, page).map_err(|_| Segv::MapErr),
-            Some(e) if !e.mapped() => self.map_run(vma, page).map_err(|_| Segv::MapErr),
+            None => self.populate_window(vma, page).map(|()| true).map_err(|_| Segv::MapErr),
+            Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(|_| Segv::MapErr),
             Some(e) if vma.perms.write && !e.mapped_writable() => {
                 // A write to a page mapped read-only for copy-on-write.
                 self.make_writable(vma, page).map_err(|_| Segv::MapErr)?;
-                self.map_run(vma, page).map_err(|_| Segv::MapErr)
+                self.map_run(vma, page).map(|()| true).map_err(|_| Segv::MapErr)
             }
-            Some(_) => Err(Segv::AccErr),
+            // Mapped with every access the area allows: either another
+            // thread mapped it since this fault, or the access is one the
+            // area forbids; the caller tells them apart by retrying.
+            Some(_) => Ok(false),
         }
     }
 
@@ -519,7 +546,7 @@ impl MemoryManager {
                 continue;
             }
             let (off, dev, ino, name) = match &v.backing {
-                Backing::File { file, offset } => {
+                Backing::File { file, offset } | Backing::SharedFile { file, offset, .. } => {
                     let (dev, ino) = file.map_ids();
                     (*offset, dev, ino, file.map_name())
                 }
@@ -607,8 +634,14 @@ impl MemoryManager {
     /// copy.
     fn frame_for(&self, vma: &mut Vma, page: u64, write: bool) -> Result<u64, Errno> {
         if !vma.pages.contains_key(&page) {
-            let frame = self.mf.alloc(1)?;
-            self.fill_frames(vma, page, frame, 1)?;
+            let frame = match shared_frame(vma, page)? {
+                Some(f) => f,
+                None => {
+                    let frame = self.mf.alloc(1)?;
+                    self.fill_frames(vma, page, frame, 1)?;
+                    frame
+                }
+            };
             vma.pages.insert(page, PageEntry::new(frame));
         }
         if write && !vma.shared {
@@ -679,6 +712,10 @@ impl MemoryManager {
     /// Populates the run of unpopulated pages around `page` (within the
     /// fault window) with one contiguous extent and maps it.
     fn populate_window(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+        if let Some(frame) = shared_frame(vma, page)? {
+            vma.pages.insert(page, PageEntry::new(frame));
+            return self.map_run(vma, page);
+        }
         let lo = page_down(page / FAULT_WINDOW * FAULT_WINDOW).max(vma.start);
         let hi = (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end);
         let mut start = page;
@@ -786,6 +823,14 @@ impl Drop for MemoryManager {
             }
         }
     }
+}
+
+/// For a shared file mapping, the file's frame of `page` (referenced for
+/// the mapping).
+fn shared_frame(vma: &Vma, page: u64) -> Result<Option<u64>, Errno> {
+    let Backing::SharedFile { pages, .. } = &vma.backing else { return Ok(None) };
+    let off = vma.file_offset(page).ok_or(Errno::EFAULT)?;
+    pages.frame(off / PAGE_SIZE).map(Some)
 }
 
 fn find(l: &Layout, addr: u64) -> Option<&Vma> {
@@ -991,8 +1036,8 @@ mod tests {
         assert_eq!(len % 4096, 0);
         assert!(perms.write);
         let r = mm.mmap(anon(0, 4096, RO, false)).unwrap();
-        mm.fault(r).unwrap();
-        assert_eq!(mm.fault(r), Err(Segv::AccErr), "a write to a mapped read-only page");
+        assert_eq!(mm.fault(r), Ok(true));
+        assert_eq!(mm.fault(r), Ok(false), "already mapped with every access the area allows");
         assert_eq!(mm.fault(0x20000), Err(Segv::MapErr));
     }
 

@@ -95,7 +95,11 @@ impl MemoryFile {
     /// Drops a reference to a page; the last one returns it to the host
     /// (punching a hole, so it reads as zeros when reused).
     pub fn decref(&self, frame: u64) {
-        if self.alloc.lock().decref(frame) {
+        let mut alloc = self.alloc.lock();
+        if alloc.decref(frame) {
+            // Punch while the allocator is locked: once the lock is released
+            // the frame may be handed out again, and a hole punched then
+            // would wipe its new owner's data.
             self.punch(frame, PAGE_SIZE);
         }
     }

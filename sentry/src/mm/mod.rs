@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod manager;
 pub mod memory_file;
+pub mod page_cache;
 pub mod vma;
 
 pub use manager::{MapRequest, MemoryManager, Segv};
@@ -21,4 +22,10 @@ pub trait Mappable: Send + Sync {
     fn map_name(&self) -> String;
     /// Device and inode numbers shown in `/proc/[pid]/maps`.
     fn map_ids(&self) -> (u64, u64);
+
+    /// The pages MAP_SHARED mappings of this file share, for files that
+    /// support shared writable mappings.
+    fn shared_pages(&self, _mf: &std::sync::Arc<MemoryFile>) -> Option<std::sync::Arc<dyn page_cache::SharedPages>> {
+        None
+    }
 }

@@ -51,6 +51,8 @@ pub enum Backing {
     Anon,
     /// A file; `offset` is the file offset of the area's start.
     File { file: Arc<dyn Mappable>, offset: u64 },
+    /// A file's shared pages (MAP_SHARED); `file` names it in maps.
+    SharedFile { file: Arc<dyn Mappable>, pages: Arc<dyn super::page_cache::SharedPages>, offset: u64 },
 }
 
 /// How the area is named in `/proc/[pid]/maps`.
@@ -95,6 +97,9 @@ impl Vma {
         let backing = match &self.backing {
             Backing::Anon => Backing::Anon,
             Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
+            Backing::SharedFile { file, pages, offset } => {
+                Backing::SharedFile { file: file.clone(), pages: pages.clone(), offset: offset + (at - self.start) }
+            }
         };
         let tail = Vma {
             start: at,
@@ -120,6 +125,10 @@ impl Vma {
                 (Backing::File { file: a, offset: ao }, Backing::File { file: b, offset: bo }) => {
                     Arc::ptr_eq(a, b) && ao + self.size() == *bo
                 }
+                (
+                    Backing::SharedFile { pages: a, offset: ao, .. },
+                    Backing::SharedFile { pages: b, offset: bo, .. },
+                ) => Arc::ptr_eq(a, b) && ao + self.size() == *bo,
                 _ => false,
             }
     }
@@ -127,7 +136,7 @@ impl Vma {
     /// The file offset backing guest address `addr`, for file areas.
     pub fn file_offset(&self, addr: u64) -> Option<u64> {
         match &self.backing {
-            Backing::File { offset, .. } => Some(offset + (addr - self.start)),
+            Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => Some(offset + (addr - self.start)),
             Backing::Anon => None,
         }
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub(super) const ENTRIES: Entries = &[(
     "futex",
     sys_futex,
-    Partial("PI futexes are unsupported (ENOSYS); shared futexes are matched within one address space only; waits are not interrupted by signals yet"),
+    Partial("PI futexes are unsupported (ENOSYS); WAKE_OP is not atomic against other threads' plain stores"),
 )];
 
 const FUTEX_WAIT: u32 = 0;
@@ -25,11 +25,20 @@ const FUTEX_PRIVATE_FLAG: u32 = 128;
 const FUTEX_CLOCK_REALTIME: u32 = 256;
 const FUTEX_BITSET_MATCH_ANY: u32 = u32::MAX;
 
-fn key(task: &Task, addr: u64) -> Result<FutexKey, Errno> {
+/// The key of the futex word at `addr`: per address space for private
+/// futexes and private memory; for shared futexes in shared memory, its
+/// place in the memory file, so processes sharing it meet.
+fn key(task: &Task, addr: u64, private: bool) -> Result<FutexKey, Errno> {
     if addr % 4 != 0 {
         return Err(Errno::EINVAL);
     }
-    Ok(FutexKey::of(&task.thread.mm(), addr))
+    let mm = task.thread.mm();
+    if !private {
+        if let Some(at) = mm.shared_location(addr)? {
+            return Ok(FutexKey::shared(at));
+        }
+    }
+    Ok(FutexKey::of(&mm, addr))
 }
 
 fn read_word(task: &Task, addr: u64) -> Result<u32, Errno> {
@@ -111,6 +120,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (addr, op, val) = (a[0], uint(a[1]), uint(a[2]));
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
     let realtime = op & FUTEX_CLOCK_REALTIME != 0;
+    let private = op & FUTEX_PRIVATE_FLAG != 0;
     if realtime && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
     }
@@ -121,7 +131,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
-            let k = key(task, addr)?;
+            let k = key(task, addr, private)?;
             let until = deadline(task, a[3], cmd == FUTEX_WAIT_BITSET, realtime)?;
             futexes.wait(k, task.thread.tid, bitset, until, || Ok(read_word(task, addr)? == val)).map_err(|e| {
                 if e == Errno::EINTR {
@@ -137,11 +147,11 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
-            let k = key(task, addr)?;
+            let k = key(task, addr, private)?;
             Ok(futexes.wake(k, count(a[2]), bitset) as u64)
         }
         FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
-            let (k1, k2) = (key(task, addr)?, key(task, a[4])?);
+            let (k1, k2) = (key(task, addr, private)?, key(task, a[4], private)?);
             let expected = uint(a[5]);
             let n = futexes.requeue(k1, k2, count(a[2]), count(a[3]), || {
                 Ok(cmd == FUTEX_REQUEUE || read_word(task, addr)? == expected)
@@ -149,7 +159,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(n as u64)
         }
         FUTEX_WAKE_OP => {
-            let (k1, k2) = (key(task, addr)?, key(task, a[4])?);
+            let (k1, k2) = (key(task, addr, private)?, key(task, a[4], private)?);
             let n = futexes.wake_op(k1, k2, count(a[2]), count(a[3]), || wake_op(task, a[4], uint(a[5])))?;
             Ok(n as u64)
         }

@@ -75,6 +75,7 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
     let len = page_up(len).ok_or(Errno::ENOMEM)?;
     off.checked_add(len).ok_or(Errno::EOVERFLOW)?;
     let perms = Perms::from_prot(prot);
+    let mut shared_file = false;
     let backing = if flags & MAP_ANONYMOUS != 0 {
         Backing::Anon
     } else {
@@ -82,14 +83,21 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         if !f.readable() {
             return Err(Errno::EACCES);
         }
-        if shared && perms.write {
-            if !f.writable() {
-                return Err(Errno::EACCES);
-            }
-            return Err(Errno::ENODEV);
+        if shared && perms.write && !f.writable() {
+            return Err(Errno::EACCES);
         }
         let file = f.ops.mappable().ok_or(Errno::ENODEV)?;
-        Backing::File { file, offset: off }
+        match (shared, file.shared_pages(task.thread.mm().memory_file())) {
+            (true, Some(pages)) => {
+                shared_file = true;
+                Backing::SharedFile { file, pages, offset: off }
+            }
+            // Files without shared pages (the image's) may still be mapped
+            // shared read-only: a private copy is indistinguishable as long
+            // as nobody writes the file.
+            (true, None) if perms.write => return Err(Errno::ENODEV),
+            _ => Backing::File { file, offset: off },
+        }
     };
     let anon_shared = shared && flags & MAP_ANONYMOUS != 0;
     task.thread.mm().mmap(MapRequest {
@@ -98,7 +106,7 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         perms,
         fixed: flags & MAP_FIXED != 0,
         noreplace: flags & MAP_FIXED_NOREPLACE != 0,
-        shared: anon_shared,
+        shared: anon_shared || shared_file,
         backing,
         name: VmaName::None,
     })

@@ -134,7 +134,7 @@ pub trait Node: Send + Sync {
 }
 
 /// An open file's operations. Offsets are managed by `FileDescription`.
-pub trait FileOps: Send + Sync {
+pub trait FileOps: Send + Sync + AsAny {
     /// Reads at `off` (ignored by streams).
     fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
@@ -176,5 +176,17 @@ pub trait FileOps: Send + Sync {
     /// For private mappings of this file.
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         None
+    }
+}
+
+/// Conversion of an `Arc<dyn FileOps>` to `Arc<dyn Any>`, so a system call
+/// can reach the concrete file (a socket) behind a descriptor.
+pub trait AsAny {
+    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
+}
+
+impl<T: std::any::Any + Send + Sync> AsAny for T {
+    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
