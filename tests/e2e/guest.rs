@@ -51,6 +51,11 @@ fn guest_threads() {
 }
 
 #[test]
+fn guest_spawn_many() {
+    guest_test("spawn_many", &[]);
+}
+
+#[test]
 fn guest_identity() {
     guest_test("identity", &[]);
 }

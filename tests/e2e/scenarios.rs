@@ -321,3 +321,38 @@ fn python_subprocess_pipes_and_timeout() {
     );
     assert_eq!(nat.stdout_str(), "b'a\\nb\\n'\ntimeout\n");
 }
+
+#[test]
+fn make_j2_builds_a_c_project() {
+    // Many short-lived processes: make's jobserver (pselect with a signal
+    // mask, SIGCHLD), gcc's driver, cc1, as and ld.
+    let dir = crate::util::TempDir::new("make");
+    for i in 1..=4 {
+        std::fs::write(dir.path().join(format!("f{i}.c")), format!("int f{i}(void) {{ return {i}; }}\n")).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("main.c"),
+        "#include <stdio.h>\nint f1(void); int f2(void); int f3(void); int f4(void);\n\
+         int main(void) { printf(\"%d\\n\", f1() + f2() + f3() + f4()); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Makefile"),
+        "OBJS = main.o f1.o f2.o f3.o f4.o\nprog: $(OBJS)\n\tcc -o $@ $(OBJS)\n%.o: %.c\n\tcc -c -O1 $< -o $@\n",
+    )
+    .unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    // The build happens inside the sandbox's overlay: the host directory
+    // stays untouched, so the native run builds for real afterwards.
+    let script = format!("cd {d} && make -s -j2 && ./prog");
+    let sbx = crate::util::run(crate::util::husk_do(&[], &["/bin/sh", "-c", script.as_str()]), None);
+    assert_eq!(sbx.code, 0, "{}", sbx.describe());
+    assert_eq!(sbx.stdout_str(), "10\n");
+    assert!(!dir.path().join("prog").exists(), "the sandbox's build must not reach the host");
+}
+
+#[test]
+fn xargs_parallel() {
+    let (nat, _) = assert_same_as_native(&["/bin/sh", "-c", "seq 1 20 | xargs -P4 -n1 echo | sort -n | tail -1"], None);
+    assert_eq!(nat.stdout_str(), "20\n");
+}

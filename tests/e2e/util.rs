@@ -32,6 +32,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "proc_self",
     "auxv",
     "threads",
+    "spawn_many",
     "escape_probe",
 ];
 

@@ -4,11 +4,13 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
+use crate::kernel::signal::sigbit;
 use crate::kernel::{wait, Task};
 use crate::vfs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; the signal mask argument is not applied yet; a signal ends the wait";
+const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up";
 
 pub(super) const ENTRIES: Entries = &[
     ("poll", sys_poll, Partial(NOTE)),
@@ -111,12 +113,34 @@ fn sys_poll(task: &mut Task, a: [u64; 6]) -> SysResult {
     poll(task, a[0], a[1], deadline)
 }
 
+/// Runs a wait with the signal mask temporarily replaced by the one at
+/// `mask_addr` (if any), as ppoll/pselect6/epoll_pwait do. When a signal
+/// ends the wait, the original mask is kept for the handler's frame (or a
+/// restart) to restore; otherwise it is restored here.
+pub(super) fn with_sigmask(task: &Task, mask_addr: u64, wait: impl FnOnce() -> SysResult) -> SysResult {
+    if mask_addr == 0 {
+        return wait();
+    }
+    let mut raw = [0u8; 8];
+    task.thread.mm().copy_in(mask_addr, &mut raw)?;
+    let unblockable = !(sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
+    let mask = u64::from_le_bytes(raw) & unblockable;
+    let old = task.thread.sigmask.swap(mask, Ordering::SeqCst);
+    *task.thread.saved_sigmask.lock() = Some(old);
+    let r = wait();
+    if !matches!(r, Err(e) if e.is_restart()) {
+        task.thread.saved_sigmask.lock().take();
+        task.thread.sigmask.store(old, Ordering::SeqCst);
+    }
+    r
+}
+
 fn sys_ppoll(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[3] != 0 && a[4] != 8 {
         return Err(Errno::EINVAL);
     }
     let deadline = timespec_deadline(task, a[2], false)?;
-    poll(task, a[0], a[1], deadline)
+    with_sigmask(task, a[3], || poll(task, a[0], a[1], deadline))
 }
 
 /// Reads an fd_set of `nfds` bits (null: empty).
@@ -187,5 +211,16 @@ fn sys_select(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_pselect6(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = timespec_deadline(task, a[4], false)?;
-    select(task, a[0], [a[1], a[2], a[3]], deadline)
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    let mut mask_addr = 0;
+    if a[5] != 0 {
+        let mut raw = [0u8; 16];
+        task.thread.mm().copy_in(a[5], &mut raw)?;
+        let mut d = Decoder::new(&raw);
+        mask_addr = d.u64();
+        if mask_addr != 0 && d.u64() != 8 {
+            return Err(Errno::EINVAL);
+        }
+    }
+    with_sigmask(task, mask_addr, || select(task, a[0], [a[1], a[2], a[3]], deadline))
 }
