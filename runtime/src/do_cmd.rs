@@ -18,8 +18,15 @@ fn seqpacket_pair() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     .context("socketpair for the gofer connection")
 }
 
-/// Spawns `husk SUBCOMMAND …` (this same binary) with `keep` inherited.
-fn spawn_self(args: &[std::ffi::OsString], keep: &OwnedFd, stdio_null: bool) -> anyhow::Result<Child> {
+/// Spawns `husk SUBCOMMAND …` (this same binary) with `keep` inherited;
+/// with `own_session` it leaves the terminal's process group (so Ctrl-C
+/// does not reach it).
+fn spawn_self(
+    args: &[std::ffi::OsString],
+    keep: &OwnedFd,
+    stdio_null: bool,
+    own_session: bool,
+) -> anyhow::Result<Child> {
     let exe = std::env::current_exe().context("locating the husk binary")?;
     let mut cmd = Command::new(exe);
     cmd.args(args);
@@ -31,6 +38,10 @@ fn spawn_self(args: &[std::ffi::OsString], keep: &OwnedFd, stdio_null: bool) -> 
         // SAFETY: fcntl on a descriptor the parent keeps open; it is
         // async-signal-safe, as code between fork and exec must be.
         if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: setsid is async-signal-safe and takes no arguments.
+        if own_session && unsafe { libc::setsid() } < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())
@@ -53,6 +64,33 @@ fn global_flags(g: &GlobalArgs) -> Vec<std::ffi::OsString> {
         v.push("--strace".into());
     }
     v
+}
+
+/// Signals for the sandbox: a terminal's Ctrl-C and Ctrl-\\ reach the
+/// sentry (in our process group) directly, so we only ignore them; others
+/// (a supervisor's SIGTERM) are passed on to the sentry, which hands them
+/// to the guest.
+fn forward_signals(sentry: u32) -> anyhow::Result<()> {
+    use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
+    for s in [Signal::SIGINT, Signal::SIGQUIT] {
+        // SAFETY: ignoring a signal installs no handler code.
+        unsafe { signal(s, SigHandler::SigIgn) }.context("ignoring terminal signals")?;
+    }
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGUSR1, Signal::SIGUSR2] {
+        set.add(s);
+    }
+    set.thread_block().context("blocking forwarded signals")?;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(sentry).context("sentry pid")?);
+    std::thread::Builder::new()
+        .name("forward-signals".into())
+        .spawn(move || {
+            while let Ok(sig) = set.wait() {
+                let _ = nix::sys::signal::kill(pid, sig);
+            }
+        })
+        .context("starting the signal forwarder")?;
+    Ok(())
 }
 
 /// The exit status `husk do` reports for the sentry's.
@@ -84,7 +122,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let mut gofer_args = global_flags(g);
     gofer_args.extend(["gofer".into(), "--rootfs".into(), rootfs.clone().into_os_string()]);
     gofer_args.extend(["--sock-fd".into(), gofer_end.as_raw_fd().to_string().into(), "--read-only".into()]);
-    let mut gofer = spawn_self(&gofer_args, &gofer_end, true)?;
+    let mut gofer = spawn_self(&gofer_args, &gofer_end, true, true)?;
     drop(gofer_end);
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
@@ -97,8 +135,9 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
     boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into(), "--".into()]);
     boot_args.extend(args.command);
-    let mut sentry = spawn_self(&boot_args, &sentry_end, false)?;
+    let mut sentry = spawn_self(&boot_args, &sentry_end, false, false)?;
     drop(sentry_end);
+    forward_signals(sentry.id())?;
 
     let status = sentry.wait().context("waiting for the sentry")?;
     let gofer_status = gofer.wait().context("waiting for the gofer")?;

@@ -55,6 +55,8 @@ pub enum BootError {
     Confine(#[from] crate::seccomp::SeccompError),
     #[error("{0}")]
     Isolate(#[from] crate::confine::ConfineError),
+    #[error("starting a sentry thread: {0}")]
+    Thread(std::io::Error),
     #[error("no command given")]
     NoCommand,
     #[error("the init task ended without a status")]
@@ -63,6 +65,7 @@ pub enum BootError {
 
 /// Boots the sandbox and runs its init process to completion.
 pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
+    crate::host_signals::block();
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
@@ -78,6 +81,7 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate()?;
+    crate::host_signals::start_forwarder(Arc::downgrade(&kernel)).map_err(BootError::Thread)?;
     crate::seccomp::confine_sentry()?;
 
     let init = cfg.init;
@@ -90,7 +94,7 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
             let r = run_init(k, init, stdio_names);
             let _ = tx.send(r);
         })
-        .map_err(BootError::Memory)?;
+        .map_err(BootError::Thread)?;
     rx.recv().map_err(|_| BootError::Lost)?
 }
 

@@ -8,6 +8,7 @@ pub mod abi;
 pub mod boot;
 pub mod confine;
 pub mod fs;
+pub mod host_signals;
 pub mod kernel;
 pub mod loader;
 pub mod mm;

@@ -59,6 +59,7 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_rt_sigaction,
     libc::SYS_rt_sigprocmask,
     libc::SYS_rt_sigreturn,
+    libc::SYS_rt_sigtimedwait,
     libc::SYS_sched_yield,
     libc::SYS_sched_getaffinity,
     libc::SYS_sched_setaffinity,

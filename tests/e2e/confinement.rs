@@ -101,3 +101,52 @@ fn sentry_stubs_and_gofer_run_under_seccomp() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert!(out.status.success());
 }
+
+/// Starts `husk do -- argv` in a process group of its own, waits for
+/// `ready` on its stdout, then sends `sig` to the whole group, as a
+/// terminal's Ctrl-C does. Returns the exit status and the rest of stdout.
+fn signal_group_after_ready(argv: &[&str], sig: i32) -> (Option<i32>, Option<i32>, String) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let mut child = Command::new(husk_bin())
+        .arg("do")
+        .arg("--")
+        .args(argv)
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    // Give the guest time to block (in sleep), as a person pressing Ctrl-C
+    // would: Python checks for a signal that came earlier only at its next
+    // bytecode boundary.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pgid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending a signal to the test's own child process group.
+    assert_eq!(unsafe { libc::kill(-pgid, sig) }, 0);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    (status.code(), status.signal(), rest)
+}
+
+#[test]
+fn ctrl_c_reaches_the_guests_handler() {
+    let script = "import signal, sys, time\n\
+                  def h(*a):\n    print('got INT', flush=True)\n    sys.exit(3)\n\
+                  signal.signal(signal.SIGINT, h)\n\
+                  print('ready', flush=True)\n\
+                  time.sleep(20)\n";
+    let (code, _, rest) = signal_group_after_ready(&["/usr/bin/python3", "-c", script], libc::SIGINT);
+    assert_eq!(rest, "got INT\n");
+    assert_eq!(code, Some(3));
+}
+
+#[test]
+fn ctrl_c_kills_a_guest_without_a_handler_with_130() {
+    let (code, _, _) = signal_group_after_ready(&["/bin/sh", "-c", "echo ready; exec sleep 20"], libc::SIGINT);
+    assert_eq!(code, Some(130));
+}
