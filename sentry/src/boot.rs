@@ -65,7 +65,7 @@ pub enum BootError {
 
 /// Boots the sandbox and runs its init process to completion.
 pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
-    crate::host_signals::block();
+    crate::host_signals::block().map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;

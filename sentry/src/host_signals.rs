@@ -5,29 +5,25 @@
 
 use crate::kernel::process::INIT_PID;
 use crate::kernel::Kernel;
+use nix::sys::signal::{SigSet, Signal};
 use std::sync::Weak;
 
 /// The host signals forwarded to the guest.
-const FORWARDED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+const FORWARDED: [Signal; 6] =
+    [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2];
 
-fn forwarded_set() -> libc::sigset_t {
-    // SAFETY: sigemptyset initializes the set; sigaddset adds valid signals.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in FORWARDED {
-            libc::sigaddset(&mut set, s);
-        }
-        set
+fn forwarded_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED {
+        set.add(s);
     }
+    set
 }
 
 /// Blocks the forwarded signals in the calling thread; every thread the
 /// sentry starts afterwards inherits the mask. Call before any thread.
-pub fn block() {
-    let set = forwarded_set();
-    // SAFETY: `set` is initialized; the old mask is not needed.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+pub fn block() -> nix::Result<()> {
+    forwarded_set().thread_block()
 }
 
 /// Starts the thread that waits for the forwarded signals and sends each
@@ -35,12 +31,8 @@ pub fn block() {
 pub fn start_forwarder(kernel: Weak<Kernel>) -> std::io::Result<()> {
     std::thread::Builder::new().name("host-signals".into()).spawn(move || {
         let set = forwarded_set();
-        loop {
-            let mut sig = 0;
-            // SAFETY: `set` is initialized and `sig` is a valid out-pointer.
-            if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-                continue;
-            }
+        while let Ok(sig) = set.wait() {
+            let sig = sig as i32;
             let Some(k) = kernel.upgrade() else { return };
             let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);
             log::debug!("host signal {sig}: forwarded to process group {pgid}");
