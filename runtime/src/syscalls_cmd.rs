@@ -3,9 +3,19 @@
 
 use crate::cli::{LevelFilter, SyscallsArgs};
 use husk_sentry::syscalls::{table, Support};
+use std::io::Write;
 
 pub fn run(args: SyscallsArgs) -> anyhow::Result<i32> {
-    println!("{:>4}  {:<24} {:<14} NOTE", "NR", "NAME", "LEVEL");
+    match print(&args) {
+        // A reader that stopped early (`husk syscalls | head`) is fine.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|()| 0).map_err(Into::into),
+    }
+}
+
+fn print(args: &SyscallsArgs) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{:>4}  {:<24} {:<14} NOTE", "NR", "NAME", "LEVEL")?;
     for s in table().iter().filter(|s| !s.name.is_empty()) {
         let (level, note, filter) = match s.support {
             Support::Full => ("Full", "", LevelFilter::Full),
@@ -15,7 +25,7 @@ pub fn run(args: SyscallsArgs) -> anyhow::Result<i32> {
         if args.level.is_some_and(|l| l != filter) {
             continue;
         }
-        println!("{:>4}  {:<24} {:<14} {}", s.nr, s.name, level, note);
+        writeln!(out, "{:>4}  {:<24} {:<14} {}", s.nr, s.name, level, note)?;
     }
-    Ok(0)
+    Ok(())
 }

@@ -91,6 +91,42 @@ impl ProcessTable {
         self.procs.lock().get(&pid).and_then(|e| e.group_exit)
     }
 
+    /// setpgid: moves `pid` into group `pgid` of the same session (a new
+    /// group when pgid == pid). EPERM for a session leader or a group of
+    /// another session.
+    pub fn set_pgid(&self, pid: i32, pgid: i32) -> Result<(), crate::abi::Errno> {
+        use crate::abi::Errno;
+        let mut p = self.procs.lock();
+        let (sid, leader) = match p.get(&pid) {
+            Some(e) => (e.sid, e.sid == pid),
+            None => return Err(Errno::ESRCH),
+        };
+        if leader {
+            return Err(Errno::EPERM);
+        }
+        if pgid != pid && !p.values().any(|e| e.pgid == pgid && e.sid == sid && e.status.is_none()) {
+            return Err(Errno::EPERM);
+        }
+        if let Some(e) = p.get_mut(&pid) {
+            e.pgid = pgid;
+        }
+        Ok(())
+    }
+
+    /// setsid: `pid` leads a new session and process group. EPERM if it
+    /// already leads a process group.
+    pub fn set_sid(&self, pid: i32) -> Result<i32, crate::abi::Errno> {
+        use crate::abi::Errno;
+        let mut p = self.procs.lock();
+        if p.values().any(|e| e.pgid == pid && e.status.is_none()) {
+            return Err(Errno::EPERM);
+        }
+        let e = p.get_mut(&pid).ok_or(Errno::ESRCH)?;
+        e.sid = pid;
+        e.pgid = pid;
+        Ok(pid)
+    }
+
     /// Every live process in process group `pgid`.
     pub fn group_members(&self, pgid: i32) -> Vec<i32> {
         self.procs.lock().iter().filter(|(_, e)| e.pgid == pgid && e.status.is_none()).map(|(&k, _)| k).collect()

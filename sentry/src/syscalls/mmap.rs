@@ -13,7 +13,7 @@ pub(super) const ENTRIES: Entries = &[
         "mmap",
         sys_mmap,
         Partial(
-            "shared writable file mappings are refused (ENODEV); shared read-only file mappings are private copies",
+            "shared writable mappings work for the sandbox's own files (tmpfs: /tmp, /dev/shm, written files); of image files they fail with ENODEV, and read-only ones are private copies",
         ),
     ),
     ("munmap", sys_munmap, Full),

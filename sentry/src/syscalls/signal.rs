@@ -14,29 +14,21 @@ use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const KILL: &str = "a signal to the caller's own process is discarded if ignored and ends the process if fatal by \
-                    default (once unblocked); with a user handler, or a stop signal, it fails with ENOSYS until \
-                    signal delivery arrives; signals to other processes fail with ENOSYS after the existence and \
-                    permission checks; every process is its own process group";
+const KILL: &str = "stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are not supported yet (ENOSYS: no job \
+                    control); siginfo of a sent signal carries no sender pid/uid";
 
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
     ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
     ("pause", sys_pause, Support::Full),
-    ("rt_sigaction", sys_rt_sigaction, Support::Partial("handlers are recorded; delivery arrives with signal support")),
-    (
-        "rt_sigprocmask",
-        sys_rt_sigprocmask,
-        Support::Partial(
-            "the mask is recorded; an unblocked pending signal is acted on only if it is ignored or fatal by default",
-        ),
-    ),
+    ("rt_sigaction", sys_rt_sigaction, Support::Full),
+    ("rt_sigprocmask", sys_rt_sigprocmask, Support::Full),
     (
         "rt_sigpending",
         sys_rt_sigpending,
-        Support::Partial("only signals sent by kill/tkill/tgkill while blocked are ever pending"),
+        Support::Partial("standard signals only: real-time signals are not queued more than once"),
     ),
-    ("sigaltstack", sys_sigaltstack, Support::Partial("recorded; used once signal delivery arrives")),
+    ("sigaltstack", sys_sigaltstack, Support::Full),
     ("kill", sys_kill, Support::Partial(KILL)),
     ("tkill", sys_tkill, Support::Partial(KILL)),
     ("tgkill", sys_tgkill, Support::Partial(KILL)),
@@ -399,10 +391,22 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
         -1 => kill_all(task, sig),
         i32::MIN => Err(Errno::ESRCH),
         p => {
-            // A process group: in this kernel, the process it is named after.
-            let pgid = if p == 0 { task.thread.tgid } else { -p };
-            let leader = lookup(task, pgid).ok().filter(|t| t.tgid == pgid).ok_or(Errno::ESRCH)?;
-            send(task, leader, sig, false)
+            // A process group: every process in it.
+            let me = task.thread.tgid;
+            let pgid = if p == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { -p };
+            let members = task.kernel.procs.group_members(pgid);
+            if members.is_empty() {
+                return Err(Errno::ESRCH);
+            }
+            let mut result = Err(Errno::EPERM);
+            for pid in members {
+                if let Ok(t) = lookup(task, pid) {
+                    if send(task, t, sig, false).is_ok() {
+                        result = Ok(0);
+                    }
+                }
+            }
+            result
         }
     }
 }

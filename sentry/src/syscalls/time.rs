@@ -10,7 +10,8 @@ use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
                           threads and processes and fd clocks return EINVAL";
-const SLEEP: &str = "not interruptible by signals yet; sleeping on CPU-time clocks returns EOPNOTSUPP \
+const SLEEP: &str = "the remaining time is not written when a handler interrupts the sleep, and a restart \
+                     sleeps the full time again; sleeping on CPU-time clocks returns EOPNOTSUPP \
                      (PROCESS_CPUTIME_ID) or EINVAL (clocks of a pid)";
 const SET_CLOCK: &str = "the sandbox may not set the host clock: valid requests get EPERM, even from root";
 
@@ -19,7 +20,11 @@ pub(super) const ENTRIES: Entries = &[
     ("clock_getres", sys_clock_getres, Support::Partial(CPU_CLOCKS)),
     ("gettimeofday", sys_gettimeofday, Support::Full),
     ("time", sys_time, Support::Full),
-    ("nanosleep", sys_nanosleep, Support::Partial("not interruptible by signals yet")),
+    (
+        "nanosleep",
+        sys_nanosleep,
+        Support::Partial("the remaining time is not written when a handler interrupts the sleep"),
+    ),
     ("clock_nanosleep", sys_clock_nanosleep, Support::Partial(SLEEP)),
     ("clock_settime", sys_clock_settime, Support::Partial(SET_CLOCK)),
     ("settimeofday", sys_settimeofday, Support::Partial(SET_CLOCK)),
