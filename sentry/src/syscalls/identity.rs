@@ -111,7 +111,6 @@ const NO_ID: u32 = u32::MAX;
 const UTS_LEN: usize = 64;
 /// `sysctl fs.nr_open`: the ceiling of RLIMIT_NOFILE.
 const NR_OPEN: u64 = 1 << 20;
-/// The pid of the sandbox's init process.
 
 /// A signed value as the raw return register.
 fn ret(v: i32) -> u64 {
