@@ -56,6 +56,11 @@ fn guest_spawn_many() {
 }
 
 #[test]
+fn guest_waiting() {
+    guest_test("waiting", &[]);
+}
+
+#[test]
 fn guest_identity() {
     guest_test("identity", &[]);
 }

@@ -33,6 +33,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "auxv",
     "threads",
     "spawn_many",
+    "waiting",
     "escape_probe",
 ];
 

@@ -1,5 +1,7 @@
 //! Filesystem implementations.
 pub mod devfs;
+pub mod epoll;
+pub mod eventfd;
 pub mod gofer;
 pub mod host_file;
 pub mod overlay;

@@ -44,6 +44,9 @@ pub struct Kernel {
     pub mounts: MountNamespace,
     /// The pseudo-filesystem that holds anonymous files (pipes …).
     pub anon: Arc<Mount>,
+    /// The tmpfs that holds memfd_create files.
+    pub memfd_fs: Arc<dyn Node>,
+    next_memfd: AtomicU64,
     pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
@@ -79,6 +82,8 @@ impl Kernel {
             memory,
             mounts: MountNamespace::new(root, "overlay", "root"),
             anon,
+            memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
+            next_memfd: AtomicU64::new(0),
             threads: Mutex::new(BTreeMap::new()),
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
@@ -92,6 +97,11 @@ impl Kernel {
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// A name for the next memfd's backing file.
+    pub fn memfd_name(&self) -> Vec<u8> {
+        format!("memfd-{}", self.next_memfd.fetch_add(1, Ordering::Relaxed)).into_bytes()
     }
 
     pub fn alloc_tid(&self) -> i32 {

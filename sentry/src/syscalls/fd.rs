@@ -19,6 +19,8 @@ pub(super) const ENTRIES: Entries = &[
     ),
     ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
     ("close_range", sys_close_range, Full),
+    ("eventfd", sys_eventfd, Full),
+    ("eventfd2", sys_eventfd2, Full),
     ("pipe", sys_pipe, Full),
     ("pipe2", sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
@@ -259,4 +261,32 @@ fn sys_pipe(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_pipe2(task: &mut Task, a: [u64; 6]) -> SysResult {
     pipe(task, a[0], int(a[1]))
+}
+
+fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
+    const EFD_SEMAPHORE: i32 = 1;
+    if flags & !(EFD_SEMAPHORE | libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let k = &task.kernel;
+    let nonblock = flags & libc::O_NONBLOCK != 0;
+    let e = crate::fs::eventfd::EventFd::new(
+        k.anon_ino(),
+        now(),
+        u64::from(args::uint(initval)),
+        flags & EFD_SEMAPHORE != 0,
+        nonblock,
+    );
+    let d = k.anon_dentry(b"anon_inode:[eventfd]", e.clone());
+    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let f = FileDescription::new(d, e, status);
+    fd_result(task.thread.fds().install(f, flags & libc::O_CLOEXEC != 0, 0, task.thread.nofile())?)
+}
+
+fn sys_eventfd(task: &mut Task, a: [u64; 6]) -> SysResult {
+    eventfd(task, a[0], 0)
+}
+
+fn sys_eventfd2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    eventfd(task, a[0], int(a[1]))
 }

@@ -29,6 +29,11 @@ pub(super) const ENTRIES: Entries = &[
     ("sync", sys_sync, Full),
     ("syncfs", sys_syncfs, Full),
     ("fadvise64", sys_fadvise64, Full),
+    (
+        "memfd_create",
+        sys_memfd_create,
+        Partial("no sealing (F_ADD_SEALS fails with EINVAL); MFD_HUGETLB is refused (EINVAL)"),
+    ),
 ];
 
 /// Linux caps a single read or write at this many bytes.
@@ -481,4 +486,39 @@ fn sys_fadvise64(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     Ok(0)
+}
+
+fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const MFD_CLOEXEC: u32 = 1;
+    const MFD_ALLOW_SEALING: u32 = 2;
+    const MFD_NOEXEC_SEAL: u32 = 8;
+    const MFD_EXEC: u32 = 0x10;
+    /// NAME_MAX minus "memfd:".
+    const MFD_NAME_MAX: usize = 249;
+    let flags = args::uint(a[1]);
+    if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let name = task.thread.mm().read_cstring(a[0], MFD_NAME_MAX).map_err(|e| {
+        if e == Errno::ENAMETOOLONG {
+            Errno::EINVAL
+        } else {
+            e
+        }
+    })?;
+    let k = &task.kernel;
+    let creds = task.thread.creds();
+    let backing = k.memfd_name();
+    let node = k.memfd_fs.create(&backing, NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
+    let ops = node.open(libc::O_RDWR)?;
+    // The file has no name anywhere: only descriptors keep it alive.
+    k.memfd_fs.unlink(&backing, false)?;
+    let mut shown = b"/memfd:".to_vec();
+    shown.extend_from_slice(&name);
+    shown.extend_from_slice(b" (deleted)");
+    let d = k.anon_dentry(&shown, node);
+    let status = u32::try_from(libc::O_RDWR | libc::O_LARGEFILE).unwrap_or(2);
+    let f = FileDescription::new(d, ops, status);
+    let fd = task.thread.fds().install(f, flags & MFD_CLOEXEC != 0, 0, task.thread.nofile())?;
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }

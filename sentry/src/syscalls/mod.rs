@@ -6,6 +6,7 @@ pub mod strace;
 
 mod args;
 mod dir;
+mod epoll;
 mod fd;
 mod file;
 mod futex;
@@ -53,8 +54,9 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 14] {
+fn families() -> [Entries; 15] {
     [
+        epoll::ENTRIES,
         timer::ENTRIES,
         socket::ENTRIES,
         poll::ENTRIES,

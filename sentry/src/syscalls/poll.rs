@@ -31,7 +31,10 @@ fn events_of(task: &Task, fd: i32) -> u32 {
 }
 
 /// Polls `check` until it reports something or `deadline` passes.
-fn wait_for(deadline: Option<Instant>, mut check: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+pub(super) fn wait_for(
+    deadline: Option<Instant>,
+    mut check: impl FnMut() -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
     let mut pause = Duration::from_micros(50);
     loop {
         let n = check()?;

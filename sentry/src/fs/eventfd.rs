@@ -1,0 +1,148 @@
+//! eventfd: a 64-bit counter with read/write semantics for wake-ups.
+
+use crate::abi::Errno;
+use crate::kernel::wait::{wait_once, Waker};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// An eventfd.
+pub struct EventFd {
+    ino: u64,
+    created: TimeSpec,
+    semaphore: bool,
+    nonblock: AtomicBool,
+    count: Arc<(Mutex<u64>, Condvar)>,
+}
+
+const MAX: u64 = u64::MAX - 1;
+
+impl EventFd {
+    pub fn new(ino: u64, created: TimeSpec, initial: u64, semaphore: bool, nonblock: bool) -> Arc<EventFd> {
+        Arc::new(EventFd {
+            ino,
+            created,
+            semaphore,
+            nonblock: AtomicBool::new(nonblock),
+            count: Arc::new((Mutex::new(initial), Condvar::new())),
+        })
+    }
+
+    fn waker(&self) -> Waker {
+        let c = self.count.clone();
+        Arc::new(move || {
+            let _g = c.0.lock();
+            c.1.notify_all();
+        })
+    }
+}
+
+impl Node for EventFd {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(Stat {
+            dev: 0x0e,
+            ino: self.ino,
+            nlink: 1,
+            mode: 0o600,
+            blksize: 4096,
+            atime: self.created,
+            mtime: self.created,
+            ctime: self.created,
+            ..Stat::default()
+        })
+    }
+
+    fn fs_id(&self) -> usize {
+        usize::MAX - 4
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl FileOps for EventFd {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        if buf.len() < 8 {
+            return Err(Errno::EINVAL);
+        }
+        let (lock, cond) = (&self.count.0, &self.count.1);
+        let mut c = lock.lock();
+        while *c == 0 {
+            if self.nonblock.load(Ordering::Relaxed) {
+                return Err(Errno::EAGAIN);
+            }
+            wait_once(&mut c, cond, self.waker())?;
+        }
+        let v = if self.semaphore { 1 } else { *c };
+        *c -= v;
+        cond.notify_all();
+        buf[..8].copy_from_slice(&v.to_ne_bytes());
+        Ok(8)
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        let v = buf.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes).ok_or(Errno::EINVAL)?;
+        if v == u64::MAX {
+            return Err(Errno::EINVAL);
+        }
+        let (lock, cond) = (&self.count.0, &self.count.1);
+        let mut c = lock.lock();
+        while MAX - *c < v {
+            if self.nonblock.load(Ordering::Relaxed) {
+                return Err(Errno::EAGAIN);
+            }
+            wait_once(&mut c, cond, self.waker())?;
+        }
+        *c += v;
+        cond.notify_all();
+        Ok(8)
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn poll_events(&self) -> u32 {
+        let c = *self.count.0.lock();
+        let mut ev = 0;
+        if c > 0 {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if c < MAX {
+            ev |= POLLOUT | POLLWRNORM;
+        }
+        if c == MAX {
+            ev |= POLLERR;
+        }
+        ev
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        let nb = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+        self.nonblock.store(flags & nb != 0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_and_semaphore_modes() {
+        let e = EventFd::new(1, TimeSpec::default(), 0, false, true);
+        let mut b = [0u8; 8];
+        assert_eq!(e.read(&mut b, 0), Err(Errno::EAGAIN));
+        e.write(&3u64.to_ne_bytes(), 0).unwrap();
+        e.write(&4u64.to_ne_bytes(), 0).unwrap();
+        assert_eq!(e.read(&mut b, 0), Ok(8));
+        assert_eq!(u64::from_ne_bytes(b), 7);
+        let s = EventFd::new(2, TimeSpec::default(), 2, true, true);
+        s.read(&mut b, 0).unwrap();
+        assert_eq!(u64::from_ne_bytes(b), 1);
+        assert_eq!(s.poll_events() & POLLIN, POLLIN);
+        assert_eq!(s.write(&u64::MAX.to_ne_bytes(), 0), Err(Errno::EINVAL));
+        assert_eq!(s.read(&mut [0u8; 4], 0), Err(Errno::EINVAL));
+    }
+}

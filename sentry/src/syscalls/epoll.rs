@@ -1,0 +1,152 @@
+//! System calls: epoll.
+
+use super::args::{self, int};
+use super::poll::{wait_for, with_sigmask};
+use super::{Entries, Support::*};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::fs::epoll::Epoll;
+use crate::kernel::Task;
+use crate::vfs::{FileDescription, S_IFDIR, S_IFMT, S_IFREG};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; edge-triggered \
+                    mode reports events that newly appeared between waits; EPOLLEXCLUSIVE has no effect";
+
+pub(super) const ENTRIES: Entries = &[
+    ("epoll_create", sys_epoll_create, Full),
+    ("epoll_create1", sys_epoll_create1, Full),
+    ("epoll_ctl", sys_epoll_ctl, Partial(NOTE)),
+    ("epoll_wait", sys_epoll_wait, Partial(NOTE)),
+    ("epoll_pwait", sys_epoll_pwait, Partial(NOTE)),
+    ("epoll_pwait2", sys_epoll_pwait2, Partial(NOTE)),
+];
+
+const EPOLL_CTL_ADD: i32 = 1;
+const EPOLL_CTL_DEL: i32 = 2;
+const EPOLL_CTL_MOD: i32 = 3;
+/// The most events one wait returns (INT_MAX / sizeof(struct epoll_event)).
+const EP_MAX_EVENTS: i32 = i32::MAX / 12;
+
+fn create(task: &Task, cloexec: bool) -> SysResult {
+    let k = &task.kernel;
+    let ep = Epoll::new(k.anon_ino(), super::fd::now());
+    let d = k.anon_dentry(b"anon_inode:[eventpoll]", ep.clone());
+    let f = FileDescription::new(d, ep, 2);
+    let fd = task.thread.fds().install(f, cloexec, 0, task.thread.nofile())?;
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_epoll_create(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if int(a[0]) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    create(task, false)
+}
+
+fn sys_epoll_create1(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let flags = int(a[0]);
+    if flags & !libc::EPOLL_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    create(task, flags & libc::EPOLL_CLOEXEC != 0)
+}
+
+/// The epoll instance behind `fd` (EINVAL if it is not one).
+fn epoll_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<Epoll>), Errno> {
+    let f = args::file(task, fd)?;
+    let ep = f.ops.clone().into_any().downcast::<Epoll>().map_err(|_| Errno::EINVAL)?;
+    Ok((f, ep))
+}
+
+fn sys_epoll_ctl(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (epf, ep) = epoll_of(task, a[0])?;
+    let fd = int(a[2]);
+    let target = task.thread.fds().get(fd)?;
+    if Arc::ptr_eq(&epf, &target) {
+        return Err(Errno::EINVAL);
+    }
+    // Regular files and directories are always ready: Linux refuses them.
+    let kind = target.stat()?.mode & S_IFMT;
+    if kind == S_IFREG || kind == S_IFDIR {
+        return Err(Errno::EPERM);
+    }
+    let op = int(a[1]);
+    let event = || -> Result<(u32, u64), Errno> {
+        let mut raw = [0u8; 12];
+        task.thread.mm().copy_in(a[3], &mut raw)?;
+        let mut d = Decoder::new(&raw);
+        Ok((d.u32(), d.u64()))
+    };
+    match op {
+        EPOLL_CTL_ADD => {
+            let (events, data) = event()?;
+            ep.add(fd, &target, events, data)?;
+        }
+        EPOLL_CTL_MOD => {
+            let (events, data) = event()?;
+            ep.modify(fd, &target, events, data)?;
+        }
+        EPOLL_CTL_DEL => ep.delete(fd, &target)?,
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
+fn wait(task: &Task, epfd: u64, events: u64, max: u64, deadline: Option<Instant>) -> SysResult {
+    let max = int(max);
+    if max <= 0 || max > EP_MAX_EVENTS {
+        return Err(Errno::EINVAL);
+    }
+    let max = usize::try_from(max).map_err(|_| Errno::EINVAL)?;
+    args::user_range(events, max * 12)?;
+    let (_, ep) = epoll_of(task, epfd)?;
+    let mut got = Vec::new();
+    wait_for(deadline, || {
+        got = ep.ready(max);
+        Ok(got.len())
+    })?;
+    let mut out = Encoder::with_capacity(got.len() * 12);
+    for (ev, data) in &got {
+        out.u32(*ev).u64(*data);
+    }
+    task.thread.mm().copy_out(events, out.as_bytes())?;
+    Ok(got.len() as u64)
+}
+
+fn ms_deadline(ms: i32) -> Option<Instant> {
+    u64::try_from(ms).ok().map(|ms| Instant::now() + Duration::from_millis(ms))
+}
+
+fn sys_epoll_wait(task: &mut Task, a: [u64; 6]) -> SysResult {
+    wait(task, a[0], a[1], a[2], ms_deadline(int(a[3])))
+}
+
+fn sys_epoll_pwait(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[4] != 0 && a[5] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let deadline = ms_deadline(int(a[3]));
+    with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
+}
+
+fn sys_epoll_pwait2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[4] != 0 && a[5] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let deadline = if a[3] == 0 {
+        None
+    } else {
+        let mut raw = [0u8; 16];
+        task.thread.mm().copy_in(a[3], &mut raw)?;
+        let mut d = Decoder::new(&raw);
+        let (sec, nsec) = (d.i64(), d.i64());
+        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+            return Err(Errno::EINVAL);
+        }
+        let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
+        Some(Instant::now() + dur)
+    };
+    with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
+}
