@@ -3,6 +3,7 @@
 
 pub mod creds;
 pub mod exec;
+pub mod flock;
 pub mod fork;
 pub mod fs_context;
 pub mod futex;
@@ -51,6 +52,7 @@ pub struct Kernel {
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
     pub timers: timers::Timers,
+    pub flocks: flock::Flocks,
     next_tid: AtomicI32,
     next_anon_ino: AtomicU64,
     pub boot_instant: Instant,
@@ -88,6 +90,7 @@ impl Kernel {
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
             timers: timers::Timers::default(),
+            flocks: flock::Flocks::default(),
             next_tid: AtomicI32::new(1),
             next_anon_ino: AtomicU64::new(1),
             boot_instant: Instant::now(),

@@ -7,6 +7,7 @@ use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, TimeSpec};
+use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     ("dup", sys_dup, Full),
@@ -21,6 +22,7 @@ pub(super) const ENTRIES: Entries = &[
     ("close_range", sys_close_range, Full),
     ("eventfd", sys_eventfd, Full),
     ("eventfd2", sys_eventfd2, Full),
+    ("flock", sys_flock, Partial("locks are shared by the sandbox's processes only, not with the host")),
     ("pipe", sys_pipe, Full),
     ("pipe2", sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
@@ -289,4 +291,32 @@ fn sys_eventfd(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_eventfd2(task: &mut Task, a: [u64; 6]) -> SysResult {
     eventfd(task, a[0], int(a[1]))
+}
+
+fn sys_flock(task: &mut Task, a: [u64; 6]) -> SysResult {
+    use crate::kernel::flock::FlockOp;
+    const LOCK_SH: i32 = 1;
+    const LOCK_EX: i32 = 2;
+    const LOCK_NB: i32 = 4;
+    const LOCK_UN: i32 = 8;
+    let f = args::file(task, a[0])?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    let how = int(a[1]);
+    let op = match how & !LOCK_NB {
+        LOCK_SH => FlockOp::Shared,
+        LOCK_EX => FlockOp::Exclusive,
+        LOCK_UN => FlockOp::Unlock,
+        _ => return Err(Errno::EINVAL),
+    };
+    let st = f.stat()?;
+    let owner = Arc::as_ptr(&f) as usize;
+    let flocks = task.kernel.flocks.clone();
+    flocks.lock((st.dev, st.ino), owner, op, how & LOCK_NB != 0)?;
+    if op != FlockOp::Unlock {
+        let release = flocks.clone();
+        f.on_release("flock", Box::new(move || release.release_all(owner)));
+    }
+    Ok(0)
 }

@@ -18,6 +18,17 @@ pub struct FileDescription {
     offset: Mutex<u64>,
     /// A directory's entries, snapshotted by the first getdents.
     dir_snapshot: Mutex<Option<Vec<DirEntry>>>,
+    /// Run when the description goes away (its last descriptor closed):
+    /// releases flock locks it holds.
+    on_release: Mutex<Vec<(&'static str, Box<dyn FnOnce() + Send>)>>,
+}
+
+impl Drop for FileDescription {
+    fn drop(&mut self) {
+        for (_, f) in self.on_release.get_mut().drain(..) {
+            f();
+        }
+    }
 }
 
 impl FileDescription {
@@ -28,7 +39,17 @@ impl FileDescription {
             flags: AtomicU32::new(flags),
             offset: Mutex::new(0),
             dir_snapshot: Mutex::new(None),
+            on_release: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Runs `f` when the description is released; a second hook with the
+    /// same `key` is dropped.
+    pub fn on_release(&self, key: &'static str, f: Box<dyn FnOnce() + Send>) {
+        let mut hooks = self.on_release.lock();
+        if !hooks.iter().any(|(k, _)| *k == key) {
+            hooks.push((key, f));
+        }
     }
 
     pub fn flags(&self) -> u32 {
