@@ -20,8 +20,11 @@ pub struct FileDescription {
     dir_snapshot: Mutex<Option<Vec<DirEntry>>>,
     /// Run when the description goes away (its last descriptor closed):
     /// releases flock locks it holds.
-    on_release: Mutex<Vec<(&'static str, Box<dyn FnOnce() + Send>)>>,
+    on_release: Mutex<Vec<(&'static str, ReleaseHook)>>,
 }
+
+/// Work to do when a description goes away.
+pub type ReleaseHook = Box<dyn FnOnce() + Send>;
 
 impl Drop for FileDescription {
     fn drop(&mut self) {
@@ -45,7 +48,7 @@ impl FileDescription {
 
     /// Runs `f` when the description is released; a second hook with the
     /// same `key` is dropped.
-    pub fn on_release(&self, key: &'static str, f: Box<dyn FnOnce() + Send>) {
+    pub fn on_release(&self, key: &'static str, f: ReleaseHook) {
         let mut hooks = self.on_release.lock();
         if !hooks.iter().any(|(k, _)| *k == key) {
             hooks.push((key, f));
