@@ -61,6 +61,18 @@ fn guest_waiting() {
 }
 
 #[test]
+fn guest_exec_threaded() {
+    // The program execs a shell that exits 7 when it is alone in its
+    // process; natively and under husk alike.
+    let bin = guest_bin("exec_threaded");
+    let argv = [bin.to_string_lossy().into_owned()];
+    let nat = run(native(&argv), None);
+    assert_eq!(nat.code, 7, "natively: {}", nat.describe());
+    let sbx = run(husk_do(&[], &argv), None);
+    assert_eq!(sbx.code, 7, "under husk do: {}", sbx.describe());
+}
+
+#[test]
 fn guest_identity() {
     guest_test("identity", &[]);
 }

@@ -56,6 +56,7 @@ pub fn execve(
     let loaded = loader::load(&mm, &open, path, argv, &envp, &ids)?;
 
     // The point of no return.
+    end_other_threads(task);
     *task.thread.mm.lock() = mm;
     task.thread.fds().close_on_exec();
     task.thread.sigactions.reset_for_exec();
@@ -70,4 +71,22 @@ pub fn execve(
     task.reset_registers(loaded.entry, loaded.sp);
     kernel.procs.release_vfork(task.thread.tgid);
     Ok(0)
+}
+
+/// execve in a multi-threaded process: every other thread of the group
+/// exits first (Linux's de_thread); this one goes on with the new image.
+fn end_other_threads(task: &Task) {
+    let k = &task.kernel;
+    let others: Vec<_> = k.group(task.thread.tgid).into_iter().filter(|t| t.tid != task.thread.tid).collect();
+    if others.is_empty() {
+        return;
+    }
+    for t in &others {
+        t.exiting.store(true, std::sync::atomic::Ordering::SeqCst);
+        k.interrupt(t);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while others.iter().any(|t| k.thread(t.tid).is_some()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }

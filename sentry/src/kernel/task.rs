@@ -101,6 +101,10 @@ impl Task {
             if self.exit.is_none() {
                 if let Some(status) = self.kernel.procs.group_exit(self.thread.tgid) {
                     self.exit = Some(status);
+                } else if self.thread.exiting.load(Ordering::SeqCst) {
+                    // Another thread of the process execs.
+                    self.exit = Some(ExitStatus::Code(0));
+                    self.thread_only = true;
                 }
             }
             if self.exit.is_none() {
