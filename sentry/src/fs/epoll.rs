@@ -98,17 +98,7 @@ impl Epoll {
 
 impl Node for Epoll {
     fn stat(&self) -> Result<Stat, Errno> {
-        Ok(Stat {
-            dev: 0x0e,
-            ino: self.ino,
-            nlink: 1,
-            mode: 0o600,
-            blksize: 4096,
-            atime: self.created,
-            mtime: self.created,
-            ctime: self.created,
-            ..Stat::default()
-        })
+        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
     }
 
     fn fs_id(&self) -> usize {

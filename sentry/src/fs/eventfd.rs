@@ -40,17 +40,7 @@ impl EventFd {
 
 impl Node for EventFd {
     fn stat(&self) -> Result<Stat, Errno> {
-        Ok(Stat {
-            dev: 0x0e,
-            ino: self.ino,
-            nlink: 1,
-            mode: 0o600,
-            blksize: 4096,
-            atime: self.created,
-            mtime: self.created,
-            ctime: self.created,
-            ..Stat::default()
-        })
+        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
     }
 
     fn fs_id(&self) -> usize {
@@ -120,8 +110,7 @@ impl FileOps for EventFd {
     }
 
     fn status_flags_changed(&self, flags: u32) {
-        let nb = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
-        self.nonblock.store(flags & nb != 0, Ordering::Relaxed);
+        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
     }
 }
 

@@ -1,4 +1,5 @@
 //! Filesystem implementations.
+pub mod anon;
 pub mod devfs;
 pub mod epoll;
 pub mod eventfd;

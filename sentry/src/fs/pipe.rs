@@ -66,17 +66,7 @@ impl Pipe {
 
 impl Node for Pipe {
     fn stat(&self) -> Result<Stat, Errno> {
-        Ok(Stat {
-            dev: 0x0d,
-            ino: self.ino,
-            nlink: 1,
-            mode: S_IFIFO | 0o600,
-            blksize: 4096,
-            atime: self.created,
-            mtime: self.created,
-            ctime: self.created,
-            ..Stat::default()
-        })
+        Ok(super::anon::stat(0x0d, self.ino, S_IFIFO | 0o600, self.created))
     }
 
     fn fs_id(&self) -> usize {
@@ -213,8 +203,7 @@ impl FileOps for PipeEnd {
     }
 
     fn status_flags_changed(&self, flags: u32) {
-        let nb = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
-        self.nonblock.store(flags & nb != 0, Ordering::Relaxed);
+        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
     }
 }
 

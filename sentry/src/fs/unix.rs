@@ -77,17 +77,7 @@ impl UnixStream {
 
 impl Node for UnixStream {
     fn stat(&self) -> Result<Stat, Errno> {
-        Ok(Stat {
-            dev: 0x08,
-            ino: self.ino,
-            nlink: 1,
-            mode: S_IFSOCK | 0o777,
-            blksize: 4096,
-            atime: self.created,
-            mtime: self.created,
-            ctime: self.created,
-            ..Stat::default()
-        })
+        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
     }
 
     fn fs_id(&self) -> usize {

@@ -141,10 +141,15 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
     };
     task.cpu = start.cpu;
     let _ = tx.send(Ok(()));
+    run_to_exit(task);
+}
+
+/// Runs a new task's guest code until it exits, then ends its thread.
+fn run_to_exit(mut task: Task) {
     let status = match task.run() {
         Ok(s) => s,
         Err(e) => {
-            log::error!("task {}: platform failure: {e}", start.tid);
+            log::error!("task {}: platform failure: {e}", task.thread.tid);
             ExitStatus::Signal(libc::SIGKILL)
         }
     };
@@ -285,12 +290,5 @@ fn run_thread(
     }
     task.cpu = cpu;
     let _ = tx.send(Ok(()));
-    let status = match task.run() {
-        Ok(s) => s,
-        Err(e) => {
-            log::error!("task {}: platform failure: {e}", thread.tid);
-            ExitStatus::Signal(libc::SIGKILL)
-        }
-    };
-    task.finish(status);
+    run_to_exit(task);
 }

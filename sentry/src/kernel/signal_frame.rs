@@ -6,16 +6,11 @@ use super::signal::{default_action, sigbit, DefaultAction, SigAction, SIG_DFL, S
 use super::task::{ExitStatus, Task};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::Errno;
+use crate::kernel::signal::{
+    SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTORER, SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+};
 use std::sync::atomic::Ordering;
 
-const SA_SIGINFO: u64 = 0x4;
-const SA_ONSTACK: u64 = 0x0800_0000;
-const SA_RESTORER: u64 = 0x0400_0000;
-const SA_NODEFER: u64 = 0x4000_0000;
-const SA_RESETHAND: u64 = 0x8000_0000;
-const SS_ONSTACK: u32 = 1;
-const SS_DISABLE: u32 = 2;
-const SS_AUTODISARM: u32 = 1 << 31;
 const UC_FP_XSTATE: u64 = 1;
 const UC_SIGCONTEXT_SS: u64 = 2;
 const UC_STRICT_RESTORE_SS: u64 = 4;

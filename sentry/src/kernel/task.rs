@@ -3,7 +3,7 @@
 //! repeats until the thread exits.
 
 use super::futex::FutexKey;
-use super::signal::sigbit;
+use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
 use super::Kernel;
@@ -196,7 +196,6 @@ impl Task {
     /// to restart); otherwise it restarts: the guest re-executes the
     /// `syscall` instruction.
     fn restart_or_eintr(&mut self, e: Errno) -> u64 {
-        const SA_RESTART: u64 = 0x1000_0000;
         let deliverable = self.thread.sigpending.load(Ordering::SeqCst) & !self.thread.sigmask();
         let handler = (deliverable != 0)
             .then(|| usize::try_from(deliverable.trailing_zeros() + 1).unwrap_or(1))

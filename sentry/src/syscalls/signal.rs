@@ -9,6 +9,10 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::signal::{
     default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
 };
+use crate::kernel::signal::{
+    SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
+    SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+};
 use crate::kernel::wait;
 use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
@@ -39,15 +43,6 @@ const SIGSET_SIZE: u64 = 8;
 /// Signals that can never be blocked.
 const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
-const SA_NOCLDSTOP: u64 = 0x1;
-const SA_NOCLDWAIT: u64 = 0x2;
-const SA_SIGINFO: u64 = 0x4;
-const SA_EXPOSE_TAGBITS: u64 = 0x800;
-const SA_RESTORER: u64 = 0x0400_0000;
-const SA_ONSTACK: u64 = 0x0800_0000;
-const SA_RESTART: u64 = 0x1000_0000;
-const SA_NODEFER: u64 = 0x4000_0000;
-const SA_RESETHAND: u64 = 0x8000_0000;
 /// `UAPI_SA_FLAGS`: the flags Linux keeps; others are cleared so programs
 /// can detect unsupported ones.
 const SA_KNOWN: u64 = SA_NOCLDSTOP
@@ -64,9 +59,6 @@ const SIG_BLOCK: i32 = 0;
 const SIG_UNBLOCK: i32 = 1;
 const SIG_SETMASK: i32 = 2;
 
-const SS_ONSTACK: u32 = 1;
-const SS_DISABLE: u32 = 2;
-const SS_AUTODISARM: u32 = 1 << 31;
 const MINSIGSTKSZ: u64 = 2048;
 
 /// A signal number argument, if it names a signal (1..=64).
