@@ -9,5 +9,6 @@ pub mod overlay;
 pub mod pipe;
 pub mod procfs;
 pub mod synthetic;
+pub mod timerfd;
 pub mod tmpfs;
 pub mod unix;

@@ -29,6 +29,7 @@ pub(super) const ENTRIES: Entries = &[
     ("sync", sys_sync, Full),
     ("syncfs", sys_syncfs, Full),
     ("fadvise64", sys_fadvise64, Full),
+    ("sendfile", sys_sendfile, Full),
     (
         "memfd_create",
         sys_memfd_create,
@@ -521,4 +522,56 @@ fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = FileDescription::new(d, ops, status);
     let fd = task.thread.fds().install(f, flags & MFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let out = writable_file(task, a[0])?;
+    let input = readable_file(task, a[1])?;
+    if !input.ops.seekable() {
+        return Err(Errno::EINVAL);
+    }
+    if out.appends() {
+        return Err(Errno::EINVAL);
+    }
+    let count = count(a[3]);
+    let mm = task.thread.mm();
+    let start = if a[2] == 0 {
+        None
+    } else {
+        let mut raw = [0u8; 8];
+        mm.copy_in(a[2], &mut raw)?;
+        Some(offset_arg(u64::from_le_bytes(raw))?)
+    };
+    // Moves up to `count` bytes from `off` of the input to the output.
+    let copy = |off: u64| -> SysResult {
+        let mut buf = vec![0u8; count.min(CHUNK)];
+        let mut done = 0usize;
+        while done < count {
+            let want = (count - done).min(CHUNK);
+            let n = match input.ops.read(&mut buf[..want], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            };
+            let w = match out.write(&buf[..n]) {
+                Ok(w) => w,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            };
+            done += w;
+            if w < n {
+                break;
+            }
+        }
+        Ok(done as u64)
+    };
+    match start {
+        Some(off) => {
+            let n = copy(off)?;
+            mm.copy_out(a[2], &(off + n).to_le_bytes())?;
+            Ok(n)
+        }
+        None => input.positioned(false, copy),
+    }
 }

@@ -25,6 +25,15 @@ pub(super) const ENTRIES: Entries = &[
     ("timer_gettime", sys_timer_gettime, Full),
     ("timer_getoverrun", sys_timer_getoverrun, Full),
     ("timer_delete", sys_timer_delete, Full),
+    (
+        "timerfd_create",
+        sys_timerfd_create,
+        Partial(
+            "TFD_TIMER_CANCEL_ON_SET is accepted but clock changes never cancel (the sandbox cannot set the clock)",
+        ),
+    ),
+    ("timerfd_settime", sys_timerfd_settime, Full),
+    ("timerfd_gettime", sys_timerfd_gettime, Full),
 ];
 
 const ITIMER_REAL: i32 = 0;
@@ -191,5 +200,54 @@ fn sys_timer_getoverrun(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_timer_delete(task: &mut Task, a: [u64; 6]) -> SysResult {
     let id = timer_id(task, a[0])?;
     task.kernel.timers.delete(id);
+    Ok(0)
+}
+
+fn timerfd_of(task: &Task, fd: u64) -> Result<std::sync::Arc<crate::fs::timerfd::TimerFd>, Errno> {
+    let f = super::args::file(task, fd)?;
+    f.ops.clone().into_any().downcast::<crate::fs::timerfd::TimerFd>().map_err(|_| Errno::EINVAL)
+}
+
+fn sys_timerfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let clock = int(a[0]);
+    let flags = int(a[1]);
+    if !matches!(clock, 0 | 1 | 7 | 8 | 9) {
+        return Err(Errno::EINVAL);
+    }
+    if flags & !(libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let k = &task.kernel;
+    let nonblock = flags & libc::TFD_NONBLOCK != 0;
+    let t = crate::fs::timerfd::TimerFd::new(k.anon_ino(), super::fd::now(), clock, nonblock);
+    let d = k.anon_dentry(b"anon_inode:[timerfd]", t.clone());
+    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let f = crate::vfs::FileDescription::new(d, t, status);
+    let fd = task.thread.fds().install(f, flags & libc::TFD_CLOEXEC != 0, 0, task.thread.nofile())?;
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_timerfd_settime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const TFD_TIMER_ABSTIME: u64 = 1;
+    const TFD_TIMER_CANCEL_ON_SET: u64 = 2;
+    let t = timerfd_of(task, a[0])?;
+    if a[1] & !(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (interval, mut value) = read_pair(task, a[2], 1)?;
+    if a[1] & TFD_TIMER_ABSTIME != 0 && !value.is_zero() {
+        value = until(t.clock, value);
+    }
+    let (old_value, old_interval) = t.set(value, interval);
+    if a[3] != 0 {
+        write_pair(task, a[3], Setting { value: old_value, interval: old_interval }, 1)?;
+    }
+    Ok(0)
+}
+
+fn sys_timerfd_gettime(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let t = timerfd_of(task, a[0])?;
+    let (value, interval) = t.get();
+    write_pair(task, a[1], Setting { value, interval }, 1)?;
     Ok(0)
 }
