@@ -24,6 +24,9 @@ const KILL: &str = "stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are not su
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
     ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
+    ("rt_sigtimedwait", sys_rt_sigtimedwait, Support::Partial("the siginfo carries no sender pid/uid")),
+    ("rt_sigqueueinfo", sys_rt_sigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
+    ("rt_tgsigqueueinfo", sys_rt_tgsigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
     ("pause", sys_pause, Support::Full),
     ("rt_sigaction", sys_rt_sigaction, Support::Full),
     ("rt_sigprocmask", sys_rt_sigprocmask, Support::Full),
@@ -450,6 +453,77 @@ fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
         task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
     }
     Ok(0)
+}
+
+/// rt_sigtimedwait(set, info, timeout, sigsetsize): takes a pending signal
+/// of `set` (normally blocked) without running a handler.
+fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mm = task.thread.mm();
+    let mut raw = [0u8; 8];
+    mm.copy_in(a[0], &mut raw)?;
+    let set = u64::from_le_bytes(raw) & !(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    let deadline = if a[2] == 0 {
+        None
+    } else {
+        let mut ts = [0u8; 16];
+        mm.copy_in(a[2], &mut ts)?;
+        let mut d = Decoder::new(&ts);
+        let (sec, nsec) = (d.i64(), d.i64());
+        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+            return Err(Errno::EINVAL);
+        }
+        let dur = std::time::Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
+        Some(std::time::Instant::now() + dur)
+    };
+    loop {
+        let pending = task.thread.sigpending.load(Ordering::SeqCst) & set;
+        if pending != 0 {
+            let bit = pending & pending.wrapping_neg();
+            task.thread.sigpending.fetch_and(!bit, Ordering::SeqCst);
+            let sig = i32::try_from(bit.trailing_zeros() + 1).unwrap_or(0);
+            if a[1] != 0 {
+                let info = crate::kernel::signal_frame::SigInfo::user(sig, 0, 0, 0);
+                mm.copy_out(a[1], &info.0)?;
+            }
+            return u64::try_from(sig).map_err(|_| Errno::EINVAL);
+        }
+        // Another signal the thread accepts ends the wait (a handler runs).
+        if task.thread.sigpending.load(Ordering::SeqCst) & !task.thread.sigmask() != 0 {
+            return Err(Errno::ERESTARTNOHAND);
+        }
+        let until = deadline.unwrap_or_else(|| std::time::Instant::now() + std::time::Duration::from_secs(1 << 32));
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err(Errno::EAGAIN);
+        }
+        // Any signal sent to the thread wakes the sleep; look again.
+        if wait::sleep_until(until).is_err() {
+            task.thread.interrupted.store(false, Ordering::SeqCst);
+            if task.thread.exiting.load(Ordering::SeqCst) {
+                return Err(Errno::EINTR);
+            }
+        }
+    }
+}
+
+fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let pid = int(a[0]);
+    if pid <= 0 {
+        return Err(Errno::ESRCH);
+    }
+    let target = lookup(task, pid)?;
+    send(task, target, int(a[1]), false)
+}
+
+fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (tgid, tid) = (int(a[0]), int(a[1]));
+    if tgid <= 0 || tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
+    send(task, target, int(a[2]), true)
 }
 
 #[cfg(test)]
