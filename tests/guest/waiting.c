@@ -1,6 +1,6 @@
 /* waiting.c — files that are waited on: epoll (level, edge, one-shot),
  * eventfd, socketpair, poll on a pipe whose writer closed, memfd_create
- * with a shared mapping. */
+ * with a shared mapping, sendfile, timerfd, signalfd and sigtimedwait. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -9,7 +9,11 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -97,5 +101,44 @@ int main(void) {
     CHECK_MEM(buf, "mapped", 6);
     CHECK_EQ(pwrite(m, "FILE", 4, 0), 4);
     CHECK_MEM(map, "FILE", 4);
+
+    /* sendfile from the memfd into a pipe, at an explicit offset. */
+    int q[2];
+    CHECK_OK(pipe(q));
+    off_t off = 1;
+    CHECK_EQ(sendfile(q[1], m, &off, 3), 3);
+    CHECK_EQ(off, 4);
+    CHECK_EQ(read(q[0], buf, 3), 3);
+    CHECK_MEM(buf, "ILE", 3);
+
+    /* timerfd: an interval timer counts expirations and polls readable. */
+    int tfd = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+    struct itimerspec its = {{0, 10000000}, {0, 10000000}};
+    CHECK_OK(timerfd_settime(tfd, 0, &its, NULL));
+    CHECK_EQ(read(tfd, &v, 8), 8);
+    CHECK(v >= 1);
+    struct pollfd tp = {.fd = tfd, .events = POLLIN};
+    CHECK_EQ(poll(&tp, 1, 1000), 1);
+    struct itimerspec cur;
+    CHECK_OK(timerfd_gettime(tfd, &cur));
+    CHECK_EQ(cur.it_interval.tv_nsec, 10000000);
+
+    /* Blocked signals read from a signalfd, or taken by sigtimedwait. */
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGUSR1);
+    sigaddset(&ss, SIGUSR2);
+    CHECK_OK(sigprocmask(SIG_BLOCK, &ss, NULL));
+    int sfd = CHECK_OK(signalfd(-1, &ss, SFD_NONBLOCK));
+    struct signalfd_siginfo si;
+    CHECK_ERR(read(sfd, &si, sizeof si), EAGAIN);
+    CHECK_OK(kill(getpid(), SIGUSR1));
+    CHECK_EQ(read(sfd, &si, sizeof si), sizeof si);
+    CHECK_EQ(si.ssi_signo, SIGUSR1);
+    CHECK_OK(kill(getpid(), SIGUSR2));
+    siginfo_t info;
+    CHECK_EQ(sigwaitinfo(&ss, &info), SIGUSR2);
+    struct timespec zero = {0, 1000000};
+    CHECK_ERR(sigtimedwait(&ss, &info, &zero), EAGAIN);
     return 0;
 }

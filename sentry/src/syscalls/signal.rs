@@ -24,6 +24,8 @@ const KILL: &str = "stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are not su
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
     ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
+    ("signalfd", sys_signalfd, Support::Partial("records carry the signal number only (no sender, code or value)")),
+    ("signalfd4", sys_signalfd4, Support::Partial("records carry the signal number only (no sender, code or value)")),
     ("rt_sigtimedwait", sys_rt_sigtimedwait, Support::Partial("the siginfo carries no sender pid/uid")),
     ("rt_sigqueueinfo", sys_rt_sigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
     ("rt_tgsigqueueinfo", sys_rt_tgsigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
@@ -524,6 +526,39 @@ fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
     send(task, target, int(a[2]), true)
+}
+
+fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysResult {
+    use crate::fs::signalfd::SignalFd;
+    use crate::vfs::FileDescription;
+    if size != 8 || flags & !(libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 8];
+    task.thread.mm().copy_in(mask_addr, &mut raw)?;
+    let mask = u64::from_le_bytes(raw) & !(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    if int(fd) != -1 {
+        let f = super::args::file(task, fd)?;
+        let s = f.ops.clone().into_any().downcast::<SignalFd>().map_err(|_| Errno::EINVAL)?;
+        s.mask.store(mask, Ordering::Relaxed);
+        return Ok(fd & 0xffff_ffff);
+    }
+    let k = &task.kernel;
+    let nonblock = flags & libc::SFD_NONBLOCK != 0;
+    let s = SignalFd::new(k.anon_ino(), super::fd::now(), mask, nonblock);
+    let d = k.anon_dentry(b"anon_inode:[signalfd]", s.clone());
+    let status = if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let f = FileDescription::new(d, s, status);
+    let fd = task.thread.fds().install(f, flags & libc::SFD_CLOEXEC != 0, 0, task.thread.nofile())?;
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_signalfd(task: &mut Task, a: [u64; 6]) -> SysResult {
+    signalfd(task, a[0], a[1], a[2], 0)
+}
+
+fn sys_signalfd4(task: &mut Task, a: [u64; 6]) -> SysResult {
+    signalfd(task, a[0], a[1], a[2], int(a[3]))
 }
 
 #[cfg(test)]
