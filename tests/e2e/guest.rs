@@ -56,6 +56,11 @@ fn guest_spawn_many() {
 }
 
 #[test]
+fn guest_unix_sockets() {
+    guest_test("unix_sockets", &[]);
+}
+
+#[test]
 fn guest_waiting() {
     guest_test("waiting", &[]);
 }

@@ -34,6 +34,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "threads",
     "spawn_many",
     "waiting",
+    "unix_sockets",
     "exec_threaded",
     "escape_probe",
 ];

@@ -1,6 +1,8 @@
-//! Unix domain stream sockets made by socketpair(2): two connected ends,
-//! each a pair of pipe buffers (one per direction). Named sockets (bind,
-//! listen, connect) and datagram sockets are not available yet.
+//! Unix domain stream sockets. A connection is two ends, each a pair of
+//! pipe buffers (one per direction), made by socketpair(2) or by connect(2)
+//! to a socket listening on a path or an abstract name (the kernel's
+//! registry maps names to listeners). Datagram sockets and descriptor
+//! passing are not available yet.
 
 use super::pipe::{Pipe, PipeEnd};
 use crate::abi::Errno;
@@ -119,5 +121,229 @@ impl FileOps for UnixStream {
         if let Some(t) = self.tx() {
             t.status_flags_changed(flags);
         }
+    }
+}
+
+/// The name a Unix socket is bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnixName {
+    /// In the abstract namespace (no file).
+    Abstract(Vec<u8>),
+    /// A socket file, by (device, inode); `path` is what getsockname shows.
+    File { dev: u64, ino: u64, path: Vec<u8> },
+}
+
+impl UnixName {
+    /// The registry key (paths compare by file, not by spelling).
+    pub fn key(&self) -> UnixName {
+        match self {
+            UnixName::File { dev, ino, .. } => UnixName::File { dev: *dev, ino: *ino, path: Vec::new() },
+            a => a.clone(),
+        }
+    }
+
+    /// The `sun_path` bytes as getsockname reports them.
+    pub fn sun_path(&self) -> Vec<u8> {
+        match self {
+            UnixName::Abstract(n) => {
+                let mut v = vec![0u8];
+                v.extend_from_slice(n);
+                v
+            }
+            UnixName::File { path, .. } => {
+                let mut v = path.clone();
+                v.push(0);
+                v
+            }
+        }
+    }
+}
+
+enum SockState {
+    Unbound,
+    Bound(UnixName),
+    Listening(UnixName),
+    Connected { stream: Arc<UnixStream>, local: Option<UnixName>, peer: Option<UnixName> },
+}
+
+/// A Unix stream socket: unbound, bound, listening or connected.
+pub struct UnixSocket {
+    ino: u64,
+    created: TimeSpec,
+    state: Mutex<SockState>,
+    /// Connections waiting for accept (a listening socket's).
+    queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
+    nonblock: std::sync::atomic::AtomicBool,
+}
+
+impl UnixSocket {
+    fn with_state(ino: u64, created: TimeSpec, state: SockState, nonblock: bool) -> Arc<UnixSocket> {
+        Arc::new(UnixSocket {
+            ino,
+            created,
+            state: Mutex::new(state),
+            queue: Arc::default(),
+            nonblock: std::sync::atomic::AtomicBool::new(nonblock),
+        })
+    }
+
+    /// A new, unbound socket.
+    pub fn new(ino: u64, created: TimeSpec, nonblock: bool) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, SockState::Unbound, nonblock)
+    }
+
+    /// One end of a connected pair (socketpair).
+    pub fn connected(ino: u64, created: TimeSpec, stream: Arc<UnixStream>, nonblock: bool) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, SockState::Connected { stream, local: None, peer: None }, nonblock)
+    }
+
+    pub fn nonblocking(&self) -> bool {
+        self.nonblock.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The connected stream (ENOTCONN otherwise).
+    pub fn stream(&self) -> Result<Arc<UnixStream>, Errno> {
+        match &*self.state.lock() {
+            SockState::Connected { stream, .. } => Ok(stream.clone()),
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    /// bind(2): names an unbound socket.
+    pub fn bind(&self, name: UnixName) -> Result<(), Errno> {
+        let mut s = self.state.lock();
+        match *s {
+            SockState::Unbound => {
+                *s = SockState::Bound(name);
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// listen(2).
+    pub fn listen(&self) -> Result<(), Errno> {
+        let mut s = self.state.lock();
+        match &*s {
+            SockState::Bound(n) | SockState::Listening(n) => {
+                *s = SockState::Listening(n.clone());
+                Ok(())
+            }
+            SockState::Unbound => Err(Errno::EINVAL),
+            SockState::Connected { .. } => Err(Errno::EINVAL),
+        }
+    }
+
+    pub fn is_listening(&self) -> bool {
+        matches!(*self.state.lock(), SockState::Listening(_))
+    }
+
+    /// The name bound (getsockname), if any.
+    pub fn local_name(&self) -> Option<UnixName> {
+        match &*self.state.lock() {
+            SockState::Unbound => None,
+            SockState::Bound(n) | SockState::Listening(n) => Some(n.clone()),
+            SockState::Connected { local, .. } => local.clone(),
+        }
+    }
+
+    /// The peer's name (getpeername); ENOTCONN unless connected.
+    pub fn peer_name(&self) -> Result<Option<UnixName>, Errno> {
+        match &*self.state.lock() {
+            SockState::Connected { peer, .. } => Ok(peer.clone()),
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    /// connect(2) to `listener`: queues the server's end for accept.
+    pub fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: (i32, u32, u32)) -> Result<(), Errno> {
+        let Some(name) = listener.local_name().filter(|_| listener.is_listening()) else {
+            return Err(Errno::ECONNREFUSED);
+        };
+        let mut s = self.state.lock();
+        let local = match &*s {
+            SockState::Connected { .. } => return Err(Errno::EISCONN),
+            SockState::Listening(_) => return Err(Errno::EINVAL),
+            SockState::Bound(n) => Some(n.clone()),
+            SockState::Unbound => None,
+        };
+        let (mine, theirs) = UnixStream::pair(inos, self.created, false, cred);
+        let server = UnixSocket::with_state(
+            inos.1,
+            self.created,
+            SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
+            false,
+        );
+        *s = SockState::Connected { stream: mine, local, peer: Some(name) };
+        let (q, cond) = (&listener.queue.0, &listener.queue.1);
+        q.lock().push_back(server);
+        cond.notify_all();
+        Ok(())
+    }
+
+    /// accept(2): the next queued connection, waiting for one unless
+    /// `nonblock`.
+    pub fn accept(&self, nonblock: bool) -> Result<Arc<UnixSocket>, Errno> {
+        if !self.is_listening() {
+            return Err(Errno::EINVAL);
+        }
+        let (q, cond) = (&self.queue.0, &self.queue.1);
+        let mut g = q.lock();
+        loop {
+            if let Some(c) = g.pop_front() {
+                return Ok(c);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            let qq = self.queue.clone();
+            let wake: crate::kernel::wait::Waker = Arc::new(move || {
+                let _g = qq.0.lock();
+                qq.1.notify_all();
+            });
+            crate::kernel::wait::wait_once(&mut g, cond, wake)?;
+        }
+    }
+}
+
+impl Node for UnixSocket {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
+    }
+
+    fn fs_id(&self) -> usize {
+        usize::MAX - 2
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl FileOps for UnixSocket {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        self.stream()?.recv(buf, self.nonblocking())
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        self.stream()?.send(buf, self.nonblocking())
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn poll_events(&self) -> u32 {
+        if self.is_listening() {
+            return if self.queue.0.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
+        }
+        match self.stream() {
+            Ok(s) => FileOps::poll_events(s.as_ref()),
+            Err(_) => crate::vfs::POLLOUT | crate::vfs::POLLHUP,
+        }
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        self.nonblock.store(super::anon::nonblocking(flags), std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -45,6 +45,9 @@ pub struct Kernel {
     pub mounts: MountNamespace,
     /// The pseudo-filesystem that holds anonymous files (pipes …).
     pub anon: Arc<Mount>,
+    /// Bound Unix sockets by name.
+    pub unix_names:
+        Mutex<std::collections::HashMap<crate::fs::unix::UnixName, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
     /// The tmpfs that holds memfd_create files.
     pub memfd_fs: Arc<dyn Node>,
     next_memfd: AtomicU64,
@@ -84,6 +87,7 @@ impl Kernel {
             memory,
             mounts: MountNamespace::new(root, "overlay", "root"),
             anon,
+            unix_names: Mutex::new(std::collections::HashMap::new()),
             memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
             next_memfd: AtomicU64::new(0),
             threads: Mutex::new(BTreeMap::new()),

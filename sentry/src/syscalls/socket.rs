@@ -1,35 +1,36 @@
-//! System calls: sockets. Unix stream socket pairs work (socketpair);
-//! creating other sockets fails the way Linux fails for a family it does
-//! not have, until named Unix sockets and the netstack arrive.
+//! System calls: sockets. Unix stream sockets work: pairs, and named ones
+//! (paths and the abstract namespace) with bind/listen/connect/accept.
+//! Other families fail the way Linux fails for a family it does not have,
+//! until the netstack arrives.
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::unix::UnixStream;
+use crate::fs::unix::{UnixName, UnixSocket, UnixStream};
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
+use crate::vfs::FileOps;
 use std::sync::Arc;
 
-const NO_FAMILIES: &str = "only socketpair(AF_UNIX, SOCK_STREAM) sockets exist: socket() fails with EAFNOSUPPORT";
-const PAIR_ONLY: &str = "Unix stream socket pairs only; no addresses (ENOTSOCK on other descriptors)";
-const NO_ADDRESSES: &str = "socket pairs are already connected and have no names (EOPNOTSUPP/EISCONN)";
+const STREAM_ONLY: &str = "AF_UNIX SOCK_STREAM only: other families fail with EAFNOSUPPORT, datagram and seqpacket Unix sockets with EPROTONOSUPPORT";
+const UNIX: &str = "Unix stream sockets only (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("socket", sys_socket, Unimplemented(NO_FAMILIES)),
-    ("socketpair", sys_socketpair, Partial("AF_UNIX SOCK_STREAM only (SOCK_DGRAM/SOCK_SEQPACKET: EPROTONOSUPPORT)")),
-    ("bind", sys_no_address, Unimplemented(NO_ADDRESSES)),
-    ("listen", sys_no_address, Unimplemented(NO_ADDRESSES)),
-    ("accept", sys_no_address, Unimplemented(NO_ADDRESSES)),
-    ("accept4", sys_no_address, Unimplemented(NO_ADDRESSES)),
-    ("connect", sys_connect, Unimplemented(NO_ADDRESSES)),
-    ("getsockname", sys_getsockname, Partial(PAIR_ONLY)),
-    ("getpeername", sys_getsockname, Partial(PAIR_ONLY)),
-    ("sendto", sys_sendto, Partial(PAIR_ONLY)),
+    ("socket", sys_socket, Partial(STREAM_ONLY)),
+    ("socketpair", sys_socketpair, Partial(STREAM_ONLY)),
+    ("bind", sys_bind, Partial(UNIX)),
+    ("listen", sys_listen, Partial("the backlog is not limited")),
+    ("accept", sys_accept, Partial(UNIX)),
+    ("accept4", sys_accept4, Partial(UNIX)),
+    ("connect", sys_connect, Partial("connections are accepted immediately (no backlog limit, never EAGAIN)")),
+    ("getsockname", sys_getsockname, Partial(UNIX)),
+    ("getpeername", sys_getpeername, Partial(UNIX)),
+    ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_PEEK/MSG_OOB (EOPNOTSUPP)")),
     ("sendmsg", sys_sendmsg, Partial("no control messages (SCM_RIGHTS, SCM_CREDENTIALS: EOPNOTSUPP)")),
     ("recvmsg", sys_recvmsg, Partial("no control messages are received; no MSG_PEEK")),
-    ("shutdown", sys_shutdown, Partial(PAIR_ONLY)),
+    ("shutdown", sys_shutdown, Partial(UNIX)),
     (
         "getsockopt",
         sys_getsockopt,
@@ -49,48 +50,59 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 const SOL_SOCKET: i32 = 1;
 
 /// The Unix stream socket behind descriptor `fd`.
-fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixStream>), Errno> {
+fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSocket>), Errno> {
     let f = args::file(task, fd)?;
     // The description's operations are the socket itself.
-    let s = f.ops.clone().into_any().downcast::<UnixStream>().map_err(|_| Errno::ENOTSOCK)?;
+    let s = f.ops.clone().into_any().downcast::<UnixSocket>().map_err(|_| Errno::ENOTSOCK)?;
     Ok((f, s))
 }
 
-fn sys_socket(_task: &mut Task, _a: [u64; 6]) -> SysResult {
-    Err(Errno::EAFNOSUPPORT)
+/// The connected stream of socket `fd`.
+fn stream_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixStream>), Errno> {
+    let (f, s) = socket_of(task, fd)?;
+    Ok((f, s.stream()?))
 }
 
-fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (domain, ty) = (int(a[0]), int(a[1]));
+/// Checks socket(2)/socketpair(2) arguments; returns (nonblock, cloexec).
+fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(bool, bool), Errno> {
     if domain != AF_UNIX {
         return Err(Errno::EAFNOSUPPORT);
     }
     if ty & !(SOCK_TYPE_MASK | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    if ty & SOCK_TYPE_MASK != SOCK_STREAM {
+    if ty & SOCK_TYPE_MASK != SOCK_STREAM || protocol != 0 {
         return Err(Errno::EPROTONOSUPPORT);
     }
-    if int(a[2]) != 0 {
-        return Err(Errno::EPROTONOSUPPORT);
-    }
+    Ok((ty & libc::SOCK_NONBLOCK != 0, ty & libc::SOCK_CLOEXEC != 0))
+}
+
+/// Installs socket `s` as a new descriptor.
+fn install(task: &Task, s: Arc<UnixSocket>, nonblock: bool, cloexec: bool) -> Result<i32, Errno> {
+    let k = &task.kernel;
+    let ino = crate::vfs::Node::stat(s.as_ref()).map(|st| st.ino).unwrap_or(0);
+    let d = k.anon_dentry(format!("socket:[{ino}]").as_bytes(), s.clone());
+    let flags = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    task.thread.fds().install(FileDescription::new(d, s, flags), cloexec, 0, task.thread.nofile())
+}
+
+fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
+    let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock);
+    u64::try_from(install(task, s, nonblock, cloexec)?).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
     let k = &task.kernel;
     let now = super::fd::now();
-    let nonblock = ty & libc::SOCK_NONBLOCK != 0;
     let creds = task.thread.creds();
     let cred = (task.thread.tgid, creds.euid, creds.egid);
-    let (x, y) = UnixStream::pair((k.anon_ino(), k.anon_ino()), now, nonblock, cred);
-    let flags = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
-    let file = |s: Arc<UnixStream>| {
-        let name = format!("socket:[{}]", crate::vfs::Node::stat(s.as_ref()).map(|st| st.ino).unwrap_or(0));
-        let d = k.anon_dentry(name.as_bytes(), s.clone());
-        FileDescription::new(d, s, flags)
-    };
-    let cloexec = ty & libc::SOCK_CLOEXEC != 0;
+    let inos = (k.anon_ino(), k.anon_ino());
+    let (x, y) = UnixStream::pair(inos, now, false, cred);
+    let fa = install(task, UnixSocket::connected(inos.0, now, x, nonblock), nonblock, cloexec)?;
     let fds = task.thread.fds();
-    let limit = task.thread.nofile();
-    let fa = fds.install(file(x), cloexec, 0, limit)?;
-    let fb = match fds.install(file(y), cloexec, 0, limit) {
+    let fb = match install(task, UnixSocket::connected(inos.1, now, y, nonblock), nonblock, cloexec) {
         Ok(fd) => fd,
         Err(e) => {
             let _ = fds.remove(fa);
@@ -107,33 +119,157 @@ fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_no_address(task: &mut Task, a: [u64; 6]) -> SysResult {
-    socket_of(task, a[0])?;
-    Err(Errno::EOPNOTSUPP)
+/// Reads a sockaddr_un: None for an unnamed address (autobind).
+fn read_unix_addr(task: &Task, addr: u64, len: u64) -> Result<Option<(bool, Vec<u8>)>, Errno> {
+    let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+    if !(2..=110).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; len];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    if u16::from_le_bytes([raw[0], raw[1]]) != 1 {
+        return Err(Errno::EINVAL);
+    }
+    let path = &raw[2..];
+    if path.is_empty() {
+        return Ok(None);
+    }
+    if path[0] == 0 {
+        return Ok(Some((true, path[1..].to_vec())));
+    }
+    let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    Ok(Some((false, path[..end].to_vec())))
+}
+
+/// Writes a sockaddr_un for `name` (family only when unnamed).
+fn write_unix_addr(task: &Task, addr: u64, len_addr: u64, name: Option<&UnixName>) -> Result<(), Errno> {
+    let mm = task.thread.mm();
+    let mut len = [0u8; 4];
+    mm.copy_in(len_addr, &mut len)?;
+    let room = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
+    let mut e = Encoder::new();
+    e.u16(1);
+    if let Some(n) = name {
+        e.bytes(&n.sun_path());
+    }
+    let full = e.len();
+    let n = room.min(full);
+    mm.copy_out(addr, &e.as_bytes()[..n])?;
+    // The full length is reported even when truncated, as Linux does.
+    mm.copy_out(len_addr, &u32::try_from(full).unwrap_or(0).to_le_bytes())?;
+    Ok(())
+}
+
+fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (_, s) = socket_of(task, a[0])?;
+    // Linux makes the socket file before it checks the socket is unbound.
+    let bound = || if s.local_name().is_some() || s.stream().is_ok() { Err(Errno::EINVAL) } else { Ok(()) };
+    let k = &task.kernel;
+    let name = match read_unix_addr(task, a[1], a[2])? {
+        // Autobind: a unique abstract name.
+        None => {
+            bound()?;
+            UnixName::Abstract(format!("{:05x}", k.anon_ino()).into_bytes())
+        }
+        Some((true, n)) => {
+            bound()?;
+            UnixName::Abstract(n)
+        }
+        Some((false, path)) => {
+            let pn = args::parent_at(task, args::AT_FDCWD_ARG, &path)?;
+            if pn.name.is_empty() {
+                return Err(Errno::EADDRINUSE);
+            }
+            if pn.parent.node.lookup(&pn.name).is_ok() {
+                return Err(Errno::EADDRINUSE);
+            }
+            bound()?;
+            let creds = task.thread.creds();
+            let mode = crate::vfs::S_IFSOCK | (0o777 & !task.thread.fs().umask());
+            pn.parent.node.mknod(&pn.name, crate::vfs::NewNode { mode, uid: creds.fsuid, gid: creds.fsgid }, 0)?;
+            let st = pn.parent.node.lookup(&pn.name)?.stat()?;
+            UnixName::File { dev: st.dev, ino: st.ino, path }
+        }
+    };
+    let mut names = k.unix_names.lock();
+    if names.get(&name.key()).is_some_and(|w| w.strong_count() > 0) {
+        return Err(Errno::EADDRINUSE);
+    }
+    s.bind(name.clone())?;
+    names.insert(name.key(), Arc::downgrade(&s));
+    Ok(0)
+}
+
+fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (_, s) = socket_of(task, a[0])?;
+    s.listen()?;
+    Ok(0)
 }
 
 fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
-    socket_of(task, a[0])?;
-    Err(Errno::EISCONN)
+    let (_, s) = socket_of(task, a[0])?;
+    let k = &task.kernel;
+    let key = match read_unix_addr(task, a[1], a[2])? {
+        None => return Err(Errno::EINVAL),
+        Some((true, n)) => UnixName::Abstract(n),
+        Some((false, path)) => {
+            let d = args::resolve_at(task, args::AT_FDCWD_ARG, &path, true, false)?;
+            let st = d.node.stat()?;
+            if st.mode & crate::vfs::S_IFMT != crate::vfs::S_IFSOCK {
+                return Err(Errno::ECONNREFUSED);
+            }
+            UnixName::File { dev: st.dev, ino: st.ino, path: Vec::new() }
+        }
+    };
+    let listener = k.unix_names.lock().get(&key).and_then(std::sync::Weak::upgrade).ok_or(Errno::ECONNREFUSED)?;
+    let creds = task.thread.creds();
+    s.connect(&listener, (k.anon_ino(), k.anon_ino()), (task.thread.tgid, creds.euid, creds.egid))?;
+    Ok(0)
 }
 
-/// sockaddr_un of an unnamed socket: just the family.
-fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
-    socket_of(task, a[0])?;
-    let mut len = [0u8; 4];
-    task.thread.mm().copy_in(a[2], &mut len)?;
-    if i32::from_le_bytes(len) < 0 {
+fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    let room = usize::try_from(u32::from_le_bytes(len)).unwrap_or(0).min(2);
-    task.thread.mm().copy_out(a[1], &1u16.to_le_bytes()[..room])?;
-    task.thread.mm().copy_out(a[2], &2u32.to_le_bytes())?;
+    let (f, s) = socket_of(task, a[0])?;
+    let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
+    let conn = s.accept(nonblock_listener)?;
+    let nonblock = flags & libc::SOCK_NONBLOCK != 0;
+    if nonblock {
+        conn.status_flags_changed(u32::try_from(libc::O_NONBLOCK).unwrap_or(0));
+    }
+    let peer = conn.peer_name().ok().flatten();
+    let fd = install(task, conn, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
+    if a[1] != 0 {
+        write_unix_addr(task, a[1], a[2], peer.as_ref())?;
+    }
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+fn sys_accept(task: &mut Task, a: [u64; 6]) -> SysResult {
+    accept(task, a, 0)
+}
+
+fn sys_accept4(task: &mut Task, a: [u64; 6]) -> SysResult {
+    accept(task, a, int(a[3]))
+}
+
+fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (_, s) = socket_of(task, a[0])?;
+    write_unix_addr(task, a[1], a[2], s.local_name().as_ref())?;
+    Ok(0)
+}
+
+fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (_, s) = socket_of(task, a[0])?;
+    let peer = s.peer_name()?;
+    write_unix_addr(task, a[1], a[2], peer.as_ref())?;
     Ok(0)
 }
 
 /// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT).
 fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
-    let (f, s) = socket_of(task, fd)?;
+    let (f, s) = stream_of(task, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -149,7 +285,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
 
 /// Receives up to `len` bytes into `addr`.
 fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
-    let (f, s) = socket_of(task, fd)?;
+    let (f, s) = stream_of(task, fd)?;
     if flags & (MSG_PEEK | MSG_OOB) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -173,8 +309,9 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
 
 fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[4] != 0 {
-        socket_of(task, a[0])?;
-        return Err(Errno::EISCONN);
+        // A stream socket takes no destination address.
+        let (_, s) = socket_of(task, a[0])?;
+        return Err(if s.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
     }
     send(task, a[0], a[1], args::size_arg(a[2])?, a[3])
 }
@@ -237,7 +374,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_in(base, &mut part)?;
         data.extend_from_slice(&part);
     }
-    let (f, s) = socket_of(task, a[0])?;
+    let (f, s) = stream_of(task, a[0])?;
     let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
     let r = s.send(&data, dontwait);
     if r == Err(Errno::EPIPE) && a[2] & MSG_NOSIGNAL == 0 {
@@ -247,7 +384,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (f, s) = socket_of(task, a[0])?;
+    let (f, s) = stream_of(task, a[0])?;
     if a[2] & (MSG_PEEK | MSG_OOB) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -275,7 +412,7 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(task, a[0])?;
+    let (_, s) = stream_of(task, a[0])?;
     match int(a[1]) {
         0 => s.shutdown(true, false),
         1 => s.shutdown(false, true),
@@ -301,10 +438,15 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut value = Encoder::new();
     match int(a[2]) {
         SO_TYPE => value.i32(SOCK_STREAM),
-        SO_ERROR | SO_ACCEPTCONN | SO_PROTOCOL => value.i32(0),
+        SO_ERROR | SO_PROTOCOL => value.i32(0),
+        SO_ACCEPTCONN => value.i32(i32::from(s.is_listening())),
         SO_DOMAIN => value.i32(AF_UNIX),
         SO_SNDBUF | SO_RCVBUF => value.i32(212_992),
-        SO_PEERCRED => value.i32(s.peer_cred.0).u32(s.peer_cred.1).u32(s.peer_cred.2),
+        SO_PEERCRED => {
+            // An unconnected socket has no peer: pid 0, the overflow ids.
+            let (pid, uid, gid) = s.stream().map_or((0, 65534, 65534), |st| st.peer_cred);
+            value.i32(pid).u32(uid).u32(gid)
+        }
         _ => return Err(Errno::ENOPROTOOPT),
     };
     let mm = task.thread.mm();

@@ -1,0 +1,142 @@
+/* unix_sockets.c — named Unix stream sockets: bind to a path and to an
+ * abstract name, listen, connect, accept (across fork), getsockname,
+ * getpeername, SO_PEERCRED, SO_ACCEPTCONN and the errors Linux gives.
+ */
+#include "check.h"
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+static socklen_t path_addr(struct sockaddr_un *a, const char *path) {
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    strcpy(a->sun_path, path);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1);
+}
+
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path + 1, name, strlen(name));
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+}
+
+static void path_socket(void) {
+    const char *path = scratch_path("sock");
+    struct sockaddr_un a, got;
+    socklen_t len = path_addr(&a, path);
+    int srv = CHECK_OK(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    CHECK_OK(bind(srv, (struct sockaddr *)&a, len));
+    struct stat st;
+    CHECK_OK(stat(path, &st));
+    CHECK(S_ISSOCK(st.st_mode));
+    /* The path is taken; another path is refused as the socket is bound. */
+    CHECK_ERR(bind(srv, (struct sockaddr *)&a, len), EADDRINUSE);
+    struct sockaddr_un a2;
+    CHECK_ERR(bind(srv, (struct sockaddr *)&a2, path_addr(&a2, scratch_path("sock2"))), EINVAL);
+    CHECK_ERR(access(scratch_path("sock2"), F_OK), ENOENT);
+
+    int other = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    CHECK_ERR(bind(other, (struct sockaddr *)&a, len), EADDRINUSE);
+    /* Bound but not listening: nobody to connect to. */
+    CHECK_ERR(connect(other, (struct sockaddr *)&a, len), ECONNREFUSED);
+    CHECK_ERR(accept(srv, NULL, NULL), EINVAL);
+
+    int v = -1;
+    socklen_t vl = sizeof(v);
+    CHECK_OK(getsockopt(srv, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl));
+    CHECK_EQ(v, 0);
+    CHECK_OK(listen(srv, 4));
+    CHECK_OK(getsockopt(srv, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl));
+    CHECK_EQ(v, 1);
+
+    socklen_t gl = sizeof(got);
+    CHECK_OK(getsockname(srv, (struct sockaddr *)&got, &gl));
+    CHECK_EQ(gl, len);
+    CHECK_STR(got.sun_path, path);
+
+    pid_t child = CHECK_OK(fork());
+    if (child == 0) {
+        int c = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, len) != 0)
+            _exit(2);
+        char buf[8] = {0};
+        if (write(c, "ping", 4) != 4 || read(c, buf, sizeof(buf)) != 4 || memcmp(buf, "pong", 4) != 0)
+            _exit(3);
+        _exit(0);
+    }
+    gl = sizeof(got);
+    int conn = CHECK_OK(accept4(srv, (struct sockaddr *)&got, &gl, SOCK_CLOEXEC));
+    /* The client never bound: its address is the family alone. */
+    CHECK_EQ(gl, sizeof(sa_family_t));
+    CHECK_EQ(fcntl(conn, F_GETFD), FD_CLOEXEC);
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    CHECK_OK(getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl));
+    CHECK_EQ(cred.uid, getuid());
+    char buf[8] = {0};
+    CHECK_EQ(read(conn, buf, sizeof(buf)), 4);
+    CHECK_MEM(buf, "ping", 4);
+    CHECK_EQ(write(conn, "pong", 4), 4);
+    int status;
+    CHECK_EQ(waitpid(child, &status, 0), child);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    /* The child exited: end of stream. */
+    CHECK_EQ(read(conn, buf, sizeof(buf)), 0);
+
+    CHECK_OK(close(conn));
+    CHECK_OK(close(srv));
+    CHECK_OK(close(other));
+    CHECK_OK(unlink(path));
+}
+
+static void abstract_socket(void) {
+    struct sockaddr_un a, got;
+    socklen_t len = abstract_addr(&a, "husk-guest-abstract");
+    int srv = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    CHECK_OK(bind(srv, (struct sockaddr *)&a, len));
+    CHECK_OK(listen(srv, 1));
+    socklen_t gl = sizeof(got);
+    CHECK_OK(getsockname(srv, (struct sockaddr *)&got, &gl));
+    CHECK_EQ(gl, len);
+    CHECK_MEM(got.sun_path, a.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+
+    int c = CHECK_OK(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    CHECK_ERR(getpeername(c, (struct sockaddr *)&got, &gl), ENOTCONN);
+    CHECK_ERR(write(c, "x", 1), ENOTCONN);
+    CHECK_OK(connect(c, (struct sockaddr *)&a, len));
+    CHECK_ERR(connect(c, (struct sockaddr *)&a, len), EISCONN);
+    gl = sizeof(got);
+    CHECK_OK(getpeername(c, (struct sockaddr *)&got, &gl));
+    CHECK_EQ(gl, len);
+    CHECK_MEM(got.sun_path, a.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+
+    int s = CHECK_OK(accept(srv, NULL, NULL));
+    /* An empty queue blocks unless the listener itself is non-blocking. */
+    CHECK_OK(fcntl(srv, F_SETFL, O_NONBLOCK));
+    CHECK_ERR(accept(srv, NULL, NULL), EAGAIN);
+    CHECK_EQ(send(c, "abc", 3, 0), 3);
+    char buf[4];
+    CHECK_EQ(recv(s, buf, sizeof(buf), 0), 3);
+    CHECK_MEM(buf, "abc", 3);
+    CHECK_ERR(recv(c, buf, sizeof(buf), 0), EAGAIN);
+
+    struct sockaddr_un none;
+    CHECK_ERR(connect(CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0)), (struct sockaddr *)&none,
+                      abstract_addr(&none, "husk-guest-nobody")),
+              ECONNREFUSED);
+    CHECK_OK(close(s));
+    CHECK_OK(close(c));
+    CHECK_OK(close(srv));
+}
+
+int main(void) {
+    path_socket();
+    abstract_socket();
+    return 0;
+}
