@@ -196,6 +196,11 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EADDRINUSE);
     }
     s.bind(name.clone())?;
+    // Closed sockets leave dead entries; sweep them as the registry doubles
+    // so a guest binding in a loop cannot grow the sentry without bound.
+    if names.len() >= 64 && names.len().is_power_of_two() {
+        names.retain(|_, w| w.strong_count() > 0);
+    }
     names.insert(name.key(), Arc::downgrade(&s));
     Ok(0)
 }
