@@ -1,6 +1,7 @@
 /* unix_sockets.c — named Unix stream sockets: bind to a path and to an
  * abstract name, listen, connect, accept (across fork), getsockname,
- * getpeername, SO_PEERCRED, SO_ACCEPTCONN and the errors Linux gives.
+ * getpeername, SO_PEERCRED, SO_ACCEPTCONN, MSG_PEEK and the errors Linux
+ * gives.
  */
 #include "check.h"
 
@@ -122,6 +123,9 @@ static void abstract_socket(void) {
     CHECK_ERR(accept(srv, NULL, NULL), EAGAIN);
     CHECK_EQ(send(c, "abc", 3, 0), 3);
     char buf[4];
+    /* MSG_PEEK leaves the bytes queued. */
+    CHECK_EQ(recv(s, buf, 2, MSG_PEEK), 2);
+    CHECK_MEM(buf, "ab", 2);
     CHECK_EQ(recv(s, buf, sizeof(buf), 0), 3);
     CHECK_MEM(buf, "abc", 3);
     CHECK_ERR(recv(c, buf, sizeof(buf), 0), EAGAIN);

@@ -104,8 +104,9 @@ impl Drop for PipeEnd {
 }
 
 impl PipeEnd {
-    /// Reads; `dontwait` makes this one call non-blocking (MSG_DONTWAIT).
-    pub fn read_with(&self, buf: &mut [u8], dontwait: bool) -> Result<usize, Errno> {
+    /// Reads; `dontwait` makes this one call non-blocking (MSG_DONTWAIT);
+    /// `peek` copies the bytes out but leaves them queued (MSG_PEEK).
+    pub fn read_with(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<usize, Errno> {
         if self.write {
             return Err(Errno::EBADF);
         }
@@ -116,6 +117,12 @@ impl PipeEnd {
         loop {
             if !s.buf.is_empty() {
                 let n = buf.len().min(s.buf.len());
+                if peek {
+                    for (dst, src) in buf.iter_mut().zip(s.buf.iter()) {
+                        *dst = *src;
+                    }
+                    return Ok(n);
+                }
                 for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
                     *dst = src;
                 }
@@ -169,7 +176,7 @@ impl PipeEnd {
 
 impl FileOps for PipeEnd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.read_with(buf, false)
+        self.read_with(buf, false, false)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {

@@ -60,10 +60,11 @@ impl UnixStream {
         self.tx.lock().clone()
     }
 
-    /// Reads like recv(2) with MSG_DONTWAIT when `dontwait`.
-    pub fn recv(&self, buf: &mut [u8], dontwait: bool) -> Result<usize, Errno> {
+    /// Reads like recv(2), with MSG_DONTWAIT when `dontwait` and MSG_PEEK
+    /// when `peek`.
+    pub fn recv(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<usize, Errno> {
         match self.rx() {
-            Some(rx) => rx.read_with(buf, dontwait),
+            Some(rx) => rx.read_with(buf, dontwait, peek),
             None => Ok(0),
         }
     }
@@ -93,7 +94,7 @@ impl Node for UnixStream {
 
 impl FileOps for UnixStream {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, false)
+        self.recv(buf, false, false)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
@@ -322,7 +323,7 @@ impl Node for UnixSocket {
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.stream()?.recv(buf, self.nonblocking())
+        self.stream()?.recv(buf, self.nonblocking(), false)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {

@@ -27,9 +27,9 @@ pub(super) const ENTRIES: Entries = &[
     ("getsockname", sys_getsockname, Partial(UNIX)),
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
-    ("recvfrom", sys_recvfrom, Partial("no MSG_PEEK/MSG_OOB (EOPNOTSUPP)")),
+    ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); no sender address")),
     ("sendmsg", sys_sendmsg, Partial("no control messages (SCM_RIGHTS, SCM_CREDENTIALS: EOPNOTSUPP)")),
-    ("recvmsg", sys_recvmsg, Partial("no control messages are received; no MSG_PEEK")),
+    ("recvmsg", sys_recvmsg, Partial("no control messages are received; no MSG_OOB; no sender address")),
     ("shutdown", sys_shutdown, Partial(UNIX)),
     (
         "getsockopt",
@@ -291,15 +291,17 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
 /// Receives up to `len` bytes into `addr`.
 fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
     let (f, s) = stream_of(task, fd)?;
-    if flags & (MSG_PEEK | MSG_OOB) != 0 {
+    if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     args::user_range(addr, len)?;
     let dontwait = flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
+    let peek = flags & MSG_PEEK != 0;
     let mut buf = vec![0u8; len];
-    let mut got = s.recv(&mut buf, dontwait)?;
-    while flags & MSG_WAITALL != 0 && got < len && !dontwait {
-        let n = match s.recv(&mut buf[got..], false) {
+    let mut got = s.recv(&mut buf, dontwait, peek)?;
+    // MSG_WAITALL gathers more only when the bytes are consumed.
+    while flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
+        let n = match s.recv(&mut buf[got..], false, false) {
             Ok(n) => n,
             Err(_) => break,
         };
@@ -390,7 +392,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (f, s) = stream_of(task, a[0])?;
-    if a[2] & (MSG_PEEK | MSG_OOB) != 0 {
+    if a[2] & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     let h = read_msghdr(task, a[1])?;
@@ -398,7 +400,7 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let total: usize = iov.iter().map(|&(_, l)| l).sum();
     let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
     let mut buf = vec![0u8; total];
-    let got = s.recv(&mut buf, dontwait)?;
+    let got = s.recv(&mut buf, dontwait, a[2] & MSG_PEEK != 0)?;
     let mut at = 0;
     for (base, len) in iov {
         if at >= got {
