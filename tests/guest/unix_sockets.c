@@ -1,7 +1,7 @@
 /* unix_sockets.c — named Unix stream sockets: bind to a path and to an
  * abstract name, listen, connect, accept (across fork), getsockname,
- * getpeername, SO_PEERCRED, SO_ACCEPTCONN, MSG_PEEK and the errors Linux
- * gives.
+ * getpeername, SO_PEERCRED, SO_ACCEPTCONN, MSG_PEEK, descriptor passing
+ * (SCM_RIGHTS) and the errors Linux gives.
  */
 #include "check.h"
 
@@ -139,8 +139,76 @@ static void abstract_socket(void) {
     CHECK_OK(close(srv));
 }
 
+/* sendmsg with `fd` in an SCM_RIGHTS message and one byte of data. */
+static ssize_t send_fd(int sock, int fd) {
+    char data = 'F';
+    struct iovec iov = {&data, 1};
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &m, 0);
+}
+
+static void fd_passing(void) {
+    int sv[2], p[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_OK(pipe(p));
+    CHECK_EQ(send_fd(sv[0], p[1]), 1);
+
+    char data;
+    struct iovec iov = {&data, 1};
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    CHECK_EQ(recvmsg(sv[1], &m, MSG_CMSG_CLOEXEC), 1);
+    CHECK_EQ(data, 'F');
+    /* Linux echoes MSG_CMSG_CLOEXEC in msg_flags. */
+    CHECK_EQ(m.msg_flags, MSG_CMSG_CLOEXEC);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_level, SOL_SOCKET);
+    CHECK_EQ(c->cmsg_type, SCM_RIGHTS);
+    CHECK_EQ(c->cmsg_len, CMSG_LEN(sizeof(int)));
+    int got;
+    memcpy(&got, CMSG_DATA(c), sizeof(int));
+    CHECK(got != p[1]);
+    CHECK_EQ(fcntl(got, F_GETFD), FD_CLOEXEC);
+    /* The received descriptor is the same open pipe. */
+    CHECK_EQ(write(got, "via", 3), 3);
+    char buf[4];
+    CHECK_EQ(read(p[0], buf, sizeof(buf)), 3);
+    CHECK_MEM(buf, "via", 3);
+    CHECK_OK(close(got));
+
+    /* No room for the descriptor: the data arrives, MSG_CTRUNC is set. */
+    CHECK_EQ(send_fd(sv[0], p[1]), 1);
+    struct msghdr small = {.msg_iov = &iov, .msg_iovlen = 1};
+    CHECK_EQ(recvmsg(sv[1], &small, 0), 1);
+    CHECK_EQ(small.msg_flags & MSG_CTRUNC, MSG_CTRUNC);
+    CHECK_EQ(small.msg_controllen, 0);
+
+    /* A plain read discards descriptors that rode on the bytes it read. */
+    CHECK_EQ(send_fd(sv[0], p[1]), 1);
+    CHECK_EQ(read(sv[1], buf, 1), 1);
+    CHECK_EQ(write(sv[0], "z", 1), 1);
+    m.msg_controllen = sizeof(u.buf);
+    CHECK_EQ(recvmsg(sv[1], &m, 0), 1);
+    CHECK_EQ(m.msg_controllen, 0);
+
+    CHECK_ERR(send_fd(sv[0], 999), EBADF);
+    CHECK_OK(close(p[0]));
+    CHECK_OK(close(p[1]));
+    CHECK_OK(close(sv[0]));
+    CHECK_OK(close(sv[1]));
+}
+
 int main(void) {
     path_socket();
     abstract_socket();
+    fd_passing();
     return 0;
 }

@@ -17,6 +17,10 @@ struct State {
     buf: VecDeque<u8>,
     readers: usize,
     writers: usize,
+    /// Bytes ever written and ever read: stream positions that Unix
+    /// sockets attach in-flight descriptors to.
+    produced: u64,
+    consumed: u64,
 }
 
 /// The shared buffer, which is also the pipe's inode.
@@ -30,7 +34,7 @@ pub struct Pipe {
 impl Pipe {
     pub fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
         Arc::new(Pipe {
-            state: Mutex::new(State { buf: VecDeque::new(), readers: 0, writers: 0 }),
+            state: Mutex::new(State { buf: VecDeque::new(), readers: 0, writers: 0, produced: 0, consumed: 0 }),
             cond: Condvar::new(),
             ino,
             created: now,
@@ -86,6 +90,12 @@ pub struct PipeEnd {
 }
 
 impl PipeEnd {
+    /// (bytes ever written, bytes ever read).
+    pub fn positions(&self) -> (u64, u64) {
+        let s = self.pipe.state.lock();
+        (s.produced, s.consumed)
+    }
+
     fn nonblocking(&self) -> bool {
         self.nonblock.load(Ordering::Relaxed)
     }
@@ -126,6 +136,7 @@ impl PipeEnd {
                 for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
                     *dst = src;
                 }
+                s.consumed = s.consumed.wrapping_add(n as u64);
                 self.pipe.cond.notify_all();
                 return Ok(n);
             }
@@ -157,6 +168,7 @@ impl PipeEnd {
             if fits {
                 let n = rest.min(room);
                 s.buf.extend(&buf[done..done + n]);
+                s.produced = s.produced.wrapping_add(n as u64);
                 done += n;
                 self.pipe.cond.notify_all();
                 continue;

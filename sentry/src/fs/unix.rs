@@ -1,14 +1,52 @@
 //! Unix domain stream sockets. A connection is two ends, each a pair of
 //! pipe buffers (one per direction), made by socketpair(2) or by connect(2)
 //! to a socket listening on a path or an abstract name (the kernel's
-//! registry maps names to listeners). Datagram sockets and descriptor
-//! passing are not available yet.
+//! registry maps names to listeners). Descriptors sent with SCM_RIGHTS
+//! ride on a stream position of their direction. Datagram sockets are not
+//! available yet.
 
 use super::pipe::{Pipe, PipeEnd};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFSOCK};
+use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, S_IFSOCK};
 use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Descriptors sent with SCM_RIGHTS, counted in the kernel-wide in-flight
+/// total until they are received or dropped. The total is what bounds
+/// sockets that are sent through themselves and so are never freed.
+pub struct Rights {
+    files: Vec<Arc<FileDescription>>,
+    inflight: Arc<AtomicUsize>,
+}
+
+impl Rights {
+    /// Takes `files` in flight, or ETOOMANYREFS when that would put more
+    /// than `limit` descriptors in flight.
+    pub fn new(files: Vec<Arc<FileDescription>>, inflight: &Arc<AtomicUsize>, limit: usize) -> Result<Rights, Errno> {
+        let n = files.len();
+        inflight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(n).filter(|&t| t <= limit))
+            .map_err(|_| Errno::ETOOMANYREFS)?;
+        Ok(Rights { files, inflight: inflight.clone() })
+    }
+
+    /// The descriptions, now out of flight.
+    pub fn take(mut self) -> Vec<Arc<FileDescription>> {
+        std::mem::take(&mut self.files)
+    }
+}
+
+impl Drop for Rights {
+    fn drop(&mut self) {
+        self.inflight.fetch_sub(self.files.len(), Ordering::AcqRel);
+    }
+}
+
+/// In-flight descriptors of one direction, by the stream position of the
+/// first byte they were sent with.
+type RightsQueue = Arc<Mutex<VecDeque<(u64, Rights)>>>;
 
 /// One end of a connected Unix stream socket pair.
 pub struct UnixStream {
@@ -16,6 +54,8 @@ pub struct UnixStream {
     created: TimeSpec,
     rx: Mutex<Option<Arc<PipeEnd>>>,
     tx: Mutex<Option<Arc<PipeEnd>>>,
+    rx_rights: RightsQueue,
+    tx_rights: RightsQueue,
     /// The credentials of the process that made the pair (SO_PEERCRED).
     pub peer_cred: (i32, u32, u32),
 }
@@ -30,16 +70,22 @@ impl UnixStream {
     ) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
-        let end = |ino, rx: &Arc<Pipe>, tx: &Arc<Pipe>| {
+        let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
+        let end = |ino, rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue| {
             Arc::new(UnixStream {
                 ino,
                 created: now,
                 rx: Mutex::new(Some(rx.reader(nonblock))),
                 tx: Mutex::new(Some(tx.writer(nonblock))),
+                rx_rights: rx_rights.clone(),
+                tx_rights: tx_rights.clone(),
                 peer_cred: cred,
             })
         };
-        (end(inos.0, &b_to_a, &a_to_b), end(inos.1, &a_to_b, &b_to_a))
+        (
+            end(inos.0, &b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights),
+            end(inos.1, &a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights),
+        )
     }
 
     /// shutdown(2): closes the reading and/or writing direction.
@@ -75,6 +121,41 @@ impl UnixStream {
             Some(tx) => tx.write_with(buf, dontwait),
             None => Err(Errno::EPIPE),
         }
+    }
+}
+
+impl UnixStream {
+    /// sendmsg(2) with SCM_RIGHTS: the descriptors ride on the first byte
+    /// of `buf`.
+    pub fn send_rights(&self, buf: &[u8], dontwait: bool, rights: Rights) -> Result<usize, Errno> {
+        let tx = self.tx().ok_or(Errno::EPIPE)?;
+        let at = tx.positions().0;
+        self.tx_rights.lock().push_back((at, rights));
+        let r = tx.write_with(buf, dontwait);
+        if r.is_err() {
+            self.tx_rights.lock().retain(|(pos, _)| *pos != at);
+        }
+        r
+    }
+
+    /// recvmsg(2): the bytes read and the descriptors sent with them.
+    /// Descriptors whose bytes plain reads consumed are dropped here, as
+    /// Linux closes them.
+    pub fn recv_rights(&self, buf: &mut [u8], dontwait: bool) -> Result<(usize, Vec<Rights>), Errno> {
+        let Some(rx) = self.rx() else { return Ok((0, Vec::new())) };
+        let start = rx.positions().1;
+        let n = rx.read_with(buf, dontwait, false)?;
+        let end = start.wrapping_add(n as u64);
+        let mut got = Vec::new();
+        let mut q = self.rx_rights.lock();
+        while q.front().is_some_and(|(at, _)| *at < end) {
+            if let Some((at, r)) = q.pop_front() {
+                if at >= start {
+                    got.push(r);
+                }
+            }
+        }
+        Ok((n, got))
     }
 }
 

@@ -48,6 +48,8 @@ pub struct Kernel {
     /// Bound Unix sockets by name.
     pub unix_names:
         Mutex<std::collections::HashMap<crate::fs::unix::UnixName, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
+    /// Descriptors in flight in Unix sockets (SCM_RIGHTS), sandbox-wide.
+    pub unix_inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// The tmpfs that holds memfd_create files.
     pub memfd_fs: Arc<dyn Node>,
     next_memfd: AtomicU64,
@@ -88,6 +90,7 @@ impl Kernel {
             mounts: MountNamespace::new(root, "overlay", "root"),
             anon,
             unix_names: Mutex::new(std::collections::HashMap::new()),
+            unix_inflight: Arc::default(),
             memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
             next_memfd: AtomicU64::new(0),
             threads: Mutex::new(BTreeMap::new()),

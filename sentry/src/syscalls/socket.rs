@@ -7,7 +7,7 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::unix::{UnixName, UnixSocket, UnixStream};
+use crate::fs::unix::{Rights, UnixName, UnixSocket, UnixStream};
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
@@ -28,8 +28,12 @@ pub(super) const ENTRIES: Entries = &[
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); no sender address")),
-    ("sendmsg", sys_sendmsg, Partial("no control messages (SCM_RIGHTS, SCM_CREDENTIALS: EOPNOTSUPP)")),
-    ("recvmsg", sys_recvmsg, Partial("no control messages are received; no MSG_OOB; no sender address")),
+    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP)")),
+    (
+        "recvmsg",
+        sys_recvmsg,
+        Partial("SCM_RIGHTS only, and a read may span several sends' descriptors; no MSG_OOB; no sender address"),
+    ),
     ("shutdown", sys_shutdown, Partial(UNIX)),
     (
         "getsockopt",
@@ -48,6 +52,16 @@ const MSG_DONTWAIT: u64 = 0x40;
 const MSG_WAITALL: u64 = 0x100;
 const MSG_NOSIGNAL: u64 = 0x4000;
 const SOL_SOCKET: i32 = 1;
+const SCM_RIGHTS: i32 = 1;
+const SCM_CREDENTIALS: i32 = 2;
+/// The most descriptors one message may carry (Linux's SCM_MAX_FD).
+const SCM_MAX_FD: usize = 253;
+/// The largest control buffer sendmsg reads (Linux's optmem_max).
+const OPTMEM_MAX: usize = 20480;
+const MSG_CTRUNC: i32 = 0x8;
+const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+/// sizeof(struct cmsghdr).
+const CMSG_HDR: usize = 16;
 
 /// The Unix stream socket behind descriptor `fd`.
 fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSocket>), Errno> {
@@ -336,6 +350,7 @@ fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
 struct MsgHdr {
     iov: u64,
     iovlen: u64,
+    control: u64,
     controllen: u64,
 }
 
@@ -346,12 +361,105 @@ fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     d.skip(16);
     let iov = d.u64();
     let iovlen = d.u64();
-    d.skip(8);
+    let control = d.u64();
     let controllen = d.u64();
     if iovlen > 1024 {
         return Err(Errno::EMSGSIZE);
     }
-    Ok(MsgHdr { iov, iovlen, controllen })
+    Ok(MsgHdr { iov, iovlen, control, controllen })
+}
+
+/// CMSG_ALIGN.
+fn cmsg_align(n: usize) -> usize {
+    n.saturating_add(7) & !7
+}
+
+/// The descriptors a sendmsg control buffer passes with SCM_RIGHTS.
+fn read_rights(task: &Task, h: &MsgHdr) -> Result<Option<Rights>, Errno> {
+    let len = usize::try_from(h.controllen).map_err(|_| Errno::ENOBUFS)?;
+    if len < CMSG_HDR {
+        return Ok(None);
+    }
+    if len > OPTMEM_MAX {
+        return Err(Errno::ENOBUFS);
+    }
+    let mut raw = vec![0u8; len];
+    task.thread.mm().copy_in(h.control, &mut raw)?;
+    let mut files = Vec::new();
+    let mut off = 0;
+    while len - off >= CMSG_HDR {
+        let mut d = Decoder::new(&raw[off..off + CMSG_HDR]);
+        let cmsg_len = usize::try_from(d.u64()).map_err(|_| Errno::EINVAL)?;
+        let (level, ty) = (d.i32(), d.i32());
+        if cmsg_len < CMSG_HDR || cmsg_len > len - off {
+            return Err(Errno::EINVAL);
+        }
+        if level == SOL_SOCKET {
+            match ty {
+                SCM_RIGHTS => {
+                    let fds = &raw[off + CMSG_HDR..off + cmsg_len];
+                    let n = fds.len() / 4;
+                    if n == 0 || files.len() + n > SCM_MAX_FD {
+                        return Err(Errno::EINVAL);
+                    }
+                    for fd in fds.chunks_exact(4) {
+                        let fd = i32::from_le_bytes([fd[0], fd[1], fd[2], fd[3]]);
+                        files.push(task.thread.fds().get(fd)?);
+                    }
+                }
+                SCM_CREDENTIALS => return Err(Errno::EOPNOTSUPP),
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        off = off.saturating_add(cmsg_align(cmsg_len)).min(len);
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let limit = usize::try_from(task.thread.nofile()).unwrap_or(usize::MAX);
+    Rights::new(files, &task.kernel.unix_inflight, limit).map(Some)
+}
+
+/// Installs received descriptors and writes their SCM_RIGHTS message into
+/// the recvmsg control buffer; returns (control bytes used, msg_flags).
+fn write_rights(task: &Task, h: &MsgHdr, rights: Vec<Rights>, cloexec: bool) -> Result<(u64, i32), Errno> {
+    let files: Vec<Arc<FileDescription>> = rights.into_iter().flat_map(Rights::take).collect();
+    if files.is_empty() {
+        return Ok((0, 0));
+    }
+    let room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
+    if room < CMSG_HDR + 4 {
+        return Ok((0, MSG_CTRUNC));
+    }
+    let fit = files.len().min((room - CMSG_HDR) / 4);
+    let table = task.thread.fds();
+    let mut fds = Vec::with_capacity(fit);
+    let mut flags = if fit < files.len() { MSG_CTRUNC } else { 0 };
+    for f in files.into_iter().take(fit) {
+        match table.install(f, cloexec, 0, task.thread.nofile()) {
+            Ok(fd) => fds.push(fd),
+            Err(_) => {
+                flags |= MSG_CTRUNC;
+                break;
+            }
+        }
+    }
+    if fds.is_empty() {
+        return Ok((0, flags));
+    }
+    let cmsg_len = CMSG_HDR + 4 * fds.len();
+    let mut e = Encoder::new();
+    e.u64(cmsg_len as u64).i32(SOL_SOCKET).i32(SCM_RIGHTS);
+    for fd in &fds {
+        e.i32(*fd);
+    }
+    if let Err(err) = task.thread.mm().copy_out(h.control, e.as_bytes()) {
+        for fd in fds {
+            let _ = table.remove(fd);
+        }
+        return Err(err);
+    }
+    Ok((cmsg_align(cmsg_len).min(room) as u64, flags))
 }
 
 fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
@@ -372,9 +480,7 @@ fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
 fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
-    if h.controllen != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    let rights = read_rights(task, &h)?;
     let mut data = Vec::new();
     for (base, len) in iovec_list(task, &h)? {
         let mut part = vec![0u8; len];
@@ -383,7 +489,11 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let (f, s) = stream_of(task, a[0])?;
     let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
-    let r = s.send(&data, dontwait);
+    let r = match rights {
+        // Linux sends nothing, descriptors included, for an empty message.
+        Some(rights) if !data.is_empty() => s.send_rights(&data, dontwait, rights),
+        _ => s.send(&data, dontwait),
+    };
     if r == Err(Errno::EPIPE) && a[2] & MSG_NOSIGNAL == 0 {
         task.kernel.send_signal(&task.thread, libc::SIGPIPE);
     }
@@ -400,7 +510,11 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let total: usize = iov.iter().map(|&(_, l)| l).sum();
     let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
     let mut buf = vec![0u8; total];
-    let got = s.recv(&mut buf, dontwait, a[2] & MSG_PEEK != 0)?;
+    let (got, rights) = if a[2] & MSG_PEEK != 0 {
+        (s.recv(&mut buf, dontwait, true)?, Vec::new())
+    } else {
+        s.recv_rights(&mut buf, dontwait)?
+    };
     let mut at = 0;
     for (base, len) in iov {
         if at >= got {
@@ -410,11 +524,16 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_out(base, &buf[at..at + n])?;
         at += n;
     }
-    // No name, no control data, no flags.
+    let (controllen, mut flags) = write_rights(task, &h, rights, a[2] & MSG_CMSG_CLOEXEC != 0)?;
+    // Linux echoes MSG_CMSG_CLOEXEC back in msg_flags.
+    if a[2] & MSG_CMSG_CLOEXEC != 0 {
+        flags |= i32::try_from(MSG_CMSG_CLOEXEC).unwrap_or(0);
+    }
+    // No sender name on a stream socket.
     let mm = task.thread.mm();
     mm.copy_out(a[1] + 8, &0u32.to_le_bytes())?;
-    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &0i32.to_le_bytes())?;
+    mm.copy_out(a[1] + 40, &controllen.to_le_bytes())?;
+    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
     Ok(got as u64)
 }
 
