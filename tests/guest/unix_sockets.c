@@ -129,6 +129,17 @@ static void abstract_socket(void) {
     CHECK_EQ(recv(s, buf, sizeof(buf), 0), 3);
     CHECK_MEM(buf, "abc", 3);
     CHECK_ERR(recv(c, buf, sizeof(buf), 0), EAGAIN);
+    /* recvfrom names the sender: the listener's name for the client, and
+     * nothing (length 0) for the server, as the client never bound. */
+    CHECK_EQ(send(s, "d", 1, 0), 1);
+    gl = sizeof(got);
+    CHECK_EQ(recvfrom(c, buf, sizeof(buf), 0, (struct sockaddr *)&got, &gl), 1);
+    CHECK_EQ(gl, len);
+    CHECK_MEM(got.sun_path, a.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+    CHECK_EQ(send(c, "e", 1, 0), 1);
+    gl = sizeof(got);
+    CHECK_EQ(recvfrom(s, buf, sizeof(buf), 0, (struct sockaddr *)&got, &gl), 1);
+    CHECK_EQ(gl, 0);
 
     struct sockaddr_un none;
     CHECK_ERR(connect(CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0)), (struct sockaddr *)&none,

@@ -27,13 +27,9 @@ pub(super) const ENTRIES: Entries = &[
     ("getsockname", sys_getsockname, Partial(UNIX)),
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
-    ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); no sender address")),
+    ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
     ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP)")),
-    (
-        "recvmsg",
-        sys_recvmsg,
-        Partial("SCM_RIGHTS only, and a read may span several sends' descriptors; no MSG_OOB; no sender address"),
-    ),
+    ("recvmsg", sys_recvmsg, Partial("SCM_RIGHTS only, and a read may span several sends' descriptors; no MSG_OOB")),
     ("shutdown", sys_shutdown, Partial(UNIX)),
     (
         "getsockopt",
@@ -340,14 +336,23 @@ fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
     let n = recv(task, a[0], a[1], args::size_arg(a[2])?, a[3])?;
     if a[4] != 0 && a[5] != 0 {
-        // The peer of a socket pair has no name.
-        task.thread.mm().copy_out(a[5], &0u32.to_le_bytes())?;
+        match sender_name(task, a[0]) {
+            Some(name) => write_unix_addr(task, a[4], a[5], Some(&name))?,
+            None => task.thread.mm().copy_out(a[5], &0u32.to_le_bytes())?,
+        }
     }
     Ok(n)
 }
 
+/// The name of the peer that sent what socket `fd` receives, if it has one
+/// (a socket pair's and an unbound client's have none).
+fn sender_name(task: &Task, fd: u64) -> Option<UnixName> {
+    socket_of(task, fd).ok().and_then(|(_, s)| s.peer_name().ok().flatten())
+}
+
 /// The fields of a `struct msghdr` that matter here.
 struct MsgHdr {
+    name: u64,
     iov: u64,
     iovlen: u64,
     control: u64,
@@ -358,7 +363,8 @@ fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     let mut raw = [0u8; 56];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
-    d.skip(16);
+    let name = d.u64();
+    d.skip(8);
     let iov = d.u64();
     let iovlen = d.u64();
     let control = d.u64();
@@ -366,7 +372,7 @@ fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     if iovlen > 1024 {
         return Err(Errno::EMSGSIZE);
     }
-    Ok(MsgHdr { iov, iovlen, control, controllen })
+    Ok(MsgHdr { name, iov, iovlen, control, controllen })
 }
 
 /// CMSG_ALIGN.
@@ -529,9 +535,11 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[2] & MSG_CMSG_CLOEXEC != 0 {
         flags |= i32::try_from(MSG_CMSG_CLOEXEC).unwrap_or(0);
     }
-    // No sender name on a stream socket.
+    match sender_name(task, a[0]).filter(|_| h.name != 0) {
+        Some(name) => write_unix_addr(task, h.name, a[1] + 8, Some(&name))?,
+        None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
+    }
     let mm = task.thread.mm();
-    mm.copy_out(a[1] + 8, &0u32.to_le_bytes())?;
     mm.copy_out(a[1] + 40, &controllen.to_le_bytes())?;
     mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
     Ok(got as u64)
