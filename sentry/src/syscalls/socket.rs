@@ -28,7 +28,7 @@ pub(super) const ENTRIES: Entries = &[
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP)")),
+    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
     ("recvmsg", sys_recvmsg, Partial("SCM_RIGHTS only, and a read may span several sends' descriptors; no MSG_OOB")),
     ("shutdown", sys_shutdown, Partial(UNIX)),
     (
