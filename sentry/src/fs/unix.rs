@@ -50,8 +50,6 @@ type RightsQueue = Arc<Mutex<VecDeque<(u64, Rights)>>>;
 
 /// One end of a connected Unix stream socket pair.
 pub struct UnixStream {
-    ino: u64,
-    created: TimeSpec,
     rx: Mutex<Option<Arc<PipeEnd>>>,
     tx: Mutex<Option<Arc<PipeEnd>>>,
     rx_rights: RightsQueue,
@@ -61,31 +59,23 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    /// A connected pair.
-    pub fn pair(
-        inos: (u64, u64),
-        now: TimeSpec,
-        nonblock: bool,
-        cred: (i32, u32, u32),
-    ) -> (Arc<UnixStream>, Arc<UnixStream>) {
+    /// A connected pair; `inos` and `now` label its two pipe buffers.
+    pub fn pair(inos: (u64, u64), now: TimeSpec, cred: (i32, u32, u32)) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
         let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
-        let end = |ino, rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue| {
+        // The socket's own O_NONBLOCK is passed to every call, so the
+        // pipe ends themselves always block.
+        let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue| {
             Arc::new(UnixStream {
-                ino,
-                created: now,
-                rx: Mutex::new(Some(rx.reader(nonblock))),
-                tx: Mutex::new(Some(tx.writer(nonblock))),
+                rx: Mutex::new(Some(rx.reader(false))),
+                tx: Mutex::new(Some(tx.writer(false))),
                 rx_rights: rx_rights.clone(),
                 tx_rights: tx_rights.clone(),
                 peer_cred: cred,
             })
         };
-        (
-            end(inos.0, &b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights),
-            end(inos.1, &a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights),
-        )
+        (end(&b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights), end(&a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights))
     }
 
     /// shutdown(2): closes the reading and/or writing direction.
@@ -159,50 +149,15 @@ impl UnixStream {
     }
 }
 
-impl Node for UnixStream {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 2
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
-impl FileOps for UnixStream {
-    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, false, false)
-    }
-
-    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send(buf, false)
-    }
-
-    fn seekable(&self) -> bool {
-        false
-    }
-
-    fn poll_events(&self) -> u32 {
+impl UnixStream {
+    /// Readiness of this end, as a socket reports it: a peer that closed
+    /// its end reads as EOF (POLLIN|POLLHUP).
+    pub fn poll_events(&self) -> u32 {
         let rx = self.rx().map_or(crate::vfs::POLLIN | crate::vfs::POLLRDNORM, |r| r.poll_events());
         let tx = self.tx().map_or(crate::vfs::POLLHUP, |t| t.poll_events());
-        // A peer that closed its end reads as EOF (POLLIN|POLLHUP), as a
-        // socket reports it.
         let hup = rx & crate::vfs::POLLHUP != 0;
         let tx = tx & !crate::vfs::POLLERR;
         rx | tx | if hup { crate::vfs::POLLIN | crate::vfs::POLLRDNORM } else { 0 }
-    }
-
-    fn status_flags_changed(&self, flags: u32) {
-        if let Some(r) = self.rx() {
-            r.status_flags_changed(flags);
-        }
-        if let Some(t) = self.tx() {
-            t.status_flags_changed(flags);
-        }
     }
 }
 
@@ -349,7 +304,7 @@ impl UnixSocket {
             SockState::Bound(n) => Some(n.clone()),
             SockState::Unbound => None,
         };
-        let (mine, theirs) = UnixStream::pair(inos, self.created, false, cred);
+        let (mine, theirs) = UnixStream::pair(inos, self.created, cred);
         let server = UnixSocket::with_state(
             inos.1,
             self.created,
@@ -420,7 +375,7 @@ impl FileOps for UnixSocket {
             return if self.queue.0.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
         }
         match self.stream() {
-            Ok(s) => FileOps::poll_events(s.as_ref()),
+            Ok(s) => s.poll_events(),
             Err(_) => crate::vfs::POLLOUT | crate::vfs::POLLHUP,
         }
     }

@@ -109,7 +109,7 @@ fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
     let creds = task.thread.creds();
     let cred = (task.thread.tgid, creds.euid, creds.egid);
     let inos = (k.anon_ino(), k.anon_ino());
-    let (x, y) = UnixStream::pair(inos, now, false, cred);
+    let (x, y) = UnixStream::pair(inos, now, cred);
     let fa = install(task, UnixSocket::connected(inos.0, now, x, nonblock), nonblock, cloexec)?;
     let fds = task.thread.fds();
     let fb = match install(task, UnixSocket::connected(inos.1, now, y, nonblock), nonblock, cloexec) {
