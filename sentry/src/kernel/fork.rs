@@ -41,6 +41,23 @@ pub struct CloneArgs {
     pub tls: u64,
 }
 
+impl CloneArgs {
+    /// The child's registers: the caller's, returning 0 from clone, on the
+    /// new stack and TLS when given.
+    fn child_cpu(&self, parent: &CpuState) -> CpuState {
+        let mut cpu = parent.clone();
+        cpu.regs.rax = 0;
+        cpu.fpu_dirty = true;
+        if self.stack != 0 {
+            cpu.regs.rsp = self.stack;
+        }
+        if self.flags & CLONE_SETTLS != 0 {
+            cpu.regs.fs_base = self.tls;
+        }
+        cpu
+    }
+}
+
 /// Everything the child host thread needs to start.
 struct ChildStart {
     tid: i32,
@@ -80,15 +97,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     let tid = kernel.alloc_tid();
     let ppid = if f & CLONE_PARENT != 0 { kernel.procs.ppid(task.thread.tgid) } else { task.thread.tgid };
     let image = task.thread.mm().fork_image()?;
-    let mut cpu = task.cpu.clone();
-    cpu.regs.rax = 0;
-    cpu.fpu_dirty = true;
-    if args.stack != 0 {
-        cpu.regs.rsp = args.stack;
-    }
-    if f & CLONE_SETTLS != 0 {
-        cpu.regs.fs_base = args.tls;
-    }
+    let cpu = args.child_cpu(&task.cpu);
     if f & CLONE_PARENT_SETTID != 0 {
         let v = tid.to_le_bytes();
         task.thread.mm().copy_out(args.parent_tid, &v)?;
@@ -243,15 +252,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     if f & CLONE_CHILD_SETTID != 0 {
         mm.copy_out(args.child_tid, &tid_bytes)?;
     }
-    let mut cpu = task.cpu.clone();
-    cpu.regs.rax = 0;
-    cpu.fpu_dirty = true;
-    if args.stack != 0 {
-        cpu.regs.rsp = args.stack;
-    }
-    if f & CLONE_SETTLS != 0 {
-        cpu.regs.fs_base = args.tls;
-    }
+    let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
     kernel.threads.lock().insert(tid, t.clone());
     let (tx, rx) = mpsc::channel();
