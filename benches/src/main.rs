@@ -35,6 +35,8 @@ const WORKLOADS: &[Workload] = &[
     },
 ];
 
+const USAGE: &str = "usage: husk-bench [--husk PATH] [--runs N]";
+
 struct Options {
     husk: PathBuf,
     runs: usize,
@@ -48,7 +50,11 @@ fn parse_args() -> anyhow::Result<Options> {
         match a.as_str() {
             "--husk" => opts.husk = args.next().context("--husk needs a path")?.into(),
             "--runs" => opts.runs = args.next().context("--runs needs a number")?.parse().context("--runs")?,
-            other => bail!("unknown argument {other:?} (usage: husk-bench [--husk PATH] [--runs N])"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?} ({USAGE})"),
         }
     }
     if opts.runs == 0 {
