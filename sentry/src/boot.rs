@@ -3,6 +3,7 @@
 //! filesystems, and the init process.
 
 use crate::abi::Errno;
+use crate::control::{ControlConfig, StartGate};
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::exec;
@@ -25,6 +26,9 @@ pub struct BootConfig {
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
     pub hostname: Vec<u8>,
+    /// With a control socket, the init process waits for `start` (the OCI
+    /// lifecycle); without one it runs at once (`husk do`).
+    pub control: Option<ControlConfig>,
 }
 
 /// The sandbox's first process.
@@ -63,8 +67,26 @@ pub enum BootError {
     Lost,
 }
 
-/// Boots the sandbox and runs its init process to completion.
-pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
+/// Boots the sandbox and runs its init process to completion. Under a
+/// control socket, a failure before the init process is loaded is also
+/// reported to the runtime waiting on `ready`.
+pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
+    let (listener, gate) = match cfg.control.take() {
+        Some(c) => (Some(c.listener), Some(Arc::new(StartGate::new(c.ready)))),
+        None => (None, None),
+    };
+    let result = boot_with(cfg, listener, gate.clone());
+    if let (Some(g), Err(e)) = (&gate, &result) {
+        g.report(Err(e.to_string()));
+    }
+    result
+}
+
+fn boot_with(
+    cfg: BootConfig,
+    listener: Option<OwnedFd>,
+    gate: Option<Arc<StartGate>>,
+) -> Result<ExitStatus, BootError> {
     crate::host_signals::block().map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
@@ -82,6 +104,9 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate()?;
     crate::host_signals::start_forwarder(Arc::downgrade(&kernel)).map_err(BootError::Thread)?;
+    if let (Some(l), Some(g)) = (listener, &gate) {
+        crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
+    }
     crate::seccomp::confine_sentry()?;
 
     let init = cfg.init;
@@ -91,7 +116,7 @@ pub fn boot(cfg: BootConfig) -> Result<ExitStatus, BootError> {
         .name("task-1".into())
         .stack_size(8 << 20)
         .spawn(move || {
-            let r = run_init(k, init, stdio_names);
+            let r = run_init(k, init, stdio_names, gate);
             let _ = tx.send(r);
         })
         .map_err(BootError::Thread)?;
@@ -130,7 +155,12 @@ fn ensure_dir(w: &Walker<'_>, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
     }
 }
 
-fn run_init(kernel: Arc<Kernel>, cfg: InitSpec, stdio_names: [String; 3]) -> Result<ExitStatus, BootError> {
+fn run_init(
+    kernel: Arc<Kernel>,
+    cfg: InitSpec,
+    stdio_names: [String; 3],
+    gate: Option<Arc<StartGate>>,
+) -> Result<ExitStatus, BootError> {
     let argv0 = cfg.argv.first().cloned().ok_or(BootError::NoCommand)?;
     let space = kernel.platform.new_address_space()?;
     let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
@@ -153,6 +183,10 @@ fn run_init(kernel: Arc<Kernel>, cfg: InitSpec, stdio_names: [String; 3]) -> Res
     let d = crate::syscalls::resolve_for_exec(&task, &path).map_err(|e| BootError::Exec(name.clone(), e))?;
     let file = exec::open_exec_dentry(&task, d).map_err(|e| BootError::Exec(name.clone(), e))?;
     exec::execve(&mut task, file, &path, cfg.argv, cfg.env).map_err(|e| BootError::Exec(name, e))?;
+    if let Some(g) = gate {
+        g.report(Ok(()));
+        g.wait();
+    }
     let status = task.run()?;
     task.finish(status);
     // The sandbox lasts as long as its init process, whose other threads

@@ -40,6 +40,9 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_fallocate,
     libc::SYS_sendmsg,
     libc::SYS_recvmsg,
+    // The control socket (OCI lifecycle): the listener was bound by the
+    // runtime.
+    libc::SYS_accept4,
     // Memory.
     libc::SYS_mmap,
     libc::SYS_munmap,
