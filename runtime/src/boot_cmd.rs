@@ -4,6 +4,7 @@
 use crate::cli::{BootArgs, GlobalArgs};
 use anyhow::Context as _;
 use husk_sentry::boot::{boot, BootConfig, InitSpec};
+use husk_sentry::control::ControlConfig;
 use husk_sentry::kernel::ExitStatus;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -59,13 +60,17 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 })
                 .collect(),
             cwd: args.cwd.as_bytes().to_vec(),
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
+            uid: args.uid.unwrap_or_else(|| nix::unistd::getuid().as_raw()),
+            gid: args.gid.unwrap_or_else(|| nix::unistd::getgid().as_raw()),
             stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
         },
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
-        hostname: host_name(),
+        hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
+        control: match (args.control_fd, args.ready_fd) {
+            (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
+            _ => None,
+        },
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),

@@ -30,6 +30,34 @@ pub struct GlobalArgs {
     /// Log every guest system call.
     #[arg(long, global = true)]
     pub strace: bool,
+    /// Where warnings and errors go (runc's --log; the containerd shim
+    /// reads the last error from it).
+    #[arg(long, global = true)]
+    pub log: Option<PathBuf>,
+    /// The format of --log.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Accepted for runc compatibility; husk manages cgroupfs paths.
+    #[arg(long, global = true)]
+    pub systemd_cgroup: bool,
+    /// Accepted for runc compatibility.
+    #[arg(long, global = true, hide = true)]
+    pub rootless: Option<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +78,113 @@ pub enum Command {
     Gofer(GoferArgs),
     /// Print the system call table: number, name, support level, note.
     Syscalls(SyscallsArgs),
+    /// Create a container from a bundle; its process waits for `start`.
+    Create(CreateArgs),
+    /// Run a created container's process.
+    Start(IdArgs),
+    /// Print a container's OCI state as JSON.
+    State(IdArgs),
+    /// Send a signal to a container's process (or all with --all).
+    Kill(KillArgs),
+    /// Remove a stopped container (or any, with --force).
+    Delete(DeleteArgs),
+    /// Create and start a container, then wait for it and delete it.
+    Run(RunArgs),
+    /// List the containers under --root.
+    List(ListArgs),
+    /// List a container's processes.
+    Ps(PsArgs),
+    /// Write a default config.json into a bundle directory.
+    Spec(SpecArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CreateArgs {
+    /// The bundle directory (holding config.json).
+    #[arg(long, short = 'b', default_value = ".")]
+    pub bundle: PathBuf,
+    /// Write the container's pid (the sentry's host pid) here.
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+    /// Where to send a terminal's master end (process.terminal).
+    #[arg(long)]
+    pub console_socket: Option<PathBuf>,
+    /// Accepted for runc compatibility (husk always pivots).
+    #[arg(long)]
+    pub no_pivot: bool,
+    /// Accepted for runc compatibility.
+    #[arg(long)]
+    pub no_new_keyring: bool,
+    /// Accepted for runc compatibility; must be 0.
+    #[arg(long, default_value_t = 0)]
+    pub preserve_fds: u32,
+    pub id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct IdArgs {
+    pub id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct KillArgs {
+    /// Signal every process of the container.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    pub id: String,
+    /// A number or a name (TERM, SIGTERM); SIGTERM if absent.
+    pub signal: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Kill the container first if it still runs.
+    #[arg(long, short = 'f')]
+    pub force: bool,
+    pub id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub create: CreateArgs,
+    /// Return after starting instead of waiting for the container.
+    #[arg(long, short = 'd')]
+    pub detach: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+    /// Only the ids.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PsArgs {
+    /// json: the container's host pids (as runc prints them); table: the
+    /// guest's processes.
+    #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+    pub id: String,
+    /// Accepted for runc compatibility (ps(1) options).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub ps_args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SpecArgs {
+    /// The bundle directory to write config.json into.
+    #[arg(long, short = 'b', default_value = ".")]
+    pub bundle: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -75,6 +210,20 @@ pub struct BootArgs {
     pub cwd: std::ffi::OsString,
     #[arg(long, default_value_t = 4096)]
     pub memory_mb: u64,
+    /// The container process's user and group (default: the caller's).
+    #[arg(long)]
+    pub uid: Option<u32>,
+    #[arg(long)]
+    pub gid: Option<u32>,
+    /// The sandbox's host name (default: the host's).
+    #[arg(long)]
+    pub hostname: Option<String>,
+    /// A listening control socket: the container process waits for `start`.
+    #[arg(long, requires = "ready_fd")]
+    pub control_fd: Option<i32>,
+    /// Where to report that the container process is loaded.
+    #[arg(long, requires = "control_fd")]
+    pub ready_fd: Option<i32>,
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
 }

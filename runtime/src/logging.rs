@@ -1,16 +1,23 @@
 //! Diagnostics: warnings and errors to stderr, everything (with --debug)
 //! to --debug-log, and --strace lines to the debug log or stderr.
 
-use crate::cli::GlobalArgs;
+use crate::cli::{GlobalArgs, LogFormat};
 use anyhow::Context as _;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;
 
+/// The target of the error that ends a command: logged to files only, as
+/// `main` prints it to stderr itself.
+pub const EXIT_TARGET: &str = "husk::exit";
+
 struct Logger {
     file: Option<Mutex<File>>,
     level: log::LevelFilter,
     strace: bool,
+    /// runc's --log: warnings and errors (everything with --debug), as
+    /// text or JSON lines.
+    log: Option<(Mutex<File>, LogFormat, log::LevelFilter)>,
 }
 
 impl log::Log for Logger {
@@ -19,6 +26,22 @@ impl log::Log for Logger {
     }
 
     fn log(&self, r: &log::Record<'_>) {
+        if let Some((f, format, level)) = &self.log {
+            if r.level() <= *level && r.target() != "strace" {
+                let line = match format {
+                    LogFormat::Json => format!(
+                        "{}\n",
+                        serde_json::json!({
+                            "level": r.level().as_str().to_ascii_lowercase(),
+                            "msg": r.args().to_string(),
+                            "time": crate::oci::state::rfc3339_now(),
+                        })
+                    ),
+                    LogFormat::Text => format!("{} {:<5} {}\n", timestamp(), r.level(), r.args()),
+                };
+                let _ = f.lock().map(|mut f| f.write_all(line.as_bytes()));
+            }
+        }
         if !self.enabled(r.metadata()) {
             return;
         }
@@ -30,7 +53,7 @@ impl log::Log for Logger {
                 }
             }
             None => {
-                if r.target() == "strace" || r.level() <= log::Level::Warn {
+                if r.target() == "strace" || (r.level() <= log::Level::Warn && r.target() != EXIT_TARGET) {
                     let _ = std::io::stderr().write_all(line.as_bytes());
                 }
             }
@@ -53,14 +76,14 @@ fn timestamp() -> String {
 
 /// Installs the logger for this process.
 pub fn init(g: &GlobalArgs) -> anyhow::Result<()> {
-    let file = match &g.debug_log {
-        Some(p) => Some(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("{}", p.display()))?,
-        )),
+    let open = |p: &std::path::Path| -> anyhow::Result<Mutex<File>> {
+        let f = std::fs::OpenOptions::new().create(true).append(true).open(p);
+        Ok(Mutex::new(f.with_context(|| format!("{}", p.display()))?))
+    };
+    let file = g.debug_log.as_deref().map(open).transpose()?;
+    let log_level = if g.debug { log::LevelFilter::Debug } else { log::LevelFilter::Warn };
+    let log = match g.log.as_deref() {
+        Some(p) => Some((open(p)?, g.log_format, log_level)),
         None => None,
     };
     let level = if g.debug {
@@ -70,8 +93,8 @@ pub fn init(g: &GlobalArgs) -> anyhow::Result<()> {
     } else {
         log::LevelFilter::Warn
     };
-    let max = if g.strace { log::LevelFilter::Info.max(level) } else { level };
-    log::set_boxed_logger(Box::new(Logger { file, level, strace: g.strace }))
+    let max = if g.strace { log::LevelFilter::Info.max(level) } else { level }.max(log_level);
+    log::set_boxed_logger(Box::new(Logger { file, level, strace: g.strace, log }))
         .map(|()| log::set_max_level(max))
         .context("logger already set")
 }

@@ -2,11 +2,16 @@
 //! command-line contract and starts the gofer and sentry processes of a
 //! sandbox.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
+
 mod boot_cmd;
 mod cli;
 mod do_cmd;
 mod gofer_cmd;
+mod lifecycle;
 mod logging;
+mod oci;
+mod sandbox;
 mod syscalls_cmd;
 
 use clap::Parser;
@@ -18,18 +23,30 @@ fn main() {
         eprintln!("husk: cannot open the debug log: {e:#}");
         std::process::exit(1);
     }
+    // `husk do` fails like `docker run` (125); the OCI commands like runc (1).
+    let failure = if matches!(cli.command, Command::Do(_) | Command::Boot(_) | Command::Gofer(_)) { 125 } else { 1 };
+    let g = &cli.global;
     let result = match cli.command {
-        Command::Do(args) => do_cmd::run(&cli.global, args),
-        Command::Boot(args) => boot_cmd::run(&cli.global, args),
+        Command::Do(args) => do_cmd::run(g, args),
+        Command::Boot(args) => boot_cmd::run(g, args),
         Command::Gofer(args) => gofer_cmd::run(args),
         Command::Syscalls(args) => syscalls_cmd::run(args),
+        Command::Create(args) => lifecycle::create::run(g, args),
+        Command::Start(args) => lifecycle::start::run(g, args),
+        Command::State(args) => lifecycle::state::run(g, args),
+        Command::Kill(args) => lifecycle::kill::run(g, args),
+        Command::Delete(args) => lifecycle::delete::run(g, args),
+        Command::Run(args) => lifecycle::run::run(g, args),
+        Command::List(args) => lifecycle::list::run(g, args),
+        Command::Ps(args) => lifecycle::ps::run(g, args),
+        Command::Spec(args) => lifecycle::spec::run(g, args),
     };
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            log::error!("{e:#}");
+            log::error!(target: logging::EXIT_TARGET, "{e:#}");
             eprintln!("husk: {e:#}");
-            std::process::exit(125);
+            std::process::exit(failure);
         }
     }
 }

@@ -1,0 +1,176 @@
+//! `husk create`: starts the sandbox of a bundle — its gofer and its
+//! sentry, whose host pid is the container's — with the container process
+//! loaded but waiting for `husk start`.
+
+use super::{run_hooks, HookStage};
+use crate::cli::{CreateArgs, GlobalArgs};
+use crate::oci::bundle::{Bundle, Launch};
+use crate::oci::control;
+use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
+use crate::sandbox::{husk_command, seqpacket_pair, spawn};
+use anyhow::{bail, Context as _};
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::process::{Child, Stdio};
+
+/// How long the sentry may take to load the container process.
+const READY_TIMEOUT_MS: i32 = 60_000;
+
+/// A created sandbox: its state, and its processes for a caller that
+/// waits for them (`husk run`).
+pub struct Created {
+    pub container: Container,
+    pub bundle: Bundle,
+    pub sentry: Child,
+    pub gofer: Child,
+}
+
+pub fn run(g: &GlobalArgs, args: CreateArgs) -> anyhow::Result<i32> {
+    create(g, &args)?;
+    Ok(0)
+}
+
+pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
+    if args.preserve_fds != 0 {
+        bail!("--preserve-fds is not supported by husk");
+    }
+    let bundle = Bundle::load(&args.bundle)?;
+    let launch = bundle.launch()?;
+    if args.console_socket.is_some() {
+        log::warn!("--console-socket ignored: the process has no terminal");
+    }
+    let reservation = StateRoot::new(&g.root).reserve(&args.id)?;
+    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation) {
+        Ok(p) => p,
+        Err(e) => {
+            reservation.abandon();
+            return Err(e);
+        }
+    };
+    let record = Record {
+        id: args.id.clone(),
+        bundle: bundle.dir.clone(),
+        rootfs: launch.rootfs.clone(),
+        sentry: host_process(&sentry)?,
+        gofer: HostProcess::of(i32::try_from(gofer.id()).unwrap_or(0)),
+        created: rfc3339_now(),
+        started: false,
+        annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
+    };
+    let finish = |container: &Container| -> anyhow::Result<()> {
+        if let Some(p) = &args.pid_file {
+            let pid = container.record.sentry.pid.to_string();
+            write_atomically(&absolute(p)?, pid.as_bytes()).context("writing the pid file")?;
+        }
+        run_hooks(container, &bundle, HookStage::Created)?;
+        Ok(())
+    };
+    let container = match reservation.commit(record) {
+        Ok(c) => c,
+        Err(e) => {
+            stop(&mut sentry, &mut gofer);
+            return Err(e.into());
+        }
+    };
+    if let Err(e) = finish(&container) {
+        stop(&mut sentry, &mut gofer);
+        if let Err(e) = container.remove() {
+            log::warn!("{e}");
+        }
+        return Err(e);
+    }
+    Ok(Created { container, bundle, sentry, gofer })
+}
+
+fn absolute(p: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+}
+
+fn host_process(child: &Child) -> anyhow::Result<HostProcess> {
+    let pid = i32::try_from(child.id()).context("sentry pid")?;
+    HostProcess::of(pid).context("the sentry ended during start-up")
+}
+
+/// Kills and reaps a sandbox whose creation failed.
+fn stop(sentry: &mut Child, gofer: &mut Child) {
+    for c in [sentry, gofer] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Spawns the gofer and the sentry and waits until the sentry has loaded
+/// the container process (or failed to).
+fn start_sandbox(g: &GlobalArgs, launch: &Launch, res: &Reservation) -> anyhow::Result<(Child, Child)> {
+    let listener = control::listen(&res.control_path()).context("binding the control socket")?;
+    let listener = OwnedFd::from(listener);
+    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
+    let (sentry_end, gofer_end) = seqpacket_pair()?;
+
+    let gofer_args: Vec<OsString> = vec![
+        "gofer".into(),
+        "--rootfs".into(),
+        launch.rootfs.clone().into_os_string(),
+        "--sock-fd".into(),
+        gofer_end.as_raw_fd().to_string().into(),
+        "--read-only".into(),
+    ];
+    let mut gofer_cmd = husk_command(g, gofer_args)?;
+    gofer_cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], true)?;
+    drop(gofer_end);
+
+    let mut boot_args: Vec<OsString> = vec!["boot".into()];
+    for (flag, fd) in [("--gofer-fd", &sentry_end), ("--control-fd", &listener), ("--ready-fd", &ready_w)] {
+        boot_args.extend([flag.into(), fd.as_raw_fd().to_string().into()]);
+    }
+    boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
+    boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
+    boot_args.extend(["--uid".into(), launch.uid.to_string().into(), "--gid".into(), launch.gid.to_string().into()]);
+    if let Some(h) = &launch.hostname {
+        boot_args.extend(["--hostname".into(), h.into()]);
+    }
+    boot_args.push("--".into());
+    boot_args.extend(launch.args.iter().map(OsString::from));
+    let mut boot = husk_command(g, boot_args)?;
+    boot.env_clear();
+    for kv in &launch.env {
+        if let Some((k, v)) = kv.split_once('=') {
+            boot.env(k, v);
+        }
+    }
+    let keep = [sentry_end.as_raw_fd(), listener.as_raw_fd(), ready_w.as_raw_fd()];
+    let mut sentry = match spawn(&mut boot, &keep, true) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = gofer.kill();
+            let _ = gofer.wait();
+            return Err(e);
+        }
+    };
+    drop((sentry_end, listener, ready_w));
+    match wait_ready(ready_r) {
+        Ok(()) => Ok((sentry, gofer)),
+        Err(e) => {
+            stop(&mut sentry, &mut gofer);
+            Err(e)
+        }
+    }
+}
+
+/// Reads the sentry's report: `ready`, or `error MESSAGE`.
+fn wait_ready(ready: OwnedFd) -> anyhow::Result<()> {
+    let mut pfd = libc::pollfd { fd: ready.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll reads and writes one pollfd we own.
+    if unsafe { libc::poll(&mut pfd, 1, READY_TIMEOUT_MS) } <= 0 {
+        bail!("the sandbox did not start within {} s", READY_TIMEOUT_MS / 1000);
+    }
+    let mut text = String::new();
+    std::fs::File::from(ready).read_to_string(&mut text).context("reading the sandbox's report")?;
+    match text.trim_end() {
+        "ready" => Ok(()),
+        "" => bail!("the sandbox exited during start-up"),
+        other => bail!("{}", other.strip_prefix("error ").unwrap_or(other)),
+    }
+}

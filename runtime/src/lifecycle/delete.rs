@@ -1,0 +1,61 @@
+//! `husk delete`: removes a container — after killing it with --force —
+//! and everything it left: processes, state, the control socket.
+
+use super::{run_hooks, HookStage};
+use crate::cli::{DeleteArgs, GlobalArgs};
+use crate::oci::bundle::Bundle;
+use crate::oci::state::{Container, HostProcess, StateError, StateRoot, Status};
+use anyhow::bail;
+use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
+
+/// How long a killed sandbox may take to disappear.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+pub fn run(g: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<i32> {
+    let c = match StateRoot::new(&g.root).open(&args.id) {
+        Err(StateError::NotFound(_)) if args.force => return Ok(0),
+        r => r?,
+    };
+    match c.status() {
+        Status::Stopped | Status::Created => {}
+        s if args.force => log::debug!("deleting a {s} container"),
+        s => bail!("cannot delete container {} that is not stopped: {s}", args.id),
+    }
+    delete(c);
+    Ok(0)
+}
+
+/// Kills what is left of the sandbox, runs the poststop hooks and removes
+/// the container's state.
+pub fn delete(c: Container) {
+    end(&c.record.sentry);
+    if let Some(gofer) = &c.record.gofer {
+        end(gofer);
+    }
+    match Bundle::load(&c.record.bundle) {
+        Ok(bundle) => {
+            if let Err(e) = run_hooks(&c, &bundle, HookStage::Poststop) {
+                log::warn!("{e}");
+            }
+        }
+        Err(e) => log::warn!("poststop hooks not run: {e}"),
+    }
+    if let Err(e) = c.remove() {
+        log::warn!("{e}");
+    }
+}
+
+/// SIGKILLs `p` if it still runs and waits (bounded) until it is gone.
+fn end(p: &HostProcess) {
+    if p.signal(Signal::SIGKILL).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + KILL_WAIT;
+    while p.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if p.alive() {
+        log::warn!("process {} survived SIGKILL for {} s", p.pid, KILL_WAIT.as_secs());
+    }
+}

@@ -1,0 +1,54 @@
+//! `husk kill`: sends a signal to a container's process, or to all its
+//! processes.
+
+use crate::cli::{GlobalArgs, KillArgs};
+use crate::oci::control;
+use crate::oci::state::{StateRoot, Status};
+use anyhow::{bail, Context as _};
+use husk_sentry::control::protocol::Request;
+use nix::sys::signal::Signal;
+use std::str::FromStr as _;
+
+/// A signal by number (`9`) or name (`KILL`, `SIGKILL`).
+pub fn parse_signal(s: &str) -> anyhow::Result<Signal> {
+    let sig = match s.parse::<i32>() {
+        Ok(n) => Signal::try_from(n).ok(),
+        Err(_) => {
+            let upper = s.to_ascii_uppercase();
+            let name = if upper.starts_with("SIG") { upper } else { format!("SIG{upper}") };
+            Signal::from_str(&name).ok()
+        }
+    };
+    sig.with_context(|| format!("unknown signal {s:?}"))
+}
+
+pub fn run(g: &GlobalArgs, args: KillArgs) -> anyhow::Result<i32> {
+    let sig = parse_signal(args.signal.as_deref().unwrap_or("SIGTERM"))?;
+    let c = StateRoot::new(&g.root).open(&args.id)?;
+    if c.status() == Status::Stopped {
+        bail!("container not running");
+    }
+    if sig == Signal::SIGKILL {
+        // The sandbox ends with its init; killing the sentry is the one
+        // way that cannot be delayed by anything inside it.
+        c.record.sentry.signal(sig).context("killing the sandbox")?;
+    } else {
+        control::call(&c.control_path(), Request::Signal { sig: sig as i32, all: args.all })?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_number_and_name() {
+        assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL);
+        assert_eq!(parse_signal("TERM").unwrap(), Signal::SIGTERM);
+        assert_eq!(parse_signal("sigusr1").unwrap(), Signal::SIGUSR1);
+        assert!(parse_signal("0").is_err());
+        assert!(parse_signal("99").is_err());
+        assert!(parse_signal("NOPE").is_err());
+    }
+}

@@ -1,0 +1,197 @@
+//! An OCI bundle: its config.json, checked, and turned into what the
+//! sandbox needs to start (the root filesystem, the container process).
+
+use oci_spec::runtime::Spec;
+use std::path::{Path, PathBuf};
+
+/// The largest guest memory husk gives a container without a limit, MiB.
+const DEFAULT_MEMORY_MB: u64 = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("{path}: invalid JSON at line {line}, column {column}: {msg}")]
+    Json { path: PathBuf, line: usize, column: usize, msg: String },
+    #[error("config.json: {0}")]
+    Invalid(String),
+    #[error("config.json: {0} is not supported by husk")]
+    Unsupported(String),
+}
+
+/// What `create` starts.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub rootfs: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub cwd: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub hostname: Option<String>,
+    pub memory_mb: u64,
+}
+
+/// A bundle directory and its parsed config.json.
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub spec: Spec,
+}
+
+impl Bundle {
+    pub fn load(dir: &Path) -> Result<Bundle, BundleError> {
+        let dir = dir.canonicalize().map_err(|e| BundleError::Read(dir.to_path_buf(), e))?;
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| BundleError::Read(path.clone(), e))?;
+        let spec = serde_json::from_str::<Spec>(&text).map_err(|e| BundleError::Json {
+            path,
+            line: e.line(),
+            column: e.column(),
+            msg: e.to_string(),
+        })?;
+        Ok(Bundle { dir, spec })
+    }
+
+    /// The container process and root, refusing what husk cannot honor
+    /// and logging (once) what it leaves aside.
+    pub fn launch(&self) -> Result<Launch, BundleError> {
+        let spec = &self.spec;
+        let process = spec.process().as_ref().ok_or_else(|| BundleError::Invalid("no process".into()))?;
+        let args = process.args().clone().unwrap_or_default();
+        if args.is_empty() {
+            return Err(BundleError::Invalid("process.args is empty".into()));
+        }
+        if process.terminal().unwrap_or(false) {
+            return Err(BundleError::Unsupported("process.terminal".into()));
+        }
+        let root = spec.root().as_ref().ok_or_else(|| BundleError::Invalid("no root".into()))?;
+        let rootfs = self.dir.join(root.path());
+        if !rootfs.is_dir() {
+            return Err(BundleError::Invalid(format!("root.path {} is not a directory", rootfs.display())));
+        }
+        let cwd = process.cwd().to_string_lossy().into_owned();
+        if !cwd.starts_with('/') {
+            return Err(BundleError::Invalid(format!("process.cwd {cwd:?} is not absolute")));
+        }
+        let user = process.user();
+        self.note_ignored();
+        Ok(Launch {
+            rootfs,
+            args,
+            env: process.env().clone().unwrap_or_default(),
+            cwd,
+            uid: user.uid(),
+            gid: user.gid(),
+            hostname: spec.hostname().clone(),
+            memory_mb: memory_mb(spec),
+        })
+    }
+
+    /// Parts of the spec husk accepts without acting on them, each
+    /// named once in the log.
+    fn note_ignored(&self) {
+        let spec = &self.spec;
+        let mut ignored: Vec<String> = Vec::new();
+        if spec.root().as_ref().is_some_and(|r| r.readonly() == Some(true)) {
+            ignored.push("root.readonly (writes go to the sandbox's in-memory overlay, never to the rootfs)".into());
+        }
+        if spec.hooks().as_ref().is_some_and(|h| h.start_container().is_some()) {
+            ignored.push("hooks.startContainer (host programs cannot run inside the sandbox)".into());
+        }
+        if let Some(p) = spec.process() {
+            if p.user().additional_gids().as_ref().is_some_and(|g| !g.is_empty()) {
+                ignored.push("process.user.additionalGids".into());
+            }
+            if p.rlimits().is_some() {
+                ignored.push("process.rlimits".into());
+            }
+            if p.oom_score_adj().is_some() {
+                ignored.push("process.oomScoreAdj".into());
+            }
+        }
+        if let Some(linux) = spec.linux() {
+            if linux.seccomp().is_some() {
+                ignored.push("linux.seccomp (guest system calls never reach the host)".into());
+            }
+            if linux.sysctl().is_some() {
+                ignored.push("linux.sysctl".into());
+            }
+        }
+        for m in spec.mounts().iter().flatten() {
+            let typ = m.typ().as_deref().unwrap_or("bind");
+            if !SENTRY_MOUNTS.contains(&typ) {
+                ignored.push(format!("mount of {} ({typ})", m.destination().display()));
+            }
+        }
+        for what in ignored {
+            log::warn!("config.json: ignoring {what}");
+        }
+    }
+}
+
+/// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, …).
+const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"];
+
+/// The guest memory size: the spec's memory limit, else the default.
+fn memory_mb(spec: &Spec) -> u64 {
+    let limit = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.memory().as_ref())
+        .and_then(|m| m.limit())
+        .and_then(|l| u64::try_from(l).ok())
+        .filter(|&l| l > 0);
+    limit.map_or(DEFAULT_MEMORY_MB, |l| l.div_ceil(1 << 20).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(config: &str) -> (PathBuf, Result<Bundle, BundleError>) {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("husk-bundle-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(dir.join("rootfs")).unwrap();
+        std::fs::write(dir.join("config.json"), config).unwrap();
+        let b = Bundle::load(&dir);
+        (dir, b)
+    }
+
+    #[test]
+    fn json_errors_name_line_and_column() {
+        let (dir, b) = bundle("{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": [\n}");
+        let msg = b.err().unwrap().to_string();
+        assert!(msg.contains("line 4"), "{msg}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_minimal_spec_launches() {
+        let (dir, b) = bundle(
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs","readonly":true},
+            "process":{"args":["sh","-c","true"],"cwd":"/","user":{"uid":5,"gid":6},"env":["A=1"]},
+            "linux":{"resources":{"memory":{"limit":67108865}}}}"#,
+        );
+        let l = b.unwrap().launch().unwrap();
+        assert_eq!(l.args, ["sh", "-c", "true"]);
+        assert_eq!((l.uid, l.gid, l.memory_mb), (5, 6, 65));
+        assert!(l.rootfs.ends_with("rootfs"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn missing_parts_are_refused() {
+        for config in [
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"}}"#,
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"args":[],"cwd":"/","user":{"uid":0,"gid":0}}}"#,
+            r#"{"ociVersion":"1.0.2","root":{"path":"nowhere"},"process":{"args":["sh"],"cwd":"/","user":{"uid":0,"gid":0}}}"#,
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"args":["sh"],"cwd":"rel","user":{"uid":0,"gid":0}}}"#,
+        ] {
+            let (dir, b) = bundle(config);
+            assert!(b.unwrap().launch().is_err(), "{config}");
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}

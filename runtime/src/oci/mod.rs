@@ -1,0 +1,7 @@
+//! The OCI side of the runtime: bundles, the state directory, hooks and
+//! the client of a sentry's control socket.
+
+pub mod bundle;
+pub mod control;
+pub mod hooks;
+pub mod state;

@@ -1,0 +1,107 @@
+//! Starting the processes of a sandbox: the gofer (`husk gofer`) and the
+//! sentry (`husk boot`), both this same binary, connected by a socketpair.
+
+use crate::cli::GlobalArgs;
+use anyhow::Context as _;
+use std::ffi::OsString;
+use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command};
+
+/// A connected pair of SOCK_SEQPACKET sockets, close-on-exec.
+pub fn seqpacket_pair() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .context("socketpair for the gofer connection")
+}
+
+/// `husk ARGS…`: this same binary, with the global flags that matter to
+/// its helpers (diagnostics) passed on.
+pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) -> anyhow::Result<Command> {
+    let exe = std::env::current_exe().context("locating the husk binary")?;
+    let mut cmd = Command::new(exe);
+    if let Some(p) = &g.debug_log {
+        cmd.arg("--debug-log").arg(p);
+    }
+    if let Some(p) = &g.log {
+        cmd.arg("--log").arg(p).arg("--log-format").arg(g.log_format.as_str());
+    }
+    if g.debug {
+        cmd.arg("--debug");
+    }
+    if g.strace {
+        cmd.arg("--strace");
+    }
+    cmd.args(args);
+    Ok(cmd)
+}
+
+/// Spawns `cmd` with the descriptors in `keep` inherited; with
+/// `own_session` it leaves the caller's session (so a terminal's Ctrl-C
+/// does not reach it).
+pub fn spawn(cmd: &mut Command, keep: &[RawFd], own_session: bool) -> anyhow::Result<Child> {
+    let keep = keep.to_vec();
+    let hook = move || {
+        for &fd in &keep {
+            // SAFETY: fcntl on a descriptor the parent keeps open; it is
+            // async-signal-safe, as code between fork and exec must be.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        // SAFETY: setsid is async-signal-safe and takes no arguments.
+        if own_session && unsafe { libc::setsid() } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs between fork and exec and only calls fcntl
+    // and setsid.
+    unsafe { cmd.pre_exec(hook) };
+    cmd.spawn().context("starting a husk process")
+}
+
+/// The status a parent reports for a sentry's: its code, or 128+N when a
+/// signal ended it.
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 125,
+    }
+}
+
+/// Passes the signals a supervisor sends us (SIGTERM, SIGHUP, SIGUSR1/2)
+/// on to the sentry, which hands them to the guest. A terminal's Ctrl-C
+/// and Ctrl-\\ reach the sentry directly when it shares our process group;
+/// otherwise (`forward_terminal`) they are passed on too.
+pub fn forward_signals(sentry: u32, forward_terminal: bool) -> anyhow::Result<()> {
+    use nix::sys::signal::{signal, SigHandler, SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGUSR1, Signal::SIGUSR2] {
+        set.add(s);
+    }
+    for s in [Signal::SIGINT, Signal::SIGQUIT] {
+        if forward_terminal {
+            set.add(s);
+        } else {
+            // SAFETY: ignoring a signal installs no handler code.
+            unsafe { signal(s, SigHandler::SigIgn) }.context("ignoring terminal signals")?;
+        }
+    }
+    set.thread_block().context("blocking forwarded signals")?;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(sentry).context("sentry pid")?);
+    std::thread::Builder::new()
+        .name("forward-signals".into())
+        .spawn(move || {
+            while let Ok(sig) = set.wait() {
+                let _ = nix::sys::signal::kill(pid, sig);
+            }
+        })
+        .context("starting the signal forwarder")?;
+    Ok(())
+}
