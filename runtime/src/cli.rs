@@ -96,6 +96,36 @@ pub enum Command {
     Ps(PsArgs),
     /// Write a default config.json into a bundle directory.
     Spec(SpecArgs),
+    /// Run another process in a running container.
+    Exec(ExecArgs),
+    /// Internal: waits for a detached exec'd process and exits as it did.
+    #[command(hide = true)]
+    ExecWait(ExecWaitArgs),
+    /// Register husk as a Docker runtime in daemon.json.
+    Install(InstallArgs),
+    /// Remove husk's runtime entry from daemon.json.
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The runtime's name for `docker run --runtime=NAME`.
+    #[arg(long, default_value = "husk")]
+    pub runtime: String,
+    /// Docker's configuration file.
+    #[arg(long, default_value = "/etc/docker/daemon.json")]
+    pub config: PathBuf,
+    /// Flags Docker passes to husk (after `--`).
+    #[arg(last = true)]
+    pub flags: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct UninstallArgs {
+    #[arg(long, default_value = "husk")]
+    pub runtime: String,
+    #[arg(long, default_value = "/etc/docker/daemon.json")]
+    pub config: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -253,4 +283,50 @@ pub enum LevelFilter {
     Full,
     Partial,
     Unimplemented,
+}
+
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    /// The process as OCI JSON (args, env, cwd, user, terminal).
+    #[arg(long, short = 'p')]
+    pub process: Option<PathBuf>,
+    /// Return once the process runs; --pid-file names its waiter.
+    #[arg(long, short = 'd')]
+    pub detach: bool,
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+    #[arg(long)]
+    pub console_socket: Option<PathBuf>,
+    #[arg(long, short = 't')]
+    pub tty: bool,
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// KEY=VALUE added to the environment.
+    #[arg(long, short = 'e')]
+    pub env: Vec<String>,
+    /// UID[:GID], numeric.
+    #[arg(long, short = 'u')]
+    pub user: Option<String>,
+    /// Accepted for runc compatibility.
+    #[arg(long)]
+    pub no_new_privs: bool,
+    /// Accepted for runc compatibility.
+    #[arg(long, hide = true)]
+    pub process_label: Option<String>,
+    /// Accepted for runc compatibility.
+    #[arg(long, hide = true)]
+    pub apparmor: Option<String>,
+    pub id: String,
+    /// The command, when there is no --process.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExecWaitArgs {
+    #[arg(long)]
+    pub fd: i32,
+    /// The guest pid of the process waited for.
+    #[arg(long)]
+    pub pid: i32,
 }

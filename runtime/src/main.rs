@@ -8,6 +8,7 @@ mod boot_cmd;
 mod cli;
 mod do_cmd;
 mod gofer_cmd;
+mod install_cmd;
 mod lifecycle;
 mod logging;
 mod oci;
@@ -40,6 +41,10 @@ fn main() {
         Command::List(args) => lifecycle::list::run(g, args),
         Command::Ps(args) => lifecycle::ps::run(g, args),
         Command::Spec(args) => lifecycle::spec::run(g, args),
+        Command::Exec(args) => lifecycle::exec::run(g, args),
+        Command::ExecWait(args) => lifecycle::exec::wait(args),
+        Command::Install(args) => install_cmd::install(args),
+        Command::Uninstall(args) => install_cmd::uninstall(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
