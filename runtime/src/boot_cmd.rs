@@ -3,9 +3,10 @@
 
 use crate::cli::{BootArgs, GlobalArgs};
 use anyhow::Context as _;
-use husk_sentry::boot::{boot, BootConfig, InitSpec};
+use husk_sentry::boot::{boot, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
 use husk_sentry::kernel::ExitStatus;
+use husk_sentry::launch::{LaunchError, ProcessSpec};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
@@ -34,22 +35,10 @@ fn host_name() -> Vec<u8> {
     nix::unistd::gethostname().map(|h| h.as_bytes().to_vec()).unwrap_or_else(|_| b"husk".to_vec())
 }
 
-/// Dies of `sig` so the parent sees the guest's fate.
-fn die_of(sig: i32) -> ! {
-    let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: setrlimit reads one rlimit struct.
-    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
-    // SAFETY: restoring the default disposition has no memory effects.
-    unsafe { libc::signal(sig, libc::SIG_DFL) };
-    // SAFETY: raise takes an integer; the process is about to end anyway.
-    unsafe { libc::raise(sig) };
-    std::process::exit(128 + sig)
-}
-
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
-        init: InitSpec {
+        init: ProcessSpec {
             argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
             env: std::env::vars_os()
                 .map(|(k, v)| {
@@ -74,8 +63,8 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),
-        Ok(ExitStatus::Signal(s)) => die_of(s),
-        Err(husk_sentry::boot::BootError::Exec(name, e)) => {
+        Ok(ExitStatus::Signal(s)) => crate::sandbox::die_of(s),
+        Err(BootError::Launch(LaunchError::Exec { name, errno: e })) => {
             eprintln!("husk: {name}: {}", std::io::Error::from_raw_os_error(e.0));
             Ok(if e.0 == libc::ENOENT { 127 } else { 126 })
         }

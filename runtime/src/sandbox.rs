@@ -105,3 +105,15 @@ pub fn forward_signals(sentry: u32, forward_terminal: bool) -> anyhow::Result<()
         .context("starting the signal forwarder")?;
     Ok(())
 }
+
+/// Dies of `sig` so the parent sees the guest's fate.
+pub fn die_of(sig: i32) -> ! {
+    let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: setrlimit reads one rlimit struct.
+    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+    // SAFETY: restoring the default disposition has no memory effects.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
+    // SAFETY: raise takes an integer; the process is about to end anyway.
+    unsafe { libc::raise(sig) };
+    std::process::exit(128 + sig)
+}

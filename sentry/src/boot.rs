@@ -4,16 +4,14 @@
 
 use crate::abi::Errno;
 use crate::control::{ControlConfig, StartGate};
-use crate::fs::host_file::HostStreamNode;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
-use crate::kernel::exec;
-use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, KernelOptions, Task, Thread};
-use crate::loader::MMAP_TOP;
-use crate::mm::{MemoryFile, MemoryManager};
+use crate::kernel::{Credentials, ExitStatus, Kernel, KernelOptions};
+use crate::launch::{self, LaunchError, ProcessSpec};
+use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
-use crate::vfs::{Dentry, FileDescription, NewNode, Node, SetAttr, SetTime};
+use crate::vfs::{Dentry, NewNode, Node, SetAttr, SetTime};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 
@@ -21,7 +19,8 @@ use std::sync::{mpsc, Arc};
 pub struct BootConfig {
     /// The sentry's end of the gofer connection.
     pub gofer: OwnedFd,
-    pub init: InitSpec,
+    /// The sandbox's first process.
+    pub init: ProcessSpec,
     pub strace: bool,
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
@@ -29,19 +28,6 @@ pub struct BootConfig {
     /// With a control socket, the init process waits for `start` (the OCI
     /// lifecycle); without one it runs at once (`husk do`).
     pub control: Option<ControlConfig>,
-}
-
-/// The sandbox's first process.
-pub struct InitSpec {
-    /// argv; argv[0] is looked up in PATH when it has no '/'.
-    pub argv: Vec<Vec<u8>>,
-    pub env: Vec<Vec<u8>>,
-    /// The working directory inside the sandbox.
-    pub cwd: Vec<u8>,
-    pub uid: u32,
-    pub gid: u32,
-    /// The guest's stdin, stdout and stderr.
-    pub stdio: [OwnedFd; 3],
 }
 
 /// Why a sandbox could not start.
@@ -53,16 +39,14 @@ pub enum BootError {
     Platform(#[from] crate::platform::PlatformError),
     #[error("root filesystem: {0}")]
     Root(Errno),
-    #[error("{0}: {1}")]
-    Exec(String, Errno),
+    #[error("{0}")]
+    Launch(#[from] LaunchError),
     #[error("confinement: {0}")]
     Confine(#[from] crate::seccomp::SeccompError),
     #[error("{0}")]
     Isolate(#[from] crate::confine::ConfineError),
     #[error("starting a sentry thread: {0}")]
     Thread(std::io::Error),
-    #[error("no command given")]
-    NoCommand,
     #[error("the init task ended without a status")]
     Lost,
 }
@@ -157,57 +141,18 @@ fn ensure_dir(w: &Walker<'_>, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
 
 fn run_init(
     kernel: Arc<Kernel>,
-    cfg: InitSpec,
+    spec: ProcessSpec,
     stdio_names: [String; 3],
     gate: Option<Arc<StartGate>>,
 ) -> Result<ExitStatus, BootError> {
-    let argv0 = cfg.argv.first().cloned().ok_or(BootError::NoCommand)?;
-    let space = kernel.platform.new_address_space()?;
-    let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
-    let root = kernel.mounts.root();
-    let creds = Credentials::new(cfg.uid, cfg.gid);
-    let cwd = {
-        let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
-        w.resolve(&root, &cfg.cwd, true).unwrap_or_else(|_| root.clone())
-    };
-    let fs = Arc::new(FsContext::new(root, cwd));
-    let tid = kernel.alloc_tid();
-    let thread = Arc::new(Thread::new_init(tid, creds, mm, fs));
-    kernel.threads.lock().insert(tid, thread.clone());
-    kernel.procs.add(tid, 0);
-    install_stdio(&kernel, &thread, cfg.stdio, &stdio_names);
-
-    let mut task = Task::new(kernel.clone(), thread.clone())?;
-    let name = String::from_utf8_lossy(&argv0).into_owned();
-    let path = find_program(&task, &argv0, &cfg.env).map_err(|e| BootError::Exec(name.clone(), e))?;
-    let d = crate::syscalls::resolve_for_exec(&task, &path).map_err(|e| BootError::Exec(name.clone(), e))?;
-    let file = exec::open_exec_dentry(&task, d).map_err(|e| BootError::Exec(name.clone(), e))?;
-    exec::execve(&mut task, file, &path, cfg.argv, cfg.env).map_err(|e| BootError::Exec(name, e))?;
+    let process = launch::load(&kernel, spec, &stdio_names)?;
     if let Some(g) = gate {
         g.report(Ok(()));
         g.wait();
     }
-    let status = task.run()?;
-    task.finish(status);
     // The sandbox lasts as long as its init process, whose other threads
     // may still be running.
-    Ok(kernel.procs.wait_exit(tid).unwrap_or(status))
-}
-
-fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &[String; 3]) {
-    let fds = thread.fds();
-    for (i, fd) in stdio.into_iter().enumerate() {
-        let node = Arc::new(HostStreamNode::new(fd));
-        let ops = node.stream();
-        let d = kernel.anon_dentry(names[i].as_bytes(), node);
-        let flags = if i == 0 { libc::O_RDONLY } else { libc::O_WRONLY };
-        let f = FileDescription::new(d, ops, u32::try_from(flags).unwrap_or(0));
-        if let Ok(n) = i32::try_from(i) {
-            if let Err(e) = fds.install_at(n, f, false, u64::MAX) {
-                log::warn!("cannot install stdio fd {i}: {e}");
-            }
-        }
-    }
+    Ok(process.run()?)
 }
 
 /// How /proc/self/fd names a standard stream: like the host names it
@@ -216,26 +161,4 @@ fn host_fd_name(i: usize) -> String {
     std::fs::read_link(format!("/proc/self/fd/{i}"))
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| format!("host-stdio:[{i}]"))
-}
-
-/// Looks `name` up in the guest's PATH (from `env`) unless it has a '/'.
-fn find_program(task: &Task, name: &[u8], env: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
-    if name.contains(&b'/') {
-        return Ok(name.to_vec());
-    }
-    let path = env
-        .iter()
-        .find_map(|e| e.strip_prefix(b"PATH="))
-        .unwrap_or(b"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    let mut last = Errno::ENOENT;
-    for dir in path.split(|&b| b == b':').filter(|d| !d.is_empty()) {
-        let mut cand = dir.to_vec();
-        cand.push(b'/');
-        cand.extend_from_slice(name);
-        match crate::syscalls::resolve_for_exec(task, &cand).and_then(|d| exec::open_exec_dentry(task, d)) {
-            Ok(_) => return Ok(cand),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
 }

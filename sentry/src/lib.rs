@@ -11,6 +11,7 @@ pub mod control;
 pub mod fs;
 pub mod host_signals;
 pub mod kernel;
+pub mod launch;
 pub mod loader;
 pub mod mm;
 pub mod platform;

@@ -7,11 +7,13 @@
 pub mod protocol;
 
 use crate::kernel::process::INIT_PID;
+use crate::kernel::ExitStatus;
 use crate::kernel::Kernel;
+use crate::launch::{self, LaunchError, ProcessSpec};
 use parking_lot::{Condvar, Mutex};
-use protocol::{ProcessRow, Request};
+use protocol::{ExecSpec, ExitLine, Header, ProcessRow, Request};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Weak};
 
@@ -96,40 +98,130 @@ pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, gate: Arc<StartGate>) -> s
     Ok(())
 }
 
-fn serve_one(k: &Kernel, gate: &StartGate, mut conn: File) {
-    let reply = match read_request(&mut conn) {
-        Ok(line) => match Request::decode(&line) {
-            Ok(req) => handle(k, gate, req),
-            Err(e) => Err((libc::EINVAL, e.to_string())),
+fn serve_one(k: &Arc<Kernel>, gate: &StartGate, mut conn: File) {
+    let reply = match read_request(&conn) {
+        Ok((Request::Exec(spec), fds)) => match exec(k, spec, fds, conn) {
+            Ok(()) => return,
+            Err((c, e)) => {
+                conn = c;
+                Err(e)
+            }
         },
-        Err(e) => Err((e.raw_os_error().unwrap_or(libc::EIO), e.to_string())),
+        Ok((req, _)) => handle(k, gate, req),
+        Err(e) => Err(e),
     };
     if let Err(e) = conn.write_all(protocol::encode_reply(&reply).as_bytes()) {
         log::debug!("control socket: reply lost: {e}");
     }
 }
 
-/// Reads one line, giving up after REQUEST_TIMEOUT_MS without data.
-fn read_request(conn: &mut File) -> std::io::Result<String> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; protocol::MAX_REQUEST];
-    while !buf.contains(&b'\n') && buf.len() < protocol::MAX_REQUEST {
+type Failure = (i32, String);
+
+fn failure(e: &std::io::Error) -> Failure {
+    (e.raw_os_error().unwrap_or(libc::EIO), e.to_string())
+}
+
+/// Bytes of a request, with the descriptors that came along.
+struct Incoming {
+    bytes: Vec<u8>,
+    fds: Vec<OwnedFd>,
+}
+
+impl Incoming {
+    /// Receives more, waiting at most REQUEST_TIMEOUT_MS; false at EOF.
+    fn receive(&mut self, conn: &File) -> std::io::Result<bool> {
+        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
         let mut pfd = libc::pollfd { fd: conn.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: poll reads and writes one pollfd we own.
         if unsafe { libc::poll(&mut pfd, 1, REQUEST_TIMEOUT_MS) } <= 0 {
             return Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT));
         }
-        let n = conn.read(&mut chunk)?;
-        if n == 0 {
-            break;
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
+        let mut iov = [std::io::IoSliceMut::new(&mut chunk)];
+        let msg = recvmsg::<()>(conn.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
+        for c in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(fds) = c {
+                // SAFETY: the kernel just installed these descriptors for us.
+                self.fds.extend(fds.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+            }
         }
-        buf.extend_from_slice(&chunk[..n]);
+        let n = msg.bytes;
+        self.bytes.extend_from_slice(&chunk[..n]);
+        Ok(n > 0)
     }
-    let end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    String::from_utf8(buf[..end].to_vec()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
 }
 
-fn handle(k: &Kernel, gate: &StartGate, req: Request) -> Result<Vec<String>, (i32, String)> {
+/// Reads one request: its line and, for `exec`, its payload.
+fn read_request(conn: &File) -> Result<(Request, Vec<OwnedFd>), Failure> {
+    let mut inc = Incoming { bytes: Vec::new(), fds: Vec::new() };
+    let nl = loop {
+        if let Some(nl) = inc.bytes.iter().position(|&b| b == b'\n') {
+            break nl;
+        }
+        if inc.bytes.len() >= protocol::MAX_REQUEST || !inc.receive(conn).map_err(|e| failure(&e))? {
+            return Err((libc::EINVAL, "incomplete control request".into()));
+        }
+    };
+    let line = std::str::from_utf8(&inc.bytes[..nl]).map_err(|_| (libc::EINVAL, "request is not text".into()))?;
+    match Request::decode(line).map_err(|e| (libc::EINVAL, e.to_string()))? {
+        Header::Complete(req) => Ok((req, inc.fds)),
+        Header::Exec(len) => {
+            while inc.bytes.len() - nl - 1 < len {
+                if !inc.receive(conn).map_err(|e| failure(&e))? {
+                    return Err((libc::EINVAL, "incomplete exec request".into()));
+                }
+            }
+            let payload = &inc.bytes[nl + 1..];
+            let spec = ExecSpec::decode(payload)
+                .filter(|_| payload.len() == len)
+                .ok_or_else(|| (libc::EINVAL, "malformed exec request".into()))?;
+            Ok((Request::Exec(spec), inc.fds))
+        }
+    }
+}
+
+/// Starts an exec'd process on a thread of its own (the ptrace platform
+/// ties an address space to the host thread that made it), which answers
+/// with its pid, then with its exit status when it ends.
+fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Result<(), (File, Failure)> {
+    let Ok(stdio) = <[OwnedFd; 3]>::try_from(fds) else {
+        return Err((conn, (libc::EINVAL, "exec needs exactly three descriptors".into())));
+    };
+    let spec = ProcessSpec { argv: spec.argv, env: spec.env, cwd: spec.cwd, uid: spec.uid, gid: spec.gid, stdio };
+    let kernel = k.clone();
+    let spawned = std::thread::Builder::new().name("exec".into()).stack_size(8 << 20).spawn(move || {
+        let mut conn = conn;
+        let names = ["exec-stdio:[0]".to_string(), "exec-stdio:[1]".to_string(), "exec-stdio:[2]".to_string()];
+        let process = match launch::load(&kernel, spec, &names) {
+            Ok(p) => p,
+            Err(e) => {
+                let errno = if let LaunchError::Exec { errno, .. } = &e { errno.0 } else { libc::EIO };
+                let _ = conn.write_all(protocol::encode_reply(&Err((errno, e.to_string()))).as_bytes());
+                return;
+            }
+        };
+        let pid = process.pid;
+        let _ = conn.write_all(protocol::encode_reply(&Ok(vec![pid.to_string()])).as_bytes());
+        let line = match process.run() {
+            Ok(ExitStatus::Code(c)) => ExitLine::Code(c),
+            Ok(ExitStatus::Signal(s)) => ExitLine::Signal(s),
+            Err(e) => {
+                log::warn!("exec'd process {pid}: {e}");
+                ExitLine::Signal(libc::SIGKILL)
+            }
+        };
+        kernel.procs.remove(pid);
+        drop(kernel);
+        let _ = conn.write_all(line.encode().as_bytes());
+    });
+    if let Err(e) = spawned {
+        log::warn!("cannot start a thread for an exec'd process: {e}");
+    }
+    Ok(())
+}
+
+fn handle(k: &Kernel, gate: &StartGate, req: Request) -> Result<Vec<String>, Failure> {
     log::debug!("control request {req:?}");
     match req {
         Request::Start => {
@@ -168,5 +260,6 @@ fn handle(k: &Kernel, gate: &StartGate, req: Request) -> Result<Vec<String>, (i3
                 Some(ProcessRow { pid, ppid: k.procs.ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),
+        Request::Exec(_) => Err((libc::EINVAL, "exec is served on its own thread".into())),
     }
 }

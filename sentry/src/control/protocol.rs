@@ -3,11 +3,52 @@
 //! `error ERRNO MESSAGE`. Plain text keeps the sentry free of a JSON
 //! parser on a path the guest cannot reach anyway.
 
-/// The longest request the sentry reads.
+/// The longest request line the sentry reads.
 pub const MAX_REQUEST: usize = 256;
+/// The largest payload of an `exec` request (argv, environment, cwd).
+pub const MAX_PAYLOAD: usize = 4 << 20;
+
+/// A process to start in a running sandbox (`husk exec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSpec {
+    pub argv: Vec<Vec<u8>>,
+    pub env: Vec<Vec<u8>>,
+    pub cwd: Vec<u8>,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl ExecSpec {
+    /// NUL-terminated fields: uid, gid, cwd, argc, argv…, env….
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let heads = [self.uid.to_string().into_bytes(), self.gid.to_string().into_bytes(), self.cwd.clone()];
+        let argc = self.argv.len().to_string().into_bytes();
+        for f in heads.iter().chain([&argc]).chain(&self.argv).chain(&self.env) {
+            out.extend_from_slice(f);
+            out.push(0);
+        }
+        out
+    }
+
+    pub fn decode(payload: &[u8]) -> Option<ExecSpec> {
+        let body = payload.strip_suffix(&[0])?;
+        let mut fields = body.split(|&b| b == 0).map(<[u8]>::to_vec);
+        let num = |f: Option<Vec<u8>>| -> Option<u32> { String::from_utf8(f?).ok()?.parse().ok() };
+        let uid = num(fields.next())?;
+        let gid = num(fields.next())?;
+        let cwd = fields.next()?;
+        let argc = usize::try_from(num(fields.next())?).ok()?;
+        let argv: Vec<Vec<u8>> = fields.by_ref().take(argc).collect();
+        if argv.len() != argc || argc == 0 || !cwd.starts_with(b"/") {
+            return None;
+        }
+        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid })
+    }
+}
 
 /// What the runtime asks of the sentry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Run the container process (`husk start`).
     Start,
@@ -15,6 +56,10 @@ pub enum Request {
     Signal { sig: i32, all: bool },
     /// List the guest's processes.
     Processes,
+    /// Start a process with the three descriptors passed along (stdin,
+    /// stdout, stderr). The reply's line is its pid; a last line `exit
+    /// code N` or `exit signal N` follows when it ends.
+    Exec(ExecSpec),
 }
 
 /// A request line that is not one of ours.
@@ -22,21 +67,42 @@ pub enum Request {
 #[error("malformed control request {0:?}")]
 pub struct BadRequest(pub String);
 
+/// How a request's line announces what follows it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Header {
+    Complete(Request),
+    /// An `exec` line: this many payload bytes follow.
+    Exec(usize),
+}
+
 impl Request {
-    pub fn encode(&self) -> String {
+    pub fn encode(&self) -> Vec<u8> {
         match self {
-            Request::Start => "start\n".into(),
-            Request::Signal { sig, all } => format!("signal {sig} {}\n", if *all { "all" } else { "init" }),
-            Request::Processes => "ps\n".into(),
+            Request::Start => b"start\n".to_vec(),
+            Request::Signal { sig, all } => {
+                format!("signal {sig} {}\n", if *all { "all" } else { "init" }).into_bytes()
+            }
+            Request::Processes => b"ps\n".to_vec(),
+            Request::Exec(spec) => {
+                let payload = spec.encode();
+                let mut out = format!("exec {}\n", payload.len()).into_bytes();
+                out.extend_from_slice(&payload);
+                out
+            }
         }
     }
 
-    pub fn decode(line: &str) -> Result<Request, BadRequest> {
+    /// Parses a request line (without its newline).
+    pub fn decode(line: &str) -> Result<Header, BadRequest> {
         let bad = || BadRequest(line.chars().take(64).collect());
         let words: Vec<&str> = line.split_ascii_whitespace().collect();
-        match words.as_slice() {
-            ["start"] => Ok(Request::Start),
-            ["ps"] => Ok(Request::Processes),
+        let req = match words.as_slice() {
+            ["start"] => Request::Start,
+            ["ps"] => Request::Processes,
+            ["exec", len] => {
+                let len = len.parse::<usize>().map_err(|_| bad())?;
+                return if len <= MAX_PAYLOAD { Ok(Header::Exec(len)) } else { Err(bad()) };
+            }
             ["signal", sig, target] => {
                 let sig = sig.parse::<i32>().map_err(|_| bad())?;
                 let all = match *target {
@@ -44,9 +110,37 @@ impl Request {
                     "init" => false,
                     _ => return Err(bad()),
                 };
-                Ok(Request::Signal { sig, all })
+                Request::Signal { sig, all }
             }
-            _ => Err(bad()),
+            _ => return Err(bad()),
+        };
+        Ok(Header::Complete(req))
+    }
+}
+
+/// How an exec'd process ended, as the last line of an `exec` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitLine {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitLine {
+    pub fn encode(&self) -> String {
+        match self {
+            ExitLine::Code(c) => format!("exit code {c}\n"),
+            ExitLine::Signal(s) => format!("exit signal {s}\n"),
+        }
+    }
+
+    pub fn decode(line: &str) -> Option<ExitLine> {
+        let mut w = line.split_ascii_whitespace();
+        let (Some("exit"), Some(kind), Some(n), None) = (w.next(), w.next(), w.next(), w.next()) else { return None };
+        let n = n.parse().ok()?;
+        match kind {
+            "code" => Some(ExitLine::Code(n)),
+            "signal" => Some(ExitLine::Signal(n)),
+            _ => None,
         }
     }
 }
@@ -117,8 +211,40 @@ mod tests {
             Request::Signal { sig: 15, all: true },
             Request::Signal { sig: 9, all: false },
         ] {
-            assert_eq!(Request::decode(&r.encode()), Ok(r));
+            let line = String::from_utf8(r.encode()).unwrap();
+            assert_eq!(Request::decode(line.trim_end()), Ok(Header::Complete(r)));
         }
+    }
+
+    #[test]
+    fn exec_requests_carry_their_payload() {
+        let spec = ExecSpec {
+            argv: vec![b"sh".to_vec(), b"-c".to_vec(), b"echo a b".to_vec()],
+            env: vec![b"A=1".to_vec(), b"EMPTY=".to_vec()],
+            cwd: b"/tmp".to_vec(),
+            uid: 1000,
+            gid: 100,
+        };
+        let bytes = Request::Exec(spec.clone()).encode();
+        let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+        let line = std::str::from_utf8(&bytes[..nl]).unwrap();
+        assert_eq!(Request::decode(line), Ok(Header::Exec(bytes.len() - nl - 1)));
+        assert_eq!(ExecSpec::decode(&bytes[nl + 1..]), Some(spec));
+        let bad: [&[u8]; 5] = [
+            b"",
+            b"0\x000\x00/\x000\x00",
+            b"0\x000\x00rel\x001\x00sh\x00",
+            b"x\x000\x00/\x001\x00sh\x00",
+            b"0\x000\x00/\x003\x00sh\x00",
+        ];
+        for b in bad {
+            assert_eq!(ExecSpec::decode(b), None, "{b:?}");
+        }
+        assert!(Request::decode(&format!("exec {}", MAX_PAYLOAD + 1)).is_err());
+        for e in [ExitLine::Code(3), ExitLine::Signal(9)] {
+            assert_eq!(ExitLine::decode(e.encode().trim_end()), Some(e));
+        }
+        assert_eq!(ExitLine::decode("exit code"), None);
     }
 
     #[test]

@@ -1,0 +1,118 @@
+//! `husk exec`: runs another process in a running container. Its standard
+//! streams are ours; with --detach a small waiter process (`husk
+//! exec-wait`) stays behind, its pid in --pid-file, and exits with the
+//! guest process's status, so a containerd shim that waits on that pid
+//! sees the status as with runc.
+
+use crate::cli::{ExecArgs, ExecWaitArgs, GlobalArgs};
+use crate::oci::bundle::Bundle;
+use crate::oci::control::{self, ExecHandle};
+use crate::oci::state::{write_atomically, StateRoot, Status};
+use crate::sandbox::{die_of, husk_command, spawn};
+use anyhow::{bail, Context as _};
+use husk_sentry::control::protocol::{ExecSpec, ExitLine};
+use oci_spec::runtime::Process;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+
+pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
+    let c = StateRoot::new(&g.root).open(&args.id)?;
+    match c.status() {
+        Status::Running => {}
+        s => bail!("cannot exec in a {s} container"),
+    }
+    let spec = exec_spec(&args, &c.record.bundle)?;
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let handle = control::exec(&c.control_path(), spec, [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()])?;
+    drop(c);
+    if !args.detach {
+        // We are the host process that ends as the exec'd one does.
+        write_pid_file(&args, i32::try_from(std::process::id()).context("pid")?)?;
+        return Ok(exit_code(handle.wait()));
+    }
+    let guest_pid = handle.pid;
+    let stream = OwnedFd::from(handle.into_stream());
+    let wait_args = [
+        "exec-wait".into(),
+        "--fd".into(),
+        stream.as_raw_fd().to_string().into(),
+        "--pid".into(),
+        guest_pid.to_string().into(),
+    ];
+    let mut cmd = husk_command(g, wait_args)?;
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], true)?;
+    write_pid_file(&args, i32::try_from(waiter.id()).context("waiter pid")?)?;
+    Ok(0)
+}
+
+fn write_pid_file(args: &ExecArgs, pid: i32) -> anyhow::Result<()> {
+    if let Some(p) = &args.pid_file {
+        let p = if p.is_absolute() { p.clone() } else { std::env::current_dir()?.join(p) };
+        write_atomically(&p, pid.to_string().as_bytes()).context("writing the pid file")?;
+    }
+    Ok(())
+}
+
+fn exit_code(line: ExitLine) -> i32 {
+    match line {
+        ExitLine::Code(c) => c,
+        ExitLine::Signal(s) => 128 + s,
+    }
+}
+
+/// `husk exec-wait`: holds the exec'd process's connection and ends as
+/// the process did.
+pub fn wait(args: ExecWaitArgs) -> anyhow::Result<i32> {
+    // SAFETY: F_GETFD only inspects the descriptor.
+    if args.fd < 0 || unsafe { libc::fcntl(args.fd, libc::F_GETFD) } < 0 {
+        bail!("descriptor {} is not open", args.fd);
+    }
+    // SAFETY: `husk exec` handed this connected socket to us alone.
+    let stream = UnixStream::from(unsafe { OwnedFd::from_raw_fd(args.fd) });
+    match ExecHandle::from_stream(args.pid, stream).wait() {
+        ExitLine::Code(c) => Ok(c),
+        ExitLine::Signal(s) => die_of(s),
+    }
+}
+
+/// The process to run: --process's JSON, or the container's own process
+/// with the command line and the flags applied.
+fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<ExecSpec> {
+    let process: Process = match &args.process {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!("{}: invalid JSON at line {}, column {}: {e}", path.display(), e.line(), e.column())
+            })?
+        }
+        None => Bundle::load(bundle)?.spec.process().clone().context("the container has no process")?,
+    };
+    if process.terminal().unwrap_or(false) || args.tty {
+        bail!("exec with a terminal is not supported by husk yet");
+    }
+    let argv: Vec<String> =
+        if args.process.is_some() { process.args().clone().unwrap_or_default() } else { args.command.clone() };
+    if argv.is_empty() {
+        bail!("no command to exec");
+    }
+    let mut env = process.env().clone().unwrap_or_default();
+    env.extend(args.env.iter().cloned());
+    let cwd = args.cwd.clone().unwrap_or_else(|| process.cwd().to_string_lossy().into_owned());
+    let (mut uid, mut gid) = (process.user().uid(), process.user().gid());
+    if let Some(u) = &args.user {
+        let (u, g) = u.split_once(':').map_or((u.as_str(), None), |(u, g)| (u, Some(g)));
+        uid = u.parse().with_context(|| format!("--user {u:?}: only numeric ids are supported"))?;
+        if let Some(g) = g {
+            gid = g.parse().with_context(|| format!("--user group {g:?}: only numeric ids are supported"))?;
+        }
+    }
+    Ok(ExecSpec {
+        argv: argv.into_iter().map(String::into_bytes).collect(),
+        env: env.into_iter().map(String::into_bytes).collect(),
+        cwd: cwd.into_bytes(),
+        uid,
+        gid,
+    })
+}

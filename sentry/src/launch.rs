@@ -1,0 +1,147 @@
+//! Starting a guest process from outside the guest: the sandbox's init
+//! process at boot, and the processes `husk exec` adds to a running
+//! sandbox. Each is a new process with a fresh address space whose
+//! standard streams are host descriptors the runtime handed over.
+
+use crate::abi::Errno;
+use crate::fs::host_file::HostStreamNode;
+use crate::kernel::exec;
+use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
+use crate::loader::MMAP_TOP;
+use crate::mm::MemoryManager;
+use crate::platform::PlatformError;
+use crate::vfs::walk::Walker;
+use crate::vfs::FileDescription;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// A process to start.
+pub struct ProcessSpec {
+    /// argv; argv[0] is looked up in PATH when it has no '/'.
+    pub argv: Vec<Vec<u8>>,
+    pub env: Vec<Vec<u8>>,
+    /// The working directory inside the sandbox.
+    pub cwd: Vec<u8>,
+    pub uid: u32,
+    pub gid: u32,
+    /// The process's stdin, stdout and stderr.
+    pub stdio: [OwnedFd; 3],
+}
+
+/// Why a process could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("platform: {0}")]
+    Platform(#[from] PlatformError),
+    #[error("exec: {name:?}: {}", exec_failure(name, *errno))]
+    Exec { name: String, errno: Errno },
+    #[error("no command given")]
+    NoCommand,
+}
+
+/// Why a program did not start, in the words runc uses (Docker maps them
+/// to exit statuses 126 and 127).
+fn exec_failure(name: &str, e: Errno) -> String {
+    match e {
+        Errno::ENOENT if !name.contains('/') => "executable file not found in $PATH".into(),
+        Errno::ENOENT => "no such file or directory".into(),
+        Errno::EACCES => "permission denied".into(),
+        e => std::io::Error::from_raw_os_error(e.0).to_string(),
+    }
+}
+
+/// A process whose program is loaded, not yet running.
+pub struct Launched {
+    pub pid: i32,
+    task: Task,
+}
+
+/// Creates the process and loads its program. `stdio_names` are what
+/// /proc/PID/fd shows for its standard streams.
+pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) -> Result<Launched, LaunchError> {
+    let argv0 = spec.argv.first().cloned().ok_or(LaunchError::NoCommand)?;
+    let space = kernel.platform.new_address_space()?;
+    let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
+    let root = kernel.mounts.root();
+    let creds = Credentials::new(spec.uid, spec.gid);
+    let cwd = {
+        let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
+        w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
+    };
+    let fs = Arc::new(FsContext::new(root, cwd));
+    let pid = kernel.alloc_tid();
+    let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
+    kernel.threads.lock().insert(pid, thread.clone());
+    kernel.procs.add(pid, 0);
+    install_stdio(kernel, &thread, spec.stdio, stdio_names);
+
+    let mut task = match Task::new(kernel.clone(), thread) {
+        Ok(t) => t,
+        Err(e) => {
+            kernel.threads.lock().remove(&pid);
+            kernel.procs.remove(pid);
+            return Err(e.into());
+        }
+    };
+    let name = String::from_utf8_lossy(&argv0).into_owned();
+    let loaded = find_program(&task, &argv0, &spec.env).and_then(|path| {
+        let d = crate::syscalls::resolve_for_exec(&task, &path)?;
+        let file = exec::open_exec_dentry(&task, d)?;
+        exec::execve(&mut task, file, &path, spec.argv, spec.env)
+    });
+    match loaded {
+        Ok(_) => Ok(Launched { pid, task }),
+        Err(e) => {
+            task.finish(ExitStatus::Code(127));
+            Err(LaunchError::Exec { name, errno: e })
+        }
+    }
+}
+
+impl Launched {
+    /// Runs the process until all its threads are gone; its status.
+    pub fn run(mut self) -> Result<ExitStatus, PlatformError> {
+        let status = self.task.run()?;
+        self.task.finish(status);
+        let kernel = self.task.kernel.clone();
+        Ok(kernel.procs.wait_exit(self.pid).unwrap_or(status))
+    }
+}
+
+fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &[String; 3]) {
+    let fds = thread.fds();
+    for (i, fd) in stdio.into_iter().enumerate() {
+        let node = Arc::new(HostStreamNode::new(fd));
+        let ops = node.stream();
+        let d = kernel.anon_dentry(names[i].as_bytes(), node);
+        let flags = if i == 0 { libc::O_RDONLY } else { libc::O_WRONLY };
+        let f = FileDescription::new(d, ops, u32::try_from(flags).unwrap_or(0));
+        if let Ok(n) = i32::try_from(i) {
+            if let Err(e) = fds.install_at(n, f, false, u64::MAX) {
+                log::warn!("cannot install stdio fd {i}: {e}");
+            }
+        }
+    }
+}
+
+/// Looks `name` up in the guest's PATH (from `env`) unless it has a '/'.
+fn find_program(task: &Task, name: &[u8], env: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
+    if name.contains(&b'/') {
+        return Ok(name.to_vec());
+    }
+    let path = env
+        .iter()
+        .find_map(|e| e.strip_prefix(b"PATH="))
+        .unwrap_or(b"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    let mut last = Errno::ENOENT;
+    for dir in path.split(|&b| b == b':').filter(|d| !d.is_empty()) {
+        let mut cand = dir.to_vec();
+        cand.push(b'/');
+        cand.extend_from_slice(name);
+        match crate::syscalls::resolve_for_exec(task, &cand).and_then(|d| exec::open_exec_dentry(task, d)) {
+            Ok(_) => return Ok(cand),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
