@@ -81,6 +81,11 @@ impl Task {
                     // that keeps recurring on a page mapped with every access
                     // its area allows is an access the area forbids.
                     Ok(false) if self.spurious_faults < MAX_SPURIOUS_FAULTS => self.spurious_faults += 1,
+                    Err(Segv::OutOfMemory) => {
+                        let comm = String::from_utf8_lossy(&self.thread.comm.lock()).into_owned();
+                        log::warn!("out of memory: killed process {} ({comm})", self.thread.tgid);
+                        self.kernel.signal_process(self.thread.tgid, libc::SIGKILL);
+                    }
                     result => {
                         self.spurious_faults = 0;
                         let code = if result == Err(Segv::MapErr) { 1 } else { 2 };
@@ -97,6 +102,10 @@ impl Task {
                     signal_frame::deliver(self, &SigInfo::fault(signo, code, addr), true);
                 }
                 Event::Interrupted => {}
+                Event::Killed => {
+                    log::warn!("the host killed process {}'s stub: the process dies of SIGKILL", self.thread.tgid);
+                    self.kernel.exit_group(self.thread.tgid, ExitStatus::Signal(libc::SIGKILL));
+                }
             }
             if self.exit.is_none() {
                 if let Some(status) = self.kernel.procs.group_exit(self.thread.tgid) {

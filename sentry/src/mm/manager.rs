@@ -27,6 +27,17 @@ pub enum Segv {
     MapErr,
     /// SEGV_ACCERR: mapped, but not with that access.
     AccErr,
+    /// No memory is left for the page: Linux's OOM killer ends the
+    /// process instead of signalling a fault.
+    OutOfMemory,
+}
+
+fn fault_error(e: Errno) -> Segv {
+    if e == Errno::ENOMEM {
+        Segv::OutOfMemory
+    } else {
+        Segv::MapErr
+    }
 }
 
 /// The guest's request to `mmap`, after argument decoding.
@@ -415,12 +426,12 @@ impl MemoryManager {
             return Err(Segv::AccErr);
         }
         match vma.pages.get(&page).copied() {
-            None => self.populate_window(vma, page).map(|()| true).map_err(|_| Segv::MapErr),
-            Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(|_| Segv::MapErr),
+            None => self.populate_window(vma, page).map(|()| true).map_err(fault_error),
+            Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(fault_error),
             Some(e) if vma.perms.write && !e.mapped_writable() => {
                 // A write to a page mapped read-only for copy-on-write.
-                self.make_writable(vma, page).map_err(|_| Segv::MapErr)?;
-                self.map_run(vma, page).map(|()| true).map_err(|_| Segv::MapErr)
+                self.make_writable(vma, page).map_err(fault_error)?;
+                self.map_run(vma, page).map(|()| true).map_err(fault_error)
             }
             // Mapped with every access the area allows: either another
             // thread mapped it since this fault, or the access is one the

@@ -72,6 +72,9 @@ pub enum Event {
     Exception { signo: i32, code: i32, addr: u64 },
     /// `Interrupter::interrupt` was called.
     Interrupted,
+    /// The host killed what runs the guest (its OOM killer, an operator's
+    /// SIGKILL): the guest process dies as if killed by SIGKILL.
+    Killed,
 }
 
 /// The full user-visible CPU state of one guest thread.

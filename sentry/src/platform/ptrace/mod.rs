@@ -334,6 +334,7 @@ impl Context for PtraceContext {
                         break Ok(event);
                     }
                 }
+                sys::WaitStatus::Signaled(libc::SIGKILL) => break Ok(Event::Killed),
                 other => break Err(PlatformError::StubDied(format!("{other:?}"))),
             }
         };
