@@ -98,6 +98,14 @@ pub enum Command {
     Spec(SpecArgs),
     /// Run another process in a running container.
     Exec(ExecArgs),
+    /// Freeze every process of a container.
+    Pause(IdArgs),
+    /// Thaw a paused container.
+    Resume(IdArgs),
+    /// Change a running container's resource limits.
+    Update(UpdateArgs),
+    /// Print a container's resource usage as runc's JSON events.
+    Events(EventsArgs),
     /// Internal: waits for a detached exec'd process and exits as it did.
     #[command(hide = true)]
     ExecWait(ExecWaitArgs),
@@ -329,4 +337,23 @@ pub struct ExecWaitArgs {
     /// The guest pid of the process waited for.
     #[arg(long)]
     pub pid: i32,
+}
+
+#[derive(Args, Debug)]
+pub struct UpdateArgs {
+    /// OCI linux.resources JSON: a file, or - for stdin.
+    #[arg(long, short = 'r')]
+    pub resources: Option<String>,
+    pub id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// Print one stats event and exit.
+    #[arg(long)]
+    pub stats: bool,
+    /// Seconds between stats events.
+    #[arg(long, default_value = "5s")]
+    pub interval: String,
+    pub id: String,
 }

@@ -43,6 +43,10 @@ fn main() {
         Command::Spec(args) => lifecycle::spec::run(g, args),
         Command::Exec(args) => lifecycle::exec::run(g, args),
         Command::ExecWait(args) => lifecycle::exec::wait(args),
+        Command::Pause(args) => lifecycle::pause::pause(g, args),
+        Command::Resume(args) => lifecycle::pause::resume(g, args),
+        Command::Update(args) => lifecycle::update::run(g, args),
+        Command::Events(args) => lifecycle::events::run(g, args),
         Command::Install(args) => install_cmd::install(args),
         Command::Uninstall(args) => install_cmd::uninstall(args),
     };

@@ -5,6 +5,7 @@
 use super::{run_hooks, HookStage};
 use crate::cli::{CreateArgs, GlobalArgs};
 use crate::oci::bundle::{Bundle, Launch};
+use crate::oci::cgroup::Cgroup;
 use crate::oci::control;
 use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
 use crate::sandbox::{husk_command, seqpacket_pair, spawn};
@@ -41,10 +42,20 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         log::warn!("--console-socket ignored: the process has no terminal");
     }
     let reservation = StateRoot::new(&g.root).reserve(&args.id)?;
+    let cgroup = match join_cgroup(g, &bundle, &args.id) {
+        Ok(c) => c,
+        Err(e) => {
+            reservation.abandon();
+            return Err(e);
+        }
+    };
     let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation) {
         Ok(p) => p,
         Err(e) => {
             reservation.abandon();
+            if let Some(c) = &cgroup {
+                c.destroy();
+            }
             return Err(e);
         }
     };
@@ -57,6 +68,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         created: rfc3339_now(),
         started: false,
         annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
+        cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
     };
     let finish = |container: &Container| -> anyhow::Result<()> {
         if let Some(p) = &args.pid_file {
@@ -70,17 +82,54 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         Ok(c) => c,
         Err(e) => {
             stop(&mut sentry, &mut gofer);
+            if let Some(c) = &cgroup {
+                c.destroy();
+            }
             return Err(e.into());
         }
     };
     if let Err(e) = finish(&container) {
         stop(&mut sentry, &mut gofer);
+        if let Some(c) = &cgroup {
+            c.destroy();
+        }
         if let Err(e) = container.remove() {
             log::warn!("{e}");
         }
         return Err(e);
     }
     Ok(Created { container, bundle, sentry, gofer })
+}
+
+/// Puts this process — and so the gofer and sentry it starts — into the
+/// container's cgroup with the spec's limits. Without limits to enforce, a
+/// host that denies cgroups only earns a warning.
+fn join_cgroup(g: &GlobalArgs, bundle: &Bundle, id: &str) -> anyhow::Result<Option<Cgroup>> {
+    let linux = bundle.spec.linux().as_ref();
+    let cgroup = Cgroup::for_container(linux.and_then(|l| l.cgroups_path().as_deref()), id, g.systemd_cgroup);
+    let resources = linux.and_then(|l| l.resources().as_ref());
+    let joined = cgroup
+        .create()
+        .and_then(|()| resources.map_or(Ok(()), |r| cgroup.apply(r)))
+        .and_then(|()| cgroup.add(std::process::id()));
+    match joined {
+        Ok(()) => Ok(Some(cgroup)),
+        Err(e) if resources.is_some_and(limits_anything) => {
+            cgroup.destroy();
+            Err(e).context("applying linux.resources")
+        }
+        Err(e) => {
+            log::warn!("running without a cgroup: {e}");
+            cgroup.destroy();
+            Ok(None)
+        }
+    }
+}
+
+fn limits_anything(r: &oci_spec::runtime::LinuxResources) -> bool {
+    r.memory().as_ref().is_some_and(|m| m.limit().is_some_and(|l| l > 0))
+        || r.cpu().as_ref().is_some_and(|c| c.quota().is_some_and(|q| q > 0) || c.shares().is_some())
+        || r.pids().as_ref().is_some_and(|p| p.limit() > 0)
 }
 
 fn absolute(p: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {

@@ -29,9 +29,19 @@ pub fn run(g: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<i32> {
 /// Kills what is left of the sandbox, runs the poststop hooks and removes
 /// the container's state.
 pub fn delete(c: Container) {
+    let cgroup = c.cgroup();
+    // A frozen process cannot die; thaw first.
+    if let Some(cg) = cgroup.as_ref().filter(|cg| cg.frozen()) {
+        if let Err(e) = cg.freeze(false) {
+            log::warn!("{e}");
+        }
+    }
     end(&c.record.sentry);
     if let Some(gofer) = &c.record.gofer {
         end(gofer);
+    }
+    if let Some(cg) = &cgroup {
+        cg.destroy();
     }
     match Bundle::load(&c.record.bundle) {
         Ok(bundle) => {

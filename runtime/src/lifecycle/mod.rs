@@ -3,14 +3,17 @@
 
 pub mod create;
 pub mod delete;
+pub mod events;
 pub mod exec;
 pub mod kill;
 pub mod list;
+pub mod pause;
 pub mod ps;
 pub mod run;
 pub mod spec;
 pub mod start;
 pub mod state;
+pub mod update;
 
 use crate::oci::bundle::Bundle;
 use crate::oci::hooks;

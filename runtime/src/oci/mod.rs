@@ -2,6 +2,7 @@
 //! the client of a sentry's control socket.
 
 pub mod bundle;
+pub mod cgroup;
 pub mod control;
 pub mod hooks;
 pub mod state;

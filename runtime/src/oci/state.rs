@@ -3,6 +3,7 @@
 //! serializes commands on one container. Every update of `state.json` is
 //! atomic (write, fsync, rename).
 
+use super::cgroup::Cgroup;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -101,6 +102,9 @@ pub struct Record {
     pub started: bool,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// The sandbox's host cgroup, below each hierarchy's root.
+    #[serde(default)]
+    pub cgroup: Option<PathBuf>,
 }
 
 /// The OCI state of a container (runtime-spec "state"), as `husk state`
@@ -236,10 +240,17 @@ impl Container {
         self.dir.join(CONTROL_SOCKET)
     }
 
-    /// The status now: a container whose sentry has ended is stopped.
+    pub fn cgroup(&self) -> Option<Cgroup> {
+        self.record.cgroup.as_deref().map(Cgroup::at)
+    }
+
+    /// The status now: a container whose sentry has ended is stopped, one
+    /// whose cgroup is frozen is paused.
     pub fn status(&self) -> Status {
         if !self.record.sentry.alive() {
             Status::Stopped
+        } else if self.cgroup().is_some_and(|c| c.frozen()) {
+            Status::Paused
         } else if self.record.started {
             Status::Running
         } else {
@@ -350,6 +361,7 @@ mod tests {
             created: rfc3339_now(),
             started: false,
             annotations: BTreeMap::new(),
+            cgroup: None,
         };
         let c = r.commit(record).unwrap();
         assert_eq!(c.status(), Status::Created);
