@@ -118,7 +118,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) -> Result<(), Errno> {
         ns.mount(&d, fs, fs_type, fs_type)
     };
     mount(b"/proc", procfs::new_procfs(Arc::downgrade(kernel)), "proc")?;
-    mount(b"/dev", devfs::new_devfs(), "devtmpfs")?;
+    mount(b"/dev", devfs::new_devfs(kernel.host_terminals.clone()), "devtmpfs")?;
     mount(b"/dev/shm", Tmpfs::new(0o1777, 0, 0), "tmpfs")?;
     mount(b"/sys", Tmpfs::new(0o555, 0, 0), "sysfs")?;
     mount(b"/tmp", Tmpfs::new(0o1777, 0, 0), "tmpfs")?;

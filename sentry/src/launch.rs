@@ -112,6 +112,9 @@ fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &
     let fds = thread.fds();
     for (i, fd) in stdio.into_iter().enumerate() {
         let node = Arc::new(HostStreamNode::new(fd));
+        if let Some(n) = names[i].strip_prefix("/dev/pts/") {
+            kernel.host_terminals.add(n.as_bytes(), node.clone());
+        }
         let ops = node.stream();
         let d = kernel.anon_dentry(names[i].as_bytes(), node);
         let flags = if i == 0 { libc::O_RDONLY } else { libc::O_WRONLY };

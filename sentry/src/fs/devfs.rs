@@ -1,13 +1,14 @@
 //! The sandbox's /dev: a static directory with the memory character
 //! devices (null, zero, full, random, urandom), tty, the standard stream
-//! symlinks and the empty `shm` and `pts` mount points.
+//! symlinks, the empty `shm` mount point, and `pts`, which shows the host
+//! terminals the sandbox's processes were given as standard streams.
 
-use super::synthetic::{path_ino, Attr, Dir, FsInfo, Link};
+use super::synthetic::{dir_entry, path_ino, Attr, Dir, Entries, Entry, FsInfo, Link};
 use super::tmpfs::TMPFS_MAGIC;
 use crate::abi::Errno;
 use crate::loader::host_random;
 use crate::mm::Mappable;
-use crate::vfs::{FileOps, Node, Stat, StatFs, S_IFCHR, S_IFDIR, S_IFLNK};
+use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, S_IFCHR, S_IFDIR, S_IFLNK};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -58,10 +59,40 @@ const LINKS: [(&str, &str); 4] = [
 ];
 
 /// Directories other filesystems are mounted on.
-const DIRS: [&str; 2] = ["shm", "pts"];
+const DIRS: [&str; 1] = ["shm"];
+
+/// The host pseudo-terminals that are standard streams of guest processes
+/// (a terminal `husk do` runs in, a container's console), by number, so
+/// that /dev/pts/N names the very node the process's descriptor is: its
+/// `ttyname` then finds it.
+#[derive(Default)]
+pub struct HostTerminals(parking_lot::Mutex<Vec<Entry>>);
+
+impl HostTerminals {
+    /// Shows `node` as /dev/pts/`name` unless that name is taken.
+    pub fn add(&self, name: &[u8], node: Arc<dyn Node>) {
+        let mut t = self.0.lock();
+        if !t.iter().any(|(n, _)| n == name) {
+            t.push((name.to_vec(), node));
+        }
+    }
+}
+
+/// The /dev/pts directory's view of the registry.
+struct Pts(Arc<HostTerminals>);
+
+impl Entries for Pts {
+    fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        self.0 .0.lock().iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(Errno::ENOENT)
+    }
+
+    fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
+        self.0 .0.lock().iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
+    }
+}
 
 /// The /dev root.
-pub fn new_devfs() -> Arc<dyn Node> {
+pub fn new_devfs(terminals: Arc<HostTerminals>) -> Arc<dyn Node> {
     let fs = FsInfo::new(TMPFS_MAGIC, SystemTime::now());
     let mut entries: Vec<(Vec<u8>, Arc<dyn Node>)> = Vec::new();
     for dev in Device::ALL {
@@ -76,6 +107,10 @@ pub fn new_devfs() -> Arc<dyn Node> {
     for name in DIRS {
         entries.push((name.into(), Dir::fixed(Attr::new(&fs, ino_of(name), S_IFDIR | 0o755), Vec::new())));
     }
+    let mut pts_attr = Attr::new(&fs, ino_of("pts"), S_IFDIR | 0o755);
+    pts_attr.nlink = 2;
+    let pts = Dir::new(pts_attr, Pts(terminals));
+    entries.push((b"pts".to_vec(), pts));
     Dir::fixed(Attr::new(&fs, 1, S_IFDIR | 0o755), entries)
 }
 
@@ -181,7 +216,7 @@ mod tests {
 
     #[test]
     fn null_reads_eof_and_swallows_writes() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         let f = open(&root, "null");
         assert_eq!(f.read(&mut [1u8; 16], 0).unwrap(), 0);
         assert_eq!(f.write(&[7u8; 100], 5).unwrap(), 100);
@@ -191,7 +226,7 @@ mod tests {
 
     #[test]
     fn zero_and_full_read_zeros() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         for name in ["zero", "full"] {
             let f = open(&root, name);
             let mut buf = [9u8; 64];
@@ -204,7 +239,7 @@ mod tests {
 
     #[test]
     fn zero_maps_as_anonymous_memory() {
-        let m = open(&new_devfs(), "zero").mappable().unwrap();
+        let m = open(&new_devfs(Arc::default()), "zero").mappable().unwrap();
         let mut buf = [5u8; 4096];
         assert_eq!(m.read_at(1 << 20, &mut buf).unwrap(), 4096);
         assert!(buf.iter().all(|&b| b == 0));
@@ -214,7 +249,7 @@ mod tests {
 
     #[test]
     fn random_devices_fill_the_buffer() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         for name in ["random", "urandom"] {
             let f = open(&root, name);
             let mut a = [0u8; 64];
@@ -228,13 +263,13 @@ mod tests {
 
     #[test]
     fn tty_has_no_controlling_terminal() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         assert_eq!(root.lookup(b"tty").unwrap().open(libc::O_RDWR).err(), Some(Errno::ENXIO));
     }
 
     #[test]
     fn device_modes_and_numbers() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         for (name, major, minor) in
             [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)]
         {
@@ -251,7 +286,7 @@ mod tests {
 
     #[test]
     fn listing_links_and_mount_points() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         let names: Vec<String> =
             root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
         assert_eq!(
@@ -276,8 +311,24 @@ mod tests {
     }
 
     #[test]
+    fn pts_shows_the_registered_terminals_as_themselves() {
+        let terminals = Arc::new(HostTerminals::default());
+        let root = new_devfs(terminals.clone());
+        let pts = root.lookup(b"pts").unwrap();
+        assert_eq!(pts.readdir().unwrap(), Vec::<DirEntry>::new());
+        let other = new_devfs(Arc::default());
+        let (a, b) = (other.lookup(b"null").unwrap(), other.lookup(b"zero").unwrap());
+        terminals.add(b"3", a.clone());
+        terminals.add(b"3", b);
+        let found = pts.lookup(b"3").unwrap();
+        assert!(Arc::ptr_eq(&found, &a), "the first registration of a name stays");
+        assert_eq!(pts.readdir().unwrap().len(), 1);
+        assert_eq!(pts.lookup(b"4").err(), Some(Errno::ENOENT));
+    }
+
+    #[test]
     fn mutations_are_refused() {
-        let root = new_devfs();
+        let root = new_devfs(Arc::default());
         let new = NewNode { mode: 0o644, uid: 0, gid: 0 };
         assert_eq!(root.create(b"x", new).err(), Some(Errno::EPERM));
         assert_eq!(root.mkdir(b"x", new).err(), Some(Errno::EPERM));
@@ -291,7 +342,7 @@ mod tests {
 
     #[test]
     fn filesystems_have_their_own_identity() {
-        let (a, b) = (new_devfs(), new_devfs());
+        let (a, b) = (new_devfs(Arc::default()), new_devfs(Arc::default()));
         assert_ne!(a.fs_id(), b.fs_id());
         assert_eq!(a.fs_id(), a.lookup(b"null").unwrap().fs_id());
         assert_eq!(a.stat().unwrap().dev, a.lookup(b"null").unwrap().stat().unwrap().dev);

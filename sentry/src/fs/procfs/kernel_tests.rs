@@ -196,7 +196,7 @@ fn links_resolve_to_the_sandbox_objects() {
 #[test]
 fn fd_and_fdinfo_list_open_files() {
     let s = sandbox();
-    let null = new_devfs().lookup(b"null").unwrap();
+    let null = new_devfs(Arc::default()).lookup(b"null").unwrap();
     let pipe = s.kernel.anon_dentry(b"pipe:[7]", null.clone());
     let ops = null.open(libc::O_RDWR).unwrap();
     let fds = s.init.fds();
