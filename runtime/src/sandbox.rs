@@ -40,10 +40,20 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     Ok(cmd)
 }
 
-/// Spawns `cmd` with the descriptors in `keep` inherited; with
-/// `own_session` it leaves the caller's session (so a terminal's Ctrl-C
-/// does not reach it).
-pub fn spawn(cmd: &mut Command, keep: &[RawFd], own_session: bool) -> anyhow::Result<Child> {
+/// The session a spawned process runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Session {
+    /// The caller's (a terminal's Ctrl-C reaches both).
+    Inherit,
+    /// A new one, without a terminal.
+    New,
+    /// A new one whose controlling terminal is its stdin (a container's
+    /// console): the terminal's Ctrl-C and window changes reach it.
+    NewWithTerminal,
+}
+
+/// Spawns `cmd` with the descriptors in `keep` inherited, in `session`.
+pub fn spawn(cmd: &mut Command, keep: &[RawFd], session: Session) -> anyhow::Result<Child> {
     let keep = keep.to_vec();
     let hook = move || {
         for &fd in &keep {
@@ -54,13 +64,17 @@ pub fn spawn(cmd: &mut Command, keep: &[RawFd], own_session: bool) -> anyhow::Re
             }
         }
         // SAFETY: setsid is async-signal-safe and takes no arguments.
-        if own_session && unsafe { libc::setsid() } < 0 {
+        if session != Session::Inherit && unsafe { libc::setsid() } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: TIOCSCTTY takes an integer argument (0: do not steal).
+        if session == Session::NewWithTerminal && unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())
     };
-    // SAFETY: the hook runs between fork and exec and only calls fcntl
-    // and setsid.
+    // SAFETY: the hook runs between fork and exec and only calls fcntl,
+    // setsid and ioctl.
     unsafe { cmd.pre_exec(hook) };
     cmd.spawn().context("starting a husk process")
 }

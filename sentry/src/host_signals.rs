@@ -8,9 +8,17 @@ use crate::kernel::Kernel;
 use nix::sys::signal::{SigSet, Signal};
 use std::sync::Weak;
 
-/// The host signals forwarded to the guest.
-const FORWARDED: [Signal; 6] =
-    [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2];
+/// The host signals forwarded to the guest (SIGWINCH: the console's
+/// window changed).
+const FORWARDED: [Signal; 7] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
 
 fn forwarded_set() -> SigSet {
     let mut set = SigSet::empty();

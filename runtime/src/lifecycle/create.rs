@@ -8,7 +8,7 @@ use crate::oci::bundle::{Bundle, Launch};
 use crate::oci::cgroup::Cgroup;
 use crate::oci::control;
 use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
-use crate::sandbox::{husk_command, seqpacket_pair, spawn};
+use crate::sandbox::{husk_command, seqpacket_pair, spawn, Session};
 use anyhow::{bail, Context as _};
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -38,9 +38,15 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     }
     let bundle = Bundle::load(&args.bundle)?;
     let launch = bundle.launch()?;
-    if args.console_socket.is_some() {
-        log::warn!("--console-socket ignored: the process has no terminal");
-    }
+    let console = match (launch.terminal, &args.console_socket) {
+        (Some(size), Some(socket)) => Some(open_console(socket, size)?),
+        (Some(_), None) => bail!("process.terminal needs --console-socket"),
+        (None, Some(_)) => {
+            log::warn!("--console-socket ignored: the process has no terminal");
+            None
+        }
+        (None, None) => None,
+    };
     let reservation = StateRoot::new(&g.root).reserve(&args.id)?;
     let cgroup = match join_cgroup(g, &bundle, &args.id) {
         Ok(c) => c,
@@ -49,7 +55,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
             return Err(e);
         }
     };
-    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation) {
+    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation, console) {
         Ok(p) => p,
         Err(e) => {
             reservation.abandon();
@@ -151,7 +157,12 @@ fn stop(sentry: &mut Child, gofer: &mut Child) {
 
 /// Spawns the gofer and the sentry and waits until the sentry has loaded
 /// the container process (or failed to).
-fn start_sandbox(g: &GlobalArgs, launch: &Launch, res: &Reservation) -> anyhow::Result<(Child, Child)> {
+fn start_sandbox(
+    g: &GlobalArgs,
+    launch: &Launch,
+    res: &Reservation,
+    console: Option<OwnedFd>,
+) -> anyhow::Result<(Child, Child)> {
     let listener = control::listen(&res.control_path()).context("binding the control socket")?;
     let listener = OwnedFd::from(listener);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
@@ -167,7 +178,7 @@ fn start_sandbox(g: &GlobalArgs, launch: &Launch, res: &Reservation) -> anyhow::
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
     gofer_cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], true)?;
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New)?;
     drop(gofer_end);
 
     let mut boot_args: Vec<OsString> = vec!["boot".into()];
@@ -189,8 +200,15 @@ fn start_sandbox(g: &GlobalArgs, launch: &Launch, res: &Reservation) -> anyhow::
             boot.env(k, v);
         }
     }
+    let session = match console {
+        Some(tty) => {
+            boot.stdin(tty.try_clone()?).stdout(tty.try_clone()?).stderr(tty);
+            Session::NewWithTerminal
+        }
+        None => Session::New,
+    };
     let keep = [sentry_end.as_raw_fd(), listener.as_raw_fd(), ready_w.as_raw_fd()];
-    let mut sentry = match spawn(&mut boot, &keep, true) {
+    let mut sentry = match spawn(&mut boot, &keep, session) {
         Ok(s) => s,
         Err(e) => {
             let _ = gofer.kill();
@@ -206,6 +224,24 @@ fn start_sandbox(g: &GlobalArgs, launch: &Launch, res: &Reservation) -> anyhow::
             Err(e)
         }
     }
+}
+
+/// Opens a pseudo-terminal for the container's console, hands its master
+/// to whoever listens on `socket` (with the terminal's name, as runc
+/// does) and returns the slave.
+pub fn open_console(socket: &std::path::Path, (rows, cols): (u16, u16)) -> anyhow::Result<OwnedFd> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let size = nix::pty::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    let pty = nix::pty::openpty(Some(&size), None).context("opening a pseudo-terminal")?;
+    let name = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).context("naming the terminal")?;
+    let conn = control::via_dir(socket, |p| std::os::unix::net::UnixStream::connect(p))
+        .with_context(|| format!("connecting to the console socket {}", socket.display()))?;
+    let fds = [pty.master.as_raw_fd()];
+    let name = name.into_os_string();
+    let iov = [std::io::IoSlice::new(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))];
+    sendmsg::<()>(conn.as_raw_fd(), &iov, &[ControlMessage::ScmRights(&fds)], MsgFlags::empty(), None)
+        .context("sending the terminal to the console socket")?;
+    Ok(pty.slave)
 }
 
 /// Reads the sentry's report: `ready`, or `error MESSAGE`.

@@ -15,8 +15,6 @@ pub enum BundleError {
     Json { path: PathBuf, line: usize, column: usize, msg: String },
     #[error("config.json: {0}")]
     Invalid(String),
-    #[error("config.json: {0} is not supported by husk")]
-    Unsupported(String),
 }
 
 /// What `create` starts.
@@ -30,6 +28,8 @@ pub struct Launch {
     pub gid: u32,
     pub hostname: Option<String>,
     pub memory_mb: u64,
+    /// With process.terminal: the console's size (rows, columns).
+    pub terminal: Option<(u16, u16)>,
 }
 
 /// A bundle directory and its parsed config.json.
@@ -61,9 +61,10 @@ impl Bundle {
         if args.is_empty() {
             return Err(BundleError::Invalid("process.args is empty".into()));
         }
-        if process.terminal().unwrap_or(false) {
-            return Err(BundleError::Unsupported("process.terminal".into()));
-        }
+        let terminal = process.terminal().unwrap_or(false).then(|| {
+            let clamp = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
+            process.console_size().map_or((0, 0), |b| (clamp(b.height()), clamp(b.width())))
+        });
         let root = spec.root().as_ref().ok_or_else(|| BundleError::Invalid("no root".into()))?;
         let rootfs = self.dir.join(root.path());
         if !rootfs.is_dir() {
@@ -84,6 +85,7 @@ impl Bundle {
             gid: user.gid(),
             hostname: spec.hostname().clone(),
             memory_mb: memory_mb(spec),
+            terminal,
         })
     }
 

@@ -23,7 +23,7 @@ pub enum ControlError {
 /// Socket paths are limited to 107 bytes and state directories can be
 /// deep (Docker's are), so sockets are named through the directory's
 /// descriptor: /proc/self/fd/N/NAME.
-fn via_dir<T>(path: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
+pub fn via_dir<T>(path: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
     let dir = std::fs::File::open(path.parent().unwrap_or(Path::new("/")))?;
     let name = path.file_name().unwrap_or_default();
     f(&Path::new("/proc/self/fd").join(dir.as_raw_fd().to_string()).join(name))
