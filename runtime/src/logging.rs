@@ -53,7 +53,10 @@ impl log::Log for Logger {
                 }
             }
             None => {
-                if r.target() == "strace" || (r.level() <= log::Level::Warn && r.target() != EXIT_TARGET) {
+                // With --log, stderr is often the container's own (a shim's
+                // pipe): diagnostics go to the log only.
+                let diagnostic = r.level() <= log::Level::Warn && r.target() != EXIT_TARGET && self.log.is_none();
+                if r.target() == "strace" || diagnostic {
                     let _ = std::io::stderr().write_all(line.as_bytes());
                 }
             }
