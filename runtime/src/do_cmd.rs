@@ -34,7 +34,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
     gofer_cmd.stdin(std::process::Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New)?;
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[])?;
     drop(gofer_end);
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
@@ -47,7 +47,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
     boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into(), "--".into()]);
     boot_args.extend(args.command);
-    let mut sentry = spawn(&mut husk_command(g, boot_args)?, &[sentry_end.as_raw_fd()], Session::Inherit)?;
+    let mut sentry = spawn(&mut husk_command(g, boot_args)?, &[sentry_end.as_raw_fd()], Session::Inherit, &[])?;
     drop(sentry_end);
     forward_signals(sentry.id(), false)?;
 

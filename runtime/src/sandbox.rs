@@ -3,7 +3,7 @@
 
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command};
@@ -52,10 +52,24 @@ pub enum Session {
     NewWithTerminal,
 }
 
-/// Spawns `cmd` with the descriptors in `keep` inherited, in `session`.
-pub fn spawn(cmd: &mut Command, keep: &[RawFd], session: Session) -> anyhow::Result<Child> {
+/// Spawns `cmd` with the descriptors in `keep` inherited, in `session`,
+/// moved into the cgroup whose `cgroup.procs` files are `join` before it
+/// runs (so everything it starts is in the cgroup too).
+pub fn spawn(cmd: &mut Command, keep: &[RawFd], session: Session, join: &[CString]) -> anyhow::Result<Child> {
     let keep = keep.to_vec();
+    let join = join.to_vec();
     let hook = move || {
+        for file in &join {
+            // SAFETY: open/write/close with a path prepared before the
+            // fork; all three are async-signal-safe. "0" names the writer.
+            let fd = unsafe { libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+            // SAFETY: as above; `fd` is checked before the write.
+            if fd < 0 || unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: closing the descriptor just opened.
+            unsafe { libc::close(fd) };
+        }
         for &fd in &keep {
             // SAFETY: fcntl on a descriptor the parent keeps open; it is
             // async-signal-safe, as code between fork and exec must be.
@@ -73,8 +87,8 @@ pub fn spawn(cmd: &mut Command, keep: &[RawFd], session: Session) -> anyhow::Res
         }
         Ok(())
     };
-    // SAFETY: the hook runs between fork and exec and only calls fcntl,
-    // setsid and ioctl.
+    // SAFETY: the hook runs between fork and exec and only makes
+    // async-signal-safe calls (open, write, close, fcntl, setsid, ioctl).
     unsafe { cmd.pre_exec(hook) };
     cmd.spawn().context("starting a husk process")
 }

@@ -55,7 +55,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
             return Err(e);
         }
     };
-    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation, console) {
+    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation, console, cgroup.as_ref()) {
         Ok(p) => p,
         Err(e) => {
             reservation.abandon();
@@ -107,17 +107,14 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     Ok(Created { container, bundle, sentry, gofer })
 }
 
-/// Puts this process — and so the gofer and sentry it starts — into the
-/// container's cgroup with the spec's limits. Without limits to enforce, a
-/// host that denies cgroups only earns a warning.
+/// Creates the container's cgroup with the spec's limits; the gofer and
+/// the sentry join it as they start. Without limits to enforce, a host
+/// that denies cgroups only earns a warning.
 fn join_cgroup(g: &GlobalArgs, bundle: &Bundle, id: &str) -> anyhow::Result<Option<Cgroup>> {
     let linux = bundle.spec.linux().as_ref();
     let cgroup = Cgroup::for_container(linux.and_then(|l| l.cgroups_path().as_deref()), id, g.systemd_cgroup);
     let resources = linux.and_then(|l| l.resources().as_ref());
-    let joined = cgroup
-        .create()
-        .and_then(|()| resources.map_or(Ok(()), |r| cgroup.apply(r)))
-        .and_then(|()| cgroup.add(std::process::id()));
+    let joined = cgroup.create().and_then(|()| resources.map_or(Ok(()), |r| cgroup.apply(r)));
     match joined {
         Ok(()) => Ok(Some(cgroup)),
         Err(e) if resources.is_some_and(limits_anything) => {
@@ -162,7 +159,9 @@ fn start_sandbox(
     launch: &Launch,
     res: &Reservation,
     console: Option<OwnedFd>,
+    cgroup: Option<&Cgroup>,
 ) -> anyhow::Result<(Child, Child)> {
+    let join = cgroup.map(Cgroup::procs_files).unwrap_or_default();
     let listener = control::listen(&res.control_path()).context("binding the control socket")?;
     let listener = OwnedFd::from(listener);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
@@ -178,7 +177,7 @@ fn start_sandbox(
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
     gofer_cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New)?;
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &join)?;
     drop(gofer_end);
 
     let mut boot_args: Vec<OsString> = vec!["boot".into()];
@@ -208,7 +207,7 @@ fn start_sandbox(
         None => Session::New,
     };
     let keep = [sentry_end.as_raw_fd(), listener.as_raw_fd(), ready_w.as_raw_fd()];
-    let mut sentry = match spawn(&mut boot, &keep, session) {
+    let mut sentry = match spawn(&mut boot, &keep, session, &join) {
         Ok(s) => s,
         Err(e) => {
             let _ = gofer.kill();

@@ -42,7 +42,7 @@ pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
     ];
     let mut cmd = husk_command(g, wait_args)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], Session::New)?;
+    let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], Session::New, &[])?;
     write_pid_file(&args, i32::try_from(waiter.id()).context("waiter pid")?)?;
     Ok(0)
 }

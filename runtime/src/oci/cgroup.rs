@@ -121,13 +121,13 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Moves process `pid` into the cgroup.
-    pub fn add(&self, pid: u32) -> Result<(), CgroupError> {
-        for d in self.dirs() {
-            let f = d.join("cgroup.procs");
-            std::fs::write(&f, pid.to_string()).map_err(io(&f))?;
-        }
-        Ok(())
+    /// The `cgroup.procs` files a process writes "0" to in order to join.
+    pub fn procs_files(&self) -> Vec<std::ffi::CString> {
+        use std::os::unix::ffi::OsStrExt;
+        self.dirs()
+            .into_iter()
+            .filter_map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_bytes()).ok())
+            .collect()
     }
 
     /// Applies memory, CPU and pid limits.
