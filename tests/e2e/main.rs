@@ -18,5 +18,6 @@
 mod confinement;
 mod escape;
 mod guest;
+mod oci;
 mod scenarios;
 mod util;

@@ -1,0 +1,249 @@
+//! The OCI lifecycle without a daemon, as runc's users drive it: bundles
+//! whose root is the host's own `/`, run through `husk run` and through
+//! `create`/`start`/`state`/`exec`/`ps`/`kill`/`delete`, hooks, and the
+//! errors a runtime must give. Nothing may be left behind: no state, no
+//! process, no cgroup.
+
+use crate::util::{husk_bin, run, unique, Run, TempDir};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A state root and a bundle directory.
+struct Oci {
+    dir: TempDir,
+    root: PathBuf,
+    bundle: PathBuf,
+}
+
+impl Oci {
+    /// A bundle that runs `args` over the host's root filesystem.
+    fn new(args: &[&str], hooks: serde_json::Value) -> Oci {
+        let dir = TempDir::new("oci");
+        let root = dir.path().join("state");
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir_all(&bundle).unwrap();
+        let config = serde_json::json!({
+            "ociVersion": "1.0.2",
+            "root": { "path": "/" },
+            "process": {
+                "args": args,
+                "cwd": "/",
+                "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "MARK=oci"],
+                "user": { "uid": 0, "gid": 0 },
+            },
+            "hostname": "oci-test",
+            "hooks": hooks,
+        });
+        std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
+        Oci { dir, root, bundle }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(husk_bin());
+        c.arg("--root").arg(&self.root).args(args);
+        c
+    }
+
+    /// A command that ends by itself (not one that leaves a sandbox behind
+    /// holding its output pipes).
+    fn husk(&self, args: &[&str]) -> Run {
+        run(self.cmd(args), None)
+    }
+
+    /// `create`, with the container's stdout and stderr going to a file.
+    fn create(&self, id: &str) -> PathBuf {
+        let out = self.dir.path().join(format!("{id}.out"));
+        let f = std::fs::File::create(&out).unwrap();
+        let pid_file = self.dir.path().join(format!("{id}.pid"));
+        let status = self
+            .cmd(&["create", "--bundle", self.bundle.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap(), id])
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .status()
+            .unwrap();
+        assert!(status.success(), "create failed: {}", std::fs::read_to_string(&out).unwrap_or_default());
+        out
+    }
+
+    fn state(&self, id: &str) -> serde_json::Value {
+        let r = self.husk(&["state", id]);
+        r.assert_code(0);
+        serde_json::from_slice(&r.stdout).unwrap()
+    }
+
+    /// Waits (bounded) for `id` to reach `status`.
+    fn wait_for(&self, id: &str, status: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.state(id);
+            if s["status"] == status {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{id} never became {status}: {s}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn assert_gone(&self, id: &str, pid: i64) {
+        assert!(!self.root.join(id).exists(), "state of {id} left behind");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("");
+        assert!(stat.is_empty() || state == "Z", "sentry {pid} still runs: {stat}");
+        for cg in ["memory", "pids", "freezer", "unified"] {
+            let p = Path::new("/sys/fs/cgroup").join(cg).join("husk").join(id);
+            assert!(!p.exists(), "{} left behind", p.display());
+        }
+    }
+}
+
+impl Drop for Oci {
+    /// A failed test must not leave sandboxes running.
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(&self.root) else { return };
+        for e in entries.flatten() {
+            let _ = self.cmd(&["delete", "--force"]).arg(e.file_name()).output();
+        }
+    }
+}
+
+/// Polls `path` until it contains `want` (bounded).
+fn wait_output(path: &Path, want: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(want) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "{want:?} never appeared in {}: {text}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_exits_with_the_container_status_and_leaves_nothing() {
+    let oci = Oci::new(&["sh", "-c", "echo hi from $(hostname) $MARK; exit 3"], serde_json::json!({}));
+    let id = unique("run");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(3);
+    assert_eq!(r.stdout_str(), "hi from oci-test oci\n", "{}", r.describe());
+    oci.assert_gone(&id, 0);
+}
+
+#[test]
+fn create_start_exec_kill_delete() {
+    let script = "trap 'echo got TERM; exit 7' TERM; echo started; while :; do sleep 0.05; done";
+    let oci = Oci::new(&["sh", "-c", script], serde_json::json!({}));
+    let id = unique("life");
+    let out = oci.create(&id);
+    let s = oci.state(&id);
+    assert_eq!(s["status"], "created", "{s}");
+    let pid = s["pid"].as_i64().unwrap();
+    let pid_file = std::fs::read_to_string(oci.dir.path().join(format!("{id}.pid"))).unwrap();
+    assert_eq!(pid_file, pid.to_string(), "the pid file holds the sentry's pid");
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    assert_eq!(s["bundle"], oci.bundle.canonicalize().unwrap().to_str().unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_to_string(&out).unwrap_or_default(), "", "the process must wait for start");
+
+    let list = oci.husk(&["list", "--quiet"]);
+    assert_eq!(list.stdout_str(), format!("{id}\n"));
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "started");
+    assert_eq!(oci.state(&id)["status"], "running");
+    let again = oci.husk(&["start", &id]);
+    assert_eq!(again.code, 1, "{}", again.describe());
+    assert!(again.stderr_str().contains("running"), "{}", again.describe());
+
+    let exec = oci.husk(&["exec", &id, "sh", "-c", "echo exec $MARK $(hostname); exit 4"]);
+    exec.assert_code(4);
+    assert_eq!(exec.stdout_str(), "exec oci oci-test\n", "{}", exec.describe());
+    let missing = oci.husk(&["exec", &id, "no-such-program"]);
+    assert_eq!(missing.code, 1, "{}", missing.describe());
+    assert!(missing.stderr_str().contains("executable file not found"), "{}", missing.describe());
+    let ps = oci.husk(&["ps", &id]);
+    ps.assert_code(0);
+    assert!(
+        ps.stdout_str().lines().any(|l| l.trim_start().starts_with("1 ") && l.ends_with(" sh")),
+        "{}",
+        ps.describe()
+    );
+    let json: Vec<i64> = serde_json::from_slice(&oci.husk(&["ps", "--format", "json", &id]).stdout).unwrap();
+    assert_eq!(json, [pid]);
+
+    let busy = oci.husk(&["delete", &id]);
+    assert_eq!(busy.code, 1, "{}", busy.describe());
+    assert!(busy.stderr_str().contains("not stopped"), "{}", busy.describe());
+    oci.husk(&["kill", &id, "TERM"]).assert_code(0);
+    oci.wait_for(&id, "stopped");
+    assert!(wait_output(&out, "got TERM").ends_with("started\ngot TERM\n"));
+    let late = oci.husk(&["kill", &id, "KILL"]);
+    assert_eq!(late.code, 1, "{}", late.describe());
+    oci.husk(&["delete", &id]).assert_code(0);
+    oci.assert_gone(&id, pid);
+    assert_eq!(oci.husk(&["list", "--quiet"]).stdout_str(), "");
+}
+
+#[test]
+fn delete_force_kills_a_running_container() {
+    let oci = Oci::new(&["sleep", "60"], serde_json::json!({}));
+    let id = unique("force");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let pid = oci.state(&id)["pid"].as_i64().unwrap();
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    oci.assert_gone(&id, pid);
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+}
+
+#[test]
+fn hooks_see_the_state() {
+    let dir = TempDir::new("hooks");
+    let record = |name: &str| {
+        let file = dir.path().join(name);
+        serde_json::json!([{ "path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", file.display())] }])
+    };
+    let hooks = serde_json::json!({
+        "prestart": record("prestart.json"),
+        "poststart": record("poststart.json"),
+        "poststop": record("poststop.json"),
+    });
+    let oci = Oci::new(&["true"], hooks);
+    let id = unique("hooks");
+    oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]).assert_code(0);
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap()
+    };
+    let pre = read("prestart.json");
+    assert_eq!((pre["id"].as_str(), pre["status"].as_str()), (Some(id.as_str()), Some("created")), "{pre}");
+    assert!(pre["pid"].as_i64().unwrap() > 0, "{pre}");
+    assert_eq!(read("poststart.json")["id"], id.as_str());
+    assert_eq!(read("poststop.json")["status"], "stopped");
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let oci = Oci::new(&["true"], serde_json::json!({}));
+    let bundle = oci.bundle.to_str().unwrap();
+    let check = |r: Run, want: &str| {
+        assert_eq!(r.code, 1, "{}", r.describe());
+        assert!(r.stderr_str().contains(want), "wanted {want:?}\n{}", r.describe());
+    };
+    check(oci.husk(&["state", "nope"]), "does not exist");
+    check(oci.husk(&["kill", "nope"]), "does not exist");
+    check(oci.husk(&["create", "--bundle", bundle, "a/b"]), "invalid container id");
+    check(oci.husk(&["kill", "nope", "NOSIG"]), "unknown signal");
+    let empty = TempDir::new("nobundle");
+    check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "config.json");
+    std::fs::write(empty.path().join("config.json"), "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {,\n}").unwrap();
+    check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "line 3");
+    std::fs::write(empty.path().join("config.json"), r#"{"ociVersion":"1.0.2","root":{"path":"/"}}"#).unwrap();
+    check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "no process");
+    assert!(!oci.root.join("x").exists(), "a failed create leaves no state");
+
+    let id = unique("dup");
+    oci.create(&id);
+    check(oci.husk(&["create", "--bundle", bundle, &id]), "already exists");
+    oci.husk(&["delete", &id]).assert_code(0);
+}

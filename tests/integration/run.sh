@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# husk as the runtime of Docker, containerd (ctr) and podman, end to end.
+#
+# Installs what it needs from Debian (docker.io, containerd, podman,
+# busybox-static, debootstrap), starts dockerd by hand (no systemd here),
+# builds two images (busybox from busybox-static; a debootstrap rootfs
+# with python3, cached in $HUSK_TEST_CACHE), registers husk with
+# `husk install`, and checks what users of runc/runsc rely on. Needs root.
+# Exits non-zero if any check fails; skips (saying why) only when the
+# tools cannot be installed at all.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+HUSK=${HUSK:-$ROOT/target/release/husk}
+CACHE=${HUSK_TEST_CACHE:-/var/cache/husk-tests}
+DOCKER=/usr/bin/docker # Debian's client, matching its daemon
+RUNTIME=husk
+WORK=$(mktemp -d /tmp/husk-integration.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok   - $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $1"; [ $# -gt 1 ] && printf '       %s\n' "$2"; }
+skip() { echo "SKIPPED: $*"; exit 0; }
+# expect NAME WANT_RC WANT_OUTPUT_SUBSTRING CMD...
+expect() {
+  local name=$1 want_rc=$2 want_out=$3
+  shift 3
+  local out rc
+  out=$(timeout 120 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" = "$want_rc" ] && [[ "$out" == *"$want_out"* ]]; then
+    pass "$name"
+  else
+    fail "$name" "exit $rc (want $want_rc), output: $(echo "$out" | tail -5 | tr '\n' '|')"
+  fi
+}
+
+[ "$(id -u)" = 0 ] || skip "the integration tests need root"
+
+# --- tools --------------------------------------------------------------
+need=()
+[ -x /usr/sbin/dockerd ] || need+=(docker.io)
+command -v ctr >/dev/null || need+=(containerd)
+command -v podman >/dev/null || need+=(podman)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v script >/dev/null || need+=(bsdutils)
+if [ ${#need[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || skip "no apt-get to install ${need[*]}"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >"$WORK/apt.log" 2>&1 ||
+    skip "cannot install ${need[*]}: $(tail -3 "$WORK/apt.log" | tr '\n' ' ')"
+fi
+[ -x "$HUSK" ] || cargo build --release -p husk >/dev/null 2>&1 || { echo "FAIL - building husk"; exit 1; }
+
+# --- dockerd --------------------------------------------------------------
+"$HUSK" install --runtime "$RUNTIME" >/dev/null || { echo "FAIL - husk install"; exit 1; }
+if ! $DOCKER info >/dev/null 2>&1; then
+  (dockerd >"$CACHE-dockerd.log" 2>&1 &)
+  for _ in $(seq 120); do $DOCKER info >/dev/null 2>&1 && break; sleep 0.5; done
+else
+  kill -HUP "$(pidof dockerd)"
+fi
+for _ in $(seq 60); do $DOCKER info 2>/dev/null | grep -q "Runtimes:.*\b$RUNTIME\b" && break; sleep 0.5; done
+$DOCKER info 2>/dev/null | grep -q "Runtimes:.*\b$RUNTIME\b" || { echo "FAIL - dockerd does not list runtime $RUNTIME"; exit 1; }
+
+# --- images -----------------------------------------------------------------
+mkdir -p "$CACHE" "$WORK/bb/bin" "$WORK/bb/etc" "$WORK/bb/tmp" "$WORK/bb/root"
+cp /bin/busybox "$WORK/bb/bin/"
+for a in $(/bin/busybox --list); do [ -e "$WORK/bb/bin/$a" ] || ln -s busybox "$WORK/bb/bin/$a"; done
+echo "root:x:0:0:root:/root:/bin/sh" >"$WORK/bb/etc/passwd"
+echo "root:x:0:" >"$WORK/bb/etc/group"
+tar -C "$WORK/bb" -cf "$WORK/busybox.tar" .
+$DOCKER import "$WORK/busybox.tar" husk-busybox >/dev/null || { echo "FAIL - docker import busybox"; exit 1; }
+if [ ! -x "$CACHE/python-rootfs/usr/bin/python3" ]; then
+  rm -rf "$CACHE/python-rootfs.tmp"
+  debootstrap --variant=minbase --include=python3-minimal bookworm "$CACHE/python-rootfs.tmp" \
+    http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1 || { echo "FAIL - debootstrap"; tail -5 "$WORK/debootstrap.log"; exit 1; }
+  mv "$CACHE/python-rootfs.tmp" "$CACHE/python-rootfs"
+fi
+tar -C "$CACHE/python-rootfs" -c . | $DOCKER import - husk-python >/dev/null || { echo "FAIL - docker import python"; exit 1; }
+
+RUN=(run --runtime="$RUNTIME")
+
+# --- Docker -----------------------------------------------------------------
+echo "# docker $($DOCKER version --format '{{.Server.Version}}') with --runtime=$RUNTIME"
+expect "run prints and exits with the guest's status" 3 "hi" $DOCKER "${RUN[@]}" --rm husk-busybox sh -c 'echo hi; exit 3'
+expect "python3 runs in a debootstrap image" 0 "Linux" \
+  $DOCKER "${RUN[@]}" --rm husk-python python3 -c 'import os; print(os.uname().sysname)'
+expect "a missing program is reported" 127 "executable file not found" $DOCKER "${RUN[@]}" --rm husk-busybox nosuch
+
+id=$($DOCKER "${RUN[@]}" -d husk-busybox sh -c 'trap "echo got TERM; exit 0" TERM; echo started; while true; do sleep 0.1; done')
+sleep 0.5
+expect "docker logs" 0 "started" $DOCKER logs "$id"
+expect "docker exec returns the process's status" 4 "exec here" $DOCKER exec "$id" sh -c 'echo exec here; exit 4'
+expect "docker exec -i passes stdin" 0 "piped" sh -c "echo piped | $DOCKER exec -i $id cat"
+expect "docker exec sees the container's processes" 0 "while true" $DOCKER exec "$id" ps
+expect "docker top lists the sandbox" 0 "husk" $DOCKER top "$id"
+expect "docker stop delivers SIGTERM to the handler" 0 "" $DOCKER stop -t 10 "$id"
+expect "the handler ran and the status is its" 0 "0 got TERM" sh -c \
+  "echo \$($DOCKER inspect -f '{{.State.ExitCode}}' $id) \$($DOCKER logs $id | tail -1)"
+expect "docker rm" 0 "" $DOCKER rm "$id"
+
+id=$($DOCKER "${RUN[@]}" -d husk-busybox sh -c 'trap "" TERM; while true; do sleep 0.1; done')
+sleep 0.3
+expect "docker stop kills a guest that ignores SIGTERM after the timeout" 0 "137" \
+  sh -c "$DOCKER stop -t 1 $id >/dev/null && $DOCKER inspect -f '{{.State.ExitCode}}' $id"
+$DOCKER rm "$id" >/dev/null
+
+expect "docker run -t gets a terminal with the window's size" 0 "/dev/pts/" script -qec \
+  "stty rows 24 cols 80; $DOCKER run --runtime=$RUNTIME -t --rm husk-busybox sh -c 'tty; for i in \$(seq 50); do s=\$(stty size 2>/dev/null); [ -n \"\$s\" ] && break; sleep 0.1; done; echo size=\$s'" /dev/null
+expect "  ... and the size is the window's" 0 "size=24 80" script -qec \
+  "stty rows 24 cols 80; $DOCKER run --runtime=$RUNTIME -t --rm husk-busybox sh -c 'for i in \$(seq 50); do s=\$(stty size 2>/dev/null); [ -n \"\$s\" ] && break; sleep 0.1; done; echo size=\$s'" /dev/null
+
+expect "--memory 64m kills a guest that allocates 200 MB" 137 "" \
+  $DOCKER "${RUN[@]}" --name husk-oom --memory 64m husk-python python3 -c "b = b'x' * (200 << 20); print(len(b))"
+expect "  ... and Docker reports the OOM kill" 0 "true" $DOCKER inspect -f '{{.State.OOMKilled}}' husk-oom
+$DOCKER rm husk-oom >/dev/null 2>&1
+
+id=$($DOCKER "${RUN[@]}" -d --memory 96m --pids-limit 40 husk-busybox sh -c 'i=0; while true; do i=$((i+1)); echo $i; sleep 0.05; done')
+sleep 0.5
+expect "docker stats sees the sandbox's cgroup and limit" 0 "96MiB" $DOCKER stats --no-stream --format '{{.MemUsage}}' "$id"
+expect "docker pause freezes the sandbox" 0 "Paused" sh -c "$DOCKER pause $id >/dev/null && $DOCKER ps --filter id=$id --format '{{.Status}}'"
+n1=$($DOCKER logs "$id" | wc -l); sleep 0.5; n2=$($DOCKER logs "$id" | wc -l)
+if [ "$n1" = "$n2" ]; then pass "  ... nothing runs while paused"; else fail "  ... nothing runs while paused" "$n1 -> $n2 lines"; fi
+$DOCKER unpause "$id" >/dev/null; sleep 0.5; n3=$($DOCKER logs "$id" | wc -l)
+if [ "$n3" -gt "$n2" ]; then pass "docker unpause resumes it"; else fail "docker unpause resumes it" "$n2 -> $n3 lines"; fi
+expect "docker rm -f" 0 "" $DOCKER rm -f "$id"
+if [ -z "$(ls /sys/fs/cgroup/memory/docker/ 2>/dev/null | grep "$id")" ] && [ ! -e "/sys/fs/cgroup/docker/$id" ]; then
+  pass "  ... removes the container's cgroup"
+else
+  fail "  ... removes the container's cgroup"
+fi
+
+expect "--network none runs (husk has no network stack yet: no interfaces at all)" 0 "none" \
+  $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c 'echo none'
+
+state_dir=/var/run/docker/runtime-$RUNTIME/moby
+left=$(ls "$state_dir" 2>/dev/null)
+if [ -z "$left" ]; then pass "no container state is left behind"; else fail "no container state is left behind" "$left"; fi
+if pgrep -f "husk.* boot " >/dev/null; then fail "no sentry is left behind" "$(pgrep -af "husk.* boot ")"; else pass "no sentry is left behind"; fi
+
+# --- containerd ---------------------------------------------------------------
+sock=/run/containerd/containerd.sock
+[ -S "$sock" ] || sock=/var/run/docker/containerd/containerd.sock
+CTR=(ctr --address "$sock" -n husk-test)
+echo "# containerd $(ctr --version | awk '{print $3}') via ctr --runc-binary"
+$DOCKER save husk-busybox | "${CTR[@]}" image import - >/dev/null 2>&1
+expect "ctr run with husk as the runc binary" 4 "hi from ctr" "${CTR[@]}" run --rm --runtime io.containerd.runc.v2 \
+  --runc-binary "$HUSK" docker.io/library/husk-busybox:latest husk-ctr sh -c 'echo hi from ctr; exit 4'
+
+# --- podman ---------------------------------------------------------------------
+echo "# podman $(podman --version | awk '{print $3}') with --runtime $HUSK"
+if [ ! -f /etc/containers/containers.conf ]; then
+  mkdir -p /etc/containers
+  # Root here cannot raise hard rlimits; podman's defaults would try.
+  printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n\n[engine]\nruntime = "runc"\n' \
+    >/etc/containers/containers.conf
+fi
+podman import "$WORK/busybox.tar" husk-busybox >/dev/null 2>&1
+expect "podman run" 5 "hi from podman" podman --runtime "$HUSK" run --rm husk-busybox sh -c 'echo hi from podman; exit 5'
+id=$(podman --runtime "$HUSK" run -d husk-busybox sh -c 'while true; do sleep 0.1; done')
+expect "podman exec" 0 "in podman" podman --runtime "$HUSK" exec "$id" sh -c 'echo in podman'
+expect "podman rm -f" 0 "" podman --runtime "$HUSK" rm -f -t 1 "$id"
+
+echo "# $passed passed, $failed failed"
+[ "$failed" = 0 ]
