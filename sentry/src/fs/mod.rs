@@ -8,6 +8,7 @@ pub mod host_file;
 pub mod overlay;
 pub mod pipe;
 pub mod procfs;
+pub mod read_only;
 pub mod signalfd;
 pub mod synthetic;
 pub mod timerfd;

@@ -755,78 +755,8 @@ impl Mappable for OverlayMappable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::read_only::ReadOnly;
     use crate::fs::tmpfs::Tmpfs;
-
-    /// A lower layer that fails every change with `EROFS`.
-    struct ReadOnly(Arc<dyn Node>);
-
-    impl Node for ReadOnly {
-        fn stat(&self) -> Result<Stat, Errno> {
-            self.0.stat()
-        }
-        fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
-            Ok(Arc::new(ReadOnly(self.0.lookup(name)?)))
-        }
-        fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
-            self.0.readdir()
-        }
-        fn readlink(&self) -> Result<Vec<u8>, Errno> {
-            self.0.readlink()
-        }
-        fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-            if open_writes(flags) {
-                return Err(Errno::EROFS);
-            }
-            Ok(Arc::new(ReadOnlyFile(self.0.open(flags)?)))
-        }
-        fn create(&self, _: &[u8], _: NewNode) -> Result<Arc<dyn Node>, Errno> {
-            Err(Errno::EROFS)
-        }
-        fn mkdir(&self, _: &[u8], _: NewNode) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn mknod(&self, _: &[u8], _: NewNode, _: u64) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn symlink(&self, _: &[u8], _: &[u8], _: NewNode) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn link(&self, _: &[u8], _: &Arc<dyn Node>) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn unlink(&self, _: &[u8], _: bool) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn setattr(&self, _: &SetAttr) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn fs_id(&self) -> usize {
-            self.0.fs_id()
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-    }
-
-    struct ReadOnlyFile(Arc<dyn FileOps>);
-
-    impl FileOps for ReadOnlyFile {
-        fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-            self.0.read(buf, off)
-        }
-        fn write(&self, _: &[u8], _: u64) -> Result<usize, Errno> {
-            Err(Errno::EROFS)
-        }
-        fn truncate(&self, _: u64) -> Result<(), Errno> {
-            Err(Errno::EROFS)
-        }
-        fn mappable(&self) -> Option<Arc<dyn Mappable>> {
-            self.0.mappable()
-        }
-    }
 
     fn nn(mode: u32) -> NewNode {
         NewNode { mode, uid: 7, gid: 8 }
@@ -877,7 +807,7 @@ mod tests {
         write(&at(&lower, "data/deep"), "file", b"deep data");
         lower.mkdir(b"dev", nn(0o755)).unwrap();
         at(&lower, "dev").mknod(b"null", nn(libc::S_IFCHR | 0o666), 0x103).unwrap();
-        let ro: Arc<dyn Node> = Arc::new(ReadOnly(lower.clone()));
+        let ro = ReadOnly::wrap(lower.clone());
         (lower, new_overlay(Tmpfs::new(0o755, 0, 0), ro))
     }
 
