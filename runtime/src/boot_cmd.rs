@@ -35,6 +35,17 @@ fn host_name() -> Vec<u8> {
     nix::unistd::gethostname().map(|h| h.as_bytes().to_vec()).unwrap_or_else(|_| b"husk".to_vec())
 }
 
+/// `--bind FD=PATH` arguments: the gofer connections and where they go.
+fn binds(args: &[String]) -> anyhow::Result<Vec<(OwnedFd, Vec<u8>)>> {
+    args.iter()
+        .map(|b| {
+            let (fd, path) = b.split_once('=').with_context(|| format!("--bind {b:?}: want FD=PATH"))?;
+            let fd = fd.parse().with_context(|| format!("--bind {b:?}: bad descriptor"))?;
+            Ok((inherited_fd(fd)?, path.as_bytes().to_vec()))
+        })
+        .collect()
+}
+
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
@@ -56,6 +67,8 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
+        binds: binds(&args.binds)?,
+        read_only_root: args.read_only_root,
         control: match (args.control_fd, args.ready_fd) {
             (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
             _ => None,

@@ -256,6 +256,13 @@ pub struct BootArgs {
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,
+    /// FD=PATH: mount the directory served on gofer connection FD at PATH.
+    #[arg(long = "bind")]
+    pub binds: Vec<String>,
+    /// The root filesystem refuses writes (EROFS) instead of keeping them
+    /// in memory.
+    #[arg(long)]
+    pub read_only_root: bool,
     /// A listening control socket: the container process waits for `start`.
     #[arg(long, requires = "ready_fd")]
     pub control_fd: Option<i32>,

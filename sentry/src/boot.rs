@@ -4,6 +4,7 @@
 
 use crate::abi::Errno;
 use crate::control::{ControlConfig, StartGate};
+use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::{Credentials, ExitStatus, Kernel, KernelOptions};
 use crate::launch::{self, LaunchError, ProcessSpec};
@@ -25,6 +26,12 @@ pub struct BootConfig {
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
     pub hostname: Vec<u8>,
+    /// Directories served by gofers of their own (bind mounts): each
+    /// connection and the path it is mounted at.
+    pub binds: Vec<(OwnedFd, Vec<u8>)>,
+    /// Mount the root filesystem's gofer directly, without the in-memory
+    /// upper layer: writes fail with EROFS.
+    pub read_only_root: bool,
     /// With a control socket, the init process waits for `start` (the OCI
     /// lifecycle); without one it runs at once (`husk do`).
     pub control: Option<ControlConfig>,
@@ -39,6 +46,8 @@ pub enum BootError {
     Platform(#[from] crate::platform::PlatformError),
     #[error("root filesystem: {0}")]
     Root(Errno),
+    #[error("mounting {0}: {1}")]
+    Mount(String, Errno),
     #[error("{0}")]
     Launch(#[from] LaunchError),
     #[error("confinement: {0}")]
@@ -75,15 +84,25 @@ fn boot_with(
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
-    let ls = lower.stat().map_err(BootError::Root)?;
-    let upper = Tmpfs::new(ls.mode & 0o7777, ls.uid, ls.gid);
-    let times =
-        SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
-    upper.setattr(&times).map_err(BootError::Root)?;
-    let root = overlay::new_overlay(upper, lower);
+    let root = writable_root(lower)?;
+    let root = if cfg.read_only_root {
+        // Mount points are made while the root still takes them.
+        let binds = cfg.binds.iter().map(|(_, p)| p.as_slice());
+        for path in SYSTEM_MOUNT_POINTS.iter().copied().chain(binds) {
+            make_dirs(&root, path);
+        }
+        ReadOnly::wrap(root)
+    } else {
+        root
+    };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone() };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel).map_err(BootError::Root)?;
+    for (sock, path) in cfg.binds {
+        let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
+        let fs = gofer::new_gofer_fs(sock).map_err(fail)?;
+        mount_at(&kernel, &path, fs, "9p").map_err(fail)?;
+    }
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate()?;
@@ -107,21 +126,64 @@ fn boot_with(
     rx.recv().map_err(|_| BootError::Lost)?
 }
 
-/// Mounts /proc, /dev, /dev/shm, /sys and /tmp, creating the mount points
-/// in the overlay when the image lacks them.
-fn mount_system_filesystems(kernel: &Arc<Kernel>) -> Result<(), Errno> {
+/// The root filesystem's gofer below an in-memory upper layer that takes
+/// every write.
+fn writable_root(lower: Arc<dyn Node>) -> Result<Arc<dyn Node>, BootError> {
+    let ls = lower.stat().map_err(BootError::Root)?;
+    let upper = Tmpfs::new(ls.mode & 0o7777, ls.uid, ls.gid);
+    let times =
+        SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
+    upper.setattr(&times).map_err(BootError::Root)?;
+    Ok(overlay::new_overlay(upper, lower))
+}
+
+/// Mounts `fs` at `path`, creating the mount point when the image lacks it.
+fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> Result<(), Errno> {
     let ns = &kernel.mounts;
     let creds = Credentials::new(0, 0);
     let w = Walker { ns, root: ns.root(), creds: &creds };
-    let mount = |path: &[u8], fs: Arc<dyn Node>, fs_type: &str| -> Result<(), Errno> {
-        let d = ensure_dir(&w, path)?;
-        ns.mount(&d, fs, fs_type, fs_type)
-    };
-    mount(b"/proc", procfs::new_procfs(Arc::downgrade(kernel)), "proc")?;
-    mount(b"/dev", devfs::new_devfs(kernel.host_terminals.clone()), "devtmpfs")?;
-    mount(b"/dev/shm", Tmpfs::new(0o1777, 0, 0), "tmpfs")?;
-    mount(b"/sys", Tmpfs::new(0o555, 0, 0), "sysfs")?;
-    mount(b"/tmp", Tmpfs::new(0o1777, 0, 0), "tmpfs")?;
+    let d = ensure_dir(&w, path)?;
+    ns.mount(&d, fs, fs_type, fs_type)
+}
+
+/// Where the sentry mounts its own filesystems.
+const SYSTEM_MOUNT_POINTS: [&[u8]; 5] = [b"/proc", b"/dev", b"/dev/shm", b"/sys", b"/tmp"];
+
+/// Creates the directories of absolute `path` below `root` that do not
+/// exist (best effort: a component that is not a directory stops it, and
+/// the mount there then fails with a clear error).
+fn make_dirs(root: &Arc<dyn Node>, path: &[u8]) {
+    let mut dir = root.clone();
+    for name in path.split(|&b| b == b'/').filter(|n| !n.is_empty() && *n != b".") {
+        if name == b".." {
+            return;
+        }
+        if let Err(Errno::ENOENT) = dir.lookup(name) {
+            let _ = dir.mkdir(name, NewNode { mode: 0o755, uid: 0, gid: 0 });
+        }
+        match dir.lookup(name) {
+            Ok(next) => dir = next,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Mounts /proc, /dev, /dev/shm, /sys and /tmp. A read-only root that
+/// lacks one of the mount points goes without it.
+fn mount_system_filesystems(kernel: &Arc<Kernel>) -> Result<(), Errno> {
+    let filesystems: [(Arc<dyn Node>, &str); 5] = [
+        (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
+        (devfs::new_devfs(kernel.host_terminals.clone()), "devtmpfs"),
+        (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
+        (Tmpfs::new(0o555, 0, 0), "sysfs"),
+        (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
+    ];
+    for (path, (fs, fs_type)) in SYSTEM_MOUNT_POINTS.into_iter().zip(filesystems) {
+        match mount_at(kernel, path, fs, fs_type) {
+            Err(Errno::EROFS) => log::warn!("{}: no mount point in the read-only root", String::from_utf8_lossy(path)),
+            r => r?,
+        }
+    }
     Ok(())
 }
 
