@@ -17,13 +17,14 @@ struct Oci {
 }
 
 impl Oci {
-    /// A bundle that runs `args` over the host's root filesystem.
-    fn new(args: &[&str], hooks: serde_json::Value) -> Oci {
+    /// A bundle that runs `args` over the host's root filesystem; the keys
+    /// of `extra` replace or add to the config's.
+    fn new(args: &[&str], extra: serde_json::Value) -> Oci {
         let dir = TempDir::new("oci");
         let root = dir.path().join("state");
         let bundle = dir.path().join("bundle");
         std::fs::create_dir_all(&bundle).unwrap();
-        let config = serde_json::json!({
+        let mut config = serde_json::json!({
             "ociVersion": "1.0.2",
             "root": { "path": "/" },
             "process": {
@@ -33,8 +34,10 @@ impl Oci {
                 "user": { "uid": 0, "gid": 0 },
             },
             "hostname": "oci-test",
-            "hooks": hooks,
         });
+        for (k, v) in extra.as_object().unwrap() {
+            config[k] = v.clone();
+        }
         std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
         Oci { dir, root, bundle }
     }
@@ -209,7 +212,7 @@ fn hooks_see_the_state() {
         "poststart": record("poststart.json"),
         "poststop": record("poststop.json"),
     });
-    let oci = Oci::new(&["true"], hooks);
+    let oci = Oci::new(&["true"], serde_json::json!({ "hooks": hooks }));
     let id = unique("hooks");
     oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]).assert_code(0);
     let read = |name: &str| -> serde_json::Value {
@@ -245,5 +248,51 @@ fn bad_input_gets_clear_errors() {
     let id = unique("dup");
     oci.create(&id);
     check(oci.husk(&["create", "--bundle", bundle, &id]), "already exists");
+    oci.husk(&["delete", &id]).assert_code(0);
+}
+
+#[test]
+fn bind_mounts_and_a_read_only_root() {
+    let host = TempDir::new("binds");
+    let (rw, ro) = (host.path().join("rw"), host.path().join("ro"));
+    std::fs::create_dir_all(&rw).unwrap();
+    std::fs::create_dir_all(&ro).unwrap();
+    std::fs::write(ro.join("in.txt"), "from the host\n").unwrap();
+    let script = "cat /ro/in.txt; echo from the guest > /rw/out.txt; \
+                  echo x > /ro/new 2>/dev/null || echo ro refused; \
+                  echo x > /etc/husk-probe 2>/dev/null || echo root refused; \
+                  echo y > /tmp/scratch && echo tmp writable";
+    let mount = |dir: &Path, dest: &str, opts: &[&str]| serde_json::json!({ "destination": dest, "type": "bind", "source": dir, "options": opts });
+    let extra = serde_json::json!({
+        "root": { "path": "/", "readonly": true },
+        "mounts": [mount(&rw, "/rw", &["rbind"]), mount(&ro, "/ro", &["rbind", "ro"])],
+    });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let id = unique("binds");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "from the host\nro refused\nroot refused\ntmp writable\n", "{}", r.describe());
+    assert_eq!(std::fs::read_to_string(rw.join("out.txt")).unwrap(), "from the guest\n");
+    assert!(!ro.join("new").exists());
+    assert!(!Path::new("/etc/husk-probe").exists());
+    oci.assert_gone(&id, 0);
+}
+
+#[test]
+fn kill_all_reaches_every_process() {
+    let script = "trap 'echo init got USR1' USR1; \
+                  sh -c 'trap \"echo child got USR1; exit 0\" USR1; echo child ready; while :; do sleep 0.05; done' & \
+                  while :; do sleep 0.05; done";
+    let oci = Oci::new(&["sh", "-c", script], serde_json::json!({}));
+    let id = unique("killall");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "child ready");
+    oci.husk(&["kill", "--all", &id, "USR1"]).assert_code(0);
+    let text = wait_output(&out, "child got USR1");
+    wait_output(&out, "init got USR1");
+    assert!(text.starts_with("child ready\n"), "{text}");
+    oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.wait_for(&id, "stopped");
     oci.husk(&["delete", &id]).assert_code(0);
 }

@@ -133,6 +133,15 @@ else
   fail "  ... removes the container's cgroup"
 fi
 
+mkdir -p "$WORK/vol" && echo "from the host" >"$WORK/vol/in.txt"
+expect "docker run -v mounts a host directory read-write" 0 "from the host" \
+  $DOCKER "${RUN[@]}" --rm -v "$WORK/vol:/data" husk-busybox sh -c 'cat /data/in.txt; echo from the guest >/data/out.txt'
+expect "  ... and the guest's writes reach the host" 0 "from the guest" cat "$WORK/vol/out.txt"
+expect "docker run -v ...:ro refuses writes" 0 "Read-only file system" \
+  $DOCKER "${RUN[@]}" --rm -v "$WORK/vol:/data:ro" husk-busybox sh -c 'echo x >/data/new; true'
+expect "docker run --read-only refuses writes to the root" 0 "Read-only file system" \
+  $DOCKER "${RUN[@]}" --rm --read-only husk-busybox sh -c 'echo x >/etc/new; echo y >/tmp/ok && true'
+
 expect "--network none runs (husk has no network stack yet: no interfaces at all)" 0 "none" \
   $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c 'echo none'
 

@@ -10,7 +10,7 @@ use crate::oci::control;
 use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
 use crate::sandbox::{husk_command, seqpacket_pair, spawn, Session};
 use anyhow::{bail, Context as _};
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::Read as _;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Child, Stdio};
@@ -23,8 +23,32 @@ const READY_TIMEOUT_MS: i32 = 60_000;
 pub struct Created {
     pub container: Container,
     pub bundle: Bundle,
+    pub sandbox: Sandbox,
+}
+
+/// The host side of a sandbox this process started.
+pub struct Sandbox {
     pub sentry: Child,
-    pub gofer: Child,
+    /// The root filesystem's gofer first, then one per bind mount.
+    pub gofers: Vec<Child>,
+    pub cgroup: Option<Cgroup>,
+}
+
+impl Sandbox {
+    /// Kills and reaps a sandbox whose creation failed.
+    fn abort(mut self) {
+        kill_and_reap(std::iter::once(&mut self.sentry).chain(self.gofers.iter_mut()));
+        if let Some(c) = &self.cgroup {
+            c.destroy();
+        }
+    }
+}
+
+fn kill_and_reap<'a>(children: impl IntoIterator<Item = &'a mut Child>) {
+    for c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 pub fn run(g: &GlobalArgs, args: CreateArgs) -> anyhow::Result<i32> {
@@ -48,20 +72,12 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         (None, None) => None,
     };
     let reservation = StateRoot::new(&g.root).reserve(&args.id)?;
-    let cgroup = match join_cgroup(g, &bundle, &args.id) {
-        Ok(c) => c,
+    let sandbox =
+        join_cgroup(g, &bundle, &args.id).and_then(|cgroup| start_sandbox(g, &launch, &reservation, console, cgroup));
+    let sandbox = match sandbox {
+        Ok(s) => s,
         Err(e) => {
             reservation.abandon();
-            return Err(e);
-        }
-    };
-    let (mut sentry, mut gofer) = match start_sandbox(g, &launch, &reservation, console, cgroup.as_ref()) {
-        Ok(p) => p,
-        Err(e) => {
-            reservation.abandon();
-            if let Some(c) = &cgroup {
-                c.destroy();
-            }
             return Err(e);
         }
     };
@@ -69,45 +85,39 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         id: args.id.clone(),
         bundle: bundle.dir.clone(),
         rootfs: launch.rootfs.clone(),
-        sentry: host_process(&sentry)?,
-        gofer: HostProcess::of(i32::try_from(gofer.id()).unwrap_or(0)),
+        sentry: host_process(&sandbox.sentry)?,
+        gofers: sandbox.gofers.iter().filter_map(|c| HostProcess::of(i32::try_from(c.id()).ok()?)).collect(),
         created: rfc3339_now(),
         started: false,
         annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
-        cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
-    };
-    let finish = |container: &Container| -> anyhow::Result<()> {
-        if let Some(p) = &args.pid_file {
-            let pid = container.record.sentry.pid.to_string();
-            write_atomically(&absolute(p)?, pid.as_bytes()).context("writing the pid file")?;
-        }
-        run_hooks(container, &bundle, HookStage::Created)?;
-        Ok(())
+        cgroup: sandbox.cgroup.as_ref().map(|c| c.path().to_path_buf()),
     };
     let container = match reservation.commit(record) {
         Ok(c) => c,
         Err(e) => {
-            stop(&mut sentry, &mut gofer);
-            if let Some(c) = &cgroup {
-                c.destroy();
-            }
+            sandbox.abort();
             return Err(e.into());
         }
     };
-    if let Err(e) = finish(&container) {
-        stop(&mut sentry, &mut gofer);
-        if let Some(c) = &cgroup {
-            c.destroy();
+    let finish = || -> anyhow::Result<()> {
+        if let Some(p) = &args.pid_file {
+            let pid = container.record.sentry.pid.to_string();
+            write_atomically(&absolute(p)?, pid.as_bytes()).context("writing the pid file")?;
         }
+        run_hooks(&container, &bundle, HookStage::Created)?;
+        Ok(())
+    };
+    if let Err(e) = finish() {
+        sandbox.abort();
         if let Err(e) = container.remove() {
             log::warn!("{e}");
         }
         return Err(e);
     }
-    Ok(Created { container, bundle, sentry, gofer })
+    Ok(Created { container, bundle, sandbox })
 }
 
-/// Creates the container's cgroup with the spec's limits; the gofer and
+/// Creates the container's cgroup with the spec's limits; the gofers and
 /// the sentry join it as they start. Without limits to enforce, a host
 /// that denies cgroups only earns a warning.
 fn join_cgroup(g: &GlobalArgs, bundle: &Bundle, id: &str) -> anyhow::Result<Option<Cgroup>> {
@@ -144,45 +154,92 @@ fn host_process(child: &Child) -> anyhow::Result<HostProcess> {
     HostProcess::of(pid).context("the sentry ended during start-up")
 }
 
-/// Kills and reaps a sandbox whose creation failed.
-fn stop(sentry: &mut Child, gofer: &mut Child) {
-    for c in [sentry, gofer] {
-        let _ = c.kill();
-        let _ = c.wait();
+/// Starts a gofer serving `dir`; returns it and the sentry's end of its
+/// connection.
+fn start_gofer(
+    g: &GlobalArgs,
+    dir: &std::path::Path,
+    read_only: bool,
+    join: &[CString],
+) -> anyhow::Result<(Child, OwnedFd)> {
+    let (sentry_end, gofer_end) = seqpacket_pair()?;
+    let mut args: Vec<OsString> = vec!["gofer".into(), "--rootfs".into(), dir.as_os_str().to_owned()];
+    args.extend(["--sock-fd".into(), gofer_end.as_raw_fd().to_string().into()]);
+    if read_only {
+        args.push("--read-only".into());
     }
+    let mut cmd = husk_command(g, args)?;
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let gofer = spawn(&mut cmd, &[gofer_end.as_raw_fd()], Session::New, join)?;
+    Ok((gofer, sentry_end))
 }
 
-/// Spawns the gofer and the sentry and waits until the sentry has loaded
+/// Spawns the gofers and the sentry and waits until the sentry has loaded
 /// the container process (or failed to).
 fn start_sandbox(
     g: &GlobalArgs,
     launch: &Launch,
     res: &Reservation,
     console: Option<OwnedFd>,
-    cgroup: Option<&Cgroup>,
-) -> anyhow::Result<(Child, Child)> {
-    let join = cgroup.map(Cgroup::procs_files).unwrap_or_default();
-    let listener = control::listen(&res.control_path()).context("binding the control socket")?;
-    let listener = OwnedFd::from(listener);
+    cgroup: Option<Cgroup>,
+) -> anyhow::Result<Sandbox> {
+    let join = cgroup.as_ref().map(Cgroup::procs_files).unwrap_or_default();
+    let mut gofers = Vec::new();
+    let mut ends = Vec::new();
+    let started = std::iter::once((launch.rootfs.as_path(), true))
+        .chain(launch.binds.iter().map(|b| (b.source.as_path(), b.read_only)))
+        .try_for_each(|(dir, ro)| {
+            let (gofer, end) = start_gofer(g, dir, ro, &join)?;
+            gofers.push(gofer);
+            ends.push(end);
+            anyhow::Ok(())
+        });
+    let sentry = started.and_then(|()| start_sentry(g, launch, res, console, &ends, &join));
+    drop(ends);
+    match sentry {
+        Ok((sentry, ready)) => {
+            let sandbox = Sandbox { sentry, gofers, cgroup };
+            match wait_ready(ready) {
+                Ok(()) => Ok(sandbox),
+                Err(e) => {
+                    sandbox.abort();
+                    Err(e)
+                }
+            }
+        }
+        Err(e) => {
+            kill_and_reap(gofers.iter_mut());
+            if let Some(c) = &cgroup {
+                c.destroy();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Spawns the sentry with the gofer connections `ends` (root first);
+/// returns it and the pipe it reports readiness on.
+fn start_sentry(
+    g: &GlobalArgs,
+    launch: &Launch,
+    res: &Reservation,
+    console: Option<OwnedFd>,
+    ends: &[OwnedFd],
+    join: &[CString],
+) -> anyhow::Result<(Child, OwnedFd)> {
+    let listener = OwnedFd::from(control::listen(&res.control_path()).context("binding the control socket")?);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
-    let (sentry_end, gofer_end) = seqpacket_pair()?;
-
-    let gofer_args: Vec<OsString> = vec![
-        "gofer".into(),
-        "--rootfs".into(),
-        launch.rootfs.clone().into_os_string(),
-        "--sock-fd".into(),
-        gofer_end.as_raw_fd().to_string().into(),
-        "--read-only".into(),
-    ];
-    let mut gofer_cmd = husk_command(g, gofer_args)?;
-    gofer_cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &join)?;
-    drop(gofer_end);
-
     let mut boot_args: Vec<OsString> = vec!["boot".into()];
-    for (flag, fd) in [("--gofer-fd", &sentry_end), ("--control-fd", &listener), ("--ready-fd", &ready_w)] {
+    for (flag, fd) in [("--control-fd", &listener), ("--ready-fd", &ready_w)] {
         boot_args.extend([flag.into(), fd.as_raw_fd().to_string().into()]);
+    }
+    let (root_end, bind_ends) = ends.split_first().context("no root gofer")?;
+    boot_args.extend(["--gofer-fd".into(), root_end.as_raw_fd().to_string().into()]);
+    for (bind, end) in launch.binds.iter().zip(bind_ends) {
+        boot_args.extend(["--bind".into(), format!("{}={}", end.as_raw_fd(), bind.destination).into()]);
+    }
+    if launch.readonly {
+        boot_args.push("--read-only-root".into());
     }
     boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
     boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
@@ -206,23 +263,10 @@ fn start_sandbox(
         }
         None => Session::New,
     };
-    let keep = [sentry_end.as_raw_fd(), listener.as_raw_fd(), ready_w.as_raw_fd()];
-    let mut sentry = match spawn(&mut boot, &keep, session, &join) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = gofer.kill();
-            let _ = gofer.wait();
-            return Err(e);
-        }
-    };
-    drop((sentry_end, listener, ready_w));
-    match wait_ready(ready_r) {
-        Ok(()) => Ok((sentry, gofer)),
-        Err(e) => {
-            stop(&mut sentry, &mut gofer);
-            Err(e)
-        }
-    }
+    let mut keep: Vec<i32> = ends.iter().map(AsRawFd::as_raw_fd).collect();
+    keep.extend([listener.as_raw_fd(), ready_w.as_raw_fd()]);
+    let sentry = spawn(&mut boot, &keep, session, join)?;
+    Ok((sentry, ready_r))
 }
 
 /// Opens a pseudo-terminal for the container's console, hands its master

@@ -37,7 +37,7 @@ pub fn delete(c: Container) {
         }
     }
     end(&c.record.sentry);
-    if let Some(gofer) = &c.record.gofer {
+    for gofer in &c.record.gofers {
         end(gofer);
     }
     if let Some(cg) = &cgroup {

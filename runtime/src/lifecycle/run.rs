@@ -18,9 +18,12 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
     if args.detach {
         return Ok(0);
     }
-    forward_signals(created.sentry.id(), true)?;
-    let status = created.sentry.wait().context("waiting for the sentry")?;
-    let _ = created.gofer.wait();
+    let sandbox = &mut created.sandbox;
+    forward_signals(sandbox.sentry.id(), true)?;
+    let status = sandbox.sentry.wait().context("waiting for the sentry")?;
+    for gofer in &mut sandbox.gofers {
+        let _ = gofer.wait();
+    }
     delete(created.container);
     Ok(exit_code(status))
 }

@@ -17,10 +17,22 @@ pub enum BundleError {
     Invalid(String),
 }
 
+/// A host directory mounted into the sandbox, served by a gofer of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    pub source: PathBuf,
+    pub destination: String,
+    pub read_only: bool,
+}
+
 /// What `create` starts.
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub rootfs: PathBuf,
+    /// root.readonly: the root refuses writes (EROFS) instead of keeping
+    /// them in the sandbox's memory.
+    pub readonly: bool,
+    pub binds: Vec<Bind>,
     pub args: Vec<String>,
     pub env: Vec<String>,
     pub cwd: String,
@@ -77,6 +89,8 @@ impl Bundle {
         let user = process.user();
         self.note_ignored();
         Ok(Launch {
+            readonly: root.readonly().unwrap_or(false),
+            binds: self.binds()?,
             rootfs,
             args,
             env: process.env().clone().unwrap_or_default(),
@@ -94,9 +108,6 @@ impl Bundle {
     fn note_ignored(&self) {
         let spec = &self.spec;
         let mut ignored: Vec<String> = Vec::new();
-        if spec.root().as_ref().is_some_and(|r| r.readonly() == Some(true)) {
-            ignored.push("root.readonly (writes go to the sandbox's in-memory overlay, never to the rootfs)".into());
-        }
         if spec.hooks().as_ref().is_some_and(|h| h.start_container().is_some()) {
             ignored.push("hooks.startContainer (host programs cannot run inside the sandbox)".into());
         }
@@ -121,7 +132,7 @@ impl Bundle {
         }
         for m in spec.mounts().iter().flatten() {
             let typ = m.typ().as_deref().unwrap_or("bind");
-            if !SENTRY_MOUNTS.contains(&typ) {
+            if !SENTRY_MOUNTS.contains(&typ) && !is_dir_bind(&self.dir, m) {
                 ignored.push(format!("mount of {} ({typ})", m.destination().display()));
             }
         }
@@ -129,6 +140,34 @@ impl Bundle {
             log::warn!("config.json: ignoring {what}");
         }
     }
+}
+
+/// Bind mounts of host directories; other binds (single files, the
+/// sentry's own /dev, /proc and /sys) are left aside with a note.
+impl Bundle {
+    fn binds(&self) -> Result<Vec<Bind>, BundleError> {
+        let mut binds = Vec::new();
+        for m in self.spec.mounts().iter().flatten().filter(|m| is_dir_bind(&self.dir, m)) {
+            let destination = m.destination().to_string_lossy().into_owned();
+            if !destination.starts_with('/') {
+                return Err(BundleError::Invalid(format!("mount destination {destination:?} is not absolute")));
+            }
+            let source = m.source().as_ref().map(|s| self.dir.join(s)).unwrap_or_default();
+            let read_only = m.options().iter().flatten().any(|o| o == "ro");
+            binds.push(Bind { source, destination, read_only });
+        }
+        Ok(binds)
+    }
+}
+
+/// Is `m` a bind mount of a host directory onto a path the sentry does
+/// not serve itself?
+fn is_dir_bind(bundle: &Path, m: &oci_spec::runtime::Mount) -> bool {
+    let is_bind = m.typ().as_deref().is_none_or(|t| t == "bind")
+        || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
+    let dest = m.destination().to_string_lossy();
+    let sentry_owned = ["/proc", "/dev", "/sys"].iter().any(|p| dest == *p || dest.starts_with(&format!("{p}/")));
+    is_bind && !sentry_owned && m.source().as_ref().is_some_and(|s| bundle.join(s).is_dir())
 }
 
 /// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, …).

@@ -97,7 +97,9 @@ pub struct Record {
     pub rootfs: PathBuf,
     /// The sentry: its pid is the container's pid.
     pub sentry: HostProcess,
-    pub gofer: Option<HostProcess>,
+    /// The file servers: the root's, then one per bind mount.
+    #[serde(default)]
+    pub gofers: Vec<HostProcess>,
     pub created: String,
     pub started: bool,
     #[serde(default)]
@@ -357,7 +359,7 @@ mod tests {
             bundle: "/b".into(),
             rootfs: "/b/rootfs".into(),
             sentry: me,
-            gofer: None,
+            gofers: Vec::new(),
             created: rfc3339_now(),
             started: false,
             annotations: BTreeMap::new(),
