@@ -113,7 +113,8 @@ fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &
     for (i, fd) in stdio.into_iter().enumerate() {
         let node = Arc::new(HostStreamNode::new(fd));
         if let Some(n) = names[i].strip_prefix("/dev/pts/") {
-            kernel.host_terminals.add(n.as_bytes(), node.clone());
+            let as_node: Arc<dyn crate::vfs::Node> = node.clone();
+            kernel.host_terminals.add(n.as_bytes(), &as_node);
         }
         let ops = node.stream();
         let d = kernel.anon_dentry(names[i].as_bytes(), node);

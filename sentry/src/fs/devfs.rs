@@ -62,19 +62,28 @@ const LINKS: [(&str, &str); 4] = [
 const DIRS: [&str; 1] = ["shm"];
 
 /// The host pseudo-terminals that are standard streams of guest processes
-/// (a terminal `husk do` runs in, a container's console), by number, so
-/// that /dev/pts/N names the very node the process's descriptor is: its
-/// `ttyname` then finds it.
+/// (a terminal `husk do` runs in, a container's or `exec`'s console), by
+/// number, so that /dev/pts/N names the very node the process's descriptor
+/// is: its `ttyname` then finds it. Entries do not keep a terminal open:
+/// once no guest descriptor holds it, its name is free again.
 #[derive(Default)]
-pub struct HostTerminals(parking_lot::Mutex<Vec<Entry>>);
+pub struct HostTerminals(parking_lot::Mutex<Vec<WeakEntry>>);
+
+/// A terminal's name and its node, not kept alive by the registry.
+type WeakEntry = (Vec<u8>, std::sync::Weak<dyn Node>);
 
 impl HostTerminals {
-    /// Shows `node` as /dev/pts/`name` unless that name is taken.
-    pub fn add(&self, name: &[u8], node: Arc<dyn Node>) {
+    /// Shows `node` as /dev/pts/`name` unless a live terminal has the name.
+    pub fn add(&self, name: &[u8], node: &Arc<dyn Node>) {
         let mut t = self.0.lock();
+        t.retain(|(_, n)| n.strong_count() > 0);
         if !t.iter().any(|(n, _)| n == name) {
-            t.push((name.to_vec(), node));
+            t.push((name.to_vec(), Arc::downgrade(node)));
         }
+    }
+
+    fn live(&self) -> Vec<Entry> {
+        self.0.lock().iter().filter_map(|(name, n)| Some((name.clone(), n.upgrade()?))).collect()
     }
 }
 
@@ -83,11 +92,11 @@ struct Pts(Arc<HostTerminals>);
 
 impl Entries for Pts {
     fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
-        self.0 .0.lock().iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(Errno::ENOENT)
+        self.0.live().into_iter().find(|(n, _)| n == name).map(|(_, node)| node).ok_or(Errno::ENOENT)
     }
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
-        self.0 .0.lock().iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
+        self.0.live().iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
     }
 }
 
@@ -318,12 +327,16 @@ mod tests {
         assert_eq!(pts.readdir().unwrap(), Vec::<DirEntry>::new());
         let other = new_devfs(Arc::default());
         let (a, b) = (other.lookup(b"null").unwrap(), other.lookup(b"zero").unwrap());
-        terminals.add(b"3", a.clone());
-        terminals.add(b"3", b);
+        terminals.add(b"3", &a);
+        terminals.add(b"3", &b);
         let found = pts.lookup(b"3").unwrap();
-        assert!(Arc::ptr_eq(&found, &a), "the first registration of a name stays");
+        assert!(Arc::ptr_eq(&found, &a), "a live terminal keeps its name");
         assert_eq!(pts.readdir().unwrap().len(), 1);
         assert_eq!(pts.lookup(b"4").err(), Some(Errno::ENOENT));
+        drop((found, a, other));
+        assert_eq!(pts.lookup(b"3").err(), Some(Errno::ENOENT), "a closed terminal is gone");
+        terminals.add(b"3", &b);
+        assert!(Arc::ptr_eq(&pts.lookup(b"3").unwrap(), &b), "and its name is free again");
     }
 
     #[test]
