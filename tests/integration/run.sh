@@ -113,6 +113,11 @@ expect "docker run -t gets a terminal with the window's size" 0 "/dev/pts/" scri
 expect "  ... and the size is the window's" 0 "size=24 80" script -qec \
   "stty rows 24 cols 80; $DOCKER run --runtime=$RUNTIME -t --rm husk-busybox sh -c 'for i in \$(seq 50); do s=\$(stty size 2>/dev/null); [ -n \"\$s\" ] && break; sleep 0.1; done; echo size=\$s'" /dev/null
 
+id=$($DOCKER "${RUN[@]}" -d husk-busybox sleep 60)
+expect "docker exec -t gets a terminal of its own" 0 "/dev/pts/" script -qec \
+  "stty rows 24 cols 80; $DOCKER exec -t $id sh -c 'tty'" /dev/null
+$DOCKER rm -f "$id" >/dev/null
+
 expect "--memory 64m kills a guest that allocates 200 MB" 137 "" \
   $DOCKER "${RUN[@]}" --name husk-oom --memory 64m husk-python python3 -c "b = b'x' * (200 << 20); print(len(b))"
 expect "  ... and Docker reports the OOM kill" 0 "true" $DOCKER inspect -f '{{.State.OOMKilled}}' husk-oom

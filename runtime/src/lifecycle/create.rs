@@ -63,7 +63,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     let bundle = Bundle::load(&args.bundle)?;
     let launch = bundle.launch()?;
     let console = match (launch.terminal, &args.console_socket) {
-        (Some(size), Some(socket)) => Some(open_console(socket, size)?),
+        (Some(size), Some(socket)) => Some(open_console(socket, size)?.0),
         (Some(_), None) => bail!("process.terminal needs --console-socket"),
         (None, Some(_)) => {
             log::warn!("--console-socket ignored: the process has no terminal");
@@ -271,8 +271,8 @@ fn start_sentry(
 
 /// Opens a pseudo-terminal for the container's console, hands its master
 /// to whoever listens on `socket` (with the terminal's name, as runc
-/// does) and returns the slave.
-pub fn open_console(socket: &std::path::Path, (rows, cols): (u16, u16)) -> anyhow::Result<OwnedFd> {
+/// does) and returns the slave and its name.
+pub fn open_console(socket: &std::path::Path, (rows, cols): (u16, u16)) -> anyhow::Result<(OwnedFd, OsString)> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
     let size = nix::pty::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
     let pty = nix::pty::openpty(Some(&size), None).context("opening a pseudo-terminal")?;
@@ -284,7 +284,7 @@ pub fn open_console(socket: &std::path::Path, (rows, cols): (u16, u16)) -> anyho
     let iov = [std::io::IoSlice::new(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))];
     sendmsg::<()>(conn.as_raw_fd(), &iov, &[ControlMessage::ScmRights(&fds)], MsgFlags::empty(), None)
         .context("sending the terminal to the console socket")?;
-    Ok(pty.slave)
+    Ok((pty.slave, name))
 }
 
 /// Reads the sentry's report: `ready`, or `error MESSAGE`.

@@ -4,8 +4,9 @@
 //! guest process's status, so a containerd shim that waits on that pid
 //! sees the status as with runc.
 
+use super::create::open_console;
 use crate::cli::{ExecArgs, ExecWaitArgs, GlobalArgs};
-use crate::oci::bundle::Bundle;
+use crate::oci::bundle::{console_size, Bundle};
 use crate::oci::control::{self, ExecHandle};
 use crate::oci::state::{write_atomically, StateRoot, Status};
 use crate::sandbox::{die_of, husk_command, spawn, Session};
@@ -22,9 +23,19 @@ pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
         Status::Running => {}
         s => bail!("cannot exec in a {s} container"),
     }
-    let spec = exec_spec(&args, &c.record.bundle)?;
-    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-    let handle = control::exec(&c.control_path(), spec, [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()])?;
+    let (mut spec, terminal) = exec_spec(&args, &c.record.bundle)?;
+    let handle = match terminal {
+        Some(size) => {
+            let socket = args.console_socket.as_deref().context("a terminal needs --console-socket")?;
+            let (tty, name) = open_console(socket, size)?;
+            spec.terminal = name.into_encoded_bytes();
+            control::exec(&c.control_path(), spec, [tty.as_fd(), tty.as_fd(), tty.as_fd()])?
+        }
+        None => {
+            let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+            control::exec(&c.control_path(), spec, [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()])?
+        }
+    };
     drop(c);
     if !args.detach {
         // We are the host process that ends as the exec'd one does.
@@ -78,8 +89,9 @@ pub fn wait(args: ExecWaitArgs) -> anyhow::Result<i32> {
 }
 
 /// The process to run: --process's JSON, or the container's own process
-/// with the command line and the flags applied.
-fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<ExecSpec> {
+/// with the command line and the flags applied; and its console's size if
+/// it has a terminal.
+fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<(ExecSpec, Option<(u16, u16)>)> {
     let process: Process = match &args.process {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
@@ -89,9 +101,8 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<ExecSp
         }
         None => Bundle::load(bundle)?.spec.process().clone().context("the container has no process")?,
     };
-    if process.terminal().unwrap_or(false) || args.tty {
-        bail!("exec with a terminal is not supported by husk yet");
-    }
+    let has_terminal = if args.process.is_some() { process.terminal().unwrap_or(false) } else { args.tty };
+    let terminal = has_terminal.then(|| console_size(&process));
     let argv: Vec<String> =
         if args.process.is_some() { process.args().clone().unwrap_or_default() } else { args.command.clone() };
     if argv.is_empty() {
@@ -108,11 +119,13 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<ExecSp
             gid = g.parse().with_context(|| format!("--user group {g:?}: only numeric ids are supported"))?;
         }
     }
-    Ok(ExecSpec {
+    let spec = ExecSpec {
         argv: argv.into_iter().map(String::into_bytes).collect(),
         env: env.into_iter().map(String::into_bytes).collect(),
         cwd: cwd.into_bytes(),
         uid,
         gid,
-    })
+        terminal: Vec::new(),
+    };
+    Ok((spec, terminal))
 }

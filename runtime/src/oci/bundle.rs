@@ -73,10 +73,7 @@ impl Bundle {
         if args.is_empty() {
             return Err(BundleError::Invalid("process.args is empty".into()));
         }
-        let terminal = process.terminal().unwrap_or(false).then(|| {
-            let clamp = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
-            process.console_size().map_or((0, 0), |b| (clamp(b.height()), clamp(b.width())))
-        });
+        let terminal = process.terminal().unwrap_or(false).then(|| console_size(process));
         let root = spec.root().as_ref().ok_or_else(|| BundleError::Invalid("no root".into()))?;
         let rootfs = self.dir.join(root.path());
         if !rootfs.is_dir() {
@@ -168,6 +165,12 @@ fn is_dir_bind(bundle: &Path, m: &oci_spec::runtime::Mount) -> bool {
     let dest = m.destination().to_string_lossy();
     let sentry_owned = ["/proc", "/dev", "/sys"].iter().any(|p| dest == *p || dest.starts_with(&format!("{p}/")));
     is_bind && !sentry_owned && m.source().as_ref().is_some_and(|s| bundle.join(s).is_dir())
+}
+
+/// A process's console size (rows, columns); 0 where unset.
+pub fn console_size(process: &oci_spec::runtime::Process) -> (u16, u16) {
+    let clamp = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
+    process.console_size().map_or((0, 0), |b| (clamp(b.height()), clamp(b.width())))
 }
 
 /// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, …).

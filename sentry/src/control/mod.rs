@@ -188,11 +188,16 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
     let Ok(stdio) = <[OwnedFd; 3]>::try_from(fds) else {
         return Err((conn, (libc::EINVAL, "exec needs exactly three descriptors".into())));
     };
+    let names: [String; 3] = if spec.terminal.is_empty() {
+        ["exec-stdio:[0]".into(), "exec-stdio:[1]".into(), "exec-stdio:[2]".into()]
+    } else {
+        let t = String::from_utf8_lossy(&spec.terminal).into_owned();
+        [t.clone(), t.clone(), t]
+    };
     let spec = ProcessSpec { argv: spec.argv, env: spec.env, cwd: spec.cwd, uid: spec.uid, gid: spec.gid, stdio };
     let kernel = k.clone();
     let spawned = std::thread::Builder::new().name("exec".into()).stack_size(8 << 20).spawn(move || {
         let mut conn = conn;
-        let names = ["exec-stdio:[0]".to_string(), "exec-stdio:[1]".to_string(), "exec-stdio:[2]".to_string()];
         let process = match launch::load(&kernel, spec, &names) {
             Ok(p) => p,
             Err(e) => {

@@ -16,13 +16,21 @@ pub struct ExecSpec {
     pub cwd: Vec<u8>,
     pub uid: u32,
     pub gid: u32,
+    /// The name of the host terminal the three descriptors are, if they
+    /// are one ("/dev/pts/3"); empty otherwise.
+    pub terminal: Vec<u8>,
 }
 
 impl ExecSpec {
-    /// NUL-terminated fields: uid, gid, cwd, argc, argv…, env….
+    /// NUL-terminated fields: uid, gid, cwd, terminal, argc, argv…, env….
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        let heads = [self.uid.to_string().into_bytes(), self.gid.to_string().into_bytes(), self.cwd.clone()];
+        let heads = [
+            self.uid.to_string().into_bytes(),
+            self.gid.to_string().into_bytes(),
+            self.cwd.clone(),
+            self.terminal.clone(),
+        ];
         let argc = self.argv.len().to_string().into_bytes();
         for f in heads.iter().chain([&argc]).chain(&self.argv).chain(&self.env) {
             out.extend_from_slice(f);
@@ -38,12 +46,13 @@ impl ExecSpec {
         let uid = num(fields.next())?;
         let gid = num(fields.next())?;
         let cwd = fields.next()?;
+        let terminal = fields.next()?;
         let argc = usize::try_from(num(fields.next())?).ok()?;
         let argv: Vec<Vec<u8>> = fields.by_ref().take(argc).collect();
         if argv.len() != argc || argc == 0 || !cwd.starts_with(b"/") {
             return None;
         }
-        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid })
+        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid, terminal })
     }
 }
 
@@ -224,6 +233,7 @@ mod tests {
             cwd: b"/tmp".to_vec(),
             uid: 1000,
             gid: 100,
+            terminal: b"/dev/pts/3".to_vec(),
         };
         let bytes = Request::Exec(spec.clone()).encode();
         let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
@@ -232,11 +242,12 @@ mod tests {
         assert_eq!(ExecSpec::decode(&bytes[nl + 1..]), Some(spec));
         let bad: [&[u8]; 5] = [
             b"",
-            b"0\x000\x00/\x000\x00",
-            b"0\x000\x00rel\x001\x00sh\x00",
-            b"x\x000\x00/\x001\x00sh\x00",
-            b"0\x000\x00/\x003\x00sh\x00",
+            b"0\x000\x00/\x00\x000\x00",
+            b"0\x000\x00rel\x00\x001\x00sh\x00",
+            b"x\x000\x00/\x00\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x003\x00sh\x00",
         ];
+        assert!(ExecSpec::decode(b"0\x000\x00/\x00\x001\x00sh\x00").is_some());
         for b in bad {
             assert_eq!(ExecSpec::decode(b), None, "{b:?}");
         }
