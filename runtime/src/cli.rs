@@ -106,6 +106,10 @@ pub enum Command {
     Update(UpdateArgs),
     /// Print a container's resource usage as runc's JSON events.
     Events(EventsArgs),
+    /// Wait for a container's process to end; print and exit with its status.
+    Wait(IdArgs),
+    /// Print what husk honors of the OCI spec, as runc's features JSON.
+    Features,
     /// Internal: waits for a detached exec'd process and exits as it did.
     #[command(hide = true)]
     ExecWait(ExecWaitArgs),

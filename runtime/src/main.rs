@@ -47,6 +47,8 @@ fn main() {
         Command::Resume(args) => lifecycle::pause::resume(g, args),
         Command::Update(args) => lifecycle::update::run(g, args),
         Command::Events(args) => lifecycle::events::run(g, args),
+        Command::Wait(args) => lifecycle::wait::run(g, args),
+        Command::Features => lifecycle::features::run(g),
         Command::Install(args) => install_cmd::install(args),
         Command::Uninstall(args) => install_cmd::uninstall(args),
     };

@@ -3,7 +3,7 @@
 //! filesystems, and the init process.
 
 use crate::abi::Errno;
-use crate::control::{ControlConfig, StartGate};
+use crate::control::{ControlConfig, Lifecycle};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::{Credentials, ExitStatus, Kernel, KernelOptions};
@@ -64,13 +64,15 @@ pub enum BootError {
 /// control socket, a failure before the init process is loaded is also
 /// reported to the runtime waiting on `ready`.
 pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
-    let (listener, gate) = match cfg.control.take() {
-        Some(c) => (Some(c.listener), Some(Arc::new(StartGate::new(c.ready)))),
+    let (listener, life) = match cfg.control.take() {
+        Some(c) => (Some(c.listener), Some(Arc::new(Lifecycle::new(c.ready)))),
         None => (None, None),
     };
-    let result = boot_with(cfg, listener, gate.clone());
-    if let (Some(g), Err(e)) = (&gate, &result) {
-        g.report(Err(e.to_string()));
+    let result = boot_with(cfg, listener, life.clone());
+    match (&life, &result) {
+        (Some(l), Ok(status)) => l.exited(*status),
+        (Some(l), Err(e)) => l.report(Err(e.to_string())),
+        (None, _) => {}
     }
     result
 }
@@ -78,7 +80,7 @@ pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
 fn boot_with(
     cfg: BootConfig,
     listener: Option<OwnedFd>,
-    gate: Option<Arc<StartGate>>,
+    life: Option<Arc<Lifecycle>>,
 ) -> Result<ExitStatus, BootError> {
     crate::host_signals::block().map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
@@ -107,7 +109,7 @@ fn boot_with(
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate()?;
     crate::host_signals::start_forwarder(Arc::downgrade(&kernel)).map_err(BootError::Thread)?;
-    if let (Some(l), Some(g)) = (listener, &gate) {
+    if let (Some(l), Some(g)) = (listener, &life) {
         crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
     crate::seccomp::confine_sentry()?;
@@ -119,7 +121,7 @@ fn boot_with(
         .name("task-1".into())
         .stack_size(8 << 20)
         .spawn(move || {
-            let r = run_init(k, init, stdio_names, gate);
+            let r = run_init(k, init, stdio_names, life);
             let _ = tx.send(r);
         })
         .map_err(BootError::Thread)?;
@@ -205,12 +207,12 @@ fn run_init(
     kernel: Arc<Kernel>,
     spec: ProcessSpec,
     stdio_names: [String; 3],
-    gate: Option<Arc<StartGate>>,
+    life: Option<Arc<Lifecycle>>,
 ) -> Result<ExitStatus, BootError> {
     let process = launch::load(&kernel, spec, &stdio_names)?;
-    if let Some(g) = gate {
-        g.report(Ok(()));
-        g.wait();
+    if let Some(l) = life {
+        l.report(Ok(()));
+        l.wait_start();
     }
     // The sandbox lasts as long as its init process, whose other threads
     // may still be running.

@@ -243,6 +243,11 @@ fn bad_input_gets_clear_errors() {
     check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "line 3");
     std::fs::write(empty.path().join("config.json"), r#"{"ociVersion":"1.0.2","root":{"path":"/"}}"#).unwrap();
     check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "no process");
+    let missing = serde_json::json!({"ociVersion":"1.0.2","root":{"path":"/"},
+        "process":{"args":["true"],"cwd":"/","user":{"uid":0,"gid":0}},
+        "mounts":[{"destination":"/data","type":"bind","source":"/nonexistent/husk","options":["rbind"]}]});
+    std::fs::write(empty.path().join("config.json"), missing.to_string()).unwrap();
+    check(oci.husk(&["create", "--bundle", empty.path().to_str().unwrap(), "x"]), "/nonexistent/husk does not exist");
     assert!(!oci.root.join("x").exists(), "a failed create leaves no state");
 
     let id = unique("dup");
@@ -293,6 +298,20 @@ fn kill_all_reaches_every_process() {
     wait_output(&out, "init got USR1");
     assert!(text.starts_with("child ready\n"), "{text}");
     oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.wait_for(&id, "stopped");
+    oci.husk(&["delete", &id]).assert_code(0);
+}
+
+#[test]
+fn wait_reports_how_the_container_ended() {
+    let oci = Oci::new(&["sh", "-c", "sleep 0.3; exit 9"], serde_json::json!({}));
+    let id = unique("wait");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let r = oci.husk(&["wait", &id]);
+    r.assert_code(9);
+    let status: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(status, serde_json::json!({ "id": id, "exitStatus": 9 }));
     oci.wait_for(&id, "stopped");
     oci.husk(&["delete", &id]).assert_code(0);
 }

@@ -1,10 +1,12 @@
 //! The OCI lifecycle commands (runc's contract): create, start, state,
-//! kill, delete, run, list, ps and spec.
+//! kill, delete, run, exec, list, ps, pause, resume, update, events,
+//! spec, features, and runsc's wait.
 
 pub mod create;
 pub mod delete;
 pub mod events;
 pub mod exec;
+pub mod features;
 pub mod kill;
 pub mod list;
 pub mod pause;
@@ -14,6 +16,7 @@ pub mod spec;
 pub mod start;
 pub mod state;
 pub mod update;
+pub mod wait;
 
 use crate::oci::bundle::Bundle;
 use crate::oci::hooks;

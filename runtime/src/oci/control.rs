@@ -36,8 +36,21 @@ pub fn listen(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Sends one request and returns the reply's payload lines.
 pub fn call(path: &Path, req: Request) -> Result<Vec<String>, ControlError> {
+    call_within(path, req, Some(REPLY_TIMEOUT))
+}
+
+/// Waits for the container's process to end and returns how it did.
+pub fn wait(path: &Path) -> Result<ExitLine, ControlError> {
+    let lines = call_within(path, Request::Wait, None)?;
+    lines
+        .first()
+        .and_then(|l| ExitLine::decode(l))
+        .ok_or_else(|| ControlError::Refused(format!("unexpected reply {lines:?}")))
+}
+
+fn call_within(path: &Path, req: Request, timeout: Option<Duration>) -> Result<Vec<String>, ControlError> {
     let mut s = via_dir(path, |p| UnixStream::connect(p)).map_err(|e| ControlError::Connect(path.to_path_buf(), e))?;
-    s.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(ControlError::Io)?;
+    s.set_read_timeout(timeout).map_err(ControlError::Io)?;
     s.write_all(&req.encode()).map_err(ControlError::Io)?;
     let mut text = String::new();
     s.read_to_string(&mut text).map_err(ControlError::Io)?;

@@ -1,6 +1,6 @@
 //! The control socket (ARCHITECTURE.md §1): in the OCI lifecycle the
-//! runtime creates the sandbox, then `husk start`, `kill` and `ps` reach
-//! the running sentry through a Unix socket in the container's state
+//! runtime creates the sandbox, then `husk start`, `kill`, `ps`, `exec`
+//! and `wait` reach the running sentry through a Unix socket in the container's state
 //! directory. The runtime binds it and hands the sentry the listening
 //! descriptor, so the sentry never resolves a host path.
 
@@ -30,16 +30,37 @@ pub struct ControlConfig {
     pub ready: OwnedFd,
 }
 
-/// The container process waits here between `create` and `start`.
-pub struct StartGate {
+/// A container's lifecycle as the control socket sees it: its process
+/// waits here between `create` and `start`, and `wait` requests wait here
+/// for its end.
+pub struct Lifecycle {
     started: Mutex<bool>,
     cv: Condvar,
     ready: Mutex<Option<File>>,
+    /// Connections of `wait` requests, answered when the container exits.
+    waiters: Mutex<Vec<File>>,
 }
 
-impl StartGate {
-    pub fn new(ready: OwnedFd) -> StartGate {
-        StartGate { started: Mutex::new(false), cv: Condvar::new(), ready: Mutex::new(Some(File::from(ready))) }
+impl Lifecycle {
+    pub fn new(ready: OwnedFd) -> Lifecycle {
+        Lifecycle {
+            started: Mutex::new(false),
+            cv: Condvar::new(),
+            ready: Mutex::new(Some(File::from(ready))),
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Tells every `wait` request how the container ended.
+    pub fn exited(&self, status: ExitStatus) {
+        let line = match status {
+            ExitStatus::Code(c) => ExitLine::Code(c),
+            ExitStatus::Signal(s) => ExitLine::Signal(s),
+        };
+        let reply = protocol::encode_reply(&Ok(Vec::new())) + &line.encode();
+        for mut w in self.waiters.lock().drain(..) {
+            let _ = w.write_all(reply.as_bytes());
+        }
     }
 
     /// Tells the runtime how creation went; only the first report counts.
@@ -56,14 +77,14 @@ impl StartGate {
     }
 
     /// Blocks until `start`.
-    pub fn wait(&self) {
+    pub fn wait_start(&self) {
         let mut s = self.started.lock();
         while !*s {
             self.cv.wait(&mut s);
         }
     }
 
-    /// Opens the gate; false if it was open already.
+    /// Lets the container process run; false if it was started already.
     fn open(&self) -> bool {
         let mut s = self.started.lock();
         let first = !*s;
@@ -75,7 +96,7 @@ impl StartGate {
 
 /// Starts the thread that serves the control socket for the sandbox's
 /// lifetime.
-pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, gate: Arc<StartGate>) -> std::io::Result<()> {
+pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> std::io::Result<()> {
     std::thread::Builder::new().name("control".into()).spawn(move || loop {
         // SAFETY: accept4 on a listening socket we own; no address is
         // requested, so the pointers are null.
@@ -93,13 +114,17 @@ pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, gate: Arc<StartGate>) -> s
         // SAFETY: accept4 just created `fd` and nothing else owns it.
         let conn = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         let Some(k) = kernel.upgrade() else { return };
-        serve_one(&k, &gate, conn);
+        serve_one(&k, &life, conn);
     })?;
     Ok(())
 }
 
-fn serve_one(k: &Arc<Kernel>, gate: &StartGate, mut conn: File) {
+fn serve_one(k: &Arc<Kernel>, life: &Lifecycle, mut conn: File) {
     let reply = match read_request(&conn) {
+        Ok((Request::Wait, _)) => {
+            life.waiters.lock().push(conn);
+            return;
+        }
         Ok((Request::Exec(spec), fds)) => match exec(k, spec, fds, conn) {
             Ok(()) => return,
             Err((c, e)) => {
@@ -107,7 +132,7 @@ fn serve_one(k: &Arc<Kernel>, gate: &StartGate, mut conn: File) {
                 Err(e)
             }
         },
-        Ok((req, _)) => handle(k, gate, req),
+        Ok((req, _)) => handle(k, life, req),
         Err(e) => Err(e),
     };
     if let Err(e) = conn.write_all(protocol::encode_reply(&reply).as_bytes()) {
@@ -226,11 +251,11 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
     Ok(())
 }
 
-fn handle(k: &Kernel, gate: &StartGate, req: Request) -> Result<Vec<String>, Failure> {
+fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Failure> {
     log::debug!("control request {req:?}");
     match req {
         Request::Start => {
-            if gate.open() {
+            if life.open() {
                 Ok(Vec::new())
             } else {
                 Err((libc::EALREADY, "the container was started already".into()))
@@ -265,6 +290,6 @@ fn handle(k: &Kernel, gate: &StartGate, req: Request) -> Result<Vec<String>, Fai
                 Some(ProcessRow { pid, ppid: k.procs.ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),
-        Request::Exec(_) => Err((libc::EINVAL, "exec is served on its own thread".into())),
+        Request::Exec(_) | Request::Wait => Err((libc::EINVAL, "served on its own".into())),
     }
 }

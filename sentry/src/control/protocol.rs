@@ -65,6 +65,9 @@ pub enum Request {
     Signal { sig: i32, all: bool },
     /// List the guest's processes.
     Processes,
+    /// Wait for the container's process to end: the reply comes then,
+    /// `ok` and an exit line.
+    Wait,
     /// Start a process with the three descriptors passed along (stdin,
     /// stdout, stderr). The reply's line is its pid; a last line `exit
     /// code N` or `exit signal N` follows when it ends.
@@ -92,6 +95,7 @@ impl Request {
                 format!("signal {sig} {}\n", if *all { "all" } else { "init" }).into_bytes()
             }
             Request::Processes => b"ps\n".to_vec(),
+            Request::Wait => b"wait\n".to_vec(),
             Request::Exec(spec) => {
                 let payload = spec.encode();
                 let mut out = format!("exec {}\n", payload.len()).into_bytes();
@@ -108,6 +112,7 @@ impl Request {
         let req = match words.as_slice() {
             ["start"] => Request::Start,
             ["ps"] => Request::Processes,
+            ["wait"] => Request::Wait,
             ["exec", len] => {
                 let len = len.parse::<usize>().map_err(|_| bad())?;
                 return if len <= MAX_PAYLOAD { Ok(Header::Exec(len)) } else { Err(bad()) };
@@ -217,6 +222,7 @@ mod tests {
         for r in [
             Request::Start,
             Request::Processes,
+            Request::Wait,
             Request::Signal { sig: 15, all: true },
             Request::Signal { sig: 9, all: false },
         ] {
