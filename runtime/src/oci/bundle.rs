@@ -129,7 +129,7 @@ impl Bundle {
         }
         for m in spec.mounts().iter().flatten() {
             let typ = m.typ().as_deref().unwrap_or("bind");
-            if !SENTRY_MOUNTS.contains(&typ) && !is_dir_bind(&self.dir, m) {
+            if !SENTRY_MOUNTS.contains(&typ) && matches!(bind_source(&self.dir, m), BindSource::Other) {
                 ignored.push(format!("mount of {} ({typ})", m.destination().display()));
             }
         }
@@ -140,16 +140,23 @@ impl Bundle {
 }
 
 /// Bind mounts of host directories; other binds (single files, the
-/// sentry's own /dev, /proc and /sys) are left aside with a note.
+/// sentry's own /dev, /proc and /sys) are left aside with a note, and a
+/// bind of a source that does not exist is refused.
 impl Bundle {
     fn binds(&self) -> Result<Vec<Bind>, BundleError> {
         let mut binds = Vec::new();
-        for m in self.spec.mounts().iter().flatten().filter(|m| is_dir_bind(&self.dir, m)) {
+        for m in self.spec.mounts().iter().flatten() {
+            let source = match bind_source(&self.dir, m) {
+                BindSource::Directory(s) => s,
+                BindSource::Missing(s) => {
+                    return Err(BundleError::Invalid(format!("mount source {} does not exist", s.display())))
+                }
+                BindSource::Other => continue,
+            };
             let destination = m.destination().to_string_lossy().into_owned();
             if !destination.starts_with('/') {
                 return Err(BundleError::Invalid(format!("mount destination {destination:?} is not absolute")));
             }
-            let source = m.source().as_ref().map(|s| self.dir.join(s)).unwrap_or_default();
             let read_only = m.options().iter().flatten().any(|o| o == "ro");
             binds.push(Bind { source, destination, read_only });
         }
@@ -157,14 +164,29 @@ impl Bundle {
     }
 }
 
-/// Is `m` a bind mount of a host directory onto a path the sentry does
-/// not serve itself?
-fn is_dir_bind(bundle: &Path, m: &oci_spec::runtime::Mount) -> bool {
+/// What a mount binds from the host.
+enum BindSource {
+    Directory(PathBuf),
+    Missing(PathBuf),
+    /// Not a bind husk serves: another type, a file, a sentry path.
+    Other,
+}
+
+fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
     let is_bind = m.typ().as_deref().is_none_or(|t| t == "bind")
         || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
     let dest = m.destination().to_string_lossy();
     let sentry_owned = ["/proc", "/dev", "/sys"].iter().any(|p| dest == *p || dest.starts_with(&format!("{p}/")));
-    is_bind && !sentry_owned && m.source().as_ref().is_some_and(|s| bundle.join(s).is_dir())
+    let Some(source) = m.source().as_ref().map(|s| bundle.join(s)).filter(|_| is_bind && !sentry_owned) else {
+        return BindSource::Other;
+    };
+    if source.is_dir() {
+        BindSource::Directory(source)
+    } else if source.exists() {
+        BindSource::Other
+    } else {
+        BindSource::Missing(source)
+    }
 }
 
 /// A process's console size (rows, columns); 0 where unset.
