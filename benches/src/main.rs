@@ -1,6 +1,7 @@
 //! husk-bench: the cost of isolation, measured in one run as ratios of the
-//! same workloads run natively and under `husk do` (and under runc when it
-//! is installed and a bundle is given).
+//! same workloads run natively, under `husk do`, and — when runc is
+//! installed and we are root — as OCI containers under runc and under
+//! `husk run`, both over a bind mount of the host's root filesystem.
 //!
 //! Usage: `husk-bench [--husk PATH] [--runs N]`. Each workload runs N times
 //! per mode (after one warm-up); the median wall time is reported.
@@ -95,14 +96,112 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// OCI bundles over a read-only bind mount of the host's root filesystem
+/// (runc cannot pivot into `/` itself), for runc and `husk run`.
+struct Oci {
+    dir: PathBuf,
+    rootfs: PathBuf,
+    runc: PathBuf,
+    next: std::cell::Cell<u32>,
+}
+
+impl Oci {
+    fn new(runc: PathBuf) -> anyhow::Result<Oci> {
+        let dir = std::env::temp_dir().join(format!("husk-bench-oci-{}", std::process::id()));
+        let rootfs = dir.join("rootfs");
+        std::fs::create_dir_all(&rootfs)?;
+        let status = Command::new("mount").args(["--bind", "-o", "ro", "/"]).arg(&rootfs).status()?;
+        if !status.success() {
+            bail!("cannot bind-mount / for the OCI bundles");
+        }
+        Ok(Oci { dir, rootfs, runc, next: std::cell::Cell::new(0) })
+    }
+
+    /// A bundle that runs `argv` with a tmpfs /tmp, as runc's default spec.
+    fn bundle(&self, argv: &[&str]) -> anyhow::Result<PathBuf> {
+        let bundle = self.dir.join("bundle");
+        std::fs::create_dir_all(&bundle)?;
+        let config = serde_json::json!({
+            "ociVersion": "1.0.2",
+            "root": { "path": self.rootfs, "readonly": true },
+            "process": {
+                "args": argv,
+                "cwd": "/",
+                "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                "user": { "uid": 0, "gid": 0 },
+            },
+            "hostname": "bench",
+            "mounts": [
+                { "destination": "/proc", "type": "proc", "source": "proc" },
+                { "destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"] },
+                { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"] },
+                { "destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "ro"] },
+            ],
+            "linux": { "namespaces": [
+                { "type": "pid" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" }, { "type": "network" },
+            ] },
+        });
+        std::fs::write(bundle.join("config.json"), config.to_string())?;
+        Ok(bundle)
+    }
+
+    /// `RUNTIME --root STATE run --bundle B ID`, as a command prefix.
+    fn prefix(&self, runtime: &std::path::Path, bundle: &std::path::Path) -> Vec<String> {
+        let state = self.dir.join(format!("state-{}", runtime.file_name().unwrap_or_default().to_string_lossy()));
+        let id = self.next.get();
+        self.next.set(id + 1);
+        [runtime.as_os_str(), "--root".as_ref(), state.as_os_str(), "run".as_ref(), "--bundle".as_ref()]
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .chain([bundle.to_string_lossy().into_owned(), format!("bench-{id}")])
+            .collect()
+    }
+
+    /// Median wall time of the bundle under `runtime` (a new id each run).
+    fn median(&self, runtime: &std::path::Path, argv: &[&str], runs: usize) -> anyhow::Result<Duration> {
+        let bundle = self.bundle(argv)?;
+        let mut times = Vec::new();
+        for _ in 0..=runs {
+            let cmd = self.prefix(runtime, &bundle);
+            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            times.push(time_once(&cmd, &[])?);
+        }
+        times.remove(0);
+        times.sort();
+        Ok(times[runs / 2])
+    }
+}
+
+impl Drop for Oci {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.rootfs).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let opts = parse_args()?;
     let husk = opts.husk.to_string_lossy().into_owned();
     let husk_prefix = [husk.as_str(), "do", "--"];
-    // Native runs write to a private temporary directory, not the host's
-    // /tmp (the sandbox has its own /tmp).
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let oci = match which("runc") {
+        Some(runc) if root => Some(Oci::new(runc)?),
+        Some(_) => {
+            println!("runc: needs root for its column; skipped.");
+            None
+        }
+        None => {
+            println!("runc: not installed, no runc column.");
+            None
+        }
+    };
     println!("husk-bench: median of {} runs each, wall time in ms", opts.runs);
-    println!("{:<30} {:>10} {:>10} {:>8}", "workload", "native", "husk", "ratio");
+    print!("{:<30} {:>9} {:>9} {:>7}", "workload", "native", "husk do", "ratio");
+    if oci.is_some() {
+        print!(" {:>9} {:>9} {:>9}", "runc", "husk run", "vs runc");
+    }
+    println!();
     for w in WORKLOADS {
         let native = if w.name.contains("/tmp") {
             let dir = std::env::temp_dir().join(format!("husk-bench-{}", std::process::id()));
@@ -116,12 +215,14 @@ fn main() -> anyhow::Result<()> {
         };
         let sandboxed = median(&husk_prefix, w.argv, opts.runs)?;
         let ratio = sandboxed.as_secs_f64() / native.as_secs_f64().max(1e-9);
-        println!("{:<30} {:>10.2} {:>10.2} {:>7.1}x", w.name, ms(native), ms(sandboxed), ratio);
-    }
-    if which("runc").is_some() {
-        println!("runc is installed; a runc column needs an OCI bundle and arrives with `husk run`.");
-    } else {
-        println!("runc: not installed, no runc column.");
+        print!("{:<30} {:>9.2} {:>9.2} {:>6.1}x", w.name, ms(native), ms(sandboxed), ratio);
+        if let Some(oci) = &oci {
+            let runc = oci.median(&oci.runc, w.argv, opts.runs)?;
+            let husk_run = oci.median(&opts.husk, w.argv, opts.runs)?;
+            let vs = husk_run.as_secs_f64() / runc.as_secs_f64().max(1e-9);
+            print!(" {:>9.2} {:>9.2} {:>8.1}x", ms(runc), ms(husk_run), vs);
+        }
+        println!();
     }
     Ok(())
 }
