@@ -37,6 +37,9 @@ pub struct GlobalArgs {
     /// The format of --log.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Let containers set husk flags with dev.husk.flag.NAME annotations.
+    #[arg(long, global = true)]
+    pub allow_flag_override: bool,
     /// Accepted for runc compatibility; husk manages cgroupfs paths.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,

@@ -7,6 +7,7 @@ use crate::cli::{CreateArgs, GlobalArgs};
 use crate::oci::bundle::{Bundle, Launch};
 use crate::oci::cgroup::Cgroup;
 use crate::oci::control;
+use crate::oci::overrides;
 use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
 use crate::sandbox::{husk_command, seqpacket_pair, spawn, Session};
 use anyhow::{bail, Context as _};
@@ -62,6 +63,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     }
     let bundle = Bundle::load(&args.bundle)?;
     let launch = bundle.launch()?;
+    let g = &overrides::apply(g, bundle.spec.annotations().as_ref().unwrap_or(&Default::default()))?;
     let console = match (launch.terminal, &args.console_socket) {
         (Some(size), Some(socket)) => Some(open_console(socket, size)?.0),
         (Some(_), None) => bail!("process.terminal needs --console-socket"),

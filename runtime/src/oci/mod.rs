@@ -5,4 +5,5 @@ pub mod bundle;
 pub mod cgroup;
 pub mod control;
 pub mod hooks;
+pub mod overrides;
 pub mod state;
