@@ -29,6 +29,8 @@ pub struct BootConfig {
     /// Directories served by gofers of their own (bind mounts): each
     /// connection and the path it is mounted at.
     pub binds: Vec<(OwnedFd, Vec<u8>)>,
+    /// A network namespace to join instead of creating one.
+    pub netns: Option<OwnedFd>,
     /// Mount the root filesystem's gofer directly, without the in-memory
     /// upper layer: writes fail with EROFS.
     pub read_only_root: bool,
@@ -107,7 +109,7 @@ fn boot_with(
     }
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
-    crate::confine::isolate()?;
+    crate::confine::isolate(cfg.netns)?;
     crate::host_signals::start_forwarder(Arc::downgrade(&kernel)).map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;

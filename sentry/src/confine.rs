@@ -5,6 +5,7 @@
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::CloneFlags;
+use std::os::fd::OwnedFd;
 
 /// Where the empty root is mounted before pivot_root, inside the sentry's
 /// private mount namespace (the host never sees it).
@@ -24,10 +25,15 @@ fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> ConfineError {
     move |e| ConfineError { step, err: std::io::Error::from_raw_os_error(e as i32) }
 }
 
-/// New namespaces, an empty root, no capabilities.
-pub fn isolate() -> Result<(), ConfineError> {
-    let flags =
-        CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET;
+/// New namespaces (or, for the network, the one `netns` names: a
+/// container engine may have wired it already), an empty root, no
+/// capabilities.
+pub fn isolate(netns: Option<OwnedFd>) -> Result<(), ConfineError> {
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    match netns {
+        Some(fd) => nix::sched::setns(fd, CloneFlags::CLONE_NEWNET).map_err(fail("joining the network namespace"))?,
+        None => flags |= CloneFlags::CLONE_NEWNET,
+    }
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private"))?;
