@@ -69,6 +69,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         binds: binds(&args.binds)?,
         read_only_root: args.read_only_root,
+        netns: args.netns_fd.map(inherited_fd).transpose()?,
         control: match (args.control_fd, args.ready_fd) {
             (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
             _ => None,

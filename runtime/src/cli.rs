@@ -266,6 +266,9 @@ pub struct BootArgs {
     /// FD=PATH: mount the directory served on gofer connection FD at PATH.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// A network namespace (an open descriptor) to join instead of a new one.
+    #[arg(long)]
+    pub netns_fd: Option<i32>,
     /// The root filesystem refuses writes (EROFS) instead of keeping them
     /// in memory.
     #[arg(long)]

@@ -315,3 +315,26 @@ fn wait_reports_how_the_container_ended() {
     oci.wait_for(&id, "stopped");
     oci.husk(&["delete", &id]).assert_code(0);
 }
+
+#[test]
+fn a_given_network_namespace_is_joined() {
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].into_iter().find(|p| Path::new(p).exists());
+    let Some(ip) = ip else {
+        eprintln!("SKIPPED a_given_network_namespace_is_joined: iproute2's ip is not installed");
+        return;
+    };
+    let name = unique("husk-netns");
+    let added = Command::new(ip).args(["netns", "add", &name]).status().unwrap();
+    assert!(added.success(), "ip netns add {name}");
+    let path = format!("/var/run/netns/{name}");
+    let extra = serde_json::json!({ "linux": { "namespaces": [{ "type": "network", "path": path }] } });
+    let oci = Oci::new(&["sleep", "60"], extra);
+    let id = unique("netns");
+    oci.create(&id);
+    let pid = oci.state(&id)["pid"].as_i64().unwrap();
+    let joined = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    let _ = Command::new(ip).args(["netns", "delete", &name]).status();
+    assert_eq!(joined.to_string_lossy(), format!("net:[{ino}]"));
+}

@@ -243,6 +243,15 @@ fn start_sentry(
     if launch.readonly {
         boot_args.push("--read-only-root".into());
     }
+    let netns = match &launch.netns {
+        Some(path) => Some(OwnedFd::from(
+            std::fs::File::open(path).with_context(|| format!("network namespace {}", path.display()))?,
+        )),
+        None => None,
+    };
+    if let Some(fd) = &netns {
+        boot_args.extend(["--netns-fd".into(), fd.as_raw_fd().to_string().into()]);
+    }
     boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
     boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
     boot_args.extend(["--uid".into(), launch.uid.to_string().into(), "--gid".into(), launch.gid.to_string().into()]);
@@ -267,6 +276,7 @@ fn start_sentry(
     };
     let mut keep: Vec<i32> = ends.iter().map(AsRawFd::as_raw_fd).collect();
     keep.extend([listener.as_raw_fd(), ready_w.as_raw_fd()]);
+    keep.extend(netns.as_ref().map(AsRawFd::as_raw_fd));
     let sentry = spawn(&mut boot, &keep, session, join)?;
     Ok((sentry, ready_r))
 }

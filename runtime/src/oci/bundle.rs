@@ -33,6 +33,8 @@ pub struct Launch {
     /// them in the sandbox's memory.
     pub readonly: bool,
     pub binds: Vec<Bind>,
+    /// linux.namespaces' network path: the sentry joins it.
+    pub netns: Option<PathBuf>,
     pub args: Vec<String>,
     pub env: Vec<String>,
     pub cwd: String,
@@ -88,6 +90,7 @@ impl Bundle {
         Ok(Launch {
             readonly: root.readonly().unwrap_or(false),
             binds: self.binds()?,
+            netns: self.netns(),
             rootfs,
             args,
             env: process.env().clone().unwrap_or_default(),
@@ -161,6 +164,14 @@ impl Bundle {
             binds.push(Bind { source, destination, read_only });
         }
         Ok(binds)
+    }
+}
+
+impl Bundle {
+    fn netns(&self) -> Option<PathBuf> {
+        let namespaces = self.spec.linux().as_ref()?.namespaces().as_ref()?;
+        let net = namespaces.iter().find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network)?;
+        net.path().clone()
     }
 }
 
