@@ -99,7 +99,7 @@ fn boot_with(
     } else {
         root
     };
-    let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone() };
+    let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: life.is_some() };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel).map_err(BootError::Root)?;
     for (sock, path) in cfg.binds {

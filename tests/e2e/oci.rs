@@ -338,3 +338,23 @@ fn a_given_network_namespace_is_joined() {
     let _ = Command::new(ip).args(["netns", "delete", &name]).status();
     assert_eq!(joined.to_string_lossy(), format!("net:[{ino}]"));
 }
+
+#[test]
+fn a_containers_init_gets_only_the_signals_it_handles() {
+    // As the init of a pid namespace: SIGTERM without a handler is
+    // ignored (docker stop then escalates to SIGKILL); a handler runs.
+    let oci = Oci::new(&["sleep", "60"], serde_json::json!({}));
+    let id = unique("init");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    oci.husk(&["kill", &id, "TERM"]).assert_code(0);
+    oci.husk(&["kill", &id, "INT"]).assert_code(0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(oci.state(&id)["status"], "running");
+    oci.husk(&["exec", &id, "kill", "-TERM", "1"]).assert_code(0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(oci.state(&id)["status"], "running", "nor from inside");
+    oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.wait_for(&id, "stopped");
+    oci.husk(&["delete", &id]).assert_code(0);
+}

@@ -36,6 +36,11 @@ pub struct KernelOptions {
     /// Log every system call (`--strace`).
     pub strace: bool,
     pub hostname: Vec<u8>,
+    /// The init process is a container's, the init of a pid namespace: it
+    /// receives only the signals it has handlers for (faults and the OOM
+    /// killer still end it; the runtime's SIGKILL ends the sandbox).
+    /// `husk do` leaves it off, so Ctrl-C ends a handler-less command.
+    pub protect_init: bool,
 }
 
 /// The state of one sandbox.

@@ -6,6 +6,7 @@ use super::signal::{default_action, sigbit, DefaultAction, SigAction, SIG_DFL, S
 use super::task::{ExitStatus, Task};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::Errno;
+use crate::kernel::process::INIT_PID;
 use crate::kernel::signal::{
     SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTORER, SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
@@ -86,6 +87,7 @@ pub fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
         SIG_IGN => Delivery::Ignored,
         SIG_DFL => match default_action(sig) {
             DefaultAction::Ignore | DefaultAction::Stop => Delivery::Ignored,
+            _ if !forced && task.kernel.opts.protect_init && task.thread.tgid == INIT_PID => Delivery::Ignored,
             DefaultAction::Terminate | DefaultAction::CoreDump => fatal(task, sig),
         },
         _ => match push_frame(task, sig, &action, info) {

@@ -84,7 +84,7 @@ impl Task {
                     Err(Segv::OutOfMemory) => {
                         let comm = String::from_utf8_lossy(&self.thread.comm.lock()).into_owned();
                         log::warn!("out of memory: killed process {} ({comm})", self.thread.tgid);
-                        self.kernel.signal_process(self.thread.tgid, libc::SIGKILL);
+                        self.kernel.exit_group(self.thread.tgid, ExitStatus::Signal(libc::SIGKILL));
                     }
                     result => {
                         self.spurious_faults = 0;
