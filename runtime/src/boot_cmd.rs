@@ -7,6 +7,7 @@ use husk_sentry::boot::{boot, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
 use husk_sentry::kernel::ExitStatus;
 use husk_sentry::launch::{LaunchError, ProcessSpec};
+use std::io::Read as _;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
@@ -46,19 +47,36 @@ fn binds(args: &[String]) -> anyhow::Result<Vec<(OwnedFd, Vec<u8>)>> {
         .collect()
 }
 
+/// The guest environment handed over in a file: NUL-terminated entries.
+/// (A container's environment must never be the sentry's own: the host's
+/// loader would act on an image's LD_PRELOAD.)
+fn read_env(fd: OwnedFd) -> anyhow::Result<Vec<Vec<u8>>> {
+    let mut data = Vec::new();
+    std::fs::File::from(fd).read_to_end(&mut data).context("reading the guest environment")?;
+    Ok(data.split(|&b| b == 0).filter(|e| !e.is_empty()).map(<[u8]>::to_vec).collect())
+}
+
+/// Our own environment: `husk do` gives the guest the caller's.
+fn own_env() -> Vec<Vec<u8>> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            let mut e = k.as_bytes().to_vec();
+            e.push(b'=');
+            e.extend_from_slice(v.as_bytes());
+            e
+        })
+        .collect()
+}
+
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
         init: ProcessSpec {
             argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
-            env: std::env::vars_os()
-                .map(|(k, v)| {
-                    let mut e = k.as_bytes().to_vec();
-                    e.push(b'=');
-                    e.extend_from_slice(v.as_bytes());
-                    e
-                })
-                .collect(),
+            env: match args.env_fd {
+                Some(fd) => read_env(inherited_fd(fd)?)?,
+                None => own_env(),
+            },
             cwd: args.cwd.as_bytes().to_vec(),
             uid: args.uid.unwrap_or_else(|| nix::unistd::getuid().as_raw()),
             gid: args.gid.unwrap_or_else(|| nix::unistd::getgid().as_raw()),

@@ -266,6 +266,10 @@ pub struct BootArgs {
     /// FD=PATH: mount the directory served on gofer connection FD at PATH.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// A file with the guest's environment (NUL-terminated entries) instead
+    /// of our own environment.
+    #[arg(long)]
+    pub env_fd: Option<i32>,
     /// A network namespace (an open descriptor) to join instead of a new one.
     #[arg(long)]
     pub netns_fd: Option<i32>,

@@ -231,26 +231,22 @@ fn start_sentry(
 ) -> anyhow::Result<(Child, OwnedFd)> {
     let listener = OwnedFd::from(control::listen(&res.control_path()).context("binding the control socket")?);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
-    let mut boot_args: Vec<OsString> = vec!["boot".into()];
-    for (flag, fd) in [("--control-fd", &listener), ("--ready-fd", &ready_w)] {
-        boot_args.extend([flag.into(), fd.as_raw_fd().to_string().into()]);
-    }
+    let env = env_file(&launch.env)?;
+    let netns = launch.netns.as_deref().map(open_netns).transpose()?;
     let (root_end, bind_ends) = ends.split_first().context("no root gofer")?;
-    boot_args.extend(["--gofer-fd".into(), root_end.as_raw_fd().to_string().into()]);
+    // Every descriptor the sentry inherits, with the flag that names it.
+    let mut fds: Vec<(&str, &OwnedFd)> =
+        vec![("--control-fd", &listener), ("--ready-fd", &ready_w), ("--env-fd", &env), ("--gofer-fd", root_end)];
+    fds.extend(netns.iter().map(|fd| ("--netns-fd", fd)));
+    let mut boot_args: Vec<OsString> = vec!["boot".into()];
+    for (flag, fd) in &fds {
+        boot_args.extend([(*flag).into(), fd.as_raw_fd().to_string().into()]);
+    }
     for (bind, end) in launch.binds.iter().zip(bind_ends) {
         boot_args.extend(["--bind".into(), format!("{}={}", end.as_raw_fd(), bind.destination).into()]);
     }
     if launch.readonly {
         boot_args.push("--read-only-root".into());
-    }
-    let netns = match &launch.netns {
-        Some(path) => Some(OwnedFd::from(
-            std::fs::File::open(path).with_context(|| format!("network namespace {}", path.display()))?,
-        )),
-        None => None,
-    };
-    if let Some(fd) = &netns {
-        boot_args.extend(["--netns-fd".into(), fd.as_raw_fd().to_string().into()]);
     }
     boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
     boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
@@ -262,11 +258,6 @@ fn start_sentry(
     boot_args.extend(launch.args.iter().map(OsString::from));
     let mut boot = husk_command(g, boot_args)?;
     boot.env_clear();
-    for kv in &launch.env {
-        if let Some((k, v)) = kv.split_once('=') {
-            boot.env(k, v);
-        }
-    }
     let session = match console {
         Some(tty) => {
             boot.stdin(tty.try_clone()?).stdout(tty.try_clone()?).stderr(tty);
@@ -274,11 +265,42 @@ fn start_sentry(
         }
         None => Session::New,
     };
-    let mut keep: Vec<i32> = ends.iter().map(AsRawFd::as_raw_fd).collect();
-    keep.extend([listener.as_raw_fd(), ready_w.as_raw_fd()]);
-    keep.extend(netns.as_ref().map(AsRawFd::as_raw_fd));
+    let mut keep: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
+    keep.extend(bind_ends.iter().map(AsRawFd::as_raw_fd));
     let sentry = spawn(&mut boot, &keep, session, join)?;
     Ok((sentry, ready_r))
+}
+
+/// Opens a network namespace named by the spec, refusing anything else
+/// (a FIFO would block us, a device would be opened as root).
+fn open_netns(path: &std::path::Path) -> anyhow::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    const NSFS_MAGIC: libc::c_long = 0x6e73_6673;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("network namespace {}", path.display()))?;
+    let fs = nix::sys::statfs::fstatfs(&f).with_context(|| format!("network namespace {}", path.display()))?;
+    if fs.filesystem_type().0 != NSFS_MAGIC {
+        bail!("network namespace {}: not a namespace file", path.display());
+    }
+    Ok(OwnedFd::from(f))
+}
+
+/// The guest's environment in a memory file for `--env-fd`, read from its
+/// start.
+fn env_file(env: &[String]) -> anyhow::Result<OwnedFd> {
+    use std::io::{Seek, Write};
+    let fd = nix::sys::memfd::memfd_create(c"husk-env", nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)
+        .context("memfd_create")?;
+    let mut f = std::fs::File::from(fd);
+    for e in env {
+        f.write_all(e.as_bytes())?;
+        f.write_all(&[0])?;
+    }
+    f.rewind()?;
+    Ok(OwnedFd::from(f))
 }
 
 /// Opens a pseudo-terminal for the container's console, hands its master
