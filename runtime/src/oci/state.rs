@@ -107,6 +107,9 @@ pub struct Record {
     /// The sandbox's host cgroup, below each hierarchy's root.
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
+    /// husk made the cgroup and removes it at delete.
+    #[serde(default)]
+    pub cgroup_owned: bool,
 }
 
 /// The OCI state of a container (runtime-spec "state"), as `husk state`
@@ -225,8 +228,13 @@ impl Reservation {
     /// Writes the first state; the container now exists for other commands.
     pub fn commit(self, record: Record) -> Result<Container, StateError> {
         let c = Container { dir: self.dir, record, _lock: self.lock };
-        c.save()?;
-        Ok(c)
+        match c.save() {
+            Ok(()) => Ok(c),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&c.dir);
+                Err(e)
+            }
+        }
     }
 
     /// Gives the id back after a failed create.
@@ -243,7 +251,7 @@ impl Container {
     }
 
     pub fn cgroup(&self) -> Option<Cgroup> {
-        self.record.cgroup.as_deref().map(Cgroup::at)
+        self.record.cgroup.as_deref().map(|p| Cgroup::at(p, self.record.cgroup_owned))
     }
 
     /// The status now: a container whose sentry has ended is stopped, one
@@ -286,14 +294,34 @@ impl Container {
     }
 }
 
-/// Replaces `path` with `data`: a temporary file in the same folder,
-/// fsync'ed, then renamed over it.
+/// Replaces `path` with `data`: a new temporary file in the same folder
+/// (never an existing one, nor through a symlink), fsync'ed, then renamed
+/// over it. An existing file keeps its permissions.
 pub fn write_atomically(path: &Path, data: &[u8]) -> Result<(), StateError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}", std::process::id()));
-    let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(data).and_then(|()| f.sync_all()).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.{}.{nanos:x}.{n}", std::process::id()));
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    let written = f
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .and_then(|()| f.write_all(data))
+        .and_then(|()| f.sync_all())
+        .map_err(io(&tmp))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(io(path)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Now, in RFC 3339 (UTC, nanoseconds), as runc writes `created`.
@@ -324,6 +352,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_writes_replace_and_keep_the_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("husk-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("daemon.json");
+        write_atomically(&f, b"one").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomically(&f, b"two").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn dates() {
@@ -364,6 +407,7 @@ mod tests {
             started: false,
             annotations: BTreeMap::new(),
             cgroup: None,
+            cgroup_owned: false,
         };
         let c = r.commit(record).unwrap();
         assert_eq!(c.status(), Status::Created);
