@@ -83,16 +83,25 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
             return Err(e);
         }
     };
+    let sentry = match host_process(&sandbox.sentry) {
+        Ok(p) => p,
+        Err(e) => {
+            sandbox.abort();
+            reservation.abandon();
+            return Err(e);
+        }
+    };
     let record = Record {
         id: args.id.clone(),
         bundle: bundle.dir.clone(),
         rootfs: launch.rootfs.clone(),
-        sentry: host_process(&sandbox.sentry)?,
+        sentry,
         gofers: sandbox.gofers.iter().filter_map(|c| HostProcess::of(i32::try_from(c.id()).ok()?)).collect(),
         created: rfc3339_now(),
         started: false,
         annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
         cgroup: sandbox.cgroup.as_ref().map(|c| c.path().to_path_buf()),
+        cgroup_owned: sandbox.cgroup.as_ref().is_some_and(Cgroup::owned),
     };
     let container = match reservation.commit(record) {
         Ok(c) => c,
@@ -124,7 +133,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
 /// that denies cgroups only earns a warning.
 fn join_cgroup(g: &GlobalArgs, bundle: &Bundle, id: &str) -> anyhow::Result<Option<Cgroup>> {
     let linux = bundle.spec.linux().as_ref();
-    let cgroup = Cgroup::for_container(linux.and_then(|l| l.cgroups_path().as_deref()), id, g.systemd_cgroup);
+    let mut cgroup = Cgroup::for_container(linux.and_then(|l| l.cgroups_path().as_deref()), id, g.systemd_cgroup)?;
     let resources = linux.and_then(|l| l.resources().as_ref());
     let joined = cgroup.create().and_then(|()| resources.map_or(Ok(()), |r| cgroup.apply(r)));
     match joined {
@@ -310,6 +319,12 @@ pub fn open_console(socket: &std::path::Path, (rows, cols): (u16, u16)) -> anyho
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
     let size = nix::pty::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
     let pty = nix::pty::openpty(Some(&size), None).context("opening a pseudo-terminal")?;
+    for fd in [&pty.master, &pty.slave] {
+        // Only the sentry (as its stdio) may hold the console, not the
+        // gofers or other helpers started meanwhile.
+        nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
+            .context("making the console close-on-exec")?;
+    }
     let name = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).context("naming the terminal")?;
     let conn = control::via_dir(socket, |p| std::os::unix::net::UnixStream::connect(p))
         .with_context(|| format!("connecting to the console socket {}", socket.display()))?;

@@ -21,6 +21,8 @@ pub enum CgroupError {
     Io(PathBuf, std::io::Error),
     #[error("cgroup {0}: did not freeze within {1:?}")]
     Freeze(PathBuf, Duration),
+    #[error("cgroupsPath {0:?} names the root cgroup")]
+    Root(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
@@ -32,13 +34,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
 pub struct Cgroup {
     path: PathBuf,
     v2: bool,
+    /// husk made it (and so removes it); a container may also be put in
+    /// an existing cgroup, which then outlives it.
+    owned: bool,
 }
 
 impl Cgroup {
     /// The cgroup the spec names, or `husk/ID`. With `systemd`, a
     /// "slice:prefix:name" path becomes "slice/prefix-name.scope" below
     /// the cgroupfs root (husk does not talk to systemd).
-    pub fn for_container(cgroups_path: Option<&Path>, id: &str, systemd: bool) -> Cgroup {
+    pub fn for_container(cgroups_path: Option<&Path>, id: &str, systemd: bool) -> Result<Cgroup, CgroupError> {
         let raw = cgroups_path.map(|p| p.to_string_lossy().into_owned());
         let path = match raw {
             Some(p) if systemd && p.split(':').count() == 3 => {
@@ -48,14 +53,23 @@ impl Cgroup {
             Some(p) => PathBuf::from(p.trim_start_matches('/')),
             None => PathBuf::from("husk").join(id),
         };
-        Cgroup::at(&path)
+        let cgroup = Cgroup::at(&path, false);
+        if cgroup.path.as_os_str().is_empty() {
+            return Err(CgroupError::Root(path.to_string_lossy().into_owned()));
+        }
+        Ok(cgroup)
     }
 
-    /// The cgroup at `path` in this host's layout.
-    pub fn at(path: &Path) -> Cgroup {
+    /// The cgroup at `path` in this host's layout (`..` cannot leave the
+    /// hierarchy); `owned` if husk made it.
+    pub fn at(path: &Path, owned: bool) -> Cgroup {
         let v2 = Path::new(CGROUP_ROOT).join("cgroup.controllers").exists();
         let path = path.components().filter(|c| matches!(c, std::path::Component::Normal(_))).collect();
-        Cgroup { path, v2 }
+        Cgroup { path, v2, owned }
+    }
+
+    pub fn owned(&self) -> bool {
+        self.owned
     }
 
     pub fn path(&self) -> &Path {
@@ -90,8 +104,10 @@ impl Cgroup {
         std::fs::write(&f, value).map_err(io(&f))
     }
 
-    /// Creates the cgroup (and, on v2, enables the controllers for it).
-    pub fn create(&self) -> Result<(), CgroupError> {
+    /// Creates the cgroup (and, on v2, enables the controllers for it);
+    /// it is ours to remove unless it existed already.
+    pub fn create(&mut self) -> Result<(), CgroupError> {
+        self.owned = !self.dirs().iter().any(|d| d.exists());
         if self.v2 {
             self.enable_v2_controllers()?;
         }
@@ -225,8 +241,12 @@ impl Cgroup {
         }
     }
 
-    /// Removes the cgroup once its processes are gone (bounded wait).
+    /// Removes the cgroup, if husk made it, once its processes are gone
+    /// (bounded wait).
     pub fn destroy(&self) {
+        if !self.owned {
+            return;
+        }
         let deadline = Instant::now() + SETTLE;
         for d in self.dirs() {
             loop {
@@ -347,13 +367,16 @@ mod tests {
 
     #[test]
     fn paths() {
-        let c = Cgroup::for_container(Some(Path::new("/docker/abc")), "abc", false);
+        let c = Cgroup::for_container(Some(Path::new("/docker/abc")), "abc", false).unwrap();
         assert_eq!(c.path(), Path::new("docker/abc"));
-        let c = Cgroup::for_container(Some(Path::new("system.slice:docker:abc")), "abc", true);
+        let c = Cgroup::for_container(Some(Path::new("system.slice:docker:abc")), "abc", true).unwrap();
         assert_eq!(c.path(), Path::new("system.slice/docker-abc.scope"));
-        let c = Cgroup::for_container(None, "x1", false);
+        let c = Cgroup::for_container(None, "x1", false).unwrap();
         assert_eq!(c.path(), Path::new("husk/x1"));
-        let c = Cgroup::for_container(Some(Path::new("/a/../../etc")), "x", false);
+        let c = Cgroup::for_container(Some(Path::new("/a/../../etc")), "x", false).unwrap();
         assert_eq!(c.path(), Path::new("a/etc"), "no way out of the hierarchy");
+        for root in ["", "/", "/..", "../."] {
+            assert!(Cgroup::for_container(Some(Path::new(root)), "x", false).is_err(), "{root:?}");
+        }
     }
 }
