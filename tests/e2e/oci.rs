@@ -94,7 +94,7 @@ impl Oci {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("");
         assert!(stat.is_empty() || state == "Z", "sentry {pid} still runs: {stat}");
-        for cg in ["memory", "pids", "freezer", "unified"] {
+        for cg in ["memory", "pids", "freezer", "unified", ""] {
             let p = Path::new("/sys/fs/cgroup").join(cg).join("husk").join(id);
             assert!(!p.exists(), "{} left behind", p.display());
         }
@@ -357,4 +357,26 @@ fn a_containers_init_gets_only_the_signals_it_handles() {
     oci.husk(&["kill", &id, "KILL"]).assert_code(0);
     oci.wait_for(&id, "stopped");
     oci.husk(&["delete", &id]).assert_code(0);
+}
+
+#[test]
+fn husk_run_lets_other_commands_in_while_it_waits() {
+    let oci = Oci::new(&["sleep", "2"], serde_json::json!({}));
+    let id = unique("runlock");
+    let mut run = oci
+        .cmd(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !oci.root.join(&id).join("state.json").exists() {
+        assert!(Instant::now() < deadline, "husk run never created {id}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    oci.wait_for(&id, "running");
+    let exec = oci.husk(&["exec", &id, "true"]);
+    exec.assert_code(0);
+    assert!(run.wait().unwrap().success());
+    oci.assert_gone(&id, 0);
 }

@@ -109,7 +109,11 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<(ExecS
         bail!("no command to exec");
     }
     let mut env = process.env().clone().unwrap_or_default();
-    env.extend(args.env.iter().cloned());
+    for kv in &args.env {
+        let key = kv.split_once('=').map_or(kv.as_str(), |(k, _)| k);
+        env.retain(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k) != key);
+        env.push(kv.clone());
+    }
     let cwd = args.cwd.clone().unwrap_or_else(|| process.cwd().to_string_lossy().into_owned());
     let (mut uid, mut gid) = (process.user().uid(), process.user().gid());
     if let Some(u) = &args.user {

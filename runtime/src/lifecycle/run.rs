@@ -1,29 +1,35 @@
 //! `husk run`: create and start a container; unless detached, wait for it,
 //! delete it and exit with its status.
 
-use super::create::create;
+use super::create::{create, Created};
 use super::delete::delete;
 use super::start::{poststart, start};
 use crate::cli::{GlobalArgs, RunArgs};
+use crate::oci::state::StateRoot;
 use crate::sandbox::{exit_code, forward_signals};
 use anyhow::Context as _;
 
 pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
-    let mut created = create(g, &args.create)?;
-    if let Err(e) = start(&mut created.container) {
-        delete(created.container);
+    let Created { mut container, bundle, mut sandbox } = create(g, &args.create)?;
+    if let Err(e) = start(&mut container) {
+        delete(container);
         return Err(e);
     }
-    poststart(&created.container, &created.bundle);
+    poststart(&container, &bundle);
     if args.detach {
         return Ok(0);
     }
-    let sandbox = &mut created.sandbox;
+    // Other commands (state, exec, kill) must not wait for our lock.
+    drop(container);
     forward_signals(sandbox.sentry.id(), true)?;
     let status = sandbox.sentry.wait().context("waiting for the sentry")?;
     for gofer in &mut sandbox.gofers {
         let _ = gofer.wait();
     }
-    delete(created.container);
+    // Someone may have deleted it meanwhile.
+    match StateRoot::new(&g.root).open(&args.create.id) {
+        Ok(c) => delete(c),
+        Err(e) => log::debug!("{e}"),
+    }
     Ok(exit_code(status))
 }
