@@ -173,9 +173,22 @@ impl Oci {
 }
 
 impl Drop for Oci {
+    /// Unmounts the host's / and removes what we made — never recursively
+    /// below the mount point, in case it is still mounted.
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.rootfs).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let unmounted = Command::new("umount").arg(&self.rootfs).status().is_ok_and(|s| s.success());
+        if !unmounted || std::fs::remove_dir(&self.rootfs).is_err() {
+            eprintln!("husk-bench: {} is still mounted; left in place", self.rootfs.display());
+            return;
+        }
+        let bundle = self.dir.join("bundle");
+        let _ = std::fs::remove_file(bundle.join("config.json"));
+        let _ = std::fs::remove_dir(bundle);
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            // The runtimes' state roots: empty once every run was deleted.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
