@@ -5,7 +5,6 @@ use crate::cli::{GlobalArgs, IdArgs};
 use crate::oci::control;
 use crate::oci::state::{StateRoot, Status};
 use anyhow::bail;
-use husk_sentry::control::protocol::ExitLine;
 
 pub fn run(g: &GlobalArgs, args: IdArgs) -> anyhow::Result<i32> {
     let c = StateRoot::new(&g.root).open(&args.id)?;
@@ -15,10 +14,7 @@ pub fn run(g: &GlobalArgs, args: IdArgs) -> anyhow::Result<i32> {
     let path = c.control_path();
     // Other commands (kill, delete) must not wait for our lock.
     drop(c);
-    let code = match control::wait(&path)? {
-        ExitLine::Code(c) => c,
-        ExitLine::Signal(s) => 128 + s,
-    };
+    let code = control::wait(&path)?.code();
     println!("{}", serde_json::json!({ "id": args.id, "exitStatus": code }));
     Ok(code)
 }

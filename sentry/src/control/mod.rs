@@ -17,8 +17,10 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Weak};
 
-/// How long a client may take to send its request.
-const REQUEST_TIMEOUT_MS: i32 = 5000;
+/// How long a client may take to send its whole request.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// What one receive reads at most.
+const CHUNK: usize = 64 << 10;
 
 /// The descriptors the runtime gives a sentry it drives over the control
 /// socket.
@@ -37,8 +39,19 @@ pub struct Lifecycle {
     started: Mutex<bool>,
     cv: Condvar,
     ready: Mutex<Option<File>>,
-    /// Connections of `wait` requests, answered when the container exits.
-    waiters: Mutex<Vec<File>>,
+    /// `wait` requests: answered when the container exits, or at once
+    /// once it has.
+    waiters: Mutex<Waiters>,
+}
+
+#[derive(Default)]
+struct Waiters {
+    exited: Option<ExitStatus>,
+    conns: Vec<File>,
+}
+
+fn exit_reply(status: ExitStatus) -> String {
+    protocol::encode_reply(&Ok(Vec::new())) + &ExitLine::from(status).encode()
 }
 
 impl Lifecycle {
@@ -47,19 +60,27 @@ impl Lifecycle {
             started: Mutex::new(false),
             cv: Condvar::new(),
             ready: Mutex::new(Some(File::from(ready))),
-            waiters: Mutex::new(Vec::new()),
+            waiters: Mutex::new(Waiters::default()),
         }
     }
 
     /// Tells every `wait` request how the container ended.
     pub fn exited(&self, status: ExitStatus) {
-        let line = match status {
-            ExitStatus::Code(c) => ExitLine::Code(c),
-            ExitStatus::Signal(s) => ExitLine::Signal(s),
-        };
-        let reply = protocol::encode_reply(&Ok(Vec::new())) + &line.encode();
-        for mut w in self.waiters.lock().drain(..) {
-            let _ = w.write_all(reply.as_bytes());
+        let mut w = self.waiters.lock();
+        w.exited = Some(status);
+        for mut conn in w.conns.drain(..) {
+            let _ = conn.write_all(exit_reply(status).as_bytes());
+        }
+    }
+
+    /// Answers `conn` when the container has exited.
+    fn add_waiter(&self, mut conn: File) {
+        let mut w = self.waiters.lock();
+        match w.exited {
+            Some(status) => {
+                let _ = conn.write_all(exit_reply(status).as_bytes());
+            }
+            None => w.conns.push(conn),
         }
     }
 
@@ -114,7 +135,13 @@ pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> s
         // SAFETY: accept4 just created `fd` and nothing else owns it.
         let conn = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         let Some(k) = kernel.upgrade() else { return };
-        serve_one(&k, &life, conn);
+        // One thread per connection: a slow client holds up only itself.
+        let life = life.clone();
+        if let Err(e) =
+            std::thread::Builder::new().name("control-conn".into()).spawn(move || serve_one(&k, &life, conn))
+        {
+            log::warn!("control socket: cannot serve a connection: {e}");
+        }
     })?;
     Ok(())
 }
@@ -122,7 +149,7 @@ pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> s
 fn serve_one(k: &Arc<Kernel>, life: &Lifecycle, mut conn: File) {
     let reply = match read_request(&conn) {
         Ok((Request::Wait, _)) => {
-            life.waiters.lock().push(conn);
+            life.add_waiter(conn);
             return;
         }
         Ok((Request::Exec(spec), fds)) => match exec(k, spec, fds, conn) {
@@ -150,20 +177,28 @@ fn failure(e: &std::io::Error) -> Failure {
 struct Incoming {
     bytes: Vec<u8>,
     fds: Vec<OwnedFd>,
+    chunk: Vec<u8>,
+    deadline: std::time::Instant,
 }
 
 impl Incoming {
-    /// Receives more, waiting at most REQUEST_TIMEOUT_MS; false at EOF.
+    fn new() -> Incoming {
+        let deadline = std::time::Instant::now() + REQUEST_TIMEOUT;
+        Incoming { bytes: Vec::new(), fds: Vec::new(), chunk: vec![0u8; CHUNK], deadline }
+    }
+
+    /// Receives more before the request's deadline; false at EOF.
     fn receive(&mut self, conn: &File) -> std::io::Result<bool> {
         use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        let left_ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
         let mut pfd = libc::pollfd { fd: conn.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: poll reads and writes one pollfd we own.
-        if unsafe { libc::poll(&mut pfd, 1, REQUEST_TIMEOUT_MS) } <= 0 {
+        if left_ms == 0 || unsafe { libc::poll(&mut pfd, 1, left_ms) } <= 0 {
             return Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT));
         }
-        let mut chunk = vec![0u8; 64 << 10];
         let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
-        let mut iov = [std::io::IoSliceMut::new(&mut chunk)];
+        let mut iov = [std::io::IoSliceMut::new(&mut self.chunk)];
         let msg = recvmsg::<()>(conn.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
         for c in msg.cmsgs()? {
             if let ControlMessageOwned::ScmRights(fds) = c {
@@ -172,17 +207,19 @@ impl Incoming {
             }
         }
         let n = msg.bytes;
-        self.bytes.extend_from_slice(&chunk[..n]);
+        self.bytes.extend_from_slice(&self.chunk[..n]);
         Ok(n > 0)
     }
 }
 
 /// Reads one request: its line and, for `exec`, its payload.
 fn read_request(conn: &File) -> Result<(Request, Vec<OwnedFd>), Failure> {
-    let mut inc = Incoming { bytes: Vec::new(), fds: Vec::new() };
+    let mut inc = Incoming::new();
     let nl = loop {
-        if let Some(nl) = inc.bytes.iter().position(|&b| b == b'\n') {
-            break nl;
+        match inc.bytes.iter().position(|&b| b == b'\n') {
+            Some(nl) if nl <= protocol::MAX_REQUEST => break nl,
+            Some(_) => return Err((libc::EINVAL, "control request line too long".into())),
+            None => {}
         }
         if inc.bytes.len() >= protocol::MAX_REQUEST || !inc.receive(conn).map_err(|e| failure(&e))? {
             return Err((libc::EINVAL, "incomplete control request".into()));
@@ -234,8 +271,7 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         let pid = process.pid;
         let _ = conn.write_all(protocol::encode_reply(&Ok(vec![pid.to_string()])).as_bytes());
         let line = match process.run() {
-            Ok(ExitStatus::Code(c)) => ExitLine::Code(c),
-            Ok(ExitStatus::Signal(s)) => ExitLine::Signal(s),
+            Ok(status) => ExitLine::from(status),
             Err(e) => {
                 log::warn!("exec'd process {pid}: {e}");
                 ExitLine::Signal(libc::SIGKILL)

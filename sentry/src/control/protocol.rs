@@ -139,7 +139,24 @@ pub enum ExitLine {
     Signal(i32),
 }
 
+impl From<crate::kernel::ExitStatus> for ExitLine {
+    fn from(s: crate::kernel::ExitStatus) -> ExitLine {
+        match s {
+            crate::kernel::ExitStatus::Code(c) => ExitLine::Code(c),
+            crate::kernel::ExitStatus::Signal(s) => ExitLine::Signal(s),
+        }
+    }
+}
+
 impl ExitLine {
+    /// The shell's view of it: the code, or 128+N for signal N.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitLine::Code(c) => c,
+            ExitLine::Signal(s) => 128 + s,
+        }
+    }
+
     pub fn encode(&self) -> String {
         match self {
             ExitLine::Code(c) => format!("exit code {c}\n"),
