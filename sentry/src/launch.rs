@@ -93,6 +93,8 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         Ok(_) => Ok(Launched { pid, task }),
         Err(e) => {
             task.finish(ExitStatus::Code(127));
+            // Nobody waits for a process that never ran.
+            kernel.procs.remove(pid);
             Err(LaunchError::Exec { name, errno: e })
         }
     }
