@@ -2,6 +2,7 @@
 //! init process's status, or dies of the same signal.
 
 use crate::cli::{BootArgs, GlobalArgs};
+use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
 use husk_sentry::boot::{boot, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
@@ -10,16 +11,6 @@ use husk_sentry::launch::{LaunchError, ProcessSpec};
 use std::io::Read as _;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-
-/// Takes ownership of an inherited descriptor named on the command line.
-fn inherited_fd(fd: i32) -> anyhow::Result<OwnedFd> {
-    // SAFETY: F_GETFD only inspects the descriptor.
-    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        anyhow::bail!("descriptor {fd} is not open");
-    }
-    // SAFETY: the runtime handed this descriptor to us for our exclusive use.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
 
 /// A private, close-on-exec duplicate of one of our standard streams.
 fn dup_stdio(fd: i32) -> anyhow::Result<OwnedFd> {
@@ -43,6 +34,17 @@ fn binds(args: &[String]) -> anyhow::Result<Vec<(OwnedFd, Vec<u8>)>> {
             let (fd, path) = b.split_once('=').with_context(|| format!("--bind {b:?}: want FD=PATH"))?;
             let fd = fd.parse().with_context(|| format!("--bind {b:?}: bad descriptor"))?;
             Ok((inherited_fd(fd)?, path.as_bytes().to_vec()))
+        })
+        .collect()
+}
+
+/// `--tmpfs PATH=MODE` arguments.
+fn tmpfs(args: &[String]) -> anyhow::Result<Vec<(Vec<u8>, u32)>> {
+    args.iter()
+        .map(|t| {
+            let (path, mode) = t.rsplit_once('=').with_context(|| format!("--tmpfs {t:?}: want PATH=MODE"))?;
+            let mode = u32::from_str_radix(mode, 8).with_context(|| format!("--tmpfs {t:?}: bad mode"))?;
+            Ok((path.as_bytes().to_vec(), mode))
         })
         .collect()
 }
@@ -86,6 +88,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         binds: binds(&args.binds)?,
+        tmpfs: tmpfs(&args.tmpfs)?,
         read_only_root: args.read_only_root,
         netns: args.netns_fd.map(inherited_fd).transpose()?,
         control: match (args.control_fd, args.ready_fd) {

@@ -266,6 +266,9 @@ pub struct BootArgs {
     /// FD=PATH: mount the directory served on gofer connection FD at PATH.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// PATH=MODE (octal): mount a tmpfs at PATH.
+    #[arg(long)]
+    pub tmpfs: Vec<String>,
     /// A file with the guest's environment (NUL-terminated entries) instead
     /// of our own environment.
     #[arg(long)]
@@ -353,11 +356,9 @@ pub struct ExecArgs {
 
 #[derive(Args, Debug)]
 pub struct ExecWaitArgs {
+    /// The control connection the exec'd process's status comes on.
     #[arg(long)]
     pub fd: i32,
-    /// The guest pid of the process waited for.
-    #[arg(long)]
-    pub pid: i32,
 }
 
 #[derive(Args, Debug)]

@@ -12,7 +12,7 @@ use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
-use crate::vfs::{Dentry, NewNode, Node, SetAttr, SetTime};
+use crate::vfs::{NewNode, Node, SetAttr, SetTime};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 
@@ -29,6 +29,8 @@ pub struct BootConfig {
     /// Directories served by gofers of their own (bind mounts): each
     /// connection and the path it is mounted at.
     pub binds: Vec<(OwnedFd, Vec<u8>)>,
+    /// tmpfs mounts beyond the sentry's own: where, and the root's mode.
+    pub tmpfs: Vec<(Vec<u8>, u32)>,
     /// A network namespace to join instead of creating one.
     pub netns: Option<OwnedFd>,
     /// Mount the root filesystem's gofer directly, without the in-memory
@@ -89,23 +91,22 @@ fn boot_with(
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
     let root = writable_root(lower)?;
-    let root = if cfg.read_only_root {
-        // Mount points are made while the root still takes them.
-        let binds = cfg.binds.iter().map(|(_, p)| p.as_slice());
-        for path in SYSTEM_MOUNT_POINTS.iter().copied().chain(binds) {
-            make_dirs(&root, path);
-        }
-        ReadOnly::wrap(root)
-    } else {
-        root
-    };
+    // Mount points are made while the root still takes them (in its
+    // in-memory layer, never on the host).
+    let extra = cfg.binds.iter().map(|(_, p)| p.as_slice()).chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
+    make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
+    let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: life.is_some() };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
-    mount_system_filesystems(&kernel).map_err(BootError::Root)?;
+    mount_system_filesystems(&kernel);
     for (sock, path) in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
         let fs = gofer::new_gofer_fs(sock).map_err(fail)?;
         mount_at(&kernel, &path, fs, "9p").map_err(fail)?;
+    }
+    for (path, mode) in cfg.tmpfs {
+        let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
+        mount_at(&kernel, &path, Tmpfs::new(mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
@@ -141,40 +142,49 @@ fn writable_root(lower: Arc<dyn Node>) -> Result<Arc<dyn Node>, BootError> {
     Ok(overlay::new_overlay(upper, lower))
 }
 
-/// Mounts `fs` at `path`, creating the mount point when the image lacks it.
+/// Mounts `fs` on the directory `path`.
 fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> Result<(), Errno> {
     let ns = &kernel.mounts;
     let creds = Credentials::new(0, 0);
     let w = Walker { ns, root: ns.root(), creds: &creds };
-    let d = ensure_dir(&w, path)?;
+    let d = w.resolve(&w.root, path, true)?;
     ns.mount(&d, fs, fs_type, fs_type)
 }
 
 /// Where the sentry mounts its own filesystems.
 const SYSTEM_MOUNT_POINTS: [&[u8]; 5] = [b"/proc", b"/dev", b"/dev/shm", b"/sys", b"/tmp"];
 
-/// Creates the directories of absolute `path` below `root` that do not
-/// exist (best effort: a component that is not a directory stops it, and
-/// the mount there then fails with a clear error).
-fn make_dirs(root: &Arc<dyn Node>, path: &[u8]) {
-    let mut dir = root.clone();
-    for name in path.split(|&b| b == b'/').filter(|n| !n.is_empty() && *n != b".") {
-        if name == b".." {
-            return;
-        }
-        if let Err(Errno::ENOENT) = dir.lookup(name) {
-            let _ = dir.mkdir(name, NewNode { mode: 0o755, uid: 0, gid: 0 });
-        }
-        match dir.lookup(name) {
-            Ok(next) => dir = next,
-            Err(_) => return,
+/// Creates the directories (and their parents) of every path in `paths`
+/// that the root filesystem lacks, following its symlinks as a guest
+/// would. A path that cannot be made is logged; mounting there fails
+/// later with the reason.
+fn make_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = &'a [u8]>) {
+    let ns = crate::vfs::MountNamespace::new(root.clone(), "overlay", "root");
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
+    for path in paths {
+        if let Err(e) = make_dirs(&w, path) {
+            log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
         }
     }
 }
 
-/// Mounts /proc, /dev, /dev/shm, /sys and /tmp. A read-only root that
-/// lacks one of the mount points goes without it.
-fn mount_system_filesystems(kernel: &Arc<Kernel>) -> Result<(), Errno> {
+fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
+    let mut prefix = Vec::new();
+    for name in path.split(|&b| b == b'/').filter(|n| !n.is_empty()) {
+        prefix.push(b'/');
+        prefix.extend_from_slice(name);
+        if let Err(Errno::ENOENT) = w.resolve(&w.root, &prefix, true) {
+            let pn = w.resolve_parent(&w.root, &prefix)?;
+            pn.parent.node.mkdir(&pn.name, NewNode { mode: 0o755, uid: 0, gid: 0 })?;
+        }
+    }
+    Ok(())
+}
+
+/// Mounts /proc, /dev, /dev/shm, /sys and /tmp; a root where one of them
+/// cannot be (say, a file in its place) goes without it.
+fn mount_system_filesystems(kernel: &Arc<Kernel>) {
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
         (devfs::new_devfs(kernel.host_terminals.clone()), "devtmpfs"),
@@ -183,25 +193,9 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) -> Result<(), Errno> {
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
     ];
     for (path, (fs, fs_type)) in SYSTEM_MOUNT_POINTS.into_iter().zip(filesystems) {
-        match mount_at(kernel, path, fs, fs_type) {
-            Err(Errno::EROFS) => log::warn!("{}: no mount point in the read-only root", String::from_utf8_lossy(path)),
-            r => r?,
+        if let Err(e) = mount_at(kernel, path, fs, fs_type) {
+            log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
-    }
-    Ok(())
-}
-
-/// Resolves a directory, creating it (in the overlay's upper layer) if
-/// missing.
-fn ensure_dir(w: &Walker<'_>, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
-    match w.resolve(&w.root, path, true) {
-        Ok(d) => Ok(d),
-        Err(Errno::ENOENT) => {
-            let pn = w.resolve_parent(&w.root, path)?;
-            pn.parent.node.mkdir(&pn.name, NewNode { mode: 0o755, uid: 0, gid: 0 })?;
-            w.resolve(&w.root, path, true)
-        }
-        Err(e) => Err(e),
     }
 }
 

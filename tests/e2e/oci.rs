@@ -263,20 +263,25 @@ fn bind_mounts_and_a_read_only_root() {
     std::fs::create_dir_all(&rw).unwrap();
     std::fs::create_dir_all(&ro).unwrap();
     std::fs::write(ro.join("in.txt"), "from the host\n").unwrap();
-    let script = "cat /ro/in.txt; echo from the guest > /rw/out.txt; \
+    let script = "cat /ro/in.txt; echo from the guest > /new/deep/rw/out.txt; \
                   echo x > /ro/new 2>/dev/null || echo ro refused; \
                   echo x > /etc/husk-probe 2>/dev/null || echo root refused; \
-                  echo y > /tmp/scratch && echo tmp writable";
+                  echo y > /tmp/scratch && echo tmp writable; \
+                  echo z > /run-husk/z && stat -c %a /run-husk";
     let mount = |dir: &Path, dest: &str, opts: &[&str]| serde_json::json!({ "destination": dest, "type": "bind", "source": dir, "options": opts });
     let extra = serde_json::json!({
         "root": { "path": "/", "readonly": true },
-        "mounts": [mount(&rw, "/rw", &["rbind"]), mount(&ro, "/ro", &["rbind", "ro"])],
+        "mounts": [
+            mount(&rw, "/new/deep/rw", &["rbind"]),
+            mount(&ro, "/ro", &["rbind", "ro"]),
+            { "destination": "/run-husk", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=750"] },
+        ],
     });
     let oci = Oci::new(&["sh", "-c", script], extra);
     let id = unique("binds");
     let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
     r.assert_code(0);
-    assert_eq!(r.stdout_str(), "from the host\nro refused\nroot refused\ntmp writable\n", "{}", r.describe());
+    assert_eq!(r.stdout_str(), "from the host\nro refused\nroot refused\ntmp writable\n750\n", "{}", r.describe());
     assert_eq!(std::fs::read_to_string(rw.join("out.txt")).unwrap(), "from the guest\n");
     assert!(!ro.join("new").exists());
     assert!(!Path::new("/etc/husk-probe").exists());

@@ -113,7 +113,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     let finish = || -> anyhow::Result<()> {
         if let Some(p) = &args.pid_file {
             let pid = container.record.sentry.pid.to_string();
-            write_atomically(&absolute(p)?, pid.as_bytes()).context("writing the pid file")?;
+            write_atomically(&std::path::absolute(p)?, pid.as_bytes()).context("writing the pid file")?;
         }
         run_hooks(&container, &bundle, HookStage::Created)?;
         Ok(())
@@ -154,10 +154,6 @@ fn limits_anything(r: &oci_spec::runtime::LinuxResources) -> bool {
     r.memory().as_ref().is_some_and(|m| m.limit().is_some_and(|l| l > 0))
         || r.cpu().as_ref().is_some_and(|c| c.quota().is_some_and(|q| q > 0) || c.shares().is_some())
         || r.pids().as_ref().is_some_and(|p| p.limit() > 0)
-}
-
-fn absolute(p: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
-    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
 }
 
 fn host_process(child: &Child) -> anyhow::Result<HostProcess> {
@@ -253,6 +249,9 @@ fn start_sentry(
     }
     for (bind, end) in launch.binds.iter().zip(bind_ends) {
         boot_args.extend(["--bind".into(), format!("{}={}", end.as_raw_fd(), bind.destination).into()]);
+    }
+    for (path, mode) in &launch.tmpfs {
+        boot_args.extend(["--tmpfs".into(), format!("{path}={mode:o}").into()]);
     }
     if launch.readonly {
         boot_args.push("--read-only-root".into());

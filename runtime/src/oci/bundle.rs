@@ -11,8 +11,8 @@ const DEFAULT_MEMORY_MB: u64 = 4096;
 pub enum BundleError {
     #[error("{0}: {1}")]
     Read(PathBuf, std::io::Error),
-    #[error("{path}: invalid JSON at line {line}, column {column}: {msg}")]
-    Json { path: PathBuf, line: usize, column: usize, msg: String },
+    #[error(transparent)]
+    Json(#[from] super::json::JsonError),
     #[error("config.json: {0}")]
     Invalid(String),
 }
@@ -33,6 +33,8 @@ pub struct Launch {
     /// them in the sandbox's memory.
     pub readonly: bool,
     pub binds: Vec<Bind>,
+    /// tmpfs mounts the sentry does not provide itself: where, and mode.
+    pub tmpfs: Vec<(String, u32)>,
     /// linux.namespaces' network path: the sentry joins it.
     pub netns: Option<PathBuf>,
     pub args: Vec<String>,
@@ -57,12 +59,7 @@ impl Bundle {
         let dir = dir.canonicalize().map_err(|e| BundleError::Read(dir.to_path_buf(), e))?;
         let path = dir.join("config.json");
         let text = std::fs::read_to_string(&path).map_err(|e| BundleError::Read(path.clone(), e))?;
-        let spec = serde_json::from_str::<Spec>(&text).map_err(|e| BundleError::Json {
-            path,
-            line: e.line(),
-            column: e.column(),
-            msg: e.to_string(),
-        })?;
+        let spec: Spec = super::json::parse(path.display(), &text)?;
         Ok(Bundle { dir, spec })
     }
 
@@ -91,6 +88,7 @@ impl Bundle {
             readonly: root.readonly().unwrap_or(false),
             binds: self.binds()?,
             netns: self.netns(),
+            tmpfs: self.tmpfs()?,
             rootfs,
             args,
             env: process.env().clone().unwrap_or_default(),
@@ -175,6 +173,38 @@ impl Bundle {
     }
 }
 
+/// Is `dest` in a filesystem the sentry provides (/proc, /dev, /sys)?
+fn sentry_owned(dest: &str) -> bool {
+    ["/proc", "/dev", "/sys"].iter().any(|p| dest == *p || dest.starts_with(&format!("{p}/")))
+}
+
+impl Bundle {
+    /// tmpfs mounts other than the sentry's own (/tmp, and those in /dev),
+    /// with the mode from their `mode=` option (1777 if none).
+    fn tmpfs(&self) -> Result<Vec<(String, u32)>, BundleError> {
+        let mut out = Vec::new();
+        for m in self.spec.mounts().iter().flatten().filter(|m| m.typ().as_deref() == Some("tmpfs")) {
+            let dest = m.destination().to_string_lossy().into_owned();
+            if sentry_owned(&dest) || dest == "/tmp" {
+                continue;
+            }
+            if !dest.starts_with('/') {
+                return Err(BundleError::Invalid(format!("mount destination {dest:?} is not absolute")));
+            }
+            let mode = m.options().iter().flatten().find_map(|o| o.strip_prefix("mode="));
+            let mode = match mode {
+                Some(m) => u32::from_str_radix(m, 8)
+                    .ok()
+                    .filter(|&m| m <= 0o7777)
+                    .ok_or_else(|| BundleError::Invalid(format!("tmpfs {dest}: bad mode={m}")))?,
+                None => 0o1777,
+            };
+            out.push((dest, mode));
+        }
+        Ok(out)
+    }
+}
+
 /// What a mount binds from the host.
 enum BindSource {
     Directory(PathBuf),
@@ -186,8 +216,7 @@ enum BindSource {
 fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
     let is_bind = m.typ().as_deref().is_none_or(|t| t == "bind")
         || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
-    let dest = m.destination().to_string_lossy();
-    let sentry_owned = ["/proc", "/dev", "/sys"].iter().any(|p| dest == *p || dest.starts_with(&format!("{p}/")));
+    let sentry_owned = sentry_owned(&m.destination().to_string_lossy());
     let Some(source) = m.source().as_ref().map(|s| bundle.join(s)).filter(|_| is_bind && !sentry_owned) else {
         return BindSource::Other;
     };
