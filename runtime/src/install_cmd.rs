@@ -16,10 +16,9 @@ fn load(path: &Path) -> anyhow::Result<Map<String, Value>> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => bail!("{}: not a JSON object", path.display()),
-        Err(e) => bail!("{}: invalid JSON at line {}, column {}: {e}", path.display(), e.line(), e.column()),
+    match crate::oci::json::parse(path.display(), &text)? {
+        Value::Object(m) => Ok(m),
+        _ => bail!("{}: not a JSON object", path.display()),
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use std::ffi::{CString, OsString};
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command};
 
@@ -144,4 +144,14 @@ pub fn die_of(sig: i32) -> ! {
     // SAFETY: raise takes an integer; the process is about to end anyway.
     unsafe { libc::raise(sig) };
     std::process::exit(128 + sig)
+}
+
+/// Takes ownership of an inherited descriptor named on the command line.
+pub fn inherited_fd(fd: i32) -> anyhow::Result<OwnedFd> {
+    // SAFETY: F_GETFD only inspects the descriptor.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        anyhow::bail!("descriptor {fd} is not open");
+    }
+    // SAFETY: the runtime handed this descriptor to us for our exclusive use.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

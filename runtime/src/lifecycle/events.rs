@@ -13,7 +13,7 @@ fn parse_interval(s: &str) -> anyhow::Result<Duration> {
     let d = match unit {
         "ms" => Duration::from_millis(n),
         "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
+        "m" => Duration::from_secs(n.checked_mul(60).with_context(|| format!("interval {s:?} is too long"))?),
         _ => bail!("bad interval {s:?}: use ms, s or m"),
     };
     if d.is_zero() {
@@ -53,5 +53,6 @@ mod tests {
         assert!(parse_interval("0s").is_err());
         assert!(parse_interval("5h").is_err());
         assert!(parse_interval("x").is_err());
+        assert!(parse_interval(&format!("{}m", u64::MAX)).is_err());
     }
 }

@@ -9,11 +9,11 @@ use crate::cli::{ExecArgs, ExecWaitArgs, GlobalArgs};
 use crate::oci::bundle::{console_size, Bundle};
 use crate::oci::control::{self, ExecHandle};
 use crate::oci::state::{write_atomically, StateRoot, Status};
-use crate::sandbox::{die_of, husk_command, spawn, Session};
+use crate::sandbox::{die_of, husk_command, inherited_fd, spawn, Session};
 use anyhow::{bail, Context as _};
 use husk_sentry::control::protocol::{ExecSpec, ExitLine};
 use oci_spec::runtime::Process;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 
@@ -40,17 +40,10 @@ pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
     if !args.detach {
         // We are the host process that ends as the exec'd one does.
         write_pid_file(&args, i32::try_from(std::process::id()).context("pid")?)?;
-        return Ok(exit_code(handle.wait()));
+        return Ok(handle.wait().code());
     }
-    let guest_pid = handle.pid;
     let stream = OwnedFd::from(handle.into_stream());
-    let wait_args = [
-        "exec-wait".into(),
-        "--fd".into(),
-        stream.as_raw_fd().to_string().into(),
-        "--pid".into(),
-        guest_pid.to_string().into(),
-    ];
+    let wait_args = ["exec-wait".into(), "--fd".into(), stream.as_raw_fd().to_string().into()];
     let mut cmd = husk_command(g, wait_args)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], Session::New, &[])?;
@@ -60,29 +53,16 @@ pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
 
 fn write_pid_file(args: &ExecArgs, pid: i32) -> anyhow::Result<()> {
     if let Some(p) = &args.pid_file {
-        let p = if p.is_absolute() { p.clone() } else { std::env::current_dir()?.join(p) };
-        write_atomically(&p, pid.to_string().as_bytes()).context("writing the pid file")?;
+        write_atomically(&std::path::absolute(p)?, pid.to_string().as_bytes()).context("writing the pid file")?;
     }
     Ok(())
-}
-
-fn exit_code(line: ExitLine) -> i32 {
-    match line {
-        ExitLine::Code(c) => c,
-        ExitLine::Signal(s) => 128 + s,
-    }
 }
 
 /// `husk exec-wait`: holds the exec'd process's connection and ends as
 /// the process did.
 pub fn wait(args: ExecWaitArgs) -> anyhow::Result<i32> {
-    // SAFETY: F_GETFD only inspects the descriptor.
-    if args.fd < 0 || unsafe { libc::fcntl(args.fd, libc::F_GETFD) } < 0 {
-        bail!("descriptor {} is not open", args.fd);
-    }
-    // SAFETY: `husk exec` handed this connected socket to us alone.
-    let stream = UnixStream::from(unsafe { OwnedFd::from_raw_fd(args.fd) });
-    match ExecHandle::from_stream(args.pid, stream).wait() {
+    let stream = UnixStream::from(inherited_fd(args.fd)?);
+    match ExecHandle::from_stream(stream).wait() {
         ExitLine::Code(c) => Ok(c),
         ExitLine::Signal(s) => die_of(s),
     }
@@ -95,9 +75,7 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<(ExecS
     let process: Process = match &args.process {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-            serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!("{}: invalid JSON at line {}, column {}: {e}", path.display(), e.line(), e.column())
-            })?
+            crate::oci::json::parse(path.display(), &text)?
         }
         None => Bundle::load(bundle)?.spec.process().clone().context("the container has no process")?,
     };

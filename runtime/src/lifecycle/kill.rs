@@ -25,8 +25,11 @@ pub fn parse_signal(s: &str) -> anyhow::Result<Signal> {
 pub fn run(g: &GlobalArgs, args: KillArgs) -> anyhow::Result<i32> {
     let sig = parse_signal(args.signal.as_deref().unwrap_or("SIGTERM"))?;
     let c = StateRoot::new(&g.root).open(&args.id)?;
-    if c.status() == Status::Stopped {
-        bail!("container not running");
+    match c.status() {
+        Status::Stopped => bail!("container not running"),
+        // A frozen sentry cannot take the request; SIGKILL still works.
+        Status::Paused if sig != Signal::SIGKILL => bail!("container is paused: resume it first, or send SIGKILL"),
+        _ => {}
     }
     if sig == Signal::SIGKILL {
         // The sandbox ends with its init; killing the sentry is the one

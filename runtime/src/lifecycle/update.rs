@@ -21,8 +21,7 @@ pub fn run(g: &GlobalArgs, args: UpdateArgs) -> anyhow::Result<i32> {
         Some(path) => std::fs::read_to_string(path).with_context(|| path.to_string())?,
         None => bail!("nothing to update: give --resources FILE (or - for stdin)"),
     };
-    let resources: LinuxResources = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("resources: invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
+    let resources: LinuxResources = crate::oci::json::parse("resources", &text)?;
     let cgroup = c.cgroup().context("the container has no cgroup")?;
     cgroup.apply(&resources)?;
     Ok(0)

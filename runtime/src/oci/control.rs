@@ -59,7 +59,6 @@ fn call_within(path: &Path, req: Request, timeout: Option<Duration>) -> Result<V
 
 /// A process started by `exec`, still running in the sandbox.
 pub struct ExecHandle {
-    pub pid: i32,
     stream: UnixStream,
 }
 
@@ -91,12 +90,13 @@ pub fn exec(path: &Path, spec: ExecSpec, stdio: [BorrowedFd<'_>; 3]) -> Result<E
         reply += &read_line(&s).map_err(ControlError::Io)?;
     }
     let lines = decode_reply(&reply).map_err(|(_, msg)| ControlError::Refused(msg))?;
-    let pid = lines
+    let pid: i32 = lines
         .first()
         .and_then(|l| l.parse().ok())
         .ok_or_else(|| ControlError::Refused(format!("unexpected reply {reply:?}")))?;
+    log::debug!("exec'd process: guest pid {pid}");
     s.set_read_timeout(None).map_err(ControlError::Io)?;
-    Ok(ExecHandle { pid, stream: s })
+    Ok(ExecHandle { stream: s })
 }
 
 impl ExecHandle {
@@ -111,7 +111,7 @@ impl ExecHandle {
         self.stream
     }
 
-    pub fn from_stream(pid: i32, stream: UnixStream) -> ExecHandle {
-        ExecHandle { pid, stream }
+    pub fn from_stream(stream: UnixStream) -> ExecHandle {
+        ExecHandle { stream }
     }
 }

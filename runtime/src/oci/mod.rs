@@ -5,5 +5,6 @@ pub mod bundle;
 pub mod cgroup;
 pub mod control;
 pub mod hooks;
+pub mod json;
 pub mod overrides;
 pub mod state;

@@ -8,11 +8,16 @@ use std::collections::HashMap;
 
 pub const PREFIX: &str = "dev.husk.flag.";
 /// The flags a container may set for itself.
-const OVERRIDABLE: &[&str] = &["debug", "strace"];
+type Flag = fn(&mut GlobalArgs) -> &mut bool;
+const OVERRIDABLE: &[(&str, Flag)] = &[("debug", |g| &mut g.debug), ("strace", |g| &mut g.strace)];
+
+fn names() -> String {
+    OVERRIDABLE.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OverrideError {
-    #[error("annotation {PREFIX}{0}: no such flag (overridable: {list})", list = OVERRIDABLE.join(", "))]
+    #[error("annotation {PREFIX}{0}: no such flag (overridable: {list})", list = names())]
     Unknown(String),
     #[error("annotation {PREFIX}{0}: {1:?} is not true or false")]
     Value(String, String),
@@ -29,12 +34,10 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
             log::warn!("annotation {PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
             continue;
         }
-        let flag = match name {
-            "debug" => &mut out.debug,
-            "strace" => &mut out.strace,
-            other => return Err(OverrideError::Unknown(other.into())),
+        let Some((_, flag)) = OVERRIDABLE.iter().find(|(n, _)| *n == name) else {
+            return Err(OverrideError::Unknown(name.into()));
         };
-        *flag = match value {
+        *flag(&mut out) = match value {
             "true" => true,
             "false" => false,
             other => return Err(OverrideError::Value(name.into(), other.into())),

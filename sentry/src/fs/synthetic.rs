@@ -106,7 +106,7 @@ impl Attr {
 }
 
 /// The `getdents64` entry of `node` under `name`.
-pub fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
+pub(crate) fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno> {
     let st = node.stat()?;
     Ok(DirEntry { ino: st.ino, kind: dtype(st.mode), name: name.to_vec() })
 }
