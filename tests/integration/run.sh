@@ -16,7 +16,25 @@ CACHE=${HUSK_TEST_CACHE:-/var/cache/husk-tests}
 DOCKER=/usr/bin/docker # Debian's client, matching its daemon
 RUNTIME=husk
 WORK=$(mktemp -d /tmp/husk-integration.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+DAEMON_JSON=/etc/docker/daemon.json
+started_dockerd=
+wrote_containers_conf=
+# Leave the host as we found it: daemon.json, dockerd, containers.conf.
+cleanup() {
+  if [ -e "$WORK/daemon.json.orig" ]; then
+    cp "$WORK/daemon.json.orig" "$DAEMON_JSON"
+  elif [ -e "$WORK/daemon.json.absent" ]; then
+    rm -f "$DAEMON_JSON"
+  fi
+  if [ -n "$started_dockerd" ]; then
+    kill "$(pidof dockerd)" 2>/dev/null
+  elif pidof dockerd >/dev/null; then
+    kill -HUP "$(pidof dockerd)"
+  fi
+  [ -n "$wrote_containers_conf" ] && rm -f /etc/containers/containers.conf
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 passed=0
 failed=0
@@ -55,8 +73,10 @@ fi
 [ -x "$HUSK" ] || cargo build --release -p husk >/dev/null 2>&1 || { echo "FAIL - building husk"; exit 1; }
 
 # --- dockerd --------------------------------------------------------------
+if [ -e "$DAEMON_JSON" ]; then cp "$DAEMON_JSON" "$WORK/daemon.json.orig"; else touch "$WORK/daemon.json.absent"; fi
 "$HUSK" install --runtime "$RUNTIME" >/dev/null || { echo "FAIL - husk install"; exit 1; }
 if ! $DOCKER info >/dev/null 2>&1; then
+  started_dockerd=yes
   (dockerd >"$CACHE-dockerd.log" 2>&1 &)
   for _ in $(seq 120); do $DOCKER info >/dev/null 2>&1 && break; sleep 0.5; done
 else
@@ -147,6 +167,11 @@ expect "docker run -v ...:ro refuses writes" 0 "Read-only file system" \
 expect "docker run --read-only refuses writes to the root" 0 "Read-only file system" \
   $DOCKER "${RUN[@]}" --rm --read-only husk-busybox sh -c 'echo x >/etc/new; echo y >/tmp/ok && true'
 
+expect "docker run --read-only --tmpfs /run gives a writable /run" 0 "ok" \
+  $DOCKER "${RUN[@]}" --rm --read-only --tmpfs /run husk-busybox sh -c 'echo x >/run/f && echo ok'
+expect "docker run -v onto a path the image lacks" 0 "from the host" \
+  $DOCKER "${RUN[@]}" --rm -v "$WORK/vol:/new/deep/data:ro" husk-busybox cat /new/deep/data/in.txt
+
 expect "--network none runs (husk has no network stack yet: no interfaces at all)" 0 "none" \
   $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c 'echo none'
 
@@ -167,6 +192,7 @@ expect "ctr run with husk as the runc binary" 4 "hi from ctr" "${CTR[@]}" run --
 # --- podman ---------------------------------------------------------------------
 echo "# podman $(podman --version | awk '{print $3}') with --runtime $HUSK"
 if [ ! -f /etc/containers/containers.conf ]; then
+  wrote_containers_conf=yes
   mkdir -p /etc/containers
   # Root here cannot raise hard rlimits; podman's defaults would try.
   printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n\n[engine]\nruntime = "runc"\n' \
