@@ -82,8 +82,11 @@ if ! $DOCKER info >/dev/null 2>&1; then
 else
   kill -HUP "$(pidof dockerd)"
 fi
-for _ in $(seq 60); do $DOCKER info 2>/dev/null | grep -q "Runtimes:.*\b$RUNTIME\b" && break; sleep 0.5; done
-$DOCKER info 2>/dev/null | grep -q "Runtimes:.*\b$RUNTIME\b" || { echo "FAIL - dockerd does not list runtime $RUNTIME"; exit 1; }
+# (No `docker info | grep -q`: under pipefail, grep's early exit fails the
+# pipeline whenever docker is still writing.)
+has_runtime() { [[ "$($DOCKER info 2>/dev/null)" =~ Runtimes:[^$'\n']*\ $RUNTIME( |$'\n') ]]; }
+for _ in $(seq 60); do has_runtime && break; sleep 0.5; done
+has_runtime || { echo "FAIL - dockerd does not list runtime $RUNTIME"; exit 1; }
 
 # --- images -----------------------------------------------------------------
 mkdir -p "$CACHE" "$WORK/bb/bin" "$WORK/bb/etc" "$WORK/bb/tmp" "$WORK/bb/root"
