@@ -6,6 +6,7 @@ use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
 use husk_sentry::boot::{boot, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
+use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
 use husk_sentry::launch::{LaunchError, ProcessSpec};
 use std::io::Read as _;
@@ -34,6 +35,22 @@ fn binds(args: &[String]) -> anyhow::Result<Vec<(OwnedFd, Vec<u8>)>> {
             let (fd, path) = b.split_once('=').with_context(|| format!("--bind {b:?}: want FD=PATH"))?;
             let fd = fd.parse().with_context(|| format!("--bind {b:?}: bad descriptor"))?;
             Ok((inherited_fd(fd)?, path.as_bytes().to_vec()))
+        })
+        .collect()
+}
+
+/// `--rlimit RESOURCE=SOFT:HARD` arguments (RESOURCE is Linux's number).
+fn rlimits(args: &[String]) -> anyhow::Result<Vec<(usize, Rlimit)>> {
+    args.iter()
+        .map(|r| {
+            let bad = || format!("--rlimit {r:?}: want RESOURCE=SOFT:HARD");
+            let (res, limits) = r.split_once('=').with_context(bad)?;
+            let (soft, hard) = limits.split_once(':').with_context(bad)?;
+            let res: usize = res.parse().with_context(bad)?;
+            if res >= RLIMIT_NLIMITS {
+                anyhow::bail!("--rlimit {r:?}: no resource {res}");
+            }
+            Ok((res, Rlimit { cur: soft.parse().with_context(bad)?, max: hard.parse().with_context(bad)? }))
         })
         .collect()
 }
@@ -82,6 +99,8 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             cwd: args.cwd.as_bytes().to_vec(),
             uid: args.uid.unwrap_or_else(|| nix::unistd::getuid().as_raw()),
             gid: args.gid.unwrap_or_else(|| nix::unistd::getgid().as_raw()),
+            groups: args.groups.clone(),
+            rlimits: rlimits(&args.rlimits)?,
             stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
         },
         strace: g.strace,

@@ -260,6 +260,12 @@ pub struct BootArgs {
     pub uid: Option<u32>,
     #[arg(long)]
     pub gid: Option<u32>,
+    /// A supplementary group of the process (repeatable).
+    #[arg(long = "group")]
+    pub groups: Vec<u32>,
+    /// RESOURCE=SOFT:HARD: a resource limit of the process (repeatable).
+    #[arg(long = "rlimit")]
+    pub rlimits: Vec<String>,
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,

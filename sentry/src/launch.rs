@@ -6,6 +6,7 @@
 use crate::abi::Errno;
 use crate::fs::host_file::HostStreamNode;
 use crate::kernel::exec;
+use crate::kernel::limits::Rlimit;
 use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
 use crate::loader::MMAP_TOP;
 use crate::mm::MemoryManager;
@@ -24,6 +25,10 @@ pub struct ProcessSpec {
     pub cwd: Vec<u8>,
     pub uid: u32,
     pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Resource limits other than the defaults: (resource, limit).
+    pub rlimits: Vec<(usize, Rlimit)>,
     /// The process's stdin, stdout and stderr.
     pub stdio: [OwnedFd; 3],
 }
@@ -63,7 +68,8 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let space = kernel.platform.new_address_space()?;
     let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
     let root = kernel.mounts.root();
-    let creds = Credentials::new(spec.uid, spec.gid);
+    let mut creds = Credentials::new(spec.uid, spec.gid);
+    creds.groups = spec.groups;
     let cwd = {
         let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
         w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
@@ -71,6 +77,14 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let fs = Arc::new(FsContext::new(root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
+    {
+        let mut limits = thread.rlimits.lock();
+        for (resource, limit) in spec.rlimits {
+            if let Some(l) = limits.get_mut(resource) {
+                *l = limit;
+            }
+        }
+    }
     kernel.threads.lock().insert(pid, thread.clone());
     kernel.procs.add(pid, 0);
     install_stdio(kernel, &thread, spec.stdio, stdio_names);

@@ -385,3 +385,19 @@ fn husk_run_lets_other_commands_in_while_it_waits() {
     assert!(run.wait().unwrap().success());
     oci.assert_gone(&id, 0);
 }
+
+#[test]
+fn process_rlimits_and_additional_groups_apply() {
+    let extra = serde_json::json!({ "process": {
+        "args": ["sh", "-c", "ulimit -n; ulimit -Hn; id -G"],
+        "cwd": "/",
+        "env": ["PATH=/usr/bin:/bin"],
+        "user": { "uid": 0, "gid": 0, "additionalGids": [5, 6] },
+        "rlimits": [{ "type": "RLIMIT_NOFILE", "soft": 123, "hard": 456 }],
+    }});
+    let oci = Oci::new(&[], extra);
+    let id = unique("limits");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "123\n456\n0 5 6\n", "{}", r.describe());
+}

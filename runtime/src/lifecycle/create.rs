@@ -259,6 +259,12 @@ fn start_sentry(
     boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
     boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
     boot_args.extend(["--uid".into(), launch.uid.to_string().into(), "--gid".into(), launch.gid.to_string().into()]);
+    for g in &launch.groups {
+        boot_args.extend(["--group".into(), g.to_string().into()]);
+    }
+    for (res, soft, hard) in &launch.rlimits {
+        boot_args.extend(["--rlimit".into(), format!("{res}={soft}:{hard}").into()]);
+    }
     if let Some(h) = &launch.hostname {
         boot_args.extend(["--hostname".into(), h.into()]);
     }

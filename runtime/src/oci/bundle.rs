@@ -42,6 +42,10 @@ pub struct Launch {
     pub cwd: String,
     pub uid: u32,
     pub gid: u32,
+    /// process.user.additionalGids.
+    pub groups: Vec<u32>,
+    /// process.rlimits: (Linux's resource number, soft, hard).
+    pub rlimits: Vec<(usize, u64, u64)>,
     pub hostname: Option<String>,
     pub memory_mb: u64,
     /// With process.terminal: the console's size (rows, columns).
@@ -95,6 +99,8 @@ impl Bundle {
             cwd,
             uid: user.uid(),
             gid: user.gid(),
+            groups: user.additional_gids().clone().unwrap_or_default(),
+            rlimits: process.rlimits().iter().flatten().map(|r| (rlimit_number(r.typ()), r.soft(), r.hard())).collect(),
             hostname: spec.hostname().clone(),
             memory_mb: memory_mb(spec),
             terminal,
@@ -110,12 +116,6 @@ impl Bundle {
             ignored.push("hooks.startContainer (host programs cannot run inside the sandbox)".into());
         }
         if let Some(p) = spec.process() {
-            if p.user().additional_gids().as_ref().is_some_and(|g| !g.is_empty()) {
-                ignored.push("process.user.additionalGids".into());
-            }
-            if p.rlimits().is_some() {
-                ignored.push("process.rlimits".into());
-            }
             if p.oom_score_adj().is_some() {
                 ignored.push("process.oomScoreAdj".into());
             }
@@ -226,6 +226,29 @@ fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
         BindSource::Other
     } else {
         BindSource::Missing(source)
+    }
+}
+
+/// Linux's number of a resource limit.
+fn rlimit_number(t: oci_spec::runtime::PosixRlimitType) -> usize {
+    use oci_spec::runtime::PosixRlimitType as R;
+    match t {
+        R::RlimitCpu => 0,
+        R::RlimitFsize => 1,
+        R::RlimitData => 2,
+        R::RlimitStack => 3,
+        R::RlimitCore => 4,
+        R::RlimitRss => 5,
+        R::RlimitNproc => 6,
+        R::RlimitNofile => 7,
+        R::RlimitMemlock => 8,
+        R::RlimitAs => 9,
+        R::RlimitLocks => 10,
+        R::RlimitSigpending => 11,
+        R::RlimitMsgqueue => 12,
+        R::RlimitNice => 13,
+        R::RlimitRtprio => 14,
+        R::RlimitRttime => 15,
     }
 }
 

@@ -256,7 +256,16 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         let t = String::from_utf8_lossy(&spec.terminal).into_owned();
         [t.clone(), t.clone(), t]
     };
-    let spec = ProcessSpec { argv: spec.argv, env: spec.env, cwd: spec.cwd, uid: spec.uid, gid: spec.gid, stdio };
+    let spec = ProcessSpec {
+        argv: spec.argv,
+        env: spec.env,
+        cwd: spec.cwd,
+        uid: spec.uid,
+        gid: spec.gid,
+        groups: Vec::new(),
+        rlimits: Vec::new(),
+        stdio,
+    };
     let kernel = k.clone();
     let spawned = std::thread::Builder::new().name("exec".into()).stack_size(8 << 20).spawn(move || {
         let mut conn = conn;
