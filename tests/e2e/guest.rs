@@ -61,6 +61,11 @@ fn guest_unix_sockets() {
 }
 
 #[test]
+fn guest_job_control() {
+    guest_test("job_control", &[]);
+}
+
+#[test]
 fn guest_waiting() {
     guest_test("waiting", &[]);
 }

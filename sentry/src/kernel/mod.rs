@@ -149,10 +149,56 @@ impl Kernel {
     }
 
     /// Makes `sig` pending for `target` and interrupts it so the signal is
-    /// acted on at its next kernel entry.
+    /// acted on at its next kernel entry. Job control acts at sending, as
+    /// in Linux: SIGCONT resumes a stopped process and discards its pending
+    /// stop signals, a stop signal discards a pending SIGCONT, and SIGKILL
+    /// wakes a stopped process so it can die.
     pub fn send_signal(&self, target: &Thread, sig: i32) {
-        target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
+        use std::sync::atomic::Ordering::SeqCst;
+        match sig {
+            libc::SIGCONT => {
+                for t in self.group(target.tgid) {
+                    t.sigpending.fetch_and(!signal::STOP_SIGNALS, SeqCst);
+                }
+                if self.procs.resume(target.tgid, true) {
+                    self.notify_parent_of_job_change(target.tgid);
+                }
+            }
+            libc::SIGKILL => {
+                self.procs.resume(target.tgid, false);
+            }
+            s if signal::sigbit(s) & signal::STOP_SIGNALS != 0 => {
+                for t in self.group(target.tgid) {
+                    t.sigpending.fetch_and(!signal::sigbit(libc::SIGCONT), SeqCst);
+                }
+            }
+            _ => {}
+        }
+        target.sigpending.fetch_or(signal::sigbit(sig), SeqCst);
         self.interrupt(target);
+    }
+
+    /// Stops process `tgid` (a stop signal's default action): each of its
+    /// threads parks at its next kernel entry until SIGCONT or SIGKILL.
+    pub fn stop_process(&self, tgid: i32, sig: i32) {
+        if !self.procs.stop(tgid, sig) {
+            return;
+        }
+        for t in self.group(tgid) {
+            t.stop_requested.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.interrupt(&t);
+        }
+        self.notify_parent_of_job_change(tgid);
+    }
+
+    /// SIGCHLD to the parent of a process that stopped or continued,
+    /// unless the parent asked not to hear of it (SA_NOCLDSTOP).
+    fn notify_parent_of_job_change(&self, tgid: i32) {
+        let Some(parent) = self.thread(self.procs.ppid(tgid)) else { return };
+        let Ok(idx) = usize::try_from(libc::SIGCHLD) else { return };
+        if parent.sigactions.swap(idx, None).flags & signal::SA_NOCLDSTOP == 0 {
+            self.send_signal(&parent, libc::SIGCHLD);
+        }
     }
 
     /// Sends a process-directed signal: to a thread of `tgid` that does

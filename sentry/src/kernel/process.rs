@@ -1,6 +1,6 @@
-//! The process table: parent/child links, exit statuses of zombies, the
-//! wake-ups `wait4` and `vfork` sleep on, and fatal signals sent to a
-//! running process.
+//! The process table: parent/child links, exit statuses of zombies, job
+//! control (stopped and continued processes), the wake-ups `wait4` and
+//! `vfork` sleep on, and fatal signals sent to a running process.
 
 use super::task::ExitStatus;
 use super::wait::{wait_once, Waker};
@@ -22,6 +22,43 @@ struct Entry {
     /// The whole process is exiting (exit_group or a fatal signal), with
     /// this status.
     group_exit: Option<ExitStatus>,
+    /// Stopped by this signal (job control) until SIGCONT or SIGKILL.
+    stopped_by: Option<i32>,
+    /// A stop or continue its parent's wait has not reported yet.
+    unreported: Option<ChildEvent>,
+}
+
+/// What `wait` reports about a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildEvent {
+    Exited(ExitStatus),
+    /// Stopped by this signal (WUNTRACED).
+    Stopped(i32),
+    /// Continued by SIGCONT (WCONTINUED).
+    Continued,
+}
+
+/// Which changes a `wait` call reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitFor {
+    pub exited: bool,
+    pub stopped: bool,
+    pub continued: bool,
+}
+
+impl WaitFor {
+    pub const EXITED: WaitFor = WaitFor { exited: true, stopped: false, continued: false };
+
+    fn wants(self, e: &Entry) -> Option<ChildEvent> {
+        if let Some(s) = e.status {
+            return self.exited.then_some(ChildEvent::Exited(s));
+        }
+        match e.unreported {
+            Some(ev @ ChildEvent::Stopped(_)) if self.stopped => Some(ev),
+            Some(ChildEvent::Continued) if self.continued => Some(ChildEvent::Continued),
+            _ => None,
+        }
+    }
 }
 
 /// Why `wait` returned without a child.
@@ -52,7 +89,19 @@ impl ProcessTable {
     pub fn add(&self, pid: i32, ppid: i32) {
         let mut p = self.procs.lock();
         let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| (e.pgid, e.sid));
-        p.insert(pid, Entry { ppid, pgid, sid, status: None, vfork_released: false, group_exit: None });
+        p.insert(
+            pid,
+            Entry {
+                ppid,
+                pgid,
+                sid,
+                status: None,
+                vfork_released: false,
+                group_exit: None,
+                stopped_by: None,
+                unreported: None,
+            },
+        );
     }
 
     /// Forgets a process that never ran (fork failed).
@@ -83,7 +132,49 @@ impl ProcessTable {
         let mut p = self.procs.lock();
         let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else { return false };
         e.group_exit.get_or_insert(status);
+        // A stopped process must wake up to die.
+        self.changed.notify_all();
         true
+    }
+
+    /// Stops `pid` (job control); false if it was stopped already or is
+    /// exiting.
+    pub fn stop(&self, pid: i32, sig: i32) -> bool {
+        let mut p = self.procs.lock();
+        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none() && e.group_exit.is_none()) else { return false };
+        if e.stopped_by.is_some() {
+            return false;
+        }
+        e.stopped_by = Some(sig);
+        e.unreported = Some(ChildEvent::Stopped(sig));
+        self.changed.notify_all();
+        true
+    }
+
+    /// Resumes a stopped `pid`; `report` makes it a change its parent's
+    /// wait(WCONTINUED) sees (SIGCONT; not SIGKILL). False if it was not
+    /// stopped.
+    pub fn resume(&self, pid: i32, report: bool) -> bool {
+        let mut p = self.procs.lock();
+        let Some(e) = p.get_mut(&pid).filter(|e| e.stopped_by.is_some()) else { return false };
+        e.stopped_by = None;
+        e.unreported = report.then_some(ChildEvent::Continued);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The signal that stopped `pid`, if it is stopped.
+    pub fn stopped_by(&self, pid: i32) -> Option<i32> {
+        self.procs.lock().get(&pid).and_then(|e| e.stopped_by)
+    }
+
+    /// Blocks a thread of `pid` while the process is stopped (and not
+    /// exiting).
+    pub fn wait_while_stopped(&self, pid: i32) {
+        let mut p = self.procs.lock();
+        while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) {
+            self.changed.wait(&mut p);
+        }
     }
 
     /// The status the whole process `pid` is exiting with, if it is.
@@ -186,16 +277,18 @@ impl ProcessTable {
         }
     }
 
-    /// Reaps (or, with `peek`, only reports) an exited child of `parent`
-    /// matching `target`. `Ok(None)` means children exist but none exited
-    /// and `block` is false.
+    /// Reaps (or, with `peek`, only reports) a child of `parent` matching
+    /// `target` that exited — or stopped or continued, as `what` asks.
+    /// `Ok(None)` means children exist but none changed and `block` is
+    /// false.
     pub fn wait(
         &self,
         parent: i32,
         target: WaitTarget,
+        what: WaitFor,
         block: bool,
         peek: bool,
-    ) -> Result<Option<(i32, ExitStatus)>, WaitError> {
+    ) -> Result<Option<(i32, ChildEvent)>, WaitError> {
         let mut p = self.procs.lock();
         loop {
             let matches = |pid: i32, e: &Entry| {
@@ -211,17 +304,26 @@ impl ProcessTable {
             for (&pid, e) in p.iter() {
                 if matches(pid, e) {
                     any = true;
-                    if let Some(s) = e.status {
-                        found = Some((pid, s));
+                    if let Some(ev) = what.wants(e) {
+                        found = Some((pid, ev));
                         break;
                     }
                 }
             }
-            if let Some((pid, s)) = found {
+            if let Some((pid, ev)) = found {
                 if !peek {
-                    p.remove(&pid);
+                    match ev {
+                        ChildEvent::Exited(_) => {
+                            p.remove(&pid);
+                        }
+                        _ => {
+                            if let Some(e) = p.get_mut(&pid) {
+                                e.unreported = None;
+                            }
+                        }
+                    }
                 }
-                return Ok(Some((pid, s)));
+                return Ok(Some((pid, ev)));
             }
             if !any {
                 return Err(WaitError::NoChildren);
@@ -249,13 +351,37 @@ mod tests {
         t.add(1, 0);
         t.add(2, 1);
         t.add(3, 1);
-        assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(None));
+        let exited = WaitFor::EXITED;
+        assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(None));
         t.exit(3, ExitStatus::Code(4));
-        assert_eq!(t.wait(1, WaitTarget::Pid(2), false, false), Ok(None));
-        assert_eq!(t.wait(1, WaitTarget::Any, false, true), Ok(Some((3, ExitStatus::Code(4)))));
-        assert_eq!(t.wait(1, WaitTarget::Any, false, false), Ok(Some((3, ExitStatus::Code(4)))));
-        assert_eq!(t.wait(1, WaitTarget::Pid(3), false, false), Err(WaitError::NoChildren), "already reaped");
-        assert_eq!(t.wait(2, WaitTarget::Any, false, false), Err(WaitError::NoChildren), "no children");
+        let four = ChildEvent::Exited(ExitStatus::Code(4));
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), exited, false, false), Ok(None));
+        assert_eq!(t.wait(1, WaitTarget::Any, exited, false, true), Ok(Some((3, four))));
+        assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(Some((3, four))));
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), exited, false, false), Err(WaitError::NoChildren), "already reaped");
+        assert_eq!(t.wait(2, WaitTarget::Any, exited, false, false), Err(WaitError::NoChildren), "no children");
+    }
+
+    #[test]
+    fn stops_and_continues_are_reported_once_when_asked_for() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        t.add(2, 1);
+        let all = WaitFor { exited: true, stopped: true, continued: true };
+        assert!(t.stop(2, libc::SIGTSTP));
+        assert!(!t.stop(2, libc::SIGSTOP), "already stopped");
+        assert_eq!(t.stopped_by(2), Some(libc::SIGTSTP));
+        assert_eq!(t.wait(1, WaitTarget::Any, WaitFor::EXITED, false, false), Ok(None), "not without WUNTRACED");
+        assert_eq!(t.wait(1, WaitTarget::Any, all, false, true), Ok(Some((2, ChildEvent::Stopped(libc::SIGTSTP)))));
+        assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(Some((2, ChildEvent::Stopped(libc::SIGTSTP)))));
+        assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(None), "reported once");
+        assert!(t.resume(2, true));
+        assert!(!t.resume(2, true), "not stopped any more");
+        t.wait_while_stopped(2);
+        assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(Some((2, ChildEvent::Continued))));
+        assert!(t.stop(2, libc::SIGSTOP));
+        assert!(t.resume(2, false));
+        assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(None), "a SIGKILL wake-up is not reported");
     }
 
     #[test]
@@ -274,9 +400,9 @@ mod tests {
         t.add(1, 0);
         t.add(2, 1);
         let t2 = t.clone();
-        let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, true, false));
+        let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, WaitFor::EXITED, true, false));
         std::thread::sleep(std::time::Duration::from_millis(20));
         t.exit(2, ExitStatus::Signal(9));
-        assert_eq!(h.join().unwrap(), Ok(Some((2, ExitStatus::Signal(9)))));
+        assert_eq!(h.join().unwrap(), Ok(Some((2, ChildEvent::Exited(ExitStatus::Signal(9))))));
     }
 }

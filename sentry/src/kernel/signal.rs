@@ -50,6 +50,9 @@ pub fn default_action(sig: i32) -> DefaultAction {
     }
 }
 
+/// SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU as a signal set.
+pub const STOP_SIGNALS: u64 = 0xf << 18;
+
 /// The bit of signal `sig` in a signal set (0 for an invalid signal).
 pub fn sigbit(sig: i32) -> u64 {
     u32::try_from(sig - 1).ok().and_then(|s| 1u64.checked_shl(s)).unwrap_or(0)
@@ -109,6 +112,14 @@ impl SigActions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_signals() {
+        for s in [SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {
+            assert_ne!(STOP_SIGNALS & sigbit(s), 0, "{s}");
+        }
+        assert_eq!(STOP_SIGNALS.count_ones(), 4);
+    }
 
     #[test]
     fn default_actions() {

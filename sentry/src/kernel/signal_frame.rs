@@ -86,8 +86,12 @@ pub fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
     match action.handler {
         SIG_IGN => Delivery::Ignored,
         SIG_DFL => match default_action(sig) {
-            DefaultAction::Ignore | DefaultAction::Stop => Delivery::Ignored,
+            DefaultAction::Ignore => Delivery::Ignored,
             _ if !forced && task.kernel.opts.protect_init && task.thread.tgid == INIT_PID => Delivery::Ignored,
+            DefaultAction::Stop => {
+                task.kernel.stop_process(task.thread.tgid, sig);
+                Delivery::Ignored
+            }
             DefaultAction::Terminate | DefaultAction::CoreDump => fatal(task, sig),
         },
         _ => match push_frame(task, sig, &action, info) {

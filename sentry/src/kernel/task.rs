@@ -119,6 +119,12 @@ impl Task {
             if self.exit.is_none() {
                 self.deliver_pending();
             }
+            if self.exit.is_none() && self.thread.stop_requested.swap(false, Ordering::SeqCst) {
+                // Job control: parked until SIGCONT, SIGKILL or the
+                // process's exit; then pending signals are acted on.
+                self.kernel.procs.wait_while_stopped(self.thread.tgid);
+                self.deliver_pending();
+            }
             if let Some(status) = self.exit {
                 return Ok(status);
             }
@@ -129,7 +135,7 @@ impl Task {
     /// blocked): runs its handler or its default action.
     fn deliver_pending(&mut self) {
         let pending = self.thread.sigpending.load(Ordering::SeqCst);
-        let deliverable = pending & (!self.thread.sigmask() | sigbit(libc::SIGKILL));
+        let deliverable = pending & (!self.thread.sigmask() | sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
         if deliverable == 0 {
             return;
         }

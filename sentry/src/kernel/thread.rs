@@ -87,6 +87,9 @@ pub struct Thread {
     pub interrupted: AtomicBool,
     /// Its process is exiting (never cleared).
     pub exiting: AtomicBool,
+    /// Its process was stopped (job control): park at the next kernel
+    /// entry until continued.
+    pub stop_requested: AtomicBool,
     /// Wakes the wait the thread is blocked in, if any.
     pub waker: Mutex<Option<super::wait::Waker>>,
     /// Where the thread sleeps (nanosleep and friends).
@@ -123,6 +126,7 @@ impl Thread {
             interrupter: Mutex::new(None),
             interrupted: AtomicBool::new(false),
             exiting: AtomicBool::new(false),
+            stop_requested: AtomicBool::new(false),
             waker: Mutex::new(None),
             sleeper: Arc::default(),
             saved_sigmask: Mutex::new(None),

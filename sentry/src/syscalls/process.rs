@@ -6,7 +6,7 @@ use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
-use crate::kernel::process::{WaitError, WaitTarget};
+use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget};
 use crate::kernel::{ExitStatus, Task};
 use crate::vfs::Dentry;
 use std::sync::Arc;
@@ -20,8 +20,8 @@ pub(super) const ENTRIES: Entries = &[
     ("vfork", sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
     ("clone", sys_clone, Partial("new processes only; threads (CLONE_VM without CLONE_VFORK), namespaces, CLONE_FILES/CLONE_FS sharing and pidfds are not supported")),
     ("clone3", sys_clone3, Unimplemented("glibc falls back to clone")),
-    ("wait4", sys_wait4, Partial("stopped and continued children are never reported; rusage is zero")),
-    ("waitid", sys_waitid, Partial("only WEXITED; P_PIDFD is not supported")),
+    ("wait4", sys_wait4, Partial("rusage is zero")),
+    ("waitid", sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
 ];
 
 fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -133,13 +133,19 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
         p => WaitTarget::Pid(p),
     };
-    let r = task.kernel.procs.wait(me, target, options & WNOHANG == 0, false).map_err(wait_errno)?;
-    let Some((child, status)) = r else {
+    let what = WaitFor { exited: true, stopped: options & WUNTRACED != 0, continued: options & WCONTINUED != 0 };
+    let r = task.kernel.procs.wait(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
+    let Some((child, event)) = r else {
         return Ok(0);
     };
     let mm = task.thread.mm();
     if status_addr != 0 {
-        mm.copy_out(status_addr, &status.wait_status().to_le_bytes())?;
+        let status: i32 = match event {
+            ChildEvent::Exited(status) => status.wait_status(),
+            ChildEvent::Stopped(sig) => (sig << 8) | 0x7f,
+            ChildEvent::Continued => 0xffff,
+        };
+        mm.copy_out(status_addr, &status.to_le_bytes())?;
     }
     if rusage != 0 {
         mm.copy_out(rusage, &[0u8; 144])?;
@@ -165,17 +171,22 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         P_PGID if id >= 0 => WaitTarget::Group(if id == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { id }),
         _ => return Err(Errno::EINVAL),
     };
-    if options & WEXITED == 0 {
-        return Err(Errno::ECHILD);
-    }
+    let what = WaitFor {
+        exited: options & WEXITED != 0,
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+    };
     let block = options & WNOHANG == 0;
     let peek = options & WNOWAIT != 0;
-    let r = task.kernel.procs.wait(me, target, block, peek).map_err(wait_errno)?;
+    let r = task.kernel.procs.wait(me, target, what, block, peek).map_err(wait_errno)?;
     let mut info = Encoder::with_capacity(128);
-    if let Some((pid, status)) = r {
-        let (code, value) = match status {
-            ExitStatus::Code(c) => (1, c),
-            ExitStatus::Signal(s) => (2, s),
+    if let Some((pid, event)) = r {
+        // si_code: CLD_EXITED, CLD_KILLED, CLD_STOPPED, CLD_CONTINUED.
+        let (code, value) = match event {
+            ChildEvent::Exited(ExitStatus::Code(c)) => (1, c),
+            ChildEvent::Exited(ExitStatus::Signal(s)) => (2, s),
+            ChildEvent::Stopped(sig) => (5, sig),
+            ChildEvent::Continued => (6, libc::SIGCONT),
         };
         let uid = task.thread.creds().uid;
         info.i32(17).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(value);

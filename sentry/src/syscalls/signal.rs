@@ -18,8 +18,8 @@ use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const KILL: &str = "stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are not supported yet (ENOSYS: no job \
-                    control); siginfo of a sent signal carries no sender pid/uid";
+const KILL: &str = "siginfo of a sent signal carries no sender pid/uid; stop signals to orphaned process \
+                    groups are not discarded";
 
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
@@ -274,8 +274,6 @@ enum Outcome {
     Exit,
     /// The signal waits until the receiving thread unblocks it.
     Queue,
-    /// A stop signal: job control is not supported yet.
-    Unsupported,
 }
 
 fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
@@ -283,8 +281,8 @@ fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
         return Outcome::Exit;
     }
     match (disposition(sig, handler), blocked) {
-        (Disposition::Stop, _) => Outcome::Unsupported,
-        (Disposition::Handler, _) => Outcome::Queue,
+        // Stopping is acted on at delivery (job control).
+        (Disposition::Stop | Disposition::Handler, _) => Outcome::Queue,
         (Disposition::Ignore | Disposition::Fatal, true) => Outcome::Queue,
         (Disposition::Ignore, false) => Outcome::Discard,
         (Disposition::Fatal, false) => Outcome::Exit,
@@ -310,12 +308,8 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, sig: i32, idx: usize
             Ok(0)
         }
         Outcome::Queue => {
-            receiver.sigpending.fetch_or(bit, Ordering::Relaxed);
+            task.kernel.send_signal(&receiver, sig);
             Ok(0)
-        }
-        Outcome::Unsupported => {
-            log::debug!("task {}: signal {sig} needs delivery (handler {handler:#x}): ENOSYS", task.thread.tid);
-            Err(Errno::ENOSYS)
         }
     }
 }
@@ -596,8 +590,8 @@ mod tests {
         assert_eq!(outcome(libc::SIGWINCH, SIG_DFL, false), Outcome::Discard);
         assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, false), Outcome::Queue, "delivered at the next kernel exit");
         assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, true), Outcome::Queue);
-        assert_eq!(outcome(SIGSTOP, SIG_DFL, false), Outcome::Unsupported);
-        assert_eq!(outcome(libc::SIGTTIN, SIG_DFL, false), Outcome::Unsupported);
+        assert_eq!(outcome(SIGSTOP, SIG_DFL, false), Outcome::Queue);
+        assert_eq!(outcome(libc::SIGTTIN, SIG_DFL, false), Outcome::Queue);
     }
 
     #[test]

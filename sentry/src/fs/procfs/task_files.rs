@@ -122,9 +122,12 @@ fn sig_sets(t: &Thread) -> SigSets {
     s
 }
 
-/// The running state of `t`: only the reader itself is known to run.
-fn state(t: &Thread) -> (char, &'static str) {
-    if thread::current().is_some_and(|c| c.tid == t.tid) {
+/// The running state of `t`: stopped by job control, or running (only
+/// the reader itself is known to), or sleeping.
+fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
+    if k.procs.stopped_by(t.tgid).is_some() {
+        ('T', "T (stopped)")
+    } else if thread::current().is_some_and(|c| c.tid == t.tid) {
         ('R', "R (running)")
     } else {
         ('S', "S (sleeping)")
@@ -187,7 +190,7 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
     let s = Status {
         name: &name,
         umask: t.fs().umask(),
-        state: state(t).1,
+        state: state(k, t).1,
         tgid: t.tgid,
         pid: t.tid,
         ppid,
@@ -214,7 +217,7 @@ fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
     let f = StatFields {
         pid: t.tid,
         comm: &name,
-        state: state(t).0,
+        state: state(k, t).0,
         ppid,
         pgid,
         sid,
