@@ -18,7 +18,7 @@ pub(super) const ENTRIES: Entries = &[
     ("execveat", sys_execveat, Full),
     ("fork", sys_fork, Full),
     ("vfork", sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
-    ("clone", sys_clone, Partial("new processes only; threads (CLONE_VM without CLONE_VFORK), namespaces, CLONE_FILES/CLONE_FS sharing and pidfds are not supported")),
+    ("clone", sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
     ("clone3", sys_clone3, Unimplemented("glibc falls back to clone")),
     ("wait4", sys_wait4, Partial("rusage is zero")),
     ("waitid", sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
