@@ -61,6 +61,11 @@ fn guest_unix_sockets() {
 }
 
 #[test]
+fn guest_unix_dgram() {
+    guest_test("unix_dgram", &[]);
+}
+
+#[test]
 fn guest_job_control() {
     guest_test("job_control", &[]);
 }

@@ -35,6 +35,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "spawn_many",
     "waiting",
     "unix_sockets",
+    "unix_dgram",
     "job_control",
     "exec_threaded",
     "escape_probe",

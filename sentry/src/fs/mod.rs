@@ -14,3 +14,4 @@ pub mod synthetic;
 pub mod timerfd;
 pub mod tmpfs;
 pub mod unix;
+pub mod unix_msg;

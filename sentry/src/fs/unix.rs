@@ -1,11 +1,13 @@
-//! Unix domain stream sockets. A connection is two ends, each a pair of
+//! Unix domain sockets. A stream connection is two ends, each a pair of
 //! pipe buffers (one per direction), made by socketpair(2) or by connect(2)
 //! to a socket listening on a path or an abstract name (the kernel's
-//! registry maps names to listeners). Descriptors sent with SCM_RIGHTS
-//! ride on a stream position of their direction. Datagram sockets are not
-//! available yet.
+//! registry maps names to sockets); descriptors sent with SCM_RIGHTS ride
+//! on a stream position of their direction. A SOCK_SEQPACKET connection
+//! carries packets instead (unix_msg.rs), as does every datagram socket's
+//! receive queue; their descriptors ride on the message.
 
 use super::pipe::{Pipe, PipeEnd};
+use super::unix_msg::{Message, MsgQueue};
 use crate::abi::Errno;
 use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, S_IFSOCK};
 use parking_lot::Mutex;
@@ -48,18 +50,58 @@ impl Drop for Rights {
 /// first byte they were sent with.
 type RightsQueue = Arc<Mutex<VecDeque<(u64, Rights)>>>;
 
-/// One end of a connected Unix stream socket pair.
+/// The receiving end of a packet direction; dropping it makes sends fail.
+struct PacketRx(Arc<MsgQueue>);
+
+impl Drop for PacketRx {
+    fn drop(&mut self) {
+        self.0.close_receiver();
+    }
+}
+
+/// The sending end of a packet direction; dropping it ends the receiver's
+/// stream of packets.
+struct PacketTx(Arc<MsgQueue>);
+
+impl Drop for PacketTx {
+    fn drop(&mut self) {
+        self.0.close_senders();
+    }
+}
+
+/// How a connection carries data: a byte stream (SOCK_STREAM) or packets
+/// that keep their boundaries (SOCK_SEQPACKET).
+enum Link {
+    Bytes {
+        rx: Mutex<Option<Arc<PipeEnd>>>,
+        tx: Mutex<Option<Arc<PipeEnd>>>,
+        rx_rights: RightsQueue,
+        tx_rights: RightsQueue,
+    },
+    Packets {
+        rx: Mutex<Option<PacketRx>>,
+        tx: Mutex<Option<Arc<PacketTx>>>,
+    },
+}
+
+/// What a receive got: `len` bytes copied of `full` (a packet's whole
+/// length; for a byte stream the same), and descriptors sent with them.
+pub struct Got {
+    pub len: usize,
+    pub full: usize,
+    pub rights: Vec<Rights>,
+}
+
+/// One end of a connected Unix socket pair (stream or seqpacket).
 pub struct UnixStream {
-    rx: Mutex<Option<Arc<PipeEnd>>>,
-    tx: Mutex<Option<Arc<PipeEnd>>>,
-    rx_rights: RightsQueue,
-    tx_rights: RightsQueue,
+    link: Link,
     /// The credentials of the process that made the pair (SO_PEERCRED).
     pub peer_cred: (i32, u32, u32),
 }
 
 impl UnixStream {
-    /// A connected pair; `inos` and `now` label its two pipe buffers.
+    /// A connected byte-stream pair; `inos` and `now` label its two pipe
+    /// buffers.
     pub fn pair(inos: (u64, u64), now: TimeSpec, cred: (i32, u32, u32)) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
@@ -68,98 +110,169 @@ impl UnixStream {
         // pipe ends themselves always block.
         let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue| {
             Arc::new(UnixStream {
-                rx: Mutex::new(Some(rx.reader(false))),
-                tx: Mutex::new(Some(tx.writer(false))),
-                rx_rights: rx_rights.clone(),
-                tx_rights: tx_rights.clone(),
+                link: Link::Bytes {
+                    rx: Mutex::new(Some(rx.reader(false))),
+                    tx: Mutex::new(Some(tx.writer(false))),
+                    rx_rights: rx_rights.clone(),
+                    tx_rights: tx_rights.clone(),
+                },
                 peer_cred: cred,
             })
         };
         (end(&b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights), end(&a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights))
     }
 
+    /// A connected SOCK_SEQPACKET pair.
+    pub fn packet_pair(cred: (i32, u32, u32)) -> (Arc<UnixStream>, Arc<UnixStream>) {
+        let (a_to_b, b_to_a) = (MsgQueue::new(), MsgQueue::new());
+        let end = |rx: &Arc<MsgQueue>, tx: &Arc<MsgQueue>| {
+            Arc::new(UnixStream {
+                link: Link::Packets {
+                    rx: Mutex::new(Some(PacketRx(rx.clone()))),
+                    tx: Mutex::new(Some(Arc::new(PacketTx(tx.clone())))),
+                },
+                peer_cred: cred,
+            })
+        };
+        (end(&b_to_a, &a_to_b), end(&a_to_b, &b_to_a))
+    }
+
     /// shutdown(2): closes the reading and/or writing direction.
     pub fn shutdown(&self, read: bool, write: bool) {
-        if read {
-            self.rx.lock().take();
+        match &self.link {
+            Link::Bytes { rx, tx, .. } => {
+                if read {
+                    rx.lock().take();
+                }
+                if write {
+                    tx.lock().take();
+                }
+            }
+            Link::Packets { rx, tx } => {
+                if read {
+                    rx.lock().take();
+                }
+                if write {
+                    tx.lock().take();
+                }
+            }
         }
-        if write {
-            self.tx.lock().take();
-        }
-    }
-
-    fn rx(&self) -> Option<Arc<PipeEnd>> {
-        self.rx.lock().clone()
-    }
-
-    fn tx(&self) -> Option<Arc<PipeEnd>> {
-        self.tx.lock().clone()
     }
 
     /// Reads like recv(2), with MSG_DONTWAIT when `dontwait` and MSG_PEEK
-    /// when `peek`.
-    pub fn recv(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<usize, Errno> {
-        match self.rx() {
-            Some(rx) => rx.read_with(buf, dontwait, peek),
-            None => Ok(0),
+    /// when `peek`: (bytes copied, the packet's whole length).
+    pub fn recv(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<(usize, usize), Errno> {
+        match &self.link {
+            Link::Bytes { rx, .. } => {
+                let Some(rx) = rx.lock().clone() else { return Ok((0, 0)) };
+                rx.read_with(buf, dontwait, peek).map(|n| (n, n))
+            }
+            Link::Packets { rx, .. } => {
+                let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else { return Ok((0, 0)) };
+                q.recv(buf, dontwait, peek).map(|r| (r.len, r.full))
+            }
         }
     }
 
     /// Writes like send(2) with MSG_DONTWAIT when `dontwait`.
     pub fn send(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
-        match self.tx() {
-            Some(tx) => tx.write_with(buf, dontwait),
-            None => Err(Errno::EPIPE),
-        }
+        self.send_rights(buf, dontwait, None)
     }
-}
 
-impl UnixStream {
-    /// sendmsg(2) with SCM_RIGHTS: the descriptors ride on the first byte
-    /// of `buf`.
-    pub fn send_rights(&self, buf: &[u8], dontwait: bool, rights: Rights) -> Result<usize, Errno> {
-        let tx = self.tx().ok_or(Errno::EPIPE)?;
-        let at = tx.positions().0;
-        self.tx_rights.lock().push_back((at, rights));
-        let r = tx.write_with(buf, dontwait);
-        if r.is_err() {
-            self.tx_rights.lock().retain(|(pos, _)| *pos != at);
+    /// sendmsg(2), with SCM_RIGHTS descriptors riding on the first byte of
+    /// `buf` (a stream) or on the packet.
+    pub fn send_rights(&self, buf: &[u8], dontwait: bool, rights: Option<Rights>) -> Result<usize, Errno> {
+        match &self.link {
+            Link::Bytes { tx, tx_rights, .. } => {
+                let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
+                let Some(rights) = rights else { return tx.write_with(buf, dontwait) };
+                let at = tx.positions().0;
+                tx_rights.lock().push_back((at, rights));
+                let r = tx.write_with(buf, dontwait);
+                if r.is_err() {
+                    tx_rights.lock().retain(|(pos, _)| *pos != at);
+                }
+                r
+            }
+            Link::Packets { tx, .. } => {
+                let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
+                tx.0.send(Message { data: buf.to_vec(), from: None, rights }, dontwait)
+            }
         }
-        r
     }
 
     /// recvmsg(2): the bytes read and the descriptors sent with them.
     /// Descriptors whose bytes plain reads consumed are dropped here, as
     /// Linux closes them.
-    pub fn recv_rights(&self, buf: &mut [u8], dontwait: bool) -> Result<(usize, Vec<Rights>), Errno> {
-        let Some(rx) = self.rx() else { return Ok((0, Vec::new())) };
-        let start = rx.positions().1;
-        let n = rx.read_with(buf, dontwait, false)?;
-        let end = start.wrapping_add(n as u64);
-        let mut got = Vec::new();
-        let mut q = self.rx_rights.lock();
-        while q.front().is_some_and(|(at, _)| *at < end) {
-            if let Some((at, r)) = q.pop_front() {
-                if at >= start {
-                    got.push(r);
+    pub fn recv_rights(&self, buf: &mut [u8], dontwait: bool) -> Result<Got, Errno> {
+        match &self.link {
+            Link::Bytes { rx, rx_rights, .. } => {
+                let Some(rx) = rx.lock().clone() else { return Ok(Got { len: 0, full: 0, rights: Vec::new() }) };
+                let start = rx.positions().1;
+                let n = rx.read_with(buf, dontwait, false)?;
+                let end = start.wrapping_add(n as u64);
+                let mut got = Vec::new();
+                let mut q = rx_rights.lock();
+                while q.front().is_some_and(|(at, _)| *at < end) {
+                    if let Some((at, r)) = q.pop_front() {
+                        if at >= start {
+                            got.push(r);
+                        }
+                    }
                 }
+                Ok(Got { len: n, full: n, rights: got })
+            }
+            Link::Packets { rx, .. } => {
+                let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else {
+                    return Ok(Got { len: 0, full: 0, rights: Vec::new() });
+                };
+                let r = q.recv(buf, dontwait, false)?;
+                Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect() })
             }
         }
-        Ok((n, got))
     }
-}
 
-impl UnixStream {
     /// Readiness of this end, as a socket reports it: a peer that closed
     /// its end reads as EOF (POLLIN|POLLHUP).
     pub fn poll_events(&self) -> u32 {
-        let rx = self.rx().map_or(crate::vfs::POLLIN | crate::vfs::POLLRDNORM, |r| r.poll_events());
-        let tx = self.tx().map_or(crate::vfs::POLLHUP, |t| t.poll_events());
-        let hup = rx & crate::vfs::POLLHUP != 0;
-        let tx = tx & !crate::vfs::POLLERR;
-        rx | tx | if hup { crate::vfs::POLLIN | crate::vfs::POLLRDNORM } else { 0 }
+        use crate::vfs::{POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        match &self.link {
+            Link::Bytes { rx, tx, .. } => {
+                let rx = rx.lock().clone().map_or(POLLIN | POLLRDNORM, |r| r.poll_events());
+                let tx = tx.lock().clone().map_or(POLLHUP, |t| t.poll_events());
+                let hup = rx & POLLHUP != 0;
+                let tx = tx & !crate::vfs::POLLERR;
+                rx | tx | if hup { POLLIN | POLLRDNORM } else { 0 }
+            }
+            Link::Packets { rx, tx } => {
+                let mut ev = 0;
+                match rx.lock().as_ref().map(|r| r.0.readiness()) {
+                    Some((readable, _, _, ended)) => {
+                        if readable || ended {
+                            ev |= POLLIN | POLLRDNORM;
+                        }
+                        if ended {
+                            ev |= POLLHUP;
+                        }
+                    }
+                    None => ev |= POLLIN | POLLRDNORM,
+                }
+                match tx.lock().as_ref().map(|t| t.0.readiness()) {
+                    Some((_, room, gone, _)) if !gone => {
+                        if room {
+                            ev |= POLLOUT | POLLWRNORM;
+                        }
+                    }
+                    _ => ev |= POLLHUP,
+                }
+                ev
+            }
+        }
     }
 }
+
+/// How the kernel's registry of bound sockets names them.
+pub type RegistryKey = (Option<SockType>, UnixName);
 
 /// The name a Unix socket is bound to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -171,11 +284,13 @@ pub enum UnixName {
 }
 
 impl UnixName {
-    /// The registry key (paths compare by file, not by spelling).
-    pub fn key(&self) -> UnixName {
+    /// The registry key for a socket of type `ty`: paths compare by file,
+    /// not by spelling; abstract names are per socket type, as in Linux
+    /// (a stream and a datagram socket may share one).
+    pub fn key(&self, ty: SockType) -> RegistryKey {
         match self {
-            UnixName::File { dev, ino, .. } => UnixName::File { dev: *dev, ino: *ino, path: Vec::new() },
-            a => a.clone(),
+            UnixName::File { dev, ino, .. } => (None, UnixName::File { dev: *dev, ino: *ino, path: Vec::new() }),
+            a => (Some(ty), a.clone()),
         }
     }
 
@@ -203,35 +318,185 @@ enum SockState {
     Connected { stream: Arc<UnixStream>, local: Option<UnixName>, peer: Option<UnixName> },
 }
 
-/// A Unix stream socket: unbound, bound, listening or connected.
+/// A Unix socket's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SockType {
+    Stream,
+    Dgram,
+    SeqPacket,
+}
+
+impl SockType {
+    /// SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET (SOCK_RAW is a datagram
+    /// socket, as in Linux).
+    pub fn from_number(n: i32) -> Option<SockType> {
+        match n {
+            1 => Some(SockType::Stream),
+            2 | 3 => Some(SockType::Dgram),
+            5 => Some(SockType::SeqPacket),
+            _ => None,
+        }
+    }
+
+    pub fn number(self) -> i32 {
+        match self {
+            SockType::Stream => 1,
+            SockType::Dgram => 2,
+            SockType::SeqPacket => 5,
+        }
+    }
+}
+
+/// What a socket received: `len` bytes copied of `full`, from whom, and
+/// the descriptors that came with them.
+pub struct Delivery {
+    pub len: usize,
+    pub full: usize,
+    pub from: Option<UnixName>,
+    pub rights: Vec<Rights>,
+}
+
+/// A datagram socket's own parts: its receive queue and the destination
+/// it is connected to, if any.
+struct Datagram {
+    inbox: PacketRx,
+    peer: Mutex<Option<(Arc<MsgQueue>, Option<UnixName>)>>,
+    /// shutdown(SHUT_WR): sends fail with EPIPE.
+    no_send: std::sync::atomic::AtomicBool,
+}
+
+/// A Unix socket. A stream or seqpacket socket is unbound, bound,
+/// listening or connected; a datagram socket is unbound or bound, and may
+/// have a default destination.
 pub struct UnixSocket {
     ino: u64,
     created: TimeSpec,
+    ty: SockType,
     state: Mutex<SockState>,
     /// Connections waiting for accept (a listening socket's).
     queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
     nonblock: std::sync::atomic::AtomicBool,
+    dgram: Option<Datagram>,
 }
 
 impl UnixSocket {
-    fn with_state(ino: u64, created: TimeSpec, state: SockState, nonblock: bool) -> Arc<UnixSocket> {
+    fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState, nonblock: bool) -> Arc<UnixSocket> {
+        let dgram = (ty == SockType::Dgram).then(|| Datagram {
+            inbox: PacketRx(MsgQueue::new()),
+            peer: Mutex::new(None),
+            no_send: std::sync::atomic::AtomicBool::new(false),
+        });
         Arc::new(UnixSocket {
             ino,
             created,
+            ty,
             state: Mutex::new(state),
             queue: Arc::default(),
             nonblock: std::sync::atomic::AtomicBool::new(nonblock),
+            dgram,
         })
     }
 
     /// A new, unbound socket.
-    pub fn new(ino: u64, created: TimeSpec, nonblock: bool) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, SockState::Unbound, nonblock)
+    pub fn new(ino: u64, created: TimeSpec, nonblock: bool, ty: SockType) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Unbound, nonblock)
     }
 
-    /// One end of a connected pair (socketpair).
-    pub fn connected(ino: u64, created: TimeSpec, stream: Arc<UnixStream>, nonblock: bool) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, SockState::Connected { stream, local: None, peer: None }, nonblock)
+    /// One end of a connected stream or seqpacket pair (socketpair).
+    pub fn connected(
+        ino: u64,
+        created: TimeSpec,
+        ty: SockType,
+        stream: Arc<UnixStream>,
+        nonblock: bool,
+    ) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None }, nonblock)
+    }
+
+    /// A datagram socket pair, each the other's destination.
+    pub fn dgram_pair(inos: (u64, u64), created: TimeSpec, nonblock: bool) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+        let a = UnixSocket::new(inos.0, created, nonblock, SockType::Dgram);
+        let b = UnixSocket::new(inos.1, created, nonblock, SockType::Dgram);
+        if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
+            *da.peer.lock() = Some((db.inbox.0.clone(), None));
+            *db.peer.lock() = Some((da.inbox.0.clone(), None));
+        }
+        (a, b)
+    }
+
+    pub fn ty(&self) -> SockType {
+        self.ty
+    }
+
+    /// connect(2) of a datagram socket: `target` becomes the default
+    /// destination.
+    pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
+        let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
+        *mine.peer.lock() = Some((theirs.inbox.0.clone(), target.local_name()));
+        Ok(())
+    }
+
+    /// Sends one message: to `to` (sendto's address) or the connected
+    /// destination. A stream or seqpacket socket takes no address.
+    pub fn send_msg(
+        &self,
+        to: Option<&Arc<UnixSocket>>,
+        data: &[u8],
+        dontwait: bool,
+        rights: Option<Rights>,
+    ) -> Result<usize, Errno> {
+        let Some(d) = &self.dgram else {
+            if to.is_some() {
+                return Err(if self.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
+            }
+            return self.stream()?.send_rights(data, dontwait, rights);
+        };
+        if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Errno::EPIPE);
+        }
+        let dest = match to {
+            Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
+            None => d.peer.lock().as_ref().map(|(q, _)| q.clone()).ok_or(Errno::ENOTCONN)?,
+        };
+        let msg = Message { data: data.to_vec(), from: self.local_name(), rights };
+        // A destination whose socket is gone refuses, as Linux's does.
+        dest.send(msg, dontwait).map_err(|e| if e == Errno::EPIPE { Errno::ECONNREFUSED } else { e })
+    }
+
+    /// Receives (or with `peek` looks at) the next data: a message of a
+    /// datagram or seqpacket socket, bytes of a stream.
+    pub fn recv_msg(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Delivery, Errno> {
+        if let Some(d) = &self.dgram {
+            let r = d.inbox.0.recv(buf, dontwait, peek)?;
+            return Ok(Delivery { len: r.len, full: r.full, from: r.from, rights: r.rights.into_iter().collect() });
+        }
+        let stream = self.stream()?;
+        let from = self.peer_name().ok().flatten();
+        if peek {
+            let (len, full) = stream.recv(buf, dontwait, true)?;
+            return Ok(Delivery { len, full, from, rights: Vec::new() });
+        }
+        let got = stream.recv_rights(buf, dontwait)?;
+        Ok(Delivery { len: got.len, full: got.full, from, rights: got.rights })
+    }
+
+    /// shutdown(2).
+    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
+        match &self.dgram {
+            Some(d) => {
+                if read {
+                    d.inbox.0.close_senders();
+                }
+                if write {
+                    d.no_send.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            None => {
+                self.stream()?.shutdown(read, write);
+                Ok(())
+            }
+        }
     }
 
     pub fn nonblocking(&self) -> bool {
@@ -260,6 +525,9 @@ impl UnixSocket {
 
     /// listen(2).
     pub fn listen(&self) -> Result<(), Errno> {
+        if self.ty == SockType::Dgram {
+            return Err(Errno::EOPNOTSUPP);
+        }
         let mut s = self.state.lock();
         match &*s {
             SockState::Bound(n) | SockState::Listening(n) => {
@@ -286,6 +554,9 @@ impl UnixSocket {
 
     /// The peer's name (getpeername); ENOTCONN unless connected.
     pub fn peer_name(&self) -> Result<Option<UnixName>, Errno> {
+        if let Some(d) = &self.dgram {
+            return d.peer.lock().as_ref().map(|(_, n)| n.clone()).ok_or(Errno::ENOTCONN);
+        }
         match &*self.state.lock() {
             SockState::Connected { peer, .. } => Ok(peer.clone()),
             _ => Err(Errno::ENOTCONN),
@@ -294,6 +565,9 @@ impl UnixSocket {
 
     /// connect(2) to `listener`: queues the server's end for accept.
     pub fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: (i32, u32, u32)) -> Result<(), Errno> {
+        if listener.ty != self.ty {
+            return Err(Errno::EPROTOTYPE);
+        }
         let Some(name) = listener.local_name().filter(|_| listener.is_listening()) else {
             return Err(Errno::ECONNREFUSED);
         };
@@ -304,10 +578,14 @@ impl UnixSocket {
             SockState::Bound(n) => Some(n.clone()),
             SockState::Unbound => None,
         };
-        let (mine, theirs) = UnixStream::pair(inos, self.created, cred);
+        let (mine, theirs) = match self.ty {
+            SockType::SeqPacket => UnixStream::packet_pair(cred),
+            _ => UnixStream::pair(inos, self.created, cred),
+        };
         let server = UnixSocket::with_state(
             inos.1,
             self.created,
+            self.ty,
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
             false,
         );
@@ -321,6 +599,9 @@ impl UnixSocket {
     /// accept(2): the next queued connection, waiting for one unless
     /// `nonblock`.
     pub fn accept(&self, nonblock: bool) -> Result<Arc<UnixSocket>, Errno> {
+        if self.ty == SockType::Dgram {
+            return Err(Errno::EOPNOTSUPP);
+        }
         if !self.is_listening() {
             return Err(Errno::EINVAL);
         }
@@ -359,11 +640,11 @@ impl Node for UnixSocket {
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.stream()?.recv(buf, self.nonblocking(), false)
+        self.recv_msg(buf, self.nonblocking(), false).map(|d| d.len)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.stream()?.send(buf, self.nonblocking())
+        self.send_msg(None, buf, self.nonblocking(), None)
     }
 
     fn seekable(&self) -> bool {
@@ -371,6 +652,12 @@ impl FileOps for UnixSocket {
     }
 
     fn poll_events(&self) -> u32 {
+        use crate::vfs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        if let Some(d) = &self.dgram {
+            let (readable, ..) = d.inbox.0.readiness();
+            let writable = d.peer.lock().as_ref().is_none_or(|(q, _)| q.readiness().1);
+            return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
+        }
         if self.is_listening() {
             return if self.queue.0.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
         }

@@ -52,7 +52,7 @@ pub struct Kernel {
     pub anon: Arc<Mount>,
     /// Bound Unix sockets by name.
     pub unix_names:
-        Mutex<std::collections::HashMap<crate::fs::unix::UnixName, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
+        Mutex<std::collections::HashMap<crate::fs::unix::RegistryKey, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
     /// Descriptors in flight in Unix sockets (SCM_RIGHTS), sandbox-wide.
     pub unix_inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// The tmpfs that holds memfd_create files.

@@ -7,18 +7,19 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::unix::{Rights, UnixName, UnixSocket, UnixStream};
+use crate::fs::unix::{Rights, SockType, UnixName, UnixSocket, UnixStream};
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
 use std::sync::Arc;
 
-const STREAM_ONLY: &str = "AF_UNIX SOCK_STREAM only: other families fail with EAFNOSUPPORT, datagram and seqpacket Unix sockets with EPROTONOSUPPORT";
-const UNIX: &str = "Unix stream sockets only (ENOTSOCK on other descriptors)";
+const UNIX_ONLY: &str =
+    "AF_UNIX only (stream, datagram, seqpacket): other families fail with EAFNOSUPPORT (no network stack yet)";
+const UNIX: &str = "Unix sockets only (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("socket", sys_socket, Partial(STREAM_ONLY)),
-    ("socketpair", sys_socketpair, Partial(STREAM_ONLY)),
+    ("socket", sys_socket, Partial(UNIX_ONLY)),
+    ("socketpair", sys_socketpair, Partial(UNIX_ONLY)),
     ("bind", sys_bind, Partial(UNIX)),
     ("listen", sys_listen, Partial("the backlog is not limited")),
     ("accept", sys_accept, Partial(UNIX)),
@@ -29,8 +30,8 @@ pub(super) const ENTRIES: Entries = &[
     ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
     ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    ("recvmsg", sys_recvmsg, Partial("SCM_RIGHTS only, and a read may span several sends' descriptors; no MSG_OOB")),
-    ("shutdown", sys_shutdown, Partial(UNIX)),
+    ("recvmsg", sys_recvmsg, Partial("SCM_RIGHTS only; on a stream socket one read may take several sends' descriptors; no MSG_OOB")),
+    ("shutdown", sys_shutdown, Partial("Unix sockets only; SHUT_RD of a datagram socket does not refuse senders")),
     (
         "getsockopt",
         sys_getsockopt,
@@ -40,7 +41,6 @@ pub(super) const ENTRIES: Entries = &[
 ];
 
 const AF_UNIX: i32 = 1;
-const SOCK_STREAM: i32 = 1;
 const SOCK_TYPE_MASK: i32 = 0xf;
 const MSG_PEEK: u64 = 0x2;
 const MSG_OOB: u64 = 0x1;
@@ -55,6 +55,7 @@ const SCM_MAX_FD: usize = 253;
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
 const OPTMEM_MAX: usize = 20480;
 const MSG_CTRUNC: i32 = 0x8;
+const MSG_TRUNC: u64 = 0x20;
 const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 /// sizeof(struct cmsghdr).
 const CMSG_HDR: usize = 16;
@@ -67,24 +68,30 @@ fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSock
     Ok((f, s))
 }
 
-/// The connected stream of socket `fd`.
-fn stream_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixStream>), Errno> {
-    let (f, s) = socket_of(task, fd)?;
-    Ok((f, s.stream()?))
+/// Does socket description `f` (or this one call's flags) not block?
+fn nonblocking(f: &FileDescription, flags: u64) -> bool {
+    flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
 }
 
-/// Checks socket(2)/socketpair(2) arguments; returns (nonblock, cloexec).
-fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(bool, bool), Errno> {
+/// Checks socket(2)/socketpair(2) arguments; returns (type, nonblock,
+/// cloexec).
+fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(SockType, bool, bool), Errno> {
     if domain != AF_UNIX {
         return Err(Errno::EAFNOSUPPORT);
     }
     if ty & !(SOCK_TYPE_MASK | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    if ty & SOCK_TYPE_MASK != SOCK_STREAM || protocol != 0 {
+    // Linux: types past SOCK_PACKET are invalid, others Unix sockets lack
+    // are unsupported.
+    if ty & SOCK_TYPE_MASK > 10 {
+        return Err(Errno::EINVAL);
+    }
+    let kind = SockType::from_number(ty & SOCK_TYPE_MASK).ok_or(Errno::ESOCKTNOSUPPORT)?;
+    if protocol != 0 {
         return Err(Errno::EPROTONOSUPPORT);
     }
-    Ok((ty & libc::SOCK_NONBLOCK != 0, ty & libc::SOCK_CLOEXEC != 0))
+    Ok((kind, ty & libc::SOCK_NONBLOCK != 0, ty & libc::SOCK_CLOEXEC != 0))
 }
 
 /// Installs socket `s` as a new descriptor.
@@ -97,22 +104,34 @@ fn install(task: &Task, s: Arc<UnixSocket>, nonblock: bool, cloexec: bool) -> Re
 }
 
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
-    let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock);
+    let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
+    let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock, kind);
     u64::try_from(install(task, s, nonblock, cloexec)?).map_err(|_| Errno::EMFILE)
 }
 
 fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
+    let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
     let k = &task.kernel;
     let now = super::fd::now();
     let creds = task.thread.creds();
     let cred = (task.thread.tgid, creds.euid, creds.egid);
     let inos = (k.anon_ino(), k.anon_ino());
-    let (x, y) = UnixStream::pair(inos, now, cred);
-    let fa = install(task, UnixSocket::connected(inos.0, now, x, nonblock), nonblock, cloexec)?;
+    let (sa, sb) = match kind {
+        SockType::Dgram => UnixSocket::dgram_pair(inos, now, nonblock),
+        _ => {
+            let (x, y) = match kind {
+                SockType::SeqPacket => UnixStream::packet_pair(cred),
+                _ => UnixStream::pair(inos, now, cred),
+            };
+            (
+                UnixSocket::connected(inos.0, now, kind, x, nonblock),
+                UnixSocket::connected(inos.1, now, kind, y, nonblock),
+            )
+        }
+    };
+    let fa = install(task, sa, nonblock, cloexec)?;
     let fds = task.thread.fds();
-    let fb = match install(task, UnixSocket::connected(inos.1, now, y, nonblock), nonblock, cloexec) {
+    let fb = match install(task, sb, nonblock, cloexec) {
         Ok(fd) => fd,
         Err(e) => {
             let _ = fds.remove(fa);
@@ -202,7 +221,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
     };
     let mut names = k.unix_names.lock();
-    if names.get(&name.key()).is_some_and(|w| w.strong_count() > 0) {
+    if names.get(&name.key(s.ty())).is_some_and(|w| w.strong_count() > 0) {
         return Err(Errno::EADDRINUSE);
     }
     s.bind(name.clone())?;
@@ -211,7 +230,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
     if names.len() >= 64 && names.len().is_power_of_two() {
         names.retain(|_, w| w.strong_count() > 0);
     }
-    names.insert(name.key(), Arc::downgrade(&s));
+    names.insert(name.key(s.ty()), Arc::downgrade(&s));
     Ok(0)
 }
 
@@ -221,10 +240,11 @@ fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (_, s) = socket_of(task, a[0])?;
-    let k = &task.kernel;
-    let key = match read_unix_addr(task, a[1], a[2])? {
+/// The socket bound to the address at `addr` that a socket of type `ty`
+/// reaches (connect, sendto). A path bound by a socket of another type is
+/// EPROTOTYPE (the caller checks); an abstract name is per type.
+fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<UnixSocket>, Errno> {
+    let name = match read_unix_addr(task, addr, len)? {
         None => return Err(Errno::EINVAL),
         Some((true, n)) => UnixName::Abstract(n),
         Some((false, path)) => {
@@ -236,9 +256,20 @@ fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
             UnixName::File { dev: st.dev, ino: st.ino, path: Vec::new() }
         }
     };
-    let listener = k.unix_names.lock().get(&key).and_then(std::sync::Weak::upgrade).ok_or(Errno::ECONNREFUSED)?;
+    let key = name.key(ty);
+    task.kernel.unix_names.lock().get(&key).and_then(std::sync::Weak::upgrade).ok_or(Errno::ECONNREFUSED)
+}
+
+fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (_, s) = socket_of(task, a[0])?;
+    let target = bound_socket(task, a[1], a[2], s.ty())?;
+    if s.ty() == SockType::Dgram {
+        s.dgram_connect(&target)?;
+        return Ok(0);
+    }
+    let k = &task.kernel;
     let creds = task.thread.creds();
-    s.connect(&listener, (k.anon_ino(), k.anon_ino()), (task.thread.tgid, creds.euid, creds.egid))?;
+    s.connect(&target, (k.anon_ino(), k.anon_ino()), (task.thread.tgid, creds.euid, creds.egid))?;
     Ok(0)
 }
 
@@ -282,37 +313,40 @@ fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT).
-fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
-    let (f, s) = stream_of(task, fd)?;
+/// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT),
+/// to `to` if given (a datagram's destination).
+fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<UnixSocket>>) -> SysResult {
+    let (f, s) = socket_of(task, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     args::user_range(addr, len)?;
     let mut buf = vec![0u8; len];
     task.thread.mm().copy_in(addr, &mut buf)?;
-    let r = s.send(&buf, flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0);
+    let r = s.send_msg(to.as_ref(), &buf, nonblocking(&f, flags), None);
     if r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 {
         task.kernel.send_signal(&task.thread, libc::SIGPIPE);
     }
     r.map(|n| n as u64)
 }
 
-/// Receives up to `len` bytes into `addr`.
-fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
-    let (f, s) = stream_of(task, fd)?;
+/// Receives up to `len` bytes into `addr`; returns the count (a message's
+/// whole length with MSG_TRUNC) and the sender's name.
+fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64, Option<UnixName>), Errno> {
+    let (f, s) = socket_of(task, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     args::user_range(addr, len)?;
-    let dontwait = flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
+    let dontwait = nonblocking(&f, flags);
     let peek = flags & MSG_PEEK != 0;
     let mut buf = vec![0u8; len];
-    let mut got = s.recv(&mut buf, dontwait, peek)?;
-    // MSG_WAITALL gathers more only when the bytes are consumed.
-    while flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
-        let n = match s.recv(&mut buf[got..], false, false) {
-            Ok(n) => n,
+    let d = s.recv_msg(&mut buf, dontwait, peek)?;
+    let mut got = d.len;
+    // MSG_WAITALL gathers more only when a stream's bytes are consumed.
+    while s.ty() == SockType::Stream && flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
+        let n = match s.recv_msg(&mut buf[got..], false, false) {
+            Ok(more) => more.len,
             Err(_) => break,
         };
         if n == 0 {
@@ -321,22 +355,28 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> SysResult {
         got += n;
     }
     task.thread.mm().copy_out(addr, &buf[..got])?;
-    Ok(got as u64)
+    let reported = if flags & MSG_TRUNC != 0 && s.ty() != SockType::Stream { d.full } else { got };
+    Ok((reported as u64, d.from))
 }
 
 fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if a[4] != 0 {
-        // A stream socket takes no destination address.
+    let to = if a[4] != 0 {
         let (_, s) = socket_of(task, a[0])?;
-        return Err(if s.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
-    }
-    send(task, a[0], a[1], args::size_arg(a[2])?, a[3])
+        if s.ty() != SockType::Dgram {
+            // A connection-oriented socket takes no destination address.
+            return Err(if s.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
+        }
+        Some(bound_socket(task, a[4], a[5], s.ty())?)
+    } else {
+        None
+    };
+    send(task, a[0], a[1], args::size_arg(a[2])?, a[3], to)
 }
 
 fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let n = recv(task, a[0], a[1], args::size_arg(a[2])?, a[3])?;
+    let (n, from) = recv(task, a[0], a[1], args::size_arg(a[2])?, a[3])?;
     if a[4] != 0 && a[5] != 0 {
-        match sender_name(task, a[0]) {
+        match from {
             Some(name) => write_unix_addr(task, a[4], a[5], Some(&name))?,
             None => task.thread.mm().copy_out(a[5], &0u32.to_le_bytes())?,
         }
@@ -344,15 +384,10 @@ fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(n)
 }
 
-/// The name of the peer that sent what socket `fd` receives, if it has one
-/// (a socket pair's and an unbound client's have none).
-fn sender_name(task: &Task, fd: u64) -> Option<UnixName> {
-    socket_of(task, fd).ok().and_then(|(_, s)| s.peer_name().ok().flatten())
-}
-
 /// The fields of a `struct msghdr` that matter here.
 struct MsgHdr {
     name: u64,
+    namelen: u64,
     iov: u64,
     iovlen: u64,
     control: u64,
@@ -364,7 +399,8 @@ fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
     let name = d.u64();
-    d.skip(8);
+    let namelen = u64::from(d.u32());
+    d.skip(4);
     let iov = d.u64();
     let iovlen = d.u64();
     let control = d.u64();
@@ -372,7 +408,7 @@ fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     if iovlen > 1024 {
         return Err(Errno::EMSGSIZE);
     }
-    Ok(MsgHdr { name, iov, iovlen, control, controllen })
+    Ok(MsgHdr { name, namelen, iov, iovlen, control, controllen })
 }
 
 /// CMSG_ALIGN.
@@ -484,8 +520,13 @@ fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
 }
 
 fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    socket_of(task, a[0])?;
+    let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
+    let to = match h.name {
+        0 => None,
+        _ if s.ty() != SockType::Dgram => None,
+        name => Some(bound_socket(task, name, h.namelen, s.ty())?),
+    };
     let rights = read_rights(task, &h)?;
     let mut data = Vec::new();
     for (base, len) in iovec_list(task, &h)? {
@@ -493,13 +534,10 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_in(base, &mut part)?;
         data.extend_from_slice(&part);
     }
-    let (f, s) = stream_of(task, a[0])?;
-    let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
-    let r = match rights {
-        // Linux sends nothing, descriptors included, for an empty message.
-        Some(rights) if !data.is_empty() => s.send_rights(&data, dontwait, rights),
-        _ => s.send(&data, dontwait),
-    };
+    // Linux sends nothing, descriptors included, for an empty stream
+    // message; an empty datagram or packet is a message of its own.
+    let rights = rights.filter(|_| !data.is_empty() || s.ty() != SockType::Stream);
+    let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights);
     if r == Err(Errno::EPIPE) && a[2] & MSG_NOSIGNAL == 0 {
         task.kernel.send_signal(&task.thread, libc::SIGPIPE);
     }
@@ -507,20 +545,16 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (f, s) = stream_of(task, a[0])?;
+    let (f, s) = socket_of(task, a[0])?;
     if a[2] & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     let h = read_msghdr(task, a[1])?;
     let iov = iovec_list(task, &h)?;
     let total: usize = iov.iter().map(|&(_, l)| l).sum();
-    let dontwait = a[2] & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
     let mut buf = vec![0u8; total];
-    let (got, rights) = if a[2] & MSG_PEEK != 0 {
-        (s.recv(&mut buf, dontwait, true)?, Vec::new())
-    } else {
-        s.recv_rights(&mut buf, dontwait)?
-    };
+    let d = s.recv_msg(&mut buf, nonblocking(&f, a[2]), a[2] & MSG_PEEK != 0)?;
+    let got = d.len;
     let mut at = 0;
     for (base, len) in iov {
         if at >= got {
@@ -530,27 +564,31 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_out(base, &buf[at..at + n])?;
         at += n;
     }
-    let (controllen, mut flags) = write_rights(task, &h, rights, a[2] & MSG_CMSG_CLOEXEC != 0)?;
+    let (controllen, mut flags) = write_rights(task, &h, d.rights, a[2] & MSG_CMSG_CLOEXEC != 0)?;
     // Linux echoes MSG_CMSG_CLOEXEC back in msg_flags.
     if a[2] & MSG_CMSG_CLOEXEC != 0 {
         flags |= i32::try_from(MSG_CMSG_CLOEXEC).unwrap_or(0);
     }
-    match sender_name(task, a[0]).filter(|_| h.name != 0) {
+    if d.len < d.full {
+        flags |= i32::try_from(MSG_TRUNC).unwrap_or(0);
+    }
+    match d.from.filter(|_| h.name != 0) {
         Some(name) => write_unix_addr(task, h.name, a[1] + 8, Some(&name))?,
         None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
     }
     let mm = task.thread.mm();
     mm.copy_out(a[1] + 40, &controllen.to_le_bytes())?;
     mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
-    Ok(got as u64)
+    let reported = if a[2] & MSG_TRUNC != 0 && s.ty() != SockType::Stream { d.full } else { got };
+    Ok(reported as u64)
 }
 
 fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (_, s) = stream_of(task, a[0])?;
+    let (_, s) = socket_of(task, a[0])?;
     match int(a[1]) {
-        0 => s.shutdown(true, false),
-        1 => s.shutdown(false, true),
-        2 => s.shutdown(true, true),
+        0 => s.shutdown(true, false)?,
+        1 => s.shutdown(false, true)?,
+        2 => s.shutdown(true, true)?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)
@@ -571,7 +609,7 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let mut value = Encoder::new();
     match int(a[2]) {
-        SO_TYPE => value.i32(SOCK_STREAM),
+        SO_TYPE => value.i32(s.ty().number()),
         SO_ERROR | SO_PROTOCOL => value.i32(0),
         SO_ACCEPTCONN => value.i32(i32::from(s.is_listening())),
         SO_DOMAIN => value.i32(AF_UNIX),

@@ -1,0 +1,183 @@
+//! The message queues of message-oriented Unix sockets: a datagram
+//! socket's receive queue (SOCK_DGRAM) and each direction of a
+//! SOCK_SEQPACKET connection. Messages keep their boundaries, their
+//! sender's name and the descriptors sent with them (SCM_RIGHTS); a
+//! receive takes one whole message, discarding what does not fit (the
+//! caller learns its full length for MSG_TRUNC).
+
+use super::unix::{Rights, UnixName};
+use crate::abi::Errno;
+use crate::kernel::wait::{wait_once, Waker};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Bytes a queue holds before senders wait (Linux's default socket
+/// buffer); also the largest message (EMSGSIZE beyond).
+pub const QUEUE_BYTES: usize = 212_992;
+
+/// One message.
+pub struct Message {
+    pub data: Vec<u8>,
+    /// The sending socket's name, if it has one (recvfrom's address).
+    pub from: Option<UnixName>,
+    pub rights: Option<Rights>,
+}
+
+/// What a receive got: `len` bytes copied of a message of `full` bytes.
+pub struct Received {
+    pub len: usize,
+    pub full: usize,
+    pub from: Option<UnixName>,
+    pub rights: Option<Rights>,
+}
+
+#[derive(Default)]
+struct State {
+    msgs: VecDeque<Message>,
+    bytes: usize,
+    /// Nobody receives any more: sends fail.
+    receiver_gone: bool,
+    /// Nobody sends any more (a closed SEQPACKET peer, shutdown): once
+    /// empty, receives return 0.
+    senders_gone: bool,
+}
+
+#[derive(Default)]
+pub struct MsgQueue {
+    state: Mutex<State>,
+    cond: Condvar,
+}
+
+impl MsgQueue {
+    pub fn new() -> Arc<MsgQueue> {
+        Arc::default()
+    }
+
+    fn waker(self: &Arc<MsgQueue>) -> Waker {
+        let q = self.clone();
+        Arc::new(move || {
+            let _g = q.state.lock();
+            q.cond.notify_all();
+        })
+    }
+
+    /// Queues `msg`, waiting for room unless `dontwait` (EAGAIN). EPIPE
+    /// when the receiver is gone (the caller turns it into what its socket
+    /// type reports), EMSGSIZE when the message could never fit.
+    pub fn send(self: &Arc<MsgQueue>, msg: Message, dontwait: bool) -> Result<usize, Errno> {
+        let len = msg.data.len();
+        if len > QUEUE_BYTES {
+            return Err(Errno::EMSGSIZE);
+        }
+        let mut s = self.state.lock();
+        loop {
+            if s.receiver_gone {
+                return Err(Errno::EPIPE);
+            }
+            if s.bytes + len <= QUEUE_BYTES || s.msgs.is_empty() {
+                s.bytes += len;
+                s.msgs.push_back(msg);
+                self.cond.notify_all();
+                return Ok(len);
+            }
+            if dontwait {
+                return Err(Errno::EAGAIN);
+            }
+            wait_once(&mut s, &self.cond, self.waker())?;
+        }
+    }
+
+    /// Takes (or with `peek` copies) the next message into `buf`, waiting
+    /// for one unless `dontwait` (EAGAIN). Once the senders are gone and
+    /// the queue is empty, a receive returns 0 bytes.
+    pub fn recv(self: &Arc<MsgQueue>, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Received, Errno> {
+        let mut s = self.state.lock();
+        loop {
+            if let Some(m) = s.msgs.front() {
+                let len = buf.len().min(m.data.len());
+                buf[..len].copy_from_slice(&m.data[..len]);
+                let full = m.data.len();
+                if peek {
+                    return Ok(Received { len, full, from: m.from.clone(), rights: None });
+                }
+                let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
+                s.bytes -= full;
+                self.cond.notify_all();
+                return Ok(Received { len, full, from: m.from, rights: m.rights });
+            }
+            if s.senders_gone {
+                return Ok(Received { len: 0, full: 0, from: None, rights: None });
+            }
+            if dontwait {
+                return Err(Errno::EAGAIN);
+            }
+            wait_once(&mut s, &self.cond, self.waker())?;
+        }
+    }
+
+    /// The receiving side closed: queued messages (and their descriptors)
+    /// are dropped, senders fail from now on.
+    pub fn close_receiver(&self) {
+        let mut s = self.state.lock();
+        s.receiver_gone = true;
+        s.msgs.clear();
+        s.bytes = 0;
+        self.cond.notify_all();
+    }
+
+    /// The sending side closed: receivers see the end once it is drained.
+    pub fn close_senders(&self) {
+        self.state.lock().senders_gone = true;
+        self.cond.notify_all();
+    }
+
+    /// (readable, writable, receiver gone, senders gone).
+    pub fn readiness(&self) -> (bool, bool, bool, bool) {
+        let s = self.state.lock();
+        (!s.msgs.is_empty(), s.bytes < QUEUE_BYTES, s.receiver_gone, s.senders_gone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(data: &[u8]) -> Message {
+        Message { data: data.to_vec(), from: Some(UnixName::Abstract(b"me".to_vec())), rights: None }
+    }
+
+    #[test]
+    fn messages_keep_their_boundaries() {
+        let q = MsgQueue::new();
+        q.send(msg(b"hello"), true).unwrap();
+        q.send(msg(b"world!"), true).unwrap();
+        let mut buf = [0u8; 3];
+        let r = q.recv(&mut buf, true, true).unwrap();
+        assert_eq!((r.len, r.full, &buf), (3, 5, b"hel"), "peek leaves it");
+        let r = q.recv(&mut buf, true, false).unwrap();
+        assert_eq!((r.len, r.full), (3, 5));
+        assert_eq!(r.from, Some(UnixName::Abstract(b"me".to_vec())));
+        let mut big = [0u8; 64];
+        let r = q.recv(&mut big, true, false).unwrap();
+        assert_eq!(&big[..r.len], b"world!", "the rest of the first is gone");
+        assert_eq!(q.recv(&mut big, true, false).err(), Some(Errno::EAGAIN));
+    }
+
+    #[test]
+    fn full_queues_and_closed_ends() {
+        let q = MsgQueue::new();
+        assert_eq!(q.send(msg(&vec![0; QUEUE_BYTES + 1]), true).err(), Some(Errno::EMSGSIZE));
+        q.send(msg(&vec![0; QUEUE_BYTES]), true).unwrap();
+        assert_eq!(q.send(msg(b"x"), true).err(), Some(Errno::EAGAIN));
+        assert_eq!(q.readiness(), (true, false, false, false));
+        q.close_receiver();
+        assert_eq!(q.send(msg(b"x"), true).err(), Some(Errno::EPIPE));
+        let q = MsgQueue::new();
+        q.send(msg(b"last"), true).unwrap();
+        q.close_senders();
+        let mut buf = [0u8; 8];
+        assert_eq!(q.recv(&mut buf, false, false).unwrap().len, 4);
+        assert_eq!(q.recv(&mut buf, false, false).unwrap().full, 0, "then the end");
+    }
+}

@@ -1,0 +1,220 @@
+/* unix_dgram.c — message-oriented Unix sockets: SOCK_DGRAM (pairs, named
+ * sockets, sendto/recvfrom, connect) and SOCK_SEQPACKET (pairs, listen/
+ * accept): message boundaries, truncation (MSG_TRUNC), sender addresses,
+ * SCM_RIGHTS per message, the end of a packet connection, errors. */
+#include "check.h"
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    size_t n = strlen(name);
+    memcpy(a->sun_path + 1, name, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static void send_fd(int sock, int fd, const char *data) {
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    memset(cbuf, 0, sizeof cbuf);
+    struct iovec iov = {(void *)data, strlen(data)};
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = cbuf;
+    m.msg_controllen = sizeof cbuf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    CHECK_EQ(sendmsg(sock, &m, 0), (long)strlen(data));
+}
+
+static void datagram_pairs(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+    int type = 0;
+    socklen_t len = sizeof type;
+    CHECK_OK(getsockopt(sv[0], SOL_SOCKET, SO_TYPE, &type, &len));
+    CHECK_EQ(type, SOCK_DGRAM);
+    CHECK_EQ(send(sv[0], "a", 1, 0), 1);
+    CHECK_EQ(send(sv[0], "bc", 2, 0), 2);
+    CHECK_EQ(send(sv[0], "def", 3, 0), 3);
+    CHECK_EQ(send(sv[0], "", 0, 0), 0);
+    struct pollfd p = {sv[1], POLLIN, 0};
+    CHECK_EQ(poll(&p, 1, 0), 1);
+    CHECK(p.revents & POLLIN);
+    char buf[8] = {0};
+    CHECK_EQ(recv(sv[1], buf, 2, 0), 1);
+    CHECK_EQ(buf[0], 'a');
+    CHECK_EQ(recv(sv[1], buf, 2, MSG_PEEK), 2);
+    CHECK_EQ(recv(sv[1], buf, 2, 0), 2);
+    CHECK(memcmp(buf, "bc", 2) == 0);
+    /* A message longer than the buffer: the rest is dropped. */
+    CHECK_EQ(recv(sv[1], buf, 2, MSG_TRUNC | MSG_PEEK), 3);
+    struct iovec iov = {buf, 2};
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    CHECK_EQ(recvmsg(sv[1], &m, 0), 2);
+    CHECK(m.msg_flags & MSG_TRUNC);
+    CHECK(memcmp(buf, "de", 2) == 0);
+    CHECK_EQ(recv(sv[1], buf, sizeof buf, 0), 0); /* the empty datagram */
+    CHECK_ERR(recv(sv[1], buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+
+    /* Descriptors travel with their message. */
+    int pfd[2];
+    CHECK_OK(pipe(pfd));
+    send_fd(sv[0], pfd[1], "fd");
+    CHECK_EQ(send(sv[0], "next", 4, 0), 4);
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    iov.iov_base = buf;
+    iov.iov_len = sizeof buf;
+    m.msg_control = cbuf;
+    m.msg_controllen = sizeof cbuf;
+    m.msg_flags = 0;
+    CHECK_EQ(recvmsg(sv[1], &m, 0), 2);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL && c->cmsg_type == SCM_RIGHTS);
+    int got;
+    memcpy(&got, CMSG_DATA(c), sizeof got);
+    CHECK_EQ(write(got, "x", 1), 1);
+    CHECK_EQ(read(pfd[0], buf, 1), 1);
+    m.msg_controllen = sizeof cbuf;
+    CHECK_EQ(recvmsg(sv[1], &m, 0), 4);
+    CHECK_EQ(m.msg_controllen, 0);
+    close(got);
+    close(pfd[0]);
+    close(pfd[1]);
+
+    /* A peer that is gone refuses. */
+    close(sv[1]);
+    CHECK_ERR(send(sv[0], "x", 1, 0), ECONNREFUSED);
+    close(sv[0]);
+}
+
+static void named_datagrams(void) {
+    char name[64];
+    snprintf(name, sizeof name, "husk-dgram-%d", getpid());
+    struct sockaddr_un srv_addr, cli_addr, from;
+    socklen_t srv_len = abstract_addr(&srv_addr, name);
+    int srv = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM, 0));
+    CHECK_OK(bind(srv, (struct sockaddr *)&srv_addr, srv_len));
+    CHECK_ERR(listen(srv, 1), EOPNOTSUPP);
+
+    /* From an unbound sender: no address. */
+    int cli = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM, 0));
+    CHECK_ERR(send(cli, "x", 1, 0), ENOTCONN);
+    CHECK_EQ(sendto(cli, "one", 3, 0, (struct sockaddr *)&srv_addr, srv_len), 3);
+    char buf[16];
+    socklen_t flen = sizeof from;
+    CHECK_EQ(recvfrom(srv, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen), 3);
+    CHECK_EQ(flen, 0);
+
+    /* From a bound one: its name, to which the server can answer. */
+    char cname[64];
+    snprintf(cname, sizeof cname, "husk-dgram-cli-%d", getpid());
+    socklen_t cli_len = abstract_addr(&cli_addr, cname);
+    CHECK_OK(bind(cli, (struct sockaddr *)&cli_addr, cli_len));
+    CHECK_EQ(sendto(cli, "two", 3, 0, (struct sockaddr *)&srv_addr, srv_len), 3);
+    flen = sizeof from;
+    CHECK_EQ(recvfrom(srv, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen), 3);
+    CHECK_EQ(flen, cli_len);
+    CHECK(memcmp(from.sun_path, cli_addr.sun_path, cli_len - offsetof(struct sockaddr_un, sun_path)) == 0);
+    CHECK_EQ(sendto(srv, "back", 4, 0, (struct sockaddr *)&from, flen), 4);
+    CHECK_EQ(recv(cli, buf, sizeof buf, 0), 4);
+
+    /* connect: a default destination, and getpeername. */
+    CHECK_OK(connect(cli, (struct sockaddr *)&srv_addr, srv_len));
+    CHECK_EQ(send(cli, "three", 5, 0), 5);
+    CHECK_EQ(recv(srv, buf, sizeof buf, 0), 5);
+    struct sockaddr_un peer;
+    socklen_t plen = sizeof peer;
+    CHECK_OK(getpeername(cli, (struct sockaddr *)&peer, &plen));
+    CHECK_EQ(plen, srv_len);
+
+    /* Abstract names are per socket type: a stream socket finds no
+     * datagram one, and may bind the same name. */
+    int st = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    CHECK_ERR(connect(st, (struct sockaddr *)&srv_addr, srv_len), ECONNREFUSED);
+    CHECK_OK(bind(st, (struct sockaddr *)&srv_addr, srv_len));
+    close(st);
+    /* A socket file of another type: EPROTOTYPE. */
+    struct sockaddr_un path = {0};
+    path.sun_family = AF_UNIX;
+    snprintf(path.sun_path, sizeof path.sun_path, "/tmp/husk-dgram-%d.sock", getpid());
+    unlink(path.sun_path);
+    int pd = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM, 0));
+    CHECK_OK(bind(pd, (struct sockaddr *)&path, sizeof path));
+    st = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    CHECK_ERR(connect(st, (struct sockaddr *)&path, sizeof path), EPROTOTYPE);
+    CHECK_EQ(sendto(cli, "p", 1, 0, (struct sockaddr *)&path, sizeof path), 1);
+    CHECK_EQ(recv(pd, buf, sizeof buf, 0), 1);
+    close(st);
+    close(pd);
+    unlink(path.sun_path);
+    close(srv);
+    CHECK_ERR(send(cli, "x", 1, 0), ECONNREFUSED);
+    close(cli);
+}
+
+static void seqpackets(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+    int type = 0;
+    socklen_t len = sizeof type;
+    CHECK_OK(getsockopt(sv[1], SOL_SOCKET, SO_TYPE, &type, &len));
+    CHECK_EQ(type, SOCK_SEQPACKET);
+    CHECK_EQ(write(sv[0], "hello", 5), 5);
+    CHECK_EQ(write(sv[0], "world", 5), 5);
+    char buf[16];
+    CHECK_EQ(read(sv[1], buf, 3), 3);
+    CHECK_EQ(read(sv[1], buf, sizeof buf), 5);
+    CHECK(memcmp(buf, "world", 5) == 0);
+    close(sv[0]);
+    CHECK_EQ(read(sv[1], buf, sizeof buf), 0);
+    CHECK_ERR(send(sv[1], "x", 1, MSG_NOSIGNAL), EPIPE);
+    close(sv[1]);
+
+    /* Named: listen, connect, accept; boundaries hold. */
+    char name[64];
+    snprintf(name, sizeof name, "husk-seqpacket-%d", getpid());
+    struct sockaddr_un addr;
+    socklen_t alen = abstract_addr(&addr, name);
+    int l = CHECK_OK(socket(AF_UNIX, SOCK_SEQPACKET, 0));
+    CHECK_OK(bind(l, (struct sockaddr *)&addr, alen));
+    CHECK_OK(listen(l, 4));
+    int c = CHECK_OK(socket(AF_UNIX, SOCK_SEQPACKET, 0));
+    CHECK_OK(connect(c, (struct sockaddr *)&addr, alen));
+    int a = CHECK_OK(accept(l, NULL, NULL));
+    CHECK_EQ(send(c, "ab", 2, 0), 2);
+    CHECK_EQ(send(c, "cde", 3, 0), 3);
+    CHECK_EQ(recv(a, buf, sizeof buf, 0), 2);
+    CHECK_EQ(recv(a, buf, sizeof buf, 0), 3);
+    int st = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    CHECK_ERR(connect(st, (struct sockaddr *)&addr, alen), ECONNREFUSED);
+    close(st);
+    close(a);
+    close(c);
+    close(l);
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    CHECK_ERR(socket(AF_UNIX, SOCK_RDM, 0), ESOCKTNOSUPPORT);
+    CHECK_ERR(socket(AF_UNIX, 11, 0), EINVAL);
+    int raw = CHECK_OK(socket(AF_UNIX, SOCK_RAW, 0)); /* a datagram socket */
+    int type = 0;
+    socklen_t len = sizeof type;
+    CHECK_OK(getsockopt(raw, SOL_SOCKET, SO_TYPE, &type, &len));
+    CHECK_EQ(type, SOCK_DGRAM);
+    close(raw);
+    datagram_pairs();
+    named_datagrams();
+    seqpackets();
+    return 0;
+}
