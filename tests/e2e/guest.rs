@@ -66,6 +66,11 @@ fn guest_unix_dgram() {
 }
 
 #[test]
+fn guest_sched() {
+    guest_test("sched", &[]);
+}
+
+#[test]
 fn guest_job_control() {
     guest_test("job_control", &[]);
 }

@@ -37,6 +37,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_sockets",
     "unix_dgram",
     "job_control",
+    "sched",
     "exec_threaded",
     "escape_probe",
 ];

@@ -187,6 +187,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
     *t.rlimits.lock() = *p.rlimits.lock();
+    t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     *t.altstack.lock() = *p.altstack.lock();
     {
@@ -240,6 +241,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
     *t.rlimits.lock() = *p.rlimits.lock();
+    t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     *t.attrs.lock() = p.attrs.lock().clone();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     if f & CLONE_CHILD_CLEARTID != 0 {

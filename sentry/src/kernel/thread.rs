@@ -12,7 +12,7 @@ use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -70,6 +70,8 @@ pub struct Thread {
     /// The auxiliary vector the program started with.
     pub auxv: Mutex<Vec<u8>>,
     pub rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
+    /// The nice value (-20..=19), recorded and reported.
+    pub nice: AtomicI32,
     pub sigactions: Arc<SigActions>,
     pub sigmask: AtomicU64,
     /// Signals sent to this thread while it blocked them, one bit per
@@ -115,6 +117,7 @@ impl Thread {
             args: Mutex::new(ArgRanges::default()),
             auxv: Mutex::new(Vec::new()),
             rlimits: Mutex::new(limits::defaults()),
+            nice: AtomicI32::new(0),
             sigactions: Arc::new(SigActions::default()),
             sigmask: AtomicU64::new(0),
             sigpending: AtomicU64::new(0),

@@ -14,6 +14,7 @@ mod identity;
 mod mmap;
 mod poll;
 mod process;
+mod sched;
 mod signal;
 mod socket;
 mod stat;
@@ -54,7 +55,7 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 15] {
+fn families() -> [Entries; 16] {
     [
         epoll::ENTRIES,
         timer::ENTRIES,
@@ -71,6 +72,7 @@ fn families() -> [Entries; 15] {
         time::ENTRIES,
         signal::ENTRIES,
         process::ENTRIES,
+        sched::ENTRIES,
     ]
 }
 

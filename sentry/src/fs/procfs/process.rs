@@ -268,6 +268,7 @@ pub(super) struct StatFields<'a> {
     /// SIGCHLD for a process, -1 for other threads.
     pub exit_signal: i32,
     pub args: ArgRanges,
+    pub nice: i32,
 }
 
 /// /proc/[pid]/stat: the 52 fields of `do_task_stat`. The obsolete signal
@@ -280,11 +281,13 @@ pub(super) fn format_stat(f: &StatFields<'_>) -> Vec<u8> {
     let a = &f.args;
     let _ = writeln!(
         out,
-        ") {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {} 0 {} {} {} {} {} {} 0 0 0 {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} {} {} {} {} 0",
+        ") {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 {} {} {} 0 {} {} {} {} {} {} 0 0 0 {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} {} {} {} {} 0",
         f.state,
         f.ppid,
         f.pgid,
         f.sid,
+        20 + f.nice,
+        f.nice,
         f.threads,
         f.start_ticks,
         vm.size,
@@ -597,6 +600,7 @@ mod tests {
             sigs: SigSets { pending: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
             exit_signal: 17,
             args: ArgRanges { arg_start: 100, arg_end: 110, env_start: 110, env_end: 130 },
+            nice: 5,
         };
         let text = String::from_utf8(format_stat(&f)).unwrap();
         assert!(text.ends_with('\n'));
@@ -608,7 +612,8 @@ mod tests {
         assert_eq!(at(3), "R");
         assert_eq!(at(4), "1");
         assert_eq!(at(8), "-1");
-        assert_eq!(at(18), "20");
+        assert_eq!(at(18), "25", "priority");
+        assert_eq!(at(19), "5", "nice");
         assert_eq!(at(20), "1");
         assert_eq!(at(22), "250");
         assert_eq!(at(23), "8192");

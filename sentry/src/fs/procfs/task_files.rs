@@ -228,6 +228,7 @@ fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
         sigs: sig_sets(t),
         exit_signal: if t.tid == t.tgid { libc::SIGCHLD } else { -1 },
         args: *t.args.lock(),
+        nice: t.nice.load(std::sync::atomic::Ordering::Relaxed),
     };
     process::format_stat(&f)
 }

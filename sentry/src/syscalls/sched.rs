@@ -1,0 +1,163 @@
+//! Scheduling priorities: nice values (getpriority, setpriority) and
+//! scheduling policies. The sentry does not schedule guest threads itself
+//! (the host does, with the sentry's own priority), so a nice value is
+//! recorded and reported — /proc shows it, children inherit it — and the
+//! only policy is SCHED_OTHER.
+
+use super::args::int;
+use super::{Entries, Support::*};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::{Task, Thread};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const SCHED_OTHER: i32 = 0;
+const SCHED_FIFO: i32 = 1;
+const SCHED_RR: i32 = 2;
+const SCHED_BATCH: i32 = 3;
+const SCHED_IDLE: i32 = 5;
+const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
+
+const PRIO_PROCESS: i32 = 0;
+const PRIO_PGRP: i32 = 1;
+const PRIO_USER: i32 = 2;
+
+const NICE_MIN: i32 = -20;
+const NICE_MAX: i32 = 19;
+
+const NOT_APPLIED: &str = "nice values are recorded and reported, not applied: the host schedules the sentry";
+const POLICIES: &str =
+    "SCHED_OTHER only: batch and idle are accepted as SCHED_OTHER is; real-time policies fail with EPERM";
+
+pub(super) const ENTRIES: Entries = &[
+    ("getpriority", sys_getpriority, Partial(NOT_APPLIED)),
+    ("setpriority", sys_setpriority, Partial(NOT_APPLIED)),
+    ("sched_getscheduler", sys_sched_getscheduler, Partial(POLICIES)),
+    ("sched_setscheduler", sys_sched_setscheduler, Partial(POLICIES)),
+    ("sched_getparam", sys_sched_getparam, Partial(POLICIES)),
+    ("sched_setparam", sys_sched_setparam, Partial(POLICIES)),
+    ("sched_get_priority_max", sys_sched_get_priority_max, Full),
+    ("sched_get_priority_min", sys_sched_get_priority_min, Full),
+];
+
+/// The threads `which` (PRIO_PROCESS, PRIO_PGRP, PRIO_USER) and `who`
+/// name; ESRCH if none.
+fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno> {
+    let k = &task.kernel;
+    let found: Vec<Arc<Thread>> = match which {
+        PRIO_PROCESS if who == 0 => vec![task.thread.clone()],
+        PRIO_PROCESS => k.thread(who).into_iter().collect(),
+        PRIO_PGRP => {
+            let pgid = if who == 0 { k.procs.pgid(task.thread.tgid).unwrap_or(task.thread.tgid) } else { who };
+            k.procs.group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
+        }
+        PRIO_USER => {
+            let uid = if who == 0 { task.thread.creds().uid } else { u32::try_from(who).map_err(|_| Errno::ESRCH)? };
+            k.threads.lock().values().filter(|t| t.creds().uid == uid).cloned().collect()
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    if found.is_empty() {
+        Err(Errno::ESRCH)
+    } else {
+        Ok(found)
+    }
+}
+
+/// getpriority(2): the highest priority (lowest nice) among the targets,
+/// as the system call returns it: 20 - nice, in 1..=40.
+fn sys_getpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let threads = targets(task, int(a[0]), int(a[1]))?;
+    let nice = threads.iter().map(|t| t.nice.load(Ordering::Relaxed)).min().unwrap_or(0);
+    u64::try_from(20 - nice).map_err(|_| Errno::EINVAL)
+}
+
+/// setpriority(2): sets the nice value (clamped to -20..=19) of every
+/// target. Raising priority needs CAP_SYS_NICE; changing another user's
+/// threads needs their uid to match our effective one.
+fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let threads = targets(task, int(a[0]), int(a[1]))?;
+    let nice = int(a[2]).clamp(NICE_MIN, NICE_MAX);
+    let me = task.thread.creds();
+    let privileged = me.euid == 0;
+    for t in &threads {
+        let them = t.creds();
+        if !privileged && them.uid != me.euid && them.euid != me.euid {
+            return Err(Errno::EPERM);
+        }
+        if !privileged && nice < t.nice.load(Ordering::Relaxed) {
+            return Err(Errno::EACCES);
+        }
+    }
+    for t in threads {
+        t.nice.store(nice, Ordering::Relaxed);
+    }
+    Ok(0)
+}
+
+/// The thread sched_* calls name: pid 0 is the caller.
+fn sched_target(task: &Task, pid: i32) -> Result<Arc<Thread>, Errno> {
+    match pid {
+        0 => Ok(task.thread.clone()),
+        p if p < 0 => Err(Errno::EINVAL),
+        p => task.kernel.thread(p).ok_or(Errno::ESRCH),
+    }
+}
+
+fn sys_sched_getscheduler(task: &mut Task, a: [u64; 6]) -> SysResult {
+    sched_target(task, int(a[0]))?;
+    Ok(0)
+}
+
+/// Reads `struct sched_param` (one int) and checks it suits `policy`.
+fn read_param(task: &Task, addr: u64, policy: i32) -> Result<(), Errno> {
+    if addr == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 4];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let prio = i32::from_le_bytes(raw);
+    match policy {
+        SCHED_FIFO | SCHED_RR if (1..=99).contains(&prio) => Err(Errno::EPERM),
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE if prio == 0 => Ok(()),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn sys_sched_setscheduler(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let policy = int(a[1]) & !SCHED_RESET_ON_FORK;
+    sched_target(task, int(a[0]))?;
+    read_param(task, a[2], policy)?;
+    Ok(0)
+}
+
+fn sys_sched_getparam(task: &mut Task, a: [u64; 6]) -> SysResult {
+    sched_target(task, int(a[0]))?;
+    if a[1] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    task.thread.mm().copy_out(a[1], &0i32.to_le_bytes())?;
+    Ok(0)
+}
+
+fn sys_sched_setparam(task: &mut Task, a: [u64; 6]) -> SysResult {
+    sched_target(task, int(a[0]))?;
+    read_param(task, a[1], SCHED_OTHER)?;
+    Ok(0)
+}
+
+fn priority_range(policy: i32) -> Result<(u64, u64), Errno> {
+    match policy {
+        SCHED_FIFO | SCHED_RR => Ok((1, 99)),
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Ok((0, 0)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn sys_sched_get_priority_max(_: &mut Task, a: [u64; 6]) -> SysResult {
+    priority_range(int(a[0])).map(|(_, max)| max)
+}
+
+fn sys_sched_get_priority_min(_: &mut Task, a: [u64; 6]) -> SysResult {
+    priority_range(int(a[0])).map(|(min, _)| min)
+}
