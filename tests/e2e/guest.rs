@@ -66,6 +66,11 @@ fn guest_unix_dgram() {
 }
 
 #[test]
+fn guest_splice() {
+    guest_test("splice", &[]);
+}
+
+#[test]
 fn guest_sched() {
     guest_test("sched", &[]);
 }

@@ -38,6 +38,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_dgram",
     "job_control",
     "sched",
+    "splice",
     "exec_threaded",
     "escape_probe",
 ];

@@ -40,7 +40,7 @@ pub(super) const ENTRIES: Entries = &[
 /// Linux caps a single read or write at this many bytes.
 const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Data is moved through the sentry in pieces of at most this size.
-const CHUNK: usize = 1 << 20;
+pub(super) const CHUNK: usize = 1 << 20;
 const IOV_MAX: usize = 1024;
 /// Open flags kept in the file description (F_GETFL reports them).
 const KEPT_FLAGS: i32 = libc::O_ACCMODE
@@ -173,7 +173,7 @@ fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn count(a: u64) -> usize {
+pub(super) fn count(a: u64) -> usize {
     usize::try_from(a).unwrap_or(usize::MAX).min(MAX_RW_COUNT)
 }
 
@@ -250,7 +250,7 @@ fn write_from(
     Ok(done as u64)
 }
 
-fn readable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
+pub(super) fn readable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     let f = args::file(task, fd)?;
     if !f.readable() {
         return Err(Errno::EBADF);
@@ -261,7 +261,7 @@ fn readable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     Ok(f)
 }
 
-fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
+pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     let f = args::file(task, fd)?;
     if !f.writable() {
         return Err(Errno::EBADF);
@@ -278,7 +278,7 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 /// A write to a pipe without readers also raises SIGPIPE, as Linux does.
-fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
+pub(super) fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
     if r == Err(Errno::EPIPE) {
         task.kernel.send_signal(&task.thread, libc::SIGPIPE);
     }
@@ -293,7 +293,7 @@ fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
 
-fn offset_arg(a: u64) -> Result<u64, Errno> {
+pub(super) fn offset_arg(a: u64) -> Result<u64, Errno> {
     if i64::from_ne_bytes(a.to_ne_bytes()) < 0 {
         return Err(Errno::EINVAL);
     }
@@ -319,7 +319,7 @@ fn sys_pwrite64(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 /// Reads an iovec array: (base, len) pairs.
-fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> {
+pub(super) fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> {
     let n = usize::try_from(cnt).map_err(|_| Errno::EINVAL)?;
     if n > IOV_MAX {
         return Err(Errno::EINVAL);
@@ -341,7 +341,7 @@ fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize)>, Errno> 
 
 /// Scatter-reads into the iovecs; `read(buf, pos)` reads at stream
 /// position `pos` bytes in.
-fn readv_into(
+pub(super) fn readv_into(
     task: &Task,
     iov: &[(u64, usize)],
     stream: bool,
@@ -366,7 +366,7 @@ fn readv_into(
     Ok(total)
 }
 
-fn writev_from(
+pub(super) fn writev_from(
     task: &Task,
     iov: &[(u64, usize)],
     mut write: impl FnMut(&[u8], u64) -> Result<usize, Errno>,

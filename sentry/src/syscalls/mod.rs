@@ -17,6 +17,7 @@ mod process;
 mod sched;
 mod signal;
 mod socket;
+mod splice;
 mod stat;
 mod time;
 mod timer;
@@ -55,7 +56,7 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 16] {
+fn families() -> [Entries; 17] {
     [
         epoll::ENTRIES,
         timer::ENTRIES,
@@ -73,6 +74,7 @@ fn families() -> [Entries; 16] {
         signal::ENTRIES,
         process::ENTRIES,
         sched::ENTRIES,
+        splice::ENTRIES,
     ]
 }
 

@@ -1,0 +1,171 @@
+//! splice, tee and vmsplice: moving data to and from pipes without the
+//! guest copying it. The sentry copies (Linux moves page references);
+//! what the guest observes — counts, offsets, blocking, errors — is
+//! Linux's. A pipe source is read by peeking and consuming only what the
+//! destination took, so nothing is lost when the destination takes less.
+
+use super::args;
+use super::file::{
+    count, iovecs, offset_arg, readable_file, readv_into, sigpipe_on_epipe, writable_file, writev_from, CHUNK,
+};
+use super::{Entries, Support::*};
+use crate::abi::{Errno, SysResult};
+use crate::fs::pipe::PipeEnd;
+use crate::kernel::Task;
+use crate::vfs::FileDescription;
+use std::sync::Arc;
+
+const SPLICE_F_MOVE: u64 = 1;
+const SPLICE_F_NONBLOCK: u64 = 2;
+const SPLICE_F_MORE: u64 = 4;
+const SPLICE_F_GIFT: u64 = 8;
+const SPLICE_FLAGS: u64 = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT;
+
+const COPIES: &str = "copies the data (at most 1 MiB per call) instead of moving pages";
+
+pub(super) const ENTRIES: Entries = &[
+    ("splice", sys_splice, Partial(COPIES)),
+    ("tee", sys_tee, Partial(COPIES)),
+    ("vmsplice", sys_vmsplice, Partial("copies the data; SPLICE_F_GIFT is ignored")),
+];
+
+/// The pipe end a description is, if it is one.
+fn pipe_end(f: &Arc<FileDescription>) -> Option<Arc<PipeEnd>> {
+    f.ops.clone().into_any().downcast::<PipeEnd>().ok()
+}
+
+/// The offset an `loff_t *` argument names (None for a null pointer).
+fn read_offset(task: &Task, addr: u64) -> Result<Option<u64>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let mut raw = [0u8; 8];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    offset_arg(u64::from_le_bytes(raw)).map(Some)
+}
+
+/// Writes `buf` to `out`: at `*off_addr` (then advanced) when given, else
+/// at the file position; a pipe destination does not block with
+/// `nonblock`.
+fn put(task: &Task, out: &Arc<FileDescription>, off_addr: u64, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    if let Some(p) = pipe_end(out) {
+        return p.write_with(buf, nonblock);
+    }
+    match read_offset(task, off_addr)? {
+        Some(off) => {
+            let n = out.pwrite(buf, off)?;
+            task.thread.mm().copy_out(off_addr, &(off + n as u64).to_le_bytes())?;
+            Ok(n)
+        }
+        None if out.ops.seekable() => {
+            let n = out.positioned(out.appends(), |off| out.ops.write(buf, off).map(|n| n as u64))?;
+            usize::try_from(n).map_err(|_| Errno::EOVERFLOW)
+        }
+        None => out.write(buf),
+    }
+}
+
+/// splice(fd_in, off_in, fd_out, off_out, len, flags): one end must be a
+/// pipe; a pipe takes no offset (ESPIPE).
+fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (off_in, off_out, flags) = (a[1], a[3], a[5]);
+    if flags & !SPLICE_FLAGS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let input = readable_file(task, a[0])?;
+    let out = writable_file(task, a[2])?;
+    let (pin, pout) = (pipe_end(&input), pipe_end(&out));
+    if pin.is_none() && pout.is_none() {
+        return Err(Errno::EINVAL);
+    }
+    if (pin.is_some() && off_in != 0) || (pout.is_some() && off_out != 0) {
+        return Err(Errno::ESPIPE);
+    }
+    if out.appends() && pout.is_none() {
+        return Err(Errno::EINVAL);
+    }
+    let len = count(a[4]).min(CHUNK);
+    if len == 0 {
+        return Ok(0);
+    }
+    let nonblock = flags & SPLICE_F_NONBLOCK != 0;
+    let mut buf = vec![0u8; len];
+    let moved = match pin {
+        Some(p) => {
+            let n = p.read_with(&mut buf, nonblock, true)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            let w = put(task, &out, off_out, &buf[..n], nonblock);
+            let w = sigpipe_on_epipe(task, w.map(|w| w as u64))?;
+            let taken = usize::try_from(w).map_err(|_| Errno::EINVAL)?;
+            p.read_with(&mut buf[..taken], true, false)?;
+            w
+        }
+        None => {
+            let pout = pout.ok_or(Errno::EINVAL)?;
+            let mut copy = |off: u64| -> SysResult {
+                let n = input.ops.read(&mut buf, off)?;
+                if n == 0 {
+                    return Ok(0);
+                }
+                sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock).map(|w| w as u64))
+            };
+            match read_offset(task, off_in)? {
+                Some(off) => {
+                    let w = copy(off)?;
+                    task.thread.mm().copy_out(off_in, &(off + w).to_le_bytes())?;
+                    w
+                }
+                None if input.ops.seekable() => input.positioned(false, copy)?,
+                None => copy(0)?,
+            }
+        }
+    };
+    Ok(moved)
+}
+
+/// tee(fd_in, fd_out, len, flags): copies from one pipe to another
+/// without consuming.
+fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let flags = a[3];
+    if flags & !SPLICE_FLAGS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let input = readable_file(task, a[0])?;
+    let out = writable_file(task, a[1])?;
+    let (Some(pin), Some(pout)) = (pipe_end(&input), pipe_end(&out)) else { return Err(Errno::EINVAL) };
+    if Arc::ptr_eq(&input, &out) {
+        return Err(Errno::EINVAL);
+    }
+    let len = count(a[2]).min(CHUNK);
+    if len == 0 {
+        return Ok(0);
+    }
+    let nonblock = flags & SPLICE_F_NONBLOCK != 0;
+    let mut buf = vec![0u8; len];
+    let n = pin.read_with(&mut buf, nonblock, true)?;
+    if n == 0 {
+        return Ok(0);
+    }
+    sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock).map(|w| w as u64))
+}
+
+/// vmsplice(fd, iov, nr_segs, flags): guest memory into a pipe's write
+/// end, or out of its read end.
+fn sys_vmsplice(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[3] & !SPLICE_FLAGS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = args::file(task, a[0])?;
+    let p = pipe_end(&f).ok_or(Errno::EBADF)?;
+    let nonblock = a[3] & SPLICE_F_NONBLOCK != 0;
+    let iov = iovecs(task, a[1], a[2])?;
+    if f.writable() {
+        sigpipe_on_epipe(task, writev_from(task, &iov, |buf, _| p.write_with(buf, nonblock)))
+    } else if f.readable() {
+        readv_into(task, &iov, true, |buf, _| p.read_with(buf, nonblock, false))
+    } else {
+        Err(Errno::EBADF)
+    }
+}
