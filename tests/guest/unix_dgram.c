@@ -9,6 +9,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+static volatile sig_atomic_t pipes;
+static void on_pipe(int sig) { (void)sig; pipes++; }
+
 static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
     memset(a, 0, sizeof *a);
     a->sun_family = AF_UNIX;
@@ -91,6 +94,30 @@ static void datagram_pairs(void) {
     close(pfd[0]);
     close(pfd[1]);
 
+    /* A huge length costs nothing: only the message is copied (into a
+     * static buffer, low enough for the range to stay in user space). */
+    static char low[16];
+    CHECK_EQ(send(sv[0], "h", 1, 0), 1);
+    CHECK_EQ(recv(sv[1], low, (size_t)1 << 40, 0), 1);
+    /* msg_name with msg_namelen 0 means the connected peer. */
+    struct sockaddr_un unused;
+    struct iovec one = {"n", 1};
+    struct msghdr named = {0};
+    named.msg_name = &unused;
+    named.msg_iov = &one;
+    named.msg_iovlen = 1;
+    CHECK_EQ(sendmsg(sv[0], &named, 0), 1);
+    CHECK_EQ(recv(sv[1], buf, sizeof buf, 0), 1);
+    /* Empty datagrams are bounded like any others. */
+    int queued = 0;
+    while (send(sv[0], "", 0, MSG_DONTWAIT) == 0) {
+        queued++;
+    }
+    CHECK_EQ(errno, EAGAIN);
+    CHECK(queued > 0 && queued < 100000);
+    while (recv(sv[1], buf, sizeof buf, MSG_DONTWAIT) == 0) {
+    }
+
     /* A peer that is gone refuses. */
     close(sv[1]);
     CHECK_ERR(send(sv[0], "x", 1, 0), ECONNREFUSED);
@@ -159,6 +186,7 @@ static void named_datagrams(void) {
     unlink(path.sun_path);
     close(srv);
     CHECK_ERR(send(cli, "x", 1, 0), ECONNREFUSED);
+    CHECK_ERR(send(cli, "x", 1, 0), ENOTCONN); /* refused once, then disconnected */
     close(cli);
 }
 
@@ -177,7 +205,19 @@ static void seqpackets(void) {
     CHECK(memcmp(buf, "world", 5) == 0);
     close(sv[0]);
     CHECK_EQ(read(sv[1], buf, sizeof buf), 0);
-    CHECK_ERR(send(sv[1], "x", 1, MSG_NOSIGNAL), EPIPE);
+    /* EPIPE, and no SIGPIPE: that is for stream sockets. */
+    signal(SIGPIPE, on_pipe);
+    CHECK_ERR(send(sv[1], "x", 1, 0), EPIPE);
+    CHECK_ERR(write(sv[1], "x", 1), EPIPE);
+    CHECK_EQ(pipes, 0);
+    signal(SIGPIPE, SIG_IGN);
+    close(sv[1]);
+
+    /* A socket sent through itself, then closed: nothing hangs. */
+    CHECK_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+    send_fd(sv[0], sv[0], "self");
+    send_fd(sv[1], sv[1], "self");
+    close(sv[0]);
     close(sv[1]);
 
     /* Named: listen, connect, accept; boundaries hold. */

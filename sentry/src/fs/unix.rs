@@ -149,12 +149,10 @@ impl UnixStream {
                 }
             }
             Link::Packets { rx, tx } => {
-                if read {
-                    rx.lock().take();
-                }
-                if write {
-                    tx.lock().take();
-                }
+                // Ends close (and wake their peers) outside the locks.
+                let rx_end = if read { rx.lock().take() } else { None };
+                let tx_end = if write { tx.lock().take() } else { None };
+                drop((rx_end, tx_end));
             }
         }
     }
@@ -212,14 +210,20 @@ impl UnixStream {
                 let n = rx.read_with(buf, dontwait, false)?;
                 let end = start.wrapping_add(n as u64);
                 let mut got = Vec::new();
+                let mut skipped = Vec::new();
                 let mut q = rx_rights.lock();
                 while q.front().is_some_and(|(at, _)| *at < end) {
                     if let Some((at, r)) = q.pop_front() {
                         if at >= start {
                             got.push(r);
+                        } else {
+                            skipped.push(r);
                         }
                     }
                 }
+                drop(q);
+                // Closed only now, outside the queue's lock.
+                drop(skipped);
                 Ok(Got { len: n, full: n, rights: got })
             }
             Link::Packets { rx, .. } => {
@@ -436,8 +440,8 @@ impl UnixSocket {
         Ok(())
     }
 
-    /// Sends one message: to `to` (sendto's address) or the connected
-    /// destination. A stream or seqpacket socket takes no address.
+    /// Sends one message: to `to` (a datagram's address) or the connected
+    /// destination or peer.
     pub fn send_msg(
         &self,
         to: Option<&Arc<UnixSocket>>,
@@ -446,9 +450,6 @@ impl UnixSocket {
         rights: Option<Rights>,
     ) -> Result<usize, Errno> {
         let Some(d) = &self.dgram else {
-            if to.is_some() {
-                return Err(if self.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
-            }
             return self.stream()?.send_rights(data, dontwait, rights);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
@@ -459,8 +460,17 @@ impl UnixSocket {
             None => d.peer.lock().as_ref().map(|(q, _)| q.clone()).ok_or(Errno::ENOTCONN)?,
         };
         let msg = Message { data: data.to_vec(), from: self.local_name(), rights };
-        // A destination whose socket is gone refuses, as Linux's does.
-        dest.send(msg, dontwait).map_err(|e| if e == Errno::EPIPE { Errno::ECONNREFUSED } else { e })
+        match dest.send(msg, dontwait) {
+            // A destination whose socket is gone refuses, once; a connected
+            // socket is then disconnected (ENOTCONN), as in Linux.
+            Err(Errno::EPIPE) => {
+                if to.is_none() {
+                    d.peer.lock().take();
+                }
+                Err(Errno::ECONNREFUSED)
+            }
+            r => r,
+        }
     }
 
     /// Receives (or with `peek` looks at) the next data: a message of a

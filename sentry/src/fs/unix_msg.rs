@@ -15,6 +15,13 @@ use std::sync::Arc;
 /// Bytes a queue holds before senders wait (Linux's default socket
 /// buffer); also the largest message (EMSGSIZE beyond).
 pub const QUEUE_BYTES: usize = 212_992;
+/// What each message costs beyond its data, so that empty messages are
+/// bounded too (Linux charges the buffer's overhead).
+const MESSAGE_OVERHEAD: usize = 768;
+
+fn cost(len: usize) -> usize {
+    len + MESSAGE_OVERHEAD
+}
 
 /// One message.
 pub struct Message {
@@ -75,8 +82,8 @@ impl MsgQueue {
             if s.receiver_gone {
                 return Err(Errno::EPIPE);
             }
-            if s.bytes + len <= QUEUE_BYTES || s.msgs.is_empty() {
-                s.bytes += len;
+            if s.bytes + cost(len) <= QUEUE_BYTES || s.msgs.is_empty() {
+                s.bytes += cost(len);
                 s.msgs.push_back(msg);
                 self.cond.notify_all();
                 return Ok(len);
@@ -102,7 +109,7 @@ impl MsgQueue {
                     return Ok(Received { len, full, from: m.from.clone(), rights: None });
                 }
                 let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
-                s.bytes -= full;
+                s.bytes -= cost(full);
                 self.cond.notify_all();
                 return Ok(Received { len, full, from: m.from, rights: m.rights });
             }
@@ -121,9 +128,13 @@ impl MsgQueue {
     pub fn close_receiver(&self) {
         let mut s = self.state.lock();
         s.receiver_gone = true;
-        s.msgs.clear();
+        let dropped = std::mem::take(&mut s.msgs);
         s.bytes = 0;
         self.cond.notify_all();
+        drop(s);
+        // Dropped descriptors may close sockets whose queues (this one
+        // included) take their locks: never under ours.
+        drop(dropped);
     }
 
     /// The sending side closed: receivers see the end once it is drained.
@@ -135,7 +146,7 @@ impl MsgQueue {
     /// (readable, writable, receiver gone, senders gone).
     pub fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
-        (!s.msgs.is_empty(), s.bytes < QUEUE_BYTES, s.receiver_gone, s.senders_gone)
+        (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone, s.senders_gone)
     }
 }
 
@@ -168,6 +179,13 @@ mod tests {
     fn full_queues_and_closed_ends() {
         let q = MsgQueue::new();
         assert_eq!(q.send(msg(&vec![0; QUEUE_BYTES + 1]), true).err(), Some(Errno::EMSGSIZE));
+        let mut empties = 0;
+        while q.send(msg(b""), true).is_ok() {
+            empties += 1;
+        }
+        assert!((100..1000).contains(&empties), "empty messages are bounded too: {empties}");
+        let mut buf = [0u8; 1];
+        while q.recv(&mut buf, true, false).is_ok() {}
         q.send(msg(&vec![0; QUEUE_BYTES]), true).unwrap();
         assert_eq!(q.send(msg(b"x"), true).err(), Some(Errno::EAGAIN));
         assert_eq!(q.readiness(), (true, false, false, false));

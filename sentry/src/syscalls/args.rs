@@ -25,11 +25,6 @@ pub fn uint(a: u64) -> u32 {
     u32::try_from(a & 0xffff_ffff).unwrap_or(0)
 }
 
-/// A size argument.
-pub fn size_arg(a: u64) -> Result<usize, Errno> {
-    usize::try_from(a).map_err(|_| Errno::EINVAL)
-}
-
 /// Linux's access_ok: `[addr, addr+len)` must lie in user space (whether
 /// it is mapped is found out when it is touched).
 pub fn user_range(addr: u64, len: usize) -> Result<(), Errno> {

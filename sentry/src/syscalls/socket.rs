@@ -8,6 +8,7 @@ use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::unix::{Rights, SockType, UnixName, UnixSocket, UnixStream};
+use crate::fs::unix_msg::QUEUE_BYTES;
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
@@ -313,6 +314,18 @@ fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The most a stream send or receive moves per step (the sentry's own
+/// buffer; the guest's length is not allocated whole).
+const STREAM_CHUNK: usize = 1 << 20;
+
+/// Does an EPIPE from `s` raise SIGPIPE? Only for stream sockets, as in
+/// Linux (datagram and seqpacket sends just fail).
+fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
+    if *r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 && s.ty() == SockType::Stream {
+        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+    }
+}
+
 /// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT),
 /// to `to` if given (a datagram's destination).
 fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<UnixSocket>>) -> SysResult {
@@ -321,13 +334,39 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
         return Err(Errno::EOPNOTSUPP);
     }
     args::user_range(addr, len)?;
-    let mut buf = vec![0u8; len];
-    task.thread.mm().copy_in(addr, &mut buf)?;
-    let r = s.send_msg(to.as_ref(), &buf, nonblocking(&f, flags), None);
-    if r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 {
-        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+    let nonblock = nonblocking(&f, flags);
+    if s.ty() != SockType::Stream {
+        if len > QUEUE_BYTES {
+            return Err(Errno::EMSGSIZE);
+        }
+        let mut buf = vec![0u8; len];
+        task.thread.mm().copy_in(addr, &mut buf)?;
+        let r = s.send_msg(to.as_ref(), &buf, nonblock, None);
+        sigpipe(task, &s, flags, &r);
+        return r.map(|n| n as u64);
     }
-    r.map(|n| n as u64)
+    // A stream takes the bytes a chunk at a time.
+    let mut done = 0usize;
+    let mut buf = vec![0u8; len.min(STREAM_CHUNK)];
+    while done < len || len == 0 {
+        let n = (len - done).min(STREAM_CHUNK);
+        task.thread.mm().copy_in(addr + done as u64, &mut buf[..n])?;
+        let r = s.send_msg(None, &buf[..n], nonblock, None);
+        match r {
+            Ok(w) => {
+                done += w;
+                if w < n || len == 0 {
+                    break;
+                }
+            }
+            Err(_) if done > 0 => break,
+            Err(e) => {
+                sigpipe(task, &s, flags, &r);
+                return Err(e);
+            }
+        }
+    }
+    Ok(done as u64)
 }
 
 /// Receives up to `len` bytes into `addr`; returns the count (a message's
@@ -340,6 +379,9 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
     args::user_range(addr, len)?;
     let dontwait = nonblocking(&f, flags);
     let peek = flags & MSG_PEEK != 0;
+    // No message is longer than a queue; a stream read may return less.
+    let cap = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
+    let len = len.min(cap);
     let mut buf = vec![0u8; len];
     let d = s.recv_msg(&mut buf, dontwait, peek)?;
     let mut got = d.len;
@@ -360,21 +402,27 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
 }
 
 fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let to = if a[4] != 0 {
-        let (_, s) = socket_of(task, a[0])?;
-        if s.ty() != SockType::Dgram {
-            // A connection-oriented socket takes no destination address.
-            return Err(if s.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP });
-        }
-        Some(bound_socket(task, a[4], a[5], s.ty())?)
-    } else {
-        None
-    };
-    send(task, a[0], a[1], args::size_arg(a[2])?, a[3], to)
+    let (_, s) = socket_of(task, a[0])?;
+    let to = destination(task, &s, a[4], a[5])?;
+    send(task, a[0], a[1], super::file::count(a[2]), a[3], to)
+}
+
+/// The destination a send names (address `addr` of `len` bytes), as
+/// Linux reads it: a datagram socket's target; ignored by a seqpacket
+/// socket; refused by a stream socket (EISCONN, or EOPNOTSUPP unconnected).
+fn destination(task: &Task, s: &UnixSocket, addr: u64, len: u64) -> Result<Option<Arc<UnixSocket>>, Errno> {
+    if addr == 0 || len == 0 {
+        return Ok(None);
+    }
+    match s.ty() {
+        SockType::Dgram => bound_socket(task, addr, len, s.ty()).map(Some),
+        SockType::SeqPacket => Ok(None),
+        SockType::Stream => Err(if s.stream().is_ok() { Errno::EISCONN } else { Errno::EOPNOTSUPP }),
+    }
 }
 
 fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (n, from) = recv(task, a[0], a[1], args::size_arg(a[2])?, a[3])?;
+    let (n, from) = recv(task, a[0], a[1], super::file::count(a[2]), a[3])?;
     if a[4] != 0 && a[5] != 0 {
         match from {
             Some(name) => write_unix_addr(task, a[4], a[5], Some(&name))?,
@@ -522,15 +570,18 @@ fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
 fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
-    let to = match h.name {
-        0 => None,
-        _ if s.ty() != SockType::Dgram => None,
-        name => Some(bound_socket(task, name, h.namelen, s.ty())?),
-    };
+    let to = destination(task, &s, h.name, h.namelen)?;
     let rights = read_rights(task, &h)?;
+    // A message must fit a queue; a stream send takes what fits in one
+    // chunk of the sentry's buffer (a short count, as sockets may give).
+    let limit = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
     let mut data = Vec::new();
     for (base, len) in iovec_list(task, &h)? {
-        let mut part = vec![0u8; len];
+        let take = len.min(limit.saturating_sub(data.len()));
+        if take < len && s.ty() != SockType::Stream {
+            return Err(Errno::EMSGSIZE);
+        }
+        let mut part = vec![0u8; take];
         task.thread.mm().copy_in(base, &mut part)?;
         data.extend_from_slice(&part);
     }
@@ -538,9 +589,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     // message; an empty datagram or packet is a message of its own.
     let rights = rights.filter(|_| !data.is_empty() || s.ty() != SockType::Stream);
     let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights);
-    if r == Err(Errno::EPIPE) && a[2] & MSG_NOSIGNAL == 0 {
-        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
-    }
+    sigpipe(task, &s, a[2], &r);
     r.map(|n| n as u64)
 }
 
@@ -551,7 +600,8 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let h = read_msghdr(task, a[1])?;
     let iov = iovec_list(task, &h)?;
-    let total: usize = iov.iter().map(|&(_, l)| l).sum();
+    let cap = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
+    let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(cap);
     let mut buf = vec![0u8; total];
     let d = s.recv_msg(&mut buf, nonblocking(&f, a[2]), a[2] & MSG_PEEK != 0)?;
     let got = d.len;
