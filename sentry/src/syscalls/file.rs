@@ -285,10 +285,29 @@ pub(super) fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
     r
 }
 
+/// write(2)'s SIGPIPE: for pipes and stream sockets, not for datagram and
+/// seqpacket sockets, whose sends just fail (as in Linux).
+fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -> SysResult {
+    if r != Err(Errno::EPIPE) {
+        return r;
+    }
+    let packets = f
+        .ops
+        .clone()
+        .into_any()
+        .downcast::<crate::fs::unix::UnixSocket>()
+        .is_ok_and(|s| s.ty() != crate::fs::unix::SockType::Stream);
+    if packets {
+        r
+    } else {
+        sigpipe_on_epipe(task, r)
+    }
+}
+
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     if !f.ops.seekable() {
-        return sigpipe_on_epipe(task, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
+        return sigpipe_unless_packets(task, &f, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
@@ -403,7 +422,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        return sigpipe_on_epipe(task, writev_from(task, &iov, |buf, _| f.write(buf)));
+        return sigpipe_unless_packets(task, &f, writev_from(task, &iov, |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }
