@@ -53,7 +53,25 @@ int main(void) {
     CHECK_EQ(read(p[0], buf, sizeof buf), 8);
     CHECK(memcmp(buf, "vmsplice", 8) == 0);
 
+    /* Into a pipe, splice moves only what fits now. */
+    static char big[200000];
+    memset(big, 'b', sizeof big);
+    CHECK_OK(lseek(fd, 0, SEEK_SET));
+    CHECK_EQ(write(fd, big, sizeof big), (long)sizeof big);
+    CHECK_OK(lseek(fd, 0, SEEK_SET));
+    long moved = CHECK_OK(splice(fd, NULL, p[1], NULL, sizeof big, 0));
+    CHECK(moved > 0 && moved < (long)sizeof big);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), moved);
+    CHECK_ERR(splice(fd, NULL, p[1], NULL, 10, SPLICE_F_NONBLOCK), EAGAIN);
+    long drained = 0;
+    while (drained < moved) {
+        drained += CHECK_OK(read(p[0], big, sizeof big));
+    }
+    CHECK_EQ(drained, moved);
+
     /* Errors. */
+    CHECK_ERR(tee(p[0], p[1], 4, 0), EINVAL);
+    CHECK_ERR(splice(p[0], NULL, p[1], NULL, 4, 0), EINVAL);
     CHECK_ERR(splice(fd, NULL, fd2, NULL, 4, 0), EINVAL);
     off = 0;
     CHECK_ERR(splice(p[0], &off, fd2, NULL, 4, 0), ESPIPE);

@@ -150,6 +150,34 @@ impl PipeEnd {
         }
     }
 
+    /// Waits until the pipe has room (unless `dontwait`: EAGAIN) and
+    /// returns how much; EPIPE without readers. For splice, which moves
+    /// only what fits rather than blocking mid-transfer.
+    pub fn wait_room(&self, dontwait: bool) -> Result<usize, Errno> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let mut s = self.pipe.state.lock();
+        loop {
+            if s.readers == 0 {
+                return Err(Errno::EPIPE);
+            }
+            let room = PIPE_CAPACITY - s.buf.len();
+            if room > 0 {
+                return Ok(room);
+            }
+            if dontwait || self.nonblocking() {
+                return Err(Errno::EAGAIN);
+            }
+            wait_once(&mut s, &self.pipe.cond, self.pipe.waker())?;
+        }
+    }
+
+    /// Whether `other` is an end of the same pipe.
+    pub fn same_pipe(&self, other: &PipeEnd) -> bool {
+        Arc::ptr_eq(&self.pipe, &other.pipe)
+    }
+
     /// Writes; `dontwait` makes this one call non-blocking.
     pub fn write_with(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
         if !self.write {

@@ -34,6 +34,16 @@ fn pipe_end(f: &Arc<FileDescription>) -> Option<Arc<PipeEnd>> {
     f.ops.clone().into_any().downcast::<PipeEnd>().ok()
 }
 
+/// The room in pipe `p` now, waiting for some unless `nonblock`; a pipe
+/// without readers raises SIGPIPE (EPIPE).
+fn room(task: &Task, p: &PipeEnd, nonblock: bool) -> Result<usize, Errno> {
+    let r = p.wait_room(nonblock);
+    if r == Err(Errno::EPIPE) {
+        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+    }
+    r
+}
+
 /// The offset an `loff_t *` argument names (None for a null pointer).
 fn read_offset(task: &Task, addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
@@ -81,6 +91,11 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
     if (pin.is_some() && off_in != 0) || (pout.is_some() && off_out != 0) {
         return Err(Errno::ESPIPE);
     }
+    if let (Some(i), Some(o)) = (&pin, &pout) {
+        if i.same_pipe(o) {
+            return Err(Errno::EINVAL);
+        }
+    }
     if out.appends() && pout.is_none() {
         return Err(Errno::EINVAL);
     }
@@ -89,6 +104,12 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
+    // Into a pipe, only what fits now moves (Linux does not block halfway
+    // either); nothing is read that could not be written.
+    let len = match &pout {
+        Some(p) => len.min(room(task, p, nonblock)?),
+        None => len,
+    };
     let mut buf = vec![0u8; len];
     let moved = match pin {
         Some(p) => {
@@ -135,7 +156,7 @@ fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
     let input = readable_file(task, a[0])?;
     let out = writable_file(task, a[1])?;
     let (Some(pin), Some(pout)) = (pipe_end(&input), pipe_end(&out)) else { return Err(Errno::EINVAL) };
-    if Arc::ptr_eq(&input, &out) {
+    if pin.same_pipe(&pout) {
         return Err(Errno::EINVAL);
     }
     let len = count(a[2]).min(CHUNK);
@@ -143,7 +164,7 @@ fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
-    let mut buf = vec![0u8; len];
+    let mut buf = vec![0u8; len.min(room(task, &pout, nonblock)?)];
     let n = pin.read_with(&mut buf, nonblock, true)?;
     if n == 0 {
         return Ok(0);
@@ -162,7 +183,17 @@ fn sys_vmsplice(task: &mut Task, a: [u64; 6]) -> SysResult {
     let nonblock = a[3] & SPLICE_F_NONBLOCK != 0;
     let iov = iovecs(task, a[1], a[2])?;
     if f.writable() {
-        sigpipe_on_epipe(task, writev_from(task, &iov, |buf, _| p.write_with(buf, nonblock)))
+        // Only what fits now moves, as with splice.
+        let mut left = room(task, &p, nonblock)?;
+        sigpipe_on_epipe(
+            task,
+            writev_from(task, &iov, |buf, _| {
+                let n = buf.len().min(left);
+                let w = p.write_with(&buf[..n], nonblock)?;
+                left -= w;
+                Ok(w)
+            }),
+        )
     } else if f.readable() {
         readv_into(task, &iov, true, |buf, _| p.read_with(buf, nonblock, false))
     } else {
