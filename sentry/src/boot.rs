@@ -86,7 +86,8 @@ fn boot_with(
     listener: Option<OwnedFd>,
     life: Option<Arc<Lifecycle>>,
 ) -> Result<ExitStatus, BootError> {
-    crate::host_signals::block().map_err(|e| BootError::Thread(e.into()))?;
+    let container = life.is_some();
+    crate::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
@@ -96,7 +97,7 @@ fn boot_with(
     let extra = cfg.binds.iter().map(|(_, p)| p.as_slice()).chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
-    let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: life.is_some() };
+    let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel);
     for (sock, path) in cfg.binds {
@@ -111,7 +112,7 @@ fn boot_with(
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate(cfg.netns)?;
-    crate::host_signals::start_forwarder(Arc::downgrade(&kernel)).map_err(BootError::Thread)?;
+    crate::host_signals::start_forwarder(Arc::downgrade(&kernel), container).map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }

@@ -20,25 +20,36 @@ const FORWARDED: [Signal; 7] = [
     Signal::SIGWINCH,
 ];
 
-fn forwarded_set() -> SigSet {
+/// A container's console stops the guest, not the sentry, on Ctrl-Z (and
+/// background terminal I/O). Under `husk do` these stay with the host's
+/// job control, which stops and continues the whole sandbox like any
+/// program.
+const CONSOLE_STOPS: [Signal; 3] = [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU];
+
+fn forwarded_set(console: bool) -> SigSet {
     let mut set = SigSet::empty();
     for s in FORWARDED {
         set.add(s);
+    }
+    if console {
+        for s in CONSOLE_STOPS {
+            set.add(s);
+        }
     }
     set
 }
 
 /// Blocks the forwarded signals in the calling thread; every thread the
 /// sentry starts afterwards inherits the mask. Call before any thread.
-pub fn block() -> nix::Result<()> {
-    forwarded_set().thread_block()
+pub fn block(console: bool) -> nix::Result<()> {
+    forwarded_set(console).thread_block()
 }
 
 /// Starts the thread that waits for the forwarded signals and sends each
 /// to the guest's foreground process group.
-pub fn start_forwarder(kernel: Weak<Kernel>) -> std::io::Result<()> {
+pub fn start_forwarder(kernel: Weak<Kernel>, console: bool) -> std::io::Result<()> {
     std::thread::Builder::new().name("host-signals".into()).spawn(move || {
-        let set = forwarded_set();
+        let set = forwarded_set(console);
         while let Ok(sig) = set.wait() {
             let sig = sig as i32;
             let Some(k) = kernel.upgrade() else { return };

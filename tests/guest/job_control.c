@@ -21,10 +21,14 @@ static void sleep_ms(long ms) {
     }
 }
 
-/* A child that counts in shared memory until killed. */
+/* A child that counts in shared memory until killed. It leads a process
+ * group of its own, which its parent (in another group of the session)
+ * could continue: terminal stop signals to an orphaned group, such as a
+ * container init's, are discarded. */
 static pid_t counter(volatile long *count) {
     pid_t pid = CHECK_OK(fork());
     if (pid == 0) {
+        setpgid(0, 0);
         signal(SIGCONT, on_cont);
         for (;;) {
             (*count)++;
@@ -104,6 +108,7 @@ int main(void) {
     /* A process that stops itself, then exits once continued. */
     pid = CHECK_OK(fork());
     if (pid == 0) {
+        setpgid(0, 0);
         raise(SIGTSTP);
         _exit(7);
     }

@@ -257,6 +257,11 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
     kernel.threads.lock().insert(tid, t.clone());
+    // A stop of the process that raced with this clone parks the new
+    // thread too.
+    if kernel.procs.stopped_by(t.tgid).is_some() {
+        t.stop_requested.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     let spawned = std::thread::Builder::new()

@@ -149,39 +149,46 @@ impl Kernel {
     }
 
     /// Makes `sig` pending for `target` and interrupts it so the signal is
-    /// acted on at its next kernel entry. Job control acts at sending, as
-    /// in Linux: SIGCONT resumes a stopped process and discards its pending
-    /// stop signals, a stop signal discards a pending SIGCONT, and SIGKILL
-    /// wakes a stopped process so it can die.
+    /// acted on at its next kernel entry.
     pub fn send_signal(&self, target: &Thread, sig: i32) {
+        self.job_control_at_send(target.tgid, sig);
+        target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
+        self.interrupt(target);
+    }
+
+    /// Job control acts when a signal is sent, as in Linux: SIGCONT
+    /// resumes a stopped process and discards its pending stop signals, a
+    /// stop signal discards a pending SIGCONT, and SIGKILL wakes a stopped
+    /// process so it can die.
+    pub fn job_control_at_send(&self, tgid: i32, sig: i32) {
         use std::sync::atomic::Ordering::SeqCst;
         match sig {
             libc::SIGCONT => {
-                for t in self.group(target.tgid) {
+                for t in self.group(tgid) {
                     t.sigpending.fetch_and(!signal::STOP_SIGNALS, SeqCst);
                 }
-                if self.procs.resume(target.tgid, true) {
-                    self.notify_parent_of_job_change(target.tgid);
+                if self.procs.resume(tgid, true) {
+                    self.notify_parent_of_job_change(tgid);
                 }
             }
             libc::SIGKILL => {
-                self.procs.resume(target.tgid, false);
+                self.procs.resume(tgid, false);
             }
             s if signal::sigbit(s) & signal::STOP_SIGNALS != 0 => {
-                for t in self.group(target.tgid) {
+                for t in self.group(tgid) {
                     t.sigpending.fetch_and(!signal::sigbit(libc::SIGCONT), SeqCst);
                 }
             }
             _ => {}
         }
-        target.sigpending.fetch_or(signal::sigbit(sig), SeqCst);
-        self.interrupt(target);
     }
 
     /// Stops process `tgid` (a stop signal's default action): each of its
     /// threads parks at its next kernel entry until SIGCONT or SIGKILL.
-    pub fn stop_process(&self, tgid: i32, sig: i32) {
-        if !self.procs.stop(tgid, sig) {
+    /// `continues` is the process's continue count when the stop signal
+    /// was taken: a SIGCONT sent since then cancels the stop.
+    pub fn stop_process(&self, tgid: i32, sig: i32, continues: u64) {
+        if !self.procs.stop(tgid, sig, continues) {
             return;
         }
         for t in self.group(tgid) {

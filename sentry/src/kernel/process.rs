@@ -26,6 +26,9 @@ struct Entry {
     stopped_by: Option<i32>,
     /// A stop or continue its parent's wait has not reported yet.
     unreported: Option<ChildEvent>,
+    /// SIGCONTs (and SIGKILLs) sent to it: a stop decided before the latest
+    /// one does not happen.
+    continues: u64,
 }
 
 /// What `wait` reports about a child.
@@ -100,6 +103,7 @@ impl ProcessTable {
                 group_exit: None,
                 stopped_by: None,
                 unreported: None,
+                continues: 0,
             },
         );
     }
@@ -137,12 +141,18 @@ impl ProcessTable {
         true
     }
 
-    /// Stops `pid` (job control); false if it was stopped already or is
-    /// exiting.
-    pub fn stop(&self, pid: i32, sig: i32) -> bool {
+    /// How many times `pid` was continued (or killed): read when a stop
+    /// signal is taken, then given to `stop`.
+    pub fn continues(&self, pid: i32) -> u64 {
+        self.procs.lock().get(&pid).map_or(0, |e| e.continues)
+    }
+
+    /// Stops `pid` (job control); false if it was stopped already, is
+    /// exiting, or was continued since `continues` was read.
+    pub fn stop(&self, pid: i32, sig: i32, continues: u64) -> bool {
         let mut p = self.procs.lock();
         let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none() && e.group_exit.is_none()) else { return false };
-        if e.stopped_by.is_some() {
+        if e.stopped_by.is_some() || e.continues != continues {
             return false;
         }
         e.stopped_by = Some(sig);
@@ -156,11 +166,25 @@ impl ProcessTable {
     /// stopped.
     pub fn resume(&self, pid: i32, report: bool) -> bool {
         let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid).filter(|e| e.stopped_by.is_some()) else { return false };
-        e.stopped_by = None;
-        e.unreported = report.then_some(ChildEvent::Continued);
+        let Some(e) = p.get_mut(&pid) else { return false };
+        e.continues += 1;
+        // Parked threads re-check their wake conditions (a SIGKILL).
         self.changed.notify_all();
+        if e.stopped_by.take().is_none() {
+            return false;
+        }
+        e.unreported = report.then_some(ChildEvent::Continued);
         true
+    }
+
+    /// POSIX's orphaned process group: no live member has a live parent in
+    /// another group of the same session (so no job-control shell could
+    /// ever continue it). Terminal stop signals to it are discarded.
+    pub fn group_orphaned(&self, pgid: i32) -> bool {
+        let p = self.procs.lock();
+        !p.values().filter(|e| e.pgid == pgid && e.status.is_none()).any(|e| {
+            p.get(&e.ppid).is_some_and(|parent| parent.status.is_none() && parent.pgid != pgid && parent.sid == e.sid)
+        })
     }
 
     /// The signal that stopped `pid`, if it is stopped.
@@ -168,12 +192,15 @@ impl ProcessTable {
         self.procs.lock().get(&pid).and_then(|e| e.stopped_by)
     }
 
-    /// Blocks a thread of `pid` while the process is stopped (and not
-    /// exiting).
-    pub fn wait_while_stopped(&self, pid: i32) {
+    /// Blocks a thread of `pid` while the process is stopped, not
+    /// exiting, and `wake` (the thread's own reasons: SIGKILL pending, an
+    /// exec ending it) is false. `wake` is also polled, so nothing has to
+    /// notify for it.
+    pub fn wait_while_stopped(&self, pid: i32, wake: impl Fn() -> bool) {
+        const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
         let mut p = self.procs.lock();
-        while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) {
-            self.changed.wait(&mut p);
+        while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) && !wake() {
+            self.changed.wait_for(&mut p, RECHECK);
         }
     }
 
@@ -363,13 +390,31 @@ mod tests {
     }
 
     #[test]
+    fn orphaned_process_groups() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        assert!(t.group_orphaned(1), "init's group: its parent is outside");
+        t.add(2, 1);
+        t.set_pgid(2, 2).unwrap();
+        assert!(!t.group_orphaned(2), "a job of init's session");
+        t.add(3, 2);
+        assert!(!t.group_orphaned(2));
+        t.exit(2, ExitStatus::Code(0));
+        assert!(!t.group_orphaned(2), "3 is adopted by init, in another group of the same session");
+        t.add(4, 1);
+        t.set_sid(4).unwrap();
+        t.add(5, 4);
+        assert!(t.group_orphaned(4), "a new session's group: no parent in that session outside it");
+    }
+
+    #[test]
     fn stops_and_continues_are_reported_once_when_asked_for() {
         let t = ProcessTable::default();
         t.add(1, 0);
         t.add(2, 1);
         let all = WaitFor { exited: true, stopped: true, continued: true };
-        assert!(t.stop(2, libc::SIGTSTP));
-        assert!(!t.stop(2, libc::SIGSTOP), "already stopped");
+        assert!(t.stop(2, libc::SIGTSTP, t.continues(2)));
+        assert!(!t.stop(2, libc::SIGSTOP, t.continues(2)), "already stopped");
         assert_eq!(t.stopped_by(2), Some(libc::SIGTSTP));
         assert_eq!(t.wait(1, WaitTarget::Any, WaitFor::EXITED, false, false), Ok(None), "not without WUNTRACED");
         assert_eq!(t.wait(1, WaitTarget::Any, all, false, true), Ok(Some((2, ChildEvent::Stopped(libc::SIGTSTP)))));
@@ -377,9 +422,12 @@ mod tests {
         assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(None), "reported once");
         assert!(t.resume(2, true));
         assert!(!t.resume(2, true), "not stopped any more");
-        t.wait_while_stopped(2);
+        t.wait_while_stopped(2, || false);
         assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(Some((2, ChildEvent::Continued))));
-        assert!(t.stop(2, libc::SIGSTOP));
+        let before = t.continues(2);
+        t.resume(2, true);
+        assert!(!t.stop(2, libc::SIGSTOP, before), "a SIGCONT since the stop was taken cancels it");
+        assert!(t.stop(2, libc::SIGSTOP, t.continues(2)));
         assert!(t.resume(2, false));
         assert_eq!(t.wait(1, WaitTarget::Any, all, false, false), Ok(None), "a SIGKILL wake-up is not reported");
     }

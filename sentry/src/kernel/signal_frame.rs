@@ -89,7 +89,13 @@ pub fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
             DefaultAction::Ignore => Delivery::Ignored,
             _ if !forced && task.kernel.opts.protect_init && task.thread.tgid == INIT_PID => Delivery::Ignored,
             DefaultAction::Stop => {
-                task.kernel.stop_process(task.thread.tgid, sig);
+                // Terminal stops to an orphaned process group are discarded:
+                // nothing could continue it.
+                let k = &task.kernel;
+                let pgid = k.procs.pgid(task.thread.tgid).unwrap_or(task.thread.tgid);
+                if sig == libc::SIGSTOP || !k.procs.group_orphaned(pgid) {
+                    k.stop_process(task.thread.tgid, sig, task.stop_continues);
+                }
                 Delivery::Ignored
             }
             DefaultAction::Terminate | DefaultAction::CoreDump => fatal(task, sig),

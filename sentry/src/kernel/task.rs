@@ -50,6 +50,8 @@ pub struct Task {
     /// The handler replaced the whole register file (execve): do not store
     /// a return value in rax.
     pub regs_replaced: bool,
+    /// The process's continue count when a stop signal was last taken.
+    pub stop_continues: u64,
 }
 
 impl Task {
@@ -58,7 +60,17 @@ impl Task {
         let ctx = kernel.platform.new_context()?;
         *thread.interrupter.lock() = Some(ctx.interrupter());
         let cpu = CpuState::new(kernel.platform.fpu_template());
-        Ok(Task { kernel, thread, cpu, ctx, exit: None, thread_only: false, spurious_faults: 0, regs_replaced: false })
+        Ok(Task {
+            kernel,
+            thread,
+            cpu,
+            ctx,
+            exit: None,
+            thread_only: false,
+            spurious_faults: 0,
+            regs_replaced: false,
+            stop_continues: 0,
+        })
     }
 
     /// Runs the guest until it exits.
@@ -119,10 +131,16 @@ impl Task {
             if self.exit.is_none() {
                 self.deliver_pending();
             }
-            if self.exit.is_none() && self.thread.stop_requested.swap(false, Ordering::SeqCst) {
+            if self.exit.is_none()
+                && self.thread.stop_requested.load(Ordering::Relaxed)
+                && self.thread.stop_requested.swap(false, Ordering::SeqCst)
+            {
                 // Job control: parked until SIGCONT, SIGKILL or the
                 // process's exit; then pending signals are acted on.
-                self.kernel.procs.wait_while_stopped(self.thread.tgid);
+                let t = self.thread.clone();
+                self.kernel.procs.wait_while_stopped(t.tgid, || {
+                    t.sigpending.load(Ordering::SeqCst) & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
+                });
                 self.deliver_pending();
             }
             if let Some(status) = self.exit {
@@ -140,6 +158,10 @@ impl Task {
             return;
         }
         let bit = deliverable & deliverable.wrapping_neg();
+        if bit & crate::kernel::signal::STOP_SIGNALS != 0 {
+            // A SIGCONT sent after this point cancels the stop.
+            self.stop_continues = self.kernel.procs.continues(self.thread.tgid);
+        }
         self.thread.sigpending.fetch_and(!bit, Ordering::SeqCst);
         let sig = i32::try_from(bit.trailing_zeros() + 1).unwrap_or(libc::SIGKILL);
         signal_frame::deliver(self, &SigInfo::user(sig, 0, 0, 0), false);

@@ -300,6 +300,9 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, sig: i32, idx: usize
             threads.iter().find(|t| t.sigmask() & bit == 0).unwrap_or(&task.thread).clone()
         }
     };
+    // Job control acts at sending, whatever the disposition (a SIGCONT
+    // flushes pending stop signals even when it is then ignored).
+    task.kernel.job_control_at_send(task.thread.tgid, sig);
     let handler = handler_of(task, idx);
     match outcome(sig, handler, receiver.sigmask() & bit != 0) {
         Outcome::Discard => Ok(0),
@@ -499,6 +502,10 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
             task.thread.interrupted.store(false, Ordering::SeqCst);
             if task.thread.exiting.load(Ordering::SeqCst) {
                 return Err(Errno::EINTR);
+            }
+            // A job-control stop parks the thread; the wait then restarts.
+            if task.thread.stop_requested.load(Ordering::SeqCst) {
+                return Err(Errno::ERESTARTNOHAND);
             }
         }
     }
