@@ -147,9 +147,10 @@ fn sys_sched_setparam(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn priority_range(policy: i32) -> Result<(u64, u64), Errno> {
+    const SCHED_DEADLINE: i32 = 6;
     match policy {
         SCHED_FIFO | SCHED_RR => Ok((1, 99)),
-        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Ok((0, 0)),
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE | SCHED_DEADLINE => Ok((0, 0)),
         _ => Err(Errno::EINVAL),
     }
 }

@@ -18,8 +18,8 @@ use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const KILL: &str = "siginfo of a sent signal carries no sender pid/uid; stop signals to orphaned process \
-                    groups are not discarded";
+const KILL: &str = "siginfo of a sent signal carries no sender pid/uid; a process is reported stopped \
+                    before all its threads have parked";
 
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
