@@ -13,6 +13,13 @@ static volatile sig_atomic_t chld_count;
 static volatile sig_atomic_t cont_seen;
 
 static void on_chld(int sig) { (void)sig; chld_count++; }
+static void on_usr1(int sig) { (void)sig; }
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 static void on_cont(int sig) { (void)sig; cont_seen = 1; }
 
 static void sleep_ms(long ms) {
@@ -119,6 +126,42 @@ int main(void) {
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 7);
+
+    /* A sleep stopped and continued keeps its deadline: it does not start
+     * over (400 ms asked, stopped from 50 ms to 550 ms: it ends at the
+     * continue, not 400 ms later). */
+    pid = CHECK_OK(fork());
+    if (pid == 0) {
+        setpgid(0, 0);
+        long long t0 = now_ms();
+        struct timespec req = {0, 400 * 1000 * 1000};
+        nanosleep(&req, NULL);
+        _exit(now_ms() - t0 < 900 ? 0 : 1);
+    }
+    sleep_ms(50);
+    CHECK_OK(kill(pid, SIGSTOP));
+    CHECK_EQ(waitpid(pid, &st, WUNTRACED), pid);
+    sleep_ms(500);
+    CHECK_OK(kill(pid, SIGCONT));
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+
+    /* A handler interrupts a sleep: EINTR, and the time left in rem. */
+    pid = CHECK_OK(fork());
+    if (pid == 0) {
+        struct sigaction usr = {0};
+        usr.sa_handler = on_usr1;
+        sigaction(SIGUSR1, &usr, NULL);
+        struct timespec req = {2, 0}, rem = {0, 0};
+        int r = nanosleep(&req, &rem);
+        _exit(r == -1 && errno == EINTR && rem.tv_sec == 1 ? 0 : 1);
+    }
+    sleep_ms(100);
+    CHECK_OK(kill(pid, SIGUSR1));
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
 
     /* SA_NOCLDSTOP: no SIGCHLD for a stop, but still for the exit. */
     sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;

@@ -52,6 +52,11 @@ pub struct Task {
     pub regs_replaced: bool,
     /// The process's continue count when a stop signal was last taken.
     pub stop_continues: u64,
+    /// An interrupted sleep's deadline, kept for its restart: (the
+    /// return address of its syscall instruction, the deadline).
+    restart_deadline: Option<(u64, std::time::Instant)>,
+    /// The deadline the system call being serviced restarts with.
+    resumed_deadline: Option<std::time::Instant>,
 }
 
 impl Task {
@@ -70,6 +75,8 @@ impl Task {
             spurious_faults: 0,
             regs_replaced: false,
             stop_continues: 0,
+            restart_deadline: None,
+            resumed_deadline: None,
         })
     }
 
@@ -209,9 +216,24 @@ impl Task {
         }
     }
 
+    /// The deadline of the sleep this system call restarts, if it is one.
+    pub fn restarted_deadline(&mut self) -> Option<std::time::Instant> {
+        self.resumed_deadline.take()
+    }
+
+    /// Keeps `deadline` for the restart of the sleep being interrupted.
+    pub fn keep_deadline_for_restart(&mut self, deadline: std::time::Instant) {
+        self.restart_deadline = Some((self.cpu.regs.rip, deadline));
+    }
+
     fn syscall(&mut self) {
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
+        // A kept deadline belongs to the restart of the same instruction.
+        self.resumed_deadline = match self.restart_deadline.take() {
+            Some((rip, deadline)) if rip == self.cpu.regs.rip => Some(deadline),
+            _ => None,
+        };
         self.regs_replaced = false;
         self.thread.interrupted.store(false, Ordering::SeqCst);
         let result = syscalls::dispatch(self, nr, args);
@@ -239,7 +261,11 @@ impl Task {
             .map(|sig| self.thread.sigactions.swap(sig, None))
             .filter(|a| a.handler > 1);
         match handler {
-            Some(a) if e == Errno::ERESTARTNOHAND || a.flags & SA_RESTART == 0 => errno_to_rax(Errno::EINTR),
+            Some(a) if e == Errno::ERESTARTNOHAND || a.flags & SA_RESTART == 0 => {
+                // Not restarted: a later call starts afresh.
+                self.restart_deadline = None;
+                errno_to_rax(Errno::EINTR)
+            }
             _ => {
                 // A restarted rt_sigsuspend starts from the original mask.
                 if let Some(mask) = self.thread.saved_sigmask.lock().take() {

@@ -10,9 +10,8 @@ use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
                           threads and processes and fd clocks return EINVAL";
-const SLEEP: &str = "the remaining time is not written when a handler interrupts the sleep, and a restart \
-                     sleeps the full time again; sleeping on CPU-time clocks returns EOPNOTSUPP \
-                     (PROCESS_CPUTIME_ID) or EINVAL (clocks of a pid)";
+const SLEEP: &str = "sleeping on CPU-time clocks returns EOPNOTSUPP (PROCESS_CPUTIME_ID) or EINVAL (clocks of \
+                     a pid)";
 const SET_CLOCK: &str = "the sandbox may not set the host clock: valid requests get EPERM, even from root";
 
 pub(super) const ENTRIES: Entries = &[
@@ -20,11 +19,7 @@ pub(super) const ENTRIES: Entries = &[
     ("clock_getres", sys_clock_getres, Support::Partial(CPU_CLOCKS)),
     ("gettimeofday", sys_gettimeofday, Support::Full),
     ("time", sys_time, Support::Full),
-    (
-        "nanosleep",
-        sys_nanosleep,
-        Support::Partial("the remaining time is not written when a handler interrupts the sleep"),
-    ),
+    ("nanosleep", sys_nanosleep, Support::Full),
     ("clock_nanosleep", sys_clock_nanosleep, Support::Partial(SLEEP)),
     ("clock_settime", sys_clock_settime, Support::Partial(SET_CLOCK)),
     ("settimeofday", sys_settimeofday, Support::Partial(SET_CLOCK)),
@@ -232,10 +227,25 @@ fn sys_time(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// Sleeps for `t`, or with `absolute` until host clock `id` reaches `t`.
 /// Ends with ERESTARTNOHAND when a signal interrupts the sleep (EINTR
 /// for a handler, else the call restarts).
-fn sleep(id: libc::clockid_t, t: Timespec, absolute: bool) -> Result<(), Errno> {
+/// Sleeps for `t` (relative) or until `t` on clock `id` (absolute). An
+/// interrupted relative sleep writes the time left to `rem` (if given) and
+/// keeps its deadline for the restart, so stopping and continuing the
+/// process, or an ignored signal, does not lengthen it.
+fn sleep(task: &mut Task, id: libc::clockid_t, t: Timespec, absolute: bool, rem: u64) -> Result<(), Errno> {
     if !absolute {
-        let until = std::time::Instant::now() + t.duration();
-        return wait::sleep_until(until).map_err(|_| Errno::ERESTARTNOHAND);
+        let until = task.restarted_deadline().unwrap_or_else(|| std::time::Instant::now() + t.duration());
+        return wait::sleep_until(until).or_else(|_| {
+            task.keep_deadline_for_restart(until);
+            if rem != 0 {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                let left = Timespec {
+                    sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                    nsec: i64::from(left.subsec_nanos()),
+                };
+                task.thread.mm().copy_out(rem, &left.encode())?;
+            }
+            Err(Errno::ERESTARTNOHAND)
+        });
     }
     while let Some(left) = t.remaining_after(now(id)?) {
         wait::sleep_until(std::time::Instant::now() + left).map_err(|_| Errno::ERESTARTNOHAND)?;
@@ -248,7 +258,7 @@ fn sys_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
     if !t.is_valid() {
         return Err(Errno::EINVAL);
     }
-    sleep(libc::CLOCK_MONOTONIC, t, false)?;
+    sleep(task, libc::CLOCK_MONOTONIC, t, false, a[1])?;
     Ok(0)
 }
 
@@ -286,7 +296,8 @@ fn sys_clock_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EPERM);
         }
     }
-    sleep(host, t, flags & TIMER_ABSTIME != 0)?;
+    let absolute = flags & TIMER_ABSTIME != 0;
+    sleep(task, host, t, absolute, if absolute { 0 } else { a[3] })?;
     Ok(0)
 }
 
