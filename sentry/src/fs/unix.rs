@@ -664,7 +664,9 @@ impl FileOps for UnixSocket {
     fn poll_events(&self) -> u32 {
         use crate::vfs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
         if let Some(d) = &self.dgram {
-            let (readable, ..) = d.inbox.0.readiness();
+            // After shutdown(SHUT_RD) a receive returns 0 at once: readable.
+            let (queued, _, _, ended) = d.inbox.0.readiness();
+            let readable = queued || ended;
             let writable = d.peer.lock().as_ref().is_none_or(|(q, _)| q.readiness().1);
             return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
         }
