@@ -44,6 +44,10 @@ static void datagram_pairs(void) {
     socklen_t len = sizeof type;
     CHECK_OK(getsockopt(sv[0], SOL_SOCKET, SO_TYPE, &type, &len));
     CHECK_EQ(type, SOCK_DGRAM);
+    struct ucred cred;
+    len = sizeof cred;
+    CHECK_OK(getsockopt(sv[1], SOL_SOCKET, SO_PEERCRED, &cred, &len));
+    CHECK_EQ(cred.pid, getpid()); /* a pair's maker */
     CHECK_EQ(send(sv[0], "a", 1, 0), 1);
     CHECK_EQ(send(sv[0], "bc", 2, 0), 2);
     CHECK_EQ(send(sv[0], "def", 3, 0), 3);

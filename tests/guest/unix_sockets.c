@@ -60,11 +60,17 @@ static void path_socket(void) {
     CHECK_EQ(gl, len);
     CHECK_STR(got.sun_path, path);
 
+    pid_t server = getpid();
     pid_t child = CHECK_OK(fork());
     if (child == 0) {
         int c = socket(AF_UNIX, SOCK_STREAM, 0);
         if (c < 0 || connect(c, (struct sockaddr *)&a, len) != 0)
             _exit(2);
+        /* The client sees the listener's credentials. */
+        struct ucred sc;
+        socklen_t scl = sizeof(sc);
+        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &sc, &scl) != 0 || sc.pid != server)
+            _exit(4);
         char buf[8] = {0};
         if (write(c, "ping", 4) != 4 || read(c, buf, sizeof(buf)) != 4 || memcmp(buf, "pong", 4) != 0)
             _exit(3);
@@ -79,6 +85,7 @@ static void path_socket(void) {
     socklen_t cl = sizeof(cred);
     CHECK_OK(getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl));
     CHECK_EQ(cred.uid, getuid());
+    CHECK_EQ(cred.pid, child); /* the server sees the client's */
     char buf[8] = {0};
     CHECK_EQ(read(conn, buf, sizeof(buf)), 4);
     CHECK_MEM(buf, "ping", 4);

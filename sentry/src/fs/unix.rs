@@ -95,20 +95,26 @@ pub struct Got {
 /// One end of a connected Unix socket pair (stream or seqpacket).
 pub struct UnixStream {
     link: Link,
-    /// The credentials of the process that made the pair (SO_PEERCRED).
-    pub peer_cred: (i32, u32, u32),
+    /// The peer's credentials (SO_PEERCRED).
+    pub peer_cred: PeerCred,
 }
+
+/// A peer's (pid, uid, gid) as SO_PEERCRED reports it.
+pub type PeerCred = (i32, u32, u32);
+
+/// What SO_PEERCRED reports without a peer: pid 0 and the overflow ids.
+pub const NO_PEER: PeerCred = (0, 65534, 65534);
 
 impl UnixStream {
     /// A connected byte-stream pair; `inos` and `now` label its two pipe
-    /// buffers.
-    pub fn pair(inos: (u64, u64), now: TimeSpec, cred: (i32, u32, u32)) -> (Arc<UnixStream>, Arc<UnixStream>) {
+    /// buffers; `creds` are what each end reports as its peer's.
+    pub fn pair(inos: (u64, u64), now: TimeSpec, creds: (PeerCred, PeerCred)) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
         let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
         // The socket's own O_NONBLOCK is passed to every call, so the
         // pipe ends themselves always block.
-        let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue| {
+        let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue, cred| {
             Arc::new(UnixStream {
                 link: Link::Bytes {
                     rx: Mutex::new(Some(rx.reader(false))),
@@ -119,13 +125,16 @@ impl UnixStream {
                 peer_cred: cred,
             })
         };
-        (end(&b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights), end(&a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights))
+        (
+            end(&b_to_a, &a_to_b, &b_to_a_rights, &a_to_b_rights, creds.0),
+            end(&a_to_b, &b_to_a, &a_to_b_rights, &b_to_a_rights, creds.1),
+        )
     }
 
-    /// A connected SOCK_SEQPACKET pair.
-    pub fn packet_pair(cred: (i32, u32, u32)) -> (Arc<UnixStream>, Arc<UnixStream>) {
+    /// A connected SOCK_SEQPACKET pair; `creds` as for `pair`.
+    pub fn packet_pair(creds: (PeerCred, PeerCred)) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let (a_to_b, b_to_a) = (MsgQueue::new(), MsgQueue::new());
-        let end = |rx: &Arc<MsgQueue>, tx: &Arc<MsgQueue>| {
+        let end = |rx: &Arc<MsgQueue>, tx: &Arc<MsgQueue>, cred| {
             Arc::new(UnixStream {
                 link: Link::Packets {
                     rx: Mutex::new(Some(PacketRx(rx.clone()))),
@@ -134,7 +143,7 @@ impl UnixStream {
                 peer_cred: cred,
             })
         };
-        (end(&b_to_a, &a_to_b), end(&a_to_b, &b_to_a))
+        (end(&b_to_a, &a_to_b, creds.0), end(&a_to_b, &b_to_a, creds.1))
     }
 
     /// shutdown(2): closes the reading and/or writing direction.
@@ -367,6 +376,8 @@ struct Datagram {
     peer: Mutex<Option<(Arc<MsgQueue>, Option<UnixName>)>>,
     /// shutdown(SHUT_WR): sends fail with EPIPE.
     no_send: std::sync::atomic::AtomicBool,
+    /// A socketpair's maker (SO_PEERCRED).
+    pair_cred: Mutex<Option<PeerCred>>,
 }
 
 /// A Unix socket. A stream or seqpacket socket is unbound, bound,
@@ -381,6 +392,9 @@ pub struct UnixSocket {
     queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
     nonblock: std::sync::atomic::AtomicBool,
     dgram: Option<Datagram>,
+    /// A listening socket's credentials from listen(2): what its
+    /// connections report to their clients (SO_PEERCRED).
+    listen_cred: Mutex<Option<PeerCred>>,
 }
 
 impl UnixSocket {
@@ -389,6 +403,7 @@ impl UnixSocket {
             inbox: PacketRx(MsgQueue::new()),
             peer: Mutex::new(None),
             no_send: std::sync::atomic::AtomicBool::new(false),
+            pair_cred: Mutex::new(None),
         });
         Arc::new(UnixSocket {
             ino,
@@ -398,6 +413,7 @@ impl UnixSocket {
             queue: Arc::default(),
             nonblock: std::sync::atomic::AtomicBool::new(nonblock),
             dgram,
+            listen_cred: Mutex::new(None),
         })
     }
 
@@ -417,15 +433,31 @@ impl UnixSocket {
         UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None }, nonblock)
     }
 
-    /// A datagram socket pair, each the other's destination.
-    pub fn dgram_pair(inos: (u64, u64), created: TimeSpec, nonblock: bool) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+    /// A datagram socket pair, each the other's destination, made by a
+    /// process with credentials `cred`.
+    pub fn dgram_pair(
+        inos: (u64, u64),
+        created: TimeSpec,
+        nonblock: bool,
+        cred: PeerCred,
+    ) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
         let a = UnixSocket::new(inos.0, created, nonblock, SockType::Dgram);
         let b = UnixSocket::new(inos.1, created, nonblock, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
             *da.peer.lock() = Some((db.inbox.0.clone(), None));
             *db.peer.lock() = Some((da.inbox.0.clone(), None));
+            *da.pair_cred.lock() = Some(cred);
+            *db.pair_cred.lock() = Some(cred);
         }
         (a, b)
+    }
+
+    /// SO_PEERCRED: the peer's credentials, or NO_PEER.
+    pub fn peer_cred(&self) -> PeerCred {
+        match &self.dgram {
+            Some(d) => d.pair_cred.lock().unwrap_or(NO_PEER),
+            None => self.stream().map_or(NO_PEER, |st| st.peer_cred),
+        }
     }
 
     pub fn ty(&self) -> SockType {
@@ -533,8 +565,8 @@ impl UnixSocket {
         }
     }
 
-    /// listen(2).
-    pub fn listen(&self) -> Result<(), Errno> {
+    /// listen(2) by a process with credentials `cred`.
+    pub fn listen(&self, cred: PeerCred) -> Result<(), Errno> {
         if self.ty == SockType::Dgram {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -542,6 +574,7 @@ impl UnixSocket {
         match &*s {
             SockState::Bound(n) | SockState::Listening(n) => {
                 *s = SockState::Listening(n.clone());
+                *self.listen_cred.lock() = Some(cred);
                 Ok(())
             }
             SockState::Unbound => Err(Errno::EINVAL),
@@ -573,8 +606,9 @@ impl UnixSocket {
         }
     }
 
-    /// connect(2) to `listener`: queues the server's end for accept.
-    pub fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: (i32, u32, u32)) -> Result<(), Errno> {
+    /// connect(2) to `listener` by a process with credentials `cred`:
+    /// queues the server's end for accept.
+    pub fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: PeerCred) -> Result<(), Errno> {
         if listener.ty != self.ty {
             return Err(Errno::EPROTOTYPE);
         }
@@ -588,9 +622,12 @@ impl UnixSocket {
             SockState::Bound(n) => Some(n.clone()),
             SockState::Unbound => None,
         };
+        // The client sees the listener's credentials, the server the
+        // client's.
+        let creds = (listener.listen_cred.lock().unwrap_or(NO_PEER), cred);
         let (mine, theirs) = match self.ty {
-            SockType::SeqPacket => UnixStream::packet_pair(cred),
-            _ => UnixStream::pair(inos, self.created, cred),
+            SockType::SeqPacket => UnixStream::packet_pair(creds),
+            _ => UnixStream::pair(inos, self.created, creds),
         };
         let server = UnixSocket::with_state(
             inos.1,

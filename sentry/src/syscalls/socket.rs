@@ -118,11 +118,11 @@ fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
     let cred = (task.thread.tgid, creds.euid, creds.egid);
     let inos = (k.anon_ino(), k.anon_ino());
     let (sa, sb) = match kind {
-        SockType::Dgram => UnixSocket::dgram_pair(inos, now, nonblock),
+        SockType::Dgram => UnixSocket::dgram_pair(inos, now, nonblock, cred),
         _ => {
             let (x, y) = match kind {
-                SockType::SeqPacket => UnixStream::packet_pair(cred),
-                _ => UnixStream::pair(inos, now, cred),
+                SockType::SeqPacket => UnixStream::packet_pair((cred, cred)),
+                _ => UnixStream::pair(inos, now, (cred, cred)),
             };
             (
                 UnixSocket::connected(inos.0, now, kind, x, nonblock),
@@ -237,7 +237,8 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (_, s) = socket_of(task, a[0])?;
-    s.listen()?;
+    let creds = task.thread.creds();
+    s.listen((task.thread.tgid, creds.euid, creds.egid))?;
     Ok(0)
 }
 
@@ -666,7 +667,7 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         SO_SNDBUF | SO_RCVBUF => value.i32(212_992),
         SO_PEERCRED => {
             // An unconnected socket has no peer: pid 0, the overflow ids.
-            let (pid, uid, gid) = s.stream().map_or((0, 65534, 65534), |st| st.peer_cred);
+            let (pid, uid, gid) = s.peer_cred();
             value.i32(pid).u32(uid).u32(gid)
         }
         _ => return Err(Errno::ENOPROTOOPT),
