@@ -53,8 +53,9 @@ pub struct Task {
     /// The process's continue count when a stop signal was last taken.
     pub stop_continues: u64,
     /// An interrupted sleep's deadline, kept for its restart: (the
-    /// return address of its syscall instruction, the deadline).
-    restart_deadline: Option<(u64, std::time::Instant)>,
+    /// return address of its syscall instruction, its number, the
+    /// deadline).
+    restart_deadline: Option<(u64, u64, std::time::Instant)>,
     /// The deadline the system call being serviced restarts with.
     resumed_deadline: Option<std::time::Instant>,
 }
@@ -223,7 +224,7 @@ impl Task {
 
     /// Keeps `deadline` for the restart of the sleep being interrupted.
     pub fn keep_deadline_for_restart(&mut self, deadline: std::time::Instant) {
-        self.restart_deadline = Some((self.cpu.regs.rip, deadline));
+        self.restart_deadline = Some((self.cpu.regs.rip, self.cpu.regs.orig_rax, deadline));
     }
 
     fn syscall(&mut self) {
@@ -231,7 +232,7 @@ impl Task {
         let args = self.cpu.syscall_args();
         // A kept deadline belongs to the restart of the same instruction.
         self.resumed_deadline = match self.restart_deadline.take() {
-            Some((rip, deadline)) if rip == self.cpu.regs.rip => Some(deadline),
+            Some((rip, n, deadline)) if rip == self.cpu.regs.rip && n == nr => Some(deadline),
             _ => None,
         };
         self.regs_replaced = false;
