@@ -218,6 +218,18 @@ static void fd_passing(void) {
     CHECK_EQ(m.msg_controllen, 0);
 
     CHECK_ERR(send_fd(sv[0], 999), EBADF);
+
+    /* Received descriptors leave flight: passing many more than
+     * RLIMIT_NOFILE, one at a time, never hits ETOOMANYREFS. */
+    for (int i = 0; i < 3000; i++) {
+        CHECK_EQ(send_fd(sv[0], p[1]), 1);
+        m.msg_controllen = sizeof(u.buf);
+        CHECK_EQ(recvmsg(sv[1], &m, 0), 1);
+        c = CMSG_FIRSTHDR(&m);
+        CHECK(c != NULL);
+        memcpy(&got, CMSG_DATA(c), sizeof(int));
+        CHECK_OK(close(got));
+    }
     CHECK_OK(close(p[0]));
     CHECK_OK(close(p[1]));
     CHECK_OK(close(sv[0]));

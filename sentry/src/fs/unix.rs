@@ -36,7 +36,9 @@ impl Rights {
 
     /// The descriptions, now out of flight.
     pub fn take(mut self) -> Vec<Arc<FileDescription>> {
-        std::mem::take(&mut self.files)
+        let files = std::mem::take(&mut self.files);
+        self.inflight.fetch_sub(files.len(), Ordering::AcqRel);
+        files
     }
 }
 
