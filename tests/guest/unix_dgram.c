@@ -1,7 +1,8 @@
 /* unix_dgram.c — message-oriented Unix sockets: SOCK_DGRAM (pairs, named
  * sockets, sendto/recvfrom, connect) and SOCK_SEQPACKET (pairs, listen/
  * accept): message boundaries, truncation (MSG_TRUNC), sender addresses,
- * SCM_RIGHTS per message, the end of a packet connection, errors. */
+ * SCM_RIGHTS per message, the end of a packet connection, errors; and
+ * SCM_CREDENTIALS with SO_PASSCRED on every socket type. */
 #include "check.h"
 #include <poll.h>
 #include <signal.h>
@@ -247,8 +248,83 @@ static void seqpackets(void) {
     close(l);
 }
 
+/* Receives one byte with room for credentials; returns them. */
+static struct ucred recv_cred(int sock) {
+    char data;
+    struct iovec iov = {&data, 1};
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } u;
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = u.buf;
+    m.msg_controllen = sizeof u.buf;
+    CHECK_EQ(recvmsg(sock, &m, 0), 1);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_level, SOL_SOCKET);
+    CHECK_EQ(c->cmsg_type, SCM_CREDENTIALS);
+    CHECK_EQ(c->cmsg_len, CMSG_LEN(sizeof(struct ucred)));
+    struct ucred cr;
+    memcpy(&cr, CMSG_DATA(c), sizeof cr);
+    return cr;
+}
+
+static ssize_t send_cred(int sock, struct ucred cr) {
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {"c", 1};
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = u.buf;
+    m.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof cr);
+    memcpy(CMSG_DATA(c), &cr, sizeof cr);
+    return sendmsg(sock, &m, 0);
+}
+
+static void credentials(void) {
+    int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET};
+    for (int i = 0; i < 3; i++) {
+        int sv[2];
+        CHECK_OK(socketpair(AF_UNIX, types[i], 0, sv));
+        int on = 1, v = 0;
+        socklen_t len = sizeof v;
+        CHECK_OK(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on));
+        CHECK_OK(getsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &v, &len));
+        CHECK_EQ(v, 1);
+        /* Without SCM_CREDENTIALS: the sender's own. */
+        CHECK_EQ(send(sv[0], "x", 1, 0), 1);
+        struct ucred cr = recv_cred(sv[1]);
+        CHECK_EQ(cr.pid, getpid());
+        CHECK_EQ(cr.uid, getuid());
+        CHECK_EQ(cr.gid, getgid());
+        /* Sent explicitly. */
+        struct ucred mine = {getpid(), getuid(), getgid()};
+        CHECK_EQ(send_cred(sv[0], mine), 1);
+        cr = recv_cred(sv[1]);
+        CHECK_EQ(cr.pid, getpid());
+        if (geteuid() == 0) {
+            /* Root may claim other ids, but only of a live process. */
+            struct ucred other = {getpid(), 1234, 4321};
+            CHECK_EQ(send_cred(sv[0], other), 1);
+            cr = recv_cred(sv[1]);
+            CHECK_EQ(cr.uid, 1234);
+            CHECK_EQ(cr.gid, 4321);
+            struct ucred ghost = {999999, 0, 0};
+            CHECK_ERR(send_cred(sv[0], ghost), ESRCH);
+        }
+        close(sv[0]);
+        close(sv[1]);
+    }
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
+    credentials();
     CHECK_ERR(socket(AF_UNIX, SOCK_RDM, 0), ESOCKTNOSUPPORT);
     CHECK_ERR(socket(AF_UNIX, 11, 0), EINVAL);
     int raw = CHECK_OK(socket(AF_UNIX, SOCK_RAW, 0)); /* a datagram socket */

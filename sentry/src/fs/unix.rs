@@ -48,9 +48,35 @@ impl Drop for Rights {
     }
 }
 
-/// In-flight descriptors of one direction, by the stream position of the
-/// first byte they were sent with.
-type RightsQueue = Arc<Mutex<VecDeque<(u64, Rights)>>>;
+/// What rides on a stream position besides the bytes: descriptors and
+/// explicitly sent credentials.
+struct Extras {
+    rights: Option<Rights>,
+    cred: Option<PeerCred>,
+}
+
+/// The extras of one direction, by the stream position of the first byte
+/// they were sent with.
+type RightsQueue = Arc<Mutex<VecDeque<(u64, Extras)>>>;
+
+/// The credentials a send carries (SCM_CREDENTIALS): given by the sender,
+/// or its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderCred {
+    pub cred: PeerCred,
+    pub explicit: bool,
+}
+
+impl SenderCred {
+    /// The calling guest thread's own: its process id and real ids.
+    pub fn of_current() -> SenderCred {
+        let cred = crate::kernel::thread::current().map_or(NO_PEER, |t| {
+            let c = t.creds();
+            (t.tgid, c.uid, c.gid)
+        });
+        SenderCred { cred, explicit: false }
+    }
+}
 
 /// The receiving end of a packet direction; dropping it makes sends fail.
 struct PacketRx(Arc<MsgQueue>);
@@ -87,11 +113,13 @@ enum Link {
 }
 
 /// What a receive got: `len` bytes copied of `full` (a packet's whole
-/// length; for a byte stream the same), and descriptors sent with them.
+/// length; for a byte stream the same), descriptors sent with them, and
+/// the sender's credentials if known (a stream knows only explicit ones).
 pub struct Got {
     pub len: usize,
     pub full: usize,
     pub rights: Vec<Rights>,
+    pub cred: Option<PeerCred>,
 }
 
 /// One end of a connected Unix socket pair (stream or seqpacket).
@@ -183,29 +211,40 @@ impl UnixStream {
         }
     }
 
-    /// Writes like send(2) with MSG_DONTWAIT when `dontwait`.
-    pub fn send(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
-        self.send_rights(buf, dontwait, None)
-    }
-
-    /// sendmsg(2), with SCM_RIGHTS descriptors riding on the first byte of
-    /// `buf` (a stream) or on the packet.
-    pub fn send_rights(&self, buf: &[u8], dontwait: bool, rights: Option<Rights>) -> Result<usize, Errno> {
+    /// sendmsg(2), with SCM_RIGHTS descriptors and explicit credentials
+    /// riding on the first byte of `buf` (a stream) or on the packet.
+    pub fn send_rights(
+        &self,
+        buf: &[u8],
+        dontwait: bool,
+        rights: Option<Rights>,
+        cred: SenderCred,
+    ) -> Result<usize, Errno> {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
-                let Some(rights) = rights else { return tx.write_with(buf, dontwait) };
+                let explicit = cred.explicit.then_some(cred.cred);
+                if rights.is_none() && explicit.is_none() {
+                    return tx.write_with(buf, dontwait);
+                }
                 let at = tx.positions().0;
-                tx_rights.lock().push_back((at, rights));
+                tx_rights.lock().push_back((at, Extras { rights, cred: explicit }));
                 let r = tx.write_with(buf, dontwait);
                 if r.is_err() {
-                    tx_rights.lock().retain(|(pos, _)| *pos != at);
+                    // Not sent: its extras go, dropped outside the lock.
+                    let dropped: VecDeque<(u64, Extras)> = {
+                        let mut q = tx_rights.lock();
+                        let (gone, kept) = std::mem::take(&mut *q).into_iter().partition(|(pos, _)| *pos == at);
+                        *q = kept;
+                        gone
+                    };
+                    drop(dropped);
                 }
                 r
             }
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
-                tx.0.send(Message { data: buf.to_vec(), from: None, rights }, dontwait)
+                tx.0.send(Message { data: buf.to_vec(), from: None, rights, cred: cred.cred }, dontwait)
             }
         }
     }
@@ -216,33 +255,37 @@ impl UnixStream {
     pub fn recv_rights(&self, buf: &mut [u8], dontwait: bool) -> Result<Got, Errno> {
         match &self.link {
             Link::Bytes { rx, rx_rights, .. } => {
-                let Some(rx) = rx.lock().clone() else { return Ok(Got { len: 0, full: 0, rights: Vec::new() }) };
+                let Some(rx) = rx.lock().clone() else {
+                    return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
+                };
                 let start = rx.positions().1;
                 let n = rx.read_with(buf, dontwait, false)?;
                 let end = start.wrapping_add(n as u64);
                 let mut got = Vec::new();
+                let mut cred = None;
                 let mut skipped = Vec::new();
                 let mut q = rx_rights.lock();
                 while q.front().is_some_and(|(at, _)| *at < end) {
-                    if let Some((at, r)) = q.pop_front() {
+                    if let Some((at, extras)) = q.pop_front() {
                         if at >= start {
-                            got.push(r);
+                            got.extend(extras.rights);
+                            cred = cred.or(extras.cred);
                         } else {
-                            skipped.push(r);
+                            skipped.push(extras);
                         }
                     }
                 }
                 drop(q);
                 // Closed only now, outside the queue's lock.
                 drop(skipped);
-                Ok(Got { len: n, full: n, rights: got })
+                Ok(Got { len: n, full: n, rights: got, cred })
             }
             Link::Packets { rx, .. } => {
                 let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else {
-                    return Ok(Got { len: 0, full: 0, rights: Vec::new() });
+                    return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
                 let r = q.recv(buf, dontwait, false)?;
-                Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect() })
+                Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect(), cred: r.cred })
             }
         }
     }
@@ -369,6 +412,8 @@ pub struct Delivery {
     pub full: usize,
     pub from: Option<UnixName>,
     pub rights: Vec<Rights>,
+    /// The sender's credentials: as sent, or else the peer's.
+    pub cred: PeerCred,
 }
 
 /// A datagram socket's own parts: its receive queue and the destination
@@ -397,6 +442,8 @@ pub struct UnixSocket {
     /// A listening socket's credentials from listen(2): what its
     /// connections report to their clients (SO_PEERCRED).
     listen_cred: Mutex<Option<PeerCred>>,
+    /// SO_PASSCRED: receives report the sender's credentials.
+    pub passcred: std::sync::atomic::AtomicBool,
 }
 
 impl UnixSocket {
@@ -416,6 +463,7 @@ impl UnixSocket {
             nonblock: std::sync::atomic::AtomicBool::new(nonblock),
             dgram,
             listen_cred: Mutex::new(None),
+            passcred: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -482,9 +530,10 @@ impl UnixSocket {
         data: &[u8],
         dontwait: bool,
         rights: Option<Rights>,
+        cred: SenderCred,
     ) -> Result<usize, Errno> {
         let Some(d) = &self.dgram else {
-            return self.stream()?.send_rights(data, dontwait, rights);
+            return self.stream()?.send_rights(data, dontwait, rights, cred);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Errno::EPIPE);
@@ -493,7 +542,7 @@ impl UnixSocket {
             Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
             None => d.peer.lock().as_ref().map(|(q, _)| q.clone()).ok_or(Errno::ENOTCONN)?,
         };
-        let msg = Message { data: data.to_vec(), from: self.local_name(), rights };
+        let msg = Message { data: data.to_vec(), from: self.local_name(), rights, cred: cred.cred };
         match dest.send(msg, dontwait) {
             // A destination whose socket is gone refuses, once; a connected
             // socket is then disconnected (ENOTCONN), as in Linux.
@@ -512,16 +561,24 @@ impl UnixSocket {
     pub fn recv_msg(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Delivery, Errno> {
         if let Some(d) = &self.dgram {
             let r = d.inbox.0.recv(buf, dontwait, peek)?;
-            return Ok(Delivery { len: r.len, full: r.full, from: r.from, rights: r.rights.into_iter().collect() });
+            let cred = r.cred.unwrap_or(NO_PEER);
+            return Ok(Delivery {
+                len: r.len,
+                full: r.full,
+                from: r.from,
+                rights: r.rights.into_iter().collect(),
+                cred,
+            });
         }
         let stream = self.stream()?;
         let from = self.peer_name().ok().flatten();
+        let peer = stream.peer_cred;
         if peek {
             let (len, full) = stream.recv(buf, dontwait, true)?;
-            return Ok(Delivery { len, full, from, rights: Vec::new() });
+            return Ok(Delivery { len, full, from, rights: Vec::new(), cred: peer });
         }
         let got = stream.recv_rights(buf, dontwait)?;
-        Ok(Delivery { len: got.len, full: got.full, from, rights: got.rights })
+        Ok(Delivery { len: got.len, full: got.full, from, rights: got.rights, cred: got.cred.unwrap_or(peer) })
     }
 
     /// shutdown(2).
@@ -693,7 +750,7 @@ impl FileOps for UnixSocket {
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send_msg(None, buf, self.nonblocking(), None)
+        self.send_msg(None, buf, self.nonblocking(), None, SenderCred::of_current())
     }
 
     fn seekable(&self) -> bool {

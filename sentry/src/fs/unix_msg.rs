@@ -5,7 +5,7 @@
 //! receive takes one whole message, discarding what does not fit (the
 //! caller learns its full length for MSG_TRUNC).
 
-use super::unix::{Rights, UnixName};
+use super::unix::{PeerCred, Rights, UnixName};
 use crate::abi::Errno;
 use crate::kernel::wait::{wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
@@ -29,6 +29,8 @@ pub struct Message {
     /// The sending socket's name, if it has one (recvfrom's address).
     pub from: Option<UnixName>,
     pub rights: Option<Rights>,
+    /// The sender's credentials (SCM_CREDENTIALS).
+    pub cred: PeerCred,
 }
 
 /// What a receive got: `len` bytes copied of a message of `full` bytes.
@@ -37,6 +39,7 @@ pub struct Received {
     pub full: usize,
     pub from: Option<UnixName>,
     pub rights: Option<Rights>,
+    pub cred: Option<PeerCred>,
 }
 
 #[derive(Default)]
@@ -106,15 +109,15 @@ impl MsgQueue {
                 buf[..len].copy_from_slice(&m.data[..len]);
                 let full = m.data.len();
                 if peek {
-                    return Ok(Received { len, full, from: m.from.clone(), rights: None });
+                    return Ok(Received { len, full, from: m.from.clone(), rights: None, cred: Some(m.cred) });
                 }
                 let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
                 s.bytes -= cost(full);
                 self.cond.notify_all();
-                return Ok(Received { len, full, from: m.from, rights: m.rights });
+                return Ok(Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) });
             }
             if s.senders_gone {
-                return Ok(Received { len: 0, full: 0, from: None, rights: None });
+                return Ok(Received { len: 0, full: 0, from: None, rights: None, cred: None });
             }
             if dontwait {
                 return Err(Errno::EAGAIN);
@@ -155,7 +158,7 @@ mod tests {
     use super::*;
 
     fn msg(data: &[u8]) -> Message {
-        Message { data: data.to_vec(), from: Some(UnixName::Abstract(b"me".to_vec())), rights: None }
+        Message { data: data.to_vec(), from: Some(UnixName::Abstract(b"me".to_vec())), rights: None, cred: (1, 0, 0) }
     }
 
     #[test]

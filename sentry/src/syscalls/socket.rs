@@ -7,7 +7,7 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::unix::{Rights, SockType, UnixName, UnixSocket, UnixStream};
+use crate::fs::unix::{PeerCred, Rights, SenderCred, SockType, UnixName, UnixSocket, UnixStream};
 use crate::fs::unix_msg::QUEUE_BYTES;
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
@@ -30,15 +30,15 @@ pub(super) const ENTRIES: Entries = &[
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS only (SCM_CREDENTIALS: EOPNOTSUPP); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    ("recvmsg", sys_recvmsg, Partial("SCM_RIGHTS only; on a stream socket one read may take several sends' descriptors; no MSG_OOB")),
+    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS; descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
+    ("recvmsg", sys_recvmsg, Partial("on a stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
     ("shutdown", sys_shutdown, Partial("Unix sockets only; SHUT_RD of a datagram socket does not refuse senders")),
     (
         "getsockopt",
         sys_getsockopt,
-        Partial("SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_ACCEPTCONN"),
+        Partial("SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN"),
     ),
-    ("setsockopt", sys_setsockopt, Partial("buffer sizes and flags are accepted without effect")),
+    ("setsockopt", sys_setsockopt, Partial("SO_PASSCRED takes effect; buffer sizes and other flags are accepted without effect")),
 ];
 
 const AF_UNIX: i32 = 1;
@@ -342,7 +342,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
         }
         let mut buf = vec![0u8; len];
         task.thread.mm().copy_in(addr, &mut buf)?;
-        let r = s.send_msg(to.as_ref(), &buf, nonblock, None);
+        let r = s.send_msg(to.as_ref(), &buf, nonblock, None, SenderCred::of_current());
         sigpipe(task, &s, flags, &r);
         return r.map(|n| n as u64);
     }
@@ -352,7 +352,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
     while done < len || len == 0 {
         let n = (len - done).min(STREAM_CHUNK);
         task.thread.mm().copy_in(addr + done as u64, &mut buf[..n])?;
-        let r = s.send_msg(None, &buf[..n], nonblock, None);
+        let r = s.send_msg(None, &buf[..n], nonblock, None, SenderCred::of_current());
         match r {
             Ok(w) => {
                 done += w;
@@ -466,10 +466,14 @@ fn cmsg_align(n: usize) -> usize {
 }
 
 /// The descriptors a sendmsg control buffer passes with SCM_RIGHTS.
-fn read_rights(task: &Task, h: &MsgHdr) -> Result<Option<Rights>, Errno> {
+/// sendmsg's control messages: descriptors (SCM_RIGHTS) and credentials
+/// (SCM_CREDENTIALS, checked as Linux does: one's own pid and ids unless
+/// privileged).
+fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred), Errno> {
+    let mut cred = SenderCred::of_current();
     let len = usize::try_from(h.controllen).map_err(|_| Errno::ENOBUFS)?;
     if len < CMSG_HDR {
-        return Ok(None);
+        return Ok((None, cred));
     }
     if len > OPTMEM_MAX {
         return Err(Errno::ENOBUFS);
@@ -498,27 +502,67 @@ fn read_rights(task: &Task, h: &MsgHdr) -> Result<Option<Rights>, Errno> {
                         files.push(task.thread.fds().get(fd)?);
                     }
                 }
-                SCM_CREDENTIALS => return Err(Errno::EOPNOTSUPP),
+                SCM_CREDENTIALS => {
+                    if cmsg_len != CMSG_HDR + 12 {
+                        return Err(Errno::EINVAL);
+                    }
+                    let mut d = Decoder::new(&raw[off + CMSG_HDR..off + cmsg_len]);
+                    let given = (d.i32(), d.u32(), d.u32());
+                    check_cred(task, given)?;
+                    cred = SenderCred { cred: given, explicit: true };
+                }
                 _ => return Err(Errno::EINVAL),
             }
         }
         off = off.saturating_add(cmsg_align(cmsg_len)).min(len);
     }
     if files.is_empty() {
-        return Ok(None);
+        return Ok((None, cred));
     }
     let limit = usize::try_from(task.thread.nofile()).unwrap_or(usize::MAX);
-    Rights::new(files, &task.kernel.unix_inflight, limit).map(Some)
+    Ok((Some(Rights::new(files, &task.kernel.unix_inflight, limit)?), cred))
+}
+
+/// May the caller claim `(pid, uid, gid)`? Its own process and any of its
+/// real, effective or saved ids; root (holding every capability here)
+/// any existing process and ids.
+fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
+    let c = task.thread.creds();
+    if c.euid == 0 {
+        return if task.kernel.procs.alive(pid) { Ok(()) } else { Err(Errno::ESRCH) };
+    }
+    let ok =
+        pid == task.thread.tgid && [c.uid, c.euid, c.suid].contains(&uid) && [c.gid, c.egid, c.sgid].contains(&gid);
+    if ok {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// Writes an SCM_CREDENTIALS message at the start of the recvmsg control
+/// buffer (Linux puts it first); returns (control bytes used, msg_flags).
+fn write_cred(task: &Task, h: &MsgHdr, (pid, uid, gid): PeerCred) -> Result<(usize, i32), Errno> {
+    let cmsg_len = CMSG_HDR + 12;
+    let room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
+    if room < cmsg_len {
+        return Ok((0, MSG_CTRUNC));
+    }
+    let mut e = Encoder::new();
+    e.u64(cmsg_len as u64).i32(SOL_SOCKET).i32(SCM_CREDENTIALS).i32(pid).u32(uid).u32(gid);
+    task.thread.mm().copy_out(h.control, e.as_bytes())?;
+    Ok((cmsg_align(cmsg_len).min(room), 0))
 }
 
 /// Installs received descriptors and writes their SCM_RIGHTS message into
-/// the recvmsg control buffer; returns (control bytes used, msg_flags).
-fn write_rights(task: &Task, h: &MsgHdr, rights: Vec<Rights>, cloexec: bool) -> Result<(u64, i32), Errno> {
+/// the recvmsg control buffer at offset `at`; returns (control bytes used
+/// there, msg_flags).
+fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec: bool) -> Result<(u64, i32), Errno> {
     let files: Vec<Arc<FileDescription>> = rights.into_iter().flat_map(Rights::take).collect();
     if files.is_empty() {
         return Ok((0, 0));
     }
-    let room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
+    let room = usize::try_from(h.controllen).unwrap_or(usize::MAX).saturating_sub(at);
     if room < CMSG_HDR + 4 {
         return Ok((0, MSG_CTRUNC));
     }
@@ -544,7 +588,7 @@ fn write_rights(task: &Task, h: &MsgHdr, rights: Vec<Rights>, cloexec: bool) -> 
     for fd in &fds {
         e.i32(*fd);
     }
-    if let Err(err) = task.thread.mm().copy_out(h.control, e.as_bytes()) {
+    if let Err(err) = task.thread.mm().copy_out(h.control + at as u64, e.as_bytes()) {
         for fd in fds {
             let _ = table.remove(fd);
         }
@@ -572,7 +616,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
     let to = destination(task, &s, h.name, h.namelen)?;
-    let rights = read_rights(task, &h)?;
+    let (rights, cred) = read_control(task, &h)?;
     // A message must fit a queue; a stream send takes what fits in one
     // chunk of the sentry's buffer (a short count, as sockets may give).
     let limit = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
@@ -589,7 +633,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     // Linux sends nothing, descriptors included, for an empty stream
     // message; an empty datagram or packet is a message of its own.
     let rights = rights.filter(|_| !data.is_empty() || s.ty() != SockType::Stream);
-    let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights);
+    let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights, cred);
     sigpipe(task, &s, a[2], &r);
     r.map(|n| n as u64)
 }
@@ -615,7 +659,11 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_out(base, &buf[at..at + n])?;
         at += n;
     }
-    let (controllen, mut flags) = write_rights(task, &h, d.rights, a[2] & MSG_CMSG_CLOEXEC != 0)?;
+    let (cred_len, cred_flags) =
+        if s.passcred.load(std::sync::atomic::Ordering::Relaxed) { write_cred(task, &h, d.cred)? } else { (0, 0) };
+    let (rights_len, mut flags) = write_rights(task, &h, cred_len, d.rights, a[2] & MSG_CMSG_CLOEXEC != 0)?;
+    flags |= cred_flags;
+    let controllen = cred_len as u64 + rights_len;
     // Linux echoes MSG_CMSG_CLOEXEC back in msg_flags.
     if a[2] & MSG_CMSG_CLOEXEC != 0 {
         flags |= i32::try_from(MSG_CMSG_CLOEXEC).unwrap_or(0);
@@ -651,6 +699,7 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     const SO_SNDBUF: i32 = 7;
     const SO_RCVBUF: i32 = 8;
     const SO_PEERCRED: i32 = 17;
+    const SO_PASSCRED: i32 = 16;
     const SO_ACCEPTCONN: i32 = 30;
     const SO_PROTOCOL: i32 = 38;
     const SO_DOMAIN: i32 = 39;
@@ -663,6 +712,7 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         SO_TYPE => value.i32(s.ty().number()),
         SO_ERROR | SO_PROTOCOL => value.i32(0),
         SO_ACCEPTCONN => value.i32(i32::from(s.is_listening())),
+        SO_PASSCRED => value.i32(i32::from(s.passcred.load(std::sync::atomic::Ordering::Relaxed))),
         SO_DOMAIN => value.i32(AF_UNIX),
         SO_SNDBUF | SO_RCVBUF => value.i32(212_992),
         SO_PEERCRED => {
@@ -683,12 +733,18 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
-    socket_of(task, a[0])?;
+    const SO_PASSCRED: i32 = 16;
+    let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }
     if int(a[4]) < 4 {
         return Err(Errno::EINVAL);
+    }
+    if int(a[2]) == SO_PASSCRED {
+        let mut raw = [0u8; 4];
+        task.thread.mm().copy_in(a[3], &mut raw)?;
+        s.passcred.store(i32::from_le_bytes(raw) != 0, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(0)
 }
