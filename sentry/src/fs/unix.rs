@@ -396,6 +396,11 @@ impl SockType {
         }
     }
 
+    /// Whether the type keeps message boundaries (datagram, seqpacket).
+    pub fn has_messages(self) -> bool {
+        self != SockType::Stream
+    }
+
     pub fn number(self) -> i32 {
         match self {
             SockType::Stream => 1,

@@ -291,12 +291,8 @@ fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -
     if r != Err(Errno::EPIPE) {
         return r;
     }
-    let packets = f
-        .ops
-        .clone()
-        .into_any()
-        .downcast::<crate::fs::unix::UnixSocket>()
-        .is_ok_and(|s| s.ty() != crate::fs::unix::SockType::Stream);
+    let packets =
+        f.ops.clone().into_any().downcast::<crate::fs::unix::UnixSocket>().is_ok_and(|s| s.ty().has_messages());
     if packets {
         r
     } else {

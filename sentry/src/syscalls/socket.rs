@@ -319,10 +319,21 @@ fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// buffer; the guest's length is not allocated whole).
 const STREAM_CHUNK: usize = 1 << 20;
 
+/// The most one call moves through the sentry's own buffer: a message is
+/// at most a queue's size; a stream moves a chunk and reports a short
+/// count.
+fn buffer_cap(s: &UnixSocket) -> usize {
+    if s.ty().has_messages() {
+        QUEUE_BYTES
+    } else {
+        STREAM_CHUNK
+    }
+}
+
 /// Does an EPIPE from `s` raise SIGPIPE? Only for stream sockets, as in
 /// Linux (datagram and seqpacket sends just fail).
 fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
-    if *r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 && s.ty() == SockType::Stream {
+    if *r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 && !s.ty().has_messages() {
         task.kernel.send_signal(&task.thread, libc::SIGPIPE);
     }
 }
@@ -336,7 +347,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
     }
     args::user_range(addr, len)?;
     let nonblock = nonblocking(&f, flags);
-    if s.ty() != SockType::Stream {
+    if s.ty().has_messages() {
         if len > QUEUE_BYTES {
             return Err(Errno::EMSGSIZE);
         }
@@ -381,8 +392,7 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
     let dontwait = nonblocking(&f, flags);
     let peek = flags & MSG_PEEK != 0;
     // No message is longer than a queue; a stream read may return less.
-    let cap = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
-    let len = len.min(cap);
+    let len = len.min(buffer_cap(&s));
     let mut buf = vec![0u8; len];
     let d = s.recv_msg(&mut buf, dontwait, peek)?;
     let mut got = d.len;
@@ -398,7 +408,7 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
         got += n;
     }
     task.thread.mm().copy_out(addr, &buf[..got])?;
-    let reported = if flags & MSG_TRUNC != 0 && s.ty() != SockType::Stream { d.full } else { got };
+    let reported = if flags & MSG_TRUNC != 0 && s.ty().has_messages() { d.full } else { got };
     Ok((reported as u64, d.from))
 }
 
@@ -619,11 +629,11 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (rights, cred) = read_control(task, &h)?;
     // A message must fit a queue; a stream send takes what fits in one
     // chunk of the sentry's buffer (a short count, as sockets may give).
-    let limit = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
+    let limit = buffer_cap(&s);
     let mut data = Vec::new();
     for (base, len) in iovec_list(task, &h)? {
         let take = len.min(limit.saturating_sub(data.len()));
-        if take < len && s.ty() != SockType::Stream {
+        if take < len && s.ty().has_messages() {
             return Err(Errno::EMSGSIZE);
         }
         let mut part = vec![0u8; take];
@@ -632,7 +642,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     // Linux sends nothing, descriptors included, for an empty stream
     // message; an empty datagram or packet is a message of its own.
-    let rights = rights.filter(|_| !data.is_empty() || s.ty() != SockType::Stream);
+    let rights = rights.filter(|_| !data.is_empty() || s.ty().has_messages());
     let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights, cred);
     sigpipe(task, &s, a[2], &r);
     r.map(|n| n as u64)
@@ -645,8 +655,7 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let h = read_msghdr(task, a[1])?;
     let iov = iovec_list(task, &h)?;
-    let cap = if s.ty() == SockType::Stream { STREAM_CHUNK } else { QUEUE_BYTES };
-    let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(cap);
+    let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(buffer_cap(&s));
     let mut buf = vec![0u8; total];
     let d = s.recv_msg(&mut buf, nonblocking(&f, a[2]), a[2] & MSG_PEEK != 0)?;
     let got = d.len;
@@ -678,7 +687,7 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mm = task.thread.mm();
     mm.copy_out(a[1] + 40, &controllen.to_le_bytes())?;
     mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
-    let reported = if a[2] & MSG_TRUNC != 0 && s.ty() != SockType::Stream { d.full } else { got };
+    let reported = if a[2] & MSG_TRUNC != 0 && s.ty().has_messages() { d.full } else { got };
     Ok(reported as u64)
 }
 
