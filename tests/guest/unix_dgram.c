@@ -21,32 +21,41 @@ static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-static void send_fd(int sock, int fd, const char *data) {
-    char cbuf[CMSG_SPACE(sizeof(int))];
+/* Sends `data` with one SOL_SOCKET control message of `type`. */
+static ssize_t send_control(int sock, const char *data, int type, const void *payload, size_t len) {
+    char cbuf[CMSG_SPACE(sizeof(struct ucred))];
     memset(cbuf, 0, sizeof cbuf);
     struct iovec iov = {(void *)data, strlen(data)};
     struct msghdr m = {0};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
     m.msg_control = cbuf;
-    m.msg_controllen = sizeof cbuf;
+    m.msg_controllen = CMSG_SPACE(len);
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    CHECK_EQ(sendmsg(sock, &m, 0), (long)strlen(data));
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(len);
+    memcpy(CMSG_DATA(c), payload, len);
+    return sendmsg(sock, &m, 0);
+}
+
+static void send_fd(int sock, int fd, const char *data) {
+    CHECK_EQ(send_control(sock, data, SCM_RIGHTS, &fd, sizeof fd), (long)strlen(data));
+}
+
+static int sock_type(int sock) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    CHECK_OK(getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &len));
+    return type;
 }
 
 static void datagram_pairs(void) {
     int sv[2];
     CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
-    int type = 0;
-    socklen_t len = sizeof type;
-    CHECK_OK(getsockopt(sv[0], SOL_SOCKET, SO_TYPE, &type, &len));
-    CHECK_EQ(type, SOCK_DGRAM);
+    CHECK_EQ(sock_type(sv[0]), SOCK_DGRAM);
     struct ucred cred;
-    len = sizeof cred;
+    socklen_t len = sizeof cred;
     CHECK_OK(getsockopt(sv[1], SOL_SOCKET, SO_PEERCRED, &cred, &len));
     CHECK_EQ(cred.pid, getpid()); /* a pair's maker */
     CHECK_EQ(send(sv[0], "a", 1, 0), 1);
@@ -198,10 +207,7 @@ static void named_datagrams(void) {
 static void seqpackets(void) {
     int sv[2];
     CHECK_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
-    int type = 0;
-    socklen_t len = sizeof type;
-    CHECK_OK(getsockopt(sv[1], SOL_SOCKET, SO_TYPE, &type, &len));
-    CHECK_EQ(type, SOCK_SEQPACKET);
+    CHECK_EQ(sock_type(sv[1]), SOCK_SEQPACKET);
     CHECK_EQ(write(sv[0], "hello", 5), 5);
     CHECK_EQ(write(sv[0], "world", 5), 5);
     char buf[16];
@@ -270,20 +276,7 @@ static struct ucred recv_cred(int sock) {
 }
 
 static ssize_t send_cred(int sock, struct ucred cr) {
-    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {"c", 1};
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_CREDENTIALS;
-    c->cmsg_len = CMSG_LEN(sizeof cr);
-    memcpy(CMSG_DATA(c), &cr, sizeof cr);
-    return sendmsg(sock, &m, 0);
+    return send_control(sock, "c", SCM_CREDENTIALS, &cr, sizeof cr);
 }
 
 static void credentials(void) {
@@ -328,10 +321,7 @@ int main(void) {
     CHECK_ERR(socket(AF_UNIX, SOCK_RDM, 0), ESOCKTNOSUPPORT);
     CHECK_ERR(socket(AF_UNIX, 11, 0), EINVAL);
     int raw = CHECK_OK(socket(AF_UNIX, SOCK_RAW, 0)); /* a datagram socket */
-    int type = 0;
-    socklen_t len = sizeof type;
-    CHECK_OK(getsockopt(raw, SOL_SOCKET, SO_TYPE, &type, &len));
-    CHECK_EQ(type, SOCK_DGRAM);
+    CHECK_EQ(sock_type(raw), SOCK_DGRAM);
     close(raw);
     datagram_pairs();
     named_datagrams();
