@@ -66,6 +66,11 @@ fn guest_unix_dgram() {
 }
 
 #[test]
+fn guest_inet_sockets() {
+    guest_test("inet_sockets", &[]);
+}
+
+#[test]
 fn guest_splice() {
     guest_test("splice", &[]);
 }

@@ -323,6 +323,40 @@ fn python_subprocess_pipes_and_timeout() {
 }
 
 #[test]
+fn python_asyncio_and_http_over_loopback() {
+    // TCP through the netstack: an asyncio echo server and client, then
+    // http.server answering urllib, with "localhost" resolved by the
+    // guest's own resolver files.
+    let (nat, _) = python_script(
+        "loopback",
+        "import asyncio, threading, urllib.request, http.server\n\
+         async def echo(r, w):\n    w.write((await r.readline()).upper())\n    await w.drain()\n    w.close()\n\
+         async def main():\n    srv = await asyncio.start_server(echo, '127.0.0.1', 0)\n    port = srv.sockets[0].getsockname()[1]\n    r, w = await asyncio.open_connection('localhost', port)\n    w.write(b'hello\\n')\n    print((await r.readline()).decode().strip())\n    w.close()\n    srv.close()\n    await srv.wait_closed()\n\
+         asyncio.run(main())\n\
+         class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        body = self.path.encode()\n        self.send_response(200)\n        self.send_header('Content-Length', str(len(body)))\n        self.end_headers()\n        self.wfile.write(body)\n    def log_message(self, *a): pass\n\
+         httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n\
+         threading.Thread(target=httpd.serve_forever, daemon=True).start()\n\
+         for i in range(3):\n    with urllib.request.urlopen(f'http://127.0.0.1:{httpd.server_port}/x{i}') as resp:\n        print(resp.status, resp.read().decode())\n\
+         httpd.shutdown()\n",
+    );
+    assert_eq!(nat.stdout_str(), "HELLO\n200 /x0\n200 /x1\n200 /x2\n");
+}
+
+#[test]
+fn the_network_is_loopback_only() {
+    // The sandbox has one interface; every other destination is
+    // unreachable, for TCP and UDP, IPv4 and IPv6 alike.
+    let script = "import socket, errno\n\
+                  for fam, addr in [(socket.AF_INET, ('1.1.1.1', 53)), (socket.AF_INET, ('169.254.169.254', 80)), (socket.AF_INET6, ('2001:db8::1', 53))]:\n    \
+                  for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n        s = socket.socket(fam, ty)\n        \
+                  try:\n            s.connect(addr)\n            s.send(b'x')\n            print('reached', addr)\n        \
+                  except OSError as e:\n            print(errno.errorcode[e.errno])\n";
+    let r = crate::util::run(crate::util::husk_do(&[], &["/usr/bin/python3", "-c", script]), None);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "ENETUNREACH\n".repeat(6));
+}
+
+#[test]
 fn make_j2_builds_a_c_project() {
     // Many short-lived processes: make's jobserver (pselect with a signal
     // mask, SIGCHLD), gcc's driver, cc1, as and ld.

@@ -36,6 +36,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "waiting",
     "unix_sockets",
     "unix_dgram",
+    "inet_sockets",
     "job_control",
     "sched",
     "splice",

@@ -82,6 +82,13 @@ errnos!(
     ENOLCK,
     EOPNOTSUPP,
     EBADFD,
+    ENETUNREACH,
+    EINPROGRESS,
+    EALREADY,
+    EADDRNOTAVAIL,
+    EDESTADDRREQ,
+    ECONNRESET,
+    EDOM,
 );
 
 impl Errno {

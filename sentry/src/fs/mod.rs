@@ -5,6 +5,8 @@ pub mod epoll;
 pub mod eventfd;
 pub mod gofer;
 pub mod host_file;
+pub mod inet;
+pub mod netdev;
 pub mod overlay;
 pub mod pipe;
 pub mod procfs;

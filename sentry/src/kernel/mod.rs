@@ -53,6 +53,8 @@ pub struct Kernel {
     /// Bound Unix sockets by name.
     pub unix_names:
         Mutex<std::collections::HashMap<crate::fs::unix::RegistryKey, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
+    /// The sandbox's network stack (IP sockets).
+    pub net: Arc<husk_netstack::Stack>,
     /// Descriptors in flight in Unix sockets (SCM_RIGHTS), sandbox-wide.
     pub unix_inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// The tmpfs that holds memfd_create files.
@@ -97,6 +99,7 @@ impl Kernel {
             mounts: MountNamespace::new(root, "overlay", "root"),
             anon,
             unix_names: Mutex::new(std::collections::HashMap::new()),
+            net: husk_netstack::Stack::new(),
             unix_inflight: Arc::default(),
             memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
             host_terminals: Arc::default(),

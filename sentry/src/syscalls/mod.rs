@@ -11,6 +11,7 @@ mod fd;
 mod file;
 mod futex;
 mod identity;
+mod inet;
 mod mmap;
 mod poll;
 mod process;

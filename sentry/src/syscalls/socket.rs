@@ -1,9 +1,10 @@
-//! System calls: sockets. Unix stream sockets work: pairs, and named ones
-//! (paths and the abstract namespace) with bind/listen/connect/accept.
-//! Other families fail the way Linux fails for a family it does not have,
-//! until the netstack arrives.
+//! System calls: sockets. Unix sockets (stream, datagram, seqpacket) are
+//! served here; IP sockets (AF_INET, AF_INET6) are netstack endpoints,
+//! whose calls inet.rs serves. Other families fail the way Linux fails for
+//! a family it does not have.
 
 use super::args::{self, int};
+use super::inet;
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
@@ -14,13 +15,12 @@ use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
 use std::sync::Arc;
 
-const UNIX_ONLY: &str =
-    "AF_UNIX only (stream, datagram, seqpacket): other families fail with EAFNOSUPPORT (no network stack yet)";
-const UNIX: &str = "Unix sockets only (ENOTSOCK on other descriptors)";
+const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket) and AF_INET/AF_INET6 (TCP, UDP; loopback only): other families fail with EAFNOSUPPORT";
+const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("socket", sys_socket, Partial(UNIX_ONLY)),
-    ("socketpair", sys_socketpair, Partial(UNIX_ONLY)),
+    ("socket", sys_socket, Partial(FAMILIES)),
+    ("socketpair", sys_socketpair, Partial("AF_UNIX only; IP families fail with EOPNOTSUPP as in Linux")),
     ("bind", sys_bind, Partial(UNIX)),
     ("listen", sys_listen, Partial("the backlog is not limited")),
     ("accept", sys_accept, Partial(UNIX)),
@@ -30,23 +30,23 @@ pub(super) const ENTRIES: Entries = &[
     ("getpeername", sys_getpeername, Partial(UNIX)),
     ("sendto", sys_sendto, Partial(UNIX)),
     ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS; descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    ("recvmsg", sys_recvmsg, Partial("on a stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
-    ("shutdown", sys_shutdown, Partial("Unix sockets only; SHUT_RD of a datagram socket does not refuse senders")),
+    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
+    ("recvmsg", sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
+    ("shutdown", sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
     (
         "getsockopt",
         sys_getsockopt,
-        Partial("SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN"),
+        Partial("Unix: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN; IP: those, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, and common IP/TCP options as they were set (no TCP_INFO)"),
     ),
-    ("setsockopt", sys_setsockopt, Partial("SO_PASSCRED takes effect; buffer sizes and other flags are accepted without effect")),
+    ("setsockopt", sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
 ];
 
 const AF_UNIX: i32 = 1;
 const SOCK_TYPE_MASK: i32 = 0xf;
-const MSG_PEEK: u64 = 0x2;
-const MSG_OOB: u64 = 0x1;
+pub(super) const MSG_PEEK: u64 = 0x2;
+pub(super) const MSG_OOB: u64 = 0x1;
 const MSG_DONTWAIT: u64 = 0x40;
-const MSG_WAITALL: u64 = 0x100;
+pub(super) const MSG_WAITALL: u64 = 0x100;
 const MSG_NOSIGNAL: u64 = 0x4000;
 const SOL_SOCKET: i32 = 1;
 const SCM_RIGHTS: i32 = 1;
@@ -56,7 +56,7 @@ const SCM_MAX_FD: usize = 253;
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
 const OPTMEM_MAX: usize = 20480;
 const MSG_CTRUNC: i32 = 0x8;
-const MSG_TRUNC: u64 = 0x20;
+pub(super) const MSG_TRUNC: u64 = 0x20;
 const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 /// sizeof(struct cmsghdr).
 const CMSG_HDR: usize = 16;
@@ -70,7 +70,7 @@ fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSock
 }
 
 /// Does socket description `f` (or this one call's flags) not block?
-fn nonblocking(f: &FileDescription, flags: u64) -> bool {
+pub(super) fn nonblocking(f: &FileDescription, flags: u64) -> bool {
     flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
 }
 
@@ -96,7 +96,12 @@ fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(SockType, bool, bo
 }
 
 /// Installs socket `s` as a new descriptor.
-fn install(task: &Task, s: Arc<UnixSocket>, nonblock: bool, cloexec: bool) -> Result<i32, Errno> {
+pub(super) fn install<S: FileOps + crate::vfs::Node + 'static>(
+    task: &Task,
+    s: Arc<S>,
+    nonblock: bool,
+    cloexec: bool,
+) -> Result<i32, Errno> {
     let k = &task.kernel;
     let ino = crate::vfs::Node::stat(s.as_ref()).map(|st| st.ino).unwrap_or(0);
     let d = k.anon_dentry(format!("socket:[{ino}]").as_bytes(), s.clone());
@@ -105,12 +110,26 @@ fn install(task: &Task, s: Arc<UnixSocket>, nonblock: bool, cloexec: bool) -> Re
 }
 
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
+    let (domain, ty) = (int(a[0]), int(a[1]));
+    if domain == inet::AF_INET || domain == inet::AF_INET6 {
+        if ty & !(SOCK_TYPE_MASK | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let nonblock = ty & libc::SOCK_NONBLOCK != 0;
+        let s = inet::socket(task, domain, ty & SOCK_TYPE_MASK, int(a[2]))?;
+        s.status_flags_changed(if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 });
+        let fd = install(task, s, nonblock, ty & libc::SOCK_CLOEXEC != 0)?;
+        return u64::try_from(fd).map_err(|_| Errno::EMFILE);
+    }
+    let (kind, nonblock, cloexec) = check_type(domain, ty, int(a[2]))?;
     let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock, kind);
     u64::try_from(install(task, s, nonblock, cloexec)?).map_err(|_| Errno::EMFILE)
 }
 
 fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if int(a[0]) == inet::AF_INET || int(a[0]) == inet::AF_INET6 {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
     let k = &task.kernel;
     let now = super::fd::now();
@@ -173,24 +192,30 @@ fn read_unix_addr(task: &Task, addr: u64, len: u64) -> Result<Option<(bool, Vec<
 
 /// Writes a sockaddr_un for `name` (family only when unnamed).
 fn write_unix_addr(task: &Task, addr: u64, len_addr: u64, name: Option<&UnixName>) -> Result<(), Errno> {
-    let mm = task.thread.mm();
-    let mut len = [0u8; 4];
-    mm.copy_in(len_addr, &mut len)?;
-    let room = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
     let mut e = Encoder::new();
     e.u16(1);
     if let Some(n) = name {
         e.bytes(&n.sun_path());
     }
-    let full = e.len();
-    let n = room.min(full);
-    mm.copy_out(addr, &e.as_bytes()[..n])?;
-    // The full length is reported even when truncated, as Linux does.
-    mm.copy_out(len_addr, &u32::try_from(full).unwrap_or(0).to_le_bytes())?;
+    write_sockaddr(task, addr, len_addr, e.as_bytes())
+}
+
+/// Writes the sockaddr bytes `raw` at `addr`, cut to the room the length
+/// at `len_addr` gives, and stores the full length there, as Linux does.
+pub(super) fn write_sockaddr(task: &Task, addr: u64, len_addr: u64, raw: &[u8]) -> Result<(), Errno> {
+    let mm = task.thread.mm();
+    let mut len = [0u8; 4];
+    mm.copy_in(len_addr, &mut len)?;
+    let room = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
+    mm.copy_out(addr, &raw[..room.min(raw.len())])?;
+    mm.copy_out(len_addr, &u32::try_from(raw.len()).unwrap_or(0).to_le_bytes())?;
     Ok(())
 }
 
 fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::bind(task, &s, a);
+    }
     let (_, s) = socket_of(task, a[0])?;
     // Linux makes the socket file before it checks the socket is unbound.
     let bound = || if s.local_name().is_some() || s.stream().is_ok() { Err(Errno::EINVAL) } else { Ok(()) };
@@ -236,6 +261,9 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::listen(&s);
+    }
     let (_, s) = socket_of(task, a[0])?;
     let creds = task.thread.creds();
     s.listen((task.thread.tgid, creds.euid, creds.egid))?;
@@ -263,6 +291,9 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
 }
 
 fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::connect(task, &f, &s, a);
+    }
     let (_, s) = socket_of(task, a[0])?;
     let target = bound_socket(task, a[1], a[2], s.ty())?;
     if s.ty() == SockType::Dgram {
@@ -278,6 +309,9 @@ fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
+    }
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::accept(task, &f, &s, a, flags);
     }
     let (f, s) = socket_of(task, a[0])?;
     let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
@@ -303,12 +337,18 @@ fn sys_accept4(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::getsockname(task, &s, a);
+    }
     let (_, s) = socket_of(task, a[0])?;
     write_unix_addr(task, a[1], a[2], s.local_name().as_ref())?;
     Ok(0)
 }
 
 fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::getpeername(task, &s, a);
+    }
     let (_, s) = socket_of(task, a[0])?;
     let peer = s.peer_name()?;
     write_unix_addr(task, a[1], a[2], peer.as_ref())?;
@@ -413,6 +453,9 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
 }
 
 fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::sendto(task, &f, &s, a);
+    }
     let (_, s) = socket_of(task, a[0])?;
     let to = destination(task, &s, a[4], a[5])?;
     send(task, a[0], a[1], super::file::count(a[2]), a[3], to)
@@ -433,6 +476,9 @@ fn destination(task: &Task, s: &UnixSocket, addr: u64, len: u64) -> Result<Optio
 }
 
 fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::recvfrom(task, &f, &s, a);
+    }
     let (n, from) = recv(task, a[0], a[1], super::file::count(a[2]), a[3])?;
     if a[4] != 0 && a[5] != 0 {
         match from {
@@ -444,16 +490,16 @@ fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 /// The fields of a `struct msghdr` that matter here.
-struct MsgHdr {
-    name: u64,
-    namelen: u64,
+pub(super) struct MsgHdr {
+    pub name: u64,
+    pub namelen: u64,
     iov: u64,
     iovlen: u64,
     control: u64,
     controllen: u64,
 }
 
-fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
+pub(super) fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
     let mut raw = [0u8; 56];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
@@ -607,7 +653,7 @@ fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec
     Ok((cmsg_align(cmsg_len).min(room) as u64, flags))
 }
 
-fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
+pub(super) fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
     let n = usize::try_from(h.iovlen).map_err(|_| Errno::EMSGSIZE)?;
     let mut raw = vec![0u8; n * 16];
     task.thread.mm().copy_in(h.iov, &mut raw)?;
@@ -623,6 +669,9 @@ fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
 }
 
 fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::sendmsg(task, &f, &s, a);
+    }
     let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
     let to = destination(task, &s, h.name, h.namelen)?;
@@ -649,6 +698,9 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((f, s)) = inet::socket_of(task, a[0])? {
+        return inet::recvmsg(task, &f, &s, a);
+    }
     let (f, s) = socket_of(task, a[0])?;
     if a[2] & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
@@ -692,6 +744,9 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::shutdown(&s, int(a[1]));
+    }
     let (_, s) = socket_of(task, a[0])?;
     match int(a[1]) {
         0 => s.shutdown(true, false)?,
@@ -703,6 +758,9 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::getsockopt(task, &s, a);
+    }
     const SO_TYPE: i32 = 3;
     const SO_ERROR: i32 = 4;
     const SO_SNDBUF: i32 = 7;
@@ -742,6 +800,9 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if let Some((_, s)) = inet::socket_of(task, a[0])? {
+        return inet::setsockopt(task, &s, a);
+    }
     const SO_PASSCRED: i32 = 16;
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {

@@ -1,0 +1,311 @@
+//! The ports of one protocol: which sockets hold which (address, port),
+//! under Linux's rules for sharing them (SO_REUSEADDR, SO_REUSEPORT,
+//! IPV6_V6ONLY), and which socket a packet to an address reaches.
+
+use crate::Error;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Weak};
+
+/// Linux's default ip_local_port_range.
+const EPHEMERAL: std::ops::RangeInclusive<u16> = 32768..=60999;
+
+/// What a socket holds: an address (canonical; unspecified for every
+/// address of its family) and how it shares it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Binding {
+    pub ip: IpAddr,
+    /// An IPv6 socket bound to `::` without IPV6_V6ONLY also takes IPv4.
+    pub dual: bool,
+    pub reuse_addr: bool,
+    pub reuse_port: bool,
+    pub listening: bool,
+    /// A connected UDP socket takes packets from its peer only.
+    pub remote: Option<SocketAddr>,
+}
+
+impl Binding {
+    /// Does the binding take packets sent to `dest` (canonical)?
+    fn covers(&self, dest: IpAddr) -> bool {
+        if !self.ip.is_unspecified() {
+            return self.ip == dest;
+        }
+        match self.ip {
+            IpAddr::V4(_) => dest.is_ipv4(),
+            IpAddr::V6(_) => dest.is_ipv6() || self.dual,
+        }
+    }
+
+    fn overlaps(&self, o: &Binding) -> bool {
+        match (self.ip.is_unspecified(), o.ip.is_unspecified()) {
+            (false, false) => self.ip == o.ip,
+            (true, false) => self.covers(o.ip),
+            (false, true) => o.covers(self.ip),
+            (true, true) => self.ip.is_ipv4() == o.ip.is_ipv4() || self.dual || o.dual,
+        }
+    }
+
+    /// May the two share a port although their addresses overlap?
+    fn may_share(&self, o: &Binding) -> bool {
+        (self.reuse_port && o.reuse_port) || (self.reuse_addr && o.reuse_addr && !self.listening && !o.listening)
+    }
+}
+
+struct Entry<E> {
+    id: u64,
+    binding: Binding,
+    endpoint: Weak<E>,
+}
+
+/// The bindings of one protocol, by port.
+pub(crate) struct PortTable<E> {
+    ports: HashMap<u16, Vec<Entry<E>>>,
+    next_id: u64,
+    next_ephemeral: u16,
+}
+
+impl<E> Default for PortTable<E> {
+    fn default() -> Self {
+        PortTable { ports: HashMap::new(), next_id: 1, next_ephemeral: *EPHEMERAL.start() }
+    }
+}
+
+/// A socket's hold on a port: what `unbind` needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hold {
+    pub port: u16,
+    pub id: u64,
+    pub ip: IpAddr,
+}
+
+impl Hold {
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.ip, self.port)
+    }
+}
+
+impl<E> PortTable<E> {
+    fn conflicts(&self, port: u16, b: &Binding, except: u64) -> bool {
+        self.ports
+            .get(&port)
+            .is_some_and(|v| v.iter().any(|e| e.id != except && e.binding.overlaps(b) && !e.binding.may_share(b)))
+    }
+
+    /// Binds `b` to `port`, or with port 0 to a free ephemeral port.
+    pub fn bind(&mut self, port: u16, b: Binding, endpoint: Weak<E>) -> Result<Hold, Error> {
+        let port = if port != 0 {
+            if self.conflicts(port, &b, 0) {
+                return Err(Error::AddrInUse);
+            }
+            port
+        } else {
+            self.free_port(&b)?
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.ports.entry(port).or_default().push(Entry { id, binding: b, endpoint });
+        Ok(Hold { port, id, ip: b.ip })
+    }
+
+    fn free_port(&mut self, b: &Binding) -> Result<u16, Error> {
+        let span = EPHEMERAL.end() - EPHEMERAL.start() + 1;
+        for _ in 0..span {
+            let p = self.next_ephemeral;
+            self.next_ephemeral = if p >= *EPHEMERAL.end() { *EPHEMERAL.start() } else { p + 1 };
+            if !self.ports.get(&p).is_some_and(|v| v.iter().any(|e| e.binding.overlaps(b))) {
+                return Ok(p);
+            }
+        }
+        Err(Error::AddrInUse)
+    }
+
+    pub fn unbind(&mut self, hold: &Hold) {
+        if let Some(v) = self.ports.get_mut(&hold.port) {
+            v.retain(|e| e.id != hold.id);
+            if v.is_empty() {
+                self.ports.remove(&hold.port);
+            }
+        }
+    }
+
+    /// Changes a held binding (listen, connect): EADDRINUSE if it would
+    /// then conflict.
+    pub fn update(&mut self, hold: &Hold, change: impl FnOnce(&mut Binding)) -> Result<(), Error> {
+        let Some(mut b) =
+            self.ports.get(&hold.port).and_then(|v| v.iter().find(|e| e.id == hold.id)).map(|e| e.binding)
+        else {
+            return Err(Error::Invalid);
+        };
+        change(&mut b);
+        if self.conflicts(hold.port, &b, hold.id) {
+            return Err(Error::AddrInUse);
+        }
+        if let Some(e) = self.ports.get_mut(&hold.port).and_then(|v| v.iter_mut().find(|e| e.id == hold.id)) {
+            e.binding = b;
+        }
+        Ok(())
+    }
+
+    /// The live socket that a packet from `from` to `dest` (canonical,
+    /// routed) reaches among those `wanted` accepts: a specific address
+    /// before a wildcard, the latest bound first.
+    pub fn lookup(&self, dest: SocketAddr, from: SocketAddr, wanted: impl Fn(&Binding) -> bool) -> Option<Arc<E>> {
+        let v = self.ports.get(&dest.port())?;
+        let fits = |e: &&Entry<E>| {
+            e.binding.covers(dest.ip()) && e.binding.remote.is_none_or(|r| r == from) && wanted(&e.binding)
+        };
+        let exact = v.iter().rev().filter(fits).find(|e| !e.binding.ip.is_unspecified());
+        exact.or_else(|| v.iter().rev().find(fits)).and_then(|e| e.endpoint.upgrade())
+    }
+}
+
+/// The options that decide how a socket shares its port (SO_REUSEADDR,
+/// SO_REUSEPORT, IPV6_V6ONLY).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareOpts {
+    pub reuse_addr: bool,
+    pub reuse_port: bool,
+    pub v6only: bool,
+}
+
+/// A socket's local side: its hold on a port and how it shares it.
+#[derive(Default)]
+pub(crate) struct Local {
+    pub hold: Option<Hold>,
+    pub opts: ShareOpts,
+}
+
+impl Local {
+    /// bind(2) to `addr` in `table` for a socket of family `f`.
+    pub fn bind<E>(
+        &mut self,
+        table: &parking_lot::Mutex<PortTable<E>>,
+        f: crate::Family,
+        addr: SocketAddr,
+        me: &Weak<E>,
+    ) -> Result<Hold, Error> {
+        if self.hold.is_some() {
+            return Err(Error::Invalid);
+        }
+        let h = bind_to(table, f, self.opts, addr, me.clone())?;
+        self.hold = Some(h);
+        Ok(h)
+    }
+
+    /// The port held, binding an ephemeral one first if there is none
+    /// (connect, listen and send bind implicitly).
+    pub fn hold_or_bind<E>(
+        &mut self,
+        table: &parking_lot::Mutex<PortTable<E>>,
+        f: crate::Family,
+        me: &Weak<E>,
+    ) -> Result<Hold, Error> {
+        match self.hold {
+            Some(h) => Ok(h),
+            None => self.bind(table, f, SocketAddr::new(f.any(), 0), me),
+        }
+    }
+
+    /// Sets the sharing options; IPV6_V6ONLY changes only on an unbound
+    /// IPv6 socket (EINVAL otherwise), as in Linux.
+    pub fn set_opts(&mut self, f: crate::Family, opts: ShareOpts) -> Result<(), Error> {
+        if opts.v6only != self.opts.v6only && (self.hold.is_some() || f == crate::Family::V4) {
+            return Err(Error::Invalid);
+        }
+        self.opts = opts;
+        Ok(())
+    }
+
+    /// The local address as a socket of family `f` shows it.
+    pub fn addr(&self, f: crate::Family) -> SocketAddr {
+        self.hold.map_or(SocketAddr::new(f.any(), 0), |h| crate::addr::presented(f, h.addr()))
+    }
+
+    /// Gives the port back.
+    pub fn release<E>(&mut self, table: &parking_lot::Mutex<PortTable<E>>) {
+        if let Some(h) = self.hold.take() {
+            table.lock().unbind(&h);
+        }
+    }
+}
+
+/// Binds a socket of family `f` to `addr` in `table`: only the sandbox's
+/// own addresses; port 0 picks an ephemeral port.
+fn bind_to<E>(
+    table: &parking_lot::Mutex<PortTable<E>>,
+    f: crate::Family,
+    opts: ShareOpts,
+    addr: SocketAddr,
+    endpoint: Weak<E>,
+) -> Result<Hold, Error> {
+    let ip = crate::addr::canonical(addr.ip());
+    if f == crate::Family::V6 && opts.v6only && ip.is_ipv4() {
+        return Err(Error::Invalid);
+    }
+    crate::addr::bindable(ip)?;
+    let b = Binding {
+        ip,
+        dual: f == crate::Family::V6 && !opts.v6only && ip.is_unspecified(),
+        reuse_addr: opts.reuse_addr,
+        reuse_port: opts.reuse_port,
+        listening: false,
+        remote: None,
+    };
+    table.lock().bind(addr.port(), b, endpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn b(ip: IpAddr) -> Binding {
+        Binding { ip, dual: false, reuse_addr: false, reuse_port: false, listening: false, remote: None }
+    }
+
+    const LO: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    const ANY4: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    const ANY6: IpAddr = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+
+    #[test]
+    fn overlapping_binds_conflict_unless_shared() {
+        let mut t: PortTable<()> = PortTable::default();
+        let e = Weak::new();
+        assert!(t.bind(80, b(LO), e.clone()).is_ok());
+        assert_eq!(t.bind(80, b(ANY4), e.clone()).err(), Some(Error::AddrInUse));
+        assert!(t.bind(80, b(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))), e.clone()).is_ok());
+        // A v6-only wildcard does not take IPv4; a dual-stack one does.
+        assert!(t.bind(80, b(ANY6), e.clone()).is_ok());
+        assert_eq!(t.bind(81, b(ANY4), e.clone()).map(|h| h.port), Ok(81));
+        assert_eq!(t.bind(81, Binding { dual: true, ..b(ANY6) }, e.clone()).err(), Some(Error::AddrInUse));
+        let shared = Binding { reuse_port: true, ..b(LO) };
+        assert!(t.bind(82, shared, e.clone()).is_ok());
+        assert!(t.bind(82, shared, e).is_ok());
+    }
+
+    #[test]
+    fn ephemeral_ports_are_distinct_and_freed() {
+        let mut t: PortTable<()> = PortTable::default();
+        let h1 = t.bind(0, b(LO), Weak::new());
+        let h2 = t.bind(0, b(LO), Weak::new());
+        let (h1, h2) = (h1.unwrap(), h2.unwrap());
+        assert_ne!(h1.port, h2.port);
+        assert!(EPHEMERAL.contains(&h1.port));
+        t.unbind(&h1);
+        assert!(t.bind(h1.port, b(LO), Weak::new()).is_ok());
+    }
+
+    #[test]
+    fn lookup_prefers_the_specific_address() {
+        let mut t: PortTable<u8> = PortTable::default();
+        let wild = Arc::new(1u8);
+        let lo = Arc::new(2u8);
+        let from = SocketAddr::new(LO, 5);
+        assert!(t.bind(80, Binding { reuse_addr: true, ..b(ANY4) }, Arc::downgrade(&wild)).is_ok());
+        assert!(t.bind(80, Binding { reuse_addr: true, ..b(LO) }, Arc::downgrade(&lo)).is_ok());
+        assert_eq!(t.lookup(SocketAddr::new(LO, 80), from, |_| true).as_deref(), Some(&2));
+        let other = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)), 80);
+        assert_eq!(t.lookup(other, from, |_| true).as_deref(), Some(&1));
+        assert!(t.lookup(SocketAddr::new(LO, 81), from, |_| true).is_none());
+    }
+}

@@ -1,0 +1,426 @@
+//! TCP endpoints. A connection between two of the sandbox's sockets is
+//! made at once when a listener takes it (there is no handshake to wait
+//! for on loopback) and carries bytes in two bounded directions; closing
+//! an end sends FIN, or RST when it leaves bytes unread, as Linux does.
+
+use crate::addr::{self, Family};
+use crate::ports::{Local, ShareOpts};
+use crate::stream::{Direction, Sent};
+use crate::waiter::Queue;
+use crate::{events, Error, Stack};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+
+/// One end of an established connection.
+struct Conn {
+    rx: Arc<Direction>,
+    tx: Arc<Direction>,
+    local: SocketAddr,
+    peer: SocketAddr,
+    /// A non-blocking connect has not yet been told it completed.
+    unreported: bool,
+    /// Sent data has met a closed peer (its RST): later sends fail.
+    broken: bool,
+    /// shutdown(SHUT_RD): receives return 0.
+    read_shut: bool,
+    write_shut: bool,
+}
+
+enum State {
+    /// Not connected; maybe bound.
+    Closed,
+    Listening {
+        pending: VecDeque<Arc<TcpEndpoint>>,
+    },
+    Connected(Conn),
+}
+
+struct Inner {
+    state: State,
+    local: Local,
+    /// SO_ERROR: a non-blocking connect's failure.
+    error: Option<Error>,
+}
+
+/// A TCP socket.
+pub struct TcpEndpoint {
+    stack: Arc<Stack>,
+    family: Family,
+    me: Weak<TcpEndpoint>,
+    queue: Arc<Queue>,
+    inner: Mutex<Inner>,
+}
+
+impl TcpEndpoint {
+    pub fn new(stack: &Arc<Stack>, family: Family) -> Arc<TcpEndpoint> {
+        TcpEndpoint::with_state(stack, family, State::Closed)
+    }
+
+    fn with_state(stack: &Arc<Stack>, family: Family, state: State) -> Arc<TcpEndpoint> {
+        Arc::new_cyclic(|me| TcpEndpoint {
+            stack: stack.clone(),
+            family,
+            me: me.clone(),
+            queue: Arc::default(),
+            inner: Mutex::new(Inner { state, local: Local::default(), error: None }),
+        })
+    }
+
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Where waiters register for this endpoint's readiness changes.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// bind(2).
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        if !matches!(i.state, State::Closed) {
+            return Err(Error::Invalid);
+        }
+        i.local.bind(&self.stack.tcp, self.family, addr, &self.me).map(drop)
+    }
+
+    /// listen(2); the backlog is not enforced.
+    pub fn listen(&self) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        match i.state {
+            State::Listening { .. } => return Ok(()),
+            State::Connected(_) => return Err(Error::Invalid),
+            State::Closed => {}
+        }
+        let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
+        self.stack.tcp.lock().update(&h, |b| b.listening = true)?;
+        i.state = State::Listening { pending: VecDeque::new() };
+        Ok(())
+    }
+
+    /// connect(2). A connection the listener takes is established at once;
+    /// with `nonblock` that is still reported as EINPROGRESS (and a refusal
+    /// through SO_ERROR), as Linux reports a loopback connect.
+    pub fn connect(&self, to: SocketAddr, nonblock: bool) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        match &mut i.state {
+            State::Connected(c) if c.unreported => {
+                c.unreported = false;
+                return Ok(());
+            }
+            State::Connected(_) | State::Listening { .. } => return Err(Error::IsConnected),
+            State::Closed => {}
+        }
+        let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
+        let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        let listener = self.stack.tcp.lock().lookup(dest, local, |b| b.listening);
+        let Some(listener) = listener else {
+            if nonblock {
+                i.error = Some(Error::ConnRefused);
+                drop(i);
+                self.queue.notify();
+                return Err(Error::InProgress);
+            }
+            return Err(Error::ConnRefused);
+        };
+        let theirs = Arc::new(Queue::default());
+        let out = Direction::new(self.queue.clone(), theirs.clone());
+        let back = Direction::new(theirs.clone(), self.queue.clone());
+        let server = Arc::new_cyclic(|me| TcpEndpoint {
+            stack: self.stack.clone(),
+            family: listener.family,
+            me: me.clone(),
+            queue: theirs,
+            inner: Mutex::new(Inner {
+                state: State::Connected(Conn::new(
+                    out.clone(),
+                    back.clone(),
+                    addr::presented(listener.family, dest),
+                    addr::presented(listener.family, local),
+                )),
+                local: Local::default(),
+                error: None,
+            }),
+        });
+        if !listener.enqueue(server) {
+            return Err(Error::ConnRefused);
+        }
+        let mut conn = Conn::new(back, out, addr::presented(self.family, local), addr::presented(self.family, dest));
+        conn.unreported = nonblock;
+        i.state = State::Connected(conn);
+        drop(i);
+        self.queue.notify();
+        if nonblock {
+            Err(Error::InProgress)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Queues a new connection for accept; false if this is no longer a
+    /// listener.
+    fn enqueue(&self, conn: Arc<TcpEndpoint>) -> bool {
+        let mut i = self.inner.lock();
+        let State::Listening { pending } = &mut i.state else { return false };
+        pending.push_back(conn);
+        drop(i);
+        self.queue.notify();
+        true
+    }
+
+    /// accept(2): the next established connection.
+    pub fn accept(&self) -> Result<Arc<TcpEndpoint>, Error> {
+        let mut i = self.inner.lock();
+        let State::Listening { pending } = &mut i.state else { return Err(Error::Invalid) };
+        pending.pop_front().ok_or(Error::WouldBlock)
+    }
+
+    /// Sends what fits of `buf`.
+    pub fn send(&self, buf: &[u8]) -> Result<usize, Error> {
+        let mut i = self.inner.lock();
+        if let Some(e) = i.error.take() {
+            return Err(e);
+        }
+        let State::Connected(c) = &mut i.state else { return Err(Error::BrokenPipe) };
+        if c.write_shut || c.broken {
+            return Err(Error::BrokenPipe);
+        }
+        let tx = c.tx.clone();
+        drop(i);
+        match tx.write(buf)? {
+            Sent::Bytes(n) => Ok(n),
+            // The first send to a closed peer goes out and draws its RST;
+            // only the next one fails.
+            Sent::NoReader => {
+                if let State::Connected(c) = &mut self.inner.lock().state {
+                    c.broken = true;
+                }
+                Ok(buf.len())
+            }
+        }
+    }
+
+    /// Receives into `buf` (or with `peek` copies); 0 at EOF.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Error> {
+        let i = self.inner.lock();
+        let State::Connected(c) = &i.state else { return Err(Error::NotConnected) };
+        if c.read_shut {
+            return Ok(0);
+        }
+        let rx = c.rx.clone();
+        drop(i);
+        rx.read(buf, peek)
+    }
+
+    /// shutdown(2).
+    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        let State::Connected(c) = &mut i.state else { return Err(Error::NotConnected) };
+        c.read_shut |= read;
+        if write && !c.write_shut {
+            c.write_shut = true;
+            c.tx.finish();
+        }
+        drop(i);
+        self.queue.notify();
+        Ok(())
+    }
+
+    /// Readiness, as Linux's tcp_poll reports it.
+    pub fn events(&self) -> u32 {
+        use events::*;
+        let i = self.inner.lock();
+        if i.error.is_some() {
+            return OUT | ERR | HUP;
+        }
+        match &i.state {
+            State::Closed => OUT | HUP,
+            State::Listening { pending } => {
+                if pending.is_empty() {
+                    0
+                } else {
+                    IN | RDNORM
+                }
+            }
+            State::Connected(c) => {
+                let (readable, fin, _) = c.rx.read_state();
+                let (room, gone, _) = c.tx.write_state();
+                let mut ev = 0;
+                if readable || c.read_shut {
+                    ev |= IN | RDNORM;
+                }
+                if fin {
+                    ev |= RDHUP;
+                }
+                if (room && !c.write_shut) || gone {
+                    ev |= OUT | WRNORM;
+                }
+                if fin && (c.write_shut || gone) {
+                    ev |= HUP;
+                }
+                if c.broken {
+                    ev |= ERR;
+                }
+                ev
+            }
+        }
+    }
+
+    /// SO_ERROR: takes the pending error.
+    pub fn take_error(&self) -> Option<Error> {
+        self.inner.lock().error.take()
+    }
+
+    /// The address bound or connected from (getsockname); the family's
+    /// unspecified address and port 0 when unbound.
+    pub fn local_addr(&self) -> SocketAddr {
+        let i = self.inner.lock();
+        match &i.state {
+            State::Connected(c) => c.local,
+            _ => i.local.addr(self.family),
+        }
+    }
+
+    /// getpeername(2).
+    pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
+        match &self.inner.lock().state {
+            State::Connected(c) => Ok(c.peer),
+            _ => Err(Error::NotConnected),
+        }
+    }
+
+    pub fn is_listening(&self) -> bool {
+        matches!(self.inner.lock().state, State::Listening { .. })
+    }
+
+    /// Bytes waiting to be read (SIOCINQ) and sent but unread by the peer
+    /// (SIOCOUTQ).
+    pub fn queued(&self) -> (usize, usize) {
+        match &self.inner.lock().state {
+            State::Connected(c) => (c.rx.read_state().2, c.tx.write_state().2),
+            _ => (0, 0),
+        }
+    }
+
+    pub fn share_opts(&self) -> ShareOpts {
+        self.inner.lock().local.opts
+    }
+
+    pub fn set_share_opts(&self, opts: ShareOpts) -> Result<(), Error> {
+        self.inner.lock().local.set_opts(self.family, opts)
+    }
+}
+
+impl Conn {
+    fn new(rx: Arc<Direction>, tx: Arc<Direction>, local: SocketAddr, peer: SocketAddr) -> Conn {
+        Conn { rx, tx, local, peer, unreported: false, broken: false, read_shut: false, write_shut: false }
+    }
+}
+
+impl Drop for TcpEndpoint {
+    fn drop(&mut self) {
+        let i = self.inner.get_mut();
+        i.local.release(&self.stack.tcp);
+        if let State::Connected(c) = &i.state {
+            if c.rx.close_reader() {
+                c.tx.reset();
+            } else {
+                c.tx.finish();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    fn listener(stack: &Arc<Stack>, at: &str) -> Arc<TcpEndpoint> {
+        let l = TcpEndpoint::new(stack, if at.starts_with('[') { Family::V6 } else { Family::V4 });
+        l.bind(addr(at)).unwrap();
+        l.listen().unwrap();
+        l
+    }
+
+    #[test]
+    fn connect_accept_and_exchange_bytes() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:8080");
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        c.connect(addr("127.0.0.1:8080"), false).unwrap();
+        let s = l.accept().unwrap();
+        assert_eq!(s.peer_addr(), Ok(c.local_addr()));
+        assert_eq!(c.peer_addr(), Ok(s.local_addr()));
+        assert_eq!(c.send(b"ping"), Ok(4));
+        let mut buf = [0u8; 8];
+        assert_eq!(s.recv(&mut buf, false), Ok(4));
+        assert_eq!(&buf[..4], b"ping");
+        assert_eq!(s.recv(&mut buf, false), Err(Error::WouldBlock));
+        drop(c);
+        assert_eq!(s.recv(&mut buf, false), Ok(0));
+        // The first send to a closed peer succeeds; the next fails.
+        assert_eq!(s.send(b"x"), Ok(1));
+        assert_eq!(s.send(b"x"), Err(Error::BrokenPipe));
+    }
+
+    #[test]
+    fn refused_unreachable_and_in_use() {
+        let stack = Stack::new();
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.connect(addr("127.0.0.1:1"), false), Err(Error::ConnRefused));
+        assert_eq!(c.connect(addr("10.0.0.1:80"), false), Err(Error::NetUnreachable));
+        let nb = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(nb.connect(addr("127.0.0.1:1"), true), Err(Error::InProgress));
+        assert_eq!(nb.take_error(), Some(Error::ConnRefused));
+        let _l = listener(&stack, "0.0.0.0:9000");
+        let other = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(other.bind(addr("127.0.0.1:9000")), Err(Error::AddrInUse));
+        assert_eq!(other.bind(addr("10.0.0.1:9001")), Err(Error::AddrNotAvailable));
+    }
+
+    #[test]
+    fn nonblocking_connect_reports_in_progress_then_success() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7000");
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.connect(addr("127.0.0.1:7000"), true), Err(Error::InProgress));
+        assert_ne!(c.events() & events::OUT, 0);
+        assert_eq!(c.connect(addr("127.0.0.1:7000"), true), Ok(()));
+        assert_eq!(c.connect(addr("127.0.0.1:7000"), true), Err(Error::IsConnected));
+        assert!(l.accept().is_ok());
+    }
+
+    #[test]
+    fn dual_stack_listener_takes_ipv4_with_mapped_addresses() {
+        let stack = Stack::new();
+        let l = listener(&stack, "[::]:8000");
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        c.connect(addr("127.0.0.1:8000"), false).unwrap();
+        let s = l.accept().unwrap();
+        assert_eq!(s.local_addr(), addr("[::ffff:127.0.0.1]:8000"));
+        let v6 = TcpEndpoint::new(&stack, Family::V6);
+        v6.connect(addr("[::1]:8000"), false).unwrap();
+        assert_eq!(l.accept().unwrap().peer_addr(), Ok(v6.local_addr()));
+    }
+
+    #[test]
+    fn closing_with_unread_data_resets_the_peer() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7001");
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        c.connect(addr("127.0.0.1:7001"), false).unwrap();
+        let s = l.accept().unwrap();
+        assert_eq!(c.send(b"unread"), Ok(6));
+        drop(s);
+        let mut buf = [0u8; 4];
+        assert_eq!(c.recv(&mut buf, false), Err(Error::ConnReset));
+        assert_ne!(c.events() & events::RDHUP, 0);
+    }
+}

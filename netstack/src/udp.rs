@@ -1,0 +1,282 @@
+//! UDP endpoints. A datagram to one of the sandbox's addresses is queued
+//! on the socket bound there, or dropped when that socket's queue is full;
+//! to a port nobody holds it is lost, and a connected sender learns of it
+//! (ECONNREFUSED on its next call), as Linux's ICMP port-unreachable does.
+
+use crate::addr::{self, Family};
+use crate::ports::{Local, ShareOpts};
+use crate::waiter::Queue;
+use crate::{events, Error, Stack};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+
+/// How many payload bytes a socket queues before it drops datagrams
+/// (Linux's default rmem).
+pub const RECEIVE_BUFFER: usize = 212_992;
+
+/// The largest datagram payload: 65535 less the IP and UDP headers.
+fn max_payload(f: Family) -> usize {
+    match f {
+        Family::V4 => 65_507,
+        Family::V6 => 65_527,
+    }
+}
+
+struct Inner {
+    local: Local,
+    peer: Option<SocketAddr>,
+    inbox: VecDeque<(SocketAddr, Vec<u8>)>,
+    queued: usize,
+    error: Option<Error>,
+    read_shut: bool,
+    write_shut: bool,
+}
+
+/// A UDP socket.
+pub struct UdpEndpoint {
+    stack: Arc<Stack>,
+    family: Family,
+    me: Weak<UdpEndpoint>,
+    queue: Queue,
+    inner: Mutex<Inner>,
+}
+
+/// A received datagram: bytes copied, its whole length, its sender.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Datagram {
+    pub len: usize,
+    pub full: usize,
+    pub from: SocketAddr,
+}
+
+impl UdpEndpoint {
+    pub fn new(stack: &Arc<Stack>, family: Family) -> Arc<UdpEndpoint> {
+        Arc::new_cyclic(|me| UdpEndpoint {
+            stack: stack.clone(),
+            family,
+            me: me.clone(),
+            queue: Queue::default(),
+            inner: Mutex::new(Inner {
+                local: Local::default(),
+                peer: None,
+                inbox: VecDeque::new(),
+                queued: 0,
+                error: None,
+                read_shut: false,
+                write_shut: false,
+            }),
+        })
+    }
+
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// bind(2).
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), Error> {
+        self.inner.lock().local.bind(&self.stack.udp, self.family, addr, &self.me).map(drop)
+    }
+
+    /// connect(2): `to` becomes the default destination and the only
+    /// source accepted; None (AF_UNSPEC) dissolves the association.
+    pub fn connect(&self, to: Option<SocketAddr>) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        let Some(to) = to else {
+            i.peer = None;
+            if let Some(h) = i.local.hold {
+                self.stack.udp.lock().update(&h, |b| b.remote = None)?;
+            }
+            return Ok(());
+        };
+        let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        self.stack.udp.lock().update(&h, |b| b.remote = Some(dest))?;
+        i.peer = Some(dest);
+        Ok(())
+    }
+
+    /// sendto(2): one datagram to `to`, or to the connected peer.
+    pub fn send_to(&self, to: Option<SocketAddr>, data: &[u8]) -> Result<usize, Error> {
+        let mut i = self.inner.lock();
+        if let Some(e) = i.error.take() {
+            return Err(e);
+        }
+        if i.write_shut {
+            return Err(Error::BrokenPipe);
+        }
+        let connected = to.is_none();
+        let dest = match to {
+            Some(t) => addr::destination(self.family, i.local.opts.v6only, t)?,
+            None => i.peer.ok_or(Error::DestAddrRequired)?,
+        };
+        if data.len() > max_payload(self.family) {
+            return Err(Error::MsgSize);
+        }
+        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        let target = self.stack.udp.lock().lookup(dest, from, |_| true);
+        match target {
+            Some(t) => {
+                drop(i);
+                t.deliver(from, data);
+            }
+            None if connected => i.error = Some(Error::ConnRefused),
+            None => {}
+        }
+        Ok(data.len())
+    }
+
+    fn deliver(&self, from: SocketAddr, data: &[u8]) {
+        let mut i = self.inner.lock();
+        if i.read_shut || i.queued + data.len() > RECEIVE_BUFFER {
+            return;
+        }
+        i.queued += data.len();
+        i.inbox.push_back((addr::presented(self.family, from), data.to_vec()));
+        drop(i);
+        self.queue.notify();
+    }
+
+    /// recvfrom(2): the next datagram (with `peek`, left queued), cut to
+    /// `buf`; WouldBlock when there is none.
+    pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<Datagram, Error> {
+        let mut i = self.inner.lock();
+        if let Some(e) = i.error.take() {
+            return Err(e);
+        }
+        let Some((from, data)) = i.inbox.front() else {
+            return if i.read_shut {
+                Ok(Datagram { len: 0, full: 0, from: SocketAddr::new(self.family.any(), 0) })
+            } else {
+                Err(Error::WouldBlock)
+            };
+        };
+        let (from, full) = (*from, data.len());
+        let len = full.min(buf.len());
+        buf[..len].copy_from_slice(&data[..len]);
+        if !peek {
+            i.inbox.pop_front();
+            i.queued -= full;
+        }
+        Ok(Datagram { len, full, from })
+    }
+
+    /// shutdown(2): ENOTCONN unless connected, as Linux.
+    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        if i.peer.is_none() {
+            return Err(Error::NotConnected);
+        }
+        i.read_shut |= read;
+        i.write_shut |= write;
+        drop(i);
+        self.queue.notify();
+        Ok(())
+    }
+
+    pub fn events(&self) -> u32 {
+        use events::*;
+        let i = self.inner.lock();
+        let mut ev = OUT | WRNORM;
+        if !i.inbox.is_empty() || i.read_shut || i.error.is_some() {
+            ev |= IN | RDNORM;
+        }
+        if i.error.is_some() {
+            ev |= ERR;
+        }
+        ev
+    }
+
+    pub fn take_error(&self) -> Option<Error> {
+        self.inner.lock().error.take()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.lock().local.addr(self.family)
+    }
+
+    pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
+        self.inner.lock().peer.map(|p| addr::presented(self.family, p)).ok_or(Error::NotConnected)
+    }
+
+    /// The size of the next datagram (FIONREAD) and bytes queued.
+    pub fn queued(&self) -> (usize, usize) {
+        let i = self.inner.lock();
+        (i.inbox.front().map_or(0, |(_, d)| d.len()), i.queued)
+    }
+
+    pub fn share_opts(&self) -> ShareOpts {
+        self.inner.lock().local.opts
+    }
+
+    pub fn set_share_opts(&self, opts: ShareOpts) -> Result<(), Error> {
+        self.inner.lock().local.set_opts(self.family, opts)
+    }
+}
+
+impl Drop for UdpEndpoint {
+    fn drop(&mut self) {
+        self.inner.get_mut().local.release(&self.stack.udp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn datagrams_keep_boundaries_and_senders() {
+        let stack = Stack::new();
+        let a = UdpEndpoint::new(&stack, Family::V4);
+        a.bind(addr("127.0.0.1:5353")).unwrap();
+        let b = UdpEndpoint::new(&stack, Family::V4);
+        assert_eq!(b.send_to(Some(addr("127.0.0.1:5353")), b"one"), Ok(3));
+        assert_eq!(b.send_to(Some(addr("127.0.0.1:5353")), b"three"), Ok(5));
+        let mut buf = [0u8; 4];
+        let d = a.recv_from(&mut buf, false).unwrap();
+        // Sent from the wildcard address b was bound to implicitly.
+        assert_eq!(b.local_addr().ip(), Family::V4.any());
+        assert_eq!((d.len, d.full, d.from), (3, 3, SocketAddr::new([127, 0, 0, 1].into(), b.local_addr().port())));
+        let d = a.recv_from(&mut buf, false).unwrap();
+        assert_eq!((d.len, d.full), (4, 5));
+        assert_eq!(a.recv_from(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(b.send_to(Some(addr("192.0.2.1:53")), b"x"), Err(Error::NetUnreachable));
+    }
+
+    #[test]
+    fn a_connected_socket_learns_of_an_unheld_port() {
+        let stack = Stack::new();
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        u.connect(Some(addr("127.0.0.1:9"))).unwrap();
+        assert_eq!(u.send_to(None, b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        assert_eq!(u.recv_from(&mut buf, false), Err(Error::ConnRefused));
+        assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
+    }
+
+    #[test]
+    fn a_connected_socket_takes_only_its_peer() {
+        let stack = Stack::new();
+        let a = UdpEndpoint::new(&stack, Family::V4);
+        a.bind(addr("127.0.0.1:6000")).unwrap();
+        a.connect(Some(addr("127.0.0.1:6001"))).unwrap();
+        let stranger = UdpEndpoint::new(&stack, Family::V4);
+        assert_eq!(stranger.send_to(Some(addr("127.0.0.1:6000")), b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        assert_eq!(a.recv_from(&mut buf, false), Err(Error::WouldBlock));
+        let peer = UdpEndpoint::new(&stack, Family::V4);
+        peer.bind(addr("127.0.0.1:6001")).unwrap();
+        assert_eq!(peer.send_to(Some(addr("127.0.0.1:6000")), b"y"), Ok(1));
+        assert_eq!(a.recv_from(&mut buf, false).map(|d| d.len), Ok(1));
+    }
+}

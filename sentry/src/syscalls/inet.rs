@@ -1,0 +1,518 @@
+//! System calls on IP sockets (AF_INET, AF_INET6): the socket calls of
+//! socket.rs come here when the descriptor is a netstack endpoint. The
+//! netstack has loopback only, so these reach the sandbox's own sockets.
+
+use super::args::{self, int};
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL};
+use crate::abi::layout::Encoder;
+use crate::abi::{Errno, SysResult};
+use crate::fs::inet::{blocking, errno, Endpoint, InetSocket};
+use crate::kernel::Task;
+use crate::vfs::FileDescription;
+use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(super) const AF_INET: i32 = 2;
+pub(super) const AF_INET6: i32 = 10;
+const AF_UNSPEC: u16 = 0;
+const IPPROTO_IP: i32 = 0;
+const IPPROTO_TCP: i32 = 6;
+const IPPROTO_UDP: i32 = 17;
+const IPPROTO_IPV6: i32 = 41;
+const SOL_SOCKET: i32 = 1;
+const MSG_NOSIGNAL: u64 = 0x4000;
+/// The most a stream send moves per step through the sentry's buffer.
+const STREAM_CHUNK: usize = 256 * 1024;
+
+/// An open socket: its description (flags) and the socket itself.
+pub(super) type Open = (Arc<FileDescription>, Arc<InetSocket>);
+
+/// The IP socket behind descriptor `fd`, if it is one.
+pub(super) fn socket_of(task: &Task, fd: u64) -> Result<Option<Open>, Errno> {
+    let f = args::file(task, fd)?;
+    Ok(f.ops.clone().into_any().downcast::<InetSocket>().ok().map(|s| (f, s)))
+}
+
+/// socket(2) for AF_INET/AF_INET6: type `kind` (SOCK_STREAM or
+/// SOCK_DGRAM) and `protocol` (0 or the matching IPPROTO).
+pub(super) fn socket(task: &Task, domain: i32, kind: i32, protocol: i32) -> Result<Arc<InetSocket>, Errno> {
+    let family = if domain == AF_INET6 { Family::V6 } else { Family::V4 };
+    let net = &task.kernel.net;
+    let endpoint = match (kind, protocol) {
+        (1, 0 | IPPROTO_TCP) => Endpoint::Tcp(TcpEndpoint::new(net, family)),
+        (2, 0 | IPPROTO_UDP) => Endpoint::Udp(UdpEndpoint::new(net, family)),
+        (1 | 2, _) => return Err(Errno::EPROTONOSUPPORT),
+        // Raw sockets need CAP_NET_RAW and a stack that has them.
+        (3, _) => return Err(Errno::EPERM),
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
+    Ok(InetSocket::new(task.kernel.anon_ino(), super::fd::now(), endpoint, false))
+}
+
+fn family(s: &InetSocket) -> Family {
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.family(),
+        Endpoint::Udp(u) => u.family(),
+    }
+}
+
+/// Reads the sockaddr at `addr` (`len` bytes) for a socket of family `f`:
+/// None for AF_UNSPEC.
+fn read_addr(task: &Task, f: Family, addr: u64, len: u64) -> Result<Option<SocketAddr>, Errno> {
+    let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+    if !(2..=128).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; len];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let fam = u16::from_le_bytes([raw[0], raw[1]]);
+    if fam == AF_UNSPEC {
+        return Ok(None);
+    }
+    // Linux checks the length for the socket's family before the family.
+    let port = |r: &[u8]| u16::from_be_bytes([r[2], r[3]]);
+    match f {
+        Family::V4 => {
+            let r = raw.get(..16).ok_or(Errno::EINVAL)?;
+            if i32::from(fam) != AF_INET {
+                return Err(Errno::EAFNOSUPPORT);
+            }
+            Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::new(r[4], r[5], r[6], r[7])), port(r))))
+        }
+        Family::V6 => {
+            let r = raw.get(..24).ok_or(Errno::EINVAL)?;
+            if i32::from(fam) != AF_INET6 {
+                return Err(Errno::EAFNOSUPPORT);
+            }
+            let mut ip = [0u8; 16];
+            ip.copy_from_slice(&r[8..24]);
+            Ok(Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port(r))))
+        }
+    }
+}
+
+/// The sockaddr_in or sockaddr_in6 bytes of `a`.
+fn encode(a: SocketAddr) -> Vec<u8> {
+    let mut e = Encoder::new();
+    match a {
+        SocketAddr::V4(v4) => {
+            e.u16(2).bytes(&v4.port().to_be_bytes()).bytes(&v4.ip().octets()).bytes(&[0u8; 8]);
+        }
+        SocketAddr::V6(v6) => {
+            e.u16(10).bytes(&v6.port().to_be_bytes()).u32(v6.flowinfo()).bytes(&v6.ip().octets()).u32(v6.scope_id());
+        }
+    }
+    e.as_bytes().to_vec()
+}
+
+pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
+    // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
+    if to.port() != 0 && to.port() < 1024 && task.thread.creds().euid != 0 {
+        return Err(Errno::EACCES);
+    }
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.bind(to),
+        Endpoint::Udp(u) => u.bind(to),
+    }
+    .map_err(errno)?;
+    Ok(0)
+}
+
+pub(super) fn listen(s: &InetSocket) -> SysResult {
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.listen().map_err(errno).map(|()| 0),
+        Endpoint::Udp(_) => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let to = read_addr(task, family(s), a[1], a[2])?;
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
+        Endpoint::Udp(u) => u.connect(to),
+    }
+    .map_err(errno)?;
+    Ok(0)
+}
+
+/// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
+pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6], flags: i32) -> SysResult {
+    let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::EOPNOTSUPP) };
+    let conn = blocking(t.queue(), nonblocking(f, 0), None, || t.accept())?;
+    let peer = conn.peer_addr().map_err(errno)?;
+    let nonblock = flags & libc::SOCK_NONBLOCK != 0;
+    let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn), nonblock);
+    let fd = super::socket::install(task, sock, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
+    if a[1] != 0 {
+        write_sockaddr(task, a[1], a[2], &encode(peer))?;
+    }
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
+pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let local = match &s.endpoint {
+        Endpoint::Tcp(t) => t.local_addr(),
+        Endpoint::Udp(u) => u.local_addr(),
+    };
+    write_sockaddr(task, a[1], a[2], &encode(local))?;
+    Ok(0)
+}
+
+pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let peer = match &s.endpoint {
+        Endpoint::Tcp(t) => t.peer_addr(),
+        Endpoint::Udp(u) => u.peer_addr(),
+    }
+    .map_err(errno)?;
+    write_sockaddr(task, a[1], a[2], &encode(peer))?;
+    Ok(0)
+}
+
+/// The destination a send names, if any (a stream ignores it, as Linux
+/// TCP does).
+fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Option<SocketAddr>, Errno> {
+    if addr == 0 || s.is_stream() {
+        return Ok(None);
+    }
+    read_addr(task, family(s), addr, len)
+}
+
+/// A position in a list of guest buffers (address, length).
+struct Cursor<'a> {
+    bufs: &'a [(u64, usize)],
+    index: usize,
+    offset: usize,
+}
+
+impl Cursor<'_> {
+    /// Copies up to `max` bytes from the position into `out` (cleared
+    /// first), without moving.
+    fn peek(&self, mm: &crate::mm::MemoryManager, out: &mut Vec<u8>, max: usize) -> Result<(), Errno> {
+        out.clear();
+        let mut off = self.offset;
+        for &(base, len) in &self.bufs[self.index..] {
+            let n = (len - off).min(max - out.len());
+            let at = out.len();
+            out.resize(at + n, 0);
+            mm.copy_in(base + off as u64, &mut out[at..])?;
+            if out.len() == max {
+                break;
+            }
+            off = 0;
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 && self.index < self.bufs.len() {
+            let left = self.bufs[self.index].1 - self.offset;
+            if n < left {
+                self.offset += n;
+                return;
+            }
+            n -= left;
+            self.index += 1;
+            self.offset = 0;
+        }
+    }
+}
+
+/// Sends the guest's `bufs` (address, length): a datagram whole, a stream
+/// a chunk at a time until all is sent (or, not blocking, what fits).
+fn send(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+    to: Option<SocketAddr>,
+) -> SysResult {
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let nonblock = nonblocking(f, flags);
+    let mm = task.thread.mm();
+    let total: usize = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
+    let mut data = Vec::new();
+    let mut cursor = Cursor { bufs, index: 0, offset: 0 };
+    if !s.is_stream() {
+        if total > 1 << 16 {
+            return Err(Errno::EMSGSIZE);
+        }
+        cursor.peek(&mm, &mut data, total)?;
+        return s.send(&data, nonblock, to).map(|n| n as u64);
+    }
+    let mut done = 0usize;
+    while done < total || total == 0 {
+        cursor.peek(&mm, &mut data, (total - done).min(STREAM_CHUNK))?;
+        match s.send(&data, nonblock, None) {
+            Ok(w) => {
+                done += w;
+                cursor.advance(w);
+                if total == 0 || (nonblock && w < data.len()) {
+                    break;
+                }
+            }
+            Err(_) if done > 0 => break,
+            Err(e) => {
+                if e == Errno::EPIPE && flags & MSG_NOSIGNAL == 0 {
+                    task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(done as u64)
+}
+
+/// Receives into the guest's `bufs`: the count (a datagram's whole length
+/// with MSG_TRUNC), whether the datagram was cut, and its sender.
+fn recv(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+) -> Result<(u64, bool, Option<SocketAddr>), Errno> {
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let dontwait = nonblocking(f, flags);
+    let peek = flags & MSG_PEEK != 0;
+    let cap = if s.is_stream() { STREAM_CHUNK } else { 1 << 16 };
+    let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(cap);
+    let mut buf = vec![0u8; total];
+    let (n, full, from) = s.recv(&mut buf, dontwait, peek)?;
+    let mut got = n;
+    while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {
+        match s.recv(&mut buf[got..], false, false) {
+            Ok((0, _, _)) | Err(_) => break,
+            Ok((more, _, _)) => got += more,
+        }
+    }
+    let mm = task.thread.mm();
+    let mut at = 0;
+    for &(base, len) in bufs {
+        if at >= got {
+            break;
+        }
+        let k = len.min(got - at);
+        mm.copy_out(base, &buf[at..at + k])?;
+        at += k;
+    }
+    let reported = if flags & MSG_TRUNC != 0 && !s.is_stream() { full } else { got };
+    Ok((reported as u64, got < full, from))
+}
+
+pub(super) fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    let to = destination(task, s, a[4], a[5])?;
+    send(task, f, s, &[(a[1], len)], a[3], to)
+}
+
+pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    let (n, _, from) = recv(task, f, s, &[(a[1], len)], a[3])?;
+    if a[4] != 0 && a[5] != 0 {
+        match from {
+            Some(from) => write_sockaddr(task, a[4], a[5], &encode(from))?,
+            None => task.thread.mm().copy_out(a[5], &0u32.to_le_bytes())?,
+        }
+    }
+    Ok(n)
+}
+
+/// sendmsg(2); control messages (IP_PKTINFO, IP_TOS …) are ignored.
+pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    let to = destination(task, s, h.name, h.namelen)?;
+    send(task, f, s, &iovec_list(task, &h)?, a[2], to)
+}
+
+/// recvmsg(2); no control messages are produced.
+pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    match from.filter(|_| h.name != 0) {
+        Some(from) => write_sockaddr(task, h.name, a[1] + 8, &encode(from))?,
+        None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
+    }
+    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
+    let mm = task.thread.mm();
+    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
+    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    Ok(n)
+}
+
+pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
+    let (read, write) = match how {
+        0 => (true, false),
+        1 => (false, true),
+        2 => (true, true),
+        _ => return Err(Errno::EINVAL),
+    };
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.shutdown(read, write),
+        Endpoint::Udp(u) => u.shutdown(read, write),
+    }
+    .map_err(errno)?;
+    Ok(0)
+}
+
+// Socket options by (level, name).
+const SO_REUSEADDR: (i32, i32) = (SOL_SOCKET, 2);
+const SO_TYPE: (i32, i32) = (SOL_SOCKET, 3);
+const SO_ERROR: (i32, i32) = (SOL_SOCKET, 4);
+const SO_SNDBUF: (i32, i32) = (SOL_SOCKET, 7);
+const SO_RCVBUF: (i32, i32) = (SOL_SOCKET, 8);
+const SO_REUSEPORT: (i32, i32) = (SOL_SOCKET, 15);
+const SO_RCVTIMEO: (i32, i32) = (SOL_SOCKET, 20);
+const SO_SNDTIMEO: (i32, i32) = (SOL_SOCKET, 21);
+const SO_ACCEPTCONN: (i32, i32) = (SOL_SOCKET, 30);
+const SO_PROTOCOL: (i32, i32) = (SOL_SOCKET, 38);
+const SO_DOMAIN: (i32, i32) = (SOL_SOCKET, 39);
+const IPV6_V6ONLY: (i32, i32) = (IPPROTO_IPV6, 26);
+
+/// Options accepted and reported back without effect, with Linux's
+/// defaults: SO_KEEPALIVE, SO_BROADCAST, SO_LINGER, SO_OOBINLINE,
+/// SO_PRIORITY, IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
+/// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_CORK, TCP_QUICKACK,
+/// TCP_USER_TIMEOUT, and the buffer sizes.
+fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
+    let int = |v: i32| Some(v.to_le_bytes().to_vec());
+    let stream = s.is_stream();
+    match opt {
+        (SOL_SOCKET, 9 | 6 | 10 | 12) | (IPPROTO_IP, 1 | 11) | (IPPROTO_IPV6, 25) => int(0),
+        (SOL_SOCKET, 13) => Some(vec![0u8; 8]),
+        SO_SNDBUF => int(if stream { 16_384 } else { 212_992 }),
+        SO_RCVBUF => int(if stream { 131_072 } else { 212_992 }),
+        (IPPROTO_IP, 2) => int(64),
+        (IPPROTO_TCP, 1 | 3 | 12 | 18) if stream => int(0),
+        (IPPROTO_TCP, 4) if stream => int(7200),
+        (IPPROTO_TCP, 5) if stream => int(75),
+        (IPPROTO_TCP, 6) if stream => int(9),
+        _ => None,
+    }
+}
+
+fn share_opts(s: &InetSocket) -> ShareOpts {
+    match &s.endpoint {
+        Endpoint::Tcp(t) => t.share_opts(),
+        Endpoint::Udp(u) => u.share_opts(),
+    }
+}
+
+/// A struct timeval as a duration; zero means no timeout.
+fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
+    let mut d = crate::abi::layout::Decoder::new(raw);
+    let (sec, usec) = (d.i64(), d.i64());
+    if !(0..1_000_000).contains(&usec) {
+        return Err(Errno::EDOM);
+    }
+    let sec = u64::try_from(sec).unwrap_or(0);
+    let t = Duration::from_secs(sec) + Duration::from_micros(u64::try_from(usec).unwrap_or(0));
+    Ok((!t.is_zero()).then_some(t))
+}
+
+pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let opt = (int(a[1]), int(a[2]));
+    let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
+    let tv = |t: Option<Duration>| {
+        let t = t.unwrap_or_default();
+        let mut e = Encoder::new();
+        e.i64(i64::try_from(t.as_secs()).unwrap_or(i64::MAX)).i64(i64::from(t.subsec_micros()));
+        e.as_bytes().to_vec()
+    };
+    let value = match opt {
+        SO_TYPE => (if s.is_stream() { 1i32 } else { 2 }).to_le_bytes().to_vec(),
+        SO_PROTOCOL => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
+        SO_DOMAIN => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
+        SO_ERROR => {
+            let e = match &s.endpoint {
+                Endpoint::Tcp(t) => t.take_error(),
+                Endpoint::Udp(u) => u.take_error(),
+            };
+            e.map_or(0, |e| errno(e).0).to_le_bytes().to_vec()
+        }
+        SO_ACCEPTCONN => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
+        SO_REUSEADDR => flag(share_opts(s).reuse_addr),
+        SO_REUSEPORT => flag(share_opts(s).reuse_port),
+        IPV6_V6ONLY if family(s) == Family::V6 => flag(share_opts(s).v6only),
+        SO_RCVTIMEO => tv(s.timeouts.lock().0),
+        SO_SNDTIMEO => tv(s.timeouts.lock().1),
+        _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(s, opt)) {
+            Some(v) => v,
+            None => return Err(Errno::ENOPROTOOPT),
+        },
+    };
+    let mm = task.thread.mm();
+    let mut len = [0u8; 4];
+    mm.copy_in(a[4], &mut len)?;
+    let len = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
+    let n = len.min(value.len());
+    mm.copy_out(a[3], &value[..n])?;
+    mm.copy_out(a[4], &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
+    Ok(0)
+}
+
+pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    let opt = (int(a[1]), int(a[2]));
+    let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
+    if len > 256 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; len];
+    task.thread.mm().copy_in(a[3], &mut raw)?;
+    let on = || -> Result<bool, Errno> {
+        let v = raw.get(..4).ok_or(Errno::EINVAL)?;
+        Ok(i32::from_le_bytes([v[0], v[1], v[2], v[3]]) != 0)
+    };
+    let set_share = |change: &dyn Fn(&mut ShareOpts)| {
+        let mut o = share_opts(s);
+        change(&mut o);
+        match &s.endpoint {
+            Endpoint::Tcp(t) => t.set_share_opts(o),
+            Endpoint::Udp(u) => u.set_share_opts(o),
+        }
+        .map_err(errno)
+    };
+    match opt {
+        SO_REUSEADDR => {
+            let v = on()?;
+            set_share(&|o| o.reuse_addr = v)?;
+        }
+        SO_REUSEPORT => {
+            let v = on()?;
+            set_share(&|o| o.reuse_port = v)?;
+        }
+        IPV6_V6ONLY if family(s) == Family::V6 => {
+            let v = on()?;
+            set_share(&|o| o.v6only = v)?;
+        }
+        SO_RCVTIMEO | SO_SNDTIMEO => {
+            let t = timeval(raw.get(..16).ok_or(Errno::EINVAL)?)?;
+            let mut timeouts = s.timeouts.lock();
+            if opt == SO_RCVTIMEO {
+                timeouts.0 = t;
+            } else {
+                timeouts.1 = t;
+            }
+        }
+        SO_TYPE | SO_PROTOCOL | SO_DOMAIN | SO_ERROR | SO_ACCEPTCONN => return Err(Errno::ENOPROTOOPT),
+        _ => {
+            if stored_default(s, opt).is_none() {
+                return Err(Errno::ENOPROTOOPT);
+            }
+            if raw.len() < 4 {
+                return Err(Errno::EINVAL);
+            }
+            s.stored.lock().insert(opt, raw);
+        }
+    }
+    Ok(0)
+}
