@@ -13,6 +13,7 @@
 
 mod addr;
 mod error;
+pub mod netlink;
 mod ports;
 mod stream;
 pub mod tcp;
@@ -27,6 +28,7 @@ pub use udp::UdpEndpoint;
 
 use parking_lot::Mutex;
 use ports::PortTable;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Readiness bits, with Linux's poll(2) values.
@@ -40,14 +42,35 @@ pub mod events {
     pub const RDHUP: u32 = 0x2000;
 }
 
-/// One sandbox's network stack: the ports its sockets hold.
+/// One sandbox's network stack: the ports its sockets hold and the
+/// loopback interface's traffic.
 pub struct Stack {
     tcp: Mutex<PortTable<TcpEndpoint>>,
     udp: Mutex<PortTable<UdpEndpoint>>,
+    loopback_bytes: AtomicU64,
+    loopback_packets: AtomicU64,
 }
 
 impl Stack {
     pub fn new() -> Arc<Stack> {
-        Arc::new(Stack { tcp: Mutex::new(PortTable::default()), udp: Mutex::new(PortTable::default()) })
+        Arc::new(Stack {
+            tcp: Mutex::new(PortTable::default()),
+            udp: Mutex::new(PortTable::default()),
+            loopback_bytes: AtomicU64::new(0),
+            loopback_packets: AtomicU64::new(0),
+        })
+    }
+
+    /// Counts a send of `bytes` through loopback (a stream send counts as
+    /// one packet).
+    fn count(&self, bytes: usize) {
+        self.loopback_bytes.fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.loopback_packets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The payload bytes and sends that crossed loopback (each both sent
+    /// and received), for /proc/net/dev.
+    pub fn loopback_counters(&self) -> (u64, u64) {
+        (self.loopback_bytes.load(Ordering::Relaxed), self.loopback_packets.load(Ordering::Relaxed))
     }
 }

@@ -191,7 +191,10 @@ impl TcpEndpoint {
         let tx = c.tx.clone();
         drop(i);
         match tx.write(buf)? {
-            Sent::Bytes(n) => Ok(n),
+            Sent::Bytes(n) => {
+                self.stack.count(n);
+                Ok(n)
+            }
             // The first send to a closed peer goes out and draws its RST;
             // only the next one fails.
             Sent::NoReader => {

@@ -124,6 +124,7 @@ impl UdpEndpoint {
         match target {
             Some(t) => {
                 drop(i);
+                self.stack.count(data.len());
                 t.deliver(from, data);
             }
             None if connected => i.error = Some(Error::ConnRefused),

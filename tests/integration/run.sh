@@ -175,8 +175,14 @@ expect "docker run --read-only --tmpfs /run gives a writable /run" 0 "ok" \
 expect "docker run -v onto a path the image lacks" 0 "from the host" \
   $DOCKER "${RUN[@]}" --rm -v "$WORK/vol:/new/deep/data:ro" husk-busybox cat /new/deep/data/in.txt
 
-expect "--network none runs (husk has no network stack yet: no interfaces at all)" 0 "none" \
-  $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c 'echo none'
+# One interface, loopback, which carries TCP; everything else is unreachable.
+expect "--network none has only loopback" 0 "[lo]
+hi
+nc: can't connect to remote host (10.1.1.1): Network is unreachable" \
+  $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c \
+  'echo "[$(ip -o link | cut -d: -f2 | tr -d " " | tr "\n" " " | sed "s/ $//")]"
+   nc -l -p 5000 & sleep 0.5; echo hi | nc 127.0.0.1 5000; wait
+   echo x | nc 10.1.1.1 80 2>&1'
 
 state_dir=/var/run/docker/runtime-$RUNTIME/moby
 left=$(ls "$state_dir" 2>/dev/null)

@@ -7,6 +7,7 @@ pub mod gofer;
 pub mod host_file;
 pub mod inet;
 pub mod netdev;
+pub mod netlink;
 pub mod overlay;
 pub mod pipe;
 pub mod procfs;

@@ -16,11 +16,13 @@ const SIOCGIFNETMASK: u64 = 0x891b;
 const SIOCGIFMTU: u64 = 0x8921;
 const SIOCGIFHWADDR: u64 = 0x8927;
 const SIOCGIFINDEX: u64 = 0x8933;
+const SIOCGIFTXQLEN: u64 = 0x8942;
 /// sizeof(struct ifreq).
 const IFREQ: usize = 40;
 const IFNAMSIZ: usize = 16;
 const ARPHRD_LOOPBACK: u16 = 772;
 const LOOPBACK_MTU: i32 = 65536;
+const LOOPBACK_TXQLEN: i32 = 1000;
 
 /// A sockaddr_in for `ip` (port 0), as ifreq carries addresses.
 fn sockaddr_in(ip: [u8; 4]) -> Encoder {
@@ -43,8 +45,17 @@ pub fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
     if req == SIOCGIFCONF {
         return ifconf(mm, arg);
     }
-    if ![SIOCGIFNAME, SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFNETMASK, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFINDEX].contains(&req)
-    {
+    let known = [
+        SIOCGIFNAME,
+        SIOCGIFFLAGS,
+        SIOCGIFADDR,
+        SIOCGIFNETMASK,
+        SIOCGIFMTU,
+        SIOCGIFHWADDR,
+        SIOCGIFINDEX,
+        SIOCGIFTXQLEN,
+    ];
+    if !known.contains(&req) {
         return Err(Errno::ENOTTY);
     }
     let mut raw = [0u8; IFREQ];
@@ -67,6 +78,9 @@ pub fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
         }
         SIOCGIFMTU => {
             body.i32(LOOPBACK_MTU);
+        }
+        SIOCGIFTXQLEN => {
+            body.i32(LOOPBACK_TXQLEN);
         }
         SIOCGIFADDR => body = sockaddr_in([127, 0, 0, 1]),
         SIOCGIFNETMASK => body = sockaddr_in([255, 0, 0, 0]),

@@ -783,4 +783,9 @@ impl FileOps for UnixSocket {
     fn status_flags_changed(&self, flags: u32) {
         self.nonblock.store(super::anon::nonblocking(flags), std::sync::atomic::Ordering::Relaxed);
     }
+
+    /// Any socket answers the interface ioctls (glibc asks a Unix one).
+    fn ioctl(&self, mm: &crate::mm::MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        super::netdev::ioctl(mm, req, arg)
+    }
 }

@@ -13,6 +13,7 @@ mod futex;
 mod identity;
 mod inet;
 mod mmap;
+mod netlink;
 mod poll;
 mod process;
 mod sched;

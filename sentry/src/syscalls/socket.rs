@@ -4,7 +4,7 @@
 //! a family it does not have.
 
 use super::args::{self, int};
-use super::inet;
+use super::{inet, netlink};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
@@ -15,7 +15,7 @@ use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
 use std::sync::Arc;
 
-const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket) and AF_INET/AF_INET6 (TCP, UDP; loopback only): other families fail with EAFNOSUPPORT";
+const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; loopback only) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
@@ -69,6 +69,20 @@ fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSock
     Ok((f, s))
 }
 
+/// A socket of a family other than AF_UNIX, served by its own module.
+enum Other {
+    Inet(inet::Open),
+    Netlink(netlink::Open),
+}
+
+/// The IP or netlink socket behind descriptor `fd`, if it is one.
+fn other(task: &Task, fd: u64) -> Result<Option<Other>, Errno> {
+    if let Some(o) = inet::socket_of(task, fd)? {
+        return Ok(Some(Other::Inet(o)));
+    }
+    Ok(netlink::socket_of(task, fd)?.map(Other::Netlink))
+}
+
 /// Does socket description `f` (or this one call's flags) not block?
 pub(super) fn nonblocking(f: &FileDescription, flags: u64) -> bool {
     flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
@@ -109,17 +123,30 @@ pub(super) fn install<S: FileOps + crate::vfs::Node + 'static>(
     task.thread.fds().install(FileDescription::new(d, s, flags), cloexec, 0, task.thread.nofile())
 }
 
+/// Makes a socket of type `ty` (with SOCK_NONBLOCK and SOCK_CLOEXEC) with
+/// `make`, given the bare type, and installs it.
+fn install_new<S: FileOps + crate::vfs::Node + 'static>(
+    task: &Task,
+    ty: i32,
+    make: impl FnOnce(i32) -> Result<Arc<S>, Errno>,
+) -> SysResult {
+    if ty & !(SOCK_TYPE_MASK | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let nonblock = ty & libc::SOCK_NONBLOCK != 0;
+    let s = make(ty & SOCK_TYPE_MASK)?;
+    s.status_flags_changed(if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 });
+    let fd = install(task, s, nonblock, ty & libc::SOCK_CLOEXEC != 0)?;
+    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+}
+
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (domain, ty) = (int(a[0]), int(a[1]));
     if domain == inet::AF_INET || domain == inet::AF_INET6 {
-        if ty & !(SOCK_TYPE_MASK | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
-            return Err(Errno::EINVAL);
-        }
-        let nonblock = ty & libc::SOCK_NONBLOCK != 0;
-        let s = inet::socket(task, domain, ty & SOCK_TYPE_MASK, int(a[2]))?;
-        s.status_flags_changed(if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 });
-        let fd = install(task, s, nonblock, ty & libc::SOCK_CLOEXEC != 0)?;
-        return u64::try_from(fd).map_err(|_| Errno::EMFILE);
+        return install_new(task, ty, |kind| inet::socket(task, domain, kind, int(a[2])));
+    }
+    if domain == netlink::AF_NETLINK {
+        return install_new(task, ty, |kind| netlink::socket(task, kind, int(a[2])));
     }
     let (kind, nonblock, cloexec) = check_type(domain, ty, int(a[2]))?;
     let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock, kind);
@@ -213,8 +240,10 @@ pub(super) fn write_sockaddr(task: &Task, addr: u64, len_addr: u64, raw: &[u8]) 
 }
 
 fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::bind(task, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::bind(task, &s, a),
+        Some(Other::Netlink((_, s))) => return netlink::bind(task, &s, a),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     // Linux makes the socket file before it checks the socket is unbound.
@@ -261,8 +290,10 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::listen(&s);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::listen(&s),
+        Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     let creds = task.thread.creds();
@@ -291,8 +322,10 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
 }
 
 fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::connect(task, &f, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::connect(task, &f, &s, a),
+        Some(Other::Netlink((_, s))) => return netlink::connect(task, &s, a),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     let target = bound_socket(task, a[1], a[2], s.ty())?;
@@ -310,8 +343,10 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::accept(task, &f, &s, a, flags);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::accept(task, &f, &s, a, flags),
+        Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
     let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
@@ -337,8 +372,10 @@ fn sys_accept4(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::getsockname(task, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::getsockname(task, &s, a),
+        Some(Other::Netlink((_, s))) => return netlink::getsockname(task, &s, a),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     write_unix_addr(task, a[1], a[2], s.local_name().as_ref())?;
@@ -346,8 +383,10 @@ fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::getpeername(task, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::getpeername(task, &s, a),
+        Some(Other::Netlink((_, _))) => return netlink::getpeername(task, a),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     let peer = s.peer_name()?;
@@ -453,8 +492,10 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
 }
 
 fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::sendto(task, &f, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::sendto(task, &f, &s, a),
+        Some(Other::Netlink((_, s))) => return netlink::sendto(task, &s, a),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     let to = destination(task, &s, a[4], a[5])?;
@@ -476,8 +517,10 @@ fn destination(task: &Task, s: &UnixSocket, addr: u64, len: u64) -> Result<Optio
 }
 
 fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::recvfrom(task, &f, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::recvfrom(task, &f, &s, a),
+        Some(Other::Netlink((f, s))) => return netlink::recvfrom(task, &f, &s, a),
+        None => {}
     }
     let (n, from) = recv(task, a[0], a[1], super::file::count(a[2]), a[3])?;
     if a[4] != 0 && a[5] != 0 {
@@ -669,8 +712,10 @@ pub(super) fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, E
 }
 
 fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::sendmsg(task, &f, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::sendmsg(task, &f, &s, a),
+        Some(Other::Netlink((_, s))) => return netlink::sendmsg(task, &s, a),
+        None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
@@ -698,8 +743,10 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((f, s)) = inet::socket_of(task, a[0])? {
-        return inet::recvmsg(task, &f, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((f, s))) => return inet::recvmsg(task, &f, &s, a),
+        Some(Other::Netlink((f, s))) => return netlink::recvmsg(task, &f, &s, a),
+        None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
     if a[2] & MSG_OOB != 0 {
@@ -744,8 +791,10 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::shutdown(&s, int(a[1]));
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::shutdown(&s, int(a[1])),
+        Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     match int(a[1]) {
@@ -758,8 +807,10 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::getsockopt(task, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::getsockopt(task, &s, a),
+        Some(Other::Netlink((_, _))) => return netlink::getsockopt(task, a),
+        None => {}
     }
     const SO_TYPE: i32 = 3;
     const SO_ERROR: i32 = 4;
@@ -800,8 +851,10 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if let Some((_, s)) = inet::socket_of(task, a[0])? {
-        return inet::setsockopt(task, &s, a);
+    match other(task, a[0])? {
+        Some(Other::Inet((_, s))) => return inet::setsockopt(task, &s, a),
+        Some(Other::Netlink((_, _))) => return netlink::setsockopt(a),
+        None => {}
     }
     const SO_PASSCRED: i32 = 16;
     let (_, s) = socket_of(task, a[0])?;

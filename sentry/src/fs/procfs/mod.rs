@@ -102,6 +102,14 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             system::format_meminfo(&p.host.meminfo, total, k.memory.used() / 1024).into_bytes()
         }),
         (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
+        dir(
+            p,
+            "/net",
+            vec![
+                kernel_file(p, "/net/dev", |_, k| system::format_net_dev(k.net.loopback_counters()).into_bytes()),
+                text(p, "/net/if_inet6", system::IF_INET6),
+            ],
+        ),
         (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
         kernel_file(p, "/stat", |p, k| {
             let (_, last) = thread_counts(k);

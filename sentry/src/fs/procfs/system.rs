@@ -50,6 +50,24 @@ pub(super) fn format_uptime(up: Duration, idle: Duration) -> String {
     format!("{} {}\n", centiseconds(up), centiseconds(idle))
 }
 
+/// /proc/net/dev: the loopback interface, whose every sent byte is also
+/// received; `(bytes, packets)` are its counters.
+pub(super) fn format_net_dev((bytes, packets): (u64, u64)) -> String {
+    let mut s = String::from(
+        "Inter-|   Receive                                                |  Transmit\n \
+         face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n",
+    );
+    s.push_str(&format!(
+        "{:>6}:{bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>10} {z:>9} {bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>7} {z:>10}\n",
+        "lo",
+        z = 0
+    ));
+    s
+}
+
+/// /proc/net/if_inet6: loopback's ::1/128, host scope, permanent.
+pub(super) const IF_INET6: &str = "00000000000000000000000000000001 01 80 10 80       lo\n";
+
 /// /proc/loadavg, with no load history kept.
 pub(super) fn format_loadavg(running: usize, total: usize, last_pid: i32) -> String {
     format!("0.00 0.00 0.00 {running}/{total} {last_pid}\n")
@@ -101,6 +119,15 @@ mod tests {
         let up = Duration::new(12, 345_999_999);
         assert_eq!(format_uptime(up, up * 2), "12.34 24.69\n");
         assert_eq!(format_uptime(Duration::ZERO, Duration::from_millis(50)), "0.00 0.05\n");
+    }
+
+    #[test]
+    fn net_dev_lists_loopback_with_its_counters() {
+        let s = format_net_dev((1234, 5));
+        let lo = s.lines().nth(2).unwrap();
+        let fields: Vec<&str> = lo.split_whitespace().collect();
+        assert_eq!(fields.len(), 17);
+        assert_eq!((fields[0], fields[1], fields[2], fields[9], fields[10]), ("lo:", "1234", "5", "1234", "5"));
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! System calls on netlink sockets (AF_NETLINK, NETLINK_ROUTE only): the
+//! socket calls of socket.rs come here for a netlink descriptor. Requests
+//! are answered at once by the netstack's read-only route replies.
+
+use super::args::{self, int};
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, MSG_PEEK, MSG_TRUNC};
+use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::{Errno, SysResult};
+use crate::fs::netlink::NetlinkSocket;
+use crate::kernel::Task;
+use crate::vfs::FileDescription;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub(super) const AF_NETLINK: i32 = 16;
+const NETLINK_ROUTE: i32 = 0;
+const SOL_SOCKET: i32 = 1;
+const SOL_NETLINK: i32 = 270;
+
+/// An open netlink socket: its description (flags) and the socket.
+pub(super) type Open = (Arc<FileDescription>, Arc<NetlinkSocket>);
+
+/// The netlink socket behind descriptor `fd`, if it is one.
+pub(super) fn socket_of(task: &Task, fd: u64) -> Result<Option<Open>, Errno> {
+    let f = args::file(task, fd)?;
+    Ok(f.ops.clone().into_any().downcast::<NetlinkSocket>().ok().map(|s| (f, s)))
+}
+
+/// socket(2) for AF_NETLINK: SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE.
+pub(super) fn socket(task: &Task, kind: i32, protocol: i32) -> Result<Arc<NetlinkSocket>, Errno> {
+    if kind != libc::SOCK_RAW && kind != libc::SOCK_DGRAM {
+        return Err(Errno::ESOCKTNOSUPPORT);
+    }
+    if protocol != NETLINK_ROUTE {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    Ok(NetlinkSocket::new(task.kernel.anon_ino(), super::fd::now()))
+}
+
+/// A sockaddr_nl for port `pid` (0: the kernel).
+fn sockaddr_nl(pid: u32) -> Vec<u8> {
+    let mut e = Encoder::new();
+    e.u16(16).u16(0).u32(pid).u32(0);
+    e.as_bytes().to_vec()
+}
+
+/// Binds the process's own port id when the socket has none yet, as Linux
+/// does on bind or the first send.
+fn autobind(task: &Task, s: &NetlinkSocket) {
+    let pid = u32::try_from(task.thread.tgid).unwrap_or(0);
+    let _ = s.port.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// bind(2): a port id (0 picks the process id); multicast groups are
+/// accepted but no events are ever sent.
+pub(super) fn bind(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    if a[2] < 12 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 12];
+    task.thread.mm().copy_in(a[1], &mut raw)?;
+    let mut d = Decoder::new(&raw);
+    if i32::from(d.u16()) != AF_NETLINK {
+        return Err(Errno::EINVAL);
+    }
+    d.skip(2);
+    let pid = d.u32();
+    if pid != 0 {
+        s.port.store(pid, Ordering::Relaxed);
+    }
+    autobind(task, s);
+    Ok(0)
+}
+
+/// connect(2): only to the kernel (port 0).
+pub(super) fn connect(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    if a[2] < 12 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 12];
+    task.thread.mm().copy_in(a[1], &mut raw)?;
+    if Decoder::new(&raw[4..]).u32() != 0 {
+        return Err(Errno::ECONNREFUSED);
+    }
+    autobind(task, s);
+    Ok(0)
+}
+
+pub(super) fn getsockname(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    write_sockaddr(task, a[1], a[2], &sockaddr_nl(s.port.load(Ordering::Relaxed)))?;
+    Ok(0)
+}
+
+pub(super) fn getpeername(task: &Task, a: [u64; 6]) -> SysResult {
+    write_sockaddr(task, a[1], a[2], &sockaddr_nl(0))?;
+    Ok(0)
+}
+
+/// Sends the guest's `bufs` as one datagram of requests.
+fn send(task: &Task, s: &NetlinkSocket, bufs: &[(u64, usize)]) -> SysResult {
+    let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add);
+    if total > 1 << 16 {
+        return Err(Errno::EMSGSIZE);
+    }
+    let mut data = Vec::with_capacity(total);
+    for &(base, len) in bufs {
+        let at = data.len();
+        data.resize(at + len, 0);
+        task.thread.mm().copy_in(base, &mut data[at..])?;
+    }
+    autobind(task, s);
+    s.send(&data).map(|n| n as u64)
+}
+
+/// Receives the next reply into the guest's `bufs`: (count, or the whole
+/// length with MSG_TRUNC; whether it was cut).
+fn recv(
+    task: &Task,
+    f: &FileDescription,
+    s: &NetlinkSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+) -> Result<(u64, bool), Errno> {
+    let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(1 << 20);
+    let mut buf = vec![0u8; total];
+    let (n, full) = s.recv(&mut buf, nonblocking(f, flags), flags & MSG_PEEK != 0)?;
+    let mut at = 0;
+    for &(base, len) in bufs {
+        if at >= n {
+            break;
+        }
+        let k = len.min(n - at);
+        task.thread.mm().copy_out(base, &buf[at..at + k])?;
+        at += k;
+    }
+    let reported = if flags & MSG_TRUNC != 0 { full } else { n };
+    Ok((reported as u64, n < full))
+}
+
+pub(super) fn sendto(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    send(task, s, &[(a[1], len)])
+}
+
+pub(super) fn sendmsg(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    send(task, s, &iovec_list(task, &h)?)
+}
+
+pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    let (n, _) = recv(task, f, s, &[(a[1], len)], a[3])?;
+    if a[4] != 0 && a[5] != 0 {
+        write_sockaddr(task, a[4], a[5], &sockaddr_nl(0))?;
+    }
+    Ok(n)
+}
+
+pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    let (n, cut) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    if h.name != 0 {
+        write_sockaddr(task, h.name, a[1] + 8, &sockaddr_nl(0))?;
+    }
+    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
+    let mm = task.thread.mm();
+    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
+    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    Ok(n)
+}
+
+pub(super) fn getsockopt(task: &Task, a: [u64; 6]) -> SysResult {
+    let value: i32 = match (int(a[1]), int(a[2])) {
+        (SOL_SOCKET, 3) => libc::SOCK_RAW,
+        (SOL_SOCKET, 39) => AF_NETLINK,
+        (SOL_SOCKET, 38) => NETLINK_ROUTE,
+        (SOL_SOCKET, 7 | 8) => 212_992,
+        (SOL_SOCKET, 4) => 0,
+        _ => return Err(Errno::ENOPROTOOPT),
+    };
+    let mm = task.thread.mm();
+    let mut len = [0u8; 4];
+    mm.copy_in(a[4], &mut len)?;
+    let n = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?.min(4);
+    mm.copy_out(a[3], &value.to_le_bytes()[..n])?;
+    mm.copy_out(a[4], &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
+    Ok(0)
+}
+
+/// setsockopt(2): buffer sizes and the SOL_NETLINK flags (extended acks,
+/// strict checking, group membership) are accepted without effect.
+pub(super) fn setsockopt(a: [u64; 6]) -> SysResult {
+    match (int(a[1]), int(a[2])) {
+        (SOL_SOCKET, 7 | 8 | 32 | 33) | (SOL_NETLINK, 1..=12) => Ok(0),
+        _ => Err(Errno::ENOPROTOOPT),
+    }
+}
