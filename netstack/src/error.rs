@@ -12,8 +12,6 @@ pub enum Error {
     AddrInUse,
     #[error("address not available")]
     AddrNotAvailable,
-    #[error("address family not supported by protocol")]
-    AfNotSupported,
     #[error("connection refused")]
     ConnRefused,
     #[error("connection reset by peer")]
@@ -28,8 +26,6 @@ pub enum Error {
     NetUnreachable,
     #[error("message too long")]
     MsgSize,
-    #[error("operation not supported")]
-    NotSupported,
     #[error("broken pipe")]
     BrokenPipe,
     #[error("destination address required")]

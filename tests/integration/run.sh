@@ -178,11 +178,12 @@ expect "docker run -v onto a path the image lacks" 0 "from the host" \
 # One interface, loopback, which carries TCP; everything else is unreachable.
 expect "--network none has only loopback" 0 "[lo]
 hi
-nc: can't connect to remote host (10.1.1.1): Network is unreachable" \
+nc: can't connect to remote host (10.1.1.1): Network is unreachable
+nc exited 1" \
   $DOCKER "${RUN[@]}" --rm --network none husk-busybox sh -c \
   'echo "[$(ip -o link | cut -d: -f2 | tr -d " " | tr "\n" " " | sed "s/ $//")]"
    nc -l -p 5000 & sleep 0.5; echo hi | nc 127.0.0.1 5000; wait
-   echo x | nc 10.1.1.1 80 2>&1'
+   echo x | nc 10.1.1.1 80 2>&1; echo "nc exited $?"'
 
 state_dir=/var/run/docker/runtime-$RUNTIME/moby
 left=$(ls "$state_dir" 2>/dev/null)

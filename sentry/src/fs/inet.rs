@@ -40,7 +40,6 @@ pub fn errno(e: NetError) -> Errno {
         NetError::InProgress => Errno::EINPROGRESS,
         NetError::AddrInUse => Errno::EADDRINUSE,
         NetError::AddrNotAvailable => Errno::EADDRNOTAVAIL,
-        NetError::AfNotSupported => Errno::EAFNOSUPPORT,
         NetError::ConnRefused => Errno::ECONNREFUSED,
         NetError::ConnReset => Errno::ECONNRESET,
         NetError::IsConnected => Errno::EISCONN,
@@ -48,7 +47,6 @@ pub fn errno(e: NetError) -> Errno {
         NetError::Invalid => Errno::EINVAL,
         NetError::NetUnreachable => Errno::ENETUNREACH,
         NetError::MsgSize => Errno::EMSGSIZE,
-        NetError::NotSupported => Errno::EOPNOTSUPP,
         NetError::BrokenPipe => Errno::EPIPE,
         NetError::DestAddrRequired => Errno::EDESTADDRREQ,
     }

@@ -29,10 +29,9 @@ const STREAM_CHUNK: usize = 256 * 1024;
 /// An open socket: its description (flags) and the socket itself.
 pub(super) type Open = (Arc<FileDescription>, Arc<InetSocket>);
 
-/// The IP socket behind descriptor `fd`, if it is one.
-pub(super) fn socket_of(task: &Task, fd: u64) -> Result<Option<Open>, Errno> {
-    let f = args::file(task, fd)?;
-    Ok(f.ops.clone().into_any().downcast::<InetSocket>().ok().map(|s| (f, s)))
+/// The IP socket that open file `f` is, if it is one.
+pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
+    f.ops.clone().into_any().downcast::<InetSocket>().ok().map(|s| (f.clone(), s))
 }
 
 /// socket(2) for AF_INET/AF_INET6: type `kind` (SOCK_STREAM or

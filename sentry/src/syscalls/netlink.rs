@@ -20,10 +20,9 @@ const SOL_NETLINK: i32 = 270;
 /// An open netlink socket: its description (flags) and the socket.
 pub(super) type Open = (Arc<FileDescription>, Arc<NetlinkSocket>);
 
-/// The netlink socket behind descriptor `fd`, if it is one.
-pub(super) fn socket_of(task: &Task, fd: u64) -> Result<Option<Open>, Errno> {
-    let f = args::file(task, fd)?;
-    Ok(f.ops.clone().into_any().downcast::<NetlinkSocket>().ok().map(|s| (f, s)))
+/// The netlink socket that open file `f` is, if it is one.
+pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
+    f.ops.clone().into_any().downcast::<NetlinkSocket>().ok().map(|s| (f.clone(), s))
 }
 
 /// socket(2) for AF_NETLINK: SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE.

@@ -77,10 +77,8 @@ enum Other {
 
 /// The IP or netlink socket behind descriptor `fd`, if it is one.
 fn other(task: &Task, fd: u64) -> Result<Option<Other>, Errno> {
-    if let Some(o) = inet::socket_of(task, fd)? {
-        return Ok(Some(Other::Inet(o)));
-    }
-    Ok(netlink::socket_of(task, fd)?.map(Other::Netlink))
+    let f = args::file(task, fd)?;
+    Ok(inet::socket_of(&f).map(Other::Inet).or_else(|| netlink::socket_of(&f).map(Other::Netlink)))
 }
 
 /// Does socket description `f` (or this one call's flags) not block?
