@@ -56,7 +56,7 @@ pub fn start_forwarder(kernel: Weak<Kernel>, console: bool) -> std::io::Result<(
             let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);
             log::debug!("host signal {sig}: forwarded to process group {pgid}");
             for pid in k.procs.group_members(pgid) {
-                k.signal_process(pid, sig);
+                k.signal_from_outside(pid, sig);
             }
         }
     })?;

@@ -71,6 +71,11 @@ fn guest_inet_sockets() {
 }
 
 #[test]
+fn guest_siginfo() {
+    guest_test("siginfo", &[]);
+}
+
+#[test]
 fn guest_splice() {
     guest_test("splice", &[]);
 }

@@ -37,6 +37,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_sockets",
     "unix_dgram",
     "inet_sockets",
+    "siginfo",
     "job_control",
     "sched",
     "splice",

@@ -318,7 +318,7 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
                 return Err((libc::ESRCH, "the container process has exited".into()));
             }
             for pid in targets {
-                k.signal_process(pid, sig);
+                k.signal_from_outside(pid, sig);
             }
             Ok(Vec::new())
         }

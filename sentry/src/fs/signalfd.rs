@@ -1,8 +1,8 @@
 //! signalfd: the reading thread's pending signals of a mask, read as
 //! `struct signalfd_siginfo` records instead of running handlers.
 
-use crate::abi::layout::Encoder;
 use crate::abi::Errno;
+use crate::kernel::siginfo::SigInfo;
 use crate::kernel::{thread, wait};
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,15 +25,8 @@ impl SignalFd {
     }
 
     /// Takes one pending signal of the mask from the calling thread.
-    fn take(&self) -> Option<i32> {
-        let t = thread::current()?;
-        let pending = t.sigpending.load(Ordering::SeqCst) & self.mask.load(Ordering::Relaxed);
-        if pending == 0 {
-            return None;
-        }
-        let bit = pending & pending.wrapping_neg();
-        t.sigpending.fetch_and(!bit, Ordering::SeqCst);
-        i32::try_from(bit.trailing_zeros() + 1).ok()
+    fn take(&self) -> Option<SigInfo> {
+        thread::current()?.take_any(self.mask.load(Ordering::Relaxed))
     }
 }
 
@@ -59,10 +52,8 @@ impl FileOps for SignalFd {
         let mut done = 0;
         loop {
             while done + RECORD <= buf.len() {
-                let Some(sig) = self.take() else { break };
-                let mut e = Encoder::with_capacity(RECORD);
-                e.u32(u32::try_from(sig).unwrap_or(0)).zeros(RECORD - 4);
-                buf[done..done + RECORD].copy_from_slice(e.as_bytes());
+                let Some(info) = self.take() else { break };
+                buf[done..done + RECORD].copy_from_slice(&info.signalfd_record());
                 done += RECORD;
             }
             if done > 0 {

@@ -9,6 +9,7 @@ pub mod fs_context;
 pub mod futex;
 pub mod limits;
 pub mod process;
+pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
 pub mod task;
@@ -151,11 +152,30 @@ impl Kernel {
         }
     }
 
-    /// Makes `sig` pending for `target` and interrupts it so the signal is
-    /// acted on at its next kernel entry.
+    /// Makes `sig` pending for `target`, raised by the kernel itself
+    /// (SI_KERNEL), and interrupts it.
     pub fn send_signal(&self, target: &Thread, sig: i32) {
-        self.job_control_at_send(target.tgid, sig);
-        target.sigpending.fetch_or(signal::sigbit(sig), std::sync::atomic::Ordering::SeqCst);
+        self.send_signal_info(target, siginfo::SigInfo::kernel(sig));
+    }
+
+    /// SIGPIPE for a write to a closed pipe or socket: sent by the writer
+    /// to itself (SI_USER with its own ids), as Linux's send_sig does.
+    pub fn raise_sigpipe(&self, t: &Thread) {
+        self.send_signal_info(t, siginfo::SigInfo::user(libc::SIGPIPE, siginfo::SI_USER, t.tgid, t.creds().uid));
+    }
+
+    /// A signal from outside the sandbox (the runtime, the host's
+    /// terminal): the sender is in no process of the sandbox, so its pid
+    /// and uid read 0, as for a sender outside a pid namespace.
+    pub fn signal_from_outside(&self, tgid: i32, sig: i32) {
+        self.signal_process_info(tgid, siginfo::SigInfo::user(sig, siginfo::SI_USER, 0, 0));
+    }
+
+    /// Makes the signal `info` describes pending for `target` and
+    /// interrupts it so the signal is acted on at its next kernel entry.
+    pub fn send_signal_info(&self, target: &Thread, info: siginfo::SigInfo) {
+        self.job_control_at_send(target.tgid, info.signo());
+        target.queue_signal(info);
         self.interrupt(target);
     }
 
@@ -164,11 +184,10 @@ impl Kernel {
     /// stop signal discards a pending SIGCONT, and SIGKILL wakes a stopped
     /// process so it can die.
     pub fn job_control_at_send(&self, tgid: i32, sig: i32) {
-        use std::sync::atomic::Ordering::SeqCst;
         match sig {
             libc::SIGCONT => {
                 for t in self.group(tgid) {
-                    t.sigpending.fetch_and(!signal::STOP_SIGNALS, SeqCst);
+                    t.discard_signals(signal::STOP_SIGNALS);
                 }
                 if self.procs.resume(tgid, true) {
                     self.notify_parent_of_job_change(tgid);
@@ -179,7 +198,7 @@ impl Kernel {
             }
             s if signal::sigbit(s) & signal::STOP_SIGNALS != 0 => {
                 for t in self.group(tgid) {
-                    t.sigpending.fetch_and(!signal::sigbit(libc::SIGCONT), SeqCst);
+                    t.discard_signals(signal::sigbit(libc::SIGCONT));
                 }
             }
             _ => {}
@@ -207,18 +226,28 @@ impl Kernel {
         let Some(parent) = self.thread(self.procs.ppid(tgid)) else { return };
         let Ok(idx) = usize::try_from(libc::SIGCHLD) else { return };
         if parent.sigactions.swap(idx, None).flags & signal::SA_NOCLDSTOP == 0 {
-            self.send_signal(&parent, libc::SIGCHLD);
+            let (code, status) = match self.procs.stopped_by(tgid) {
+                Some(sig) => (siginfo::CLD_STOPPED, sig),
+                None => (siginfo::CLD_CONTINUED, libc::SIGCONT),
+            };
+            let uid = self.thread(tgid).map_or(0, |t| t.creds().uid);
+            self.send_signal_info(&parent, siginfo::SigInfo::child(code, tgid, uid, status));
         }
+    }
+
+    /// Sends a process-directed signal raised by the kernel (SI_KERNEL).
+    pub fn signal_process(&self, tgid: i32, sig: i32) {
+        self.signal_process_info(tgid, siginfo::SigInfo::kernel(sig));
     }
 
     /// Sends a process-directed signal: to a thread of `tgid` that does
     /// not block it (the first one if all do).
-    pub fn signal_process(&self, tgid: i32, sig: i32) {
+    pub fn signal_process_info(&self, tgid: i32, info: siginfo::SigInfo) {
         let threads = self.group(tgid);
-        let bit = signal::sigbit(sig);
+        let bit = signal::sigbit(info.signo());
         let target = threads.iter().find(|t| t.sigmask() & bit == 0).or(threads.first());
         if let Some(t) = target {
-            self.send_signal(t, sig);
+            self.send_signal_info(t, info);
         }
     }
 

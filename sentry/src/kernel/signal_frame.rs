@@ -19,46 +19,17 @@ const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
 const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
 /// Bytes below the interrupted stack pointer the ABI reserves.
 const RED_ZONE: u64 = 128;
-const SIGINFO_SIZE: usize = 128;
 /// pretcode (8) + ucontext (304).
 const UCONTEXT_OFFSET: u64 = 8;
 const SIGCONTEXT_OFFSET: u64 = UCONTEXT_OFFSET + 40;
 const SIGINFO_OFFSET: u64 = 8 + 304;
 const FRAME_SIZE: u64 = SIGINFO_OFFSET + SIGINFO_SIZE as u64;
+
+pub use super::siginfo::SigInfo;
+use super::siginfo::SIGINFO_SIZE;
 /// Flags user code may change in rt_sigreturn (AC, OF, DF, TF, SF, ZF,
 /// AF, PF, CF, RF, NT).
 const FIX_EFLAGS: u64 = 0x0005_4dd5;
-
-/// A signal's `siginfo_t`, encoded.
-#[derive(Clone)]
-pub struct SigInfo(pub [u8; SIGINFO_SIZE]);
-
-impl SigInfo {
-    /// A fault signal (SIGSEGV, SIGBUS …) at `addr`.
-    pub fn fault(signo: i32, code: i32, addr: u64) -> SigInfo {
-        let mut e = Encoder::with_capacity(SIGINFO_SIZE);
-        e.i32(signo).i32(0).i32(code).i32(0).u64(addr);
-        SigInfo::from(e)
-    }
-
-    /// A signal sent by a process (kill, tgkill: SI_USER / SI_TKILL).
-    pub fn user(signo: i32, code: i32, pid: i32, uid: u32) -> SigInfo {
-        let mut e = Encoder::with_capacity(SIGINFO_SIZE);
-        e.i32(signo).i32(0).i32(code).i32(0).i32(pid).u32(uid);
-        SigInfo::from(e)
-    }
-
-    fn from(mut e: Encoder) -> SigInfo {
-        e.zeros(SIGINFO_SIZE - e.len());
-        let mut out = [0u8; SIGINFO_SIZE];
-        out.copy_from_slice(e.as_bytes());
-        SigInfo(out)
-    }
-
-    pub fn signo(&self) -> i32 {
-        Decoder::new(&self.0).i32()
-    }
-}
 
 /// What delivering a signal did.
 pub enum Delivery {

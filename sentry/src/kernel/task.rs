@@ -3,6 +3,7 @@
 //! repeats until the thread exits.
 
 use super::futex::FutexKey;
+use super::siginfo;
 use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
@@ -170,9 +171,9 @@ impl Task {
             // A SIGCONT sent after this point cancels the stop.
             self.stop_continues = self.kernel.procs.continues(self.thread.tgid);
         }
-        self.thread.sigpending.fetch_and(!bit, Ordering::SeqCst);
-        let sig = i32::try_from(bit.trailing_zeros() + 1).unwrap_or(libc::SIGKILL);
-        signal_frame::deliver(self, &SigInfo::user(sig, 0, 0, 0), false);
+        if let Some(info) = self.thread.take_any(bit) {
+            signal_frame::deliver(self, &info, false);
+        }
     }
 
     /// The handle that interrupts this task's guest code.
@@ -210,7 +211,12 @@ impl Task {
             k.timers.drop_owned_by(tgid);
             k.procs.exit(tgid, k.procs.group_exit(tgid).unwrap_or(status));
             if let Some(parent) = k.thread(k.procs.ppid(tgid)) {
-                k.send_signal(&parent, libc::SIGCHLD);
+                let (code, st) = match k.procs.group_exit(tgid).unwrap_or(status) {
+                    ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
+                    ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
+                };
+                let info = siginfo::SigInfo::child(code, tgid, self.thread.creds().uid, st);
+                k.send_signal_info(&parent, info);
             }
         } else {
             self.thread.mm().space().release_thread();

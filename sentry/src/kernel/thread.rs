@@ -5,6 +5,8 @@
 
 use super::fs_context::FsContext;
 use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
+use super::siginfo::SigInfo;
+use super::signal::sigbit;
 use super::signal::{AltStack, SigActions};
 use super::Credentials;
 use crate::mm::MemoryManager;
@@ -12,9 +14,16 @@ use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The first real-time signal: from here on, signals queue.
+const SIGRTMIN: i32 = 32;
+/// The most signal instances queued on one thread (Linux's default
+/// RLIMIT_SIGPENDING is of this order).
+const MAX_QUEUED: usize = 1024;
 
 /// Where argv and envp live in the guest's memory (for /proc/[pid]/cmdline
 /// and environ, which read them from there as Linux does).
@@ -74,9 +83,12 @@ pub struct Thread {
     pub nice: AtomicI32,
     pub sigactions: Arc<SigActions>,
     pub sigmask: AtomicU64,
-    /// Signals sent to this thread while it blocked them, one bit per
-    /// signal (bit `n - 1` for signal `n`).
+    /// Signals sent to this thread and not yet taken, one bit per signal
+    /// (bit `n - 1` for signal `n`); changed only with `siginfo` held.
     pub sigpending: AtomicU64,
+    /// What each pending signal carries: one siginfo for a standard
+    /// signal, a queue for a real-time one.
+    pub(super) siginfo: Mutex<BTreeMap<i32, VecDeque<SigInfo>>>,
     pub altstack: Mutex<AltStack>,
     pub attrs: Mutex<ThreadAttrs>,
     pub clear_child_tid: AtomicU64,
@@ -121,6 +133,7 @@ impl Thread {
             sigactions: Arc::new(SigActions::default()),
             sigmask: AtomicU64::new(0),
             sigpending: AtomicU64::new(0),
+            siginfo: Mutex::default(),
             altstack: Mutex::new(AltStack::default()),
             attrs: Mutex::new(ThreadAttrs::default()),
             clear_child_tid: AtomicU64::new(0),
@@ -162,6 +175,56 @@ impl Thread {
 
     pub fn sigmask(&self) -> u64 {
         self.sigmask.load(Ordering::Relaxed)
+    }
+
+    /// Makes the signal `info` describes pending. A standard signal
+    /// already pending stays as it was; a real-time one queues another
+    /// instance, up to `MAX_QUEUED` per thread (then it is dropped, as
+    /// Linux drops past RLIMIT_SIGPENDING).
+    pub fn queue_signal(&self, info: SigInfo) {
+        let sig = info.signo();
+        let bit = sigbit(sig);
+        let mut q = self.siginfo.lock();
+        if self.sigpending.load(Ordering::SeqCst) & bit == 0 {
+            q.insert(sig, VecDeque::from([info]));
+            self.sigpending.fetch_or(bit, Ordering::SeqCst);
+        } else if sig >= SIGRTMIN && q.values().map(VecDeque::len).sum::<usize>() < MAX_QUEUED {
+            q.entry(sig).or_default().push_back(info);
+        }
+    }
+
+    /// Takes one pending instance of `sig`: its siginfo, if it was
+    /// pending.
+    pub fn take_signal(&self, sig: i32) -> Option<SigInfo> {
+        let bit = sigbit(sig);
+        let mut q = self.siginfo.lock();
+        if self.sigpending.load(Ordering::SeqCst) & bit == 0 {
+            return None;
+        }
+        let queue = q.entry(sig).or_default();
+        let info = queue.pop_front().unwrap_or_else(|| SigInfo::kernel(sig));
+        if queue.is_empty() {
+            q.remove(&sig);
+            self.sigpending.fetch_and(!bit, Ordering::SeqCst);
+        }
+        Some(info)
+    }
+
+    /// Takes the lowest pending signal of `set`.
+    pub fn take_any(&self, set: u64) -> Option<SigInfo> {
+        let pending = self.sigpending.load(Ordering::SeqCst) & set;
+        if pending == 0 {
+            return None;
+        }
+        let sig = i32::try_from(pending.trailing_zeros() + 1).ok()?;
+        self.take_signal(sig)
+    }
+
+    /// Discards every pending instance of the signals in `set`.
+    pub fn discard_signals(&self, set: u64) {
+        let mut q = self.siginfo.lock();
+        q.retain(|&sig, _| sigbit(sig) & set == 0);
+        self.sigpending.fetch_and(!set, Ordering::SeqCst);
     }
 
     /// Whether a blocking operation of this thread must give up: it was

@@ -2,6 +2,7 @@
 //! (and again every interval). One service thread per sandbox sleeps until
 //! the earliest deadline.
 
+use super::siginfo::SigInfo;
 use super::Kernel;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -25,6 +26,8 @@ struct Timer {
     target: Target,
     /// 0: no signal (SIGEV_NONE).
     signo: i32,
+    /// The sigev_value a POSIX timer's signal carries.
+    value: u64,
     deadline: Option<Instant>,
     interval: Duration,
     overrun: u32,
@@ -56,12 +59,15 @@ fn real_timer_key(pid: i32) -> u64 {
 }
 
 impl Timers {
-    /// Creates a POSIX timer; returns its id (unique in the sandbox).
-    pub fn create(&self, owner: i32, clock: i32, target: Target, signo: i32) -> u64 {
+    /// Creates a POSIX timer whose signal carries `value` (by default its
+    /// own id, as for a timer_create without sigevent); returns the id
+    /// (unique in the sandbox).
+    pub fn create(&self, owner: i32, clock: i32, target: Target, signo: i32, value: Option<u64>) -> u64 {
         let mut s = self.state.0.lock();
         let id = s.next_id;
         s.next_id += 1;
-        let t = Timer { owner, clock, target, signo, deadline: None, interval: Duration::ZERO, overrun: 0 };
+        let value = value.unwrap_or(id);
+        let t = Timer { owner, clock, target, signo, value, deadline: None, interval: Duration::ZERO, overrun: 0 };
         s.timers.insert(id, t);
         id
     }
@@ -113,6 +119,7 @@ impl Timers {
                 clock: libc::CLOCK_REALTIME,
                 target: Target::Process(pid),
                 signo: libc::SIGALRM,
+                value: 0,
                 deadline: None,
                 interval: Duration::ZERO,
                 overrun: 0,
@@ -155,7 +162,7 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
     loop {
         let now = Instant::now();
         let mut due = Vec::new();
-        for t in s.timers.values_mut() {
+        for (&id, t) in s.timers.iter_mut() {
             if let Some(d) = t.deadline.filter(|&d| d <= now) {
                 if t.interval.is_zero() {
                     t.deadline = None;
@@ -166,19 +173,25 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
                     t.deadline = Some(d + t.interval.saturating_mul(skip));
                 }
                 if t.signo != 0 {
-                    due.push((t.target, t.signo));
+                    // A POSIX timer's signal says which timer fired;
+                    // alarm's is the kernel's own.
+                    let info = match i32::try_from(id) {
+                        Ok(id) => SigInfo::timer(t.signo, id, t.overrun, t.value),
+                        Err(_) => SigInfo::kernel(t.signo),
+                    };
+                    due.push((t.target, info));
                 }
             }
         }
         let next = s.timers.values().filter_map(|t| t.deadline).min();
         drop(s);
         let Some(k) = kernel.upgrade() else { return };
-        for (target, sig) in due {
+        for (target, info) in due {
             match target {
-                Target::Process(pid) => k.signal_process(pid, sig),
+                Target::Process(pid) => k.signal_process_info(pid, info),
                 Target::Thread(tid) => {
                     if let Some(t) = k.thread(tid) {
-                        k.send_signal(&t, sig);
+                        k.send_signal_info(&t, info);
                     }
                 }
             }

@@ -280,7 +280,7 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// A write to a pipe without readers also raises SIGPIPE, as Linux does.
 pub(super) fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
     if r == Err(Errno::EPIPE) {
-        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+        task.kernel.raise_sigpipe(&task.thread);
     }
     r
 }

@@ -258,7 +258,7 @@ fn send(
             Err(_) if done > 0 => break,
             Err(e) => {
                 if e == Errno::EPIPE && flags & MSG_NOSIGNAL == 0 {
-                    task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+                    task.kernel.raise_sigpipe(&task.thread);
                 }
                 return Err(e);
             }

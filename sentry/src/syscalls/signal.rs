@@ -6,6 +6,7 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
+use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE, SI_TKILL, SI_USER};
 use crate::kernel::signal::{
     default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
 };
@@ -18,25 +19,21 @@ use crate::kernel::{ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const KILL: &str = "siginfo of a sent signal carries no sender pid/uid; a process is reported stopped \
-                    before all its threads have parked";
+const KILL: &str = "a process is reported stopped before all its threads have parked";
+const SIGNALFD: &str = "SIGCHLD records carry no child CPU times (ssi_utime, ssi_stime are 0)";
 
 pub(super) const ENTRIES: Entries = &[
     ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
     ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
-    ("signalfd", sys_signalfd, Support::Partial("records carry the signal number only (no sender, code or value)")),
-    ("signalfd4", sys_signalfd4, Support::Partial("records carry the signal number only (no sender, code or value)")),
-    ("rt_sigtimedwait", sys_rt_sigtimedwait, Support::Partial("the siginfo carries no sender pid/uid")),
-    ("rt_sigqueueinfo", sys_rt_sigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
-    ("rt_tgsigqueueinfo", sys_rt_tgsigqueueinfo, Support::Partial("the value in the siginfo is not delivered")),
+    ("signalfd", sys_signalfd, Support::Partial(SIGNALFD)),
+    ("signalfd4", sys_signalfd4, Support::Partial(SIGNALFD)),
+    ("rt_sigtimedwait", sys_rt_sigtimedwait, Support::Full),
+    ("rt_sigqueueinfo", sys_rt_sigqueueinfo, Support::Full),
+    ("rt_tgsigqueueinfo", sys_rt_tgsigqueueinfo, Support::Full),
     ("pause", sys_pause, Support::Full),
     ("rt_sigaction", sys_rt_sigaction, Support::Full),
     ("rt_sigprocmask", sys_rt_sigprocmask, Support::Full),
-    (
-        "rt_sigpending",
-        sys_rt_sigpending,
-        Support::Partial("standard signals only: real-time signals are not queued more than once"),
-    ),
+    ("rt_sigpending", sys_rt_sigpending, Support::Full),
     ("sigaltstack", sys_sigaltstack, Support::Full),
     ("kill", sys_kill, Support::Partial(KILL)),
     ("tkill", sys_tkill, Support::Partial(KILL)),
@@ -144,7 +141,7 @@ fn sys_rt_sigaction(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut old = task.thread.sigactions.swap(idx, new);
     if new.is_some_and(|n| disposition(sig, n.handler) == Disposition::Ignore) {
         for t in group(task) {
-            t.sigpending.fetch_and(!sigbit(sig), Ordering::Relaxed);
+            t.discard_signals(sigbit(sig));
         }
     }
     if a[2] != 0 {
@@ -289,9 +286,10 @@ fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
     }
 }
 
-/// Sends `sig` (1..=64) to the caller's own process, or with `thread` to
-/// that thread of it.
-fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, sig: i32, idx: usize) -> SysResult {
+/// Sends `info`'s signal (1..=64) to the caller's own process, or with
+/// `thread` to that thread of it.
+fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: usize) -> SysResult {
+    let sig = info.signo();
     let bit = sigbit(sig);
     let receiver = match thread {
         Some(t) => t,
@@ -311,7 +309,7 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, sig: i32, idx: usize
             Ok(0)
         }
         Outcome::Queue => {
-            task.kernel.send_signal(&receiver, sig);
+            task.kernel.send_signal_info(&receiver, info);
             Ok(0)
         }
     }
@@ -323,9 +321,19 @@ fn may_signal(task: &Task, target: &Thread) -> bool {
     c.euid == 0 || c.euid == t.suid || c.euid == t.uid || c.uid == t.suid || c.uid == t.uid
 }
 
-/// Sends `sig` to `target`'s process, or with `directed` to that thread.
+/// Sends `sig` to `target`'s process, or with `directed` to that thread,
+/// carrying the caller's process id and real uid (SI_USER, or SI_TKILL
+/// when directed).
 fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
-    let idx = match sig {
+    let code = if directed { SI_TKILL } else { SI_USER };
+    let info = SigInfo::user(sig, code, task.thread.tgid, task.thread.creds().uid);
+    send_info(task, target, directed, info)
+}
+
+/// Sends the signal `info` describes (0 only checks) to `target`'s
+/// process, or with `directed` to that thread.
+fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> SysResult {
+    let idx = match info.signo() {
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
     };
@@ -333,16 +341,32 @@ fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysRe
         if !may_signal(task, &target) {
             return Err(Errno::EPERM);
         }
-        if idx.is_none() {
-            return Ok(0);
+        if idx.is_some() {
+            if directed {
+                task.kernel.send_signal_info(&target, info);
+            } else {
+                task.kernel.signal_process_info(target.tgid, info);
+            }
         }
-        task.kernel.send_signal(&target, sig);
         return Ok(0);
     }
     match idx {
         None => Ok(0),
-        Some(idx) => signal_own(task, directed.then_some(target), sig, idx),
+        Some(idx) => signal_own(task, directed.then_some(target), info, idx),
     }
+}
+
+/// The siginfo rt_sigqueueinfo's caller gave at `addr` for `sig` to a
+/// thread of process `tgid`: a code claiming the kernel or kill(2) is
+/// refused (EPERM) unless the caller signals itself, as in Linux.
+fn given_info(task: &Task, addr: u64, sig: i32, tgid: i32) -> Result<SigInfo, Errno> {
+    let mut raw = [0u8; SIGINFO_SIZE];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let info = SigInfo::queued(raw, sig);
+    if (info.code() >= 0 || info.code() == SI_TKILL) && tgid != task.thread.tgid {
+        return Err(Errno::EPERM);
+    }
+    Ok(info)
 }
 
 /// The thread `tid` names, or ESRCH.
@@ -368,8 +392,9 @@ fn kill_all(task: &mut Task, sig: i32) -> SysResult {
         return Err(Errno::EPERM);
     }
     if sig != 0 {
+        let info = SigInfo::user(sig, SI_USER, task.thread.tgid, task.thread.creds().uid);
         for t in allowed.into_iter().filter(|t| t.tid == t.tgid) {
-            task.kernel.send_signal(t, sig);
+            task.kernel.signal_process_info(t.tgid, info.clone());
         }
     }
     Ok(0)
@@ -478,16 +503,11 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(std::time::Instant::now() + dur)
     };
     loop {
-        let pending = task.thread.sigpending.load(Ordering::SeqCst) & set;
-        if pending != 0 {
-            let bit = pending & pending.wrapping_neg();
-            task.thread.sigpending.fetch_and(!bit, Ordering::SeqCst);
-            let sig = i32::try_from(bit.trailing_zeros() + 1).unwrap_or(0);
+        if let Some(info) = task.thread.take_any(set) {
             if a[1] != 0 {
-                let info = crate::kernel::signal_frame::SigInfo::user(sig, 0, 0, 0);
                 mm.copy_out(a[1], &info.0)?;
             }
-            return u64::try_from(sig).map_err(|_| Errno::EINVAL);
+            return u64::try_from(info.signo()).map_err(|_| Errno::EINVAL);
         }
         // Another signal the thread accepts ends the wait (a handler runs).
         if task.thread.sigpending.load(Ordering::SeqCst) & !task.thread.sigmask() != 0 {
@@ -517,7 +537,8 @@ fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ESRCH);
     }
     let target = lookup(task, pid)?;
-    send(task, target, int(a[1]), false)
+    let info = given_info(task, a[2], int(a[1]), target.tgid)?;
+    send_info(task, target, false, info)
 }
 
 fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -526,7 +547,8 @@ fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
-    send(task, target, int(a[2]), true)
+    let info = given_info(task, a[3], int(a[2]), tgid)?;
+    send_info(task, target, true, info)
 }
 
 fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysResult {

@@ -411,7 +411,7 @@ fn buffer_cap(s: &UnixSocket) -> usize {
 /// Linux (datagram and seqpacket sends just fail).
 fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
     if *r == Err(Errno::EPIPE) && flags & MSG_NOSIGNAL == 0 && !s.ty().has_messages() {
-        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+        task.kernel.raise_sigpipe(&task.thread);
     }
 }
 

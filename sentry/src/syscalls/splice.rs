@@ -39,7 +39,7 @@ fn pipe_end(f: &Arc<FileDescription>) -> Option<Arc<PipeEnd>> {
 fn room(task: &Task, p: &PipeEnd, nonblock: bool) -> Result<usize, Errno> {
     let r = p.wait_room(nonblock);
     if r == Err(Errno::EPIPE) {
-        task.kernel.send_signal(&task.thread, libc::SIGPIPE);
+        task.kernel.raise_sigpipe(&task.thread);
     }
     r
 }

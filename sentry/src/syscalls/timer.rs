@@ -126,26 +126,26 @@ fn sys_timer_create(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let me = task.thread.tgid;
-    let (target, signo) = if a[1] == 0 {
-        (Target::Process(me), libc::SIGALRM)
+    let (target, signo, value) = if a[1] == 0 {
+        (Target::Process(me), libc::SIGALRM, None)
     } else {
         let mut raw = [0u8; 20];
         task.thread.mm().copy_in(a[1], &mut raw)?;
         let mut d = Decoder::new(&raw);
-        d.skip(8);
+        let value = d.u64();
         let (signo, notify, tid) = (d.i32(), d.i32(), d.i32());
         let valid_sig = (1..=64).contains(&signo);
         match notify {
-            SIGEV_NONE => (Target::Process(me), 0),
-            SIGEV_SIGNAL if valid_sig => (Target::Process(me), signo),
+            SIGEV_NONE => (Target::Process(me), 0, Some(value)),
+            SIGEV_SIGNAL if valid_sig => (Target::Process(me), signo, Some(value)),
             SIGEV_THREAD_ID if valid_sig => {
                 let t = task.kernel.thread(tid).filter(|t| t.tgid == me).ok_or(Errno::EINVAL)?;
-                (Target::Thread(t.tid), signo)
+                (Target::Thread(t.tid), signo, Some(value))
             }
             _ => return Err(Errno::EINVAL),
         }
     };
-    let id = task.kernel.timers.create(me, clock, target, signo);
+    let id = task.kernel.timers.create(me, clock, target, signo, value);
     let out = i32::try_from(id).map_err(|_| Errno::EAGAIN)?;
     if let Err(e) = task.thread.mm().copy_out(a[2], &out.to_le_bytes()) {
         task.kernel.timers.delete(id);
