@@ -76,6 +76,11 @@ fn guest_siginfo() {
 }
 
 #[test]
+fn guest_reaper() {
+    guest_test("reaper", &[]);
+}
+
+#[test]
 fn guest_splice() {
     guest_test("splice", &[]);
 }

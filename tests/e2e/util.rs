@@ -38,6 +38,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_dgram",
     "inet_sockets",
     "siginfo",
+    "reaper",
     "job_control",
     "sched",
     "splice",

@@ -61,7 +61,6 @@ impl CloneArgs {
 /// Everything the child host thread needs to start.
 struct ChildStart {
     tid: i32,
-    ppid: i32,
     image: Option<crate::mm::manager::ForkImage>,
     cpu: CpuState,
     parent: Arc<Thread>,
@@ -103,7 +102,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         task.thread.mm().copy_out(args.parent_tid, &v)?;
     }
     kernel.procs.add(tid, ppid);
-    let start = ChildStart { tid, ppid, image: Some(image), cpu, parent: task.thread.clone(), args };
+    let start = ChildStart { tid, image: Some(image), cpu, parent: task.thread.clone(), args };
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     let spawned = std::thread::Builder::new()
@@ -180,7 +179,6 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
     fs.swap_umask(pfs.umask());
     let t = Thread::new_init(s.tid, p.creds(), mm, fs);
-    let t = Thread { ppid: s.ppid, ..t };
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = Arc::new(p.fds().fork());
     *t.exe.lock() = p.exe.lock().clone();
@@ -193,7 +191,6 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     {
         let mut attrs = p.attrs.lock().clone();
         attrs.pdeathsig = 0;
-        attrs.child_subreaper = false;
         *t.attrs.lock() = attrs;
     }
     for sig in 1..=NSIG {
@@ -234,7 +231,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
         fs
     };
     let t = Thread::new_init(tid, p.creds(), mm.clone(), fs);
-    let t = Thread { tgid: p.tgid, ppid: p.ppid, sigactions: p.sigactions.clone(), ..t };
+    let t = Thread { tgid: p.tgid, sigactions: p.sigactions.clone(), ..t };
     *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
     *t.comm.lock() = p.comm.lock().clone();
     *t.exe.lock() = p.exe.lock().clone();

@@ -235,6 +235,17 @@ impl Kernel {
         }
     }
 
+    /// SIGCHLD to `parent` for child `pid` (owned by `uid`) that ended
+    /// with `status`.
+    pub fn notify_parent_of_exit(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) {
+        let Some(parent) = self.thread(parent) else { return };
+        let (code, st) = match status {
+            ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
+            ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
+        };
+        self.send_signal_info(&parent, siginfo::SigInfo::child(code, pid, uid, st));
+    }
+
     /// Sends a process-directed signal raised by the kernel (SI_KERNEL).
     pub fn signal_process(&self, tgid: i32, sig: i32) {
         self.signal_process_info(tgid, siginfo::SigInfo::kernel(sig));

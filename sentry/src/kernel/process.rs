@@ -29,6 +29,18 @@ struct Entry {
     /// SIGCONTs (and SIGKILLs) sent to it: a stop decided before the latest
     /// one does not happen.
     continues: u64,
+    /// PR_SET_CHILD_SUBREAPER: orphaned descendants are reparented here
+    /// instead of to init.
+    subreaper: bool,
+}
+
+/// A child given a new parent when its parent exited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reparented {
+    pub pid: i32,
+    pub new_parent: i32,
+    /// It had already exited: the new parent is told (SIGCHLD).
+    pub zombie: Option<ExitStatus>,
 }
 
 /// What `wait` reports about a child.
@@ -104,6 +116,7 @@ impl ProcessTable {
                 stopped_by: None,
                 unreported: None,
                 continues: 0,
+                subreaper: false,
             },
         );
     }
@@ -256,15 +269,19 @@ impl ProcessTable {
     }
 
     /// Records an exit: the process becomes a zombie, its children are
-    /// reparented to init, waiters wake.
-    pub fn exit(&self, pid: i32, status: ExitStatus) {
+    /// reparented to the nearest live subreaper among its ancestors, or
+    /// to init; waiters wake. Returns the reparented children.
+    pub fn exit(&self, pid: i32, status: ExitStatus) -> Vec<Reparented> {
         let mut p = self.procs.lock();
         if let Some(e) = p.get_mut(&pid) {
             e.status = Some(status);
             e.vfork_released = true;
         }
-        for e in p.values_mut().filter(|e| e.ppid == pid) {
-            e.ppid = INIT_PID;
+        let new_parent = Self::reaper_for(&p, pid);
+        let mut moved = Vec::new();
+        for (&child, e) in p.iter_mut().filter(|(_, e)| e.ppid == pid) {
+            e.ppid = new_parent;
+            moved.push(Reparented { pid: child, new_parent, zombie: e.status });
         }
         // Zombies whose parent is gone (or init that never waits for
         // them, once init itself exits) are released right away.
@@ -274,6 +291,37 @@ impl ProcessTable {
             p.remove(&k);
         }
         self.changed.notify_all();
+        moved
+    }
+
+    /// Who adopts the children of exiting process `pid`: its nearest live
+    /// ancestor that is a subreaper, else init.
+    fn reaper_for(p: &HashMap<i32, Entry>, pid: i32) -> i32 {
+        let mut at = p.get(&pid).map_or(0, |e| e.ppid);
+        // Each step goes to a parent; the bound guards against a cycle.
+        for _ in 0..p.len() {
+            match p.get(&at) {
+                Some(e) if at != INIT_PID => {
+                    if e.subreaper && e.status.is_none() {
+                        return at;
+                    }
+                    at = e.ppid;
+                }
+                _ => break,
+            }
+        }
+        INIT_PID
+    }
+
+    /// PR_SET_CHILD_SUBREAPER.
+    pub fn set_subreaper(&self, pid: i32, on: bool) {
+        if let Some(e) = self.procs.lock().get_mut(&pid) {
+            e.subreaper = on;
+        }
+    }
+
+    pub fn is_subreaper(&self, pid: i32) -> bool {
+        self.procs.lock().get(&pid).is_some_and(|e| e.subreaper)
     }
 
     /// Blocks until process `pid` has exited and returns its status.
@@ -439,6 +487,24 @@ mod tests {
         t.add(2, 1);
         t.add(5, 2);
         t.exit(2, ExitStatus::Code(0));
+        assert_eq!(t.ppid(5), INIT_PID);
+    }
+
+    #[test]
+    fn orphans_go_to_the_nearest_live_subreaper() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        t.add(2, 1);
+        t.add(3, 2);
+        t.add(4, 3);
+        t.add(5, 4);
+        t.set_subreaper(2, true);
+        t.exit(5, ExitStatus::Code(1));
+        let moved = t.exit(4, ExitStatus::Code(0));
+        assert_eq!(moved, vec![Reparented { pid: 5, new_parent: 2, zombie: Some(ExitStatus::Code(1)) }]);
+        assert_eq!(t.ppid(5), 2);
+        t.exit(2, ExitStatus::Code(0));
+        t.exit(3, ExitStatus::Code(0));
         assert_eq!(t.ppid(5), INIT_PID);
     }
 

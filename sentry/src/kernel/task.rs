@@ -209,14 +209,24 @@ impl Task {
         if last {
             self.thread.fds().clear();
             k.timers.drop_owned_by(tgid);
-            k.procs.exit(tgid, k.procs.group_exit(tgid).unwrap_or(status));
-            if let Some(parent) = k.thread(k.procs.ppid(tgid)) {
-                let (code, st) = match k.procs.group_exit(tgid).unwrap_or(status) {
-                    ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
-                    ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
-                };
-                let info = siginfo::SigInfo::child(code, tgid, self.thread.creds().uid, st);
-                k.send_signal_info(&parent, info);
+            let status = k.procs.group_exit(tgid).unwrap_or(status);
+            let moved = k.procs.exit(tgid, status);
+            let uid = self.thread.creds().uid;
+            k.notify_parent_of_exit(tgid, k.procs.ppid(tgid), uid, status);
+            for child in moved {
+                match (child.zombie, k.thread(child.pid)) {
+                    // A dead child's new parent hears of it.
+                    (Some(st), _) => k.notify_parent_of_exit(child.pid, child.new_parent, uid, st),
+                    // A live one gets its parent-death signal, from us.
+                    (None, Some(t)) => {
+                        let sig = t.attrs.lock().pdeathsig;
+                        if sig != 0 {
+                            let info = siginfo::SigInfo::user(sig, siginfo::SI_USER, tgid, uid);
+                            k.signal_process_info(child.pid, info);
+                        }
+                    }
+                    (None, None) => {}
+                }
             }
         } else {
             self.thread.mm().space().release_thread();

@@ -36,8 +36,7 @@ pub struct ArgRanges {
 }
 
 /// Attributes set by `prctl` and `sched_setaffinity`. On fork the child
-/// copies them except `pdeathsig` (cleared) and `child_subreaper` (not
-/// inherited); exec clears `keepcaps`.
+/// copies them except `pdeathsig` (cleared); exec clears `keepcaps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadAttrs {
     /// The signal sent when the parent dies (PR_SET_PDEATHSIG); 0 for none.
@@ -46,21 +45,13 @@ pub struct ThreadAttrs {
     pub dumpable: u8,
     pub no_new_privs: bool,
     pub keepcaps: bool,
-    pub child_subreaper: bool,
     /// The CPU affinity mask in 64-bit words; `None` means every CPU.
     pub cpu_affinity: Option<Vec<u64>>,
 }
 
 impl Default for ThreadAttrs {
     fn default() -> Self {
-        ThreadAttrs {
-            pdeathsig: 0,
-            dumpable: 1,
-            no_new_privs: false,
-            keepcaps: false,
-            child_subreaper: false,
-            cpu_affinity: None,
-        }
+        ThreadAttrs { pdeathsig: 0, dumpable: 1, no_new_privs: false, keepcaps: false, cpu_affinity: None }
     }
 }
 
@@ -68,7 +59,6 @@ pub struct Thread {
     pub tid: i32,
     /// The thread group (process) id.
     pub tgid: i32,
-    pub ppid: i32,
     pub comm: Mutex<Vec<u8>>,
     pub creds: RwLock<Credentials>,
     pub mm: Mutex<Arc<MemoryManager>>,
@@ -119,7 +109,6 @@ impl Thread {
         Thread {
             tid,
             tgid: tid,
-            ppid: 0,
             comm: Mutex::new(Vec::new()),
             creds: RwLock::new(creds),
             mm: Mutex::new(mm),

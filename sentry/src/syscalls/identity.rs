@@ -78,8 +78,9 @@ pub(super) const ENTRIES: Entries = &[
         "prctl",
         sys_prctl,
         Support::Partial(
-            "supports SET/GET_NAME, SET/GET_PDEATHSIG (recorded, not sent), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, \
-             SET/GET_NO_NEW_PRIVS, CAPBSET_READ, SET/GET_CHILD_SUBREAPER (recorded) and GET_SECCOMP; \
+            "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \
+             thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ, \
+             SET/GET_CHILD_SUBREAPER and GET_SECCOMP; \
              other options return EINVAL",
         ),
     ),
@@ -159,7 +160,7 @@ fn sys_gettid(task: &mut Task, _: [u64; 6]) -> SysResult {
 }
 
 fn sys_getppid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(ret(task.thread.ppid))
+    Ok(ret(task.kernel.procs.ppid(task.thread.tgid)))
 }
 
 fn sys_getuid(task: &mut Task, _: [u64; 6]) -> SysResult {
@@ -868,11 +869,11 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(1)
         }
         PR_SET_CHILD_SUBREAPER => {
-            task.thread.attrs.lock().child_subreaper = arg2 != 0;
+            task.kernel.procs.set_subreaper(task.thread.tgid, arg2 != 0);
             Ok(0)
         }
         PR_GET_CHILD_SUBREAPER => {
-            let v = task.thread.attrs.lock().child_subreaper;
+            let v = task.kernel.procs.is_subreaper(task.thread.tgid);
             put_i32(task, arg2, i32::from(v))?;
             Ok(0)
         }

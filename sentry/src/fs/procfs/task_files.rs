@@ -139,7 +139,7 @@ fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
     let pid = t.tgid;
     match (k.procs.pgid(pid), k.procs.sid(pid)) {
         (Some(pgid), Some(sid)) => (k.procs.ppid(pid), pgid, sid),
-        _ => (t.ppid, pid, pid),
+        _ => (0, pid, pid),
     }
 }
 
