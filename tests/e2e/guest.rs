@@ -81,6 +81,11 @@ fn guest_reaper() {
 }
 
 #[test]
+fn guest_record_locks() {
+    guest_test("record_locks", &[]);
+}
+
+#[test]
 fn guest_splice() {
     guest_test("splice", &[]);
 }

@@ -39,6 +39,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "inet_sockets",
     "siginfo",
     "reaper",
+    "record_locks",
     "job_control",
     "sched",
     "splice",

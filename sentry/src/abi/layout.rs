@@ -27,6 +27,11 @@ impl Encoder {
         self
     }
 
+    pub fn i16(&mut self, v: i16) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
@@ -113,6 +118,10 @@ impl<'a> Decoder<'a> {
 
     pub fn u16(&mut self) -> u16 {
         u16::from_le_bytes(self.take())
+    }
+
+    pub fn i16(&mut self) -> i16 {
+        i16::from_le_bytes(self.take())
     }
 
     pub fn u32(&mut self) -> u32 {

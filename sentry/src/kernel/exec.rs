@@ -58,7 +58,9 @@ pub fn execve(
     // The point of no return.
     end_other_threads(task);
     *task.thread.mm.lock() = mm;
-    task.thread.fds().close_on_exec();
+    for f in task.thread.fds().close_on_exec() {
+        task.kernel.record_locks.closed(task.thread.tgid, &f);
+    }
     task.thread.sigactions.reset_for_exec();
     *task.thread.altstack.lock() = super::signal::AltStack::default();
     task.thread.attrs.lock().keepcaps = false;

@@ -9,6 +9,7 @@ pub mod fs_context;
 pub mod futex;
 pub mod limits;
 pub mod process;
+pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
@@ -68,6 +69,7 @@ pub struct Kernel {
     pub futexes: futex::Futexes,
     pub timers: timers::Timers,
     pub flocks: flock::Flocks,
+    pub record_locks: record_lock::RecordLocks,
     next_tid: AtomicI32,
     next_anon_ino: AtomicU64,
     pub boot_instant: Instant,
@@ -110,6 +112,7 @@ impl Kernel {
             futexes: futex::Futexes::default(),
             timers: timers::Timers::default(),
             flocks: flock::Flocks::default(),
+            record_locks: record_lock::RecordLocks::default(),
             next_tid: AtomicI32::new(1),
             next_anon_ino: AtomicU64::new(1),
             boot_instant: Instant::now(),

@@ -208,6 +208,7 @@ impl Task {
         }
         if last {
             self.thread.fds().clear();
+            k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
             k.timers.drop_owned_by(tgid);
             let status = k.procs.group_exit(tgid).unwrap_or(status);
             let moved = k.procs.exit(tgid, status);

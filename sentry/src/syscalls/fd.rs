@@ -5,6 +5,7 @@ use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
+use crate::kernel::record_lock::{file_id, Kind, Lock, Owner};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, TimeSpec};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         "fcntl",
         sys_fcntl,
-        Partial("record locks are granted but not enforced between processes; no leases, no signals on I/O"),
+        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host"),
     ),
     ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
     ("close_range", sys_close_range, Full),
@@ -64,7 +65,9 @@ fn dup_to(task: &Task, old: i32, new: i32, cloexec: bool) -> SysResult {
     if new < 0 {
         return Err(Errno::EBADF);
     }
-    fds.install_at(new, f, cloexec, task.thread.nofile())?;
+    if let Some(replaced) = fds.install_at(new, f, cloexec, task.thread.nofile())? {
+        task.kernel.record_locks.closed(task.thread.tgid, &replaced);
+    }
     fd_result(new)
 }
 
@@ -86,33 +89,107 @@ fn sys_dup3(task: &mut Task, a: [u64; 6]) -> SysResult {
     dup_to(task, old, new, flags & libc::O_CLOEXEC != 0)
 }
 
-/// F_GETLK: reads a `struct flock` and reports it unlocked.
-fn getlk(task: &Task, addr: u64) -> SysResult {
-    let mm = task.thread.mm();
-    let mut raw = [0u8; 32];
-    mm.copy_in(addr, &mut raw)?;
-    let kind = Decoder::new(&raw).u16();
-    if kind > 2 {
-        return Err(Errno::EINVAL);
-    }
-    let mut e = Encoder::new();
-    e.u16(u16::from_ne_bytes(F_UNLCK.to_ne_bytes()));
-    mm.copy_out(addr, e.as_bytes())?;
-    Ok(0)
+/// A `struct flock` request: its type and the range it names, resolved
+/// against the file (`start..=end`, `end` u64::MAX for "to the end and
+/// on"), and its l_pid.
+struct FlockRequest {
+    kind: Kind,
+    start: u64,
+    end: u64,
+    pid: i32,
 }
 
-/// F_SETLK and friends: validates the request; the lock is granted.
-fn setlk(task: &Task, f: &FileDescription, addr: u64) -> SysResult {
+/// Reads the `struct flock` at `addr` for `f`: l_whence SEEK_SET, SEEK_CUR
+/// (from the file position) or SEEK_END (from its size); l_len 0 means to
+/// the end and on, a negative one the bytes before l_start.
+fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockRequest, Errno> {
     let mut raw = [0u8; 32];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
-    let kind = d.u16();
-    let whence = d.u16();
-    if kind > 2 || whence > 2 {
+    let kind = match d.i16() {
+        0 => Kind::Read,
+        1 => Kind::Write,
+        2 => Kind::Unlock,
+        _ => return Err(Errno::EINVAL),
+    };
+    let whence = d.i16();
+    d.skip(4);
+    let (start, len, pid) = (d.i64(), d.i64(), d.i32());
+    let base = match whence {
+        0 => 0,
+        1 => i64::try_from(f.offset()).map_err(|_| Errno::EOVERFLOW)?,
+        2 => i64::try_from(f.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
+        _ => return Err(Errno::EINVAL),
+    };
+    let start = base.checked_add(start).ok_or(Errno::EOVERFLOW)?;
+    let (start, end) = match len {
+        0 => (start, None),
+        l if l > 0 => (start, Some(start.checked_add(l - 1).ok_or(Errno::EOVERFLOW)?)),
+        l => (start.checked_add(l).ok_or(Errno::EINVAL)?, Some(start - 1)),
+    };
+    let start = u64::try_from(start).map_err(|_| Errno::EINVAL)?;
+    let end = match end {
+        None => u64::MAX,
+        Some(e) => u64::try_from(e).map_err(|_| Errno::EINVAL)?,
+    };
+    Ok(FlockRequest { kind, start, end, pid })
+}
+
+/// Whose lock a request on `f` is: the calling process's, or with `ofd`
+/// the open file description's (whose l_pid must be 0).
+fn lock_owner(task: &Task, f: &Arc<FileDescription>, ofd: bool, r: &FlockRequest) -> Result<Owner, Errno> {
+    if !ofd {
+        return Ok(Owner::Process(task.thread.tgid));
+    }
+    if r.pid != 0 {
         return Err(Errno::EINVAL);
     }
-    if (kind == 0 && !f.readable()) || (kind == 1 && !f.writable()) {
+    Ok(Owner::Description(Arc::as_ptr(f) as usize))
+}
+
+/// F_GETLK, F_OFD_GETLK: the first lock that would conflict with the
+/// request, or F_UNLCK.
+fn getlk(task: &Task, f: &Arc<FileDescription>, addr: u64, ofd: bool) -> SysResult {
+    let r = read_flock(task, f, addr)?;
+    let owner = lock_owner(task, f, ofd, &r)?;
+    if r.kind == Kind::Unlock {
+        return Err(Errno::EINVAL);
+    }
+    let probe = Lock { owner, start: r.start, end: r.end, exclusive: r.kind == Kind::Write };
+    let mut e = Encoder::new();
+    match task.kernel.record_locks.test(file_id(f)?, &probe) {
+        None => {
+            e.i16(F_UNLCK);
+            task.thread.mm().copy_out(addr, e.as_bytes())?;
+        }
+        Some(l) => {
+            let len = if l.end == u64::MAX { 0 } else { l.end - l.start + 1 };
+            let pid = match l.owner {
+                Owner::Process(p) => p,
+                Owner::Description(_) => -1,
+            };
+            e.i16(if l.exclusive { 1 } else { 0 }).i16(0).i32(0);
+            e.i64(i64::try_from(l.start).unwrap_or(i64::MAX)).i64(i64::try_from(len).unwrap_or(i64::MAX)).i32(pid);
+            task.thread.mm().copy_out(addr, e.as_bytes())?;
+        }
+    }
+    Ok(0)
+}
+
+/// F_SETLK, F_SETLKW and their OFD forms: takes, changes or releases a
+/// lock; a read lock needs the file open for reading, a write lock for
+/// writing.
+fn setlk(task: &Task, f: &Arc<FileDescription>, addr: u64, ofd: bool, wait: bool) -> SysResult {
+    let r = read_flock(task, f, addr)?;
+    let owner = lock_owner(task, f, ofd, &r)?;
+    if (r.kind == Kind::Read && !f.readable()) || (r.kind == Kind::Write && !f.writable()) {
         return Err(Errno::EBADF);
+    }
+    let locks = &task.kernel.record_locks;
+    locks.set(file_id(f)?, owner, r.start, r.end, r.kind, wait)?;
+    if let (Owner::Description(_), true) = (owner, r.kind != Kind::Unlock) {
+        let k = task.kernel.clone();
+        f.on_release("ofd-lock", Box::new(move || k.record_locks.release(owner, None)));
     }
     Ok(0)
 }
@@ -121,8 +198,9 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fd = int(a[0]);
     let fds = task.thread.fds();
     let f = fds.get(fd)?;
-    match args::uint(a[1]) {
-        cmd @ (F_DUPFD | F_DUPFD_CLOEXEC) => {
+    let cmd = args::uint(a[1]);
+    match cmd {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
             let min = int(a[2]);
             if min < 0 || u64::try_from(min).unwrap_or(u64::MAX) >= task.thread.nofile() {
                 return Err(Errno::EINVAL);
@@ -143,8 +221,10 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         _ if f.is_path() => Err(Errno::EBADF),
-        F_GETLK | F_OFD_GETLK => getlk(task, a[2]),
-        F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => setlk(task, &f, a[2]),
+        F_GETLK | F_OFD_GETLK => getlk(task, &f, a[2], cmd == F_OFD_GETLK),
+        F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => {
+            setlk(task, &f, a[2], cmd >= F_OFD_SETLK, cmd == F_SETLKW || cmd == F_OFD_SETLKW)
+        }
         F_GETOWN => Ok(0),
         F_SETOWN => Ok(0),
         F_GETPIPE_SZ | F_SETPIPE_SZ => {
@@ -251,7 +331,8 @@ fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
         if a[2] & CLOSE_RANGE_CLOEXEC != 0 {
             fds.set_cloexec(fd, true)?;
         } else {
-            fds.remove(fd)?;
+            let f = fds.remove(fd)?;
+            task.kernel.record_locks.closed(task.thread.tgid, &f);
         }
     }
     Ok(0)

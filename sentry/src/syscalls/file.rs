@@ -169,7 +169,8 @@ impl crate::vfs::FileOps for PathOnly {
 }
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.thread.fds().remove(int(a[0]))?;
+    let f = task.thread.fds().remove(int(a[0]))?;
+    task.kernel.record_locks.closed(task.thread.tgid, &f);
     Ok(0)
 }
 

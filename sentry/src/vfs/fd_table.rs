@@ -98,14 +98,16 @@ impl FdTable {
         Ok(())
     }
 
-    /// Closes every close-on-exec descriptor (at execve).
-    pub fn close_on_exec(&self) {
+    /// Closes every close-on-exec descriptor (at execve); returns their
+    /// descriptions.
+    pub fn close_on_exec(&self) -> Vec<Arc<FileDescription>> {
         let mut slots = self.slots.lock();
-        for s in slots.iter_mut() {
-            if s.as_ref().is_some_and(|e| e.cloexec) {
-                *s = None;
-            }
-        }
+        slots
+            .iter_mut()
+            .filter(|s| s.as_ref().is_some_and(|e| e.cloexec))
+            .filter_map(|s| s.take())
+            .map(|e| e.file)
+            .collect()
     }
 
     /// The open descriptors, ascending.
