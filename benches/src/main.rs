@@ -34,6 +34,32 @@ const WORKLOADS: &[Workload] = &[
         name: "write+read 64 MiB in /tmp",
         argv: &["/bin/sh", "-c", "head -c 67108864 /dev/zero > /tmp/f && cat /tmp/f > /dev/null"],
     },
+    Workload {
+        name: "select ping-pong x1000",
+        argv: &[
+            "/usr/bin/python3",
+            "-c",
+            "import os, select, socket\n\
+             a, b = socket.socketpair()\n\
+             if os.fork() == 0:\n    a.close()\n    while d := (select.select([b], [], []) and b.recv(64)): b.send(d)\n    os._exit(0)\n\
+             b.close()\n\
+             for _ in range(1000):\n    a.send(b'x'); select.select([a], [], []); a.recv(64)\n\
+             a.close(); os.wait()",
+        ],
+    },
+    Workload {
+        name: "TCP loopback 32 MiB",
+        argv: &[
+            "/usr/bin/python3",
+            "-c",
+            "import os, socket\n\
+             l = socket.create_server(('127.0.0.1', 0))\n\
+             if os.fork() == 0:\n    c = socket.create_connection(l.getsockname()); c.sendall(bytes(32 << 20)); os._exit(0)\n\
+             s, _ = l.accept(); n = 0\n\
+             while d := s.recv(1 << 20): n += len(d)\n\
+             os.wait(); assert n == 32 << 20",
+        ],
+    },
 ];
 
 const USAGE: &str = "usage: husk-bench [--husk PATH] [--runs N]";

@@ -68,6 +68,7 @@ impl FileOps for EventFd {
         let v = if self.semaphore { 1 } else { *c };
         *c -= v;
         cond.notify_all();
+        crate::kernel::wait::readiness_changed();
         buf[..8].copy_from_slice(&v.to_ne_bytes());
         Ok(8)
     }
@@ -87,6 +88,7 @@ impl FileOps for EventFd {
         }
         *c += v;
         cond.notify_all();
+        crate::kernel::wait::readiness_changed();
         Ok(8)
     }
 

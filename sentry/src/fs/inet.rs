@@ -112,8 +112,22 @@ pub fn blocking<T>(
     }
 }
 
+/// Passes an endpoint's readiness changes on to the sandbox's pollers.
+struct Pollers;
+
+impl Notifier for Pollers {
+    fn notify(&self) {
+        wait::readiness_changed();
+    }
+}
+
 impl InetSocket {
     pub fn new(ino: u64, created: TimeSpec, endpoint: Endpoint, nonblock: bool) -> Arc<InetSocket> {
+        let pollers: Arc<dyn Notifier> = Arc::new(Pollers);
+        match &endpoint {
+            Endpoint::Tcp(t) => t.queue().register(pollers),
+            Endpoint::Udp(u) => u.queue().register(pollers),
+        }
         Arc::new(InetSocket {
             ino,
             created,

@@ -56,6 +56,7 @@ impl NetlinkSocket {
         q.extend(replies);
         drop(q);
         self.replies.arrived.notify_all();
+        crate::kernel::wait::readiness_changed();
         Ok(data.len())
     }
 

@@ -110,6 +110,7 @@ impl Drop for PipeEnd {
             s.readers -= 1;
         }
         self.pipe.cond.notify_all();
+        crate::kernel::wait::readiness_changed();
     }
 }
 
@@ -138,6 +139,7 @@ impl PipeEnd {
                 }
                 s.consumed = s.consumed.wrapping_add(n as u64);
                 self.pipe.cond.notify_all();
+                crate::kernel::wait::readiness_changed();
                 return Ok(n);
             }
             if s.writers == 0 {
@@ -199,6 +201,7 @@ impl PipeEnd {
                 s.produced = s.produced.wrapping_add(n as u64);
                 done += n;
                 self.pipe.cond.notify_all();
+                crate::kernel::wait::readiness_changed();
                 continue;
             }
             if dontwait || self.nonblocking() {

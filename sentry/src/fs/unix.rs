@@ -704,6 +704,7 @@ impl UnixSocket {
         let (q, cond) = (&listener.queue.0, &listener.queue.1);
         q.lock().push_back(server);
         cond.notify_all();
+        crate::kernel::wait::readiness_changed();
         Ok(())
     }
 

@@ -89,6 +89,7 @@ impl MsgQueue {
                 s.bytes += cost(len);
                 s.msgs.push_back(msg);
                 self.cond.notify_all();
+                crate::kernel::wait::readiness_changed();
                 return Ok(len);
             }
             if dontwait {
@@ -114,6 +115,7 @@ impl MsgQueue {
                 let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
                 s.bytes -= cost(full);
                 self.cond.notify_all();
+                crate::kernel::wait::readiness_changed();
                 return Ok(Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) });
             }
             if s.senders_gone {
@@ -134,6 +136,7 @@ impl MsgQueue {
         let dropped = std::mem::take(&mut s.msgs);
         s.bytes = 0;
         self.cond.notify_all();
+        crate::kernel::wait::readiness_changed();
         drop(s);
         // Dropped descriptors may close sockets whose queues (this one
         // included) take their locks: never under ours.
@@ -144,6 +147,7 @@ impl MsgQueue {
     pub fn close_senders(&self) {
         self.state.lock().senders_gone = true;
         self.cond.notify_all();
+        crate::kernel::wait::readiness_changed();
     }
 
     /// (readable, writable, receiver gone, senders gone).

@@ -180,6 +180,8 @@ impl Kernel {
         self.job_control_at_send(target.tgid, info.signo());
         target.queue_signal(info);
         self.interrupt(target);
+        // A signalfd may have become readable.
+        wait::readiness_changed();
     }
 
     /// Job control acts when a signal is sent, as in Linux: SIGCONT

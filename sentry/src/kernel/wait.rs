@@ -69,6 +69,41 @@ pub fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) 
     block_on(guard, cond, wake, None, |_| !std::mem::replace(&mut first, false))
 }
 
+/// The readiness generation of the sandbox's files: bumped whenever a
+/// pipe, socket or eventfd changes state, so poll, select and epoll can
+/// wait for a change instead of only re-checking on a timer. One sentry
+/// process is one sandbox, so one count serves it.
+static READINESS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Some file's readiness may have changed: wakes the pollers.
+pub fn readiness_changed() {
+    let mut g = READINESS.0.lock();
+    *g = g.wrapping_add(1);
+    drop(g);
+    READINESS.1.notify_all();
+}
+
+/// The current readiness generation; read it before checking the files.
+pub fn readiness_generation() -> u64 {
+    *READINESS.0.lock()
+}
+
+/// Waits until the readiness generation moves from `seen` (true) or
+/// `until` passes (false), unless the calling guest thread is
+/// interrupted (ERESTARTSYS).
+pub fn wait_readiness(seen: u64, until: Instant) -> Result<bool, Errno> {
+    let mut g = READINESS.0.lock();
+    let wake: Waker = Arc::new(|| {
+        let _g = READINESS.0.lock();
+        READINESS.1.notify_all();
+    });
+    match block_on(&mut g, &READINESS.1, wake, Some(until), |g| *g != seen) {
+        Ok(()) => Ok(true),
+        Err(Errno::ETIMEDOUT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// A thread's private place to sleep.
 #[derive(Default)]
 pub struct Sleeper {

@@ -11,8 +11,9 @@ use crate::vfs::{FileDescription, S_IFDIR, S_IFMT, S_IFREG};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up; edge-triggered \
-                    mode reports events that newly appeared between waits; EPOLLEXCLUSIVE has no effect";
+const NOTE: &str = "pipes, sockets, eventfds and signalfds wake a waiting epoll at once, other files are \
+                    re-checked periodically (up to every 10 ms); edge-triggered mode reports events that newly \
+                    appeared between waits; EPOLLEXCLUSIVE has no effect";
 
 pub(super) const ENTRIES: Entries = &[
     ("epoll_create", sys_epoll_create, Full),

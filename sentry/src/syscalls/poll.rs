@@ -10,7 +10,7 @@ use crate::vfs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "readiness is re-checked periodically (up to every 10 ms) instead of by wake-up";
+const NOTE: &str = "pipes, sockets and eventfds wake a waiting poll at once; signalfds too; other files (host descriptors, timerfds) are re-checked periodically (up to every 10 ms)";
 
 pub(super) const ENTRIES: Entries = &[
     ("poll", sys_poll, Partial(NOTE)),
@@ -37,6 +37,8 @@ pub(super) fn wait_for(
 ) -> Result<usize, Errno> {
     let mut pause = Duration::from_micros(50);
     loop {
+        // Read before checking, so a change during the check is not lost.
+        let seen = wait::readiness_generation();
         let n = check()?;
         if n > 0 {
             return Ok(n);
@@ -49,8 +51,11 @@ pub(super) fn wait_for(
             Some(d) => pause.min(d - now),
             None => pause,
         };
-        wait::sleep_until(Instant::now() + nap).map_err(|_| Errno::ERESTARTNOHAND)?;
-        pause = (pause * 2).min(Duration::from_millis(10));
+        // Files that announce changes wake the wait at once; the others
+        // (host files, timerfds) are re-checked ever less often.
+        if !wait::wait_readiness(seen, now + nap).map_err(|_| Errno::ERESTARTNOHAND)? {
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
     }
 }
 
