@@ -19,6 +19,7 @@ use nix::sched::CloneFlags;
 use nix::sys::stat::Mode;
 use nix::sys::statvfs::FsFlags;
 
+use crate::protocol::SINGLE_FILE;
 use crate::Result;
 
 /// Where the root is staged before pivot_root (in the gofer's own mount
@@ -55,7 +56,28 @@ fn kept_flags(root: &Path) -> Result<MsFlags> {
         .fold(MsFlags::empty(), |acc, (_, ms_flag)| acc | ms_flag))
 }
 
-/// Confines the calling process (or thread) to `root`, read-only at the
+/// Stages a one-file root: an otherwise empty, read-only directory holding
+/// the file at `src` (bind-mounted, with the `remount` flags) under the
+/// name [`SINGLE_FILE`], so nothing beside the file is served.
+fn stage_single_file(src: &str, root: &Path, remount: MsFlags) -> Result<()> {
+    // pivot_root needs the new root to be a mount point.
+    mount(Some(STAGING), STAGING, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(|e| failed("bind-mounting the staging directory", e))?;
+    let name = String::from_utf8_lossy(SINGLE_FILE);
+    let target = format!("{STAGING}/{name}");
+    drop(open(&target, OFlag::O_CREAT | OFlag::O_WRONLY).map_err(|e| failed("creating the file's mount point", e))?);
+    mount(Some(src), target.as_str(), None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(|e| failed(&format!("bind-mounting {}", root.display()), e))?;
+    mount(None::<&str>, target.as_str(), None::<&str>, remount, None::<&str>)
+        .map_err(|e| failed(&format!("remounting {}", root.display()), e))?;
+    let sealed = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(None::<&str>, STAGING, None::<&str>, sealed, None::<&str>)
+        .map_err(|e| failed("sealing the staging directory", e))?;
+    Ok(())
+}
+
+/// Confines the calling process (or thread) to `root` (a directory, or a
+/// single file served as the one entry of a directory), read-only at the
 /// mount level if `read_only`, and returns an fd on the new root directory
 /// and an fd on `/proc/self/fd` (opened before the host `/proc` went out of
 /// reach; the server reopens `O_PATH` fds through it).
@@ -75,8 +97,12 @@ pub fn enter_root(root: &Path, read_only: bool) -> Result<(OwnedFd, OwnedFd)> {
     // The root is bind-mounted onto a staging directory (on a private
     // tmpfs) rather than onto itself, so that "/" can be served too:
     // pivot_root refuses a new root that is the current one.
-    let root_src = open(&root.to_string_lossy(), OFlag::O_PATH | OFlag::O_DIRECTORY)
-        .map_err(|e| failed(&format!("opening {}", root.display()), e))?;
+    let root_src =
+        open(&root.to_string_lossy(), OFlag::O_PATH).map_err(|e| failed(&format!("opening {}", root.display()), e))?;
+    let kind = nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&root_src))
+        .map_err(|e| failed("stat of the root", e))?
+        .st_mode
+        & libc::S_IFMT;
     let src = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&root_src));
     mount(
         Some("tmpfs"),
@@ -87,15 +113,21 @@ pub fn enter_root(root: &Path, read_only: bool) -> Result<(OwnedFd, OwnedFd)> {
     )
     .map_err(|e| failed("mounting the staging tmpfs", e))?;
     nix::unistd::mkdir(STAGING, Mode::S_IRWXU).map_err(|e| failed("creating the staging directory", e))?;
-    mount(Some(src.as_str()), STAGING, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-        .map_err(|e| failed(&format!("bind-mounting {}", root.display()), e))?;
-    drop(root_src);
     let mut remount = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | kept;
     if read_only {
         remount |= MsFlags::MS_RDONLY;
     }
-    mount(None::<&str>, STAGING, None::<&str>, remount, None::<&str>)
-        .map_err(|e| failed(&format!("remounting {}", root.display()), e))?;
+    match kind {
+        libc::S_IFDIR => {
+            mount(Some(src.as_str()), STAGING, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+                .map_err(|e| failed(&format!("bind-mounting {}", root.display()), e))?;
+            mount(None::<&str>, STAGING, None::<&str>, remount, None::<&str>)
+                .map_err(|e| failed(&format!("remounting {}", root.display()), e))?;
+        }
+        libc::S_IFREG => stage_single_file(&src, root, remount)?,
+        _ => return Err(failed(&format!("serving {}", root.display()), Errno::EINVAL)),
+    }
+    drop(root_src);
     nix::unistd::chdir(STAGING).map_err(|e| failed("chdir to the staged root", e))?;
     nix::unistd::pivot_root(".", ".").map_err(|e| failed("pivot_root", e))?;
     umount2(".", MntFlags::MNT_DETACH).map_err(|e| failed("detaching the old root", e))?;

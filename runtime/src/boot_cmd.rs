@@ -4,7 +4,7 @@
 use crate::cli::{BootArgs, GlobalArgs};
 use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
-use husk_sentry::boot::{boot, BootConfig, BootError};
+use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
 use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
@@ -29,12 +29,15 @@ fn host_name() -> Vec<u8> {
 }
 
 /// `--bind FD=PATH` arguments: the gofer connections and where they go.
-fn binds(args: &[String]) -> anyhow::Result<Vec<(OwnedFd, Vec<u8>)>> {
-    args.iter()
-        .map(|b| {
+/// `--bind FD=PATH` (directories) and `--bind-file FD=PATH` (single files).
+fn binds(dirs: &[String], files: &[String]) -> anyhow::Result<Vec<BindMount>> {
+    let dirs = dirs.iter().map(|b| (b, false));
+    let files = files.iter().map(|b| (b, true));
+    dirs.chain(files)
+        .map(|(b, file)| {
             let (fd, path) = b.split_once('=').with_context(|| format!("--bind {b:?}: want FD=PATH"))?;
             let fd = fd.parse().with_context(|| format!("--bind {b:?}: bad descriptor"))?;
-            Ok((inherited_fd(fd)?, path.as_bytes().to_vec()))
+            Ok(BindMount { gofer: inherited_fd(fd)?, path: path.as_bytes().to_vec(), file })
         })
         .collect()
 }
@@ -106,7 +109,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
-        binds: binds(&args.binds)?,
+        binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,
         read_only_root: args.read_only_root,
         netns: args.netns_fd.map(inherited_fd).transpose()?,

@@ -272,6 +272,9 @@ pub struct BootArgs {
     /// FD=PATH: mount the directory served on gofer connection FD at PATH.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// FD=PATH: mount the single file served on gofer connection FD at PATH.
+    #[arg(long = "bind-file")]
+    pub file_binds: Vec<String>,
     /// PATH=MODE (octal): mount a tmpfs at PATH.
     #[arg(long)]
     pub tmpfs: Vec<String>,

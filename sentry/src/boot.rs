@@ -26,9 +26,8 @@ pub struct BootConfig {
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
     pub hostname: Vec<u8>,
-    /// Directories served by gofers of their own (bind mounts): each
-    /// connection and the path it is mounted at.
-    pub binds: Vec<(OwnedFd, Vec<u8>)>,
+    /// Bind mounts, each served by a gofer of its own.
+    pub binds: Vec<BindMount>,
     /// tmpfs mounts beyond the sentry's own: where, and the root's mode.
     pub tmpfs: Vec<(Vec<u8>, u32)>,
     /// A network namespace to join instead of creating one.
@@ -94,16 +93,21 @@ fn boot_with(
     let root = writable_root(lower)?;
     // Mount points are made while the root still takes them (in its
     // in-memory layer, never on the host).
-    let extra = cfg.binds.iter().map(|(_, p)| p.as_slice()).chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
+    let dirs = cfg.binds.iter().filter(|b| !b.file).map(|b| b.path.as_slice());
+    let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
+    make_file_mount_points(&root, cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice()));
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     mount_system_filesystems(&kernel);
-    for (sock, path) in cfg.binds {
-        let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
-        let fs = gofer::new_gofer_fs(sock).map_err(fail)?;
-        mount_at(&kernel, &path, fs, "9p").map_err(fail)?;
+    for b in cfg.binds {
+        let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
+        let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
+        if b.file {
+            fs = fs.lookup(husk_gofer::protocol::SINGLE_FILE).map_err(fail)?;
+        }
+        mount_at(&kernel, &b.path, fs, "9p").map_err(fail)?;
     }
     for (path, mode) in cfg.tmpfs {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
@@ -132,6 +136,15 @@ fn boot_with(
     rx.recv().map_err(|_| BootError::Lost)?
 }
 
+/// A bind mount: a host directory or single file served by the gofer on
+/// connection `gofer`, mounted at `path`.
+pub struct BindMount {
+    pub gofer: OwnedFd,
+    pub path: Vec<u8>,
+    /// A single file (the gofer serves a directory holding just it).
+    pub file: bool,
+}
+
 /// The root filesystem's gofer below an in-memory upper layer that takes
 /// every write.
 fn writable_root(lower: Arc<dyn Node>) -> Result<Arc<dyn Node>, BootError> {
@@ -143,7 +156,7 @@ fn writable_root(lower: Arc<dyn Node>) -> Result<Arc<dyn Node>, BootError> {
     Ok(overlay::new_overlay(upper, lower))
 }
 
-/// Mounts `fs` on the directory `path`.
+/// Mounts `fs` on `path` (a directory on a directory, a file on a file).
 fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> Result<(), Errno> {
     let ns = &kernel.mounts;
     let creds = Credentials::new(0, 0);
@@ -165,6 +178,29 @@ fn make_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = &'a [
     let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
     for path in paths {
         if let Err(e) = make_dirs(&w, path) {
+            log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
+        }
+    }
+}
+
+/// Creates an empty file (and its parent directories) for every path in
+/// `paths` the root filesystem lacks: the mount points of file binds.
+fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = &'a [u8]>) {
+    let ns = crate::vfs::MountNamespace::new(root.clone(), "overlay", "root");
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
+    for path in paths {
+        let made = match w.resolve(&w.root, path, true) {
+            Err(Errno::ENOENT) => {
+                let parent = &path[..path.iter().rposition(|&b| b == b'/').unwrap_or(0)];
+                make_dirs(&w, parent).and_then(|()| {
+                    let pn = w.resolve_parent(&w.root, path)?;
+                    pn.parent.node.mknod(&pn.name, NewNode { mode: crate::vfs::S_IFREG | 0o644, uid: 0, gid: 0 }, 0)
+                })
+            }
+            other => other.map(drop),
+        };
+        if let Err(e) = made {
             log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
         }
     }

@@ -289,6 +289,41 @@ fn bind_mounts_and_a_read_only_root() {
 }
 
 #[test]
+fn single_files_bind_over_files_and_new_paths() {
+    // Docker binds /etc/hosts, /etc/hostname and /etc/resolv.conf like
+    // this: the file replaces the image's; a path the image lacks is made.
+    let host = TempDir::new("filebinds");
+    let (hosts, conf, log) = (host.path().join("hosts"), host.path().join("app.conf"), host.path().join("log"));
+    std::fs::write(&hosts, "127.0.0.1 localhost husk-test\n").unwrap();
+    std::fs::write(&conf, "setting=1\n").unwrap();
+    std::fs::write(&log, "").unwrap();
+    let script = "cat /etc/hosts; cat /new/dir/app.conf; echo appended >> /var/log/husk.log; \
+                  echo x > /new/dir/app.conf 2>/dev/null || echo ro refused; \
+                  ls /new/dir; getent hosts husk-test";
+    let mount = |f: &Path, dest: &str, opts: &[&str]| serde_json::json!({ "destination": dest, "type": "bind", "source": f, "options": opts });
+    let extra = serde_json::json!({
+        "mounts": [
+            mount(&hosts, "/etc/hosts", &["rbind", "ro"]),
+            mount(&conf, "/new/dir/app.conf", &["rbind", "ro"]),
+            mount(&log, "/var/log/husk.log", &["rbind"]),
+        ],
+    });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let id = unique("filebinds");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(0);
+    assert_eq!(
+        r.stdout_str(),
+        "127.0.0.1 localhost husk-test\nsetting=1\nro refused\napp.conf\n127.0.0.1       localhost husk-test\n",
+        "{}",
+        r.describe()
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "appended\n");
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), "setting=1\n");
+    oci.assert_gone(&id, 0);
+}
+
+#[test]
 fn kill_all_reaches_every_process() {
     let script = "trap 'echo init got USR1' USR1; \
                   sh -c 'trap \"echo child got USR1; exit 0\" USR1; echo child ready; while :; do sleep 0.05; done' & \

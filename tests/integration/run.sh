@@ -185,6 +185,11 @@ nc exited 1" \
    nc -l -p 5000 & sleep 0.5; echo hi | nc 127.0.0.1 5000; wait
    echo x | nc 10.1.1.1 80 2>&1; echo "nc exited $?"'
 
+# Docker bind-mounts single files: /etc/hosts, /etc/hostname, /etc/resolv.conf.
+expect "docker run --add-host and --hostname reach /etc/hosts and /etc/hostname" 0 "$(printf '1.2.3.4\tmyhost-alias\nmyhost')" \
+  $DOCKER "${RUN[@]}" --rm --hostname myhost --add-host myhost-alias:1.2.3.4 husk-busybox \
+  sh -c 'grep myhost-alias /etc/hosts; cat /etc/hostname'
+
 state_dir=/var/run/docker/runtime-$RUNTIME/moby
 left=$(ls "$state_dir" 2>/dev/null)
 if [ -z "$left" ]; then pass "no container state is left behind"; else fail "no container state is left behind" "$left"; fi

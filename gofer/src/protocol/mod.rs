@@ -22,6 +22,10 @@ pub use message::{Opcode, Reply, ReplyKind, Request, Response};
 /// The largest frame either side accepts, header included.
 pub const MAX_FRAME: usize = 1 << 20;
 
+/// A gofer serving one file (a file bind mount) serves a directory that
+/// holds just that file, under this name.
+pub const SINGLE_FILE: &[u8] = b"file";
+
 /// Size of the frame header: `u32` length and `u16` opcode or status.
 pub const HEADER_LEN: usize = 6;
 

@@ -116,3 +116,36 @@ fn a_read_only_root_is_read_only_in_the_kernel_too() {
     server.join().unwrap().unwrap();
     assert!(!dir.path().join("d").exists());
 }
+
+#[test]
+fn a_single_file_root_serves_that_file_and_nothing_beside_it() {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("hosts"), b"127.0.0.1 localhost\n").unwrap();
+    std::fs::write(dir.path().join("secret"), b"not served").unwrap();
+    let root: PathBuf = dir.path().join("hosts");
+    let Some((client, server)) = spawn_confined(move |sock| {
+        let (root_fd, proc_fds) = confine::enter_root(&root, false)?;
+        server::serve(sock, root_fd, proc_fds, false)
+    }) else {
+        return;
+    };
+    let (root_fid, _) = client.attach().unwrap();
+    let names: Vec<Vec<u8>> = client
+        .getdents(root_fid)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .filter(|n| n.as_slice() != b"." && n.as_slice() != b"..")
+        .collect();
+    assert_eq!(names, [crate::protocol::SINGLE_FILE.to_vec()]);
+    assert!(client.walk(root_fid, b"secret").is_err());
+    assert_eq!(errno(client.create(root_fid, b"n", libc::O_RDWR, 0o644, 0, 0)), libc::EROFS);
+    let (file, _) = client.walk(root_fid, crate::protocol::SINGLE_FILE).unwrap();
+    let fd = client.open(file, libc::O_RDWR).unwrap();
+    assert_eq!(std::fs::read(proc_path(&fd)).unwrap(), b"127.0.0.1 localhost\n");
+    std::fs::write(proc_path(&fd), b"::1 localhost\n").unwrap();
+    drop(fd);
+    drop(client);
+    server.join().unwrap().unwrap();
+    assert_eq!(std::fs::read(dir.path().join("hosts")).unwrap(), b"::1 localhost\n");
+}

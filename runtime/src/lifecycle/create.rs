@@ -248,7 +248,8 @@ fn start_sentry(
         boot_args.extend([(*flag).into(), fd.as_raw_fd().to_string().into()]);
     }
     for (bind, end) in launch.binds.iter().zip(bind_ends) {
-        boot_args.extend(["--bind".into(), format!("{}={}", end.as_raw_fd(), bind.destination).into()]);
+        let flag = if bind.file { "--bind-file" } else { "--bind" };
+        boot_args.extend([flag.into(), format!("{}={}", end.as_raw_fd(), bind.destination).into()]);
     }
     for (path, mode) in &launch.tmpfs {
         boot_args.extend(["--tmpfs".into(), format!("{path}={mode:o}").into()]);

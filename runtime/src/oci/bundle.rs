@@ -17,12 +17,15 @@ pub enum BundleError {
     Invalid(String),
 }
 
-/// A host directory mounted into the sandbox, served by a gofer of its own.
+/// A host directory or regular file mounted into the sandbox, served by a
+/// gofer of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bind {
     pub source: PathBuf,
     pub destination: String,
     pub read_only: bool,
+    /// A single file rather than a directory.
+    pub file: bool,
 }
 
 /// What `create` starts.
@@ -140,15 +143,17 @@ impl Bundle {
     }
 }
 
-/// Bind mounts of host directories; other binds (single files, the
-/// sentry's own /dev, /proc and /sys) are left aside with a note, and a
-/// bind of a source that does not exist is refused.
+/// Bind mounts of host directories and regular files; other binds
+/// (sockets, devices, the sentry's own /dev, /proc and /sys) are left
+/// aside with a note, and a bind of a source that does not exist is
+/// refused.
 impl Bundle {
     fn binds(&self) -> Result<Vec<Bind>, BundleError> {
         let mut binds = Vec::new();
         for m in self.spec.mounts().iter().flatten() {
-            let source = match bind_source(&self.dir, m) {
-                BindSource::Directory(s) => s,
+            let (source, file) = match bind_source(&self.dir, m) {
+                BindSource::Directory(s) => (s, false),
+                BindSource::File(s) => (s, true),
                 BindSource::Missing(s) => {
                     return Err(BundleError::Invalid(format!("mount source {} does not exist", s.display())))
                 }
@@ -159,7 +164,7 @@ impl Bundle {
                 return Err(BundleError::Invalid(format!("mount destination {destination:?} is not absolute")));
             }
             let read_only = m.options().iter().flatten().any(|o| o == "ro");
-            binds.push(Bind { source, destination, read_only });
+            binds.push(Bind { source, destination, read_only, file });
         }
         Ok(binds)
     }
@@ -208,8 +213,10 @@ impl Bundle {
 /// What a mount binds from the host.
 enum BindSource {
     Directory(PathBuf),
+    File(PathBuf),
     Missing(PathBuf),
-    /// Not a bind husk serves: another type, a file, a sentry path.
+    /// Not a bind husk serves: another type, a socket or device, a sentry
+    /// path.
     Other,
 }
 
@@ -222,6 +229,8 @@ fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
     };
     if source.is_dir() {
         BindSource::Directory(source)
+    } else if source.is_file() {
+        BindSource::File(source)
     } else if source.exists() {
         BindSource::Other
     } else {

@@ -129,10 +129,12 @@ impl MountNamespace {
         Dentry::mount_root(&self.root)
     }
 
-    /// Mounts `fs` on the directory `at`.
+    /// Mounts `fs` on `at`: a directory on a directory, a non-directory
+    /// (a bind-mounted file) on a non-directory, as Linux requires.
     pub fn mount(&self, at: &Arc<Dentry>, fs: Arc<dyn Node>, fs_type: &str, source: &str) -> Result<(), Errno> {
-        if !at.is_dir() {
-            return Err(Errno::ENOTDIR);
+        let fs_is_dir = fs.stat()?.mode & super::S_IFMT == super::S_IFDIR;
+        if at.is_dir() != fs_is_dir {
+            return Err(if fs_is_dir { Errno::ENOTDIR } else { Errno::EISDIR });
         }
         let at = self.crossed(at.clone());
         let key = (at.mount.id, at.path_in_mount());
