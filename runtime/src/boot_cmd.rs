@@ -111,6 +111,8 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,
+        masked_paths: args.masked_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        readonly_paths: args.readonly_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
         read_only_root: args.read_only_root,
         netns: args.netns_fd.map(inherited_fd).transpose()?,
         control: match (args.control_fd, args.ready_fd) {

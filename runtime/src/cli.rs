@@ -275,6 +275,12 @@ pub struct BootArgs {
     /// FD=PATH: mount the single file served on gofer connection FD at PATH.
     #[arg(long = "bind-file")]
     pub file_binds: Vec<String>,
+    /// PATH: hide PATH from the guest (OCI maskedPaths).
+    #[arg(long = "masked-path")]
+    pub masked_paths: Vec<String>,
+    /// PATH: make PATH read-only in the guest (OCI readonlyPaths).
+    #[arg(long = "readonly-path")]
+    pub readonly_paths: Vec<String>,
     /// PATH=MODE (octal): mount a tmpfs at PATH.
     #[arg(long)]
     pub tmpfs: Vec<String>,

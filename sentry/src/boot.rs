@@ -28,6 +28,11 @@ pub struct BootConfig {
     pub hostname: Vec<u8>,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
+    /// Paths hidden from the guest (OCI maskedPaths): a directory shows
+    /// empty and read-only, a file as /dev/null.
+    pub masked_paths: Vec<Vec<u8>>,
+    /// Paths made read-only (OCI readonlyPaths).
+    pub readonly_paths: Vec<Vec<u8>>,
     /// tmpfs mounts beyond the sentry's own: where, and the root's mode.
     pub tmpfs: Vec<(Vec<u8>, u32)>,
     /// A network namespace to join instead of creating one.
@@ -113,6 +118,7 @@ fn boot_with(
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
         mount_at(&kernel, &path, Tmpfs::new(mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
+    restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate(cfg.netns)?;
@@ -163,6 +169,33 @@ fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> R
     let w = Walker { ns, root: ns.root(), creds: &creds };
     let d = w.resolve(&w.root, path, true)?;
     ns.mount(&d, fs, fs_type, fs_type)
+}
+
+/// Applies OCI readonlyPaths (each mounted over by a read-only view of
+/// itself) and maskedPaths (a directory covered by an empty read-only
+/// tmpfs, anything else by /dev/null), as runc does; paths the sandbox
+/// lacks are skipped.
+fn restrict_paths(kernel: &Kernel, readonly: &[Vec<u8>], masked: &[Vec<u8>]) {
+    let ns = &kernel.mounts;
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns, root: ns.root(), creds: &creds };
+    let null = w.resolve(&w.root, b"/dev/null", true).map(|d| d.node.clone());
+    let cover = |path: &[u8], masked: bool| -> Result<(), Errno> {
+        let d = w.resolve(&w.root, path, true)?;
+        let (fs, fs_type): (Arc<dyn Node>, &str) = match (masked, d.is_dir()) {
+            (false, _) => (ReadOnly::wrap(d.node.clone()), "bind"),
+            (true, true) => (ReadOnly::wrap(Tmpfs::new(0o555, 0, 0)), "tmpfs"),
+            (true, false) => (null.clone()?, "devtmpfs"),
+        };
+        ns.mount(&d, fs, fs_type, fs_type)
+    };
+    let paths = readonly.iter().map(|p| (p, false)).chain(masked.iter().map(|p| (p, true)));
+    for (path, masked) in paths {
+        match cover(path, masked) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => log::warn!("cannot restrict {}: {e}", String::from_utf8_lossy(path)),
+        }
+    }
 }
 
 /// Where the sentry mounts its own filesystems.

@@ -324,6 +324,29 @@ fn single_files_bind_over_files_and_new_paths() {
 }
 
 #[test]
+fn masked_and_read_only_paths() {
+    // Docker hides /proc/kcore and friends and makes /proc/sys read-only;
+    // here a directory and a file are masked and /tmp is made read-only.
+    let script = "ls /usr/share/doc | wc -l; wc -c < /etc/os-release; \
+                  echo x > /etc/os-release && echo masked file writable; \
+                  echo x > /tmp/f 2>/dev/null || echo tmp read-only; \
+                  ls /usr/share | grep -c '^doc$'";
+    let extra = serde_json::json!({
+        "linux": {
+            "maskedPaths": ["/usr/share/doc", "/etc/os-release", "/no/such/path"],
+            "readonlyPaths": ["/tmp"],
+        },
+    });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let id = unique("masked");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "0\n0\nmasked file writable\ntmp read-only\n1\n", "{}", r.describe());
+    assert!(std::fs::metadata("/etc/os-release").unwrap().len() > 0);
+    oci.assert_gone(&id, 0);
+}
+
+#[test]
 fn kill_all_reaches_every_process() {
     let script = "trap 'echo init got USR1' USR1; \
                   sh -c 'trap \"echo child got USR1; exit 0\" USR1; echo child ready; while :; do sleep 0.05; done' & \

@@ -254,6 +254,12 @@ fn start_sentry(
     for (path, mode) in &launch.tmpfs {
         boot_args.extend(["--tmpfs".into(), format!("{path}={mode:o}").into()]);
     }
+    for path in &launch.masked_paths {
+        boot_args.extend(["--masked-path".into(), path.into()]);
+    }
+    for path in &launch.readonly_paths {
+        boot_args.extend(["--readonly-path".into(), path.into()]);
+    }
     if launch.readonly {
         boot_args.push("--read-only-root".into());
     }

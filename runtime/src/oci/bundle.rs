@@ -38,6 +38,10 @@ pub struct Launch {
     pub binds: Vec<Bind>,
     /// tmpfs mounts the sentry does not provide itself: where, and mode.
     pub tmpfs: Vec<(String, u32)>,
+    /// linux.maskedPaths: hidden from the guest.
+    pub masked_paths: Vec<String>,
+    /// linux.readonlyPaths: read-only in the guest.
+    pub readonly_paths: Vec<String>,
     /// linux.namespaces' network path: the sentry joins it.
     pub netns: Option<PathBuf>,
     pub args: Vec<String>,
@@ -96,6 +100,8 @@ impl Bundle {
             binds: self.binds()?,
             netns: self.netns(),
             tmpfs: self.tmpfs()?,
+            masked_paths: spec.linux().as_ref().and_then(|l| l.masked_paths().clone()).unwrap_or_default(),
+            readonly_paths: spec.linux().as_ref().and_then(|l| l.readonly_paths().clone()).unwrap_or_default(),
             rootfs,
             args,
             env: process.env().clone().unwrap_or_default(),
