@@ -393,3 +393,63 @@ fn xargs_parallel() {
     let (nat, _) = assert_same_as_native(&["/bin/sh", "-c", "seq 1 20 | xargs -P4 -n1 echo | sort -n | tail -1"], None);
     assert_eq!(nat.stdout_str(), "20\n");
 }
+
+#[test]
+fn ps_aux_lists_the_sandboxs_processes() {
+    // The guest has a pid namespace of its own: its first process is 1,
+    // and ps (reading /proc) sees only the sandbox's processes.
+    let r = crate::util::run(crate::util::husk_do(&[], &["/bin/sh", "-c", "sleep 5 & ps aux; kill $!"]), None);
+    r.assert_code(0);
+    let out = r.stdout_str();
+    let mut lines = out.lines();
+    assert!(lines.next().is_some_and(|h| h.starts_with("USER") && h.contains("PID") && h.contains("COMMAND")), "{out}");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    let command = |row: &Vec<&str>| row[10..].join(" ");
+    assert_eq!(rows.len(), 3, "sh, sleep and ps only:\n{out}");
+    assert!(rows.iter().any(|r| r[1] == "1" && command(r).starts_with("/bin/sh -c")), "{out}");
+    assert!(rows.iter().any(|r| command(r) == "sleep 5"), "{out}");
+    assert!(rows.iter().any(|r| command(r) == "ps aux"), "{out}");
+}
+
+#[test]
+fn python_files_and_signals() {
+    let (nat, _) = python_script(
+        "files",
+        "import os, shutil, signal, tempfile\n\
+         got = []\n\
+         signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n\
+         os.kill(os.getpid(), signal.SIGUSR1)\n\
+         print('handled', got == [signal.SIGUSR1])\n\
+         with tempfile.TemporaryDirectory() as d:\n    \
+             for i in range(3):\n        \
+                 os.makedirs(os.path.join(d, 'src', f'd{i}'))\n        \
+                 with open(os.path.join(d, 'src', f'd{i}', 'f.txt'), 'w') as f: f.write('x' * i)\n    \
+             shutil.copytree(os.path.join(d, 'src'), os.path.join(d, 'dst'))\n    \
+             for root, dirs, files in sorted(os.walk(os.path.join(d, 'dst'))):\n        \
+                 for n in sorted(files):\n            \
+                     p = os.path.join(root, n)\n            \
+                     print(os.path.relpath(p, d), os.path.getsize(p))\n",
+    );
+    assert_eq!(nat.stdout_str(), "handled True\ndst/d0/f.txt 0\ndst/d1/f.txt 1\ndst/d2/f.txt 2\n");
+}
+
+#[test]
+fn nothing_is_left_behind_after_many_threads_and_processes() {
+    // 500 threads and 200 processes, then exit: every stub process and
+    // sentry thread goes with the sandbox.
+    let marker = format!("husk-leftover-{}", std::process::id());
+    let script = format!(
+        "import os, threading, sys\n\
+         ev = threading.Event()\n\
+         ts = [threading.Thread(target=ev.wait) for _ in range(500)]\n\
+         [t.start() for t in ts]\n\
+         ev.set(); [t.join() for t in ts]\n\
+         for _ in range(200):\n    pid = os.fork()\n    if pid == 0: os._exit(0)\n    os.waitpid(pid, 0)\n\
+         print('done')  # {marker}\n"
+    );
+    let r = crate::util::run(crate::util::husk_do(&[], &["/usr/bin/python3", "-c", script.as_str()]), None);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "done\n");
+    let left = std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap();
+    assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+}
