@@ -162,6 +162,17 @@ fn create_start_exec_kill_delete() {
     let exec = oci.husk(&["exec", &id, "sh", "-c", "echo exec $MARK $(hostname); exit 4"]);
     exec.assert_code(4);
     assert_eq!(exec.stdout_str(), "exec oci oci-test\n", "{}", exec.describe());
+    // An exec'd process.json's groups and limits apply to it.
+    let process = oci.dir.path().join("process.json");
+    let spec = serde_json::json!({
+        "args": ["sh", "-c", "ulimit -n; id -G"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+        "user": { "uid": 0, "gid": 0, "additionalGids": [7] },
+        "rlimits": [{ "type": "RLIMIT_NOFILE", "soft": 77, "hard": 88 }],
+    });
+    std::fs::write(&process, spec.to_string()).unwrap();
+    let exec = oci.husk(&["exec", "--process", process.to_str().unwrap(), &id]);
+    exec.assert_code(0);
+    assert_eq!(exec.stdout_str(), "77\n0 7\n", "{}", exec.describe());
     let missing = oci.husk(&["exec", &id, "no-such-program"]);
     assert_eq!(missing.code, 1, "{}", missing.describe());
     assert!(missing.stderr_str().contains("executable file not found"), "{}", missing.describe());

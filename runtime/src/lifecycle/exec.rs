@@ -107,6 +107,13 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<(ExecS
         cwd: cwd.into_bytes(),
         uid,
         gid,
+        groups: process.user().additional_gids().clone().unwrap_or_default(),
+        rlimits: process
+            .rlimits()
+            .iter()
+            .flatten()
+            .map(|r| (crate::oci::bundle::rlimit_number(r.typ()), r.soft(), r.hard()))
+            .collect(),
         terminal: Vec::new(),
     };
     Ok((spec, terminal))

@@ -245,7 +245,7 @@ fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
 }
 
 /// Linux's number of a resource limit.
-fn rlimit_number(t: oci_spec::runtime::PosixRlimitType) -> usize {
+pub fn rlimit_number(t: oci_spec::runtime::PosixRlimitType) -> usize {
     use oci_spec::runtime::PosixRlimitType as R;
     match t {
         R::RlimitCpu => 0,

@@ -262,8 +262,12 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         cwd: spec.cwd,
         uid: spec.uid,
         gid: spec.gid,
-        groups: Vec::new(),
-        rlimits: Vec::new(),
+        groups: spec.groups,
+        rlimits: spec
+            .rlimits
+            .into_iter()
+            .map(|(r, cur, max)| (r, crate::kernel::limits::Rlimit { cur, max }))
+            .collect(),
         stdio,
     };
     let kernel = k.clone();

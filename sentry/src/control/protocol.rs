@@ -16,20 +16,30 @@ pub struct ExecSpec {
     pub cwd: Vec<u8>,
     pub uid: u32,
     pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Resource limits: (Linux's resource number, soft, hard).
+    pub rlimits: Vec<(usize, u64, u64)>,
     /// The name of the host terminal the three descriptors are, if they
     /// are one ("/dev/pts/3"); empty otherwise.
     pub terminal: Vec<u8>,
 }
 
 impl ExecSpec {
-    /// NUL-terminated fields: uid, gid, cwd, terminal, argc, argv…, env….
+    /// NUL-terminated fields: uid, gid, cwd, terminal, groups (comma
+    /// separated), rlimits (RES:SOFT:HARD, comma separated), argc, argv…,
+    /// env….
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
+        let groups: Vec<String> = self.groups.iter().map(u32::to_string).collect();
+        let rlimits: Vec<String> = self.rlimits.iter().map(|(r, s, h)| format!("{r}:{s}:{h}")).collect();
         let heads = [
             self.uid.to_string().into_bytes(),
             self.gid.to_string().into_bytes(),
             self.cwd.clone(),
             self.terminal.clone(),
+            groups.join(",").into_bytes(),
+            rlimits.join(",").into_bytes(),
         ];
         let argc = self.argv.len().to_string().into_bytes();
         for f in heads.iter().chain([&argc]).chain(&self.argv).chain(&self.env) {
@@ -47,12 +57,25 @@ impl ExecSpec {
         let gid = num(fields.next())?;
         let cwd = fields.next()?;
         let terminal = fields.next()?;
+        let list = |f: Vec<u8>| -> Option<Vec<String>> {
+            let text = String::from_utf8(f).ok()?;
+            Some(text.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect())
+        };
+        let groups = list(fields.next()?)?.iter().map(|g| g.parse().ok()).collect::<Option<Vec<u32>>>()?;
+        let rlimits = list(fields.next()?)?
+            .iter()
+            .map(|r| {
+                let mut p = r.split(':');
+                let limit = (p.next()?.parse().ok()?, p.next()?.parse().ok()?, p.next()?.parse().ok()?);
+                p.next().is_none().then_some(limit)
+            })
+            .collect::<Option<Vec<(usize, u64, u64)>>>()?;
         let argc = usize::try_from(num(fields.next())?).ok()?;
         let argv: Vec<Vec<u8>> = fields.by_ref().take(argc).collect();
         if argv.len() != argc || argc == 0 || !cwd.starts_with(b"/") {
             return None;
         }
-        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid, terminal })
+        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid, groups, rlimits, terminal })
     }
 }
 
@@ -256,6 +279,8 @@ mod tests {
             cwd: b"/tmp".to_vec(),
             uid: 1000,
             gid: 100,
+            groups: vec![4, 27],
+            rlimits: vec![(7, 1024, 4096), (3, u64::MAX, u64::MAX)],
             terminal: b"/dev/pts/3".to_vec(),
         };
         let bytes = Request::Exec(spec.clone()).encode();
@@ -263,14 +288,16 @@ mod tests {
         let line = std::str::from_utf8(&bytes[..nl]).unwrap();
         assert_eq!(Request::decode(line), Ok(Header::Exec(bytes.len() - nl - 1)));
         assert_eq!(ExecSpec::decode(&bytes[nl + 1..]), Some(spec));
-        let bad: [&[u8]; 5] = [
+        let bad: [&[u8]; 7] = [
             b"",
-            b"0\x000\x00/\x00\x000\x00",
-            b"0\x000\x00rel\x00\x001\x00sh\x00",
-            b"x\x000\x00/\x00\x001\x00sh\x00",
-            b"0\x000\x00/\x00\x003\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x000\x00",
+            b"0\x000\x00rel\x00\x00\x00\x001\x00sh\x00",
+            b"x\x000\x00/\x00\x00\x00\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x003\x00sh\x00",
+            b"0\x000\x00/\x00\x00x\x00\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x007:1\x001\x00sh\x00",
         ];
-        assert!(ExecSpec::decode(b"0\x000\x00/\x00\x001\x00sh\x00").is_some());
+        assert!(ExecSpec::decode(b"0\x000\x00/\x00\x00\x00\x001\x00sh\x00").is_some());
         for b in bad {
             assert_eq!(ExecSpec::decode(b), None, "{b:?}");
         }
