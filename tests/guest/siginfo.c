@@ -203,6 +203,48 @@ static void sigpipe_from_self(void) {
     close(p[1]);
 }
 
+/* Signals that sigsuspend's mask lets through are acted on under that
+ * mask: a pending ignored one is dropped (the wait goes on until a
+ * handler runs), a pending fatal one kills. */
+static void suspend_mask(void) {
+    alarm(10);
+    sigset_t set, orig;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    CHECK_OK(sigprocmask(SIG_BLOCK, &set, &orig));
+    signal(SIGTERM, SIG_IGN);
+    CHECK_OK(kill(getpid(), SIGTERM));
+    handle(SIGUSR1);
+    seen = 0;
+    pid_t child = CHECK_OK(fork());
+    if (child == 0) {
+        usleep(100000);
+        kill(getppid(), SIGUSR1);
+        _exit(0);
+    }
+    CHECK_ERR(sigsuspend(&orig), EINTR);
+    CHECK_EQ(seen, 1);
+    CHECK_EQ(last.si_signo, SIGUSR1);
+    CHECK_EQ(waitpid(child, NULL, 0), child);
+    CHECK_OK(sigprocmask(SIG_SETMASK, &orig, NULL));
+    signal(SIGTERM, SIG_DFL);
+
+    child = CHECK_OK(fork());
+    if (child == 0) {
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        kill(getpid(), SIGTERM);
+        sigset_t none;
+        sigemptyset(&none);
+        sigsuspend(&none);
+        _exit(0);
+    }
+    int st;
+    CHECK_EQ(waitpid(child, &st, 0), child);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    alarm(0);
+}
+
 int main(void) {
     sender_ids();
     queueing();
@@ -210,6 +252,7 @@ int main(void) {
     through_signalfd();
     timer_value();
     sigpipe_from_self();
+    suspend_mask();
     puts("siginfo: ok");
     return 0;
 }

@@ -140,6 +140,14 @@ impl Task {
             if self.exit.is_none() {
                 self.deliver_pending();
             }
+            // A temporary mask (rt_sigsuspend, ppoll …) is undone only after
+            // delivery ran under it, as Linux's restore_saved_sigmask: a
+            // signal it let through is acted on (an ignored one dropped, a
+            // fatal one fatal) before the original mask blocks it again. A
+            // handler's frame took the original mask already.
+            if let Some(mask) = self.thread.saved_sigmask.lock().take() {
+                self.thread.sigmask.store(mask, Ordering::SeqCst);
+            }
             if self.exit.is_none()
                 && self.thread.stop_requested.load(Ordering::Relaxed)
                 && self.thread.stop_requested.swap(false, Ordering::SeqCst)
@@ -285,10 +293,6 @@ impl Task {
                 errno_to_rax(Errno::EINTR)
             }
             _ => {
-                // A restarted rt_sigsuspend starts from the original mask.
-                if let Some(mask) = self.thread.saved_sigmask.lock().take() {
-                    self.thread.sigmask.store(mask, Ordering::SeqCst);
-                }
                 self.cpu.regs.rip -= 2;
                 self.cpu.regs.orig_rax
             }
