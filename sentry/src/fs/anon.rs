@@ -13,3 +13,24 @@ pub fn stat(dev: u64, ino: u64, mode: u32, created: TimeSpec) -> Stat {
 pub fn nonblocking(flags: u32) -> bool {
     flags & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
 }
+
+/// `Node` for a socket file type with `ino` and `created` fields: a
+/// socket inode of the socket pseudo-filesystem.
+macro_rules! socket_node {
+    ($t:ty) => {
+        impl crate::vfs::Node for $t {
+            fn stat(&self) -> Result<crate::vfs::Stat, crate::abi::Errno> {
+                Ok(crate::fs::anon::stat(0x08, self.ino, crate::vfs::S_IFSOCK | 0o777, self.created))
+            }
+
+            fn fs_id(&self) -> usize {
+                usize::MAX - 2
+            }
+
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use socket_node;

@@ -5,7 +5,7 @@
 use crate::abi::Errno;
 use crate::kernel::wait::{self, Waker};
 use crate::mm::MemoryManager;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFSOCK};
+use crate::vfs::{FileOps, TimeSpec};
 use husk_netstack::waiter::{Notifier, Queue};
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
 use parking_lot::{Condvar, Mutex};
@@ -182,19 +182,7 @@ impl InetSocket {
     }
 }
 
-impl Node for InetSocket {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 2
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::socket_node!(InetSocket);
 
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

@@ -3,7 +3,7 @@
 
 use crate::abi::Errno;
 use crate::kernel::wait::{self, Waker};
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFSOCK};
+use crate::vfs::{FileOps, TimeSpec};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -88,19 +88,7 @@ impl NetlinkSocket {
     }
 }
 
-impl Node for NetlinkSocket {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 2
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::socket_node!(NetlinkSocket);
 
 impl FileOps for NetlinkSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

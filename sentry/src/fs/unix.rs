@@ -9,7 +9,7 @@
 use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, S_IFSOCK};
+use crate::vfs::{FileDescription, FileOps, TimeSpec};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -736,19 +736,7 @@ impl UnixSocket {
     }
 }
 
-impl Node for UnixSocket {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x08, self.ino, S_IFSOCK | 0o777, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 2
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::socket_node!(UnixSocket);
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

@@ -3,7 +3,9 @@
 //! netstack has loopback only, so these reach the sandbox's own sockets.
 
 use super::args::{self, int};
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL};
+use super::socket::{
+    iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL,
+};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::fs::inet::{blocking, errno, Endpoint, InetSocket};
@@ -449,14 +451,7 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             None => return Err(Errno::ENOPROTOOPT),
         },
     };
-    let mm = task.thread.mm();
-    let mut len = [0u8; 4];
-    mm.copy_in(a[4], &mut len)?;
-    let len = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
-    let n = len.min(value.len());
-    mm.copy_out(a[3], &value[..n])?;
-    mm.copy_out(a[4], &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
-    Ok(0)
+    write_sockopt(task, a, &value)
 }
 
 pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {

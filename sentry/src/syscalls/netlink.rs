@@ -3,7 +3,7 @@
 //! are answered at once by the netstack's read-only route replies.
 
 use super::args::{self, int};
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, MSG_PEEK, MSG_TRUNC};
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_PEEK, MSG_TRUNC};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::netlink::NetlinkSocket;
@@ -179,13 +179,7 @@ pub(super) fn getsockopt(task: &Task, a: [u64; 6]) -> SysResult {
         (SOL_SOCKET, 4) => 0,
         _ => return Err(Errno::ENOPROTOOPT),
     };
-    let mm = task.thread.mm();
-    let mut len = [0u8; 4];
-    mm.copy_in(a[4], &mut len)?;
-    let n = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?.min(4);
-    mm.copy_out(a[3], &value.to_le_bytes()[..n])?;
-    mm.copy_out(a[4], &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
-    Ok(0)
+    write_sockopt(task, a, &value.to_le_bytes())
 }
 
 /// setsockopt(2): buffer sizes and the SOL_NETLINK flags (extended acks,

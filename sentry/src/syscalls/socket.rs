@@ -838,12 +838,18 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         _ => return Err(Errno::ENOPROTOOPT),
     };
+    write_sockopt(task, a, value.as_bytes())
+}
+
+/// Writes getsockopt's `value` to the guest: as much as its length
+/// argument allows, and the length written back.
+pub(super) fn write_sockopt(task: &Task, a: [u64; 6], value: &[u8]) -> SysResult {
     let mm = task.thread.mm();
     let mut len = [0u8; 4];
     mm.copy_in(a[4], &mut len)?;
     let len = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
     let n = len.min(value.len());
-    mm.copy_out(a[3], &value.as_bytes()[..n])?;
+    mm.copy_out(a[3], &value[..n])?;
     mm.copy_out(a[4], &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
     Ok(0)
 }
