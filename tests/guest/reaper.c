@@ -54,8 +54,10 @@ static pid_t orphan(int dead_first) {
             _exit(2);
         char r;
         if (dead_first) {
-            /* Let the grandchild die unreaped. */
-            usleep(50000);
+            /* Let the grandchild die, unreaped (WNOWAIT). */
+            siginfo_t si;
+            if (waitid(P_PID, (id_t)g, &si, WEXITED | WNOWAIT) != 0)
+                _exit(2);
         } else if (read(ready[0], &r, 1) != 1) {
             _exit(2);
         }

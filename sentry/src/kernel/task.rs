@@ -221,7 +221,8 @@ impl Task {
             let status = k.procs.group_exit(tgid).unwrap_or(status);
             let moved = k.procs.exit(tgid, status);
             let uid = self.thread.creds().uid;
-            k.notify_parent_of_exit(tgid, k.procs.ppid(tgid), uid, status);
+            // As Linux's exit_notify: the adopted children's news first,
+            // then our own parent's SIGCHLD.
             for child in moved {
                 match (child.zombie, k.thread(child.pid)) {
                     // A dead child's new parent hears of it.
@@ -237,6 +238,7 @@ impl Task {
                     (None, None) => {}
                 }
             }
+            k.notify_parent_of_exit(tgid, k.procs.ppid(tgid), uid, status);
         } else {
             self.thread.mm().space().release_thread();
         }
