@@ -40,6 +40,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "siginfo",
     "reaper",
     "record_locks",
+    "extreme_times",
     "job_control",
     "sched",
     "splice",

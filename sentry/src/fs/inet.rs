@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The netstack endpoint a socket is.
 pub enum Endpoint {
@@ -95,7 +95,7 @@ pub fn blocking<T>(
     let notifier: Arc<dyn Notifier> = w.clone();
     queue.register(notifier.clone());
     let _registered = Registered { queue, notifier };
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.map(wait::deadline_in);
     loop {
         match op() {
             Err(NetError::WouldBlock) => {}

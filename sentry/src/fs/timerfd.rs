@@ -39,7 +39,7 @@ impl Timer {
         } else {
             let n = (now - d).as_nanos() / self.interval.as_nanos() + 1;
             self.pending = self.pending.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
-            self.deadline = Some(d + self.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX)));
+            self.deadline = Some(wait::later(d, self.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))));
         }
     }
 }
@@ -53,7 +53,7 @@ impl TimerFd {
     pub fn set(&self, value: Duration, interval: Duration) -> (Duration, Duration) {
         let old = self.get();
         let mut t = self.timer.lock();
-        t.deadline = (!value.is_zero()).then(|| Instant::now() + value);
+        t.deadline = (!value.is_zero()).then(|| wait::deadline_in(value));
         t.interval = interval;
         t.pending = 0;
         old

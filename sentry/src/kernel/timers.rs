@@ -92,7 +92,7 @@ impl Timers {
         let now = Instant::now();
         let t = s.timers.get_mut(&id)?;
         let old = setting(t, now);
-        t.deadline = (!value.is_zero()).then(|| now + value);
+        t.deadline = (!value.is_zero()).then(|| super::wait::later(now, value));
         t.interval = interval;
         t.overrun = 0;
         self.ensure_thread(&mut s, kernel);
@@ -170,7 +170,7 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
                     let late = now.duration_since(d).as_nanos() / t.interval.as_nanos().max(1);
                     t.overrun = u32::try_from(late).unwrap_or(u32::MAX);
                     let skip = u32::try_from(late + 1).unwrap_or(u32::MAX);
-                    t.deadline = Some(d + t.interval.saturating_mul(skip));
+                    t.deadline = Some(super::wait::later(d, t.interval.saturating_mul(skip)));
                 }
                 if t.signo != 0 {
                     // A POSIX timer's signal says which timer fired;

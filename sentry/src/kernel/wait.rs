@@ -104,6 +104,21 @@ pub fn wait_readiness(seen: u64, until: Instant) -> Result<bool, Errno> {
     }
 }
 
+/// A span no wait reaches (about 136 years): what a deadline too far for
+/// the clock becomes.
+const FOREVER: std::time::Duration = std::time::Duration::from_secs(1 << 32);
+
+/// `at` plus `d`, a guest-given span: a sum past what the clock holds
+/// becomes a time no wait reaches, instead of overflowing.
+pub fn later(at: Instant, d: std::time::Duration) -> Instant {
+    at.checked_add(d).or_else(|| at.checked_add(FOREVER)).unwrap_or(at)
+}
+
+/// The deadline `d` from now (see `later`).
+pub fn deadline_in(d: std::time::Duration) -> Instant {
+    later(Instant::now(), d)
+}
+
 /// A thread's private place to sleep.
 #[derive(Default)]
 pub struct Sleeper {

@@ -147,7 +147,7 @@ fn sys_epoll_pwait2(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(Instant::now() + dur)
+        Some(crate::kernel::wait::deadline_in(dur))
     };
     with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
 }

@@ -125,7 +125,7 @@ fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockReques
     let (start, end) = match len {
         0 => (start, None),
         l if l > 0 => (start, Some(start.checked_add(l - 1).ok_or(Errno::EOVERFLOW)?)),
-        l => (start.checked_add(l).ok_or(Errno::EINVAL)?, Some(start - 1)),
+        l => (start.checked_add(l).ok_or(Errno::EINVAL)?, Some(start.checked_sub(1).ok_or(Errno::EINVAL)?)),
     };
     let start = u64::try_from(start).map_err(|_| Errno::EINVAL)?;
     let end = match end {

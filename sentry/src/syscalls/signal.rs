@@ -500,7 +500,7 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let dur = std::time::Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(std::time::Instant::now() + dur)
+        Some(wait::deadline_in(dur))
     };
     loop {
         if let Some(info) = task.thread.take_any(set) {

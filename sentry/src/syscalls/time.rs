@@ -233,7 +233,7 @@ fn sys_time(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// process, or an ignored signal, does not lengthen it.
 fn sleep(task: &mut Task, id: libc::clockid_t, t: Timespec, absolute: bool, rem: u64) -> Result<(), Errno> {
     if !absolute {
-        let until = task.restarted_deadline().unwrap_or_else(|| std::time::Instant::now() + t.duration());
+        let until = task.restarted_deadline().unwrap_or_else(|| wait::deadline_in(t.duration()));
         return wait::sleep_until(until).or_else(|_| {
             task.keep_deadline_for_restart(until);
             if rem != 0 {
