@@ -28,6 +28,10 @@ struct Conn {
     write_shut: bool,
 }
 
+/// The most connections a listener queues for accept (Linux's default
+/// net.core.somaxconn); past it, connects are refused.
+const SOMAXCONN: usize = 4096;
+
 enum State {
     /// Not connected; maybe bound.
     Closed,
@@ -113,6 +117,11 @@ impl TcpEndpoint {
             State::Connected(_) | State::Listening { .. } => return Err(Error::IsConnected),
             State::Closed => {}
         }
+        // A refused non-blocking connect reports its error to the next
+        // connect, as Linux does, instead of trying again.
+        if let Some(e) = i.error.take() {
+            return Err(e);
+        }
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
@@ -161,10 +170,13 @@ impl TcpEndpoint {
     }
 
     /// Queues a new connection for accept; false if this is no longer a
-    /// listener.
+    /// listener or its queue is full.
     fn enqueue(&self, conn: Arc<TcpEndpoint>) -> bool {
         let mut i = self.inner.lock();
         let State::Listening { pending } = &mut i.state else { return false };
+        if pending.len() >= SOMAXCONN {
+            return false;
+        }
         pending.push_back(conn);
         drop(i);
         self.queue.notify();
@@ -218,9 +230,22 @@ impl TcpEndpoint {
         rx.read(buf, peek)
     }
 
-    /// shutdown(2).
+    /// shutdown(2). Shutting a listener's reading side closes it: its
+    /// queued connections go and a blocked accept fails (EINVAL).
     pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Error> {
         let mut i = self.inner.lock();
+        if matches!(i.state, State::Listening { .. }) {
+            if read {
+                let closed = std::mem::replace(&mut i.state, State::Closed);
+                if let Some(h) = i.local.hold {
+                    self.stack.tcp.lock().update(&h, |b| b.listening = false)?;
+                }
+                drop(i);
+                drop(closed);
+                self.queue.notify();
+            }
+            return Ok(());
+        }
         let State::Connected(c) = &mut i.state else { return Err(Error::NotConnected) };
         c.read_shut |= read;
         if write && !c.write_shut {
@@ -261,7 +286,9 @@ impl TcpEndpoint {
                 if (room && !c.write_shut) || gone {
                     ev |= OUT | WRNORM;
                 }
-                if fin && (c.write_shut || gone) {
+                // HUP once both directions are shut (not in CLOSE_WAIT,
+                // where the peer is done but we may still send), or reset.
+                if (fin && c.write_shut) || c.broken {
                     ev |= HUP;
                 }
                 if c.broken {
@@ -411,6 +438,25 @@ mod tests {
         let v6 = TcpEndpoint::new(&stack, Family::V6);
         v6.connect(addr("[::1]:8000"), false).unwrap();
         assert_eq!(l.accept().unwrap().peer_addr(), Ok(v6.local_addr()));
+    }
+
+    #[test]
+    fn the_accept_queue_is_bounded_and_a_shut_listener_refuses() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7002");
+        for _ in 0..SOMAXCONN {
+            let c = TcpEndpoint::new(&stack, Family::V4);
+            assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Ok(()));
+        }
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        assert_eq!(l.shutdown(true, true), Ok(()));
+        assert_eq!(l.accept().err(), Some(Error::Invalid));
+        let late = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(late.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        let nb = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::InProgress));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::ConnRefused));
     }
 
     #[test]

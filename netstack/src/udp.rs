@@ -12,9 +12,17 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 
-/// How many payload bytes a socket queues before it drops datagrams
-/// (Linux's default rmem).
+/// How many bytes a socket queues before it drops datagrams (Linux's
+/// default rmem).
 pub const RECEIVE_BUFFER: usize = 212_992;
+
+/// What a queued datagram costs beyond its payload, as Linux charges a
+/// buffer's overhead to the receive buffer: empty datagrams are not free.
+const DATAGRAM_OVERHEAD: usize = 256;
+
+fn cost(len: usize) -> usize {
+    len + DATAGRAM_OVERHEAD
+}
 
 /// The largest datagram payload: 65535 less the IP and UDP headers.
 fn max_payload(f: Family) -> usize {
@@ -127,7 +135,12 @@ impl UdpEndpoint {
                 self.stack.count(data.len());
                 t.deliver(from, data);
             }
-            None if connected => i.error = Some(Error::ConnRefused),
+            None if connected => {
+                // The port-unreachable news wakes a blocked receiver.
+                i.error = Some(Error::ConnRefused);
+                drop(i);
+                self.queue.notify();
+            }
             None => {}
         }
         Ok(data.len())
@@ -135,10 +148,10 @@ impl UdpEndpoint {
 
     fn deliver(&self, from: SocketAddr, data: &[u8]) {
         let mut i = self.inner.lock();
-        if i.read_shut || i.queued + data.len() > RECEIVE_BUFFER {
+        if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER {
             return;
         }
-        i.queued += data.len();
+        i.queued += cost(data.len());
         i.inbox.push_back((addr::presented(self.family, from), data.to_vec()));
         drop(i);
         self.queue.notify();
@@ -163,7 +176,7 @@ impl UdpEndpoint {
         buf[..len].copy_from_slice(&data[..len]);
         if !peek {
             i.inbox.pop_front();
-            i.queued -= full;
+            i.queued -= cost(full);
         }
         Ok(Datagram { len, full, from })
     }
@@ -206,10 +219,9 @@ impl UdpEndpoint {
         self.inner.lock().peer.map(|p| addr::presented(self.family, p)).ok_or(Error::NotConnected)
     }
 
-    /// The size of the next datagram (FIONREAD) and bytes queued.
-    pub fn queued(&self) -> (usize, usize) {
-        let i = self.inner.lock();
-        (i.inbox.front().map_or(0, |(_, d)| d.len()), i.queued)
+    /// The size of the next datagram (FIONREAD).
+    pub fn next_len(&self) -> usize {
+        self.inner.lock().inbox.front().map_or(0, |(_, d)| d.len())
     }
 
     pub fn share_opts(&self) -> ShareOpts {
@@ -263,6 +275,18 @@ mod tests {
         let mut buf = [0u8; 1];
         assert_eq!(u.recv_from(&mut buf, false), Err(Error::ConnRefused));
         assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
+    }
+
+    #[test]
+    fn empty_datagrams_fill_the_buffer_too() {
+        let stack = Stack::new();
+        let r = UdpEndpoint::new(&stack, Family::V4);
+        r.bind(addr("127.0.0.1:7000")).unwrap();
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        for _ in 0..10_000 {
+            assert_eq!(w.send_to(Some(addr("127.0.0.1:7000")), b""), Ok(0));
+        }
+        assert_eq!(r.inner.lock().inbox.len(), RECEIVE_BUFFER / DATAGRAM_OVERHEAD);
     }
 
     #[test]

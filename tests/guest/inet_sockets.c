@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 static struct sockaddr_in lo4(unsigned short port) {
@@ -184,6 +185,22 @@ static void tcp_nonblocking(void) {
     CHECK_EQ(int_opt(c, SOL_SOCKET, SO_ERROR), ECONNREFUSED);
     CHECK_EQ(int_opt(c, SOL_SOCKET, SO_ERROR), 0);
     close(c);
+    /* Without SO_ERROR, the next connect reports the refusal. */
+    c = CHECK_OK(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    CHECK_ERR(connect(c, (struct sockaddr *)&a, sizeof a), EINPROGRESS);
+    p = (struct pollfd){c, POLLOUT, 0};
+    CHECK_EQ(poll(&p, 1, 1000), 1);
+    CHECK_ERR(connect(c, (struct sockaddr *)&a, sizeof a), ECONNREFUSED);
+    close(c);
+
+    /* Shutting a listener's reading side closes it: accept fails. */
+    l = listener(&a);
+    CHECK_OK(shutdown(l, SHUT_RDWR));
+    CHECK_ERR(accept(l, NULL, NULL), EINVAL);
+    c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_ERR(connect(c, (struct sockaddr *)&a, sizeof a), ECONNREFUSED);
+    close(c);
+    close(l);
 }
 
 /* Many megabytes through a connection between two processes, both
@@ -224,6 +241,23 @@ static void tcp_bulk(void) {
         }
     }
     CHECK_MEM(in, out, TOTAL);
+    /* A blocking write(2) of more than the connection holds waits until
+     * the echo has taken it all. */
+    pid_t drain = CHECK_OK(fork());
+    if (drain == 0) {
+        long left = TOTAL;
+        while (left > 0) {
+            ssize_t n = recv(c, in, (size_t)left, 0);
+            if (n <= 0)
+                _exit(1);
+            left -= n;
+        }
+        _exit(0);
+    }
+    CHECK_EQ(write(c, out, TOTAL), TOTAL);
+    int dst;
+    CHECK_EQ(waitpid(drain, &dst, 0), drain);
+    CHECK(WIFEXITED(dst) && WEXITSTATUS(dst) == 0);
     CHECK_OK(shutdown(c, SHUT_WR));
     int st;
     CHECK_EQ(waitpid(child, &st, 0), child);
@@ -273,6 +307,19 @@ static void udp(void) {
     CHECK_MEM(buf, "th", 2);
     CHECK_EQ(recv(r, buf, sizeof buf, 0), 0);
     CHECK_ERR(recv(r, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+
+    /* writev sends one datagram; readv spreads one over its buffers. */
+    int wv = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(connect(wv, (struct sockaddr *)&a, sizeof a));
+    struct iovec parts[2] = {{"ab", 2}, {"cde", 3}};
+    CHECK_EQ(writev(wv, parts, 2), 5);
+    char x[2], y[8];
+    struct iovec into[2] = {{x, 2}, {y, sizeof y}};
+    CHECK_EQ(readv(r, into, 2), 5);
+    CHECK_MEM(x, "ab", 2);
+    CHECK_MEM(y, "cde", 3);
+    CHECK_ERR(recv(r, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+    close(wv);
 
     /* SO_RCVTIMEO bounds a blocking receive. */
     struct timeval tv = {0, 50000};

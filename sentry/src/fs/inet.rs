@@ -216,7 +216,7 @@ impl FileOps for InetSocket {
         let (inq, outq) = match &self.endpoint {
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),
             Endpoint::Tcp(t) => t.queued(),
-            Endpoint::Udp(u) => (u.queued().0, 0),
+            Endpoint::Udp(u) => (u.next_len(), 0),
         };
         let n = match req {
             FIONREAD => inq,

@@ -272,6 +272,10 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
+    if let Some((f, s)) = super::inet::socket_of(&f) {
+        args::user_range(a[1], count(a[2]))?;
+        return super::inet::recv(task, &f, &s, &[(a[1], count(a[2]))], 0).map(|(n, _, _)| n);
+    }
     if !f.ops.seekable() {
         return read_into(task, a[1], count(a[2]), true, |buf, _| f.read(buf));
     }
@@ -303,6 +307,10 @@ fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -
 
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
+    if let Some((f, s)) = super::inet::socket_of(&f) {
+        args::user_range(a[1], count(a[2]))?;
+        return super::inet::send(task, &f, &s, &[(a[1], count(a[2]))], 0, None);
+    }
     if !f.ops.seekable() {
         return sigpipe_unless_packets(task, &f, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
     }
@@ -409,6 +417,9 @@ pub(super) fn writev_from(
 fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
+    if let Some((f, s)) = super::inet::socket_of(&f) {
+        return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
+    }
     if !f.ops.seekable() {
         return readv_into(task, &iov, true, |buf, _| f.read(buf));
     }
@@ -418,6 +429,10 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
+    // A socket sends the iovecs as one message (one datagram).
+    if let Some((f, s)) = super::inet::socket_of(&f) {
+        return super::inet::send(task, &f, &s, &iov, 0, None);
+    }
     if !f.ops.seekable() {
         return sigpipe_unless_packets(task, &f, writev_from(task, &iov, |buf, _| f.write(buf)));
     }

@@ -223,7 +223,8 @@ impl Cursor<'_> {
 
 /// Sends the guest's `bufs` (address, length): a datagram whole, a stream
 /// a chunk at a time until all is sent (or, not blocking, what fits).
-fn send(
+/// write and writev on an IP socket come here too.
+pub(super) fn send(
     task: &Task,
     f: &FileDescription,
     s: &InetSocket,
@@ -270,8 +271,9 @@ fn send(
 }
 
 /// Receives into the guest's `bufs`: the count (a datagram's whole length
-/// with MSG_TRUNC), whether the datagram was cut, and its sender.
-fn recv(
+/// with MSG_TRUNC), whether the datagram was cut, and its sender. read and
+/// readv on an IP socket come here too.
+pub(super) fn recv(
     task: &Task,
     f: &FileDescription,
     s: &InetSocket,
