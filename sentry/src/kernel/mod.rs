@@ -251,6 +251,16 @@ impl Kernel {
         self.send_signal_info(&parent, siginfo::SigInfo::child(code, pid, uid, st));
     }
 
+    /// Whether a signal `sig` of POSIX timer `id` waits undelivered at
+    /// `target` (any thread of a process target).
+    pub fn timer_signal_queued(&self, target: timers::Target, sig: i32, id: i32) -> bool {
+        let threads = match target {
+            timers::Target::Process(pid) => self.group(pid),
+            timers::Target::Thread(tid) => self.thread(tid).into_iter().collect(),
+        };
+        threads.iter().any(|t| t.timer_signal_queued(sig, id))
+    }
+
     /// Sends a process-directed signal raised by the kernel (SI_KERNEL).
     pub fn signal_process(&self, tgid: i32, sig: i32) {
         self.signal_process_info(tgid, siginfo::SigInfo::kernel(sig));

@@ -83,6 +83,11 @@ impl SigInfo {
         Decoder::new(&self.0[8..]).i32()
     }
 
+    /// The timer a SI_TIMER signal came from.
+    pub fn timer_id(&self) -> Option<i32> {
+        (self.code() == SI_TIMER).then(|| Decoder::new(&self.0[16..]).i32())
+    }
+
     /// The union's first words: (pid or timer id, uid or overrun, the
     /// status or value word).
     fn fields(&self) -> (i32, u32, u64) {

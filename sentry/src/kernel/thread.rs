@@ -209,6 +209,11 @@ impl Thread {
         self.take_signal(sig)
     }
 
+    /// Whether a signal `sig` from POSIX timer `id` waits in the queue.
+    pub fn timer_signal_queued(&self, sig: i32, id: i32) -> bool {
+        self.siginfo.lock().get(&sig).is_some_and(|q| q.iter().any(|i| i.timer_id() == Some(id)))
+    }
+
     /// Discards every pending instance of the signals in `set`.
     pub fn discard_signals(&self, set: u64) {
         let mut q = self.siginfo.lock();

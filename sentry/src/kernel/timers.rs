@@ -160,32 +160,40 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
     let (lock, cond) = (&state.0, &state.1);
     let mut s = lock.lock();
     loop {
+        let Some(k) = kernel.upgrade() else { return };
         let now = Instant::now();
         let mut due = Vec::new();
         for (&id, t) in s.timers.iter_mut() {
             if let Some(d) = t.deadline.filter(|&d| d <= now) {
-                if t.interval.is_zero() {
+                let late = if t.interval.is_zero() {
                     t.deadline = None;
+                    0
                 } else {
                     let late = now.duration_since(d).as_nanos() / t.interval.as_nanos().max(1);
-                    t.overrun = u32::try_from(late).unwrap_or(u32::MAX);
                     let skip = u32::try_from(late + 1).unwrap_or(u32::MAX);
                     t.deadline = Some(super::wait::later(d, t.interval.saturating_mul(skip)));
+                    u32::try_from(late).unwrap_or(u32::MAX)
+                };
+                if t.signo == 0 {
+                    continue;
                 }
-                if t.signo != 0 {
-                    // A POSIX timer's signal says which timer fired;
-                    // alarm's is the kernel's own.
-                    let info = match i32::try_from(id) {
-                        Ok(id) => SigInfo::timer(t.signo, id, t.overrun, t.value),
-                        Err(_) => SigInfo::kernel(t.signo),
-                    };
-                    due.push((t.target, info));
+                // A POSIX timer has one signal at a time: while it waits
+                // undelivered, expiries count as overruns (Linux). Alarm's
+                // signal is the kernel's own.
+                match i32::try_from(id) {
+                    Ok(id) if k.timer_signal_queued(t.target, t.signo, id) => {
+                        t.overrun = t.overrun.saturating_add(late).saturating_add(1);
+                    }
+                    Ok(id) => {
+                        t.overrun = late;
+                        due.push((t.target, SigInfo::timer(t.signo, id, late, t.value)));
+                    }
+                    Err(_) => due.push((t.target, SigInfo::kernel(t.signo))),
                 }
             }
         }
         let next = s.timers.values().filter_map(|t| t.deadline).min();
         drop(s);
-        let Some(k) = kernel.upgrade() else { return };
         for (target, info) in due {
             match target {
                 Target::Process(pid) => k.signal_process_info(pid, info),
