@@ -8,6 +8,7 @@
 use super::thread::{self, Thread};
 use crate::abi::Errno;
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -72,32 +73,50 @@ pub fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) 
 /// The readiness generation of the sandbox's files: bumped whenever a
 /// pipe, socket or eventfd changes state, so poll, select and epoll can
 /// wait for a change instead of only re-checking on a timer. One sentry
-/// process is one sandbox, so one count serves it.
-static READINESS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+/// process is one sandbox, so one count serves it. The bump is a lone
+/// atomic add unless a poller waits: pipe and socket I/O is a hot path.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Pollers between registering and leaving `wait_readiness`.
+static POLLERS: AtomicUsize = AtomicUsize::new(0);
+static WAKE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 
 /// Some file's readiness may have changed: wakes the pollers.
 pub fn readiness_changed() {
-    let mut g = READINESS.0.lock();
-    *g = g.wrapping_add(1);
-    drop(g);
-    READINESS.1.notify_all();
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+    // A poller counted after this load reads the new generation before
+    // it sleeps (both orders are SeqCst), so none is missed.
+    if POLLERS.load(Ordering::SeqCst) > 0 {
+        let _g = WAKE.0.lock();
+        WAKE.1.notify_all();
+    }
 }
 
 /// The current readiness generation; read it before checking the files.
 pub fn readiness_generation() -> u64 {
-    *READINESS.0.lock()
+    GENERATION.load(Ordering::SeqCst)
+}
+
+/// Takes a poller off the count when its wait ends.
+struct Polling;
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        POLLERS.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Waits until the readiness generation moves from `seen` (true) or
 /// `until` passes (false), unless the calling guest thread is
 /// interrupted (ERESTARTSYS).
 pub fn wait_readiness(seen: u64, until: Instant) -> Result<bool, Errno> {
-    let mut g = READINESS.0.lock();
+    POLLERS.fetch_add(1, Ordering::SeqCst);
+    let _polling = Polling;
+    let mut g = WAKE.0.lock();
     let wake: Waker = Arc::new(|| {
-        let _g = READINESS.0.lock();
-        READINESS.1.notify_all();
+        let _g = WAKE.0.lock();
+        WAKE.1.notify_all();
     });
-    match block_on(&mut g, &READINESS.1, wake, Some(until), |g| *g != seen) {
+    match block_on(&mut g, &WAKE.1, wake, Some(until), |_| GENERATION.load(Ordering::SeqCst) != seen) {
         Ok(()) => Ok(true),
         Err(Errno::ETIMEDOUT) => Ok(false),
         Err(e) => Err(e),

@@ -272,11 +272,11 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
-    if let Some((f, s)) = super::inet::socket_of(&f) {
-        args::user_range(a[1], count(a[2]))?;
-        return super::inet::recv(task, &f, &s, &[(a[1], count(a[2]))], 0).map(|(n, _, _)| n);
-    }
     if !f.ops.seekable() {
+        if let Some((f, s)) = super::inet::socket_of(&f) {
+            args::user_range(a[1], count(a[2]))?;
+            return super::inet::recv(task, &f, &s, &[(a[1], count(a[2]))], 0).map(|(n, _, _)| n);
+        }
         return read_into(task, a[1], count(a[2]), true, |buf, _| f.read(buf));
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
@@ -307,11 +307,11 @@ fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -
 
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
-    if let Some((f, s)) = super::inet::socket_of(&f) {
-        args::user_range(a[1], count(a[2]))?;
-        return super::inet::send(task, &f, &s, &[(a[1], count(a[2]))], 0, None);
-    }
     if !f.ops.seekable() {
+        if let Some((f, s)) = super::inet::socket_of(&f) {
+            args::user_range(a[1], count(a[2]))?;
+            return super::inet::send(task, &f, &s, &[(a[1], count(a[2]))], 0, None);
+        }
         return sigpipe_unless_packets(task, &f, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
@@ -417,10 +417,10 @@ pub(super) fn writev_from(
 fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
-    if let Some((f, s)) = super::inet::socket_of(&f) {
-        return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
-    }
     if !f.ops.seekable() {
+        if let Some((f, s)) = super::inet::socket_of(&f) {
+            return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
+        }
         return readv_into(task, &iov, true, |buf, _| f.read(buf));
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
@@ -429,11 +429,11 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
-    // A socket sends the iovecs as one message (one datagram).
-    if let Some((f, s)) = super::inet::socket_of(&f) {
-        return super::inet::send(task, &f, &s, &iov, 0, None);
-    }
     if !f.ops.seekable() {
+        // A socket sends the iovecs as one message (one datagram).
+        if let Some((f, s)) = super::inet::socket_of(&f) {
+            return super::inet::send(task, &f, &s, &iov, 0, None);
+        }
         return sigpipe_unless_packets(task, &f, writev_from(task, &iov, |buf, _| f.write(buf)));
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))

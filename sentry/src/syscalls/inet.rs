@@ -4,7 +4,8 @@
 
 use super::args::{self, int};
 use super::socket::{
-    iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL,
+    iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC,
+    MSG_WAITALL, SOL_SOCKET,
 };
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
@@ -23,8 +24,6 @@ const IPPROTO_IP: i32 = 0;
 const IPPROTO_TCP: i32 = 6;
 const IPPROTO_UDP: i32 = 17;
 const IPPROTO_IPV6: i32 = 41;
-const SOL_SOCKET: i32 = 1;
-const MSG_NOSIGNAL: u64 = 0x4000;
 /// The most a stream send moves per step through the sentry's buffer.
 const STREAM_CHUNK: usize = 256 * 1024;
 

@@ -47,8 +47,8 @@ pub(super) const MSG_PEEK: u64 = 0x2;
 pub(super) const MSG_OOB: u64 = 0x1;
 const MSG_DONTWAIT: u64 = 0x40;
 pub(super) const MSG_WAITALL: u64 = 0x100;
-const MSG_NOSIGNAL: u64 = 0x4000;
-const SOL_SOCKET: i32 = 1;
+pub(super) const MSG_NOSIGNAL: u64 = 0x4000;
+pub(super) const SOL_SOCKET: i32 = 1;
 const SCM_RIGHTS: i32 = 1;
 const SCM_CREDENTIALS: i32 = 2;
 /// The most descriptors one message may carry (Linux's SCM_MAX_FD).
