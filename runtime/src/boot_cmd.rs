@@ -105,6 +105,9 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             groups: args.groups.clone(),
             rlimits: rlimits(&args.rlimits)?,
             stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
+            // A container's terminal (not `husk do`'s, which stays the
+            // host's, with the host's job control).
+            console: args.control_fd.is_some() && nix::unistd::isatty(0).unwrap_or(false),
         },
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),

@@ -105,6 +105,7 @@ fn boot_with(
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
+    kernel.devpts.attach(Arc::downgrade(&kernel));
     mount_system_filesystems(&kernel);
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
@@ -122,7 +123,8 @@ fn boot_with(
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::confine::isolate(cfg.netns)?;
-    crate::host_signals::start_forwarder(Arc::downgrade(&kernel), container).map_err(BootError::Thread)?;
+    crate::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
+        .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
@@ -257,7 +259,7 @@ fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
 fn mount_system_filesystems(kernel: &Arc<Kernel>) {
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
-        (devfs::new_devfs(kernel.host_terminals.clone()), "devtmpfs"),
+        (devfs::new_devfs(kernel.devpts.clone()), "devtmpfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
         (Tmpfs::new(0o555, 0, 0), "sysfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),

@@ -46,11 +46,16 @@ pub fn block(console: bool) -> nix::Result<()> {
 }
 
 /// Starts the thread that waits for the forwarded signals and sends each
-/// to the guest's foreground process group.
-pub fn start_forwarder(kernel: Weak<Kernel>, console: bool) -> std::io::Result<()> {
+/// to the guest's foreground process group. With a `bridged` console the
+/// sentry's own terminal signals window changes (see `console`), so the
+/// host's SIGWINCH is dropped.
+pub fn start_forwarder(kernel: Weak<Kernel>, console: bool, bridged: bool) -> std::io::Result<()> {
     std::thread::Builder::new().name("host-signals".into()).spawn(move || {
         let set = forwarded_set(console);
         while let Ok(sig) = set.wait() {
+            if bridged && sig == Signal::SIGWINCH {
+                continue;
+            }
             let sig = sig as i32;
             let Some(k) = kernel.upgrade() else { return };
             let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);

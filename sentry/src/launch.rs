@@ -4,7 +4,9 @@
 //! standard streams are host descriptors the runtime handed over.
 
 use crate::abi::Errno;
+use crate::console::Console;
 use crate::fs::host_file::HostStreamNode;
+use crate::fs::tty::terminal::TtyFile;
 use crate::kernel::exec;
 use crate::kernel::limits::Rlimit;
 use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
@@ -31,6 +33,10 @@ pub struct ProcessSpec {
     pub rlimits: Vec<(usize, Rlimit)>,
     /// The process's stdin, stdout and stderr.
     pub stdio: [OwnedFd; 3],
+    /// The three are one host terminal, a container's console: bridge it
+    /// to a sentry terminal that becomes the process's controlling
+    /// terminal (else they are passed through as they are).
+    pub console: bool,
 }
 
 /// Why a process could not be started.
@@ -42,6 +48,8 @@ pub enum LaunchError {
     Exec { name: String, errno: Errno },
     #[error("no command given")]
     NoCommand,
+    #[error("console: {0}")]
+    Console(std::io::Error),
 }
 
 /// Why a program did not start, in the words runc uses (Docker maps them
@@ -59,6 +67,7 @@ fn exec_failure(name: &str, e: Errno) -> String {
 pub struct Launched {
     pub pid: i32,
     task: Task,
+    console: Option<Arc<Console>>,
 }
 
 /// Creates the process and loads its program. `stdio_names` are what
@@ -87,7 +96,26 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     }
     kernel.threads.lock().insert(pid, thread.clone());
     kernel.procs.add(pid, 0);
-    install_stdio(kernel, &thread, spec.stdio, stdio_names);
+    let console = if spec.console {
+        let [host, _, _] = spec.stdio;
+        let (console, replica) = match Console::start(kernel, host) {
+            Ok(c) => c,
+            Err(e) => {
+                kernel.threads.lock().remove(&pid);
+                kernel.procs.remove(pid);
+                return Err(LaunchError::Console(e));
+            }
+        };
+        install_terminal(kernel, &thread, replica);
+        // The process leads its session, and this is its terminal.
+        if let Err(e) = console.terminal().set_controlling(pid, pid, false) {
+            log::warn!("console {}: {e}", console.terminal().name());
+        }
+        Some(console)
+    } else {
+        install_stdio(kernel, &thread, spec.stdio, stdio_names);
+        None
+    };
 
     let mut task = match Task::new(kernel.clone(), thread) {
         Ok(t) => t,
@@ -104,7 +132,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         exec::execve(&mut task, file, &path, spec.argv, spec.env)
     });
     match loaded {
-        Ok(_) => Ok(Launched { pid, task }),
+        Ok(_) => Ok(Launched { pid, task, console }),
         Err(e) => {
             task.finish(ExitStatus::Code(127));
             // Nobody waits for a process that never ran.
@@ -120,7 +148,24 @@ impl Launched {
         let status = self.task.run()?;
         self.task.finish(status);
         let kernel = self.task.kernel.clone();
-        Ok(kernel.procs.wait_exit(self.pid).unwrap_or(status))
+        let status = kernel.procs.wait_exit(self.pid).unwrap_or(status);
+        if let Some(c) = &self.console {
+            c.flush();
+        }
+        Ok(status)
+    }
+}
+
+/// Installs a console's terminal as descriptors 0, 1 and 2: one open
+/// description, reached through /dev/pts/N so ttyname finds it.
+fn install_terminal(kernel: &Kernel, thread: &Thread, replica: Arc<TtyFile>) {
+    let d = crate::fs::devpts::replica_dentry(kernel, &replica.term);
+    let f = FileDescription::new(d, replica, u32::try_from(libc::O_RDWR).unwrap_or(0));
+    let fds = thread.fds();
+    for i in 0..3 {
+        if let Err(e) = fds.install_at(i, f.clone(), false, u64::MAX) {
+            log::warn!("cannot install stdio fd {i}: {e}");
+        }
     }
 }
 
@@ -130,7 +175,7 @@ fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &
         let node = Arc::new(HostStreamNode::new(fd));
         if let Some(n) = names[i].strip_prefix("/dev/pts/") {
             let as_node: Arc<dyn crate::vfs::Node> = node.clone();
-            kernel.host_terminals.add(n.as_bytes(), &as_node);
+            kernel.devpts.add_host(n.as_bytes(), &as_node);
         }
         let ops = node.stream();
         let d = kernel.anon_dentry(names[i].as_bytes(), node);

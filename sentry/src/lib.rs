@@ -7,6 +7,7 @@
 pub mod abi;
 pub mod boot;
 pub mod confine;
+pub mod console;
 pub mod control;
 pub mod fs;
 pub mod host_signals;

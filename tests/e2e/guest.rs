@@ -86,6 +86,11 @@ fn guest_record_locks() {
 }
 
 #[test]
+fn guest_pty() {
+    guest_test("pty", &[]);
+}
+
+#[test]
 fn guest_extreme_times() {
     guest_test("extreme_times", &[]);
 }

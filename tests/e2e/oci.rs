@@ -470,3 +470,89 @@ fn process_rlimits_and_additional_groups_apply() {
     r.assert_code(0);
     assert_eq!(r.stdout_str(), "123\n456\n0 5 6\n", "{}", r.describe());
 }
+
+/// Receives the console master `husk create` sends over `listener`.
+fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let (conn, _) = listener.accept().unwrap();
+    let mut name = [0u8; 256];
+    let mut iov = [std::io::IoSliceMut::new(&mut name)];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let msg = recvmsg::<()>(conn.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::empty()).unwrap();
+    let fd = msg
+        .cmsgs()
+        .unwrap()
+        .find_map(|c| match c {
+            ControlMessageOwned::ScmRights(fds) => fds.first().copied(),
+            _ => None,
+        })
+        .expect("a descriptor on the console socket");
+    // SAFETY: the descriptor just arrived and is owned by nobody else.
+    unsafe { std::fs::File::from_raw_fd(fd) }
+}
+
+/// A container with `terminal: true`: its console's master arrives on the
+/// console socket, and behind it is a terminal of the sentry's, with the
+/// spec's size, a /dev/pts name, line editing and echo, and ^C sent to the
+/// foreground job (not the protected init).
+#[test]
+fn a_console_is_a_terminal_with_line_editing_and_job_control() {
+    use std::io::{Read, Write};
+    // The shell traps SIGINT so that it lives on to report how its job
+    // ended (without a handler, dash exits 130 itself after its child).
+    let script = "trap 'echo trapped' INT; stty size; tty; read line; echo \"got:$line\"; sleep 30; echo \"after:$?\"";
+    let oci = Oci::new(
+        &[],
+        serde_json::json!({ "process": {
+            "terminal": true,
+            "consoleSize": { "height": 30, "width": 100 },
+            "args": ["sh", "-c", script],
+            "cwd": "/",
+            "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+            "user": { "uid": 0, "gid": 0 },
+        }}),
+    );
+    let id = unique("console");
+    let sock = oci.dir.path().join("console.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let pid_file = oci.dir.path().join("console.pid");
+    let mut create = oci
+        .cmd(&["create", "--bundle", oci.bundle.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap()])
+        .args(["--console-socket", sock.to_str().unwrap(), &id])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut master = receive_console(&listener);
+    assert!(create.wait().unwrap().success(), "create failed");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut reader = master.try_clone().unwrap();
+    let sink = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let wait_text = |want: &str, mut meanwhile: Box<dyn FnMut() + '_>| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !seen.lock().unwrap().contains(want) {
+            assert!(Instant::now() < deadline, "{want:?} never appeared: {:?}", seen.lock().unwrap());
+            meanwhile();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_text("30 100\r\n/dev/pts/", Box::new(|| {}));
+    master.write_all(b"ab\x7fc\r").unwrap();
+    wait_text("ab\x08 \x08c\r\ngot:ac\r\n", Box::new(|| {}));
+    let mut again = master.try_clone().unwrap();
+    wait_text("^Ctrapped\r\nafter:130\r\n", Box::new(move || again.write_all(b"\x03").unwrap()));
+    oci.wait_for(&id, "stopped");
+    let pid: i64 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    oci.husk(&["delete", &id]).assert_code(0);
+    oci.assert_gone(&id, pid);
+}

@@ -40,6 +40,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "siginfo",
     "reaper",
     "record_locks",
+    "pty",
     "extreme_times",
     "job_control",
     "sched",

@@ -269,6 +269,7 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
             .map(|(r, cur, max)| (r, crate::kernel::limits::Rlimit { cur, max }))
             .collect(),
         stdio,
+        console: !spec.terminal.is_empty(),
     };
     let kernel = k.clone();
     let spawned = std::thread::Builder::new().name("exec".into()).stack_size(8 << 20).spawn(move || {

@@ -1,14 +1,15 @@
 //! The sandbox's /dev: a static directory with the memory character
-//! devices (null, zero, full, random, urandom), tty, the standard stream
-//! symlinks, the empty `shm` mount point, and `pts`, which shows the host
-//! terminals the sandbox's processes were given as standard streams.
+//! devices (null, zero, full, random, urandom), the terminal devices (tty,
+//! ptmx, and the `pts` directory: see `devpts`), the standard stream
+//! symlinks and the empty `shm` mount point.
 
-use super::synthetic::{dir_entry, path_ino, Attr, Dir, Entries, Entry, FsInfo, Link};
+use super::devpts::{ControllingTty, Devpts, Ptmx, Pts};
+use super::synthetic::{path_ino, Attr, Dir, FsInfo, Link};
 use super::tmpfs::TMPFS_MAGIC;
 use crate::abi::Errno;
 use crate::loader::host_random;
 use crate::mm::Mappable;
-use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, S_IFCHR, S_IFDIR, S_IFLNK};
+use crate::vfs::{FileOps, Node, Stat, StatFs, S_IFCHR, S_IFDIR, S_IFLNK};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -20,11 +21,10 @@ enum Device {
     Full,
     Random,
     Urandom,
-    Tty,
 }
 
 impl Device {
-    const ALL: [Device; 6] = [Device::Null, Device::Zero, Device::Full, Device::Random, Device::Urandom, Device::Tty];
+    const ALL: [Device; 5] = [Device::Null, Device::Zero, Device::Full, Device::Random, Device::Urandom];
 
     fn name(self) -> &'static str {
         match self {
@@ -33,7 +33,6 @@ impl Device {
             Device::Full => "full",
             Device::Random => "random",
             Device::Urandom => "urandom",
-            Device::Tty => "tty",
         }
     }
 
@@ -45,7 +44,6 @@ impl Device {
             Device::Full => (1, 7),
             Device::Random => (1, 8),
             Device::Urandom => (1, 9),
-            Device::Tty => (5, 0),
         }
     }
 }
@@ -61,53 +59,8 @@ const LINKS: [(&str, &str); 4] = [
 /// Directories other filesystems are mounted on.
 const DIRS: [&str; 1] = ["shm"];
 
-/// The host pseudo-terminals that are standard streams of guest processes
-/// (a terminal `husk do` runs in, a container's or `exec`'s console), by
-/// number, so that /dev/pts/N names the very node the process's descriptor
-/// is: its `ttyname` then finds it. Entries do not keep a terminal open:
-/// once no guest descriptor holds it, its name is free again.
-#[derive(Default)]
-pub struct HostTerminals(parking_lot::Mutex<Vec<WeakEntry>>);
-
-/// A terminal's name and its node, not kept alive by the registry.
-type WeakEntry = (Vec<u8>, std::sync::Weak<dyn Node>);
-
-impl HostTerminals {
-    /// Shows `node` as /dev/pts/`name`. A terminal may have several nodes
-    /// (stdin, stdout, stderr): the name shows the oldest still open.
-    pub fn add(&self, name: &[u8], node: &Arc<dyn Node>) {
-        let mut t = self.0.lock();
-        t.retain(|(_, n)| n.strong_count() > 0);
-        t.push((name.to_vec(), Arc::downgrade(node)));
-    }
-
-    /// The live terminals, one node per name.
-    fn live(&self) -> Vec<Entry> {
-        let mut out: Vec<Entry> = Vec::new();
-        for (name, n) in self.0.lock().iter() {
-            if let Some(node) = n.upgrade().filter(|_| !out.iter().any(|(o, _)| o == name)) {
-                out.push((name.clone(), node));
-            }
-        }
-        out
-    }
-}
-
-/// The /dev/pts directory's view of the registry.
-struct Pts(Arc<HostTerminals>);
-
-impl Entries for Pts {
-    fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
-        self.0.live().into_iter().find(|(n, _)| n == name).map(|(_, node)| node).ok_or(Errno::ENOENT)
-    }
-
-    fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
-        self.0.live().iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
-    }
-}
-
 /// The /dev root.
-pub fn new_devfs(terminals: Arc<HostTerminals>) -> Arc<dyn Node> {
+pub fn new_devfs(devpts: Arc<Devpts>) -> Arc<dyn Node> {
     let fs = FsInfo::new(TMPFS_MAGIC, SystemTime::now());
     let mut entries: Vec<(Vec<u8>, Arc<dyn Node>)> = Vec::new();
     for dev in Device::ALL {
@@ -116,6 +69,12 @@ pub fn new_devfs(terminals: Arc<HostTerminals>) -> Arc<dyn Node> {
         attr.rdev = libc::makedev(major, minor);
         entries.push((dev.name().into(), Arc::new(CharDev { attr, dev })));
     }
+    let mut tty = Attr::new(&fs, ino_of("tty"), S_IFCHR | 0o666);
+    tty.rdev = libc::makedev(5, 0);
+    entries.push((b"tty".to_vec(), Arc::new(ControllingTty { attr: tty, devpts: devpts.clone() })));
+    let mut ptmx = Attr::new(&fs, ino_of("ptmx"), S_IFCHR | 0o666);
+    ptmx.rdev = libc::makedev(5, 2);
+    entries.push((b"ptmx".to_vec(), Arc::new(Ptmx { attr: ptmx, devpts: devpts.clone() })));
     for (name, target) in LINKS {
         entries.push((name.into(), Link::fixed(Attr::new(&fs, ino_of(name), S_IFLNK | 0o777), target.as_bytes())));
     }
@@ -124,7 +83,7 @@ pub fn new_devfs(terminals: Arc<HostTerminals>) -> Arc<dyn Node> {
     }
     let mut pts_attr = Attr::new(&fs, ino_of("pts"), S_IFDIR | 0o755);
     pts_attr.nlink = 2;
-    let pts = Dir::new(pts_attr, Pts(terminals));
+    let pts = Dir::new(pts_attr, Pts(devpts));
     entries.push((b"pts".to_vec(), pts));
     Dir::fixed(Attr::new(&fs, 1, S_IFDIR | 0o755), entries)
 }
@@ -145,11 +104,7 @@ impl Node for CharDev {
     }
 
     fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        match self.dev {
-            // The sandbox has no controlling terminal.
-            Device::Tty => Err(Errno::ENXIO),
-            dev => Ok(Arc::new(DevFile(dev))),
-        }
+        Ok(Arc::new(DevFile(self.dev)))
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -181,14 +136,12 @@ impl FileOps for DevFile {
                 host_random(buf);
                 Ok(buf.len())
             }
-            Device::Tty => Err(Errno::ENXIO),
         }
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
         match self.0 {
             Device::Full => Err(Errno::ENOSPC),
-            Device::Tty => Err(Errno::ENXIO),
             _ => Ok(buf.len()),
         }
     }
@@ -285,9 +238,15 @@ mod tests {
     #[test]
     fn device_modes_and_numbers() {
         let root = new_devfs(Arc::default());
-        for (name, major, minor) in
-            [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)]
-        {
+        for (name, major, minor) in [
+            ("null", 1, 3),
+            ("zero", 1, 5),
+            ("full", 1, 7),
+            ("random", 1, 8),
+            ("urandom", 1, 9),
+            ("tty", 5, 0),
+            ("ptmx", 5, 2),
+        ] {
             let st = root.lookup(name.as_bytes()).unwrap().stat().unwrap();
             assert_eq!(st.mode, S_IFCHR | 0o666, "{name}");
             assert_eq!((libc::major(st.rdev), libc::minor(st.rdev)), (major, minor), "{name}");
@@ -306,7 +265,10 @@ mod tests {
             root.readdir().unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
         assert_eq!(
             names,
-            ["null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout", "stderr", "shm", "pts"]
+            [
+                "null", "zero", "full", "random", "urandom", "tty", "ptmx", "fd", "stdin", "stdout", "stderr", "shm",
+                "pts"
+            ]
         );
         for (name, target) in LINKS {
             let l = root.lookup(name.as_bytes()).unwrap();
@@ -318,22 +280,19 @@ mod tests {
             assert_eq!(d.stat().unwrap().mode & S_IFMT, S_IFDIR);
             assert_eq!(d.readdir().unwrap(), Vec::<DirEntry>::new());
         }
-        let ptmx = root.readdir().unwrap().into_iter().find(|e| e.name == b"ptmx");
-        assert!(ptmx.is_none());
-        assert_eq!(root.lookup(b"ptmx").err(), Some(Errno::ENOENT));
         let inos: std::collections::HashSet<u64> = root.readdir().unwrap().iter().map(|e| e.ino).collect();
-        assert_eq!(inos.len(), 12);
+        assert_eq!(inos.len(), 13);
     }
 
     #[test]
     fn pts_shows_the_registered_terminals_as_themselves() {
-        let terminals = Arc::new(HostTerminals::default());
+        let terminals = Arc::new(Devpts::default());
         let root = new_devfs(terminals.clone());
         let pts = root.lookup(b"pts").unwrap();
         assert_eq!(pts.readdir().unwrap(), Vec::<DirEntry>::new());
         let (a, b) = (crate::fs::tmpfs::Tmpfs::new(0o600, 0, 0), crate::fs::tmpfs::Tmpfs::new(0o600, 0, 0));
-        terminals.add(b"3", &a);
-        terminals.add(b"3", &b);
+        terminals.add_host(b"3", &a);
+        terminals.add_host(b"3", &b);
         let found = pts.lookup(b"3").unwrap();
         assert!(Arc::ptr_eq(&found, &a), "the oldest open node shows");
         assert_eq!(pts.readdir().unwrap().len(), 1);
@@ -342,6 +301,27 @@ mod tests {
         assert!(Arc::ptr_eq(&pts.lookup(b"3").unwrap(), &b), "then the next one");
         drop(b);
         assert_eq!(pts.lookup(b"3").err(), Some(Errno::ENOENT), "a closed terminal is gone");
+    }
+
+    #[test]
+    fn ptmx_makes_numbered_terminals_that_live_as_long_as_their_master() {
+        let devpts = Arc::new(Devpts::default());
+        let root = new_devfs(devpts.clone());
+        let host = crate::fs::tmpfs::Tmpfs::new(0o600, 0, 0);
+        devpts.add_host(b"0", &host);
+        let pts = root.lookup(b"pts").unwrap();
+        let a = open(&root, "ptmx");
+        let b = open(&root, "ptmx");
+        let names: Vec<Vec<u8>> = pts.readdir().unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, [b"0".to_vec(), b"1".to_vec(), b"2".to_vec()], "host terminal 0's number is taken");
+        let one = pts.lookup(b"1").unwrap();
+        assert_eq!(libc::major(one.stat().unwrap().rdev), 136);
+        assert_eq!(one.open(libc::O_RDWR | libc::O_NOCTTY).err(), Some(Errno::EIO), "locked until unlockpt");
+        drop(a);
+        assert_eq!(pts.lookup(b"1").err(), Some(Errno::ENOENT));
+        assert!(pts.lookup(b"2").is_ok());
+        drop((b, host));
+        assert_eq!(pts.readdir().unwrap(), Vec::<DirEntry>::new());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Filesystem implementations.
 pub mod anon;
 pub mod devfs;
+pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
 pub mod gofer;
@@ -16,5 +17,6 @@ pub mod signalfd;
 pub mod synthetic;
 pub mod timerfd;
 pub mod tmpfs;
+pub mod tty;
 pub mod unix;
 pub mod unix_msg;

@@ -61,8 +61,8 @@ pub struct Kernel {
     pub unix_inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// The tmpfs that holds memfd_create files.
     pub memfd_fs: Arc<dyn Node>,
-    /// Host terminals shown in /dev/pts.
-    pub host_terminals: Arc<crate::fs::devfs::HostTerminals>,
+    /// The terminals shown in /dev/pts.
+    pub devpts: Arc<crate::fs::devpts::Devpts>,
     next_memfd: AtomicU64,
     pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
     pub procs: process::ProcessTable,
@@ -105,7 +105,7 @@ impl Kernel {
             net: husk_netstack::Stack::new(),
             unix_inflight: Arc::default(),
             memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
-            host_terminals: Arc::default(),
+            devpts: Arc::default(),
             next_memfd: AtomicU64::new(0),
             threads: Mutex::new(BTreeMap::new()),
             procs: process::ProcessTable::default(),

@@ -218,6 +218,11 @@ impl Task {
             self.thread.fds().clear();
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
             k.timers.drop_owned_by(tgid);
+            // A session leader's exit takes its controlling terminal away
+            // from the session (SIGHUP to the foreground group).
+            if k.procs.sid(tgid) == Some(tgid) {
+                k.devpts.session_ended(tgid);
+            }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
             let moved = k.procs.exit(tgid, status);
             let uid = self.thread.creds().uid;

@@ -5,6 +5,7 @@ use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
+use crate::fs::tty::terminal::TtyFile;
 use crate::kernel::record_lock::{file_id, Kind, Lock, Owner};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, TimeSpec};
@@ -19,7 +20,11 @@ pub(super) const ENTRIES: Entries = &[
         sys_fcntl,
         Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host"),
     ),
-    ("ioctl", sys_ioctl, Partial("generic descriptor ioctls and terminal queries of the host's stdio")),
+    (
+        "ioctl",
+        sys_ioctl,
+        Partial("generic descriptor ioctls, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+    ),
     ("close_range", sys_close_range, Full),
     ("eventfd", sys_eventfd, Full),
     ("eventfd2", sys_eventfd2, Full),
@@ -271,7 +276,10 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             task.thread.mm().copy_out(a[2], &n.to_le_bytes())?;
             Ok(0)
         }
-        _ => f.ops.ioctl(&task.thread.mm(), req, a[2]),
+        _ => match f.ops.clone().into_any().downcast::<TtyFile>() {
+            Ok(tty) => super::tty::ioctl(task, &tty, req, a[2]),
+            Err(_) => f.ops.ioctl(&task.thread.mm(), req, a[2]),
+        },
     }
 }
 

@@ -23,6 +23,7 @@ mod splice;
 mod stat;
 mod time;
 mod timer;
+mod tty;
 mod xattr;
 
 use crate::abi::{Errno, SysResult};

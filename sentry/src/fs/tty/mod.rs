@@ -1,0 +1,5 @@
+//! The sentry's terminals: termios, the line discipline and
+//! pseudo-terminal pairs.
+pub mod line_discipline;
+pub mod terminal;
+pub mod termios;

@@ -1,0 +1,641 @@
+//! A pseudo-terminal of the sentry: the master side (what a terminal
+//! emulator, `script`, tmux or the container's console bridge holds) and
+//! the replica, /dev/pts/N (what the shell reads and writes). Between
+//! them, the line discipline; around them, the terminal's session and
+//! foreground process group, which drive job control.
+
+use super::line_discipline::{Effects, LineDiscipline};
+use super::termios::{Termios, Winsize, ICANON, TOSTOP, VMIN, VTIME};
+use crate::abi::Errno;
+use crate::kernel::wait::{block_on, readiness_changed, Waker};
+use crate::kernel::{thread, Kernel};
+use crate::vfs::{FileOps, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Output the master has not read yet, at most (Linux's pty buffer).
+const OUTPUT_CAPACITY: usize = 65536;
+/// The major device number of /dev/pts/N.
+pub const PTS_MAJOR: u32 = 136;
+/// The group devpts gives terminals (`tty`, as Docker mounts it).
+const TTY_GID: u32 = 5;
+const SIG_IGN: u64 = 1;
+
+struct State {
+    ld: LineDiscipline,
+    /// Processed output for the master to read.
+    output: VecDeque<u8>,
+    winsize: Winsize,
+    masters: usize,
+    replicas: usize,
+    /// A new master's replica may not be opened until unlocked
+    /// (unlockpt).
+    locked: bool,
+    /// TIOCEXCL: no further opens of the replica.
+    exclusive: bool,
+    /// The session this is the controlling terminal of.
+    session: Option<i32>,
+    /// The foreground process group.
+    foreground: Option<i32>,
+    /// Hung up: its master closed or its host terminal went away.
+    hung_up: bool,
+}
+
+impl State {
+    /// Whether the replica side is cut off from any master.
+    fn gone(&self) -> bool {
+        self.hung_up || self.masters == 0
+    }
+}
+
+/// One pseudo-terminal pair.
+pub struct Terminal {
+    pub index: u32,
+    state: Mutex<State>,
+    cond: Condvar,
+    kernel: Weak<Kernel>,
+    owner: u32,
+    created: TimeSpec,
+}
+
+/// Who is asking, for job control: the calling guest process.
+struct Caller {
+    kernel: Arc<Kernel>,
+    thread: Arc<thread::Thread>,
+    pgid: i32,
+    sid: i32,
+}
+
+impl Terminal {
+    pub fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec) -> Arc<Terminal> {
+        Arc::new(Terminal {
+            index,
+            state: Mutex::new(State {
+                ld: LineDiscipline::default(),
+                output: VecDeque::new(),
+                winsize: Winsize::default(),
+                masters: 0,
+                replicas: 0,
+                locked: true,
+                exclusive: false,
+                session: None,
+                foreground: None,
+                hung_up: false,
+            }),
+            cond: Condvar::new(),
+            kernel,
+            owner,
+            created,
+        })
+    }
+
+    /// The name of the replica, as ttyname finds it.
+    pub fn name(&self) -> String {
+        format!("/dev/pts/{}", self.index)
+    }
+
+    /// Whether a master is open: the pair exists (shows in /dev/pts).
+    pub fn alive(&self) -> bool {
+        self.state.lock().masters > 0
+    }
+
+    fn changed(&self) {
+        self.cond.notify_all();
+        readiness_changed();
+    }
+
+    fn waker(self: &Arc<Terminal>) -> Waker {
+        let t = self.clone();
+        Arc::new(move || {
+            let _g = t.state.lock();
+            t.cond.notify_all();
+        })
+    }
+
+    fn caller(&self) -> Option<Caller> {
+        let thread = thread::current()?;
+        let kernel = self.kernel.upgrade()?;
+        let pgid = kernel.procs.pgid(thread.tgid)?;
+        let sid = kernel.procs.sid(thread.tgid)?;
+        Some(Caller { kernel, thread, pgid, sid })
+    }
+
+    /// Sends `sig` to every process of group `pgid` (SI_KERNEL, as the
+    /// terminal driver's kill_pgrp).
+    fn signal_group(&self, pgid: i32, sig: i32) {
+        if let Some(k) = self.kernel.upgrade() {
+            for pid in k.procs.group_members(pgid) {
+                k.signal_process(pid, sig);
+            }
+        }
+    }
+
+    /// Job control for a caller using its controlling terminal from a
+    /// background group (Linux's tty_check_change and job_control): with
+    /// SIGTTIN (reads) an ignored or blocked signal or an orphaned group
+    /// means EIO; with SIGTTOU (writes with TOSTOP, mode changes) an
+    /// ignored or blocked signal lets the call through. Otherwise the
+    /// group is sent the signal and the call restarts after it.
+    fn check_background(&self, sig: i32) -> Result<(), Errno> {
+        let (session, fg) = {
+            let s = self.state.lock();
+            (s.session, s.foreground)
+        };
+        let Some(c) = self.caller() else { return Ok(()) };
+        let Some(fg) = fg else { return Ok(()) };
+        if session != Some(c.sid) || fg == c.pgid {
+            return Ok(());
+        }
+        let Ok(idx) = usize::try_from(sig) else { return Ok(()) };
+        let ignored = c.thread.sigactions.swap(idx, None).handler == SIG_IGN;
+        let blocked = c.thread.sigmask() & crate::kernel::signal::sigbit(sig) != 0;
+        if ignored || blocked {
+            return if sig == libc::SIGTTIN { Err(Errno::EIO) } else { Ok(()) };
+        }
+        if c.kernel.procs.group_orphaned(c.pgid) {
+            return Err(Errno::EIO);
+        }
+        self.signal_group(c.pgid, sig);
+        Err(Errno::ERESTARTSYS)
+    }
+
+    /// Opens the master side (once, by /dev/ptmx).
+    pub fn open_master(self: &Arc<Terminal>, flags: i32) -> Arc<TtyFile> {
+        self.state.lock().masters += 1;
+        Arc::new(TtyFile { term: self.clone(), master: true, nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0) })
+    }
+
+    /// Opens the replica. A session leader without a controlling terminal
+    /// that opens one without O_NOCTTY acquires it, as in Linux.
+    pub fn open_replica(self: &Arc<Terminal>, flags: i32) -> Result<Arc<TtyFile>, Errno> {
+        let caller = self.caller();
+        // Whether the caller may acquire it (asked before taking our lock:
+        // the registry looks at every terminal, this one too).
+        let acquire = caller.as_ref().filter(|c| {
+            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && c.kernel.devpts.controlling(c.sid).is_none()
+        });
+        let mut s = self.state.lock();
+        if s.locked || s.gone() {
+            return Err(Errno::EIO);
+        }
+        if s.exclusive && caller.as_ref().is_none_or(|c| c.thread.creds().euid != 0) {
+            return Err(Errno::EBUSY);
+        }
+        s.replicas += 1;
+        if let Some(c) = acquire.filter(|_| s.session.is_none()) {
+            s.session = Some(c.sid);
+            s.foreground = Some(c.pgid);
+        }
+        drop(s);
+        self.changed();
+        Ok(Arc::new(TtyFile {
+            term: self.clone(),
+            master: false,
+            nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0),
+        }))
+    }
+
+    /// The session whose controlling terminal this is.
+    pub fn session(&self) -> Option<i32> {
+        self.state.lock().session
+    }
+
+    pub fn foreground(&self) -> Option<i32> {
+        self.state.lock().foreground
+    }
+
+    /// Makes this the controlling terminal of session `sid` with `pgid`
+    /// in the foreground (init's console at boot, TIOCSCTTY).
+    /// `steal` takes it from another session (root's TIOCSCTTY 1).
+    pub fn set_controlling(&self, sid: i32, pgid: i32, steal: bool) -> Result<(), Errno> {
+        let mut s = self.state.lock();
+        if s.session == Some(sid) {
+            return Ok(());
+        }
+        if s.session.is_some() && !steal {
+            return Err(Errno::EPERM);
+        }
+        s.session = Some(sid);
+        s.foreground = Some(pgid);
+        Ok(())
+    }
+
+    /// The session gives the terminal up (TIOCNOTTY, its leader's exit):
+    /// the foreground group is sent SIGHUP (and SIGCONT unless the leader
+    /// is exiting).
+    pub fn release_controlling(&self, sid: i32, leader: bool, exiting: bool) {
+        let fg = {
+            let mut s = self.state.lock();
+            if s.session != Some(sid) {
+                return;
+            }
+            if !leader {
+                return;
+            }
+            s.session = None;
+            s.foreground.take()
+        };
+        if let Some(fg) = fg {
+            self.signal_group(fg, libc::SIGHUP);
+            if !exiting {
+                self.signal_group(fg, libc::SIGCONT);
+            }
+        }
+    }
+
+    /// TIOCSPGRP: `pgid` must be a group of the terminal's session.
+    pub fn set_foreground(&self, pgid: i32) -> Result<(), Errno> {
+        let k = self.kernel.upgrade().ok_or(Errno::ESRCH)?;
+        let session = self.session();
+        let members = k.procs.group_members(pgid);
+        let Some(&member) = members.first() else { return Err(Errno::ESRCH) };
+        if k.procs.sid(member) != session {
+            return Err(Errno::EPERM);
+        }
+        self.state.lock().foreground = Some(pgid);
+        Ok(())
+    }
+
+    pub fn termios(&self) -> Termios {
+        *self.state.lock().ld.termios()
+    }
+
+    /// TCSETS*: `flush` discards unread input first (TCSETSF).
+    pub fn set_termios(&self, t: Termios, flush: bool) {
+        let mut s = self.state.lock();
+        if flush {
+            s.ld.flush_input();
+        }
+        s.ld.set_termios(t);
+        drop(s);
+        self.changed();
+    }
+
+    pub fn winsize(&self) -> Winsize {
+        self.state.lock().winsize
+    }
+
+    /// TIOCSWINSZ: a change is signalled to the foreground group.
+    pub fn set_winsize(&self, w: Winsize) {
+        let fg = {
+            let mut s = self.state.lock();
+            if s.winsize == w {
+                return;
+            }
+            s.winsize = w;
+            s.foreground
+        };
+        if let Some(fg) = fg {
+            self.signal_group(fg, libc::SIGWINCH);
+        }
+    }
+
+    /// TCFLSH: discards unread input, output or both.
+    pub fn flush(&self, input: bool, output: bool) {
+        let mut s = self.state.lock();
+        if input {
+            s.ld.flush_input();
+        }
+        if output {
+            s.output.clear();
+        }
+        drop(s);
+        self.changed();
+    }
+
+    /// TCXONC: suspends or restarts output (TCOOFF, TCOON), or sends the
+    /// stop or start character (TCIOFF, TCION) towards the master.
+    pub fn flow(&self, action: u64) -> Result<(), Errno> {
+        let mut s = self.state.lock();
+        match action {
+            0 => s.ld.set_stopped(true),
+            1 => s.ld.set_stopped(false),
+            2 | 3 => {
+                let which = if action == 2 { super::termios::VSTOP } else { super::termios::VSTART };
+                let c = s.ld.termios().cc[which];
+                if c != 0 {
+                    s.output.push_back(c);
+                }
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+        drop(s);
+        self.changed();
+        Ok(())
+    }
+
+    /// TIOCSPTLCK.
+    pub fn set_locked(&self, locked: bool) {
+        self.state.lock().locked = locked;
+    }
+
+    pub fn locked(&self) -> bool {
+        self.state.lock().locked
+    }
+
+    /// TIOCEXCL, TIOCNXCL.
+    pub fn set_exclusive(&self, on: bool) {
+        self.state.lock().exclusive = on;
+    }
+
+    pub fn exclusive(&self) -> bool {
+        self.state.lock().exclusive
+    }
+
+    /// Bytes the replica can read (its FIONREAD) and bytes the master can
+    /// read (the replica's TIOCOUTQ, the master's FIONREAD).
+    pub fn queued(&self) -> (usize, usize) {
+        let s = self.state.lock();
+        (s.ld.readable(), s.output.len())
+    }
+
+    /// The master closed for good or the host terminal behind it went
+    /// away: the session leader is sent SIGHUP and SIGCONT, the terminal
+    /// is no session's any more, and the replica reads end of file and
+    /// refuses writes (EIO).
+    pub fn hang_up(&self) {
+        let session = {
+            let mut s = self.state.lock();
+            s.hung_up = true;
+            s.foreground = None;
+            s.session.take()
+        };
+        self.changed();
+        if let Some(sid) = session {
+            if let Some(k) = self.kernel.upgrade().filter(|k| k.procs.alive(sid)) {
+                k.signal_process(sid, libc::SIGHUP);
+                k.signal_process(sid, libc::SIGCONT);
+            }
+        }
+    }
+
+    /// Waits until there is output for the master (true), or until no
+    /// replica is open and all output was read (false). For the console
+    /// bridge, which is no guest thread and cannot be interrupted.
+    pub fn wait_output(self: &Arc<Terminal>) -> bool {
+        let mut s = self.state.lock();
+        let ready = |s: &mut State| (!s.output.is_empty() && !s.ld.stopped()) || s.replicas == 0;
+        if block_on(&mut s, &self.cond, self.waker(), None, ready).is_err() {
+            return false;
+        }
+        !s.output.is_empty() && !s.ld.stopped()
+    }
+
+    /// Takes output without waiting (0 when there is none).
+    pub fn read_output(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
+        match self.master_read(buf, true) {
+            Err(Errno::EAGAIN) => Ok(0),
+            other => other,
+        }
+    }
+
+    /// The typed input `buf` from the master; returns how much was taken.
+    fn master_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let mut done = 0;
+        let mut s = self.state.lock();
+        loop {
+            let mut fx = Effects::default();
+            done += s.ld.receive(&buf[done..], &mut fx);
+            if fx.flush_output {
+                s.output.clear();
+            }
+            s.output.extend(fx.echo);
+            let fg = s.foreground;
+            MutexGuard::unlocked(&mut s, || {
+                self.changed();
+                if let Some(fg) = fg {
+                    for sig in fx.signals {
+                        self.signal_group(fg, sig);
+                    }
+                }
+            });
+            if done == buf.len() {
+                return Ok(done);
+            }
+            if nonblock {
+                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+            }
+            block_on(&mut s, &self.cond, self.waker(), None, |s| s.ld.has_room())?;
+        }
+    }
+
+    fn master_read(self: &Arc<Terminal>, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        let mut s = self.state.lock();
+        loop {
+            if !s.output.is_empty() && !s.ld.stopped() {
+                let n = buf.len().min(s.output.len());
+                for (dst, src) in buf.iter_mut().zip(s.output.drain(..n)) {
+                    *dst = src;
+                }
+                drop(s);
+                self.changed();
+                return Ok(n);
+            }
+            if s.replicas == 0 {
+                return Err(Errno::EIO);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            block_on(&mut s, &self.cond, self.waker(), None, |s| {
+                (!s.output.is_empty() && !s.ld.stopped()) || s.replicas == 0
+            })?;
+        }
+    }
+
+    fn replica_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.termios().lflag(TOSTOP) {
+            self.check_background(libc::SIGTTOU)?;
+        }
+        let mut done = 0;
+        let mut s = self.state.lock();
+        while done < buf.len() {
+            if s.gone() {
+                return if done > 0 { Ok(done) } else { Err(Errno::EIO) };
+            }
+            let room = OUTPUT_CAPACITY.saturating_sub(s.output.len());
+            if room == 0 || s.ld.stopped() {
+                if nonblock {
+                    return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                }
+                let r = block_on(&mut s, &self.cond, self.waker(), None, |s| {
+                    s.gone() || (s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped())
+                });
+                if let Err(e) = r {
+                    return if done > 0 { Ok(done) } else { Err(e) };
+                }
+                continue;
+            }
+            let n = room.min(buf.len() - done);
+            let mut out = Vec::with_capacity(n);
+            s.ld.output(&buf[done..done + n], &mut out);
+            s.output.extend(out);
+            done += n;
+            MutexGuard::unlocked(&mut s, || self.changed());
+        }
+        Ok(done)
+    }
+
+    fn replica_read(self: &Arc<Terminal>, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        self.check_background(libc::SIGTTIN)?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut s = self.state.lock();
+        let t = *s.ld.termios();
+        let (vmin, vtime) = (usize::from(t.cc[VMIN]), u64::from(t.cc[VTIME]));
+        let canonical = t.lflag(ICANON);
+        // How many bytes end the wait: a line (canonical), else VMIN.
+        let want = if canonical { 1 } else { vmin.min(buf.len()).max(1) };
+        let interval = Duration::from_millis(vtime * 100);
+        let mut deadline = (!canonical && vmin == 0 && vtime > 0).then(|| Instant::now() + interval);
+        let mut seen = s.ld.readable();
+        loop {
+            if s.gone() {
+                return Ok(0);
+            }
+            let have = s.ld.readable();
+            let enough = if canonical { s.ld.has_input() } else { have >= want };
+            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+            let immediate = !canonical && vmin == 0 && vtime == 0;
+            if enough || immediate || (timed_out && (have > 0 || vmin == 0)) || (nonblock && have > 0 && !canonical) {
+                let n = s.ld.read(buf);
+                drop(s);
+                self.changed();
+                return Ok(n);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            if !canonical && vmin > 0 && vtime > 0 && have > seen {
+                // The inter-byte timer restarts with each byte.
+                seen = have;
+                deadline = Some(Instant::now() + interval);
+            }
+            match block_on(&mut s, &self.cond, self.waker(), deadline, |s| {
+                s.gone() || s.ld.readable() != have || (canonical && s.ld.has_input())
+            }) {
+                Ok(()) | Err(Errno::ETIMEDOUT) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn poll(&self, master: bool) -> u32 {
+        let s = self.state.lock();
+        let mut ev = 0;
+        if master {
+            if !s.output.is_empty() && !s.ld.stopped() {
+                ev |= POLLIN | POLLRDNORM;
+            }
+            if s.ld.has_room() {
+                ev |= POLLOUT | POLLWRNORM;
+            }
+            if s.replicas == 0 {
+                ev |= POLLHUP;
+            }
+            return ev;
+        }
+        if s.gone() {
+            return POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM;
+        }
+        let t = s.ld.termios();
+        let min = if !t.lflag(ICANON) && t.cc[VTIME] == 0 { usize::from(t.cc[VMIN]).max(1) } else { 1 };
+        if (t.lflag(ICANON) && s.ld.has_input()) || (!t.lflag(ICANON) && s.ld.readable() >= min) {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped() {
+            ev |= POLLOUT | POLLWRNORM;
+        }
+        ev
+    }
+}
+
+impl Terminal {
+    /// The replica's attributes: /dev/pts/N, owned by whoever opened the
+    /// master, group tty, mode 0620.
+    pub fn stat(&self) -> Stat {
+        let mut st = crate::fs::anon::stat(0x19, u64::from(self.index) + 3, crate::vfs::S_IFCHR | 0o620, self.created);
+        st.rdev = libc::makedev(PTS_MAJOR, self.index);
+        st.uid = self.owner;
+        st.gid = TTY_GID;
+        st
+    }
+}
+
+/// An open end of a terminal.
+pub struct TtyFile {
+    pub term: Arc<Terminal>,
+    /// The master side (else the replica).
+    pub master: bool,
+    nonblock: AtomicBool,
+}
+
+impl Drop for TtyFile {
+    fn drop(&mut self) {
+        let last_master = {
+            let mut s = self.term.state.lock();
+            if self.master {
+                s.masters -= 1;
+                s.masters == 0
+            } else {
+                s.replicas -= 1;
+                false
+            }
+        };
+        self.term.changed();
+        if last_master {
+            self.term.hang_up();
+        }
+    }
+}
+
+impl TtyFile {
+    fn nonblocking(&self) -> bool {
+        self.nonblock.load(Ordering::Relaxed)
+    }
+
+    /// Job control for a call that changes the terminal (modes, the
+    /// foreground group, flushing) from the replica side; the master, the
+    /// terminal's owner, is never in the background.
+    pub fn check_change(&self) -> Result<(), Errno> {
+        if self.master {
+            Ok(())
+        } else {
+            self.term.check_background(libc::SIGTTOU)
+        }
+    }
+}
+
+impl FileOps for TtyFile {
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        if self.master {
+            self.term.master_read(buf, self.nonblocking())
+        } else {
+            self.term.replica_read(buf, self.nonblocking())
+        }
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        if self.master {
+            self.term.master_write(buf, self.nonblocking())
+        } else {
+            self.term.replica_write(buf, self.nonblocking())
+        }
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn poll_events(&self) -> u32 {
+        self.term.poll(self.master)
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        self.nonblock.store(crate::fs::anon::nonblocking(flags), Ordering::Relaxed);
+    }
+}
