@@ -6,6 +6,7 @@ use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
 use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
+use husk_sentry::kernel::caps::Capabilities;
 use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
 use husk_sentry::launch::{LaunchError, ProcessSpec};
@@ -105,6 +106,12 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             groups: args.groups.clone(),
             rlimits: rlimits(&args.rlimits)?,
             stdio: [dup_stdio(0)?, dup_stdio(1)?, dup_stdio(2)?],
+            caps: args
+                .caps
+                .as_deref()
+                .map(|c| Capabilities::decode(c).with_context(|| format!("--caps {c:?}: want E:P:I:B:A in hex")))
+                .transpose()?,
+            no_new_privs: args.no_new_privs,
             // A container's terminal (not `husk do`'s, which stays the
             // host's, with the host's job control).
             console: args.control_fd.is_some() && nix::unistd::isatty(0).unwrap_or(false),

@@ -266,6 +266,13 @@ pub struct BootArgs {
     /// RESOURCE=SOFT:HARD: a resource limit of the process (repeatable).
     #[arg(long = "rlimit")]
     pub rlimits: Vec<String>,
+    /// E:P:I:B:A: the process's capability sets, in hex (else those of
+    /// its uid).
+    #[arg(long)]
+    pub caps: Option<String>,
+    /// The process may gain no privileges (noNewPrivileges).
+    #[arg(long)]
+    pub no_new_privs: bool,
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,

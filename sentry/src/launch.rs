@@ -7,6 +7,7 @@ use crate::abi::Errno;
 use crate::console::Console;
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::tty::terminal::TtyFile;
+use crate::kernel::caps::Capabilities;
 use crate::kernel::exec;
 use crate::kernel::limits::Rlimit;
 use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
@@ -33,6 +34,10 @@ pub struct ProcessSpec {
     pub rlimits: Vec<(usize, Rlimit)>,
     /// The process's stdin, stdout and stderr.
     pub stdio: [OwnedFd; 3],
+    /// The capability sets to start with (else those of `uid`).
+    pub caps: Option<Capabilities>,
+    /// No privileges to gain at exec (process.noNewPrivileges).
+    pub no_new_privs: bool,
     /// The three are one host terminal, a container's console: bridge it
     /// to a sentry terminal that becomes the process's controlling
     /// terminal (else they are passed through as they are).
@@ -79,6 +84,9 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let root = kernel.mounts.root();
     let mut creds = Credentials::new(spec.uid, spec.gid);
     creds.groups = spec.groups;
+    if let Some(caps) = spec.caps {
+        creds.caps = caps;
+    }
     let cwd = {
         let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
         w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
@@ -86,6 +94,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let fs = Arc::new(FsContext::new(root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
+    thread.attrs.lock().no_new_privs = spec.no_new_privs;
     {
         let mut limits = thread.rlimits.lock();
         for (resource, limit) in spec.rlimits {

@@ -86,6 +86,11 @@ fn guest_record_locks() {
 }
 
 #[test]
+fn guest_caps() {
+    guest_test("caps", &[]);
+}
+
+#[test]
 fn guest_pty() {
     guest_test("pty", &[]);
 }

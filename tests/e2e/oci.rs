@@ -471,6 +471,43 @@ fn process_rlimits_and_additional_groups_apply() {
     assert_eq!(r.stdout_str(), "123\n456\n0 5 6\n", "{}", r.describe());
 }
 
+/// process.capabilities are the container's privileges, whatever its
+/// uid: root with just CAP_CHOWN may chown but not set the hostname or
+/// bind a privileged port; noNewPrivileges shows. An unknown capability
+/// is refused.
+#[test]
+fn process_capabilities_bound_roots_privileges() {
+    let script = "grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status; \
+                  chown 1 /tmp && echo chown ok; hostname other 2>/dev/null || echo hostname refused";
+    let process = |caps: serde_json::Value| {
+        serde_json::json!({ "process": {
+            "args": ["sh", "-c", script],
+            "cwd": "/",
+            "env": ["PATH=/usr/bin:/bin"],
+            "user": { "uid": 0, "gid": 0 },
+            "noNewPrivileges": true,
+            "capabilities": caps,
+        }})
+    };
+    let only_chown = serde_json::json!({
+        "bounding": ["CAP_CHOWN"], "effective": ["CAP_CHOWN"], "permitted": ["CAP_CHOWN"],
+    });
+    let oci = Oci::new(&[], process(only_chown));
+    let id = unique("caps");
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    r.assert_code(0);
+    assert_eq!(
+        r.stdout_str(),
+        "CapEff:\t0000000000000001\nCapBnd:\t0000000000000001\nNoNewPrivs:\t1\nchown ok\nhostname refused\n",
+        "{}",
+        r.describe()
+    );
+    let oci = Oci::new(&[], process(serde_json::json!({ "bounding": ["CAP_FLY"] })));
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &unique("caps")]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr_str().contains("CAP_FLY"), "{}", r.describe());
+}
+
 /// Receives the console master `husk create` sends over `listener`.
 fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};

@@ -112,6 +112,10 @@ expect "run prints and exits with the guest's status" 3 "hi" $DOCKER "${RUN[@]}"
 expect "python3 runs in a debootstrap image" 0 "Linux" \
   $DOCKER "${RUN[@]}" --rm husk-python python3 -c 'import os; print(os.uname().sysname)'
 expect "a missing program is reported" 127 "executable file not found" $DOCKER "${RUN[@]}" --rm husk-busybox nosuch
+expect "Docker's default capabilities are the container's" 0 "CapEff:	00000000a80425fb" \
+  $DOCKER "${RUN[@]}" --rm husk-busybox grep CapEff /proc/self/status
+expect "--cap-drop takes one away" 1 "Operation not permitted" \
+  $DOCKER "${RUN[@]}" --rm --cap-drop CHOWN husk-busybox chown 1 /tmp
 
 id=$($DOCKER "${RUN[@]}" -d husk-busybox sh -c 'trap "echo got TERM; exit 0" TERM; echo started; while true; do sleep 0.1; done')
 sleep 0.5

@@ -272,6 +272,12 @@ fn start_sentry(
     for (res, soft, hard) in &launch.rlimits {
         boot_args.extend(["--rlimit".into(), format!("{res}={soft}:{hard}").into()]);
     }
+    if let Some(c) = &launch.caps {
+        boot_args.extend(["--caps".into(), c.encode().into()]);
+    }
+    if launch.no_new_privs {
+        boot_args.push("--no-new-privs".into());
+    }
     if let Some(h) = &launch.hostname {
         boot_args.extend(["--hostname".into(), h.into()]);
     }

@@ -115,6 +115,8 @@ fn exec_spec(args: &ExecArgs, bundle: &std::path::Path) -> anyhow::Result<(ExecS
             .map(|r| (crate::oci::bundle::rlimit_number(r.typ()), r.soft(), r.hard()))
             .collect(),
         terminal: Vec::new(),
+        caps: crate::oci::bundle::process_caps(&process)?,
+        no_new_privs: args.no_new_privs || process.no_new_privileges().unwrap_or(false),
     };
     Ok((spec, terminal))
 }

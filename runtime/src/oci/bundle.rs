@@ -1,6 +1,7 @@
 //! An OCI bundle: its config.json, checked, and turned into what the
 //! sandbox needs to start (the root filesystem, the container process).
 
+use husk_sentry::kernel::caps::{self, Capabilities};
 use oci_spec::runtime::Spec;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,10 @@ pub struct Launch {
     pub memory_mb: u64,
     /// With process.terminal: the console's size (rows, columns).
     pub terminal: Option<(u16, u16)>,
+    /// process.capabilities, if given (else those of the uid).
+    pub caps: Option<Capabilities>,
+    /// process.noNewPrivileges.
+    pub no_new_privs: bool,
 }
 
 /// A bundle directory and its parsed config.json.
@@ -113,6 +118,8 @@ impl Bundle {
             hostname: spec.hostname().clone(),
             memory_mb: memory_mb(spec),
             terminal,
+            caps: process_caps(process)?,
+            no_new_privs: process.no_new_privileges().unwrap_or(false),
         })
     }
 
@@ -242,6 +249,25 @@ fn bind_source(bundle: &Path, m: &oci_spec::runtime::Mount) -> BindSource {
     } else {
         BindSource::Missing(source)
     }
+}
+
+/// process.capabilities as the sentry's emulated sets: a process starts
+/// with them, and its exec then applies Linux's rules (root keeps its
+/// bounding set, others their ambient set). None when the spec is silent.
+pub fn process_caps(process: &oci_spec::runtime::Process) -> Result<Option<Capabilities>, BundleError> {
+    let Some(c) = process.capabilities() else { return Ok(None) };
+    let set = |s: &Option<oci_spec::runtime::Capabilities>| {
+        let names: Vec<String> = s.iter().flatten().map(ToString::to_string).collect();
+        caps::parse_set(names.iter().map(String::as_str))
+            .map_err(|name| BundleError::Invalid(format!("process.capabilities: unknown capability {name:?}")))
+    };
+    Ok(Some(Capabilities {
+        effective: set(c.effective())?,
+        permitted: set(c.permitted())?,
+        inheritable: set(c.inheritable())?,
+        bounding: set(c.bounding())?,
+        ambient: set(c.ambient())?,
+    }))
 }
 
 /// Linux's number of a resource limit.

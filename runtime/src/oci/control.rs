@@ -78,7 +78,7 @@ pub fn exec(path: &Path, spec: ExecSpec, stdio: [BorrowedFd<'_>; 3]) -> Result<E
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
     let s = via_dir(path, |p| UnixStream::connect(p)).map_err(|e| ControlError::Connect(path.to_path_buf(), e))?;
     s.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(ControlError::Io)?;
-    let bytes = Request::Exec(spec).encode();
+    let bytes = Request::Exec(Box::new(spec)).encode();
     let fds: Vec<RawFd> = stdio.iter().map(|f| f.as_raw_fd()).collect();
     let rights = [ControlMessage::ScmRights(&fds)];
     let iov = [std::io::IoSlice::new(&bytes)];

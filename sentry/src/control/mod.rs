@@ -152,7 +152,7 @@ fn serve_one(k: &Arc<Kernel>, life: &Lifecycle, mut conn: File) {
             life.add_waiter(conn);
             return;
         }
-        Ok((Request::Exec(spec), fds)) => match exec(k, spec, fds, conn) {
+        Ok((Request::Exec(spec), fds)) => match exec(k, *spec, fds, conn) {
             Ok(()) => return,
             Err((c, e)) => {
                 conn = c;
@@ -238,7 +238,7 @@ fn read_request(conn: &File) -> Result<(Request, Vec<OwnedFd>), Failure> {
             let spec = ExecSpec::decode(payload)
                 .filter(|_| payload.len() == len)
                 .ok_or_else(|| (libc::EINVAL, "malformed exec request".into()))?;
-            Ok((Request::Exec(spec), inc.fds))
+            Ok((Request::Exec(Box::new(spec)), inc.fds))
         }
     }
 }
@@ -269,6 +269,8 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
             .map(|(r, cur, max)| (r, crate::kernel::limits::Rlimit { cur, max }))
             .collect(),
         stdio,
+        caps: spec.caps,
+        no_new_privs: spec.no_new_privs,
         console: !spec.terminal.is_empty(),
     };
     let kernel = k.clone();

@@ -3,6 +3,8 @@
 //! `error ERRNO MESSAGE`. Plain text keeps the sentry free of a JSON
 //! parser on a path the guest cannot reach anyway.
 
+use crate::kernel::caps::Capabilities;
+
 /// The longest request line the sentry reads.
 pub const MAX_REQUEST: usize = 256;
 /// The largest payload of an `exec` request (argv, environment, cwd).
@@ -23,11 +25,17 @@ pub struct ExecSpec {
     /// The name of the host terminal the three descriptors are, if they
     /// are one ("/dev/pts/3"); empty otherwise.
     pub terminal: Vec<u8>,
+    /// The process's capability sets, if the spec gives them (else those
+    /// of its uid).
+    pub caps: Option<Capabilities>,
+    /// process.noNewPrivileges.
+    pub no_new_privs: bool,
 }
 
 impl ExecSpec {
     /// NUL-terminated fields: uid, gid, cwd, terminal, groups (comma
-    /// separated), rlimits (RES:SOFT:HARD, comma separated), argc, argv…,
+    /// separated), rlimits (RES:SOFT:HARD, comma separated), capabilities
+    /// (E:P:I:B:A in hex, or empty), no_new_privs (0 or 1), argc, argv…,
     /// env….
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -40,6 +48,8 @@ impl ExecSpec {
             self.terminal.clone(),
             groups.join(",").into_bytes(),
             rlimits.join(",").into_bytes(),
+            self.caps.map(|c| c.encode()).unwrap_or_default().into_bytes(),
+            vec![b'0' + u8::from(self.no_new_privs)],
         ];
         let argc = self.argv.len().to_string().into_bytes();
         for f in heads.iter().chain([&argc]).chain(&self.argv).chain(&self.env) {
@@ -70,12 +80,21 @@ impl ExecSpec {
                 p.next().is_none().then_some(limit)
             })
             .collect::<Option<Vec<(usize, u64, u64)>>>()?;
+        let caps = match String::from_utf8(fields.next()?).ok()?.as_str() {
+            "" => None,
+            text => Some(Capabilities::decode(text)?),
+        };
+        let no_new_privs = match fields.next()?.as_slice() {
+            b"0" => false,
+            b"1" => true,
+            _ => return None,
+        };
         let argc = usize::try_from(num(fields.next())?).ok()?;
         let argv: Vec<Vec<u8>> = fields.by_ref().take(argc).collect();
         if argv.len() != argc || argc == 0 || !cwd.starts_with(b"/") {
             return None;
         }
-        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid, groups, rlimits, terminal })
+        Some(ExecSpec { argv, env: fields.collect(), cwd, uid, gid, groups, rlimits, terminal, caps, no_new_privs })
     }
 }
 
@@ -94,7 +113,7 @@ pub enum Request {
     /// Start a process with the three descriptors passed along (stdin,
     /// stdout, stderr). The reply's line is its pid; a last line `exit
     /// code N` or `exit signal N` follows when it ends.
-    Exec(ExecSpec),
+    Exec(Box<ExecSpec>),
 }
 
 /// A request line that is not one of ours.
@@ -282,22 +301,26 @@ mod tests {
             groups: vec![4, 27],
             rlimits: vec![(7, 1024, 4096), (3, u64::MAX, u64::MAX)],
             terminal: b"/dev/pts/3".to_vec(),
+            caps: Some(Capabilities { effective: 1, permitted: 1, inheritable: 0, bounding: 5, ambient: 0 }),
+            no_new_privs: true,
         };
-        let bytes = Request::Exec(spec.clone()).encode();
+        let bytes = Request::Exec(Box::new(spec.clone())).encode();
         let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
         let line = std::str::from_utf8(&bytes[..nl]).unwrap();
         assert_eq!(Request::decode(line), Ok(Header::Exec(bytes.len() - nl - 1)));
         assert_eq!(ExecSpec::decode(&bytes[nl + 1..]), Some(spec));
-        let bad: [&[u8]; 7] = [
+        let bad: [&[u8]; 9] = [
             b"",
-            b"0\x000\x00/\x00\x00\x00\x000\x00",
-            b"0\x000\x00rel\x00\x00\x00\x001\x00sh\x00",
-            b"x\x000\x00/\x00\x00\x00\x001\x00sh\x00",
-            b"0\x000\x00/\x00\x00\x00\x003\x00sh\x00",
-            b"0\x000\x00/\x00\x00x\x00\x001\x00sh\x00",
-            b"0\x000\x00/\x00\x00\x007:1\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x00\x000\x000\x00",
+            b"0\x000\x00rel\x00\x00\x00\x00\x000\x001\x00sh\x00",
+            b"x\x000\x00/\x00\x00\x00\x00\x000\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x00\x000\x003\x00sh\x00",
+            b"0\x000\x00/\x00\x00x\x00\x00\x000\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x007:1\x00\x000\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x001:2\x000\x001\x00sh\x00",
+            b"0\x000\x00/\x00\x00\x00\x00\x002\x001\x00sh\x00",
         ];
-        assert!(ExecSpec::decode(b"0\x000\x00/\x00\x00\x00\x001\x00sh\x00").is_some());
+        assert!(ExecSpec::decode(b"0\x000\x00/\x00\x00\x00\x00\x000\x001\x00sh\x00").is_some());
         for b in bad {
             assert_eq!(ExecSpec::decode(b), None, "{b:?}");
         }

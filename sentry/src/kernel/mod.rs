@@ -1,6 +1,7 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
+pub mod caps;
 pub mod creds;
 pub mod exec;
 pub mod flock;

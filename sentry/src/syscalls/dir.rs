@@ -6,7 +6,7 @@ use super::args::{self, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_REMOVEDIR, AT_SYMLINK_FO
 use super::{Entries, Support::*};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
-use crate::kernel::Task;
+use crate::kernel::{caps, Task};
 use crate::vfs::perm::{self, MAY_EXEC, MAY_WRITE};
 use crate::vfs::walk::ParentAndName;
 use crate::vfs::{Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};
@@ -368,10 +368,11 @@ fn sys_umask(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(u64::from(task.thread.fs().swap_umask(args::uint(a[0]))))
 }
 
-/// Only the owner (or root) may change a node's mode or times.
+/// Only the owner (or a holder of CAP_FOWNER) may change a node's mode or
+/// times.
 fn must_own(task: &Task, d: &Dentry) -> Result<(), Errno> {
     let creds = task.thread.creds();
-    if creds.fsuid == 0 || creds.fsuid == d.node.stat()?.uid {
+    if creds.capable(caps::CAP_FOWNER) || creds.fsuid == d.node.stat()?.uid {
         Ok(())
     } else {
         Err(Errno::EPERM)
@@ -382,8 +383,8 @@ fn chmod(task: &Task, d: &Arc<Dentry>, mode: u64) -> SysResult {
     must_own(task, d)?;
     let mut mode = args::uint(mode) & 0o7777;
     let creds = task.thread.creds();
-    // Non-members lose the set-group-id bit, as Linux does.
-    if creds.fsuid != 0 && !creds.in_group(d.node.stat()?.gid) {
+    // Non-members lose the set-group-id bit unless CAP_FSETID, as Linux.
+    if !creds.capable(caps::CAP_FSETID) && !creds.in_group(d.node.stat()?.gid) {
         mode &= !0o2000;
     }
     d.node.setattr(&SetAttr { mode: Some(mode), ..SetAttr::default() })?;
@@ -429,7 +430,7 @@ fn chown(task: &Task, d: &Arc<Dentry>, uid: u64, gid: u64) -> SysResult {
     let creds = task.thread.creds();
     let new_uid = (uid != u32::MAX).then_some(uid);
     let new_gid = (gid != u32::MAX).then_some(gid);
-    if creds.fsuid != 0 {
+    if !creds.capable(caps::CAP_CHOWN) {
         let uid_ok = new_uid.is_none_or(|u| u == st.uid);
         let gid_ok = new_gid.is_none_or(|g| creds.fsuid == st.uid && creds.in_group(g));
         if !uid_ok || !gid_ok {

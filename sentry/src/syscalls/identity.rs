@@ -11,15 +11,12 @@ use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::limits::{Rlimit, RLIMIT_NLIMITS, RLIMIT_NOFILE};
-use crate::kernel::{Credentials, Task, Thread};
+use crate::kernel::{caps, Credentials, Task, Thread};
 use crate::loader::host_random;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-const CAPS: &str =
-    "permission checks treat the effective uid 0 as holding every capability and other uids as holding none";
-const PGRP: &str =
-    "no controlling terminal yet, so no foreground group; setpgid on a child that already execed is allowed";
+const PGRP: &str = "setpgid on a child that already execed is allowed (Linux says EACCES)";
 
 pub(super) const ENTRIES: Entries = &[
     ("getpid", sys_getpid, Support::Full),
@@ -32,18 +29,18 @@ pub(super) const ENTRIES: Entries = &[
     ("getresuid", sys_getresuid, Support::Full),
     ("getresgid", sys_getresgid, Support::Full),
     ("getgroups", sys_getgroups, Support::Full),
-    ("setuid", sys_setuid, Support::Partial(CAPS)),
-    ("setgid", sys_setgid, Support::Partial(CAPS)),
-    ("setreuid", sys_setreuid, Support::Partial(CAPS)),
-    ("setregid", sys_setregid, Support::Partial(CAPS)),
-    ("setresuid", sys_setresuid, Support::Partial(CAPS)),
-    ("setresgid", sys_setresgid, Support::Partial(CAPS)),
-    ("setfsuid", sys_setfsuid, Support::Partial(CAPS)),
-    ("setfsgid", sys_setfsgid, Support::Partial(CAPS)),
-    ("setgroups", sys_setgroups, Support::Partial(CAPS)),
+    ("setuid", sys_setuid, Support::Full),
+    ("setgid", sys_setgid, Support::Full),
+    ("setreuid", sys_setreuid, Support::Full),
+    ("setregid", sys_setregid, Support::Full),
+    ("setresuid", sys_setresuid, Support::Full),
+    ("setresgid", sys_setresgid, Support::Full),
+    ("setfsuid", sys_setfsuid, Support::Full),
+    ("setfsgid", sys_setfsgid, Support::Full),
+    ("setgroups", sys_setgroups, Support::Full),
     ("uname", sys_uname, Support::Full),
-    ("sethostname", sys_sethostname, Support::Partial(CAPS)),
-    ("setdomainname", sys_setdomainname, Support::Partial(CAPS)),
+    ("sethostname", sys_sethostname, Support::Full),
+    ("setdomainname", sys_setdomainname, Support::Full),
     (
         "sysinfo",
         sys_sysinfo,
@@ -79,7 +76,7 @@ pub(super) const ENTRIES: Entries = &[
         sys_prctl,
         Support::Partial(
             "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \
-             thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ, \
+             thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ/DROP, CAP_AMBIENT, \
              SET/GET_CHILD_SUBREAPER and GET_SECCOMP; \
              other options return EINVAL",
         ),
@@ -96,14 +93,8 @@ pub(super) const ENTRIES: Entries = &[
     ("set_robust_list", sys_set_robust_list, Support::Full),
     ("get_robust_list", sys_get_robust_list, Support::Full),
     ("rseq", sys_rseq, Support::Unimplemented("restartable sequences are not supported; glibc falls back")),
-    ("capget", sys_capget, Support::Partial(CAPS)),
-    (
-        "capset",
-        sys_capset,
-        Support::Partial(
-            "validated like Linux, but capabilities follow the effective uid: lowered sets are not recorded",
-        ),
-    ),
+    ("capget", sys_capget, Support::Full),
+    ("capset", sys_capset, Support::Full),
 ];
 
 /// `(uid_t)-1` / `(gid_t)-1`: "leave unchanged", and never a valid id.
@@ -118,9 +109,17 @@ fn ret(v: i32) -> u64 {
     u64::from_ne_bytes(i64::from(v).to_ne_bytes())
 }
 
-/// Whether the task may act with capabilities (effective uid 0).
-fn capable(task: &Task) -> bool {
-    task.thread.creds.read().euid == 0
+/// Whether capability `cap` is in the task's effective set.
+fn capable(task: &Task, cap: u32) -> bool {
+    task.thread.creds.read().capable(cap)
+}
+
+/// The capability that lets a task set any id of kind `k`.
+fn setid_cap(k: Kind) -> u32 {
+    match k {
+        Kind::User => caps::CAP_SETUID,
+        Kind::Group => caps::CAP_SETGID,
+    }
 }
 
 fn read_array<const N: usize>(task: &Task, addr: u64) -> Result<[u8; N], Errno> {
@@ -271,10 +270,15 @@ fn setfsid_rule(old: Ids, id: u32, privileged: bool) -> Ids {
 
 /// Applies `rule` to the caller's ids of kind `k`.
 fn change_ids(task: &Task, k: Kind, rule: impl FnOnce(Ids, bool) -> Result<Ids, Errno>) -> SysResult {
-    let privileged = capable(task);
+    let privileged = capable(task, setid_cap(k));
+    let keep_caps = task.thread.attrs.lock().keepcaps;
     let mut c = task.thread.creds.write();
-    let new = rule(get_ids(&c, k), privileged)?;
+    let old = get_ids(&c, k);
+    let new = rule(old, privileged)?;
     put_ids(&mut c, k, new);
+    if let Kind::User = k {
+        c.caps = c.caps.after_setuid(old, new, keep_caps);
+    }
     Ok(0)
 }
 
@@ -304,10 +308,14 @@ fn sys_setresgid(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// `setfsuid`/`setfsgid` return the previous filesystem id, always.
 fn change_fsid(task: &Task, k: Kind, id: u32) -> SysResult {
-    let privileged = capable(task);
+    let privileged = capable(task, setid_cap(k));
     let mut c = task.thread.creds.write();
     let old = get_ids(&c, k);
-    put_ids(&mut c, k, setfsid_rule(old, id, privileged));
+    let new = setfsid_rule(old, id, privileged);
+    put_ids(&mut c, k, new);
+    if let Kind::User = k {
+        c.caps = c.caps.after_setuid(old, new, false);
+    }
     Ok(u64::from(old[3]))
 }
 
@@ -357,7 +365,7 @@ fn sys_getgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
 const NGROUPS_MAX: u32 = 65536;
 
 fn sys_setgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if !capable(task) {
+    if !capable(task, caps::CAP_SETGID) {
         return Err(Errno::EPERM);
     }
     let n = uint(a[0]);
@@ -431,7 +439,7 @@ fn sys_uname(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// Reads a new host or domain name as `sethostname` does.
 fn read_uts_name(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, Errno> {
-    if !capable(task) {
+    if !capable(task, caps::CAP_SYS_ADMIN) {
         return Err(Errno::EPERM);
     }
     let len = usize::try_from(int(len)).ok().filter(|&l| l <= UTS_LEN).ok_or(Errno::EINVAL)?;
@@ -529,7 +537,7 @@ fn do_prlimit(task: &Task, target: &Arc<Thread>, resource: u64, new: Option<Rlim
     let res = rlimit_index(resource)?;
     let old = target.rlimit(res);
     let Some(new) = new else { return Ok(old) };
-    check_rlimit(res, old, new, capable(task))?;
+    check_rlimit(res, old, new, capable(task, caps::CAP_SYS_RESOURCE))?;
     let mut group: Vec<Arc<Thread>> =
         task.kernel.threads.lock().values().filter(|t| t.tgid == target.tgid).cloned().collect();
     if !group.iter().any(|t| Arc::ptr_eq(t, target)) {
@@ -568,7 +576,7 @@ fn sys_prlimit64(task: &mut Task, a: [u64; 6]) -> SysResult {
             && c.gid == t.egid
             && c.gid == t.sgid
             && c.gid == t.gid;
-        if !same && !capable(task) {
+        if !same && !capable(task, caps::CAP_SYS_RESOURCE) {
             return Err(Errno::EPERM);
         }
     }
@@ -710,7 +718,7 @@ fn sys_sched_setaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
     task.thread.mm().copy_in(a[2], &mut buf[..n])?;
     let target = find_thread(task, int(a[0]))?;
     let (c, t) = (task.thread.creds(), target.creds());
-    if c.euid != t.euid && c.euid != t.uid && !capable(task) {
+    if c.euid != t.euid && c.euid != t.uid && !capable(task, caps::CAP_SYS_NICE) {
         return Err(Errno::EPERM);
     }
     let mut d = Decoder::new(&buf);
@@ -797,12 +805,16 @@ const PR_SET_NAME: i32 = 15;
 const PR_GET_NAME: i32 = 16;
 const PR_GET_SECCOMP: i32 = 21;
 const PR_CAPBSET_READ: i32 = 23;
+const PR_CAPBSET_DROP: i32 = 24;
+const PR_CAP_AMBIENT: i32 = 47;
+const PR_CAP_AMBIENT_IS_SET: u64 = 1;
+const PR_CAP_AMBIENT_RAISE: u64 = 2;
+const PR_CAP_AMBIENT_LOWER: u64 = 3;
+const PR_CAP_AMBIENT_CLEAR_ALL: u64 = 4;
 const PR_SET_CHILD_SUBREAPER: i32 = 36;
 const PR_GET_CHILD_SUBREAPER: i32 = 37;
 const PR_SET_NO_NEW_PRIVS: i32 = 38;
 const PR_GET_NO_NEW_PRIVS: i32 = 39;
-/// `CAP_LAST_CAP`.
-const CAP_LAST_CAP: u64 = 40;
 /// `TASK_COMM_LEN`.
 const COMM_LEN: usize = 16;
 
@@ -862,12 +874,17 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         PR_GET_SECCOMP => Ok(0),
-        PR_CAPBSET_READ => {
-            if arg2 > CAP_LAST_CAP {
-                return Err(Errno::EINVAL);
+        PR_CAPBSET_READ => Ok(u64::from(task.thread.creds().caps.bounding & cap_bit(arg2)? != 0)),
+        PR_CAPBSET_DROP => {
+            let bit = cap_bit(arg2)?;
+            let mut c = task.thread.creds.write();
+            if !c.capable(caps::CAP_SETPCAP) {
+                return Err(Errno::EPERM);
             }
-            Ok(1)
+            c.caps.bounding &= !bit;
+            Ok(0)
         }
+        PR_CAP_AMBIENT => ambient(task, arg2, rest),
         PR_SET_CHILD_SUBREAPER => {
             task.kernel.procs.set_subreaper(task.thread.tgid, arg2 != 0);
             Ok(0)
@@ -959,7 +976,7 @@ fn sys_set_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_get_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
     let target = find_thread(task, int(a[0]))?;
-    if target.tgid != task.thread.tgid && !capable(task) {
+    if target.tgid != task.thread.tgid && !capable(task, caps::CAP_SYS_PTRACE) {
         let (c, t) = (task.thread.creds(), target.creds());
         let ids_match = c.uid == t.uid
             && c.uid == t.euid
@@ -986,8 +1003,39 @@ fn sys_rseq(_: &mut Task, _: [u64; 6]) -> SysResult {
 const CAP_VERSION_1: u32 = 0x1998_0330;
 const CAP_VERSION_2: u32 = 0x2007_1026;
 const CAP_VERSION_3: u32 = 0x2008_0522;
-/// Every capability up to CAP_LAST_CAP.
-const ALL_CAPS: u64 = (1 << (CAP_LAST_CAP + 1)) - 1;
+/// The bit of capability number `cap`; EINVAL past CAP_LAST_CAP.
+fn cap_bit(cap: u64) -> Result<u64, Errno> {
+    u32::try_from(cap).ok().filter(|&c| c <= caps::CAP_LAST_CAP).map(caps::bit).ok_or(Errno::EINVAL)
+}
+
+/// PR_CAP_AMBIENT: a capability may be raised into the ambient set only
+/// while it is both permitted and inheritable.
+fn ambient(task: &Task, op: u64, [cap, a4, a5]: [u64; 3]) -> SysResult {
+    if a4 != 0 || a5 != 0 || (op == PR_CAP_AMBIENT_CLEAR_ALL && cap != 0) {
+        return Err(Errno::EINVAL);
+    }
+    let mut c = task.thread.creds.write();
+    match op {
+        PR_CAP_AMBIENT_CLEAR_ALL => {
+            c.caps.ambient = 0;
+            Ok(0)
+        }
+        PR_CAP_AMBIENT_IS_SET => Ok(u64::from(c.caps.ambient & cap_bit(cap)? != 0)),
+        PR_CAP_AMBIENT_RAISE => {
+            let bit = cap_bit(cap)?;
+            if c.caps.permitted & c.caps.inheritable & bit == 0 {
+                return Err(Errno::EPERM);
+            }
+            c.caps.ambient |= bit;
+            Ok(0)
+        }
+        PR_CAP_AMBIENT_LOWER => {
+            c.caps.ambient &= !cap_bit(cap)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
 
 /// The number of `__user_cap_data_struct`s a header version uses, or
 /// `None` for an unknown version.
@@ -1023,28 +1071,24 @@ fn decode_caps(buf: &[u8], words: usize) -> CapSets {
     sets
 }
 
-/// `cap_capset`: the checks a new set of capabilities must pass.
-fn check_capset(old: CapSets, new: CapSets) -> Result<(), Errno> {
-    const CAP_SETPCAP: u64 = 1 << 8;
+/// `cap_capset`: the checks a new set of capabilities must pass, given
+/// the old sets and the bounding set.
+fn check_capset(old: CapSets, bounding: u64, new: CapSets) -> Result<(), Errno> {
     let [old_e, old_p, old_i] = old;
     let [e, p, i] = new;
     let subset = |a: u64, b: u64| a & !b == 0;
-    let inh_capped = old_e & CAP_SETPCAP == 0;
+    let inh_capped = old_e & caps::bit(caps::CAP_SETPCAP) == 0;
     if inh_capped && !subset(i, old_i | old_p) {
         return Err(Errno::EPERM);
     }
-    if !subset(i, old_i | ALL_CAPS) || !subset(p, old_p) || !subset(e, p) {
+    if !subset(i, old_i | bounding) || !subset(p, old_p) || !subset(e, p) {
         return Err(Errno::EPERM);
     }
     Ok(())
 }
 
 fn caps_of(creds: &Credentials) -> CapSets {
-    if creds.euid == 0 {
-        [ALL_CAPS, ALL_CAPS, 0]
-    } else {
-        [0, 0, 0]
-    }
+    [creds.caps.effective, creds.caps.permitted, creds.caps.inheritable]
 }
 
 /// Validates the header's version; an unknown one is replaced by the
@@ -1090,12 +1134,12 @@ fn sys_capset(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let mut buf = vec![0u8; words * 12];
     task.thread.mm().copy_in(a[1], &mut buf)?;
-    let old = caps_of(&task.thread.creds());
+    let mut c = task.thread.creds.write();
     let new = decode_caps(&buf, words);
-    check_capset(old, new)?;
-    if new != old {
-        log::debug!("capset: lowered capabilities {new:x?} are not recorded");
-    }
+    check_capset(caps_of(&c), c.caps.bounding, new)?;
+    let [e, p, i] = new;
+    (c.caps.effective, c.caps.permitted, c.caps.inheritable) = (e, p, i);
+    c.caps.ambient &= p & i;
     Ok(0)
 }
 
@@ -1231,18 +1275,20 @@ mod tests {
         assert_eq!(cap_words(CAP_VERSION_1), Some(1));
         assert_eq!(cap_words(CAP_VERSION_3), Some(2));
         assert_eq!(cap_words(0), None);
-        let root = [ALL_CAPS, ALL_CAPS, 0];
+        let root = [caps::ALL, caps::ALL, 0];
         let b = encode_caps(root, 2);
         assert_eq!(b.len(), 24);
         assert_eq!(&b[..4], &[0xff; 4]);
         assert_eq!(u32::from_le_bytes([b[12], b[13], b[14], b[15]]), 0x1ff);
         assert_eq!(decode_caps(&b, 2), root);
-        assert_eq!(check_capset(root, root), Ok(()));
-        assert_eq!(check_capset(root, [0, 0, 0]), Ok(()));
-        assert_eq!(check_capset(root, [1, 0, 0]), Err(Errno::EPERM), "effective beyond permitted");
-        assert_eq!(check_capset([0; 3], [0, 1, 0]), Err(Errno::EPERM), "new permitted");
-        assert_eq!(check_capset([0; 3], [0, 0, 1]), Err(Errno::EPERM), "inheritable without CAP_SETPCAP");
-        assert_eq!(check_capset(root, [0, 0, 1]), Ok(()));
+        let all = caps::ALL;
+        assert_eq!(check_capset(root, all, root), Ok(()));
+        assert_eq!(check_capset(root, all, [0, 0, 0]), Ok(()));
+        assert_eq!(check_capset(root, all, [1, 0, 0]), Err(Errno::EPERM), "effective beyond permitted");
+        assert_eq!(check_capset([0; 3], all, [0, 1, 0]), Err(Errno::EPERM), "new permitted");
+        assert_eq!(check_capset([0; 3], all, [0, 0, 1]), Err(Errno::EPERM), "inheritable without CAP_SETPCAP");
+        assert_eq!(check_capset(root, all, [0, 0, 1]), Ok(()));
+        assert_eq!(check_capset(root, 2, [0, 0, 1]), Err(Errno::EPERM), "inheritable beyond the bounding set");
     }
 
     #[test]

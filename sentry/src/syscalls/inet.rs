@@ -10,7 +10,7 @@ use super::socket::{
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::fs::inet::{blocking, errno, Endpoint, InetSocket};
-use crate::kernel::Task;
+use crate::kernel::{caps, Task};
 use crate::vfs::FileDescription;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -110,7 +110,7 @@ fn encode(a: SocketAddr) -> Vec<u8> {
 pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
     // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
-    if to.port() != 0 && to.port() < 1024 && task.thread.creds().euid != 0 {
+    if to.port() != 0 && to.port() < 1024 && !task.thread.creds().capable(caps::CAP_NET_BIND_SERVICE) {
         return Err(Errno::EACCES);
     }
     match &s.endpoint {

@@ -7,7 +7,7 @@
 use super::args::int;
 use super::{Entries, Support::*};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{Task, Thread};
+use crate::kernel::{caps, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -79,7 +79,7 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
     let threads = targets(task, int(a[0]), int(a[1]))?;
     let nice = int(a[2]).clamp(NICE_MIN, NICE_MAX);
     let me = task.thread.creds();
-    let privileged = me.euid == 0;
+    let privileged = me.capable(caps::CAP_SYS_NICE);
     for t in &threads {
         let them = t.creds();
         if !privileged && them.uid != me.euid && them.euid != me.euid {

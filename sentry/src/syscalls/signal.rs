@@ -15,7 +15,7 @@ use crate::kernel::signal::{
     SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
 use crate::kernel::wait;
-use crate::kernel::{ExitStatus, Task, Thread};
+use crate::kernel::{caps, ExitStatus, Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -318,7 +318,7 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: 
 /// Whether the caller may signal `target` (`kill_ok_by_cred`).
 fn may_signal(task: &Task, target: &Thread) -> bool {
     let (c, t) = (task.thread.creds(), target.creds());
-    c.euid == 0 || c.euid == t.suid || c.euid == t.uid || c.uid == t.suid || c.uid == t.uid
+    c.capable(caps::CAP_KILL) || c.euid == t.suid || c.euid == t.uid || c.uid == t.suid || c.uid == t.uid
 }
 
 /// Sends `sig` to `target`'s process, or with `directed` to that thread,

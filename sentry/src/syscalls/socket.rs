@@ -10,7 +10,7 @@ use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::unix::{PeerCred, Rights, SenderCred, SockType, UnixName, UnixSocket, UnixStream};
 use crate::fs::unix_msg::QUEUE_BYTES;
-use crate::kernel::Task;
+use crate::kernel::{caps, Task};
 use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
 use std::sync::Arc;
@@ -621,11 +621,11 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
 }
 
 /// May the caller claim `(pid, uid, gid)`? Its own process and any of its
-/// real, effective or saved ids; root (holding every capability here)
-/// any existing process and ids.
+/// real, effective or saved ids; a holder of CAP_SYS_ADMIN, CAP_SETUID and
+/// CAP_SETGID any existing process and ids.
 fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
     let c = task.thread.creds();
-    if c.euid == 0 {
+    if [caps::CAP_SYS_ADMIN, caps::CAP_SETUID, caps::CAP_SETGID].into_iter().all(|cap| c.capable(cap)) {
         return if task.kernel.procs.alive(pid) { Ok(()) } else { Err(Errno::ESRCH) };
     }
     let ok =

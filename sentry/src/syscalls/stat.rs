@@ -154,9 +154,11 @@ fn access(task: &Task, dirfd: u64, path_addr: u64, mode: u64, flags: u64) -> Sys
     }
     let mut creds = task.thread.creds();
     if flags & AT_EACCESS == 0 {
-        // access() checks with the real ids.
+        // access() checks with the real ids, and the capabilities of
+        // root only if the real uid is root.
         creds.fsuid = creds.uid;
         creds.fsgid = creds.gid;
+        creds.caps.effective = if creds.uid == 0 { creds.caps.permitted } else { 0 };
     }
     let st = d.node.stat()?;
     let mut want = 0;

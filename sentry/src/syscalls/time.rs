@@ -5,7 +5,7 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{wait, Task};
+use crate::kernel::{caps, wait, Task};
 use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
@@ -292,7 +292,7 @@ fn sys_clock_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
         if flags & !TIMER_ABSTIME != 0 {
             return Err(Errno::EINVAL);
         }
-        if task.thread.creds.read().euid != 0 {
+        if !task.thread.creds.read().capable(caps::CAP_WAKE_ALARM) {
             return Err(Errno::EPERM);
         }
     }

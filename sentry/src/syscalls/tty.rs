@@ -6,7 +6,7 @@
 use crate::abi::{Errno, SysResult};
 use crate::fs::tty::terminal::TtyFile;
 use crate::fs::tty::termios::{Termios, Winsize, TERMIOS2_SIZE, TERMIOS_SIZE, WINSIZE_SIZE};
-use crate::kernel::Task;
+use crate::kernel::{caps, Task};
 use crate::vfs::FileDescription;
 use std::sync::Arc;
 
@@ -196,7 +196,7 @@ fn set_controlling(task: &Task, file: &TtyFile, sid: i32, steal: u64) -> SysResu
     if sid != tgid || task.kernel.devpts.controlling(sid).is_some() {
         return Err(Errno::EPERM);
     }
-    let root = task.thread.creds().euid == 0;
+    let root = task.thread.creds().capable(caps::CAP_SYS_ADMIN);
     let pgid = task.kernel.procs.pgid(tgid).unwrap_or(tgid);
     if let Some(old) = term.session().filter(|_| steal == 1 && root) {
         term.release_controlling(old, true, false);

@@ -2,7 +2,7 @@
 
 use super::{Stat, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
-use crate::kernel::Credentials;
+use crate::kernel::{caps, Credentials};
 
 pub const MAY_EXEC: u32 = 1;
 pub const MAY_WRITE: u32 = 2;
@@ -10,17 +10,28 @@ pub const MAY_READ: u32 = 4;
 
 /// Checks `want` (MAY_* bits) against a node's owner and mode, as
 /// `generic_permission` does: the owner class, else the group class, else
-/// other; `CAP_DAC_OVERRIDE` (fsuid 0) passes everything but executing a
-/// file with no execute bit at all.
+/// other; then `CAP_DAC_OVERRIDE` passes everything but executing a file
+/// with no execute bit at all, and `CAP_DAC_READ_SEARCH` reading files
+/// and reading or searching directories.
 pub fn check(creds: &Credentials, st: &Stat, want: u32) -> Result<(), Errno> {
     let mode = st.mode;
-    if creds.fsuid == 0 {
-        let is_dir = mode & S_IFMT == S_IFDIR;
-        if want & MAY_EXEC != 0 && !is_dir && mode & 0o111 == 0 {
-            return Err(Errno::EACCES);
-        }
+    let is_dir = mode & S_IFMT == S_IFDIR;
+    if class_allows(creds, st, want) {
         return Ok(());
     }
+    if creds.capable(caps::CAP_DAC_OVERRIDE) && (want & MAY_EXEC == 0 || is_dir || mode & 0o111 != 0) {
+        return Ok(());
+    }
+    let read_search = if is_dir { MAY_READ | MAY_EXEC } else { MAY_READ };
+    if creds.capable(caps::CAP_DAC_READ_SEARCH) && want & !read_search == 0 {
+        return Ok(());
+    }
+    Err(Errno::EACCES)
+}
+
+/// Whether the mode's class for `creds` grants all of `want`.
+fn class_allows(creds: &Credentials, st: &Stat, want: u32) -> bool {
+    let mode = st.mode;
     let class = if creds.fsuid == st.uid {
         (mode >> 6) & 7
     } else if creds.in_group(st.gid) {
@@ -28,11 +39,7 @@ pub fn check(creds: &Credentials, st: &Stat, want: u32) -> Result<(), Errno> {
     } else {
         mode & 7
     };
-    if class & want == want {
-        Ok(())
-    } else {
-        Err(Errno::EACCES)
-    }
+    class & want == want
 }
 
 #[cfg(test)]
@@ -60,5 +67,20 @@ mod tests {
         assert_eq!(check(&c, &st(0o100644, 5, 5), MAY_EXEC), Err(Errno::EACCES));
         assert!(check(&c, &st(0o100744, 5, 5), MAY_EXEC).is_ok());
         assert!(check(&c, &st(0o040000, 5, 5), MAY_EXEC).is_ok());
+    }
+
+    #[test]
+    fn capabilities_not_the_uid_decide() {
+        let mut root = Credentials::new(0, 0);
+        root.caps.effective = caps::bit(caps::CAP_DAC_READ_SEARCH);
+        let secret = st(0o100600, 5, 5);
+        assert!(check(&root, &secret, MAY_READ).is_ok(), "CAP_DAC_READ_SEARCH reads");
+        assert_eq!(check(&root, &secret, MAY_WRITE), Err(Errno::EACCES), "but does not write");
+        assert!(check(&root, &st(0o040700, 5, 5), MAY_READ | MAY_EXEC).is_ok(), "and searches directories");
+        root.caps.effective = 0;
+        assert_eq!(check(&root, &secret, MAY_READ), Err(Errno::EACCES), "root without capabilities");
+        let mut user = Credentials::new(1000, 1000);
+        user.caps.effective = caps::bit(caps::CAP_DAC_OVERRIDE);
+        assert!(check(&user, &secret, MAY_READ | MAY_WRITE).is_ok());
     }
 }

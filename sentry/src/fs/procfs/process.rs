@@ -6,8 +6,6 @@ use crate::kernel::thread::ArgRanges;
 use crate::kernel::Credentials;
 use std::io::Write as _;
 
-/// Every capability (CAP_LAST_CAP = 40).
-const CAP_FULL: u64 = 0x0000_01ff_ffff_ffff;
 /// The clock ticks per second of /proc/[pid]/stat (USER_HZ).
 pub(super) const CLOCK_TICKS: u64 = 100;
 const PAGE: u64 = crate::abi::PAGE_SIZE;
@@ -151,7 +149,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     let mut out = b"Name:\t".to_vec();
     out.extend_from_slice(&escape_name(s.name));
     let groups = c.groups.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
-    let caps = if c.euid == 0 { CAP_FULL } else { 0 };
+    let caps = &c.caps;
     let vm = &s.vm;
     let _ = write!(
         out,
@@ -207,10 +205,11 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
         "CoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\n\
          Threads:\t{threads}\nSigQ:\t0/{sigq}\nSigPnd:\t{pending:016x}\nShdPnd:\t{none:016x}\n\
          SigBlk:\t{blocked:016x}\nSigIgn:\t{ignored:016x}\nSigCgt:\t{caught:016x}\n\
-         CapInh:\t{none:016x}\nCapPrm:\t{caps:016x}\nCapEff:\t{caps:016x}\n\
-         CapBnd:\t{CAP_FULL:016x}\nCapAmb:\t{none:016x}\n\
+         CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\n\
+         CapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
          NoNewPrivs:\t{nnp}\nSeccomp:\t0\nSeccomp_filters:\t0\n{host}\
          voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
+        caps.inheritable, caps.permitted, caps.effective, caps.bounding, caps.ambient,
     );
     out
 }

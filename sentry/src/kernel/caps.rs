@@ -1,0 +1,268 @@
+//! Capabilities as emulated credentials: the five sets a task carries
+//! (effective, permitted, inheritable, bounding, ambient) and Linux's rules
+//! for how they change when the task's uids change and when it executes a
+//! program (commoncap.c, without file capabilities: the sandbox's files
+//! carry none). Every privilege check of the sentry asks the effective set.
+
+/// Capability numbers, as in linux/capability.h.
+pub const CAP_CHOWN: u32 = 0;
+pub const CAP_DAC_OVERRIDE: u32 = 1;
+pub const CAP_DAC_READ_SEARCH: u32 = 2;
+pub const CAP_FOWNER: u32 = 3;
+pub const CAP_FSETID: u32 = 4;
+pub const CAP_KILL: u32 = 5;
+pub const CAP_SETGID: u32 = 6;
+pub const CAP_SETUID: u32 = 7;
+pub const CAP_SETPCAP: u32 = 8;
+pub const CAP_LINUX_IMMUTABLE: u32 = 9;
+pub const CAP_NET_BIND_SERVICE: u32 = 10;
+pub const CAP_NET_RAW: u32 = 13;
+pub const CAP_SYS_CHROOT: u32 = 18;
+pub const CAP_SYS_PTRACE: u32 = 19;
+pub const CAP_SYS_ADMIN: u32 = 21;
+pub const CAP_SYS_NICE: u32 = 23;
+pub const CAP_SYS_RESOURCE: u32 = 24;
+pub const CAP_SYS_TIME: u32 = 25;
+pub const CAP_MKNOD: u32 = 27;
+pub const CAP_MAC_OVERRIDE: u32 = 32;
+pub const CAP_WAKE_ALARM: u32 = 35;
+pub const CAP_LAST_CAP: u32 = 40;
+
+/// Every capability up to CAP_LAST_CAP.
+pub const ALL: u64 = (1 << (CAP_LAST_CAP + 1)) - 1;
+
+/// The capabilities that follow the filesystem uid (CAP_FS_MASK).
+const FS_MASK: u64 = bit(CAP_CHOWN)
+    | bit(CAP_DAC_OVERRIDE)
+    | bit(CAP_DAC_READ_SEARCH)
+    | bit(CAP_FOWNER)
+    | bit(CAP_FSETID)
+    | bit(CAP_LINUX_IMMUTABLE)
+    | bit(CAP_MAC_OVERRIDE)
+    | bit(CAP_MKNOD);
+
+/// Names as the OCI spec and capsh write them, by number.
+const NAMES: [&str; 41] = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+];
+
+pub const fn bit(cap: u32) -> u64 {
+    1 << cap
+}
+
+/// Every capability's name, as the OCI spec writes it (`CAP_CHOWN` …).
+pub fn all_names() -> Vec<String> {
+    NAMES.iter().map(|n| format!("CAP_{n}")).collect()
+}
+
+/// The set named by capability names such as `CAP_NET_ADMIN`; unknown
+/// names are returned as the error.
+pub fn parse_set<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<u64, String> {
+    let mut set = 0;
+    for name in names {
+        let upper = name.to_ascii_uppercase();
+        let bare = upper.strip_prefix("CAP_").unwrap_or(&upper);
+        let n = NAMES.iter().position(|&k| k == bare).ok_or_else(|| name.to_string())?;
+        set |= 1 << n;
+    }
+    Ok(set)
+}
+
+/// A task's capability sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    pub effective: u64,
+    pub permitted: u64,
+    pub inheritable: u64,
+    pub bounding: u64,
+    pub ambient: u64,
+}
+
+impl Capabilities {
+    /// What a process of `uid` starts with when nobody said otherwise:
+    /// root has every capability, anyone else none; the bounding set is
+    /// full.
+    pub fn for_uid(uid: u32) -> Capabilities {
+        let all = if uid == 0 { ALL } else { 0 };
+        Capabilities { effective: all, permitted: all, inheritable: 0, bounding: ALL, ambient: 0 }
+    }
+
+    /// The five sets as `E:P:I:B:A` in hex (the command line's and the
+    /// control protocol's form).
+    pub fn encode(&self) -> String {
+        let s = [self.effective, self.permitted, self.inheritable, self.bounding, self.ambient];
+        s.map(|v| format!("{v:x}")).join(":")
+    }
+
+    /// Parses `encode`'s form; sets beyond CAP_LAST_CAP are refused.
+    pub fn decode(text: &str) -> Option<Capabilities> {
+        let v: Vec<u64> = text.split(':').map(|p| u64::from_str_radix(p, 16).ok()).collect::<Option<_>>()?;
+        let [effective, permitted, inheritable, bounding, ambient] = <[u64; 5]>::try_from(v).ok()?;
+        let c = Capabilities { effective, permitted, inheritable, bounding, ambient };
+        (c.encode() == text && [effective, permitted, inheritable, bounding, ambient].iter().all(|s| s & !ALL == 0))
+            .then_some(c)
+    }
+
+    pub fn has(&self, cap: u32) -> bool {
+        self.effective & bit(cap) != 0
+    }
+
+    /// The sets after a change of uids from `old` to `new` (real,
+    /// effective, saved, filesystem), as cap_emulate_setxuid and
+    /// cap_task_fix_setuid: losing uid 0 everywhere drops the permitted
+    /// and effective sets (unless `keep_caps`) and the ambient set; an
+    /// effective uid leaving 0 drops the effective set and one coming to
+    /// 0 raises it to the permitted; the filesystem uid carries the
+    /// filesystem capabilities.
+    pub fn after_setuid(mut self, old: [u32; 4], new: [u32; 4], keep_caps: bool) -> Capabilities {
+        let had_root = old[..3].contains(&0);
+        let has_root = new[..3].contains(&0);
+        if had_root && !has_root {
+            if !keep_caps {
+                self.permitted = 0;
+            }
+            self.effective = 0;
+            self.ambient = 0;
+        }
+        if old[1] == 0 && new[1] != 0 {
+            self.effective = 0;
+        }
+        if old[1] != 0 && new[1] == 0 {
+            self.effective = self.permitted;
+        }
+        if old[3] == 0 && new[3] != 0 {
+            self.effective &= !FS_MASK;
+        }
+        if old[3] != 0 && new[3] == 0 {
+            self.effective |= self.permitted & FS_MASK;
+        }
+        self
+    }
+
+    /// The sets after executing a program with no file capabilities, by a
+    /// task whose real and effective uids are `ruid` and `euid` after the
+    /// exec (set-user-ID applied): root gets its bounding and inheritable
+    /// sets as permitted (effective too when the effective uid is 0); anyone
+    /// else keeps only its ambient capabilities. A set-id program clears
+    /// the ambient set.
+    pub fn after_exec(self, ruid: u32, euid: u32, setid: bool) -> Capabilities {
+        let ambient = if setid { 0 } else { self.ambient };
+        let mut permitted = ambient;
+        let mut effective = ambient;
+        if euid == 0 || ruid == 0 {
+            permitted = self.bounding | self.inheritable | ambient;
+        }
+        if euid == 0 {
+            effective = permitted;
+        }
+        Capabilities { effective, permitted, inheritable: self.inheritable, bounding: self.bounding, ambient }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_with_or_without_the_prefix() {
+        assert_eq!(parse_set(["CAP_CHOWN", "NET_BIND_SERVICE", "cap_sys_admin"]), Ok(1 | 1 << 10 | 1 << 21));
+        assert_eq!(parse_set(["CAP_CHECKPOINT_RESTORE"]), Ok(1 << 40));
+        assert_eq!(parse_set(["CAP_FLY"]), Err("CAP_FLY".into()));
+        assert_eq!(NAMES.len(), CAP_LAST_CAP as usize + 1);
+    }
+
+    #[test]
+    fn the_text_form_round_trips_and_refuses_garbage() {
+        let c = Capabilities { effective: 1, permitted: 3, inheritable: 0, bounding: ALL, ambient: 2 };
+        assert_eq!(c.encode(), "1:3:0:1ffffffffff:2");
+        assert_eq!(Capabilities::decode(&c.encode()), Some(c));
+        for bad in ["", "1:2:3:4", "1:2:3:4:5:6", "x:0:0:0:0", "20000000000:0:0:0:0", "01:0:0:0:0"] {
+            assert_eq!(Capabilities::decode(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn root_starts_with_everything_others_with_nothing() {
+        assert!(Capabilities::for_uid(0).has(CAP_SYS_ADMIN));
+        let user = Capabilities::for_uid(1000);
+        assert!(!user.has(CAP_CHOWN));
+        assert_eq!(user.bounding, ALL);
+    }
+
+    #[test]
+    fn dropping_root_drops_capabilities_unless_kept() {
+        let root = Capabilities::for_uid(0);
+        let user = root.after_setuid([0; 4], [1000; 4], false);
+        assert_eq!((user.effective, user.permitted), (0, 0));
+        let kept = root.after_setuid([0; 4], [1000; 4], true);
+        assert_eq!((kept.effective, kept.permitted), (0, ALL));
+        // seteuid(1000) and back: the effective set follows.
+        let away = root.after_setuid([0; 4], [0, 1000, 0, 1000], false);
+        assert_eq!((away.effective, away.permitted), (0, ALL));
+        let back = away.after_setuid([0, 1000, 0, 1000], [0; 4], false);
+        assert_eq!(back.effective, ALL);
+        // setfsuid(1000) drops just the filesystem capabilities.
+        let fs = root.after_setuid([0; 4], [0, 0, 0, 1000], false);
+        assert!(!fs.has(CAP_DAC_OVERRIDE) && fs.has(CAP_KILL));
+    }
+
+    #[test]
+    fn exec_gives_root_its_bounding_set_and_others_their_ambient_set() {
+        let mut docker = Capabilities::for_uid(0);
+        docker.bounding = bit(CAP_CHOWN) | bit(CAP_KILL);
+        docker.effective &= docker.bounding;
+        docker.permitted &= docker.bounding;
+        let after = docker.after_exec(0, 0, false);
+        assert_eq!((after.effective, after.permitted), (docker.bounding, docker.bounding));
+        let mut user = Capabilities::for_uid(1000);
+        user.ambient = bit(CAP_NET_BIND_SERVICE);
+        user.permitted = user.ambient;
+        user.inheritable = user.ambient;
+        let after = user.after_exec(1000, 1000, false);
+        assert!(after.has(CAP_NET_BIND_SERVICE));
+        let setuid_prog = user.after_exec(1000, 1000, true);
+        assert_eq!(setuid_prog.permitted, 0, "a set-id program clears the ambient set");
+        let plain = Capabilities::for_uid(1000).after_exec(1000, 1000, false);
+        assert_eq!(plain.permitted, 0);
+    }
+}
