@@ -119,6 +119,14 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
+        sysctls: args
+            .sysctls
+            .iter()
+            .map(|s| {
+                let (k, v) = s.split_once('=').with_context(|| format!("--sysctl {s:?}: want KEY=VALUE"))?;
+                Ok((k.to_string(), v.to_string()))
+            })
+            .collect::<anyhow::Result<_>>()?,
         binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,
         masked_paths: args.masked_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),

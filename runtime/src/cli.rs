@@ -273,6 +273,9 @@ pub struct BootArgs {
     /// The process may gain no privileges (noNewPrivileges).
     #[arg(long)]
     pub no_new_privs: bool,
+    /// KEY=VALUE: a sysctl of the sandbox's (repeatable).
+    #[arg(long = "sysctl")]
+    pub sysctls: Vec<String>,
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,

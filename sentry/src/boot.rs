@@ -26,6 +26,8 @@ pub struct BootConfig {
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
     pub hostname: Vec<u8>,
+    /// linux.sysctl: (key, value), applied where the sandbox has a view.
+    pub sysctls: Vec<(String, String)>,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
     /// Paths hidden from the guest (OCI maskedPaths): a directory shows
@@ -106,6 +108,11 @@ fn boot_with(
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     kernel.devpts.attach(Arc::downgrade(&kernel));
+    for (key, value) in &cfg.sysctls {
+        if let Err(e) = crate::kernel::sysctl::set(&kernel, key, value) {
+            log::warn!("sysctl ignored: {e}");
+        }
+    }
     mount_system_filesystems(&kernel);
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);

@@ -508,6 +508,28 @@ fn process_capabilities_bound_roots_privileges() {
     assert!(r.stderr_str().contains("CAP_FLY"), "{}", r.describe());
 }
 
+/// linux.sysctl reaches the sandbox's view: Docker's default
+/// ip_unprivileged_port_start=0 lets a non-root process bind port 80;
+/// a sysctl the sandbox has no view of is left aside, not fatal.
+#[test]
+fn sysctls_reach_the_sandbox() {
+    let script = "cat /proc/sys/net/ipv4/ip_unprivileged_port_start; \
+                  python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 80)); print('bound', s.getsockname()[1])\"";
+    let extra = serde_json::json!({
+        "process": {
+            "args": ["sh", "-c", script],
+            "cwd": "/",
+            "env": ["PATH=/usr/bin:/bin"],
+            "user": { "uid": 1000, "gid": 1000 },
+        },
+        "linux": { "sysctl": { "net.ipv4.ip_unprivileged_port_start": "0", "vm.swappiness": "1" } },
+    });
+    let oci = Oci::new(&[], extra);
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &unique("sysctl")]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "0\nbound 80\n", "{}", r.describe());
+}
+
 /// Receives the console master `husk create` sends over `listener`.
 fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};

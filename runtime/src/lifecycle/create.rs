@@ -278,6 +278,9 @@ fn start_sentry(
     if launch.no_new_privs {
         boot_args.push("--no-new-privs".into());
     }
+    for (key, value) in &launch.sysctls {
+        boot_args.extend(["--sysctl".into(), format!("{key}={value}").into()]);
+    }
     if let Some(h) = &launch.hostname {
         boot_args.extend(["--hostname".into(), h.into()]);
     }

@@ -62,6 +62,8 @@ pub struct Launch {
     pub caps: Option<Capabilities>,
     /// process.noNewPrivileges.
     pub no_new_privs: bool,
+    /// linux.sysctl, in key order.
+    pub sysctls: Vec<(String, String)>,
 }
 
 /// A bundle directory and its parsed config.json.
@@ -120,6 +122,12 @@ impl Bundle {
             terminal,
             caps: process_caps(process)?,
             no_new_privs: process.no_new_privileges().unwrap_or(false),
+            sysctls: spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.sysctl().clone())
+                .map(|m| m.into_iter().collect::<std::collections::BTreeMap<_, _>>().into_iter().collect())
+                .unwrap_or_default(),
         })
     }
 
@@ -139,9 +147,6 @@ impl Bundle {
         if let Some(linux) = spec.linux() {
             if linux.seccomp().is_some() {
                 ignored.push("linux.seccomp (guest system calls never reach the host)".into());
-            }
-            if linux.sysctl().is_some() {
-                ignored.push("linux.sysctl".into());
             }
         }
         for m in spec.mounts().iter().flatten() {

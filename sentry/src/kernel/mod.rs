@@ -14,6 +14,7 @@ pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod sysctl;
 pub mod task;
 pub mod thread;
 pub mod timers;
@@ -77,6 +78,7 @@ pub struct Kernel {
     pub boot_time: SystemTime,
     pub hostname: Mutex<Vec<u8>>,
     pub domainname: Mutex<Vec<u8>>,
+    pub net_sysctls: sysctl::NetSysctls,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
 }
@@ -120,6 +122,7 @@ impl Kernel {
             boot_time: SystemTime::now(),
             hostname: Mutex::new(opts.hostname.clone()),
             domainname: Mutex::new(b"(none)".to_vec()),
+            net_sysctls: sysctl::NetSysctls::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
         }

@@ -110,7 +110,11 @@ fn encode(a: SocketAddr) -> Vec<u8> {
 pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
     // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
-    if to.port() != 0 && to.port() < 1024 && !task.thread.creds().capable(caps::CAP_NET_BIND_SERVICE) {
+    let privileged_below = task.kernel.net_sysctls.unprivileged_port_start();
+    if to.port() != 0
+        && u32::from(to.port()) < privileged_below
+        && !task.thread.creds().capable(caps::CAP_NET_BIND_SERVICE)
+    {
         return Err(Errno::EACCES);
     }
     match &s.endpoint {

@@ -284,3 +284,25 @@ fn system_files_reflect_the_sandbox() {
     assert!(uptime.ends_with('\n') && uptime.split(' ').count() == 2, "{uptime}");
     assert_eq!(s.proc.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
 }
+
+#[test]
+fn sysctls_set_at_boot_show_in_proc_sys() {
+    use crate::kernel::sysctl::{set, SysctlError};
+    let s = sandbox();
+    assert_eq!(read_text(&s.proc, "sys/net/ipv4/ip_unprivileged_port_start"), "1024\n");
+    assert_eq!(read_text(&s.proc, "sys/net/ipv4/ping_group_range"), "1\t0\n");
+    set(&s.kernel, "net.ipv4.ip_unprivileged_port_start", "0").unwrap();
+    set(&s.kernel, "net/ipv4/ping_group_range", "0 2147483647").unwrap();
+    set(&s.kernel, "kernel.domainname", "example").unwrap();
+    assert_eq!(read_text(&s.proc, "sys/net/ipv4/ip_unprivileged_port_start"), "0\n");
+    assert_eq!(s.kernel.net_sysctls.unprivileged_port_start(), 0);
+    assert_eq!(read_text(&s.proc, "sys/net/ipv4/ping_group_range"), "0\t2147483647\n");
+    assert_eq!(read_text(&s.proc, "sys/kernel/domainname"), "example\n");
+    assert_eq!(
+        set(&s.kernel, "net.ipv4.ip_unprivileged_port_start", "70000"),
+        Err(SysctlError::Invalid("net.ipv4.ip_unprivileged_port_start".into(), "70000".into()))
+    );
+    assert!(matches!(set(&s.kernel, "net.ipv4.ping_group_range", "5 1"), Err(SysctlError::Invalid(..))));
+    assert!(matches!(set(&s.kernel, "kernel.hostname", &"h".repeat(65)), Err(SysctlError::Invalid(..))));
+    assert_eq!(set(&s.kernel, "vm.swappiness", "1"), Err(SysctlError::Unknown("vm.swappiness".into())));
+}

@@ -161,7 +161,18 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         ],
     );
     let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)]);
-    let net = dir(p, "/sys/net", vec![dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")])]);
+    let ipv4 = dir(
+        p,
+        "/sys/net/ipv4",
+        vec![
+            kernel_file(p, "/sys/net/ipv4/ip_unprivileged_port_start", |_, k| {
+                format!("{}\n", k.net_sysctls.unprivileged_port_start()).into_bytes()
+            }),
+            kernel_file(p, "/sys/net/ipv4/ping_group_range", |_, k| k.net_sysctls.ping_group_range().into_bytes()),
+        ],
+    );
+    let core = dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")]);
+    let net = dir(p, "/sys/net", vec![core, ipv4]);
     let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
     dir(p, "/sys", vec![fs, kernel, net, vm])
 }
