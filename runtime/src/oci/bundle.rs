@@ -305,7 +305,9 @@ pub fn console_size(process: &oci_spec::runtime::Process) -> (u16, u16) {
 }
 
 /// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, …).
-const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"];
+/// mqueue and cgroup mounts are not among them: the sandbox has no POSIX
+/// message queues or cgroup filesystem, and says so in the log.
+const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts"];
 
 /// The guest memory size: the spec's memory limit, else the default.
 fn memory_mb(spec: &Spec) -> u64 {
