@@ -206,6 +206,11 @@ fn delete_force_kills_a_running_container() {
     oci.create(&id);
     oci.husk(&["start", &id]).assert_code(0);
     let pid = oci.state(&id)["pid"].as_i64().unwrap();
+    // The sentry is the first process of a pid namespace of its own (its
+    // stubs die with it, and it sees no host process).
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    assert_eq!(nspid.split_whitespace().collect::<Vec<_>>(), ["NSpid:", &pid.to_string(), "1"], "{nspid}");
     oci.husk(&["delete", "--force", &id]).assert_code(0);
     oci.assert_gone(&id, pid);
     oci.husk(&["delete", "--force", &id]).assert_code(0);

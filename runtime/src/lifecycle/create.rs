@@ -297,8 +297,21 @@ fn start_sentry(
     };
     let mut keep: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
     keep.extend(bind_ends.iter().map(AsRawFd::as_raw_fd));
-    let sentry = spawn(&mut boot, &keep, session, join)?;
+    let sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, session, join))?;
     Ok((sentry, ready_r))
+}
+
+/// Runs `start`, which starts one process, so that the process is the
+/// first of a new pid namespace (the spec's pid namespace): the sentry
+/// then sees no host process, and when it ends the kernel ends its stubs
+/// with it. Processes we start afterwards (hooks) stay in ours.
+fn in_new_pid_namespace<T>(start: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    use nix::sched::{setns, unshare, CloneFlags};
+    let own = std::fs::File::open("/proc/self/ns/pid").context("opening our pid namespace")?;
+    unshare(CloneFlags::CLONE_NEWPID).context("creating a pid namespace")?;
+    let started = start();
+    setns(&own, CloneFlags::CLONE_NEWPID).context("returning to our pid namespace")?;
+    started
 }
 
 /// Opens a network namespace named by the spec, refusing anything else
