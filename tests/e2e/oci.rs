@@ -556,67 +556,113 @@ fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File
     unsafe { std::fs::File::from_raw_fd(fd) }
 }
 
+/// A created container with `terminal: true` and its console: what the
+/// terminal shows is gathered as it comes.
+struct ConsoleSession {
+    oci: Oci,
+    id: String,
+    pid: i64,
+    master: std::fs::File,
+    seen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl ConsoleSession {
+    /// Creates and starts a container running `args` on a 30x100 console.
+    fn start(args: &[&str]) -> ConsoleSession {
+        use std::io::Read;
+        let oci = Oci::new(
+            &[],
+            serde_json::json!({ "process": {
+                "terminal": true,
+                "consoleSize": { "height": 30, "width": 100 },
+                "args": args,
+                "cwd": "/",
+                "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "PS1=$ ", "TERM=dumb"],
+                "user": { "uid": 0, "gid": 0 },
+            }}),
+        );
+        let id = unique("console");
+        let sock = oci.dir.path().join("console.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let mut create = oci
+            .cmd(&["create", "--bundle", oci.bundle.to_str().unwrap(), "--console-socket", sock.to_str().unwrap()])
+            .arg(&id)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let master = receive_console(&listener);
+        assert!(create.wait().unwrap().success(), "create failed");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut reader = master.try_clone().unwrap();
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        oci.husk(&["start", &id]).assert_code(0);
+        let pid = oci.state(&id)["pid"].as_i64().unwrap();
+        ConsoleSession { oci, id, pid, master, seen }
+    }
+
+    /// Types `keys` (repeating them every 100 ms when `again`, for keys
+    /// that may arrive before the guest is ready for them) until `want`
+    /// shows on the terminal.
+    fn type_until(&mut self, keys: &[u8], again: bool, want: &str) {
+        use std::io::Write;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        self.master.write_all(keys).unwrap();
+        while !self.seen.lock().unwrap().contains(want) {
+            assert!(Instant::now() < deadline, "{want:?} never appeared: {:?}", self.seen.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(100));
+            if again {
+                self.master.write_all(keys).unwrap();
+            }
+        }
+    }
+
+    /// Waits for the container to end, deletes it and checks it is gone.
+    fn finish(self) {
+        self.oci.wait_for(&self.id, "stopped");
+        self.oci.husk(&["delete", &self.id]).assert_code(0);
+        self.oci.assert_gone(&self.id, self.pid);
+    }
+}
+
 /// A container with `terminal: true`: its console's master arrives on the
 /// console socket, and behind it is a terminal of the sentry's, with the
 /// spec's size, a /dev/pts name, line editing and echo, and ^C sent to the
 /// foreground job (not the protected init).
 #[test]
 fn a_console_is_a_terminal_with_line_editing_and_job_control() {
-    use std::io::{Read, Write};
     // The shell traps SIGINT so that it lives on to report how its job
     // ended (without a handler, dash exits 130 itself after its child).
     let script = "trap 'echo trapped' INT; stty size; tty; read line; echo \"got:$line\"; sleep 30; echo \"after:$?\"";
-    let oci = Oci::new(
-        &[],
-        serde_json::json!({ "process": {
-            "terminal": true,
-            "consoleSize": { "height": 30, "width": 100 },
-            "args": ["sh", "-c", script],
-            "cwd": "/",
-            "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
-            "user": { "uid": 0, "gid": 0 },
-        }}),
-    );
-    let id = unique("console");
-    let sock = oci.dir.path().join("console.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let pid_file = oci.dir.path().join("console.pid");
-    let mut create = oci
-        .cmd(&["create", "--bundle", oci.bundle.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap()])
-        .args(["--console-socket", sock.to_str().unwrap(), &id])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut master = receive_console(&listener);
-    assert!(create.wait().unwrap().success(), "create failed");
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut reader = master.try_clone().unwrap();
-    let sink = seen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let wait_text = |want: &str, mut meanwhile: Box<dyn FnMut() + '_>| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !seen.lock().unwrap().contains(want) {
-            assert!(Instant::now() < deadline, "{want:?} never appeared: {:?}", seen.lock().unwrap());
-            meanwhile();
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    oci.husk(&["start", &id]).assert_code(0);
-    wait_text("30 100\r\n/dev/pts/", Box::new(|| {}));
-    master.write_all(b"ab\x7fc\r").unwrap();
-    wait_text("ab\x08 \x08c\r\ngot:ac\r\n", Box::new(|| {}));
-    let mut again = master.try_clone().unwrap();
-    wait_text("^Ctrapped\r\nafter:130\r\n", Box::new(move || again.write_all(b"\x03").unwrap()));
-    oci.wait_for(&id, "stopped");
-    let pid: i64 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    oci.husk(&["delete", &id]).assert_code(0);
-    oci.assert_gone(&id, pid);
+    let mut c = ConsoleSession::start(&["sh", "-c", script]);
+    c.type_until(b"", false, "30 100\r\n/dev/pts/");
+    c.type_until(b"ab\x7fc\r", false, "ab\x08 \x08c\r\ngot:ac\r\n");
+    c.type_until(b"\x03", true, "^Ctrapped\r\nafter:130\r\n");
+    c.finish();
+}
+
+/// An interactive shell on a container's console has job control: ^Z
+/// stops the foreground job, `jobs` and `fg` find it, ^C ends it.
+#[test]
+fn an_interactive_shell_on_the_console_has_job_control() {
+    let mut c = ConsoleSession::start(&["bash", "--norc", "--noprofile", "-i"]);
+    c.type_until(b"", false, "$ ");
+    c.type_until(b"sleep 30\r", false, "sleep 30\r\n");
+    c.type_until(b"\x1a", true, "Stopped");
+    c.type_until(b"jobs\r", false, "jobs\r\n[1]+  Stopped");
+    c.type_until(b"fg\r", false, "fg\r\nsleep 30\r\n");
+    c.type_until(b"\x03", true, "^C\r\n$ ");
+    // Readline flushes input typed while it sets the terminal up again.
+    std::thread::sleep(Duration::from_millis(300));
+    c.type_until(b"echo status $?\r", false, "status 130");
+    c.type_until(b"exit\r", false, "exit");
+    c.finish();
 }
