@@ -56,12 +56,19 @@ impl Console {
     /// terminal is then hung up, as Linux does with a vanished terminal.
     fn pump_input(&self) {
         let mut buf = [0u8; 4096];
+        // The host's size last passed on: only a change of it is, so a
+        // guest's own TIOCSWINSZ (stty cols) stands.
+        let mut host_size = host_winsize(&self.host);
         loop {
             let mut p = libc::pollfd { fd: self.host.as_raw_fd(), events: libc::POLLIN, revents: 0 };
             // SAFETY: one valid pollfd.
             let n = unsafe { libc::poll(&mut p, 1, RESIZE_POLL_MS) };
-            if let Some(w) = host_winsize(&self.host) {
-                self.master.term.set_winsize(w);
+            let now = host_winsize(&self.host);
+            if now != host_size {
+                host_size = now;
+                if let Some(w) = now {
+                    self.master.term.set_winsize(w);
+                }
             }
             if n <= 0 {
                 continue;
@@ -82,8 +89,7 @@ impl Console {
         self.master.term.hang_up();
     }
 
-    /// Terminal output to the host, until no process has the replica
-    /// open any more.
+    /// Terminal output to the host, until the host terminal goes away.
     fn pump_output(&self) {
         while self.master.term.wait_output() {
             self.flush();

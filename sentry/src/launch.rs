@@ -84,7 +84,9 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let root = kernel.mounts.root();
     let mut creds = Credentials::new(spec.uid, spec.gid);
     creds.groups = spec.groups;
-    if let Some(caps) = spec.caps {
+    if let Some(mut caps) = spec.caps {
+        // Only what is permitted and inheritable can be ambient.
+        caps.ambient &= caps.permitted & caps.inheritable;
         creds.caps = caps;
     }
     let cwd = {

@@ -160,6 +160,16 @@ static void raw_mode(void) {
     CHECK_EQ(read(s, buf, sizeof buf), 3);
     CHECK_OK(waitpid(c, NULL, 0));
 
+    /* VMIN 2, VTIME 1 with one byte queued: the inter-byte timer runs
+     * from it, and the read returns that byte after 0.1 s. */
+    t.c_cc[VMIN] = 2;
+    t.c_cc[VTIME] = 1;
+    CHECK_OK(tcsetattr(s, TCSANOW, &t));
+    write_all(m, "z");
+    usleep(50000);
+    CHECK_EQ(read(s, buf, sizeof buf), 1);
+    CHECK_EQ(buf[0], 'z');
+
     struct winsize w = {33, 111, 0, 0}, got;
     CHECK_OK(ioctl(m, TIOCSWINSZ, &w));
     CHECK_OK(ioctl(s, TIOCGWINSZ, &got));
@@ -257,6 +267,13 @@ static void sessions(void) {
 static void hangups(void) {
     char name[64], buf[16];
     int m = open_master(name, sizeof name);
+    /* Before any replica was opened the master just has nothing to read. */
+    CHECK_OK(fcntl(m, F_SETFL, O_NONBLOCK));
+    CHECK_ERR(read(m, buf, sizeof buf), EAGAIN);
+    struct pollfd fresh = {m, POLLIN | POLLOUT, 0};
+    CHECK_EQ(poll(&fresh, 1, 0), 1);
+    CHECK_EQ(fresh.revents, POLLOUT);
+    CHECK_OK(fcntl(m, F_SETFL, 0));
     int s = CHECK_OK(open(name, O_RDWR | O_NOCTTY));
     close(s);
     CHECK_ERR(read(m, buf, sizeof buf), EIO); /* no replica */

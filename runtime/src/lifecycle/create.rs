@@ -305,13 +305,20 @@ fn start_sentry(
 /// first of a new pid namespace (the spec's pid namespace): the sentry
 /// then sees no host process, and when it ends the kernel ends its stubs
 /// with it. Processes we start afterwards (hooks) stay in ours.
-fn in_new_pid_namespace<T>(start: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+fn in_new_pid_namespace(start: impl FnOnce() -> anyhow::Result<Child>) -> anyhow::Result<Child> {
     use nix::sched::{setns, unshare, CloneFlags};
     let own = std::fs::File::open("/proc/self/ns/pid").context("opening our pid namespace")?;
     unshare(CloneFlags::CLONE_NEWPID).context("creating a pid namespace")?;
     let started = start();
-    setns(&own, CloneFlags::CLONE_NEWPID).context("returning to our pid namespace")?;
-    started
+    let back = setns(&own, CloneFlags::CLONE_NEWPID).context("returning to our pid namespace");
+    match (started, back) {
+        (Ok(mut child), Err(e)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(e)
+        }
+        (started, _) => started,
+    }
 }
 
 /// Opens a network namespace named by the spec, refusing anything else

@@ -51,26 +51,30 @@ impl Devpts {
         out
     }
 
+    /// The terminals whose master is open (those /dev/pts shows).
     fn live_terminals(&self) -> Vec<Arc<Terminal>> {
         let mut t = self.terminals.lock();
-        t.retain(|_, w| w.upgrade().is_some_and(|t| t.alive()));
-        t.values().filter_map(Weak::upgrade).collect()
+        t.retain(|_, w| w.strong_count() > 0);
+        t.values().filter_map(Weak::upgrade).filter(|t| t.alive()).collect()
     }
 
-    /// A new pseudo-terminal with the lowest free number (host terminals'
-    /// numbers are taken), owned by `owner`; opens its master.
+    /// A new pseudo-terminal with the lowest free number, owned by
+    /// `owner`; opens its master. A number stays taken until both sides
+    /// of its terminal are closed, as in Linux; host terminals' numbers
+    /// are taken too.
     pub fn new_terminal(&self, owner: u32, flags: i32, now: TimeSpec) -> Arc<TtyFile> {
         let hosts = self.live_hosts();
-        let live = self.live_terminals();
+        let kernel = self.kernel.get().cloned().unwrap_or_default();
+        let mut terminals = self.terminals.lock();
+        terminals.retain(|_, w| w.strong_count() > 0);
         let taken = |n: u32| {
             let name = n.to_string().into_bytes();
-            live.iter().any(|t| t.index == n) || hosts.iter().any(|(h, _)| *h == name)
+            terminals.contains_key(&n) || hosts.iter().any(|(h, _)| *h == name)
         };
         let index = (0..).find(|&n| !taken(n)).unwrap_or(u32::MAX);
-        let kernel = self.kernel.get().cloned().unwrap_or_default();
         let term = Terminal::new(index, kernel, owner, now);
         let master = term.open_master(flags);
-        self.terminals.lock().insert(index, Arc::downgrade(&term));
+        terminals.insert(index, Arc::downgrade(&term));
         master
     }
 

@@ -147,21 +147,17 @@ impl Capabilities {
         self.effective & bit(cap) != 0
     }
 
-    /// The sets after a change of uids from `old` to `new` (real,
-    /// effective, saved, filesystem), as cap_emulate_setxuid and
-    /// cap_task_fix_setuid: losing uid 0 everywhere drops the permitted
-    /// and effective sets (unless `keep_caps`) and the ambient set; an
-    /// effective uid leaving 0 drops the effective set and one coming to
-    /// 0 raises it to the permitted; the filesystem uid carries the
-    /// filesystem capabilities.
-    pub fn after_setuid(mut self, old: [u32; 4], new: [u32; 4], keep_caps: bool) -> Capabilities {
-        let had_root = old[..3].contains(&0);
-        let has_root = new[..3].contains(&0);
-        if had_root && !has_root {
+    /// The sets after setuid/setreuid/setresuid change the (real,
+    /// effective, saved) uids from `old` to `new`, as cap_emulate_setxuid:
+    /// losing uid 0 from all three drops the permitted and effective sets
+    /// (unless `keep_caps`) and the ambient set; the effective uid leaving
+    /// 0 drops the effective set, coming to 0 raises it to the permitted.
+    pub fn after_setuid(mut self, old: [u32; 3], new: [u32; 3], keep_caps: bool) -> Capabilities {
+        if old.contains(&0) && !new.contains(&0) {
             if !keep_caps {
                 self.permitted = 0;
+                self.effective = 0;
             }
-            self.effective = 0;
             self.ambient = 0;
         }
         if old[1] == 0 && new[1] != 0 {
@@ -170,10 +166,16 @@ impl Capabilities {
         if old[1] != 0 && new[1] == 0 {
             self.effective = self.permitted;
         }
-        if old[3] == 0 && new[3] != 0 {
+        self
+    }
+
+    /// The sets after setfsuid changes the filesystem uid: it carries the
+    /// filesystem capabilities (CAP_FS_MASK) away from 0 and back.
+    pub fn after_setfsuid(mut self, old: u32, new: u32) -> Capabilities {
+        if old == 0 && new != 0 {
             self.effective &= !FS_MASK;
         }
-        if old[3] != 0 && new[3] == 0 {
+        if old != 0 && new == 0 {
             self.effective |= self.permitted & FS_MASK;
         }
         self
@@ -184,17 +186,18 @@ impl Capabilities {
     /// exec (set-user-ID applied): root gets its bounding and inheritable
     /// sets as permitted (effective too when the effective uid is 0); anyone
     /// else keeps only its ambient capabilities. A set-id program clears
-    /// the ambient set.
-    pub fn after_exec(self, ruid: u32, euid: u32, setid: bool) -> Capabilities {
+    /// the ambient set. With `no_new_privs` nothing beyond the old
+    /// permitted set is gained.
+    pub fn after_exec(self, ruid: u32, euid: u32, setid: bool, no_new_privs: bool) -> Capabilities {
         let ambient = if setid { 0 } else { self.ambient };
         let mut permitted = ambient;
-        let mut effective = ambient;
         if euid == 0 || ruid == 0 {
             permitted = self.bounding | self.inheritable | ambient;
         }
-        if euid == 0 {
-            effective = permitted;
+        if no_new_privs {
+            permitted &= self.permitted;
         }
+        let effective = if euid == 0 { permitted } else { ambient & permitted };
         Capabilities { effective, permitted, inheritable: self.inheritable, bounding: self.bounding, ambient }
     }
 }
@@ -232,18 +235,25 @@ mod tests {
     #[test]
     fn dropping_root_drops_capabilities_unless_kept() {
         let root = Capabilities::for_uid(0);
-        let user = root.after_setuid([0; 4], [1000; 4], false);
+        let user = root.after_setuid([0; 3], [1000; 3], false);
         assert_eq!((user.effective, user.permitted), (0, 0));
-        let kept = root.after_setuid([0; 4], [1000; 4], true);
-        assert_eq!((kept.effective, kept.permitted), (0, ALL));
+        let kept = root.after_setuid([0; 3], [1000; 3], true);
+        assert_eq!((kept.effective, kept.permitted), (0, ALL), "the effective uid left 0");
+        // Keep-caps with an effective uid already elsewhere keeps the
+        // effective set too.
+        let mut raised = Capabilities::for_uid(1000);
+        (raised.permitted, raised.effective) = (bit(CAP_KILL), bit(CAP_KILL));
+        let kept = raised.after_setuid([0, 1000, 0], [1000; 3], true);
+        assert!(kept.has(CAP_KILL));
         // seteuid(1000) and back: the effective set follows.
-        let away = root.after_setuid([0; 4], [0, 1000, 0, 1000], false);
+        let away = root.after_setuid([0; 3], [0, 1000, 0], false);
         assert_eq!((away.effective, away.permitted), (0, ALL));
-        let back = away.after_setuid([0, 1000, 0, 1000], [0; 4], false);
+        let back = away.after_setuid([0, 1000, 0], [0; 3], false);
         assert_eq!(back.effective, ALL);
         // setfsuid(1000) drops just the filesystem capabilities.
-        let fs = root.after_setuid([0; 4], [0, 0, 0, 1000], false);
+        let fs = root.after_setfsuid(0, 1000);
         assert!(!fs.has(CAP_DAC_OVERRIDE) && fs.has(CAP_KILL));
+        assert!(fs.after_setfsuid(1000, 0).has(CAP_DAC_OVERRIDE));
     }
 
     #[test]
@@ -252,17 +262,22 @@ mod tests {
         docker.bounding = bit(CAP_CHOWN) | bit(CAP_KILL);
         docker.effective &= docker.bounding;
         docker.permitted &= docker.bounding;
-        let after = docker.after_exec(0, 0, false);
+        let after = docker.after_exec(0, 0, false, false);
         assert_eq!((after.effective, after.permitted), (docker.bounding, docker.bounding));
         let mut user = Capabilities::for_uid(1000);
         user.ambient = bit(CAP_NET_BIND_SERVICE);
         user.permitted = user.ambient;
         user.inheritable = user.ambient;
-        let after = user.after_exec(1000, 1000, false);
+        let after = user.after_exec(1000, 1000, false, false);
         assert!(after.has(CAP_NET_BIND_SERVICE));
-        let setuid_prog = user.after_exec(1000, 1000, true);
+        let setuid_prog = user.after_exec(1000, 1000, true, false);
         assert_eq!(setuid_prog.permitted, 0, "a set-id program clears the ambient set");
-        let plain = Capabilities::for_uid(1000).after_exec(1000, 1000, false);
+        let plain = Capabilities::for_uid(1000).after_exec(1000, 1000, false, false);
         assert_eq!(plain.permitted, 0);
+        // no_new_privs: root that gave capabilities up does not regain them.
+        let mut lowered = Capabilities::for_uid(0);
+        (lowered.permitted, lowered.effective) = (bit(CAP_CHOWN), bit(CAP_CHOWN));
+        assert_eq!(lowered.after_exec(0, 0, false, true).permitted, bit(CAP_CHOWN));
+        assert_eq!(lowered.after_exec(0, 0, false, false).permitted, ALL);
     }
 }

@@ -63,11 +63,15 @@ pub fn execve(
     }
     task.thread.sigactions.reset_for_exec();
     *task.thread.altstack.lock() = super::signal::AltStack::default();
-    task.thread.attrs.lock().keepcaps = false;
+    let no_new_privs = {
+        let mut attrs = task.thread.attrs.lock();
+        attrs.keepcaps = false;
+        attrs.no_new_privs
+    };
     {
         // No program carries file capabilities or acts set-user-ID here.
         let mut c = task.thread.creds.write();
-        c.caps = c.caps.after_exec(c.uid, c.euid, false);
+        c.caps = c.caps.after_exec(c.uid, c.euid, false, no_new_privs);
         (c.suid, c.fsuid, c.sgid, c.fsgid) = (c.euid, c.euid, c.egid, c.egid);
     }
     *task.thread.exe.lock() = Some(loaded.exe.dentry.clone());

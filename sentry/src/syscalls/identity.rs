@@ -277,7 +277,9 @@ fn change_ids(task: &Task, k: Kind, rule: impl FnOnce(Ids, bool) -> Result<Ids, 
     let new = rule(old, privileged)?;
     put_ids(&mut c, k, new);
     if let Kind::User = k {
-        c.caps = c.caps.after_setuid(old, new, keep_caps);
+        let [r, e, s, _] = old;
+        let [nr, ne, ns, _] = new;
+        c.caps = c.caps.after_setuid([r, e, s], [nr, ne, ns], keep_caps);
     }
     Ok(0)
 }
@@ -314,7 +316,7 @@ fn change_fsid(task: &Task, k: Kind, id: u32) -> SysResult {
     let new = setfsid_rule(old, id, privileged);
     put_ids(&mut c, k, new);
     if let Kind::User = k {
-        c.caps = c.caps.after_setuid(old, new, false);
+        c.caps = c.caps.after_setfsuid(old[3], new[3]);
     }
     Ok(u64::from(old[3]))
 }
@@ -1135,7 +1137,8 @@ fn sys_capset(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut buf = vec![0u8; words * 12];
     task.thread.mm().copy_in(a[1], &mut buf)?;
     let mut c = task.thread.creds.write();
-    let new = decode_caps(&buf, words);
+    // Bits past the last capability are dropped, as Linux does.
+    let new = decode_caps(&buf, words).map(|set| set & caps::ALL);
     check_capset(caps_of(&c), c.caps.bounding, new)?;
     let [e, p, i] = new;
     (c.caps.effective, c.caps.permitted, c.caps.inheritable) = (e, p, i);

@@ -620,20 +620,22 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
     Ok((Some(Rights::new(files, &task.kernel.unix_inflight, limit)?), cred))
 }
 
-/// May the caller claim `(pid, uid, gid)`? Its own process and any of its
-/// real, effective or saved ids; a holder of CAP_SYS_ADMIN, CAP_SETUID and
-/// CAP_SETGID any existing process and ids.
+/// May the caller claim `(pid, uid, gid)`? Each as scm_check_creds: its
+/// own process or CAP_SYS_ADMIN, one of its real, effective or saved uids
+/// or CAP_SETUID, and likewise for the gid with CAP_SETGID; the process
+/// must exist.
 fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
     let c = task.thread.creds();
-    if [caps::CAP_SYS_ADMIN, caps::CAP_SETUID, caps::CAP_SETGID].into_iter().all(|cap| c.capable(cap)) {
-        return if task.kernel.procs.alive(pid) { Ok(()) } else { Err(Errno::ESRCH) };
+    let pid_ok = pid == task.thread.tgid || c.capable(caps::CAP_SYS_ADMIN);
+    let uid_ok = [c.uid, c.euid, c.suid].contains(&uid) || c.capable(caps::CAP_SETUID);
+    let gid_ok = [c.gid, c.egid, c.sgid].contains(&gid) || c.capable(caps::CAP_SETGID);
+    if !(pid_ok && uid_ok && gid_ok) {
+        return Err(Errno::EPERM);
     }
-    let ok =
-        pid == task.thread.tgid && [c.uid, c.euid, c.suid].contains(&uid) && [c.gid, c.egid, c.sgid].contains(&gid);
-    if ok {
+    if task.kernel.procs.alive(pid) {
         Ok(())
     } else {
-        Err(Errno::EPERM)
+        Err(Errno::ESRCH)
     }
 }
 

@@ -155,8 +155,8 @@ pub(super) fn ioctl(task: &mut Task, file: &Arc<TtyFile>, req: u64, arg: u64) ->
             put_i32(task, arg, term.foreground().unwrap_or(0))
         }
         TIOCSPGRP => {
-            ctty_only()?;
-            if term.session().is_none() {
+            // Either side, but only the caller's controlling terminal.
+            if term.session() != Some(sid) {
                 return Err(Errno::ENOTTY);
             }
             file.check_change()?;
@@ -178,9 +178,17 @@ pub(super) fn ioctl(task: &mut Task, file: &Arc<TtyFile>, req: u64, arg: u64) ->
         }
         TIOCGPTLCK if file.master => put_i32(task, arg, i32::from(term.locked())),
         TIOCGPTPEER if file.master => open_peer(task, file, arg),
-        // Faking input is refused to all but the host's administrator, as
-        // Linux does without legacy_tiocsti.
-        TIOCSTI => Err(Errno::EIO),
+        // Faking input needs CAP_SYS_ADMIN, as in Linux without
+        // legacy_tiocsti.
+        TIOCSTI => {
+            if !task.thread.creds().capable(caps::CAP_SYS_ADMIN) {
+                return Err(Errno::EIO);
+            }
+            let mut c = [0u8; 1];
+            task.thread.mm().copy_in(arg, &mut c)?;
+            term.simulate_input(c[0]);
+            Ok(0)
+        }
         _ => Err(Errno::ENOTTY),
     }
 }
@@ -198,10 +206,8 @@ fn set_controlling(task: &Task, file: &TtyFile, sid: i32, steal: u64) -> SysResu
     }
     let root = task.thread.creds().capable(caps::CAP_SYS_ADMIN);
     let pgid = task.kernel.procs.pgid(tgid).unwrap_or(tgid);
-    if let Some(old) = term.session().filter(|_| steal == 1 && root) {
-        term.release_controlling(old, true, false);
-    }
-    term.set_controlling(sid, pgid, false)?;
+    // A stolen terminal is quietly detached from its old session.
+    term.set_controlling(sid, pgid, steal == 1 && root)?;
     Ok(0)
 }
 

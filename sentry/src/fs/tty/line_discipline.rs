@@ -38,6 +38,8 @@ pub struct LineDiscipline {
     /// Canonical mode: finished lines, each with its terminator (a line
     /// ended by EOF has none; an empty one reads as end of file).
     lines: VecDeque<Vec<u8>>,
+    /// The bytes in `lines`.
+    line_bytes: usize,
     /// Canonical mode: the line being edited.
     edit: Vec<u8>,
     /// The output column where the edited line began (to erase tabs).
@@ -71,6 +73,7 @@ impl LineDiscipline {
         LineDiscipline {
             termios,
             lines: VecDeque::new(),
+            line_bytes: 0,
             edit: Vec::new(),
             edit_column: 0,
             raw: VecDeque::new(),
@@ -93,6 +96,7 @@ impl LineDiscipline {
             for line in self.lines.drain(..) {
                 self.raw.extend(line);
             }
+            self.line_bytes = 0;
             self.raw.extend(self.edit.drain(..));
         } else if !was_canonical && t.lflag(ICANON) {
             self.edit_column = self.column;
@@ -116,6 +120,7 @@ impl LineDiscipline {
     /// Discards input not yet read.
     pub fn flush_input(&mut self) {
         self.lines.clear();
+        self.line_bytes = 0;
         self.edit.clear();
         self.raw.clear();
         self.literal_next = false;
@@ -134,16 +139,18 @@ impl LineDiscipline {
     /// Bytes a reader can take (FIONREAD).
     pub fn readable(&self) -> usize {
         if self.termios.lflag(ICANON) {
-            self.lines.iter().map(Vec::len).sum()
+            self.line_bytes
         } else {
             self.raw.len()
         }
     }
 
-    /// Whether more input fits now; a writer waits until it does.
+    /// Whether more input fits now; a writer waits until it does. Each
+    /// finished line also counts one byte, so lines of nothing but an end
+    /// of file fill the buffer too.
     pub fn has_room(&self) -> bool {
         if self.termios.lflag(ICANON) {
-            self.lines.iter().map(Vec::len).sum::<usize>() < INPUT_CAPACITY
+            self.line_bytes + self.lines.len() < INPUT_CAPACITY
         } else {
             self.raw.len() < INPUT_CAPACITY
         }
@@ -166,6 +173,7 @@ impl LineDiscipline {
         if line.is_empty() {
             self.lines.pop_front();
         }
+        self.line_bytes -= n;
         n
     }
 
@@ -186,8 +194,6 @@ impl LineDiscipline {
         let mut c = if t.iflag(ISTRIP) { byte & 0x7f } else { byte };
         if std::mem::take(&mut self.literal_next) {
             if t.lflag(ECHO) {
-                fx.echo.push(b'\x08');
-                self.column = self.column.saturating_sub(1);
                 self.echo(c, fx);
             }
             self.queue(c);
@@ -261,7 +267,7 @@ impl LineDiscipline {
         if ext && t.is(VLNEXT, c) {
             self.literal_next = true;
             if t.lflag(ECHO) && t.lflag(ECHOCTL) {
-                self.output(b"^", &mut fx.echo);
+                self.output(b"^\x08", &mut fx.echo);
             }
             return;
         }
@@ -313,7 +319,9 @@ impl LineDiscipline {
     }
 
     fn finish_line(&mut self) {
-        self.lines.push_back(std::mem::take(&mut self.edit));
+        let line = std::mem::take(&mut self.edit);
+        self.line_bytes += line.len();
+        self.lines.push_back(line);
     }
 
     /// How wide the first `len` bytes of the edited line are on screen.
@@ -332,7 +340,7 @@ impl LineDiscipline {
         if self.edit.is_empty() {
             return;
         }
-        if kind == Erase::Line && t.lflag(ECHO) && !(t.lflag(ECHOE) && t.lflag(ECHOKE)) {
+        if kind == Erase::Line && t.lflag(ECHO) && !(t.lflag(ECHOK) && t.lflag(ECHOE) && t.lflag(ECHOKE)) {
             self.echo(t.cc[VKILL], fx);
             if t.lflag(ECHOK) {
                 self.output(b"\n", &mut fx.echo);
@@ -539,6 +547,16 @@ mod tests {
         let fx = typed(&mut ld, b"\x03\n");
         assert!(fx.signals.is_empty());
         assert_eq!(read_all(&mut ld), b"\x03\n");
+    }
+
+    #[test]
+    fn end_of_file_lines_fill_the_buffer_too() {
+        let mut ld = LineDiscipline::default();
+        let mut fx = Effects::default();
+        let eofs = vec![4u8; INPUT_CAPACITY * 2];
+        assert_eq!(ld.receive(&eofs, &mut fx), INPUT_CAPACITY, "each end of file counts");
+        assert_eq!(ld.read(&mut [0u8; 8]), 0);
+        assert!(ld.has_room());
     }
 
     #[test]

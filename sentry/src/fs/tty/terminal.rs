@@ -31,6 +31,9 @@ struct State {
     winsize: Winsize,
     masters: usize,
     replicas: usize,
+    /// A replica was ever opened: only then does the master see its
+    /// closing (EIO, POLLHUP), as Linux's TTY_OTHER_CLOSED.
+    replica_opened: bool,
     /// A new master's replica may not be opened until unlocked
     /// (unlockpt).
     locked: bool,
@@ -48,6 +51,11 @@ impl State {
     /// Whether the replica side is cut off from any master.
     fn gone(&self) -> bool {
         self.hung_up || self.masters == 0
+    }
+
+    /// Whether the master side is cut off from any replica.
+    fn replica_closed(&self) -> bool {
+        self.replica_opened && self.replicas == 0
     }
 }
 
@@ -79,6 +87,7 @@ impl Terminal {
                 winsize: Winsize::default(),
                 masters: 0,
                 replicas: 0,
+                replica_opened: false,
                 locked: true,
                 exclusive: false,
                 session: None,
@@ -186,6 +195,7 @@ impl Terminal {
             return Err(Errno::EBUSY);
         }
         s.replicas += 1;
+        s.replica_opened = true;
         if let Some(c) = acquire.filter(|_| s.session.is_none()) {
             s.session = Some(c.sid);
             s.foreground = Some(c.pgid);
@@ -250,13 +260,14 @@ impl Terminal {
     /// TIOCSPGRP: `pgid` must be a group of the terminal's session.
     pub fn set_foreground(&self, pgid: i32) -> Result<(), Errno> {
         let k = self.kernel.upgrade().ok_or(Errno::ESRCH)?;
-        let session = self.session();
         let members = k.procs.group_members(pgid);
         let Some(&member) = members.first() else { return Err(Errno::ESRCH) };
-        if k.procs.sid(member) != session {
+        let sid = k.procs.sid(member);
+        let mut s = self.state.lock();
+        if s.session.is_none() || sid != s.session {
             return Err(Errno::EPERM);
         }
-        self.state.lock().foreground = Some(pgid);
+        s.foreground = Some(pgid);
         Ok(())
     }
 
@@ -353,6 +364,13 @@ impl Terminal {
         (s.ld.readable(), s.output.len())
     }
 
+    /// TIOCSTI: `c` as if typed (its echo and signals included).
+    pub fn simulate_input(self: &Arc<Terminal>, c: u8) {
+        if let Err(e) = self.master_write(&[c], true) {
+            log::debug!("TIOCSTI on {}: {e}", self.name());
+        }
+    }
+
     /// The master closed for good or the host terminal behind it went
     /// away: the session leader is sent SIGHUP and SIGCONT, the terminal
     /// is no session's any more, and the replica reads end of file and
@@ -373,16 +391,16 @@ impl Terminal {
         }
     }
 
-    /// Waits until there is output for the master (true), or until no
-    /// replica is open and all output was read (false). For the console
-    /// bridge, which is no guest thread and cannot be interrupted.
+    /// Waits until there is output for the master (true), or until the
+    /// terminal is hung up (false). For the console bridge, which is no
+    /// guest thread and cannot be interrupted.
     pub fn wait_output(self: &Arc<Terminal>) -> bool {
         let mut s = self.state.lock();
-        let ready = |s: &mut State| (!s.output.is_empty() && !s.ld.stopped()) || s.replicas == 0;
+        let ready = |s: &mut State| (!s.output.is_empty() && !s.ld.stopped()) || s.hung_up;
         if block_on(&mut s, &self.cond, self.waker(), None, ready).is_err() {
             return false;
         }
-        !s.output.is_empty() && !s.ld.stopped()
+        !s.hung_up
     }
 
     /// Takes output without waiting (0 when there is none).
@@ -403,7 +421,10 @@ impl Terminal {
             if fx.flush_output {
                 s.output.clear();
             }
-            s.output.extend(fx.echo);
+            // Echo beyond the output's room is dropped, as Linux's echo
+            // buffer does when nobody reads the master.
+            let room = OUTPUT_CAPACITY.saturating_sub(s.output.len());
+            s.output.extend(fx.echo.into_iter().take(room));
             let fg = s.foreground;
             MutexGuard::unlocked(&mut s, || {
                 self.changed();
@@ -416,10 +437,14 @@ impl Terminal {
             if done == buf.len() {
                 return Ok(done);
             }
+            // Nobody will ever read it: the input is dropped.
+            if s.gone() || s.replica_closed() {
+                return Ok(buf.len());
+            }
             if nonblock {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
-            block_on(&mut s, &self.cond, self.waker(), None, |s| s.ld.has_room())?;
+            block_on(&mut s, &self.cond, self.waker(), None, |s| s.ld.has_room() || s.gone() || s.replica_closed())?;
         }
     }
 
@@ -435,14 +460,14 @@ impl Terminal {
                 self.changed();
                 return Ok(n);
             }
-            if s.replicas == 0 {
+            if s.replica_closed() {
                 return Err(Errno::EIO);
             }
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
             block_on(&mut s, &self.cond, self.waker(), None, |s| {
-                (!s.output.is_empty() && !s.ld.stopped()) || s.replicas == 0
+                (!s.output.is_empty() && !s.ld.stopped()) || s.replica_closed()
             })?;
         }
     }
@@ -492,13 +517,25 @@ impl Terminal {
         // How many bytes end the wait: a line (canonical), else VMIN.
         let want = if canonical { 1 } else { vmin.min(buf.len()).max(1) };
         let interval = Duration::from_millis(vtime * 100);
+        // VMIN 0, VTIME > 0: one timer for the whole read. VMIN > 0,
+        // VTIME > 0: an inter-byte timer, running while input is queued
+        // and restarted by each new byte.
+        let inter_byte = !canonical && vmin > 0 && vtime > 0;
         let mut deadline = (!canonical && vmin == 0 && vtime > 0).then(|| Instant::now() + interval);
-        let mut seen = s.ld.readable();
+        let mut last = 0;
         loop {
             if s.gone() {
                 return Ok(0);
             }
             let have = s.ld.readable();
+            if inter_byte {
+                if have == 0 {
+                    deadline = None;
+                } else if have != last {
+                    deadline = Some(Instant::now() + interval);
+                }
+                last = have;
+            }
             let enough = if canonical { s.ld.has_input() } else { have >= want };
             let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
             let immediate = !canonical && vmin == 0 && vtime == 0;
@@ -510,11 +547,6 @@ impl Terminal {
             }
             if nonblock {
                 return Err(Errno::EAGAIN);
-            }
-            if !canonical && vmin > 0 && vtime > 0 && have > seen {
-                // The inter-byte timer restarts with each byte.
-                seen = have;
-                deadline = Some(Instant::now() + interval);
             }
             match block_on(&mut s, &self.cond, self.waker(), deadline, |s| {
                 s.gone() || s.ld.readable() != have || (canonical && s.ld.has_input())
@@ -535,7 +567,7 @@ impl Terminal {
             if s.ld.has_room() {
                 ev |= POLLOUT | POLLWRNORM;
             }
-            if s.replicas == 0 {
+            if s.replica_closed() {
                 ev |= POLLHUP;
             }
             return ev;
