@@ -6,6 +6,7 @@ use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
 use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
+use husk_sentry::fs::cgroupfs::CgroupLimits;
 use husk_sentry::kernel::caps::Capabilities;
 use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
@@ -127,6 +128,18 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 Ok((k.to_string(), v.to_string()))
             })
             .collect::<anyhow::Result<_>>()?,
+        cgroup_limits: CgroupLimits {
+            cpu_max: args
+                .cpu_max
+                .as_deref()
+                .map(|c| {
+                    let (q, p) = c.split_once(':').with_context(|| format!("--cpu-max {c:?}: want QUOTA:PERIOD"))?;
+                    Ok::<_, anyhow::Error>((q.parse()?, p.parse()?))
+                })
+                .transpose()
+                .context("--cpu-max")?,
+            pids_max: args.pids_max,
+        },
         binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,
         masked_paths: args.masked_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),

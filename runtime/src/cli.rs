@@ -276,6 +276,12 @@ pub struct BootArgs {
     /// KEY=VALUE: a sysctl of the sandbox's (repeatable).
     #[arg(long = "sysctl")]
     pub sysctls: Vec<String>,
+    /// QUOTA:PERIOD: the CPU limit /sys/fs/cgroup/cpu.max shows.
+    #[arg(long)]
+    pub cpu_max: Option<String>,
+    /// The process limit /sys/fs/cgroup/pids.max shows.
+    #[arg(long)]
+    pub pids_max: Option<u64>,
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,

@@ -28,6 +28,8 @@ pub struct BootConfig {
     pub hostname: Vec<u8>,
     /// linux.sysctl: (key, value), applied where the sandbox has a view.
     pub sysctls: Vec<(String, String)>,
+    /// The host cgroup's CPU and pids limits, for /sys/fs/cgroup.
+    pub cgroup_limits: crate::fs::cgroupfs::CgroupLimits,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
     /// Paths hidden from the guest (OCI maskedPaths): a directory shows
@@ -113,7 +115,7 @@ fn boot_with(
             log::warn!("sysctl ignored: {e}");
         }
     }
-    mount_system_filesystems(&kernel);
+    mount_system_filesystems(&kernel, cfg.cgroup_limits);
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
         let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
@@ -261,20 +263,30 @@ fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Mounts /proc, /dev, /dev/shm, /sys and /tmp; a root where one of them
-/// cannot be (say, a file in its place) goes without it.
-fn mount_system_filesystems(kernel: &Arc<Kernel>) {
+/// Mounts /proc, /dev, /dev/shm, /sys (with the read-only cgroup view at
+/// /sys/fs/cgroup) and /tmp; a root where one of them cannot be (say, a
+/// file in its place) goes without it.
+fn mount_system_filesystems(kernel: &Arc<Kernel>, limits: crate::fs::cgroupfs::CgroupLimits) {
+    let sys = Tmpfs::new(0o555, 0, 0);
+    let cgroup_dir = sys
+        .mkdir(b"fs", NewNode { mode: 0o755, uid: 0, gid: 0 })
+        .and_then(|()| sys.lookup(b"fs"))
+        .and_then(|fs| fs.mkdir(b"cgroup", NewNode { mode: 0o555, uid: 0, gid: 0 }));
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
         (devfs::new_devfs(kernel.devpts.clone()), "devtmpfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
-        (Tmpfs::new(0o555, 0, 0), "sysfs"),
+        (sys, "sysfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
     ];
     for (path, (fs, fs_type)) in SYSTEM_MOUNT_POINTS.into_iter().zip(filesystems) {
         if let Err(e) = mount_at(kernel, path, fs, fs_type) {
             log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
+    }
+    let cgroup = ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), limits));
+    if let Err(e) = cgroup_dir.and_then(|()| mount_at(kernel, b"/sys/fs/cgroup", cgroup, "cgroup2")) {
+        log::warn!("/sys/fs/cgroup not mounted: {e}");
     }
 }
 

@@ -535,6 +535,27 @@ fn sysctls_reach_the_sandbox() {
     assert_eq!(r.stdout_str(), "0\nbound 80\n", "{}", r.describe());
 }
 
+/// /sys/fs/cgroup is a read-only cgroup v2 view of the container's
+/// limits, as runtimes (the JVM, Node, Go) read them to size themselves.
+#[test]
+fn the_cgroup_view_shows_the_containers_limits() {
+    let script = "cd /sys/fs/cgroup && cat cpu.max pids.max memory.max cgroup.procs; \
+                  echo 5 > pids.max 2>/dev/null || echo read-only";
+    let extra = serde_json::json!({
+        "process": { "args": ["sh", "-c", script], "cwd": "/", "env": ["PATH=/usr/bin:/bin"], "user": { "uid": 0, "gid": 0 } },
+        "linux": { "resources": {
+            "cpu": { "quota": 50000, "period": 100000 },
+            "pids": { "limit": 64 },
+            "memory": { "limit": 268_435_456 },
+        }},
+    });
+    let oci = Oci::new(&[], extra);
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &unique("cgview")]);
+    r.assert_code(0);
+    // cgroup.procs: the shell and cat.
+    assert_eq!(r.stdout_str(), "50000 100000\n64\n268435456\n1\n2\nread-only\n", "{}", r.describe());
+}
+
 /// Receives the console master `husk create` sends over `listener`.
 fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};

@@ -116,6 +116,8 @@ expect "Docker's default capabilities are the container's" 0 "CapEff:	00000000a8
   $DOCKER "${RUN[@]}" --rm husk-busybox grep CapEff /proc/self/status
 expect "--cap-drop takes one away" 1 "Operation not permitted" \
   $DOCKER "${RUN[@]}" --rm --cap-drop CHOWN husk-busybox chown 1 /tmp
+expect "--cpus and --pids-limit show in the sandbox's /sys/fs/cgroup" 0 "50000 100000 64" \
+  $DOCKER "${RUN[@]}" --rm --cpus 0.5 --pids-limit 64 husk-busybox sh -c 'echo $(cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max)'
 
 id=$($DOCKER "${RUN[@]}" -d husk-busybox sh -c 'trap "echo got TERM; exit 0" TERM; echo started; while true; do sleep 0.1; done')
 sleep 0.5

@@ -278,6 +278,12 @@ fn start_sentry(
     if launch.no_new_privs {
         boot_args.push("--no-new-privs".into());
     }
+    if let Some((quota, period)) = launch.cpu_max {
+        boot_args.extend(["--cpu-max".into(), format!("{quota}:{period}").into()]);
+    }
+    if let Some(n) = launch.pids_max {
+        boot_args.extend(["--pids-max".into(), n.to_string().into()]);
+    }
     for (key, value) in &launch.sysctls {
         boot_args.extend(["--sysctl".into(), format!("{key}={value}").into()]);
     }

@@ -64,6 +64,10 @@ pub struct Launch {
     pub no_new_privs: bool,
     /// linux.sysctl, in key order.
     pub sysctls: Vec<(String, String)>,
+    /// linux.resources' CPU quota and period (µs), if limited.
+    pub cpu_max: Option<(u64, u64)>,
+    /// linux.resources' pids limit, if any.
+    pub pids_max: Option<u64>,
 }
 
 /// A bundle directory and its parsed config.json.
@@ -128,6 +132,14 @@ impl Bundle {
                 .and_then(|l| l.sysctl().clone())
                 .map(|m| m.into_iter().collect::<std::collections::BTreeMap<_, _>>().into_iter().collect())
                 .unwrap_or_default(),
+            cpu_max: cpu_max(spec),
+            pids_max: spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.resources().as_ref())
+                .and_then(|r| r.pids().as_ref())
+                .and_then(|p| u64::try_from(p.limit()).ok())
+                .filter(|&n| n > 0),
         })
     }
 
@@ -304,10 +316,17 @@ pub fn console_size(process: &oci_spec::runtime::Process) -> (u16, u16) {
     process.console_size().map_or((0, 0), |b| (clamp(b.height()), clamp(b.width())))
 }
 
-/// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, …).
-/// mqueue and cgroup mounts are not among them: the sandbox has no POSIX
-/// message queues or cgroup filesystem, and says so in the log.
-const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts"];
+/// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, the
+/// cgroup view at /sys/fs/cgroup). mqueue is not among them: the sandbox
+/// has no POSIX message queues, and says so in the log.
+const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts", "cgroup", "cgroup2"];
+
+/// The spec's CPU quota and period in microseconds, when it limits CPU.
+fn cpu_max(spec: &Spec) -> Option<(u64, u64)> {
+    let cpu = spec.linux().as_ref()?.resources().as_ref()?.cpu().as_ref()?;
+    let quota = u64::try_from(cpu.quota()?).ok().filter(|&q| q > 0)?;
+    Some((quota, cpu.period().filter(|&p| p > 0).unwrap_or(100_000)))
+}
 
 /// The guest memory size: the spec's memory limit, else the default.
 fn memory_mb(spec: &Spec) -> u64 {

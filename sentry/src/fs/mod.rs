@@ -1,5 +1,6 @@
 //! Filesystem implementations.
 pub mod anon;
+pub mod cgroupfs;
 pub mod devfs;
 pub mod devpts;
 pub mod epoll;

@@ -70,6 +70,11 @@ impl MemoryFile {
         self.fd.as_raw_fd()
     }
 
+    /// The committed-memory limit, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Bytes of guest memory committed.
     pub fn used(&self) -> u64 {
         self.alloc.lock().used()
