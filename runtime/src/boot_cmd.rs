@@ -139,6 +139,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 .transpose()
                 .context("--cpu-max")?,
             pids_max: args.pids_max,
+            memory_max: args.memory_max,
         },
         binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,

@@ -282,6 +282,10 @@ pub struct BootArgs {
     /// The process limit /sys/fs/cgroup/pids.max shows.
     #[arg(long)]
     pub pids_max: Option<u64>,
+    /// The memory limit (bytes) /sys/fs/cgroup/memory.max shows (else the
+    /// guest memory size).
+    #[arg(long)]
+    pub memory_max: Option<u64>,
     /// The sandbox's host name (default: the host's).
     #[arg(long)]
     pub hostname: Option<String>,

@@ -115,7 +115,8 @@ fn boot_with(
             log::warn!("sysctl ignored: {e}");
         }
     }
-    mount_system_filesystems(&kernel, cfg.cgroup_limits);
+    *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
+    mount_system_filesystems(&kernel);
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
         let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
@@ -266,7 +267,7 @@ fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
 /// Mounts /proc, /dev, /dev/shm, /sys (with the read-only cgroup view at
 /// /sys/fs/cgroup) and /tmp; a root where one of them cannot be (say, a
 /// file in its place) goes without it.
-fn mount_system_filesystems(kernel: &Arc<Kernel>, limits: crate::fs::cgroupfs::CgroupLimits) {
+fn mount_system_filesystems(kernel: &Arc<Kernel>) {
     let sys = Tmpfs::new(0o555, 0, 0);
     let cgroup_dir = sys
         .mkdir(b"fs", NewNode { mode: 0o755, uid: 0, gid: 0 })
@@ -284,7 +285,8 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>, limits: crate::fs::cgroupfs::C
             log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
     }
-    let cgroup = ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), limits));
+    let cgroup =
+        ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), kernel.cgroup_limits.clone()));
     if let Err(e) = cgroup_dir.and_then(|()| mount_at(kernel, b"/sys/fs/cgroup", cgroup, "cgroup2")) {
         log::warn!("/sys/fs/cgroup not mounted: {e}");
     }

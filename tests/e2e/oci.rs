@@ -556,6 +556,24 @@ fn the_cgroup_view_shows_the_containers_limits() {
     assert_eq!(r.stdout_str(), "50000 100000\n64\n268435456\n1\n2\nread-only\n", "{}", r.describe());
 }
 
+/// `update` reaches the sandbox's cgroup view as well as the host cgroup.
+#[test]
+fn update_changes_the_cgroup_view() {
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 64 } } } });
+    let oci = Oci::new(&["sleep", "60"], extra);
+    let id = unique("update");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let view = || oci.husk(&["exec", &id, "sh", "-c", "echo $(cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max)"]);
+    assert_eq!(view().stdout_str(), "max 100000 64\n");
+    let resources = oci.dir.path().join("resources.json");
+    std::fs::write(&resources, r#"{"cpu": {"quota": 25000, "period": 100000}, "pids": {"limit": 32}}"#).unwrap();
+    oci.husk(&["update", "--resources", resources.to_str().unwrap(), &id]).assert_code(0);
+    let r = view();
+    assert_eq!(r.stdout_str(), "25000 100000 32\n", "{}", r.describe());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+}
+
 /// Receives the console master `husk create` sends over `listener`.
 fn receive_console(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};

@@ -284,6 +284,9 @@ fn start_sentry(
     if let Some(n) = launch.pids_max {
         boot_args.extend(["--pids-max".into(), n.to_string().into()]);
     }
+    if let Some(n) = launch.memory_max {
+        boot_args.extend(["--memory-max".into(), n.to_string().into()]);
+    }
     for (key, value) in &launch.sysctls {
         boot_args.extend(["--sysctl".into(), format!("{key}={value}").into()]);
     }

@@ -4,6 +4,7 @@
 use crate::cli::{GlobalArgs, UpdateArgs};
 use crate::oci::state::{StateRoot, Status};
 use anyhow::{bail, Context as _};
+use husk_sentry::control::protocol::Request;
 use oci_spec::runtime::LinuxResources;
 use std::io::Read as _;
 
@@ -24,5 +25,18 @@ pub fn run(g: &GlobalArgs, args: UpdateArgs) -> anyhow::Result<i32> {
     let resources: LinuxResources = crate::oci::json::parse("resources", &text)?;
     let cgroup = c.cgroup().context("the container has no cgroup")?;
     cgroup.apply(&resources)?;
+    // The sandbox's /sys/fs/cgroup shows the new limits too.
+    let cpu_max = resources.cpu().as_ref().and_then(|cpu| {
+        let quota = cpu.quota()?;
+        let period = cpu.period().filter(|&p| p > 0).unwrap_or(100_000);
+        Some(u64::try_from(quota).ok().filter(|&q| q > 0).map(|q| (q, period)))
+    });
+    let pids_max = resources.pids().as_ref().map(|p| u64::try_from(p.limit()).ok().filter(|&n| n > 0));
+    let memory_max =
+        resources.memory().as_ref().and_then(|m| m.limit()).map(|l| u64::try_from(l).ok().filter(|&n| n > 0));
+    let request = Request::Limits { cpu_max, pids_max, memory_max };
+    if let Err(e) = crate::oci::control::call(&c.control_path(), request) {
+        log::warn!("the sandbox's cgroup view keeps its old limits: {e}");
+    }
     Ok(0)
 }

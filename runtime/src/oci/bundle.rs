@@ -68,6 +68,8 @@ pub struct Launch {
     pub cpu_max: Option<(u64, u64)>,
     /// linux.resources' pids limit, if any.
     pub pids_max: Option<u64>,
+    /// linux.resources' memory limit in bytes, if any.
+    pub memory_max: Option<u64>,
 }
 
 /// A bundle directory and its parsed config.json.
@@ -133,6 +135,7 @@ impl Bundle {
                 .map(|m| m.into_iter().collect::<std::collections::BTreeMap<_, _>>().into_iter().collect())
                 .unwrap_or_default(),
             cpu_max: cpu_max(spec),
+            memory_max: memory_limit(spec),
             pids_max: spec
                 .linux()
                 .as_ref()
@@ -328,17 +331,27 @@ fn cpu_max(spec: &Spec) -> Option<(u64, u64)> {
     Some((quota, cpu.period().filter(|&p| p > 0).unwrap_or(100_000)))
 }
 
-/// The guest memory size: the spec's memory limit, else the default.
-fn memory_mb(spec: &Spec) -> u64 {
-    let limit = spec
-        .linux()
+/// The spec's memory limit in bytes, if it sets one.
+fn memory_limit(spec: &Spec) -> Option<u64> {
+    spec.linux()
         .as_ref()
         .and_then(|l| l.resources().as_ref())
         .and_then(|r| r.memory().as_ref())
         .and_then(|m| m.limit())
         .and_then(|l| u64::try_from(l).ok())
-        .filter(|&l| l > 0);
-    limit.map_or(DEFAULT_MEMORY_MB, |l| l.div_ceil(1 << 20).max(1))
+        .filter(|&l| l > 0)
+}
+
+/// The guest memory the sentry allows, MiB: with a memory limit, a quarter
+/// and 32 MiB more than it, so that the host cgroup's limit (on the sentry,
+/// its stubs and the guest memory together) is what ends a guest that
+/// takes too much, and Docker reports the OOM kill; without one, the
+/// default.
+fn memory_mb(spec: &Spec) -> u64 {
+    memory_limit(spec).map_or(DEFAULT_MEMORY_MB, |l| {
+        let mb = l.div_ceil(1 << 20).max(1);
+        mb.saturating_add(mb / 4).saturating_add(32)
+    })
 }
 
 #[cfg(test)]
@@ -372,7 +385,8 @@ mod tests {
         );
         let l = b.unwrap().launch().unwrap();
         assert_eq!(l.args, ["sh", "-c", "true"]);
-        assert_eq!((l.uid, l.gid, l.memory_mb), (5, 6, 65));
+        assert_eq!((l.uid, l.gid, l.memory_mb), (5, 6, 65 + 16 + 32));
+        assert_eq!(l.memory_max, Some(67_108_865));
         assert!(l.rootfs.ends_with("rootfs"));
         std::fs::remove_dir_all(dir).unwrap();
     }

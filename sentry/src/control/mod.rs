@@ -342,6 +342,19 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
                 Some(ProcessRow { pid, ppid: k.procs.ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),
+        Request::Limits { cpu_max, pids_max, memory_max } => {
+            let mut l = k.cgroup_limits.lock();
+            if let Some(cpu) = cpu_max {
+                l.cpu_max = cpu;
+            }
+            if let Some(pids) = pids_max {
+                l.pids_max = pids;
+            }
+            if let Some(memory) = memory_max {
+                l.memory_max = memory;
+            }
+            Ok(Vec::new())
+        }
         Request::Exec(_) | Request::Wait => Err((libc::EINVAL, "served on its own".into())),
     }
 }

@@ -114,6 +114,9 @@ pub enum Request {
     /// stdout, stderr). The reply's line is its pid; a last line `exit
     /// code N` or `exit signal N` follows when it ends.
     Exec(Box<ExecSpec>),
+    /// The host cgroup's limits changed (`update`): each is None to keep
+    /// it, Some(None) for "max".
+    Limits { cpu_max: Option<Option<(u64, u64)>>, pids_max: Option<Option<u64>>, memory_max: Option<Option<u64>> },
 }
 
 /// A request line that is not one of ours.
@@ -138,6 +141,14 @@ impl Request {
             }
             Request::Processes => b"ps\n".to_vec(),
             Request::Wait => b"wait\n".to_vec(),
+            Request::Limits { cpu_max, pids_max, memory_max } => {
+                let cpu = match cpu_max {
+                    None => "keep".to_string(),
+                    Some(None) => "max".to_string(),
+                    Some(Some((q, p))) => format!("{q}:{p}"),
+                };
+                format!("limits {cpu} {} {}\n", limit_word(*pids_max), limit_word(*memory_max)).into_bytes()
+            }
             Request::Exec(spec) => {
                 let payload = spec.encode();
                 let mut out = format!("exec {}\n", payload.len()).into_bytes();
@@ -159,6 +170,19 @@ impl Request {
                 let len = len.parse::<usize>().map_err(|_| bad())?;
                 return if len <= MAX_PAYLOAD { Ok(Header::Exec(len)) } else { Err(bad()) };
             }
+            ["limits", cpu, pids, memory] => {
+                let cpu_max = match *cpu {
+                    "keep" => None,
+                    "max" => Some(None),
+                    qp => {
+                        let (q, p) = qp.split_once(':').ok_or_else(bad)?;
+                        Some(Some((q.parse().map_err(|_| bad())?, p.parse().map_err(|_| bad())?)))
+                    }
+                };
+                let pids_max = parse_limit_word(pids).ok_or_else(bad)?;
+                let memory_max = parse_limit_word(memory).ok_or_else(bad)?;
+                Request::Limits { cpu_max, pids_max, memory_max }
+            }
             ["signal", sig, target] => {
                 let sig = sig.parse::<i32>().map_err(|_| bad())?;
                 let all = match *target {
@@ -171,6 +195,23 @@ impl Request {
             _ => return Err(bad()),
         };
         Ok(Header::Complete(req))
+    }
+}
+
+/// A limit in a `limits` request: `keep`, `max` or a number.
+fn limit_word(v: Option<Option<u64>>) -> String {
+    match v {
+        None => "keep".to_string(),
+        Some(None) => "max".to_string(),
+        Some(Some(n)) => n.to_string(),
+    }
+}
+
+fn parse_limit_word(w: &str) -> Option<Option<Option<u64>>> {
+    match w {
+        "keep" => Some(None),
+        "max" => Some(Some(None)),
+        n => Some(Some(Some(n.parse().ok()?))),
     }
 }
 
@@ -284,9 +325,15 @@ mod tests {
             Request::Wait,
             Request::Signal { sig: 15, all: true },
             Request::Signal { sig: 9, all: false },
+            Request::Limits { cpu_max: Some(Some((50_000, 100_000))), pids_max: None, memory_max: Some(Some(1 << 26)) },
+            Request::Limits { cpu_max: Some(None), pids_max: Some(Some(64)), memory_max: None },
+            Request::Limits { cpu_max: None, pids_max: Some(None), memory_max: Some(None) },
         ] {
             let line = String::from_utf8(r.encode()).unwrap();
             assert_eq!(Request::decode(line.trim_end()), Ok(Header::Complete(r)));
+        }
+        for bad in ["limits 1 2 3", "limits 1:x keep keep", "limits keep keep", "limits keep -1 keep"] {
+            assert!(Request::decode(bad).is_err(), "{bad}");
         }
     }
 

@@ -8,42 +8,65 @@
 use super::synthetic::{Attr, Dir, FsInfo, GenFile, Generator};
 use crate::kernel::Kernel;
 use crate::vfs::{Node, S_IFDIR, S_IFREG};
+use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 /// CGROUP2_SUPER_MAGIC.
 const CGROUP2_MAGIC: u64 = 0x6367_7270;
 
-/// The limits the runtime put on the container's host cgroup.
+/// The limits the runtime put on the container's host cgroup (at create,
+/// and by `update`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CgroupLimits {
     /// cpu.max: (quota, period) in microseconds; None is "max".
     pub cpu_max: Option<(u64, u64)>,
     /// pids.max; None is "max".
     pub pids_max: Option<u64>,
+    /// memory.max in bytes; None is the guest memory the sentry allows.
+    pub memory_max: Option<u64>,
 }
 
-/// The cgroup v2 root of the sandbox.
-pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: CgroupLimits) -> Arc<dyn Node> {
+impl CgroupLimits {
+    fn cpu_text(&self) -> String {
+        self.cpu_max.map_or_else(|| "max 100000\n".to_string(), |(q, p)| format!("{q} {p}\n"))
+    }
+
+    fn pids_text(&self) -> String {
+        self.pids_max.map_or_else(|| "max\n".to_string(), |n| format!("{n}\n"))
+    }
+}
+
+/// The cgroup v2 root of the sandbox; `limits` may change while it is
+/// mounted.
+pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> Arc<dyn Node> {
     let fs = FsInfo::new(CGROUP2_MAGIC, SystemTime::now());
     let fixed = |text: String| -> Generator { Box::new(move || Ok(text.clone().into_bytes())) };
     let live = |f: fn(&Kernel) -> String| -> Generator {
         let k = kernel.clone();
         Box::new(move || Ok(k.upgrade().map(|k| f(&k)).unwrap_or_default().into_bytes()))
     };
-    let cpu_max = limits.cpu_max.map_or_else(|| "max 100000\n".to_string(), |(q, p)| format!("{q} {p}\n"));
-    let pids_max = limits.pids_max.map_or_else(|| "max\n".to_string(), |n| format!("{n}\n"));
+    let limit = |f: fn(&CgroupLimits) -> String| -> Generator {
+        let l = limits.clone();
+        Box::new(move || Ok(f(&l.lock()).into_bytes()))
+    };
     let files: Vec<(&str, Generator)> = vec![
         ("cgroup.controllers", fixed("cpu memory pids\n".into())),
         ("cgroup.procs", live(|k| lines(k.procs.live()))),
         ("cgroup.subtree_control", fixed("\n".into())),
         ("cgroup.threads", live(|k| lines(k.threads.lock().keys().copied().collect()))),
         ("cgroup.type", fixed("domain\n".into())),
-        ("cpu.max", fixed(cpu_max)),
+        ("cpu.max", limit(CgroupLimits::cpu_text)),
         ("memory.current", live(|k| format!("{}\n", k.memory.used()))),
-        ("memory.max", live(|k| format!("{}\n", k.memory.limit()))),
+        ("memory.max", {
+            let (k, l) = (kernel.clone(), limits.clone());
+            Box::new(move || {
+                let bytes = l.lock().memory_max.or_else(|| k.upgrade().map(|k| k.memory.limit())).unwrap_or(0);
+                Ok(format!("{bytes}\n").into_bytes())
+            })
+        }),
         ("pids.current", live(|k| format!("{}\n", k.threads.lock().len()))),
-        ("pids.max", fixed(pids_max)),
+        ("pids.max", limit(CgroupLimits::pids_text)),
     ];
     let entries = files
         .into_iter()
@@ -75,14 +98,20 @@ mod tests {
 
     #[test]
     fn limits_read_as_cgroup_v2_writes_them() {
-        let root = new_cgroupfs(Weak::new(), CgroupLimits { cpu_max: Some((50_000, 100_000)), pids_max: Some(64) });
+        let limits = Arc::new(Mutex::new(CgroupLimits {
+            cpu_max: Some((50_000, 100_000)),
+            pids_max: Some(64),
+            memory_max: Some(1 << 26),
+        }));
+        let root = new_cgroupfs(Weak::new(), limits.clone());
         assert_eq!(read(&root, "cpu.max"), "50000 100000\n");
         assert_eq!(read(&root, "pids.max"), "64\n");
+        assert_eq!(read(&root, "memory.max"), "67108864\n");
         assert_eq!(read(&root, "cgroup.controllers"), "cpu memory pids\n");
         assert_eq!(root.statfs().unwrap().fs_type, CGROUP2_MAGIC);
-        let open = new_cgroupfs(Weak::new(), CgroupLimits::default());
-        assert_eq!(read(&open, "cpu.max"), "max 100000\n");
-        assert_eq!(read(&open, "pids.max"), "max\n");
-        assert!(open.lookup(b"memory.max").unwrap().open(libc::O_WRONLY).is_err());
+        *limits.lock() = CgroupLimits::default();
+        assert_eq!(read(&root, "cpu.max"), "max 100000\n", "an update shows");
+        assert_eq!(read(&root, "pids.max"), "max\n");
+        assert!(root.lookup(b"memory.max").unwrap().open(libc::O_WRONLY).is_err());
     }
 }

@@ -79,6 +79,8 @@ pub struct Kernel {
     pub hostname: Mutex<Vec<u8>>,
     pub domainname: Mutex<Vec<u8>>,
     pub net_sysctls: sysctl::NetSysctls,
+    /// The host cgroup's limits, shown at /sys/fs/cgroup.
+    pub cgroup_limits: Arc<Mutex<crate::fs::cgroupfs::CgroupLimits>>,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
 }
@@ -123,6 +125,7 @@ impl Kernel {
             hostname: Mutex::new(opts.hostname.clone()),
             domainname: Mutex::new(b"(none)".to_vec()),
             net_sysctls: sysctl::NetSysctls::default(),
+            cgroup_limits: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
         }
