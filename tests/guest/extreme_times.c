@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -76,6 +77,12 @@ int main(void) {
     struct pollfd none = {-1, 0, 0};
     wake_soon();
     CHECK_ERR(ppoll(&none, 1, &forever, NULL), EINTR);
+    /* futex waits until a relative or an absolute (realtime) far end. */
+    int word = 0;
+    wake_soon();
+    CHECK_ERR(syscall(SYS_futex, &word, FUTEX_WAIT, 0, &forever, NULL, 0), EINTR);
+    wake_soon();
+    CHECK_ERR(syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME, 0, &forever, NULL, ~0u), EINTR);
     puts("extreme_times: ok");
     return 0;
 }

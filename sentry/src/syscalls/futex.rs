@@ -47,8 +47,9 @@ fn read_word(task: &Task, addr: u64) -> Result<u32, Errno> {
     Ok(u32::from_le_bytes(b))
 }
 
-/// Reads a timespec; `absolute` ones are deadlines on the given clock.
-fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -> Result<Option<Instant>, Errno> {
+/// Reads a timespec; `absolute` ones are deadlines on the given clock. A
+/// span past what the clock holds means "never", not an overflow.
+pub(super) fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -> Result<Option<Instant>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
@@ -63,11 +64,11 @@ fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -> Result<Op
         Duration::new(u64::try_from(sec).map_err(|_| Errno::EINVAL)?, u32::try_from(nsec).map_err(|_| Errno::EINVAL)?);
     let now = Instant::now();
     if !absolute {
-        return Ok(Some(now.checked_add(dur).unwrap_or(now + Duration::from_secs(1 << 32))));
+        return Ok(Some(crate::kernel::wait::later(now, dur)));
     }
     let clock_now =
         if realtime { SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() } else { monotonic_now() };
-    Ok(Some(now + dur.saturating_sub(clock_now)))
+    Ok(Some(crate::kernel::wait::later(now, dur.saturating_sub(clock_now))))
 }
 
 /// The host's CLOCK_MONOTONIC, which the guest's monotonic clock is.
