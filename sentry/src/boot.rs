@@ -264,8 +264,8 @@ fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Mounts /proc, /dev, /dev/shm, /sys (with the read-only cgroup view at
-/// /sys/fs/cgroup) and /tmp; a root where one of them cannot be (say, a
+/// Mounts /proc, /dev, /dev/shm, /dev/mqueue, /sys (with the read-only
+/// cgroup view at /sys/fs/cgroup) and /tmp; a root where one of them cannot be (say, a
 /// file in its place) goes without it.
 fn mount_system_filesystems(kernel: &Arc<Kernel>) {
     let sys = Tmpfs::new(0o555, 0, 0);
@@ -284,6 +284,9 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
         if let Err(e) = mount_at(kernel, path, fs, fs_type) {
             log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
+    }
+    if let Err(e) = mount_at(kernel, b"/dev/mqueue", crate::fs::mqueue::new_mqueuefs(&kernel.mqueues), "mqueue") {
+        log::warn!("/dev/mqueue not mounted: {e}");
     }
     let cgroup =
         ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), kernel.cgroup_limits.clone()));

@@ -91,6 +91,11 @@ fn guest_caps() {
 }
 
 #[test]
+fn guest_mqueue() {
+    guest_test("mqueue", &[]);
+}
+
+#[test]
 fn guest_pty() {
     guest_test("pty", &[]);
 }

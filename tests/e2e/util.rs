@@ -41,6 +41,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "reaper",
     "record_locks",
     "pty",
+    "mqueue",
     "caps",
     "extreme_times",
     "job_control",

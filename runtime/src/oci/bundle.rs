@@ -319,10 +319,9 @@ pub fn console_size(process: &oci_spec::runtime::Process) -> (u16, u16) {
     process.console_size().map_or((0, 0), |b| (clamp(b.height()), clamp(b.width())))
 }
 
-/// Mount types the sentry provides itself (/proc, /dev, /sys, /tmp, the
-/// cgroup view at /sys/fs/cgroup). mqueue is not among them: the sandbox
-/// has no POSIX message queues, and says so in the log.
-const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts", "cgroup", "cgroup2"];
+/// Mount types the sentry provides itself (/proc, /dev, /dev/mqueue, /sys,
+/// /tmp, the cgroup view at /sys/fs/cgroup).
+const SENTRY_MOUNTS: &[&str] = &["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"];
 
 /// The spec's CPU quota and period in microseconds, when it limits CPU.
 fn cpu_max(spec: &Spec) -> Option<(u64, u64)> {

@@ -57,7 +57,7 @@ const LINKS: [(&str, &str); 4] = [
 ];
 
 /// Directories other filesystems are mounted on.
-const DIRS: [&str; 1] = ["shm"];
+const DIRS: [&str; 2] = ["shm", "mqueue"];
 
 /// The /dev root.
 pub fn new_devfs(devpts: Arc<Devpts>) -> Arc<dyn Node> {
@@ -255,7 +255,7 @@ mod tests {
         let st = root.stat().unwrap();
         assert_eq!(st.mode, S_IFDIR | 0o755);
         assert_eq!(st.ino, 1);
-        assert_eq!(st.nlink, 4);
+        assert_eq!(st.nlink, 5);
     }
 
     #[test]
@@ -267,7 +267,7 @@ mod tests {
             names,
             [
                 "null", "zero", "full", "random", "urandom", "tty", "ptmx", "fd", "stdin", "stdout", "stderr", "shm",
-                "pts"
+                "mqueue", "pts"
             ]
         );
         for (name, target) in LINKS {
@@ -281,7 +281,7 @@ mod tests {
             assert_eq!(d.readdir().unwrap(), Vec::<DirEntry>::new());
         }
         let inos: std::collections::HashSet<u64> = root.readdir().unwrap().iter().map(|e| e.ino).collect();
-        assert_eq!(inos.len(), 13);
+        assert_eq!(inos.len(), 14);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod eventfd;
 pub mod gofer;
 pub mod host_file;
 pub mod inet;
+pub mod mqueue;
 pub mod netdev;
 pub mod netlink;
 pub mod overlay;

@@ -79,6 +79,8 @@ pub struct Kernel {
     pub hostname: Mutex<Vec<u8>>,
     pub domainname: Mutex<Vec<u8>>,
     pub net_sysctls: sysctl::NetSysctls,
+    /// POSIX message queues by name.
+    pub mqueues: Arc<crate::fs::mqueue::Registry>,
     /// The host cgroup's limits, shown at /sys/fs/cgroup.
     pub cgroup_limits: Arc<Mutex<crate::fs::cgroupfs::CgroupLimits>>,
     pub opts: KernelOptions,
@@ -126,6 +128,7 @@ impl Kernel {
             domainname: Mutex::new(b"(none)".to_vec()),
             net_sysctls: sysctl::NetSysctls::default(),
             cgroup_limits: Arc::default(),
+            mqueues: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
         }

@@ -12,6 +12,7 @@ pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
 pub const SI_QUEUE: i32 = -1;
 pub const SI_TIMER: i32 = -2;
+pub const SI_MESGQ: i32 = -3;
 pub const SI_TKILL: i32 = -6;
 pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
@@ -57,6 +58,14 @@ impl SigInfo {
     pub fn timer(signo: i32, id: i32, overrun: u32, value: u64) -> SigInfo {
         let mut e = Encoder::with_capacity(SIGINFO_SIZE);
         e.i32(signo).i32(0).i32(SI_TIMER).i32(0).i32(id).u32(overrun).u64(value);
+        SigInfo::from(e)
+    }
+
+    /// A message arrived at an empty queue (SI_MESGQ): the sender's pid
+    /// and uid, and the value given at mq_notify.
+    pub fn mesgq(signo: i32, pid: i32, uid: u32, value: u64) -> SigInfo {
+        let mut e = Encoder::with_capacity(SIGINFO_SIZE);
+        e.i32(signo).i32(0).i32(SI_MESGQ).i32(0).i32(pid).u32(uid).u64(value);
         SigInfo::from(e)
     }
 

@@ -13,6 +13,7 @@ mod futex;
 mod identity;
 mod inet;
 mod mmap;
+mod mqueue;
 mod netlink;
 mod poll;
 mod process;
@@ -59,7 +60,7 @@ pub struct Syscall {
     pub support: Support,
 }
 
-fn families() -> [Entries; 17] {
+fn families() -> [Entries; 18] {
     [
         epoll::ENTRIES,
         timer::ENTRIES,
@@ -78,6 +79,7 @@ fn families() -> [Entries; 17] {
         process::ENTRIES,
         sched::ENTRIES,
         splice::ENTRIES,
+        mqueue::ENTRIES,
     ]
 }
 

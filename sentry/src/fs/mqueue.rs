@@ -1,0 +1,373 @@
+//! POSIX message queues: named queues of prioritized messages
+//! (mq_open/mq_timedsend/mq_timedreceive), their registry, which the
+//! mqueue filesystem at /dev/mqueue lists, and the notification a process
+//! may register for a message arriving at an empty queue.
+
+use super::synthetic::{dir_entry, Attr, Entries, Entry, FsInfo};
+use crate::abi::Errno;
+use crate::kernel::wait::{block_on, readiness_changed, Waker};
+use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+/// Priorities are below this (MQ_PRIO_MAX).
+pub const PRIO_MAX: u32 = 32768;
+/// The defaults and the ceilings for processes without CAP_SYS_RESOURCE
+/// (fs.mqueue.msg_default/msg_max, msgsize_default/msgsize_max).
+pub const DEFAULT_MAXMSG: u64 = 10;
+pub const DEFAULT_MSGSIZE: u64 = 8192;
+/// The ceilings for anyone (HARD_MSGMAX, HARD_MSGSIZEMAX).
+pub const HARD_MAXMSG: u64 = 65536;
+pub const HARD_MSGSIZE: u64 = 16 << 20;
+/// The bytes all messages of a queue may hold together, at most, so a
+/// guest cannot make the sentry hold unbounded memory (Linux bounds it by
+/// RLIMIT_MSGQUEUE, 800 KiB by default).
+pub const QUEUE_BYTES_MAX: u64 = 64 << 20;
+/// The longest queue name (NAME_MAX).
+const NAME_MAX: usize = 255;
+/// MQUEUE_MAGIC.
+const MQUEUE_MAGIC: u64 = 0x1980_0202;
+
+/// Who is told when a message arrives at an empty queue: process `pid`,
+/// with signal `signo` (0: nothing is sent) carrying `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Notification {
+    pub pid: i32,
+    pub signo: i32,
+    pub value: u64,
+}
+
+struct State {
+    /// Messages by priority, each priority first in, first out.
+    messages: BTreeMap<u32, VecDeque<Vec<u8>>>,
+    count: u64,
+    bytes: u64,
+    notify: Option<Notification>,
+    /// Receivers blocked waiting: a notification goes out only when none is.
+    waiting_receivers: usize,
+}
+
+/// One message queue.
+pub struct Queue {
+    pub maxmsg: u64,
+    pub msgsize: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    ino: u64,
+    created: TimeSpec,
+    state: Mutex<State>,
+    cond: Condvar,
+}
+
+/// What a send did that the caller acts on: a notification to deliver.
+pub type Notify = Option<Notification>;
+
+impl Queue {
+    fn waker(self: &Arc<Queue>) -> Waker {
+        let q = self.clone();
+        Arc::new(move || {
+            let _g = q.state.lock();
+            q.cond.notify_all();
+        })
+    }
+
+    /// Messages queued now.
+    pub fn count(&self) -> u64 {
+        self.state.lock().count
+    }
+
+    /// Queues `msg` with `prio`, waiting for room until `deadline` (EAGAIN
+    /// with `nonblock`, ETIMEDOUT past it). Returns the notification to
+    /// send, if the queue was empty and a process registered for it.
+    pub fn send(
+        self: &Arc<Queue>,
+        msg: Vec<u8>,
+        prio: u32,
+        nonblock: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Notify, Errno> {
+        let len = u64::try_from(msg.len()).map_err(|_| Errno::EMSGSIZE)?;
+        if len > self.msgsize {
+            return Err(Errno::EMSGSIZE);
+        }
+        if prio >= PRIO_MAX {
+            return Err(Errno::EINVAL);
+        }
+        let mut s = self.state.lock();
+        let full = |s: &State| s.count >= self.maxmsg || s.bytes + len > QUEUE_BYTES_MAX;
+        if full(&s) {
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            block_on(&mut s, &self.cond, self.waker(), deadline, |s| !full(s))?;
+        }
+        let was_empty = s.count == 0;
+        s.messages.entry(prio).or_default().push_back(msg);
+        s.count += 1;
+        s.bytes += len;
+        let notify = if was_empty && s.waiting_receivers == 0 { s.notify.take() } else { None };
+        drop(s);
+        self.cond.notify_all();
+        readiness_changed();
+        Ok(notify)
+    }
+
+    /// Takes the oldest message of the highest priority, waiting for one
+    /// until `deadline`; `room` is the caller's buffer size.
+    pub fn receive(
+        self: &Arc<Queue>,
+        room: u64,
+        nonblock: bool,
+        deadline: Option<Instant>,
+    ) -> Result<(Vec<u8>, u32), Errno> {
+        if room < self.msgsize {
+            return Err(Errno::EMSGSIZE);
+        }
+        let mut s = self.state.lock();
+        if s.count == 0 {
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            s.waiting_receivers += 1;
+            let waited = block_on(&mut s, &self.cond, self.waker(), deadline, |s| s.count > 0);
+            s.waiting_receivers -= 1;
+            waited?;
+        }
+        let Some((&prio, fifo)) = s.messages.iter_mut().next_back() else { return Err(Errno::EAGAIN) };
+        let msg = fifo.pop_front().unwrap_or_default();
+        if fifo.is_empty() {
+            s.messages.remove(&prio);
+        }
+        s.count -= 1;
+        s.bytes -= u64::try_from(msg.len()).unwrap_or(0);
+        drop(s);
+        self.cond.notify_all();
+        readiness_changed();
+        Ok((msg, prio))
+    }
+
+    /// mq_notify: registers `n` (None removes the caller's `pid`'s
+    /// registration). EBUSY if another process holds it.
+    pub fn set_notify(&self, pid: i32, n: Option<Notification>) -> Result<(), Errno> {
+        let mut s = self.state.lock();
+        match (n, s.notify) {
+            (Some(_), Some(old)) if old.pid != pid => Err(Errno::EBUSY),
+            (Some(n), _) => {
+                s.notify = Some(n);
+                Ok(())
+            }
+            (None, Some(old)) if old.pid == pid => {
+                s.notify = None;
+                Ok(())
+            }
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// What reading the queue's file shows.
+    fn status_text(&self) -> String {
+        let s = self.state.lock();
+        let (signo, pid) = s.notify.map_or((0, 0), |n| (n.signo, n.pid));
+        let notify = i32::from(s.notify.is_some_and(|n| n.signo == 0));
+        format!("QSIZE:{:<10} NOTIFY:{notify:<5} SIGNO:{signo:<5} NOTIFY_PID:{pid:<6}\n", s.bytes)
+    }
+}
+
+/// The sandbox's queues by name (without the leading slash).
+#[derive(Default)]
+pub struct Registry {
+    queues: Mutex<BTreeMap<Vec<u8>, Arc<Queue>>>,
+    fs: std::sync::OnceLock<Arc<FsInfo>>,
+}
+
+/// How mq_open should find or make a queue.
+pub struct OpenRequest<'a> {
+    pub name: &'a [u8],
+    pub create: bool,
+    pub exclusive: bool,
+    /// (maxmsg, msgsize) for a new queue.
+    pub attr: (u64, u64),
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Registry {
+    fn fs(&self) -> &Arc<FsInfo> {
+        self.fs.get_or_init(|| FsInfo::new(MQUEUE_MAGIC, SystemTime::now()))
+    }
+
+    /// Checks a queue name as mq_open's kernel half does (glibc has taken
+    /// the leading slash off).
+    pub fn check_name(name: &[u8]) -> Result<(), Errno> {
+        if name.is_empty() || name == b"." || name == b".." {
+            return Err(Errno::ENOENT);
+        }
+        if name.contains(&b'/') {
+            return Err(Errno::EACCES);
+        }
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        Ok(())
+    }
+
+    /// Finds or creates the queue `req` names; the bool says it was made.
+    pub fn open(&self, req: &OpenRequest<'_>, ino: u64, now: TimeSpec) -> Result<(Arc<Queue>, bool), Errno> {
+        Self::check_name(req.name)?;
+        let mut queues = self.queues.lock();
+        if let Some(q) = queues.get(req.name) {
+            if req.create && req.exclusive {
+                return Err(Errno::EEXIST);
+            }
+            return Ok((q.clone(), false));
+        }
+        if !req.create {
+            return Err(Errno::ENOENT);
+        }
+        let (maxmsg, msgsize) = req.attr;
+        let q = Arc::new(Queue {
+            maxmsg,
+            msgsize,
+            mode: req.mode & 0o7777,
+            uid: req.uid,
+            gid: req.gid,
+            ino,
+            created: now,
+            state: Mutex::new(State {
+                messages: BTreeMap::new(),
+                count: 0,
+                bytes: 0,
+                notify: None,
+                waiting_receivers: 0,
+            }),
+            cond: Condvar::new(),
+        });
+        queues.insert(req.name.to_vec(), q.clone());
+        Ok((q, true))
+    }
+
+    /// The queue named `name`, for permission checks before mq_unlink.
+    pub fn get(&self, name: &[u8]) -> Option<Arc<Queue>> {
+        self.queues.lock().get(name).cloned()
+    }
+
+    /// mq_unlink: the name goes; the queue lives while descriptors do.
+    pub fn unlink(&self, name: &[u8]) -> Result<(), Errno> {
+        Self::check_name(name)?;
+        self.queues.lock().remove(name).map(drop).ok_or(Errno::ENOENT)
+    }
+
+    /// The node of queue `q` named `name`.
+    pub fn node(&self, name: &[u8], q: Arc<Queue>) -> Arc<QueueNode> {
+        Arc::new(QueueNode { name: name.to_vec(), queue: q, fs: self.fs().clone() })
+    }
+}
+
+/// A queue as a file: in /dev/mqueue, and behind an mq descriptor.
+pub struct QueueNode {
+    pub name: Vec<u8>,
+    pub queue: Arc<Queue>,
+    fs: Arc<FsInfo>,
+}
+
+impl Node for QueueNode {
+    fn stat(&self) -> Result<Stat, Errno> {
+        let q = &self.queue;
+        let mut st = super::anon::stat(self.fs.dev(), q.ino, S_IFREG | q.mode, q.created);
+        st.uid = q.uid;
+        st.gid = q.gid;
+        st.size = u64::try_from(q.status_text().len()).unwrap_or(0);
+        Ok(st)
+    }
+
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        Ok(Arc::new(QueueFile::new(self.queue.clone(), flags)))
+    }
+
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(self.fs.statfs())
+    }
+
+    fn fs_id(&self) -> usize {
+        self.fs.id()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// An open queue (an mq descriptor): reads give its status line.
+pub struct QueueFile {
+    pub queue: Arc<Queue>,
+    nonblock: AtomicBool,
+}
+
+impl QueueFile {
+    pub fn new(queue: Arc<Queue>, flags: i32) -> QueueFile {
+        QueueFile { queue, nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0) }
+    }
+
+    pub fn nonblocking(&self) -> bool {
+        self.nonblock.load(Ordering::Relaxed)
+    }
+}
+
+impl FileOps for QueueFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        let text = self.queue.status_text().into_bytes();
+        let start = usize::try_from(off).unwrap_or(usize::MAX).min(text.len());
+        let n = buf.len().min(text.len() - start);
+        buf[..n].copy_from_slice(&text[start..start + n]);
+        Ok(n)
+    }
+
+    fn poll_events(&self) -> u32 {
+        let s = self.queue.state.lock();
+        let mut ev = 0;
+        if s.count > 0 {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if s.count < self.queue.maxmsg {
+            ev |= POLLOUT | POLLWRNORM;
+        }
+        ev
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    }
+}
+
+/// The mqueue filesystem's root (/dev/mqueue): one file per queue.
+pub struct Root(pub Arc<Registry>);
+
+impl Root {
+    fn entries(&self) -> Vec<Entry> {
+        let queues: Vec<(Vec<u8>, Arc<Queue>)> =
+            self.0.queues.lock().iter().map(|(n, q)| (n.clone(), q.clone())).collect();
+        queues.into_iter().map(|(n, q)| (n.clone(), self.0.node(&n, q) as Arc<dyn Node>)).collect()
+    }
+}
+
+impl Entries for Root {
+    fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+        let q = self.0.get(name).ok_or(Errno::ENOENT)?;
+        Ok(self.0.node(name, q))
+    }
+
+    fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
+        self.entries().iter().map(|(name, node)| dir_entry(name, node.as_ref())).collect()
+    }
+}
+
+/// The /dev/mqueue filesystem of `registry`.
+pub fn new_mqueuefs(registry: &Arc<Registry>) -> Arc<dyn Node> {
+    let attr = Attr::new(registry.fs(), 1, crate::vfs::S_IFDIR | 0o1777);
+    super::synthetic::Dir::new(attr, Root(registry.clone()))
+}
