@@ -9,7 +9,7 @@ use crate::kernel::wait::{block_on, readiness_changed, Waker};
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -22,10 +22,12 @@ pub const DEFAULT_MSGSIZE: u64 = 8192;
 /// The ceilings for anyone (HARD_MSGMAX, HARD_MSGSIZEMAX).
 pub const HARD_MAXMSG: u64 = 65536;
 pub const HARD_MSGSIZE: u64 = 16 << 20;
-/// The bytes all messages of a queue may hold together, at most, so a
-/// guest cannot make the sentry hold unbounded memory (Linux bounds it by
-/// RLIMIT_MSGQUEUE, 800 KiB by default).
-pub const QUEUE_BYTES_MAX: u64 = 64 << 20;
+/// The bytes the messages of all the sandbox's queues may hold together,
+/// so a guest cannot make the sentry hold unbounded memory outside its
+/// guest memory (Linux bounds it per user by RLIMIT_MSGQUEUE).
+pub const QUEUED_BYTES_MAX: u64 = 64 << 20;
+/// The number of queues the sandbox may have (fs.mqueue.queues_max).
+pub const QUEUES_MAX: usize = 256;
 /// The longest queue name (NAME_MAX).
 const NAME_MAX: usize = 255;
 /// MQUEUE_MAGIC.
@@ -61,6 +63,8 @@ pub struct Queue {
     created: TimeSpec,
     state: Mutex<State>,
     cond: Condvar,
+    /// The bytes queued in all the sandbox's queues.
+    total: Arc<AtomicU64>,
 }
 
 /// What a send did that the caller acts on: a notification to deliver.
@@ -98,12 +102,16 @@ impl Queue {
             return Err(Errno::EINVAL);
         }
         let mut s = self.state.lock();
-        let full = |s: &State| s.count >= self.maxmsg || s.bytes + len > QUEUE_BYTES_MAX;
+        let full = |s: &State| s.count >= self.maxmsg;
         if full(&s) {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
             block_on(&mut s, &self.cond, self.waker(), deadline, |s| !full(s))?;
+        }
+        if self.total.fetch_add(len, Ordering::Relaxed) + len > QUEUED_BYTES_MAX {
+            self.total.fetch_sub(len, Ordering::Relaxed);
+            return Err(Errno::ENOMEM);
         }
         let was_empty = s.count == 0;
         s.messages.entry(prio).or_default().push_back(msg);
@@ -142,8 +150,10 @@ impl Queue {
         if fifo.is_empty() {
             s.messages.remove(&prio);
         }
+        let len = u64::try_from(msg.len()).unwrap_or(0);
         s.count -= 1;
-        s.bytes -= u64::try_from(msg.len()).unwrap_or(0);
+        s.bytes -= len;
+        self.total.fetch_sub(len, Ordering::Relaxed);
         drop(s);
         self.cond.notify_all();
         readiness_changed();
@@ -182,6 +192,8 @@ impl Queue {
 pub struct Registry {
     queues: Mutex<BTreeMap<Vec<u8>, Arc<Queue>>>,
     fs: std::sync::OnceLock<Arc<FsInfo>>,
+    /// The bytes queued in all queues, named or unlinked.
+    total: Arc<AtomicU64>,
 }
 
 /// How mq_open should find or make a queue.
@@ -194,6 +206,8 @@ pub struct OpenRequest<'a> {
     pub mode: u32,
     pub uid: u32,
     pub gid: u32,
+    /// CAP_SYS_RESOURCE: past the number of queues.
+    pub privileged: bool,
 }
 
 impl Registry {
@@ -229,6 +243,9 @@ impl Registry {
         if !req.create {
             return Err(Errno::ENOENT);
         }
+        if queues.len() >= QUEUES_MAX && !req.privileged {
+            return Err(Errno::ENOSPC);
+        }
         let (maxmsg, msgsize) = req.attr;
         let q = Arc::new(Queue {
             maxmsg,
@@ -246,6 +263,7 @@ impl Registry {
                 waiting_receivers: 0,
             }),
             cond: Condvar::new(),
+            total: self.total.clone(),
         });
         queues.insert(req.name.to_vec(), q.clone());
         Ok((q, true))
@@ -370,4 +388,48 @@ impl Entries for Root {
 pub fn new_mqueuefs(registry: &Arc<Registry>) -> Arc<dyn Node> {
     let attr = Attr::new(registry.fs(), 1, crate::vfs::S_IFDIR | 0o1777);
     super::synthetic::Dir::new(attr, Root(registry.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(name: &[u8], privileged: bool) -> OpenRequest<'_> {
+        OpenRequest {
+            name,
+            create: true,
+            exclusive: false,
+            attr: (HARD_MAXMSG, HARD_MSGSIZE),
+            mode: 0o600,
+            uid: 0,
+            gid: 0,
+            privileged,
+        }
+    }
+
+    #[test]
+    fn all_queues_together_are_bounded() {
+        let r = Registry::default();
+        let (a, _) = r.open(&request(b"a", true), 1, TimeSpec::default()).unwrap();
+        let (b, _) = r.open(&request(b"b", true), 2, TimeSpec::default()).unwrap();
+        let chunk = vec![0u8; 8 << 20];
+        for _ in 0..4 {
+            a.send(chunk.clone(), 0, true, None).unwrap();
+            b.send(chunk.clone(), 0, true, None).unwrap();
+        }
+        assert_eq!(b.send(vec![0u8; 1], 0, true, None).err(), Some(Errno::ENOMEM));
+        assert_eq!(a.receive(HARD_MSGSIZE, true, None).unwrap().0.len(), 8 << 20);
+        b.send(vec![0u8; 1], 0, true, None).unwrap();
+    }
+
+    #[test]
+    fn the_number_of_queues_is_bounded_without_cap_sys_resource() {
+        let r = Registry::default();
+        for i in 0..QUEUES_MAX {
+            r.open(&request(format!("q{i}").as_bytes(), false), 1, TimeSpec::default()).unwrap();
+        }
+        assert_eq!(r.open(&request(b"one-more", false), 1, TimeSpec::default()).err(), Some(Errno::ENOSPC));
+        assert!(r.open(&request(b"one-more", true), 1, TimeSpec::default()).is_ok());
+        assert!(r.open(&request(b"q0", false), 1, TimeSpec::default()).is_ok(), "opening an existing one is fine");
+    }
 }

@@ -16,7 +16,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         "mq_open",
         sys_mq_open,
-        Partial("RLIMIT_MSGQUEUE is not counted; each queue holds at most 64 MiB of messages instead"),
+        Partial("RLIMIT_MSGQUEUE is not counted; all queues together hold at most 64 MiB (then ENOMEM)"),
     ),
     ("mq_unlink", sys_mq_unlink, Full),
     ("mq_timedsend", sys_mq_timedsend, Full),
@@ -76,6 +76,7 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
         mode: uint(a[2]) & 0o7777 & !task.thread.fs().umask(),
         uid: creds.fsuid,
         gid: creds.fsgid,
+        privileged: creds.capable(caps::CAP_SYS_RESOURCE),
     };
     let k = &task.kernel;
     let (queue, made) = k.mqueues.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
