@@ -175,8 +175,14 @@ impl Request {
                     "keep" => None,
                     "max" => Some(None),
                     qp => {
+                        // cgroup v2's bounds: a period of 1 ms to 1 s, a
+                        // quota of at least 1 ms.
                         let (q, p) = qp.split_once(':').ok_or_else(bad)?;
-                        Some(Some((q.parse().map_err(|_| bad())?, p.parse().map_err(|_| bad())?)))
+                        let (q, p): (u64, u64) = (q.parse().map_err(|_| bad())?, p.parse().map_err(|_| bad())?);
+                        if q < 1000 || !(1000..=1_000_000).contains(&p) {
+                            return Err(bad());
+                        }
+                        Some(Some((q, p)))
                     }
                 };
                 let pids_max = parse_limit_word(pids).ok_or_else(bad)?;
@@ -332,7 +338,13 @@ mod tests {
             let line = String::from_utf8(r.encode()).unwrap();
             assert_eq!(Request::decode(line.trim_end()), Ok(Header::Complete(r)));
         }
-        for bad in ["limits 1 2 3", "limits 1:x keep keep", "limits keep keep", "limits keep -1 keep"] {
+        for bad in [
+            "limits 1 2 3",
+            "limits 1:x keep keep",
+            "limits keep keep",
+            "limits keep -1 keep",
+            "limits 5000:0 keep keep",
+        ] {
             assert!(Request::decode(bad).is_err(), "{bad}");
         }
     }

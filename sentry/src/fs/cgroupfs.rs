@@ -61,7 +61,14 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
         ("memory.max", {
             let (k, l) = (kernel.clone(), limits.clone());
             Box::new(move || {
-                let bytes = l.lock().memory_max.or_else(|| k.upgrade().map(|k| k.memory.limit())).unwrap_or(0);
+                // The lower of the host's limit and the guest memory the
+                // sentry allows: a runtime sizing its heap must fit both.
+                let host = l.lock().memory_max;
+                let sentry = k.upgrade().map(|k| k.memory.limit());
+                let bytes = match (host, sentry) {
+                    (Some(h), Some(s)) => h.min(s),
+                    (h, s) => h.or(s).unwrap_or(0),
+                };
                 Ok(format!("{bytes}\n").into_bytes())
             })
         }),

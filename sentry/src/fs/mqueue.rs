@@ -9,7 +9,7 @@ use crate::kernel::wait::{block_on, readiness_changed, Waker};
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -22,12 +22,17 @@ pub const DEFAULT_MSGSIZE: u64 = 8192;
 /// The ceilings for anyone (HARD_MSGMAX, HARD_MSGSIZEMAX).
 pub const HARD_MAXMSG: u64 = 65536;
 pub const HARD_MSGSIZE: u64 = 16 << 20;
-/// The bytes the messages of all the sandbox's queues may hold together,
-/// so a guest cannot make the sentry hold unbounded memory outside its
-/// guest memory (Linux bounds it per user by RLIMIT_MSGQUEUE).
-pub const QUEUED_BYTES_MAX: u64 = 64 << 20;
-/// The number of queues the sandbox may have (fs.mqueue.queues_max).
+/// The bytes all the sandbox's queues may reserve together (each its
+/// maxmsg × (msgsize + overhead), as Linux charges RLIMIT_MSGQUEUE at
+/// mq_open): the sentry's memory outside guest memory stays bounded.
+pub const RESERVED_BYTES_MAX: u64 = 64 << 20;
+/// What Linux charges a message slot beyond its bytes (struct msg_msg and
+/// its share of the priority tree).
+const SLOT_OVERHEAD: u64 = 64;
+/// The number of queues the sandbox may have (fs.mqueue.queues_max), and
+/// the ceiling even with CAP_SYS_RESOURCE.
 pub const QUEUES_MAX: usize = 256;
+const HARD_QUEUES_MAX: usize = 4096;
 /// The longest queue name (NAME_MAX).
 const NAME_MAX: usize = 255;
 /// MQUEUE_MAGIC.
@@ -63,8 +68,29 @@ pub struct Queue {
     created: TimeSpec,
     state: Mutex<State>,
     cond: Condvar,
-    /// The bytes queued in all the sandbox's queues.
-    total: Arc<AtomicU64>,
+    /// The sandbox's reservations and live queues, which this one leaves
+    /// when it is freed (unlinked and closed).
+    budget: Arc<Budget>,
+}
+
+/// What the sandbox's queues reserve: bytes, and how many queues live
+/// (named or not).
+#[derive(Default)]
+struct Budget {
+    bytes: AtomicU64,
+    queues: AtomicUsize,
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.budget.bytes.fetch_sub(reservation(self.maxmsg, self.msgsize), Ordering::Relaxed);
+        self.budget.queues.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The bytes a queue of `maxmsg` messages of `msgsize` reserves.
+fn reservation(maxmsg: u64, msgsize: u64) -> u64 {
+    maxmsg.saturating_mul(msgsize.saturating_add(SLOT_OVERHEAD))
 }
 
 /// What a send did that the caller acts on: a notification to deliver.
@@ -109,10 +135,6 @@ impl Queue {
             }
             block_on(&mut s, &self.cond, self.waker(), deadline, |s| !full(s))?;
         }
-        if self.total.fetch_add(len, Ordering::Relaxed) + len > QUEUED_BYTES_MAX {
-            self.total.fetch_sub(len, Ordering::Relaxed);
-            return Err(Errno::ENOMEM);
-        }
         let was_empty = s.count == 0;
         s.messages.entry(prio).or_default().push_back(msg);
         s.count += 1;
@@ -153,7 +175,6 @@ impl Queue {
         let len = u64::try_from(msg.len()).unwrap_or(0);
         s.count -= 1;
         s.bytes -= len;
-        self.total.fetch_sub(len, Ordering::Relaxed);
         drop(s);
         self.cond.notify_all();
         readiness_changed();
@@ -161,12 +182,16 @@ impl Queue {
     }
 
     /// mq_notify: registers `n` (None removes the caller's `pid`'s
-    /// registration). EBUSY if another process holds it.
-    pub fn set_notify(&self, pid: i32, n: Option<Notification>) -> Result<(), Errno> {
+    /// registration). EBUSY while a registration is held, unless its
+    /// process is gone (`alive` says).
+    pub fn set_notify(&self, pid: i32, n: Option<Notification>, alive: impl Fn(i32) -> bool) -> Result<(), Errno> {
         let mut s = self.state.lock();
+        if s.notify.is_some_and(|old| !alive(old.pid)) {
+            s.notify = None;
+        }
         match (n, s.notify) {
-            (Some(_), Some(old)) if old.pid != pid => Err(Errno::EBUSY),
-            (Some(n), _) => {
+            (Some(_), Some(_)) => Err(Errno::EBUSY),
+            (Some(n), None) => {
                 s.notify = Some(n);
                 Ok(())
             }
@@ -192,8 +217,7 @@ impl Queue {
 pub struct Registry {
     queues: Mutex<BTreeMap<Vec<u8>, Arc<Queue>>>,
     fs: std::sync::OnceLock<Arc<FsInfo>>,
-    /// The bytes queued in all queues, named or unlinked.
-    total: Arc<AtomicU64>,
+    budget: Arc<Budget>,
 }
 
 /// How mq_open should find or make a queue.
@@ -201,8 +225,9 @@ pub struct OpenRequest<'a> {
     pub name: &'a [u8],
     pub create: bool,
     pub exclusive: bool,
-    /// (maxmsg, msgsize) for a new queue.
-    pub attr: (u64, u64),
+    /// The caller's mq_attr (maxmsg, msgsize), if it gave one; checked
+    /// only when the queue is made.
+    pub attr: Option<(i64, i64)>,
     pub mode: u32,
     pub uid: u32,
     pub gid: u32,
@@ -218,8 +243,11 @@ impl Registry {
     /// Checks a queue name as mq_open's kernel half does (glibc has taken
     /// the leading slash off).
     pub fn check_name(name: &[u8]) -> Result<(), Errno> {
-        if name.is_empty() || name == b"." || name == b".." {
+        if name.is_empty() {
             return Err(Errno::ENOENT);
+        }
+        if name == b"." || name == b".." {
+            return Err(Errno::EACCES);
         }
         if name.contains(&b'/') {
             return Err(Errno::EACCES);
@@ -243,10 +271,18 @@ impl Registry {
         if !req.create {
             return Err(Errno::ENOENT);
         }
-        if queues.len() >= QUEUES_MAX && !req.privileged {
+        let (maxmsg, msgsize) = new_queue_size(req.attr, req.privileged)?;
+        let live = self.budget.queues.load(Ordering::Relaxed);
+        if live >= HARD_QUEUES_MAX || (live >= QUEUES_MAX && !req.privileged) {
             return Err(Errno::ENOSPC);
         }
-        let (maxmsg, msgsize) = req.attr;
+        let bytes = reservation(maxmsg, msgsize);
+        let reserved = self.budget.bytes.load(Ordering::Relaxed);
+        if reserved.saturating_add(bytes) > RESERVED_BYTES_MAX {
+            return Err(Errno::EMFILE);
+        }
+        self.budget.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.budget.queues.fetch_add(1, Ordering::Relaxed);
         let q = Arc::new(Queue {
             maxmsg,
             msgsize,
@@ -263,7 +299,7 @@ impl Registry {
                 waiting_receivers: 0,
             }),
             cond: Condvar::new(),
-            total: self.total.clone(),
+            budget: self.budget.clone(),
         });
         queues.insert(req.name.to_vec(), q.clone());
         Ok((q, true))
@@ -274,16 +310,36 @@ impl Registry {
         self.queues.lock().get(name).cloned()
     }
 
-    /// mq_unlink: the name goes; the queue lives while descriptors do.
-    pub fn unlink(&self, name: &[u8]) -> Result<(), Errno> {
+    /// mq_unlink: the name goes if `allowed` lets the caller remove the
+    /// queue (EPERM otherwise); the queue lives while descriptors do.
+    pub fn unlink(&self, name: &[u8], allowed: impl Fn(&Queue) -> bool) -> Result<(), Errno> {
         Self::check_name(name)?;
-        self.queues.lock().remove(name).map(drop).ok_or(Errno::ENOENT)
+        let mut queues = self.queues.lock();
+        let q = queues.get(name).ok_or(Errno::ENOENT)?;
+        if !allowed(q) {
+            return Err(Errno::EPERM);
+        }
+        queues.remove(name);
+        Ok(())
     }
 
     /// The node of queue `q` named `name`.
     pub fn node(&self, name: &[u8], q: Arc<Queue>) -> Arc<QueueNode> {
         Arc::new(QueueNode { name: name.to_vec(), queue: q, fs: self.fs().clone() })
     }
+}
+
+/// The (maxmsg, msgsize) of a new queue: the defaults, or `attr` within
+/// the ceilings (the lower ones without CAP_SYS_RESOURCE).
+fn new_queue_size(attr: Option<(i64, i64)>, privileged: bool) -> Result<(u64, u64), Errno> {
+    let Some((maxmsg, msgsize)) = attr else { return Ok((DEFAULT_MAXMSG, DEFAULT_MSGSIZE)) };
+    let maxmsg = u64::try_from(maxmsg).ok().filter(|&m| m > 0).ok_or(Errno::EINVAL)?;
+    let msgsize = u64::try_from(msgsize).ok().filter(|&m| m > 0).ok_or(Errno::EINVAL)?;
+    let (max_msgs, max_size) = if privileged { (HARD_MAXMSG, HARD_MSGSIZE) } else { (DEFAULT_MAXMSG, DEFAULT_MSGSIZE) };
+    if maxmsg > max_msgs || msgsize > max_size {
+        return Err(Errno::EINVAL);
+    }
+    Ok((maxmsg, msgsize))
 }
 
 /// A queue as a file: in /dev/mqueue, and behind an mq descriptor.
@@ -394,42 +450,46 @@ pub fn new_mqueuefs(registry: &Arc<Registry>) -> Arc<dyn Node> {
 mod tests {
     use super::*;
 
-    fn request(name: &[u8], privileged: bool) -> OpenRequest<'_> {
-        OpenRequest {
-            name,
-            create: true,
-            exclusive: false,
-            attr: (HARD_MAXMSG, HARD_MSGSIZE),
-            mode: 0o600,
-            uid: 0,
-            gid: 0,
-            privileged,
-        }
+    fn request(name: &[u8], attr: (i64, i64), privileged: bool) -> OpenRequest<'_> {
+        OpenRequest { name, create: true, exclusive: false, attr: Some(attr), mode: 0o600, uid: 0, gid: 0, privileged }
     }
 
     #[test]
-    fn all_queues_together_are_bounded() {
+    fn queues_reserve_their_size_and_give_it_back_when_freed() {
         let r = Registry::default();
-        let (a, _) = r.open(&request(b"a", true), 1, TimeSpec::default()).unwrap();
-        let (b, _) = r.open(&request(b"b", true), 2, TimeSpec::default()).unwrap();
-        let chunk = vec![0u8; 8 << 20];
-        for _ in 0..4 {
-            a.send(chunk.clone(), 0, true, None).unwrap();
-            b.send(chunk.clone(), 0, true, None).unwrap();
-        }
-        assert_eq!(b.send(vec![0u8; 1], 0, true, None).err(), Some(Errno::ENOMEM));
-        assert_eq!(a.receive(HARD_MSGSIZE, true, None).unwrap().0.len(), 8 << 20);
-        b.send(vec![0u8; 1], 0, true, None).unwrap();
+        let big = (7, 4 << 20);
+        let (a, _) = r.open(&request(b"a", big, true), 1, TimeSpec::default()).unwrap();
+        let (_b, _) = r.open(&request(b"b", big, true), 2, TimeSpec::default()).unwrap();
+        assert_eq!(r.open(&request(b"c", big, true), 3, TimeSpec::default()).err(), Some(Errno::EMFILE));
+        a.send(vec![0u8; 4 << 20], 0, true, None).unwrap();
+        r.unlink(b"a", |_| true).unwrap();
+        drop(a);
+        assert!(r.open(&request(b"c", big, true), 3, TimeSpec::default()).is_ok(), "a's reservation is back");
+        assert_eq!(r.unlink(b"c", |_| false), Err(Errno::EPERM));
     }
 
     #[test]
-    fn the_number_of_queues_is_bounded_without_cap_sys_resource() {
+    fn the_number_of_queues_is_bounded() {
         let r = Registry::default();
+        let small = (1, 1);
         for i in 0..QUEUES_MAX {
-            r.open(&request(format!("q{i}").as_bytes(), false), 1, TimeSpec::default()).unwrap();
+            r.open(&request(format!("q{i}").as_bytes(), small, false), 1, TimeSpec::default()).unwrap();
         }
-        assert_eq!(r.open(&request(b"one-more", false), 1, TimeSpec::default()).err(), Some(Errno::ENOSPC));
-        assert!(r.open(&request(b"one-more", true), 1, TimeSpec::default()).is_ok());
-        assert!(r.open(&request(b"q0", false), 1, TimeSpec::default()).is_ok(), "opening an existing one is fine");
+        assert_eq!(r.open(&request(b"one-more", small, false), 1, TimeSpec::default()).err(), Some(Errno::ENOSPC));
+        assert!(r.open(&request(b"one-more", small, true), 1, TimeSpec::default()).is_ok());
+        assert!(r.open(&request(b"q0", (0, 0), false), 1, TimeSpec::default()).is_ok(), "an existing one opens");
+        assert_eq!(r.open(&request(b"bad", (0, 1), true), 1, TimeSpec::default()).err(), Some(Errno::EINVAL));
+        assert_eq!(r.open(&request(b"big", (11, 1), false), 1, TimeSpec::default()).err(), Some(Errno::EINVAL));
+    }
+
+    #[test]
+    fn a_registration_is_held_until_its_process_is_gone() {
+        let r = Registry::default();
+        let (q, _) = r.open(&request(b"n", (1, 1), false), 1, TimeSpec::default()).unwrap();
+        let n = |pid| Some(Notification { pid, signo: 10, value: 0 });
+        q.set_notify(5, n(5), |_| true).unwrap();
+        assert_eq!(q.set_notify(5, n(5), |_| true), Err(Errno::EBUSY), "even for its own process");
+        assert_eq!(q.set_notify(6, n(6), |_| true), Err(Errno::EBUSY));
+        assert!(q.set_notify(6, n(6), |pid| pid != 5).is_ok(), "process 5 is gone");
     }
 }

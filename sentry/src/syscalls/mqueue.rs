@@ -5,7 +5,7 @@ use super::args::{self, int, uint};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile, Registry};
+use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile};
 use crate::kernel::siginfo::SigInfo;
 use crate::kernel::{caps, Task};
 use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
@@ -16,7 +16,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         "mq_open",
         sys_mq_open,
-        Partial("RLIMIT_MSGQUEUE is not counted; all queues together hold at most 64 MiB (then ENOMEM)"),
+        Partial("RLIMIT_MSGQUEUE is not counted: all queues together reserve at most 64 MiB (then EMFILE)"),
     ),
     ("mq_unlink", sys_mq_unlink, Full),
     ("mq_timedsend", sys_mq_timedsend, Full),
@@ -37,40 +37,19 @@ fn read_attr(task: &Task, addr: u64) -> Result<[i64; 4], Errno> {
     Ok([d.i64(), d.i64(), d.i64(), d.i64()])
 }
 
-/// The (maxmsg, msgsize) of a new queue: the defaults, or `attr` within
-/// the ceilings (the lower ones without CAP_SYS_RESOURCE).
-fn new_queue_size(task: &Task, attr: u64) -> Result<(u64, u64), Errno> {
-    if attr == 0 {
-        return Ok((mqueue::DEFAULT_MAXMSG, mqueue::DEFAULT_MSGSIZE));
-    }
-    let [_, maxmsg, msgsize, _] = read_attr(task, attr)?;
-    let maxmsg = u64::try_from(maxmsg).ok().filter(|&m| m > 0).ok_or(Errno::EINVAL)?;
-    let msgsize = u64::try_from(msgsize).ok().filter(|&m| m > 0).ok_or(Errno::EINVAL)?;
-    let (max_msgs, max_size) = if task.thread.creds().capable(caps::CAP_SYS_RESOURCE) {
-        (mqueue::HARD_MAXMSG, mqueue::HARD_MSGSIZE)
-    } else {
-        (mqueue::DEFAULT_MAXMSG, mqueue::DEFAULT_MSGSIZE)
-    };
-    if maxmsg > max_msgs || msgsize > max_size {
-        return Err(Errno::EINVAL);
-    }
-    Ok((maxmsg, msgsize))
-}
-
 fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let name = args::path(task, a[0])?;
     let oflag = int(a[1]);
-    let access = oflag & libc::O_ACCMODE;
-    if access == libc::O_ACCMODE {
-        return Err(Errno::EINVAL);
-    }
-    Registry::check_name(&name)?;
-    let create = oflag & libc::O_CREAT != 0;
+    let attr = if a[3] != 0 {
+        let [_, maxmsg, msgsize, _] = read_attr(task, a[3])?;
+        Some((maxmsg, msgsize))
+    } else {
+        None
+    };
     let creds = task.thread.creds();
-    let attr = if create && task.kernel.mqueues.get(&name).is_none() { new_queue_size(task, a[3])? } else { (0, 0) };
     let req = OpenRequest {
         name: &name,
-        create,
+        create: oflag & libc::O_CREAT != 0,
         exclusive: oflag & libc::O_EXCL != 0,
         attr,
         mode: uint(a[2]) & 0o7777 & !task.thread.fs().umask(),
@@ -81,11 +60,13 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let k = &task.kernel;
     let (queue, made) = k.mqueues.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
     let node = k.mqueues.node(&name, queue.clone());
+    let access = oflag & libc::O_ACCMODE;
     if !made {
         let want = match access {
             libc::O_RDONLY => MAY_READ,
             libc::O_WRONLY => MAY_WRITE,
-            _ => MAY_READ | MAY_WRITE,
+            libc::O_RDWR => MAY_READ | MAY_WRITE,
+            _ => return Err(Errno::EINVAL),
         };
         perm::check(&creds, &crate::vfs::Node::stat(node.as_ref())?, want)?;
     }
@@ -95,21 +76,25 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let ops = Arc::new(QueueFile::new(queue, oflag));
     let status = u32::try_from(oflag & (libc::O_ACCMODE | libc::O_NONBLOCK)).map_err(|_| Errno::EINVAL)?;
     let f = FileDescription::new(d, ops, status);
-    let fd = task.thread.fds().install(f, oflag & libc::O_CLOEXEC != 0, 0, task.thread.nofile())?;
-    u64::try_from(fd).map_err(|_| Errno::EMFILE)
+    // mq descriptors are always close-on-exec, as Linux makes them.
+    match task.thread.fds().install(f, true, 0, task.thread.nofile()) {
+        Ok(fd) => u64::try_from(fd).map_err(|_| Errno::EMFILE),
+        Err(e) => {
+            if made {
+                let _ = k.mqueues.unlink(&name, |_| true);
+            }
+            Err(e)
+        }
+    }
 }
 
 fn sys_mq_unlink(task: &mut Task, a: [u64; 6]) -> SysResult {
     let name = args::path(task, a[0])?;
-    Registry::check_name(&name)?;
-    let queue = task.kernel.mqueues.get(&name).ok_or(Errno::ENOENT)?;
     // The queues' directory is sticky (1777) and root's: its owner, the
     // queue's or CAP_FOWNER may remove a queue.
     let creds = task.thread.creds();
-    if creds.fsuid != 0 && creds.fsuid != queue.uid && !creds.capable(caps::CAP_FOWNER) {
-        return Err(Errno::EACCES);
-    }
-    task.kernel.mqueues.unlink(&name)?;
+    let allowed = |q: &mqueue::Queue| creds.fsuid == 0 || creds.fsuid == q.uid || creds.capable(caps::CAP_FOWNER);
+    task.kernel.mqueues.unlink(&name, allowed)?;
     Ok(0)
 }
 
@@ -127,12 +112,12 @@ fn queue_file(task: &Task, fd: u64, write: bool) -> Result<(Arc<FileDescription>
 }
 
 fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let deadline = super::futex::deadline(task, a[4], true, true)?;
     let prio = uint(a[3]);
     if prio >= mqueue::PRIO_MAX {
         return Err(Errno::EINVAL);
     }
     let (_, q) = queue_file(task, a[0], true)?;
-    let deadline = super::futex::deadline(task, a[4], true, true)?;
     let len = usize::try_from(a[2]).map_err(|_| Errno::EMSGSIZE)?;
     if u64::try_from(len).map_err(|_| Errno::EMSGSIZE)? > q.queue.msgsize {
         return Err(Errno::EMSGSIZE);
@@ -149,8 +134,8 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let (_, q) = queue_file(task, a[0], false)?;
     let deadline = super::futex::deadline(task, a[4], true, true)?;
+    let (_, q) = queue_file(task, a[0], false)?;
     let (msg, prio) = q.queue.receive(a[2], q.nonblocking(), deadline)?;
     task.thread.mm().copy_out(a[1], &msg)?;
     if a[3] != 0 {
@@ -160,35 +145,44 @@ fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let pid = task.thread.tgid;
+    let notification = if a[1] == 0 {
+        None
+    } else {
+        let mut raw = [0u8; 16];
+        task.thread.mm().copy_in(a[1], &mut raw)?;
+        let mut d = Decoder::new(&raw);
+        let (value, signo, how) = (d.u64(), d.i32(), d.i32());
+        // SIGEV_SIGNAL with signal 0 is valid and sends nothing.
+        let signo = match how {
+            SIGEV_NONE => 0,
+            SIGEV_SIGNAL if (0..=64).contains(&signo) => signo,
+            _ => return Err(Errno::EINVAL),
+        };
+        Some(Notification { pid, signo, value })
+    };
     let f = args::file(task, a[0])?;
     let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
-    let pid = task.thread.tgid;
-    if a[1] == 0 {
-        return q.queue.set_notify(pid, None).map(|()| 0);
-    }
-    let mut raw = [0u8; 16];
-    task.thread.mm().copy_in(a[1], &mut raw)?;
-    let mut d = Decoder::new(&raw);
-    let (value, signo, how) = (d.u64(), d.i32(), d.i32());
-    let signo = match how {
-        SIGEV_NONE => 0,
-        SIGEV_SIGNAL if (1..=64).contains(&signo) => signo,
-        _ => return Err(Errno::EINVAL),
-    };
-    q.queue.set_notify(pid, Some(Notification { pid, signo, value }))?;
+    let procs = &task.kernel.procs;
+    q.queue.set_notify(pid, notification, |p| procs.alive(p))?;
     Ok(0)
 }
 
 fn sys_mq_getsetattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let f = args::file(task, a[0])?;
-    let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
-    let nonblock = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
-    let old_flags = i64::from(f.flags() & nonblock);
-    if a[1] != 0 {
+    let new_flags = if a[1] != 0 {
         let [flags, ..] = read_attr(task, a[1])?;
         if flags & !i64::from(libc::O_NONBLOCK) != 0 {
             return Err(Errno::EINVAL);
         }
+        Some(flags)
+    } else {
+        None
+    };
+    let f = args::file(task, a[0])?;
+    let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
+    let nonblock = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+    let old_flags = i64::from(f.flags() & nonblock);
+    if let Some(flags) = new_flags {
         let on = if flags != 0 { nonblock } else { 0 };
         f.set_status_flags((f.flags() & !nonblock) | on);
     }
