@@ -116,11 +116,11 @@ impl MountNamespace {
     pub fn new(root: Arc<dyn Node>, fs_type: &str, source: &str) -> MountNamespace {
         let root = Arc::new(Mount {
             id: 1,
-            root,
             mountpoint: None,
             fs_type: fs_type.to_string(),
             source: source.to_string(),
-            read_only: false,
+            read_only: root.read_only(),
+            root,
         });
         MountNamespace { root, mounts: RwLock::new(HashMap::new()), next_id: AtomicU64::new(2) }
     }
@@ -140,11 +140,11 @@ impl MountNamespace {
         let key = (at.mount.id, at.path_in_mount());
         let m = Arc::new(Mount {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            read_only: fs.read_only(),
             root: fs,
             mountpoint: Some(at),
             fs_type: fs_type.to_string(),
             source: source.to_string(),
-            read_only: false,
         });
         self.mounts.write().insert(key, m);
         Ok(())

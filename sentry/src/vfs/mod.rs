@@ -130,6 +130,12 @@ pub trait Node: Send + Sync {
     /// fail with `EXDEV`.
     fn fs_id(&self) -> usize;
 
+    /// Whether the whole filesystem refuses changes (a read-only mount, as
+    /// /proc/mounts says).
+    fn read_only(&self) -> bool {
+        false
+    }
+
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
