@@ -97,7 +97,10 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
 ];
 
 /// The terminal ioctls the sentry forwards to the host's stdio.
-const TTY_IOCTLS: &[u64] = &[0x5401, 0x5402, 0x5403, 0x5404, 0x5413, 0x5414, 0x541b];
+const TTY_IOCTLS: &[u64] = {
+    use crate::fs::tty::termios::{FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TIOCGWINSZ, TIOCSWINSZ};
+    &[TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, FIONREAD]
+};
 
 /// prctl options the sentry uses (thread names, no_new_privs for the stub
 /// filter).

@@ -1,6 +1,9 @@
 //! Files backed by a host descriptor: regular files donated by the gofer,
 //! and the stdio streams the sandbox was started with.
 
+use super::tty::termios::{
+    FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ, WINSIZE_SIZE,
+};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
 use crate::vfs::FileOps;
@@ -98,17 +101,6 @@ impl Mappable for HostFile {
 pub struct HostStream {
     fd: OwnedFd,
 }
-
-const TCGETS: u64 = 0x5401;
-const TCSETS: u64 = 0x5402;
-const TCSETSW: u64 = 0x5403;
-const TCSETSF: u64 = 0x5404;
-const TIOCGWINSZ: u64 = 0x5413;
-const TIOCSWINSZ: u64 = 0x5414;
-const FIONREAD: u64 = 0x541b;
-/// `struct termios` as the kernel's TCGETS uses it.
-const TERMIOS_SIZE: usize = 36;
-const WINSIZE_SIZE: usize = 8;
 
 impl HostStream {
     pub fn new(fd: OwnedFd) -> HostStream {

@@ -98,11 +98,16 @@ fn sys_mq_unlink(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The queue an open description is, else EBADF.
+fn queue_of(f: &FileDescription) -> Result<Arc<QueueFile>, Errno> {
+    f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)
+}
+
 /// The queue behind descriptor `fd`, which must be open for `write`
 /// (sending) or reading.
 fn queue_file(task: &Task, fd: u64, write: bool) -> Result<(Arc<FileDescription>, Arc<QueueFile>), Errno> {
     let f = args::file(task, fd)?;
-    let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
+    let q = queue_of(&f)?;
     let access = i32::try_from(f.flags()).unwrap_or(0) & libc::O_ACCMODE;
     let allowed = if write { access != libc::O_RDONLY } else { access != libc::O_WRONLY };
     if !allowed {
@@ -162,7 +167,7 @@ fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(Notification { pid, signo, value })
     };
     let f = args::file(task, a[0])?;
-    let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
+    let q = queue_of(&f)?;
     let procs = &task.kernel.procs;
     q.queue.set_notify(pid, notification, |p| procs.alive(p))?;
     Ok(0)
@@ -179,7 +184,7 @@ fn sys_mq_getsetattr(task: &mut Task, a: [u64; 6]) -> SysResult {
         None
     };
     let f = args::file(task, a[0])?;
-    let q = f.ops.clone().into_any().downcast::<QueueFile>().map_err(|_| Errno::EBADF)?;
+    let q = queue_of(&f)?;
     let nonblock = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
     let old_flags = i64::from(f.flags() & nonblock);
     if let Some(flags) = new_flags {

@@ -5,15 +5,14 @@
 
 use crate::abi::{Errno, SysResult};
 use crate::fs::tty::terminal::TtyFile;
-use crate::fs::tty::termios::{Termios, Winsize, TERMIOS2_SIZE, TERMIOS_SIZE, WINSIZE_SIZE};
+use crate::fs::tty::termios::{
+    Termios, Winsize, FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS2_SIZE, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ,
+    WINSIZE_SIZE,
+};
 use crate::kernel::{caps, Task};
 use crate::vfs::FileDescription;
 use std::sync::Arc;
 
-const TCGETS: u64 = 0x5401;
-const TCSETS: u64 = 0x5402;
-const TCSETSW: u64 = 0x5403;
-const TCSETSF: u64 = 0x5404;
 const TCSBRK: u64 = 0x5409;
 const TCXONC: u64 = 0x540a;
 const TCFLSH: u64 = 0x540b;
@@ -24,9 +23,6 @@ const TIOCGPGRP: u64 = 0x540f;
 const TIOCSPGRP: u64 = 0x5410;
 const TIOCOUTQ: u64 = 0x5411;
 const TIOCSTI: u64 = 0x5412;
-const TIOCGWINSZ: u64 = 0x5413;
-const TIOCSWINSZ: u64 = 0x5414;
-const FIONREAD: u64 = 0x541b;
 const TIOCNOTTY: u64 = 0x5422;
 const TIOCSETD: u64 = 0x5423;
 const TIOCGETD: u64 = 0x5424;
