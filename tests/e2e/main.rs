@@ -15,6 +15,7 @@
 // test code; the workspace denies these lints for production code.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod attacks;
 mod confinement;
 mod escape;
 mod guest;
