@@ -93,4 +93,5 @@ macro_rules! attacks {
 
 attacks!(
     // one line per attack, in the order of tests/attacks/README.md
+    stub_page_hidden,
 );

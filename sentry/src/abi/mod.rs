@@ -8,6 +8,9 @@ pub use errno::{Errno, SysResult};
 
 /// The guest's page size.
 pub const PAGE_SIZE: u64 = 4096;
+/// Linux's `TASK_SIZE_MAX` with 4-level page tables: the end of x86-64
+/// user space (the limit of an fs/gs base).
+pub const TASK_SIZE_MAX: u64 = 0x7fff_ffff_f000;
 
 /// Rounds `v` down to a page boundary.
 pub const fn page_down(v: u64) -> u64 {

@@ -79,6 +79,11 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     if f & CLONE_THREAD != 0 && f & CLONE_SIGHAND == 0 {
         return Err(Errno::EINVAL);
     }
+    // As arch_prctl(ARCH_SET_FS): a TLS base outside user space is EPERM
+    // (Linux's set_new_tls), never a register state the host refuses.
+    if f & CLONE_SETTLS != 0 && args.tls >= crate::abi::TASK_SIZE_MAX {
+        return Err(Errno::EPERM);
+    }
     if f & CLONE_THREAD != 0 {
         return clone_thread(task, args);
     }

@@ -198,6 +198,47 @@ fn push_frame(task: &mut Task, sig: i32, action: &SigAction, info: &SigInfo) -> 
     Ok(())
 }
 
+/// Whether the FPU area at `addr` (read into `fp`) carries the extended
+/// state, as Linux's check_xstate_in_sigframe decides: both magic numbers
+/// in place and a size no larger than the thread's XSAVE area.
+fn has_xstate(mm: &crate::mm::MemoryManager, addr: u64, fp: &[u8]) -> bool {
+    let u32_at = |b: &[u8], at: usize| b.get(at..at + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+    let (Some(magic1), Some(size), Some(extended)) = (u32_at(fp, 464), u32_at(fp, 480), u32_at(fp, 468)) else {
+        return false;
+    };
+    let Ok(len) = usize::try_from(size) else { return false };
+    if magic1 != FP_XSTATE_MAGIC1 || len < 576 || len > fp.len() || size > extended {
+        return false;
+    }
+    let mut magic2 = [0u8; 4];
+    mm.copy_in(addr + u64::from(size), &mut magic2).is_ok() && u32::from_le_bytes(magic2) == FP_XSTATE_MAGIC2
+}
+
+/// The FPU state a signal frame's area restores. Without the extended
+/// state (`full` false: a frame built by hand, say) only the legacy x87/SSE
+/// part is taken and every other component returns to its initial state;
+/// with it, the whole area, whose header the host checks as XRSTOR does
+/// (a state it refuses ends the process with SIGSEGV). A reserved MXCSR
+/// bit is a bad frame, as XRSTOR's #GP makes it in Linux.
+fn restored_fpu(mut fp: Vec<u8>, full: bool, template: &[u8]) -> Result<Vec<u8>, Errno> {
+    let mxcsr = u32::from_le_bytes([fp[24], fp[25], fp[26], fp[27]]);
+    let mask = template.get(28..32).map_or(0xffff, |m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    if mxcsr & !mask != 0 {
+        return Err(Errno::EFAULT);
+    }
+    if !full {
+        let mut legacy = template.to_vec();
+        legacy.resize(fp.len(), 0);
+        legacy[..464].copy_from_slice(&fp[..464]);
+        // XSTATE_BV: x87 and SSE, from the legacy area.
+        legacy[512..520].copy_from_slice(&3u64.to_le_bytes());
+        fp = legacy;
+    }
+    // Bytes 464..512 are software's (the frame's magic), never state.
+    fp[464..512].fill(0);
+    Ok(fp)
+}
+
 /// `rt_sigreturn`: restores the context saved by `push_frame`. The
 /// handler's `ret` popped the return address, so the ucontext is at rsp.
 pub fn sigreturn(task: &mut Task) -> Result<(), Errno> {
@@ -217,11 +258,8 @@ pub fn sigreturn(task: &mut Task) -> Result<(), Errno> {
     if fpstate != 0 {
         let mut fp = vec![0u8; task.cpu.fpu.len()];
         mm.copy_in(fpstate, &mut fp)?;
-        // Keep MXCSR within the bits the host accepts (reserved bits fault).
-        let mxcsr = u32::from_le_bytes([fp[24], fp[25], fp[26], fp[27]]) & 0xffff;
-        fp[24..28].copy_from_slice(&mxcsr.to_le_bytes());
-        fp[464..512].fill(0);
-        task.cpu.fpu = fp;
+        let full = has_xstate(&mm, fpstate, &fp);
+        task.cpu.fpu = restored_fpu(fp, full, task.kernel.platform.fpu_template())?;
         task.cpu.fpu_dirty = true;
     }
     let r = &mut task.cpu.regs;

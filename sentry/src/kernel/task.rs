@@ -123,6 +123,16 @@ impl Task {
                     signal_frame::deliver(self, &SigInfo::fault(signo, code, addr), true);
                 }
                 Event::Interrupted => {}
+                Event::CompatSyscall => {
+                    // i386 numbers mean other calls: never read them as
+                    // x86-64 ones.
+                    log::debug!("task {}: 32-bit system call {} refused", self.thread.tid, self.cpu.regs.orig_rax);
+                    self.cpu.regs.rax = errno_to_rax(Errno::ENOSYS);
+                }
+                Event::BadState => {
+                    log::debug!("task {}: register state refused by the host", self.thread.tid);
+                    self.kernel.exit_group(self.thread.tgid, ExitStatus::Signal(libc::SIGSEGV));
+                }
                 Event::Killed => {
                     log::warn!("the host killed process {}'s stub: the process dies of SIGKILL", self.thread.tgid);
                     self.kernel.exit_group(self.thread.tgid, ExitStatus::Signal(libc::SIGKILL));

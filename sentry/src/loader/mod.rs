@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// ELF_ET_DYN_BASE without randomization).
 const PIE_BASE: u64 = 0x5555_5555_4000;
 /// The top of the initial stack.
-pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
+pub const STACK_TOP: u64 = crate::platform::TASK_SIZE;
 /// The initial stack area (RLIMIT_STACK's default).
 pub const STACK_SIZE: u64 = 8 << 20;
 /// Where top-down placement of mappings starts.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// The lowest address a guest may map (vm.mmap_min_addr).
 pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// One past the highest guest address.
-pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
+pub use crate::platform::TASK_SIZE;
 /// Pages populated together around a fault.
 const FAULT_WINDOW: u64 = 16 * PAGE_SIZE;
 /// The longest C string the sentry reads from the guest in one piece.
@@ -98,10 +98,8 @@ enum Want {
 impl MemoryManager {
     /// An empty address space; `mmap_top` is where top-down placement starts.
     pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
-        let mut vmas = BTreeMap::new();
-        let r = space.reserved();
-        vmas.insert(r.start, Vma::new(r.start, r.end, Perms::default(), false, Backing::Anon, VmaName::Reserved));
-        MemoryManager { mf, space, layout: Mutex::new(Layout { vmas, brk_start: 0, brk: 0, mmap_top }) }
+        let layout = Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top };
+        MemoryManager { mf, space, layout: Mutex::new(layout) }
     }
 
     /// Shares every page with a child (copy-on-write for private areas)
@@ -175,9 +173,6 @@ impl MemoryManager {
             if req.addr < MMAP_MIN_ADDR {
                 return Err(Errno::EPERM);
             }
-            if overlaps_reserved(&l, req.addr, end) {
-                return Err(Errno::ENOMEM);
-            }
             if req.noreplace {
                 if overlaps(&l, req.addr, end) {
                     return Err(Errno::EEXIST);
@@ -207,9 +202,6 @@ impl MemoryManager {
         }
         let end = page_up(len).and_then(|l| addr.checked_add(l)).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EINVAL)?;
         let mut l = self.layout.lock();
-        if overlaps_reserved(&l, addr, end) {
-            return Err(Errno::EINVAL);
-        }
         self.remove_range(&mut l, addr, end)
     }
 
@@ -223,7 +215,7 @@ impl MemoryManager {
             return Ok(());
         }
         let mut l = self.layout.lock();
-        if !fully_mapped(&l, addr, end) || overlaps_reserved(&l, addr, end) {
+        if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
         }
         split_at(&mut l, addr);
@@ -292,7 +284,7 @@ impl MemoryManager {
         let old_end = old.checked_add(old_len).ok_or(Errno::EINVAL)?;
         let mut l = self.layout.lock();
         let vma = find(&l, old).ok_or(Errno::EFAULT)?;
-        if vma.end < old_end || vma.name == VmaName::Reserved {
+        if vma.end < old_end {
             return Err(Errno::EFAULT);
         }
         if fixed.is_none() {
@@ -394,6 +386,11 @@ impl MemoryManager {
         }
         let frame = self.frame_for(vma, page, false)?;
         Ok(Some(frame + (addr - page)))
+    }
+
+    /// Whether every page of `[start, end)` belongs to some area.
+    pub fn is_mapped(&self, start: u64, end: u64) -> bool {
+        fully_mapped(&self.layout.lock(), start, end)
     }
 
     /// One byte per page of `[addr, addr+len)`: 1 if the page is resident.
@@ -553,9 +550,6 @@ impl MemoryManager {
         let l = self.layout.lock();
         let mut out = String::new();
         for v in l.vmas.values() {
-            if v.name == VmaName::Reserved {
-                continue;
-            }
             let (off, dev, ino, name) = match &v.backing {
                 Backing::File { file, offset } | Backing::SharedFile { file, offset, .. } => {
                     let (dev, ino) = file.map_ids();
@@ -593,7 +587,7 @@ impl MemoryManager {
     /// Total bytes of guest address space mapped (VmSize).
     pub fn mapped_bytes(&self) -> u64 {
         let l = self.layout.lock();
-        l.vmas.values().filter(|v| v.name != VmaName::Reserved).map(Vma::size).sum()
+        l.vmas.values().map(Vma::size).sum()
     }
 
     /// Pages resident in this address space (VmRSS).
@@ -859,10 +853,6 @@ fn overlaps(l: &Layout, start: u64, end: u64) -> bool {
     l.vmas.range(start..end).next().is_some()
 }
 
-fn overlaps_reserved(l: &Layout, start: u64, end: u64) -> bool {
-    l.vmas.values().any(|v| v.name == VmaName::Reserved && v.start < end && start < v.end)
-}
-
 /// Whether every address in `[start, end)` belongs to some area.
 fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
     let mut at = start;
@@ -955,9 +945,6 @@ mod tests {
             self.unmaps.lock().push((addr, len));
             Ok(())
         }
-        fn reserved(&self) -> std::ops::Range<u64> {
-            0x7000_0000_0000..0x7000_0000_1000
-        }
         fn spawn_thread(&self) -> PResult<crate::platform::ThreadToken> {
             Err(crate::platform::PlatformError::Unsupported("no threads in the fake"))
         }
@@ -1001,7 +988,33 @@ mod tests {
         assert_eq!(b, a - 4096);
         assert_eq!(mm.mmap(anon(0x1001, 4096, RW, true)).err(), Some(Errno::EINVAL));
         assert_eq!(mm.mmap(anon(0x1000, 4096, RW, true)).err(), Some(Errno::EPERM), "below mmap_min_addr");
-        assert_eq!(mm.mmap(anon(0x7000_0000_0000, 4096, RW, true)).err(), Some(Errno::ENOMEM), "the platform's page");
+        assert_eq!(mm.mmap(anon(TASK_SIZE, 4096, RW, true)).err(), Some(Errno::ENOMEM), "past the guest's space");
+    }
+
+    /// Every call answers for the page above TASK_SIZE (the ptrace
+    /// platform's stub page) as for any address outside the guest's space,
+    /// and none reaches the platform.
+    #[test]
+    fn nothing_reaches_above_task_size() {
+        let (mm, space) = mm();
+        let top = TASK_SIZE - 4096;
+        let a = mm.mmap(anon(top, 4096, RW, true)).unwrap();
+        assert_eq!(a, top);
+        let req = |noreplace| MapRequest { noreplace, ..anon(TASK_SIZE, 4096, RW, !noreplace) };
+        assert_eq!(mm.mmap(req(false)).err(), Some(Errno::ENOMEM));
+        assert_eq!(mm.mmap(req(true)).err(), Some(Errno::ENOMEM));
+        assert_eq!(mm.munmap(TASK_SIZE, 4096), Err(Errno::EINVAL));
+        assert_eq!(mm.munmap(top, 8192), Err(Errno::EINVAL));
+        assert_eq!(mm.mprotect(top, 8192, RW), Err(Errno::ENOMEM));
+        assert_eq!(mm.dontneed(top, 8192), Err(Errno::ENOMEM));
+        assert_eq!(mm.mremap(top, 4096, 8192, false, None), Err(Errno::ENOMEM));
+        assert_eq!(mm.mremap(top, 4096, 4096, true, Some(TASK_SIZE)), Err(Errno::EINVAL));
+        assert_eq!(mm.mremap(TASK_SIZE, 4096, 4096, true, None), Err(Errno::EFAULT));
+        assert_eq!(mm.mincore(top, 8192).err(), Some(Errno::ENOMEM));
+        let mut b = [0u8; 2];
+        assert_eq!(mm.copy_in(TASK_SIZE - 1, &mut b), Err(Errno::EFAULT));
+        assert!(space.maps.lock().iter().all(|m| m.0 + m.1 <= TASK_SIZE));
+        assert!(space.unmaps.lock().iter().all(|&(a, l)| a + l <= TASK_SIZE));
     }
 
     #[test]

@@ -61,8 +61,6 @@ pub enum VmaName {
     None,
     Heap,
     Stack,
-    /// The platform's own page, never the guest's.
-    Reserved,
 }
 
 /// A contiguous range of guest addresses with one set of attributes.

@@ -26,6 +26,14 @@ impl PlatformError {
 
 pub type Result<T> = std::result::Result<T, PlatformError>;
 
+/// One past the highest guest address, on every platform: Linux's 47-bit
+/// user space less its top page, where the ptrace platform keeps the code
+/// it runs in stub processes (gVisor, likewise, ends the guest's address
+/// space below its stub). Everything at or above it is outside the guest's
+/// address space, so the guest's memory calls answer for the stub's page
+/// exactly as for any address past the end.
+pub const TASK_SIZE: u64 = 0x7fff_ffff_e000;
+
 /// Page protections of a guest mapping.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Perms {
@@ -75,6 +83,14 @@ pub enum Event {
     /// The host killed what runs the guest (its OOM killer, an operator's
     /// SIGKILL): the guest process dies as if killed by SIGKILL.
     Killed,
+    /// The guest entered the kernel through a 32-bit entry point (`int
+    /// 0x80`): its i386 system call numbers are not served (the caller
+    /// answers ENOSYS in `rax`, as gVisor does).
+    CompatSyscall,
+    /// The host refused to load the thread's register state (a state
+    /// Linux could never have produced for the thread): the process dies
+    /// of SIGSEGV, as Linux's force_sigsegv for a state it cannot restore.
+    BadState,
 }
 
 /// The full user-visible CPU state of one guest thread.
@@ -119,9 +135,6 @@ pub trait AddressSpace: Send + Sync {
     fn map(&self, addr: u64, len: u64, file_off: u64, perms: Perms) -> Result<()>;
     /// Removes any mapping of `[addr, addr+len)`.
     fn unmap(&self, addr: u64, len: u64) -> Result<()>;
-    /// The guest addresses the platform itself occupies (never given to the
-    /// guest).
-    fn reserved(&self) -> std::ops::Range<u64>;
     /// Called on a host thread that runs guest code in this space: prepares
     /// another thread of guest code for a new task (a guest thread) and
     /// returns a token for it.

@@ -924,13 +924,11 @@ const ARCH_GET_FS: i32 = 0x1003;
 const ARCH_GET_GS: i32 = 0x1004;
 const ARCH_GET_CPUID: i32 = 0x1011;
 const ARCH_SET_CPUID: i32 = 0x1012;
-/// `TASK_SIZE_MAX` with 4-level page tables.
-const TASK_SIZE_MAX: u64 = 0x7fff_ffff_f000;
 
 fn sys_arch_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let addr = a[1];
     match int(a[0]) {
-        ARCH_SET_FS | ARCH_SET_GS if addr >= TASK_SIZE_MAX => Err(Errno::EPERM),
+        ARCH_SET_FS | ARCH_SET_GS if addr >= crate::abi::TASK_SIZE_MAX => Err(Errno::EPERM),
         ARCH_SET_FS => {
             task.cpu.regs.fs = 0;
             task.cpu.regs.fs_base = addr;

@@ -178,9 +178,13 @@ fn sys_msync(_task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_mlock(_task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_mlock(task: &mut Task, a: [u64; 6]) -> SysResult {
     let start = page_down(a[0]);
-    a[0].checked_add(a[1]).and_then(page_up).filter(|&e| e >= start).ok_or(Errno::ENOMEM)?;
+    let end = a[0].checked_add(a[1]).and_then(page_up).filter(|&e| e >= start).ok_or(Errno::ENOMEM)?;
+    // Every page of the range must be mapped (ENOMEM otherwise), as Linux.
+    if !task.thread.mm().is_mapped(start, end) {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
 }
 

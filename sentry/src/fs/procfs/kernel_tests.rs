@@ -42,10 +42,6 @@ impl AddressSpace for NoSpace {
         Ok(())
     }
 
-    fn reserved(&self) -> std::ops::Range<u64> {
-        TASK_SIZE - 4096..TASK_SIZE
-    }
-
     fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
         Err(platform::PlatformError::Unsupported("no guest code runs here"))
     }

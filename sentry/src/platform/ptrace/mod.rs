@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use stub::{StubPage, STUB_PAGE_LEN, TASK_SIZE};
+use stub::StubPage;
 
 /// The ptrace platform.
 pub struct PtracePlatform {
@@ -32,7 +32,7 @@ impl PtracePlatform {
     /// `memfd` is the MemoryFile's descriptor; it must outlive the platform.
     pub fn new(memfd: i32) -> Result<PtracePlatform> {
         StubPage::get()?;
-        let stub_filter = crate::seccomp::stub_filter()
+        let stub_filter = crate::seccomp::stub_filter(memfd)
             .map_err(|e| PlatformError::StubDied(format!("cannot build the stub filter: {e}")))?;
         Ok(PtracePlatform {
             memfd,
@@ -59,9 +59,25 @@ fn fpu_reset_state(len: usize) -> Vec<u8> {
     area[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
     area[28..32].copy_from_slice(&0xffffu32.to_le_bytes());
     // XSTATE_BV: x87 and SSE state are present in the legacy area.
-    area[512..520].copy_from_slice(&3u64.to_le_bytes());
+    let mut xstate_bv = 3u64;
+    // Protection keys: a new Linux process starts with PKRU denying access
+    // to every key but 0 (init_pkru_value), which also makes the stub
+    // page's execute-only key unreadable to the guest.
+    let ospke = std::arch::x86_64::__cpuid_count(7, 0).ecx & (1 << 4) != 0;
+    let pkru = std::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU);
+    let at = usize::try_from(pkru.ebx).unwrap_or(usize::MAX);
+    if ospke && pkru.eax >= 4 && at.checked_add(4).is_some_and(|end| end <= len) {
+        area[at..at + 4].copy_from_slice(&INIT_PKRU.to_le_bytes());
+        xstate_bv |= 1 << XFEATURE_PKRU;
+    }
+    area[512..520].copy_from_slice(&xstate_bv.to_le_bytes());
     area
 }
+
+/// The XSAVE component number of PKRU.
+const XFEATURE_PKRU: u32 = 9;
+/// Linux's PKRU for a new process: access disabled for keys 1 to 15.
+const INIT_PKRU: u32 = 0x5555_5554;
 
 impl Platform for PtracePlatform {
     fn name(&self) -> &'static str {
@@ -127,10 +143,9 @@ impl PtraceAddressSpace {
             other => return Err(PlatformError::StubDied(format!("new stub: {other:?}"))),
         }
         sys::set_options(pid, libc::PTRACE_O_EXITKILL | libc::PTRACE_O_TRACESYSGOOD)?;
-        // Everything the stub inherited from the sentry goes, except the stub page.
+        // Everything the stub inherited from the sentry goes; only the stub
+        // page, at the top of user space, stays.
         space.syscall(pid, libc::SYS_munmap, [0, stub, 0, 0, 0, 0])?;
-        let above = stub + STUB_PAGE_LEN;
-        space.syscall(pid, libc::SYS_munmap, [above, TASK_SIZE - above, 0, 0, 0, 0])?;
         Ok(space)
     }
 
@@ -203,10 +218,6 @@ impl AddressSpace for PtraceAddressSpace {
         self.syscall(tid, libc::SYS_munmap, [addr, len, 0, 0, 0, 0]).map(drop)
     }
 
-    fn reserved(&self) -> std::ops::Range<u64> {
-        self.stub..self.stub + STUB_PAGE_LEN
-    }
-
     fn spawn_thread(&self) -> Result<ThreadToken> {
         let tid = self.current_thread()?;
         let new = self.syscall_at(tid, stub::CLONE_ENTRY, libc::SYS_clone, [THREAD_FLAGS, 0, 0, 0, 0, 0])?;
@@ -277,7 +288,30 @@ pub struct PtraceContext {
 impl PtraceContext {
     fn stopped(&self, tid: libc::pid_t, sig: i32, state: &mut CpuState) -> Result<Option<Event>> {
         let event = match sig {
-            s if s == (libc::SIGTRAP | 0x80) => Event::Syscall,
+            s if s == (libc::SIGTRAP | 0x80) => match sys::syscall_arch(tid)? {
+                sys::AUDIT_ARCH_X86_64 => Event::Syscall,
+                _ => Event::CompatSyscall,
+            },
+            libc::SIGSYS => {
+                let info = sys::get_siginfo(tid)?;
+                let call = sys::seccomp_call(&info);
+                state.regs = sys::get_regs(tid)?;
+                match call {
+                    // A call into the vsyscall page: the host emulates it
+                    // without a syscall stop, the stub's filter traps it,
+                    // and the host has already made it return to its
+                    // caller. The sentry serves it as the system call it is.
+                    Some((addr, nr)) if VSYSCALL.contains(&addr) => state.regs.orig_rax = nr,
+                    // Nothing else reaches the filter: the guest's own calls
+                    // stop first. Should one ever, the guest gets the SIGSYS.
+                    _ => {
+                        return self.regs_and(tid, state, Event::Exception { signo: sig, code: info.si_code, addr: 0 })
+                    }
+                }
+                let n = sys::get_xstate(tid, &mut state.fpu)?;
+                state.fpu.truncate(n);
+                return Ok(Some(Event::Syscall));
+            }
             libc::SIGSTOP => {
                 if !self.interrupter.pending.swap(false, Ordering::SeqCst) {
                     return Ok(None);
@@ -292,17 +326,39 @@ impl PtraceContext {
                 match (sig, info.si_code) {
                     (libc::SIGSEGV, 1) => Event::Fault { addr, access: Access::NotPresent },
                     (libc::SIGSEGV, 2) => Event::Fault { addr, access: Access::Protection },
+                    // A load from the execute-only stub page: to the guest,
+                    // an address outside its space like any other.
+                    (libc::SIGSEGV, SEGV_PKUERR) if addr >= crate::platform::TASK_SIZE => {
+                        Event::Fault { addr, access: Access::NotPresent }
+                    }
                     _ => Event::Exception { signo: sig, code: info.si_code, addr },
                 }
             }
             // Any other host signal aimed at the stub is not the guest's business.
             _ => return Ok(None),
         };
+        self.regs_and(tid, state, event)
+    }
+
+    /// Saves the stopped thread's registers into `state` and reports `event`.
+    fn regs_and(&self, tid: libc::pid_t, state: &mut CpuState, event: Event) -> Result<Option<Event>> {
         state.regs = sys::get_regs(tid)?;
         let n = sys::get_xstate(tid, &mut state.fpu)?;
         state.fpu.truncate(n);
         Ok(Some(event))
     }
+}
+
+/// The vsyscall page of x86-64 Linux.
+const VSYSCALL: std::ops::Range<u64> = 0xffff_ffff_ff60_0000..0xffff_ffff_ff60_1000;
+
+/// `si_code` of a fault that a protection key refused.
+const SEGV_PKUERR: i32 = 4;
+
+/// Whether loading a register state failed because the host refused the
+/// state itself (rather than because the stub went away).
+fn refused(e: &PlatformError) -> bool {
+    matches!(e, PlatformError::Host { err, .. } if matches!(err.raw_os_error(), Some(libc::EIO | libc::EINVAL)))
 }
 
 impl Context for PtraceContext {
@@ -322,9 +378,22 @@ impl Context for PtraceContext {
         regs.cs = 0x33;
         regs.ss = 0x2b;
         regs.eflags = (regs.eflags & 0xcd5) | 0x202;
-        sys::set_regs(tid, regs)?;
-        if state.fpu_dirty {
-            load_fpu(tid, state)?;
+        // The sentry validates what it loads (sigreturn, arch_prctl,
+        // clone's TLS) as Linux does; a state the host still refuses ends
+        // the guest process, never the sandbox.
+        let loaded =
+            sys::set_regs(tid, regs).and_then(|()| if state.fpu_dirty { load_fpu(tid, state) } else { Ok(()) });
+        match loaded {
+            Ok(()) => {}
+            Err(e) if refused(&e) => {
+                log::debug!("stub thread {tid}: the host refused the guest's register state: {e}");
+                *self.interrupter.target.lock() = None;
+                return Ok(Event::BadState);
+            }
+            Err(e) => {
+                *self.interrupter.target.lock() = None;
+                return Err(e);
+            }
         }
         let result = loop {
             sys::resume(libc::PTRACE_SYSEMU, tid, 0)?;

@@ -36,15 +36,17 @@ pub const THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_THREAD
     | libc::CLONE_SYSVSEM) as u64;
 
-/// The highest user address plus one on x86-64 with 4-level paging.
-pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
+/// Where the stub page lives, in the sentry and in every stub: the host's
+/// last user page, just above the guest's address space
+/// ([`crate::platform::TASK_SIZE`]), so no guest memory call can name it.
+pub const STUB_ADDR: u64 = crate::platform::TASK_SIZE;
+
+pub const STUB_PAGE_LEN: u64 = crate::abi::TASK_SIZE_MAX - STUB_ADDR;
 
 /// The stub page, mapped once in the sentry and inherited by every stub.
 pub struct StubPage {
     pub addr: u64,
 }
-
-pub const STUB_PAGE_LEN: u64 = 4096;
 
 impl StubPage {
     /// The process-wide stub page, created on first use.
@@ -57,27 +59,41 @@ impl StubPage {
 
     fn create() -> Result<StubPage> {
         let len = usize::try_from(STUB_PAGE_LEN).unwrap_or(4096);
-        // SAFETY: a fresh anonymous mapping; the kernel picks the address.
+        let want = STUB_ADDR as *mut libc::c_void;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces a mapping of ours; it
+        // fails if the page is taken.
         let p = unsafe {
             libc::mmap(
-                std::ptr::null_mut(),
+                want,
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(PlatformError::last("mmap stub page"));
+            // Only the sentry's initial stack can be there (when the
+            // kernel's stack randomization drew 0: about one start in four
+            // million).
+            return Err(PlatformError::last("mmap stub page at the top of the address space"));
         }
-        // SAFETY: `p` is a fresh writable mapping of `len` >= 3 bytes.
+        if p != want {
+            // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
+            // SAFETY: unmapping the mapping just created.
+            unsafe { libc::munmap(p, len) };
+            return Err(PlatformError::Unsupported("the host kernel placed the stub page elsewhere"));
+        }
+        // SAFETY: `p` is a fresh writable mapping of `len` >= STUB_CODE.len() bytes.
         unsafe { std::ptr::copy_nonoverlapping(STUB_CODE.as_ptr(), p.cast::<u8>(), STUB_CODE.len()) };
+        // Execute-only: with protection keys (which the host has where the
+        // CPU does) a guest load from the page faults like one from any
+        // address outside its space.
         // SAFETY: `p`/`len` is the mapping created above.
-        if unsafe { libc::mprotect(p, len, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
+        if unsafe { libc::mprotect(p, len, libc::PROT_EXEC) } != 0 {
             return Err(PlatformError::last("mprotect stub page"));
         }
-        Ok(StubPage { addr: p as u64 })
+        Ok(StubPage { addr: STUB_ADDR })
     }
 }
 
@@ -161,8 +177,9 @@ fn stub_child(memfd: i32, rseq: (u64, u32), filter: *const libc::sock_fprog) -> 
     if install_filter(filter) != 0 {
         raw(libc::SYS_exit_group, [125, 0, 0, 0]);
     }
-    let pid = u64::try_from(raw(libc::SYS_getpid, [0; 4])).unwrap_or(0);
-    raw(libc::SYS_kill, [pid, u64::try_from(libc::SIGSTOP).unwrap_or(19), 0, 0]);
+    // The stub leads a process group of its own (above): kill(0) stops
+    // only itself, so its filter can allow kill for nothing else.
+    raw(libc::SYS_kill, [0, u64::try_from(libc::SIGSTOP).unwrap_or(19), 0, 0]);
     loop {
         raw(libc::SYS_exit_group, [127, 0, 0, 0]);
     }

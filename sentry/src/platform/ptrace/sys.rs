@@ -155,3 +155,37 @@ pub fn pin(tid: libc::pid_t, cpu: usize) {
         log::debug!("pinning {tid} to CPU {cpu}: {}", std::io::Error::last_os_error());
     }
 }
+
+/// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3).
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+/// The audit architecture of a 64-bit system call.
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+
+/// The architecture of the system call `tid` is stopped at the entry of:
+/// [`AUDIT_ARCH_X86_64`] for `syscall`, the i386 one for `int 0x80`.
+pub fn syscall_arch(tid: libc::pid_t) -> Result<u32> {
+    // struct ptrace_syscall_info begins { u8 op; u8 pad[3]; u32 arch; … }.
+    let mut info = [0u8; 88];
+    // SAFETY: the kernel writes at most `info.len()` bytes to the buffer.
+    let r = unsafe { libc::ptrace(PTRACE_GET_SYSCALL_INFO, tid, info.len(), info.as_mut_ptr()) };
+    check(r, "PTRACE_GET_SYSCALL_INFO")?;
+    Ok(u32::from_le_bytes([info[4], info[5], info[6], info[7]]))
+}
+
+/// For a SIGSYS raised by a seccomp filter (`SYS_SECCOMP`), the address of
+/// the call and its system call number.
+pub fn seccomp_call(info: &libc::siginfo_t) -> Option<(u64, u64)> {
+    const SYS_SECCOMP: i32 = 1;
+    if info.si_signo != libc::SIGSYS || info.si_code != SYS_SECCOMP {
+        return None;
+    }
+    let p: *const libc::siginfo_t = info;
+    // SAFETY: `info` is a whole siginfo_t; for SYS_SECCOMP the kernel
+    // fills _sigsys { void *_call_addr; int _syscall; unsigned _arch; }
+    // at byte 16 (after signo, errno, code and padding).
+    let (addr, nr) = unsafe {
+        let base = p.cast::<u8>().add(16);
+        (base.cast::<u64>().read_unaligned(), base.add(8).cast::<i32>().read_unaligned())
+    };
+    Some((addr, u64::try_from(nr).ok()?))
+}
