@@ -94,4 +94,8 @@ macro_rules! attacks {
 attacks!(
     // one line per attack, in the order of tests/attacks/README.md
     stub_page_hidden,
+    vsyscall_call,
+    compat_syscall,
+    bad_register_state,
+    mremap_moves,
 );

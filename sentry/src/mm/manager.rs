@@ -795,7 +795,9 @@ impl MemoryManager {
 
     /// Removes every area in `[start, end)`, releasing its pages.
     fn remove_range(&self, l: &mut Layout, start: u64, end: u64) -> Result<(), Errno> {
-        if !overlaps(l, start, end) {
+        // An empty range (a move that keeps the whole old mapping) removes
+        // nothing; the platform would refuse a zero-length unmap.
+        if start >= end || !overlaps(l, start, end) {
             return Ok(());
         }
         split_at(l, start);
@@ -989,6 +991,22 @@ mod tests {
         assert_eq!(mm.mmap(anon(0x1001, 4096, RW, true)).err(), Some(Errno::EINVAL));
         assert_eq!(mm.mmap(anon(0x1000, 4096, RW, true)).err(), Some(Errno::EPERM), "below mmap_min_addr");
         assert_eq!(mm.mmap(anon(TASK_SIZE, 4096, RW, true)).err(), Some(Errno::ENOMEM), "past the guest's space");
+    }
+
+    #[test]
+    fn mremap_moves_a_mapping_that_cannot_grow_in_place() {
+        let (mm, space) = mm();
+        let a = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
+        mm.mmap(anon(a + 2 * 4096, 4096, RO, true)).unwrap();
+        mm.copy_out(a, b"kept").unwrap();
+        assert_eq!(mm.mremap(a, 2 * 4096, 8 * 4096, false, None), Err(Errno::ENOMEM));
+        let b = mm.mremap(a, 2 * 4096, 8 * 4096, true, None).unwrap();
+        assert_ne!(a, b);
+        let mut got = [0u8; 4];
+        mm.copy_in(b, &mut got).unwrap();
+        assert_eq!(&got, b"kept");
+        assert!(!mm.is_mapped(a, a + 4096));
+        assert!(space.unmaps.lock().iter().all(|&(_, len)| len > 0), "no zero-length unmap reaches the platform");
     }
 
     /// Every call answers for the page above TASK_SIZE (the ptrace
