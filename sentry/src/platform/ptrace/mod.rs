@@ -288,10 +288,21 @@ pub struct PtraceContext {
 impl PtraceContext {
     fn stopped(&self, tid: libc::pid_t, sig: i32, state: &mut CpuState) -> Result<Option<Event>> {
         let event = match sig {
-            s if s == (libc::SIGTRAP | 0x80) => match sys::syscall_arch(tid)? {
-                sys::AUDIT_ARCH_X86_64 => Event::Syscall,
-                _ => Event::CompatSyscall,
-            },
+            s if s == (libc::SIGTRAP | 0x80) => {
+                state.regs = sys::get_regs(tid)?;
+                // `syscall` leaves its return address in rcx and RFLAGS in
+                // r11, so after it the kernel saw rcx equal to rip and r11
+                // to the flags; only when either differs is the costlier
+                // question asked. (An `int 0x80` after which both match was
+                // set up to: it gets the 64-bit call it could have made
+                // with `syscall`.)
+                let r = &state.regs;
+                let native = (r.rcx == r.rip && r.r11 == r.eflags) || sys::syscall_arch(tid)? == sys::AUDIT_ARCH_X86_64;
+                let event = if native { Event::Syscall } else { Event::CompatSyscall };
+                let n = sys::get_xstate(tid, &mut state.fpu)?;
+                state.fpu.truncate(n);
+                return Ok(Some(event));
+            }
             libc::SIGSYS => {
                 let info = sys::get_siginfo(tid)?;
                 let call = sys::seccomp_call(&info);
