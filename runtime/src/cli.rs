@@ -40,12 +40,33 @@ pub struct GlobalArgs {
     /// Let containers set husk flags with dev.husk.flag.NAME annotations.
     #[arg(long, global = true)]
     pub allow_flag_override: bool,
+    /// Seconds `husk do` and `husk run` wait after passing a SIGTERM on
+    /// before they kill the sandbox (a second SIGTERM kills it at once).
+    #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_grace)]
+    pub kill_grace: f64,
     /// Accepted for runc compatibility; husk manages cgroupfs paths.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,
     /// Accepted for runc compatibility.
     #[arg(long, global = true, hide = true)]
     pub rootless: Option<String>,
+}
+
+/// A grace period in seconds: from 0 to a day.
+fn parse_grace(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if (0.0..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not between 0 and 86400 seconds"))
+    }
+}
+
+impl GlobalArgs {
+    /// --kill-grace as a duration.
+    pub fn kill_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.kill_grace)
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +262,7 @@ pub struct DoArgs {
     #[arg(long, default_value_t = 4096)]
     pub memory_mb: u64,
     /// The command and its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<std::ffi::OsString>,
 }
 

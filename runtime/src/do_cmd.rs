@@ -2,13 +2,16 @@
 //! filesystem (or --rootfs), read-only under an in-memory overlay.
 
 use crate::cli::{DoArgs, GlobalArgs};
-use crate::sandbox::{exit_code, forward_signals, husk_command, seqpacket_pair, spawn, Session};
+use crate::sandbox::{
+    exit_code, forward_signals, husk_command, in_new_pid_namespace, seqpacket_pair, spawn, Lifetime, Session,
+};
 use anyhow::{bail, Context as _};
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
 
-/// Reaps every remaining descendant: stub processes the sentry leaves
-/// behind when it exits are reparented to us (we are a subreaper).
+/// Reaps every remaining descendant that was reparented to us (we are a
+/// subreaper).
 fn reap_all() {
     while let Ok(_) | Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(None, None) {}
 }
@@ -34,7 +37,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
     gofer_cmd.stdin(std::process::Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[])?;
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[], Lifetime::Ours)?;
     drop(gofer_end);
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
@@ -47,13 +50,18 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
     boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into(), "--".into()]);
     boot_args.extend(args.command);
-    let mut sentry = spawn(&mut husk_command(g, boot_args)?, &[sentry_end.as_raw_fd()], Session::Inherit, &[])?;
+    // The sentry dies with us (a death signal) and its stubs with it (it is
+    // the first process of a pid namespace of its own, as a container's).
+    let mut boot = husk_command(g, boot_args)?;
+    let keep = [sentry_end.as_raw_fd()];
+    let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
     drop(sentry_end);
-    forward_signals(sentry.id(), false)?;
+    forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
 
     let status = sentry.wait().context("waiting for the sentry")?;
     let gofer_status = gofer.wait().context("waiting for the gofer")?;
-    if !gofer_status.success() {
+    // (A gofer killed with the sandbox, by us, is no news.)
+    if !gofer_status.success() && gofer_status.signal() != Some(libc::SIGKILL) {
         log::warn!("the gofer exited with {gofer_status}");
     }
     reap_all();

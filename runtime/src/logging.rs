@@ -15,6 +15,9 @@ struct Logger {
     file: Option<Mutex<File>>,
     level: log::LevelFilter,
     strace: bool,
+    /// Warnings may go to stderr (not in the sentry and the gofer, whose
+    /// stderr is the guest's).
+    stderr_diagnostics: bool,
     /// runc's --log: warnings and errors (everything with --debug), as
     /// text or JSON lines.
     log: Option<(Mutex<File>, LogFormat, log::LevelFilter)>,
@@ -55,7 +58,10 @@ impl log::Log for Logger {
             None => {
                 // With --log, stderr is often the container's own (a shim's
                 // pipe): diagnostics go to the log only.
-                let diagnostic = r.level() <= log::Level::Warn && r.target() != EXIT_TARGET && self.log.is_none();
+                let diagnostic = self.stderr_diagnostics
+                    && r.level() <= log::Level::Warn
+                    && r.target() != EXIT_TARGET
+                    && self.log.is_none();
                 if r.target() == "strace" || diagnostic {
                     let _ = std::io::stderr().write_all(line.as_bytes());
                 }
@@ -77,8 +83,10 @@ fn timestamp() -> String {
     format!("{}.{:06}", d.as_secs(), d.subsec_micros())
 }
 
-/// Installs the logger for this process.
-pub fn init(g: &GlobalArgs) -> anyhow::Result<()> {
+/// Installs the logger for this process. In a process of the sandbox
+/// itself (`sandbox_side`: the sentry, the gofer) stderr belongs to the
+/// guest, so diagnostics go only to --debug-log or --log.
+pub fn init(g: &GlobalArgs, sandbox_side: bool) -> anyhow::Result<()> {
     let open = |p: &std::path::Path| -> anyhow::Result<Mutex<File>> {
         let f = std::fs::OpenOptions::new().create(true).append(true).open(p);
         Ok(Mutex::new(f.with_context(|| format!("{}", p.display()))?))
@@ -97,7 +105,7 @@ pub fn init(g: &GlobalArgs) -> anyhow::Result<()> {
         log::LevelFilter::Warn
     };
     let max = if g.strace { log::LevelFilter::Info.max(level) } else { level }.max(log_level);
-    log::set_boxed_logger(Box::new(Logger { file, level, strace: g.strace, log }))
+    log::set_boxed_logger(Box::new(Logger { file, level, strace: g.strace, stderr_diagnostics: !sandbox_side, log }))
         .map(|()| log::set_max_level(max))
         .context("logger already set")
 }

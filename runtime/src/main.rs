@@ -20,7 +20,8 @@ use cli::{Cli, Command};
 
 fn main() {
     let cli = Cli::parse();
-    if let Err(e) = logging::init(&cli.global) {
+    let sandbox_side = matches!(cli.command, Command::Boot(_) | Command::Gofer(_));
+    if let Err(e) = logging::init(&cli.global, sandbox_side) {
         eprintln!("husk: cannot open the debug log: {e:#}");
         std::process::exit(1);
     }

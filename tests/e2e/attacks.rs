@@ -98,4 +98,9 @@ attacks!(
     compat_syscall,
     bad_register_state,
     mremap_moves,
+    wedged_sandbox_stops,
+    owner_sigkill_leaves_nothing,
+    supervisor_sigint,
+    unknown_flag_refused,
+    sentry_quiet_on_guest_stderr,
 );

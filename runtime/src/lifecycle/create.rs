@@ -9,7 +9,7 @@ use crate::oci::cgroup::Cgroup;
 use crate::oci::control;
 use crate::oci::overrides;
 use crate::oci::state::{rfc3339_now, write_atomically, Container, HostProcess, Record, Reservation, StateRoot};
-use crate::sandbox::{husk_command, seqpacket_pair, spawn, Session};
+use crate::sandbox::{husk_command, in_new_pid_namespace, seqpacket_pair, spawn, Lifetime, Session};
 use anyhow::{bail, Context as _};
 use std::ffi::{CString, OsString};
 use std::io::Read as _;
@@ -177,7 +177,7 @@ fn start_gofer(
     }
     let mut cmd = husk_command(g, args)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let gofer = spawn(&mut cmd, &[gofer_end.as_raw_fd()], Session::New, join)?;
+    let gofer = spawn(&mut cmd, &[gofer_end.as_raw_fd()], Session::New, join, Lifetime::Own)?;
     Ok((gofer, sentry_end))
 }
 
@@ -306,28 +306,8 @@ fn start_sentry(
     };
     let mut keep: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
     keep.extend(bind_ends.iter().map(AsRawFd::as_raw_fd));
-    let sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, session, join))?;
+    let sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, session, join, Lifetime::Own))?;
     Ok((sentry, ready_r))
-}
-
-/// Runs `start`, which starts one process, so that the process is the
-/// first of a new pid namespace (the spec's pid namespace): the sentry
-/// then sees no host process, and when it ends the kernel ends its stubs
-/// with it. Processes we start afterwards (hooks) stay in ours.
-fn in_new_pid_namespace(start: impl FnOnce() -> anyhow::Result<Child>) -> anyhow::Result<Child> {
-    use nix::sched::{setns, unshare, CloneFlags};
-    let own = std::fs::File::open("/proc/self/ns/pid").context("opening our pid namespace")?;
-    unshare(CloneFlags::CLONE_NEWPID).context("creating a pid namespace")?;
-    let started = start();
-    let back = setns(&own, CloneFlags::CLONE_NEWPID).context("returning to our pid namespace");
-    match (started, back) {
-        (Ok(mut child), Err(e)) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(e)
-        }
-        (started, _) => started,
-    }
 }
 
 /// Opens a network namespace named by the spec, refusing anything else

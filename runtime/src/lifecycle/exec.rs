@@ -9,7 +9,7 @@ use crate::cli::{ExecArgs, ExecWaitArgs, GlobalArgs};
 use crate::oci::bundle::{console_size, Bundle};
 use crate::oci::control::{self, ExecHandle};
 use crate::oci::state::{write_atomically, StateRoot, Status};
-use crate::sandbox::{die_of, husk_command, inherited_fd, spawn, Session};
+use crate::sandbox::{die_of, husk_command, inherited_fd, spawn, Lifetime, Session};
 use anyhow::{bail, Context as _};
 use husk_sentry::control::protocol::{ExecSpec, ExitLine};
 use oci_spec::runtime::Process;
@@ -46,7 +46,7 @@ pub fn run(g: &GlobalArgs, args: ExecArgs) -> anyhow::Result<i32> {
     let wait_args = ["exec-wait".into(), "--fd".into(), stream.as_raw_fd().to_string().into()];
     let mut cmd = husk_command(g, wait_args)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], Session::New, &[])?;
+    let waiter = spawn(&mut cmd, &[stream.as_raw_fd()], Session::New, &[], Lifetime::Own)?;
     write_pid_file(&args, i32::try_from(waiter.id()).context("waiter pid")?)?;
     Ok(0)
 }

@@ -21,7 +21,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
     }
     // Other commands (state, exec, kill) must not wait for our lock.
     drop(container);
-    forward_signals(sandbox.sentry.id(), true)?;
+    let gofers: Vec<u32> = sandbox.gofers.iter().map(std::process::Child::id).collect();
+    forward_signals(sandbox.sentry.id(), &gofers, true, g.kill_grace())?;
     let status = sandbox.sentry.wait().context("waiting for the sentry")?;
     for gofer in &mut sandbox.gofers {
         let _ = gofer.wait();

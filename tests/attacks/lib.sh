@@ -1,0 +1,32 @@
+# Shared helpers of the .sh attacks (sourced, not an attack itself).
+set -u
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Pids of live (not zombie) processes whose environment holds $1.
+marked() {
+    local p st
+    for p in /proc/[0-9]*; do
+        st=$({ awk '/^State:/ {print $2}' < "$p/status"; } 2>/dev/null) || continue
+        [ -n "$st" ] && [ "$st" != Z ] || continue
+        if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "HUSK_ATTACK_MARK=$1"; then
+            echo "${p#/proc/}"
+        fi
+    done
+}
+
+# Waits up to $2 seconds for no process marked $1 to remain.
+none_left() {
+    local i
+    for i in $(seq 1 $(( $2 * 10 ))); do
+        [ -z "$(marked "$1")" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# Kills whatever is marked $1 (the attack's own clean-up, after a failure).
+kill_marked() {
+    local p
+    for p in $(marked "$1"); do kill -KILL "$p" 2>/dev/null; done
+}
