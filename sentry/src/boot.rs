@@ -314,7 +314,41 @@ fn run_init(
 /// How /proc/self/fd names a standard stream: like the host names it
 /// ("pipe:[…]", "/dev/pts/0"), as that is what the guest's stream is.
 fn host_fd_name(i: usize) -> String {
-    std::fs::read_link(format!("/proc/self/fd/{i}"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("host-stdio:[{i}]"))
+    let host = std::fs::read_link(format!("/proc/self/fd/{i}")).map(|p| p.to_string_lossy().into_owned());
+    guest_name_of_host_fd(host.ok().as_deref(), i)
+}
+
+/// What the guest's /proc/self/fd shows for a host descriptor it was
+/// given: anonymous objects and the devices the sandbox has as Linux names
+/// them; any other host file as gVisor's `host:[N]` (its host inode
+/// number), never the host path it was opened by.
+fn guest_name_of_host_fd(host: Option<&str>, i: usize) -> String {
+    let anonymous = |n: &str| ["pipe:[", "socket:[", "anon_inode:"].iter().any(|p| n.starts_with(p));
+    let device = |n: &str| {
+        n == "/dev/null" || n.strip_prefix("/dev/pts/").is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match host {
+        Some(n) if anonymous(n) || device(n) => n.to_string(),
+        _ => {
+            let ino = std::fs::metadata(format!("/proc/self/fd/{i}")).map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+            format!("host:[{}]", ino.unwrap_or(0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guest_name_of_host_fd;
+
+    #[test]
+    fn host_paths_of_stdio_never_reach_the_guest() {
+        assert_eq!(guest_name_of_host_fd(Some("pipe:[4242]"), 0), "pipe:[4242]");
+        assert_eq!(guest_name_of_host_fd(Some("socket:[7]"), 0), "socket:[7]");
+        assert_eq!(guest_name_of_host_fd(Some("/dev/pts/3"), 0), "/dev/pts/3");
+        assert_eq!(guest_name_of_host_fd(Some("/dev/null"), 0), "/dev/null");
+        let hidden = guest_name_of_host_fd(Some("/home/me/secret-project/out.log"), 0);
+        assert!(hidden.starts_with("host:[") && !hidden.contains("secret"), "{hidden}");
+        assert!(guest_name_of_host_fd(Some("/dev/pts/../../etc"), 0).starts_with("host:["));
+        assert!(guest_name_of_host_fd(None, 0).starts_with("host:["));
+    }
 }

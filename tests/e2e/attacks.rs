@@ -103,4 +103,7 @@ attacks!(
     supervisor_sigint,
     unknown_flag_refused,
     sentry_quiet_on_guest_stderr,
+    init_unkillable_inside,
+    host_fd_names,
+    deep_cwd,
 );

@@ -356,6 +356,11 @@ fn sys_getcwd(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fs = task.thread.fs();
     let mut path = fs.cwd().path_from(&fs.root());
     path.push(0);
+    // Linux builds the path in one page: a longer one is ENAMETOOLONG
+    // whatever the buffer's size.
+    if path.len() > crate::vfs::walk::PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
     let size = usize::try_from(a[1]).unwrap_or(usize::MAX);
     if path.len() > size {
         return Err(Errno::ERANGE);

@@ -6,6 +6,7 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
+use crate::kernel::process::INIT_PID;
 use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE, SI_TKILL, SI_USER};
 use crate::kernel::signal::{
     default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
@@ -337,10 +338,20 @@ fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
     };
-    if target.tgid != task.thread.tgid {
-        if !may_signal(task, &target) {
-            return Err(Errno::EPERM);
+    if target.tgid != task.thread.tgid && !may_signal(task, &target) {
+        return Err(Errno::EPERM);
+    }
+    if let Some(idx) = idx {
+        // The sandbox's init, like a pid namespace's in Linux
+        // (SIGNAL_UNKILLABLE), never gets from inside the sandbox a signal
+        // it has no handler for, SIGKILL and SIGSTOP included. (Faults and
+        // signals from outside, the runtime's, still reach it.)
+        if target.tgid == INIT_PID && target.sigactions.swap(idx, None).handler == SIG_DFL {
+            task.kernel.job_control_at_send(target.tgid, info.signo());
+            return Ok(0);
         }
+    }
+    if target.tgid != task.thread.tgid {
         if idx.is_some() {
             if directed {
                 task.kernel.send_signal_info(&target, info);
