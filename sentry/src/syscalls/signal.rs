@@ -345,8 +345,10 @@ fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo
         // The sandbox's init, like a pid namespace's in Linux
         // (SIGNAL_UNKILLABLE), never gets from inside the sandbox a signal
         // it has no handler for, SIGKILL and SIGSTOP included. (Faults and
-        // signals from outside, the runtime's, still reach it.)
-        if target.tgid == INIT_PID && target.sigactions.swap(idx, None).handler == SIG_DFL {
+        // signals from outside, the runtime's, still reach it.) A blocked
+        // signal is queued: its handler may change before it is unblocked.
+        let blocked = target.sigmask() & sigbit(info.signo()) != 0;
+        if target.tgid == INIT_PID && !blocked && target.sigactions.swap(idx, None).handler == SIG_DFL {
             task.kernel.job_control_at_send(target.tgid, info.signo());
             return Ok(0);
         }
