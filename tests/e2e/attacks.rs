@@ -106,4 +106,11 @@ attacks!(
     init_unkillable_inside,
     host_fd_names,
     deep_cwd,
+    syscall_fuzz,
+    kernel_surface,
+    ptrace_anything,
+    proc_mem_write,
+    host_loopback,
+    two_sandboxes,
+    host_files_race,
 );
