@@ -163,7 +163,7 @@ struct NetCharge(Arc<crate::mm::accounting::Accountant>);
 
 impl husk_netstack::BufferCharge for NetCharge {
     fn try_charge(&self, bytes: u64) -> bool {
-        self.0.try_charge(bytes)
+        self.0.try_charge_data(bytes)
     }
 
     fn uncharge(&self, bytes: u64) {

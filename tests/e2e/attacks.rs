@@ -93,4 +93,11 @@ macro_rules! attacks {
 
 attacks!(
     // one line per attack, in the order of tests/attacks/README.md
+    memory_bomb,
+    tmpfs_bomb,
+    overlay_bomb,
+    shm_bomb,
+    memfd_bomb,
+    pipe_bomb,
+    socket_bomb,
 );

@@ -840,9 +840,9 @@ impl Node for TmpNode {
         // every other holder of it: its size is the limit, and what is
         // free is what the limit has left.
         let acct = &self.fs.acct;
-        let blocks = if acct.is_limited() { acct.limit() / PAGE_SIZE } else { NOMINAL_BLOCKS };
+        let blocks = if acct.is_limited() { acct.data_limit() / PAGE_SIZE } else { NOMINAL_BLOCKS };
         let own = blocks.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
-        let free = own.min(acct.available() / PAGE_SIZE);
+        let free = own.min(acct.data_available() / PAGE_SIZE);
         Ok(StatFs {
             fs_type: TMPFS_MAGIC,
             bsize: PAGE_SIZE,

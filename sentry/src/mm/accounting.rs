@@ -4,6 +4,11 @@
 //! memfds), and the bytes queued in pipes and sockets — so that their sum
 //! is bounded by the sandbox's memory limit (`--memory-mb`).
 //!
+//! File data and buffers ([`Charge`]) may not take the last sixteenth of
+//! the limit: that stays for anonymous memory, so a process filling /tmp
+//! sees ENOSPC and can still run to handle it, instead of being OOM-killed
+//! at its next page fault.
+//!
 //! A charge is one atomic compare-and-swap, never a lock. What fails to
 //! charge fails the way Linux fails when the memory cgroup is full: a file
 //! write with ENOSPC, a pipe write with ENOMEM, an anonymous page fault
@@ -38,7 +43,25 @@ impl Accountant {
     /// Charges `bytes`; false (and nothing charged) when that would pass
     /// the limit.
     pub fn try_charge(&self, bytes: u64) -> bool {
-        let limit = self.limit;
+        self.charge_up_to(bytes, self.limit)
+    }
+
+    /// Charges `bytes` of file data or buffers: false when that would pass
+    /// the limit less the reserve kept for anonymous memory.
+    pub fn try_charge_data(&self, bytes: u64) -> bool {
+        self.charge_up_to(bytes, self.data_limit())
+    }
+
+    /// What file data and buffers may take together with everything else.
+    pub fn data_limit(&self) -> u64 {
+        if self.is_limited() {
+            self.limit - self.limit / 16
+        } else {
+            self.limit
+        }
+    }
+
+    fn charge_up_to(&self, bytes: u64, limit: u64) -> bool {
         self.charged
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_add(bytes).filter(|&n| n <= limit))
             .is_ok()
@@ -64,9 +87,9 @@ impl Accountant {
         self.limit
     }
 
-    /// Bytes that can still be charged.
-    pub fn available(&self) -> u64 {
-        self.limit.saturating_sub(self.charged())
+    /// Bytes of file data or buffers that can still be charged.
+    pub fn data_available(&self) -> u64 {
+        self.data_limit().saturating_sub(self.charged())
     }
 
     /// Whether this accountant has a limit at all.
@@ -106,7 +129,7 @@ impl Charge {
         if bytes == 0 {
             return true;
         }
-        let ok = self.acct.try_charge(bytes);
+        let ok = self.acct.try_charge_data(bytes);
         if ok {
             self.bytes += bytes;
         }
@@ -152,19 +175,22 @@ mod tests {
         assert!(a.try_charge(40));
         assert!(!a.try_charge(1));
         a.uncharge(50);
-        assert_eq!((a.charged(), a.available()), (50, 50));
+        assert_eq!(a.charged(), 50);
         assert!(!a.try_charge(u64::MAX), "an overflowing charge is refused");
     }
 
     #[test]
     fn a_charge_returns_its_bytes_when_dropped() {
-        let a = Accountant::new(10);
+        let a = Accountant::new(160);
         let mut c = Charge::new(a.clone());
-        assert!(c.grow(8));
-        assert!(!c.grow(3));
-        c.shrink(100);
+        assert!(c.grow(140));
+        assert!(!c.grow(11), "data may not take the last sixteenth");
+        assert!(a.try_charge(20), "anonymous memory may");
+        assert_eq!(a.data_available(), 0);
+        a.uncharge(20);
+        c.shrink(1000);
         assert_eq!((c.bytes(), a.charged()), (0, 0));
-        assert!(c.grow(10));
+        assert!(c.grow(150));
         drop(c);
         assert_eq!(a.charged(), 0);
     }
