@@ -128,8 +128,7 @@ impl FileData {
             let pos = off + done;
             let (index, from) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
             let take = (PAGE_SIZE - from).min(n - done);
-            let (Ok(a), Ok(b), Ok(f)) =
-                (usize::try_from(done), usize::try_from(done + take), usize::try_from(from))
+            let (Ok(a), Ok(b), Ok(f)) = (usize::try_from(done), usize::try_from(done + take), usize::try_from(from))
             else {
                 break;
             };
@@ -1278,6 +1277,38 @@ mod tests {
         drop(f);
         assert_eq!(a.statfs().unwrap().bfree, before.bfree);
         assert_ne!(get_ino(&a, "x"), get_ino(&a, "y"));
+    }
+
+    #[test]
+    fn pages_are_charged_sparse_and_refused_past_the_limit() {
+        // 60 pages of data may be charged (the last sixteenth of 64 is kept
+        // for anonymous memory).
+        let acct = Accountant::new(64 * PAGE_SIZE);
+        let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.truncate(1 << 40).unwrap();
+        assert_eq!((n.stat().unwrap().blocks, acct.charged()), (0, 0), "growth by truncate is a hole");
+        let mut buf = [7u8; 3];
+        assert_eq!(f.read(&mut buf, 5 << 30).unwrap(), 3);
+        assert_eq!(buf, [0; 3]);
+        f.truncate(0).unwrap();
+        let page = vec![1u8; page_len()];
+        let big = vec![2u8; 70 * page_len()];
+        assert_eq!(f.write(&big, 0).unwrap(), 60 * page_len(), "a partial write first");
+        assert_eq!(err(f.write(&page, 60 * PAGE_SIZE)), Errno::ENOSPC);
+        assert_eq!(f.write(&page, 0).unwrap(), page_len(), "pages held take writes");
+        assert_eq!(root.statfs().unwrap().bfree, 0);
+        let g = root.create(b"g", nn(0o644)).unwrap().open(RDWR).unwrap();
+        assert_eq!(err(g.write(b"x", 0)), Errno::ENOSPC);
+        f.truncate(PAGE_SIZE + 1).unwrap();
+        assert_eq!(acct.charged(), 2 * PAGE_SIZE);
+        assert_eq!(g.write(b"x", 0).unwrap(), 1);
+        root.unlink(b"f", false).unwrap();
+        drop(n);
+        assert_eq!(acct.charged(), 3 * PAGE_SIZE, "still open");
+        drop(f);
+        assert_eq!(acct.charged(), PAGE_SIZE, "the last reference uncharged");
     }
 
     fn get_ino(dir: &Arc<dyn Node>, name: &str) -> u64 {
