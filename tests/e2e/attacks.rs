@@ -100,4 +100,5 @@ attacks!(
     memfd_bomb,
     pipe_bomb,
     socket_bomb,
+    fd_bomb,
 );
