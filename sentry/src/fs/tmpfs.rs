@@ -41,6 +41,10 @@ const NOMINAL_BLOCKS: u64 = 1 << 21;
 const NOMINAL_INODES: u64 = 1 << 20;
 /// `relatime`: the access time is also refreshed once it is a day old.
 const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
+/// What an inode costs the sandbox's memory besides its name (the node,
+/// its directory entry and their bookkeeping), so that empty files,
+/// directories and symlinks are bounded by the limit too.
+const INODE_COST: u64 = 512;
 /// The first minor number of the anonymous devices handed out here.
 const ANON_MINOR_BASE: u32 = 0x100;
 
@@ -265,7 +269,10 @@ impl Tmpfs {
             rename_lock: Mutex::new(()),
         });
         let new = NewNode { mode: S_IFDIR | (mode & 0o7777), uid, gid };
-        TmpNode::alloc(&fs, new, 0, Body::Dir(Mutex::default()), Link::default())
+        // The root is part of the mount, not something a guest can make
+        // more of: it is not charged.
+        let charge = Charge::new(fs.acct.clone());
+        TmpNode::build(&fs, new, 0, Body::Dir(Mutex::default()), Link::default(), charge)
     }
 }
 
@@ -309,6 +316,8 @@ struct TmpNode {
     body: Body,
     /// The frames of MAP_SHARED mappings of this file, once it has any.
     cache: Mutex<Option<Arc<PageCache>>>,
+    /// The node itself, charged to the sandbox's memory.
+    _charge: Charge,
 }
 
 impl Drop for TmpNode {
@@ -321,7 +330,20 @@ impl Drop for TmpNode {
 }
 
 impl TmpNode {
-    fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Arc<TmpNode> {
+    /// A new node, charged to the sandbox's memory: ENOSPC past it.
+    fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Result<Arc<TmpNode>, Errno> {
+        let mut charge = Charge::new(fs.acct.clone());
+        let extra = match &body {
+            Body::Symlink(t) => t.len(),
+            _ => 0,
+        };
+        if !charge.grow(INODE_COST + (link.name.len() + extra) as u64) {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(TmpNode::build(fs, new, rdev, body, link, charge))
+    }
+
+    fn build(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link, charge: Charge) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
         let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
@@ -333,6 +355,7 @@ impl TmpNode {
             link: Mutex::new(link),
             body,
             cache: Mutex::new(None),
+            _charge: charge,
         })
     }
 
@@ -482,7 +505,7 @@ impl TmpNode {
         }
         let new = self.child_owner(new, matches!(body, Body::Dir(_)));
         let link = Link { parent: self.me.clone(), name: name.to_vec() };
-        let child = TmpNode::alloc(&self.fs, new, rdev, body, link);
+        let child = TmpNode::alloc(&self.fs, new, rdev, body, link)?;
         e.insert(name.to_vec(), child.clone());
         self.modified();
         Ok(child)
@@ -1282,33 +1305,50 @@ mod tests {
     #[test]
     fn pages_are_charged_sparse_and_refused_past_the_limit() {
         // 60 pages of data may be charged (the last sixteenth of 64 is kept
-        // for anonymous memory).
+        // for anonymous memory); the two files themselves take some.
         let acct = Accountant::new(64 * PAGE_SIZE);
         let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
+        let gn = root.create(b"g", nn(0o644)).unwrap();
+        let nodes = 2 * (INODE_COST + 1);
+        assert_eq!(acct.charged(), nodes);
         let f = n.open(RDWR).unwrap();
         f.truncate(1 << 40).unwrap();
-        assert_eq!((n.stat().unwrap().blocks, acct.charged()), (0, 0), "growth by truncate is a hole");
+        assert_eq!((n.stat().unwrap().blocks, acct.charged()), (0, nodes), "growth by truncate is a hole");
         let mut buf = [7u8; 3];
         assert_eq!(f.read(&mut buf, 5 << 30).unwrap(), 3);
         assert_eq!(buf, [0; 3]);
         f.truncate(0).unwrap();
         let page = vec![1u8; page_len()];
         let big = vec![2u8; 70 * page_len()];
-        assert_eq!(f.write(&big, 0).unwrap(), 60 * page_len(), "a partial write first");
-        assert_eq!(err(f.write(&page, 60 * PAGE_SIZE)), Errno::ENOSPC);
+        assert_eq!(f.write(&big, 0).unwrap(), 59 * page_len(), "a partial write first");
+        assert_eq!(err(f.write(&page, 59 * PAGE_SIZE)), Errno::ENOSPC);
         assert_eq!(f.write(&page, 0).unwrap(), page_len(), "pages held take writes");
         assert_eq!(root.statfs().unwrap().bfree, 0);
-        let g = root.create(b"g", nn(0o644)).unwrap().open(RDWR).unwrap();
+        let g = gn.open(RDWR).unwrap();
         assert_eq!(err(g.write(b"x", 0)), Errno::ENOSPC);
         f.truncate(PAGE_SIZE + 1).unwrap();
-        assert_eq!(acct.charged(), 2 * PAGE_SIZE);
+        assert_eq!(acct.charged(), nodes + 2 * PAGE_SIZE);
         assert_eq!(g.write(b"x", 0).unwrap(), 1);
         root.unlink(b"f", false).unwrap();
         drop(n);
-        assert_eq!(acct.charged(), 3 * PAGE_SIZE, "still open");
+        assert_eq!(acct.charged(), nodes + 3 * PAGE_SIZE, "still open");
         drop(f);
-        assert_eq!(acct.charged(), PAGE_SIZE, "the last reference uncharged");
+        assert_eq!(acct.charged(), nodes / 2 + PAGE_SIZE, "the last reference uncharged");
+    }
+
+    #[test]
+    fn empty_nodes_are_charged_too() {
+        let acct = Accountant::new(16 * INODE_COST);
+        let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
+        let mut made = 0;
+        while root.mkdir(format!("d{made}").as_bytes(), nn(0o755)).is_ok() {
+            made += 1;
+        }
+        assert!((10..16).contains(&made), "{made} directories");
+        assert_eq!(err(root.symlink(b"l", b"t", nn(0))), Errno::ENOSPC);
+        root.unlink(b"d0", true).unwrap();
+        root.symlink(b"l", b"t", nn(0)).unwrap();
     }
 
     fn get_ino(dir: &Arc<dyn Node>, name: &str) -> u64 {
