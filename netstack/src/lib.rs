@@ -29,7 +29,18 @@ pub use udp::UdpEndpoint;
 use parking_lot::Mutex;
 use ports::PortTable;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// What the bytes the stack queues (stream data, datagrams) are charged
+/// to: the sandbox's memory, which the embedder accounts. A refused charge
+/// makes a stream send wait (WouldBlock) and drops a datagram, as Linux
+/// does under socket memory pressure.
+pub trait BufferCharge: Send + Sync {
+    /// Charges `bytes`; false past the limit (nothing charged).
+    fn try_charge(&self, bytes: u64) -> bool;
+    /// Returns `bytes` charged before.
+    fn uncharge(&self, bytes: u64);
+}
 
 /// Readiness bits, with Linux's poll(2) values.
 pub mod events {
@@ -49,6 +60,7 @@ pub struct Stack {
     udp: Mutex<PortTable<UdpEndpoint>>,
     loopback_bytes: AtomicU64,
     loopback_packets: AtomicU64,
+    charge: OnceLock<Arc<dyn BufferCharge>>,
 }
 
 impl Stack {
@@ -58,7 +70,26 @@ impl Stack {
             udp: Mutex::new(PortTable::default()),
             loopback_bytes: AtomicU64::new(0),
             loopback_packets: AtomicU64::new(0),
+            charge: OnceLock::new(),
         })
+    }
+
+    /// Charges the bytes this stack queues to `charge` from now on (set
+    /// once, before the first socket; false if one was set already).
+    pub fn set_buffer_charge(&self, charge: Arc<dyn BufferCharge>) -> bool {
+        self.charge.set(charge).is_ok()
+    }
+
+    /// Charges `bytes` of queued data; always succeeds without a charge.
+    pub(crate) fn charge(&self, bytes: usize) -> bool {
+        self.charge.get().is_none_or(|c| c.try_charge(u64::try_from(bytes).unwrap_or(u64::MAX)))
+    }
+
+    /// Returns `bytes` charged by [`Stack::charge`].
+    pub(crate) fn uncharge(&self, bytes: usize) {
+        if let Some(c) = self.charge.get() {
+            c.uncharge(u64::try_from(bytes).unwrap_or(u64::MAX));
+        }
     }
 
     /// Counts a send of `bytes` through loopback (a stream send counts as

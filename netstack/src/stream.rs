@@ -3,7 +3,7 @@
 //! close sends.
 
 use crate::waiter::Queue;
-use crate::Error;
+use crate::{Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -26,6 +26,8 @@ struct State {
 
 /// A byte queue from one endpoint to the other.
 pub(crate) struct Direction {
+    /// What the queued bytes are charged to.
+    stack: Arc<Stack>,
     state: Mutex<State>,
     reader: Arc<Queue>,
     writer: Arc<Queue>,
@@ -39,8 +41,8 @@ pub(crate) enum Sent {
 }
 
 impl Direction {
-    pub fn new(writer: Arc<Queue>, reader: Arc<Queue>) -> Arc<Direction> {
-        Arc::new(Direction { state: Mutex::default(), reader, writer })
+    pub fn new(stack: &Arc<Stack>, writer: Arc<Queue>, reader: Arc<Queue>) -> Arc<Direction> {
+        Arc::new(Direction { stack: stack.clone(), state: Mutex::default(), reader, writer })
     }
 
     /// Queues what fits of `buf`; WouldBlock when nothing does.
@@ -53,7 +55,9 @@ impl Direction {
             return Err(Error::BrokenPipe);
         }
         let n = buf.len().min(CAPACITY - s.data.len());
-        if n == 0 && !buf.is_empty() {
+        // Past the sandbox's memory the bytes wait, as under Linux's TCP
+        // memory pressure.
+        if n == 0 && !buf.is_empty() || !self.stack.charge(n) {
             return Err(Error::WouldBlock);
         }
         s.data.extend(&buf[..n]);
@@ -84,6 +88,7 @@ impl Direction {
             return Ok(n);
         }
         s.data.drain(..n);
+        self.stack.uncharge(n);
         drop(s);
         self.writer.notify();
         Ok(n)
@@ -109,6 +114,7 @@ impl Direction {
         let mut s = self.state.lock();
         s.reader_gone = true;
         let unread = !s.data.is_empty();
+        self.stack.uncharge(s.data.len());
         s.data.clear();
         drop(s);
         self.writer.notify();
@@ -128,12 +134,18 @@ impl Direction {
     }
 }
 
+impl Drop for Direction {
+    fn drop(&mut self) {
+        self.stack.uncharge(self.state.get_mut().data.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn dir() -> Arc<Direction> {
-        Direction::new(Arc::default(), Arc::default())
+        Direction::new(&Stack::new(), Arc::default(), Arc::default())
     }
 
     #[test]

@@ -136,8 +136,8 @@ impl TcpEndpoint {
             return Err(Error::ConnRefused);
         };
         let theirs = Arc::new(Queue::default());
-        let out = Direction::new(self.queue.clone(), theirs.clone());
-        let back = Direction::new(theirs.clone(), self.queue.clone());
+        let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
+        let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
         let server = Arc::new_cyclic(|me| TcpEndpoint {
             stack: self.stack.clone(),
             family: listener.family,

@@ -148,7 +148,8 @@ impl UdpEndpoint {
 
     fn deliver(&self, from: SocketAddr, data: &[u8]) {
         let mut i = self.inner.lock();
-        if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER {
+        // A full queue, or the sandbox's memory spent, drops the datagram.
+        if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {
             return;
         }
         i.queued += cost(data.len());
@@ -177,6 +178,7 @@ impl UdpEndpoint {
         if !peek {
             i.inbox.pop_front();
             i.queued -= cost(full);
+            self.stack.uncharge(cost(full));
         }
         Ok(Datagram { len, full, from })
     }
@@ -235,7 +237,9 @@ impl UdpEndpoint {
 
 impl Drop for UdpEndpoint {
     fn drop(&mut self) {
-        self.inner.get_mut().local.release(&self.stack.udp);
+        let i = self.inner.get_mut();
+        i.local.release(&self.stack.udp);
+        self.stack.uncharge(i.queued);
     }
 }
 

@@ -97,6 +97,9 @@ fn boot_with(
     let container = life.is_some();
     crate::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
+    // Every page the sandbox holds is charged to the MemoryFile's
+    // accountant: filesystems, pipes and sockets made from here on find it.
+    crate::mm::accounting::install(memory.accountant().clone());
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
     let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
     let root = writable_root(lower)?;
@@ -110,6 +113,7 @@ fn boot_with(
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     kernel.devpts.attach(Arc::downgrade(&kernel));
+    kernel.net.set_buffer_charge(memory_charge(&kernel));
     for (key, value) in &cfg.sysctls {
         if let Err(e) = crate::kernel::sysctl::set(&kernel, key, value) {
             log::warn!("sysctl ignored: {e}");
@@ -152,6 +156,23 @@ fn boot_with(
         })
         .map_err(BootError::Thread)?;
     rx.recv().map_err(|_| BootError::Lost)?
+}
+
+/// The netstack's socket buffers, charged to the sandbox's memory.
+struct NetCharge(Arc<crate::mm::accounting::Accountant>);
+
+impl husk_netstack::BufferCharge for NetCharge {
+    fn try_charge(&self, bytes: u64) -> bool {
+        self.0.try_charge_data(bytes)
+    }
+
+    fn uncharge(&self, bytes: u64) {
+        self.0.uncharge(bytes);
+    }
+}
+
+fn memory_charge(kernel: &Kernel) -> Arc<dyn husk_netstack::BufferCharge> {
+    Arc::new(NetCharge(kernel.memory.accountant().clone()))
 }
 
 /// A bind mount: a host directory or single file served by the gofer on

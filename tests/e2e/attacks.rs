@@ -124,4 +124,12 @@ attacks!(
     path_bombs,
     futex_and_clone_garbage,
     timer_storm,
+    memory_bomb,
+    tmpfs_bomb,
+    overlay_bomb,
+    shm_bomb,
+    memfd_bomb,
+    pipe_bomb,
+    socket_bomb,
+    fd_bomb,
 );

@@ -2,6 +2,7 @@
 
 use crate::abi::Errno;
 use crate::kernel::wait::{wait_once, Waker};
+use crate::mm::accounting::{self, Charge};
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFIFO};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -21,6 +22,10 @@ struct State {
     /// sockets attach in-flight descriptors to.
     produced: u64,
     consumed: u64,
+    /// The queued bytes, charged to the sandbox's memory: the number of
+    /// pipes times their capacity does not bound what pipes hold, this
+    /// does.
+    charge: Charge,
 }
 
 /// The shared buffer, which is also the pipe's inode.
@@ -34,7 +39,14 @@ pub struct Pipe {
 impl Pipe {
     pub fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
         Arc::new(Pipe {
-            state: Mutex::new(State { buf: VecDeque::new(), readers: 0, writers: 0, produced: 0, consumed: 0 }),
+            state: Mutex::new(State {
+                buf: VecDeque::new(),
+                readers: 0,
+                writers: 0,
+                produced: 0,
+                consumed: 0,
+                charge: Charge::new(accounting::sandbox()),
+            }),
             cond: Condvar::new(),
             ino,
             created: now,
@@ -137,6 +149,7 @@ impl PipeEnd {
                 for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
                     *dst = src;
                 }
+                s.charge.shrink(n as u64);
                 s.consumed = s.consumed.wrapping_add(n as u64);
                 self.pipe.cond.notify_all();
                 crate::kernel::wait::readiness_changed();
@@ -197,6 +210,12 @@ impl PipeEnd {
             let fits = if rest <= PIPE_BUF { room >= rest } else { room > 0 };
             if fits {
                 let n = rest.min(room);
+                // Past the sandbox's memory limit a write fails as Linux's
+                // does when it cannot get a page: ENOMEM, after any bytes
+                // already written.
+                if !s.charge.grow(n as u64) {
+                    return if done > 0 { Ok(done) } else { Err(Errno::ENOMEM) };
+                }
                 s.buf.extend(&buf[done..done + n]);
                 s.produced = s.produced.wrapping_add(n as u64);
                 done += n;

@@ -1,9 +1,14 @@
 //! tmpfs: a filesystem whose files live in sentry memory.
 //!
-//! Directories are sorted maps of names to nodes, regular files are byte
-//! vectors. Every operation fails the way Linux's shmem fails it.
+//! Directories are sorted maps of names to nodes, regular files are
+//! sparse maps of pages: a page is allocated when first written, and
+//! charged to the sandbox's memory accountant until it is truncated away
+//! or the file's last reference goes. A write the charge refuses fails with
+//! ENOSPC, as Linux's tmpfs fails at its size. Every operation fails the
+//! way Linux's shmem fails it.
 
 use crate::abi::{Errno, PAGE_SIZE};
+use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
 use crate::mm::{Mappable, MemoryFile};
 use crate::vfs::{
@@ -29,12 +34,17 @@ const SHORT_SYMLINK_LEN: usize = 128;
 const MAX_FILE_SIZE: u64 = i64::MAX.unsigned_abs();
 /// The longest name.
 const NAME_MAX: usize = 255;
-/// Capacity reported by `statfs` while there is no size cap: 8 GiB.
+/// Capacity reported by `statfs` while the sandbox has no memory limit:
+/// 8 GiB.
 const NOMINAL_BLOCKS: u64 = 1 << 21;
 /// Inodes reported by `statfs`.
 const NOMINAL_INODES: u64 = 1 << 20;
 /// `relatime`: the access time is also refreshed once it is a day old.
 const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
+/// What an inode costs the sandbox's memory besides its name (the node,
+/// its directory entry and their bookkeeping), so that empty files,
+/// directories and symlinks are bounded by the limit too.
+const INODE_COST: u64 = 512;
 /// The first minor number of the anonymous devices handed out here.
 const ANON_MINOR_BASE: u32 = 0x100;
 
@@ -89,6 +99,100 @@ fn pages(len: u64) -> u64 {
     len.div_ceil(PAGE_SIZE)
 }
 
+fn page_len() -> usize {
+    usize::try_from(PAGE_SIZE).unwrap_or(4096)
+}
+
+/// A regular file's contents: its size and the pages written so far. A
+/// page never written (or beyond the last write, after a truncate that
+/// grew the file) is a hole and reads as zeros; every page held is
+/// charged to the sandbox.
+struct FileData {
+    len: u64,
+    pages: BTreeMap<u64, Box<[u8]>>,
+    charge: Charge,
+}
+
+impl FileData {
+    fn new(acct: Arc<Accountant>) -> FileData {
+        FileData { len: 0, pages: BTreeMap::new(), charge: Charge::new(acct) }
+    }
+
+    /// Pages held.
+    fn held(&self) -> u64 {
+        self.pages.len() as u64
+    }
+
+    /// Copies bytes at `off` into `buf`, preferring the frames of shared
+    /// mappings (`cache`), which hold stores made through them.
+    fn read(&self, buf: &mut [u8], off: u64, cache: Option<&PageCache>) -> usize {
+        let n = u64::try_from(buf.len()).unwrap_or(u64::MAX).min(self.len.saturating_sub(off));
+        let mut done = 0u64;
+        while done < n {
+            let pos = off + done;
+            let (index, from) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
+            let take = (PAGE_SIZE - from).min(n - done);
+            let (Ok(a), Ok(b), Ok(f)) = (usize::try_from(done), usize::try_from(done + take), usize::try_from(from))
+            else {
+                break;
+            };
+            let dst = &mut buf[a..b];
+            if !cache.is_some_and(|c| c.read_cached(index, from, dst)) {
+                match self.pages.get(&index) {
+                    Some(p) => dst.copy_from_slice(&p[f..f + dst.len()]),
+                    None => dst.fill(0),
+                }
+            }
+            done += take;
+        }
+        usize::try_from(done).unwrap_or(0)
+    }
+
+    /// Writes `buf` at `off`, allocating (and charging) pages as needed;
+    /// stops at the first page the charge refuses: ENOSPC if nothing was
+    /// written.
+    fn write(&mut self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        let n = buf.len();
+        let mut done = 0usize;
+        while done < n {
+            let pos = off + done as u64;
+            let (index, from) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
+            let f = usize::try_from(from).map_err(|_| Errno::EFBIG)?;
+            let take = (page_len() - f).min(n - done);
+            let page = match self.pages.entry(index) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    if !self.charge.grow(PAGE_SIZE) {
+                        break;
+                    }
+                    e.insert(vec![0u8; page_len()].into_boxed_slice())
+                }
+            };
+            page[f..f + take].copy_from_slice(&buf[done..done + take]);
+            done += take;
+        }
+        if done == 0 {
+            return Err(Errno::ENOSPC);
+        }
+        self.len = self.len.max(off + done as u64);
+        Ok(done)
+    }
+
+    /// Sets the size: growth is a hole, shrinking frees the pages past the
+    /// end and zeroes the tail of the last one.
+    fn set_len(&mut self, len: u64) {
+        if len < self.len {
+            let gone = self.pages.split_off(&pages(len));
+            self.charge.shrink(gone.len() as u64 * PAGE_SIZE);
+            let tail = len % PAGE_SIZE;
+            if let (Some(p), Ok(t)) = (self.pages.get_mut(&(len / PAGE_SIZE)), usize::try_from(tail)) {
+                p[t..].fill(0);
+            }
+        }
+        self.len = len;
+    }
+}
+
 /// The two directories of a rename, both locked (one lock when they are
 /// the same directory).
 pub struct DirPair<'a, T> {
@@ -133,6 +237,8 @@ pub struct Tmpfs {
     id: usize,
     dev: u64,
     next_ino: AtomicU64,
+    /// What file pages are charged to: the sandbox's memory.
+    acct: Arc<Accountant>,
     /// Pages of file contents, for `statfs`.
     pages: AtomicU64,
     /// Live inodes, for `statfs`.
@@ -143,20 +249,30 @@ pub struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// A new, empty tmpfs; returns its root directory.
+    /// A new, empty tmpfs whose pages are charged to the sandbox's
+    /// memory; returns its root directory.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+        Tmpfs::charged_to(accounting::sandbox(), mode, uid, gid)
+    }
+
+    /// A new, empty tmpfs whose pages are charged to `acct`.
+    pub fn charged_to(acct: Arc<Accountant>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         let id = new_fs_id();
         let fs = Arc::new(Tmpfs {
             id,
             dev: anon_dev(id),
             next_ino: AtomicU64::new(1),
+            acct,
             pages: AtomicU64::new(0),
             inodes: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
         });
         let new = NewNode { mode: S_IFDIR | (mode & 0o7777), uid, gid };
-        TmpNode::alloc(&fs, new, 0, Body::Dir(Mutex::default()), Link::default())
+        // The root is part of the mount, not something a guest can make
+        // more of: it is not charged.
+        let charge = Charge::new(fs.acct.clone());
+        TmpNode::build(&fs, new, 0, Body::Dir(Mutex::default()), Link::default(), charge)
     }
 }
 
@@ -184,7 +300,7 @@ struct Link {
 
 enum Body {
     Dir(Mutex<Entries>),
-    File(Mutex<Vec<u8>>),
+    File(Mutex<FileData>),
     Symlink(Vec<u8>),
     /// A device, fifo or socket: attributes only.
     Special,
@@ -200,19 +316,34 @@ struct TmpNode {
     body: Body,
     /// The frames of MAP_SHARED mappings of this file, once it has any.
     cache: Mutex<Option<Arc<PageCache>>>,
+    /// The node itself, charged to the sandbox's memory.
+    _charge: Charge,
 }
 
 impl Drop for TmpNode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
         if let Body::File(data) = &mut self.body {
-            self.fs.pages.fetch_sub(pages(data.get_mut().len() as u64), Ordering::Relaxed);
+            self.fs.pages.fetch_sub(data.get_mut().held(), Ordering::Relaxed);
         }
     }
 }
 
 impl TmpNode {
-    fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Arc<TmpNode> {
+    /// A new node, charged to the sandbox's memory: ENOSPC past it.
+    fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Result<Arc<TmpNode>, Errno> {
+        let mut charge = Charge::new(fs.acct.clone());
+        let extra = match &body {
+            Body::Symlink(t) => t.len(),
+            _ => 0,
+        };
+        if !charge.grow(INODE_COST + (link.name.len() + extra) as u64) {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(TmpNode::build(fs, new, rdev, body, link, charge))
+    }
+
+    fn build(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link, charge: Charge) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
         let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
@@ -224,6 +355,7 @@ impl TmpNode {
             link: Mutex::new(link),
             body,
             cache: Mutex::new(None),
+            _charge: charge,
         })
     }
 
@@ -246,7 +378,7 @@ impl TmpNode {
         Ok(self.dir()?.lock())
     }
 
-    fn data(&self) -> Result<MutexGuard<'_, Vec<u8>>, Errno> {
+    fn data(&self) -> Result<MutexGuard<'_, FileData>, Errno> {
         match &self.body {
             Body::File(d) => Ok(d.lock()),
             Body::Dir(_) => Err(Errno::EISDIR),
@@ -332,8 +464,8 @@ impl TmpNode {
                 (size, 0, if nlink == 0 { 0 } else { 2 + subdirs })
             }
             Body::File(d) => {
-                let len = d.lock().len() as u64;
-                (len, pages(len) * (PAGE_SIZE / 512), nlink)
+                let d = d.lock();
+                (d.len, d.held() * (PAGE_SIZE / 512), nlink)
             }
             Body::Symlink(t) => {
                 let blocks = if t.len() < SHORT_SYMLINK_LEN { 0 } else { PAGE_SIZE / 512 };
@@ -354,6 +486,11 @@ impl TmpNode {
         NewNode { mode, uid: new.uid, gid: m.gid }
     }
 
+    /// The body of a new, empty regular file.
+    fn new_file(&self) -> Body {
+        Body::File(Mutex::new(FileData::new(self.fs.acct.clone())))
+    }
+
     /// Adds a new node named `name` to this directory.
     fn add_child(&self, name: &[u8], new: NewNode, rdev: u64, body: Body) -> Result<Arc<TmpNode>, Errno> {
         if name.len() > NAME_MAX {
@@ -368,7 +505,7 @@ impl TmpNode {
         }
         let new = self.child_owner(new, matches!(body, Body::Dir(_)));
         let link = Link { parent: self.me.clone(), name: name.to_vec() };
-        let child = TmpNode::alloc(&self.fs, new, rdev, body, link);
+        let child = TmpNode::alloc(&self.fs, new, rdev, body, link)?;
         e.insert(name.to_vec(), child.clone());
         self.modified();
         Ok(child)
@@ -376,16 +513,13 @@ impl TmpNode {
 
     /// Copies file contents at `off` into `buf`; returns the count.
     fn read_data(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-        let mut d = self.data()?;
-        if let Some(c) = self.cache.lock().as_ref() {
-            c.sync_to(&mut d);
-        }
-        let start = usize::try_from(off).unwrap_or(usize::MAX).min(d.len());
-        let n = buf.len().min(d.len() - start);
-        buf[..n].copy_from_slice(&d[start..start + n]);
-        Ok(n)
+        let d = self.data()?;
+        let cache = self.cache.lock().clone();
+        Ok(d.read(buf, off, cache.as_deref()))
     }
 
+    /// Writes at `off`: as much as the sandbox's memory takes (ENOSPC
+    /// when not even one byte fits).
     fn write_data(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
         if buf.is_empty() {
             return Ok(0);
@@ -394,41 +528,17 @@ impl TmpNode {
             return Err(Errno::EFBIG);
         }
         let n = buf.len().min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
-        let start = usize::try_from(off).map_err(|_| Errno::EFBIG)?;
-        let end = start.checked_add(n).ok_or(Errno::EFBIG)?;
         let mut d = self.data()?;
-        if end > d.len() {
-            self.resize(&mut d, end)?;
-        }
-        d[start..end].copy_from_slice(&buf[..n]);
+        let before = d.held();
+        let written = d.write(&buf[..n], off);
+        self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
+        let written = written?;
         if let Some(c) = self.cache.lock().as_ref() {
-            c.write_through(off, &buf[..n]);
+            c.write_through(off, &buf[..written]);
         }
         drop(d);
         self.modified();
-        Ok(n)
-    }
-
-    /// Sets the file size, zero-filling growth, and accounts the pages.
-    fn resize(&self, d: &mut Vec<u8>, len: usize) -> Result<(), Errno> {
-        let old = pages(d.len() as u64);
-        if len > d.len() {
-            d.try_reserve(len - d.len()).map_err(|_| Errno::ENOSPC)?;
-            d.resize(len, 0);
-        } else {
-            d.truncate(len);
-            d.shrink_to_fit();
-            if let Some(c) = self.cache.lock().as_ref() {
-                c.truncate(len as u64);
-            }
-        }
-        let new = pages(len as u64);
-        if new > old {
-            self.fs.pages.fetch_add(new - old, Ordering::Relaxed);
-        } else {
-            self.fs.pages.fetch_sub(old - new, Ordering::Relaxed);
-        }
-        Ok(())
+        Ok(written)
     }
 
     /// Truncates or extends the file; the times change if the size does.
@@ -436,12 +546,16 @@ impl TmpNode {
         if len > MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        let len = usize::try_from(len).map_err(|_| Errno::EFBIG)?;
         let mut d = self.data()?;
-        if d.len() == len {
+        if d.len == len {
             return Ok(());
         }
-        self.resize(&mut d, len)?;
+        let before = d.held();
+        d.set_len(len);
+        self.fs.pages.fetch_sub(before - d.held(), Ordering::Relaxed);
+        if let Some(c) = self.cache.lock().as_ref() {
+            c.truncate(len);
+        }
         drop(d);
         self.modified();
         Ok(())
@@ -630,7 +744,7 @@ impl Node for TmpNode {
 
     fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {
         let new = NewNode { mode: S_IFREG | (new.mode & 0o7777), ..new };
-        let node: Arc<dyn Node> = self.add_child(name, new, 0, Body::File(Mutex::default()))?;
+        let node: Arc<dyn Node> = self.add_child(name, new, 0, self.new_file())?;
         Ok(node)
     }
 
@@ -641,7 +755,7 @@ impl Node for TmpNode {
 
     fn mknod(&self, name: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
         let (kind, body, rdev) = match new.mode & S_IFMT {
-            0 | S_IFREG => (S_IFREG, Body::File(Mutex::default()), 0),
+            0 | S_IFREG => (S_IFREG, self.new_file(), 0),
             k @ (S_IFCHR | S_IFBLK) => (k, Body::Special, rdev),
             k @ (S_IFIFO | S_IFSOCK) => (k, Body::Special, 0),
             S_IFDIR => return Err(Errno::EPERM),
@@ -744,11 +858,17 @@ impl Node for TmpNode {
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
-        let free = NOMINAL_BLOCKS.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
+        // The pages a tmpfs can take are the sandbox's memory, shared with
+        // every other holder of it: its size is the limit, and what is
+        // free is what the limit has left.
+        let acct = &self.fs.acct;
+        let blocks = if acct.is_limited() { acct.data_limit() / PAGE_SIZE } else { NOMINAL_BLOCKS };
+        let own = blocks.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
+        let free = own.min(acct.data_available() / PAGE_SIZE);
         Ok(StatFs {
             fs_type: TMPFS_MAGIC,
             bsize: PAGE_SIZE,
-            blocks: NOMINAL_BLOCKS,
+            blocks,
             bfree: free,
             bavail: free,
             files: NOMINAL_INODES,
@@ -1180,6 +1300,55 @@ mod tests {
         drop(f);
         assert_eq!(a.statfs().unwrap().bfree, before.bfree);
         assert_ne!(get_ino(&a, "x"), get_ino(&a, "y"));
+    }
+
+    #[test]
+    fn pages_are_charged_sparse_and_refused_past_the_limit() {
+        // 60 pages of data may be charged (the last sixteenth of 64 is kept
+        // for anonymous memory); the two files themselves take some.
+        let acct = Accountant::new(64 * PAGE_SIZE);
+        let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let gn = root.create(b"g", nn(0o644)).unwrap();
+        let nodes = 2 * (INODE_COST + 1);
+        assert_eq!(acct.charged(), nodes);
+        let f = n.open(RDWR).unwrap();
+        f.truncate(1 << 40).unwrap();
+        assert_eq!((n.stat().unwrap().blocks, acct.charged()), (0, nodes), "growth by truncate is a hole");
+        let mut buf = [7u8; 3];
+        assert_eq!(f.read(&mut buf, 5 << 30).unwrap(), 3);
+        assert_eq!(buf, [0; 3]);
+        f.truncate(0).unwrap();
+        let page = vec![1u8; page_len()];
+        let big = vec![2u8; 70 * page_len()];
+        assert_eq!(f.write(&big, 0).unwrap(), 59 * page_len(), "a partial write first");
+        assert_eq!(err(f.write(&page, 59 * PAGE_SIZE)), Errno::ENOSPC);
+        assert_eq!(f.write(&page, 0).unwrap(), page_len(), "pages held take writes");
+        assert_eq!(root.statfs().unwrap().bfree, 0);
+        let g = gn.open(RDWR).unwrap();
+        assert_eq!(err(g.write(b"x", 0)), Errno::ENOSPC);
+        f.truncate(PAGE_SIZE + 1).unwrap();
+        assert_eq!(acct.charged(), nodes + 2 * PAGE_SIZE);
+        assert_eq!(g.write(b"x", 0).unwrap(), 1);
+        root.unlink(b"f", false).unwrap();
+        drop(n);
+        assert_eq!(acct.charged(), nodes + 3 * PAGE_SIZE, "still open");
+        drop(f);
+        assert_eq!(acct.charged(), nodes / 2 + PAGE_SIZE, "the last reference uncharged");
+    }
+
+    #[test]
+    fn empty_nodes_are_charged_too() {
+        let acct = Accountant::new(16 * INODE_COST);
+        let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
+        let mut made = 0;
+        while root.mkdir(format!("d{made}").as_bytes(), nn(0o755)).is_ok() {
+            made += 1;
+        }
+        assert!((10..16).contains(&made), "{made} directories");
+        assert_eq!(err(root.symlink(b"l", b"t", nn(0))), Errno::ENOSPC);
+        root.unlink(b"d0", true).unwrap();
+        root.symlink(b"l", b"t", nn(0)).unwrap();
     }
 
     fn get_ino(dir: &Arc<dyn Node>, name: &str) -> u64 {

@@ -8,6 +8,7 @@
 use super::unix::{PeerCred, Rights, UnixName};
 use crate::abi::Errno;
 use crate::kernel::wait::{wait_once, Waker};
+use crate::mm::accounting::{self, Charge};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -42,10 +43,11 @@ pub struct Received {
     pub cred: Option<PeerCred>,
 }
 
-#[derive(Default)]
 struct State {
     msgs: VecDeque<Message>,
     bytes: usize,
+    /// `bytes`, charged to the sandbox's memory.
+    charge: Charge,
     /// Nobody receives any more: sends fail.
     receiver_gone: bool,
     /// Nobody sends any more (a closed SEQPACKET peer, shutdown): once
@@ -53,7 +55,6 @@ struct State {
     senders_gone: bool,
 }
 
-#[derive(Default)]
 pub struct MsgQueue {
     state: Mutex<State>,
     cond: Condvar,
@@ -61,7 +62,14 @@ pub struct MsgQueue {
 
 impl MsgQueue {
     pub fn new() -> Arc<MsgQueue> {
-        Arc::default()
+        let state = State {
+            msgs: VecDeque::new(),
+            bytes: 0,
+            charge: Charge::new(accounting::sandbox()),
+            receiver_gone: false,
+            senders_gone: false,
+        };
+        Arc::new(MsgQueue { state: Mutex::new(state), cond: Condvar::new() })
     }
 
     fn waker(self: &Arc<MsgQueue>) -> Waker {
@@ -86,6 +94,11 @@ impl MsgQueue {
                 return Err(Errno::EPIPE);
             }
             if s.bytes + cost(len) <= QUEUE_BYTES || s.msgs.is_empty() {
+                // Past the sandbox's memory limit the message cannot be
+                // allocated: ENOBUFS, as Linux's socket allocation fails.
+                if !s.charge.grow(cost(len) as u64) {
+                    return Err(Errno::ENOBUFS);
+                }
                 s.bytes += cost(len);
                 s.msgs.push_back(msg);
                 self.cond.notify_all();
@@ -114,6 +127,7 @@ impl MsgQueue {
                 }
                 let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
                 s.bytes -= cost(full);
+                s.charge.shrink(cost(full) as u64);
                 self.cond.notify_all();
                 crate::kernel::wait::readiness_changed();
                 return Ok(Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) });
@@ -135,6 +149,8 @@ impl MsgQueue {
         s.receiver_gone = true;
         let dropped = std::mem::take(&mut s.msgs);
         s.bytes = 0;
+        let held = s.charge.bytes();
+        s.charge.shrink(held);
         self.cond.notify_all();
         crate::kernel::wait::readiness_changed();
         drop(s);

@@ -2,10 +2,12 @@
 //! mapped once into the sentry so guest memory is read and written without
 //! any host system call.
 
+use super::accounting::Accountant;
 use super::allocator::FrameAllocator;
 use crate::abi::{Errno, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
 
 /// The size of the file's sparse address range (not memory in use).
 const FILE_SIZE: u64 = 64 << 30;
@@ -15,8 +17,9 @@ pub struct MemoryFile {
     base: *mut u8,
     len: u64,
     alloc: Mutex<FrameAllocator>,
-    /// Committed-memory limit in bytes.
-    limit: u64,
+    /// The sandbox's memory charge: every committed page is charged to it,
+    /// together with everything else the sandbox holds.
+    acct: Arc<Accountant>,
 }
 
 // SAFETY: `base` points at a shared mapping that lives as long as the
@@ -27,7 +30,8 @@ unsafe impl Send for MemoryFile {}
 unsafe impl Sync for MemoryFile {}
 
 impl MemoryFile {
-    /// Creates the memfd and maps it. `limit` caps committed memory.
+    /// Creates the memfd and maps it. `limit` caps the sandbox's memory:
+    /// committed pages and everything else charged to the accountant.
     pub fn new(limit: u64) -> std::io::Result<MemoryFile> {
         // SAFETY: the name is a NUL-terminated literal.
         let fd = unsafe { libc::memfd_create(c"husk-memory".as_ptr(), libc::MFD_CLOEXEC) };
@@ -62,7 +66,7 @@ impl MemoryFile {
             base: base.cast(),
             len: FILE_SIZE,
             alloc: Mutex::new(FrameAllocator::new(FILE_SIZE)),
-            limit: limit.min(FILE_SIZE),
+            acct: Accountant::new(limit.min(FILE_SIZE)),
         })
     }
 
@@ -70,23 +74,39 @@ impl MemoryFile {
         self.fd.as_raw_fd()
     }
 
-    /// The committed-memory limit, in bytes.
+    /// The sandbox's memory limit, in bytes.
     pub fn limit(&self) -> u64 {
-        self.limit
+        self.acct.limit()
     }
 
-    /// Bytes of guest memory committed.
+    /// Bytes of memory the sandbox holds: committed guest pages, file
+    /// data of memory-backed files, queued pipe and socket bytes.
     pub fn used(&self) -> u64 {
+        self.acct.charged()
+    }
+
+    /// Bytes of guest pages committed in this file.
+    pub fn committed(&self) -> u64 {
         self.alloc.lock().used()
+    }
+
+    /// The accountant that this file's pages, and the sandbox's other
+    /// memory, are charged to.
+    pub fn accountant(&self) -> &Arc<Accountant> {
+        &self.acct
     }
 
     /// Allocates `pages` contiguous zeroed pages, or `ENOMEM` past the limit.
     pub fn alloc(&self, pages: u64) -> Result<u64, Errno> {
-        let mut a = self.alloc.lock();
-        if a.used().saturating_add(pages.saturating_mul(PAGE_SIZE)) > self.limit {
+        let len = pages.checked_mul(PAGE_SIZE).ok_or(Errno::ENOMEM)?;
+        if !self.acct.try_charge(len) {
             return Err(Errno::ENOMEM);
         }
-        a.alloc(pages).ok_or(Errno::ENOMEM)
+        let frame = self.alloc.lock().alloc(pages);
+        frame.ok_or_else(|| {
+            self.acct.uncharge(len);
+            Errno::ENOMEM
+        })
     }
 
     pub fn incref(&self, frame: u64) {
@@ -106,6 +126,8 @@ impl MemoryFile {
             // the frame may be handed out again, and a hole punched then
             // would wipe its new owner's data.
             self.punch(frame, PAGE_SIZE);
+            drop(alloc);
+            self.acct.uncharge(PAGE_SIZE);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Guest memory: the MemoryFile that holds every guest page, its frame
 //! allocator, and the MemoryManager of each address space.
 
+pub mod accounting;
 pub mod allocator;
 pub mod manager;
 pub mod memory_file;

@@ -66,18 +66,14 @@ impl PageCache {
         }
     }
 
-    /// Copies the cached pages into `data` (the file's bytes), so stores
-    /// made through mappings are seen by reads.
-    pub fn sync_to(&self, data: &mut [u8]) {
+    /// Copies bytes of page `index` from `from` into `dst` if the page is
+    /// cached (its frame holds the file's bytes, including stores made
+    /// through mappings); false when it is not.
+    pub fn read_cached(&self, index: u64, from: u64, dst: &mut [u8]) -> bool {
         let pages = self.pages.lock();
-        let len = data.len();
-        for (&index, &frame) in pages.iter() {
-            let Some(start) = usize::try_from(index).ok().and_then(|i| i.checked_mul(page_len())) else { continue };
-            if start >= len {
-                break;
-            }
-            let end = (start + page_len()).min(len);
-            self.mf.read(frame, &mut data[start..end]);
+        match pages.get(&index) {
+            Some(&frame) => self.mf.read(frame + from, dst),
+            None => false,
         }
     }
 
