@@ -5,13 +5,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Pids of live (not zombie) processes whose environment holds $1.
 marked() {
-    local p st
-    for p in /proc/[0-9]*; do
-        st=$({ awk '/^State:/ {print $2}' < "$p/status"; } 2>/dev/null) || continue
-        [ -n "$st" ] && [ "$st" != Z ] || continue
-        if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "HUSK_ATTACK_MARK=$1"; then
-            echo "${p#/proc/}"
-        fi
+    local f p st
+    for f in $(grep -lsxz "HUSK_ATTACK_MARK=$1" /proc/[0-9]*/environ); do
+        p=${f#/proc/}; p=${p%/environ}
+        st=$({ cut -d' ' -f3 < "/proc/$p/stat"; } 2>/dev/null)
+        [ -n "$st" ] && [ "$st" != Z ] && echo "$p"
     done
 }
 

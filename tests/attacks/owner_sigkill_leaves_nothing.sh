@@ -11,7 +11,7 @@ nice -n 19 timeout 60 sh -c 'while :; do :; done' & hog1=$!
 nice -n 19 timeout 60 sh -c 'while :; do :; done' & hog2=$!
 trap 'kill $hog1 $hog2 2>/dev/null; kill_marked "$mark"' EXIT
 delays="0 0.01 0.02 0.05 0.1 0.15 0.2 0.3 0.4 0.6"
-for round in 1 2; do
+for round in 1; do
     for d in $delays; do
         HUSK_ATTACK_MARK=$mark setsid timeout -s KILL 30 "$HUSK" do -- /bin/sh -c \
             'sleep 20 & sleep 20 & (sleep 20; :) & python3 -c "import os,time; os.fork(); time.sleep(20)"' \
@@ -25,7 +25,9 @@ for round in 1 2; do
     done
 done
 # And a kill of the husk do process alone (not its group).
-HUSK_ATTACK_MARK=$mark timeout -s KILL 30 "$HUSK" do -- /bin/sh -c 'sleep 20 & sleep 20' </dev/null >/dev/null 2>&1 &
+# (Not under timeout(1), whose death would leave husk do its orphan: the
+# harness's bound and the clean-up trap stand in for it.)
+HUSK_ATTACK_MARK=$mark "$HUSK" do -- /bin/sh -c 'sleep 20 & sleep 20' </dev/null >/dev/null 2>&1 &
 p=$!
 sleep 0.5
 kill -KILL "$p"
