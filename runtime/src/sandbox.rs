@@ -257,9 +257,9 @@ fn wait_signal(set: &nix::sys::signal::SigSet, timeout: Option<Duration>) -> Wai
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let ts = timeout.map(|t| libc::timespec {
         tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::try_from(t.subsec_nanos()).unwrap_or(0),
+        tv_nsec: libc::c_long::from(t.subsec_nanos()),
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| std::ptr::from_ref(t));
+    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), std::ptr::from_ref);
     // SAFETY: the set, siginfo and timespec pointers are valid for the call.
     let r = unsafe { libc::sigtimedwait(set.as_ref(), &mut info, ts_ptr) };
     if r >= 0 {

@@ -179,13 +179,13 @@ pub fn seccomp_call(info: &libc::siginfo_t) -> Option<(u64, u64)> {
     if info.si_signo != libc::SIGSYS || info.si_code != SYS_SECCOMP {
         return None;
     }
-    let p: *const libc::siginfo_t = info;
-    // SAFETY: `info` is a whole siginfo_t; for SYS_SECCOMP the kernel
-    // fills _sigsys { void *_call_addr; int _syscall; unsigned _arch; }
-    // at byte 16 (after signo, errno, code and padding).
-    let (addr, nr) = unsafe {
-        let base = p.cast::<u8>().add(16);
-        (base.cast::<u64>().read_unaligned(), base.add(8).cast::<i32>().read_unaligned())
-    };
+    let mut raw = [0u8; std::mem::size_of::<libc::siginfo_t>()];
+    // SAFETY: copies the bytes of a whole siginfo_t into a buffer of its size.
+    unsafe { std::ptr::copy_nonoverlapping(std::ptr::from_ref(info).cast::<u8>(), raw.as_mut_ptr(), raw.len()) };
+    // For SYS_SECCOMP the kernel fills _sigsys { void *_call_addr; int
+    // _syscall; unsigned _arch; } at byte 16 (after signo, errno, code and
+    // padding).
+    let addr = u64::from_ne_bytes(raw[16..24].try_into().ok()?);
+    let nr = i32::from_ne_bytes(raw[24..28].try_into().ok()?);
     Some((addr, u64::try_from(nr).ok()?))
 }
