@@ -130,7 +130,11 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         }
     }
     if f & CLONE_VFORK != 0 {
-        kernel.procs.wait_vfork(tid);
+        let me = task.thread.clone();
+        kernel.procs.wait_vfork(tid, || {
+            me.sigpending.load(std::sync::atomic::Ordering::SeqCst) & super::signal::sigbit(libc::SIGKILL) != 0
+                || me.exiting.load(std::sync::atomic::Ordering::SeqCst)
+        });
     }
     u64::try_from(tid).map_err(|_| Errno::EAGAIN)
 }

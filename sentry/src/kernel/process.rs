@@ -344,11 +344,15 @@ impl ProcessTable {
         self.changed.notify_all();
     }
 
-    /// Blocks until the vfork child `pid` released its parent.
-    pub fn wait_vfork(&self, pid: i32) {
+    /// Blocks until the vfork child `pid` released its parent, or `killed`
+    /// says the parent is dying: as in Linux the wait is killable, so a
+    /// SIGKILL (or an exit of its group) ends a parent whose child never
+    /// execs nor exits.
+    pub fn wait_vfork(&self, pid: i32, killed: impl Fn() -> bool) {
+        const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
         let mut p = self.procs.lock();
-        while p.get(&pid).is_some_and(|e| !e.vfork_released) {
-            self.changed.wait(&mut p);
+        while p.get(&pid).is_some_and(|e| !e.vfork_released) && !killed() {
+            self.changed.wait_for(&mut p, RECHECK);
         }
     }
 
