@@ -132,4 +132,12 @@ attacks!(
     pipe_bomb,
     socket_bomb,
     fd_bomb,
+    vfork_parent_killed,
+    exe_write,
+    fd_passing,
+    host_unix_sockets,
+    host_writes,
+    proc_host_pids,
+    rootfs_proc_links,
+    namespaces,
 );
