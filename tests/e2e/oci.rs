@@ -216,6 +216,29 @@ fn delete_force_kills_a_running_container() {
     oci.husk(&["delete", "--force", &id]).assert_code(0);
 }
 
+/// A sentry that cannot take a SIGTERM (here stopped with SIGSTOP, as
+/// wedged as a process can be) is killed by `husk kill ID TERM` once the
+/// grace period passes, with a word on stderr; its gofer goes too.
+#[test]
+fn kill_term_ends_a_wedged_sandbox() {
+    let oci = Oci::new(&["sleep", "60"], serde_json::json!({}));
+    let id = unique("wedged");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let pid = oci.state(&id)["pid"].as_i64().unwrap();
+    let sentry = libc::pid_t::try_from(pid).unwrap();
+    // SAFETY: stopping the sentry process this test created.
+    assert_eq!(unsafe { libc::kill(sentry, libc::SIGSTOP) }, 0);
+    let started = Instant::now();
+    let r = oci.husk(&["--kill-grace", "1", "kill", &id, "TERM"]);
+    r.assert_code(0);
+    assert!(r.stderr_str().contains("killing it"), "{}", r.describe());
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    oci.wait_for(&id, "stopped");
+    oci.husk(&["delete", &id]).assert_code(0);
+    oci.assert_gone(&id, pid);
+}
+
 #[test]
 fn hooks_see_the_state() {
     let dir = TempDir::new("hooks");

@@ -57,7 +57,7 @@ pub fn delete(c: Container) {
 }
 
 /// SIGKILLs `p` if it still runs and waits (bounded) until it is gone.
-fn end(p: &HostProcess) {
+pub(super) fn end(p: &HostProcess) {
     if p.signal(Signal::SIGKILL).is_err() {
         return;
     }

@@ -2,8 +2,8 @@
 //! processes.
 
 use crate::cli::{GlobalArgs, KillArgs};
-use crate::oci::control;
-use crate::oci::state::{StateRoot, Status};
+use crate::oci::control::{self, ControlError};
+use crate::oci::state::{Container, StateRoot, Status};
 use anyhow::{bail, Context as _};
 use husk_sentry::control::protocol::Request;
 use nix::sys::signal::Signal;
@@ -34,11 +34,32 @@ pub fn run(g: &GlobalArgs, args: KillArgs) -> anyhow::Result<i32> {
     if sig == Signal::SIGKILL {
         // The sandbox ends with its init; killing the sentry is the one
         // way that cannot be delayed by anything inside it.
-        c.record.sentry.signal(sig).context("killing the sandbox")?;
-    } else {
-        control::call(&c.control_path(), Request::Signal { sig: sig as i32, all: args.all })?;
+        return end_sandbox(&c).map(|()| 0);
     }
-    Ok(0)
+    let req = Request::Signal { sig: sig as i32, all: args.all };
+    let grace = g.kill_grace().max(std::time::Duration::from_millis(1));
+    match control::call_within(&c.control_path(), req, Some(grace)) {
+        Ok(_) => Ok(0),
+        // A sentry that does not take a SIGTERM within the grace period
+        // (stopped, wedged) is ended by force: the sandbox was asked to end.
+        Err(e @ (ControlError::Io(_) | ControlError::Connect(..)))
+            if sig == Signal::SIGTERM && c.record.sentry.alive() =>
+        {
+            eprintln!("husk: the sandbox did not take SIGTERM within {} s ({e}): killing it", g.kill_grace);
+            end_sandbox(&c).map(|()| 0)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Kills the sentry (its stubs die with it: it is their pid namespace's
+/// init) and the gofers, and waits (bounded) until they are gone.
+fn end_sandbox(c: &Container) -> anyhow::Result<()> {
+    c.record.sentry.signal(Signal::SIGKILL).context("killing the sandbox")?;
+    for p in std::iter::once(&c.record.sentry).chain(&c.record.gofers) {
+        super::delete::end(p);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub fn wait(path: &Path) -> Result<ExitLine, ControlError> {
         .ok_or_else(|| ControlError::Refused(format!("unexpected reply {lines:?}")))
 }
 
-fn call_within(path: &Path, req: Request, timeout: Option<Duration>) -> Result<Vec<String>, ControlError> {
+pub fn call_within(path: &Path, req: Request, timeout: Option<Duration>) -> Result<Vec<String>, ControlError> {
     let mut s = via_dir(path, |p| UnixStream::connect(p)).map_err(|e| ControlError::Connect(path.to_path_buf(), e))?;
     s.set_read_timeout(timeout).map_err(ControlError::Io)?;
     s.write_all(&req.encode()).map_err(ControlError::Io)?;
