@@ -140,4 +140,5 @@ attacks!(
     proc_host_pids,
     rootfs_proc_links,
     namespaces,
+    oom_kills_largest,
 );

@@ -301,6 +301,20 @@ impl Kernel {
         }
     }
 
+    /// The process an out-of-memory kill takes, as Linux's OOM killer
+    /// chooses: the one holding the most resident memory (its first
+    /// thread's address space; threads share it). None when no process
+    /// holds any.
+    pub fn oom_victim(&self) -> Option<i32> {
+        let leaders: Vec<Arc<Thread>> = self.threads.lock().values().filter(|t| t.tid == t.tgid).cloned().collect();
+        leaders
+            .iter()
+            .map(|t| (t.mm().resident_bytes(), t.tgid))
+            .filter(|&(bytes, _)| bytes > 0)
+            .max()
+            .map(|(_, tgid)| tgid)
+    }
+
     /// The threads of thread group `tgid`.
     pub fn group(&self, tgid: i32) -> Vec<Arc<Thread>> {
         self.threads.lock().values().filter(|t| t.tgid == tgid).cloned().collect()

@@ -7,6 +7,7 @@ use super::siginfo;
 use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
+use super::wait;
 use super::Kernel;
 use crate::abi::Errno;
 use crate::mm::Segv;
@@ -18,6 +19,9 @@ use std::sync::Arc;
 /// Faults on an already mapped page tolerated in a row before the access
 /// is taken as forbidden.
 const MAX_SPURIOUS_FAULTS: u32 = 3;
+/// How long a process that ran out of memory waits for the OOM victim's
+/// memory to come back before it retries anyway.
+const OOM_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How a thread group ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,11 +106,7 @@ impl Task {
                     // that keeps recurring on a page mapped with every access
                     // its area allows is an access the area forbids.
                     Ok(false) if self.spurious_faults < MAX_SPURIOUS_FAULTS => self.spurious_faults += 1,
-                    Err(Segv::OutOfMemory) => {
-                        let comm = String::from_utf8_lossy(&self.thread.comm.lock()).into_owned();
-                        log::warn!("out of memory: killed process {} ({comm})", self.thread.tgid);
-                        self.kernel.exit_group(self.thread.tgid, ExitStatus::Signal(libc::SIGKILL));
-                    }
+                    Err(Segv::OutOfMemory) => self.out_of_memory(),
                     result => {
                         self.spurious_faults = 0;
                         let code = if result == Err(Segv::MapErr) { 1 } else { 2 };
@@ -262,6 +262,26 @@ impl Task {
     /// The deadline of the sleep this system call restarts, if it is one.
     pub fn restarted_deadline(&mut self) -> Option<std::time::Instant> {
         self.resumed_deadline.take()
+    }
+
+    /// A fault found no memory left: the process holding the most is
+    /// killed, as Linux's OOM killer does. When that is another process,
+    /// this one waits (bounded) for the victim to be gone and then retries
+    /// the access, so one shortage does not cost two processes.
+    fn out_of_memory(&mut self) {
+        let victim = self.kernel.oom_victim().unwrap_or(self.thread.tgid);
+        let comm = self.kernel.thread(victim).map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned());
+        log::warn!("out of memory: killed process {victim} ({})", comm.unwrap_or_default());
+        self.kernel.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
+        if victim == self.thread.tgid {
+            return;
+        }
+        let give_up = std::time::Instant::now() + OOM_WAIT;
+        while !self.kernel.group(victim).is_empty() && std::time::Instant::now() < give_up {
+            if wait::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
+                return;
+            }
+        }
     }
 
     /// Keeps `deadline` for the restart of the sleep being interrupted.
