@@ -3,11 +3,8 @@
 # descriptor of its root to another process, which then walks `..` from it
 # and opens the secret beside DIR by name. It finds only sandbox files, and
 # a passed descriptor of a file still reads what the sender opened.
-set -u
-fail() { echo "FAIL: $*"; exit 1; }
-secret="HUSK-SECRET-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-name="secret-$RANDOM$RANDOM"
-echo "$secret" >"$ATTACK_TMP/$name"
+. "$ATTACK_SRC/lib.sh"
+plant_secret
 root="$ATTACK_TMP/rootfs"
 mkdir -p "$root/bin" "$root/tmp"
 echo inside >"$root/inside"

@@ -28,3 +28,11 @@ kill_marked() {
     local p
     for p in $(marked "$1"); do kill -KILL "$p" 2>/dev/null; done
 }
+
+# Plants a random secret beside the sandbox's future root: sets $secret
+# (its text) and $name (its file name in $ATTACK_TMP).
+plant_secret() {
+    secret="HUSK-SECRET-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+    name="secret-$RANDOM$RANDOM"
+    echo "$secret" >"$ATTACK_TMP/$name"
+}

@@ -5,11 +5,8 @@
 # another thread swaps a directory for a symlink to / in a tight loop and
 # opens paths through it. Nothing it opens holds the secret, and the host
 # tree around DIR is unchanged.
-set -u
-fail() { echo "FAIL: $*"; exit 1; }
-secret="HUSK-SECRET-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-name="secret-$RANDOM$RANDOM"
-echo "$secret" >"$ATTACK_TMP/$name"
+. "$ATTACK_SRC/lib.sh"
+plant_secret
 root="$ATTACK_TMP/rootfs"
 mkdir -p "$root/bin" "$root/tmp" "$root/d"
 chmod 1777 "$root/tmp"
