@@ -149,7 +149,11 @@ $DOCKER rm -f "$id" >/dev/null
 
 expect "--memory 64m kills a guest that allocates 200 MB" 137 "" \
   $DOCKER "${RUN[@]}" --name husk-oom --memory 64m husk-python python3 -c "b = b'x' * (200 << 20); print(len(b))"
-expect "  ... and Docker reports the OOM kill" 0 "true" $DOCKER inspect -f '{{.State.OOMKilled}}' husk-oom
+# containerd may deliver the cgroup's OOM event just after the exit: give
+# Docker a moment to record it before reading it.
+expect "  ... and Docker reports the OOM kill" 0 "true" sh -c "for i in \$(seq 15); do
+    [ \"\$($DOCKER inspect -f '{{.State.OOMKilled}}' husk-oom)\" = true ] && { echo true; exit 0; }; sleep 0.2; done
+  $DOCKER inspect -f '{{.State.OOMKilled}}' husk-oom"
 $DOCKER rm husk-oom >/dev/null 2>&1
 
 id=$($DOCKER "${RUN[@]}" -d --memory 96m --pids-limit 40 husk-busybox sh -c 'i=0; while true; do i=$((i+1)); echo $i; sleep 0.05; done')
