@@ -299,29 +299,26 @@ impl PtraceContext {
                 let r = &state.regs;
                 let native = (r.rcx == r.rip && r.r11 == r.eflags) || sys::syscall_arch(tid)? == sys::AUDIT_ARCH_X86_64;
                 let event = if native { Event::Syscall } else { Event::CompatSyscall };
-                let n = sys::get_xstate(tid, &mut state.fpu)?;
-                state.fpu.truncate(n);
-                return Ok(Some(event));
+                return save_fpu(tid, state).map(|()| Some(event));
             }
             libc::SIGSYS => {
                 let info = sys::get_siginfo(tid)?;
                 let call = sys::seccomp_call(&info);
                 state.regs = sys::get_regs(tid)?;
-                match call {
+                let event = match call {
                     // A call into the vsyscall page: the host emulates it
                     // without a syscall stop, the stub's filter traps it,
                     // and the host has already made it return to its
                     // caller. The sentry serves it as the system call it is.
-                    Some((addr, nr)) if VSYSCALL.contains(&addr) => state.regs.orig_rax = nr,
+                    Some((addr, nr)) if VSYSCALL.contains(&addr) => {
+                        state.regs.orig_rax = nr;
+                        Event::Syscall
+                    }
                     // Nothing else reaches the filter: the guest's own calls
                     // stop first. Should one ever, the guest gets the SIGSYS.
-                    _ => {
-                        return self.regs_and(tid, state, Event::Exception { signo: sig, code: info.si_code, addr: 0 })
-                    }
-                }
-                let n = sys::get_xstate(tid, &mut state.fpu)?;
-                state.fpu.truncate(n);
-                return Ok(Some(Event::Syscall));
+                    _ => Event::Exception { signo: sig, code: info.si_code, addr: 0 },
+                };
+                return save_fpu(tid, state).map(|()| Some(event));
             }
             libc::SIGSTOP => {
                 if !self.interrupter.pending.swap(false, Ordering::SeqCst) {
@@ -354,10 +351,15 @@ impl PtraceContext {
     /// Saves the stopped thread's registers into `state` and reports `event`.
     fn regs_and(&self, tid: libc::pid_t, state: &mut CpuState, event: Event) -> Result<Option<Event>> {
         state.regs = sys::get_regs(tid)?;
-        let n = sys::get_xstate(tid, &mut state.fpu)?;
-        state.fpu.truncate(n);
-        Ok(Some(event))
+        save_fpu(tid, state).map(|()| Some(event))
     }
+}
+
+/// Saves the stopped thread's extended FPU state into `state`.
+fn save_fpu(tid: libc::pid_t, state: &mut CpuState) -> Result<()> {
+    let n = sys::get_xstate(tid, &mut state.fpu)?;
+    state.fpu.truncate(n);
+    Ok(())
 }
 
 /// The vsyscall page of x86-64 Linux.
