@@ -3,10 +3,11 @@
 //! filesystems, and the init process.
 
 use crate::abi::Errno;
+use crate::auth::Credentials;
 use crate::control::{ControlConfig, Lifecycle};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
-use crate::kernel::{Credentials, ExitStatus, Kernel, KernelOptions};
+use crate::kernel::{ExitStatus, Kernel, KernelOptions};
 use crate::launch::{self, LaunchError, ProcessSpec};
 use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;

@@ -4,13 +4,14 @@
 //! standard streams are host descriptors the runtime handed over.
 
 use crate::abi::Errno;
+use crate::auth::caps::Capabilities;
+use crate::auth::Credentials;
 use crate::console::Console;
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::tty::terminal::TtyFile;
-use crate::kernel::caps::Capabilities;
 use crate::kernel::exec;
 use crate::kernel::limits::Rlimit;
-use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
+use crate::kernel::{ExitStatus, FsContext, Kernel, Task, Thread};
 use crate::loader::MMAP_TOP;
 use crate::mm::MemoryManager;
 use crate::platform::PlatformError;

@@ -5,6 +5,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 pub mod abi;
+pub mod auth;
 pub mod boot;
 pub mod confine;
 pub mod console;

@@ -7,7 +7,8 @@
 use super::synthetic::{dir_entry, Attr, Entries, Entry};
 use super::tty::terminal::{Terminal, TtyFile};
 use crate::abi::Errno;
-use crate::kernel::{thread, Credentials, Kernel};
+use crate::auth::Credentials;
+use crate::kernel::{thread, Kernel};
 use crate::vfs::walk::Walker;
 use crate::vfs::{Dentry, DirEntry, FileOps, Node, Stat, TimeSpec};
 use parking_lot::Mutex;

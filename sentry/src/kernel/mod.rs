@@ -1,8 +1,6 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
-pub mod caps;
-pub mod creds;
 pub mod exec;
 pub mod flock;
 pub mod fork;
@@ -20,7 +18,6 @@ pub mod thread;
 pub mod timers;
 pub mod wait;
 
-pub use creds::Credentials;
 pub use fs_context::FsContext;
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;

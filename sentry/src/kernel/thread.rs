@@ -8,7 +8,7 @@ use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
 use super::siginfo::SigInfo;
 use super::signal::sigbit;
 use super::signal::{AltStack, SigActions};
-use super::Credentials;
+use crate::auth::Credentials;
 use crate::mm::MemoryManager;
 use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};

@@ -9,8 +9,9 @@ use super::socket::{
 };
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::fs::inet::{blocking, errno, Endpoint, InetSocket};
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -4,12 +4,13 @@
 //! (number, lock, peer).
 
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::fs::tty::terminal::TtyFile;
 use crate::fs::tty::termios::{
     Termios, Winsize, FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS2_SIZE, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ,
     WINSIZE_SIZE,
 };
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use std::sync::Arc;
 

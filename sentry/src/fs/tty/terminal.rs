@@ -190,8 +190,7 @@ impl Terminal {
         if s.locked || s.gone() {
             return Err(Errno::EIO);
         }
-        if s.exclusive && caller.as_ref().is_none_or(|c| !c.thread.creds().capable(crate::kernel::caps::CAP_SYS_ADMIN))
-        {
+        if s.exclusive && caller.as_ref().is_none_or(|c| !c.thread.creds().capable(crate::auth::caps::CAP_SYS_ADMIN)) {
             return Err(Errno::EBUSY);
         }
         s.replicas += 1;
