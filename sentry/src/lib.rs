@@ -7,16 +7,11 @@
 pub mod abi;
 pub mod auth;
 pub mod boot;
-pub mod confine;
-pub mod console;
 pub mod control;
 pub mod fs;
-pub mod host_signals;
 pub mod kernel;
-pub mod launch;
 pub mod loader;
 pub mod mm;
 pub mod platform;
-pub mod seccomp;
 pub mod syscalls;
 pub mod vfs;

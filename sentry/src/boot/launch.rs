@@ -6,7 +6,7 @@
 use crate::abi::Errno;
 use crate::auth::caps::Capabilities;
 use crate::auth::Credentials;
-use crate::console::Console;
+use crate::boot::console::Console;
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::tty::terminal::TtyFile;
 use crate::kernel::exec;

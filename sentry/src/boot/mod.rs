@@ -1,6 +1,15 @@
-//! Booting a sandbox: the MemoryFile and platform, the root filesystem
-//! (gofer lower layer under a tmpfs upper layer), the sentry's own
-//! filesystems, and the init process.
+//! The host side of the sentry (its counterpart of runsc/boot): booting
+//! a sandbox (the MemoryFile and platform, the root filesystem — gofer
+//! lower layer under a tmpfs upper layer —, the sentry's own filesystems,
+//! the init process), confining the sentry process, its seccomp filter,
+//! the host console and the host signals it forwards. Everything here sits
+//! above the kernel and may use any part of the sentry.
+
+pub mod confine;
+pub mod console;
+pub mod host_signals;
+pub mod launch;
+pub mod seccomp;
 
 use crate::abi::Errno;
 use crate::auth::Credentials;
@@ -8,12 +17,12 @@ use crate::control::{ControlConfig, Lifecycle};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::{ExitStatus, Kernel, KernelOptions};
-use crate::launch::{self, LaunchError, ProcessSpec};
 use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
 use crate::vfs::{NewNode, Node, SetAttr, SetTime};
+use launch::{LaunchError, ProcessSpec};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 
@@ -64,9 +73,9 @@ pub enum BootError {
     #[error("{0}")]
     Launch(#[from] LaunchError),
     #[error("confinement: {0}")]
-    Confine(#[from] crate::seccomp::SeccompError),
+    Confine(#[from] crate::boot::seccomp::SeccompError),
     #[error("{0}")]
-    Isolate(#[from] crate::confine::ConfineError),
+    Isolate(#[from] crate::boot::confine::ConfineError),
     #[error("starting a sentry thread: {0}")]
     Thread(std::io::Error),
     #[error("the init task ended without a status")]
@@ -96,7 +105,7 @@ fn boot_with(
     life: Option<Arc<Lifecycle>>,
 ) -> Result<ExitStatus, BootError> {
     let container = life.is_some();
-    crate::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
+    crate::boot::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     // Every page the sandbox holds is charged to the MemoryFile's
     // accountant: filesystems, pipes and sockets made from here on find it.
@@ -137,13 +146,13 @@ fn boot_with(
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
-    crate::confine::isolate(cfg.netns)?;
-    crate::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
+    crate::boot::confine::isolate(cfg.netns)?;
+    crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
-    crate::seccomp::confine_sentry()?;
+    crate::boot::seccomp::confine_sentry()?;
 
     let init = cfg.init;
     let (tx, rx) = mpsc::channel();
