@@ -8,7 +8,7 @@ use husk_sentry::auth::caps::Capabilities;
 use husk_sentry::boot::launch::{LaunchError, ProcessSpec};
 use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
 use husk_sentry::control::ControlConfig;
-use husk_sentry::fs::cgroupfs::CgroupLimits;
+use husk_sentry::kernel::limits::CgroupLimits;
 use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
 use std::io::Read as _;

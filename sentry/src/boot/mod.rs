@@ -14,6 +14,7 @@ pub mod seccomp;
 use crate::abi::Errno;
 use crate::auth::Credentials;
 use crate::control::{ControlConfig, Lifecycle};
+use crate::fs::devpts::Devpts;
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::kernel::{ExitStatus, Kernel, KernelOptions};
@@ -39,7 +40,7 @@ pub struct BootConfig {
     /// linux.sysctl: (key, value), applied where the sandbox has a view.
     pub sysctls: Vec<(String, String)>,
     /// The host cgroup's CPU and pids limits, for /sys/fs/cgroup.
-    pub cgroup_limits: crate::fs::cgroupfs::CgroupLimits,
+    pub cgroup_limits: crate::kernel::limits::CgroupLimits,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
     /// Paths hidden from the guest (OCI maskedPaths): a directory shows
@@ -122,7 +123,9 @@ fn boot_with(
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
-    kernel.devpts.attach(Arc::downgrade(&kernel));
+    let devpts = kernel.ext::<Devpts>();
+    devpts.attach(Arc::downgrade(&kernel));
+    kernel.set_terminals(devpts);
     kernel.net.set_buffer_charge(memory_charge(&kernel));
     for (key, value) in &cfg.sysctls {
         if let Err(e) = crate::kernel::sysctl::set(&kernel, key, value) {
@@ -306,7 +309,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
         .and_then(|fs| fs.mkdir(b"cgroup", NewNode { mode: 0o555, uid: 0, gid: 0 }));
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
-        (devfs::new_devfs(kernel.devpts.clone()), "devtmpfs"),
+        (devfs::new_devfs(kernel.ext()), "devtmpfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
         (sys, "sysfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
@@ -316,7 +319,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
             log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
     }
-    if let Err(e) = mount_at(kernel, b"/dev/mqueue", crate::fs::mqueue::new_mqueuefs(&kernel.mqueues), "mqueue") {
+    if let Err(e) = mount_at(kernel, b"/dev/mqueue", crate::fs::mqueue::new_mqueuefs(&kernel.ext()), "mqueue") {
         log::warn!("/dev/mqueue not mounted: {e}");
     }
     let cgroup =

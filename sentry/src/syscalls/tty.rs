@@ -198,7 +198,7 @@ fn set_controlling(task: &Task, file: &TtyFile, sid: i32, steal: u64) -> SysResu
     if term.session() == Some(sid) {
         return Ok(0);
     }
-    if sid != tgid || task.kernel.devpts.controlling(sid).is_some() {
+    if sid != tgid || task.kernel.has_controlling_terminal(sid) {
         return Err(Errno::EPERM);
     }
     let root = task.thread.creds().capable(caps::CAP_SYS_ADMIN);

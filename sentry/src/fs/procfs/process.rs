@@ -3,7 +3,7 @@
 
 use crate::auth::Credentials;
 use crate::kernel::limits::{Rlimit, RLIM_INFINITY};
-use crate::kernel::thread::ArgRanges;
+use crate::loader::ArgRanges;
 use std::io::Write as _;
 
 /// The clock ticks per second of /proc/[pid]/stat (USER_HZ).

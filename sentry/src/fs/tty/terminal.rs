@@ -184,7 +184,7 @@ impl Terminal {
         // Whether the caller may acquire it (asked before taking our lock:
         // the registry looks at every terminal, this one too).
         let acquire = caller.as_ref().filter(|c| {
-            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && c.kernel.devpts.controlling(c.sid).is_none()
+            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && !c.kernel.has_controlling_terminal(c.sid)
         });
         let mut s = self.state.lock();
         if s.locked || s.gone() {
