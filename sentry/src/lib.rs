@@ -7,7 +7,6 @@
 pub mod abi;
 pub mod auth;
 pub mod boot;
-pub mod control;
 pub mod fs;
 pub mod kernel;
 pub mod loader;

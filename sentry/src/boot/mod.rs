@@ -7,13 +7,14 @@
 
 pub mod confine;
 pub mod console;
+pub mod control;
 pub mod host_signals;
 pub mod launch;
 pub mod seccomp;
 
 use crate::abi::Errno;
 use crate::auth::Credentials;
-use crate::control::{ControlConfig, Lifecycle};
+use crate::boot::control::{ControlConfig, Lifecycle};
 use crate::fs::devpts::Devpts;
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
@@ -153,7 +154,7 @@ fn boot_with(
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
-        crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
+        crate::boot::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
     crate::boot::seccomp::confine_sentry()?;
 
