@@ -140,7 +140,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     };
     let name = String::from_utf8_lossy(&argv0).into_owned();
     let loaded = find_program(&task, &argv0, &spec.env).and_then(|path| {
-        let d = crate::syscalls::resolve_for_exec(&task, &path)?;
+        let d = exec::resolve_program(&task, &path)?;
         let file = exec::open_exec_dentry(&task, d)?;
         exec::execve(&mut task, file, &path, spec.argv, spec.env)
     });
@@ -216,7 +216,7 @@ fn find_program(task: &Task, name: &[u8], env: &[Vec<u8>]) -> Result<Vec<u8>, Er
         let mut cand = dir.to_vec();
         cand.push(b'/');
         cand.extend_from_slice(name);
-        match crate::syscalls::resolve_for_exec(task, &cand).and_then(|d| exec::open_exec_dentry(task, d)) {
+        match exec::resolve_program(task, &cand).and_then(|d| exec::open_exec_dentry(task, d)) {
             Ok(_) => return Ok(cand),
             Err(e) => last = e,
         }

@@ -4,7 +4,9 @@ use super::task::Task;
 use crate::abi::{Errno, SysResult};
 use crate::loader::{self, AuxIds, MMAP_TOP};
 use crate::mm::MemoryManager;
+use crate::vfs::at::DirFd;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_READ};
+use crate::vfs::walk::Walker;
 use crate::vfs::{Dentry, FileDescription, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
@@ -13,6 +15,14 @@ use std::sync::Arc;
 pub const ARG_MAX: usize = 2 << 20;
 /// The longest single argument or environment string.
 pub const MAX_ARG_STRLEN: usize = 131_072;
+
+/// Resolves the path of a program (or interpreter) to execute, relative to
+/// the working directory, following symlinks.
+pub fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
+    let creds = task.thread.creds();
+    let w = Walker { ns: &task.kernel.mounts, root: task.thread.fs().root(), creds: &creds };
+    w.resolve_at(DirFd::Cwd(task.thread.fs().cwd()), path, true, false)
+}
 
 /// Opens an already-resolved dentry for execution.
 pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
@@ -50,7 +60,7 @@ pub fn execve(
         if let Some(f) = first.take() {
             return Ok(f);
         }
-        let d = super::super::syscalls::resolve_for_exec(task, p)?;
+        let d = resolve_program(task, p)?;
         open_exec_dentry(task, d)
     };
     let loaded = loader::load(&mm, &open, path, argv, &envp, &ids)?;

@@ -1,8 +1,10 @@
 //! Decoding of system call arguments shared by the families: descriptors,
-//! paths, `*at` directory resolution.
+//! paths, and the directory descriptor of `*at` calls (resolution itself
+//! is the VFS's, `vfs::at`).
 
 use crate::abi::Errno;
 use crate::kernel::Task;
+use crate::vfs::at::DirFd;
 use crate::vfs::walk::{ParentAndName, Walker, PATH_MAX};
 use crate::vfs::{Dentry, FileDescription};
 use std::sync::Arc;
@@ -10,10 +12,7 @@ use std::sync::Arc;
 pub const AT_FDCWD: i32 = -100;
 /// AT_FDCWD as a raw system call argument.
 pub const AT_FDCWD_ARG: u64 = 0xffff_ff9c;
-pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-pub const AT_REMOVEDIR: u64 = 0x200;
-pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
-pub const AT_EMPTY_PATH: u64 = 0x1000;
+pub use crate::vfs::at::{AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
 
 /// An `int` argument (the kernel looks only at the low 32 bits).
 pub fn int(a: u64) -> i32 {
@@ -52,41 +51,26 @@ pub fn with_walker<R>(task: &Task, f: impl FnOnce(&Walker<'_>) -> R) -> R {
     f(&w)
 }
 
-/// The directory a relative path of an `*at` call starts from.
-pub fn start_dir(task: &Task, dirfd: u64, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
-    if path.starts_with(b"/") {
-        return Ok(task.thread.fs().root());
-    }
+/// The directory argument of an `*at` call: the working directory for
+/// `AT_FDCWD`, else the descriptor's dentry (its lookup error is kept for
+/// the VFS to report only if the path needs it).
+pub fn dirfd(task: &Task, dirfd: u64) -> DirFd {
     let dirfd = int(dirfd);
     if dirfd == AT_FDCWD {
-        return Ok(task.thread.fs().cwd());
+        return DirFd::Cwd(task.thread.fs().cwd());
     }
-    let f = task.thread.fds().get(dirfd)?;
-    if !path.is_empty() && !f.dentry.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    Ok(f.dentry.clone())
+    DirFd::Fd(task.thread.fds().get(dirfd).map(|f| f.dentry.clone()))
 }
 
 /// Resolves `(dirfd, path)`; with `empty_ok` an empty path names `dirfd`
 /// itself (AT_EMPTY_PATH).
-pub fn resolve_at(task: &Task, dirfd: u64, path: &[u8], follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
-    if path.is_empty() {
-        if !empty_ok {
-            return Err(Errno::ENOENT);
-        }
-        let dirfd = int(dirfd);
-        if dirfd == AT_FDCWD {
-            return Ok(task.thread.fs().cwd());
-        }
-        return Ok(task.thread.fds().get(dirfd)?.dentry.clone());
-    }
-    let start = start_dir(task, dirfd, path)?;
-    with_walker(task, |w| w.resolve(&start, path, follow))
+pub fn resolve_at(task: &Task, fd: u64, path: &[u8], follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+    let at = dirfd(task, fd);
+    with_walker(task, |w| w.resolve_at(at, path, follow, empty_ok))
 }
 
 /// Resolves all but the last component of `(dirfd, path)`.
-pub fn parent_at(task: &Task, dirfd: u64, path: &[u8]) -> Result<ParentAndName, Errno> {
-    let start = start_dir(task, dirfd, path)?;
-    with_walker(task, |w| w.resolve_parent(&start, path))
+pub fn parent_at(task: &Task, fd: u64, path: &[u8]) -> Result<ParentAndName, Errno> {
+    let at = dirfd(task, fd);
+    with_walker(task, |w| w.parent_at(at, path))
 }

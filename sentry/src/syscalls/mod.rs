@@ -45,7 +45,6 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use names::{MAX_SYSCALL, NAMES};
 
-pub(crate) use process::resolve_for_exec;
 use std::sync::OnceLock;
 
 /// A system call handler: the task and the six raw arguments.

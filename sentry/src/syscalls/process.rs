@@ -8,8 +8,6 @@ use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
 use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget};
 use crate::kernel::{ExitStatus, Task};
-use crate::vfs::Dentry;
-use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     ("exit", sys_exit, Full),
@@ -33,12 +31,6 @@ fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_exit_group(task: &mut Task, a: [u64; 6]) -> SysResult {
     task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
     Ok(0)
-}
-
-/// Resolves the path of a program (or interpreter) to execute, relative to
-/// the working directory, following symlinks.
-pub(crate) fn resolve_for_exec(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
-    args::resolve_at(task, args::AT_FDCWD_ARG, path, true, false)
 }
 
 /// Reads a NULL-terminated array of C strings (argv or envp).
