@@ -5,8 +5,7 @@ use super::{Entries, Support::*};
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
-use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
-use crate::vfs::{FileDescription, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::vfs::{self, FileDescription, NewNode, OpenHow, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -43,20 +42,6 @@ const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Data is moved through the sentry in pieces of at most this size.
 pub(super) const CHUNK: usize = 1 << 20;
 const IOV_MAX: usize = 1024;
-/// Open flags kept in the file description (F_GETFL reports them).
-const KEPT_FLAGS: i32 = libc::O_ACCMODE
-    | libc::O_APPEND
-    | libc::O_NONBLOCK
-    | libc::O_DSYNC
-    | libc::O_ASYNC
-    | libc::O_DIRECT
-    | libc::O_LARGEFILE
-    | libc::O_DIRECTORY
-    | libc::O_NOFOLLOW
-    | libc::O_NOATIME
-    | libc::O_PATH
-    | libc::O_SYNC;
-
 fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     open_at(task, args::AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
@@ -74,99 +59,19 @@ fn sys_creat(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 /// Opens `(dirfd, path)` and installs the new file in the fd table.
-pub fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> SysResult {
-    if flags & libc::O_TMPFILE == libc::O_TMPFILE {
-        return Err(Errno::EOPNOTSUPP);
-    }
+fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> SysResult {
     let file = open_file(task, dirfd, path, flags, mode)?;
     let cloexec = flags & libc::O_CLOEXEC != 0;
     let fd = task.thread.fds().install(file, cloexec, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
 
-/// Resolves (creating if asked) and opens a file description.
-pub fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
-    let creds = task.thread.creds();
-    let is_path = flags & libc::O_PATH != 0;
-    let flags =
-        if is_path { flags & (libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) } else { flags };
-    let nofollow = flags & libc::O_NOFOLLOW != 0;
-    let dentry = if flags & libc::O_CREAT != 0 && !is_path {
-        let pn = args::parent_at(task, dirfd, path)?;
-        if pn.name.is_empty() || pn.trailing_slash {
-            return Err(Errno::EISDIR);
-        }
-        let existing = args::with_walker(task, |w| {
-            let mut links = 0;
-            w.step(&pn.parent, &pn.name, flags & libc::O_EXCL == 0 && !nofollow, &mut links)
-        });
-        match existing {
-            Ok(d) => {
-                if flags & libc::O_EXCL != 0 {
-                    return Err(Errno::EEXIST);
-                }
-                d
-            }
-            Err(Errno::ENOENT) => {
-                let pst = pn.parent.node.stat()?;
-                perm::check(&creds, &pst, MAY_WRITE | perm::MAY_EXEC)?;
-                let umask = task.thread.fs().umask();
-                let new = NewNode { mode: mode & 0o7777 & !umask, uid: creds.fsuid, gid: creds.fsgid };
-                let node = pn.parent.node.create(&pn.name, new)?;
-                let d = pn.parent.child(&pn.name, node);
-                let ops = d.node.open(flags & !libc::O_TRUNC)?;
-                let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
-                return Ok(FileDescription::new(d, ops, u32::try_from(kept).unwrap_or(0)));
-            }
-            Err(e) => return Err(e),
-        }
-    } else {
-        args::resolve_at(task, dirfd, path, !nofollow, false)?
-    };
-    let st = dentry.node.stat()?;
-    let kind = st.mode & S_IFMT;
-    if kind == S_IFLNK && !is_path {
-        return Err(Errno::ELOOP);
-    }
-    if flags & libc::O_DIRECTORY != 0 && kind != S_IFDIR {
-        return Err(Errno::ENOTDIR);
-    }
-    let access = flags & libc::O_ACCMODE;
-    let wants_write = access == libc::O_WRONLY || access == libc::O_RDWR;
-    if !is_path {
-        if kind == S_IFDIR && (wants_write || flags & libc::O_CREAT != 0) {
-            return Err(Errno::EISDIR);
-        }
-        let mut want = 0;
-        if access != libc::O_WRONLY {
-            want |= MAY_READ;
-        }
-        if wants_write || (flags & libc::O_TRUNC != 0 && kind == S_IFREG) {
-            want |= MAY_WRITE;
-        }
-        perm::check(&creds, &st, want)?;
-    }
-    let ops = if is_path {
-        Arc::new(PathOnly) as Arc<dyn crate::vfs::FileOps>
-    } else {
-        let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
-        dentry.node.open(open_flags)?
-    };
-    let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
-    Ok(FileDescription::new(dentry, ops, u32::try_from(kept).unwrap_or(0)))
-}
-
-/// The operations of an `O_PATH` descriptor: none.
-struct PathOnly;
-
-impl crate::vfs::FileOps for PathOnly {
-    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EBADF)
-    }
-
-    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EBADF)
-    }
+/// Opens a file description through the VFS with the task's credentials
+/// and umask.
+fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
+    let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
+    let at = args::dirfd(task, dirfd);
+    args::with_walker(task, |w| vfs::open_at(w, at, path, how))
 }
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -5,6 +5,7 @@ pub mod at;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;
+pub mod open;
 pub mod perm;
 pub mod walk;
 
@@ -12,6 +13,7 @@ pub use dentry::{Dentry, Mount, MountNamespace};
 pub use fd_table::FdTable;
 pub use file::FileDescription;
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
+pub use open::{open_at, OpenHow};
 
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};

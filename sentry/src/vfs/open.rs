@@ -1,0 +1,142 @@
+//! open(2)'s rules, as Linux's `do_filp_open` and `may_open` apply them:
+//! creating the last component (`O_CREAT`, `O_EXCL`), following it or not
+//! (`O_NOFOLLOW`), the type checks (`O_DIRECTORY`, `EISDIR`, `ELOOP`), the
+//! permission the access mode needs, and `O_PATH` descriptors. Handlers
+//! decode arguments, call `open_at` and install the description.
+
+use super::at::DirFd;
+use super::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
+use super::walk::Walker;
+use super::{Dentry, FileDescription, FileOps, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::abi::Errno;
+use std::sync::Arc;
+
+/// Open flags kept in the file description (F_GETFL reports them).
+const KEPT_FLAGS: i32 = libc::O_ACCMODE
+    | libc::O_APPEND
+    | libc::O_NONBLOCK
+    | libc::O_DSYNC
+    | libc::O_ASYNC
+    | libc::O_DIRECT
+    | libc::O_LARGEFILE
+    | libc::O_DIRECTORY
+    | libc::O_NOFOLLOW
+    | libc::O_NOATIME
+    | libc::O_PATH
+    | libc::O_SYNC;
+
+/// The flags an `O_PATH` open looks at; the others are ignored.
+const PATH_FLAGS: i32 = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+/// What to open and how: open(2)'s `flags` and `mode`, and the umask that
+/// applies to a file it creates.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenHow {
+    pub flags: i32,
+    pub mode: u32,
+    pub umask: u32,
+}
+
+/// Opens `(dirfd, path)` with the walker's credentials, creating the file
+/// if asked. `O_CLOEXEC` is the caller's (it belongs to the descriptor).
+pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Result<Arc<FileDescription>, Errno> {
+    if how.flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let is_path = how.flags & libc::O_PATH != 0;
+    let flags = if is_path { how.flags & PATH_FLAGS } else { how.flags };
+    let nofollow = flags & libc::O_NOFOLLOW != 0;
+    let dentry = if flags & libc::O_CREAT != 0 && !is_path {
+        match lookup_or_create(w, dirfd, path, flags, how)? {
+            Created::Existing(d) => d,
+            Created::New(d) => {
+                let ops = d.node.open(flags & !libc::O_TRUNC)?;
+                return Ok(description(d, ops, flags));
+            }
+        }
+    } else {
+        w.resolve_at(dirfd, path, !nofollow, false)?
+    };
+    let st = dentry.node.stat()?;
+    let kind = st.mode & S_IFMT;
+    if kind == S_IFLNK && !is_path {
+        return Err(Errno::ELOOP);
+    }
+    if flags & libc::O_DIRECTORY != 0 && kind != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    if is_path {
+        return Ok(description(dentry, Arc::new(PathOnly), flags));
+    }
+    may_open(w, &st, kind, flags)?;
+    let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
+    let ops = dentry.node.open(open_flags)?;
+    Ok(description(dentry, ops, flags))
+}
+
+/// The last component of an `O_CREAT` open: found, or made now.
+enum Created {
+    Existing(Arc<Dentry>),
+    New(Arc<Dentry>),
+}
+
+/// Looks the last component up (not following a symlink with `O_EXCL`
+/// or `O_NOFOLLOW`), failing with `EEXIST` under `O_EXCL`, or creates it
+/// (write and search permission on the parent needed).
+fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: OpenHow) -> Result<Created, Errno> {
+    let pn = w.parent_at(dirfd, path)?;
+    if pn.name.is_empty() || pn.trailing_slash {
+        return Err(Errno::EISDIR);
+    }
+    let exclusive = flags & libc::O_EXCL != 0;
+    let mut links = 0;
+    match w.step(&pn.parent, &pn.name, !exclusive && flags & libc::O_NOFOLLOW == 0, &mut links) {
+        Ok(_) if exclusive => Err(Errno::EEXIST),
+        Ok(d) => Ok(Created::Existing(d)),
+        Err(Errno::ENOENT) => {
+            let pst = pn.parent.node.stat()?;
+            perm::check(w.creds, &pst, MAY_WRITE | MAY_EXEC)?;
+            let new = NewNode { mode: how.mode & 0o7777 & !how.umask, uid: w.creds.fsuid, gid: w.creds.fsgid };
+            let node = pn.parent.node.create(&pn.name, new)?;
+            Ok(Created::New(pn.parent.child(&pn.name, node)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `may_open`: a directory is not opened for writing (or with `O_CREAT`),
+/// and the access mode needs read and write permission on the node
+/// (`O_TRUNC` needs write permission on a regular file).
+fn may_open(w: &Walker<'_>, st: &super::Stat, kind: u32, flags: i32) -> Result<(), Errno> {
+    let access = flags & libc::O_ACCMODE;
+    let wants_write = access == libc::O_WRONLY || access == libc::O_RDWR;
+    if kind == S_IFDIR && (wants_write || flags & libc::O_CREAT != 0) {
+        return Err(Errno::EISDIR);
+    }
+    let mut want = 0;
+    if access != libc::O_WRONLY {
+        want |= MAY_READ;
+    }
+    if wants_write || (flags & libc::O_TRUNC != 0 && kind == S_IFREG) {
+        want |= MAY_WRITE;
+    }
+    perm::check(w.creds, st, want)
+}
+
+fn description(d: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: i32) -> Arc<FileDescription> {
+    let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
+    FileDescription::new(d, ops, u32::try_from(kept).unwrap_or(0))
+}
+
+/// The operations of an `O_PATH` descriptor: none.
+struct PathOnly;
+
+impl FileOps for PathOnly {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+}
