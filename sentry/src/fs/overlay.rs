@@ -8,9 +8,10 @@
 //! created where a whiteout was are opaque (their node has no lower layer).
 //! Namespace changes and copy-ups of one overlay are serialized.
 
-use super::tmpfs::{anon_dev, check_rename_flags, new_fs_id, open_writes, DirPair};
+use super::tmpfs::{anon_dev, new_fs_id, open_writes, DirPair};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
+use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
@@ -305,20 +306,11 @@ impl OverlayNode {
     fn rename_locked(&self, name: &[u8], dst_dir: &OverlayNode, new_name: &[u8], flags: u32) -> Result<(), Errno> {
         let src = self.lookup_child(name)?;
         let dst = found(dst_dir.lookup_child(new_name))?;
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        if flags & libc::RENAME_NOREPLACE != 0 && dst.is_some() {
-            return Err(Errno::EEXIST);
+        let op = Rename { src_dir: self, src: &*src, dst_dir, dst: dst.as_deref(), flags };
+        if !rename::check_rename(&op)? {
+            return Ok(());
         }
-        if exchange && dst.is_none() {
-            return Err(Errno::ENOENT);
-        }
-        check_ancestry(self, &src, dst_dir, dst.as_deref(), exchange)?;
-        if let Some(d) = &dst {
-            if same_file(&src, d)? {
-                return Ok(());
-            }
-        }
-        check_replace(&src, dst.as_deref(), exchange)?;
+        let exchange = flags & rename::RENAME_EXCHANGE != 0;
         let (src_upper, dst_upper) = (self.copy_up(u64::MAX)?, dst_dir.copy_up(u64::MAX)?);
         src.copy_up(u64::MAX)?;
         if let (true, Some(d)) = (exchange, &dst) {
@@ -347,55 +339,32 @@ impl OverlayNode {
     }
 }
 
-/// Linux's checks that a rename does not move a directory into itself or
-/// replace an ancestor of its source.
-fn check_ancestry(
-    src_dir: &OverlayNode,
-    src: &OverlayNode,
-    dst_dir: &OverlayNode,
-    dst: Option<&OverlayNode>,
-    exchange: bool,
-) -> Result<(), Errno> {
-    if std::ptr::eq(src_dir, dst_dir) {
-        return Ok(());
+impl RenameNode for OverlayNode {
+    fn is_dir(&self) -> bool {
+        OverlayNode::is_dir(self)
     }
-    if src.is_ancestor_of(dst_dir) {
-        return Err(Errno::EINVAL);
-    }
-    match dst {
-        Some(d) if d.is_ancestor_of(src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
-        _ => Ok(()),
-    }
-}
 
-/// Whether two visible nodes are one file (the same node, or hard links in
-/// the upper layer).
-fn same_file(a: &Arc<OverlayNode>, b: &Arc<OverlayNode>) -> Result<bool, Errno> {
-    if Arc::ptr_eq(a, b) {
-        return Ok(true);
+    fn is_empty_dir(&self) -> Result<bool, Errno> {
+        OverlayNode::is_empty_dir(self)
     }
-    match (a.upper(), b.upper()) {
-        (Some(x), Some(y)) => Ok(x.stat()?.ino == y.stat()?.ino),
-        _ => Ok(false),
-    }
-}
 
-/// rename(2)'s type rules on the visible view, and overlayfs's refusal to
-/// move directories with lower contents.
-fn check_replace(src: &OverlayNode, dst: Option<&OverlayNode>, exchange: bool) -> Result<(), Errno> {
-    if let (false, Some(d)) = (exchange, dst) {
-        match (src.is_dir(), d.is_dir()) {
-            (true, false) => return Err(Errno::ENOTDIR),
-            (false, true) => return Err(Errno::EISDIR),
-            _ => {}
+    fn is_ancestor_of(&self, other: &OverlayNode) -> bool {
+        OverlayNode::is_ancestor_of(self, other)
+    }
+
+    /// The same node, or hard links in the upper layer.
+    fn same_file(&self, other: &OverlayNode) -> Result<bool, Errno> {
+        if std::ptr::eq(self, other) {
+            return Ok(true);
+        }
+        match (self.upper(), other.upper()) {
+            (Some(x), Some(y)) => Ok(x.stat()?.ino == y.stat()?.ino),
+            _ => Ok(false),
         }
     }
-    if !src.can_move() || (exchange && dst.is_some_and(|d| !d.can_move())) {
-        return Err(Errno::EXDEV);
-    }
-    match dst {
-        Some(d) if !exchange && d.is_dir() && !d.is_empty_dir()? => Err(Errno::ENOTEMPTY),
-        _ => Ok(()),
+
+    fn movable(&self) -> bool {
+        self.can_move()
     }
 }
 
@@ -596,12 +565,7 @@ impl Node for OverlayNode {
     fn unlink(&self, name: &[u8], dir: bool) -> Result<(), Errno> {
         let _ns = self.fs.lock.lock();
         let child = self.lookup_child(name)?;
-        match (dir, child.is_dir()) {
-            (false, true) => return Err(Errno::EISDIR),
-            (true, false) => return Err(Errno::ENOTDIR),
-            (true, true) if !child.is_empty_dir()? => return Err(Errno::ENOTEMPTY),
-            _ => {}
-        }
+        rename::check_remove(&*child, dir)?;
         let upper_dir = self.copy_up(u64::MAX)?;
         let whiteout = self.lower_has(name)?;
         let mut st = self.dir.lock();
@@ -618,10 +582,7 @@ impl Node for OverlayNode {
     }
 
     fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
-        check_rename_flags(flags)?;
-        if flags & libc::RENAME_WHITEOUT != 0 {
-            return Err(Errno::EINVAL);
-        }
+        rename::check_flags(flags)?;
         let dst_dir = same_overlay(self, new_dir)?;
         self.require_dir()?;
         dst_dir.require_dir()?;

@@ -11,6 +11,7 @@ use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
 use crate::mm::{Mappable, MemoryFile};
+use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
     dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
     S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
@@ -65,16 +66,6 @@ pub fn anon_dev(id: usize) -> u64 {
 /// Whether open(2) `flags` ask for write access (`O_TRUNC` does too).
 pub fn open_writes(flags: i32) -> bool {
     flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0
-}
-
-/// Checks renameat2 flags as Linux does before any lookup.
-pub fn check_rename_flags(flags: u32) -> Result<(), Errno> {
-    let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT;
-    let exclusive = libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT;
-    if flags & !known != 0 || (flags & exclusive != 0 && flags & libc::RENAME_EXCHANGE != 0) {
-        return Err(Errno::EINVAL);
-    }
-    Ok(())
 }
 
 /// The current realtime clock.
@@ -599,19 +590,17 @@ impl TmpNode {
         let mut dirs = DirPair::lock(self.dir()?, other, dst_first);
         let src_node = dirs.src().get(name).cloned().ok_or(Errno::ENOENT)?;
         let dst_node = dirs.dst().get(new_name).cloned();
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        check_rename(&RenameCheck { src: &src_node, dst: dst_node.as_deref(), src_dir: self, dst_dir: dst, flags })?;
-        if dst_node.as_ref().is_some_and(|d| Arc::ptr_eq(d, &src_node)) {
+        let op = Rename { src_dir: self, src: &*src_node, dst_dir: dst, dst: dst_node.as_deref(), flags };
+        if !rename::check_rename(&op)? {
             return Ok(());
         }
-        check_replace(&src_node, dst_node.as_deref(), exchange)?;
         if dst_node.is_none() && dst.is_removed() {
             return Err(Errno::ENOENT);
         }
         if new_name.len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
-        if exchange {
+        if flags & rename::RENAME_EXCHANGE != 0 {
             let dst_node = dst_node.ok_or(Errno::ENOENT)?;
             dirs.src().insert(name.to_vec(), dst_node.clone());
             dst_node.set_link(self, name);
@@ -631,45 +620,21 @@ impl TmpNode {
     }
 }
 
-/// The nodes and directories of a rename.
-struct RenameCheck<'a> {
-    src: &'a TmpNode,
-    dst: Option<&'a TmpNode>,
-    src_dir: &'a TmpNode,
-    dst_dir: &'a TmpNode,
-    flags: u32,
-}
+impl RenameNode for TmpNode {
+    fn is_dir(&self) -> bool {
+        TmpNode::is_dir(self)
+    }
 
-/// The checks Linux makes on a rename before it looks at the node types.
-fn check_rename(r: &RenameCheck<'_>) -> Result<(), Errno> {
-    let exchange = r.flags & libc::RENAME_EXCHANGE != 0;
-    if r.flags & libc::RENAME_NOREPLACE != 0 && r.dst.is_some() {
-        return Err(Errno::EEXIST);
+    fn is_empty_dir(&self) -> Result<bool, Errno> {
+        Ok(self.entries()?.is_empty())
     }
-    if exchange && r.dst.is_none() {
-        return Err(Errno::ENOENT);
-    }
-    let cross = !std::ptr::eq(r.src_dir, r.dst_dir);
-    if cross && r.src.is_ancestor_of(r.dst_dir) {
-        return Err(Errno::EINVAL);
-    }
-    match r.dst {
-        Some(d) if cross && d.is_ancestor_of(r.src_dir) => Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY }),
-        _ => Ok(()),
-    }
-}
 
-/// Whether `src` may replace `dst` (rename(2)'s type rules).
-fn check_replace(src: &TmpNode, dst: Option<&TmpNode>, exchange: bool) -> Result<(), Errno> {
-    let Some(dst) = dst else { return Ok(()) };
-    if exchange {
-        return Ok(());
+    fn is_ancestor_of(&self, other: &TmpNode) -> bool {
+        TmpNode::is_ancestor_of(self, other)
     }
-    match (src.is_dir(), dst.is_dir()) {
-        (true, false) => Err(Errno::ENOTDIR),
-        (false, true) => Err(Errno::EISDIR),
-        (true, true) if !dst.entries()?.is_empty() => Err(Errno::ENOTEMPTY),
-        _ => Ok(()),
+
+    fn same_file(&self, other: &TmpNode) -> Result<bool, Errno> {
+        Ok(std::ptr::eq(self, other))
     }
 }
 
@@ -804,12 +769,7 @@ impl Node for TmpNode {
     fn unlink(&self, name: &[u8], dir: bool) -> Result<(), Errno> {
         let mut e = self.entries()?;
         let child = e.get(name).cloned().ok_or(Errno::ENOENT)?;
-        match (dir, child.is_dir()) {
-            (false, true) => return Err(Errno::EISDIR),
-            (true, false) => return Err(Errno::ENOTDIR),
-            (true, true) if !child.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
-            _ => {}
-        }
+        rename::check_remove(&*child, dir)?;
         e.remove(name);
         child.drop_link();
         self.modified();
@@ -817,10 +777,7 @@ impl Node for TmpNode {
     }
 
     fn rename(&self, name: &[u8], new_dir: &Arc<dyn Node>, new_name: &[u8], flags: u32) -> Result<(), Errno> {
-        check_rename_flags(flags)?;
-        if flags & libc::RENAME_WHITEOUT != 0 {
-            return Err(Errno::EINVAL);
-        }
+        rename::check_flags(flags)?;
         let dst = self.same_fs(new_dir)?;
         let _shape = self.fs.rename_lock.lock();
         self.rename_locked(name, &dst, new_name, flags)

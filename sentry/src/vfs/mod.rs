@@ -7,6 +7,7 @@ pub mod fd_table;
 pub mod file;
 pub mod open;
 pub mod perm;
+pub mod rename;
 pub mod walk;
 
 pub use dentry::{Dentry, Mount, MountNamespace};

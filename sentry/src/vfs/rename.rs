@@ -1,0 +1,111 @@
+//! The rules of rename(2) and of removing a name, as Linux's `vfs_rename`
+//! and `may_delete` apply them, shared by every filesystem: each checks
+//! its own nodes with these functions under its own locks (so the check
+//! and the move are one step) and then only moves.
+
+use crate::abi::Errno;
+
+/// The renameat2 flags a rename may carry.
+pub const RENAME_NOREPLACE: u32 = libc::RENAME_NOREPLACE;
+pub const RENAME_EXCHANGE: u32 = libc::RENAME_EXCHANGE;
+pub const RENAME_WHITEOUT: u32 = libc::RENAME_WHITEOUT;
+
+/// Checks renameat2 flags as Linux does before any lookup: no unknown
+/// bits, `RENAME_EXCHANGE` alone. `RENAME_WHITEOUT` (only overlayfs's
+/// own use in Linux) is refused too.
+pub fn check_flags(flags: u32) -> Result<(), Errno> {
+    let known = RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT;
+    let exclusive = RENAME_NOREPLACE | RENAME_WHITEOUT;
+    if flags & !known != 0 || (flags & exclusive != 0 && flags & RENAME_EXCHANGE != 0) {
+        return Err(Errno::EINVAL);
+    }
+    if flags & RENAME_WHITEOUT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// What the shared checks need to know of a filesystem's nodes.
+pub trait RenameNode {
+    fn is_dir(&self) -> bool;
+    /// Whether this directory has no entries but "." and "..".
+    fn is_empty_dir(&self) -> Result<bool, Errno>;
+    /// Whether `self` is `other` or one of its ancestors.
+    fn is_ancestor_of(&self, other: &Self) -> bool;
+    /// Whether two names are the same file (a rename onto another link of
+    /// the source does nothing).
+    fn same_file(&self, other: &Self) -> Result<bool, Errno>;
+    /// Whether the filesystem can move this node at all (overlayfs cannot
+    /// move a directory with lower contents: `EXDEV`, so `mv` copies).
+    fn movable(&self) -> bool {
+        true
+    }
+}
+
+/// The nodes of one rename: the source and its directory, the target
+/// directory and what the target name holds now.
+pub struct Rename<'a, N> {
+    pub src_dir: &'a N,
+    pub src: &'a N,
+    pub dst_dir: &'a N,
+    pub dst: Option<&'a N>,
+    pub flags: u32,
+}
+
+/// Whether the rename moves anything: `Ok(false)` when source and target
+/// are already the same file.
+pub fn check_rename<N: RenameNode>(r: &Rename<'_, N>) -> Result<bool, Errno> {
+    let exchange = r.flags & RENAME_EXCHANGE != 0;
+    if r.flags & RENAME_NOREPLACE != 0 && r.dst.is_some() {
+        return Err(Errno::EEXIST);
+    }
+    if exchange && r.dst.is_none() {
+        return Err(Errno::ENOENT);
+    }
+    if !std::ptr::eq(r.src_dir, r.dst_dir) {
+        if r.src.is_ancestor_of(r.dst_dir) {
+            return Err(Errno::EINVAL);
+        }
+        if r.dst.is_some_and(|d| d.is_ancestor_of(r.src_dir)) {
+            return Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY });
+        }
+    }
+    let Some(dst) = r.dst else {
+        return movable(r.src).map(|()| true);
+    };
+    if r.src.same_file(dst)? {
+        return Ok(false);
+    }
+    if !exchange {
+        match (r.src.is_dir(), dst.is_dir()) {
+            (true, false) => return Err(Errno::ENOTDIR),
+            (false, true) => return Err(Errno::EISDIR),
+            _ => {}
+        }
+    }
+    movable(r.src)?;
+    if exchange {
+        movable(dst)?;
+    } else if dst.is_dir() && !dst.is_empty_dir()? {
+        return Err(Errno::ENOTEMPTY);
+    }
+    Ok(true)
+}
+
+fn movable<N: RenameNode>(n: &N) -> Result<(), Errno> {
+    if n.movable() {
+        Ok(())
+    } else {
+        Err(Errno::EXDEV)
+    }
+}
+
+/// Whether `child` may be removed by unlink (`dir == false`) or rmdir.
+pub fn check_remove<N: RenameNode>(child: &N, dir: bool) -> Result<(), Errno> {
+    match (dir, child.is_dir()) {
+        (false, true) => Err(Errno::EISDIR),
+        (true, false) => Err(Errno::ENOTDIR),
+        (true, true) if !child.is_empty_dir()? => Err(Errno::ENOTEMPTY),
+        _ => Ok(()),
+    }
+}
