@@ -9,8 +9,9 @@ use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_WRITE};
-use crate::vfs::walk::ParentAndName;
-use crate::vfs::{Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};
+use crate::vfs::{
+    names, rename, Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK,
+};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -109,35 +110,16 @@ fn sys_getdents(task: &mut Task, a: [u64; 6]) -> SysResult {
     getdents(task, a[0], a[1], a[2], false)
 }
 
-/// Checks that the task may add or remove names in `dir`.
-fn may_modify_dir(task: &Task, dir: &Dentry) -> Result<(), Errno> {
-    let st = dir.node.stat()?;
-    perm::check(&task.thread.creds(), &st, MAY_WRITE | MAY_EXEC)
-}
-
 fn new_node(task: &Task, mode: u32) -> NewNode {
     let creds = task.thread.creds();
     NewNode { mode: mode & !task.thread.fs().umask(), uid: creds.fsuid, gid: creds.fsgid }
 }
 
-/// Fails with EEXIST if `pn.name` exists in its directory.
-fn must_not_exist(pn: &ParentAndName) -> Result<(), Errno> {
-    match pn.parent.node.lookup(&pn.name) {
-        Ok(_) => Err(Errno::EEXIST),
-        Err(Errno::ENOENT) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 fn mkdir(task: &Task, dirfd: u64, path_addr: u64, mode: u64) -> SysResult {
     let path = args::path(task, path_addr)?;
-    let pn = args::parent_at(task, dirfd, &path)?;
-    if pn.name.is_empty() || pn.name == b"." || pn.name == b".." {
-        return Err(Errno::EEXIST);
-    }
-    must_not_exist(&pn)?;
-    may_modify_dir(task, &pn.parent)?;
-    pn.parent.node.mkdir(&pn.name, new_node(task, args::uint(mode) & 0o7777))?;
+    let new = new_node(task, args::uint(mode) & 0o7777);
+    let at = args::dirfd(task, dirfd);
+    args::with_walker(task, |w| names::mkdir_at(w, at, &path, new))?;
     Ok(0)
 }
 
@@ -158,15 +140,10 @@ fn mknod(task: &Task, dirfd: u64, path_addr: u64, mode: u64, dev: u64) -> SysRes
         _ => return Err(Errno::EPERM),
     };
     let path = args::path(task, path_addr)?;
-    let pn = args::parent_at(task, dirfd, &path)?;
-    if pn.name.is_empty() {
-        return Err(Errno::EEXIST);
-    }
-    must_not_exist(&pn)?;
-    may_modify_dir(task, &pn.parent)?;
     let mut new = new_node(task, mode & 0o7777);
     new.mode |= kind;
-    pn.parent.node.mknod(&pn.name, new, dev)?;
+    let at = args::dirfd(task, dirfd);
+    args::with_walker(task, |w| names::mknod_at(w, at, &path, new, dev))?;
     Ok(0)
 }
 
@@ -180,31 +157,8 @@ fn sys_mknodat(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn remove(task: &Task, dirfd: u64, path_addr: u64, dir: bool) -> SysResult {
     let path = args::path(task, path_addr)?;
-    let pn = args::parent_at(task, dirfd, &path)?;
-    match pn.name.as_slice() {
-        b"" => return Err(Errno::EBUSY),
-        b"." if dir => return Err(Errno::EINVAL),
-        b".." if dir => return Err(Errno::ENOTEMPTY),
-        b"." | b".." => return Err(Errno::EISDIR),
-        _ => {}
-    }
-    let node = pn.parent.node.lookup(&pn.name)?;
-    let victim = pn.parent.child(&pn.name, node);
-    let is_dir = victim.node.stat()?.mode & S_IFMT == S_IFDIR;
-    if dir && !is_dir {
-        return Err(Errno::ENOTDIR);
-    }
-    if !dir && is_dir {
-        return Err(Errno::EISDIR);
-    }
-    if !dir && pn.trailing_slash {
-        return Err(Errno::ENOTDIR);
-    }
-    may_modify_dir(task, &pn.parent)?;
-    if task.kernel.mounts.is_mountpoint(&victim) {
-        return Err(Errno::EBUSY);
-    }
-    pn.parent.node.unlink(&pn.name, dir)?;
+    let at = args::dirfd(task, dirfd);
+    args::with_walker(task, |w| names::remove_at(w, at, &path, dir))?;
     Ok(0)
 }
 
@@ -224,39 +178,13 @@ fn sys_unlinkat(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn rename(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64, flags: u64) -> SysResult {
-    const RENAME_NOREPLACE: u64 = 1;
-    const RENAME_EXCHANGE: u64 = 2;
-    const RENAME_WHITEOUT: u64 = 4;
-    if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0
-        || (flags & RENAME_NOREPLACE != 0 && flags & RENAME_EXCHANGE != 0)
-    {
-        return Err(Errno::EINVAL);
-    }
-    if flags & RENAME_WHITEOUT != 0 {
-        return Err(Errno::EINVAL);
-    }
+    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
+    rename::check_flags(flags)?;
     let old_path = args::path(task, old_addr)?;
     let new_path = args::path(task, new_addr)?;
-    let old = args::parent_at(task, olddirfd, &old_path)?;
-    let new = args::parent_at(task, newdirfd, &new_path)?;
-    let dots = |n: &[u8]| n.is_empty() || n == b"." || n == b"..";
-    if dots(&old.name) || dots(&new.name) {
-        return Err(Errno::EBUSY);
-    }
-    let src = old.parent.child(&old.name, old.parent.node.lookup(&old.name)?);
-    if (old.trailing_slash || new.trailing_slash) && !src.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    if old.parent.node.fs_id() != new.parent.node.fs_id() || old.parent.mount.id != new.parent.mount.id {
-        return Err(Errno::EXDEV);
-    }
-    may_modify_dir(task, &old.parent)?;
-    may_modify_dir(task, &new.parent)?;
-    if task.kernel.mounts.is_mountpoint(&src) {
-        return Err(Errno::EBUSY);
-    }
-    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
-    old.parent.node.rename(&old.name, &new.parent.node, &new.name, flags)?;
+    let old = (args::dirfd(task, olddirfd), old_path.as_slice());
+    let new = (args::dirfd(task, newdirfd), new_path.as_slice());
+    args::with_walker(task, |w| names::rename_at(w, old, new, flags))?;
     Ok(0)
 }
 
@@ -278,14 +206,10 @@ fn symlink(task: &Task, target_addr: u64, dirfd: u64, path_addr: u64) -> SysResu
         return Err(Errno::ENOENT);
     }
     let path = args::path(task, path_addr)?;
-    let pn = args::parent_at(task, dirfd, &path)?;
-    if pn.name.is_empty() {
-        return Err(Errno::EEXIST);
-    }
-    must_not_exist(&pn)?;
-    may_modify_dir(task, &pn.parent)?;
     let creds = task.thread.creds();
-    pn.parent.node.symlink(&pn.name, &target, NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
+    let new = NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid };
+    let at = args::dirfd(task, dirfd);
+    args::with_walker(task, |w| names::symlink_at(w, &target, at, &path, new))?;
     Ok(0)
 }
 
@@ -305,22 +229,8 @@ fn link(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64,
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
     let src = args::resolve_at(task, olddirfd, &old_path, follow, flags & AT_EMPTY_PATH != 0)?;
     let new_path = args::path(task, new_addr)?;
-    let pn = args::parent_at(task, newdirfd, &new_path)?;
-    if pn.name.is_empty() {
-        return Err(Errno::EEXIST);
-    }
-    if src.is_dir() {
-        return Err(Errno::EPERM);
-    }
-    if pn.trailing_slash {
-        return Err(Errno::ENOENT);
-    }
-    must_not_exist(&pn)?;
-    if src.node.fs_id() != pn.parent.node.fs_id() || src.mount.id != pn.parent.mount.id {
-        return Err(Errno::EXDEV);
-    }
-    may_modify_dir(task, &pn.parent)?;
-    pn.parent.node.link(&pn.name, &src.node)?;
+    let at = args::dirfd(task, newdirfd);
+    args::with_walker(task, |w| names::link_at(w, &src, at, &new_path))?;
     Ok(0)
 }
 

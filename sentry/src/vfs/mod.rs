@@ -5,6 +5,7 @@ pub mod at;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;
+pub mod names;
 pub mod open;
 pub mod perm;
 pub mod rename;
