@@ -142,3 +142,99 @@ pub fn symlink_at(w: &Walker<'_>, target: &[u8], at: DirFd, path: &[u8], new: Ne
     let pn = new_name_at(w, at, path, false)?;
     pn.parent.node.symlink(&pn.name, target, new)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Credentials;
+    use crate::fs::tmpfs::Tmpfs;
+    use crate::vfs::MountNamespace;
+
+    const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };
+    const FILE: NewNode = NewNode { mode: 0o644, uid: 0, gid: 0 };
+
+    /// / with d/ (holding f), a file g, a world-writable w/ and a tmpfs
+    /// mounted on m/.
+    fn setup() -> MountNamespace {
+        let root = Tmpfs::new(0o755, 0, 0);
+        root.mkdir(b"d", DIR).unwrap();
+        root.lookup(b"d").unwrap().create(b"f", FILE).unwrap();
+        root.create(b"g", FILE).unwrap();
+        root.mkdir(b"w", NewNode { mode: 0o777, ..DIR }).unwrap();
+        root.mkdir(b"m", DIR).unwrap();
+        let ns = MountNamespace::new(root, "tmpfs", "root");
+        let m = ns.root().node.lookup(b"m").unwrap();
+        ns.mount(&ns.root().child(b"m", m), Tmpfs::new(0o755, 0, 0), "tmpfs", "t").unwrap();
+        ns
+    }
+
+    fn rename(ns: &MountNamespace, creds: &Credentials, old: &str, new: &str) -> Result<(), Errno> {
+        let w = Walker { ns, root: ns.root(), creds };
+        rename_at(&w, (DirFd::Cwd(ns.root()), old.as_bytes()), (DirFd::Cwd(ns.root()), new.as_bytes()), 0)
+    }
+
+    fn remove(ns: &MountNamespace, path: &str, dir: bool) -> Result<(), Errno> {
+        let root = Credentials::new(0, 0);
+        let w = Walker { ns, root: ns.root(), creds: &root };
+        remove_at(&w, DirFd::Cwd(ns.root()), path.as_bytes(), dir)
+    }
+
+    #[test]
+    fn rename_path_rules() {
+        let ns = setup();
+        let root = Credentials::new(0, 0);
+        assert_eq!(rename(&ns, &root, "/d/.", "/x"), Err(Errno::EBUSY));
+        assert_eq!(rename(&ns, &root, "/d", "/w/.."), Err(Errno::EBUSY));
+        assert_eq!(rename(&ns, &root, "/g", "/x/"), Err(Errno::ENOTDIR), "a trailing slash needs a directory");
+        assert_eq!(rename(&ns, &root, "/g", "/m/g"), Err(Errno::EXDEV), "across mounts");
+        assert_eq!(rename(&ns, &root, "/m", "/n"), Err(Errno::EBUSY), "a mount point stays");
+        assert_eq!(rename(&ns, &root, "/d", "/g"), Err(Errno::ENOTDIR), "the filesystem's shared check");
+        let user = Credentials::new(1000, 1000);
+        assert_eq!(rename(&ns, &user, "/g", "/w/g"), Err(Errno::EACCES), "the source's parent is not writable");
+        assert_eq!(rename(&ns, &user, "/w", "/d/w"), Err(Errno::EACCES));
+        rename(&ns, &root, "/d/", "/e/").unwrap();
+        assert!(ns.root().node.lookup(b"e").unwrap().lookup(b"f").is_ok());
+    }
+
+    #[test]
+    fn remove_rules() {
+        let ns = setup();
+        assert_eq!(remove(&ns, "/", true), Err(Errno::EBUSY));
+        assert_eq!(remove(&ns, "/d/.", true), Err(Errno::EINVAL));
+        assert_eq!(remove(&ns, "/d/..", true), Err(Errno::ENOTEMPTY));
+        assert_eq!(remove(&ns, "/d/.", false), Err(Errno::EISDIR));
+        assert_eq!(remove(&ns, "/g", true), Err(Errno::ENOTDIR));
+        assert_eq!(remove(&ns, "/d", false), Err(Errno::EISDIR));
+        assert_eq!(remove(&ns, "/g/", false), Err(Errno::ENOTDIR));
+        assert_eq!(remove(&ns, "/d", true), Err(Errno::ENOTEMPTY));
+        assert_eq!(remove(&ns, "/m", true), Err(Errno::EBUSY), "a mount point stays");
+        remove(&ns, "/d/f", false).unwrap();
+        remove(&ns, "/d/", true).unwrap();
+        assert_eq!(ns.root().node.lookup(b"d").err(), Some(Errno::ENOENT));
+    }
+
+    #[test]
+    fn link_and_make_rules() {
+        let ns = setup();
+        let root = Credentials::new(0, 0);
+        let w = Walker { ns: &ns, root: ns.root(), creds: &root };
+        let cwd = || DirFd::Cwd(ns.root());
+        let g = w.resolve(&ns.root(), b"/g", true).unwrap();
+        let d = w.resolve(&ns.root(), b"/d", true).unwrap();
+        assert_eq!(link_at(&w, &d, cwd(), b"/x"), Err(Errno::EPERM), "no links to directories");
+        assert_eq!(link_at(&w, &g, cwd(), b"/x/"), Err(Errno::ENOENT));
+        assert_eq!(link_at(&w, &g, cwd(), b"/d/f"), Err(Errno::EEXIST));
+        assert_eq!(link_at(&w, &g, cwd(), b"/m/g"), Err(Errno::EXDEV));
+        link_at(&w, &g, cwd(), b"/d/g").unwrap();
+        assert_eq!(ns.root().node.lookup(b"g").unwrap().stat().unwrap().nlink, 2);
+        assert_eq!(mkdir_at(&w, cwd(), b"/d/..", DIR), Err(Errno::EEXIST));
+        assert_eq!(mkdir_at(&w, cwd(), b"/g", DIR), Err(Errno::EEXIST));
+        assert_eq!(symlink_at(&w, b"g", cwd(), b"/", FILE), Err(Errno::EEXIST));
+        let user = Credentials::new(1000, 1000);
+        let uw = Walker { ns: &ns, root: ns.root(), creds: &user };
+        assert_eq!(mkdir_at(&uw, cwd(), b"/d/x", DIR), Err(Errno::EACCES));
+        mkdir_at(&uw, cwd(), b"/w/x", DIR).unwrap();
+        symlink_at(&uw, b"x", cwd(), b"/w/l", FILE).unwrap();
+        assert!(ns.root().node.lookup(b"w").unwrap().lookup(b"l").is_ok());
+    }
+}

@@ -140,3 +140,111 @@ impl FileOps for PathOnly {
         Err(Errno::EBADF)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Credentials;
+    use crate::fs::tmpfs::Tmpfs;
+    use crate::vfs::MountNamespace;
+
+    const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };
+
+    /// / with a directory d/, a root-only file secret, a file f holding
+    /// "data", a symlink l to f and a dangling symlink dangling.
+    fn setup() -> MountNamespace {
+        let root = Tmpfs::new(0o755, 0, 0);
+        root.mkdir(b"d", DIR).unwrap();
+        root.create(b"secret", NewNode { mode: 0o600, uid: 0, gid: 0 }).unwrap();
+        let f = root.create(b"f", NewNode { mode: 0o666, uid: 0, gid: 0 }).unwrap();
+        f.open(libc::O_WRONLY).unwrap().write(b"data", 0).unwrap();
+        root.symlink(b"l", b"f", DIR).unwrap();
+        root.symlink(b"dangling", b"nowhere", DIR).unwrap();
+        MountNamespace::new(root, "tmpfs", "root")
+    }
+
+    fn open_as(
+        ns: &MountNamespace,
+        creds: &Credentials,
+        path: &str,
+        flags: i32,
+    ) -> Result<Arc<FileDescription>, Errno> {
+        let w = Walker { ns, root: ns.root(), creds };
+        let how = OpenHow { flags, mode: 0o666, umask: 0o022 };
+        open_at(&w, DirFd::Cwd(ns.root()), path.as_bytes(), how)
+    }
+
+    fn open(ns: &MountNamespace, path: &str, flags: i32) -> Result<Arc<FileDescription>, Errno> {
+        open_as(ns, &Credentials::new(0, 0), path, flags)
+    }
+
+    #[test]
+    fn create_and_exclusive() {
+        let ns = setup();
+        let user = Credentials::new(1000, 1000);
+        assert_eq!(open_as(&ns, &user, "/d/new", libc::O_CREAT | libc::O_WRONLY).err(), Some(Errno::EACCES));
+        let f = open(&ns, "/new", libc::O_CREAT | libc::O_WRONLY).unwrap();
+        assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o644, "the umask applies");
+        assert!(open(&ns, "/new", libc::O_CREAT | libc::O_RDONLY).is_ok(), "an existing file is opened");
+        assert_eq!(open(&ns, "/new", libc::O_CREAT | libc::O_EXCL).err(), Some(Errno::EEXIST));
+        assert_eq!(open(&ns, "/dangling", libc::O_CREAT | libc::O_EXCL).err(), Some(Errno::EEXIST), "links count");
+        assert_eq!(open(&ns, "/d", libc::O_CREAT).err(), Some(Errno::EISDIR));
+        assert_eq!(open(&ns, "/x/", libc::O_CREAT).err(), Some(Errno::EISDIR), "a trailing slash");
+        assert_eq!(open(&ns, "/", libc::O_CREAT).err(), Some(Errno::EISDIR));
+        assert_eq!(open(&ns, "/nope/x", libc::O_CREAT).err(), Some(Errno::ENOENT));
+    }
+
+    #[test]
+    fn type_rules() {
+        let ns = setup();
+        assert_eq!(open(&ns, "/f", libc::O_DIRECTORY).err(), Some(Errno::ENOTDIR));
+        assert!(open(&ns, "/d", libc::O_DIRECTORY).is_ok());
+        assert_eq!(open(&ns, "/d", libc::O_WRONLY).err(), Some(Errno::EISDIR));
+        assert_eq!(open(&ns, "/d", libc::O_RDWR).err(), Some(Errno::EISDIR));
+        assert_eq!(open(&ns, "/l", libc::O_NOFOLLOW).err(), Some(Errno::ELOOP));
+        assert!(open(&ns, "/l", 0).is_ok(), "links are followed");
+        assert_eq!(open(&ns, "/f/", 0).err(), Some(Errno::ENOTDIR));
+        assert_eq!(open(&ns, "/nope", 0).err(), Some(Errno::ENOENT));
+        assert_eq!(open(&ns, "/f", libc::O_TMPFILE).err(), Some(Errno::EOPNOTSUPP));
+    }
+
+    #[test]
+    fn path_descriptors() {
+        let ns = setup();
+        let p = open(&ns, "/l", libc::O_PATH | libc::O_NOFOLLOW).unwrap();
+        assert!(p.is_path() && p.dentry.is_symlink(), "O_PATH|O_NOFOLLOW names the link");
+        assert_eq!(p.read(&mut [0; 4]).err(), Some(Errno::EBADF));
+        let user = Credentials::new(1000, 1000);
+        let p = open_as(&ns, &user, "/secret", libc::O_PATH | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).unwrap();
+        assert_eq!(p.flags(), (libc::O_PATH | libc::O_LARGEFILE) as u32, "other flags are dropped, no check");
+    }
+
+    #[test]
+    fn permissions_and_truncation() {
+        let ns = setup();
+        let user = Credentials::new(1000, 1000);
+        assert_eq!(open_as(&ns, &user, "/secret", libc::O_RDONLY).err(), Some(Errno::EACCES));
+        assert_eq!(open_as(&ns, &user, "/d", libc::O_RDONLY | libc::O_TRUNC).map(|_| ()), Ok(()));
+        let f = open_as(&ns, &user, "/f", libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC).unwrap();
+        assert_eq!(f.stat().unwrap().size, 0, "O_TRUNC empties a regular file");
+        assert_eq!(f.flags(), (libc::O_RDWR | libc::O_LARGEFILE) as u32, "O_TRUNC and O_CLOEXEC are not kept");
+    }
+
+    #[test]
+    fn start_directories() {
+        let ns = setup();
+        let creds = Credentials::new(0, 0);
+        let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
+        let how = OpenHow { flags: 0, mode: 0, umask: 0 };
+        let badf = || DirFd::Fd(Err(Errno::EBADF));
+        assert!(open_at(&w, badf(), b"/f", how).is_ok(), "an absolute path ignores the descriptor");
+        assert_eq!(open_at(&w, badf(), b"f", how).err(), Some(Errno::EBADF));
+        let file = w.resolve(&ns.root(), b"/f", true).unwrap();
+        assert_eq!(open_at(&w, DirFd::Fd(Ok(file.clone())), b"x", how).err(), Some(Errno::ENOTDIR));
+        assert_eq!(open_at(&w, DirFd::Fd(Ok(file.clone())), b"", how).err(), Some(Errno::ENOENT));
+        let d = w.resolve_at_flags(DirFd::Fd(Ok(file)), b"", crate::vfs::at::AT_EMPTY_PATH).unwrap();
+        assert_eq!(d.path_from(&ns.root()), b"/f", "AT_EMPTY_PATH names the descriptor");
+        let l = w.resolve_at_flags(DirFd::Cwd(ns.root()), b"l", crate::vfs::at::AT_SYMLINK_NOFOLLOW).unwrap();
+        assert!(l.is_symlink());
+    }
+}

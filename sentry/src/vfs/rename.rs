@@ -109,3 +109,107 @@ pub fn check_remove<N: RenameNode>(child: &N, dir: bool) -> Result<(), Errno> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node known by its path.
+    struct Fake {
+        path: &'static str,
+        dir: bool,
+        entries: usize,
+        movable: bool,
+    }
+
+    fn dir(path: &'static str, entries: usize) -> Fake {
+        Fake { path, dir: true, entries, movable: true }
+    }
+
+    fn file(path: &'static str) -> Fake {
+        Fake { path, dir: false, entries: 0, movable: true }
+    }
+
+    impl RenameNode for Fake {
+        fn is_dir(&self) -> bool {
+            self.dir
+        }
+
+        fn is_empty_dir(&self) -> Result<bool, Errno> {
+            Ok(self.entries == 0)
+        }
+
+        fn is_ancestor_of(&self, other: &Fake) -> bool {
+            other.path == self.path || other.path.starts_with(&format!("{}/", self.path))
+        }
+
+        fn same_file(&self, other: &Fake) -> Result<bool, Errno> {
+            Ok(self.path == other.path)
+        }
+
+        fn movable(&self) -> bool {
+            self.movable
+        }
+    }
+
+    fn check(src: &Fake, dst_dir: &Fake, dst: Option<&Fake>, flags: u32) -> Result<bool, Errno> {
+        let root = dir("", 3);
+        check_rename(&Rename { src_dir: &root, src, dst_dir, dst, flags })
+    }
+
+    #[test]
+    fn flags() {
+        assert_eq!(check_flags(0), Ok(()));
+        assert_eq!(check_flags(RENAME_NOREPLACE), Ok(()));
+        assert_eq!(check_flags(RENAME_EXCHANGE), Ok(()));
+        assert_eq!(check_flags(RENAME_EXCHANGE | RENAME_NOREPLACE), Err(Errno::EINVAL));
+        assert_eq!(check_flags(RENAME_WHITEOUT), Err(Errno::EINVAL), "not supported");
+        assert_eq!(check_flags(8), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn types_and_emptiness() {
+        let (root, d, e, full, f, g) =
+            (dir("", 3), dir("/d", 0), dir("/e", 0), dir("/full", 1), file("/f"), file("/g"));
+        assert_eq!(check(&f, &root, Some(&g), 0), Ok(true));
+        assert_eq!(check(&f, &root, None, 0), Ok(true));
+        assert_eq!(check(&d, &root, Some(&f), 0), Err(Errno::ENOTDIR));
+        assert_eq!(check(&f, &root, Some(&d), 0), Err(Errno::EISDIR));
+        assert_eq!(check(&d, &root, Some(&full), 0), Err(Errno::ENOTEMPTY));
+        assert_eq!(check(&d, &root, Some(&e), 0), Ok(true));
+        assert_eq!(check(&f, &root, Some(&f), 0), Ok(false), "onto itself: nothing to do");
+        assert_eq!(check(&f, &root, Some(&g), RENAME_NOREPLACE), Err(Errno::EEXIST));
+        assert_eq!(check(&f, &root, Some(&f), RENAME_NOREPLACE), Err(Errno::EEXIST), "before same-file");
+        assert_eq!(check(&f, &root, None, RENAME_EXCHANGE), Err(Errno::ENOENT));
+        assert_eq!(check(&f, &root, Some(&full), RENAME_EXCHANGE), Ok(true), "exchange ignores types");
+    }
+
+    #[test]
+    fn subtrees() {
+        let (d, sub, z) = (dir("/d", 1), dir("/d/sub", 1), dir("/d/sub/z", 0));
+        assert_eq!(check(&d, &sub, None, 0), Err(Errno::EINVAL), "into its own subtree");
+        let r = Rename { src_dir: &sub, src: &z, dst_dir: &dir("", 3), dst: Some(&d), flags: 0 };
+        assert_eq!(check_rename(&r), Err(Errno::ENOTEMPTY), "over an ancestor of the source");
+        let r = Rename { flags: RENAME_EXCHANGE, ..r };
+        assert_eq!(check_rename(&r), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn unmovable_nodes_come_after_types_and_before_emptiness() {
+        let root = dir("", 3);
+        let stuck = Fake { movable: false, ..dir("/stuck", 0) };
+        assert_eq!(check(&stuck, &root, None, 0), Err(Errno::EXDEV));
+        assert_eq!(check(&stuck, &root, Some(&file("/f")), 0), Err(Errno::ENOTDIR));
+        assert_eq!(check(&stuck, &root, Some(&dir("/full", 1)), 0), Err(Errno::EXDEV));
+        assert_eq!(check(&file("/f"), &root, Some(&stuck), RENAME_EXCHANGE), Err(Errno::EXDEV));
+    }
+
+    #[test]
+    fn removal() {
+        assert_eq!(check_remove(&file("/f"), false), Ok(()));
+        assert_eq!(check_remove(&file("/f"), true), Err(Errno::ENOTDIR));
+        assert_eq!(check_remove(&dir("/d", 0), false), Err(Errno::EISDIR));
+        assert_eq!(check_remove(&dir("/d", 0), true), Ok(()));
+        assert_eq!(check_remove(&dir("/d", 2), true), Err(Errno::ENOTEMPTY));
+    }
+}
