@@ -4,6 +4,7 @@
 
 use super::host_file::HostFile;
 use crate::abi::Errno;
+use crate::vfs::file::DirFile;
 use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFMT, S_IFREG};
 use husk_gofer::{Client, Fid};
 use parking_lot::Mutex;
@@ -86,19 +87,6 @@ impl GoferNode {
 impl Drop for GoferNode {
     fn drop(&mut self) {
         self.fs.client.clunk(self.fid);
-    }
-}
-
-/// A directory opened for reading: reads fail like Linux's.
-struct DirFile;
-
-impl FileOps for DirFile {
-    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EISDIR)
-    }
-
-    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EISDIR)
     }
 }
 

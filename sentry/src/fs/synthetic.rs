@@ -6,6 +6,7 @@
 
 use super::tmpfs::{anon_dev, new_fs_id, open_writes};
 use crate::abi::Errno;
+use crate::vfs::file::DirFile;
 use crate::vfs::{dtype, Dentry, DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, S_IFDIR, S_IFMT};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -111,16 +112,6 @@ pub(crate) fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno>
     Ok(DirEntry { ino: st.ino, kind: dtype(st.mode), name: name.to_vec() })
 }
 
-/// An open directory of a synthetic filesystem (entries are read through
-/// the node, so `read(2)` fails with `EISDIR`).
-struct DirHandle;
-
-impl FileOps for DirHandle {
-    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EISDIR)
-    }
-}
-
 /// A directory entry: name and node.
 pub type Entry = (Vec<u8>, Arc<dyn Node>);
 
@@ -193,7 +184,7 @@ impl<E: Entries> Node for Dir<E> {
         if open_writes(flags) {
             return Err(Errno::EISDIR);
         }
-        Ok(Arc::new(DirHandle))
+        Ok(Arc::new(DirFile))
     }
 
     fn rename(&self, _: &[u8], _: &Arc<dyn Node>, _: &[u8], _: u32) -> Result<(), Errno> {

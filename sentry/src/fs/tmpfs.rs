@@ -11,6 +11,7 @@ use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
 use crate::mm::{Mappable, MemoryFile};
+use crate::vfs::file::DirFile;
 use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
     dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
@@ -915,19 +916,6 @@ impl SharedPages for TmpShared {
             // A page past the end of the file reads as zeros.
             let _ = self.node.read_data(page, off);
         })
-    }
-}
-
-/// An open directory: its entries are read through the node.
-struct DirFile;
-
-impl FileOps for DirFile {
-    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EISDIR)
-    }
-
-    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        Err(Errno::EISDIR)
     }
 }
 

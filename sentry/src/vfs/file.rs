@@ -229,3 +229,18 @@ impl FileDescription {
         Ok(r)
     }
 }
+
+/// The operations of an open directory, for every filesystem: its entries
+/// are read through the node (`getdents`), so `read` and `write` fail with
+/// `EISDIR` as Linux's `generic_read_dir` does.
+pub struct DirFile;
+
+impl FileOps for DirFile {
+    fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+
+    fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        Err(Errno::EISDIR)
+    }
+}
