@@ -73,6 +73,30 @@ pub struct Stat {
     pub ctime: TimeSpec,
 }
 
+impl From<&libc::stat> for Stat {
+    /// The attributes a host `fstat` reported: the one conversion both the
+    /// gofer server and the sentry's host-backed files use. Negative sizes
+    /// (which the host never reports) read as 0.
+    fn from(st: &libc::stat) -> Stat {
+        let u = |v: i64| u64::try_from(v).unwrap_or(0);
+        Stat {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            nlink: st.st_nlink,
+            mode: st.st_mode,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            rdev: st.st_rdev,
+            size: u(st.st_size),
+            blksize: u(st.st_blksize),
+            blocks: u(st.st_blocks),
+            atime: TimeSpec { sec: st.st_atime, nsec: st.st_atime_nsec },
+            mtime: TimeSpec { sec: st.st_mtime, nsec: st.st_mtime_nsec },
+            ctime: TimeSpec { sec: st.st_ctime, nsec: st.st_ctime_nsec },
+        }
+    }
+}
+
 /// A directory entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dirent {

@@ -11,7 +11,7 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
 use nix::unistd::{Gid, Uid};
 
-use crate::{SetTime, Stat, StatFs, TimeSpec};
+use crate::{SetTime, Stat, StatFs};
 
 /// `openat(dir, name, flags, mode)` returning an owned fd.
 pub(super) fn open_at(dir: BorrowedFd<'_>, name: &CStr, flags: OFlag, mode: Mode) -> Result<OwnedFd, Errno> {
@@ -41,34 +41,12 @@ pub(super) fn reopen(proc_fds: BorrowedFd<'_>, fd: BorrowedFd<'_>, flags: OFlag)
 
 /// Attributes of the file `fd` refers to (an `O_PATH` fd works).
 pub(super) fn fstat(fd: BorrowedFd<'_>) -> Result<Stat, Errno> {
-    nix::sys::stat::fstat(fd.as_raw_fd()).map(|st| to_stat(&st))
+    nix::sys::stat::fstat(fd.as_raw_fd()).map(|st| Stat::from(&st))
 }
 
 /// Mode of `name` in `dir`, not following a symlink.
 pub(super) fn lstat_mode(dir: BorrowedFd<'_>, name: &CStr) -> Result<u32, Errno> {
     nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW).map(|st| st.st_mode)
-}
-
-fn timespec(sec: i64, nsec: i64) -> TimeSpec {
-    TimeSpec { sec, nsec }
-}
-
-fn to_stat(st: &libc::stat) -> Stat {
-    Stat {
-        dev: st.st_dev,
-        ino: st.st_ino,
-        nlink: st.st_nlink,
-        mode: st.st_mode,
-        uid: st.st_uid,
-        gid: st.st_gid,
-        rdev: st.st_rdev,
-        size: u64::try_from(st.st_size).unwrap_or(0),
-        blksize: u64::try_from(st.st_blksize).unwrap_or(0),
-        blocks: u64::try_from(st.st_blocks).unwrap_or(0),
-        atime: timespec(st.st_atime, st.st_atime_nsec),
-        mtime: timespec(st.st_mtime, st.st_mtime_nsec),
-        ctime: timespec(st.st_ctime, st.st_ctime_nsec),
-    }
 }
 
 /// The target of the symlink `fd` (an `O_PATH` fd on the link itself).

@@ -208,27 +208,6 @@ impl HostStreamNode {
     }
 }
 
-/// Converts a host `struct stat`.
-pub fn stat_from_host(st: &libc::stat) -> crate::vfs::Stat {
-    use crate::vfs::{Stat, TimeSpec};
-    let u = |v: i64| u64::try_from(v).unwrap_or(0);
-    Stat {
-        dev: st.st_dev,
-        ino: st.st_ino,
-        nlink: st.st_nlink,
-        mode: st.st_mode,
-        uid: st.st_uid,
-        gid: st.st_gid,
-        rdev: st.st_rdev,
-        size: u(st.st_size),
-        blksize: u(st.st_blksize),
-        blocks: u(st.st_blocks),
-        atime: TimeSpec { sec: st.st_atime, nsec: st.st_atime_nsec },
-        mtime: TimeSpec { sec: st.st_mtime, nsec: st.st_mtime_nsec },
-        ctime: TimeSpec { sec: st.st_ctime, nsec: st.st_ctime_nsec },
-    }
-}
-
 impl crate::vfs::Node for HostStreamNode {
     fn stat(&self) -> Result<crate::vfs::Stat, Errno> {
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -237,7 +216,7 @@ impl crate::vfs::Node for HostStreamNode {
             return Err(Errno::last_os_error());
         }
         // SAFETY: fstat succeeded, so the struct is initialized.
-        Ok(stat_from_host(&unsafe { st.assume_init() }))
+        Ok(crate::vfs::Stat::from(&unsafe { st.assume_init() }))
     }
 
     fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
