@@ -69,6 +69,13 @@ pub fn resolve_at(task: &Task, fd: u64, path: &[u8], follow: bool, empty_ok: boo
     with_walker(task, |w| w.resolve_at(at, path, follow, empty_ok))
 }
 
+/// Resolves `(dirfd, path)` with an `*at` call's `AT_SYMLINK_NOFOLLOW` and
+/// `AT_EMPTY_PATH` flags.
+pub fn resolve_at_flags(task: &Task, fd: u64, path: &[u8], at_flags: u64) -> Result<Arc<Dentry>, Errno> {
+    let at = dirfd(task, fd);
+    with_walker(task, |w| w.resolve_at_flags(at, path, at_flags))
+}
+
 /// Resolves all but the last component of `(dirfd, path)`.
 pub fn parent_at(task: &Task, fd: u64, path: &[u8]) -> Result<ParentAndName, Errno> {
     let at = dirfd(task, fd);

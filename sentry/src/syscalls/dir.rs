@@ -332,7 +332,7 @@ fn sys_fchmodat2(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let path = if a[3] & AT_EMPTY_PATH != 0 && a[1] == 0 { Vec::new() } else { args::path(task, a[1])? };
-    let d = args::resolve_at(task, a[0], &path, a[3] & AT_SYMLINK_NOFOLLOW == 0, a[3] & AT_EMPTY_PATH != 0)?;
+    let d = args::resolve_at_flags(task, a[0], &path, a[3])?;
     if a[3] & AT_SYMLINK_NOFOLLOW != 0 && d.is_symlink() {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -382,7 +382,7 @@ fn sys_fchownat(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let path = args::path(task, a[1])?;
-    let d = args::resolve_at(task, a[0], &path, a[4] & AT_SYMLINK_NOFOLLOW == 0, a[4] & AT_EMPTY_PATH != 0)?;
+    let d = args::resolve_at_flags(task, a[0], &path, a[4])?;
     chown(task, &d, a[2], a[3])
 }
 
@@ -439,7 +439,7 @@ fn sys_utimensat(task: &mut Task, a: [u64; 6]) -> SysResult {
         args::file(task, a[0])?.dentry.clone()
     } else {
         let path = args::path(task, a[1])?;
-        args::resolve_at(task, a[0], &path, a[3] & AT_SYMLINK_NOFOLLOW == 0, a[3] & AT_EMPTY_PATH != 0)?
+        args::resolve_at_flags(task, a[0], &path, a[3])?
     };
     set_times(task, &d, atime, mtime)
 }

@@ -67,7 +67,7 @@ fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, 
     let mut total = 0;
     let argv = string_array(task, argv, &mut total)?;
     let envp = string_array(task, envp, &mut total)?;
-    let d = args::resolve_at(task, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0, flags & AT_EMPTY_PATH != 0)?;
+    let d = args::resolve_at_flags(task, dirfd, &path, flags)?;
     if d.is_symlink() {
         return Err(Errno::ELOOP);
     }

@@ -105,7 +105,7 @@ fn resolve_flags(task: &Task, dirfd: u64, path_addr: u64, flags: u64, allowed: u
     }
     let empty_ok = flags & AT_EMPTY_PATH != 0;
     let path = if path_addr == 0 && empty_ok { Vec::new() } else { args::path(task, path_addr)? };
-    args::resolve_at(task, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0, empty_ok)
+    args::resolve_at_flags(task, dirfd, &path, flags)
 }
 
 fn sys_newfstatat(task: &mut Task, a: [u64; 6]) -> SysResult {
