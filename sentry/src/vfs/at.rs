@@ -27,7 +27,7 @@ impl Walker<'_> {
     /// absolute path (the descriptor is not looked at), else the
     /// descriptor's directory (`ENOTDIR` if it is not one and the path is
     /// not empty).
-    pub fn start_dir(&self, dirfd: DirFd, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
+    fn start_dir(&self, dirfd: DirFd, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
         if path.starts_with(b"/") {
             return Ok(self.root.clone());
         }

@@ -11,13 +11,13 @@ use crate::abi::Errno;
 use std::sync::Arc;
 
 /// Checks that the walker's credentials may add or remove names in `dir`.
-pub fn may_modify_dir(w: &Walker<'_>, dir: &Dentry) -> Result<(), Errno> {
+fn may_modify_dir(w: &Walker<'_>, dir: &Dentry) -> Result<(), Errno> {
     let st = dir.node.stat()?;
     perm::check(w.creds, &st, MAY_WRITE | MAY_EXEC)
 }
 
 /// Fails with EEXIST if `pn.name` exists in its directory.
-pub fn must_not_exist(pn: &ParentAndName) -> Result<(), Errno> {
+fn must_not_exist(pn: &ParentAndName) -> Result<(), Errno> {
     match pn.parent.node.lookup(&pn.name) {
         Ok(_) => Err(Errno::EEXIST),
         Err(Errno::ENOENT) => Ok(()),
