@@ -19,3 +19,4 @@ pub mod platform;
 pub mod seccomp;
 pub mod syscalls;
 pub mod vfs;
+pub mod waiter;

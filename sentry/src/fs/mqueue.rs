@@ -5,8 +5,8 @@
 
 use super::synthetic::{dir_entry, Attr, Entries, Entry, FsInfo};
 use crate::abi::Errno;
-use crate::kernel::wait::{block_on, readiness_changed, Waker};
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
+use crate::waiter::{block_on, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -68,6 +68,8 @@ pub struct Queue {
     created: TimeSpec,
     state: Mutex<State>,
     cond: Condvar,
+    /// Pollers wait here.
+    events: crate::waiter::Queue,
     /// The sandbox's reservations and live queues, which this one leaves
     /// when it is freed (unlinked and closed).
     budget: Arc<Budget>,
@@ -142,7 +144,7 @@ impl Queue {
         let notify = if was_empty && s.waiting_receivers == 0 { s.notify.take() } else { None };
         drop(s);
         self.cond.notify_all();
-        readiness_changed();
+        self.events.notify(crate::waiter::ALL);
         Ok(notify)
     }
 
@@ -177,7 +179,7 @@ impl Queue {
         s.bytes -= len;
         drop(s);
         self.cond.notify_all();
-        readiness_changed();
+        self.events.notify(crate::waiter::ALL);
         Ok((msg, prio))
     }
 
@@ -299,6 +301,7 @@ impl Registry {
                 waiting_receivers: 0,
             }),
             cond: Condvar::new(),
+            events: crate::waiter::Queue::default(),
             budget: self.budget.clone(),
         });
         queues.insert(req.name.to_vec(), q.clone());
@@ -411,6 +414,14 @@ impl FileOps for QueueFile {
             ev |= POLLOUT | POLLWRNORM;
         }
         ev
+    }
+
+    fn event_register(&self, e: &crate::waiter::Entry) {
+        self.queue.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &crate::waiter::Entry) {
+        self.queue.events.unregister(e);
     }
 
     fn status_flags_changed(&self, flags: u32) {

@@ -9,7 +9,8 @@
 use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, TimeSpec};
+use crate::vfs::{FileDescription, FileOps, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -147,8 +148,8 @@ impl UnixStream {
         let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue, cred| {
             Arc::new(UnixStream {
                 link: Link::Bytes {
-                    rx: Mutex::new(Some(rx.reader(false))),
-                    tx: Mutex::new(Some(tx.writer(false))),
+                    rx: Mutex::new(Some(rx.reader())),
+                    tx: Mutex::new(Some(tx.writer())),
                     rx_rights: rx_rights.clone(),
                     tx_rights: tx_rights.clone(),
                 },
@@ -286,6 +287,27 @@ impl UnixStream {
                 };
                 let r = q.recv(buf, dontwait, false)?;
                 Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect(), cred: r.cred })
+            }
+        }
+    }
+
+    /// Has `queue` told of every change of this end's readiness: data or
+    /// room in either direction, an end closed.
+    fn forward_to(&self, queue: &Arc<Queue>) {
+        let e = Entry::new(ALL, Arc::new(Forward(Arc::downgrade(queue))));
+        match &self.link {
+            Link::Bytes { rx, tx, .. } => {
+                for end in [rx.lock().clone(), tx.lock().clone()].into_iter().flatten() {
+                    end.event_register(&e);
+                }
+            }
+            Link::Packets { rx, tx } => {
+                if let Some(r) = rx.lock().as_ref() {
+                    r.0.queue.register(&e);
+                }
+                if let Some(t) = tx.lock().as_ref() {
+                    t.0.queue.register(&e);
+                }
             }
         }
     }
@@ -443,6 +465,8 @@ pub struct UnixSocket {
     /// Connections waiting for accept (a listening socket's).
     queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
     nonblock: std::sync::atomic::AtomicBool,
+    /// Pollers wait here; the buffers the socket uses forward to it.
+    events: Arc<Queue>,
     dgram: Option<Datagram>,
     /// A listening socket's credentials from listen(2): what its
     /// connections report to their clients (SO_PEERCRED).
@@ -459,6 +483,13 @@ impl UnixSocket {
             no_send: std::sync::atomic::AtomicBool::new(false),
             pair_cred: Mutex::new(None),
         });
+        let events = Arc::new(Queue::default());
+        if let SockState::Connected { stream, .. } = &state {
+            stream.forward_to(&events);
+        }
+        if let Some(d) = &dgram {
+            d.inbox.0.queue.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&events)))));
+        }
         Arc::new(UnixSocket {
             ino,
             created,
@@ -466,6 +497,7 @@ impl UnixSocket {
             state: Mutex::new(state),
             queue: Arc::default(),
             nonblock: std::sync::atomic::AtomicBool::new(nonblock),
+            events,
             dgram,
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
@@ -523,7 +555,10 @@ impl UnixSocket {
     /// destination.
     pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
         let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
+        let forward = Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))));
+        theirs.inbox.0.queue.register(&forward);
         *mine.peer.lock() = Some((theirs.inbox.0.clone(), target.local_name()));
+        self.events.notify(POLLOUT | POLLWRNORM);
         Ok(())
     }
 
@@ -700,11 +735,14 @@ impl UnixSocket {
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
             false,
         );
+        mine.forward_to(&self.events);
         *s = SockState::Connected { stream: mine, local, peer: Some(name) };
+        drop(s);
+        self.events.notify(ALL);
         let (q, cond) = (&listener.queue.0, &listener.queue.1);
         q.lock().push_back(server);
         cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+        listener.events.notify(POLLIN | POLLRDNORM);
         Ok(())
     }
 
@@ -727,11 +765,11 @@ impl UnixSocket {
                 return Err(Errno::EAGAIN);
             }
             let qq = self.queue.clone();
-            let wake: crate::kernel::wait::Waker = Arc::new(move || {
+            let wake: crate::waiter::Waker = Arc::new(move || {
                 let _g = qq.0.lock();
                 qq.1.notify_all();
             });
-            crate::kernel::wait::wait_once(&mut g, cond, wake)?;
+            crate::waiter::wait_once(&mut g, cond, wake)?;
         }
     }
 }
@@ -767,6 +805,14 @@ impl FileOps for UnixSocket {
             Ok(s) => s.poll_events(),
             Err(_) => crate::vfs::POLLOUT | crate::vfs::POLLHUP,
         }
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
     }
 
     fn status_flags_changed(&self, flags: u32) {

@@ -3,7 +3,7 @@
 //! `vfork` sleep on, and fatal signals sent to a running process.
 
 use super::task::ExitStatus;
-use super::wait::{wait_once, Waker};
+use crate::waiter::{wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -5,6 +5,7 @@ pub mod names;
 pub mod strace;
 
 mod args;
+mod block;
 mod dir;
 mod epoll;
 mod fd;

@@ -5,7 +5,8 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{caps, wait, Task};
+use crate::kernel::{caps, Task};
+use crate::waiter as wait;
 use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
