@@ -353,4 +353,36 @@ mod tests {
         drop(w);
         assert!(ep.ready(8).is_empty(), "the closed writer left the set");
     }
+
+    #[derive(Default)]
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl Notify for Count {
+        fn notify(&self, _mask: u32) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_write_wakes_the_instance_and_an_outer_one_but_not_another_files_waiters() {
+        let (p, q) = (Pipe::new(1, TimeSpec::default()), Pipe::new(2, TimeSpec::default()));
+        let (r, w) = (desc(p.reader()), desc(p.writer()));
+        let (other_r, other_w) = (desc(q.reader()), desc(q.writer()));
+        let inner = Epoll::new(9, TimeSpec::default());
+        inner.add(3, &r, POLLIN, 33).unwrap();
+        assert!(inner.ready(8).is_empty());
+        let inner_desc = desc(inner.clone());
+        let outer = Epoll::new(10, TimeSpec::default());
+        outer.add(5, &inner_desc, POLLIN, 55).unwrap();
+        assert!(outer.ready(8).is_empty(), "nothing ready inside");
+        let (woken, bystander) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        outer.register(&Entry::new(POLLIN, woken.clone()));
+        other_r.ops.event_register(&Entry::new(POLLIN, bystander.clone()));
+        w.ops.write(b"x", 0).unwrap();
+        assert!(woken.0.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the outer epoll's waiter woke");
+        assert_eq!(bystander.0.load(std::sync::atomic::Ordering::Relaxed), 0, "another pipe's waiter did not");
+        assert_eq!(outer.ready(8), vec![(POLLIN, 55)]);
+        assert_eq!(inner.ready(8), vec![(POLLIN, 33)]);
+        drop(other_w);
+    }
 }

@@ -9,7 +9,7 @@ use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOU
 use crate::waiter::{block_on, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -362,8 +362,8 @@ impl Node for QueueNode {
         Ok(st)
     }
 
-    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        Ok(Arc::new(QueueFile::new(self.queue.clone(), flags)))
+    fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        Ok(Arc::new(QueueFile::new(self.queue.clone())))
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -382,16 +382,11 @@ impl Node for QueueNode {
 /// An open queue (an mq descriptor): reads give its status line.
 pub struct QueueFile {
     pub queue: Arc<Queue>,
-    nonblock: AtomicBool,
 }
 
 impl QueueFile {
-    pub fn new(queue: Arc<Queue>, flags: i32) -> QueueFile {
-        QueueFile { queue, nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0) }
-    }
-
-    pub fn nonblocking(&self) -> bool {
-        self.nonblock.load(Ordering::Relaxed)
+    pub fn new(queue: Arc<Queue>) -> QueueFile {
+        QueueFile { queue }
     }
 }
 
@@ -422,10 +417,6 @@ impl FileOps for QueueFile {
 
     fn event_unregister(&self, e: &crate::waiter::Entry) {
         self.queue.events.unregister(e);
-    }
-
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
     }
 }
 

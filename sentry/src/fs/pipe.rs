@@ -1,7 +1,9 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
+use super::tty::termios::FIONREAD;
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
+use crate::mm::MemoryManager;
 use crate::vfs::{
     FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, READ_EVENTS, S_IFIFO,
     WRITE_EVENTS,
@@ -66,11 +68,6 @@ impl Pipe {
     pub fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
         self.state.lock().writers += 1;
         Arc::new(PipeEnd { pipe: self.clone(), write: true })
-    }
-
-    /// Bytes waiting to be read (FIONREAD).
-    pub fn available(&self) -> usize {
-        self.state.lock().buf.len()
     }
 }
 
@@ -265,6 +262,16 @@ impl FileOps for PipeEnd {
             }
             ev
         }
+    }
+
+    /// FIONREAD: the bytes waiting to be read.
+    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req != FIONREAD {
+            return Err(Errno::ENOTTY);
+        }
+        let n = u32::try_from(self.pipe.state.lock().buf.len()).unwrap_or(u32::MAX);
+        mm.copy_out(arg, &n.to_le_bytes())?;
+        Ok(0)
     }
 
     fn event_register(&self, e: &Entry) {

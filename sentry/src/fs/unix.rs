@@ -463,8 +463,7 @@ pub struct UnixSocket {
     ty: SockType,
     state: Mutex<SockState>,
     /// Connections waiting for accept (a listening socket's).
-    queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
-    nonblock: std::sync::atomic::AtomicBool,
+    queue: Mutex<VecDeque<Arc<UnixSocket>>>,
     /// Pollers wait here; the buffers the socket uses forward to it.
     events: Arc<Queue>,
     dgram: Option<Datagram>,
@@ -476,7 +475,7 @@ pub struct UnixSocket {
 }
 
 impl UnixSocket {
-    fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState, nonblock: bool) -> Arc<UnixSocket> {
+    fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState) -> Arc<UnixSocket> {
         let dgram = (ty == SockType::Dgram).then(|| Datagram {
             inbox: PacketRx(MsgQueue::new()),
             peer: Mutex::new(None),
@@ -495,8 +494,7 @@ impl UnixSocket {
             created,
             ty,
             state: Mutex::new(state),
-            queue: Arc::default(),
-            nonblock: std::sync::atomic::AtomicBool::new(nonblock),
+            queue: Mutex::default(),
             events,
             dgram,
             listen_cred: Mutex::new(None),
@@ -505,34 +503,26 @@ impl UnixSocket {
     }
 
     /// A new, unbound socket.
-    pub fn new(ino: u64, created: TimeSpec, nonblock: bool, ty: SockType) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, ty, SockState::Unbound, nonblock)
+    pub fn new(ino: u64, created: TimeSpec, ty: SockType) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Unbound)
     }
 
     /// One end of a connected stream or seqpacket pair (socketpair).
-    pub fn connected(
-        ino: u64,
-        created: TimeSpec,
-        ty: SockType,
-        stream: Arc<UnixStream>,
-        nonblock: bool,
-    ) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None }, nonblock)
+    pub fn connected(ino: u64, created: TimeSpec, ty: SockType, stream: Arc<UnixStream>) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None })
     }
 
     /// A datagram socket pair, each the other's destination, made by a
     /// process with credentials `cred`.
-    pub fn dgram_pair(
-        inos: (u64, u64),
-        created: TimeSpec,
-        nonblock: bool,
-        cred: PeerCred,
-    ) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
-        let a = UnixSocket::new(inos.0, created, nonblock, SockType::Dgram);
-        let b = UnixSocket::new(inos.1, created, nonblock, SockType::Dgram);
+    pub fn dgram_pair(inos: (u64, u64), created: TimeSpec, cred: PeerCred) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+        let a = UnixSocket::new(inos.0, created, SockType::Dgram);
+        let b = UnixSocket::new(inos.1, created, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
             *da.peer.lock() = Some((db.inbox.0.clone(), None));
             *db.peer.lock() = Some((da.inbox.0.clone(), None));
+            // Each is writable when the other's inbox has room.
+            db.inbox.0.queue.register(&a.writable_forward());
+            da.inbox.0.queue.register(&b.writable_forward());
             *da.pair_cred.lock() = Some(cred);
             *db.pair_cred.lock() = Some(cred);
         }
@@ -551,12 +541,17 @@ impl UnixSocket {
         self.ty
     }
 
+    /// An entry for a destination's queue that tells this socket's
+    /// pollers when the destination has room again.
+    fn writable_forward(&self) -> Entry {
+        Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))))
+    }
+
     /// connect(2) of a datagram socket: `target` becomes the default
     /// destination.
     pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
         let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
-        let forward = Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))));
-        theirs.inbox.0.queue.register(&forward);
+        theirs.inbox.0.queue.register(&self.writable_forward());
         *mine.peer.lock() = Some((theirs.inbox.0.clone(), target.local_name()));
         self.events.notify(POLLOUT | POLLWRNORM);
         Ok(())
@@ -638,10 +633,6 @@ impl UnixSocket {
                 Ok(())
             }
         }
-    }
-
-    pub fn nonblocking(&self) -> bool {
-        self.nonblock.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The connected stream (ENOTCONN otherwise).
@@ -733,44 +724,26 @@ impl UnixSocket {
             self.created,
             self.ty,
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
-            false,
         );
         mine.forward_to(&self.events);
         *s = SockState::Connected { stream: mine, local, peer: Some(name) };
         drop(s);
         self.events.notify(ALL);
-        let (q, cond) = (&listener.queue.0, &listener.queue.1);
-        q.lock().push_back(server);
-        cond.notify_all();
+        listener.queue.lock().push_back(server);
         listener.events.notify(POLLIN | POLLRDNORM);
         Ok(())
     }
 
-    /// accept(2): the next queued connection, waiting for one unless
-    /// `nonblock`.
-    pub fn accept(&self, nonblock: bool) -> Result<Arc<UnixSocket>, Errno> {
+    /// accept(2): the next queued connection; EAGAIN when none waits
+    /// (the caller waits on the listener's queue).
+    pub fn accept(&self) -> Result<Arc<UnixSocket>, Errno> {
         if self.ty == SockType::Dgram {
             return Err(Errno::EOPNOTSUPP);
         }
         if !self.is_listening() {
             return Err(Errno::EINVAL);
         }
-        let (q, cond) = (&self.queue.0, &self.queue.1);
-        let mut g = q.lock();
-        loop {
-            if let Some(c) = g.pop_front() {
-                return Ok(c);
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            let qq = self.queue.clone();
-            let wake: crate::waiter::Waker = Arc::new(move || {
-                let _g = qq.0.lock();
-                qq.1.notify_all();
-            });
-            crate::waiter::wait_once(&mut g, cond, wake)?;
-        }
+        self.queue.lock().pop_front().ok_or(Errno::EAGAIN)
     }
 }
 
@@ -778,11 +751,11 @@ super::anon::socket_node!(UnixSocket);
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv_msg(buf, self.nonblocking(), false).map(|d| d.len)
+        self.recv_msg(buf, true, false).map(|d| d.len)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send_msg(None, buf, self.nonblocking(), None, SenderCred::of_current())
+        self.send_msg(None, buf, true, None, SenderCred::of_current())
     }
 
     fn seekable(&self) -> bool {
@@ -799,7 +772,7 @@ impl FileOps for UnixSocket {
             return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
         }
         if self.is_listening() {
-            return if self.queue.0.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
+            return if self.queue.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
         }
         match self.stream() {
             Ok(s) => s.poll_events(),
@@ -813,10 +786,6 @@ impl FileOps for UnixSocket {
 
     fn event_unregister(&self, e: &Entry) {
         self.events.unregister(e);
-    }
-
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Any socket answers the interface ioctls (glibc asks a Unix one).

@@ -246,7 +246,6 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
 const FIONCLEX: u64 = 0x5450;
 const FIOCLEX: u64 = 0x5451;
 const FIONBIO: u64 = 0x5421;
-const FIONREAD: u64 = 0x541b;
 
 fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fd = int(a[0]);
@@ -268,12 +267,6 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             let flags = f.flags() & !u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
             let nb = if on { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
             f.set_status_flags(flags | nb);
-            Ok(0)
-        }
-        FIONREAD if f.dentry.node.as_any().downcast_ref::<Pipe>().is_some() => {
-            let n = f.dentry.node.as_any().downcast_ref::<Pipe>().map_or(0, Pipe::available);
-            let n = u32::try_from(n).unwrap_or(u32::MAX);
-            task.thread.mm().copy_out(a[2], &n.to_le_bytes())?;
             Ok(0)
         }
         _ => match f.ops.clone().into_any().downcast::<TtyFile>() {

@@ -151,6 +151,19 @@ impl Drop for Registration {
     }
 }
 
+/// Runs `f` (a wait that is not ended by every interruption, only by
+/// conditions it checks itself) with `wake` as the calling thread's
+/// wake-up hook, so the interruption that changes those conditions wakes
+/// it. `wake` must take the lock the wait holds before notifying.
+pub fn with_waker<R>(wake: Waker, f: impl FnOnce() -> R) -> R {
+    let me = current();
+    if let Some(t) = &me {
+        t.set_waker(Some(wake));
+    }
+    let _registration = Registration(me);
+    f()
+}
+
 /// Blocks on `cond` with `guard` held until `ready` returns true (Ok), the
 /// calling guest thread is interrupted (ERESTARTSYS) or `deadline` passes
 /// (ETIMEDOUT). `wake` must take the lock `guard` belongs to before
