@@ -4,13 +4,13 @@
 use crate::cli::{BootArgs, GlobalArgs};
 use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
+use husk_sentry::auth::caps::Capabilities;
+use husk_sentry::boot::control::ControlConfig;
+use husk_sentry::boot::launch::{LaunchError, ProcessSpec};
 use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
-use husk_sentry::control::ControlConfig;
-use husk_sentry::fs::cgroupfs::CgroupLimits;
-use husk_sentry::kernel::caps::Capabilities;
+use husk_sentry::kernel::limits::CgroupLimits;
 use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
 use husk_sentry::kernel::ExitStatus;
-use husk_sentry::launch::{LaunchError, ProcessSpec};
 use std::io::Read as _;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;

@@ -5,18 +5,13 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 pub mod abi;
+pub mod auth;
 pub mod boot;
-pub mod confine;
-pub mod console;
-pub mod control;
 pub mod fs;
-pub mod host_signals;
 pub mod kernel;
-pub mod launch;
 pub mod loader;
 pub mod mm;
 pub mod platform;
-pub mod seccomp;
 pub mod syscalls;
 pub mod vfs;
 pub mod waiter;

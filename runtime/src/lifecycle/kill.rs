@@ -5,7 +5,7 @@ use crate::cli::{GlobalArgs, KillArgs};
 use crate::oci::control::{self, ControlError};
 use crate::oci::state::{Container, StateRoot, Status};
 use anyhow::{bail, Context as _};
-use husk_sentry::control::protocol::Request;
+use husk_sentry::boot::control::protocol::Request;
 use nix::sys::signal::Signal;
 use std::str::FromStr as _;
 

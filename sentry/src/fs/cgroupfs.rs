@@ -6,6 +6,7 @@
 //! Go) size their heaps and pools from these files.
 
 use super::synthetic::{Attr, Dir, FsInfo, GenFile, Generator};
+use crate::kernel::limits::CgroupLimits;
 use crate::kernel::Kernel;
 use crate::vfs::{Node, S_IFDIR, S_IFREG};
 use parking_lot::Mutex;
@@ -15,26 +16,14 @@ use std::time::SystemTime;
 /// CGROUP2_SUPER_MAGIC.
 const CGROUP2_MAGIC: u64 = 0x6367_7270;
 
-/// The limits the runtime put on the container's host cgroup (at create,
-/// and by `update`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CgroupLimits {
-    /// cpu.max: (quota, period) in microseconds; None is "max".
-    pub cpu_max: Option<(u64, u64)>,
-    /// pids.max; None is "max".
-    pub pids_max: Option<u64>,
-    /// memory.max in bytes; None is the guest memory the sentry allows.
-    pub memory_max: Option<u64>,
+/// cpu.max: "QUOTA PERIOD", or "max 100000".
+fn cpu_text(l: &CgroupLimits) -> String {
+    l.cpu_max.map_or_else(|| "max 100000\n".to_string(), |(q, p)| format!("{q} {p}\n"))
 }
 
-impl CgroupLimits {
-    fn cpu_text(&self) -> String {
-        self.cpu_max.map_or_else(|| "max 100000\n".to_string(), |(q, p)| format!("{q} {p}\n"))
-    }
-
-    fn pids_text(&self) -> String {
-        self.pids_max.map_or_else(|| "max\n".to_string(), |n| format!("{n}\n"))
-    }
+/// pids.max: the number, or "max".
+fn pids_text(l: &CgroupLimits) -> String {
+    l.pids_max.map_or_else(|| "max\n".to_string(), |n| format!("{n}\n"))
 }
 
 /// The cgroup v2 root of the sandbox; `limits` may change while it is
@@ -56,7 +45,7 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
         ("cgroup.subtree_control", fixed("\n".into())),
         ("cgroup.threads", live(|k| lines(k.threads.lock().keys().copied().collect()))),
         ("cgroup.type", fixed("domain\n".into())),
-        ("cpu.max", limit(CgroupLimits::cpu_text)),
+        ("cpu.max", limit(cpu_text)),
         ("memory.current", live(|k| format!("{}\n", k.memory.used()))),
         ("memory.max", {
             let (k, l) = (kernel.clone(), limits.clone());
@@ -73,7 +62,7 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
             })
         }),
         ("pids.current", live(|k| format!("{}\n", k.threads.lock().len()))),
-        ("pids.max", limit(CgroupLimits::pids_text)),
+        ("pids.max", limit(pids_text)),
     ];
     let entries = files
         .into_iter()

@@ -7,7 +7,8 @@
 use super::synthetic::{dir_entry, Attr, Entries, Entry};
 use super::tty::terminal::{Terminal, TtyFile};
 use crate::abi::Errno;
-use crate::kernel::{thread, Credentials, Kernel};
+use crate::auth::Credentials;
+use crate::kernel::{thread, Kernel, Terminals};
 use crate::vfs::walk::Walker;
 use crate::vfs::{Dentry, DirEntry, FileOps, Node, Stat, TimeSpec};
 use parking_lot::Mutex;
@@ -87,10 +88,14 @@ impl Devpts {
     pub fn terminal(&self, index: u32) -> Option<Arc<Terminal>> {
         self.live_terminals().into_iter().find(|t| t.index == index)
     }
+}
 
-    /// Session `sid`'s leader exited: its terminal is released and the
-    /// foreground group hears SIGHUP.
-    pub fn session_ended(&self, sid: i32) {
+impl Terminals for Devpts {
+    fn has_controlling(&self, sid: i32) -> bool {
+        self.controlling(sid).is_some()
+    }
+
+    fn session_ended(&self, sid: i32) {
         if let Some(t) = self.controlling(sid) {
             t.release_controlling(sid, true, true);
         }

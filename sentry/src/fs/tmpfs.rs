@@ -974,6 +974,30 @@ impl FileOps for DirFile {
     }
 }
 
+/// The tmpfs that holds the sandbox's memfd_create files.
+pub struct MemfdFs {
+    root: Arc<dyn Node>,
+    next: AtomicU64,
+}
+
+impl Default for MemfdFs {
+    fn default() -> Self {
+        MemfdFs { root: Tmpfs::new(0o1777, 0, 0), next: AtomicU64::new(0) }
+    }
+}
+
+impl MemfdFs {
+    /// A new file with no name anywhere, opened for reading and writing:
+    /// only descriptors keep it alive.
+    pub fn create(&self, new: NewNode) -> Result<(Arc<dyn Node>, Arc<dyn FileOps>), Errno> {
+        let name = format!("memfd-{}", self.next.fetch_add(1, Ordering::Relaxed)).into_bytes();
+        let node = self.root.create(&name, new)?;
+        let ops = node.open(libc::O_RDWR)?;
+        self.root.unlink(&name, false)?;
+        Ok((node, ops))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,24 +12,29 @@ use crate::abi::Errno;
 use crate::vfs::{FileDescription, FileOps, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-/// Descriptors sent with SCM_RIGHTS, counted in the kernel-wide in-flight
+/// The sandbox-wide count of descriptors in flight in Unix sockets.
+#[derive(Default)]
+pub struct Inflight(AtomicUsize);
+
+/// Descriptors sent with SCM_RIGHTS, counted in the sandbox-wide in-flight
 /// total until they are received or dropped. The total is what bounds
 /// sockets that are sent through themselves and so are never freed.
 pub struct Rights {
     files: Vec<Arc<FileDescription>>,
-    inflight: Arc<AtomicUsize>,
+    inflight: Arc<Inflight>,
 }
 
 impl Rights {
     /// Takes `files` in flight, or ETOOMANYREFS when that would put more
     /// than `limit` descriptors in flight.
-    pub fn new(files: Vec<Arc<FileDescription>>, inflight: &Arc<AtomicUsize>, limit: usize) -> Result<Rights, Errno> {
+    pub fn new(files: Vec<Arc<FileDescription>>, inflight: &Arc<Inflight>, limit: usize) -> Result<Rights, Errno> {
         let n = files.len();
         inflight
+            .0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(n).filter(|&t| t <= limit))
             .map_err(|_| Errno::ETOOMANYREFS)?;
         Ok(Rights { files, inflight: inflight.clone() })
@@ -38,14 +43,14 @@ impl Rights {
     /// The descriptions, now out of flight.
     pub fn take(mut self) -> Vec<Arc<FileDescription>> {
         let files = std::mem::take(&mut self.files);
-        self.inflight.fetch_sub(files.len(), Ordering::AcqRel);
+        self.inflight.0.fetch_sub(files.len(), Ordering::AcqRel);
         files
     }
 }
 
 impl Drop for Rights {
     fn drop(&mut self) {
-        self.inflight.fetch_sub(self.files.len(), Ordering::AcqRel);
+        self.inflight.0.fetch_sub(self.files.len(), Ordering::AcqRel);
     }
 }
 
@@ -351,8 +356,38 @@ impl UnixStream {
     }
 }
 
-/// How the kernel's registry of bound sockets names them.
+/// How the registry of bound sockets names them.
 pub type RegistryKey = (Option<SockType>, UnixName);
+
+/// The sandbox's bound Unix sockets by name (socket files by inode,
+/// abstract names per socket type).
+#[derive(Default)]
+pub struct UnixNames(Mutex<HashMap<RegistryKey, Weak<UnixSocket>>>);
+
+impl UnixNames {
+    /// Binds `s` to `name` unless a live socket holds it (EADDRINUSE).
+    pub fn bind(&self, name: &UnixName, s: &Arc<UnixSocket>) -> Result<(), Errno> {
+        let mut names = self.0.lock();
+        let key = name.key(s.ty());
+        if names.get(&key).is_some_and(|w| w.strong_count() > 0) {
+            return Err(Errno::EADDRINUSE);
+        }
+        s.bind(name.clone())?;
+        // Closed sockets leave dead entries; sweep them as the registry
+        // doubles so a guest binding in a loop cannot grow the sentry
+        // without bound.
+        if names.len() >= 64 && names.len().is_power_of_two() {
+            names.retain(|_, w| w.strong_count() > 0);
+        }
+        names.insert(key, Arc::downgrade(s));
+        Ok(())
+    }
+
+    /// The live socket bound to `key`.
+    pub fn find(&self, key: &RegistryKey) -> Option<Arc<UnixSocket>> {
+        self.0.lock().get(key).and_then(Weak::upgrade)
+    }
+}
 
 /// The name a Unix socket is bound to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1,4 +1,5 @@
-//! Resource limits (getrlimit/setrlimit/prlimit64).
+//! Resource limits: the per-process ones (getrlimit/setrlimit/prlimit64)
+//! and the container's host cgroup limits.
 
 pub const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
@@ -26,4 +27,16 @@ pub fn defaults() -> [Rlimit; RLIMIT_NLIMITS] {
     l[13] = Rlimit { cur: 0, max: 0 }; // RLIMIT_NICE
     l[14] = Rlimit { cur: 0, max: 0 }; // RLIMIT_RTPRIO
     l
+}
+
+/// The limits the runtime put on the container's host cgroup (at create,
+/// and by `update`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupLimits {
+    /// cpu.max: (quota, period) in microseconds; None is "max".
+    pub cpu_max: Option<(u64, u64)>,
+    /// pids.max; None is "max".
+    pub pids_max: Option<u64>,
+    /// memory.max in bytes; None is the guest memory the sentry allows.
+    pub memory_max: Option<u64>,
 }

@@ -1,9 +1,8 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
-pub mod caps;
-pub mod creds;
 pub mod exec;
+pub mod extensions;
 pub mod flock;
 pub mod fork;
 pub mod fs_context;
@@ -19,7 +18,6 @@ pub mod task;
 pub mod thread;
 pub mod timers;
 
-pub use creds::Credentials;
 pub use fs_context::FsContext;
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;
@@ -30,8 +28,19 @@ use crate::vfs::{Dentry, Mount, MountNamespace, Node};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
+
+/// What the kernel needs of the terminal layer, which sits above it
+/// (gVisor's `TTYOperations`, for the same reason: the kernel never
+/// imports a filesystem).
+pub trait Terminals: Send + Sync {
+    /// Whether session `sid` has a controlling terminal.
+    fn has_controlling(&self, sid: i32) -> bool;
+    /// Session `sid`'s leader exited: its terminal is released and the
+    /// foreground group hears SIGHUP.
+    fn session_ended(&self, sid: i32);
+}
 
 /// Options that shape a sandbox's kernel.
 #[derive(Clone, Debug, Default)]
@@ -53,18 +62,12 @@ pub struct Kernel {
     pub mounts: MountNamespace,
     /// The pseudo-filesystem that holds anonymous files (pipes …).
     pub anon: Arc<Mount>,
-    /// Bound Unix sockets by name.
-    pub unix_names:
-        Mutex<std::collections::HashMap<crate::fs::unix::RegistryKey, std::sync::Weak<crate::fs::unix::UnixSocket>>>,
     /// The sandbox's network stack (IP sockets).
     pub net: Arc<husk_netstack::Stack>,
-    /// Descriptors in flight in Unix sockets (SCM_RIGHTS), sandbox-wide.
-    pub unix_inflight: Arc<std::sync::atomic::AtomicUsize>,
-    /// The tmpfs that holds memfd_create files.
-    pub memfd_fs: Arc<dyn Node>,
-    /// The terminals shown in /dev/pts.
-    pub devpts: Arc<crate::fs::devpts::Devpts>,
-    next_memfd: AtomicU64,
+    /// The state that filesystems and handlers keep per sandbox.
+    extensions: extensions::Extensions,
+    /// The terminal layer, told of session changes (set at boot).
+    terminals: OnceLock<Arc<dyn Terminals>>,
     pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
@@ -78,10 +81,8 @@ pub struct Kernel {
     pub hostname: Mutex<Vec<u8>>,
     pub domainname: Mutex<Vec<u8>>,
     pub net_sysctls: sysctl::NetSysctls,
-    /// POSIX message queues by name.
-    pub mqueues: Arc<crate::fs::mqueue::Registry>,
     /// The host cgroup's limits, shown at /sys/fs/cgroup.
-    pub cgroup_limits: Arc<Mutex<crate::fs::cgroupfs::CgroupLimits>>,
+    pub cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
 }
@@ -107,12 +108,9 @@ impl Kernel {
             memory,
             mounts: MountNamespace::new(root, "overlay", "root"),
             anon,
-            unix_names: Mutex::new(std::collections::HashMap::new()),
             net: husk_netstack::Stack::new(),
-            unix_inflight: Arc::default(),
-            memfd_fs: crate::fs::tmpfs::Tmpfs::new(0o1777, 0, 0),
-            devpts: Arc::default(),
-            next_memfd: AtomicU64::new(0),
+            extensions: extensions::Extensions::default(),
+            terminals: OnceLock::new(),
             threads: Mutex::new(BTreeMap::new()),
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
@@ -127,15 +125,33 @@ impl Kernel {
             domainname: Mutex::new(b"(none)".to_vec()),
             net_sysctls: sysctl::NetSysctls::default(),
             cgroup_limits: Arc::default(),
-            mqueues: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
         }
     }
 
-    /// A name for the next memfd's backing file.
-    pub fn memfd_name(&self) -> Vec<u8> {
-        format!("memfd-{}", self.next_memfd.fetch_add(1, Ordering::Relaxed)).into_bytes()
+    /// The sandbox's instance of a higher layer's state `T` (see
+    /// `extensions`).
+    pub fn ext<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.extensions.get()
+    }
+
+    /// Connects the terminal layer; the first call wins.
+    pub fn set_terminals(&self, t: Arc<dyn Terminals>) {
+        let _ = self.terminals.set(t);
+    }
+
+    /// Whether session `sid` has a controlling terminal.
+    pub fn has_controlling_terminal(&self, sid: i32) -> bool {
+        self.terminals.get().is_some_and(|t| t.has_controlling(sid))
+    }
+
+    /// Session `sid`'s leader exited: the terminal layer releases its
+    /// controlling terminal.
+    pub fn session_ended(&self, sid: i32) {
+        if let Some(t) = self.terminals.get() {
+            t.session_ended(sid);
+        }
     }
 
     pub fn alloc_tid(&self) -> i32 {

@@ -231,7 +231,7 @@ impl Task {
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).
             if k.procs.sid(tgid) == Some(tgid) {
-                k.devpts.session_ended(tgid);
+                k.session_ended(tgid);
             }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
             let moved = k.procs.exit(tgid, status);

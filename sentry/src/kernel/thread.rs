@@ -8,7 +8,8 @@ use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
 use super::siginfo::SigInfo;
 use super::signal::sigbit;
 use super::signal::{AltStack, SigActions};
-use super::Credentials;
+use crate::auth::Credentials;
+use crate::loader::ArgRanges;
 use crate::mm::MemoryManager;
 use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
@@ -24,16 +25,6 @@ const SIGRTMIN: i32 = 32;
 /// The most signal instances queued on one thread (Linux's default
 /// RLIMIT_SIGPENDING is of this order).
 const MAX_QUEUED: usize = 1024;
-
-/// Where argv and envp live in the guest's memory (for /proc/[pid]/cmdline
-/// and environ, which read them from there as Linux does).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ArgRanges {
-    pub arg_start: u64,
-    pub arg_end: u64,
-    pub env_start: u64,
-    pub env_end: u64,
-}
 
 /// Attributes set by `prctl` and `sched_setaffinity`. On fork the child
 /// copies them except `pdeathsig` (cleared); exec clears `keepcaps`.

@@ -5,6 +5,8 @@
 pub mod elf;
 pub mod stack;
 
+pub use stack::ArgRanges;
+
 use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
 use crate::mm::{Backing, MapRequest, Mappable, MemoryManager, VmaName};
 use crate::platform::Perms;
@@ -47,7 +49,7 @@ pub struct Loaded {
     pub exe: Arc<FileDescription>,
     /// The argv the program actually sees (rewritten for `#!`).
     pub argv: Vec<Vec<u8>>,
-    pub args: crate::kernel::thread::ArgRanges,
+    pub args: ArgRanges,
     pub auxv: Vec<u8>,
 }
 

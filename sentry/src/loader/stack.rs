@@ -3,6 +3,16 @@
 
 use crate::abi::layout::Encoder;
 
+/// Where argv and envp live in the guest's memory (for /proc/[pid]/cmdline
+/// and environ, which read them from there as Linux does).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ArgRanges {
+    pub arg_start: u64,
+    pub arg_end: u64,
+    pub env_start: u64,
+    pub env_end: u64,
+}
+
 pub const AT_NULL: u64 = 0;
 pub const AT_PHDR: u64 = 3;
 pub const AT_PHENT: u64 = 4;
@@ -33,7 +43,7 @@ pub struct StackImage {
     pub sp: u64,
     /// Where the argv and envp strings lie, for /proc/[pid]/cmdline and
     /// environ.
-    pub args: crate::kernel::thread::ArgRanges,
+    pub args: ArgRanges,
     /// The auxiliary vector as laid out (for /proc/[pid]/auxv).
     pub auxv: Vec<u8>,
 }
@@ -97,7 +107,7 @@ pub fn build(
     e.bytes(&strings);
     let tail = usize::try_from(top - sp).ok()?.checked_sub(e.len())?;
     e.zeros(tail);
-    let args = crate::kernel::thread::ArgRanges {
+    let args = ArgRanges {
         arg_start: addr(0),
         arg_end: addr(env_offs.first().copied().unwrap_or(execfn_off)),
         env_start: addr(env_offs.first().copied().unwrap_or(execfn_off)),

@@ -6,7 +6,8 @@ use super::args::{self, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_REMOVEDIR, AT_SYMLINK_FO
 use super::{Entries, Support::*};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{caps, Task};
+use crate::auth::caps;
+use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_WRITE};
 use crate::vfs::walk::ParentAndName;
 use crate::vfs::{Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};

@@ -10,8 +10,9 @@ use super::socket::{
 };
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::fs::inet::{errno, Endpoint, InetSocket};
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::deadline_in;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};

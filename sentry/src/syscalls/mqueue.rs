@@ -5,9 +5,10 @@ use super::args::{self, int, uint};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile};
 use crate::kernel::siginfo::SigInfo;
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
 use crate::vfs::FileDescription;
 use std::sync::Arc;
@@ -58,8 +59,9 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
         privileged: creds.capable(caps::CAP_SYS_RESOURCE),
     };
     let k = &task.kernel;
-    let (queue, made) = k.mqueues.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
-    let node = k.mqueues.node(&name, queue.clone());
+    let registry = k.ext::<mqueue::Registry>();
+    let (queue, made) = registry.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
+    let node = registry.node(&name, queue.clone());
     let access = oflag & libc::O_ACCMODE;
     if !made {
         let want = match access {
@@ -81,7 +83,7 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
         Ok(fd) => u64::try_from(fd).map_err(|_| Errno::EMFILE),
         Err(e) => {
             if made {
-                let _ = k.mqueues.unlink(&name, |_| true);
+                let _ = registry.unlink(&name, |_| true);
             }
             Err(e)
         }
@@ -94,7 +96,7 @@ fn sys_mq_unlink(task: &mut Task, a: [u64; 6]) -> SysResult {
     // queue's or CAP_FOWNER may remove a queue.
     let creds = task.thread.creds();
     let allowed = |q: &mqueue::Queue| creds.fsuid == 0 || creds.fsuid == q.uid || creds.capable(caps::CAP_FOWNER);
-    task.kernel.mqueues.unlink(&name, allowed)?;
+    task.kernel.ext::<mqueue::Registry>().unlink(&name, allowed)?;
     Ok(0)
 }
 

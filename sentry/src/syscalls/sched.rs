@@ -7,7 +7,8 @@
 use super::args::int;
 use super::{Entries, Support::*};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{caps, Task, Thread};
+use crate::auth::caps;
+use crate::kernel::{Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::kernel::process::INIT_PID;
 use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE, SI_TKILL, SI_USER};
 use crate::kernel::signal::{
@@ -15,7 +16,7 @@ use crate::kernel::signal::{
     SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
     SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
-use crate::kernel::{caps, ExitStatus, Task, Thread};
+use crate::kernel::{ExitStatus, Task, Thread};
 use crate::waiter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -8,9 +8,10 @@ use super::{inet, netlink};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::unix::{PeerCred, Rights, SenderCred, SockType, UnixName, UnixSocket, UnixStream};
+use crate::auth::caps;
+use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream};
 use crate::fs::unix_msg::QUEUE_BYTES;
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::FileOps;
 use crate::vfs::{FileDescription, READ_EVENTS};
 use std::sync::Arc;
@@ -269,17 +270,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
             UnixName::File { dev: st.dev, ino: st.ino, path }
         }
     };
-    let mut names = k.unix_names.lock();
-    if names.get(&name.key(s.ty())).is_some_and(|w| w.strong_count() > 0) {
-        return Err(Errno::EADDRINUSE);
-    }
-    s.bind(name.clone())?;
-    // Closed sockets leave dead entries; sweep them as the registry doubles
-    // so a guest binding in a loop cannot grow the sentry without bound.
-    if names.len() >= 64 && names.len().is_power_of_two() {
-        names.retain(|_, w| w.strong_count() > 0);
-    }
-    names.insert(name.key(s.ty()), Arc::downgrade(&s));
+    k.ext::<UnixNames>().bind(&name, &s)?;
     Ok(0)
 }
 
@@ -312,7 +303,7 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
         }
     };
     let key = name.key(ty);
-    task.kernel.unix_names.lock().get(&key).and_then(std::sync::Weak::upgrade).ok_or(Errno::ECONNREFUSED)
+    task.kernel.ext::<UnixNames>().find(&key).ok_or(Errno::ECONNREFUSED)
 }
 
 fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -610,7 +601,7 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
         return Ok((None, cred));
     }
     let limit = usize::try_from(task.thread.nofile()).unwrap_or(usize::MAX);
-    Ok((Some(Rights::new(files, &task.kernel.unix_inflight, limit)?), cred))
+    Ok((Some(Rights::new(files, &task.kernel.ext::<Inflight>(), limit)?), cred))
 }
 
 /// May the caller claim `(pid, uid, gid)`? Each as scm_check_creds: its

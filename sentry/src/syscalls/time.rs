@@ -5,7 +5,8 @@ use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{caps, Task};
+use crate::auth::caps;
+use crate::kernel::Task;
 use crate::waiter as wait;
 use std::time::Duration;
 

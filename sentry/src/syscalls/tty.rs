@@ -4,12 +4,13 @@
 //! (number, lock, peer).
 
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps;
 use crate::fs::tty::terminal::TtyFile;
 use crate::fs::tty::termios::{
     Termios, Winsize, FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS2_SIZE, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ,
     WINSIZE_SIZE,
 };
-use crate::kernel::{caps, Task};
+use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use std::sync::Arc;
 
@@ -197,7 +198,7 @@ fn set_controlling(task: &Task, file: &TtyFile, sid: i32, steal: u64) -> SysResu
     if term.session() == Some(sid) {
         return Ok(0);
     }
-    if sid != tgid || task.kernel.devpts.controlling(sid).is_some() {
+    if sid != tgid || task.kernel.has_controlling_terminal(sid) {
         return Err(Errno::EPERM);
     }
     let root = task.thread.creds().capable(caps::CAP_SYS_ADMIN);

@@ -2,7 +2,7 @@
 
 use super::{Stat, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
-use crate::kernel::{caps, Credentials};
+use crate::auth::{caps, Credentials};
 
 pub const MAY_EXEC: u32 = 1;
 pub const MAY_WRITE: u32 = 2;

@@ -5,7 +5,7 @@ use super::dentry::same;
 use super::perm::{self, MAY_EXEC};
 use super::{Dentry, MountNamespace};
 use crate::abi::Errno;
-use crate::kernel::Credentials;
+use crate::auth::Credentials;
 use std::sync::Arc;
 
 /// The longest path accepted (PATH_MAX, including the NUL).

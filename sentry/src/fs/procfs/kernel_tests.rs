@@ -2,10 +2,12 @@
 //! MemoryFile, and a platform that never runs guest code.
 
 use super::*;
+use crate::auth::Credentials;
 use crate::fs::devfs::new_devfs;
 use crate::fs::tmpfs::Tmpfs;
-use crate::kernel::thread::{set_current, ArgRanges};
-use crate::kernel::{Credentials, FsContext, KernelOptions};
+use crate::kernel::thread::set_current;
+use crate::kernel::{FsContext, KernelOptions};
+use crate::loader::ArgRanges;
 use crate::mm::manager::TASK_SIZE;
 use crate::mm::{Backing, MapRequest, MemoryFile, MemoryManager, VmaName};
 use crate::platform::{self, AddressSpace, Context, Perms, Platform, PlatformError};

@@ -1,9 +1,9 @@
 //! The text of the per-process files of /proc, as pure functions of plain
 //! data, in Linux's exact formats (fs/proc/array.c, base.c, namespace.c).
 
+use crate::auth::Credentials;
 use crate::kernel::limits::{Rlimit, RLIM_INFINITY};
-use crate::kernel::thread::ArgRanges;
-use crate::kernel::Credentials;
+use crate::loader::ArgRanges;
 use std::io::Write as _;
 
 /// The clock ticks per second of /proc/[pid]/stat (USER_HZ).

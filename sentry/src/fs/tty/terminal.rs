@@ -187,14 +187,13 @@ impl Terminal {
         // Whether the caller may acquire it (asked before taking our lock:
         // the registry looks at every terminal, this one too).
         let acquire = caller.as_ref().filter(|c| {
-            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && c.kernel.devpts.controlling(c.sid).is_none()
+            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && !c.kernel.has_controlling_terminal(c.sid)
         });
         let mut s = self.state.lock();
         if s.locked || s.gone() {
             return Err(Errno::EIO);
         }
-        if s.exclusive && caller.as_ref().is_none_or(|c| !c.thread.creds().capable(crate::kernel::caps::CAP_SYS_ADMIN))
-        {
+        if s.exclusive && caller.as_ref().is_none_or(|c| !c.thread.creds().capable(crate::auth::caps::CAP_SYS_ADMIN)) {
             return Err(Errno::EBUSY);
         }
         s.replicas += 1;

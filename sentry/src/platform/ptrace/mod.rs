@@ -5,6 +5,7 @@
 //! `mmap` into the stub.
 
 mod stub;
+mod stub_filter;
 mod sys;
 
 pub use stub::THREAD_FLAGS;
@@ -32,7 +33,7 @@ impl PtracePlatform {
     /// `memfd` is the MemoryFile's descriptor; it must outlive the platform.
     pub fn new(memfd: i32) -> Result<PtracePlatform> {
         StubPage::get()?;
-        let stub_filter = crate::seccomp::stub_filter(memfd)
+        let stub_filter = stub_filter::stub_filter(memfd)
             .map_err(|e| PlatformError::StubDied(format!("cannot build the stub filter: {e}")))?;
         Ok(PtracePlatform {
             memfd,

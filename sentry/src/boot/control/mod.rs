@@ -6,10 +6,10 @@
 
 pub mod protocol;
 
+use crate::boot::launch::{self, LaunchError, ProcessSpec};
 use crate::kernel::process::INIT_PID;
 use crate::kernel::ExitStatus;
 use crate::kernel::Kernel;
-use crate::launch::{self, LaunchError, ProcessSpec};
 use parking_lot::{Condvar, Mutex};
 use protocol::{ExecSpec, ExitLine, Header, ProcessRow, Request};
 use std::fs::File;

@@ -4,13 +4,15 @@
 //! standard streams are host descriptors the runtime handed over.
 
 use crate::abi::Errno;
-use crate::console::Console;
+use crate::auth::caps::Capabilities;
+use crate::auth::Credentials;
+use crate::boot::console::Console;
+use crate::fs::devpts::Devpts;
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::tty::terminal::TtyFile;
-use crate::kernel::caps::Capabilities;
 use crate::kernel::exec;
 use crate::kernel::limits::Rlimit;
-use crate::kernel::{Credentials, ExitStatus, FsContext, Kernel, Task, Thread};
+use crate::kernel::{ExitStatus, FsContext, Kernel, Task, Thread};
 use crate::loader::MMAP_TOP;
 use crate::mm::MemoryManager;
 use crate::platform::PlatformError;
@@ -186,7 +188,7 @@ fn install_stdio(kernel: &Kernel, thread: &Thread, stdio: [OwnedFd; 3], names: &
         let node = Arc::new(HostStreamNode::new(fd));
         if let Some(n) = names[i].strip_prefix("/dev/pts/") {
             let as_node: Arc<dyn crate::vfs::Node> = node.clone();
-            kernel.devpts.add_host(n.as_bytes(), &as_node);
+            kernel.ext::<Devpts>().add_host(n.as_bytes(), &as_node);
         }
         let ops = node.stream();
         let d = kernel.anon_dentry(names[i].as_bytes(), node);

@@ -1,7 +1,7 @@
 //! The sentry's own seccomp filters (defense in depth): guest system calls
-//! never reach the host, and these filters make sure the sentry itself,
-//! and the stub processes that hold guest memory, can make only the host
-//! calls they need. Anything else traps and ends the sandbox.
+//! never reach the host, and this filter makes sure the sentry itself can
+//! make only the host calls it needs. Anything else traps and ends the
+//! sandbox. (The stub processes' filter belongs to the ptrace platform.)
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
@@ -17,8 +17,6 @@ pub enum SeccompError {
     Install(#[from] seccompiler::Error),
     #[error("installing the SIGSYS handler: {0}")]
     Handler(std::io::Error),
-    #[error("the MemoryFile descriptor {0} is not a descriptor")]
-    BadDescriptor(i32),
 }
 
 /// Every host call the sentry makes, with no argument restrictions.
@@ -146,41 +144,6 @@ pub fn open_filter() -> Result<BpfProgram, SeccompError> {
     Ok(SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(eacces), TargetArch::x86_64)?.try_into()?)
 }
 
-/// The stubs' filter: a stub only ever maps and unmaps guest memory
-/// (injected by its tracer), makes threads and stops itself. Guest system
-/// calls never get this far (PTRACE_SYSEMU stops them first); every other
-/// call traps, which the tracer sees as a SIGSYS stop before it could
-/// take effect (a guest's call into the vsyscall page, which the host
-/// emulates without a syscall stop, arrives that way and is served).
-/// Arguments are narrowed so that even code of the guest's choosing in a
-/// stub could map only the MemoryFile and signal only the stub itself.
-pub fn stub_filter(memfd: i32) -> Result<BpfProgram, SeccompError> {
-    let nrs = [libc::SYS_munmap, libc::SYS_pause, libc::SYS_exit, libc::SYS_exit_group];
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = nrs.iter().map(|&nr| (nr, Vec::new())).collect();
-    // Guest memory: MAP_SHARED|MAP_FIXED views of the MemoryFile, nothing else.
-    let map_flags = u64::try_from(libc::MAP_SHARED | libc::MAP_FIXED).unwrap_or(0);
-    let fd = u64::try_from(memfd).map_err(|_| SeccompError::BadDescriptor(memfd))?;
-    rules.insert(
-        libc::SYS_mmap,
-        vec![SeccompRule::new(vec![
-            SeccompCondition::new(3, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, map_flags)?,
-            SeccompCondition::new(4, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, fd)?,
-        ])?],
-    );
-    // kill(0, SIGSTOP): the stub stopping its own process group (itself).
-    let sigstop = u64::try_from(libc::SIGSTOP).unwrap_or(19);
-    rules.insert(
-        libc::SYS_kill,
-        vec![SeccompRule::new(vec![
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 0)?,
-            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, sigstop)?,
-        ])?],
-    );
-    // New stub threads, for new guest threads, and nothing else.
-    rules.insert(libc::SYS_clone, arg_in(0, &[crate::platform::ptrace::THREAD_FLAGS])?);
-    Ok(compile(rules, SeccompAction::Trap)?)
-}
-
 /// Reports a forbidden host call and ends the sentry. Only
 /// async-signal-safe calls: it formats into a stack buffer.
 extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
@@ -227,7 +190,6 @@ mod tests {
     #[test]
     fn filters_compile() {
         assert!(sentry_filter().unwrap().len() > SENTRY_SYSCALLS.len());
-        assert!(!stub_filter(3).unwrap().is_empty());
         assert!(!open_filter().unwrap().is_empty());
     }
 }

@@ -1,18 +1,30 @@
-//! Booting a sandbox: the MemoryFile and platform, the root filesystem
-//! (gofer lower layer under a tmpfs upper layer), the sentry's own
-//! filesystems, and the init process.
+//! The host side of the sentry (its counterpart of runsc/boot): booting
+//! a sandbox (the MemoryFile and platform, the root filesystem — gofer
+//! lower layer under a tmpfs upper layer —, the sentry's own filesystems,
+//! the init process), confining the sentry process, its seccomp filter,
+//! the host console and the host signals it forwards. Everything here sits
+//! above the kernel and may use any part of the sentry.
+
+pub mod confine;
+pub mod console;
+pub mod control;
+pub mod host_signals;
+pub mod launch;
+pub mod seccomp;
 
 use crate::abi::Errno;
-use crate::control::{ControlConfig, Lifecycle};
+use crate::auth::Credentials;
+use crate::boot::control::{ControlConfig, Lifecycle};
+use crate::fs::devpts::Devpts;
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
-use crate::kernel::{Credentials, ExitStatus, Kernel, KernelOptions};
-use crate::launch::{self, LaunchError, ProcessSpec};
+use crate::kernel::{ExitStatus, Kernel, KernelOptions};
 use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
 use crate::vfs::{NewNode, Node, SetAttr, SetTime};
+use launch::{LaunchError, ProcessSpec};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 
@@ -29,7 +41,7 @@ pub struct BootConfig {
     /// linux.sysctl: (key, value), applied where the sandbox has a view.
     pub sysctls: Vec<(String, String)>,
     /// The host cgroup's CPU and pids limits, for /sys/fs/cgroup.
-    pub cgroup_limits: crate::fs::cgroupfs::CgroupLimits,
+    pub cgroup_limits: crate::kernel::limits::CgroupLimits,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
     /// Paths hidden from the guest (OCI maskedPaths): a directory shows
@@ -63,9 +75,9 @@ pub enum BootError {
     #[error("{0}")]
     Launch(#[from] LaunchError),
     #[error("confinement: {0}")]
-    Confine(#[from] crate::seccomp::SeccompError),
+    Confine(#[from] crate::boot::seccomp::SeccompError),
     #[error("{0}")]
-    Isolate(#[from] crate::confine::ConfineError),
+    Isolate(#[from] crate::boot::confine::ConfineError),
     #[error("starting a sentry thread: {0}")]
     Thread(std::io::Error),
     #[error("the init task ended without a status")]
@@ -95,7 +107,7 @@ fn boot_with(
     life: Option<Arc<Lifecycle>>,
 ) -> Result<ExitStatus, BootError> {
     let container = life.is_some();
-    crate::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
+    crate::boot::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
     // Every page the sandbox holds is charged to the MemoryFile's
     // accountant: filesystems, pipes and sockets made from here on find it.
@@ -112,7 +124,9 @@ fn boot_with(
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
-    kernel.devpts.attach(Arc::downgrade(&kernel));
+    let devpts = kernel.ext::<Devpts>();
+    devpts.attach(Arc::downgrade(&kernel));
+    kernel.set_terminals(devpts);
     kernel.net.set_buffer_charge(memory_charge(&kernel));
     for (key, value) in &cfg.sysctls {
         if let Err(e) = crate::kernel::sysctl::set(&kernel, key, value) {
@@ -136,13 +150,13 @@ fn boot_with(
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::syscalls::prime_host_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
-    crate::confine::isolate(cfg.netns)?;
-    crate::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
+    crate::boot::confine::isolate(cfg.netns)?;
+    crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
-        crate::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
+        crate::boot::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
-    crate::seccomp::confine_sentry()?;
+    crate::boot::seccomp::confine_sentry()?;
 
     let init = cfg.init;
     let (tx, rx) = mpsc::channel();
@@ -296,7 +310,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
         .and_then(|fs| fs.mkdir(b"cgroup", NewNode { mode: 0o555, uid: 0, gid: 0 }));
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
-        (devfs::new_devfs(kernel.devpts.clone()), "devtmpfs"),
+        (devfs::new_devfs(kernel.ext()), "devtmpfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
         (sys, "sysfs"),
         (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
@@ -306,7 +320,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
             log::warn!("{} not mounted: {e}", String::from_utf8_lossy(path));
         }
     }
-    if let Err(e) = mount_at(kernel, b"/dev/mqueue", crate::fs::mqueue::new_mqueuefs(&kernel.mqueues), "mqueue") {
+    if let Err(e) = mount_at(kernel, b"/dev/mqueue", crate::fs::mqueue::new_mqueuefs(&kernel.ext()), "mqueue") {
         log::warn!("/dev/mqueue not mounted: {e}");
     }
     let cgroup =

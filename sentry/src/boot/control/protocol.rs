@@ -3,7 +3,7 @@
 //! `error ERRNO MESSAGE`. Plain text keeps the sentry free of a JSON
 //! parser on a path the guest cannot reach anyway.
 
-use crate::kernel::caps::Capabilities;
+use crate::auth::caps::Capabilities;
 
 /// The longest request line the sentry reads.
 pub const MAX_REQUEST: usize = 256;

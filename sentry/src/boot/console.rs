@@ -8,6 +8,7 @@
 //! signalled to the foreground group when it changes.
 
 use crate::abi::Errno;
+use crate::fs::devpts::Devpts;
 use crate::fs::tty::terminal::{Terminal, TtyFile};
 use crate::fs::tty::termios::{Winsize, WINSIZE_SIZE};
 use crate::kernel::Kernel;
@@ -32,7 +33,7 @@ impl Console {
     /// console and the terminal's replica, for the process's stdio.
     pub fn start(kernel: &Kernel, host: OwnedFd) -> std::io::Result<(Arc<Console>, Arc<TtyFile>)> {
         make_raw(&host)?;
-        let master = kernel.devpts.new_terminal(0, libc::O_RDWR, crate::fs::tmpfs::now());
+        let master = kernel.ext::<Devpts>().new_terminal(0, libc::O_RDWR, crate::fs::tmpfs::now());
         let term = master.term.clone();
         term.set_locked(false);
         let replica = term.open_replica(libc::O_RDWR | libc::O_NOCTTY).map_err(io_error)?;
