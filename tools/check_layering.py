@@ -28,7 +28,7 @@ LAYERS = [
     ["vfs"],           # mounts, dentries, path walk, descriptions, fd tables
     ["mm"],            # MemoryFile, address spaces
     ["platform"],      # ptrace (and later systrap, kvm)
-    ["auth", "waiter"],  # leaves: credentials and capabilities; wait queues
+    ["auth", "waiter", "host"],  # leaves: credentials and capabilities; wait queues; host calls
     ["abi"],           # Linux's ABI: errno, layouts
 ]
 

@@ -8,6 +8,7 @@ pub mod abi;
 pub mod auth;
 pub mod boot;
 pub mod fs;
+pub(crate) mod host;
 pub mod kernel;
 pub mod loader;
 pub mod mm;

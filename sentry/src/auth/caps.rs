@@ -4,6 +4,8 @@
 //! program (commoncap.c, without file capabilities: the sandbox's files
 //! carry none). Every privilege check of the sentry asks the effective set.
 
+use crate::abi::Errno;
+
 /// Capability numbers, as in linux/capability.h.
 pub const CAP_CHOWN: u32 = 0;
 pub const CAP_DAC_OVERRIDE: u32 = 1;
@@ -90,6 +92,16 @@ pub const fn bit(cap: u32) -> u64 {
     1 << cap
 }
 
+/// The bit of capability number `cap` as a guest passes it; EINVAL past
+/// CAP_LAST_CAP (`cap_valid`).
+pub fn valid_bit(cap: u64) -> Result<u64, Errno> {
+    u32::try_from(cap).ok().filter(|&c| c <= CAP_LAST_CAP).map(bit).ok_or(Errno::EINVAL)
+}
+
+/// The three sets `capget`/`capset` carry: effective, permitted,
+/// inheritable.
+pub type CapSets = [u64; 3];
+
 /// Every capability's name, as the OCI spec writes it (`CAP_CHOWN` …).
 pub fn all_names() -> Vec<String> {
     NAMES.iter().map(|n| format!("CAP_{n}")).collect()
@@ -145,6 +157,51 @@ impl Capabilities {
 
     pub fn has(&self, cap: u32) -> bool {
         self.effective & bit(cap) != 0
+    }
+
+    /// The effective, permitted and inheritable sets, as `capget` reports
+    /// them.
+    pub fn sets(&self) -> CapSets {
+        [self.effective, self.permitted, self.inheritable]
+    }
+
+    /// `capset` on oneself (`cap_capset`): bits past the last capability
+    /// are dropped; the inheritable set may grow only within the bounding
+    /// set, and beyond the permitted set only with CAP_SETPCAP; the
+    /// permitted set may only shrink and the effective set must lie in it.
+    /// Ambient capabilities no longer both permitted and inheritable go.
+    pub fn capset(&mut self, new: CapSets) -> Result<(), Errno> {
+        let [e, p, i] = new.map(|set| set & ALL);
+        let subset = |a: u64, b: u64| a & !b == 0;
+        if !self.has(CAP_SETPCAP) && !subset(i, self.inheritable | self.permitted) {
+            return Err(Errno::EPERM);
+        }
+        if !subset(i, self.inheritable | self.bounding) || !subset(p, self.permitted) || !subset(e, p) {
+            return Err(Errno::EPERM);
+        }
+        (self.effective, self.permitted, self.inheritable) = (e, p, i);
+        self.ambient &= p & i;
+        Ok(())
+    }
+
+    /// PR_CAPBSET_DROP: removing a capability from the bounding set needs
+    /// CAP_SETPCAP.
+    pub fn drop_bounding(&mut self, bit: u64) -> Result<(), Errno> {
+        if !self.has(CAP_SETPCAP) {
+            return Err(Errno::EPERM);
+        }
+        self.bounding &= !bit;
+        Ok(())
+    }
+
+    /// PR_CAP_AMBIENT_RAISE: a capability may enter the ambient set only
+    /// while it is both permitted and inheritable.
+    pub fn raise_ambient(&mut self, bit: u64) -> Result<(), Errno> {
+        if self.permitted & self.inheritable & bit == 0 {
+            return Err(Errno::EPERM);
+        }
+        self.ambient |= bit;
+        Ok(())
     }
 
     /// The sets after setuid/setreuid/setresuid change the (real,
@@ -254,6 +311,46 @@ mod tests {
         let fs = root.after_setfsuid(0, 1000);
         assert!(!fs.has(CAP_DAC_OVERRIDE) && fs.has(CAP_KILL));
         assert!(fs.after_setfsuid(1000, 0).has(CAP_DAC_OVERRIDE));
+    }
+
+    #[test]
+    fn capset_may_only_lower_permitted_and_keep_effective_within_it() {
+        let try_set = |mut c: Capabilities, sets| c.capset(sets);
+        let mut root = Capabilities::for_uid(0);
+        assert_eq!(try_set(root, [ALL, ALL, 0]), Ok(()));
+        assert_eq!(try_set(root, [1, 0, 0]), Err(Errno::EPERM), "effective beyond permitted");
+        assert_eq!(try_set(root, [0, 0, 1]), Ok(()));
+        let bounded = Capabilities { bounding: 2, ..root };
+        assert_eq!(try_set(bounded, [0, 0, 1]), Err(Errno::EPERM), "inheritable beyond the bounding set");
+        // Bits past CAP_LAST_CAP are ignored, not refused.
+        assert_eq!(root.capset([!0, !0, 0]), Ok(()));
+        assert_eq!(root.sets(), [ALL, ALL, 0]);
+        let mut user = Capabilities::for_uid(1000);
+        assert_eq!(user.capset([0, 0, 0]), Ok(()));
+        assert_eq!(user.capset([0, 1, 0]), Err(Errno::EPERM), "a new permitted capability");
+        assert_eq!(user.capset([0, 0, 1]), Err(Errno::EPERM), "inheritable without CAP_SETPCAP");
+        // Lowering the permitted set takes the ambient capability with it.
+        let mut amb = Capabilities::for_uid(0);
+        amb.inheritable = bit(CAP_KILL);
+        amb.ambient = bit(CAP_KILL);
+        assert_eq!(amb.capset([0, bit(CAP_CHOWN), bit(CAP_KILL)]), Ok(()));
+        assert_eq!(amb.ambient, 0);
+    }
+
+    #[test]
+    fn ambient_and_bounding_changes() {
+        let mut c = Capabilities::for_uid(0);
+        assert_eq!(c.raise_ambient(bit(CAP_KILL)), Err(Errno::EPERM), "not inheritable");
+        c.inheritable = bit(CAP_KILL);
+        assert_eq!(c.raise_ambient(bit(CAP_KILL)), Ok(()));
+        assert_eq!(c.ambient, bit(CAP_KILL));
+        assert_eq!(c.drop_bounding(bit(CAP_KILL)), Ok(()));
+        assert_eq!(c.bounding, ALL & !bit(CAP_KILL));
+        let mut user = Capabilities::for_uid(1000);
+        assert_eq!(user.drop_bounding(bit(CAP_KILL)), Err(Errno::EPERM));
+        assert_eq!(valid_bit(u64::from(CAP_LAST_CAP)), Ok(1 << 40));
+        assert_eq!(valid_bit(u64::from(CAP_LAST_CAP) + 1), Err(Errno::EINVAL));
+        assert_eq!(valid_bit(1 << 32), Err(Errno::EINVAL));
     }
 
     #[test]

@@ -148,7 +148,7 @@ fn boot_with(
         mount_at(&kernel, &path, Tmpfs::new(mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
-    crate::syscalls::prime_host_info();
+    crate::host::prime_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
     crate::boot::confine::isolate(cfg.netns)?;
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)

@@ -986,15 +986,21 @@ impl Default for MemfdFs {
     }
 }
 
+/// A memfd file: its node and its open file.
+pub struct Memfd {
+    pub node: Arc<dyn Node>,
+    pub ops: Arc<dyn FileOps>,
+}
+
 impl MemfdFs {
     /// A new file with no name anywhere, opened for reading and writing:
     /// only descriptors keep it alive.
-    pub fn create(&self, new: NewNode) -> Result<(Arc<dyn Node>, Arc<dyn FileOps>), Errno> {
+    pub fn create(&self, new: NewNode) -> Result<Memfd, Errno> {
         let name = format!("memfd-{}", self.next.fetch_add(1, Ordering::Relaxed)).into_bytes();
         let node = self.root.create(&name, new)?;
         let ops = node.open(libc::O_RDWR)?;
         self.root.unlink(&name, false)?;
-        Ok((node, ops))
+        Ok(Memfd { node, ops })
     }
 }
 

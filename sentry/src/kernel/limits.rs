@@ -1,10 +1,16 @@
 //! Resource limits: the per-process ones (getrlimit/setrlimit/prlimit64)
 //! and the container's host cgroup limits.
 
+use super::{Kernel, Thread};
+use crate::abi::Errno;
+use std::sync::Arc;
+
 pub const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
 pub const RLIMIT_STACK: usize = 3;
 pub const RLIMIT_NOFILE: usize = 7;
+/// `sysctl fs.nr_open`: the ceiling of RLIMIT_NOFILE.
+pub const NR_OPEN: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rlimit {
@@ -29,6 +35,47 @@ pub fn defaults() -> [Rlimit; RLIMIT_NLIMITS] {
     l
 }
 
+/// Validates a new limit against the old one as `do_prlimit` does:
+/// the soft limit may not pass the hard one, NOFILE not `fs.nr_open`, and
+/// raising the hard limit needs CAP_SYS_RESOURCE (`privileged`).
+pub fn check_change(resource: usize, old: Rlimit, new: Rlimit, privileged: bool) -> Result<(), Errno> {
+    if new.cur > new.max {
+        return Err(Errno::EINVAL);
+    }
+    if resource == RLIMIT_NOFILE && new.max > NR_OPEN {
+        return Err(Errno::EPERM);
+    }
+    if new.max > old.max && !privileged {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// `do_prlimit`: reads limit `res` of `target`'s process and, given `new`,
+/// replaces it in every thread of that process (each keeps a copy); returns
+/// the old limit. `privileged` is CAP_SYS_RESOURCE.
+pub fn prlimit(
+    kernel: &Kernel,
+    target: &Arc<Thread>,
+    res: usize,
+    new: Option<Rlimit>,
+    privileged: bool,
+) -> Result<Rlimit, Errno> {
+    let old = target.rlimit(res);
+    let Some(new) = new else { return Ok(old) };
+    check_change(res, old, new, privileged)?;
+    let mut group = kernel.group(target.tgid);
+    if !group.iter().any(|t| Arc::ptr_eq(t, target)) {
+        group.push(target.clone());
+    }
+    for t in group {
+        if let Some(l) = t.rlimits.lock().get_mut(res) {
+            *l = new;
+        }
+    }
+    Ok(old)
+}
+
 /// The limits the runtime put on the container's host cgroup (at create,
 /// and by `update`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,4 +86,20 @@ pub struct CgroupLimits {
     pub pids_max: Option<u64>,
     /// memory.max in bytes; None is the guest memory the sentry allows.
     pub memory_max: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_changes_are_checked_as_linux_does() {
+        let old = Rlimit { cur: 1024, max: 4096 };
+        let lim = |cur, max| Rlimit { cur, max };
+        assert_eq!(check_change(0, old, lim(10, 5), true), Err(Errno::EINVAL), "soft above hard");
+        assert_eq!(check_change(0, old, lim(10, 8192), false), Err(Errno::EPERM), "raising the hard limit");
+        assert_eq!(check_change(0, old, lim(10, 8192), true), Ok(()));
+        assert_eq!(check_change(0, old, lim(10, 100), false), Ok(()), "anyone may lower it");
+        assert_eq!(check_change(RLIMIT_NOFILE, old, lim(10, NR_OPEN + 1), true), Err(Errno::EPERM));
+    }
 }

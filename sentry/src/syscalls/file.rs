@@ -3,7 +3,7 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::{Errno, SysResult};
-use crate::fs::tmpfs::MemfdFs;
+use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
 use crate::vfs::{FileDescription, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
@@ -535,7 +535,7 @@ fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     })?;
     let k = &task.kernel;
     let creds = task.thread.creds();
-    let (node, ops) = k.ext::<MemfdFs>().create(NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
+    let Memfd { node, ops } = k.ext::<MemfdFs>().create(NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
     let mut shown = b"/memfd:".to_vec();
     shown.extend_from_slice(&name);
     shown.extend_from_slice(b" (deleted)");

@@ -4,6 +4,7 @@ use super::args::{int, uint};
 use super::{Entries, Support::*};
 use crate::abi::layout::Decoder;
 use crate::abi::{Errno, SysResult};
+use crate::host::monotonic_now;
 use crate::kernel::futex::FutexKey;
 use crate::kernel::Task;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -69,14 +70,6 @@ pub(super) fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -
     let clock_now =
         if realtime { SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() } else { monotonic_now() };
     Ok(Some(crate::waiter::later(now, dur.saturating_sub(clock_now))))
-}
-
-/// The host's CLOCK_MONOTONIC, which the guest's monotonic clock is.
-fn monotonic_now() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
 /// Evaluates a FUTEX_WAKE_OP operation on the word at `addr`.

@@ -1,11 +1,14 @@
-//! Scheduling priorities: nice values (getpriority, setpriority) and
-//! scheduling policies. The sentry does not schedule guest threads itself
-//! (the host does, with the sentry's own priority), so a nice value is
-//! recorded and reported — /proc shows it, children inherit it — and the
-//! only policy is SCHED_OTHER.
+//! Scheduling: nice values (getpriority, setpriority), scheduling
+//! policies, CPU affinity, `sched_yield` and `getcpu`. The sentry does not
+//! schedule guest threads itself (the host does, with the sentry's own
+//! priority), so a nice value is recorded and reported — /proc shows it,
+//! children inherit it — the only policy is SCHED_OTHER, and an affinity
+//! mask is recorded, within the host's online CPUs.
 
-use super::args::int;
+use super::args::{int, uint};
+use super::common::{capable, find_thread, put_u32};
 use super::{Entries, Support::*};
+use crate::abi::layout::Decoder;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::{Task, Thread};
@@ -39,6 +42,10 @@ pub(super) const ENTRIES: Entries = &[
     ("sched_setparam", sys_sched_setparam, Partial(POLICIES)),
     ("sched_get_priority_max", sys_sched_get_priority_max, Full),
     ("sched_get_priority_min", sys_sched_get_priority_min, Full),
+    ("sched_getaffinity", sys_sched_getaffinity, Full),
+    ("sched_setaffinity", sys_sched_setaffinity, Partial("affinity is recorded, not enforced")),
+    ("sched_yield", sys_sched_yield, Full),
+    ("getcpu", sys_getcpu, Partial("reports the host CPU of the sentry thread serving the task, and NUMA node 0")),
 ];
 
 /// The threads `which` (PRIO_PROCESS, PRIO_PGRP, PRIO_USER) and `who`
@@ -82,8 +89,7 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
     let me = task.thread.creds();
     let privileged = me.capable(caps::CAP_SYS_NICE);
     for t in &threads {
-        let them = t.creds();
-        if !privileged && them.uid != me.euid && them.euid != me.euid {
+        if !privileged && !me.same_owner(&t.creds()) {
             return Err(Errno::EPERM);
         }
         if !privileged && nice < t.nice.load(Ordering::Relaxed) {
@@ -162,4 +168,85 @@ fn sys_sched_get_priority_max(_: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_sched_get_priority_min(_: &mut Task, a: [u64; 6]) -> SysResult {
     priority_range(int(a[0])).map(|(min, _)| min)
+}
+
+/// The guest-visible bytes of a CPU mask, `len` long.
+fn mask_to_bytes(mask: &[u64], len: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = mask.iter().flat_map(|w| w.to_le_bytes()).collect();
+    out.resize(len, 0);
+    out
+}
+
+/// `a & b`, as long as `a`.
+fn and_masks(a: &[u64], b: &[u64]) -> Vec<u64> {
+    a.iter().enumerate().map(|(i, w)| w & b.get(i).copied().unwrap_or(0)).collect()
+}
+
+fn sys_sched_getaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let len = uint(a[1]) as usize;
+    let host = crate::host::cpus();
+    if len.saturating_mul(8) < host.nr_cpu_ids || len % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = find_thread(task, int(a[0]))?;
+    let mask = match &target.attrs.lock().cpu_affinity {
+        Some(m) => and_masks(&host.online, m),
+        None => host.online.clone(),
+    };
+    let n = len.min(host.mask_bytes());
+    task.thread.mm().copy_out(a[2], &mask_to_bytes(&mask, n))?;
+    Ok(n as u64)
+}
+
+fn sys_sched_setaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let host = crate::host::cpus();
+    let size = host.mask_bytes();
+    let mut buf = vec![0u8; size];
+    let n = (uint(a[1]) as usize).min(size);
+    task.thread.mm().copy_in(a[2], &mut buf[..n])?;
+    let target = find_thread(task, int(a[0]))?;
+    if !task.thread.creds().same_owner(&target.creds()) && !capable(task, caps::CAP_SYS_NICE) {
+        return Err(Errno::EPERM);
+    }
+    let mut d = Decoder::new(&buf);
+    let requested: Vec<u64> = (0..size / 8).map(|_| d.u64()).collect();
+    let mask = and_masks(&requested, &host.online);
+    if mask.iter().all(|&w| w == 0) {
+        return Err(Errno::EINVAL);
+    }
+    target.attrs.lock().cpu_affinity = Some(mask);
+    Ok(0)
+}
+
+fn sys_sched_yield(_: &mut Task, _: [u64; 6]) -> SysResult {
+    std::thread::yield_now();
+    Ok(0)
+}
+
+fn sys_getcpu(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let cpu = crate::host::current_cpu();
+    let mut ok = true;
+    if a[0] != 0 {
+        ok &= put_u32(task, a[0], cpu).is_ok();
+    }
+    if a[1] != 0 {
+        ok &= put_u32(task, a[1], 0).is_ok();
+    }
+    if ok {
+        Ok(0)
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_masks() {
+        assert_eq!(mask_to_bytes(&[0x0102], 8), vec![2, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(mask_to_bytes(&[1, 1], 8), vec![1, 0, 0, 0, 0, 0, 0, 0], "cut to the caller's length");
+        assert_eq!(and_masks(&[0b110, 5], &[0b011]), vec![0b010, 0]);
+    }
 }

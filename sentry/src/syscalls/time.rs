@@ -6,6 +6,7 @@ use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
+use crate::host;
 use crate::kernel::Task;
 use crate::waiter as wait;
 use std::time::Duration;
@@ -162,18 +163,8 @@ fn host_id(c: Clock) -> libc::clockid_t {
 
 /// Reads (or with `res`, the resolution of) a host clock.
 fn host_clock(id: libc::clockid_t, res: bool) -> Result<Timespec, Errno> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    let r = if res {
-        // SAFETY: `ts` is a valid, writable timespec.
-        unsafe { libc::clock_getres(id, &mut ts) }
-    } else {
-        // SAFETY: `ts` is a valid, writable timespec.
-        unsafe { libc::clock_gettime(id, &mut ts) }
-    };
-    if r != 0 {
-        return Err(Errno::last_os_error());
-    }
-    Ok(Timespec { sec: ts.tv_sec, nsec: ts.tv_nsec })
+    let (sec, nsec) = if res { host::clock_resolution(id)? } else { host::clock_time(id)? };
+    Ok(Timespec { sec, nsec })
 }
 
 fn now(id: libc::clockid_t) -> Result<Timespec, Errno> {
@@ -340,18 +331,6 @@ fn sys_settimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
     Err(Errno::EPERM)
 }
 
-/// User and system CPU time of the sentry (`RUSAGE_SELF`) or of the
-/// calling host thread (`RUSAGE_THREAD`), as (seconds, microseconds).
-fn host_cpu_times(who: libc::c_int) -> [(i64, i64); 2] {
-    // SAFETY: rusage is integers only; all-zero is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        log::warn!("host getrusage failed: {}", std::io::Error::last_os_error());
-    }
-    [(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), (ru.ru_stime.tv_sec, ru.ru_stime.tv_usec)]
-}
-
 /// A (seconds, microseconds) time in clock ticks.
 fn ticks((sec, usec): (i64, i64)) -> i64 {
     sec.saturating_mul(USER_HZ).saturating_add(usec / (USEC_PER_SEC / USER_HZ))
@@ -366,7 +345,7 @@ fn encode_tms(utime: i64, stime: i64) -> Vec<u8> {
 
 fn sys_times(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
-        let [u, s] = host_cpu_times(libc::RUSAGE_SELF);
+        let [u, s] = host::cpu_times(libc::RUSAGE_SELF);
         task.thread.mm().copy_out(a[0], &encode_tms(ticks(u), ticks(s)))?;
     }
     let up = task.kernel.uptime();
@@ -391,7 +370,7 @@ fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {
         RUSAGE_CHILDREN => encode_rusage((0, 0), (0, 0), 0),
         who @ (RUSAGE_SELF | RUSAGE_THREAD) => {
             let host_who = if who == RUSAGE_SELF { libc::RUSAGE_SELF } else { libc::RUSAGE_THREAD };
-            let [u, s] = host_cpu_times(host_who);
+            let [u, s] = host::cpu_times(host_who);
             let rss_kb = i64::try_from(task.thread.mm().resident_bytes() / 1024).unwrap_or(i64::MAX);
             encode_rusage(u, s, rss_kb)
         }

@@ -160,10 +160,7 @@ fn until(clock: i32, at: Duration) -> Duration {
     let now = if matches!(clock, 0 | 8 | 11) {
         SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
     } else {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes one timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
+        crate::host::monotonic_now()
     };
     // An expired absolute time fires at once (a tiny delay, not "disarm").
     at.checked_sub(now).filter(|d| !d.is_zero()).unwrap_or(Duration::from_nanos(1))

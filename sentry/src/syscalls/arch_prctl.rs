@@ -1,0 +1,56 @@
+//! System calls: `arch_prctl`, the x86-64 thread state a guest sets
+//! itself: the FS and GS bases of thread-local storage, and CPUID
+//! faulting (which the sentry does not offer).
+
+use super::args::int;
+use super::common::put_u64;
+use super::{Entries, Support};
+use crate::abi::{Errno, SysResult};
+use crate::kernel::Task;
+
+pub(super) const ENTRIES: Entries = &[(
+    "arch_prctl",
+    sys_arch_prctl,
+    Support::Partial(
+        "ARCH_SET_CPUID returns ENODEV (no CPUID faulting); XSTATE-permission, vDSO-mapping and shadow-stack \
+         options return EINVAL",
+    ),
+)];
+
+const ARCH_SET_GS: i32 = 0x1001;
+const ARCH_SET_FS: i32 = 0x1002;
+const ARCH_GET_FS: i32 = 0x1003;
+const ARCH_GET_GS: i32 = 0x1004;
+const ARCH_GET_CPUID: i32 = 0x1011;
+const ARCH_SET_CPUID: i32 = 0x1012;
+
+fn sys_arch_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let addr = a[1];
+    match int(a[0]) {
+        ARCH_SET_FS | ARCH_SET_GS if addr >= crate::abi::TASK_SIZE_MAX => Err(Errno::EPERM),
+        ARCH_SET_FS => {
+            task.cpu.regs.fs = 0;
+            task.cpu.regs.fs_base = addr;
+            Ok(0)
+        }
+        ARCH_SET_GS => {
+            task.cpu.regs.gs = 0;
+            task.cpu.regs.gs_base = addr;
+            Ok(0)
+        }
+        ARCH_GET_FS => {
+            put_u64(task, addr, task.cpu.regs.fs_base)?;
+            Ok(0)
+        }
+        ARCH_GET_GS => {
+            put_u64(task, addr, task.cpu.regs.gs_base)?;
+            Ok(0)
+        }
+        ARCH_GET_CPUID => Ok(1),
+        ARCH_SET_CPUID => Err(Errno::ENODEV),
+        code => {
+            log::debug!("arch_prctl: unsupported code {code:#x}");
+            Err(Errno::EINVAL)
+        }
+    }
+}
