@@ -15,3 +15,4 @@ pub mod mm;
 pub mod platform;
 pub mod syscalls;
 pub mod vfs;
+pub mod waiter;

@@ -3,35 +3,14 @@
 //! a seccomp filter; the sentry also leaves the host's namespaces, sees an
 //! empty root and holds no capabilities.
 
-use crate::util::husk_bin;
+use crate::util::{children, cmdline, husk_bin};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The children of `pid` (from /proc/*/stat).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
-        // The ppid is the second field after the parenthesized command.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
-        if rest.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) {
-            out.push(p);
-        }
-    }
-    out
-}
-
 fn status_field(pid: u32, key: &str) -> Option<String> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':').map(|v| v.trim().to_string()))
-}
-
-fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-        .unwrap_or_default()
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //!   compared byte for byte with the native run.
 //! * `escape`: a guest confined with `--rootfs` must not reach host files.
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
+//! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -19,6 +20,7 @@ mod attacks;
 mod confinement;
 mod escape;
 mod guest;
+mod idle;
 mod oci;
 mod scenarios;
 mod util;

@@ -34,6 +34,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "threads",
     "spawn_many",
     "waiting",
+    "idle_epoll",
     "unix_sockets",
     "unix_dgram",
     "inet_sockets",
@@ -296,6 +297,28 @@ pub fn assert_same_as_native<S: AsRef<OsStr>>(argv: &[S], stdin: Option<&[u8]>) 
 /// Path of the statically linked guest program `name` (from
 /// `tests/guest/<name>.c`). All programs are compiled on first use, once per
 /// test process, into `$CARGO_TARGET_TMPDIR/guest-bin/`.
+/// The children of `pid` (from /proc/*/stat).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        // The ppid is the second field after the parenthesized command.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        if rest.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The command line of `pid`, its arguments joined by spaces.
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
 pub fn guest_bin(name: &str) -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let dir = match BUILT.get_or_init(build_guests) {

@@ -126,6 +126,12 @@ pub fn sentry_filter() -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
     rules.insert(libc::SYS_prctl, arg_in(0, PRCTLS)?);
     rules.insert(libc::SYS_seccomp, arg_in(0, &[libc::SECCOMP_SET_MODE_FILTER.into()])?);
+    // The host-descriptor notifier (waiter::host): one epoll it adds the
+    // sandbox's stdio to and waits on.
+    let epoll_ops = [libc::EPOLL_CTL_ADD, libc::EPOLL_CTL_DEL].map(|op| u64::try_from(op).unwrap_or(0));
+    rules.insert(libc::SYS_epoll_create1, arg_in(0, &[u64::try_from(libc::EPOLL_CLOEXEC).unwrap_or(0)])?);
+    rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
+    rules.insert(libc::SYS_epoll_wait, Vec::new());
     Ok(compile(rules, SeccompAction::Trap)?)
 }
 

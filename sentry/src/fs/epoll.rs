@@ -1,12 +1,16 @@
-//! epoll instances: an interest list of descriptions, each with the events
-//! it waits for. Readiness is taken from the files' `poll_events` when the
-//! guest waits (level-triggered; edge-triggered reports only newly
-//! appearing events).
+//! epoll instances, as Linux's eventpoll: each interest registers an
+//! entry on its file's wait queue at EPOLL_CTL_ADD; a notification puts
+//! the interest on the instance's ready list and wakes the instance's own
+//! queue (its waiters, or an epoll watching this one). A wait looks only
+//! at the ready list: level-triggered interests that are still ready go
+//! back on it, edge-triggered ones come back with the next event, a
+//! one-shot interest is disarmed until EPOLL_CTL_MOD.
 
 use crate::abi::Errno;
 use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
+use crate::waiter::{Entry, Notify, Queue};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 pub const EPOLLERR: u32 = 0x008;
@@ -14,85 +18,259 @@ pub const EPOLLHUP: u32 = 0x010;
 pub const EPOLLET: u32 = 1 << 31;
 pub const EPOLLONESHOT: u32 = 1 << 30;
 
+/// Keyed by (fd, description address), as Linux keys by (fd, file).
+type Key = (i32, usize);
+
 struct Interest {
     file: Weak<FileDescription>,
     events: u32,
     data: u64,
-    /// Events reported last time (for EPOLLET).
-    last: u32,
     /// EPOLLONESHOT fired; nothing is reported until EPOLL_CTL_MOD.
     disarmed: bool,
+    /// On the ready list.
+    queued: bool,
+    /// Registered on the file's queue.
+    entry: Entry,
+}
+
+#[derive(Default)]
+struct State {
+    interest: BTreeMap<Key, Interest>,
+    /// Interests that may be ready, oldest first.
+    ready: VecDeque<Key>,
+    /// The interest count at which closed files are next swept out.
+    sweep_at: usize,
 }
 
 /// An epoll instance.
 pub struct Epoll {
     ino: u64,
     created: TimeSpec,
-    /// Keyed by (fd, description address), as Linux keys by (fd, file).
-    interest: Mutex<BTreeMap<(i32, usize), Interest>>,
+    state: Mutex<State>,
+    /// Waiters for this instance (epoll_wait, poll, an outer epoll).
+    events: Queue,
+    me: Weak<Epoll>,
 }
 
-fn key(fd: i32, file: &Arc<FileDescription>) -> (i32, usize) {
+fn key(fd: i32, file: &Arc<FileDescription>) -> Key {
     (fd, Arc::as_ptr(file) as usize)
+}
+
+/// An interest's entry on its file's queue.
+struct Callback {
+    epoll: Weak<Epoll>,
+    key: Key,
+    file: Weak<FileDescription>,
+}
+
+impl Notify for Callback {
+    fn notify(&self, _mask: u32) {
+        if let Some(ep) = self.epoll.upgrade() {
+            ep.mark_ready(self.key);
+        }
+    }
+
+    fn stale(&self) -> bool {
+        self.epoll.strong_count() == 0 || self.file.strong_count() == 0
+    }
+}
+
+/// What an interest is registered for: its events and the ones always
+/// reported.
+fn entry_mask(events: u32) -> u32 {
+    (events & !(EPOLLET | EPOLLONESHOT)) | EPOLLERR | EPOLLHUP
 }
 
 impl Epoll {
     pub fn new(ino: u64, created: TimeSpec) -> Arc<Epoll> {
-        Arc::new(Epoll { ino, created, interest: Mutex::new(BTreeMap::new()) })
+        Arc::new_cyclic(|me| Epoll { ino, created, state: Mutex::default(), events: Queue::default(), me: me.clone() })
+    }
+
+    /// Puts an interest on the ready list and wakes the waiters.
+    fn mark_ready(&self, k: Key) {
+        {
+            let mut s = self.state.lock();
+            let Some(i) = s.interest.get_mut(&k) else { return };
+            if i.queued || i.disarmed {
+                return;
+            }
+            i.queued = true;
+            s.ready.push_back(k);
+        }
+        self.events.notify(POLLIN | POLLRDNORM);
     }
 
     /// EPOLL_CTL_ADD.
     pub fn add(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
-        let mut m = self.interest.lock();
         let k = key(fd, file);
-        if m.contains_key(&k) {
-            return Err(Errno::EEXIST);
-        }
-        m.insert(k, Interest { file: Arc::downgrade(file), events, data, last: 0, disarmed: false });
+        let entry = {
+            let mut s = self.state.lock();
+            // Descriptions closed everywhere leave the set, as on Linux.
+            if s.interest.len() >= s.sweep_at {
+                s.interest.retain(|_, i| i.file.strong_count() > 0);
+                s.sweep_at = (s.interest.len() * 2).max(64);
+            }
+            if s.interest.contains_key(&k) {
+                return Err(Errno::EEXIST);
+            }
+            let cb = Arc::new(Callback { epoll: self.me.clone(), key: k, file: Arc::downgrade(file) });
+            let entry = Entry::new(entry_mask(events), cb);
+            let i = Interest { file: Arc::downgrade(file), events, data, disarmed: false, queued: true, entry };
+            let entry = i.entry.clone();
+            s.interest.insert(k, i);
+            // Checked at the next wait, as Linux checks at once.
+            s.ready.push_back(k);
+            entry
+        };
+        file.ops.event_register(&entry);
+        self.events.notify(POLLIN | POLLRDNORM);
         Ok(())
     }
 
     /// EPOLL_CTL_MOD.
     pub fn modify(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
-        let mut m = self.interest.lock();
-        let i = m.get_mut(&key(fd, file)).ok_or(Errno::ENOENT)?;
-        i.events = events;
-        i.data = data;
-        i.last = 0;
-        i.disarmed = false;
+        let k = key(fd, file);
+        let (old, new) = {
+            let mut s = self.state.lock();
+            let i = s.interest.get_mut(&k).ok_or(Errno::ENOENT)?;
+            let old = i.entry.clone();
+            let cb = Arc::new(Callback { epoll: self.me.clone(), key: k, file: Arc::downgrade(file) });
+            i.entry = Entry::new(entry_mask(events), cb);
+            i.events = events;
+            i.data = data;
+            i.disarmed = false;
+            let new = i.entry.clone();
+            if !std::mem::replace(&mut i.queued, true) {
+                s.ready.push_back(k);
+            }
+            (old, new)
+        };
+        file.ops.event_unregister(&old);
+        file.ops.event_register(&new);
+        self.events.notify(POLLIN | POLLRDNORM);
         Ok(())
     }
 
     /// EPOLL_CTL_DEL.
     pub fn delete(&self, fd: i32, file: &Arc<FileDescription>) -> Result<(), Errno> {
-        self.interest.lock().remove(&key(fd, file)).map(drop).ok_or(Errno::ENOENT)
+        let i = self.state.lock().interest.remove(&key(fd, file)).ok_or(Errno::ENOENT)?;
+        file.ops.event_unregister(&i.entry);
+        Ok(())
     }
 
-    /// Collects up to `max` ready (events, data) pairs.
-    pub fn ready(&self, max: usize) -> Vec<(u32, u64)> {
-        let mut m = self.interest.lock();
-        // Descriptions closed everywhere leave the set, as on Linux.
-        m.retain(|_, i| i.file.strong_count() > 0);
-        let mut out = Vec::new();
-        for i in m.values_mut() {
-            if out.len() >= max {
-                break;
-            }
-            let Some(f) = i.file.upgrade() else { continue };
-            if i.disarmed {
-                continue;
-            }
-            let now = f.ops.poll_events() & (i.events | EPOLLERR | EPOLLHUP);
-            let report = if i.events & EPOLLET != 0 { now & !i.last } else { now };
-            i.last = now;
-            if report != 0 {
-                out.push((report, i.data));
-                if i.events & EPOLLONESHOT != 0 {
-                    i.disarmed = true;
+    /// Takes the ready list: each interest with its file and events
+    /// (dropping those whose file is gone). The interests are off the list
+    /// from here, so an event that comes while they are looked at puts
+    /// them back.
+    fn take_ready(&self) -> Vec<(Key, Arc<FileDescription>, u32)> {
+        let mut s = self.state.lock();
+        let keys = std::mem::take(&mut s.ready);
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let Some(i) = s.interest.get_mut(&k) else { continue };
+            i.queued = false;
+            match i.file.upgrade() {
+                Some(f) if !i.disarmed => out.push((k, f, i.events)),
+                Some(_) => {}
+                None => {
+                    s.interest.remove(&k);
                 }
             }
         }
         out
+    }
+
+    /// Puts interests back on the ready list (at the front when `front`,
+    /// keeping their order), unless an event already did.
+    fn requeue(s: &mut State, keys: impl DoubleEndedIterator<Item = Key>, front: bool) {
+        let mut keys: Vec<Key> = keys.collect();
+        if front {
+            keys.reverse();
+        }
+        for k in keys {
+            let Some(i) = s.interest.get_mut(&k) else { continue };
+            if i.queued || i.disarmed {
+                continue;
+            }
+            i.queued = true;
+            if front {
+                s.ready.push_front(k);
+            } else {
+                s.ready.push_back(k);
+            }
+        }
+    }
+
+    /// Collects up to `max` ready (events, data) pairs.
+    pub fn ready(&self, max: usize) -> Vec<(u32, u64)> {
+        let candidates = self.take_ready();
+        // The files are asked outside the instance's lock: their queues
+        // call back into it.
+        let mut found = Vec::new();
+        let mut rest = Vec::new();
+        for (k, f, events) in candidates {
+            if found.len() >= max {
+                rest.push(k);
+                continue;
+            }
+            let now = f.ops.poll_events() & (events | EPOLLERR | EPOLLHUP);
+            if now != 0 {
+                found.push((k, now, events));
+            }
+        }
+        let mut out = Vec::with_capacity(found.len());
+        let mut again = Vec::new();
+        let mut s = self.state.lock();
+        for (k, now, events) in found {
+            let Some(i) = s.interest.get_mut(&k) else { continue };
+            if i.disarmed {
+                continue;
+            }
+            out.push((now, i.data));
+            if events & EPOLLONESHOT != 0 {
+                i.disarmed = true;
+            } else if events & EPOLLET == 0 {
+                again.push(k);
+            }
+        }
+        Self::requeue(&mut s, rest.into_iter(), true);
+        Self::requeue(&mut s, again.into_iter(), false);
+        out
+    }
+
+    /// Whether an interest is ready, without consuming anything (the
+    /// instance's own readiness, when it is watched).
+    fn ready_without_consuming(&self) -> bool {
+        let candidates: Vec<(Arc<FileDescription>, u32)> = {
+            let s = self.state.lock();
+            s.ready
+                .iter()
+                .filter_map(|k| s.interest.get(k))
+                .filter(|i| !i.disarmed)
+                .filter_map(|i| Some((i.file.upgrade()?, i.events)))
+                .collect()
+        };
+        candidates.iter().any(|(f, events)| f.ops.poll_events() & (events | EPOLLERR | EPOLLHUP) != 0)
+    }
+
+    /// Registers a waiter for this instance's events.
+    pub fn register(&self, e: &Entry) {
+        self.events.register(e);
+    }
+
+    pub fn unregister(&self, e: &Entry) {
+        self.events.unregister(e);
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        let interest = std::mem::take(&mut self.state.get_mut().interest);
+        for i in interest.into_values() {
+            if let Some(f) = i.file.upgrade() {
+                f.ops.event_unregister(&i.entry);
+            }
+        }
     }
 }
 
@@ -124,14 +302,13 @@ impl FileOps for Epoll {
             0
         }
     }
-}
 
-impl Epoll {
-    fn ready_without_consuming(&self) -> bool {
-        let m = self.interest.lock();
-        m.values().any(|i| {
-            !i.disarmed && i.file.upgrade().is_some_and(|f| f.ops.poll_events() & (i.events | EPOLLERR | EPOLLHUP) != 0)
-        })
+    fn event_register(&self, e: &Entry) {
+        self.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.unregister(e);
     }
 }
 
@@ -157,8 +334,8 @@ mod tests {
     #[test]
     fn level_edge_and_oneshot() {
         let p = Pipe::new(1, TimeSpec::default());
-        let r = desc(p.reader(true));
-        let w = desc(p.writer(true));
+        let r = desc(p.reader());
+        let w = desc(p.writer());
         let ep = Epoll::new(9, TimeSpec::default());
         ep.add(3, &r, POLLIN, 33).unwrap();
         ep.add(4, &w, POLLOUT | EPOLLET, 44).unwrap();
@@ -175,5 +352,37 @@ mod tests {
         assert_eq!(ep.delete(3, &r), Err(Errno::ENOENT));
         drop(w);
         assert!(ep.ready(8).is_empty(), "the closed writer left the set");
+    }
+
+    #[derive(Default)]
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl Notify for Count {
+        fn notify(&self, _mask: u32) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_write_wakes_the_instance_and_an_outer_one_but_not_another_files_waiters() {
+        let (p, q) = (Pipe::new(1, TimeSpec::default()), Pipe::new(2, TimeSpec::default()));
+        let (r, w) = (desc(p.reader()), desc(p.writer()));
+        let (other_r, other_w) = (desc(q.reader()), desc(q.writer()));
+        let inner = Epoll::new(9, TimeSpec::default());
+        inner.add(3, &r, POLLIN, 33).unwrap();
+        assert!(inner.ready(8).is_empty());
+        let inner_desc = desc(inner.clone());
+        let outer = Epoll::new(10, TimeSpec::default());
+        outer.add(5, &inner_desc, POLLIN, 55).unwrap();
+        assert!(outer.ready(8).is_empty(), "nothing ready inside");
+        let (woken, bystander) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        outer.register(&Entry::new(POLLIN, woken.clone()));
+        other_r.ops.event_register(&Entry::new(POLLIN, bystander.clone()));
+        w.ops.write(b"x", 0).unwrap();
+        assert!(woken.0.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the outer epoll's waiter woke");
+        assert_eq!(bystander.0.load(std::sync::atomic::Ordering::Relaxed), 0, "another pipe's waiter did not");
+        assert_eq!(outer.ready(8), vec![(POLLIN, 55)]);
+        assert_eq!(inner.ready(8), vec![(POLLIN, 33)]);
+        drop(other_w);
     }
 }

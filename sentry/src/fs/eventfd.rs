@@ -1,40 +1,26 @@
 //! eventfd: a 64-bit counter with read/write semantics for wake-ups.
 
 use crate::abi::Errno;
-use crate::kernel::wait::{wait_once, Waker};
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::waiter::{Entry, Queue};
+use parking_lot::Mutex;
 use std::sync::Arc;
 
-/// An eventfd.
+/// An eventfd. It never blocks: a read of zero or a write that would
+/// overflow fails with EAGAIN, and the caller waits on its queue.
 pub struct EventFd {
     ino: u64,
     created: TimeSpec,
     semaphore: bool,
-    nonblock: AtomicBool,
-    count: Arc<(Mutex<u64>, Condvar)>,
+    count: Mutex<u64>,
+    queue: Queue,
 }
 
 const MAX: u64 = u64::MAX - 1;
 
 impl EventFd {
-    pub fn new(ino: u64, created: TimeSpec, initial: u64, semaphore: bool, nonblock: bool) -> Arc<EventFd> {
-        Arc::new(EventFd {
-            ino,
-            created,
-            semaphore,
-            nonblock: AtomicBool::new(nonblock),
-            count: Arc::new((Mutex::new(initial), Condvar::new())),
-        })
-    }
-
-    fn waker(&self) -> Waker {
-        let c = self.count.clone();
-        Arc::new(move || {
-            let _g = c.0.lock();
-            c.1.notify_all();
-        })
+    pub fn new(ino: u64, created: TimeSpec, initial: u64, semaphore: bool) -> Arc<EventFd> {
+        Arc::new(EventFd { ino, created, semaphore, count: Mutex::new(initial), queue: Queue::default() })
     }
 }
 
@@ -57,18 +43,16 @@ impl FileOps for EventFd {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
-        let (lock, cond) = (&self.count.0, &self.count.1);
-        let mut c = lock.lock();
-        while *c == 0 {
-            if self.nonblock.load(Ordering::Relaxed) {
+        let v = {
+            let mut c = self.count.lock();
+            if *c == 0 {
                 return Err(Errno::EAGAIN);
             }
-            wait_once(&mut c, cond, self.waker())?;
-        }
-        let v = if self.semaphore { 1 } else { *c };
-        *c -= v;
-        cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+            let v = if self.semaphore { 1 } else { *c };
+            *c -= v;
+            v
+        };
+        self.queue.notify(POLLOUT | POLLWRNORM);
         buf[..8].copy_from_slice(&v.to_ne_bytes());
         Ok(8)
     }
@@ -78,17 +62,14 @@ impl FileOps for EventFd {
         if v == u64::MAX {
             return Err(Errno::EINVAL);
         }
-        let (lock, cond) = (&self.count.0, &self.count.1);
-        let mut c = lock.lock();
-        while MAX - *c < v {
-            if self.nonblock.load(Ordering::Relaxed) {
+        {
+            let mut c = self.count.lock();
+            if MAX - *c < v {
                 return Err(Errno::EAGAIN);
             }
-            wait_once(&mut c, cond, self.waker())?;
+            *c += v;
         }
-        *c += v;
-        cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+        self.queue.notify(POLLIN | POLLRDNORM);
         Ok(8)
     }
 
@@ -97,7 +78,7 @@ impl FileOps for EventFd {
     }
 
     fn poll_events(&self) -> u32 {
-        let c = *self.count.0.lock();
+        let c = *self.count.lock();
         let mut ev = 0;
         if c > 0 {
             ev |= POLLIN | POLLRDNORM;
@@ -111,8 +92,12 @@ impl FileOps for EventFd {
         ev
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    fn event_register(&self, e: &Entry) {
+        self.queue.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.queue.unregister(e);
     }
 }
 
@@ -122,14 +107,14 @@ mod tests {
 
     #[test]
     fn counter_and_semaphore_modes() {
-        let e = EventFd::new(1, TimeSpec::default(), 0, false, true);
+        let e = EventFd::new(1, TimeSpec::default(), 0, false);
         let mut b = [0u8; 8];
         assert_eq!(e.read(&mut b, 0), Err(Errno::EAGAIN));
         e.write(&3u64.to_ne_bytes(), 0).unwrap();
         e.write(&4u64.to_ne_bytes(), 0).unwrap();
         assert_eq!(e.read(&mut b, 0), Ok(8));
         assert_eq!(u64::from_ne_bytes(b), 7);
-        let s = EventFd::new(2, TimeSpec::default(), 2, true, true);
+        let s = EventFd::new(2, TimeSpec::default(), 2, true);
         s.read(&mut b, 0).unwrap();
         assert_eq!(u64::from_ne_bytes(b), 1);
         assert_eq!(s.poll_events() & POLLIN, POLLIN);

@@ -6,9 +6,10 @@ use super::tty::termios::{
 };
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::FileOps;
+use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN};
+use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A regular file read and written with `pread`/`pwrite` on a host fd.
 pub struct HostFile {
@@ -100,11 +101,17 @@ impl Mappable for HostFile {
 /// handed to the sentry by the runtime. Reads and writes go straight to it.
 pub struct HostStream {
     fd: OwnedFd,
+    /// Waiters for the host descriptor's readiness, which the host
+    /// notifier announces once it watches the descriptor.
+    events: Arc<Queue>,
+    /// Whether the host notifier watches the descriptor (set when the
+    /// first waiter comes).
+    watched: OnceLock<bool>,
 }
 
 impl HostStream {
     pub fn new(fd: OwnedFd) -> HostStream {
-        HostStream { fd }
+        HostStream { fd, events: Arc::default(), watched: OnceLock::new() }
     }
 
     /// An ioctl that copies a fixed-size struct out of the host.
@@ -134,29 +141,32 @@ impl HostStream {
 }
 
 impl HostStream {
-    /// Waits until the host descriptor is readable, giving up (ERESTARTSYS)
-    /// when the calling guest thread is interrupted. The host stream is
-    /// polled in slices so a signal is noticed within one.
-    fn wait_readable(&self) -> Result<(), Errno> {
-        const SLICE_MS: i32 = 50;
-        let me = crate::kernel::thread::current();
-        loop {
-            let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd.
-            let n = unsafe { libc::poll(&mut p, 1, SLICE_MS) };
-            if n != 0 {
-                return Ok(());
-            }
-            if me.as_ref().is_some_and(|t| t.interrupt_pending()) {
-                return Err(Errno::ERESTARTSYS);
-            }
+    /// The host descriptor's poll events now.
+    fn host_events(&self) -> u32 {
+        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLOUT, revents: 0 };
+        // SAFETY: one valid pollfd, no waiting.
+        if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
+            return crate::vfs::POLLERR;
+        }
+        u32::from(u16::from_ne_bytes(p.revents.to_ne_bytes()))
+    }
+}
+
+impl Drop for HostStream {
+    fn drop(&mut self) {
+        if self.watched.get() == Some(&true) {
+            waiter::host::unwatch(self.fd.as_raw_fd());
         }
     }
 }
 
 impl FileOps for HostStream {
+    /// Reads what the host descriptor holds; EAGAIN when a read would
+    /// block, so the caller waits on the queue instead of in the host.
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.wait_readable()?;
+        if self.host_events() & (POLLIN | POLLHUP | POLLERR) == 0 {
+            return Err(Errno::EAGAIN);
+        }
         // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
         io(|| unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
     }
@@ -171,12 +181,16 @@ impl FileOps for HostStream {
     }
 
     fn poll_events(&self) -> u32 {
-        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLOUT, revents: 0 };
-        // SAFETY: one valid pollfd, no waiting.
-        if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
-            return crate::vfs::POLLERR;
-        }
-        u32::from(u16::from_ne_bytes(p.revents.to_ne_bytes()))
+        self.host_events()
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.watched.get_or_init(|| waiter::host::watch(self.fd.as_raw_fd(), &self.events));
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
     }
 
     fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {

@@ -1,17 +1,17 @@
 //! IP sockets: the file behind a descriptor for a netstack TCP or UDP
-//! endpoint. The netstack never blocks; a blocking call here waits on the
-//! endpoint's notifier queue, interruptibly, as any sentry wait does.
+//! endpoint. Neither the netstack nor the socket blocks: an endpoint that
+//! is not ready fails with EAGAIN and announces its changes on its
+//! notifier queue, which the socket passes on to its own wait queue.
 
 use crate::abi::Errno;
-use crate::kernel::wait::{self, Waker};
 use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, TimeSpec};
-use husk_netstack::waiter::{Notifier, Queue};
+use crate::waiter::{Entry, Queue, ALL};
+use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// The netstack endpoint a socket is.
@@ -25,7 +25,8 @@ pub struct InetSocket {
     ino: u64,
     created: TimeSpec,
     pub endpoint: Endpoint,
-    nonblock: AtomicBool,
+    /// Waiters for the endpoint's readiness.
+    events: Arc<Queue>,
     /// Options accepted without effect, reported back as they were set,
     /// by (level, name).
     pub stored: Mutex<HashMap<(i32, i32), Vec<u8>>>,
@@ -52,128 +53,46 @@ pub fn errno(e: NetError) -> Errno {
     }
 }
 
-/// Wakes one blocked guest thread when the endpoint it waits on changes.
-#[derive(Default)]
-struct Wake {
-    fired: Mutex<bool>,
-    cond: Condvar,
-}
+/// Passes an endpoint's readiness changes on to its socket's queue.
+struct Forward(Weak<Queue>);
 
-impl Notifier for Wake {
+impl Notifier for Forward {
     fn notify(&self) {
-        *self.fired.lock() = true;
-        self.cond.notify_all();
-    }
-}
-
-/// Takes a notifier off its queue when the wait ends.
-struct Registered<'a> {
-    queue: &'a Queue,
-    notifier: Arc<dyn Notifier>,
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.queue.unregister(&self.notifier);
-    }
-}
-
-/// Runs `op` until it no longer would block: at once when `nonblock`,
-/// else waiting on `queue` between tries, until `timeout` (then EAGAIN,
-/// as SO_RCVTIMEO does) or a signal (ERESTARTSYS).
-pub fn blocking<T>(
-    queue: &Queue,
-    nonblock: bool,
-    timeout: Option<Duration>,
-    mut op: impl FnMut() -> Result<T, NetError>,
-) -> Result<T, Errno> {
-    let first = op();
-    if nonblock || !matches!(first, Err(NetError::WouldBlock)) {
-        return first.map_err(errno);
-    }
-    let w = Arc::new(Wake::default());
-    let notifier: Arc<dyn Notifier> = w.clone();
-    queue.register(notifier.clone());
-    let _registered = Registered { queue, notifier };
-    let deadline = timeout.map(wait::deadline_in);
-    loop {
-        match op() {
-            Err(NetError::WouldBlock) => {}
-            r => return r.map_err(errno),
+        if let Some(q) = self.0.upgrade() {
+            q.notify(ALL);
         }
-        let mut fired = w.fired.lock();
-        let w2 = w.clone();
-        let wake: Waker = Arc::new(move || w2.notify());
-        match wait::block_on(&mut fired, &w.cond, wake, deadline, |f| std::mem::replace(f, false)) {
-            Ok(()) => {}
-            Err(Errno::ETIMEDOUT) => return Err(Errno::EAGAIN),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Passes an endpoint's readiness changes on to the sandbox's pollers.
-struct Pollers;
-
-impl Notifier for Pollers {
-    fn notify(&self) {
-        wait::readiness_changed();
     }
 }
 
 impl InetSocket {
-    pub fn new(ino: u64, created: TimeSpec, endpoint: Endpoint, nonblock: bool) -> Arc<InetSocket> {
-        let pollers: Arc<dyn Notifier> = Arc::new(Pollers);
+    pub fn new(ino: u64, created: TimeSpec, endpoint: Endpoint) -> Arc<InetSocket> {
+        let events = Arc::new(Queue::default());
+        let forward: Arc<dyn Notifier> = Arc::new(Forward(Arc::downgrade(&events)));
         match &endpoint {
-            Endpoint::Tcp(t) => t.queue().register(pollers),
-            Endpoint::Udp(u) => u.queue().register(pollers),
+            Endpoint::Tcp(t) => t.queue().register(forward),
+            Endpoint::Udp(u) => u.queue().register(forward),
         }
-        Arc::new(InetSocket {
-            ino,
-            created,
-            endpoint,
-            nonblock: AtomicBool::new(nonblock),
-            stored: Mutex::default(),
-            timeouts: Mutex::default(),
-        })
-    }
-
-    pub fn nonblocking(&self) -> bool {
-        self.nonblock.load(Ordering::Relaxed)
-    }
-
-    pub fn queue(&self) -> &Queue {
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.queue(),
-            Endpoint::Udp(u) => u.queue(),
-        }
+        Arc::new(InetSocket { ino, created, endpoint, events, stored: Mutex::default(), timeouts: Mutex::default() })
     }
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
-    /// length, and the sender of a datagram.
-    pub fn recv(
-        &self,
-        buf: &mut [u8],
-        dontwait: bool,
-        peek: bool,
-    ) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
-        let timeout = self.timeouts.lock().0;
+    /// length, and the sender of a datagram; EAGAIN when nothing waits.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
         match &self.endpoint {
-            Endpoint::Tcp(t) => blocking(t.queue(), dontwait, timeout, || t.recv(buf, peek)).map(|n| (n, n, None)),
-            Endpoint::Udp(u) => {
-                blocking(u.queue(), dontwait, timeout, || u.recv_from(buf, peek)).map(|d| (d.len, d.full, Some(d.from)))
-            }
+            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None)),
+            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from))),
         }
+        .map_err(errno)
     }
 
-    /// Sends like sendto(2): a stream takes what fits, waiting for room
-    /// when none does; a datagram goes whole to `to` or the peer.
-    pub fn send(&self, buf: &[u8], dontwait: bool, to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
-        let timeout = self.timeouts.lock().1;
+    /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
+    /// does); a datagram goes whole to `to` or the peer.
+    pub fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
         match &self.endpoint {
-            Endpoint::Tcp(t) => blocking(t.queue(), dontwait, timeout, || t.send(buf)),
-            Endpoint::Udp(u) => u.send_to(to, buf).map_err(errno),
+            Endpoint::Tcp(t) => t.send(buf),
+            Endpoint::Udp(u) => u.send_to(to, buf),
         }
+        .map_err(errno)
     }
 
     /// Whether EPIPE from this socket raises SIGPIPE (a stream's does).
@@ -186,11 +105,11 @@ super::anon::socket_node!(InetSocket);
 
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, self.nonblocking(), false).map(|(n, _, _)| n)
+        self.recv(buf, false).map(|(n, _, _)| n)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send(buf, self.nonblocking(), None)
+        self.send(buf, None)
     }
 
     fn seekable(&self) -> bool {
@@ -204,8 +123,22 @@ impl FileOps for InetSocket {
         }
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    fn event_register(&self, e: &Entry) {
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
+    }
+
+    /// SO_RCVTIMEO and SO_SNDTIMEO.
+    fn io_timeout(&self, write: bool) -> Option<Duration> {
+        let t = self.timeouts.lock();
+        if write {
+            t.1
+        } else {
+            t.0
+        }
     }
 
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;

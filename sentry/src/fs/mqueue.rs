@@ -5,11 +5,11 @@
 
 use super::synthetic::{dir_entry, Attr, Entries, Entry, FsInfo};
 use crate::abi::Errno;
-use crate::kernel::wait::{block_on, readiness_changed, Waker};
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
+use crate::waiter::{block_on, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -68,6 +68,8 @@ pub struct Queue {
     created: TimeSpec,
     state: Mutex<State>,
     cond: Condvar,
+    /// Pollers wait here.
+    events: crate::waiter::Queue,
     /// The sandbox's reservations and live queues, which this one leaves
     /// when it is freed (unlinked and closed).
     budget: Arc<Budget>,
@@ -142,7 +144,7 @@ impl Queue {
         let notify = if was_empty && s.waiting_receivers == 0 { s.notify.take() } else { None };
         drop(s);
         self.cond.notify_all();
-        readiness_changed();
+        self.events.notify(crate::waiter::ALL);
         Ok(notify)
     }
 
@@ -177,7 +179,7 @@ impl Queue {
         s.bytes -= len;
         drop(s);
         self.cond.notify_all();
-        readiness_changed();
+        self.events.notify(crate::waiter::ALL);
         Ok((msg, prio))
     }
 
@@ -299,6 +301,7 @@ impl Registry {
                 waiting_receivers: 0,
             }),
             cond: Condvar::new(),
+            events: crate::waiter::Queue::default(),
             budget: self.budget.clone(),
         });
         queues.insert(req.name.to_vec(), q.clone());
@@ -359,8 +362,8 @@ impl Node for QueueNode {
         Ok(st)
     }
 
-    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        Ok(Arc::new(QueueFile::new(self.queue.clone(), flags)))
+    fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        Ok(Arc::new(QueueFile::new(self.queue.clone())))
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -379,16 +382,11 @@ impl Node for QueueNode {
 /// An open queue (an mq descriptor): reads give its status line.
 pub struct QueueFile {
     pub queue: Arc<Queue>,
-    nonblock: AtomicBool,
 }
 
 impl QueueFile {
-    pub fn new(queue: Arc<Queue>, flags: i32) -> QueueFile {
-        QueueFile { queue, nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0) }
-    }
-
-    pub fn nonblocking(&self) -> bool {
-        self.nonblock.load(Ordering::Relaxed)
+    pub fn new(queue: Arc<Queue>) -> QueueFile {
+        QueueFile { queue }
     }
 }
 
@@ -413,8 +411,12 @@ impl FileOps for QueueFile {
         ev
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    fn event_register(&self, e: &crate::waiter::Entry) {
+        self.queue.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &crate::waiter::Entry) {
+        self.queue.events.unregister(e);
     }
 }
 

@@ -1,12 +1,16 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
+use super::tty::termios::FIONREAD;
 use crate::abi::Errno;
-use crate::kernel::wait::{wait_once, Waker};
 use crate::mm::accounting::{self, Charge};
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFIFO};
-use parking_lot::{Condvar, Mutex};
+use crate::mm::MemoryManager;
+use crate::vfs::{
+    FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, READ_EVENTS, S_IFIFO,
+    WRITE_EVENTS,
+};
+use crate::waiter::{self, Entry, Queue};
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Linux's default pipe capacity.
@@ -31,7 +35,8 @@ struct State {
 /// The shared buffer, which is also the pipe's inode.
 pub struct Pipe {
     state: Mutex<State>,
-    cond: Condvar,
+    /// Readers wait here for data, writers for room.
+    queue: Queue,
     ino: u64,
     created: TimeSpec,
 }
@@ -47,36 +52,22 @@ impl Pipe {
                 consumed: 0,
                 charge: Charge::new(accounting::sandbox()),
             }),
-            cond: Condvar::new(),
+            queue: Queue::default(),
             ino,
             created: now,
         })
     }
 
     /// The read end (counted until dropped).
-    pub fn reader(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
+    pub fn reader(self: &Arc<Pipe>) -> Arc<PipeEnd> {
         self.state.lock().readers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: false, nonblock: AtomicBool::new(nonblock) })
+        Arc::new(PipeEnd { pipe: self.clone(), write: false })
     }
 
     /// The write end (counted until dropped).
-    pub fn writer(self: &Arc<Pipe>, nonblock: bool) -> Arc<PipeEnd> {
+    pub fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
         self.state.lock().writers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: true, nonblock: AtomicBool::new(nonblock) })
-    }
-
-    /// Wakes whoever waits on this pipe (to notice an interruption).
-    fn waker(self: &Arc<Pipe>) -> Waker {
-        let p = self.clone();
-        Arc::new(move || {
-            let _g = p.state.lock();
-            p.cond.notify_all();
-        })
-    }
-
-    /// Bytes waiting to be read (FIONREAD).
-    pub fn available(&self) -> usize {
-        self.state.lock().buf.len()
+        Arc::new(PipeEnd { pipe: self.clone(), write: true })
     }
 }
 
@@ -94,11 +85,11 @@ impl Node for Pipe {
     }
 }
 
-/// One end of a pipe.
+/// One end of a pipe. It never blocks: an end that is not ready fails
+/// with EAGAIN, and the caller waits on the pipe's queue.
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
     write: bool,
-    nonblock: AtomicBool,
 }
 
 impl PipeEnd {
@@ -107,62 +98,61 @@ impl PipeEnd {
         let s = self.pipe.state.lock();
         (s.produced, s.consumed)
     }
-
-    fn nonblocking(&self) -> bool {
-        self.nonblock.load(Ordering::Relaxed)
-    }
 }
 
 impl Drop for PipeEnd {
     fn drop(&mut self) {
-        let mut s = self.pipe.state.lock();
-        if self.write {
-            s.writers -= 1;
-        } else {
-            s.readers -= 1;
+        {
+            let mut s = self.pipe.state.lock();
+            if self.write {
+                s.writers -= 1;
+            } else {
+                s.readers -= 1;
+            }
         }
-        self.pipe.cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+        self.pipe.queue.notify(waiter::ALL);
     }
 }
 
 impl PipeEnd {
-    /// Reads; `dontwait` makes this one call non-blocking (MSG_DONTWAIT);
-    /// `peek` copies the bytes out but leaves them queued (MSG_PEEK).
+    /// Reads; unless `dontwait` (MSG_DONTWAIT) waits for data; `peek`
+    /// copies the bytes out but leaves them queued (MSG_PEEK).
     pub fn read_with(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<usize, Errno> {
+        if dontwait {
+            return self.try_read(buf, peek);
+        }
+        waiter::until_ready(&self.pipe.queue, READ_EVENTS, None, || self.try_read(buf, peek))
+    }
+
+    /// Reads what is queued, EOF without writers, else EAGAIN.
+    fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
         if self.write {
             return Err(Errno::EBADF);
         }
         if buf.is_empty() {
             return Ok(0);
         }
-        let mut s = self.pipe.state.lock();
-        loop {
-            if !s.buf.is_empty() {
-                let n = buf.len().min(s.buf.len());
-                if peek {
-                    for (dst, src) in buf.iter_mut().zip(s.buf.iter()) {
-                        *dst = *src;
-                    }
-                    return Ok(n);
+        let n = {
+            let mut s = self.pipe.state.lock();
+            if s.buf.is_empty() {
+                return if s.writers == 0 { Ok(0) } else { Err(Errno::EAGAIN) };
+            }
+            let n = buf.len().min(s.buf.len());
+            if peek {
+                for (dst, src) in buf.iter_mut().zip(s.buf.iter()) {
+                    *dst = *src;
                 }
-                for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
-                    *dst = src;
-                }
-                s.charge.shrink(n as u64);
-                s.consumed = s.consumed.wrapping_add(n as u64);
-                self.pipe.cond.notify_all();
-                crate::kernel::wait::readiness_changed();
                 return Ok(n);
             }
-            if s.writers == 0 {
-                return Ok(0);
+            for (dst, src) in buf.iter_mut().zip(s.buf.drain(..n)) {
+                *dst = src;
             }
-            if dontwait || self.nonblocking() {
-                return Err(Errno::EAGAIN);
-            }
-            wait_once(&mut s, &self.pipe.cond, self.pipe.waker())?;
-        }
+            s.charge.shrink(n as u64);
+            s.consumed = s.consumed.wrapping_add(n as u64);
+            n
+        };
+        self.pipe.queue.notify(POLLOUT | POLLWRNORM);
+        Ok(n)
     }
 
     /// Waits until the pipe has room (unless `dontwait`: EAGAIN) and
@@ -172,20 +162,18 @@ impl PipeEnd {
         if !self.write {
             return Err(Errno::EBADF);
         }
-        let mut s = self.pipe.state.lock();
-        loop {
-            if s.readers == 0 {
-                return Err(Errno::EPIPE);
+        let room = || {
+            let s = self.pipe.state.lock();
+            match PIPE_CAPACITY - s.buf.len() {
+                _ if s.readers == 0 => Err(Errno::EPIPE),
+                0 => Err(Errno::EAGAIN),
+                n => Ok(n),
             }
-            let room = PIPE_CAPACITY - s.buf.len();
-            if room > 0 {
-                return Ok(room);
-            }
-            if dontwait || self.nonblocking() {
-                return Err(Errno::EAGAIN);
-            }
-            wait_once(&mut s, &self.pipe.cond, self.pipe.waker())?;
+        };
+        if dontwait {
+            return room();
         }
+        waiter::until_ready(&self.pipe.queue, WRITE_EVENTS, None, room)
     }
 
     /// Whether `other` is an end of the same pipe.
@@ -193,56 +181,61 @@ impl PipeEnd {
         Arc::ptr_eq(&self.pipe, &other.pipe)
     }
 
-    /// Writes; `dontwait` makes this one call non-blocking.
+    /// Writes; unless `dontwait`, waits for room until all of `buf` is
+    /// written (an interruption after some bytes returns their count).
     pub fn write_with(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
-        if !self.write {
-            return Err(Errno::EBADF);
+        if dontwait {
+            return self.try_write(buf);
         }
-        let mut s = self.pipe.state.lock();
         let mut done = 0;
         while done < buf.len() {
-            if s.readers == 0 {
-                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
-            }
-            let room = PIPE_CAPACITY - s.buf.len();
-            let rest = buf.len() - done;
-            // Writes of at most PIPE_BUF bytes go in whole or not at all.
-            let fits = if rest <= PIPE_BUF { room >= rest } else { room > 0 };
-            if fits {
-                let n = rest.min(room);
-                // Past the sandbox's memory limit a write fails as Linux's
-                // does when it cannot get a page: ENOMEM, after any bytes
-                // already written.
-                if !s.charge.grow(n as u64) {
-                    return if done > 0 { Ok(done) } else { Err(Errno::ENOMEM) };
-                }
-                s.buf.extend(&buf[done..done + n]);
-                s.produced = s.produced.wrapping_add(n as u64);
-                done += n;
-                self.pipe.cond.notify_all();
-                crate::kernel::wait::readiness_changed();
-                continue;
-            }
-            if dontwait || self.nonblocking() {
-                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
-            }
-            match wait_once(&mut s, &self.pipe.cond, self.pipe.waker()) {
-                Ok(()) => {}
-                Err(_) if done > 0 => return Ok(done),
+            match waiter::until_ready(&self.pipe.queue, WRITE_EVENTS, None, || self.try_write(&buf[done..])) {
+                Ok(n) => done += n,
+                Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
             }
         }
         Ok(done)
     }
+
+    /// Writes what fits: all of a write of at most PIPE_BUF bytes or
+    /// none of it (EAGAIN), as much as there is room for of a larger one.
+    fn try_write(&self, buf: &[u8]) -> Result<usize, Errno> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let n = {
+            let mut s = self.pipe.state.lock();
+            if s.readers == 0 {
+                return Err(Errno::EPIPE);
+            }
+            let room = PIPE_CAPACITY - s.buf.len();
+            let fits = if buf.len() <= PIPE_BUF { room >= buf.len() } else { room > 0 };
+            if !fits {
+                return Err(Errno::EAGAIN);
+            }
+            let n = buf.len().min(room);
+            // Past the sandbox's memory limit a write fails as Linux's
+            // does when it cannot get a page.
+            if !s.charge.grow(n as u64) {
+                return Err(Errno::ENOMEM);
+            }
+            s.buf.extend(&buf[..n]);
+            s.produced = s.produced.wrapping_add(n as u64);
+            n
+        };
+        self.pipe.queue.notify(POLLIN | POLLRDNORM);
+        Ok(n)
+    }
 }
 
 impl FileOps for PipeEnd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.read_with(buf, false, false)
+        self.try_read(buf, false)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.write_with(buf, false)
+        self.try_write(buf)
     }
 
     fn seekable(&self) -> bool {
@@ -271,8 +264,22 @@ impl FileOps for PipeEnd {
         }
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    /// FIONREAD: the bytes waiting to be read.
+    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req != FIONREAD {
+            return Err(Errno::ENOTTY);
+        }
+        let n = u32::try_from(self.pipe.state.lock().buf.len()).unwrap_or(u32::MAX);
+        mm.copy_out(arg, &n.to_le_bytes())?;
+        Ok(0)
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.pipe.queue.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.pipe.queue.unregister(e);
     }
 }
 
@@ -283,7 +290,7 @@ mod tests {
     #[test]
     fn round_trip_and_eof() {
         let p = Pipe::new(1, TimeSpec::default());
-        let (r, w) = (p.reader(false), p.writer(false));
+        let (r, w) = (p.reader(), p.writer());
         assert_eq!(w.write(b"hello", 0).unwrap(), 5);
         let mut buf = [0u8; 8];
         assert_eq!(r.read(&mut buf, 0).unwrap(), 5);
@@ -293,10 +300,10 @@ mod tests {
     }
 
     #[test]
-    fn broken_pipe_and_nonblocking() {
+    fn broken_pipe_and_would_block() {
         let p = Pipe::new(1, TimeSpec::default());
-        let r = p.reader(true);
-        let w = p.writer(true);
+        let r = p.reader();
+        let w = p.writer();
         let mut buf = [0u8; 4];
         assert_eq!(r.read(&mut buf, 0), Err(Errno::EAGAIN));
         let big = vec![0u8; PIPE_CAPACITY + 10];
@@ -309,13 +316,14 @@ mod tests {
     #[test]
     fn blocking_reader_wakes_for_writer_in_another_thread() {
         let p = Pipe::new(1, TimeSpec::default());
-        let r = p.reader(false);
-        let w = p.writer(false);
+        let r = p.reader();
+        let w = p.writer();
         let t = std::thread::spawn(move || {
             let mut buf = [0u8; 3];
-            let n = r.read(&mut buf, 0).unwrap();
+            let n = r.read_with(&mut buf, false, false).unwrap();
             buf[..n].to_vec()
         });
+        std::thread::sleep(std::time::Duration::from_millis(20));
         w.write(b"abc", 0).unwrap();
         assert_eq!(t.join().unwrap(), b"abc");
     }

@@ -103,6 +103,15 @@ impl FileOps for ReadOnlyFile {
     fn poll_events(&self) -> u32 {
         self.0.poll_events()
     }
+    fn event_register(&self, e: &crate::waiter::Entry) {
+        self.0.event_register(e)
+    }
+    fn event_unregister(&self, e: &crate::waiter::Entry) {
+        self.0.event_unregister(e)
+    }
+    fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
+        self.0.io_timeout(write)
+    }
     fn status_flags_changed(&self, flags: u32) {
         self.0.status_flags_changed(flags)
     }

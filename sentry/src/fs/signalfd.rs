@@ -3,11 +3,12 @@
 
 use crate::abi::Errno;
 use crate::kernel::siginfo::SigInfo;
-use crate::kernel::{thread, wait};
+use crate::kernel::thread;
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use crate::waiter::{Entry, Forward, Queue, ALL};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 /// The size of `struct signalfd_siginfo`.
 const RECORD: usize = 128;
@@ -16,12 +17,21 @@ pub struct SignalFd {
     ino: u64,
     created: TimeSpec,
     pub mask: AtomicU64,
-    nonblock: AtomicBool,
+    /// Pollers wait here; the signal queues of the threads that
+    /// registered forward to it.
+    events: Arc<Queue>,
+    forwarded: Mutex<Vec<Weak<thread::Thread>>>,
 }
 
 impl SignalFd {
-    pub fn new(ino: u64, created: TimeSpec, mask: u64, nonblock: bool) -> Arc<SignalFd> {
-        Arc::new(SignalFd { ino, created, mask: AtomicU64::new(mask), nonblock: AtomicBool::new(nonblock) })
+    pub fn new(ino: u64, created: TimeSpec, mask: u64) -> Arc<SignalFd> {
+        Arc::new(SignalFd {
+            ino,
+            created,
+            mask: AtomicU64::new(mask),
+            events: Arc::default(),
+            forwarded: Mutex::default(),
+        })
     }
 
     /// Takes one pending signal of the mask from the calling thread.
@@ -50,27 +60,16 @@ impl FileOps for SignalFd {
             return Err(Errno::EINVAL);
         }
         let mut done = 0;
-        loop {
-            while done + RECORD <= buf.len() {
-                let Some(info) = self.take() else { break };
-                buf[done..done + RECORD].copy_from_slice(&info.signalfd_record());
-                done += RECORD;
-            }
-            if done > 0 {
-                return Ok(done);
-            }
-            if self.nonblock.load(Ordering::Relaxed) {
-                return Err(Errno::EAGAIN);
-            }
-            // Any signal sent to the thread ends the sleep; look again.
-            if wait::sleep_until(Instant::now() + Duration::from_secs(1 << 32)).is_err() {
-                if let Some(t) = thread::current() {
-                    if t.exiting.load(Ordering::SeqCst) || t.sigpending.load(Ordering::SeqCst) & !t.sigmask() != 0 {
-                        return Err(Errno::ERESTARTSYS);
-                    }
-                    t.interrupted.store(false, Ordering::SeqCst);
-                }
-            }
+        while done + RECORD <= buf.len() {
+            let Some(info) = self.take() else { break };
+            buf[done..done + RECORD].copy_from_slice(&info.signalfd_record());
+            done += RECORD;
+        }
+        // Without a signal the caller waits on the thread's signal queue.
+        if done > 0 {
+            Ok(done)
+        } else {
+            Err(Errno::EAGAIN)
         }
     }
 
@@ -88,7 +87,21 @@ impl FileOps for SignalFd {
         }
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    /// Readiness is the calling thread's pending signals (as in Linux):
+    /// its signal queue forwards to this file's.
+    fn event_register(&self, e: &Entry) {
+        if let Some(t) = thread::current() {
+            let mut f = self.forwarded.lock();
+            f.retain(|w| w.strong_count() > 0);
+            if !f.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&t))) {
+                t.signal_events.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&self.events)))));
+                f.push(Arc::downgrade(&t));
+            }
+        }
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
     }
 }

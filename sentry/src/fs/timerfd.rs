@@ -1,12 +1,12 @@
 //! timerfd: a timer read as a file. Expirations are counted from the
-//! deadline when the file is read or polled; no thread is needed.
+//! deadline when the file is read or polled; an alarm at the deadline
+//! wakes the file's waiters.
 
 use crate::abi::Errno;
-use crate::kernel::wait;
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
+use crate::waiter::{self, alarm, Entry, Notify, Queue};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -15,6 +15,8 @@ struct Timer {
     interval: Duration,
     /// Expirations counted but not yet read.
     pending: u64,
+    /// When the alarm that wakes the waiters goes off, if one is set.
+    alarm: Option<Instant>,
 }
 
 pub struct TimerFd {
@@ -22,8 +24,10 @@ pub struct TimerFd {
     created: TimeSpec,
     /// The clock absolute settings are on (CLOCK_REALTIME or MONOTONIC).
     pub clock: i32,
-    nonblock: AtomicBool,
     timer: Mutex<Timer>,
+    /// Readers and pollers wait here for an expiry.
+    events: Queue,
+    me: Weak<TimerFd>,
 }
 
 impl Timer {
@@ -39,24 +43,41 @@ impl Timer {
         } else {
             let n = (now - d).as_nanos() / self.interval.as_nanos() + 1;
             self.pending = self.pending.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
-            self.deadline = Some(wait::later(d, self.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))));
+            self.deadline = Some(waiter::later(d, self.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))));
         }
     }
 }
 
 impl TimerFd {
-    pub fn new(ino: u64, created: TimeSpec, clock: i32, nonblock: bool) -> Arc<TimerFd> {
-        Arc::new(TimerFd { ino, created, clock, nonblock: AtomicBool::new(nonblock), timer: Mutex::default() })
+    pub fn new(ino: u64, created: TimeSpec, clock: i32) -> Arc<TimerFd> {
+        Arc::new_cyclic(|me| TimerFd {
+            ino,
+            created,
+            clock,
+            timer: Mutex::default(),
+            events: Queue::default(),
+            me: me.clone(),
+        })
     }
 
     /// Arms (`value` zero disarms); returns the old (value, interval).
     pub fn set(&self, value: Duration, interval: Duration) -> (Duration, Duration) {
         let old = self.get();
         let mut t = self.timer.lock();
-        t.deadline = (!value.is_zero()).then(|| wait::deadline_in(value));
+        t.deadline = (!value.is_zero()).then(|| waiter::deadline_in(value));
         t.interval = interval;
         t.pending = 0;
+        self.set_alarm(&mut t);
         old
+    }
+
+    /// Sets an alarm for the next expiry, unless one is set for it.
+    fn set_alarm(&self, t: &mut Timer) {
+        if let Some(d) = t.deadline.filter(|&d| t.alarm != Some(d)) {
+            t.alarm = Some(d);
+            let me: Weak<dyn Notify> = self.me.clone();
+            alarm::at(d, me);
+        }
     }
 
     /// The time left and the interval.
@@ -87,24 +108,16 @@ impl FileOps for TimerFd {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
-        loop {
-            let next = {
-                let mut t = self.timer.lock();
-                t.advance(Instant::now());
-                if t.pending > 0 {
-                    buf[..8].copy_from_slice(&t.pending.to_ne_bytes());
-                    t.pending = 0;
-                    return Ok(8);
-                }
-                t.deadline
-            };
-            if self.nonblock.load(Ordering::Relaxed) {
-                return Err(Errno::EAGAIN);
-            }
-            // A disarmed timer blocks until a signal interrupts the read.
-            let until = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 32));
-            wait::sleep_until(until)?;
+        let mut t = self.timer.lock();
+        t.advance(Instant::now());
+        if t.pending == 0 {
+            // The caller waits for the alarm (a disarmed timer: for a
+            // signal).
+            return Err(Errno::EAGAIN);
         }
+        buf[..8].copy_from_slice(&t.pending.to_ne_bytes());
+        t.pending = 0;
+        Ok(8)
     }
 
     fn seekable(&self) -> bool {
@@ -121,7 +134,28 @@ impl FileOps for TimerFd {
         }
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), Ordering::Relaxed);
+    fn event_register(&self, e: &Entry) {
+        self.events.register(e);
+        self.set_alarm(&mut self.timer.lock());
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
+    }
+}
+
+/// The alarm went off: the timer expired (or was reset since).
+impl Notify for TimerFd {
+    fn notify(&self, _mask: u32) {
+        {
+            let mut t = self.timer.lock();
+            t.advance(Instant::now());
+            t.alarm = None;
+            // A periodic timer keeps ringing while anyone waits.
+            if self.events.events() != 0 {
+                self.set_alarm(&mut t);
+            }
+        }
+        self.events.notify(POLLIN | POLLRDNORM);
     }
 }

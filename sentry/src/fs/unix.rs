@@ -9,7 +9,8 @@
 use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, TimeSpec};
+use crate::vfs::{FileDescription, FileOps, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,8 +153,8 @@ impl UnixStream {
         let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue, cred| {
             Arc::new(UnixStream {
                 link: Link::Bytes {
-                    rx: Mutex::new(Some(rx.reader(false))),
-                    tx: Mutex::new(Some(tx.writer(false))),
+                    rx: Mutex::new(Some(rx.reader())),
+                    tx: Mutex::new(Some(tx.writer())),
                     rx_rights: rx_rights.clone(),
                     tx_rights: tx_rights.clone(),
                 },
@@ -291,6 +292,27 @@ impl UnixStream {
                 };
                 let r = q.recv(buf, dontwait, false)?;
                 Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect(), cred: r.cred })
+            }
+        }
+    }
+
+    /// Has `queue` told of every change of this end's readiness: data or
+    /// room in either direction, an end closed.
+    fn forward_to(&self, queue: &Arc<Queue>) {
+        let e = Entry::new(ALL, Arc::new(Forward(Arc::downgrade(queue))));
+        match &self.link {
+            Link::Bytes { rx, tx, .. } => {
+                for end in [rx.lock().clone(), tx.lock().clone()].into_iter().flatten() {
+                    end.event_register(&e);
+                }
+            }
+            Link::Packets { rx, tx } => {
+                if let Some(r) = rx.lock().as_ref() {
+                    r.0.queue.register(&e);
+                }
+                if let Some(t) = tx.lock().as_ref() {
+                    t.0.queue.register(&e);
+                }
             }
         }
     }
@@ -476,8 +498,9 @@ pub struct UnixSocket {
     ty: SockType,
     state: Mutex<SockState>,
     /// Connections waiting for accept (a listening socket's).
-    queue: Arc<(Mutex<std::collections::VecDeque<Arc<UnixSocket>>>, parking_lot::Condvar)>,
-    nonblock: std::sync::atomic::AtomicBool,
+    queue: Mutex<VecDeque<Arc<UnixSocket>>>,
+    /// Pollers wait here; the buffers the socket uses forward to it.
+    events: Arc<Queue>,
     dgram: Option<Datagram>,
     /// A listening socket's credentials from listen(2): what its
     /// connections report to their clients (SO_PEERCRED).
@@ -487,20 +510,27 @@ pub struct UnixSocket {
 }
 
 impl UnixSocket {
-    fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState, nonblock: bool) -> Arc<UnixSocket> {
+    fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState) -> Arc<UnixSocket> {
         let dgram = (ty == SockType::Dgram).then(|| Datagram {
             inbox: PacketRx(MsgQueue::new()),
             peer: Mutex::new(None),
             no_send: std::sync::atomic::AtomicBool::new(false),
             pair_cred: Mutex::new(None),
         });
+        let events = Arc::new(Queue::default());
+        if let SockState::Connected { stream, .. } = &state {
+            stream.forward_to(&events);
+        }
+        if let Some(d) = &dgram {
+            d.inbox.0.queue.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&events)))));
+        }
         Arc::new(UnixSocket {
             ino,
             created,
             ty,
             state: Mutex::new(state),
-            queue: Arc::default(),
-            nonblock: std::sync::atomic::AtomicBool::new(nonblock),
+            queue: Mutex::default(),
+            events,
             dgram,
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
@@ -508,34 +538,26 @@ impl UnixSocket {
     }
 
     /// A new, unbound socket.
-    pub fn new(ino: u64, created: TimeSpec, nonblock: bool, ty: SockType) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, ty, SockState::Unbound, nonblock)
+    pub fn new(ino: u64, created: TimeSpec, ty: SockType) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Unbound)
     }
 
     /// One end of a connected stream or seqpacket pair (socketpair).
-    pub fn connected(
-        ino: u64,
-        created: TimeSpec,
-        ty: SockType,
-        stream: Arc<UnixStream>,
-        nonblock: bool,
-    ) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None }, nonblock)
+    pub fn connected(ino: u64, created: TimeSpec, ty: SockType, stream: Arc<UnixStream>) -> Arc<UnixSocket> {
+        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None })
     }
 
     /// A datagram socket pair, each the other's destination, made by a
     /// process with credentials `cred`.
-    pub fn dgram_pair(
-        inos: (u64, u64),
-        created: TimeSpec,
-        nonblock: bool,
-        cred: PeerCred,
-    ) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
-        let a = UnixSocket::new(inos.0, created, nonblock, SockType::Dgram);
-        let b = UnixSocket::new(inos.1, created, nonblock, SockType::Dgram);
+    pub fn dgram_pair(inos: (u64, u64), created: TimeSpec, cred: PeerCred) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+        let a = UnixSocket::new(inos.0, created, SockType::Dgram);
+        let b = UnixSocket::new(inos.1, created, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
             *da.peer.lock() = Some((db.inbox.0.clone(), None));
             *db.peer.lock() = Some((da.inbox.0.clone(), None));
+            // Each is writable when the other's inbox has room.
+            db.inbox.0.queue.register(&a.writable_forward());
+            da.inbox.0.queue.register(&b.writable_forward());
             *da.pair_cred.lock() = Some(cred);
             *db.pair_cred.lock() = Some(cred);
         }
@@ -554,11 +576,19 @@ impl UnixSocket {
         self.ty
     }
 
+    /// An entry for a destination's queue that tells this socket's
+    /// pollers when the destination has room again.
+    fn writable_forward(&self) -> Entry {
+        Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))))
+    }
+
     /// connect(2) of a datagram socket: `target` becomes the default
     /// destination.
     pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
         let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
+        theirs.inbox.0.queue.register(&self.writable_forward());
         *mine.peer.lock() = Some((theirs.inbox.0.clone(), target.local_name()));
+        self.events.notify(POLLOUT | POLLWRNORM);
         Ok(())
     }
 
@@ -638,10 +668,6 @@ impl UnixSocket {
                 Ok(())
             }
         }
-    }
-
-    pub fn nonblocking(&self) -> bool {
-        self.nonblock.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The connected stream (ENOTCONN otherwise).
@@ -733,41 +759,26 @@ impl UnixSocket {
             self.created,
             self.ty,
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
-            false,
         );
+        mine.forward_to(&self.events);
         *s = SockState::Connected { stream: mine, local, peer: Some(name) };
-        let (q, cond) = (&listener.queue.0, &listener.queue.1);
-        q.lock().push_back(server);
-        cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+        drop(s);
+        self.events.notify(ALL);
+        listener.queue.lock().push_back(server);
+        listener.events.notify(POLLIN | POLLRDNORM);
         Ok(())
     }
 
-    /// accept(2): the next queued connection, waiting for one unless
-    /// `nonblock`.
-    pub fn accept(&self, nonblock: bool) -> Result<Arc<UnixSocket>, Errno> {
+    /// accept(2): the next queued connection; EAGAIN when none waits
+    /// (the caller waits on the listener's queue).
+    pub fn accept(&self) -> Result<Arc<UnixSocket>, Errno> {
         if self.ty == SockType::Dgram {
             return Err(Errno::EOPNOTSUPP);
         }
         if !self.is_listening() {
             return Err(Errno::EINVAL);
         }
-        let (q, cond) = (&self.queue.0, &self.queue.1);
-        let mut g = q.lock();
-        loop {
-            if let Some(c) = g.pop_front() {
-                return Ok(c);
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            let qq = self.queue.clone();
-            let wake: crate::kernel::wait::Waker = Arc::new(move || {
-                let _g = qq.0.lock();
-                qq.1.notify_all();
-            });
-            crate::kernel::wait::wait_once(&mut g, cond, wake)?;
-        }
+        self.queue.lock().pop_front().ok_or(Errno::EAGAIN)
     }
 }
 
@@ -775,11 +786,11 @@ super::anon::socket_node!(UnixSocket);
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv_msg(buf, self.nonblocking(), false).map(|d| d.len)
+        self.recv_msg(buf, true, false).map(|d| d.len)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send_msg(None, buf, self.nonblocking(), None, SenderCred::of_current())
+        self.send_msg(None, buf, true, None, SenderCred::of_current())
     }
 
     fn seekable(&self) -> bool {
@@ -796,7 +807,7 @@ impl FileOps for UnixSocket {
             return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
         }
         if self.is_listening() {
-            return if self.queue.0.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
+            return if self.queue.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
         }
         match self.stream() {
             Ok(s) => s.poll_events(),
@@ -804,8 +815,12 @@ impl FileOps for UnixSocket {
         }
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(super::anon::nonblocking(flags), std::sync::atomic::Ordering::Relaxed);
+    fn event_register(&self, e: &Entry) {
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
     }
 
     /// Any socket answers the interface ioctls (glibc asks a Unix one).

@@ -7,9 +7,10 @@
 
 use super::unix::{PeerCred, Rights, UnixName};
 use crate::abi::Errno;
-use crate::kernel::wait::{wait_once, Waker};
 use crate::mm::accounting::{self, Charge};
-use parking_lot::{Condvar, Mutex};
+use crate::vfs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, READ_EVENTS, WRITE_EVENTS};
+use crate::waiter::{self, Queue, ALL};
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -57,7 +58,8 @@ struct State {
 
 pub struct MsgQueue {
     state: Mutex<State>,
-    cond: Condvar,
+    /// Receivers wait here for messages, senders for room.
+    pub queue: Queue,
 }
 
 impl MsgQueue {
@@ -69,77 +71,77 @@ impl MsgQueue {
             receiver_gone: false,
             senders_gone: false,
         };
-        Arc::new(MsgQueue { state: Mutex::new(state), cond: Condvar::new() })
-    }
-
-    fn waker(self: &Arc<MsgQueue>) -> Waker {
-        let q = self.clone();
-        Arc::new(move || {
-            let _g = q.state.lock();
-            q.cond.notify_all();
-        })
+        Arc::new(MsgQueue { state: Mutex::new(state), queue: Queue::default() })
     }
 
     /// Queues `msg`, waiting for room unless `dontwait` (EAGAIN). EPIPE
     /// when the receiver is gone (the caller turns it into what its socket
     /// type reports), EMSGSIZE when the message could never fit.
     pub fn send(self: &Arc<MsgQueue>, msg: Message, dontwait: bool) -> Result<usize, Errno> {
-        let len = msg.data.len();
+        let mut msg = Some(msg);
+        if dontwait {
+            return self.try_send(&mut msg);
+        }
+        waiter::until_ready(&self.queue, WRITE_EVENTS, None, || self.try_send(&mut msg))
+    }
+
+    fn try_send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
+        let len = msg.as_ref().map_or(0, |m| m.data.len());
         if len > QUEUE_BYTES {
             return Err(Errno::EMSGSIZE);
         }
-        let mut s = self.state.lock();
-        loop {
+        {
+            let mut s = self.state.lock();
             if s.receiver_gone {
                 return Err(Errno::EPIPE);
             }
-            if s.bytes + cost(len) <= QUEUE_BYTES || s.msgs.is_empty() {
-                // Past the sandbox's memory limit the message cannot be
-                // allocated: ENOBUFS, as Linux's socket allocation fails.
-                if !s.charge.grow(cost(len) as u64) {
-                    return Err(Errno::ENOBUFS);
-                }
-                s.bytes += cost(len);
-                s.msgs.push_back(msg);
-                self.cond.notify_all();
-                crate::kernel::wait::readiness_changed();
-                return Ok(len);
-            }
-            if dontwait {
+            if s.bytes + cost(len) > QUEUE_BYTES && !s.msgs.is_empty() {
                 return Err(Errno::EAGAIN);
             }
-            wait_once(&mut s, &self.cond, self.waker())?;
+            // Past the sandbox's memory limit the message cannot be
+            // allocated: ENOBUFS, as Linux's socket allocation fails.
+            if !s.charge.grow(cost(len) as u64) {
+                return Err(Errno::ENOBUFS);
+            }
+            s.bytes += cost(len);
+            s.msgs.extend(msg.take());
         }
+        self.queue.notify(POLLIN | POLLRDNORM);
+        Ok(len)
     }
 
     /// Takes (or with `peek` copies) the next message into `buf`, waiting
     /// for one unless `dontwait` (EAGAIN). Once the senders are gone and
     /// the queue is empty, a receive returns 0 bytes.
     pub fn recv(self: &Arc<MsgQueue>, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Received, Errno> {
-        let mut s = self.state.lock();
-        loop {
-            if let Some(m) = s.msgs.front() {
-                let len = buf.len().min(m.data.len());
-                buf[..len].copy_from_slice(&m.data[..len]);
-                let full = m.data.len();
-                if peek {
-                    return Ok(Received { len, full, from: m.from.clone(), rights: None, cred: Some(m.cred) });
-                }
-                let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
-                s.bytes -= cost(full);
-                s.charge.shrink(cost(full) as u64);
-                self.cond.notify_all();
-                crate::kernel::wait::readiness_changed();
-                return Ok(Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) });
-            }
-            if s.senders_gone {
-                return Ok(Received { len: 0, full: 0, from: None, rights: None, cred: None });
-            }
-            if dontwait {
-                return Err(Errno::EAGAIN);
-            }
-            wait_once(&mut s, &self.cond, self.waker())?;
+        if dontwait {
+            return self.try_recv(buf, peek);
         }
+        waiter::until_ready(&self.queue, READ_EVENTS, None, || self.try_recv(buf, peek))
+    }
+
+    fn try_recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+        let got = {
+            let mut s = self.state.lock();
+            let Some(m) = s.msgs.front() else {
+                if s.senders_gone {
+                    return Ok(Received { len: 0, full: 0, from: None, rights: None, cred: None });
+                }
+                return Err(Errno::EAGAIN);
+            };
+            let len = buf.len().min(m.data.len());
+            buf[..len].copy_from_slice(&m.data[..len]);
+            let full = m.data.len();
+            if peek {
+                return Ok(Received { len, full, from: m.from.clone(), rights: None, cred: Some(m.cred) });
+            }
+            let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
+            s.bytes -= cost(full);
+            s.charge.shrink(cost(full) as u64);
+            Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) }
+        };
+        self.queue.notify(POLLOUT | POLLWRNORM);
+        Ok(got)
     }
 
     /// The receiving side closed: queued messages (and their descriptors)
@@ -151,9 +153,8 @@ impl MsgQueue {
         s.bytes = 0;
         let held = s.charge.bytes();
         s.charge.shrink(held);
-        self.cond.notify_all();
-        crate::kernel::wait::readiness_changed();
         drop(s);
+        self.queue.notify(ALL);
         // Dropped descriptors may close sockets whose queues (this one
         // included) take their locks: never under ours.
         drop(dropped);
@@ -162,8 +163,7 @@ impl MsgQueue {
     /// The sending side closed: receivers see the end once it is drained.
     pub fn close_senders(&self) {
         self.state.lock().senders_gone = true;
-        self.cond.notify_all();
-        crate::kernel::wait::readiness_changed();
+        self.queue.notify(ALL);
     }
 
     /// (readable, writable, receiver gone, senders gone).

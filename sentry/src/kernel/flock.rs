@@ -1,8 +1,8 @@
 //! flock(2) locks: whole-file advisory locks owned by open file
 //! descriptions, shared or exclusive, waited for interruptibly.
 
-use super::wait::{wait_once, Waker};
 use crate::abi::Errno;
+use crate::waiter::{wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;

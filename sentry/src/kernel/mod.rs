@@ -17,7 +17,6 @@ pub mod sysctl;
 pub mod task;
 pub mod thread;
 pub mod timers;
-pub mod wait;
 
 pub use fs_context::FsContext;
 pub use task::{ExitStatus, Task};
@@ -207,7 +206,7 @@ impl Kernel {
         target.queue_signal(info);
         self.interrupt(target);
         // A signalfd may have become readable.
-        wait::readiness_changed();
+        target.signal_events.notify(crate::waiter::ALL);
     }
 
     /// Job control acts when a signal is sent, as in Linux: SIGCONT

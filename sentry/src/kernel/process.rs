@@ -3,7 +3,7 @@
 //! `vfork` sleep on, and fatal signals sent to a running process.
 
 use super::task::ExitStatus;
-use super::wait::{wait_once, Waker};
+use crate::waiter::{self, wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -207,14 +207,24 @@ impl ProcessTable {
 
     /// Blocks a thread of `pid` while the process is stopped, not
     /// exiting, and `wake` (the thread's own reasons: SIGKILL pending, an
-    /// exec ending it) is false. `wake` is also polled, so nothing has to
-    /// notify for it.
+    /// exec ending it) is false. What sets those interrupts the thread,
+    /// which wakes this wait.
     pub fn wait_while_stopped(&self, pid: i32, wake: impl Fn() -> bool) {
-        const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
-        let mut p = self.procs.lock();
-        while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) && !wake() {
-            self.changed.wait_for(&mut p, RECHECK);
-        }
+        waiter::with_waker(self.waker(), || {
+            let mut p = self.procs.lock();
+            while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) && !wake() {
+                self.changed.wait(&mut p);
+            }
+        });
+    }
+
+    /// Wakes the waits on the table (to notice an interruption).
+    fn waker(&self) -> Waker {
+        let (procs, changed) = (self.procs.clone(), self.changed.clone());
+        Arc::new(move || {
+            let _g = procs.lock();
+            changed.notify_all();
+        })
     }
 
     /// The status the whole process `pid` is exiting with, if it is.
@@ -349,11 +359,12 @@ impl ProcessTable {
     /// SIGKILL (or an exit of its group) ends a parent whose child never
     /// execs nor exits.
     pub fn wait_vfork(&self, pid: i32, killed: impl Fn() -> bool) {
-        const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
-        let mut p = self.procs.lock();
-        while p.get(&pid).is_some_and(|e| !e.vfork_released) && !killed() {
-            self.changed.wait_for(&mut p, RECHECK);
-        }
+        waiter::with_waker(self.waker(), || {
+            let mut p = self.procs.lock();
+            while p.get(&pid).is_some_and(|e| !e.vfork_released) && !killed() {
+                self.changed.wait(&mut p);
+            }
+        });
     }
 
     /// Reaps (or, with `peek`, only reports) a child of `parent` matching
@@ -410,12 +421,7 @@ impl ProcessTable {
             if !block {
                 return Ok(None);
             }
-            let (procs, changed) = (self.procs.clone(), self.changed.clone());
-            let wake: Waker = Arc::new(move || {
-                let _g = procs.lock();
-                changed.notify_all();
-            });
-            wait_once(&mut p, &self.changed, wake).map_err(WaitError::Interrupted)?;
+            wait_once(&mut p, &self.changed, self.waker()).map_err(WaitError::Interrupted)?;
         }
     }
 }

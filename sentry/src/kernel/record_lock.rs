@@ -6,9 +6,9 @@
 //! new one replaces, splits or merges what it held over the range.
 
 use super::flock::FileId;
-use super::wait::{wait_once, Waker};
 use crate::abi::Errno;
 use crate::vfs::FileDescription;
+use crate::waiter::{wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

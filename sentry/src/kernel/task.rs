@@ -7,12 +7,12 @@ use super::siginfo;
 use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
-use super::wait;
 use super::Kernel;
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
 use crate::syscalls;
+use crate::waiter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -278,7 +278,7 @@ impl Task {
         }
         let give_up = std::time::Instant::now() + OOM_WAIT;
         while !self.kernel.group(victim).is_empty() && std::time::Instant::now() < give_up {
-            if wait::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
+            if waiter::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
                 return;
             }
         }

@@ -86,9 +86,10 @@ pub struct Thread {
     /// entry until continued.
     pub stop_requested: AtomicBool,
     /// Wakes the wait the thread is blocked in, if any.
-    pub waker: Mutex<Option<super::wait::Waker>>,
-    /// Where the thread sleeps (nanosleep and friends).
-    pub sleeper: Arc<super::wait::Sleeper>,
+    pub waker: Mutex<Option<crate::waiter::Waker>>,
+    /// Notified when a signal becomes pending for the thread (signalfd
+    /// pollers wait here).
+    pub signal_events: crate::waiter::Queue,
     /// The mask rt_sigsuspend replaced; a handler frame saves this one
     /// instead of the temporary mask.
     pub saved_sigmask: Mutex<Option<u64>>,
@@ -124,7 +125,7 @@ impl Thread {
             exiting: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
             waker: Mutex::new(None),
-            sleeper: Arc::default(),
+            signal_events: crate::waiter::Queue::default(),
             saved_sigmask: Mutex::new(None),
         }
     }
@@ -231,7 +232,19 @@ pub fn current() -> Option<Arc<Thread>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
-/// Marks `t` as the calling host thread's guest thread.
+/// Marks `t` as the calling host thread's guest thread: its waits end
+/// when it is interrupted.
 pub fn set_current(t: Option<Arc<Thread>>) {
+    crate::waiter::set_current(t.clone().map(|t| -> Arc<dyn crate::waiter::Interruptible> { t }));
     CURRENT.with(|c| *c.borrow_mut() = t);
+}
+
+impl crate::waiter::Interruptible for Thread {
+    fn interrupt_pending(&self) -> bool {
+        Thread::interrupt_pending(self)
+    }
+
+    fn set_waker(&self, w: Option<crate::waiter::Waker>) {
+        *self.waker.lock() = w;
+    }
 }

@@ -92,7 +92,7 @@ impl Timers {
         let now = Instant::now();
         let t = s.timers.get_mut(&id)?;
         let old = setting(t, now);
-        t.deadline = (!value.is_zero()).then(|| super::wait::later(now, value));
+        t.deadline = (!value.is_zero()).then(|| crate::waiter::later(now, value));
         t.interval = interval;
         t.overrun = 0;
         self.ensure_thread(&mut s, kernel);
@@ -171,7 +171,7 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
                 } else {
                     let late = now.duration_since(d).as_nanos() / t.interval.as_nanos().max(1);
                     let skip = u32::try_from(late + 1).unwrap_or(u32::MAX);
-                    t.deadline = Some(super::wait::later(d, t.interval.saturating_mul(skip)));
+                    t.deadline = Some(crate::waiter::later(d, t.interval.saturating_mul(skip)));
                     u32::try_from(late).unwrap_or(u32::MAX)
                 };
                 if t.signo == 0 {

@@ -1,19 +1,18 @@
 //! System calls: epoll.
 
 use super::args::{self, int};
-use super::poll::{wait_for, with_sigmask};
+use super::poll::with_sigmask;
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::epoll::Epoll;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, S_IFDIR, S_IFMT, S_IFREG};
+use crate::vfs::{FileDescription, POLLIN, S_IFDIR, S_IFMT, S_IFREG};
+use crate::waiter::{Entry, Registered, Waiter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "pipes, sockets, eventfds and signalfds wake a waiting epoll at once, other files are \
-                    re-checked periodically (up to every 10 ms); edge-triggered mode reports events that newly \
-                    appeared between waits; EPOLLEXCLUSIVE has no effect";
+const NOTE: &str = "EPOLLEXCLUSIVE has no effect; nesting depth and loops are not checked";
 
 pub(super) const ENTRIES: Entries = &[
     ("epoll_create", sys_epoll_create, Full),
@@ -103,17 +102,35 @@ fn wait(task: &Task, epfd: u64, events: u64, max: u64, deadline: Option<Instant>
     let max = usize::try_from(max).map_err(|_| Errno::EINVAL)?;
     args::user_range(events, max * 12)?;
     let (_, ep) = epoll_of(task, epfd)?;
-    let mut got = Vec::new();
-    wait_for(deadline, || {
-        got = ep.ready(max);
-        Ok(got.len())
-    })?;
+    let got = wait_ready(&ep, max, deadline)?;
     let mut out = Encoder::with_capacity(got.len() * 12);
     for (ev, data) in &got {
         out.u32(*ev).u64(*data);
     }
     task.thread.mm().copy_out(events, out.as_bytes())?;
     Ok(got.len() as u64)
+}
+
+/// Waits on the instance's own queue until an interest is ready or
+/// `deadline` passes (nothing).
+fn wait_ready(ep: &Epoll, max: usize, deadline: Option<Instant>) -> Result<Vec<(u32, u64)>, Errno> {
+    let got = ep.ready(max);
+    if !got.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(got);
+    }
+    let w = Waiter::new();
+    let _registered = Registered::new(Entry::new(POLLIN, w.clone()), |e| ep.register(e), |e| ep.unregister(e));
+    loop {
+        let got = ep.ready(max);
+        if !got.is_empty() {
+            return Ok(got);
+        }
+        match w.wait(deadline) {
+            Ok(()) => {}
+            Err(Errno::ETIMEDOUT) => return Ok(ep.ready(max)),
+            Err(_) => return Err(Errno::ERESTARTNOHAND),
+        }
+    }
 }
 
 fn ms_deadline(ms: i32) -> Option<Instant> {
@@ -147,7 +164,7 @@ fn sys_epoll_pwait2(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(crate::kernel::wait::deadline_in(dur))
+        Some(crate::waiter::deadline_in(dur))
     };
     with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
 }

@@ -246,7 +246,6 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
 const FIONCLEX: u64 = 0x5450;
 const FIOCLEX: u64 = 0x5451;
 const FIONBIO: u64 = 0x5421;
-const FIONREAD: u64 = 0x541b;
 
 fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fd = int(a[0]);
@@ -270,12 +269,6 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             f.set_status_flags(flags | nb);
             Ok(0)
         }
-        FIONREAD if f.dentry.node.as_any().downcast_ref::<Pipe>().is_some() => {
-            let n = f.dentry.node.as_any().downcast_ref::<Pipe>().map_or(0, Pipe::available);
-            let n = u32::try_from(n).unwrap_or(u32::MAX);
-            task.thread.mm().copy_out(a[2], &n.to_le_bytes())?;
-            Ok(0)
-        }
         _ => match f.ops.clone().into_any().downcast::<TtyFile>() {
             Ok(tty) => super::tty::ioctl(task, &tty, req, a[2]),
             Err(_) => f.ops.ioctl(&task.thread.mm(), req, a[2]),
@@ -293,12 +286,11 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
     let ino = task.kernel.anon_ino();
     let now = now();
     let p = Pipe::new(ino, now);
-    let nonblock = flags & libc::O_NONBLOCK != 0;
     let name = format!("pipe:[{ino}]");
     let dentry = task.kernel.anon_dentry(name.as_bytes(), p.clone());
     let nb = u32::try_from(flags & libc::O_NONBLOCK).unwrap_or(0);
-    let r = FileDescription::new(dentry.clone(), p.reader(nonblock), nb);
-    let w = FileDescription::new(dentry, p.writer(nonblock), 1 | nb);
+    let r = FileDescription::new(dentry.clone(), p.reader(), nb);
+    let w = FileDescription::new(dentry, p.writer(), 1 | nb);
     let cloexec = flags & libc::O_CLOEXEC != 0;
     let fds = task.thread.fds();
     let limit = task.thread.nofile();
@@ -359,14 +351,13 @@ fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
     if flags & !(EFD_SEMAPHORE | libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    let k = &task.kernel;
     let nonblock = flags & libc::O_NONBLOCK != 0;
+    let k = &task.kernel;
     let e = crate::fs::eventfd::EventFd::new(
         k.anon_ino(),
         now(),
         u64::from(args::uint(initval)),
         flags & EFD_SEMAPHORE != 0,
-        nonblock,
     );
     let d = k.anon_dentry(b"anon_inode:[eventfd]", e.clone());
     let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };

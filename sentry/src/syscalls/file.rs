@@ -179,11 +179,7 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     if !f.ops.seekable() {
-        if let Some((f, s)) = super::inet::socket_of(&f) {
-            args::user_range(a[1], count(a[2]))?;
-            return super::inet::recv(task, &f, &s, &[(a[1], count(a[2]))], 0).map(|(n, _, _)| n);
-        }
-        return read_into(task, a[1], count(a[2]), true, |buf, _| f.read(buf));
+        return read_into(task, a[1], count(a[2]), true, |buf, _| super::block::read(&f, || f.read(buf)));
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
@@ -214,11 +210,8 @@ fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     if !f.ops.seekable() {
-        if let Some((f, s)) = super::inet::socket_of(&f) {
-            args::user_range(a[1], count(a[2]))?;
-            return super::inet::send(task, &f, &s, &[(a[1], count(a[2]))], 0, None);
-        }
-        return sigpipe_unless_packets(task, &f, write_from(task, a[1], count(a[2]), |buf, _| f.write(buf)));
+        let put = write_from(task, a[1], count(a[2]), |buf, _| super::block::write(&f, buf, |b| f.write(b)));
+        return sigpipe_unless_packets(task, &f, put);
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
@@ -327,7 +320,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some((f, s)) = super::inet::socket_of(&f) {
             return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
         }
-        return readv_into(task, &iov, true, |buf, _| f.read(buf));
+        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, || f.read(buf)));
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }
@@ -340,7 +333,8 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some((f, s)) = super::inet::socket_of(&f) {
             return super::inet::send(task, &f, &s, &iov, 0, None);
         }
-        return sigpipe_unless_packets(task, &f, writev_from(task, &iov, |buf, _| f.write(buf)));
+        let put = writev_from(task, &iov, |buf, _| super::block::write(&f, buf, |b| f.write(b)));
+        return sigpipe_unless_packets(task, &f, put);
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }
@@ -487,7 +481,7 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
             };
-            let w = match out.write(&buf[..n]) {
+            let w = match super::block::write(&out, &buf[..n], |b| out.write(b)) {
                 Ok(w) => w,
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,

@@ -65,11 +65,11 @@ pub(super) fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -
         Duration::new(u64::try_from(sec).map_err(|_| Errno::EINVAL)?, u32::try_from(nsec).map_err(|_| Errno::EINVAL)?);
     let now = Instant::now();
     if !absolute {
-        return Ok(Some(crate::kernel::wait::later(now, dur)));
+        return Ok(Some(crate::waiter::later(now, dur)));
     }
     let clock_now =
         if realtime { SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() } else { monotonic_now() };
-    Ok(Some(crate::kernel::wait::later(now, dur.saturating_sub(clock_now))))
+    Ok(Some(crate::waiter::later(now, dur.saturating_sub(clock_now))))
 }
 
 /// Evaluates a FUTEX_WAKE_OP operation on the word at `addr`.

@@ -3,6 +3,7 @@
 //! netstack has loopback only, so these reach the sandbox's own sockets.
 
 use super::args::{self, int};
+use super::block::wait_io;
 use super::socket::{
     iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC,
     MSG_WAITALL, SOL_SOCKET,
@@ -10,9 +11,10 @@ use super::socket::{
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
-use crate::fs::inet::{blocking, errno, Endpoint, InetSocket};
+use crate::fs::inet::{errno, Endpoint, InetSocket};
 use crate::kernel::Task;
-use crate::vfs::FileDescription;
+use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
+use crate::waiter::deadline_in;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -49,7 +51,7 @@ pub(super) fn socket(task: &Task, domain: i32, kind: i32, protocol: i32) -> Resu
         (3, _) => return Err(Errno::EPERM),
         _ => return Err(Errno::ESOCKTNOSUPPORT),
     };
-    Ok(InetSocket::new(task.kernel.anon_ino(), super::fd::now(), endpoint, false))
+    Ok(InetSocket::new(task.kernel.anon_ino(), super::fd::now(), endpoint))
 }
 
 fn family(s: &InetSocket) -> Family {
@@ -146,10 +148,10 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
 /// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
 pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6], flags: i32) -> SysResult {
     let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::EOPNOTSUPP) };
-    let conn = blocking(t.queue(), nonblocking(f, 0), None, || t.accept())?;
+    let conn = wait_io(f, READ_EVENTS, nonblocking(f, 0), None, || t.accept().map_err(errno))?;
     let peer = conn.peer_addr().map_err(errno)?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
-    let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn), nonblock);
+    let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
     let fd = super::socket::install(task, sock, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
     if a[1] != 0 {
         write_sockaddr(task, a[1], a[2], &encode(peer))?;
@@ -249,12 +251,13 @@ pub(super) fn send(
             return Err(Errno::EMSGSIZE);
         }
         cursor.peek(&mm, &mut data, total)?;
-        return s.send(&data, nonblock, to).map(|n| n as u64);
+        return s.send(&data, to).map(|n| n as u64);
     }
+    let deadline = s.timeouts.lock().1.map(deadline_in);
     let mut done = 0usize;
     while done < total || total == 0 {
         cursor.peek(&mm, &mut data, (total - done).min(STREAM_CHUNK))?;
-        match s.send(&data, nonblock, None) {
+        match wait_io(f, WRITE_EVENTS, nonblock, deadline, || s.send(&data, None)) {
             Ok(w) => {
                 done += w;
                 cursor.advance(w);
@@ -292,10 +295,11 @@ pub(super) fn recv(
     let cap = if s.is_stream() { STREAM_CHUNK } else { 1 << 16 };
     let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(cap);
     let mut buf = vec![0u8; total];
-    let (n, full, from) = s.recv(&mut buf, dontwait, peek)?;
+    let deadline = s.timeouts.lock().0.map(deadline_in);
+    let (n, full, from) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
     let mut got = n;
     while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {
-        match s.recv(&mut buf[got..], false, false) {
+        match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false)) {
             Ok((0, _, _)) | Err(_) => break,
             Ok((more, _, _)) => got += more,
         }

@@ -11,6 +11,7 @@ pub mod strace;
 
 mod arch_prctl;
 mod args;
+mod block;
 mod capability;
 mod common;
 mod dir;

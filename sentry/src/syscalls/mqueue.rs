@@ -75,7 +75,7 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut shown = b"/".to_vec();
     shown.extend_from_slice(&name);
     let d = k.anon_dentry(&shown, node);
-    let ops = Arc::new(QueueFile::new(queue, oflag));
+    let ops = Arc::new(QueueFile::new(queue));
     let status = u32::try_from(oflag & (libc::O_ACCMODE | libc::O_NONBLOCK)).map_err(|_| Errno::EINVAL)?;
     let f = FileDescription::new(d, ops, status);
     // mq descriptors are always close-on-exec, as Linux makes them.
@@ -124,14 +124,14 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
     if prio >= mqueue::PRIO_MAX {
         return Err(Errno::EINVAL);
     }
-    let (_, q) = queue_file(task, a[0], true)?;
+    let (f, q) = queue_file(task, a[0], true)?;
     let len = usize::try_from(a[2]).map_err(|_| Errno::EMSGSIZE)?;
     if u64::try_from(len).map_err(|_| Errno::EMSGSIZE)? > q.queue.msgsize {
         return Err(Errno::EMSGSIZE);
     }
     let mut msg = vec![0u8; len];
     task.thread.mm().copy_in(a[1], &mut msg)?;
-    if let Some(n) = q.queue.send(msg, prio, q.nonblocking(), deadline)? {
+    if let Some(n) = q.queue.send(msg, prio, super::block::nonblocking(&f), deadline)? {
         if n.signo != 0 && task.kernel.procs.alive(n.pid) {
             let info = SigInfo::mesgq(n.signo, task.thread.tgid, task.thread.creds().uid, n.value);
             task.kernel.signal_process_info(n.pid, info);
@@ -142,8 +142,8 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = super::futex::deadline(task, a[4], true, true)?;
-    let (_, q) = queue_file(task, a[0], false)?;
-    let (msg, prio) = q.queue.receive(a[2], q.nonblocking(), deadline)?;
+    let (f, q) = queue_file(task, a[0], false)?;
+    let (msg, prio) = q.queue.receive(a[2], super::block::nonblocking(&f), deadline)?;
     task.thread.mm().copy_out(a[1], &msg)?;
     if a[3] != 0 {
         task.thread.mm().copy_out(a[3], &prio.to_le_bytes())?;

@@ -8,7 +8,7 @@ use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::netlink::NetlinkSocket;
 use crate::kernel::Task;
-use crate::vfs::FileDescription;
+use crate::vfs::{FileDescription, READ_EVENTS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -122,7 +122,8 @@ fn recv(
 ) -> Result<(u64, bool), Errno> {
     let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(1 << 20);
     let mut buf = vec![0u8; total];
-    let (n, full) = s.recv(&mut buf, nonblocking(f, flags), flags & MSG_PEEK != 0)?;
+    let peek = flags & MSG_PEEK != 0;
+    let (n, full) = super::block::wait_io(f, READ_EVENTS, nonblocking(f, flags), None, || s.recv(&mut buf, peek))?;
     let mut at = 0;
     for &(base, len) in bufs {
         if at >= n {

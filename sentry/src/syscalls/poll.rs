@@ -5,12 +5,14 @@ use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::signal::sigbit;
-use crate::kernel::{wait, Task};
-use crate::vfs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::kernel::Task;
+use crate::vfs::{FileDescription, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::waiter::{Entry, Waiter};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "pipes, sockets and eventfds wake a waiting poll at once; signalfds too; other files (host descriptors, timerfds) are re-checked periodically (up to every 10 ms)";
+const NOTE: &str = "a file wakes only the polls waiting on it, at once; no file reports POLLPRI";
 
 pub(super) const ENTRIES: Entries = &[
     ("poll", sys_poll, Partial(NOTE)),
@@ -30,31 +32,54 @@ fn events_of(task: &Task, fd: i32) -> u32 {
     }
 }
 
-/// Polls `check` until it reports something or `deadline` passes.
+/// A poller's registrations: one waiter, an entry on each file's queue.
+struct Watch {
+    waiter: Arc<Waiter>,
+    files: Vec<(Arc<FileDescription>, Entry)>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        for (f, e) in &self.files {
+            f.ops.event_unregister(e);
+        }
+    }
+}
+
+/// Runs `check` until it reports something or `deadline` passes (0). In
+/// between it waits on the queues of `files`, each for its events: a
+/// change of another file does not wake it, and nothing is re-checked on
+/// a timer.
 pub(super) fn wait_for(
+    task: &Task,
+    files: impl Fn() -> Vec<(i32, u32)>,
     deadline: Option<Instant>,
     mut check: impl FnMut() -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
-    let mut pause = Duration::from_micros(50);
+    let n = check()?;
+    if n > 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(n);
+    }
+    let waiter = Waiter::new();
+    let mut watch = Watch { waiter: waiter.clone(), files: Vec::new() };
+    let fds = task.thread.fds();
+    for (fd, mask) in files() {
+        if let Ok(f) = fds.get(fd) {
+            let e = Entry::new(mask | POLLERR | POLLHUP, waiter.clone());
+            f.ops.event_register(&e);
+            watch.files.push((f, e));
+        }
+    }
+    drop(fds);
     loop {
-        // Read before checking, so a change during the check is not lost.
-        let seen = wait::readiness_generation();
         let n = check()?;
         if n > 0 {
             return Ok(n);
         }
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            return Ok(0);
-        }
-        let nap = match deadline {
-            Some(d) => pause.min(d - now),
-            None => pause,
-        };
-        // Files that announce changes wake the wait at once; the others
-        // (host files, timerfds) are re-checked ever less often.
-        if !wait::wait_readiness(seen, now + nap).map_err(|_| Errno::ERESTARTNOHAND)? {
-            pause = (pause * 2).min(Duration::from_millis(10));
+        match watch.waiter.wait(deadline) {
+            Ok(()) => {}
+            Err(Errno::ETIMEDOUT) => return check(),
+            Err(_) => return Err(Errno::ERESTARTNOHAND),
         }
     }
 }
@@ -74,21 +99,27 @@ fn poll(task: &Task, addr: u64, nfds: u64, deadline: Option<Instant>) -> SysResu
         })
         .collect();
     let mut revents = vec![0u32; n];
-    let ready = wait_for(deadline, || {
-        let mut count = 0;
-        for (i, (fd, ev)) in fds.iter_mut().enumerate() {
-            revents[i] = if *fd < 0 {
-                0
-            } else {
-                let r = events_of(task, *fd);
-                r & (*ev | POLLERR | POLLHUP | POLLNVAL)
-            };
-            if revents[i] != 0 {
-                count += 1;
+    let watched: Vec<(i32, u32)> = fds.iter().filter(|(fd, _)| *fd >= 0).copied().collect();
+    let ready = wait_for(
+        task,
+        || watched.clone(),
+        deadline,
+        || {
+            let mut count = 0;
+            for (i, (fd, ev)) in fds.iter_mut().enumerate() {
+                revents[i] = if *fd < 0 {
+                    0
+                } else {
+                    let r = events_of(task, *fd);
+                    r & (*ev | POLLERR | POLLHUP | POLLNVAL)
+                };
+                if revents[i] != 0 {
+                    count += 1;
+                }
             }
-        }
-        Ok(count)
-    })?;
+            Ok(count)
+        },
+    )?;
     let mut out = Encoder::with_capacity(n * 8);
     for ((fd, ev), r) in fds.iter().zip(&revents) {
         out.i32(*fd).u16(u16::try_from(*ev).unwrap_or(0)).u16(u16::try_from(*r).unwrap_or(0));
@@ -188,7 +219,17 @@ fn select(task: &Task, nfds: u64, sets: [u64; 3], deadline: Option<Instant>) -> 
         }
     }
     let mut got: [Option<Vec<u64>>; 3] = [None, None, None];
-    let ready = wait_for(deadline, || {
+    let watched = || {
+        (0..nfds)
+            .filter_map(|fd| {
+                let mask = (0..3)
+                    .filter(|&k| want[k].as_ref().is_some_and(|w| w[fd / 64] & (1 << (fd % 64)) != 0))
+                    .fold(0, |m, k| m | masks[k]);
+                Some((i32::try_from(fd).ok()?, mask)).filter(|_| mask != 0)
+            })
+            .collect()
+    };
+    let ready = wait_for(task, watched, deadline, || {
         let mut count = 0;
         for (k, set) in want.iter().enumerate() {
             got[k] = set.as_ref().map(|w| {

@@ -16,8 +16,8 @@ use crate::kernel::signal::{
     SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
     SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
-use crate::kernel::wait;
 use crate::kernel::{ExitStatus, Task, Thread};
+use crate::waiter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -464,7 +464,7 @@ fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// Sleeps until a signal the thread does not block is pending.
 fn wait_for_signal() -> SysResult {
-    wait::sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1 << 40))?;
+    waiter::sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1 << 40))?;
     Err(Errno::ERESTARTNOHAND)
 }
 
@@ -514,7 +514,7 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let dur = std::time::Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(wait::deadline_in(dur))
+        Some(waiter::deadline_in(dur))
     };
     loop {
         if let Some(info) = task.thread.take_any(set) {
@@ -532,7 +532,7 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
             return Err(Errno::EAGAIN);
         }
         // Any signal sent to the thread wakes the sleep; look again.
-        if wait::sleep_until(until).is_err() {
+        if waiter::sleep_until(until).is_err() {
             task.thread.interrupted.store(false, Ordering::SeqCst);
             if task.thread.exiting.load(Ordering::SeqCst) {
                 return Err(Errno::EINTR);
@@ -582,7 +582,7 @@ fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysR
     }
     let k = &task.kernel;
     let nonblock = flags & libc::SFD_NONBLOCK != 0;
-    let s = SignalFd::new(k.anon_ino(), super::fd::now(), mask, nonblock);
+    let s = SignalFd::new(k.anon_ino(), super::fd::now(), mask);
     let d = k.anon_dentry(b"anon_inode:[signalfd]", s.clone());
     let status = if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
     let f = FileDescription::new(d, s, status);

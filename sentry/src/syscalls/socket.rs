@@ -12,8 +12,8 @@ use crate::auth::caps;
 use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream};
 use crate::fs::unix_msg::QUEUE_BYTES;
 use crate::kernel::Task;
-use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
+use crate::vfs::{FileDescription, READ_EVENTS};
 use std::sync::Arc;
 
 const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; loopback only) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
@@ -134,7 +134,6 @@ fn install_new<S: FileOps + crate::vfs::Node + 'static>(
     }
     let nonblock = ty & libc::SOCK_NONBLOCK != 0;
     let s = make(ty & SOCK_TYPE_MASK)?;
-    s.status_flags_changed(if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 });
     let fd = install(task, s, nonblock, ty & libc::SOCK_CLOEXEC != 0)?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
@@ -148,7 +147,7 @@ fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
         return install_new(task, ty, |kind| netlink::socket(task, kind, int(a[2])));
     }
     let (kind, nonblock, cloexec) = check_type(domain, ty, int(a[2]))?;
-    let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), nonblock, kind);
+    let s = UnixSocket::new(task.kernel.anon_ino(), super::fd::now(), kind);
     u64::try_from(install(task, s, nonblock, cloexec)?).map_err(|_| Errno::EMFILE)
 }
 
@@ -163,16 +162,13 @@ fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
     let cred = (task.thread.tgid, creds.euid, creds.egid);
     let inos = (k.anon_ino(), k.anon_ino());
     let (sa, sb) = match kind {
-        SockType::Dgram => UnixSocket::dgram_pair(inos, now, nonblock, cred),
+        SockType::Dgram => UnixSocket::dgram_pair(inos, now, cred),
         _ => {
             let (x, y) = match kind {
                 SockType::SeqPacket => UnixStream::packet_pair((cred, cred)),
                 _ => UnixStream::pair(inos, now, (cred, cred)),
             };
-            (
-                UnixSocket::connected(inos.0, now, kind, x, nonblock),
-                UnixSocket::connected(inos.1, now, kind, y, nonblock),
-            )
+            (UnixSocket::connected(inos.0, now, kind, x), UnixSocket::connected(inos.1, now, kind, y))
         }
     };
     let fa = install(task, sa, nonblock, cloexec)?;
@@ -339,11 +335,8 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
     }
     let (f, s) = socket_of(task, a[0])?;
     let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
-    let conn = s.accept(nonblock_listener)?;
+    let conn = super::block::wait_io(&f, READ_EVENTS, nonblock_listener, None, || s.accept())?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
-    if nonblock {
-        conn.status_flags_changed(u32::try_from(libc::O_NONBLOCK).unwrap_or(0));
-    }
     let peer = conn.peer_name().ok().flatten();
     let fd = install(task, conn, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
     if a[1] != 0 {

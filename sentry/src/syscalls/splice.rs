@@ -5,6 +5,7 @@
 //! destination took, so nothing is lost when the destination takes less.
 
 use super::args;
+use super::block::nonblocking;
 use super::file::{
     count, iovecs, offset_arg, readable_file, readv_into, sigpipe_on_epipe, writable_file, writev_from, CHUNK,
 };
@@ -59,7 +60,7 @@ fn read_offset(task: &Task, addr: u64) -> Result<Option<u64>, Errno> {
 /// `nonblock`.
 fn put(task: &Task, out: &Arc<FileDescription>, off_addr: u64, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
     if let Some(p) = pipe_end(out) {
-        return p.write_with(buf, nonblock);
+        return p.write_with(buf, nonblock || nonblocking(out));
     }
     match read_offset(task, off_addr)? {
         Some(off) => {
@@ -107,13 +108,13 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
     // Into a pipe, only what fits now moves (Linux does not block halfway
     // either); nothing is read that could not be written.
     let len = match &pout {
-        Some(p) => len.min(room(task, p, nonblock)?),
+        Some(p) => len.min(room(task, p, nonblock || nonblocking(&out))?),
         None => len,
     };
     let mut buf = vec![0u8; len];
     let moved = match pin {
         Some(p) => {
-            let n = p.read_with(&mut buf, nonblock, true)?;
+            let n = p.read_with(&mut buf, nonblock || nonblocking(&input), true)?;
             if n == 0 {
                 return Ok(0);
             }
@@ -130,7 +131,7 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
                 if n == 0 {
                     return Ok(0);
                 }
-                sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock).map(|w| w as u64))
+                sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock || nonblocking(&out)).map(|w| w as u64))
             };
             match read_offset(task, off_in)? {
                 Some(off) => {
@@ -164,12 +165,13 @@ fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
-    let mut buf = vec![0u8; len.min(room(task, &pout, nonblock)?)];
-    let n = pin.read_with(&mut buf, nonblock, true)?;
+    let (nb_in, nb_out) = (nonblock || nonblocking(&input), nonblock || nonblocking(&out));
+    let mut buf = vec![0u8; len.min(room(task, &pout, nb_out)?)];
+    let n = pin.read_with(&mut buf, nb_in, true)?;
     if n == 0 {
         return Ok(0);
     }
-    sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock).map(|w| w as u64))
+    sigpipe_on_epipe(task, pout.write_with(&buf[..n], nb_out).map(|w| w as u64))
 }
 
 /// vmsplice(fd, iov, nr_segs, flags): guest memory into a pipe's write
@@ -180,7 +182,7 @@ fn sys_vmsplice(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let f = args::file(task, a[0])?;
     let p = pipe_end(&f).ok_or(Errno::EBADF)?;
-    let nonblock = a[3] & SPLICE_F_NONBLOCK != 0;
+    let nonblock = a[3] & SPLICE_F_NONBLOCK != 0 || nonblocking(&f);
     let iov = iovecs(task, a[1], a[2])?;
     if f.writable() {
         // Only what fits now moves, as with splice.

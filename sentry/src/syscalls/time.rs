@@ -7,7 +7,8 @@ use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::host;
-use crate::kernel::{wait, Task};
+use crate::kernel::Task;
+use crate::waiter as wait;
 use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \

@@ -216,7 +216,7 @@ fn sys_timerfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let k = &task.kernel;
     let nonblock = flags & libc::TFD_NONBLOCK != 0;
-    let t = crate::fs::timerfd::TimerFd::new(k.anon_ino(), super::fd::now(), clock, nonblock);
+    let t = crate::fs::timerfd::TimerFd::new(k.anon_ino(), super::fd::now(), clock);
     let d = k.anon_dentry(b"anon_inode:[timerfd]", t.clone());
     let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
     let f = crate::vfs::FileDescription::new(d, t, status);

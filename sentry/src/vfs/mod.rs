@@ -43,6 +43,10 @@ pub const POLLERR: u32 = 0x8;
 pub const POLLHUP: u32 = 0x10;
 pub const POLLRDNORM: u32 = 0x40;
 pub const POLLWRNORM: u32 = 0x100;
+/// What a reader waits for: data, or the end of it.
+pub const READ_EVENTS: u32 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
+/// What a writer waits for: room, or the reader gone.
+pub const WRITE_EVENTS: u32 = POLLOUT | POLLWRNORM | POLLHUP | POLLERR;
 /// What a file that never blocks reports.
 pub const POLL_ALWAYS: u32 = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 
@@ -178,6 +182,19 @@ pub trait FileOps: Send + Sync + AsAny {
     /// …). Files that never block are always readable and writable.
     fn poll_events(&self) -> u32 {
         POLL_ALWAYS
+    }
+
+    /// Registers `e` on the queue(s) that announce changes of the file's
+    /// readiness. A file that never blocks has none: it is always ready.
+    fn event_register(&self, _e: &crate::waiter::Entry) {}
+
+    /// Undoes `event_register`.
+    fn event_unregister(&self, _e: &crate::waiter::Entry) {}
+
+    /// How long a blocking read (`write` false) or write may wait before
+    /// it fails with EAGAIN (a socket's SO_RCVTIMEO, SO_SNDTIMEO).
+    fn io_timeout(&self, _write: bool) -> Option<std::time::Duration> {
+        None
     }
 
     /// The description's status flags changed (`fcntl(F_SETFL)`,

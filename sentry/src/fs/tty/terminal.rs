@@ -7,9 +7,9 @@
 use super::line_discipline::{Effects, LineDiscipline};
 use super::termios::{Termios, Winsize, ICANON, TOSTOP, VMIN, VTIME};
 use crate::abi::Errno;
-use crate::kernel::wait::{block_on, readiness_changed, Waker};
 use crate::kernel::{thread, Kernel};
 use crate::vfs::{FileOps, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::waiter::{block_on, Entry, Queue, Waker, ALL};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,6 +64,8 @@ pub struct Terminal {
     pub index: u32,
     state: Mutex<State>,
     cond: Condvar,
+    /// Pollers of either end wait here.
+    events: Queue,
     kernel: Weak<Kernel>,
     owner: u32,
     created: TimeSpec,
@@ -95,6 +97,7 @@ impl Terminal {
                 hung_up: false,
             }),
             cond: Condvar::new(),
+            events: Queue::default(),
             kernel,
             owner,
             created,
@@ -113,7 +116,7 @@ impl Terminal {
 
     fn changed(&self) {
         self.cond.notify_all();
-        readiness_changed();
+        self.events.notify(ALL);
     }
 
     fn waker(self: &Arc<Terminal>) -> Waker {
@@ -665,6 +668,14 @@ impl FileOps for TtyFile {
 
     fn poll_events(&self) -> u32 {
         self.term.poll(self.master)
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.term.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.term.events.unregister(e);
     }
 
     fn status_flags_changed(&self, flags: u32) {

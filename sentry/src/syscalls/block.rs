@@ -1,0 +1,78 @@
+//! The one place a system call waits for a file. Files never block: one
+//! that is not ready fails with EAGAIN, and the call waits here on the
+//! file's queue for the events it needs, with the deadline and
+//! interruption, unless the description is non-blocking (O_NONBLOCK) or
+//! the call says so (MSG_DONTWAIT). As gVisor's `read` in
+//! `sys_read_write.go`.
+
+use crate::abi::Errno;
+use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
+use crate::waiter::{Entry, Registered, Waiter};
+use std::time::Instant;
+
+/// Whether the description's I/O must not wait.
+pub(super) fn nonblocking(f: &FileDescription) -> bool {
+    crate::fs::anon::nonblocking(f.flags())
+}
+
+/// Runs `attempt` until it does not fail with EAGAIN, waiting on `f`'s
+/// queue for an event in `mask` between attempts, unless `dontwait`. A
+/// passed `deadline` ends the wait with EAGAIN (SO_RCVTIMEO's
+/// behavior); an interruption with ERESTARTSYS.
+pub(super) fn wait_io<T>(
+    f: &FileDescription,
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
+    mut attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match attempt() {
+        Err(Errno::EAGAIN) if !dontwait => {}
+        r => return r,
+    }
+    let w = Waiter::new();
+    let _registered =
+        Registered::new(Entry::new(mask, w.clone()), |e| f.ops.event_register(e), |e| f.ops.event_unregister(e));
+    loop {
+        match attempt() {
+            Err(Errno::EAGAIN) => match w.wait(deadline) {
+                Err(Errno::ETIMEDOUT) => return Err(Errno::EAGAIN),
+                r => r?,
+            },
+            r => return r,
+        }
+    }
+}
+
+/// A read of `f` that waits for data unless the description is
+/// non-blocking, until the file's read timeout if it has one.
+pub(super) fn read(f: &FileDescription, attempt: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    wait_io(f, READ_EVENTS, nonblocking(f), deadline, attempt)
+}
+
+/// A write of all of `buf` to `f`, waiting for room as often as needed
+/// unless the description is non-blocking (then what fits is written).
+/// An error after some bytes (an interruption, the reader gone) returns
+/// their count, as Linux's pipe_write does.
+pub(super) fn write(
+    f: &FileDescription,
+    buf: &[u8],
+    mut attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    let dontwait = nonblocking(f);
+    let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
+    let mut done = 0;
+    while done < buf.len() {
+        match wait_io(f, WRITE_EVENTS, dontwait, deadline, || attempt(&buf[done..])) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        }
+        if dontwait {
+            break;
+        }
+    }
+    Ok(done)
+}

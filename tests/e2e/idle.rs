@@ -1,0 +1,80 @@
+//! An idle guest costs the sentry nothing: a guest blocked in
+//! `epoll_wait` on 100 idle pipes and sockets leaves the sentry asleep
+//! (every file wakes only its own waiters, and nothing re-checks on a
+//! timer), so the sentry's CPU time barely moves while it waits.
+
+use crate::util::{children, cmdline, guest_bin, husk_do, native, run};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// How long the guest stays blocked under husk, and how much of it the
+/// test measures (after the guest says it is blocked).
+const IDLE_MS: u64 = 3000;
+const MEASURED: Duration = Duration::from_millis(2500);
+/// The sentry CPU time allowed in `MEASURED`: the goal is under 10 ms per
+/// 10 s idle; the bound leaves room for a loaded machine, and a sentry
+/// that re-checked its files on a timer spends several times this.
+const BOUND: Duration = Duration::from_millis(5);
+
+/// The CPU time of all threads of `pid`: from the scheduler's nanosecond
+/// counts where the host keeps them, else utime+stime in clock ticks.
+fn cpu_time(pid: u32) -> Duration {
+    let mut total = Duration::ZERO;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let dir = t.path();
+        if let Some(ns) = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        {
+            total += Duration::from_nanos(ns);
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        // utime and stime are the 14th and 15th fields: the 12th and 13th
+        // after the command.
+        let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+        // SAFETY: sysconf has no preconditions.
+        let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1);
+        total += Duration::from_millis(ticks * 1000 / hz);
+    }
+    total
+}
+
+#[test]
+fn idle_epoll_costs_the_sentry_nothing() {
+    let bin = guest_bin("idle_epoll").to_string_lossy().into_owned();
+    let nat = run(native(&[bin.as_str(), "200"]), None);
+    assert_eq!(nat.code, 0, "idle_epoll FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
+
+    let ms = IDLE_MS.to_string();
+    let mut child = husk_do(&[], &[bin.as_str(), ms.as_str()]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "blocked", "the guest did not get to its wait");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sentry = loop {
+        if let Some(s) = children(child.id()).into_iter().find(|&p| cmdline(p).contains(" boot ")) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no sentry process");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let before = cpu_time(sentry);
+    std::thread::sleep(MEASURED);
+    let used = cpu_time(sentry).saturating_sub(before);
+
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "idle_epoll failed under husk: {status}\n{rest}");
+    assert!(used <= BOUND, "the sentry used {used:?} of CPU in {MEASURED:?} while the guest was idle");
+}
