@@ -52,9 +52,6 @@ pub struct Task {
     pub thread_only: bool,
     /// Faults in a row that found their page already mapped.
     spurious_faults: u32,
-    /// The handler replaced the whole register file (execve): do not store
-    /// a return value in rax.
-    pub regs_replaced: bool,
     /// The process's continue count when a stop signal was last taken.
     pub stop_continues: u64,
     /// An interrupted sleep's deadline, kept for its restart: (the
@@ -79,7 +76,6 @@ impl Task {
             exit: None,
             thread_only: false,
             spurious_faults: 0,
-            regs_replaced: false,
             stop_continues: 0,
             restart_deadline: None,
             resumed_deadline: None,
@@ -297,14 +293,10 @@ impl Task {
             Some((rip, n, deadline)) if rip == self.cpu.regs.rip && n == nr => Some(deadline),
             _ => None,
         };
-        self.regs_replaced = false;
         self.thread.interrupted.store(false, Ordering::SeqCst);
         let result = syscalls::dispatch(self, nr, args);
         if self.kernel.opts.strace {
             syscalls::strace::log(self, nr, &args, &result);
-        }
-        if self.regs_replaced {
-            return;
         }
         self.cpu.regs.rax = match result {
             Ok(v) => v,
@@ -336,12 +328,12 @@ impl Task {
         }
     }
 
-    /// Installs a fresh register file (after execve).
+    /// Installs a fresh register file (after execve, whose result, 0,
+    /// is then the new file's rax).
     pub fn reset_registers(&mut self, entry: u64, sp: u64) {
         self.cpu = CpuState::new(self.kernel.platform.fpu_template());
         self.cpu.regs.rip = entry;
         self.cpu.regs.rsp = sp;
-        self.regs_replaced = true;
     }
 }
 

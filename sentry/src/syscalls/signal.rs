@@ -484,13 +484,15 @@ fn sys_pause(_task: &mut Task, _a: [u64; 6]) -> SysResult {
     wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
 }
 
+/// rt_sigreturn: its result is the restored rax, so the interrupted
+/// code's register file comes back whole.
 fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    if let Err(e) = crate::kernel::signal_frame::sigreturn(task) {
+    crate::kernel::signal_frame::sigreturn(task).or_else(|e| {
         // A corrupt frame kills the process, as Linux's force_sigsegv does.
         log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
         task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
-    }
-    Ok(0)
+        Ok(0)
+    })
 }
 
 /// rt_sigtimedwait(set, info, timeout, sigsetsize): takes a pending signal
