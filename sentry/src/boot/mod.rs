@@ -124,6 +124,7 @@ fn boot_with(
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
+    crate::syscalls::register(&kernel);
     let devpts = kernel.ext::<Devpts>();
     devpts.attach(Arc::downgrade(&kernel));
     kernel.set_terminals(devpts);

@@ -13,6 +13,7 @@ pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod syscall_table;
 pub mod sysctl;
 pub mod task;
 pub mod thread;
@@ -20,6 +21,7 @@ pub mod timers;
 pub mod wait;
 
 pub use fs_context::FsContext;
+pub use syscall_table::{Handler, Support, Syscall};
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;
 
@@ -86,6 +88,8 @@ pub struct Kernel {
     pub cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
+    /// The syscall layer's table, registered at start-up.
+    syscall_table: std::sync::OnceLock<&'static [Syscall]>,
 }
 
 impl Kernel {
@@ -128,6 +132,7 @@ impl Kernel {
             cgroup_limits: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
+            syscall_table: std::sync::OnceLock::new(),
         }
     }
 

@@ -6,13 +6,13 @@ use super::futex::FutexKey;
 use super::siginfo;
 use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
+use super::syscall_table;
 use super::thread::{self, Thread};
 use super::wait;
 use super::Kernel;
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
-use crate::syscalls;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -294,9 +294,9 @@ impl Task {
             _ => None,
         };
         self.thread.interrupted.store(false, Ordering::SeqCst);
-        let result = syscalls::dispatch(self, nr, args);
+        let result = syscall_table::dispatch(self, nr, args);
         if self.kernel.opts.strace {
-            syscalls::strace::log(self, nr, &args, &result);
+            crate::syscalls::strace::log(self, nr, &args, &result);
         }
         self.cpu.regs.rax = match result {
             Ok(v) => v,

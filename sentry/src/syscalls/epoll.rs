@@ -16,12 +16,12 @@ const NOTE: &str = "pipes, sockets, eventfds and signalfds wake a waiting epoll 
                     appeared between waits; EPOLLEXCLUSIVE has no effect";
 
 pub(super) const ENTRIES: Entries = &[
-    ("epoll_create", sys_epoll_create, Full),
-    ("epoll_create1", sys_epoll_create1, Full),
-    ("epoll_ctl", sys_epoll_ctl, Partial(NOTE)),
-    ("epoll_wait", sys_epoll_wait, Partial(NOTE)),
-    ("epoll_pwait", sys_epoll_pwait, Partial(NOTE)),
-    ("epoll_pwait2", sys_epoll_pwait2, Partial(NOTE)),
+    (libc::SYS_epoll_create, sys_epoll_create, Full),
+    (libc::SYS_epoll_create1, sys_epoll_create1, Full),
+    (libc::SYS_epoll_ctl, sys_epoll_ctl, Partial(NOTE)),
+    (libc::SYS_epoll_wait, sys_epoll_wait, Partial(NOTE)),
+    (libc::SYS_epoll_pwait, sys_epoll_pwait, Partial(NOTE)),
+    (libc::SYS_epoll_pwait2, sys_epoll_pwait2, Partial(NOTE)),
 ];
 
 const EPOLL_CTL_ADD: i32 = 1;
