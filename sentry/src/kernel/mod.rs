@@ -13,6 +13,7 @@ pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod syscall_hooks;
 pub mod syscall_table;
 pub mod sysctl;
 pub mod task;
@@ -21,6 +22,7 @@ pub mod timers;
 pub mod wait;
 
 pub use fs_context::FsContext;
+pub use syscall_hooks::{SyscallObserver, TaskIdentity};
 pub use syscall_table::{Handler, Support, Syscall};
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;
@@ -48,8 +50,6 @@ pub trait Terminals: Send + Sync {
 /// Options that shape a sandbox's kernel.
 #[derive(Clone, Debug, Default)]
 pub struct KernelOptions {
-    /// Log every system call (`--strace`).
-    pub strace: bool,
     pub hostname: Vec<u8>,
     /// The init process is a container's, the init of a pid namespace: it
     /// receives only the signals it has handlers for (faults and the OOM
@@ -90,6 +90,7 @@ pub struct Kernel {
     unimplemented_seen: Mutex<HashSet<usize>>,
     /// The syscall layer's table, registered at start-up.
     syscall_table: std::sync::OnceLock<&'static [Syscall]>,
+    syscall_observers: syscall_hooks::Observers,
 }
 
 impl Kernel {
@@ -133,6 +134,7 @@ impl Kernel {
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
             syscall_table: std::sync::OnceLock::new(),
+            syscall_observers: syscall_hooks::Observers::default(),
         }
     }
 

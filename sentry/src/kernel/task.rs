@@ -6,10 +6,10 @@ use super::futex::FutexKey;
 use super::siginfo;
 use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
-use super::syscall_table;
 use super::thread::{self, Thread};
 use super::wait;
 use super::Kernel;
+use super::{syscall_hooks, syscall_table};
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
@@ -285,7 +285,9 @@ impl Task {
         self.restart_deadline = Some((self.cpu.regs.rip, self.cpu.regs.orig_rax, deadline));
     }
 
-    fn syscall(&mut self) {
+    /// Services the system call the guest stopped at and puts its result
+    /// in rax (or restarts it).
+    pub(super) fn syscall(&mut self) {
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
         // A kept deadline belongs to the restart of the same instruction.
@@ -294,10 +296,11 @@ impl Task {
             _ => None,
         };
         self.thread.interrupted.store(false, Ordering::SeqCst);
-        let result = syscall_table::dispatch(self, nr, args);
-        if self.kernel.opts.strace {
-            crate::syscalls::strace::log(self, nr, &args, &result);
-        }
+        let result = if self.kernel.syscall_observers.any() {
+            syscall_hooks::dispatch_observed(self, nr, args)
+        } else {
+            syscall_table::dispatch(self, nr, args)
+        };
         self.cpu.regs.rax = match result {
             Ok(v) => v,
             Err(e) if e.is_restart() => self.restart_or_eintr(e),
