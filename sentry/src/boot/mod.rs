@@ -122,8 +122,12 @@ fn boot_with(
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
     make_file_mount_points(&root, cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice()));
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
-    let opts = KernelOptions { strace: cfg.strace, hostname: cfg.hostname.clone(), protect_init: container };
+    let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
+    crate::syscalls::register(&kernel);
+    if cfg.strace {
+        kernel.attach_syscall_observer(Arc::new(crate::syscalls::strace::Strace));
+    }
     let devpts = kernel.ext::<Devpts>();
     devpts.attach(Arc::downgrade(&kernel));
     kernel.set_terminals(devpts);

@@ -13,12 +13,16 @@ pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod syscall_hooks;
+pub mod syscall_table;
 pub mod sysctl;
 pub mod task;
 pub mod thread;
 pub mod timers;
 
 pub use fs_context::FsContext;
+pub use syscall_hooks::{SyscallObserver, TaskIdentity};
+pub use syscall_table::{Handler, Support, Syscall};
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;
 
@@ -45,8 +49,6 @@ pub trait Terminals: Send + Sync {
 /// Options that shape a sandbox's kernel.
 #[derive(Clone, Debug, Default)]
 pub struct KernelOptions {
-    /// Log every system call (`--strace`).
-    pub strace: bool,
     pub hostname: Vec<u8>,
     /// The init process is a container's, the init of a pid namespace: it
     /// receives only the signals it has handlers for (faults and the OOM
@@ -85,6 +87,9 @@ pub struct Kernel {
     pub cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
+    /// The syscall layer's table, registered at start-up.
+    syscall_table: std::sync::OnceLock<&'static [Syscall]>,
+    syscall_observers: syscall_hooks::Observers,
 }
 
 impl Kernel {
@@ -127,6 +132,8 @@ impl Kernel {
             cgroup_limits: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
+            syscall_table: std::sync::OnceLock::new(),
+            syscall_observers: syscall_hooks::Observers::default(),
         }
     }
 

@@ -194,7 +194,6 @@ fn push_frame(task: &mut Task, sig: i32, action: &SigAction, info: &SigInfo) -> 
         r.rsi = 0;
         r.rdx = 0;
     }
-    task.regs_replaced = true;
     Ok(())
 }
 
@@ -241,7 +240,9 @@ fn restored_fpu(mut fp: Vec<u8>, full: bool, template: &[u8]) -> Result<Vec<u8>,
 
 /// `rt_sigreturn`: restores the context saved by `push_frame`. The
 /// handler's `ret` popped the return address, so the ucontext is at rsp.
-pub fn sigreturn(task: &mut Task) -> Result<(), Errno> {
+/// Returns the restored rax, which the system call's result must leave
+/// as it is.
+pub fn sigreturn(task: &mut Task) -> Result<u64, Errno> {
     let frame = task.cpu.regs.rsp.checked_sub(8).ok_or(Errno::EFAULT)?;
     let mm = task.thread.mm();
     let mut sc = [0u8; 256];
@@ -270,8 +271,7 @@ pub fn sigreturn(task: &mut Task) -> Result<(), Errno> {
     r.orig_rax = u64::MAX;
     let mask = u64::from_le_bytes(mask) & !(sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
     task.thread.sigmask.store(mask, Ordering::Relaxed);
-    task.regs_replaced = true;
-    Ok(())
+    Ok(task.cpu.regs.rax)
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use super::signal::{sigbit, SA_RESTART};
 use super::signal_frame::{self, SigInfo};
 use super::thread::{self, Thread};
 use super::Kernel;
+use super::{syscall_hooks, syscall_table};
 use crate::abi::Errno;
 use crate::mm::Segv;
 use crate::platform::{Context, CpuState, Event, Interrupter, PlatformError};
-use crate::syscalls;
 use crate::waiter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,9 +52,6 @@ pub struct Task {
     pub thread_only: bool,
     /// Faults in a row that found their page already mapped.
     spurious_faults: u32,
-    /// The handler replaced the whole register file (execve): do not store
-    /// a return value in rax.
-    pub regs_replaced: bool,
     /// The process's continue count when a stop signal was last taken.
     pub stop_continues: u64,
     /// An interrupted sleep's deadline, kept for its restart: (the
@@ -79,7 +76,6 @@ impl Task {
             exit: None,
             thread_only: false,
             spurious_faults: 0,
-            regs_replaced: false,
             stop_continues: 0,
             restart_deadline: None,
             resumed_deadline: None,
@@ -289,7 +285,9 @@ impl Task {
         self.restart_deadline = Some((self.cpu.regs.rip, self.cpu.regs.orig_rax, deadline));
     }
 
-    fn syscall(&mut self) {
+    /// Services the system call the guest stopped at and puts its result
+    /// in rax (or restarts it).
+    pub(super) fn syscall(&mut self) {
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
         // A kept deadline belongs to the restart of the same instruction.
@@ -297,15 +295,12 @@ impl Task {
             Some((rip, n, deadline)) if rip == self.cpu.regs.rip && n == nr => Some(deadline),
             _ => None,
         };
-        self.regs_replaced = false;
         self.thread.interrupted.store(false, Ordering::SeqCst);
-        let result = syscalls::dispatch(self, nr, args);
-        if self.kernel.opts.strace {
-            syscalls::strace::log(self, nr, &args, &result);
-        }
-        if self.regs_replaced {
-            return;
-        }
+        let result = if self.kernel.syscall_observers.any() {
+            syscall_hooks::dispatch_observed(self, nr, args)
+        } else {
+            syscall_table::dispatch(self, nr, args)
+        };
         self.cpu.regs.rax = match result {
             Ok(v) => v,
             Err(e) if e.is_restart() => self.restart_or_eintr(e),
@@ -336,12 +331,12 @@ impl Task {
         }
     }
 
-    /// Installs a fresh register file (after execve).
+    /// Installs a fresh register file (after execve, whose result, 0,
+    /// is then the new file's rax).
     pub fn reset_registers(&mut self, entry: u64, sp: u64) {
         self.cpu = CpuState::new(self.kernel.platform.fpu_template());
         self.cpu.regs.rip = entry;
         self.cpu.regs.rsp = sp;
-        self.regs_replaced = true;
     }
 }
 

@@ -9,7 +9,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 
 pub(super) const ENTRIES: Entries = &[(
-    "arch_prctl",
+    libc::SYS_arch_prctl,
     sys_arch_prctl,
     Support::Partial(
         "ARCH_SET_CPUID returns ENODEV (no CPUID faulting); XSTATE-permission, vDSO-mapping and shadow-stack \

@@ -9,7 +9,8 @@ use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CapSets;
 use crate::kernel::Task;
 
-pub(super) const ENTRIES: Entries = &[("capget", sys_capget, Support::Full), ("capset", sys_capset, Support::Full)];
+pub(super) const ENTRIES: Entries =
+    &[(libc::SYS_capget, sys_capget, Support::Full), (libc::SYS_capset, sys_capset, Support::Full)];
 
 const CAP_VERSION_1: u32 = 0x1998_0330;
 const CAP_VERSION_2: u32 = 0x2007_1026;

@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 const NOTE: &str = "EPOLLEXCLUSIVE has no effect; nesting depth and loops are not checked";
 
 pub(super) const ENTRIES: Entries = &[
-    ("epoll_create", sys_epoll_create, Full),
-    ("epoll_create1", sys_epoll_create1, Full),
-    ("epoll_ctl", sys_epoll_ctl, Partial(NOTE)),
-    ("epoll_wait", sys_epoll_wait, Partial(NOTE)),
-    ("epoll_pwait", sys_epoll_pwait, Partial(NOTE)),
-    ("epoll_pwait2", sys_epoll_pwait2, Partial(NOTE)),
+    (libc::SYS_epoll_create, sys_epoll_create, Full),
+    (libc::SYS_epoll_create1, sys_epoll_create1, Full),
+    (libc::SYS_epoll_ctl, sys_epoll_ctl, Partial(NOTE)),
+    (libc::SYS_epoll_wait, sys_epoll_wait, Partial(NOTE)),
+    (libc::SYS_epoll_pwait, sys_epoll_pwait, Partial(NOTE)),
+    (libc::SYS_epoll_pwait2, sys_epoll_pwait2, Partial(NOTE)),
 ];
 
 const EPOLL_CTL_ADD: i32 = 1;

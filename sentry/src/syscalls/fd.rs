@@ -12,25 +12,25 @@ use crate::vfs::{FileDescription, TimeSpec};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
-    ("dup", sys_dup, Full),
-    ("dup2", sys_dup2, Full),
-    ("dup3", sys_dup3, Full),
+    (libc::SYS_dup, sys_dup, Full),
+    (libc::SYS_dup2, sys_dup2, Full),
+    (libc::SYS_dup3, sys_dup3, Full),
     (
-        "fcntl",
+        libc::SYS_fcntl,
         sys_fcntl,
         Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host"),
     ),
     (
-        "ioctl",
+        libc::SYS_ioctl,
         sys_ioctl,
         Partial("generic descriptor ioctls, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
-    ("close_range", sys_close_range, Full),
-    ("eventfd", sys_eventfd, Full),
-    ("eventfd2", sys_eventfd2, Full),
-    ("flock", sys_flock, Partial("locks are shared by the sandbox's processes only, not with the host")),
-    ("pipe", sys_pipe, Full),
-    ("pipe2", sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
+    (libc::SYS_close_range, sys_close_range, Full),
+    (libc::SYS_eventfd, sys_eventfd, Full),
+    (libc::SYS_eventfd2, sys_eventfd2, Full),
+    (libc::SYS_flock, sys_flock, Partial("locks are shared by the sandbox's processes only, not with the host")),
+    (libc::SYS_pipe, sys_pipe, Full),
+    (libc::SYS_pipe2, sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
 
 const F_DUPFD: u32 = 0;

@@ -10,7 +10,7 @@ use crate::kernel::Task;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub(super) const ENTRIES: Entries = &[(
-    "futex",
+    libc::SYS_futex,
     sys_futex,
     Partial("PI futexes are unsupported (ENOSYS); WAKE_OP is not atomic against other threads' plain stores"),
 )];

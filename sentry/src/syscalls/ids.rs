@@ -12,22 +12,22 @@ use crate::auth::creds::{setid_rule, setreid_rule, setresid_rule, IdKind, Ids};
 use crate::kernel::Task;
 
 pub(super) const ENTRIES: Entries = &[
-    ("getuid", sys_getuid, Support::Full),
-    ("geteuid", sys_geteuid, Support::Full),
-    ("getgid", sys_getgid, Support::Full),
-    ("getegid", sys_getegid, Support::Full),
-    ("getresuid", sys_getresuid, Support::Full),
-    ("getresgid", sys_getresgid, Support::Full),
-    ("getgroups", sys_getgroups, Support::Full),
-    ("setuid", sys_setuid, Support::Full),
-    ("setgid", sys_setgid, Support::Full),
-    ("setreuid", sys_setreuid, Support::Full),
-    ("setregid", sys_setregid, Support::Full),
-    ("setresuid", sys_setresuid, Support::Full),
-    ("setresgid", sys_setresgid, Support::Full),
-    ("setfsuid", sys_setfsuid, Support::Full),
-    ("setfsgid", sys_setfsgid, Support::Full),
-    ("setgroups", sys_setgroups, Support::Full),
+    (libc::SYS_getuid, sys_getuid, Support::Full),
+    (libc::SYS_geteuid, sys_geteuid, Support::Full),
+    (libc::SYS_getgid, sys_getgid, Support::Full),
+    (libc::SYS_getegid, sys_getegid, Support::Full),
+    (libc::SYS_getresuid, sys_getresuid, Support::Full),
+    (libc::SYS_getresgid, sys_getresgid, Support::Full),
+    (libc::SYS_getgroups, sys_getgroups, Support::Full),
+    (libc::SYS_setuid, sys_setuid, Support::Full),
+    (libc::SYS_setgid, sys_setgid, Support::Full),
+    (libc::SYS_setreuid, sys_setreuid, Support::Full),
+    (libc::SYS_setregid, sys_setregid, Support::Full),
+    (libc::SYS_setresuid, sys_setresuid, Support::Full),
+    (libc::SYS_setresgid, sys_setresgid, Support::Full),
+    (libc::SYS_setfsuid, sys_setfsuid, Support::Full),
+    (libc::SYS_setfsgid, sys_setfsgid, Support::Full),
+    (libc::SYS_setgroups, sys_setgroups, Support::Full),
 ];
 
 /// `NGROUPS_MAX`.

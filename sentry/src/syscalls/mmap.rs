@@ -10,27 +10,27 @@ use crate::platform::Perms;
 
 pub(super) const ENTRIES: Entries = &[
     (
-        "mmap",
+        libc::SYS_mmap,
         sys_mmap,
         Partial(
             "shared writable mappings work for the sandbox's own files (tmpfs: /tmp, /dev/shm, written files); of image files they fail with ENODEV, and read-only ones are private copies",
         ),
     ),
-    ("munmap", sys_munmap, Full),
-    ("mprotect", sys_mprotect, Partial("PROT_GROWSDOWN/PROT_GROWSUP are ignored")),
-    ("brk", sys_brk, Full),
-    ("mremap", sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
+    (libc::SYS_munmap, sys_munmap, Full),
+    (libc::SYS_mprotect, sys_mprotect, Partial("PROT_GROWSDOWN/PROT_GROWSUP are ignored")),
+    (libc::SYS_brk, sys_brk, Full),
+    (libc::SYS_mremap, sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
     (
-        "madvise",
+        libc::SYS_madvise,
         sys_madvise,
         Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect"),
     ),
-    ("msync", sys_msync, Full),
-    ("mincore", sys_mincore, Full),
-    ("mlock", sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
-    ("munlock", sys_mlock, Partial("memory is never locked")),
-    ("mlockall", sys_mlockall, Partial("memory is never locked")),
-    ("munlockall", sys_munlockall, Partial("memory is never locked")),
+    (libc::SYS_msync, sys_msync, Full),
+    (libc::SYS_mincore, sys_mincore, Full),
+    (libc::SYS_mlock, sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
+    (libc::SYS_munlock, sys_mlock, Partial("memory is never locked")),
+    (libc::SYS_mlockall, sys_mlockall, Partial("memory is never locked")),
+    (libc::SYS_munlockall, sys_munlockall, Partial("memory is never locked")),
 ];
 
 const MAP_SHARED: u64 = 0x01;

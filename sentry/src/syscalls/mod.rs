@@ -42,90 +42,95 @@ mod timer;
 mod tty;
 mod xattr;
 
-use crate::abi::{Errno, SysResult};
-use crate::kernel::Task;
+use crate::kernel::Kernel;
 use names::{MAX_SYSCALL, NAMES};
 
-use std::sync::OnceLock;
+pub use crate::kernel::{Handler, Support, Syscall};
 
-/// A system call handler: the task and the six raw arguments.
-pub type Handler = fn(&mut Task, [u64; 6]) -> SysResult;
+/// A family's entries: (number, handler, support). The number is a
+/// `libc::SYS_*` constant, so an entry names its call once.
+pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-/// How completely a system call is implemented.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Support {
-    Full,
-    /// Works for the common cases; the note says what is missing.
-    Partial(&'static str),
-    /// Returns ENOSYS (or the noted errno); the note says why.
-    Unimplemented(&'static str),
-}
+const FAMILIES: [Entries; 26] = [
+    epoll::ENTRIES,
+    timer::ENTRIES,
+    socket::ENTRIES,
+    poll::ENTRIES,
+    xattr::ENTRIES,
+    futex::ENTRIES,
+    file::ENTRIES,
+    stat::ENTRIES,
+    dir::ENTRIES,
+    fd::ENTRIES,
+    mmap::ENTRIES,
+    ids::ENTRIES,
+    thread::ENTRIES,
+    session::ENTRIES,
+    sysinfo::ENTRIES,
+    rlimit::ENTRIES,
+    random::ENTRIES,
+    prctl::ENTRIES,
+    arch_prctl::ENTRIES,
+    capability::ENTRIES,
+    time::ENTRIES,
+    signal::ENTRIES,
+    process::ENTRIES,
+    sched::ENTRIES,
+    splice::ENTRIES,
+    mqueue::ENTRIES,
+];
 
-/// A family's entries: (name, handler, support).
-pub(crate) type Entries = &'static [(&'static str, Handler, Support)];
+/// A row per number, 0 to MAX_SYSCALL.
+const ROWS: usize = MAX_SYSCALL + 1;
 
-/// One row of the table.
-#[derive(Clone, Copy)]
-pub struct Syscall {
-    pub nr: usize,
-    pub name: &'static str,
-    pub handler: Option<Handler>,
-    pub support: Support,
-}
+/// The whole table, by number, built by the compiler: a number registered
+/// twice, or one that is no system call, fails the build.
+static TABLE: [Syscall; ROWS] = place(&FAMILIES);
 
-fn families() -> [Entries; 26] {
-    [
-        epoll::ENTRIES,
-        timer::ENTRIES,
-        socket::ENTRIES,
-        poll::ENTRIES,
-        xattr::ENTRIES,
-        futex::ENTRIES,
-        file::ENTRIES,
-        stat::ENTRIES,
-        dir::ENTRIES,
-        fd::ENTRIES,
-        mmap::ENTRIES,
-        ids::ENTRIES,
-        thread::ENTRIES,
-        session::ENTRIES,
-        sysinfo::ENTRIES,
-        rlimit::ENTRIES,
-        random::ENTRIES,
-        prctl::ENTRIES,
-        arch_prctl::ENTRIES,
-        capability::ENTRIES,
-        time::ENTRIES,
-        signal::ENTRIES,
-        process::ENTRIES,
-        sched::ENTRIES,
-        splice::ENTRIES,
-        mqueue::ENTRIES,
-    ]
-}
-
-fn build() -> Vec<Syscall> {
-    let mut table: Vec<Syscall> = NAMES
-        .iter()
-        .enumerate()
-        .map(|(nr, &name)| Syscall { nr, name, handler: None, support: Support::Unimplemented("not implemented yet") })
-        .collect();
-    for (name, handler, support) in families().iter().flat_map(|f| f.iter()) {
-        match NAMES.iter().position(|n| n == name) {
-            Some(nr) => {
-                table[nr].handler = Some(*handler);
-                table[nr].support = *support;
-            }
-            None => log::error!("syscall table: unknown name {name}"),
+/// Places every family's entries at their numbers; the rest are
+/// unimplemented.
+const fn place(families: &[Entries]) -> [Syscall; ROWS] {
+    let unset = Syscall { nr: 0, name: "", handler: None, support: Support::Unimplemented("not implemented yet") };
+    let mut table = [unset; ROWS];
+    let mut nr = 0;
+    while nr < ROWS {
+        table[nr].nr = nr;
+        table[nr].name = NAMES[nr];
+        nr += 1;
+    }
+    let mut f = 0;
+    while f < families.len() {
+        let mut e = 0;
+        while e < families[f].len() {
+            let (number, handler, support) = families[f][e];
+            let row = &mut table[row_of(number)];
+            assert!(row.handler.is_none(), "a system call number is registered twice");
+            assert!(!row.name.is_empty(), "a registered number has no system call name");
+            row.handler = Some(handler);
+            row.support = support;
+            e += 1;
         }
+        f += 1;
     }
     table
 }
 
+/// The row of system call `number`. Const code has no checked integer
+/// conversion; on x86-64 a c_long's bytes make a usize of the same value.
+const fn row_of(number: libc::c_long) -> usize {
+    let row = usize::from_ne_bytes(number.to_ne_bytes());
+    assert!(number >= 0 && row < ROWS, "not an x86-64 system call number");
+    row
+}
+
 /// The whole table, by number.
 pub fn table() -> &'static [Syscall] {
-    static TABLE: OnceLock<Vec<Syscall>> = OnceLock::new();
-    TABLE.get_or_init(build)
+    &TABLE
+}
+
+/// Makes `kernel` dispatch through this table: done once at start-up.
+pub fn register(kernel: &Kernel) {
+    kernel.register_syscall_table(&TABLE);
 }
 
 /// The name of system call `nr`, for logs.
@@ -133,40 +138,36 @@ pub fn name(nr: u64) -> &'static str {
     usize::try_from(nr).ok().and_then(|n| NAMES.get(n)).copied().filter(|n| !n.is_empty()).unwrap_or("?")
 }
 
-/// Runs the handler of system call `nr`.
-pub fn dispatch(task: &mut Task, nr: u64, args: [u64; 6]) -> SysResult {
-    let Some(entry) = usize::try_from(nr).ok().filter(|&n| n <= MAX_SYSCALL).map(|n| table()[n]) else {
-        return Err(Errno::ENOSYS);
-    };
-    match entry.handler {
-        Some(h) => h(task, args),
-        None => {
-            task.kernel.report_unimplemented(entry.nr, entry.name);
-            Err(Errno::ENOSYS)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_family_entry_names_a_real_syscall() {
-        let mut seen = std::collections::HashSet::new();
-        for (name, _, _) in families().iter().flat_map(|f| f.iter()) {
-            assert!(NAMES.contains(name), "{name} is not a syscall name");
-            assert!(seen.insert(*name), "{name} registered twice");
+    fn every_row_holds_its_number_and_name() {
+        assert_eq!(table().len(), NAMES.len());
+        for (nr, row) in table().iter().enumerate() {
+            assert_eq!((row.nr, row.name), (nr, NAMES[nr]));
         }
     }
 
     #[test]
-    fn numbers_match_the_abi() {
-        assert_eq!(NAMES[0], "read");
-        assert_eq!(NAMES[59], "execve");
-        assert_eq!(NAMES[231], "exit_group");
-        assert_eq!(NAMES[257], "openat");
-        assert_eq!(NAMES[332], "statx");
-        assert_eq!(NAMES[439], "faccessat2");
+    fn every_entry_has_a_row_of_its_own() {
+        let entries: Vec<_> = FAMILIES.iter().flat_map(|f| f.iter()).collect();
+        let handled = table().iter().filter(|r| r.handler.is_some()).count();
+        assert_eq!(handled, entries.len(), "some number is registered twice");
+        for (number, handler, support) in entries {
+            let row = &table()[usize::try_from(*number).unwrap()];
+            assert!(row.handler.is_some_and(|h| std::ptr::fn_addr_eq(h, *handler)), "{}", row.name);
+            assert_eq!(row.support, *support);
+        }
+    }
+
+    #[test]
+    fn rows_are_found_by_libc_numbers() {
+        assert_eq!(table()[usize::try_from(libc::SYS_execve).unwrap()].name, "execve");
+        assert_eq!(table()[usize::try_from(libc::SYS_faccessat2).unwrap()].name, "faccessat2");
+        assert_eq!(name(u64::try_from(libc::SYS_openat).unwrap()), "openat");
+        assert_eq!(name(335), "?");
+        assert_eq!(name(u64::MAX), "?");
     }
 }

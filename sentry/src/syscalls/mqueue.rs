@@ -15,15 +15,19 @@ use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     (
-        "mq_open",
+        libc::SYS_mq_open,
         sys_mq_open,
         Partial("RLIMIT_MSGQUEUE is not counted: all queues together reserve at most 64 MiB (then EMFILE)"),
     ),
-    ("mq_unlink", sys_mq_unlink, Full),
-    ("mq_timedsend", sys_mq_timedsend, Full),
-    ("mq_timedreceive", sys_mq_timedreceive, Full),
-    ("mq_notify", sys_mq_notify, Partial("SIGEV_THREAD (glibc's notification through a netlink socket) is EINVAL")),
-    ("mq_getsetattr", sys_mq_getsetattr, Full),
+    (libc::SYS_mq_unlink, sys_mq_unlink, Full),
+    (libc::SYS_mq_timedsend, sys_mq_timedsend, Full),
+    (libc::SYS_mq_timedreceive, sys_mq_timedreceive, Full),
+    (
+        libc::SYS_mq_notify,
+        sys_mq_notify,
+        Partial("SIGEV_THREAD (glibc's notification through a netlink socket) is EINVAL"),
+    ),
+    (libc::SYS_mq_getsetattr, sys_mq_getsetattr, Full),
 ];
 
 /// `struct mq_attr`: flags, maxmsg, msgsize, curmsgs (and padding).

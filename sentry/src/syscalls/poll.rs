@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 const NOTE: &str = "a file wakes only the polls waiting on it, at once; no file reports POLLPRI";
 
 pub(super) const ENTRIES: Entries = &[
-    ("poll", sys_poll, Partial(NOTE)),
-    ("ppoll", sys_ppoll, Partial(NOTE)),
-    ("select", sys_select, Partial(NOTE)),
-    ("pselect6", sys_pselect6, Partial(NOTE)),
+    (libc::SYS_poll, sys_poll, Partial(NOTE)),
+    (libc::SYS_ppoll, sys_ppoll, Partial(NOTE)),
+    (libc::SYS_select, sys_select, Partial(NOTE)),
+    (libc::SYS_pselect6, sys_pselect6, Partial(NOTE)),
 ];
 
 const POLLNVAL: u32 = 0x20;

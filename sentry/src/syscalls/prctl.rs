@@ -12,7 +12,7 @@ use crate::auth::caps::valid_bit;
 use crate::kernel::Task;
 
 pub(super) const ENTRIES: Entries = &[(
-    "prctl",
+    libc::SYS_prctl,
     sys_prctl,
     Support::Partial(
         "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \

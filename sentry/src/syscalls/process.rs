@@ -10,16 +10,16 @@ use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget};
 use crate::kernel::{ExitStatus, Task};
 
 pub(super) const ENTRIES: Entries = &[
-    ("exit", sys_exit, Full),
-    ("exit_group", sys_exit_group, Full),
-    ("execve", sys_execve, Full),
-    ("execveat", sys_execveat, Full),
-    ("fork", sys_fork, Full),
-    ("vfork", sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
-    ("clone", sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
-    ("clone3", sys_clone3, Unimplemented("glibc falls back to clone")),
-    ("wait4", sys_wait4, Partial("rusage is zero")),
-    ("waitid", sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
+    (libc::SYS_exit, sys_exit, Full),
+    (libc::SYS_exit_group, sys_exit_group, Full),
+    (libc::SYS_execve, sys_execve, Full),
+    (libc::SYS_execveat, sys_execveat, Full),
+    (libc::SYS_fork, sys_fork, Full),
+    (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
+    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
+    (libc::SYS_clone3, sys_clone3, Unimplemented("glibc falls back to clone")),
+    (libc::SYS_wait4, sys_wait4, Partial("rusage is zero")),
+    (libc::SYS_waitid, sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
 ];
 
 fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {

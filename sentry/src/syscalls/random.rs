@@ -6,7 +6,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use crate::loader::host_random;
 
-pub(super) const ENTRIES: Entries = &[("getrandom", sys_getrandom, Support::Full)];
+pub(super) const ENTRIES: Entries = &[(libc::SYS_getrandom, sys_getrandom, Support::Full)];
 
 const GRND_NONBLOCK: u32 = 1;
 const GRND_RANDOM: u32 = 2;

@@ -15,9 +15,9 @@ use std::sync::Arc;
 const RECORDED: &str = "limits are recorded; only those the sentry consults (NOFILE, STACK) take effect";
 
 pub(super) const ENTRIES: Entries = &[
-    ("getrlimit", sys_getrlimit, Support::Full),
-    ("setrlimit", sys_setrlimit, Support::Partial(RECORDED)),
-    ("prlimit64", sys_prlimit64, Support::Partial(RECORDED)),
+    (libc::SYS_getrlimit, sys_getrlimit, Support::Full),
+    (libc::SYS_setrlimit, sys_setrlimit, Support::Partial(RECORDED)),
+    (libc::SYS_prlimit64, sys_prlimit64, Support::Partial(RECORDED)),
 ];
 
 fn encode_rlimit(l: Rlimit) -> [u8; 16] {

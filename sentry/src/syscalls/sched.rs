@@ -34,18 +34,22 @@ const POLICIES: &str =
     "SCHED_OTHER only: batch and idle are accepted as SCHED_OTHER is; real-time policies fail with EPERM";
 
 pub(super) const ENTRIES: Entries = &[
-    ("getpriority", sys_getpriority, Partial(NOT_APPLIED)),
-    ("setpriority", sys_setpriority, Partial(NOT_APPLIED)),
-    ("sched_getscheduler", sys_sched_getscheduler, Partial(POLICIES)),
-    ("sched_setscheduler", sys_sched_setscheduler, Partial(POLICIES)),
-    ("sched_getparam", sys_sched_getparam, Partial(POLICIES)),
-    ("sched_setparam", sys_sched_setparam, Partial(POLICIES)),
-    ("sched_get_priority_max", sys_sched_get_priority_max, Full),
-    ("sched_get_priority_min", sys_sched_get_priority_min, Full),
-    ("sched_getaffinity", sys_sched_getaffinity, Full),
-    ("sched_setaffinity", sys_sched_setaffinity, Partial("affinity is recorded, not enforced")),
-    ("sched_yield", sys_sched_yield, Full),
-    ("getcpu", sys_getcpu, Partial("reports the host CPU of the sentry thread serving the task, and NUMA node 0")),
+    (libc::SYS_getpriority, sys_getpriority, Partial(NOT_APPLIED)),
+    (libc::SYS_setpriority, sys_setpriority, Partial(NOT_APPLIED)),
+    (libc::SYS_sched_getscheduler, sys_sched_getscheduler, Partial(POLICIES)),
+    (libc::SYS_sched_setscheduler, sys_sched_setscheduler, Partial(POLICIES)),
+    (libc::SYS_sched_getparam, sys_sched_getparam, Partial(POLICIES)),
+    (libc::SYS_sched_setparam, sys_sched_setparam, Partial(POLICIES)),
+    (libc::SYS_sched_get_priority_max, sys_sched_get_priority_max, Full),
+    (libc::SYS_sched_get_priority_min, sys_sched_get_priority_min, Full),
+    (libc::SYS_sched_getaffinity, sys_sched_getaffinity, Full),
+    (libc::SYS_sched_setaffinity, sys_sched_setaffinity, Partial("affinity is recorded, not enforced")),
+    (libc::SYS_sched_yield, sys_sched_yield, Full),
+    (
+        libc::SYS_getcpu,
+        sys_getcpu,
+        Partial("reports the host CPU of the sentry thread serving the task, and NUMA node 0"),
+    ),
 ];
 
 /// The threads `which` (PRIO_PROCESS, PRIO_PGRP, PRIO_USER) and `who`

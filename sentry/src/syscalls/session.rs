@@ -10,11 +10,11 @@ use crate::kernel::Task;
 const PGRP: &str = "setpgid on a child that already execed is allowed (Linux says EACCES)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("getpgrp", sys_getpgrp, Support::Full),
-    ("getpgid", sys_getpgid, Support::Full),
-    ("getsid", sys_getsid, Support::Full),
-    ("setpgid", sys_setpgid, Support::Partial(PGRP)),
-    ("setsid", sys_setsid, Support::Partial(PGRP)),
+    (libc::SYS_getpgrp, sys_getpgrp, Support::Full),
+    (libc::SYS_getpgid, sys_getpgid, Support::Full),
+    (libc::SYS_getsid, sys_getsid, Support::Full),
+    (libc::SYS_setpgid, sys_setpgid, Support::Partial(PGRP)),
+    (libc::SYS_setsid, sys_setsid, Support::Partial(PGRP)),
 ];
 
 fn sys_getpgrp(task: &mut Task, _: [u64; 6]) -> SysResult {

@@ -25,21 +25,21 @@ const KILL: &str = "a process is reported stopped before all its threads have pa
 const SIGNALFD: &str = "SIGCHLD records carry no child CPU times (ssi_utime, ssi_stime are 0)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("rt_sigreturn", sys_rt_sigreturn, Support::Full),
-    ("rt_sigsuspend", sys_rt_sigsuspend, Support::Full),
-    ("signalfd", sys_signalfd, Support::Partial(SIGNALFD)),
-    ("signalfd4", sys_signalfd4, Support::Partial(SIGNALFD)),
-    ("rt_sigtimedwait", sys_rt_sigtimedwait, Support::Full),
-    ("rt_sigqueueinfo", sys_rt_sigqueueinfo, Support::Full),
-    ("rt_tgsigqueueinfo", sys_rt_tgsigqueueinfo, Support::Full),
-    ("pause", sys_pause, Support::Full),
-    ("rt_sigaction", sys_rt_sigaction, Support::Full),
-    ("rt_sigprocmask", sys_rt_sigprocmask, Support::Full),
-    ("rt_sigpending", sys_rt_sigpending, Support::Full),
-    ("sigaltstack", sys_sigaltstack, Support::Full),
-    ("kill", sys_kill, Support::Partial(KILL)),
-    ("tkill", sys_tkill, Support::Partial(KILL)),
-    ("tgkill", sys_tgkill, Support::Partial(KILL)),
+    (libc::SYS_rt_sigreturn, sys_rt_sigreturn, Support::Full),
+    (libc::SYS_rt_sigsuspend, sys_rt_sigsuspend, Support::Full),
+    (libc::SYS_signalfd, sys_signalfd, Support::Partial(SIGNALFD)),
+    (libc::SYS_signalfd4, sys_signalfd4, Support::Partial(SIGNALFD)),
+    (libc::SYS_rt_sigtimedwait, sys_rt_sigtimedwait, Support::Full),
+    (libc::SYS_rt_sigqueueinfo, sys_rt_sigqueueinfo, Support::Full),
+    (libc::SYS_rt_tgsigqueueinfo, sys_rt_tgsigqueueinfo, Support::Full),
+    (libc::SYS_pause, sys_pause, Support::Full),
+    (libc::SYS_rt_sigaction, sys_rt_sigaction, Support::Full),
+    (libc::SYS_rt_sigprocmask, sys_rt_sigprocmask, Support::Full),
+    (libc::SYS_rt_sigpending, sys_rt_sigpending, Support::Full),
+    (libc::SYS_sigaltstack, sys_sigaltstack, Support::Full),
+    (libc::SYS_kill, sys_kill, Support::Partial(KILL)),
+    (libc::SYS_tkill, sys_tkill, Support::Partial(KILL)),
+    (libc::SYS_tgkill, sys_tgkill, Support::Partial(KILL)),
 ];
 
 /// `sizeof(sigset_t)` in the kernel.
@@ -484,13 +484,15 @@ fn sys_pause(_task: &mut Task, _a: [u64; 6]) -> SysResult {
     wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
 }
 
+/// rt_sigreturn: its result is the restored rax, so the interrupted
+/// code's register file comes back whole.
 fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    if let Err(e) = crate::kernel::signal_frame::sigreturn(task) {
+    crate::kernel::signal_frame::sigreturn(task).or_else(|e| {
         // A corrupt frame kills the process, as Linux's force_sigsegv does.
         log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
         task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
-    }
-    Ok(0)
+        Ok(0)
+    })
 }
 
 /// rt_sigtimedwait(set, info, timeout, sigsetsize): takes a pending signal

@@ -20,26 +20,26 @@ const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
-    ("socket", sys_socket, Partial(FAMILIES)),
-    ("socketpair", sys_socketpair, Partial("AF_UNIX only; IP families fail with EOPNOTSUPP as in Linux")),
-    ("bind", sys_bind, Partial(UNIX)),
-    ("listen", sys_listen, Partial("the backlog is not limited")),
-    ("accept", sys_accept, Partial(UNIX)),
-    ("accept4", sys_accept4, Partial(UNIX)),
-    ("connect", sys_connect, Partial("connections are accepted immediately (no backlog limit, never EAGAIN)")),
-    ("getsockname", sys_getsockname, Partial(UNIX)),
-    ("getpeername", sys_getpeername, Partial(UNIX)),
-    ("sendto", sys_sendto, Partial(UNIX)),
-    ("recvfrom", sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    ("sendmsg", sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    ("recvmsg", sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
-    ("shutdown", sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
+    (libc::SYS_socket, sys_socket, Partial(FAMILIES)),
+    (libc::SYS_socketpair, sys_socketpair, Partial("AF_UNIX only; IP families fail with EOPNOTSUPP as in Linux")),
+    (libc::SYS_bind, sys_bind, Partial(UNIX)),
+    (libc::SYS_listen, sys_listen, Partial("the backlog is not limited")),
+    (libc::SYS_accept, sys_accept, Partial(UNIX)),
+    (libc::SYS_accept4, sys_accept4, Partial(UNIX)),
+    (libc::SYS_connect, sys_connect, Partial("connections are accepted immediately (no backlog limit, never EAGAIN)")),
+    (libc::SYS_getsockname, sys_getsockname, Partial(UNIX)),
+    (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
+    (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
+    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
+    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
+    (libc::SYS_recvmsg, sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
+    (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
     (
-        "getsockopt",
+        libc::SYS_getsockopt,
         sys_getsockopt,
         Partial("Unix: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN; IP: those, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, and common IP/TCP options as they were set (no TCP_INFO)"),
     ),
-    ("setsockopt", sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
+    (libc::SYS_setsockopt, sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
 ];
 
 const AF_UNIX: i32 = 1;

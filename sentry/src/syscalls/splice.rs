@@ -25,9 +25,9 @@ const SPLICE_FLAGS: u64 = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SP
 const COPIES: &str = "copies the data (at most 1 MiB per call) instead of moving pages";
 
 pub(super) const ENTRIES: Entries = &[
-    ("splice", sys_splice, Partial(COPIES)),
-    ("tee", sys_tee, Partial(COPIES)),
-    ("vmsplice", sys_vmsplice, Partial("copies the data; SPLICE_F_GIFT is ignored")),
+    (libc::SYS_splice, sys_splice, Partial(COPIES)),
+    (libc::SYS_tee, sys_tee, Partial(COPIES)),
+    (libc::SYS_vmsplice, sys_vmsplice, Partial("copies the data; SPLICE_F_GIFT is ignored")),
 ];
 
 /// The pipe end a description is, if it is one.

@@ -11,18 +11,18 @@ use crate::vfs::{Dentry, Stat, StatFs, S_IFLNK, S_IFMT};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
-    ("stat", sys_stat, Full),
-    ("fstat", sys_fstat, Full),
-    ("lstat", sys_lstat, Full),
-    ("newfstatat", sys_newfstatat, Full),
-    ("statx", sys_statx, Partial("no birth time; attributes are always empty")),
-    ("statfs", sys_statfs, Full),
-    ("fstatfs", sys_fstatfs, Full),
-    ("access", sys_access, Full),
-    ("faccessat", sys_faccessat, Full),
-    ("faccessat2", sys_faccessat2, Full),
-    ("readlink", sys_readlink, Full),
-    ("readlinkat", sys_readlinkat, Full),
+    (libc::SYS_stat, sys_stat, Full),
+    (libc::SYS_fstat, sys_fstat, Full),
+    (libc::SYS_lstat, sys_lstat, Full),
+    (libc::SYS_newfstatat, sys_newfstatat, Full),
+    (libc::SYS_statx, sys_statx, Partial("no birth time; attributes are always empty")),
+    (libc::SYS_statfs, sys_statfs, Full),
+    (libc::SYS_fstatfs, sys_fstatfs, Full),
+    (libc::SYS_access, sys_access, Full),
+    (libc::SYS_faccessat, sys_faccessat, Full),
+    (libc::SYS_faccessat2, sys_faccessat2, Full),
+    (libc::SYS_readlink, sys_readlink, Full),
+    (libc::SYS_readlinkat, sys_readlinkat, Full),
 ];
 
 /// `struct stat` (x86-64, 144 bytes).

@@ -11,11 +11,11 @@ use crate::auth::caps;
 use crate::kernel::Task;
 
 pub(super) const ENTRIES: Entries = &[
-    ("uname", sys_uname, Support::Full),
-    ("sethostname", sys_sethostname, Support::Full),
-    ("setdomainname", sys_setdomainname, Support::Full),
+    (libc::SYS_uname, sys_uname, Support::Full),
+    (libc::SYS_sethostname, sys_sethostname, Support::Full),
+    (libc::SYS_setdomainname, sys_setdomainname, Support::Full),
     (
-        "sysinfo",
+        libc::SYS_sysinfo,
         sys_sysinfo,
         Support::Partial("load averages, shared and buffer memory and swap are 0; totalram is the host's RAM"),
     ),

@@ -10,13 +10,13 @@ use crate::kernel::Task;
 use std::sync::atomic::Ordering;
 
 pub(super) const ENTRIES: Entries = &[
-    ("getpid", sys_getpid, Support::Full),
-    ("gettid", sys_gettid, Support::Full),
-    ("getppid", sys_getppid, Support::Full),
-    ("set_tid_address", sys_set_tid_address, Support::Full),
-    ("set_robust_list", sys_set_robust_list, Support::Full),
-    ("get_robust_list", sys_get_robust_list, Support::Full),
-    ("rseq", sys_rseq, Support::Unimplemented("restartable sequences are not supported; glibc falls back")),
+    (libc::SYS_getpid, sys_getpid, Support::Full),
+    (libc::SYS_gettid, sys_gettid, Support::Full),
+    (libc::SYS_getppid, sys_getppid, Support::Full),
+    (libc::SYS_set_tid_address, sys_set_tid_address, Support::Full),
+    (libc::SYS_set_robust_list, sys_set_robust_list, Support::Full),
+    (libc::SYS_get_robust_list, sys_get_robust_list, Support::Full),
+    (libc::SYS_rseq, sys_rseq, Support::Unimplemented("restartable sequences are not supported; glibc falls back")),
 ];
 
 /// `sizeof(struct robust_list_head)`.

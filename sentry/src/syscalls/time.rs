@@ -18,16 +18,16 @@ const SLEEP: &str = "sleeping on CPU-time clocks returns EOPNOTSUPP (PROCESS_CPU
 const SET_CLOCK: &str = "the sandbox may not set the host clock: valid requests get EPERM, even from root";
 
 pub(super) const ENTRIES: Entries = &[
-    ("clock_gettime", sys_clock_gettime, Support::Partial(CPU_CLOCKS)),
-    ("clock_getres", sys_clock_getres, Support::Partial(CPU_CLOCKS)),
-    ("gettimeofday", sys_gettimeofday, Support::Full),
-    ("time", sys_time, Support::Full),
-    ("nanosleep", sys_nanosleep, Support::Full),
-    ("clock_nanosleep", sys_clock_nanosleep, Support::Partial(SLEEP)),
-    ("clock_settime", sys_clock_settime, Support::Partial(SET_CLOCK)),
-    ("settimeofday", sys_settimeofday, Support::Partial(SET_CLOCK)),
+    (libc::SYS_clock_gettime, sys_clock_gettime, Support::Partial(CPU_CLOCKS)),
+    (libc::SYS_clock_getres, sys_clock_getres, Support::Partial(CPU_CLOCKS)),
+    (libc::SYS_gettimeofday, sys_gettimeofday, Support::Full),
+    (libc::SYS_time, sys_time, Support::Full),
+    (libc::SYS_nanosleep, sys_nanosleep, Support::Full),
+    (libc::SYS_clock_nanosleep, sys_clock_nanosleep, Support::Partial(SLEEP)),
+    (libc::SYS_clock_settime, sys_clock_settime, Support::Partial(SET_CLOCK)),
+    (libc::SYS_settimeofday, sys_settimeofday, Support::Partial(SET_CLOCK)),
     (
-        "times",
+        libc::SYS_times,
         sys_times,
         Support::Partial(
             "process times are the sentry's CPU time; children's times are 0; returns clock ticks since the sandbox \
@@ -35,7 +35,7 @@ pub(super) const ENTRIES: Entries = &[
         ),
     ),
     (
-        "getrusage",
+        libc::SYS_getrusage,
         sys_getrusage,
         Support::Partial(
             "only CPU times (the sentry's, not the guest stub's) and maxrss (the current resident size) are \

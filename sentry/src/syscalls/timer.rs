@@ -9,31 +9,31 @@ use crate::kernel::Task;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub(super) const ENTRIES: Entries = &[
-    ("alarm", sys_alarm, Full),
+    (libc::SYS_alarm, sys_alarm, Full),
     (
-        "setitimer",
+        libc::SYS_setitimer,
         sys_setitimer,
         Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
     ),
     (
-        "getitimer",
+        libc::SYS_getitimer,
         sys_getitimer,
         Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
     ),
-    ("timer_create", sys_timer_create, Partial("CPU-time clocks are not supported (EINVAL)")),
-    ("timer_settime", sys_timer_settime, Full),
-    ("timer_gettime", sys_timer_gettime, Full),
-    ("timer_getoverrun", sys_timer_getoverrun, Full),
-    ("timer_delete", sys_timer_delete, Full),
+    (libc::SYS_timer_create, sys_timer_create, Partial("CPU-time clocks are not supported (EINVAL)")),
+    (libc::SYS_timer_settime, sys_timer_settime, Full),
+    (libc::SYS_timer_gettime, sys_timer_gettime, Full),
+    (libc::SYS_timer_getoverrun, sys_timer_getoverrun, Full),
+    (libc::SYS_timer_delete, sys_timer_delete, Full),
     (
-        "timerfd_create",
+        libc::SYS_timerfd_create,
         sys_timerfd_create,
         Partial(
             "TFD_TIMER_CANCEL_ON_SET is accepted but clock changes never cancel (the sandbox cannot set the clock)",
         ),
     ),
-    ("timerfd_settime", sys_timerfd_settime, Full),
-    ("timerfd_gettime", sys_timerfd_gettime, Full),
+    (libc::SYS_timerfd_settime, sys_timerfd_settime, Full),
+    (libc::SYS_timerfd_gettime, sys_timerfd_gettime, Full),
 ];
 
 const ITIMER_REAL: i32 = 0;

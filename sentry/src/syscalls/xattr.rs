@@ -12,18 +12,18 @@ use std::sync::Arc;
 const NOTE: &str = "extended attributes are not stored: get finds none, set fails with EOPNOTSUPP";
 
 pub(super) const ENTRIES: Entries = &[
-    ("getxattr", sys_getxattr, Partial(NOTE)),
-    ("lgetxattr", sys_lgetxattr, Partial(NOTE)),
-    ("fgetxattr", sys_fgetxattr, Partial(NOTE)),
-    ("listxattr", sys_listxattr, Partial(NOTE)),
-    ("llistxattr", sys_llistxattr, Partial(NOTE)),
-    ("flistxattr", sys_flistxattr, Partial(NOTE)),
-    ("setxattr", sys_setxattr, Partial(NOTE)),
-    ("lsetxattr", sys_lsetxattr, Partial(NOTE)),
-    ("fsetxattr", sys_fsetxattr, Partial(NOTE)),
-    ("removexattr", sys_removexattr, Partial(NOTE)),
-    ("lremovexattr", sys_lremovexattr, Partial(NOTE)),
-    ("fremovexattr", sys_fremovexattr, Partial(NOTE)),
+    (libc::SYS_getxattr, sys_getxattr, Partial(NOTE)),
+    (libc::SYS_lgetxattr, sys_lgetxattr, Partial(NOTE)),
+    (libc::SYS_fgetxattr, sys_fgetxattr, Partial(NOTE)),
+    (libc::SYS_listxattr, sys_listxattr, Partial(NOTE)),
+    (libc::SYS_llistxattr, sys_llistxattr, Partial(NOTE)),
+    (libc::SYS_flistxattr, sys_flistxattr, Partial(NOTE)),
+    (libc::SYS_setxattr, sys_setxattr, Partial(NOTE)),
+    (libc::SYS_lsetxattr, sys_lsetxattr, Partial(NOTE)),
+    (libc::SYS_fsetxattr, sys_fsetxattr, Partial(NOTE)),
+    (libc::SYS_removexattr, sys_removexattr, Partial(NOTE)),
+    (libc::SYS_lremovexattr, sys_lremovexattr, Partial(NOTE)),
+    (libc::SYS_fremovexattr, sys_fremovexattr, Partial(NOTE)),
 ];
 
 /// The longest attribute name Linux accepts.
