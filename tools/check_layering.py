@@ -94,6 +94,25 @@ def code_lines(text):
         yield n, code
 
 
+def statements(lines):
+    """Joins a `use` statement that rustfmt spread over several lines into
+    one (numbered by its first line); other lines pass through."""
+    pending = None
+    for n, code in lines:
+        if pending is not None:
+            pending = (pending[0], pending[1] + " " + code.strip())
+            if ";" in code:
+                yield pending
+                pending = None
+            continue
+        if re.match(r"\s*(pub(\([a-z]+\))?\s+)?use\b", code) and ";" not in code:
+            pending = (n, code)
+            continue
+        yield n, code
+    if pending is not None:
+        yield pending
+
+
 def test_files(root):
     """Files of modules declared behind #[cfg(test)] (`mod kernel_tests;`)."""
     out = set()
@@ -144,7 +163,7 @@ def main():
                 return 2
             # What `super` names, by depth: a file's module is mod; its
             # parent is mod[:-1].
-            for n, code in code_lines(open(path, encoding="utf-8").read()):
+            for n, code in statements(code_lines(open(path, encoding="utf-8").read())):
                 for m in REF.finditer(code):
                     head, name = m.group(1), m.group(2)
                     names = group_heads(code[m.end():]) if name == "{" else [name]

@@ -48,13 +48,15 @@ fn checker_catches_upward_imports() {
 
     write("kernel/task.rs", "use super::super::fs::pipe;\nfn f() { crate::fs::y(); }\n");
     write("vfs/walk.rs", "use crate::{abi::Errno, kernel::Task};\n");
+    write("vfs/open.rs", "use crate::{\n    abi::Errno,\n    kernel::{Kernel, Task},\n};\n");
     let bad = run(&[Path::new("--root"), &dir]);
     let out = text(&bad);
     assert_eq!(bad.status.code(), Some(1), "{out}");
     assert!(out.contains("kernel/task.rs:1: kernel -> fs"), "{out}");
     assert!(out.contains("kernel/task.rs:2: kernel -> fs"), "{out}");
     assert!(out.contains("vfs/walk.rs:1: vfs -> kernel"), "{out}");
-    assert!(out.contains("3 import(s)"), "{out}");
+    assert!(out.contains("vfs/open.rs:1: vfs -> kernel"), "a group over several lines: {out}");
+    assert!(out.contains("4 import(s)"), "{out}");
 
     write("mystery/mod.rs", "\n");
     let unknown = run(&[Path::new("--root"), &dir]);
