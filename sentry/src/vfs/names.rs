@@ -8,12 +8,32 @@ use super::perm::{self, MAY_EXEC, MAY_WRITE};
 use super::walk::{ParentAndName, Walker};
 use super::{Dentry, NewNode, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
+use crate::auth::caps::CAP_FOWNER;
 use std::sync::Arc;
 
 /// Checks that the walker's credentials may add or remove names in `dir`.
 fn may_modify_dir(w: &Walker<'_>, dir: &Dentry) -> Result<(), Errno> {
     let st = dir.node.stat()?;
     perm::check(w.creds, &st, MAY_WRITE | MAY_EXEC)
+}
+
+/// The sticky bit of a directory's mode.
+const S_ISVTX: u32 = 0o1000;
+
+/// In a sticky directory (/tmp) only the owner of a name's node, the
+/// directory's owner or a holder of CAP_FOWNER may remove or replace it
+/// (Linux's `check_sticky`): EPERM otherwise.
+fn check_sticky(w: &Walker<'_>, dir: &Dentry, victim: &Dentry) -> Result<(), Errno> {
+    let dst = dir.node.stat()?;
+    if dst.mode & S_ISVTX == 0 {
+        return Ok(());
+    }
+    let fsuid = w.creds.fsuid;
+    if fsuid == dst.uid || fsuid == victim.node.stat()?.uid || w.creds.capable(CAP_FOWNER) {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
 }
 
 /// Fails with EEXIST if `pn.name` exists in its directory.
@@ -31,9 +51,10 @@ fn same_mount(a: &Dentry, b: &Dentry) -> bool {
     a.node.fs_id() == b.node.fs_id() && a.mount.id == b.mount.id
 }
 
-/// renameat2(2) with checked `flags` (`rename::check_flags`): neither name
-/// may be "." or "..", a trailing slash needs a directory, both ends on one
-/// mount, write permission on both parents, no mount on the source.
+/// renameat2(2) with checked `flags` (`rename::check_flags`), in Linux's
+/// order: both ends on one mount, neither name "." or "..", a trailing
+/// slash needs a directory, write permission on both parents, the sticky
+/// rule for the source and a replaced target, no mount on the source.
 pub fn rename_at(
     w: &Walker<'_>,
     (old_at, old_path): (DirFd, &[u8]),
@@ -42,6 +63,9 @@ pub fn rename_at(
 ) -> Result<(), Errno> {
     let old = w.parent_at(old_at, old_path)?;
     let new = w.parent_at(new_at, new_path)?;
+    if !same_mount(&old.parent, &new.parent) {
+        return Err(Errno::EXDEV);
+    }
     let dots = |n: &[u8]| n.is_empty() || n == b"." || n == b"..";
     if dots(&old.name) || dots(&new.name) {
         return Err(Errno::EBUSY);
@@ -50,11 +74,12 @@ pub fn rename_at(
     if (old.trailing_slash || new.trailing_slash) && !src.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    if !same_mount(&old.parent, &new.parent) {
-        return Err(Errno::EXDEV);
-    }
     may_modify_dir(w, &old.parent)?;
     may_modify_dir(w, &new.parent)?;
+    check_sticky(w, &old.parent, &src)?;
+    if let Ok(target) = new.parent.node.lookup(&new.name) {
+        check_sticky(w, &new.parent, &new.parent.child(&new.name, target))?;
+    }
     if w.ns.is_mountpoint(&src) {
         return Err(Errno::EBUSY);
     }
@@ -62,7 +87,9 @@ pub fn rename_at(
 }
 
 /// unlinkat(2): removes a non-directory, or with `dir` (rmdir,
-/// `AT_REMOVEDIR`) an empty directory that no mount sits on.
+/// `AT_REMOVEDIR`) an empty directory that no mount sits on. Linux's
+/// order: the name's form, then permission and the sticky rule, then the
+/// node's type.
 pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<(), Errno> {
     let pn = w.parent_at(at, path)?;
     match pn.name.as_slice() {
@@ -75,16 +102,17 @@ pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<()
     let node = pn.parent.node.lookup(&pn.name)?;
     let victim = pn.parent.child(&pn.name, node);
     let is_dir = victim.node.stat()?.mode & S_IFMT == S_IFDIR;
+    if !dir && pn.trailing_slash {
+        return Err(if is_dir { Errno::EISDIR } else { Errno::ENOTDIR });
+    }
+    may_modify_dir(w, &pn.parent)?;
+    check_sticky(w, &pn.parent, &victim)?;
     if dir && !is_dir {
         return Err(Errno::ENOTDIR);
     }
     if !dir && is_dir {
         return Err(Errno::EISDIR);
     }
-    if !dir && pn.trailing_slash {
-        return Err(Errno::ENOTDIR);
-    }
-    may_modify_dir(w, &pn.parent)?;
     if w.ns.is_mountpoint(&victim) {
         return Err(Errno::EBUSY);
     }
@@ -211,6 +239,32 @@ mod tests {
         remove(&ns, "/d/f", false).unwrap();
         remove(&ns, "/d/", true).unwrap();
         assert_eq!(ns.root().node.lookup(b"d").err(), Some(Errno::ENOENT));
+    }
+
+    /// /t is sticky and world-writable (as /tmp): a user may remove or
+    /// replace only what it owns there, or anything in a directory it owns;
+    /// root (CAP_FOWNER) anything.
+    #[test]
+    fn sticky_directories() {
+        let ns = setup();
+        let t = ns.root().node.clone();
+        t.mkdir(b"t", NewNode { mode: 0o1777, ..DIR }).unwrap();
+        let tmp = t.lookup(b"t").unwrap();
+        tmp.create(b"roots", FILE).unwrap();
+        tmp.create(b"mine", NewNode { uid: 1000, gid: 1000, ..FILE }).unwrap();
+        tmp.create(b"other", NewNode { uid: 1001, gid: 1001, ..FILE }).unwrap();
+        let user = Credentials::new(1000, 1000);
+        let w = Walker { ns: &ns, root: ns.root(), creds: &user };
+        let cwd = || DirFd::Cwd(ns.root());
+        assert_eq!(remove_at(&w, cwd(), b"/t/roots", false), Err(Errno::EPERM));
+        assert_eq!(rename(&ns, &user, "/t/roots", "/t/x"), Err(Errno::EPERM), "moving another's file");
+        assert_eq!(rename(&ns, &user, "/t/mine", "/t/other"), Err(Errno::EPERM), "replacing another's file");
+        rename(&ns, &user, "/t/mine", "/t/mine2").unwrap();
+        remove_at(&w, cwd(), b"/t/mine2", false).unwrap();
+        let owner = Credentials::new(1001, 1001);
+        let ow = Walker { ns: &ns, root: ns.root(), creds: &owner };
+        remove_at(&ow, cwd(), b"/t/other", false).unwrap();
+        remove(&ns, "/t/roots", false).unwrap();
     }
 
     #[test]
