@@ -180,5 +180,18 @@ int main(void) {
         sleep_ms(1);
     }
     CHECK_EQ(chld_count, 1);
+
+    /* An exit's SIGCHLD is pending before the parent's wait can reap the
+     * child, so its handler has run when waitpid returns: never lost, never
+     * late (a race: tried often). */
+    for (int i = 0; i < 100; i++) {
+        chld_count = 0;
+        pid = CHECK_OK(fork());
+        if (pid == 0) {
+            _exit(0);
+        }
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        CHECK_EQ(chld_count, 1);
+    }
     return 0;
 }
