@@ -211,6 +211,11 @@ impl Kernel {
     pub fn send_signal_info(&self, target: &Thread, info: siginfo::SigInfo) {
         self.job_control_at_send(target.tgid, info.signo());
         target.queue_signal(info);
+        self.signal_queued(target);
+    }
+
+    /// Interrupts `target` for a signal just made pending for it.
+    pub fn signal_queued(&self, target: &Thread) {
         self.interrupt(target);
         // A signalfd may have become readable.
         target.signal_events.notify(crate::waiter::ALL);
@@ -272,15 +277,19 @@ impl Kernel {
         }
     }
 
-    /// SIGCHLD to `parent` for child `pid` (owned by `uid`) that ended
-    /// with `status`.
-    pub fn notify_parent_of_exit(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) {
-        let Some(parent) = self.thread(parent) else { return };
+    /// Makes SIGCHLD pending at `parent` for child `pid` (owned by `uid`)
+    /// that ended with `status`, without interrupting the parent (its
+    /// waker may take the process table's lock, under which this runs as
+    /// the child becomes a zombie). The caller then interrupts the parent
+    /// it returns (`signal_queued`).
+    pub fn queue_exit_signal(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) -> Option<Arc<Thread>> {
+        let parent = self.thread(parent)?;
         let (code, st) = match status {
             ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
             ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
         };
-        self.send_signal_info(&parent, siginfo::SigInfo::child(code, pid, uid, st));
+        parent.queue_signal(siginfo::SigInfo::child(code, pid, uid, st));
+        Some(parent)
     }
 
     /// Whether a signal `sig` of POSIX timer `id` waits undelivered at

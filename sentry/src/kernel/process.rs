@@ -281,11 +281,18 @@ impl ProcessTable {
     /// Records an exit: the process becomes a zombie, its children are
     /// reparented to the nearest live subreaper among its ancestors, or
     /// to init; waiters wake. Returns the reparented children.
-    pub fn exit(&self, pid: i32, status: ExitStatus) -> Vec<Reparented> {
+    /// `tell` gets the parent's pid and the reparented children under the
+    /// table's lock, as the zombies appear: as in Linux's exit_notify, the
+    /// SIGCHLDs it queues are pending before a wait can reap the zombies,
+    /// so none is lost (a reaped zombie's parent is no longer known) nor
+    /// late (after the wait returned).
+    pub fn exit(&self, pid: i32, status: ExitStatus, tell: impl FnOnce(i32, &[Reparented])) -> Vec<Reparented> {
         let mut p = self.procs.lock();
+        let mut ppid = 0;
         if let Some(e) = p.get_mut(&pid) {
             e.status = Some(status);
             e.vfork_released = true;
+            ppid = e.ppid;
         }
         let new_parent = Self::reaper_for(&p, pid);
         let mut moved = Vec::new();
@@ -300,6 +307,7 @@ impl ProcessTable {
         for k in orphans {
             p.remove(&k);
         }
+        tell(ppid, &moved);
         self.changed.notify_all();
         moved
     }
@@ -438,7 +446,7 @@ mod tests {
         t.add(3, 1);
         let exited = WaitFor::EXITED;
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(None));
-        t.exit(3, ExitStatus::Code(4));
+        t.exit(3, ExitStatus::Code(4), |_, _| {});
         let four = ChildEvent::Exited(ExitStatus::Code(4));
         assert_eq!(t.wait(1, WaitTarget::Pid(2), exited, false, false), Ok(None));
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, true), Ok(Some((3, four))));
@@ -457,7 +465,7 @@ mod tests {
         assert!(!t.group_orphaned(2), "a job of init's session");
         t.add(3, 2);
         assert!(!t.group_orphaned(2));
-        t.exit(2, ExitStatus::Code(0));
+        t.exit(2, ExitStatus::Code(0), |_, _| {});
         assert!(!t.group_orphaned(2), "3 is adopted by init, in another group of the same session");
         t.add(4, 1);
         t.set_sid(4).unwrap();
@@ -491,12 +499,25 @@ mod tests {
     }
 
     #[test]
+    fn an_exit_tells_the_parent_before_its_wait_can_reap() {
+        let t = ProcessTable::default();
+        t.add(1, 0);
+        t.add(2, 1);
+        t.add(3, 2);
+        let mut told = None;
+        t.exit(2, ExitStatus::Code(0), |parent, moved| {
+            told = Some((parent, moved.len(), t.procs.try_lock().is_none()))
+        });
+        assert_eq!(told, Some((1, 1, true)), "told of its parent and adopted child with the table locked");
+    }
+
+    #[test]
     fn orphans_are_reparented_to_init() {
         let t = ProcessTable::default();
         t.add(1, 0);
         t.add(2, 1);
         t.add(5, 2);
-        t.exit(2, ExitStatus::Code(0));
+        t.exit(2, ExitStatus::Code(0), |_, _| {});
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -509,12 +530,12 @@ mod tests {
         t.add(4, 3);
         t.add(5, 4);
         t.set_subreaper(2, true);
-        t.exit(5, ExitStatus::Code(1));
-        let moved = t.exit(4, ExitStatus::Code(0));
+        t.exit(5, ExitStatus::Code(1), |_, _| {});
+        let moved = t.exit(4, ExitStatus::Code(0), |_, _| {});
         assert_eq!(moved, vec![Reparented { pid: 5, new_parent: 2, zombie: Some(ExitStatus::Code(1)) }]);
         assert_eq!(t.ppid(5), 2);
-        t.exit(2, ExitStatus::Code(0));
-        t.exit(3, ExitStatus::Code(0));
+        t.exit(2, ExitStatus::Code(0), |_, _| {});
+        t.exit(3, ExitStatus::Code(0), |_, _| {});
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -526,7 +547,7 @@ mod tests {
         let t2 = t.clone();
         let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, WaitFor::EXITED, true, false));
         std::thread::sleep(std::time::Duration::from_millis(20));
-        t.exit(2, ExitStatus::Signal(9));
+        t.exit(2, ExitStatus::Signal(9), |_, _| {});
         assert_eq!(h.join().unwrap(), Ok(Some((2, ChildEvent::Exited(ExitStatus::Signal(9))))));
     }
 }

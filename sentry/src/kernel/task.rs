@@ -230,14 +230,23 @@ impl Task {
                 k.session_ended(tgid);
             }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
-            let moved = k.procs.exit(tgid, status);
             let uid = self.thread.creds().uid;
-            // As Linux's exit_notify: the adopted children's news first,
-            // then our own parent's SIGCHLD.
+            let mut told = Vec::new();
+            let moved = k.procs.exit(tgid, status, |parent, moved| {
+                // As Linux's exit_notify, with the zombies: the adopted dead
+                // children's news to their new parent first, then our own
+                // parent's SIGCHLD.
+                for child in moved {
+                    if let Some(st) = child.zombie {
+                        told.extend(k.queue_exit_signal(child.pid, child.new_parent, uid, st));
+                    }
+                }
+                told.extend(k.queue_exit_signal(tgid, parent, uid, status));
+            });
             for child in moved {
                 match (child.zombie, k.thread(child.pid)) {
-                    // A dead child's new parent hears of it.
-                    (Some(st), _) => k.notify_parent_of_exit(child.pid, child.new_parent, uid, st),
+                    // A dead child's new parent was told above.
+                    (Some(_), _) => {}
                     // A live one gets its parent-death signal, from us.
                     (None, Some(t)) => {
                         let sig = t.attrs.lock().pdeathsig;
@@ -249,7 +258,9 @@ impl Task {
                     (None, None) => {}
                 }
             }
-            k.notify_parent_of_exit(tgid, k.procs.ppid(tgid), uid, status);
+            for parent in told {
+                k.signal_queued(&parent);
+            }
         } else {
             self.thread.mm().space().release_thread();
         }
