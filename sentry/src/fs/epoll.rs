@@ -5,13 +5,33 @@
 //! at the ready list: level-triggered interests that are still ready go
 //! back on it, edge-triggered ones come back with the next event, a
 //! one-shot interest is disarmed until EPOLL_CTL_MOD.
+//!
+//! Instances may watch instances, as on Linux: EPOLL_CTL_ADD refuses a
+//! loop or a nesting deeper than [`EP_MAX_NESTS`] (ELOOP), since asking a
+//! watched instance for its readiness asks the instances below it.
 
 use crate::abi::Errno;
 use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
 use crate::waiter::{Entry, Notify, Queue};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, VecDeque};
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
+
+/// How many levels of instances may sit below the top one (Linux's
+/// EP_MAX_NESTS): a chain holds at most five instances.
+pub const EP_MAX_NESTS: usize = 4;
+
+/// Serializes the nesting checks with the links they allow, as Linux's
+/// `epnested_mutex`: two adds racing could otherwise close a loop.
+static NESTING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// How many instances the calling thread is asking for readiness
+    /// (nested): a bound on the recursion even if a loop slipped past
+    /// EPOLL_CTL_ADD.
+    static POLLING: Cell<usize> = const { Cell::new(0) };
+}
 
 pub const EPOLLERR: u32 = 0x008;
 pub const EPOLLHUP: u32 = 0x010;
@@ -49,6 +69,9 @@ pub struct Epoll {
     state: Mutex<State>,
     /// Waiters for this instance (epoll_wait, poll, an outer epoll).
     events: Queue,
+    /// The instances watching this one, with their interest's key (the
+    /// link counts while that interest exists).
+    watchers: Mutex<Vec<(Weak<Epoll>, Key)>>,
     me: Weak<Epoll>,
 }
 
@@ -83,7 +106,86 @@ fn entry_mask(events: u32) -> u32 {
 
 impl Epoll {
     pub fn new(ino: u64, created: TimeSpec) -> Arc<Epoll> {
-        Arc::new_cyclic(|me| Epoll { ino, created, state: Mutex::default(), events: Queue::default(), me: me.clone() })
+        Arc::new_cyclic(|me| Epoll {
+            ino,
+            created,
+            state: Mutex::default(),
+            events: Queue::default(),
+            watchers: Mutex::default(),
+            me: me.clone(),
+        })
+    }
+
+    /// The instance behind `file`, if it is one.
+    fn of(file: &FileDescription) -> Option<Arc<Epoll>> {
+        file.ops.clone().into_any().downcast::<Epoll>().ok()
+    }
+
+    /// The instances this one watches.
+    fn watched(&self) -> Vec<Arc<Epoll>> {
+        let s = self.state.lock();
+        s.interest.values().filter_map(|i| i.file.upgrade().and_then(|f| Epoll::of(&f))).collect()
+    }
+
+    /// The instances watching this one.
+    fn watching(&self) -> Vec<Arc<Epoll>> {
+        let mut w = self.watchers.lock();
+        w.retain(|(ep, _)| ep.strong_count() > 0);
+        w.iter()
+            .filter_map(|(ep, k)| ep.upgrade().filter(|ep| ep.state.lock().interest.contains_key(k)))
+            .collect()
+    }
+
+    /// How many levels of instances sit below this one, or None when
+    /// `into` is among them or they are deeper than EP_MAX_NESTS (Linux's
+    /// `ep_loop_check_proc`). `seen` remembers the instances measured.
+    fn depth_below(&self, into: &Epoll, level: usize, seen: &mut HashMap<usize, usize>) -> Option<usize> {
+        let me = std::ptr::from_ref(self) as usize;
+        if let Some(d) = seen.get(&me) {
+            return Some(*d);
+        }
+        let mut depth = 0;
+        for ep in self.watched() {
+            if std::ptr::eq(Arc::as_ptr(&ep), into) || level >= EP_MAX_NESTS {
+                return None;
+            }
+            depth = depth.max(ep.depth_below(into, level + 1, seen)? + 1);
+        }
+        seen.insert(me, depth);
+        Some(depth)
+    }
+
+    /// How many levels of instances sit above this one, or None when more
+    /// than EP_MAX_NESTS (Linux's `ep_get_upwards_depth_proc`).
+    fn depth_above(&self, level: usize, seen: &mut HashMap<usize, usize>) -> Option<usize> {
+        let me = std::ptr::from_ref(self) as usize;
+        if let Some(d) = seen.get(&me) {
+            return Some(*d);
+        }
+        let mut depth = 0;
+        for ep in self.watching() {
+            if level >= EP_MAX_NESTS {
+                return None;
+            }
+            depth = depth.max(ep.depth_above(level + 1, seen)? + 1);
+        }
+        seen.insert(me, depth);
+        Some(depth)
+    }
+
+    /// Whether this instance may watch `inner`: not itself, no loop, at
+    /// most EP_MAX_NESTS levels from the top of a chain through both to its
+    /// bottom (Linux's `ep_loop_check`).
+    fn may_watch(&self, inner: &Epoll) -> Result<(), Errno> {
+        if std::ptr::eq(self, inner) {
+            return Err(Errno::EINVAL);
+        }
+        let below = inner.depth_below(self, 0, &mut HashMap::new()).ok_or(Errno::ELOOP)?;
+        let above = self.depth_above(0, &mut HashMap::new()).ok_or(Errno::ELOOP)?;
+        if below + 1 + above > EP_MAX_NESTS {
+            return Err(Errno::ELOOP);
+        }
+        Ok(())
     }
 
     /// Puts an interest on the ready list and wakes the waiters.
@@ -100,8 +202,19 @@ impl Epoll {
         self.events.notify(POLLIN | POLLRDNORM);
     }
 
-    /// EPOLL_CTL_ADD.
+    /// EPOLL_CTL_ADD. An instance to watch is checked for loops and depth
+    /// first, and linked to this one under the same lock.
     pub fn add(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
+        let Some(inner) = Epoll::of(file) else { return self.insert(fd, file, events, data) };
+        let _nesting = NESTING.lock();
+        self.may_watch(&inner)?;
+        self.insert(fd, file, events, data)?;
+        inner.watchers.lock().push((self.me.clone(), key(fd, file)));
+        Ok(())
+    }
+
+    /// Adds an interest.
+    fn insert(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
         let k = key(fd, file);
         let entry = {
             let mut s = self.state.lock();
@@ -109,6 +222,8 @@ impl Epoll {
             if s.interest.len() >= s.sweep_at {
                 s.interest.retain(|_, i| i.file.strong_count() > 0);
                 s.sweep_at = (s.interest.len() * 2).max(64);
+                let State { interest, ready, .. } = &mut *s;
+                ready.retain(|k| interest.contains_key(k));
             }
             if s.interest.contains_key(&k) {
                 return Err(Errno::EEXIST);
@@ -151,10 +266,26 @@ impl Epoll {
         Ok(())
     }
 
-    /// EPOLL_CTL_DEL.
+    /// EPOLL_CTL_DEL. The interest leaves the ready list too: a later ADD
+    /// of the same file queues it afresh, so it must not be there twice.
     pub fn delete(&self, fd: i32, file: &Arc<FileDescription>) -> Result<(), Errno> {
-        let i = self.state.lock().interest.remove(&key(fd, file)).ok_or(Errno::ENOENT)?;
+        let k = key(fd, file);
+        let i = {
+            let mut s = self.state.lock();
+            let i = s.interest.remove(&k).ok_or(Errno::ENOENT)?;
+            if i.queued {
+                s.ready.retain(|r| *r != k);
+            }
+            i
+        };
         file.ops.event_unregister(&i.entry);
+        if let Some(inner) = Epoll::of(file) {
+            let me = self.me.as_ptr();
+            let mut w = inner.watchers.lock();
+            if let Some(at) = w.iter().position(|(ep, wk)| std::ptr::eq(ep.as_ptr(), me) && *wk == k) {
+                w.swap_remove(at);
+            }
+        }
         Ok(())
     }
 
@@ -221,6 +352,7 @@ impl Epoll {
         let mut out = Vec::with_capacity(found.len());
         let mut again = Vec::new();
         let mut s = self.state.lock();
+        let was_empty = s.ready.is_empty();
         for (k, now, events) in found {
             let Some(i) = s.interest.get_mut(&k) else { continue };
             if i.disarmed {
@@ -235,6 +367,13 @@ impl Epoll {
         }
         Self::requeue(&mut s, rest.into_iter(), true);
         Self::requeue(&mut s, again.into_iter(), false);
+        // Another waiter that looked while the list was taken saw it empty
+        // and sleeps: wake it for what went back, as Linux's ep_done_scan.
+        let requeued = was_empty && !s.ready.is_empty();
+        drop(s);
+        if requeued {
+            self.events.notify(POLLIN | POLLRDNORM);
+        }
         out
     }
 
@@ -296,7 +435,14 @@ impl FileOps for Epoll {
     /// An epoll instance is readable when one of its files is ready (it
     /// can itself be watched).
     fn poll_events(&self) -> u32 {
-        if self.ready_without_consuming() {
+        let depth = POLLING.with(Cell::get);
+        if depth > EP_MAX_NESTS {
+            return 0;
+        }
+        POLLING.with(|p| p.set(depth + 1));
+        let ready = self.ready_without_consuming();
+        POLLING.with(|p| p.set(depth));
+        if ready {
             POLLIN | POLLRDNORM
         } else {
             0
@@ -384,5 +530,74 @@ mod tests {
         assert_eq!(outer.ready(8), vec![(POLLIN, 55)]);
         assert_eq!(inner.ready(8), vec![(POLLIN, 33)]);
         drop(other_w);
+    }
+
+    #[test]
+    fn a_loop_is_refused_and_polling_ends() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let (r, w) = (desc(p.reader()), desc(p.writer()));
+        let (a, b) = (Epoll::new(9, TimeSpec::default()), Epoll::new(10, TimeSpec::default()));
+        let (a_desc, b_desc) = (desc(a.clone()), desc(b.clone()));
+        a.add(3, &b_desc, POLLIN, 1).unwrap();
+        assert_eq!(b.add(4, &a_desc, POLLIN, 2), Err(Errno::ELOOP));
+        b.add(5, &r, POLLIN, 5).unwrap();
+        w.ops.write(b"x", 0).unwrap();
+        assert_eq!(a_desc.ops.poll_events(), POLLIN | POLLRDNORM);
+        assert_eq!(a.ready(8), vec![(POLLIN, 1)]);
+        a.delete(3, &b_desc).unwrap();
+        b.add(4, &a_desc, POLLIN, 2).unwrap();
+        assert_eq!(a.add(3, &b_desc, POLLIN, 1), Err(Errno::ELOOP), "the loop the other way");
+    }
+
+    /// A chain of `n` instances, each watching the next; the error of the
+    /// first link refused.
+    fn chain(n: usize, top_down: bool) -> Result<(), Errno> {
+        let eps: Vec<_> = (9u64..).take(n).map(|ino| Epoll::new(ino, TimeSpec::default())).collect();
+        let descs: Vec<_> = eps.iter().map(|ep| desc(ep.clone())).collect();
+        let mut links: Vec<usize> = (0..n - 1).collect();
+        if !top_down {
+            links.reverse();
+        }
+        links.into_iter().try_for_each(|i| eps[i].add(3, &descs[i + 1], POLLIN, 0))
+    }
+
+    #[test]
+    fn nesting_stops_at_five_instances_whichever_way_the_chain_grows() {
+        for top_down in [true, false] {
+            assert_eq!(chain(EP_MAX_NESTS + 1, top_down), Ok(()));
+            assert_eq!(chain(EP_MAX_NESTS + 2, top_down), Err(Errno::ELOOP));
+        }
+    }
+
+    #[test]
+    fn add_delete_add_reports_the_file_once() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let (r, w) = (desc(p.reader()), desc(p.writer()));
+        let ep = Epoll::new(9, TimeSpec::default());
+        w.ops.write(b"x", 0).unwrap();
+        ep.add(3, &r, POLLIN, 33).unwrap();
+        ep.delete(3, &r).unwrap();
+        ep.add(3, &r, POLLIN, 34).unwrap();
+        assert_eq!(ep.ready(8), vec![(POLLIN, 34)]);
+        for _ in 0..1000 {
+            ep.delete(3, &r).unwrap();
+            ep.add(3, &r, POLLIN, 34).unwrap();
+        }
+        assert_eq!(ep.state.lock().ready.len(), 1, "no stale keys pile up");
+    }
+
+    #[test]
+    fn entries_put_back_wake_the_other_waiters() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let (r, w) = (desc(p.reader()), desc(p.writer()));
+        let ep = Epoll::new(9, TimeSpec::default());
+        ep.add(3, &r, POLLIN, 33).unwrap();
+        ep.add(4, &w, POLLOUT, 44).unwrap();
+        w.ops.write(b"x", 0).unwrap();
+        let woken = Arc::new(Count::default());
+        ep.register(&Entry::new(POLLIN, woken.clone()));
+        assert_eq!(ep.ready(1).len(), 1, "one of two");
+        assert!(woken.0.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the one left over wakes the others");
+        assert_eq!(ep.ready(8).len(), 2, "both still ready (level)");
     }
 }
