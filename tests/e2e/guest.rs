@@ -121,6 +121,11 @@ fn guest_job_control() {
 }
 
 #[test]
+fn guest_epoll() {
+    guest_test("epoll", &[]);
+}
+
+#[test]
 fn guest_waiting() {
     guest_test("waiting", &[]);
 }

@@ -35,6 +35,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "spawn_many",
     "waiting",
     "idle_epoll",
+    "epoll",
     "unix_sockets",
     "unix_dgram",
     "inet_sockets",

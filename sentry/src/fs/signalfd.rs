@@ -16,7 +16,7 @@ const RECORD: usize = 128;
 pub struct SignalFd {
     ino: u64,
     created: TimeSpec,
-    pub mask: AtomicU64,
+    mask: AtomicU64,
     /// Pollers wait here; the signal queues of the threads that
     /// registered forward to it.
     events: Arc<Queue>,
@@ -32,6 +32,13 @@ impl SignalFd {
             events: Arc::default(),
             forwarded: Mutex::default(),
         })
+    }
+
+    /// Changes the mask (signalfd on this file) and wakes the pollers, as
+    /// Linux does: a signal already pending may now make it readable.
+    pub fn set_mask(&self, mask: u64) {
+        self.mask.store(mask, Ordering::Relaxed);
+        self.events.notify(ALL);
     }
 
     /// Takes one pending signal of the mask from the calling thread.

@@ -12,7 +12,7 @@ use crate::waiter::{Entry, Registered, Waiter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "EPOLLEXCLUSIVE has no effect; nesting depth and loops are not checked";
+const NOTE: &str = "EPOLLEXCLUSIVE has no effect";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_epoll_create, sys_epoll_create, Full),
@@ -102,7 +102,7 @@ fn wait(task: &Task, epfd: u64, events: u64, max: u64, deadline: Option<Instant>
     let max = usize::try_from(max).map_err(|_| Errno::EINVAL)?;
     args::user_range(events, max * 12)?;
     let (_, ep) = epoll_of(task, epfd)?;
-    let got = wait_ready(&ep, max, deadline)?;
+    let got = wait_ready(task, &ep, max, deadline)?;
     let mut out = Encoder::with_capacity(got.len() * 12);
     for (ev, data) in &got {
         out.u32(*ev).u64(*data);
@@ -112,8 +112,9 @@ fn wait(task: &Task, epfd: u64, events: u64, max: u64, deadline: Option<Instant>
 }
 
 /// Waits on the instance's own queue until an interest is ready or
-/// `deadline` passes (nothing).
-fn wait_ready(ep: &Epoll, max: usize, deadline: Option<Instant>) -> Result<Vec<(u32, u64)>, Errno> {
+/// `deadline` passes (nothing). A signal ends it with EINTR, never a
+/// restart, as on Linux (signal(7)), even with SA_RESTART or for a stop.
+fn wait_ready(task: &Task, ep: &Epoll, max: usize, deadline: Option<Instant>) -> Result<Vec<(u32, u64)>, Errno> {
     let got = ep.ready(max);
     if !got.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(got);
@@ -128,7 +129,7 @@ fn wait_ready(ep: &Epoll, max: usize, deadline: Option<Instant>) -> Result<Vec<(
         match w.wait(deadline) {
             Ok(()) => {}
             Err(Errno::ETIMEDOUT) => return Ok(ep.ready(max)),
-            Err(_) => return Err(Errno::ERESTARTNOHAND),
+            Err(_) => return Err(super::signal::eintr_unless_ignored(task)),
         }
     }
 }

@@ -115,6 +115,26 @@ fn handler_of(task: &Task, sig: usize) -> u64 {
     task.thread.sigactions.swap(sig, None).handler
 }
 
+/// Why an interrupted wait that Linux never restarts (epoll_wait) ends:
+/// EINTR for what Linux sees as a pending signal (one with a handler, a
+/// stop, a fatal one) or the thread's exit; a restart for an ignored
+/// signal, which Linux drops when it is sent and the sentry at delivery.
+pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
+    let t = &task.thread;
+    if t.exiting.load(Ordering::SeqCst) || t.stop_requested.load(Ordering::SeqCst) {
+        return Errno::EINTR;
+    }
+    let deliverable = t.sigpending.load(Ordering::SeqCst) & !t.sigmask();
+    let acted_on = (1..=64).filter(|&sig| deliverable & sigbit(sig) != 0).any(|sig| {
+        usize::try_from(sig).is_ok_and(|s| disposition(sig, handler_of(task, s)) != Disposition::Ignore)
+    });
+    if acted_on {
+        Errno::EINTR
+    } else {
+        Errno::ERESTARTNOHAND
+    }
+}
+
 /// The threads of the caller's thread group, the caller first.
 fn group(task: &Task) -> Vec<Arc<Thread>> {
     let me = &task.thread;
@@ -579,7 +599,7 @@ fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysR
     if int(fd) != -1 {
         let f = super::args::file(task, fd)?;
         let s = f.ops.clone().into_any().downcast::<SignalFd>().map_err(|_| Errno::EINVAL)?;
-        s.mask.store(mask, Ordering::Relaxed);
+        s.set_mask(mask);
         return Ok(fd & 0xffff_ffff);
     }
     let k = &task.kernel;
