@@ -1,6 +1,10 @@
 //! timerfd: a timer read as a file. Expirations are counted from the
 //! deadline when the file is read or polled; an alarm at the deadline
-//! wakes the file's waiters.
+//! wakes the file's waiters. A timer holds at most one alarm, cancelled
+//! when re-armed, disarmed or closed, and set only while someone waits
+//! and nothing is pending: a periodic timer's alarm goes off once per
+//! wait, however short its interval (the expirations in between are
+//! counted when read), so no guest keeps the shared alarm thread busy.
 
 use crate::abi::Errno;
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
@@ -15,8 +19,8 @@ struct Timer {
     interval: Duration,
     /// Expirations counted but not yet read.
     pending: u64,
-    /// When the alarm that wakes the waiters goes off, if one is set.
-    alarm: Option<Instant>,
+    /// The alarm that wakes the waiters, if one is set.
+    alarm: Option<alarm::Key>,
 }
 
 pub struct TimerFd {
@@ -67,17 +71,26 @@ impl TimerFd {
         t.deadline = (!value.is_zero()).then(|| waiter::deadline_in(value));
         t.interval = interval;
         t.pending = 0;
+        if let Some(k) = t.alarm.take() {
+            alarm::cancel(k);
+        }
         self.set_alarm(&mut t);
         old
     }
 
-    /// Sets an alarm for the next expiry, unless one is set for it.
+    /// Sets an alarm for the next expiry if someone waits for it and
+    /// nothing is pending (then the file is ready already), unless one
+    /// is set for it.
     fn set_alarm(&self, t: &mut Timer) {
-        if let Some(d) = t.deadline.filter(|&d| t.alarm != Some(d)) {
-            t.alarm = Some(d);
-            let me: Weak<dyn Notify> = self.me.clone();
-            alarm::at(d, me);
+        let Some(d) = t.deadline else { return };
+        if t.pending > 0 || t.alarm.is_some_and(|k| k.when() == d) || self.events.events() == 0 {
+            return;
         }
+        if let Some(k) = t.alarm.take() {
+            alarm::cancel(k);
+        }
+        let me: Weak<dyn Notify> = self.me.clone();
+        t.alarm = alarm::at(d, me);
     }
 
     /// The time left and the interval.
@@ -117,6 +130,9 @@ impl FileOps for TimerFd {
         }
         buf[..8].copy_from_slice(&t.pending.to_ne_bytes());
         t.pending = 0;
+        // A periodic timer's waiters (an epoll instance's entry) hear of
+        // its next expiry.
+        self.set_alarm(&mut t);
         Ok(8)
     }
 
@@ -130,6 +146,7 @@ impl FileOps for TimerFd {
         if t.pending > 0 {
             POLLIN | POLLRDNORM
         } else {
+            self.set_alarm(&mut t);
             0
         }
     }
@@ -144,18 +161,80 @@ impl FileOps for TimerFd {
     }
 }
 
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        if let Some(k) = self.timer.get_mut().alarm.take() {
+            alarm::cancel(k);
+        }
+    }
+}
+
 /// The alarm went off: the timer expired (or was reset since).
 impl Notify for TimerFd {
     fn notify(&self, _mask: u32) {
         {
             let mut t = self.timer.lock();
-            t.advance(Instant::now());
-            t.alarm = None;
-            // A periodic timer keeps ringing while anyone waits.
-            if self.events.events() != 0 {
-                self.set_alarm(&mut t);
+            let now = Instant::now();
+            t.advance(now);
+            // The alarm that went off is gone from the set; a newer one
+            // (the timer re-armed meanwhile) stays.
+            if t.alarm.is_some_and(|k| k.when() <= now) {
+                t.alarm = None;
             }
+            // Pending expirations keep the file ready; if the timer was
+            // re-armed meanwhile, the alarm for it waits on.
+            self.set_alarm(&mut t);
         }
         self.events.notify(POLLIN | POLLRDNORM);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Notify for Count {
+        fn notify(&self, _mask: u32) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn watched() -> (Arc<TimerFd>, Arc<Count>) {
+        let t = TimerFd::new(1, TimeSpec::default(), libc::CLOCK_MONOTONIC);
+        let c = Arc::new(Count::default());
+        t.event_register(&Entry::new(POLLIN, c.clone()));
+        (t, c)
+    }
+
+    #[test]
+    fn re_arming_disarming_and_closing_leave_no_alarm_behind() {
+        let (t, _c) = watched();
+        for _ in 0..20_000 {
+            t.set(Duration::from_secs(3600), Duration::ZERO);
+        }
+        assert!(alarm::count() < 1000, "{} alarms set", alarm::count());
+        t.set(Duration::from_secs(3600), Duration::ZERO);
+        let with = alarm::count();
+        t.set(Duration::ZERO, Duration::ZERO);
+        t.set(Duration::from_secs(3600), Duration::ZERO);
+        drop(t);
+        assert!(alarm::count() < with + 1000);
+    }
+
+    #[test]
+    fn a_fast_periodic_timer_rings_once_per_wait_and_counts_every_expiry() {
+        let (t, c) = watched();
+        t.set(Duration::from_nanos(1), Duration::from_nanos(1));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(c.0.load(Ordering::Relaxed), 1);
+        let mut buf = [0u8; 8];
+        assert_eq!(t.read(&mut buf, 0), Ok(8));
+        assert!(u64::from_ne_bytes(buf) > 1000);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(c.0.load(Ordering::Relaxed), 2);
     }
 }

@@ -33,10 +33,22 @@ fn alarms() -> Option<&'static Alarms> {
     })
 }
 
-/// Notifies `target` (with every event) at `at`, unless it is gone by
-/// then. An alarm is not cancelled: its owner re-checks its state.
-pub fn at(at: Instant, target: Weak<dyn Notify>) {
-    let Some(a) = alarms() else { return };
+/// One alarm set, to cancel it: its owner keeps it so the set holds at
+/// most one alarm per owner, however often the guest re-arms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key(Instant, u64);
+
+impl Key {
+    /// When the alarm goes off.
+    pub fn when(self) -> Instant {
+        self.0
+    }
+}
+
+/// Notifies `target` (with every event) at `at`, unless it is gone or the
+/// alarm cancelled by then. None when no alarm thread runs.
+pub fn at(at: Instant, target: Weak<dyn Notify>) -> Option<Key> {
+    let a = alarms()?;
     let mut g = a.due.lock();
     let seq = g.1;
     g.1 += 1;
@@ -45,6 +57,20 @@ pub fn at(at: Instant, target: Weak<dyn Notify>) {
     if earliest {
         a.cond.notify_one();
     }
+    Some(Key(at, seq))
+}
+
+/// Removes the alarm `key` if it has not gone off yet.
+pub fn cancel(key: Key) {
+    if let Some(a) = alarms() {
+        a.due.lock().0.remove(&(key.0, key.1));
+    }
+}
+
+/// How many alarms are set (what a test checks for leaks).
+#[cfg(test)]
+pub fn count() -> usize {
+    alarms().map_or(0, |a| a.due.lock().0.len())
 }
 
 fn service(a: &'static Alarms) {
