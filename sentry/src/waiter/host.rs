@@ -69,12 +69,38 @@ pub fn unwatch(fd: RawFd) {
     }
 }
 
+/// How often the watched descriptors' waiters re-check once the host
+/// epoll fails.
+const BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The host epoll failed with something other than an interruption (the
+/// seccomp filter, a broken epoll): it would fail again at once, so
+/// instead of spinning, log it once and wake every watcher after a
+/// pause, so waits on host descriptors go on by re-checking.
+fn failed(n: &Notifier, e: &std::io::Error, logged: &mut bool) {
+    if !std::mem::replace(logged, true) {
+        log::warn!("the host-descriptor epoll failed ({e}); re-checking every {BACKOFF:?}");
+    }
+    std::thread::sleep(BACKOFF);
+    let queues: Vec<Arc<Queue>> = n.queues.lock().values().filter_map(Weak::upgrade).collect();
+    for q in queues {
+        q.notify(super::ALL);
+    }
+}
+
 fn service(n: &Notifier) {
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+    let mut logged = false;
     loop {
         // SAFETY: `events` holds as many entries as the call is told.
         let got = unsafe { libc::epoll_wait(n.epoll.as_raw_fd(), events.as_mut_ptr(), 16, -1) };
-        let Ok(got) = usize::try_from(got) else { continue };
+        let Ok(got) = usize::try_from(got) else {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                failed(n, &e, &mut logged);
+            }
+            continue;
+        };
         for ev in &events[..got] {
             let queue = RawFd::try_from(ev.u64).ok().and_then(|fd| n.queues.lock().get(&fd).and_then(Weak::upgrade));
             if let Some(q) = queue {
@@ -87,5 +113,37 @@ fn service(n: &Notifier) {
                 q.notify(mask);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waiter::{Entry, Notify};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Notify for Count {
+        fn notify(&self, _mask: u32) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_failing_host_epoll_backs_off_and_keeps_waking_its_watchers() {
+        // A descriptor that is not an epoll: every epoll_wait fails.
+        let not_epoll = std::fs::File::open("/dev/null").unwrap();
+        let n = Arc::new(Notifier { epoll: OwnedFd::from(not_epoll), queues: Mutex::default() });
+        let q = Arc::new(Queue::default());
+        let c = Arc::new(Count::default());
+        q.register(&Entry::new(crate::vfs::POLLIN, c.clone()));
+        n.queues.lock().insert(0, Arc::downgrade(&q));
+        let serve = n.clone();
+        std::thread::spawn(move || service(&serve));
+        std::thread::sleep(BACKOFF * 3 + BACKOFF / 2);
+        let woken = c.0.load(Ordering::Relaxed);
+        assert!((2..=4).contains(&woken), "woken {woken} times");
     }
 }
