@@ -478,11 +478,27 @@ pub struct Delivery {
     pub cred: PeerCred,
 }
 
+/// A datagram socket's default destination: its queue, its name, and the
+/// entry on its queue that tells the socket's pollers when it has room.
+/// The entry goes with the destination (a reconnect, a disconnect, the
+/// socket's close), so connecting again and again leaves one behind.
+struct DgramPeer {
+    queue: Arc<MsgQueue>,
+    name: Option<UnixName>,
+    writable: Entry,
+}
+
+impl Drop for DgramPeer {
+    fn drop(&mut self) {
+        self.queue.queue.unregister(&self.writable);
+    }
+}
+
 /// A datagram socket's own parts: its receive queue and the destination
 /// it is connected to, if any.
 struct Datagram {
     inbox: PacketRx,
-    peer: Mutex<Option<(Arc<MsgQueue>, Option<UnixName>)>>,
+    peer: Mutex<Option<DgramPeer>>,
     /// shutdown(SHUT_WR): sends fail with EPIPE.
     no_send: std::sync::atomic::AtomicBool,
     /// A socketpair's maker (SO_PEERCRED).
@@ -553,11 +569,9 @@ impl UnixSocket {
         let a = UnixSocket::new(inos.0, created, SockType::Dgram);
         let b = UnixSocket::new(inos.1, created, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
-            *da.peer.lock() = Some((db.inbox.0.clone(), None));
-            *db.peer.lock() = Some((da.inbox.0.clone(), None));
             // Each is writable when the other's inbox has room.
-            db.inbox.0.queue.register(&a.writable_forward());
-            da.inbox.0.queue.register(&b.writable_forward());
+            *da.peer.lock() = Some(a.dgram_peer(&db.inbox.0, None));
+            *db.peer.lock() = Some(b.dgram_peer(&da.inbox.0, None));
             *da.pair_cred.lock() = Some(cred);
             *db.pair_cred.lock() = Some(cred);
         }
@@ -576,20 +590,48 @@ impl UnixSocket {
         self.ty
     }
 
-    /// An entry for a destination's queue that tells this socket's
-    /// pollers when the destination has room again.
-    fn writable_forward(&self) -> Entry {
-        Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))))
+    /// `queue` as this socket's destination, with an entry on it that
+    /// tells this socket's pollers when the destination has room again.
+    fn dgram_peer(&self, queue: &Arc<MsgQueue>, name: Option<UnixName>) -> DgramPeer {
+        let writable = Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))));
+        queue.queue.register(&writable);
+        DgramPeer { queue: queue.clone(), name, writable }
     }
 
     /// connect(2) of a datagram socket: `target` becomes the default
-    /// destination.
+    /// destination (in place of any other).
     pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
         let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
-        theirs.inbox.0.queue.register(&self.writable_forward());
-        *mine.peer.lock() = Some((theirs.inbox.0.clone(), target.local_name()));
+        let name = target.local_name();
+        let old = {
+            let mut peer = mine.peer.lock();
+            match peer.as_mut() {
+                Some(p) if Arc::ptr_eq(&p.queue, &theirs.inbox.0) => {
+                    p.name = name;
+                    None
+                }
+                _ => peer.replace(self.dgram_peer(&theirs.inbox.0, name)),
+            }
+        };
+        drop(old);
         self.events.notify(POLLOUT | POLLWRNORM);
         Ok(())
+    }
+
+    /// connect(2) to AF_UNSPEC of a datagram socket: it no longer has a
+    /// default destination.
+    pub fn dgram_disconnect(&self) -> Result<(), Errno> {
+        let Some(mine) = &self.dgram else { return Err(Errno::EINVAL) };
+        let old = mine.peer.lock().take();
+        drop(old);
+        Ok(())
+    }
+
+    /// How many entries wait on this socket's receive queue (what a test
+    /// checks for leaks).
+    #[cfg(test)]
+    fn inbox_entries(&self) -> usize {
+        self.dgram.as_ref().map_or(0, |d| d.inbox.0.queue.entry_count())
     }
 
     /// Sends one message: to `to` (a datagram's address) or the connected
@@ -610,7 +652,7 @@ impl UnixSocket {
         }
         let dest = match to {
             Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
-            None => d.peer.lock().as_ref().map(|(q, _)| q.clone()).ok_or(Errno::ENOTCONN)?,
+            None => d.peer.lock().as_ref().map(|p| p.queue.clone()).ok_or(Errno::ENOTCONN)?,
         };
         let msg = Message { data: data.to_vec(), from: self.local_name(), rights, cred: cred.cred };
         match dest.send(msg, dontwait) {
@@ -723,7 +765,7 @@ impl UnixSocket {
     /// The peer's name (getpeername); ENOTCONN unless connected.
     pub fn peer_name(&self) -> Result<Option<UnixName>, Errno> {
         if let Some(d) = &self.dgram {
-            return d.peer.lock().as_ref().map(|(_, n)| n.clone()).ok_or(Errno::ENOTCONN);
+            return d.peer.lock().as_ref().map(|p| p.name.clone()).ok_or(Errno::ENOTCONN);
         }
         match &*self.state.lock() {
             SockState::Connected { peer, .. } => Ok(peer.clone()),
@@ -803,7 +845,7 @@ impl FileOps for UnixSocket {
             // After shutdown(SHUT_RD) a receive returns 0 at once: readable.
             let (queued, _, _, ended) = d.inbox.0.readiness();
             let readable = queued || ended;
-            let writable = d.peer.lock().as_ref().is_none_or(|(q, _)| q.readiness().1);
+            let writable = d.peer.lock().as_ref().is_none_or(|p| p.queue.readiness().1);
             return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
         }
         if self.is_listening() {
@@ -826,5 +868,31 @@ impl FileOps for UnixSocket {
     /// Any socket answers the interface ioctls (glibc asks a Unix one).
     fn ioctl(&self, mm: &crate::mm::MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
         super::netdev::ioctl(mm, req, arg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dgram() -> Arc<UnixSocket> {
+        UnixSocket::new(1, TimeSpec::default(), SockType::Dgram)
+    }
+
+    #[test]
+    fn a_datagram_socket_keeps_one_entry_on_its_destination_however_often_it_connects() {
+        let (a, b, c) = (dgram(), dgram(), dgram());
+        let base = b.inbox_entries();
+        for _ in 0..1000 {
+            c.dgram_connect(&a).unwrap();
+            c.dgram_connect(&b).unwrap();
+        }
+        assert_eq!(b.inbox_entries(), base + 1);
+        assert_eq!(a.inbox_entries(), base);
+        c.dgram_disconnect().unwrap();
+        assert_eq!(b.inbox_entries(), base);
+        c.dgram_connect(&b).unwrap();
+        drop(c);
+        assert_eq!(b.inbox_entries(), base);
     }
 }

@@ -306,6 +306,20 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
     task.kernel.ext::<UnixNames>().find(&key).ok_or(Errno::ECONNREFUSED)
 }
 
+/// The address family of the sockaddr at `addr` (`len` bytes long).
+fn family(task: &Task, addr: u64, len: u64) -> Result<u16, Errno> {
+    if len < 2 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; 2];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    Ok(u16::from_ne_bytes(raw))
+}
+
+/// sa_family_t's "no family": a datagram socket's connect(2) to it
+/// disconnects.
+const AF_UNSPEC: u16 = 0;
+
 fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::connect(task, &f, &s, a),
@@ -313,6 +327,11 @@ fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
+    if s.ty() == SockType::Dgram && family(task, a[1], a[2])? == AF_UNSPEC {
+        // Dissolves the association, as Linux's unix_dgram_connect.
+        s.dgram_disconnect()?;
+        return Ok(0);
+    }
     let target = bound_socket(task, a[1], a[2], s.ty())?;
     if s.ty() == SockType::Dgram {
         s.dgram_connect(&target)?;

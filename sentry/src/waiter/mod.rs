@@ -92,6 +92,12 @@ impl Queue {
         }
     }
 
+    /// How many entries are registered.
+    #[cfg(test)]
+    pub fn entry_count(&self) -> usize {
+        self.entries.lock().len()
+    }
+
     /// The union of the registered masks (what the queue's owner may
     /// need to watch for).
     pub fn events(&self) -> u32 {
