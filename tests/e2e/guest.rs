@@ -106,6 +106,11 @@ fn guest_extreme_times() {
 }
 
 #[test]
+fn guest_blocking_io() {
+    guest_test("blocking_io", &[]);
+}
+
+#[test]
 fn guest_splice() {
     guest_test("splice", &[]);
 }

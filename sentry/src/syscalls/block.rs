@@ -18,7 +18,9 @@ pub(super) fn nonblocking(f: &FileDescription) -> bool {
 /// Runs `attempt` until it does not fail with EAGAIN, waiting on `f`'s
 /// queue for an event in `mask` between attempts, unless `dontwait`. A
 /// passed `deadline` ends the wait with EAGAIN (SO_RCVTIMEO's
-/// behavior); an interruption with ERESTARTSYS.
+/// behavior). An interruption ends it with ERESTARTSYS, or EINTR when it
+/// has a deadline: restarting would start the timeout afresh, so Linux
+/// (`sock_intr_errno`) does not restart a wait with a timeout.
 pub(super) fn wait_io<T>(
     f: &FileDescription,
     mask: u32,
@@ -37,6 +39,7 @@ pub(super) fn wait_io<T>(
         match attempt() {
             Err(Errno::EAGAIN) => match w.wait(deadline) {
                 Err(Errno::ETIMEDOUT) => return Err(Errno::EAGAIN),
+                Err(Errno::ERESTARTSYS) if deadline.is_some() => return Err(Errno::EINTR),
                 r => r?,
             },
             r => return r,
@@ -47,8 +50,17 @@ pub(super) fn wait_io<T>(
 /// A read of `f` that waits for data unless the description is
 /// non-blocking, until the file's read timeout if it has one.
 pub(super) fn read(f: &FileDescription, attempt: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+    read_unless(f, false, attempt)
+}
+
+/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK).
+pub(super) fn read_unless(
+    f: &FileDescription,
+    dontwait: bool,
+    attempt: impl FnMut() -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
     let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
-    wait_io(f, READ_EVENTS, nonblocking(f), deadline, attempt)
+    wait_io(f, READ_EVENTS, dontwait || nonblocking(f), deadline, attempt)
 }
 
 /// A write of all of `buf` to `f`, waiting for room as often as needed

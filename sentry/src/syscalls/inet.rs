@@ -148,7 +148,9 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
 /// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
 pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6], flags: i32) -> SysResult {
     let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::EOPNOTSUPP) };
-    let conn = wait_io(f, READ_EVENTS, nonblocking(f, 0), None, || t.accept().map_err(errno))?;
+    // SO_RCVTIMEO bounds the wait (EAGAIN), as in inet_csk_accept.
+    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    let conn = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, || t.accept().map_err(errno))?;
     let peer = conn.peer_addr().map_err(errno)?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));

@@ -72,7 +72,8 @@ fn put(task: &Task, out: &Arc<FileDescription>, off_addr: u64, buf: &[u8], nonbl
             let n = out.positioned(out.appends(), |off| out.ops.write(buf, off).map(|n| n as u64))?;
             usize::try_from(n).map_err(|_| Errno::EOVERFLOW)
         }
-        None => out.write(buf),
+        // Another file (a socket) waits for room unless non-blocking.
+        None => super::block::write(out, buf, |b| out.write(b)),
     }
 }
 
@@ -127,7 +128,8 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
         None => {
             let pout = pout.ok_or(Errno::EINVAL)?;
             let mut copy = |off: u64| -> SysResult {
-                let n = input.ops.read(&mut buf, off)?;
+                // A socket waits for data, unless either says not to.
+                let n = super::block::read_unless(&input, nonblock, || input.ops.read(&mut buf, off))?;
                 if n == 0 {
                     return Ok(0);
                 }
