@@ -101,6 +101,7 @@ attacks!(
     wedged_sandbox_stops,
     owner_sigkill_leaves_nothing,
     supervisor_sigint,
+    stdout_unread_interruptible,
     unknown_flag_refused,
     sentry_quiet_on_guest_stderr,
     init_unkillable_inside,

@@ -6,7 +6,7 @@ use super::tty::termios::{
 };
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN};
+use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT};
 use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
@@ -98,9 +98,17 @@ impl Mappable for HostFile {
 }
 
 /// One of the sandbox's standard streams: a host pipe, file or terminal
-/// handed to the sentry by the runtime. Reads and writes go straight to it.
+/// handed to the sentry by the runtime. Reads and writes go straight to it
+/// when the host says they would not block, else fail with EAGAIN so the
+/// caller waits on the host notifier, where an interruption reaches it.
+/// The descriptor itself stays as the runtime gave it (its O_NONBLOCK is
+/// shared with the host's other users of the same pipe or terminal).
 pub struct HostStream {
     fd: OwnedFd,
+    /// The most one write hands the host: a pipe that polls writable has
+    /// a free page, so a write of PIPE_BUF bytes does not block in the
+    /// host; a longer one could. A regular file never blocks.
+    chunk: usize,
     /// Waiters for the host descriptor's readiness, which the host
     /// notifier announces once it watches the descriptor.
     events: Arc<Queue>,
@@ -111,7 +119,13 @@ pub struct HostStream {
 
 impl HostStream {
     pub fn new(fd: OwnedFd) -> HostStream {
-        HostStream { fd, events: Arc::default(), watched: OnceLock::new() }
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a whole struct stat on success, which is
+        // only then read.
+        let regular = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0
+            && unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFREG;
+        let chunk = if regular { usize::MAX } else { libc::PIPE_BUF };
+        HostStream { fd, chunk, events: Arc::default(), watched: OnceLock::new() }
     }
 
     /// An ioctl that copies a fixed-size struct out of the host.
@@ -171,7 +185,14 @@ impl FileOps for HostStream {
         io(|| unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
     }
 
+    /// Writes what the host descriptor takes without blocking; EAGAIN
+    /// when it has no room (a full pipe nobody reads), so the caller
+    /// waits on the queue instead of in the host.
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        if self.host_events() & (POLLOUT | POLLHUP | POLLERR) == 0 {
+            return Err(Errno::EAGAIN);
+        }
+        let buf = &buf[..buf.len().min(self.chunk)];
         // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
         io(|| unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
     }
