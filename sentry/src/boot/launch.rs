@@ -99,22 +99,18 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
     thread.attrs.lock().no_new_privs = spec.no_new_privs;
-    {
-        let mut limits = thread.rlimits.lock();
-        for (resource, limit) in spec.rlimits {
-            if let Some(l) = limits.get_mut(resource) {
-                *l = limit;
-            }
-        }
+    for (resource, limit) in spec.rlimits {
+        // The runtime's limits are set as given; an unknown one is ignored.
+        let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));
     }
-    kernel.threads.lock().insert(pid, thread.clone());
+    kernel.add_thread(thread.clone());
     kernel.procs.add(pid, 0);
     let console = if spec.console {
         let [host, _, _] = spec.stdio;
         let (console, replica) = match Console::start(kernel, host) {
             Ok(c) => c,
             Err(e) => {
-                kernel.threads.lock().remove(&pid);
+                kernel.remove_thread(&thread);
                 kernel.procs.remove(pid);
                 return Err(LaunchError::Console(e));
             }
@@ -130,10 +126,10 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         None
     };
 
-    let mut task = match Task::new(kernel.clone(), thread) {
+    let mut task = match Task::new(kernel.clone(), thread.clone()) {
         Ok(t) => t,
         Err(e) => {
-            kernel.threads.lock().remove(&pid);
+            kernel.remove_thread(&thread);
             kernel.procs.remove(pid);
             return Err(e.into());
         }

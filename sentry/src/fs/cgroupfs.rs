@@ -43,7 +43,7 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
         ("cgroup.controllers", fixed("cpu memory pids\n".into())),
         ("cgroup.procs", live(|k| lines(k.procs.live()))),
         ("cgroup.subtree_control", fixed("\n".into())),
-        ("cgroup.threads", live(|k| lines(k.threads.lock().keys().copied().collect()))),
+        ("cgroup.threads", live(|k| lines(k.tids()))),
         ("cgroup.type", fixed("domain\n".into())),
         ("cpu.max", limit(cpu_text)),
         ("memory.current", live(|k| format!("{}\n", k.memory.used()))),
@@ -61,7 +61,7 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
                 Ok(format!("{bytes}\n").into_bytes())
             })
         }),
-        ("pids.current", live(|k| format!("{}\n", k.threads.lock().len()))),
+        ("pids.current", live(|k| format!("{}\n", k.tids().len()))),
         ("pids.max", limit(pids_text)),
     ];
     let entries = files

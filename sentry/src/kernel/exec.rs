@@ -99,7 +99,7 @@ pub fn execve(
 /// exits first (Linux's de_thread); this one goes on with the new image.
 fn end_other_threads(task: &Task) {
     let k = &task.kernel;
-    let others: Vec<_> = k.group(task.thread.tgid).into_iter().filter(|t| t.tid != task.thread.tid).collect();
+    let others: Vec<_> = task.thread.group().threads().into_iter().filter(|t| t.tid != task.thread.tid).collect();
     if others.is_empty() {
         return;
     }

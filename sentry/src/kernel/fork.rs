@@ -2,7 +2,7 @@
 //! child runs on a host thread of its own, which creates (and so traces)
 //! the child's address space.
 
-use super::signal::NSIG;
+use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
 use super::FsContext;
@@ -151,7 +151,7 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
         Ok(t) => t,
         Err(e) => {
             log::warn!("fork: cannot create a platform context: {e}");
-            kernel.threads.lock().remove(&start.tid);
+            kernel.remove_thread(&thread);
             let _ = tx.send(Err(Errno::EAGAIN));
             return;
         }
@@ -187,13 +187,14 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     let pfs = p.fs();
     let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
     fs.swap_umask(pfs.umask());
-    let t = Thread::new_init(s.tid, p.creds(), mm, fs);
+    // A new process: a new group, with its parent's limits.
+    let group = p.group().fork(s.tid);
+    let t = Thread::new(s.tid, group, Arc::new(SigActions::default()), p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = Arc::new(p.fds().fork());
     *t.exe.lock() = p.exe.lock().clone();
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
-    *t.rlimits.lock() = *p.rlimits.lock();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     *t.altstack.lock() = *p.altstack.lock();
@@ -210,7 +211,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         t.clear_child_tid.store(s.args.child_tid, std::sync::atomic::Ordering::Relaxed);
     }
     let t = Arc::new(t);
-    kernel.threads.lock().insert(s.tid, t.clone());
+    kernel.add_thread(t.clone());
     Ok(t)
 }
 
@@ -239,14 +240,13 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
         fs.swap_umask(pfs.umask());
         fs
     };
-    let t = Thread::new_init(tid, p.creds(), mm.clone(), fs);
-    let t = Thread { tgid: p.tgid, sigactions: p.sigactions.clone(), ..t };
+    // A new thread of the caller's process: its group, its handlers.
+    let t = Thread::new(tid, p.group().clone(), p.sigactions.clone(), p.creds(), mm.clone(), fs);
     *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
     *t.comm.lock() = p.comm.lock().clone();
     *t.exe.lock() = p.exe.lock().clone();
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
-    *t.rlimits.lock() = *p.rlimits.lock();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     *t.attrs.lock() = p.attrs.lock().clone();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
@@ -262,21 +262,21 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     }
     let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
-    kernel.threads.lock().insert(tid, t.clone());
+    kernel.add_thread(t.clone());
     // A stop of the process that raced with this clone parks the new
     // thread too.
     if kernel.procs.stopped_by(t.tgid).is_some() {
         t.stop_requested.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     let (tx, rx) = mpsc::channel();
-    let k = kernel.clone();
+    let (k, thread) = (kernel.clone(), t.clone());
     let spawned = std::thread::Builder::new()
         .name(format!("task-{tid}"))
         .stack_size(8 << 20)
-        .spawn(move || run_thread(k, t, token, cpu, tx));
+        .spawn(move || run_thread(k, thread, token, cpu, tx));
     let started = spawned.is_ok() && matches!(rx.recv(), Ok(Ok(())));
     if !started {
-        kernel.threads.lock().remove(&tid);
+        kernel.remove_thread(&t);
         return Err(Errno::EAGAIN);
     }
     u64::try_from(tid).map_err(|_| Errno::EAGAIN)

@@ -1,9 +1,8 @@
 //! Resource limits: the per-process ones (getrlimit/setrlimit/prlimit64)
 //! and the container's host cgroup limits.
 
-use super::{Kernel, Thread};
+use super::Thread;
 use crate::abi::Errno;
-use std::sync::Arc;
 
 pub const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
@@ -52,28 +51,14 @@ pub fn check_change(resource: usize, old: Rlimit, new: Rlimit, privileged: bool)
 }
 
 /// `do_prlimit`: reads limit `res` of `target`'s process and, given `new`,
-/// replaces it in every thread of that process (each keeps a copy); returns
-/// the old limit. `privileged` is CAP_SYS_RESOURCE.
-pub fn prlimit(
-    kernel: &Kernel,
-    target: &Arc<Thread>,
-    res: usize,
-    new: Option<Rlimit>,
-    privileged: bool,
-) -> Result<Rlimit, Errno> {
-    let old = target.rlimit(res);
-    let Some(new) = new else { return Ok(old) };
-    check_change(res, old, new, privileged)?;
-    let mut group = kernel.group(target.tgid);
-    if !group.iter().any(|t| Arc::ptr_eq(t, target)) {
-        group.push(target.clone());
+/// replaces it for the whole process; returns the old limit.
+/// `privileged` is CAP_SYS_RESOURCE.
+pub fn prlimit(target: &Thread, res: usize, new: Option<Rlimit>, privileged: bool) -> Result<Rlimit, Errno> {
+    let group = target.group();
+    match new {
+        None => Ok(group.rlimit(res)),
+        Some(new) => group.set_rlimit(res, new, |old, new| check_change(res, old, new, privileged)),
     }
-    for t in group {
-        if let Some(l) = t.rlimits.lock().get_mut(res) {
-            *l = new;
-        }
-    }
-    Ok(old)
 }
 
 /// The limits the runtime put on the container's host cgroup (at create,

@@ -18,6 +18,7 @@ pub mod syscall_table;
 pub mod sysctl;
 pub mod task;
 pub mod thread;
+pub mod thread_group;
 pub mod timers;
 
 pub use fs_context::FsContext;
@@ -25,6 +26,7 @@ pub use syscall_hooks::{SyscallObserver, TaskIdentity};
 pub use syscall_table::{Handler, Support, Syscall};
 pub use task::{ExitStatus, Task};
 pub use thread::Thread;
+pub use thread_group::ThreadGroup;
 
 use crate::mm::MemoryFile;
 use crate::platform::Platform;
@@ -57,6 +59,13 @@ pub struct KernelOptions {
     pub protect_init: bool,
 }
 
+/// The live threads by tid and their processes by tgid, changed together.
+#[derive(Default)]
+struct ThreadTable {
+    threads: BTreeMap<i32, Arc<Thread>>,
+    groups: BTreeMap<i32, Arc<ThreadGroup>>,
+}
+
 /// The state of one sandbox.
 pub struct Kernel {
     pub platform: Arc<dyn Platform>,
@@ -70,7 +79,8 @@ pub struct Kernel {
     extensions: extensions::Extensions,
     /// The terminal layer, told of session changes (set at boot).
     terminals: OnceLock<Arc<dyn Terminals>>,
-    pub threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
+    /// Every live thread, and every process with a live thread.
+    threads: Mutex<ThreadTable>,
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
     pub timers: timers::Timers,
@@ -116,7 +126,7 @@ impl Kernel {
             net: husk_netstack::Stack::new(),
             extensions: extensions::Extensions::default(),
             terminals: OnceLock::new(),
-            threads: Mutex::new(BTreeMap::new()),
+            threads: Mutex::default(),
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
             timers: timers::Timers::default(),
@@ -177,7 +187,43 @@ impl Kernel {
     }
 
     pub fn thread(&self, tid: i32) -> Option<Arc<Thread>> {
-        self.threads.lock().get(&tid).cloned()
+        self.threads.lock().threads.get(&tid).cloned()
+    }
+
+    /// Makes `t` live: found by its tid, and one of its process's threads.
+    pub fn add_thread(&self, t: Arc<Thread>) {
+        let mut table = self.threads.lock();
+        let group = t.group().clone();
+        group.join(t.clone());
+        table.groups.insert(group.tgid(), group);
+        table.threads.insert(t.tid, t);
+    }
+
+    /// Thread `t` is gone (it exited, or never started); true if no
+    /// thread of its process is left.
+    pub fn remove_thread(&self, t: &Thread) -> bool {
+        let mut table = self.threads.lock();
+        table.threads.remove(&t.tid);
+        let last = t.group().leave(t.tid);
+        if last {
+            table.groups.remove(&t.tgid);
+        }
+        last
+    }
+
+    /// Every live thread, in tid order.
+    pub fn threads(&self) -> Vec<Arc<Thread>> {
+        self.threads.lock().threads.values().cloned().collect()
+    }
+
+    /// The tids of every live thread, in order.
+    pub fn tids(&self) -> Vec<i32> {
+        self.threads.lock().threads.keys().copied().collect()
+    }
+
+    /// Process `tgid`, while it has a live thread.
+    pub fn thread_group(&self, tgid: i32) -> Option<Arc<ThreadGroup>> {
+        self.threads.lock().groups.get(&tgid).cloned()
     }
 
     /// Reports an unimplemented system call once per number.
@@ -337,7 +383,7 @@ impl Kernel {
     /// thread's address space; threads share it). None when no process
     /// holds any.
     pub fn oom_victim(&self) -> Option<i32> {
-        let leaders: Vec<Arc<Thread>> = self.threads.lock().values().filter(|t| t.tid == t.tgid).cloned().collect();
+        let leaders: Vec<Arc<Thread>> = self.threads().into_iter().filter(|t| t.tid == t.tgid).collect();
         leaders
             .iter()
             .map(|t| (t.mm().resident_bytes(), t.tgid))
@@ -346,9 +392,9 @@ impl Kernel {
             .map(|(_, tgid)| tgid)
     }
 
-    /// The threads of thread group `tgid`.
+    /// The live threads of process `tgid`.
     pub fn group(&self, tgid: i32) -> Vec<Arc<Thread>> {
-        self.threads.lock().values().filter(|t| t.tgid == tgid).cloned().collect()
+        self.thread_group(tgid).map(|g| g.threads()).unwrap_or_default()
     }
 
     /// Ends every thread of process `tgid` with `status` (exit_group, a

@@ -202,16 +202,12 @@ impl Task {
     /// which becomes a zombie for its parent.
     pub fn finish(&mut self, status: ExitStatus) {
         let k = self.kernel.clone();
-        let (tid, tgid) = (self.thread.tid, self.thread.tgid);
+        let tgid = self.thread.tgid;
         if !self.thread_only {
             k.exit_group(tgid, status);
         }
         *self.thread.interrupter.lock() = None;
-        let last = {
-            let mut threads = k.threads.lock();
-            threads.remove(&tid);
-            !threads.values().any(|t| t.tgid == tgid)
-        };
+        let last = k.remove_thread(&self.thread);
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
         if ctid != 0 {
@@ -284,7 +280,7 @@ impl Task {
             return;
         }
         let give_up = std::time::Instant::now() + OOM_WAIT;
-        while !self.kernel.group(victim).is_empty() && std::time::Instant::now() < give_up {
+        while self.kernel.thread_group(victim).is_some() && std::time::Instant::now() < give_up {
             if waiter::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
                 return;
             }

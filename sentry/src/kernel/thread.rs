@@ -4,10 +4,11 @@
 //! the host thread that runs it.
 
 use super::fs_context::FsContext;
-use super::limits::{self, Rlimit, RLIMIT_NLIMITS};
+use super::limits::{self, Rlimit};
 use super::siginfo::SigInfo;
 use super::signal::sigbit;
 use super::signal::{AltStack, SigActions};
+use super::thread_group::ThreadGroup;
 use crate::auth::Credentials;
 use crate::loader::ArgRanges;
 use crate::mm::MemoryManager;
@@ -26,30 +27,25 @@ const SIGRTMIN: i32 = 32;
 /// RLIMIT_SIGPENDING is of this order).
 const MAX_QUEUED: usize = 1024;
 
-/// Attributes set by `prctl` and `sched_setaffinity`. On fork the child
-/// copies them except `pdeathsig` (cleared); exec clears `keepcaps`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Attributes set by `prctl` and `sched_setaffinity` that Linux keeps per
+/// thread (the per-process ones are the `ThreadGroup`'s). On fork the
+/// child copies them except `pdeathsig` (cleared); exec clears `keepcaps`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadAttrs {
     /// The signal sent when the parent dies (PR_SET_PDEATHSIG); 0 for none.
     pub pdeathsig: i32,
-    /// PR_SET_DUMPABLE: 0 or 1.
-    pub dumpable: u8,
     pub no_new_privs: bool,
     pub keepcaps: bool,
     /// The CPU affinity mask in 64-bit words; `None` means every CPU.
     pub cpu_affinity: Option<Vec<u64>>,
 }
 
-impl Default for ThreadAttrs {
-    fn default() -> Self {
-        ThreadAttrs { pdeathsig: 0, dumpable: 1, no_new_privs: false, keepcaps: false, cpu_affinity: None }
-    }
-}
-
 pub struct Thread {
     pub tid: i32,
-    /// The thread group (process) id.
+    /// The thread group (process) id: `group.tgid()`.
     pub tgid: i32,
+    /// The process: what its threads share.
+    group: Arc<ThreadGroup>,
     pub comm: Mutex<Vec<u8>>,
     pub creds: RwLock<Credentials>,
     pub mm: Mutex<Arc<MemoryManager>>,
@@ -59,7 +55,6 @@ pub struct Thread {
     pub args: Mutex<ArgRanges>,
     /// The auxiliary vector the program started with.
     pub auxv: Mutex<Vec<u8>>,
-    pub rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
     /// The nice value (-20..=19), recorded and reported.
     pub nice: AtomicI32,
     pub sigactions: Arc<SigActions>,
@@ -96,11 +91,27 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// The first thread of a sandbox.
+    /// The first thread of a sandbox: it leads a new process with the
+    /// default limits.
     pub fn new_init(tid: i32, creds: Credentials, mm: Arc<MemoryManager>, fs: Arc<FsContext>) -> Thread {
+        let group = ThreadGroup::new(tid, limits::defaults());
+        Thread::new(tid, group, Arc::new(SigActions::default()), creds, mm, fs)
+    }
+
+    /// A thread `tid` of process `group`, with signal handlers `sigactions`.
+    /// It joins the group's list when the kernel's thread table adds it.
+    pub fn new(
+        tid: i32,
+        group: Arc<ThreadGroup>,
+        sigactions: Arc<SigActions>,
+        creds: Credentials,
+        mm: Arc<MemoryManager>,
+        fs: Arc<FsContext>,
+    ) -> Thread {
         Thread {
             tid,
-            tgid: tid,
+            tgid: group.tgid(),
+            group,
             comm: Mutex::new(Vec::new()),
             creds: RwLock::new(creds),
             mm: Mutex::new(mm),
@@ -109,9 +120,8 @@ impl Thread {
             exe: Mutex::new(None),
             args: Mutex::new(ArgRanges::default()),
             auxv: Mutex::new(Vec::new()),
-            rlimits: Mutex::new(limits::defaults()),
             nice: AtomicI32::new(0),
-            sigactions: Arc::new(SigActions::default()),
+            sigactions,
             sigmask: AtomicU64::new(0),
             sigpending: AtomicU64::new(0),
             siginfo: Mutex::default(),
@@ -146,8 +156,14 @@ impl Thread {
         self.creds.read().clone()
     }
 
+    /// The process this thread belongs to.
+    pub fn group(&self) -> &Arc<ThreadGroup> {
+        &self.group
+    }
+
+    /// Its process's limit `which`.
     pub fn rlimit(&self, which: usize) -> Rlimit {
-        self.rlimits.lock().get(which).copied().unwrap_or(Rlimit { cur: 0, max: 0 })
+        self.group.rlimit(which)
     }
 
     pub fn nofile(&self) -> u64 {

@@ -75,10 +75,10 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             put_i32(task, arg2, sig)?;
             Ok(0)
         }
-        PR_GET_DUMPABLE => Ok(u64::from(task.thread.attrs.lock().dumpable)),
+        PR_GET_DUMPABLE => Ok(u64::from(task.thread.group().dumpable())),
         PR_SET_DUMPABLE => {
             let d = u8::try_from(arg2).ok().filter(|d| *d <= 1).ok_or(Errno::EINVAL)?;
-            task.thread.attrs.lock().dumpable = d;
+            task.thread.group().set_dumpable(d);
             Ok(0)
         }
         PR_GET_KEEPCAPS => Ok(u64::from(task.thread.attrs.lock().keepcaps)),

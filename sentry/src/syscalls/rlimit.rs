@@ -40,7 +40,7 @@ fn rlimit_index(resource: u64) -> Result<usize, Errno> {
 /// the old limit.
 fn do_prlimit(task: &Task, target: &Arc<Thread>, resource: u64, new: Option<Rlimit>) -> Result<Rlimit, Errno> {
     let res = rlimit_index(resource)?;
-    limits::prlimit(&task.kernel, target, res, new, capable(task, caps::CAP_SYS_RESOURCE))
+    limits::prlimit(target, res, new, capable(task, caps::CAP_SYS_RESOURCE))
 }
 
 fn sys_getrlimit(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -65,7 +65,7 @@ fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno>
         }
         PRIO_USER => {
             let uid = if who == 0 { task.thread.creds().uid } else { u32::try_from(who).map_err(|_| Errno::ESRCH)? };
-            k.threads.lock().values().filter(|t| t.creds().uid == uid).cloned().collect()
+            k.threads().into_iter().filter(|t| t.creds().uid == uid).collect()
         }
         _ => return Err(Errno::EINVAL),
     };

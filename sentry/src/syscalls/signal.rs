@@ -139,7 +139,7 @@ pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
 fn group(task: &Task) -> Vec<Arc<Thread>> {
     let me = &task.thread;
     let mut threads = vec![me.clone()];
-    threads.extend(task.kernel.threads.lock().values().filter(|t| t.tgid == me.tgid && t.tid != me.tid).cloned());
+    threads.extend(me.group().threads().into_iter().filter(|t| t.tid != me.tid));
     threads
 }
 
@@ -414,7 +414,7 @@ fn lookup(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
 /// `kill(-1, sig)`: every process but init and the caller's.
 fn kill_all(task: &mut Task, sig: i32) -> SysResult {
     let others: Vec<Arc<Thread>> =
-        task.kernel.threads.lock().values().filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid).cloned().collect();
+        task.kernel.threads().into_iter().filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid).collect();
     if others.is_empty() {
         return Err(Errno::ESRCH);
     }

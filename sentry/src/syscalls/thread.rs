@@ -50,7 +50,7 @@ fn sys_set_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_get_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
     let target = find_thread(task, int(a[0]))?;
     if target.tgid != task.thread.tgid {
-        let dumpable = target.attrs.lock().dumpable != 0;
+        let dumpable = target.group().dumpable() != 0;
         if !task.thread.creds().may_read_process(&target.creds(), dumpable) {
             return Err(Errno::EPERM);
         }

@@ -107,7 +107,7 @@ fn sandbox() -> Sandbox {
     mm.copy_out(addr, &[ARGS, ENV].concat()).unwrap();
     let end = addr + ARGS.len() as u64;
     *init.args.lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
-    kernel.threads.lock().insert(1, init.clone());
+    kernel.add_thread(init.clone());
     kernel.procs.add(1, 0);
     set_current(Some(init.clone()));
     Sandbox { kernel, proc, init, etc }
@@ -255,7 +255,7 @@ fn an_exited_process_disappears() {
     let s = sandbox();
     let dir = walk(&s.proc, "1").unwrap();
     let status = dir.lookup(b"status").unwrap();
-    s.kernel.threads.lock().remove(&1);
+    s.kernel.remove_thread(&s.init);
     assert_eq!(s.proc.lookup(b"1").err(), Some(Errno::ENOENT));
     assert_eq!(dir.lookup(b"comm").err(), Some(Errno::ENOENT));
     assert_eq!(dir.readdir().err(), Some(Errno::ENOENT));

@@ -194,8 +194,8 @@ fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
 
 /// The number of threads in the sandbox and the highest thread id.
 fn thread_counts(k: &Kernel) -> (usize, i32) {
-    let threads = k.threads.lock();
-    (threads.len(), threads.keys().next_back().copied().unwrap_or(0))
+    let tids = k.tids();
+    (tids.len(), tids.last().copied().unwrap_or(0))
 }
 
 /// A process id or fd as /proc names it: decimal without leading zeros.
@@ -226,8 +226,8 @@ impl Entries for RootEntries {
     fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let mut entries = self.statics.list(dir)?;
         if let Ok(k) = self.proc.kernel() {
-            let threads = k.threads.lock();
-            let leaders = threads.values().filter(|t| t.tid == t.tgid);
+            let threads = k.threads();
+            let leaders = threads.iter().filter(|t| t.tid == t.tgid);
             entries.extend(leaders.map(|t| DirEntry {
                 ino: path_ino(format!("/{}", t.tid).as_bytes()),
                 kind: libc::DT_DIR,

@@ -129,7 +129,7 @@ fn child_attr(parent: &Attr, path: &str, mode: u32) -> Attr {
 pub(super) fn process_dir(p: &Arc<Proc>, k: &Kernel, t: &Thread, path: String, leader: bool) -> Arc<dyn Node> {
     let mut attr = p.attr(&path, S_IFDIR | 0o555);
     // Like Linux's task_dump_owner: a non-dumpable process's files are root's.
-    if t.attrs.lock().dumpable == 1 {
+    if t.group().dumpable() == 1 {
         let creds = t.creds();
         (attr.uid, attr.gid) = (creds.euid, creds.egid);
     }
@@ -217,10 +217,9 @@ impl Entries for TaskEntries {
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let (k, leader) = self.task.get_for_lookup()?;
-        let threads = k.threads.lock();
+        let threads = k.group(leader.tgid);
         Ok(threads
-            .values()
-            .filter(|t| t.tgid == leader.tgid)
+            .iter()
             .map(|t| DirEntry {
                 ino: path_ino(format!("{}/{}", self.path, t.tid).as_bytes()),
                 kind: libc::DT_DIR,

@@ -62,7 +62,7 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<
             read_guest(t, a.arg_start, a.arg_end)
         }
         FileKind::Status => status(p, k, t),
-        FileKind::Limits => process::format_limits(&*t.rlimits.lock()).into_bytes(),
+        FileKind::Limits => process::format_limits(&t.group().rlimits()).into_bytes(),
         FileKind::Comm => line(&t.comm.lock()),
         FileKind::Stat => stat(k, t),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
@@ -144,7 +144,7 @@ fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
 }
 
 fn thread_count(k: &Kernel, t: &Thread) -> usize {
-    k.threads.lock().values().filter(|x| x.tgid == t.tgid).count()
+    k.thread_group(t.tgid).map_or(0, |g| g.thread_count())
 }
 
 /// The size of the fd table as Linux grows it: 64, then powers of two.

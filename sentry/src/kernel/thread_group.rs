@@ -1,0 +1,245 @@
+//! A thread group (a process): what Linux keeps per process rather than
+//! per thread (`signal_struct`, gVisor's `kernel.ThreadGroup`). Every
+//! thread of a process holds the same `Arc<ThreadGroup>`, so a change one
+//! thread makes (setrlimit, PR_SET_DUMPABLE) is what every other thread
+//! sees, with no copies to keep in step.
+//!
+//! The process table (`process.rs`) still keeps the links between
+//! processes: parent, process group, session, exit and job-control state,
+//! subreaper. They are read and changed together under its one lock (wait,
+//! reparenting, orphaned groups), as Linux's `tasklist_lock` guards them.
+
+use super::limits::{Rlimit, RLIMIT_NLIMITS};
+use super::thread::Thread;
+use crate::abi::Errno;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+pub struct ThreadGroup {
+    tgid: i32,
+    /// The live threads, by tid. A thread leaves when it exits (the
+    /// kernel's thread table removes it), which also breaks the cycle of
+    /// `Arc`s between a thread and its group.
+    threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
+    rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
+    /// PR_SET_DUMPABLE: 0 or 1. Linux keeps it with the address space,
+    /// which every thread of a process shares here.
+    dumpable: AtomicU8,
+}
+
+impl ThreadGroup {
+    /// A new process `tgid` with no threads yet and limits `rlimits`.
+    pub fn new(tgid: i32, rlimits: [Rlimit; RLIMIT_NLIMITS]) -> Arc<ThreadGroup> {
+        Arc::new(ThreadGroup {
+            tgid,
+            threads: Mutex::new(BTreeMap::new()),
+            rlimits: Mutex::new(rlimits),
+            dumpable: AtomicU8::new(1),
+        })
+    }
+
+    /// The group of a process `tgid` forked from this one: it inherits
+    /// the limits and dumpability, not the threads.
+    pub fn fork(&self, tgid: i32) -> Arc<ThreadGroup> {
+        let child = ThreadGroup::new(tgid, self.rlimits());
+        child.set_dumpable(self.dumpable());
+        child
+    }
+
+    pub fn tgid(&self) -> i32 {
+        self.tgid
+    }
+
+    /// The live threads, in tid order.
+    pub fn threads(&self) -> Vec<Arc<Thread>> {
+        self.threads.lock().values().cloned().collect()
+    }
+
+    pub fn thread_count(&self) -> usize {
+        self.threads.lock().len()
+    }
+
+    /// Adds `t` (called by the kernel's thread table, under its lock).
+    pub(super) fn join(&self, t: Arc<Thread>) {
+        self.threads.lock().insert(t.tid, t);
+    }
+
+    /// Removes thread `tid`; true if no thread is left.
+    pub(super) fn leave(&self, tid: i32) -> bool {
+        let mut threads = self.threads.lock();
+        threads.remove(&tid);
+        threads.is_empty()
+    }
+
+    pub fn rlimit(&self, resource: usize) -> Rlimit {
+        self.rlimits.lock().get(resource).copied().unwrap_or(Rlimit { cur: 0, max: 0 })
+    }
+
+    pub fn rlimits(&self) -> [Rlimit; RLIMIT_NLIMITS] {
+        *self.rlimits.lock()
+    }
+
+    /// Replaces limit `resource` with `new` if `check(old, new)` allows it
+    /// (read and replaced at once, so two changes cannot interleave);
+    /// returns the old limit. An unknown resource is EINVAL.
+    pub fn set_rlimit(
+        &self,
+        resource: usize,
+        new: Rlimit,
+        check: impl FnOnce(Rlimit, Rlimit) -> Result<(), Errno>,
+    ) -> Result<Rlimit, Errno> {
+        let mut l = self.rlimits.lock();
+        let slot = l.get_mut(resource).ok_or(Errno::EINVAL)?;
+        let old = *slot;
+        check(old, new)?;
+        *slot = new;
+        Ok(old)
+    }
+
+    pub fn dumpable(&self) -> u8 {
+        self.dumpable.load(Ordering::Relaxed)
+    }
+
+    pub fn set_dumpable(&self, d: u8) {
+        self.dumpable.store(d, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Credentials;
+    use crate::fs::tmpfs::Tmpfs;
+    use crate::kernel::limits::{check_change, prlimit, RLIMIT_NOFILE};
+    use crate::kernel::{FsContext, Kernel, KernelOptions};
+    use crate::mm::{MemoryFile, MemoryManager};
+    use crate::platform::{self, AddressSpace, Context, Perms, Platform, PlatformError};
+
+    /// A platform for threads that never run guest code.
+    struct NoPlatform;
+
+    impl Platform for NoPlatform {
+        fn name(&self) -> &'static str {
+            "none"
+        }
+
+        fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
+            Ok(Arc::new(NoSpace))
+        }
+
+        fn new_context(&self) -> platform::Result<Box<dyn Context>> {
+            Err(PlatformError::Unsupported("no guest code runs in unit tests"))
+        }
+
+        fn fpu_template(&self) -> &[u8] {
+            &[]
+        }
+    }
+
+    struct NoSpace;
+
+    impl AddressSpace for NoSpace {
+        fn map(&self, _: u64, _: u64, _: u64, _: Perms) -> platform::Result<()> {
+            Ok(())
+        }
+
+        fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
+            Ok(())
+        }
+
+        fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
+            Err(PlatformError::Unsupported("no guest code runs here"))
+        }
+
+        fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
+            Err(PlatformError::Unsupported("no guest code runs here"))
+        }
+
+        fn release_thread(&self) {}
+
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    fn kernel() -> Arc<Kernel> {
+        let memory = Arc::new(MemoryFile::new(1 << 24).unwrap());
+        let root = Tmpfs::new(0o755, 0, 0);
+        let anon = Tmpfs::new(0o600, 0, 0);
+        Arc::new(Kernel::new(Arc::new(NoPlatform), memory, root, anon, KernelOptions::default()))
+    }
+
+    /// Thread `tid` of process `group`, added to the kernel's table.
+    fn spawn(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
+        let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(NoSpace), 1 << 40));
+        let root = k.mounts.root();
+        let fs = Arc::new(FsContext::new(root.clone(), root));
+        let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
+        k.add_thread(t.clone());
+        t
+    }
+
+    fn nofile(cur: u64, max: u64) -> Rlimit {
+        Rlimit { cur, max }
+    }
+
+    #[test]
+    fn a_new_thread_joins_its_creators_group() {
+        let k = kernel();
+        let leader = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let other = spawn(&k, 2, leader.group().clone());
+        assert_eq!(other.tgid, 1);
+        let tids: Vec<i32> = k.group(1).iter().map(|t| t.tid).collect();
+        assert_eq!(tids, [1, 2]);
+        assert!(!k.remove_thread(&leader), "thread 2 still runs");
+        assert_eq!(k.group(1).len(), 1, "the group outlives its leader");
+        assert!(k.remove_thread(&other), "the last thread out");
+        assert!(k.thread_group(1).is_none());
+    }
+
+    #[test]
+    fn a_limit_set_by_one_thread_is_seen_by_another() {
+        let k = kernel();
+        let a = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let b = spawn(&k, 2, a.group().clone());
+        let old = prlimit(&a, RLIMIT_NOFILE, Some(nofile(100, 200)), false).unwrap();
+        assert_eq!(old, nofile(1024, 4096));
+        assert_eq!(b.rlimit(RLIMIT_NOFILE), nofile(100, 200));
+        assert_eq!(b.nofile(), 100);
+        assert_eq!(prlimit(&b, RLIMIT_NOFILE, Some(nofile(10, 300)), false), Err(Errno::EPERM));
+        assert_eq!(a.rlimit(RLIMIT_NOFILE), nofile(100, 200), "a refused change changes nothing");
+    }
+
+    #[test]
+    fn fork_makes_a_new_group_with_the_parents_limits() {
+        let k = kernel();
+        let parent = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        parent.group().set_dumpable(0);
+        let child = spawn(&k, 2, parent.group().fork(2));
+        assert_eq!(child.tgid, 2);
+        assert_eq!(child.rlimit(RLIMIT_NOFILE), nofile(1024, 4096));
+        assert_eq!(child.group().dumpable(), 0);
+        prlimit(&child, RLIMIT_NOFILE, Some(nofile(5, 5)), false).unwrap();
+        assert_eq!(parent.rlimit(RLIMIT_NOFILE), nofile(1024, 4096), "the child's change is its own");
+        assert_eq!(k.group(1).len(), 1);
+        assert_eq!(k.group(2).len(), 1);
+    }
+
+    #[test]
+    fn set_rlimit_checks_against_the_current_limit() {
+        let g = ThreadGroup::new(1, limits_for_test());
+        let check = |old, new| check_change(RLIMIT_NOFILE, old, new, false);
+        assert_eq!(g.set_rlimit(RLIMIT_NOFILE, nofile(9, 8), check), Err(Errno::EINVAL));
+        assert_eq!(g.set_rlimit(RLIMIT_NLIMITS, nofile(1, 1), |_, _| Ok(())), Err(Errno::EINVAL));
+        assert_eq!(g.rlimit(RLIMIT_NLIMITS), nofile(0, 0), "an unknown limit reads as 0");
+    }
+
+    /// The default limits with NOFILE at 1024/4096.
+    fn limits_for_test() -> [Rlimit; RLIMIT_NLIMITS] {
+        let mut l = crate::kernel::limits::defaults();
+        l[RLIMIT_NOFILE] = nofile(1024, 4096);
+        l
+    }
+}
