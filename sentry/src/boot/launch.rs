@@ -104,7 +104,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));
     }
     kernel.add_thread(thread.clone());
-    kernel.procs.add(pid, 0);
+    kernel.procs.add(thread.group().clone(), 0);
     let console = if spec.console {
         let [host, _, _] = spec.stdio;
         let (console, replica) = match Console::start(kernel, host) {

@@ -5,6 +5,7 @@
 use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
+use super::thread_group::ThreadGroup;
 use super::FsContext;
 use crate::abi::{Errno, SysResult};
 use crate::mm::MemoryManager;
@@ -61,6 +62,8 @@ impl CloneArgs {
 /// Everything the child host thread needs to start.
 struct ChildStart {
     tid: i32,
+    /// The new process, already in the process table.
+    group: Arc<ThreadGroup>,
     image: Option<crate::mm::manager::ForkImage>,
     cpu: CpuState,
     parent: Arc<Thread>,
@@ -106,8 +109,10 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         let v = tid.to_le_bytes();
         task.thread.mm().copy_out(args.parent_tid, &v)?;
     }
-    kernel.procs.add(tid, ppid);
-    let start = ChildStart { tid, image: Some(image), cpu, parent: task.thread.clone(), args };
+    // A new process: a new group, with its parent's limits.
+    let group = task.thread.group().fork(tid);
+    kernel.procs.add(group.clone(), ppid);
+    let start = ChildStart { tid, group, image: Some(image), cpu, parent: task.thread.clone(), args };
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     let spawned = std::thread::Builder::new()
@@ -187,9 +192,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     let pfs = p.fs();
     let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
     fs.swap_umask(pfs.umask());
-    // A new process: a new group, with its parent's limits.
-    let group = p.group().fork(s.tid);
-    let t = Thread::new(s.tid, group, Arc::new(SigActions::default()), p.creds(), mm, fs);
+    let t = Thread::new(s.tid, s.group.clone(), Arc::new(SigActions::default()), p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = Arc::new(p.fds().fork());
     *t.exe.lock() = p.exe.lock().clone();

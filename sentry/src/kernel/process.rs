@@ -1,8 +1,12 @@
-//! The process table: parent/child links, exit statuses of zombies, job
-//! control (stopped and continued processes), the wake-ups `wait4` and
-//! `vfork` sleep on, and fatal signals sent to a running process.
+//! The process table: parent/child links, every process's `ThreadGroup`
+//! by pid (zombies' too, until reaped), the wake-ups `wait4` and `vfork`
+//! sleep on. Each group owns its session, process group, exit and
+//! job-control state; the table changes it under its lock, so that a scan
+//! of many processes (wait, reparenting, orphaned groups) sees one
+//! consistent picture and a change wakes the waits.
 
 use super::task::ExitStatus;
+use super::thread_group::{ProcessState, ThreadGroup};
 use crate::waiter::{self, wait_once, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -13,25 +17,24 @@ pub const INIT_PID: i32 = 1;
 
 struct Entry {
     ppid: i32,
-    pgid: i32,
-    sid: i32,
-    /// Set once the process exited and until it is reaped.
-    status: Option<ExitStatus>,
     /// A vfork child released its parent (exec or exit).
     vfork_released: bool,
-    /// The whole process is exiting (exit_group or a fatal signal), with
-    /// this status.
-    group_exit: Option<ExitStatus>,
-    /// Stopped by this signal (job control) until SIGCONT or SIGKILL.
-    stopped_by: Option<i32>,
-    /// A stop or continue its parent's wait has not reported yet.
-    unreported: Option<ChildEvent>,
-    /// SIGCONTs (and SIGKILLs) sent to it: a stop decided before the latest
-    /// one does not happen.
-    continues: u64,
-    /// PR_SET_CHILD_SUBREAPER: orphaned descendants are reparented here
-    /// instead of to init.
-    subreaper: bool,
+    group: Arc<ThreadGroup>,
+}
+
+impl Entry {
+    /// A copy of the process's state.
+    fn state(&self) -> ProcessState {
+        self.group.process()
+    }
+
+    fn update<R>(&self, f: impl FnOnce(&mut ProcessState) -> R) -> R {
+        self.group.update_process(f)
+    }
+
+    fn alive(&self) -> bool {
+        self.state().status.is_none()
+    }
 }
 
 /// A child given a new parent when its parent exited.
@@ -64,7 +67,7 @@ pub struct WaitFor {
 impl WaitFor {
     pub const EXITED: WaitFor = WaitFor { exited: true, stopped: false, continued: false };
 
-    fn wants(self, e: &Entry) -> Option<ChildEvent> {
+    fn wants(self, e: &ProcessState) -> Option<ChildEvent> {
         if let Some(s) = e.status {
             return self.exited.then_some(ChildEvent::Exited(s));
         }
@@ -100,25 +103,17 @@ pub struct ProcessTable {
 }
 
 impl ProcessTable {
-    /// Registers a new process; its group and session are its parent's.
-    pub fn add(&self, pid: i32, ppid: i32) {
+    /// Registers a new process, `group`; its process group and session
+    /// are its parent's.
+    pub fn add(&self, group: Arc<ThreadGroup>, ppid: i32) {
         let mut p = self.procs.lock();
-        let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| (e.pgid, e.sid));
-        p.insert(
-            pid,
-            Entry {
-                ppid,
-                pgid,
-                sid,
-                status: None,
-                vfork_released: false,
-                group_exit: None,
-                stopped_by: None,
-                unreported: None,
-                continues: 0,
-                subreaper: false,
-            },
-        );
+        let pid = group.tgid();
+        let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| {
+            let s = e.state();
+            (s.pgid, s.sid)
+        });
+        group.update_process(|s| (s.pgid, s.sid) = (pgid, sid));
+        p.insert(pid, Entry { ppid, vfork_released: false, group });
     }
 
     /// Forgets a process that never ran (fork failed).
@@ -131,24 +126,26 @@ impl ProcessTable {
     }
 
     pub fn pgid(&self, pid: i32) -> Option<i32> {
-        self.procs.lock().get(&pid).map(|e| e.pgid)
+        self.procs.lock().get(&pid).map(|e| e.state().pgid)
     }
 
     pub fn sid(&self, pid: i32) -> Option<i32> {
-        self.procs.lock().get(&pid).map(|e| e.sid)
+        self.procs.lock().get(&pid).map(|e| e.state().sid)
     }
 
     /// Whether `pid` is alive (not a zombie).
     pub fn alive(&self, pid: i32) -> bool {
-        self.procs.lock().get(&pid).is_some_and(|e| e.status.is_none())
+        self.procs.lock().get(&pid).is_some_and(Entry::alive)
     }
 
     /// Starts the exit of every thread of `pid` with `status`; the first
     /// request wins. Returns false if the process is gone.
     pub fn start_group_exit(&self, pid: i32, status: ExitStatus) -> bool {
-        let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none()) else { return false };
-        e.group_exit.get_or_insert(status);
+        let p = self.procs.lock();
+        let Some(e) = p.get(&pid).filter(|e| e.alive()) else { return false };
+        e.update(|s| {
+            s.group_exit.get_or_insert(status);
+        });
         // A stopped process must wake up to die.
         self.changed.notify_all();
         true
@@ -157,37 +154,45 @@ impl ProcessTable {
     /// How many times `pid` was continued (or killed): read when a stop
     /// signal is taken, then given to `stop`.
     pub fn continues(&self, pid: i32) -> u64 {
-        self.procs.lock().get(&pid).map_or(0, |e| e.continues)
+        self.procs.lock().get(&pid).map_or(0, |e| e.state().continues)
     }
 
     /// Stops `pid` (job control); false if it was stopped already, is
     /// exiting, or was continued since `continues` was read.
     pub fn stop(&self, pid: i32, sig: i32, continues: u64) -> bool {
-        let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid).filter(|e| e.status.is_none() && e.group_exit.is_none()) else { return false };
-        if e.stopped_by.is_some() || e.continues != continues {
-            return false;
+        let p = self.procs.lock();
+        let Some(e) = p.get(&pid) else { return false };
+        let stopped = e.update(|s| {
+            let can = s.status.is_none() && s.group_exit.is_none() && s.stopped_by.is_none();
+            if !can || s.continues != continues {
+                return false;
+            }
+            s.stopped_by = Some(sig);
+            s.unreported = Some(ChildEvent::Stopped(sig));
+            true
+        });
+        if stopped {
+            self.changed.notify_all();
         }
-        e.stopped_by = Some(sig);
-        e.unreported = Some(ChildEvent::Stopped(sig));
-        self.changed.notify_all();
-        true
+        stopped
     }
 
     /// Resumes a stopped `pid`; `report` makes it a change its parent's
     /// wait(WCONTINUED) sees (SIGCONT; not SIGKILL). False if it was not
     /// stopped.
     pub fn resume(&self, pid: i32, report: bool) -> bool {
-        let mut p = self.procs.lock();
-        let Some(e) = p.get_mut(&pid) else { return false };
-        e.continues += 1;
+        let p = self.procs.lock();
+        let Some(e) = p.get(&pid) else { return false };
         // Parked threads re-check their wake conditions (a SIGKILL).
         self.changed.notify_all();
-        if e.stopped_by.take().is_none() {
-            return false;
-        }
-        e.unreported = report.then_some(ChildEvent::Continued);
-        true
+        e.update(|s| {
+            s.continues += 1;
+            if s.stopped_by.take().is_none() {
+                return false;
+            }
+            s.unreported = report.then_some(ChildEvent::Continued);
+            true
+        })
     }
 
     /// POSIX's orphaned process group: no live member has a live parent in
@@ -195,14 +200,17 @@ impl ProcessTable {
     /// ever continue it). Terminal stop signals to it are discarded.
     pub fn group_orphaned(&self, pgid: i32) -> bool {
         let p = self.procs.lock();
-        !p.values().filter(|e| e.pgid == pgid && e.status.is_none()).any(|e| {
-            p.get(&e.ppid).is_some_and(|parent| parent.status.is_none() && parent.pgid != pgid && parent.sid == e.sid)
+        let member = |s: &ProcessState| s.pgid == pgid && s.status.is_none();
+        !p.values().map(|e| (e, e.state())).filter(|(_, s)| member(s)).any(|(e, s)| {
+            p.get(&e.ppid).map(Entry::state).is_some_and(|parent| {
+                parent.status.is_none() && parent.pgid != pgid && parent.sid == s.sid
+            })
         })
     }
 
     /// The signal that stopped `pid`, if it is stopped.
     pub fn stopped_by(&self, pid: i32) -> Option<i32> {
-        self.procs.lock().get(&pid).and_then(|e| e.stopped_by)
+        self.procs.lock().get(&pid).and_then(|e| e.state().stopped_by)
     }
 
     /// Blocks a thread of `pid` while the process is stopped, not
@@ -212,7 +220,11 @@ impl ProcessTable {
     pub fn wait_while_stopped(&self, pid: i32, wake: impl Fn() -> bool) {
         waiter::with_waker(self.waker(), || {
             let mut p = self.procs.lock();
-            while p.get(&pid).is_some_and(|e| e.stopped_by.is_some() && e.group_exit.is_none()) && !wake() {
+            let stopped = |e: &Entry| {
+                let s = e.state();
+                s.stopped_by.is_some() && s.group_exit.is_none()
+            };
+            while p.get(&pid).is_some_and(stopped) && !wake() {
                 self.changed.wait(&mut p);
             }
         });
@@ -229,7 +241,7 @@ impl ProcessTable {
 
     /// The status the whole process `pid` is exiting with, if it is.
     pub fn group_exit(&self, pid: i32) -> Option<ExitStatus> {
-        self.procs.lock().get(&pid).and_then(|e| e.group_exit)
+        self.procs.lock().get(&pid).and_then(|e| e.state().group_exit)
     }
 
     /// setpgid: moves `pid` into group `pgid` of the same session (a new
@@ -237,20 +249,17 @@ impl ProcessTable {
     /// another session.
     pub fn set_pgid(&self, pid: i32, pgid: i32) -> Result<(), crate::abi::Errno> {
         use crate::abi::Errno;
-        let mut p = self.procs.lock();
-        let (sid, leader) = match p.get(&pid) {
-            Some(e) => (e.sid, e.sid == pid),
-            None => return Err(Errno::ESRCH),
-        };
-        if leader {
+        let p = self.procs.lock();
+        let Some(e) = p.get(&pid) else { return Err(Errno::ESRCH) };
+        let sid = e.state().sid;
+        if sid == pid {
             return Err(Errno::EPERM);
         }
-        if pgid != pid && !p.values().any(|e| e.pgid == pgid && e.sid == sid && e.status.is_none()) {
+        let in_session = |s: ProcessState| s.pgid == pgid && s.sid == sid && s.status.is_none();
+        if pgid != pid && !p.values().map(Entry::state).any(in_session) {
             return Err(Errno::EPERM);
         }
-        if let Some(e) = p.get_mut(&pid) {
-            e.pgid = pgid;
-        }
+        e.update(|s| s.pgid = pgid);
         Ok(())
     }
 
@@ -258,24 +267,24 @@ impl ProcessTable {
     /// already leads a process group.
     pub fn set_sid(&self, pid: i32) -> Result<i32, crate::abi::Errno> {
         use crate::abi::Errno;
-        let mut p = self.procs.lock();
-        if p.values().any(|e| e.pgid == pid && e.status.is_none()) {
+        let p = self.procs.lock();
+        if p.values().map(Entry::state).any(|s| s.pgid == pid && s.status.is_none()) {
             return Err(Errno::EPERM);
         }
-        let e = p.get_mut(&pid).ok_or(Errno::ESRCH)?;
-        e.sid = pid;
-        e.pgid = pid;
+        let e = p.get(&pid).ok_or(Errno::ESRCH)?;
+        e.update(|s| (s.sid, s.pgid) = (pid, pid));
         Ok(pid)
     }
 
     /// Every live process in process group `pgid`.
     pub fn group_members(&self, pgid: i32) -> Vec<i32> {
-        self.procs.lock().iter().filter(|(_, e)| e.pgid == pgid && e.status.is_none()).map(|(&k, _)| k).collect()
+        let p = self.procs.lock();
+        p.iter().filter(|(_, e)| e.state().pgid == pgid && e.alive()).map(|(&k, _)| k).collect()
     }
 
     /// Every live process.
     pub fn live(&self) -> Vec<i32> {
-        self.procs.lock().iter().filter(|(_, e)| e.status.is_none()).map(|(&k, _)| k).collect()
+        self.procs.lock().iter().filter(|(_, e)| e.alive()).map(|(&k, _)| k).collect()
     }
 
     /// Records an exit: the process becomes a zombie, its children are
@@ -290,7 +299,7 @@ impl ProcessTable {
         let mut p = self.procs.lock();
         let mut ppid = 0;
         if let Some(e) = p.get_mut(&pid) {
-            e.status = Some(status);
+            e.update(|s| s.status = Some(status));
             e.vfork_released = true;
             ppid = e.ppid;
         }
@@ -298,12 +307,12 @@ impl ProcessTable {
         let mut moved = Vec::new();
         for (&child, e) in p.iter_mut().filter(|(_, e)| e.ppid == pid) {
             e.ppid = new_parent;
-            moved.push(Reparented { pid: child, new_parent, zombie: e.status });
+            moved.push(Reparented { pid: child, new_parent, zombie: e.state().status });
         }
         // Zombies whose parent is gone (or init that never waits for
         // them, once init itself exits) are released right away.
         let orphans: Vec<i32> =
-            p.iter().filter(|(_, e)| e.status.is_some() && e.ppid == pid && pid == INIT_PID).map(|(&k, _)| k).collect();
+            p.iter().filter(|(_, e)| !e.alive() && e.ppid == pid && pid == INIT_PID).map(|(&k, _)| k).collect();
         for k in orphans {
             p.remove(&k);
         }
@@ -320,7 +329,7 @@ impl ProcessTable {
         for _ in 0..p.len() {
             match p.get(&at) {
                 Some(e) if at != INIT_PID => {
-                    if e.subreaper && e.status.is_none() {
+                    if e.state().subreaper && e.alive() {
                         return at;
                     }
                     at = e.ppid;
@@ -331,24 +340,13 @@ impl ProcessTable {
         INIT_PID
     }
 
-    /// PR_SET_CHILD_SUBREAPER.
-    pub fn set_subreaper(&self, pid: i32, on: bool) {
-        if let Some(e) = self.procs.lock().get_mut(&pid) {
-            e.subreaper = on;
-        }
-    }
-
-    pub fn is_subreaper(&self, pid: i32) -> bool {
-        self.procs.lock().get(&pid).is_some_and(|e| e.subreaper)
-    }
-
     /// Blocks until process `pid` has exited and returns its status.
     pub fn wait_exit(&self, pid: i32) -> Option<ExitStatus> {
         let mut p = self.procs.lock();
         loop {
             match p.get(&pid) {
                 None => return None,
-                Some(e) if e.status.is_some() => return e.status,
+                Some(e) if !e.alive() => return e.state().status,
                 Some(_) => self.changed.wait(&mut p),
             }
         }
@@ -394,7 +392,7 @@ impl ProcessTable {
                     && match target {
                         WaitTarget::Any => true,
                         WaitTarget::Pid(t) => t == pid,
-                        WaitTarget::Group(g) => e.pgid == g,
+                        WaitTarget::Group(g) => e.state().pgid == g,
                     }
             };
             let mut any = false;
@@ -402,7 +400,7 @@ impl ProcessTable {
             for (&pid, e) in p.iter() {
                 if matches(pid, e) {
                     any = true;
-                    if let Some(ev) = what.wants(e) {
+                    if let Some(ev) = what.wants(&e.state()) {
                         found = Some((pid, ev));
                         break;
                     }
@@ -415,8 +413,8 @@ impl ProcessTable {
                             p.remove(&pid);
                         }
                         _ => {
-                            if let Some(e) = p.get_mut(&pid) {
-                                e.unreported = None;
+                            if let Some(e) = p.get(&pid) {
+                                e.update(|s| s.unreported = None);
                             }
                         }
                     }
@@ -438,12 +436,19 @@ impl ProcessTable {
 mod tests {
     use super::*;
 
+    /// Adds process `pid`, a child of `ppid`, with a group of its own.
+    fn add(t: &ProcessTable, pid: i32, ppid: i32) -> Arc<ThreadGroup> {
+        let g = ThreadGroup::new(pid, crate::kernel::limits::defaults());
+        t.add(g.clone(), ppid);
+        g
+    }
+
     #[test]
     fn wait_reaps_exited_children_only() {
         let t = ProcessTable::default();
-        t.add(1, 0);
-        t.add(2, 1);
-        t.add(3, 1);
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        add(&t, 3, 1);
         let exited = WaitFor::EXITED;
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(None));
         t.exit(3, ExitStatus::Code(4), |_, _| {});
@@ -458,26 +463,26 @@ mod tests {
     #[test]
     fn orphaned_process_groups() {
         let t = ProcessTable::default();
-        t.add(1, 0);
+        add(&t, 1, 0);
         assert!(t.group_orphaned(1), "init's group: its parent is outside");
-        t.add(2, 1);
+        add(&t, 2, 1);
         t.set_pgid(2, 2).unwrap();
         assert!(!t.group_orphaned(2), "a job of init's session");
-        t.add(3, 2);
+        add(&t, 3, 2);
         assert!(!t.group_orphaned(2));
         t.exit(2, ExitStatus::Code(0), |_, _| {});
         assert!(!t.group_orphaned(2), "3 is adopted by init, in another group of the same session");
-        t.add(4, 1);
+        add(&t, 4, 1);
         t.set_sid(4).unwrap();
-        t.add(5, 4);
+        add(&t, 5, 4);
         assert!(t.group_orphaned(4), "a new session's group: no parent in that session outside it");
     }
 
     #[test]
     fn stops_and_continues_are_reported_once_when_asked_for() {
         let t = ProcessTable::default();
-        t.add(1, 0);
-        t.add(2, 1);
+        add(&t, 1, 0);
+        add(&t, 2, 1);
         let all = WaitFor { exited: true, stopped: true, continued: true };
         assert!(t.stop(2, libc::SIGTSTP, t.continues(2)));
         assert!(!t.stop(2, libc::SIGSTOP, t.continues(2)), "already stopped");
@@ -501,9 +506,9 @@ mod tests {
     #[test]
     fn an_exit_tells_the_parent_before_its_wait_can_reap() {
         let t = ProcessTable::default();
-        t.add(1, 0);
-        t.add(2, 1);
-        t.add(3, 2);
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        add(&t, 3, 2);
         let mut told = None;
         t.exit(2, ExitStatus::Code(0), |parent, moved| {
             told = Some((parent, moved.len(), t.procs.try_lock().is_none()))
@@ -514,9 +519,9 @@ mod tests {
     #[test]
     fn orphans_are_reparented_to_init() {
         let t = ProcessTable::default();
-        t.add(1, 0);
-        t.add(2, 1);
-        t.add(5, 2);
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        add(&t, 5, 2);
         t.exit(2, ExitStatus::Code(0), |_, _| {});
         assert_eq!(t.ppid(5), INIT_PID);
     }
@@ -524,12 +529,12 @@ mod tests {
     #[test]
     fn orphans_go_to_the_nearest_live_subreaper() {
         let t = ProcessTable::default();
-        t.add(1, 0);
-        t.add(2, 1);
-        t.add(3, 2);
-        t.add(4, 3);
-        t.add(5, 4);
-        t.set_subreaper(2, true);
+        add(&t, 1, 0);
+        let two = add(&t, 2, 1);
+        add(&t, 3, 2);
+        add(&t, 4, 3);
+        add(&t, 5, 4);
+        two.set_subreaper(true);
         t.exit(5, ExitStatus::Code(1), |_, _| {});
         let moved = t.exit(4, ExitStatus::Code(0), |_, _| {});
         assert_eq!(moved, vec![Reparented { pid: 5, new_parent: 2, zombie: Some(ExitStatus::Code(1)) }]);
@@ -542,8 +547,8 @@ mod tests {
     #[test]
     fn blocking_wait_wakes_on_exit() {
         let t = Arc::new(ProcessTable::default());
-        t.add(1, 0);
-        t.add(2, 1);
+        add(&t, 1, 0);
+        add(&t, 2, 1);
         let t2 = t.clone();
         let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, WaitFor::EXITED, true, false));
         std::thread::sleep(std::time::Duration::from_millis(20));

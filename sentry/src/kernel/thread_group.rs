@@ -4,18 +4,44 @@
 //! thread makes (setrlimit, PR_SET_DUMPABLE) is what every other thread
 //! sees, with no copies to keep in step.
 //!
-//! The process table (`process.rs`) still keeps the links between
-//! processes: parent, process group, session, exit and job-control state,
-//! subreaper. They are read and changed together under its one lock (wait,
-//! reparenting, orphaned groups), as Linux's `tasklist_lock` guards them.
+//! The group also holds its process's place among processes and its life
+//! (`ProcessState`: session, process group, exit and job-control state,
+//! subreaper). The process table (`process.rs`) keeps the parent links and
+//! a pid → group map, and changes that state only under its one lock, as
+//! Linux's `tasklist_lock` guards it: wait, reparenting and the
+//! orphaned-group test read many processes at once.
 
 use super::limits::{Rlimit, RLIMIT_NLIMITS};
+use super::process::ChildEvent;
+use super::task::ExitStatus;
 use super::thread::Thread;
 use crate::abi::Errno;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+
+/// A process's session, process group, exit and job-control state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessState {
+    pub pgid: i32,
+    pub sid: i32,
+    /// Set once the process exited (a zombie until reaped).
+    pub status: Option<ExitStatus>,
+    /// The whole process is exiting (exit_group or a fatal signal), with
+    /// this status.
+    pub group_exit: Option<ExitStatus>,
+    /// Stopped by this signal (job control) until SIGCONT or SIGKILL.
+    pub stopped_by: Option<i32>,
+    /// A stop or continue its parent's wait has not reported yet.
+    pub unreported: Option<ChildEvent>,
+    /// SIGCONTs (and SIGKILLs) sent to it: a stop decided before the latest
+    /// one does not happen.
+    pub continues: u64,
+    /// PR_SET_CHILD_SUBREAPER: orphaned descendants are reparented here
+    /// instead of to init.
+    pub subreaper: bool,
+}
 
 pub struct ThreadGroup {
     tgid: i32,
@@ -27,6 +53,8 @@ pub struct ThreadGroup {
     /// PR_SET_DUMPABLE: 0 or 1. Linux keeps it with the address space,
     /// which every thread of a process shares here.
     dumpable: AtomicU8,
+    /// Changed by the process table, under its lock.
+    process: Mutex<ProcessState>,
 }
 
 impl ThreadGroup {
@@ -37,11 +65,22 @@ impl ThreadGroup {
             threads: Mutex::new(BTreeMap::new()),
             rlimits: Mutex::new(rlimits),
             dumpable: AtomicU8::new(1),
+            process: Mutex::new(ProcessState {
+                pgid: tgid,
+                sid: tgid,
+                status: None,
+                group_exit: None,
+                stopped_by: None,
+                unreported: None,
+                continues: 0,
+                subreaper: false,
+            }),
         })
     }
 
     /// The group of a process `tgid` forked from this one: it inherits
-    /// the limits and dumpability, not the threads.
+    /// the limits and dumpability, not the threads (its process group and
+    /// session are set as the process table adds it).
     pub fn fork(&self, tgid: i32) -> Arc<ThreadGroup> {
         let child = ThreadGroup::new(tgid, self.rlimits());
         child.set_dumpable(self.dumpable());
@@ -96,6 +135,22 @@ impl ThreadGroup {
         check(old, new)?;
         *slot = new;
         Ok(old)
+    }
+
+    /// A copy of the process's state.
+    pub fn process(&self) -> ProcessState {
+        *self.process.lock()
+    }
+
+    /// Changes the process's state (the process table does, under its
+    /// lock).
+    pub(super) fn update_process<R>(&self, f: impl FnOnce(&mut ProcessState) -> R) -> R {
+        f(&mut self.process.lock())
+    }
+
+    /// PR_SET_CHILD_SUBREAPER.
+    pub fn set_subreaper(&self, on: bool) {
+        self.update_process(|s| s.subreaper = on);
     }
 
     pub fn dumpable(&self) -> u8 {

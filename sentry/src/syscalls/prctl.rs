@@ -109,11 +109,11 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         PR_CAP_AMBIENT => ambient(task, arg2, rest),
         PR_SET_CHILD_SUBREAPER => {
-            task.kernel.procs.set_subreaper(task.thread.tgid, arg2 != 0);
+            task.thread.group().set_subreaper(arg2 != 0);
             Ok(0)
         }
         PR_GET_CHILD_SUBREAPER => {
-            let v = task.kernel.procs.is_subreaper(task.thread.tgid);
+            let v = task.thread.group().process().subreaper;
             put_i32(task, arg2, i32::from(v))?;
             Ok(0)
         }

@@ -108,7 +108,7 @@ fn sandbox() -> Sandbox {
     let end = addr + ARGS.len() as u64;
     *init.args.lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
     kernel.add_thread(init.clone());
-    kernel.procs.add(1, 0);
+    kernel.procs.add(init.group().clone(), 0);
     set_current(Some(init.clone()));
     Sandbox { kernel, proc, init, etc }
 }
