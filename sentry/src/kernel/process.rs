@@ -555,4 +555,21 @@ mod tests {
         t.exit(2, ExitStatus::Signal(9), |_, _| {});
         assert_eq!(h.join().unwrap(), Ok(Some((2, ChildEvent::Exited(ExitStatus::Signal(9))))));
     }
+
+    #[test]
+    fn the_tables_changes_are_the_groups_own_state() {
+        let t = ProcessTable::default();
+        add(&t, 1, 0);
+        let child = add(&t, 2, 1);
+        assert_eq!((child.process().pgid, child.process().sid), (1, 1), "its parent's group and session");
+        t.set_pgid(2, 2).unwrap();
+        assert_eq!(child.process().pgid, 2);
+        assert!(t.stop(2, libc::SIGTSTP, t.continues(2)));
+        assert_eq!(child.process().stopped_by, Some(libc::SIGTSTP));
+        child.set_subreaper(true);
+        assert!(child.process().subreaper);
+        assert!(t.start_group_exit(2, ExitStatus::Code(3)));
+        assert_eq!(t.group_exit(2), Some(ExitStatus::Code(3)));
+        assert_eq!(child.process().group_exit, Some(ExitStatus::Code(3)));
+    }
 }
