@@ -131,9 +131,7 @@ impl Epoll {
     fn watching(&self) -> Vec<Arc<Epoll>> {
         let mut w = self.watchers.lock();
         w.retain(|(ep, _)| ep.strong_count() > 0);
-        w.iter()
-            .filter_map(|(ep, k)| ep.upgrade().filter(|ep| ep.state.lock().interest.contains_key(k)))
-            .collect()
+        w.iter().filter_map(|(ep, k)| ep.upgrade().filter(|ep| ep.state.lock().interest.contains_key(k))).collect()
     }
 
     /// How many levels of instances sit below this one, or None when

@@ -5,10 +5,11 @@ use super::tty::termios::{
     FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ, WINSIZE_SIZE,
 };
 use crate::abi::Errno;
+use crate::host;
 use crate::mm::{Mappable, MemoryManager};
 use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT};
 use crate::waiter::{self, Entry, Queue};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 
 /// A regular file read and written with `pread`/`pwrite` on a host fd.
@@ -25,29 +26,9 @@ impl HostFile {
     }
 }
 
-/// Runs a host call that returns a byte count, retrying on EINTR.
-fn io(mut f: impl FnMut() -> isize) -> Result<usize, Errno> {
-    loop {
-        let n = f();
-        if let Ok(n) = usize::try_from(n) {
-            return Ok(n);
-        }
-        let e = Errno::last_os_error();
-        if e != Errno::EINTR {
-            return Err(e);
-        }
-    }
-}
-
-fn off_t(off: u64) -> Result<libc::off_t, Errno> {
-    libc::off_t::try_from(off).map_err(|_| Errno::EINVAL)
-}
-
 /// `pread` on a host fd.
 pub fn pread(fd: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-    let off = off_t(off)?;
-    // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
-    io(|| unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
+    host::fd::pread(fd.as_fd(), buf, off)
 }
 
 impl FileOps for HostFile {
@@ -56,26 +37,15 @@ impl FileOps for HostFile {
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
-        let off = off_t(off)?;
-        // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
-        io(|| unsafe { libc::pwrite(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) })
+        host::fd::pwrite(self.fd.as_fd(), buf, off)
     }
 
     fn truncate(&self, len: u64) -> Result<(), Errno> {
-        let len = off_t(len)?;
-        // SAFETY: ftruncate takes integers.
-        if unsafe { libc::ftruncate(self.fd.as_raw_fd(), len) } != 0 {
-            return Err(Errno::last_os_error());
-        }
-        Ok(())
+        host::fd::ftruncate(self.fd.as_fd(), len)
     }
 
     fn fsync(&self) -> Result<(), Errno> {
-        // SAFETY: fsync takes an integer.
-        if unsafe { libc::fsync(self.fd.as_raw_fd()) } != 0 {
-            return Err(Errno::last_os_error());
-        }
-        Ok(())
+        host::fd::fsync(self.fd.as_fd())
     }
 
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
@@ -119,11 +89,7 @@ pub struct HostStream {
 
 impl HostStream {
     pub fn new(fd: OwnedFd) -> HostStream {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes a whole struct stat on success, which is
-        // only then read.
-        let regular = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0
-            && unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFREG;
+        let regular = host::fd::fstat(fd.as_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
         let chunk = if regular { usize::MAX } else { libc::PIPE_BUF };
         HostStream { fd, chunk, events: Arc::default(), watched: OnceLock::new() }
     }
@@ -131,12 +97,7 @@ impl HostStream {
     /// An ioctl that copies a fixed-size struct out of the host.
     fn ioctl_out(&self, mm: &MemoryManager, req: u64, arg: u64, size: usize) -> Result<u64, Errno> {
         let mut buf = vec![0u8; size];
-        // SAFETY: `req` is one of the whitelisted requests whose argument
-        // is a struct of `size` bytes, which `buf` holds.
-        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, buf.as_mut_ptr()) };
-        if r < 0 {
-            return Err(Errno::last_os_error());
-        }
+        host::fd::tty_ioctl(self.fd.as_fd(), req, &mut buf)?;
         mm.copy_out(arg, &buf)?;
         Ok(0)
     }
@@ -145,11 +106,7 @@ impl HostStream {
     fn ioctl_in(&self, mm: &MemoryManager, req: u64, arg: u64, size: usize) -> Result<u64, Errno> {
         let mut buf = vec![0u8; size];
         mm.copy_in(arg, &mut buf)?;
-        // SAFETY: as in `ioctl_out`; the host only reads `buf`.
-        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, buf.as_ptr()) };
-        if r < 0 {
-            return Err(Errno::last_os_error());
-        }
+        host::fd::tty_ioctl(self.fd.as_fd(), req, &mut buf)?;
         Ok(0)
     }
 }
@@ -157,12 +114,10 @@ impl HostStream {
 impl HostStream {
     /// The host descriptor's poll events now.
     fn host_events(&self) -> u32 {
-        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLOUT, revents: 0 };
-        // SAFETY: one valid pollfd, no waiting.
-        if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
-            return crate::vfs::POLLERR;
+        match host::fd::poll_now(self.fd.as_fd(), libc::POLLIN | libc::POLLOUT) {
+            Ok(revents) => u32::from(u16::from_ne_bytes(revents.to_ne_bytes())),
+            Err(_) => POLLERR,
         }
-        u32::from(u16::from_ne_bytes(p.revents.to_ne_bytes()))
     }
 }
 
@@ -181,8 +136,7 @@ impl FileOps for HostStream {
         if self.host_events() & (POLLIN | POLLHUP | POLLERR) == 0 {
             return Err(Errno::EAGAIN);
         }
-        // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
-        io(|| unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+        host::fd::read(self.fd.as_fd(), buf)
     }
 
     /// Writes what the host descriptor takes without blocking; EAGAIN
@@ -193,8 +147,7 @@ impl FileOps for HostStream {
             return Err(Errno::EAGAIN);
         }
         let buf = &buf[..buf.len().min(self.chunk)];
-        // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
-        io(|| unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+        host::fd::write(self.fd.as_fd(), buf)
     }
 
     fn seekable(&self) -> bool {
@@ -245,13 +198,7 @@ impl HostStreamNode {
 
 impl crate::vfs::Node for HostStreamNode {
     fn stat(&self) -> Result<crate::vfs::Stat, Errno> {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes a whole struct stat on success.
-        if unsafe { libc::fstat(self.stream.fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
-            return Err(Errno::last_os_error());
-        }
-        // SAFETY: fstat succeeded, so the struct is initialized.
-        Ok(crate::vfs::Stat::from(&unsafe { st.assume_init() }))
+        Ok(crate::vfs::Stat::from(&host::fd::fstat(self.stream.fd.as_fd())?))
     }
 
     fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {

@@ -1,4 +1,8 @@
-//! Filesystem implementations.
+//! Filesystem implementations. Safe Rust only: the host calls files make
+//! go through `crate::host`.
+
+#![deny(unsafe_code)]
+
 pub mod anon;
 pub mod cgroupfs;
 pub mod devfs;

@@ -1,9 +1,10 @@
-//! The host calls the sentry's system call handlers need (clocks, CPU
-//! times, the host's name, memory and CPUs), behind safe wrappers, so that
-//! the handlers themselves are safe Rust. A leaf of the sentry: it uses
+//! The host calls the sentry's system call handlers and files need
+//! (clocks, CPU times, the host's name, memory and CPUs, host descriptors),
+//! behind safe wrappers, so that handlers and filesystems are safe Rust. A leaf of the sentry: it uses
 //! only `abi`, std, libc and nix.
 
 mod clock;
+pub mod fd;
 mod info;
 
 pub use clock::{clock_resolution, clock_time, cpu_times, monotonic_now};

@@ -202,9 +202,9 @@ impl ProcessTable {
         let p = self.procs.lock();
         let member = |s: &ProcessState| s.pgid == pgid && s.status.is_none();
         !p.values().map(|e| (e, e.state())).filter(|(_, s)| member(s)).any(|(e, s)| {
-            p.get(&e.ppid).map(Entry::state).is_some_and(|parent| {
-                parent.status.is_none() && parent.pgid != pgid && parent.sid == s.sid
-            })
+            p.get(&e.ppid)
+                .map(Entry::state)
+                .is_some_and(|parent| parent.status.is_none() && parent.pgid != pgid && parent.sid == s.sid)
         })
     }
 

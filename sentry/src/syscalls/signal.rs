@@ -125,9 +125,9 @@ pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
         return Errno::EINTR;
     }
     let deliverable = t.sigpending.load(Ordering::SeqCst) & !t.sigmask();
-    let acted_on = (1..=64).filter(|&sig| deliverable & sigbit(sig) != 0).any(|sig| {
-        usize::try_from(sig).is_ok_and(|s| disposition(sig, handler_of(task, s)) != Disposition::Ignore)
-    });
+    let acted_on = (1..=64)
+        .filter(|&sig| deliverable & sigbit(sig) != 0)
+        .any(|sig| usize::try_from(sig).is_ok_and(|s| disposition(sig, handler_of(task, s)) != Disposition::Ignore));
     if acted_on {
         Errno::EINTR
     } else {

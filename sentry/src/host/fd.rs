@@ -1,0 +1,158 @@
+//! Host descriptors the sentry reads and writes for the guest (regular
+//! files the gofer donated, the stdio streams the sandbox started with),
+//! behind safe wrappers: the files in `fs/` call these and stay safe Rust.
+
+use crate::abi::Errno;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// Runs a host call that returns a byte count, retrying on EINTR.
+fn io(mut f: impl FnMut() -> isize) -> Result<usize, Errno> {
+    loop {
+        let n = f();
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let e = Errno::last_os_error();
+        if e != Errno::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// Fails with the host's errno when `r` is not 0.
+fn check(r: libc::c_int) -> Result<(), Errno> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(Errno::last_os_error())
+    }
+}
+
+fn off_t(off: u64) -> Result<libc::off_t, Errno> {
+    libc::off_t::try_from(off).map_err(|_| Errno::EINVAL)
+}
+
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+    let off = off_t(off)?;
+    // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
+    io(|| unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
+}
+
+pub fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize, Errno> {
+    let off = off_t(off)?;
+    // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
+    io(|| unsafe { libc::pwrite(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) })
+}
+
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
+    io(|| unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
+    io(|| unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+}
+
+pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
+    let len = off_t(len)?;
+    // SAFETY: ftruncate takes integers.
+    check(unsafe { libc::ftruncate(fd.as_raw_fd(), len) })
+}
+
+pub fn fsync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    // SAFETY: fsync takes an integer.
+    check(unsafe { libc::fsync(fd.as_raw_fd()) })
+}
+
+pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes a whole struct stat on success.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so the struct is initialized.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// The poll events (`revents`) of `fd` for `events` now, without waiting.
+pub fn poll_now(fd: BorrowedFd<'_>, events: libc::c_short) -> Result<libc::c_short, Errno> {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
+    // SAFETY: one valid pollfd, no waiting.
+    if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(p.revents)
+}
+
+/// The size of the struct a forwarded terminal request's argument points
+/// at, and whether the host writes it (true) or reads it; None for a
+/// request the sentry does not forward.
+fn tty_request(req: u64) -> Option<(usize, bool)> {
+    /// The kernel's `struct termios` and `struct winsize`.
+    const TERMIOS: usize = 36;
+    const WINSIZE: usize = 8;
+    match req {
+        libc::TCGETS => Some((TERMIOS, true)),
+        libc::TCSETS | libc::TCSETSW | libc::TCSETSF => Some((TERMIOS, false)),
+        libc::TIOCGWINSZ => Some((WINSIZE, true)),
+        libc::TIOCSWINSZ => Some((WINSIZE, false)),
+        libc::FIONREAD => Some((4, true)),
+        _ => None,
+    }
+}
+
+/// A terminal request forwarded to a host stdio descriptor: one of
+/// TCGETS, TCSETS(W/F), TIOCGWINSZ, TIOCSWINSZ, FIONREAD, with `arg` the
+/// struct it takes (filled in for the requests that read from the host).
+/// ENOTTY for any other request, EINVAL when `arg` is not that struct's size.
+pub fn tty_ioctl(fd: BorrowedFd<'_>, req: u64, arg: &mut [u8]) -> Result<(), Errno> {
+    let (size, out) = tty_request(req).ok_or(Errno::ENOTTY)?;
+    if arg.len() != size {
+        return Err(Errno::EINVAL);
+    }
+    let r = if out {
+        // SAFETY: `req` is a request whose argument is a struct of `size`
+        // bytes, which `arg` holds; the host writes at most that.
+        unsafe { libc::ioctl(fd.as_raw_fd(), req, arg.as_mut_ptr()) }
+    } else {
+        // SAFETY: as above; the host only reads `arg`.
+        unsafe { libc::ioctl(fd.as_raw_fd(), req, arg.as_ptr()) }
+    };
+    if r < 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn file_io_and_refused_requests() {
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(std::env::temp_dir().join(format!("husk-host-fd-{}", std::process::id())))
+            .unwrap();
+        let fd = f.as_fd();
+        assert_eq!(pwrite(fd, b"hello", 2).unwrap(), 5);
+        let mut buf = [0u8; 8];
+        assert_eq!(pread(fd, &mut buf, 0).unwrap(), 7);
+        assert_eq!(&buf[..7], b"\0\0hello");
+        ftruncate(fd, 3).unwrap();
+        assert_eq!(fstat(fd).unwrap().st_size, 3);
+        fsync(fd).unwrap();
+        assert_eq!(poll_now(fd, libc::POLLIN).unwrap() & libc::POLLIN, libc::POLLIN);
+        let mut small = [0u8; 2];
+        assert_eq!(tty_ioctl(fd, libc::TCGETS, &mut small), Err(Errno::EINVAL), "wrong size");
+        assert_eq!(tty_ioctl(fd, libc::TIOCSTI, &mut small), Err(Errno::ENOTTY), "not forwarded");
+        let mut termios = [0u8; 36];
+        assert_eq!(tty_ioctl(fd, libc::TCGETS, &mut termios), Err(Errno::ENOTTY), "a file is no terminal");
+        assert_eq!(pread(fd, &mut buf, u64::MAX), Err(Errno::EINVAL));
+        drop(f);
+        std::fs::remove_file(std::env::temp_dir().join(format!("husk-host-fd-{}", std::process::id()))).unwrap();
+    }
+}
