@@ -14,5 +14,7 @@ pub mod loader;
 pub mod mm;
 pub mod platform;
 pub mod syscalls;
+#[cfg(test)]
+mod testing;
 pub mod vfs;
 pub mod waiter;

@@ -461,6 +461,7 @@ mod tests {
     use super::*;
     use crate::fs::pipe::Pipe;
     use crate::fs::tmpfs::Tmpfs;
+    use crate::testing::Count;
     use crate::vfs::{Dentry, Mount, POLLOUT};
 
     fn desc(ops: Arc<dyn FileOps>) -> Arc<FileDescription> {
@@ -498,15 +499,6 @@ mod tests {
         assert!(ep.ready(8).is_empty(), "the closed writer left the set");
     }
 
-    #[derive(Default)]
-    struct Count(std::sync::atomic::AtomicUsize);
-
-    impl Notify for Count {
-        fn notify(&self, _mask: u32) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
     #[test]
     fn a_write_wakes_the_instance_and_an_outer_one_but_not_another_files_waiters() {
         let (p, q) = (Pipe::new(1, TimeSpec::default()), Pipe::new(2, TimeSpec::default()));
@@ -523,8 +515,8 @@ mod tests {
         outer.register(&Entry::new(POLLIN, woken.clone()));
         other_r.ops.event_register(&Entry::new(POLLIN, bystander.clone()));
         w.ops.write(b"x", 0).unwrap();
-        assert!(woken.0.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the outer epoll's waiter woke");
-        assert_eq!(bystander.0.load(std::sync::atomic::Ordering::Relaxed), 0, "another pipe's waiter did not");
+        assert!(woken.get() >= 1, "the outer epoll's waiter woke");
+        assert_eq!(bystander.get(), 0, "another pipe's waiter did not");
         assert_eq!(outer.ready(8), vec![(POLLIN, 55)]);
         assert_eq!(inner.ready(8), vec![(POLLIN, 33)]);
         drop(other_w);
@@ -595,7 +587,7 @@ mod tests {
         let woken = Arc::new(Count::default());
         ep.register(&Entry::new(POLLIN, woken.clone()));
         assert_eq!(ep.ready(1).len(), 1, "one of two");
-        assert!(woken.0.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the one left over wakes the others");
+        assert!(woken.get() >= 1, "the one left over wakes the others");
         assert_eq!(ep.ready(8).len(), 2, "both still ready (level)");
     }
 }

@@ -192,16 +192,7 @@ impl Notify for TimerFd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Notify for Count {
-        fn notify(&self, _mask: u32) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    use crate::testing::Count;
 
     fn watched() -> (Arc<TimerFd>, Arc<Count>) {
         let t = TimerFd::new(1, TimeSpec::default(), libc::CLOCK_MONOTONIC);
@@ -230,11 +221,11 @@ mod tests {
         let (t, c) = watched();
         t.set(Duration::from_nanos(1), Duration::from_nanos(1));
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(c.0.load(Ordering::Relaxed), 1);
+        assert_eq!(c.get(), 1);
         let mut buf = [0u8; 8];
         assert_eq!(t.read(&mut buf, 0), Ok(8));
         assert!(u64::from_ne_bytes(buf) > 1000);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(c.0.load(Ordering::Relaxed), 2);
+        assert_eq!(c.get(), 2);
     }
 }

@@ -28,7 +28,7 @@ pub use task::{ExitStatus, Task};
 pub use thread::Thread;
 pub use thread_group::ThreadGroup;
 
-use crate::mm::MemoryFile;
+use crate::mm::{MemoryFile, MemoryManager};
 use crate::platform::Platform;
 use crate::vfs::{Dentry, Mount, MountNamespace, Node};
 use parking_lot::Mutex;
@@ -97,6 +97,10 @@ pub struct Kernel {
     pub cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
     pub opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
+    /// The address space of the last OOM victim and when it was killed:
+    /// until its memory is released (or the wait gives up) no other
+    /// process is chosen, as Linux's OOM killer waits for its victim.
+    oom_pending: Mutex<Option<(std::sync::Weak<MemoryManager>, Instant)>>,
     /// The syscall layer's table, registered at start-up.
     syscall_table: std::sync::OnceLock<&'static [Syscall]>,
     syscall_observers: syscall_hooks::Observers,
@@ -142,6 +146,7 @@ impl Kernel {
             cgroup_limits: Arc::default(),
             opts,
             unimplemented_seen: Mutex::new(HashSet::new()),
+            oom_pending: Mutex::new(None),
             syscall_table: std::sync::OnceLock::new(),
             syscall_observers: syscall_hooks::Observers::default(),
         }

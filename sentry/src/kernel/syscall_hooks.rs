@@ -93,59 +93,9 @@ mod tests {
     use crate::kernel::task::errno_to_rax;
     use crate::kernel::{FsContext, KernelOptions, Support, Syscall, Thread};
     use crate::mm::{MemoryFile, MemoryManager};
-    use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Platform, PlatformError};
+    use crate::platform::Platform;
+    use crate::testing::Idle;
     use parking_lot::Mutex;
-
-    /// A platform whose contexts never run guest code: the tests drive
-    /// `Task::syscall` by hand.
-    struct Idle;
-
-    impl Platform for Idle {
-        fn name(&self) -> &'static str {
-            "idle"
-        }
-        fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
-            Ok(Arc::new(Idle))
-        }
-        fn new_context(&self) -> platform::Result<Box<dyn Context>> {
-            Ok(Box::new(Idle))
-        }
-        fn fpu_template(&self) -> &[u8] {
-            &[]
-        }
-    }
-
-    impl Context for Idle {
-        fn switch(&mut self, _: &Arc<dyn AddressSpace>, _: &mut CpuState) -> platform::Result<Event> {
-            Err(PlatformError::Unsupported("no guest code runs in unit tests"))
-        }
-        fn interrupter(&self) -> Arc<dyn Interrupter> {
-            Arc::new(Idle)
-        }
-    }
-
-    impl Interrupter for Idle {
-        fn interrupt(&self) {}
-    }
-
-    impl AddressSpace for Idle {
-        fn map(&self, _: u64, _: u64, _: u64, _: platform::Perms) -> platform::Result<()> {
-            Ok(())
-        }
-        fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
-            Ok(())
-        }
-        fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
-            Err(PlatformError::Unsupported("no guest code runs in unit tests"))
-        }
-        fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
-            Err(PlatformError::Unsupported("no guest code runs in unit tests"))
-        }
-        fn release_thread(&self) {}
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
-    }
 
     const ADD_ONE: u64 = 0;
     const REPLACE_REGISTERS: u64 = 1;

@@ -272,15 +272,29 @@ impl Task {
     /// this one waits (bounded) for the victim to be gone and then retries
     /// the access, so one shortage does not cost two processes.
     fn out_of_memory(&mut self) {
-        let victim = self.kernel.oom_victim().unwrap_or(self.thread.tgid);
-        let comm = self.kernel.thread(victim).map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned());
-        log::warn!("out of memory: killed process {victim} ({})", comm.unwrap_or_default());
-        self.kernel.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
-        if victim == self.thread.tgid {
-            return;
-        }
-        let give_up = std::time::Instant::now() + OOM_WAIT;
-        while self.kernel.thread_group(victim).is_some() && std::time::Instant::now() < give_up {
+        let k = self.kernel.clone();
+        let now = std::time::Instant::now();
+        // A victim whose memory is still going away is waited for, not
+        // joined by another: its threads leave the thread table before its
+        // address space is dropped, and a second choice in that window
+        // would take a process that did nothing wrong.
+        let pending = k.oom_pending.lock().clone().filter(|(mm, at)| mm.strong_count() > 0 && now < *at + OOM_WAIT);
+        let (mm, killed_at) = match pending {
+            Some(p) => p,
+            None => {
+                let victim = k.oom_victim().unwrap_or(self.thread.tgid);
+                let target = k.thread(victim);
+                let comm = target.as_ref().map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned());
+                log::warn!("out of memory: killed process {victim} ({})", comm.unwrap_or_default());
+                let mm = target.map(|t| Arc::downgrade(&t.mm()));
+                k.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
+                let Some(mm) = mm.filter(|_| victim != self.thread.tgid) else { return };
+                *k.oom_pending.lock() = Some((mm.clone(), now));
+                (mm, now)
+            }
+        };
+        let give_up = killed_at + OOM_WAIT;
+        while mm.strong_count() > 0 && std::time::Instant::now() < give_up {
             if waiter::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
                 return;
             }

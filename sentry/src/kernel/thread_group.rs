@@ -170,65 +170,18 @@ mod tests {
     use crate::kernel::limits::{check_change, prlimit, RLIMIT_NOFILE};
     use crate::kernel::{FsContext, Kernel, KernelOptions};
     use crate::mm::{MemoryFile, MemoryManager};
-    use crate::platform::{self, AddressSpace, Context, Perms, Platform, PlatformError};
-
-    /// A platform for threads that never run guest code.
-    struct NoPlatform;
-
-    impl Platform for NoPlatform {
-        fn name(&self) -> &'static str {
-            "none"
-        }
-
-        fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
-            Ok(Arc::new(NoSpace))
-        }
-
-        fn new_context(&self) -> platform::Result<Box<dyn Context>> {
-            Err(PlatformError::Unsupported("no guest code runs in unit tests"))
-        }
-
-        fn fpu_template(&self) -> &[u8] {
-            &[]
-        }
-    }
-
-    struct NoSpace;
-
-    impl AddressSpace for NoSpace {
-        fn map(&self, _: u64, _: u64, _: u64, _: Perms) -> platform::Result<()> {
-            Ok(())
-        }
-
-        fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
-            Ok(())
-        }
-
-        fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
-            Err(PlatformError::Unsupported("no guest code runs here"))
-        }
-
-        fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
-            Err(PlatformError::Unsupported("no guest code runs here"))
-        }
-
-        fn release_thread(&self) {}
-
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
-    }
+    use crate::testing::Idle;
 
     fn kernel() -> Arc<Kernel> {
         let memory = Arc::new(MemoryFile::new(1 << 24).unwrap());
         let root = Tmpfs::new(0o755, 0, 0);
         let anon = Tmpfs::new(0o600, 0, 0);
-        Arc::new(Kernel::new(Arc::new(NoPlatform), memory, root, anon, KernelOptions::default()))
+        Arc::new(Kernel::new(Arc::new(Idle), memory, root, anon, KernelOptions::default()))
     }
 
     /// Thread `tid` of process `group`, added to the kernel's table.
     fn spawn(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
-        let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(NoSpace), 1 << 40));
+        let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
         let root = k.mounts.root();
         let fs = Arc::new(FsContext::new(root.clone(), root));
         let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));

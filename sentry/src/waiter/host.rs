@@ -119,17 +119,8 @@ fn service(n: &Notifier) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::waiter::{Entry, Notify};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Notify for Count {
-        fn notify(&self, _mask: u32) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    use crate::testing::Count;
+    use crate::waiter::Entry;
 
     #[test]
     fn a_failing_host_epoll_backs_off_and_keeps_waking_its_watchers() {
@@ -143,7 +134,7 @@ mod tests {
         let serve = n.clone();
         std::thread::spawn(move || service(&serve));
         std::thread::sleep(BACKOFF * 3 + BACKOFF / 2);
-        let woken = c.0.load(Ordering::Relaxed);
+        let woken = c.get();
         assert!((2..=4).contains(&woken), "woken {woken} times");
     }
 }

@@ -325,16 +325,7 @@ pub fn sleep_until(deadline: Instant) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
-
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Notify for Count {
-        fn notify(&self, _mask: u32) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    use crate::testing::Count;
 
     #[test]
     fn only_entries_whose_mask_meets_the_event_are_notified() {
@@ -347,8 +338,8 @@ mod tests {
         q.notify(0x1 | 0x4);
         q.unregister(&ea);
         q.notify(ALL);
-        assert_eq!(a.0.load(Ordering::Relaxed), 2);
-        assert_eq!(b.0.load(Ordering::Relaxed), 2);
+        assert_eq!(a.get(), 2);
+        assert_eq!(b.get(), 2);
     }
 
     #[test]

@@ -10,54 +10,9 @@ use crate::kernel::{FsContext, KernelOptions};
 use crate::loader::ArgRanges;
 use crate::mm::manager::TASK_SIZE;
 use crate::mm::{Backing, MapRequest, MemoryFile, MemoryManager, VmaName};
-use crate::platform::{self, AddressSpace, Context, Perms, Platform, PlatformError};
+use crate::platform::{Perms, Platform};
+use crate::testing::Idle;
 use crate::vfs::{Dentry, FileDescription, NewNode};
-
-struct NoPlatform;
-
-impl Platform for NoPlatform {
-    fn name(&self) -> &'static str {
-        "none"
-    }
-
-    fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
-        Ok(Arc::new(NoSpace))
-    }
-
-    fn new_context(&self) -> platform::Result<Box<dyn Context>> {
-        Err(PlatformError::Unsupported("no guest code runs in unit tests"))
-    }
-
-    fn fpu_template(&self) -> &[u8] {
-        &[]
-    }
-}
-
-struct NoSpace;
-
-impl AddressSpace for NoSpace {
-    fn map(&self, _: u64, _: u64, _: u64, _: Perms) -> platform::Result<()> {
-        Ok(())
-    }
-
-    fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
-        Ok(())
-    }
-
-    fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
-        Err(platform::PlatformError::Unsupported("no guest code runs here"))
-    }
-
-    fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
-        Err(platform::PlatformError::Unsupported("no guest code runs here"))
-    }
-
-    fn release_thread(&self) {}
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
 
 struct Sandbox {
     kernel: Arc<Kernel>,
@@ -77,7 +32,7 @@ fn sandbox() -> Sandbox {
     let new = NewNode { mode: 0o755, uid: 0, gid: 0 };
     root.mkdir(b"proc", new).unwrap();
     root.mkdir(b"etc", new).unwrap();
-    let platform: Arc<dyn Platform> = Arc::new(NoPlatform);
+    let platform: Arc<dyn Platform> = Arc::new(Idle);
     let opts = KernelOptions { hostname: b"box".to_vec(), ..KernelOptions::default() };
     let anon = Tmpfs::new(0o600, 0, 0);
     let kernel = Arc::new(Kernel::new(platform.clone(), memory.clone(), root.clone(), anon, opts));

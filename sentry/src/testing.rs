@@ -1,0 +1,73 @@
+//! What the sentry's unit tests share: a platform that runs no guest code
+//! (tests drive tasks and kernels by hand) and a notifier that counts.
+
+use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError};
+use crate::waiter::Notify;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A platform whose contexts never run guest code.
+pub struct Idle;
+
+impl Platform for Idle {
+    fn name(&self) -> &'static str {
+        "idle"
+    }
+    fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
+        Ok(Arc::new(Idle))
+    }
+    fn new_context(&self) -> platform::Result<Box<dyn Context>> {
+        Ok(Box::new(Idle))
+    }
+    fn fpu_template(&self) -> &[u8] {
+        &[]
+    }
+}
+
+impl Context for Idle {
+    fn switch(&mut self, _: &Arc<dyn AddressSpace>, _: &mut CpuState) -> platform::Result<Event> {
+        Err(PlatformError::Unsupported("no guest code runs in unit tests"))
+    }
+    fn interrupter(&self) -> Arc<dyn Interrupter> {
+        Arc::new(Idle)
+    }
+}
+
+impl Interrupter for Idle {
+    fn interrupt(&self) {}
+}
+
+impl AddressSpace for Idle {
+    fn map(&self, _: u64, _: u64, _: u64, _: Perms) -> platform::Result<()> {
+        Ok(())
+    }
+    fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
+        Ok(())
+    }
+    fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
+        Err(PlatformError::Unsupported("no guest code runs in unit tests"))
+    }
+    fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
+        Err(PlatformError::Unsupported("no guest code runs in unit tests"))
+    }
+    fn release_thread(&self) {}
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Counts the notifications it gets.
+#[derive(Default)]
+pub struct Count(pub AtomicUsize);
+
+impl Count {
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Notify for Count {
+    fn notify(&self, _mask: u32) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
