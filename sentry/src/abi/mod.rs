@@ -2,7 +2,14 @@
 //! layouts of structures copied in and out of guest memory.
 
 pub mod errno;
+pub mod fcntl;
+pub mod ioctl;
 pub mod layout;
+pub mod limits;
+pub mod poll;
+pub mod signal;
+pub mod socket;
+pub mod time;
 
 pub use errno::{Errno, SysResult};
 

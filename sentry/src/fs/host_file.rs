@@ -4,9 +4,10 @@
 use super::tty::termios::{
     FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ, WINSIZE_SIZE,
 };
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT};
+use crate::vfs::FileOps;
 use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
@@ -160,7 +161,7 @@ impl HostStream {
         let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLOUT, revents: 0 };
         // SAFETY: one valid pollfd, no waiting.
         if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
-            return crate::vfs::POLLERR;
+            return crate::abi::poll::POLLERR;
         }
         u32::from(u16::from_ne_bytes(p.revents.to_ne_bytes()))
     }

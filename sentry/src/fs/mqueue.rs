@@ -4,8 +4,9 @@
 //! may register for a message arriving at an empty queue.
 
 use super::synthetic::{dir_entry, Attr, Entries, Entry, FsInfo};
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
+use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, S_IFREG};
 use crate::waiter::{block_on, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};

@@ -4,10 +4,11 @@ use super::args::{self, int};
 use super::poll::with_sigmask;
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
 use crate::abi::{Errno, SysResult};
 use crate::fs::epoll::Epoll;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, POLLIN, S_IFDIR, S_IFMT, S_IFREG};
+use crate::vfs::{FileDescription, S_IFDIR, S_IFMT, S_IFREG};
 use crate::waiter::{Entry, Registered, Waiter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,9 +24,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_epoll_pwait2, sys_epoll_pwait2, Partial(NOTE)),
 ];
 
-const EPOLL_CTL_ADD: i32 = 1;
-const EPOLL_CTL_DEL: i32 = 2;
-const EPOLL_CTL_MOD: i32 = 3;
 /// The most events one wait returns (INT_MAX / sizeof(struct epoll_event)).
 const EP_MAX_EVENTS: i32 = i32::MAX / 12;
 

@@ -7,6 +7,12 @@ use super::args::{self, int};
 use super::{inet, netlink};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::socket::{
+    AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB,
+    MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR,
+    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_PASSCRED, SO_PEERCRED, SO_PROTOCOL, SO_RCVBUF,
+    SO_SNDBUF, SO_TYPE,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream};
@@ -42,23 +48,8 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_setsockopt, sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
 ];
 
-const AF_UNIX: i32 = 1;
-const SOCK_TYPE_MASK: i32 = 0xf;
-pub(super) const MSG_PEEK: u64 = 0x2;
-pub(super) const MSG_OOB: u64 = 0x1;
-const MSG_DONTWAIT: u64 = 0x40;
-pub(super) const MSG_WAITALL: u64 = 0x100;
-pub(super) const MSG_NOSIGNAL: u64 = 0x4000;
-pub(super) const SOL_SOCKET: i32 = 1;
-const SCM_RIGHTS: i32 = 1;
-const SCM_CREDENTIALS: i32 = 2;
-/// The most descriptors one message may carry (Linux's SCM_MAX_FD).
-const SCM_MAX_FD: usize = 253;
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
 const OPTMEM_MAX: usize = 20480;
-const MSG_CTRUNC: i32 = 0x8;
-pub(super) const MSG_TRUNC: u64 = 0x20;
-const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 /// sizeof(struct cmsghdr).
 const CMSG_HDR: usize = 16;
 
@@ -140,10 +131,10 @@ fn install_new<S: FileOps + crate::vfs::Node + 'static>(
 
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (domain, ty) = (int(a[0]), int(a[1]));
-    if domain == inet::AF_INET || domain == inet::AF_INET6 {
+    if domain == AF_INET || domain == AF_INET6 {
         return install_new(task, ty, |kind| inet::socket(task, domain, kind, int(a[2])));
     }
-    if domain == netlink::AF_NETLINK {
+    if domain == AF_NETLINK {
         return install_new(task, ty, |kind| netlink::socket(task, kind, int(a[2])));
     }
     let (kind, nonblock, cloexec) = check_type(domain, ty, int(a[2]))?;
@@ -152,7 +143,7 @@ fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if int(a[0]) == inet::AF_INET || int(a[0]) == inet::AF_INET6 {
+    if int(a[0]) == AF_INET || int(a[0]) == AF_INET6 {
         return Err(Errno::EOPNOTSUPP);
     }
     let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
@@ -801,9 +792,9 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let (_, s) = socket_of(task, a[0])?;
     match int(a[1]) {
-        0 => s.shutdown(true, false)?,
-        1 => s.shutdown(false, true)?,
-        2 => s.shutdown(true, true)?,
+        SHUT_RD => s.shutdown(true, false)?,
+        SHUT_WR => s.shutdown(false, true)?,
+        SHUT_RDWR => s.shutdown(true, true)?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)
@@ -815,15 +806,6 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(Other::Netlink((_, _))) => return netlink::getsockopt(task, a),
         None => {}
     }
-    const SO_TYPE: i32 = 3;
-    const SO_ERROR: i32 = 4;
-    const SO_SNDBUF: i32 = 7;
-    const SO_RCVBUF: i32 = 8;
-    const SO_PEERCRED: i32 = 17;
-    const SO_PASSCRED: i32 = 16;
-    const SO_ACCEPTCONN: i32 = 30;
-    const SO_PROTOCOL: i32 = 38;
-    const SO_DOMAIN: i32 = 39;
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -865,7 +847,6 @@ fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(Other::Netlink((_, _))) => return netlink::setsockopt(a),
         None => {}
     }
-    const SO_PASSCRED: i32 = 16;
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);

@@ -17,6 +17,7 @@ pub use file::FileDescription;
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
 pub use open::{open_at, OpenHow};
 
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
 use std::sync::Arc;
@@ -36,13 +37,6 @@ pub fn dtype(mode: u32) -> u8 {
     u8::try_from((mode & S_IFMT) >> 12).unwrap_or(0)
 }
 
-/// `poll` event bits.
-pub const POLLIN: u32 = 0x1;
-pub const POLLOUT: u32 = 0x4;
-pub const POLLERR: u32 = 0x8;
-pub const POLLHUP: u32 = 0x10;
-pub const POLLRDNORM: u32 = 0x40;
-pub const POLLWRNORM: u32 = 0x100;
 /// What a reader waits for: data, or the end of it.
 pub const READ_EVENTS: u32 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
 /// What a writer waits for: room, or the reader gone.

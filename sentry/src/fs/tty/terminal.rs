@@ -6,9 +6,10 @@
 
 use super::line_discipline::{Effects, LineDiscipline};
 use super::termios::{Termios, Winsize, ICANON, TOSTOP, VMIN, VTIME};
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel};
-use crate::vfs::{FileOps, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::{FileOps, Stat, TimeSpec};
 use crate::waiter::{block_on, Entry, Queue, Waker, ALL};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
