@@ -1,6 +1,6 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
-use super::tty::termios::FIONREAD;
+use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};

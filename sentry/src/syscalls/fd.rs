@@ -2,6 +2,7 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
@@ -242,10 +243,6 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         _ => Err(Errno::EINVAL),
     }
 }
-
-const FIONCLEX: u64 = 0x5450;
-const FIOCLEX: u64 = 0x5451;
-const FIONBIO: u64 = 0x5421;
 
 fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fd = int(a[0]);
