@@ -4,6 +4,7 @@
 use super::args::{self, int, uint};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile};
@@ -32,8 +33,6 @@ pub(super) const ENTRIES: Entries = &[
 
 /// `struct mq_attr`: flags, maxmsg, msgsize, curmsgs (and padding).
 const MQ_ATTR_SIZE: usize = 64;
-const SIGEV_SIGNAL: i32 = 0;
-const SIGEV_NONE: i32 = 1;
 
 fn read_attr(task: &Task, addr: u64) -> Result<[i64; 4], Errno> {
     let mut raw = [0u8; MQ_ATTR_SIZE];

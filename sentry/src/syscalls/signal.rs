@@ -5,17 +5,16 @@
 use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::signal::{
+    SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
+    SA_SIGINFO, SIGKILL, SIGSTOP, SIG_BLOCK, SIG_DFL, SIG_IGN, SIG_SETMASK, SIG_UNBLOCK, SI_TKILL, SI_USER,
+    SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::process::INIT_PID;
-use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE, SI_TKILL, SI_USER};
-use crate::kernel::signal::{
-    default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
-};
-use crate::kernel::signal::{
-    SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
-    SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
-};
+use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE};
+use crate::kernel::signal::{default_action, sigbit, AltStack, DefaultAction, SigAction};
 use crate::kernel::{ExitStatus, Task, Thread};
 use crate::waiter;
 use std::sync::atomic::Ordering;
@@ -58,10 +57,6 @@ const SA_KNOWN: u64 = SA_NOCLDSTOP
     | SA_RESETHAND
     | SA_EXPOSE_TAGBITS
     | SA_RESTORER;
-
-const SIG_BLOCK: i32 = 0;
-const SIG_UNBLOCK: i32 = 1;
-const SIG_SETMASK: i32 = 2;
 
 const MINSIGSTKSZ: u64 = 2048;
 

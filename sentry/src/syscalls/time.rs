@@ -4,6 +4,11 @@
 use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::time::{
+    CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC_RAW,
+    CLOCK_PROCESS_CPUTIME_ID, CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_REALTIME_COARSE, CLOCK_TAI,
+    CLOCK_THREAD_CPUTIME_ID, TIMER_ABSTIME,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::host;
@@ -43,19 +48,6 @@ pub(super) const ENTRIES: Entries = &[
         ),
     ),
 ];
-
-const CLOCK_REALTIME: i32 = 0;
-const CLOCK_MONOTONIC: i32 = 1;
-const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
-const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-const CLOCK_MONOTONIC_RAW: i32 = 4;
-const CLOCK_REALTIME_COARSE: i32 = 5;
-const CLOCK_MONOTONIC_COARSE: i32 = 6;
-const CLOCK_BOOTTIME: i32 = 7;
-const CLOCK_REALTIME_ALARM: i32 = 8;
-const CLOCK_BOOTTIME_ALARM: i32 = 9;
-const CLOCK_TAI: i32 = 11;
-const TIMER_ABSTIME: i32 = 1;
 
 const NSEC_PER_SEC: i64 = 1_000_000_000;
 const USEC_PER_SEC: i64 = 1_000_000;
