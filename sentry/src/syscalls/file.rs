@@ -2,6 +2,7 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
@@ -44,7 +45,7 @@ pub(super) const CHUNK: usize = 1 << 20;
 const IOV_MAX: usize = 1024;
 fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
-    open_at(task, args::AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
+    open_at(task, AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
 }
 
 fn sys_openat(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -55,7 +56,7 @@ fn sys_openat(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_creat(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-    open_at(task, args::AT_FDCWD_ARG, &path, flags, args::uint(a[1]))
+    open_at(task, AT_FDCWD_ARG, &path, flags, args::uint(a[1]))
 }
 
 /// Opens `(dirfd, path)` and installs the new file in the fd table.
@@ -387,7 +388,7 @@ fn sys_ftruncate(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let len = offset_arg(a[1])?;
-    let f = open_file(task, args::AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
+    let f = open_file(task, AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
     truncate_file(&f, len)
 }
 

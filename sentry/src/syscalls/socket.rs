@@ -6,6 +6,7 @@
 use super::args::{self, int};
 use super::{inet, netlink};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::socket::{
     AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB,
@@ -246,7 +247,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
             UnixName::Abstract(n)
         }
         Some((false, path)) => {
-            let pn = args::parent_at(task, args::AT_FDCWD_ARG, &path)?;
+            let pn = args::parent_at(task, AT_FDCWD_ARG, &path)?;
             if pn.name.is_empty() {
                 return Err(Errno::EADDRINUSE);
             }
@@ -285,7 +286,7 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
         None => return Err(Errno::EINVAL),
         Some((true, n)) => UnixName::Abstract(n),
         Some((false, path)) => {
-            let d = args::resolve_at(task, args::AT_FDCWD_ARG, &path, true, false)?;
+            let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
             let st = d.node.stat()?;
             if st.mode & crate::vfs::S_IFMT != crate::vfs::S_IFSOCK {
                 return Err(Errno::ECONNREFUSED);
