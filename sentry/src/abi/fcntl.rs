@@ -2,6 +2,12 @@
 //! `include/uapi/linux/fcntl.h`). Flags are compared against raw 64-bit
 //! argument registers, so they are `u64`; open flags are `libc`'s `O_*`.
 
+/// The open-file status flags as an open file description keeps them
+/// (`u32`); the `int` forms that system call arguments carry are `libc`'s.
+pub const O_WRONLY: u32 = 0o1;
+pub const O_RDWR: u32 = 0o2;
+pub const O_NONBLOCK: u32 = 0o4000;
+
 /// The working directory as an `*at` call's directory descriptor.
 pub const AT_FDCWD: i32 = libc::AT_FDCWD;
 /// `AT_FDCWD` as a raw system call argument (the `int` zero-extended).
@@ -34,6 +40,9 @@ mod tests {
         ];
         for (ours, linux) in flags {
             assert_eq!(Ok(ours), u64::try_from(linux));
+        }
+        for (ours, linux) in [(O_WRONLY, libc::O_WRONLY), (O_RDWR, libc::O_RDWR), (O_NONBLOCK, libc::O_NONBLOCK)] {
+            assert_eq!(Ok(ours), u32::try_from(linux));
         }
         assert_eq!(AT_FDCWD_ARG, u64::from(u32::from_ne_bytes(AT_FDCWD.to_ne_bytes())));
     }

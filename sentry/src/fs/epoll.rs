@@ -471,7 +471,7 @@ mod tests {
             source: "t".into(),
             read_only: false,
         });
-        FileDescription::new(Dentry::mount_root(&m), ops, 2)
+        FileDescription::new(Dentry::mount_root(&m), ops, crate::abi::fcntl::O_RDWR)
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use super::args::{self, int};
 use super::poll::with_sigmask;
 use super::{Entries, Support::*};
+use crate::abi::fcntl::O_RDWR;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
 use crate::abi::{Errno, SysResult};
@@ -31,7 +32,7 @@ fn create(task: &Task, cloexec: bool) -> SysResult {
     let k = &task.kernel;
     let ep = Epoll::new(k.anon_ino(), super::fd::now());
     let d = k.anon_dentry(b"anon_inode:[eventpoll]", ep.clone());
-    let f = FileDescription::new(d, ep, 2);
+    let f = FileDescription::new(d, ep, O_RDWR);
     let fd = task.thread.fds().install(f, cloexec, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }

@@ -2,6 +2,7 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{O_NONBLOCK, O_RDWR, O_WRONLY};
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
@@ -261,8 +262,8 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             let mut raw = [0u8; 4];
             task.thread.mm().copy_in(a[2], &mut raw)?;
             let on = i32::from_le_bytes(raw) != 0;
-            let flags = f.flags() & !u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
-            let nb = if on { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+            let flags = f.flags() & !O_NONBLOCK;
+            let nb = if on { O_NONBLOCK } else { 0 };
             f.set_status_flags(flags | nb);
             Ok(0)
         }
@@ -287,7 +288,7 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
     let dentry = task.kernel.anon_dentry(name.as_bytes(), p.clone());
     let nb = u32::try_from(flags & libc::O_NONBLOCK).unwrap_or(0);
     let r = FileDescription::new(dentry.clone(), p.reader(), nb);
-    let w = FileDescription::new(dentry, p.writer(), 1 | nb);
+    let w = FileDescription::new(dentry, p.writer(), O_WRONLY | nb);
     let cloexec = flags & libc::O_CLOEXEC != 0;
     let fds = task.thread.fds();
     let limit = task.thread.nofile();
@@ -357,7 +358,7 @@ fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
         flags & EFD_SEMAPHORE != 0,
     );
     let d = k.anon_dentry(b"anon_inode:[eventfd]", e.clone());
-    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     let f = FileDescription::new(d, e, status);
     fd_result(task.thread.fds().install(f, flags & libc::O_CLOEXEC != 0, 0, task.thread.nofile())?)
 }

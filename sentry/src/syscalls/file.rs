@@ -2,7 +2,7 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
-use crate::abi::fcntl::AT_FDCWD_ARG;
+use crate::abi::fcntl::{AT_FDCWD_ARG, O_RDWR};
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
@@ -446,7 +446,7 @@ fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     shown.extend_from_slice(&name);
     shown.extend_from_slice(b" (deleted)");
     let d = k.anon_dentry(&shown, node);
-    let status = u32::try_from(libc::O_RDWR | libc::O_LARGEFILE).unwrap_or(2);
+    let status = O_RDWR;
     let f = FileDescription::new(d, ops, status);
     let fd = task.thread.fds().install(f, flags & MFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)

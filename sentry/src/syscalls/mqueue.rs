@@ -3,6 +3,7 @@
 
 use super::args::{self, int, uint};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::O_NONBLOCK;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL};
 use crate::abi::{Errno, SysResult};
@@ -190,7 +191,7 @@ fn sys_mq_getsetattr(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let f = args::file(task, a[0])?;
     let q = queue_of(&f)?;
-    let nonblock = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+    let nonblock = O_NONBLOCK;
     let old_flags = i64::from(f.flags() & nonblock);
     if let Some(flags) = new_flags {
         let on = if flags != 0 { nonblock } else { 0 };

@@ -4,6 +4,7 @@
 
 use super::args::int;
 use super::{Entries, Support};
+use crate::abi::fcntl::O_NONBLOCK;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::signal::{
     SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
@@ -601,7 +602,7 @@ fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysR
     let nonblock = flags & libc::SFD_NONBLOCK != 0;
     let s = SignalFd::new(k.anon_ino(), super::fd::now(), mask);
     let d = k.anon_dentry(b"anon_inode:[signalfd]", s.clone());
-    let status = if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = if nonblock { O_NONBLOCK } else { 0 };
     let f = FileDescription::new(d, s, status);
     let fd = task.thread.fds().install(f, flags & libc::SFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)

@@ -6,7 +6,7 @@
 use super::args::{self, int};
 use super::{inet, netlink};
 use super::{Entries, Support::*};
-use crate::abi::fcntl::AT_FDCWD_ARG;
+use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK, O_RDWR};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::socket::{
     AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB,
@@ -76,7 +76,7 @@ fn other(task: &Task, fd: u64) -> Result<Option<Other>, Errno> {
 
 /// Does socket description `f` (or this one call's flags) not block?
 pub(super) fn nonblocking(f: &FileDescription, flags: u64) -> bool {
-    flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
+    flags & MSG_DONTWAIT != 0 || f.flags() & O_NONBLOCK != 0
 }
 
 /// Checks socket(2)/socketpair(2) arguments; returns (type, nonblock,
@@ -110,7 +110,7 @@ pub(super) fn install<S: FileOps + crate::vfs::Node + 'static>(
     let k = &task.kernel;
     let ino = crate::vfs::Node::stat(s.as_ref()).map(|st| st.ino).unwrap_or(0);
     let d = k.anon_dentry(format!("socket:[{ino}]").as_bytes(), s.clone());
-    let flags = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let flags = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     task.thread.fds().install(FileDescription::new(d, s, flags), cloexec, 0, task.thread.nofile())
 }
 
@@ -345,7 +345,7 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
         None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
-    let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
+    let nonblock_listener = f.flags() & O_NONBLOCK != 0;
     let conn = super::block::wait_io(&f, READ_EVENTS, nonblock_listener, None, || s.accept())?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let peer = conn.peer_name().ok().flatten();

@@ -2,6 +2,7 @@
 
 use super::args::{int, uint};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{O_NONBLOCK, O_RDWR};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD_ID};
 use crate::abi::time::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL, TIMER_ABSTIME};
@@ -215,7 +216,7 @@ fn sys_timerfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     let nonblock = flags & libc::TFD_NONBLOCK != 0;
     let t = crate::fs::timerfd::TimerFd::new(k.anon_ino(), super::fd::now(), clock);
     let d = k.anon_dentry(b"anon_inode:[timerfd]", t.clone());
-    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     let f = crate::vfs::FileDescription::new(d, t, status);
     let fd = task.thread.fds().install(f, flags & libc::TFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
