@@ -6,6 +6,7 @@ use super::{Entries, Support::*};
 use crate::abi::fcntl::O_RDWR;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::fs::epoll::Epoll;
 use crate::kernel::Task;
@@ -156,15 +157,13 @@ fn sys_epoll_pwait2(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = if a[3] == 0 {
         None
     } else {
-        let mut raw = [0u8; 16];
+        let mut raw = [0u8; Timespec::SIZE];
         task.thread.mm().copy_in(a[3], &mut raw)?;
-        let mut d = Decoder::new(&raw);
-        let (sec, nsec) = (d.i64(), d.i64());
-        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        let ts = Timespec::decode(&raw);
+        if !ts.is_valid() {
             return Err(Errno::EINVAL);
         }
-        let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(crate::waiter::deadline_in(dur))
+        Some(crate::waiter::deadline_in(ts.duration()))
     };
     with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
 }

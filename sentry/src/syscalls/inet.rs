@@ -13,6 +13,7 @@ use crate::abi::socket::{
     SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
     TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
 };
+use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::inet::{errno, Endpoint, InetSocket};
@@ -406,9 +407,8 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
 }
 
 /// A struct timeval as a duration; zero means no timeout.
-fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
-    let mut d = crate::abi::layout::Decoder::new(raw);
-    let (sec, usec) = (d.i64(), d.i64());
+fn timeval(raw: &[u8; Timeval::SIZE]) -> Result<Option<Duration>, Errno> {
+    let Timeval { sec, usec } = Timeval::decode(raw);
     if !(0..1_000_000).contains(&usec) {
         return Err(Errno::EDOM);
     }
@@ -420,12 +420,7 @@ fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
 pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
-    let tv = |t: Option<Duration>| {
-        let t = t.unwrap_or_default();
-        let mut e = Encoder::new();
-        e.i64(i64::try_from(t.as_secs()).unwrap_or(i64::MAX)).i64(i64::from(t.subsec_micros()));
-        e.as_bytes().to_vec()
-    };
+    let tv = |t: Option<Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
     let value = match opt {
         (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
@@ -486,7 +481,7 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             set_share(&|o| o.v6only = v)?;
         }
         (SOL_SOCKET, SO_RCVTIMEO) | (SOL_SOCKET, SO_SNDTIMEO) => {
-            let t = timeval(raw.get(..16).ok_or(Errno::EINVAL)?)?;
+            let t = timeval(raw.get(..Timeval::SIZE).and_then(|r| r.try_into().ok()).ok_or(Errno::EINVAL)?)?;
             let mut timeouts = s.timeouts.lock();
             if opt == (SOL_SOCKET, SO_RCVTIMEO) {
                 timeouts.0 = t;

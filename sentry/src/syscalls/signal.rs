@@ -11,6 +11,7 @@ use crate::abi::signal::{
     SA_SIGINFO, SIGKILL, SIGSTOP, SIG_BLOCK, SIG_DFL, SIG_IGN, SIG_SETMASK, SIG_UNBLOCK, SI_TKILL, SI_USER,
     SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::process::INIT_PID;
@@ -524,15 +525,13 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = if a[2] == 0 {
         None
     } else {
-        let mut ts = [0u8; 16];
-        mm.copy_in(a[2], &mut ts)?;
-        let mut d = Decoder::new(&ts);
-        let (sec, nsec) = (d.i64(), d.i64());
-        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        let mut raw = [0u8; Timespec::SIZE];
+        mm.copy_in(a[2], &mut raw)?;
+        let ts = Timespec::decode(&raw);
+        if !ts.is_valid() {
             return Err(Errno::EINVAL);
         }
-        let dur = std::time::Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(waiter::deadline_in(dur))
+        Some(waiter::deadline_in(ts.duration()))
     };
     loop {
         if let Some(info) = task.thread.take_any(set) {
