@@ -10,6 +10,7 @@ pub mod poll;
 pub mod signal;
 pub mod socket;
 pub mod time;
+pub mod uio;
 
 pub use errno::{Errno, SysResult};
 

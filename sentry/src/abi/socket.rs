@@ -3,6 +3,8 @@
 //! Levels and option names are `int` in the guest's calls; message flags
 //! are compared against raw argument registers, so they are `u64`.
 
+use super::layout::{Decoder, Encoder, Layout};
+
 pub const AF_UNSPEC: u16 = 0;
 pub const AF_UNIX: i32 = libc::AF_UNIX;
 pub const AF_INET: i32 = libc::AF_INET;
@@ -92,6 +94,91 @@ pub const SCM_CREDENTIALS: i32 = libc::SCM_CREDENTIALS;
 /// The most descriptors one message may carry.
 pub const SCM_MAX_FD: usize = 253;
 
+/// A `struct msghdr`, as sendmsg and recvmsg take it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgHdr {
+    pub name: u64,
+    pub namelen: u32,
+    pub iov: u64,
+    pub iovlen: u64,
+    pub control: u64,
+    pub controllen: u64,
+    pub flags: i32,
+}
+
+impl MsgHdr {
+    /// Where recvmsg writes back `msg_namelen`, `msg_controllen` and
+    /// `msg_flags`, from the structure's start.
+    pub const NAMELEN_OFFSET: u64 = 8;
+    pub const CONTROLLEN_OFFSET: u64 = 40;
+    pub const FLAGS_OFFSET: u64 = 48;
+}
+
+impl Layout for MsgHdr {
+    const SIZE: usize = 56;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u64(self.name).u32(self.namelen).zeros(4).u64(self.iov).u64(self.iovlen);
+        e.u64(self.control).u64(self.controllen).i32(self.flags).zeros(4);
+    }
+
+    fn decode_from(d: &mut Decoder) -> MsgHdr {
+        let name = d.u64();
+        let namelen = d.u32();
+        d.skip(4);
+        let (iov, iovlen, control, controllen, flags) = (d.u64(), d.u64(), d.u64(), d.u64(), d.i32());
+        d.skip(4);
+        MsgHdr { name, namelen, iov, iovlen, control, controllen, flags }
+    }
+}
+
+/// A `struct cmsghdr`: the header of one control message, its data
+/// following at `CMSG_DATA` (the header's size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CmsgHdr {
+    /// The header's and the data's length (`CMSG_LEN`).
+    pub len: u64,
+    pub level: i32,
+    pub ty: i32,
+}
+
+impl Layout for CmsgHdr {
+    const SIZE: usize = 16;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u64(self.len).i32(self.level).i32(self.ty);
+    }
+
+    fn decode_from(d: &mut Decoder) -> CmsgHdr {
+        CmsgHdr { len: d.u64(), level: d.i32(), ty: d.i32() }
+    }
+}
+
+/// `CMSG_ALIGN`: control messages start at multiples of 8.
+pub fn cmsg_align(n: usize) -> usize {
+    n.saturating_add(7) & !7
+}
+
+/// A `struct ucred`: SCM_CREDENTIALS data and SO_PEERCRED's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ucred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Layout for Ucred {
+    const SIZE: usize = 12;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.i32(self.pid).u32(self.uid).u32(self.gid);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Ucred {
+        Ucred { pid: d.i32(), uid: d.u32(), gid: d.u32() }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +198,21 @@ mod tests {
             assert_eq!(Ok(ours), u64::try_from(linux));
         }
         assert_eq!(i32::from(AF_UNSPEC), libc::AF_UNSPEC);
+    }
+
+    #[test]
+    fn layouts_match_linux() {
+        assert_eq!(std::mem::size_of::<libc::msghdr>(), MsgHdr::SIZE);
+        assert_eq!(std::mem::size_of::<libc::cmsghdr>(), CmsgHdr::SIZE);
+        assert_eq!(std::mem::size_of::<libc::ucred>(), Ucred::SIZE);
+        let at = |offset: usize| u64::try_from(offset);
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_namelen)), Ok(MsgHdr::NAMELEN_OFFSET));
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_controllen)), Ok(MsgHdr::CONTROLLEN_OFFSET));
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_flags)), Ok(MsgHdr::FLAGS_OFFSET));
+        let h = MsgHdr { name: 1, namelen: 2, iov: 3, iovlen: 4, control: 5, controllen: 6, flags: 7 };
+        assert_eq!(MsgHdr::decode(&h.encode()), h);
+        let c = CmsgHdr { len: 28, level: SOL_SOCKET, ty: SCM_CREDENTIALS };
+        assert_eq!(CmsgHdr::decode(&c.encode()), c);
+        assert_eq!(cmsg_align(28), 32);
     }
 }

@@ -1,7 +1,7 @@
 //! Clock ids, timer flags and the time structures `timespec` and
 //! `timeval` (Linux's `include/uapi/linux/time.h`, `time64.h`).
 
-use super::layout::{Decoder, Encoder};
+use super::layout::{Decoder, Encoder, Layout};
 use std::time::Duration;
 
 pub const CLOCK_REALTIME: i32 = libc::CLOCK_REALTIME;
@@ -36,20 +36,19 @@ pub struct Timespec {
     pub nsec: i64,
 }
 
-impl Timespec {
-    pub const SIZE: usize = 16;
+impl Layout for Timespec {
+    const SIZE: usize = 16;
 
-    pub fn encode(self) -> Vec<u8> {
-        let mut e = Encoder::with_capacity(Self::SIZE);
+    fn encode_to(&self, e: &mut Encoder) {
         e.i64(self.sec).i64(self.nsec);
-        e.finish()
     }
 
-    pub fn decode(b: &[u8; Self::SIZE]) -> Timespec {
-        let mut d = Decoder::new(b);
+    fn decode_from(d: &mut Decoder) -> Timespec {
         Timespec { sec: d.i64(), nsec: d.i64() }
     }
+}
 
+impl Timespec {
     /// A duration, the seconds saturating at `i64::MAX`.
     pub fn from_duration(d: Duration) -> Timespec {
         Timespec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
@@ -89,20 +88,19 @@ pub struct Timeval {
     pub usec: i64,
 }
 
-impl Timeval {
-    pub const SIZE: usize = 16;
+impl Layout for Timeval {
+    const SIZE: usize = 16;
 
-    pub fn encode(self) -> Vec<u8> {
-        let mut e = Encoder::with_capacity(Self::SIZE);
+    fn encode_to(&self, e: &mut Encoder) {
         e.i64(self.sec).i64(self.usec);
-        e.finish()
     }
 
-    pub fn decode(b: &[u8; Self::SIZE]) -> Timeval {
-        let mut d = Decoder::new(b);
+    fn decode_from(d: &mut Decoder) -> Timeval {
         Timeval { sec: d.i64(), usec: d.i64() }
     }
+}
 
+impl Timeval {
     /// A duration to the microsecond, the seconds saturating at `i64::MAX`.
     pub fn from_duration(d: Duration) -> Timeval {
         Timeval { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), usec: i64::from(d.subsec_micros()) }
@@ -130,9 +128,9 @@ mod tests {
     #[test]
     fn layouts_round_trip() {
         let ts = Timespec { sec: -7, nsec: 9 };
-        assert_eq!(ts.encode().try_into().map(|b| Timespec::decode(&b)), Ok(ts));
+        assert_eq!(Timespec::decode(&ts.encode()), ts);
         let tv = Timeval { sec: 3, usec: -4 };
-        assert_eq!(tv.encode().try_into().map(|b| Timeval::decode(&b)), Ok(tv));
+        assert_eq!(Timeval::decode(&tv.encode()), tv);
         assert_eq!(Timespec::from_duration(Duration::new(u64::MAX, 5)), Timespec { sec: i64::MAX, nsec: 5 });
         assert_eq!(Timeval::from_duration(Duration::new(2, 3_999)), Timeval { sec: 2, usec: 3 });
         assert_eq!(std::mem::size_of::<libc::timespec>(), Timespec::SIZE);

@@ -4,7 +4,7 @@ use super::args::{self, int};
 use super::poll::with_sigmask;
 use super::{Entries, Support::*};
 use crate::abi::fcntl::O_RDWR;
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Decoder, Encoder, Layout};
 use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};

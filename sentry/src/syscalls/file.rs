@@ -3,6 +3,8 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_RDWR};
+use crate::abi::layout::Layout;
+use crate::abi::uio::{Iovec, IOV_MAX};
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
@@ -42,7 +44,6 @@ pub(super) const ENTRIES: Entries = &[
 const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Data is moved through the sentry in pieces of at most this size.
 pub(super) const CHUNK: usize = 1 << 20;
-const IOV_MAX: usize = 1024;
 fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     open_at(task, AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
@@ -248,13 +249,11 @@ pub(super) fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize
     if n > IOV_MAX {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; n * 16];
+    let mut raw = vec![0u8; n * Iovec::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut out = Vec::with_capacity(n);
     let mut total: usize = 0;
-    for c in raw.chunks_exact(16) {
-        let base = u64::from_le_bytes(c[..8].try_into().map_err(|_| Errno::EFAULT)?);
-        let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
+    for Iovec { base, len } in Iovec::decode_all(&raw) {
         let len = usize::try_from(len).ok().filter(|&l| isize::try_from(l).is_ok()).ok_or(Errno::EINVAL)?;
         total = total.checked_add(len).filter(|&t| isize::try_from(t).is_ok()).ok_or(Errno::EINVAL)?;
         args::user_range(base, len)?;

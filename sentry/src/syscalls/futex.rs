@@ -2,6 +2,7 @@
 
 use super::args::{int, uint};
 use super::{Entries, Support::*};
+use crate::abi::layout::Layout;
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::host::monotonic_now;

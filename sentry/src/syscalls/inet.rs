@@ -4,14 +4,14 @@
 
 use super::args::{self, int};
 use super::block::wait_io;
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt};
-use crate::abi::layout::Encoder;
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use crate::abi::layout::{Encoder, Layout};
 use crate::abi::socket::{
-    AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR, IPV6_V6ONLY,
-    IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW,
-    SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SO_OOBINLINE,
-    SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
-    TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
+    IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
+    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE, SO_LINGER,
+    SO_OOBINLINE, SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO,
+    SO_TYPE, TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
 };
 use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
@@ -341,7 +341,7 @@ pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64
 /// sendmsg(2); control messages (IP_PKTINFO, IP_TOS …) are ignored.
 pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let h = read_msghdr(task, a[1])?;
-    let to = destination(task, s, h.name, h.namelen)?;
+    let to = destination(task, s, h.name, u64::from(h.namelen))?;
     send(task, f, s, &iovec_list(task, &h)?, a[2], to)
 }
 
@@ -350,13 +350,11 @@ pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     let h = read_msghdr(task, a[1])?;
     let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
     match from.filter(|_| h.name != 0) {
-        Some(from) => write_sockaddr(task, h.name, a[1] + 8, &encode(from))?,
-        None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
+        Some(from) => write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
+        None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    let mm = task.thread.mm();
-    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    write_msg_results(task, a[1], 0, flags)?;
     Ok(n)
 }
 
@@ -407,7 +405,7 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
 }
 
 /// A struct timeval as a duration; zero means no timeout.
-fn timeval(raw: &[u8; Timeval::SIZE]) -> Result<Option<Duration>, Errno> {
+fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
     let Timeval { sec, usec } = Timeval::decode(raw);
     if !(0..1_000_000).contains(&usec) {
         return Err(Errno::EDOM);
@@ -481,7 +479,7 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             set_share(&|o| o.v6only = v)?;
         }
         (SOL_SOCKET, SO_RCVTIMEO) | (SOL_SOCKET, SO_SNDTIMEO) => {
-            let t = timeval(raw.get(..Timeval::SIZE).and_then(|r| r.try_into().ok()).ok_or(Errno::EINVAL)?)?;
+            let t = timeval(raw.get(..Timeval::SIZE).ok_or(Errno::EINVAL)?)?;
             let mut timeouts = s.timeouts.lock();
             if opt == (SOL_SOCKET, SO_RCVTIMEO) {
                 timeouts.0 = t;

@@ -3,11 +3,11 @@
 //! are answered at once by the netstack's read-only route replies.
 
 use super::args::{self, int};
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt};
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::socket::{
-    AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET, SO_DOMAIN, SO_ERROR,
-    SO_PROTOCOL, SO_RCVBUF, SO_RCVBUFFORCE, SO_SNDBUF, SO_SNDBUFFORCE, SO_TYPE,
+    MsgHdr, AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET, SO_DOMAIN,
+    SO_ERROR, SO_PROTOCOL, SO_RCVBUF, SO_RCVBUFFORCE, SO_SNDBUF, SO_SNDBUFFORCE, SO_TYPE,
 };
 use crate::abi::{Errno, SysResult};
 use crate::fs::netlink::NetlinkSocket;
@@ -161,12 +161,10 @@ pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u
     let h = read_msghdr(task, a[1])?;
     let (n, cut) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
     if h.name != 0 {
-        write_sockaddr(task, h.name, a[1] + 8, &sockaddr_nl(0))?;
+        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sockaddr_nl(0))?;
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    let mm = task.thread.mm();
-    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    write_msg_results(task, a[1], 0, flags)?;
     Ok(n)
 }
 

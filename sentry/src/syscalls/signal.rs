@@ -5,7 +5,7 @@
 use super::args::int;
 use super::{Entries, Support};
 use crate::abi::fcntl::O_NONBLOCK;
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Decoder, Encoder, Layout};
 use crate::abi::signal::{
     SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
     SA_SIGINFO, SIGKILL, SIGSTOP, SIG_BLOCK, SIG_DFL, SIG_IGN, SIG_SETMASK, SIG_UNBLOCK, SI_TKILL, SI_USER,

@@ -3,7 +3,7 @@
 
 use super::args::int;
 use super::{Entries, Support};
-use crate::abi::layout::Encoder;
+use crate::abi::layout::{Encoder, Layout};
 use crate::abi::time::{Timespec, Timeval, USEC_PER_SEC};
 use crate::abi::time::{
     CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC_RAW,
