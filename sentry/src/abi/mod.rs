@@ -9,6 +9,7 @@ pub mod limits;
 pub mod poll;
 pub mod signal;
 pub mod socket;
+pub mod stat;
 pub mod time;
 pub mod uio;
 

@@ -2,7 +2,11 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
-use crate::abi::fcntl::{O_NONBLOCK, O_RDWR, O_WRONLY};
+use crate::abi::fcntl::{
+    FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS,
+    F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ,
+    F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+};
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
@@ -34,27 +38,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_pipe, sys_pipe, Full),
     (libc::SYS_pipe2, sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
-
-const F_DUPFD: u32 = 0;
-const F_GETFD: u32 = 1;
-const F_SETFD: u32 = 2;
-const F_GETFL: u32 = 3;
-const F_SETFL: u32 = 4;
-const F_GETLK: u32 = 5;
-const F_SETLK: u32 = 6;
-const F_SETLKW: u32 = 7;
-const F_SETOWN: u32 = 8;
-const F_GETOWN: u32 = 9;
-const F_OFD_GETLK: u32 = 36;
-const F_OFD_SETLK: u32 = 37;
-const F_OFD_SETLKW: u32 = 38;
-const F_DUPFD_CLOEXEC: u32 = 1030;
-const F_SETPIPE_SZ: u32 = 1031;
-const F_GETPIPE_SZ: u32 = 1032;
-const F_ADD_SEALS: u32 = 1033;
-const F_GET_SEALS: u32 = 1034;
-const FD_CLOEXEC: u64 = 1;
-const F_UNLCK: i16 = 2;
 
 fn fd_result(fd: i32) -> SysResult {
     u64::try_from(fd).map_err(|_| Errno::EBADF)
@@ -114,18 +97,18 @@ fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockReques
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
     let kind = match d.i16() {
-        0 => Kind::Read,
-        1 => Kind::Write,
-        2 => Kind::Unlock,
+        F_RDLCK => Kind::Read,
+        F_WRLCK => Kind::Write,
+        F_UNLCK => Kind::Unlock,
         _ => return Err(Errno::EINVAL),
     };
-    let whence = d.i16();
+    let whence = u32::try_from(d.i16());
     d.skip(4);
     let (start, len, pid) = (d.i64(), d.i64(), d.i32());
     let base = match whence {
-        0 => 0,
-        1 => i64::try_from(f.offset()).map_err(|_| Errno::EOVERFLOW)?,
-        2 => i64::try_from(f.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
+        Ok(SEEK_SET) => 0,
+        Ok(SEEK_CUR) => i64::try_from(f.offset()).map_err(|_| Errno::EOVERFLOW)?,
+        Ok(SEEK_END) => i64::try_from(f.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
         _ => return Err(Errno::EINVAL),
     };
     let start = base.checked_add(start).ok_or(Errno::EOVERFLOW)?;
@@ -373,10 +356,6 @@ fn sys_eventfd2(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_flock(task: &mut Task, a: [u64; 6]) -> SysResult {
     use crate::kernel::flock::FlockOp;
-    const LOCK_SH: i32 = 1;
-    const LOCK_EX: i32 = 2;
-    const LOCK_NB: i32 = 4;
-    const LOCK_UN: i32 = 8;
     let f = args::file(task, a[0])?;
     if f.is_path() {
         return Err(Errno::EBADF);

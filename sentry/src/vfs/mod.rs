@@ -22,15 +22,8 @@ use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
 use std::sync::Arc;
 
-/// File type bits of `st_mode`.
-pub const S_IFMT: u32 = 0o170000;
-pub const S_IFDIR: u32 = 0o040000;
-pub const S_IFREG: u32 = 0o100000;
-pub const S_IFLNK: u32 = 0o120000;
-pub const S_IFCHR: u32 = 0o020000;
-pub const S_IFIFO: u32 = 0o010000;
-pub const S_IFSOCK: u32 = 0o140000;
-pub const S_IFBLK: u32 = 0o060000;
+/// File type bits of `st_mode`, which every filesystem uses.
+pub use crate::abi::stat::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The `d_type` of a mode.
 pub fn dtype(mode: u32) -> u8 {
