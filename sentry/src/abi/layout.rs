@@ -2,6 +2,29 @@
 //! parsed field by field in little-endian order, so no handler needs `unsafe`
 //! or relies on the host's struct layout.
 
+/// A guest structure with a fixed layout: one definition of its fields'
+/// order, sizes and padding serves both directions (gVisor's
+/// `marshal.Marshallable`, which `+marshal` generates).
+pub trait Layout: Sized {
+    /// The structure's size in guest memory.
+    const SIZE: usize;
+
+    fn encode_to(&self, e: &mut Encoder);
+
+    /// Reads the structure; bytes past the end of the buffer read as zero.
+    fn decode_from(d: &mut Decoder) -> Self;
+
+    fn encode(&self) -> Vec<u8> {
+        let mut e = Encoder::with_capacity(Self::SIZE);
+        self.encode_to(&mut e);
+        e.finish()
+    }
+
+    fn decode(b: &[u8]) -> Self {
+        Self::decode_from(&mut Decoder::new(b))
+    }
+}
+
 /// Builds a guest structure field by field.
 #[derive(Default)]
 pub struct Encoder {

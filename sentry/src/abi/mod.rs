@@ -2,7 +2,16 @@
 //! layouts of structures copied in and out of guest memory.
 
 pub mod errno;
+pub mod fcntl;
+pub mod ioctl;
 pub mod layout;
+pub mod limits;
+pub mod poll;
+pub mod signal;
+pub mod socket;
+pub mod stat;
+pub mod time;
+pub mod uio;
 
 pub use errno::{Errno, SysResult};
 

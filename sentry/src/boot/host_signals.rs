@@ -3,6 +3,7 @@
 //! to the guest's foreground process group, the init process's group, as
 //! a terminal would.
 
+use crate::abi::signal::SI_KERNEL;
 use crate::kernel::process::INIT_PID;
 use crate::kernel::Kernel;
 use nix::sys::signal::{SigSet, Signal};
@@ -52,10 +53,6 @@ pub fn block(console: bool) -> nix::Result<()> {
 /// queued (so none merges with a copy that reached the sentry directly),
 /// with the signal's number as its value.
 pub const FORWARD_SIGNAL: i32 = 40;
-
-/// `si_code` of a signal the kernel raised (a terminal's Ctrl-C, hangup,
-/// window change).
-const SI_KERNEL: i32 = 0x80;
 
 /// Starts the thread that waits for the forwarded signals and sends each
 /// to the guest's foreground process group. With a `bridged` console the

@@ -3,6 +3,7 @@
 //! sandbox. Each is a new process with a fresh address space whose
 //! standard streams are host descriptors the runtime handed over.
 
+use crate::abi::fcntl::O_RDWR;
 use crate::abi::Errno;
 use crate::auth::caps::Capabilities;
 use crate::auth::Credentials;
@@ -169,7 +170,7 @@ impl Launched {
 /// description, reached through /dev/pts/N so ttyname finds it.
 fn install_terminal(kernel: &Kernel, thread: &Thread, replica: Arc<TtyFile>) {
     let d = crate::fs::devpts::replica_dentry(kernel, &replica.term);
-    let f = FileDescription::new(d, replica, u32::try_from(libc::O_RDWR).unwrap_or(0));
+    let f = FileDescription::new(d, replica, O_RDWR);
     let fds = thread.fds();
     for i in 0..3 {
         if let Err(e) = fds.install_at(i, f.clone(), false, u64::MAX) {

@@ -98,7 +98,7 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
 
 /// The terminal ioctls the sentry forwards to the host's stdio.
 const TTY_IOCTLS: &[u64] = {
-    use crate::fs::tty::termios::{FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TIOCGWINSZ, TIOCSWINSZ};
+    use crate::abi::ioctl::{FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TIOCGWINSZ, TIOCSWINSZ};
     &[TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, FIONREAD]
 };
 

@@ -1,6 +1,7 @@
 //! What anonymous files (pipes, sockets, eventfds, epoll instances) share:
 //! the attributes `fstat` reports for them.
 
+use crate::abi::fcntl::O_NONBLOCK;
 use crate::vfs::{Stat, TimeSpec};
 
 /// The status of an anonymous file: one link, created (and last changed)
@@ -11,7 +12,7 @@ pub fn stat(dev: u64, ino: u64, mode: u32, created: TimeSpec) -> Stat {
 
 /// Whether status flags ask for non-blocking I/O.
 pub fn nonblocking(flags: u32) -> bool {
-    flags & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
+    flags & O_NONBLOCK != 0
 }
 
 /// `Node` for a socket file type with `ino` and `created` fields: a

@@ -10,8 +10,9 @@
 //! loop or a nesting deeper than [`EP_MAX_NESTS`] (ELOOP), since asking a
 //! watched instance for its readiness asks the instances below it.
 
+use crate::abi::poll::{EPOLLERR, EPOLLET, EPOLLHUP, EPOLLONESHOT, POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
+use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec};
 use crate::waiter::{Entry, Notify, Queue};
 use parking_lot::Mutex;
 use std::cell::Cell;
@@ -32,11 +33,6 @@ thread_local! {
     /// EPOLL_CTL_ADD.
     static POLLING: Cell<usize> = const { Cell::new(0) };
 }
-
-pub const EPOLLERR: u32 = 0x008;
-pub const EPOLLHUP: u32 = 0x010;
-pub const EPOLLET: u32 = 1 << 31;
-pub const EPOLLONESHOT: u32 = 1 << 30;
 
 /// Keyed by (fd, description address), as Linux keys by (fd, file).
 type Key = (i32, usize);
@@ -459,10 +455,11 @@ impl FileOps for Epoll {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::poll::POLLOUT;
     use crate::fs::pipe::Pipe;
     use crate::fs::tmpfs::Tmpfs;
     use crate::testing::Count;
-    use crate::vfs::{Dentry, Mount, POLLOUT};
+    use crate::vfs::{Dentry, Mount};
 
     fn desc(ops: Arc<dyn FileOps>) -> Arc<FileDescription> {
         let m = Arc::new(Mount {
@@ -473,7 +470,7 @@ mod tests {
             source: "t".into(),
             read_only: false,
         });
-        FileDescription::new(Dentry::mount_root(&m), ops, 2)
+        FileDescription::new(Dentry::mount_root(&m), ops, crate::abi::fcntl::O_RDWR)
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! eventfd: a 64-bit counter with read/write semantics for wake-ups.
 
+use crate::abi::poll::{POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::sync::Arc;

@@ -1,13 +1,13 @@
 //! Files backed by a host descriptor: regular files donated by the gofer,
 //! and the stdio streams the sandbox was started with.
 
-use super::tty::termios::{
-    FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ, WINSIZE_SIZE,
-};
+use super::tty::termios::{TERMIOS_SIZE, WINSIZE_SIZE};
+use crate::abi::ioctl::{FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TIOCGWINSZ, TIOCSWINSZ};
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
 use crate::abi::Errno;
 use crate::host;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT};
+use crate::vfs::FileOps;
 use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};

@@ -3,6 +3,7 @@
 //! is not ready fails with EAGAIN and announces its changes on its
 //! notifier queue, which the socket passes on to its own wait queue.
 
+use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, TimeSpec};
@@ -144,8 +145,6 @@ impl FileOps for InetSocket {
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;
     /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
     fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        const FIONREAD: u64 = 0x541b;
-        const SIOCOUTQ: u64 = 0x5411;
         let (inq, outq) = match &self.endpoint {
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),
             Endpoint::Tcp(t) => t.queued(),

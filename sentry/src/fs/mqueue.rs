@@ -4,8 +4,10 @@
 //! may register for a message arriving at an empty queue.
 
 use super::synthetic::{dir_entry, Attr, Entries, Entry, FsInfo};
+use crate::abi::limits::NAME_MAX;
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, S_IFREG};
+use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, S_IFREG};
 use crate::waiter::{block_on, Waker};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
@@ -33,8 +35,6 @@ const SLOT_OVERHEAD: u64 = 64;
 /// the ceiling even with CAP_SYS_RESOURCE.
 pub const QUEUES_MAX: usize = 256;
 const HARD_QUEUES_MAX: usize = 4096;
-/// The longest queue name (NAME_MAX).
-const NAME_MAX: usize = 255;
 /// MQUEUE_MAGIC.
 const MQUEUE_MAGIC: u64 = 0x1980_0202;
 

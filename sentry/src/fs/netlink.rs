@@ -1,8 +1,9 @@
 //! Netlink sockets (NETLINK_ROUTE): requests go to the netstack's
 //! read-only route answers, and their replies queue here as datagrams.
 
+use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, TimeSpec, POLLIN, POLLRDNORM};
+use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -82,7 +83,7 @@ impl FileOps for NetlinkSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        use crate::vfs::{POLLOUT, POLLWRNORM};
+        use crate::abi::poll::{POLLOUT, POLLWRNORM};
         (if self.replies.lock().is_empty() { 0 } else { POLLIN | POLLRDNORM }) | POLLOUT | POLLWRNORM
     }
 

@@ -1,13 +1,11 @@
 //! Pipes: a bounded byte buffer between a read end and a write end.
 
-use super::tty::termios::FIONREAD;
+use crate::abi::ioctl::FIONREAD;
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
 use crate::mm::MemoryManager;
-use crate::vfs::{
-    FileOps, Node, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, READ_EVENTS, S_IFIFO,
-    WRITE_EVENTS,
-};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec, READ_EVENTS, S_IFIFO, WRITE_EVENTS};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;

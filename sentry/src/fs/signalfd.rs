@@ -1,10 +1,11 @@
 //! signalfd: the reading thread's pending signals of a mask, read as
 //! `struct signalfd_siginfo` records instead of running handlers.
 
+use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
 use crate::kernel::siginfo::SigInfo;
 use crate::kernel::thread;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

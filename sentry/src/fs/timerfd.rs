@@ -6,8 +6,9 @@
 //! wait, however short its interval (the expirations in between are
 //! counted when read), so no guest keeps the shared alarm thread busy.
 
+use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, POLLIN, POLLRDNORM};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec};
 use crate::waiter::{self, alarm, Entry, Notify, Queue};
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};

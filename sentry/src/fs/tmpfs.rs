@@ -7,6 +7,7 @@
 //! ENOSPC, as Linux's tmpfs fails at its size. Every operation fails the
 //! way Linux's shmem fails it.
 
+use crate::abi::limits::NAME_MAX;
 use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
@@ -34,8 +35,6 @@ const BOGO_DIRENT_SIZE: u64 = 20;
 const SHORT_SYMLINK_LEN: usize = 128;
 /// The largest file size (`MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX.unsigned_abs();
-/// The longest name.
-const NAME_MAX: usize = 255;
 /// Capacity reported by `statfs` while the sandbox has no memory limit:
 /// 8 GiB.
 const NOMINAL_BLOCKS: u64 = 1 << 21;

@@ -8,8 +8,9 @@
 
 use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, TimeSpec, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::{FileDescription, FileOps, TimeSpec};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -320,13 +321,13 @@ impl UnixStream {
     /// Readiness of this end, as a socket reports it: a peer that closed
     /// its end reads as EOF (POLLIN|POLLHUP).
     pub fn poll_events(&self) -> u32 {
-        use crate::vfs::{POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        use crate::abi::poll::{POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
         match &self.link {
             Link::Bytes { rx, tx, .. } => {
                 let rx = rx.lock().clone().map_or(POLLIN | POLLRDNORM, |r| r.poll_events());
                 let tx = tx.lock().clone().map_or(POLLHUP, |t| t.poll_events());
                 let hup = rx & POLLHUP != 0;
-                let tx = tx & !crate::vfs::POLLERR;
+                let tx = tx & !crate::abi::poll::POLLERR;
                 rx | tx | if hup { POLLIN | POLLRDNORM } else { 0 }
             }
             Link::Packets { rx, tx } => {
@@ -840,7 +841,7 @@ impl FileOps for UnixSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        use crate::vfs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
         if let Some(d) = &self.dgram {
             // After shutdown(SHUT_RD) a receive returns 0 at once: readable.
             let (queued, _, _, ended) = d.inbox.0.readiness();
@@ -849,11 +850,15 @@ impl FileOps for UnixSocket {
             return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
         }
         if self.is_listening() {
-            return if self.queue.lock().is_empty() { 0 } else { crate::vfs::POLLIN | crate::vfs::POLLRDNORM };
+            return if self.queue.lock().is_empty() {
+                0
+            } else {
+                crate::abi::poll::POLLIN | crate::abi::poll::POLLRDNORM
+            };
         }
         match self.stream() {
             Ok(s) => s.poll_events(),
-            Err(_) => crate::vfs::POLLOUT | crate::vfs::POLLHUP,
+            Err(_) => crate::abi::poll::POLLOUT | crate::abi::poll::POLLHUP,
         }
     }
 

@@ -6,9 +6,10 @@
 //! caller learns its full length for MSG_TRUNC).
 
 use super::unix::{PeerCred, Rights, UnixName};
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
-use crate::vfs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM, READ_EVENTS, WRITE_EVENTS};
+use crate::vfs::{READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::{self, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::VecDeque;

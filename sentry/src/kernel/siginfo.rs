@@ -7,17 +7,9 @@
 use crate::abi::layout::{Decoder, Encoder};
 
 pub const SIGINFO_SIZE: usize = 128;
-/// si_code values (Linux's uapi/asm-generic/siginfo.h).
-pub const SI_USER: i32 = 0;
-pub const SI_KERNEL: i32 = 0x80;
-pub const SI_QUEUE: i32 = -1;
-pub const SI_TIMER: i32 = -2;
-pub const SI_MESGQ: i32 = -3;
-pub const SI_TKILL: i32 = -6;
-pub const CLD_EXITED: i32 = 1;
-pub const CLD_KILLED: i32 = 2;
-pub const CLD_STOPPED: i32 = 5;
-pub const CLD_CONTINUED: i32 = 6;
+pub use crate::abi::signal::{
+    CLD_CONTINUED, CLD_EXITED, CLD_KILLED, CLD_STOPPED, SI_KERNEL, SI_MESGQ, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER,
+};
 
 /// A signal's `siginfo_t`, encoded.
 #[derive(Clone)]

@@ -4,27 +4,10 @@
 
 use parking_lot::Mutex;
 
-pub const NSIG: usize = 64;
-pub const SIGKILL: i32 = 9;
-pub const SIGSTOP: i32 = 19;
-/// The handler values that mean "default action" and "ignore".
-pub const SIG_DFL: u64 = 0;
-pub const SIG_IGN: u64 = 1;
-
-/// `sigaction` flags.
-pub const SA_NOCLDSTOP: u64 = 0x1;
-pub const SA_NOCLDWAIT: u64 = 0x2;
-pub const SA_SIGINFO: u64 = 0x4;
-pub const SA_EXPOSE_TAGBITS: u64 = 0x800;
-pub const SA_RESTORER: u64 = 0x0400_0000;
-pub const SA_ONSTACK: u64 = 0x0800_0000;
-pub const SA_RESTART: u64 = 0x1000_0000;
-pub const SA_NODEFER: u64 = 0x4000_0000;
-pub const SA_RESETHAND: u64 = 0x8000_0000;
-/// `sigaltstack` flags.
-pub const SS_ONSTACK: u32 = 1;
-pub const SS_DISABLE: u32 = 2;
-pub const SS_AUTODISARM: u32 = 1 << 31;
+pub use crate::abi::signal::{
+    NSIG, SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
+    SA_SIGINFO, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+};
 
 /// What a signal does when its handler is SIG_DFL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,17 +2,14 @@
 //! paths, and the directory descriptor of `*at` calls (resolution itself
 //! is the VFS's, `vfs::at`).
 
+use crate::abi::fcntl::AT_FDCWD;
+use crate::abi::limits::PATH_MAX;
 use crate::abi::Errno;
 use crate::kernel::Task;
 use crate::vfs::at::DirFd;
-use crate::vfs::walk::{ParentAndName, Walker, PATH_MAX};
+use crate::vfs::walk::{ParentAndName, Walker};
 use crate::vfs::{Dentry, FileDescription};
 use std::sync::Arc;
-
-pub const AT_FDCWD: i32 = -100;
-/// AT_FDCWD as a raw system call argument.
-pub const AT_FDCWD_ARG: u64 = 0xffff_ff9c;
-pub use crate::vfs::at::{AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
 
 /// An `int` argument (the kernel looks only at the low 32 bits).
 pub fn int(a: u64) -> i32 {

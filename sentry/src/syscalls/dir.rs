@@ -2,9 +2,11 @@
 //! removing, renaming and linking names, working directory, ownership,
 //! modes and timestamps.
 
-use super::args::{self, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_REMOVEDIR, AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
+use super::args::{self};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_REMOVEDIR, AT_SYMLINK_FOLLOW, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::Encoder;
+use crate::abi::limits::PATH_MAX;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::Task;
@@ -269,7 +271,7 @@ fn sys_getcwd(task: &mut Task, a: [u64; 6]) -> SysResult {
     path.push(0);
     // Linux builds the path in one page: a longer one is ENAMETOOLONG
     // whatever the buffer's size.
-    if path.len() > crate::vfs::walk::PATH_MAX {
+    if path.len() > PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
     let size = usize::try_from(a[1]).unwrap_or(usize::MAX);

@@ -3,11 +3,14 @@
 use super::args::{self, int};
 use super::poll::with_sigmask;
 use super::{Entries, Support::*};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::fcntl::O_RDWR;
+use crate::abi::layout::{Decoder, Encoder, Layout};
+use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::fs::epoll::Epoll;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, POLLIN, S_IFDIR, S_IFMT, S_IFREG};
+use crate::vfs::{FileDescription, S_IFDIR, S_IFMT, S_IFREG};
 use crate::waiter::{Entry, Registered, Waiter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,9 +26,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_epoll_pwait2, sys_epoll_pwait2, Partial(NOTE)),
 ];
 
-const EPOLL_CTL_ADD: i32 = 1;
-const EPOLL_CTL_DEL: i32 = 2;
-const EPOLL_CTL_MOD: i32 = 3;
 /// The most events one wait returns (INT_MAX / sizeof(struct epoll_event)).
 const EP_MAX_EVENTS: i32 = i32::MAX / 12;
 
@@ -33,7 +33,7 @@ fn create(task: &Task, cloexec: bool) -> SysResult {
     let k = &task.kernel;
     let ep = Epoll::new(k.anon_ino(), super::fd::now());
     let d = k.anon_dentry(b"anon_inode:[eventpoll]", ep.clone());
-    let f = FileDescription::new(d, ep, 2);
+    let f = FileDescription::new(d, ep, O_RDWR);
     let fd = task.thread.fds().install(f, cloexec, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
@@ -157,15 +157,13 @@ fn sys_epoll_pwait2(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = if a[3] == 0 {
         None
     } else {
-        let mut raw = [0u8; 16];
+        let mut raw = [0u8; Timespec::SIZE];
         task.thread.mm().copy_in(a[3], &mut raw)?;
-        let mut d = Decoder::new(&raw);
-        let (sec, nsec) = (d.i64(), d.i64());
-        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        let ts = Timespec::decode(&raw);
+        if !ts.is_valid() {
             return Err(Errno::EINVAL);
         }
-        let dur = Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(crate::waiter::deadline_in(dur))
+        Some(crate::waiter::deadline_in(ts.duration()))
     };
     with_sigmask(task, a[4], || wait(task, a[0], a[1], a[2], deadline))
 }

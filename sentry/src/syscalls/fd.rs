@@ -2,6 +2,12 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{
+    FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS,
+    F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ,
+    F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+};
+use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
@@ -32,27 +38,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_pipe, sys_pipe, Full),
     (libc::SYS_pipe2, sys_pipe2, Partial("O_DIRECT (packet mode) is not supported")),
 ];
-
-const F_DUPFD: u32 = 0;
-const F_GETFD: u32 = 1;
-const F_SETFD: u32 = 2;
-const F_GETFL: u32 = 3;
-const F_SETFL: u32 = 4;
-const F_GETLK: u32 = 5;
-const F_SETLK: u32 = 6;
-const F_SETLKW: u32 = 7;
-const F_SETOWN: u32 = 8;
-const F_GETOWN: u32 = 9;
-const F_OFD_GETLK: u32 = 36;
-const F_OFD_SETLK: u32 = 37;
-const F_OFD_SETLKW: u32 = 38;
-const F_DUPFD_CLOEXEC: u32 = 1030;
-const F_SETPIPE_SZ: u32 = 1031;
-const F_GETPIPE_SZ: u32 = 1032;
-const F_ADD_SEALS: u32 = 1033;
-const F_GET_SEALS: u32 = 1034;
-const FD_CLOEXEC: u64 = 1;
-const F_UNLCK: i16 = 2;
 
 fn fd_result(fd: i32) -> SysResult {
     u64::try_from(fd).map_err(|_| Errno::EBADF)
@@ -112,18 +97,18 @@ fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockReques
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
     let kind = match d.i16() {
-        0 => Kind::Read,
-        1 => Kind::Write,
-        2 => Kind::Unlock,
+        F_RDLCK => Kind::Read,
+        F_WRLCK => Kind::Write,
+        F_UNLCK => Kind::Unlock,
         _ => return Err(Errno::EINVAL),
     };
-    let whence = d.i16();
+    let whence = u32::try_from(d.i16());
     d.skip(4);
     let (start, len, pid) = (d.i64(), d.i64(), d.i32());
     let base = match whence {
-        0 => 0,
-        1 => i64::try_from(f.offset()).map_err(|_| Errno::EOVERFLOW)?,
-        2 => i64::try_from(f.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
+        Ok(SEEK_SET) => 0,
+        Ok(SEEK_CUR) => i64::try_from(f.offset()).map_err(|_| Errno::EOVERFLOW)?,
+        Ok(SEEK_END) => i64::try_from(f.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
         _ => return Err(Errno::EINVAL),
     };
     let start = base.checked_add(start).ok_or(Errno::EOVERFLOW)?;
@@ -243,10 +228,6 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
 }
 
-const FIONCLEX: u64 = 0x5450;
-const FIOCLEX: u64 = 0x5451;
-const FIONBIO: u64 = 0x5421;
-
 fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fd = int(a[0]);
     let fds = task.thread.fds();
@@ -264,8 +245,8 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             let mut raw = [0u8; 4];
             task.thread.mm().copy_in(a[2], &mut raw)?;
             let on = i32::from_le_bytes(raw) != 0;
-            let flags = f.flags() & !u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
-            let nb = if on { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+            let flags = f.flags() & !O_NONBLOCK;
+            let nb = if on { O_NONBLOCK } else { 0 };
             f.set_status_flags(flags | nb);
             Ok(0)
         }
@@ -290,7 +271,7 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
     let dentry = task.kernel.anon_dentry(name.as_bytes(), p.clone());
     let nb = u32::try_from(flags & libc::O_NONBLOCK).unwrap_or(0);
     let r = FileDescription::new(dentry.clone(), p.reader(), nb);
-    let w = FileDescription::new(dentry, p.writer(), 1 | nb);
+    let w = FileDescription::new(dentry, p.writer(), O_WRONLY | nb);
     let cloexec = flags & libc::O_CLOEXEC != 0;
     let fds = task.thread.fds();
     let limit = task.thread.nofile();
@@ -360,7 +341,7 @@ fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
         flags & EFD_SEMAPHORE != 0,
     );
     let d = k.anon_dentry(b"anon_inode:[eventfd]", e.clone());
-    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     let f = FileDescription::new(d, e, status);
     fd_result(task.thread.fds().install(f, flags & libc::O_CLOEXEC != 0, 0, task.thread.nofile())?)
 }
@@ -375,10 +356,6 @@ fn sys_eventfd2(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_flock(task: &mut Task, a: [u64; 6]) -> SysResult {
     use crate::kernel::flock::FlockOp;
-    const LOCK_SH: i32 = 1;
-    const LOCK_EX: i32 = 2;
-    const LOCK_NB: i32 = 4;
-    const LOCK_UN: i32 = 8;
     let f = args::file(task, a[0])?;
     if f.is_path() {
         return Err(Errno::EBADF);

@@ -2,6 +2,9 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{AT_FDCWD_ARG, O_RDWR};
+use crate::abi::layout::Layout;
+use crate::abi::uio::{Iovec, IOV_MAX};
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
@@ -41,10 +44,9 @@ pub(super) const ENTRIES: Entries = &[
 const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Data is moved through the sentry in pieces of at most this size.
 pub(super) const CHUNK: usize = 1 << 20;
-const IOV_MAX: usize = 1024;
 fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
-    open_at(task, args::AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
+    open_at(task, AT_FDCWD_ARG, &path, int(a[1]), args::uint(a[2]))
 }
 
 fn sys_openat(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -55,7 +57,7 @@ fn sys_openat(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_creat(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-    open_at(task, args::AT_FDCWD_ARG, &path, flags, args::uint(a[1]))
+    open_at(task, AT_FDCWD_ARG, &path, flags, args::uint(a[1]))
 }
 
 /// Opens `(dirfd, path)` and installs the new file in the fd table.
@@ -247,13 +249,11 @@ pub(super) fn iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<(u64, usize
     if n > IOV_MAX {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; n * 16];
+    let mut raw = vec![0u8; n * Iovec::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut out = Vec::with_capacity(n);
     let mut total: usize = 0;
-    for c in raw.chunks_exact(16) {
-        let base = u64::from_le_bytes(c[..8].try_into().map_err(|_| Errno::EFAULT)?);
-        let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
+    for Iovec { base, len } in Iovec::decode_all(&raw) {
         let len = usize::try_from(len).ok().filter(|&l| isize::try_from(l).is_ok()).ok_or(Errno::EINVAL)?;
         total = total.checked_add(len).filter(|&t| isize::try_from(t).is_ok()).ok_or(Errno::EINVAL)?;
         args::user_range(base, len)?;
@@ -387,7 +387,7 @@ fn sys_ftruncate(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let len = offset_arg(a[1])?;
-    let f = open_file(task, args::AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
+    let f = open_file(task, AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
     truncate_file(&f, len)
 }
 
@@ -445,7 +445,7 @@ fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     shown.extend_from_slice(&name);
     shown.extend_from_slice(b" (deleted)");
     let d = k.anon_dentry(&shown, node);
-    let status = u32::try_from(libc::O_RDWR | libc::O_LARGEFILE).unwrap_or(2);
+    let status = O_RDWR;
     let f = FileDescription::new(d, ops, status);
     let fd = task.thread.fds().install(f, flags & MFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)

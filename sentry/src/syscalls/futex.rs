@@ -2,12 +2,13 @@
 
 use super::args::{int, uint};
 use super::{Entries, Support::*};
-use crate::abi::layout::Decoder;
+use crate::abi::layout::Layout;
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::host::monotonic_now;
 use crate::kernel::futex::FutexKey;
 use crate::kernel::Task;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub(super) const ENTRIES: Entries = &[(
     libc::SYS_futex,
@@ -54,15 +55,13 @@ pub(super) fn deadline(task: &Task, addr: u64, absolute: bool, realtime: bool) -
     if addr == 0 {
         return Ok(None);
     }
-    let mut raw = [0u8; 16];
+    let mut raw = [0u8; Timespec::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    let mut d = Decoder::new(&raw);
-    let (sec, nsec) = (d.i64(), d.i64());
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+    let ts = Timespec::decode(&raw);
+    if !ts.is_valid() {
         return Err(Errno::EINVAL);
     }
-    let dur =
-        Duration::new(u64::try_from(sec).map_err(|_| Errno::EINVAL)?, u32::try_from(nsec).map_err(|_| Errno::EINVAL)?);
+    let dur = ts.duration();
     let now = Instant::now();
     if !absolute {
         return Ok(Some(crate::waiter::later(now, dur)));

@@ -4,11 +4,16 @@
 
 use super::args::{self, int};
 use super::block::wait_io;
-use super::socket::{
-    iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC,
-    MSG_WAITALL, SOL_SOCKET,
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::socket::{
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
+    IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
+    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE, SO_LINGER,
+    SO_OOBINLINE, SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO,
+    SO_TYPE, TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
 };
-use crate::abi::layout::Encoder;
+use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::inet::{errno, Endpoint, InetSocket};
@@ -20,13 +25,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(super) const AF_INET: i32 = 2;
-pub(super) const AF_INET6: i32 = 10;
-const AF_UNSPEC: u16 = 0;
-const IPPROTO_IP: i32 = 0;
-const IPPROTO_TCP: i32 = 6;
-const IPPROTO_UDP: i32 = 17;
-const IPPROTO_IPV6: i32 = 41;
 /// The most a stream send moves per step through the sentry's buffer.
 const STREAM_CHUNK: usize = 256 * 1024;
 
@@ -44,11 +42,11 @@ pub(super) fn socket(task: &Task, domain: i32, kind: i32, protocol: i32) -> Resu
     let family = if domain == AF_INET6 { Family::V6 } else { Family::V4 };
     let net = &task.kernel.net;
     let endpoint = match (kind, protocol) {
-        (1, 0 | IPPROTO_TCP) => Endpoint::Tcp(TcpEndpoint::new(net, family)),
-        (2, 0 | IPPROTO_UDP) => Endpoint::Udp(UdpEndpoint::new(net, family)),
-        (1 | 2, _) => return Err(Errno::EPROTONOSUPPORT),
+        (SOCK_STREAM, 0 | IPPROTO_TCP) => Endpoint::Tcp(TcpEndpoint::new(net, family)),
+        (SOCK_DGRAM, 0 | IPPROTO_UDP) => Endpoint::Udp(UdpEndpoint::new(net, family)),
+        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
         // Raw sockets need CAP_NET_RAW and a stack that has them.
-        (3, _) => return Err(Errno::EPERM),
+        (SOCK_RAW, _) => return Err(Errno::EPERM),
         _ => return Err(Errno::ESOCKTNOSUPPORT),
     };
     Ok(InetSocket::new(task.kernel.anon_ino(), super::fd::now(), endpoint))
@@ -343,7 +341,7 @@ pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64
 /// sendmsg(2); control messages (IP_PKTINFO, IP_TOS …) are ignored.
 pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let h = read_msghdr(task, a[1])?;
-    let to = destination(task, s, h.name, h.namelen)?;
+    let to = destination(task, s, h.name, u64::from(h.namelen))?;
     send(task, f, s, &iovec_list(task, &h)?, a[2], to)
 }
 
@@ -352,13 +350,11 @@ pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     let h = read_msghdr(task, a[1])?;
     let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
     match from.filter(|_| h.name != 0) {
-        Some(from) => write_sockaddr(task, h.name, a[1] + 8, &encode(from))?,
-        None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
+        Some(from) => write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
+        None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    let mm = task.thread.mm();
-    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    write_msg_results(task, a[1], 0, flags)?;
     Ok(n)
 }
 
@@ -377,20 +373,6 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
     Ok(0)
 }
 
-// Socket options by (level, name).
-const SO_REUSEADDR: (i32, i32) = (SOL_SOCKET, 2);
-const SO_TYPE: (i32, i32) = (SOL_SOCKET, 3);
-const SO_ERROR: (i32, i32) = (SOL_SOCKET, 4);
-const SO_SNDBUF: (i32, i32) = (SOL_SOCKET, 7);
-const SO_RCVBUF: (i32, i32) = (SOL_SOCKET, 8);
-const SO_REUSEPORT: (i32, i32) = (SOL_SOCKET, 15);
-const SO_RCVTIMEO: (i32, i32) = (SOL_SOCKET, 20);
-const SO_SNDTIMEO: (i32, i32) = (SOL_SOCKET, 21);
-const SO_ACCEPTCONN: (i32, i32) = (SOL_SOCKET, 30);
-const SO_PROTOCOL: (i32, i32) = (SOL_SOCKET, 38);
-const SO_DOMAIN: (i32, i32) = (SOL_SOCKET, 39);
-const IPV6_V6ONLY: (i32, i32) = (IPPROTO_IPV6, 26);
-
 /// Options accepted and reported back without effect, with Linux's
 /// defaults: SO_KEEPALIVE, SO_BROADCAST, SO_LINGER, SO_OOBINLINE,
 /// SO_PRIORITY, IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
@@ -400,15 +382,17 @@ fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
     let int = |v: i32| Some(v.to_le_bytes().to_vec());
     let stream = s.is_stream();
     match opt {
-        (SOL_SOCKET, 9 | 6 | 10 | 12) | (IPPROTO_IP, 1 | 11) | (IPPROTO_IPV6, 25) => int(0),
-        (SOL_SOCKET, 13) => Some(vec![0u8; 8]),
-        SO_SNDBUF => int(if stream { 16_384 } else { 212_992 }),
-        SO_RCVBUF => int(if stream { 131_072 } else { 212_992 }),
-        (IPPROTO_IP, 2) => int(64),
-        (IPPROTO_TCP, 1 | 3 | 12 | 18) if stream => int(0),
-        (IPPROTO_TCP, 4) if stream => int(7200),
-        (IPPROTO_TCP, 5) if stream => int(75),
-        (IPPROTO_TCP, 6) if stream => int(9),
+        (SOL_SOCKET, SO_KEEPALIVE | SO_BROADCAST | SO_OOBINLINE | SO_PRIORITY)
+        | (IPPROTO_IP, IP_TOS | IP_RECVERR)
+        | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
+        (SOL_SOCKET, SO_LINGER) => Some(vec![0u8; 8]),
+        (SOL_SOCKET, SO_SNDBUF) => int(if stream { 16_384 } else { 212_992 }),
+        (SOL_SOCKET, SO_RCVBUF) => int(if stream { 131_072 } else { 212_992 }),
+        (IPPROTO_IP, IP_TTL) => int(64),
+        (IPPROTO_TCP, TCP_NODELAY | TCP_CORK | TCP_QUICKACK | TCP_USER_TIMEOUT) if stream => int(0),
+        (IPPROTO_TCP, TCP_KEEPIDLE) if stream => int(7200),
+        (IPPROTO_TCP, TCP_KEEPINTVL) if stream => int(75),
+        (IPPROTO_TCP, TCP_KEEPCNT) if stream => int(9),
         _ => None,
     }
 }
@@ -422,8 +406,7 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
 
 /// A struct timeval as a duration; zero means no timeout.
 fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
-    let mut d = crate::abi::layout::Decoder::new(raw);
-    let (sec, usec) = (d.i64(), d.i64());
+    let Timeval { sec, usec } = Timeval::decode(raw);
     if !(0..1_000_000).contains(&usec) {
         return Err(Errno::EDOM);
     }
@@ -435,29 +418,24 @@ fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
 pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
-    let tv = |t: Option<Duration>| {
-        let t = t.unwrap_or_default();
-        let mut e = Encoder::new();
-        e.i64(i64::try_from(t.as_secs()).unwrap_or(i64::MAX)).i64(i64::from(t.subsec_micros()));
-        e.as_bytes().to_vec()
-    };
+    let tv = |t: Option<Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
     let value = match opt {
-        SO_TYPE => (if s.is_stream() { 1i32 } else { 2 }).to_le_bytes().to_vec(),
-        SO_PROTOCOL => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
-        SO_DOMAIN => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
-        SO_ERROR => {
+        (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_DOMAIN) => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_ERROR) => {
             let e = match &s.endpoint {
                 Endpoint::Tcp(t) => t.take_error(),
                 Endpoint::Udp(u) => u.take_error(),
             };
             e.map_or(0, |e| errno(e).0).to_le_bytes().to_vec()
         }
-        SO_ACCEPTCONN => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
-        SO_REUSEADDR => flag(share_opts(s).reuse_addr),
-        SO_REUSEPORT => flag(share_opts(s).reuse_port),
-        IPV6_V6ONLY if family(s) == Family::V6 => flag(share_opts(s).v6only),
-        SO_RCVTIMEO => tv(s.timeouts.lock().0),
-        SO_SNDTIMEO => tv(s.timeouts.lock().1),
+        (SOL_SOCKET, SO_ACCEPTCONN) => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
+        (SOL_SOCKET, SO_REUSEADDR) => flag(share_opts(s).reuse_addr),
+        (SOL_SOCKET, SO_REUSEPORT) => flag(share_opts(s).reuse_port),
+        (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
+        (SOL_SOCKET, SO_RCVTIMEO) => tv(s.timeouts.lock().0),
+        (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
         _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(s, opt)) {
             Some(v) => v,
             None => return Err(Errno::ENOPROTOOPT),
@@ -488,28 +466,32 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         .map_err(errno)
     };
     match opt {
-        SO_REUSEADDR => {
+        (SOL_SOCKET, SO_REUSEADDR) => {
             let v = on()?;
             set_share(&|o| o.reuse_addr = v)?;
         }
-        SO_REUSEPORT => {
+        (SOL_SOCKET, SO_REUSEPORT) => {
             let v = on()?;
             set_share(&|o| o.reuse_port = v)?;
         }
-        IPV6_V6ONLY if family(s) == Family::V6 => {
+        (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => {
             let v = on()?;
             set_share(&|o| o.v6only = v)?;
         }
-        SO_RCVTIMEO | SO_SNDTIMEO => {
-            let t = timeval(raw.get(..16).ok_or(Errno::EINVAL)?)?;
+        (SOL_SOCKET, SO_RCVTIMEO) | (SOL_SOCKET, SO_SNDTIMEO) => {
+            let t = timeval(raw.get(..Timeval::SIZE).ok_or(Errno::EINVAL)?)?;
             let mut timeouts = s.timeouts.lock();
-            if opt == SO_RCVTIMEO {
+            if opt == (SOL_SOCKET, SO_RCVTIMEO) {
                 timeouts.0 = t;
             } else {
                 timeouts.1 = t;
             }
         }
-        SO_TYPE | SO_PROTOCOL | SO_DOMAIN | SO_ERROR | SO_ACCEPTCONN => return Err(Errno::ENOPROTOOPT),
+        (SOL_SOCKET, SO_TYPE)
+        | (SOL_SOCKET, SO_PROTOCOL)
+        | (SOL_SOCKET, SO_DOMAIN)
+        | (SOL_SOCKET, SO_ERROR)
+        | (SOL_SOCKET, SO_ACCEPTCONN) => return Err(Errno::ENOPROTOOPT),
         _ => {
             if stored_default(s, opt).is_none() {
                 return Err(Errno::ENOPROTOOPT);

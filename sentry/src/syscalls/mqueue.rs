@@ -3,7 +3,9 @@
 
 use super::args::{self, int, uint};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::O_NONBLOCK;
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile};
@@ -32,8 +34,6 @@ pub(super) const ENTRIES: Entries = &[
 
 /// `struct mq_attr`: flags, maxmsg, msgsize, curmsgs (and padding).
 const MQ_ATTR_SIZE: usize = 64;
-const SIGEV_SIGNAL: i32 = 0;
-const SIGEV_NONE: i32 = 1;
 
 fn read_attr(task: &Task, addr: u64) -> Result<[i64; 4], Errno> {
     let mut raw = [0u8; MQ_ATTR_SIZE];
@@ -191,7 +191,7 @@ fn sys_mq_getsetattr(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let f = args::file(task, a[0])?;
     let q = queue_of(&f)?;
-    let nonblock = u32::try_from(libc::O_NONBLOCK).unwrap_or(0);
+    let nonblock = O_NONBLOCK;
     let old_flags = i64::from(f.flags() & nonblock);
     if let Some(flags) = new_flags {
         let on = if flags != 0 { nonblock } else { 0 };

@@ -3,19 +3,18 @@
 //! are answered at once by the netstack's read-only route replies.
 
 use super::args::{self, int};
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_sockaddr, write_sockopt, MSG_PEEK, MSG_TRUNC};
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::socket::{
+    MsgHdr, AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET, SO_DOMAIN,
+    SO_ERROR, SO_PROTOCOL, SO_RCVBUF, SO_RCVBUFFORCE, SO_SNDBUF, SO_SNDBUFFORCE, SO_TYPE,
+};
 use crate::abi::{Errno, SysResult};
 use crate::fs::netlink::NetlinkSocket;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-pub(super) const AF_NETLINK: i32 = 16;
-const NETLINK_ROUTE: i32 = 0;
-const SOL_SOCKET: i32 = 1;
-const SOL_NETLINK: i32 = 270;
 
 /// An open netlink socket: its description (flags) and the socket.
 pub(super) type Open = (Arc<FileDescription>, Arc<NetlinkSocket>);
@@ -27,7 +26,7 @@ pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
 
 /// socket(2) for AF_NETLINK: SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE.
 pub(super) fn socket(task: &Task, kind: i32, protocol: i32) -> Result<Arc<NetlinkSocket>, Errno> {
-    if kind != libc::SOCK_RAW && kind != libc::SOCK_DGRAM {
+    if kind != SOCK_RAW && kind != SOCK_DGRAM {
         return Err(Errno::ESOCKTNOSUPPORT);
     }
     if protocol != NETLINK_ROUTE {
@@ -162,22 +161,20 @@ pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u
     let h = read_msghdr(task, a[1])?;
     let (n, cut) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
     if h.name != 0 {
-        write_sockaddr(task, h.name, a[1] + 8, &sockaddr_nl(0))?;
+        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sockaddr_nl(0))?;
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    let mm = task.thread.mm();
-    mm.copy_out(a[1] + 40, &0u64.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    write_msg_results(task, a[1], 0, flags)?;
     Ok(n)
 }
 
 pub(super) fn getsockopt(task: &Task, a: [u64; 6]) -> SysResult {
     let value: i32 = match (int(a[1]), int(a[2])) {
-        (SOL_SOCKET, 3) => libc::SOCK_RAW,
-        (SOL_SOCKET, 39) => AF_NETLINK,
-        (SOL_SOCKET, 38) => NETLINK_ROUTE,
-        (SOL_SOCKET, 7 | 8) => 212_992,
-        (SOL_SOCKET, 4) => 0,
+        (SOL_SOCKET, SO_TYPE) => SOCK_RAW,
+        (SOL_SOCKET, SO_DOMAIN) => AF_NETLINK,
+        (SOL_SOCKET, SO_PROTOCOL) => NETLINK_ROUTE,
+        (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => 212_992,
+        (SOL_SOCKET, SO_ERROR) => 0,
         _ => return Err(Errno::ENOPROTOOPT),
     };
     write_sockopt(task, a, &value.to_le_bytes())
@@ -187,7 +184,7 @@ pub(super) fn getsockopt(task: &Task, a: [u64; 6]) -> SysResult {
 /// strict checking, group membership) are accepted without effect.
 pub(super) fn setsockopt(a: [u64; 6]) -> SysResult {
     match (int(a[1]), int(a[2])) {
-        (SOL_SOCKET, 7 | 8 | 32 | 33) | (SOL_NETLINK, 1..=12) => Ok(0),
+        (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF | SO_SNDBUFFORCE | SO_RCVBUFFORCE) | (SOL_NETLINK, 1..=12) => Ok(0),
         _ => Err(Errno::ENOPROTOOPT),
     }
 }

@@ -3,10 +3,11 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::signal::sigbit;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::FileDescription;
 use crate::waiter::{Entry, Waiter};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,9 +21,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_select, sys_select, Partial(NOTE)),
     (libc::SYS_pselect6, sys_pselect6, Partial(NOTE)),
 ];
-
-const POLLNVAL: u32 = 0x20;
-const POLLPRI: u32 = 0x2;
 
 /// The events of descriptor `fd` now; POLLNVAL for a closed one.
 fn events_of(task: &Task, fd: i32) -> u32 {

@@ -1,7 +1,8 @@
 //! System calls: process lifecycle — exit, execve, fork/vfork/clone, wait.
 
-use super::args::{self, int, AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW};
+use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
@@ -77,7 +78,7 @@ fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, 
 }
 
 fn sys_execve(task: &mut Task, a: [u64; 6]) -> SysResult {
-    do_execve(task, args::AT_FDCWD_ARG, a[0], a[1], a[2], 0)
+    do_execve(task, AT_FDCWD_ARG, a[0], a[1], a[2], 0)
 }
 
 fn sys_execveat(task: &mut Task, a: [u64; 6]) -> SysResult {

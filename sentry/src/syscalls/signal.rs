@@ -4,18 +4,19 @@
 
 use super::args::int;
 use super::{Entries, Support};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::fcntl::O_NONBLOCK;
+use crate::abi::layout::{Decoder, Encoder, Layout};
+use crate::abi::signal::{
+    SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
+    SA_SIGINFO, SIGKILL, SIGSTOP, SIG_BLOCK, SIG_DFL, SIG_IGN, SIG_SETMASK, SIG_UNBLOCK, SI_TKILL, SI_USER,
+    SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+};
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::process::INIT_PID;
-use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE, SI_TKILL, SI_USER};
-use crate::kernel::signal::{
-    default_action, sigbit, AltStack, DefaultAction, SigAction, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN,
-};
-use crate::kernel::signal::{
-    SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
-    SA_SIGINFO, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
-};
+use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE};
+use crate::kernel::signal::{default_action, sigbit, AltStack, DefaultAction, SigAction};
 use crate::kernel::{ExitStatus, Task, Thread};
 use crate::waiter;
 use std::sync::atomic::Ordering;
@@ -58,10 +59,6 @@ const SA_KNOWN: u64 = SA_NOCLDSTOP
     | SA_RESETHAND
     | SA_EXPOSE_TAGBITS
     | SA_RESTORER;
-
-const SIG_BLOCK: i32 = 0;
-const SIG_UNBLOCK: i32 = 1;
-const SIG_SETMASK: i32 = 2;
 
 const MINSIGSTKSZ: u64 = 2048;
 
@@ -528,15 +525,13 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = if a[2] == 0 {
         None
     } else {
-        let mut ts = [0u8; 16];
-        mm.copy_in(a[2], &mut ts)?;
-        let mut d = Decoder::new(&ts);
-        let (sec, nsec) = (d.i64(), d.i64());
-        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        let mut raw = [0u8; Timespec::SIZE];
+        mm.copy_in(a[2], &mut raw)?;
+        let ts = Timespec::decode(&raw);
+        if !ts.is_valid() {
             return Err(Errno::EINVAL);
         }
-        let dur = std::time::Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nsec).unwrap_or(0));
-        Some(waiter::deadline_in(dur))
+        Some(waiter::deadline_in(ts.duration()))
     };
     loop {
         if let Some(info) = task.thread.take_any(set) {
@@ -606,7 +601,7 @@ fn signalfd(task: &Task, fd: u64, mask_addr: u64, size: u64, flags: i32) -> SysR
     let nonblock = flags & libc::SFD_NONBLOCK != 0;
     let s = SignalFd::new(k.anon_ino(), super::fd::now(), mask);
     let d = k.anon_dentry(b"anon_inode:[signalfd]", s.clone());
-    let status = if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = if nonblock { O_NONBLOCK } else { 0 };
     let f = FileDescription::new(d, s, status);
     let fd = task.thread.fds().install(f, flags & libc::SFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)

@@ -6,7 +6,15 @@
 use super::args::{self, int};
 use super::{inet, netlink};
 use super::{Entries, Support::*};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK, O_RDWR};
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::socket::{
+    cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC,
+    MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS,
+    SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_PASSCRED,
+    SO_PEERCRED, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_TYPE,
+};
+use crate::abi::uio::Iovec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream};
@@ -42,25 +50,10 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_setsockopt, sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
 ];
 
-const AF_UNIX: i32 = 1;
-const SOCK_TYPE_MASK: i32 = 0xf;
-pub(super) const MSG_PEEK: u64 = 0x2;
-pub(super) const MSG_OOB: u64 = 0x1;
-const MSG_DONTWAIT: u64 = 0x40;
-pub(super) const MSG_WAITALL: u64 = 0x100;
-pub(super) const MSG_NOSIGNAL: u64 = 0x4000;
-pub(super) const SOL_SOCKET: i32 = 1;
-const SCM_RIGHTS: i32 = 1;
-const SCM_CREDENTIALS: i32 = 2;
-/// The most descriptors one message may carry (Linux's SCM_MAX_FD).
-const SCM_MAX_FD: usize = 253;
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
 const OPTMEM_MAX: usize = 20480;
-const MSG_CTRUNC: i32 = 0x8;
-pub(super) const MSG_TRUNC: u64 = 0x20;
-const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 /// sizeof(struct cmsghdr).
-const CMSG_HDR: usize = 16;
+const CMSG_HDR: usize = CmsgHdr::SIZE;
 
 /// The Unix stream socket behind descriptor `fd`.
 fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSocket>), Errno> {
@@ -84,7 +77,7 @@ fn other(task: &Task, fd: u64) -> Result<Option<Other>, Errno> {
 
 /// Does socket description `f` (or this one call's flags) not block?
 pub(super) fn nonblocking(f: &FileDescription, flags: u64) -> bool {
-    flags & MSG_DONTWAIT != 0 || f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0
+    flags & MSG_DONTWAIT != 0 || f.flags() & O_NONBLOCK != 0
 }
 
 /// Checks socket(2)/socketpair(2) arguments; returns (type, nonblock,
@@ -118,7 +111,7 @@ pub(super) fn install<S: FileOps + crate::vfs::Node + 'static>(
     let k = &task.kernel;
     let ino = crate::vfs::Node::stat(s.as_ref()).map(|st| st.ino).unwrap_or(0);
     let d = k.anon_dentry(format!("socket:[{ino}]").as_bytes(), s.clone());
-    let flags = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let flags = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     task.thread.fds().install(FileDescription::new(d, s, flags), cloexec, 0, task.thread.nofile())
 }
 
@@ -140,10 +133,10 @@ fn install_new<S: FileOps + crate::vfs::Node + 'static>(
 
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (domain, ty) = (int(a[0]), int(a[1]));
-    if domain == inet::AF_INET || domain == inet::AF_INET6 {
+    if domain == AF_INET || domain == AF_INET6 {
         return install_new(task, ty, |kind| inet::socket(task, domain, kind, int(a[2])));
     }
-    if domain == netlink::AF_NETLINK {
+    if domain == AF_NETLINK {
         return install_new(task, ty, |kind| netlink::socket(task, kind, int(a[2])));
     }
     let (kind, nonblock, cloexec) = check_type(domain, ty, int(a[2]))?;
@@ -152,7 +145,7 @@ fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_socketpair(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if int(a[0]) == inet::AF_INET || int(a[0]) == inet::AF_INET6 {
+    if int(a[0]) == AF_INET || int(a[0]) == AF_INET6 {
         return Err(Errno::EOPNOTSUPP);
     }
     let (kind, nonblock, cloexec) = check_type(int(a[0]), int(a[1]), int(a[2]))?;
@@ -255,7 +248,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
             UnixName::Abstract(n)
         }
         Some((false, path)) => {
-            let pn = args::parent_at(task, args::AT_FDCWD_ARG, &path)?;
+            let pn = args::parent_at(task, AT_FDCWD_ARG, &path)?;
             if pn.name.is_empty() {
                 return Err(Errno::EADDRINUSE);
             }
@@ -294,7 +287,7 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
         None => return Err(Errno::EINVAL),
         Some((true, n)) => UnixName::Abstract(n),
         Some((false, path)) => {
-            let d = args::resolve_at(task, args::AT_FDCWD_ARG, &path, true, false)?;
+            let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
             let st = d.node.stat()?;
             if st.mode & crate::vfs::S_IFMT != crate::vfs::S_IFSOCK {
                 return Err(Errno::ECONNREFUSED);
@@ -353,7 +346,7 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
         None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
-    let nonblock_listener = f.flags() & u32::try_from(libc::O_NONBLOCK).unwrap_or(0) != 0;
+    let nonblock_listener = f.flags() & O_NONBLOCK != 0;
     let conn = super::block::wait_io(&f, READ_EVENTS, nonblock_listener, None, || s.accept())?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let peer = conn.peer_name().ok().flatten();
@@ -533,36 +526,22 @@ fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(n)
 }
 
-/// The fields of a `struct msghdr` that matter here.
-pub(super) struct MsgHdr {
-    pub name: u64,
-    pub namelen: u64,
-    iov: u64,
-    iovlen: u64,
-    control: u64,
-    controllen: u64,
-}
-
 pub(super) fn read_msghdr(task: &Task, addr: u64) -> Result<MsgHdr, Errno> {
-    let mut raw = [0u8; 56];
+    let mut raw = [0u8; MsgHdr::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    let mut d = Decoder::new(&raw);
-    let name = d.u64();
-    let namelen = u64::from(d.u32());
-    d.skip(4);
-    let iov = d.u64();
-    let iovlen = d.u64();
-    let control = d.u64();
-    let controllen = d.u64();
-    if iovlen > 1024 {
+    let h = MsgHdr::decode(&raw);
+    if h.iovlen > 1024 {
         return Err(Errno::EMSGSIZE);
     }
-    Ok(MsgHdr { name, namelen, iov, iovlen, control, controllen })
+    Ok(h)
 }
 
-/// CMSG_ALIGN.
-fn cmsg_align(n: usize) -> usize {
-    n.saturating_add(7) & !7
+/// Writes recvmsg's results into the guest's `msghdr` at `addr`: the
+/// control bytes used and the flags.
+pub(super) fn write_msg_results(task: &Task, addr: u64, controllen: u64, flags: i32) -> Result<(), Errno> {
+    let mm = task.thread.mm();
+    mm.copy_out(addr + MsgHdr::CONTROLLEN_OFFSET, &controllen.to_le_bytes())?;
+    mm.copy_out(addr + MsgHdr::FLAGS_OFFSET, &flags.to_le_bytes())
 }
 
 /// The descriptors a sendmsg control buffer passes with SCM_RIGHTS.
@@ -583,9 +562,8 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
     let mut files = Vec::new();
     let mut off = 0;
     while len - off >= CMSG_HDR {
-        let mut d = Decoder::new(&raw[off..off + CMSG_HDR]);
-        let cmsg_len = usize::try_from(d.u64()).map_err(|_| Errno::EINVAL)?;
-        let (level, ty) = (d.i32(), d.i32());
+        let CmsgHdr { len: cmsg_len, level, ty } = CmsgHdr::decode(&raw[off..off + CMSG_HDR]);
+        let cmsg_len = usize::try_from(cmsg_len).map_err(|_| Errno::EINVAL)?;
         if cmsg_len < CMSG_HDR || cmsg_len > len - off {
             return Err(Errno::EINVAL);
         }
@@ -603,11 +581,11 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
                     }
                 }
                 SCM_CREDENTIALS => {
-                    if cmsg_len != CMSG_HDR + 12 {
+                    if cmsg_len != CMSG_HDR + Ucred::SIZE {
                         return Err(Errno::EINVAL);
                     }
-                    let mut d = Decoder::new(&raw[off + CMSG_HDR..off + cmsg_len]);
-                    let given = (d.i32(), d.u32(), d.u32());
+                    let Ucred { pid, uid, gid } = Ucred::decode(&raw[off + CMSG_HDR..off + cmsg_len]);
+                    let given = (pid, uid, gid);
                     check_cred(task, given)?;
                     cred = SenderCred { cred: given, explicit: true };
                 }
@@ -645,13 +623,14 @@ fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
 /// Writes an SCM_CREDENTIALS message at the start of the recvmsg control
 /// buffer (Linux puts it first); returns (control bytes used, msg_flags).
 fn write_cred(task: &Task, h: &MsgHdr, (pid, uid, gid): PeerCred) -> Result<(usize, i32), Errno> {
-    let cmsg_len = CMSG_HDR + 12;
+    let cmsg_len = CMSG_HDR + Ucred::SIZE;
     let room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
     if room < cmsg_len {
         return Ok((0, MSG_CTRUNC));
     }
     let mut e = Encoder::new();
-    e.u64(cmsg_len as u64).i32(SOL_SOCKET).i32(SCM_CREDENTIALS).i32(pid).u32(uid).u32(gid);
+    CmsgHdr { len: cmsg_len as u64, level: SOL_SOCKET, ty: SCM_CREDENTIALS }.encode_to(&mut e);
+    Ucred { pid, uid, gid }.encode_to(&mut e);
     task.thread.mm().copy_out(h.control, e.as_bytes())?;
     Ok((cmsg_align(cmsg_len).min(room), 0))
 }
@@ -686,7 +665,7 @@ fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec
     }
     let cmsg_len = CMSG_HDR + 4 * fds.len();
     let mut e = Encoder::new();
-    e.u64(cmsg_len as u64).i32(SOL_SOCKET).i32(SCM_RIGHTS);
+    CmsgHdr { len: cmsg_len as u64, level: SOL_SOCKET, ty: SCM_RIGHTS }.encode_to(&mut e);
     for fd in &fds {
         e.i32(*fd);
     }
@@ -701,13 +680,11 @@ fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec
 
 pub(super) fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, Errno> {
     let n = usize::try_from(h.iovlen).map_err(|_| Errno::EMSGSIZE)?;
-    let mut raw = vec![0u8; n * 16];
+    let mut raw = vec![0u8; n * Iovec::SIZE];
     task.thread.mm().copy_in(h.iov, &mut raw)?;
-    raw.chunks_exact(16)
-        .map(|c| {
-            let mut d = Decoder::new(c);
-            let base = d.u64();
-            let len = usize::try_from(d.u64()).map_err(|_| Errno::EINVAL)?;
+    Iovec::decode_all(&raw)
+        .map(|Iovec { base, len }| {
+            let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
             args::user_range(base, len)?;
             Ok((base, len))
         })
@@ -722,7 +699,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let (f, s) = socket_of(task, a[0])?;
     let h = read_msghdr(task, a[1])?;
-    let to = destination(task, &s, h.name, h.namelen)?;
+    let to = destination(task, &s, h.name, u64::from(h.namelen))?;
     let (rights, cred) = read_control(task, &h)?;
     // A message must fit a queue; a stream send takes what fits in one
     // chunk of the sentry's buffer (a short count, as sockets may give).
@@ -783,12 +760,10 @@ fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
         flags |= i32::try_from(MSG_TRUNC).unwrap_or(0);
     }
     match d.from.filter(|_| h.name != 0) {
-        Some(name) => write_unix_addr(task, h.name, a[1] + 8, Some(&name))?,
-        None => task.thread.mm().copy_out(a[1] + 8, &0u32.to_le_bytes())?,
+        Some(name) => write_unix_addr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, Some(&name))?,
+        None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
-    let mm = task.thread.mm();
-    mm.copy_out(a[1] + 40, &controllen.to_le_bytes())?;
-    mm.copy_out(a[1] + 48, &flags.to_le_bytes())?;
+    write_msg_results(task, a[1], controllen, flags)?;
     let reported = if a[2] & MSG_TRUNC != 0 && s.ty().has_messages() { d.full } else { got };
     Ok(reported as u64)
 }
@@ -801,9 +776,9 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let (_, s) = socket_of(task, a[0])?;
     match int(a[1]) {
-        0 => s.shutdown(true, false)?,
-        1 => s.shutdown(false, true)?,
-        2 => s.shutdown(true, true)?,
+        SHUT_RD => s.shutdown(true, false)?,
+        SHUT_WR => s.shutdown(false, true)?,
+        SHUT_RDWR => s.shutdown(true, true)?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)
@@ -815,15 +790,6 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(Other::Netlink((_, _))) => return netlink::getsockopt(task, a),
         None => {}
     }
-    const SO_TYPE: i32 = 3;
-    const SO_ERROR: i32 = 4;
-    const SO_SNDBUF: i32 = 7;
-    const SO_RCVBUF: i32 = 8;
-    const SO_PEERCRED: i32 = 17;
-    const SO_PASSCRED: i32 = 16;
-    const SO_ACCEPTCONN: i32 = 30;
-    const SO_PROTOCOL: i32 = 38;
-    const SO_DOMAIN: i32 = 39;
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -839,7 +805,8 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         SO_PEERCRED => {
             // An unconnected socket has no peer: pid 0, the overflow ids.
             let (pid, uid, gid) = s.peer_cred();
-            value.i32(pid).u32(uid).u32(gid)
+            Ucred { pid, uid, gid }.encode_to(&mut value);
+            &mut value
         }
         _ => return Err(Errno::ENOPROTOOPT),
     };
@@ -865,7 +832,6 @@ fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
         Some(Other::Netlink((_, _))) => return netlink::setsockopt(a),
         None => {}
     }
-    const SO_PASSCRED: i32 = 16;
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);

@@ -1,8 +1,11 @@
 //! System calls: file status, access checks, symlink contents, filesystem
 //! statistics.
 
-use super::args::{self, int, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
+use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{
+    AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_NO_AUTOMOUNT, AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW,
+};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
@@ -109,14 +112,11 @@ fn resolve_flags(task: &Task, dirfd: u64, path_addr: u64, flags: u64, allowed: u
 }
 
 fn sys_newfstatat(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const AT_NO_AUTOMOUNT: u64 = 0x800;
     let d = resolve_flags(task, a[0], a[1], a[3], AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT)?;
     put_stat(task, &d, a[2])
 }
 
 fn sys_statx(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const AT_NO_AUTOMOUNT: u64 = 0x800;
-    const AT_STATX_SYNC_TYPE: u64 = 0x6000;
     const STATX_RESERVED: u64 = 0x8000_0000;
     if a[3] & STATX_RESERVED != 0 || a[2] & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
         return Err(Errno::EINVAL);
@@ -144,7 +144,6 @@ fn sys_fstatfs(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn access(task: &Task, dirfd: u64, path_addr: u64, mode: u64, flags: u64) -> SysResult {
-    const AT_EACCESS: u64 = 0x200;
     if mode & !7 != 0 {
         return Err(Errno::EINVAL);
     }

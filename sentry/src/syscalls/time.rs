@@ -3,13 +3,18 @@
 
 use super::args::int;
 use super::{Entries, Support};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::time::{Timespec, Timeval, USEC_PER_SEC};
+use crate::abi::time::{
+    CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC_RAW,
+    CLOCK_PROCESS_CPUTIME_ID, CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_REALTIME_COARSE, CLOCK_TAI,
+    CLOCK_THREAD_CPUTIME_ID, TIMER_ABSTIME,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::host;
 use crate::kernel::Task;
 use crate::waiter as wait;
-use std::time::Duration;
 
 const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
                           threads and processes and fd clocks return EINVAL";
@@ -44,71 +49,8 @@ pub(super) const ENTRIES: Entries = &[
     ),
 ];
 
-const CLOCK_REALTIME: i32 = 0;
-const CLOCK_MONOTONIC: i32 = 1;
-const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
-const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-const CLOCK_MONOTONIC_RAW: i32 = 4;
-const CLOCK_REALTIME_COARSE: i32 = 5;
-const CLOCK_MONOTONIC_COARSE: i32 = 6;
-const CLOCK_BOOTTIME: i32 = 7;
-const CLOCK_REALTIME_ALARM: i32 = 8;
-const CLOCK_BOOTTIME_ALARM: i32 = 9;
-const CLOCK_TAI: i32 = 11;
-const TIMER_ABSTIME: i32 = 1;
-
-const NSEC_PER_SEC: i64 = 1_000_000_000;
-const USEC_PER_SEC: i64 = 1_000_000;
-/// `TIME_SETTOD_SEC_MAX`: `KTIME_SEC_MAX` less 30 years of uptime.
-const SETTOD_SEC_MAX: i64 = 9_223_372_036 - 30 * 365 * 24 * 3600;
 /// `USER_HZ`: the unit of `clock_t`.
 const USER_HZ: i64 = 100;
-
-/// A `struct timespec`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Timespec {
-    sec: i64,
-    nsec: i64,
-}
-
-impl Timespec {
-    fn encode(self) -> Vec<u8> {
-        let mut e = Encoder::with_capacity(16);
-        e.i64(self.sec).i64(self.nsec);
-        e.finish()
-    }
-
-    fn decode(b: &[u8; 16]) -> Timespec {
-        let mut d = Decoder::new(b);
-        Timespec { sec: d.i64(), nsec: d.i64() }
-    }
-
-    /// `timespec64_valid`.
-    fn is_valid(self) -> bool {
-        self.sec >= 0 && (0..NSEC_PER_SEC).contains(&self.nsec)
-    }
-
-    /// `timespec64_valid_settod`.
-    fn is_valid_settod(self) -> bool {
-        self.is_valid() && self.sec < SETTOD_SEC_MAX
-    }
-
-    fn nanos(self) -> i128 {
-        i128::from(self.sec) * i128::from(NSEC_PER_SEC) + i128::from(self.nsec)
-    }
-
-    /// The time from `now` until `self`, if any is left.
-    fn remaining_after(self, now: Timespec) -> Option<Duration> {
-        let left = self.nanos() - now.nanos();
-        (left > 0).then(|| Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)))
-    }
-
-    /// A valid timespec as a duration.
-    fn duration(self) -> Duration {
-        let nanos = u32::try_from(self.nsec).unwrap_or(0);
-        Duration::new(u64::try_from(self.sec).unwrap_or(0), nanos)
-    }
-}
 
 /// What a clock id names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,9 +141,7 @@ fn sys_clock_getres(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_gettimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
         let t = now(libc::CLOCK_REALTIME)?;
-        let mut e = Encoder::with_capacity(16);
-        e.i64(t.sec).i64(t.nsec / 1000);
-        task.thread.mm().copy_out(a[0], e.as_bytes())?;
+        task.thread.mm().copy_out(a[0], &Timeval { sec: t.sec, usec: t.nsec / 1000 }.encode())?;
     }
     if a[1] != 0 {
         task.thread.mm().copy_out(a[1], &[0u8; 8])?;
@@ -231,11 +171,7 @@ fn sleep(task: &mut Task, id: libc::clockid_t, t: Timespec, absolute: bool, rem:
             task.keep_deadline_for_restart(until);
             if rem != 0 {
                 let left = until.saturating_duration_since(std::time::Instant::now());
-                let left = Timespec {
-                    sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
-                    nsec: i64::from(left.subsec_nanos()),
-                };
-                task.thread.mm().copy_out(rem, &left.encode())?;
+                task.thread.mm().copy_out(rem, &Timespec::from_duration(left).encode())?;
             }
             Err(Errno::ERESTARTNOHAND)
         });
@@ -310,17 +246,22 @@ fn sys_clock_settime(task: &mut Task, a: [u64; 6]) -> SysResult {
     Err(Errno::EPERM)
 }
 
-/// A `struct timeval` (read as seconds and microseconds) as `settimeofday`
-/// converts it.
-fn timeval_to_timespec(tv: Timespec) -> Result<Timespec, Errno> {
-    if !(0..=USEC_PER_SEC).contains(&tv.nsec) {
+/// A `struct timeval` as `settimeofday` converts it.
+fn timeval_to_timespec(tv: Timeval) -> Result<Timespec, Errno> {
+    if !(0..=USEC_PER_SEC).contains(&tv.usec) {
         return Err(Errno::EINVAL);
     }
-    Ok(Timespec { sec: tv.sec, nsec: tv.nsec * 1000 })
+    Ok(Timespec { sec: tv.sec, nsec: tv.usec * 1000 })
 }
 
 fn sys_settimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let tv = if a[0] != 0 { Some(timeval_to_timespec(read_timespec(task, a[0])?)?) } else { None };
+    let tv = if a[0] != 0 {
+        let mut b = [0u8; Timeval::SIZE];
+        task.thread.mm().copy_in(a[0], &mut b)?;
+        Some(timeval_to_timespec(Timeval::decode(&b))?)
+    } else {
+        None
+    };
     if a[1] != 0 {
         let mut tz = [0u8; 8];
         task.thread.mm().copy_in(a[1], &mut tz)?;
@@ -383,6 +324,7 @@ fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::layout::Decoder;
 
     #[test]
     fn clock_ids() {
@@ -413,23 +355,8 @@ mod tests {
     }
 
     #[test]
-    fn timespec_validity() {
-        let ts = |sec, nsec| Timespec { sec, nsec };
-        assert!(ts(0, 0).is_valid());
-        assert!(ts(1, 999_999_999).is_valid());
-        assert!(!ts(1, 1_000_000_000).is_valid());
-        assert!(!ts(-1, 0).is_valid());
-        assert!(!ts(0, -1).is_valid());
-        assert!(!ts(SETTOD_SEC_MAX, 0).is_valid_settod());
-        assert_eq!(ts(3, 5).duration(), Duration::new(3, 5));
-        assert_eq!(ts(2, 0).remaining_after(ts(1, 500_000_000)), Some(Duration::from_millis(500)));
-        assert_eq!(ts(1, 0).remaining_after(ts(1, 0)), None);
-        assert_eq!(Timespec::decode(&ts(-7, 9).encode().try_into().unwrap()), ts(-7, 9));
-    }
-
-    #[test]
     fn settimeofday_validation() {
-        let tv = |sec, usec| timeval_to_timespec(Timespec { sec, nsec: usec });
+        let tv = |sec, usec| timeval_to_timespec(Timeval { sec, usec });
         assert_eq!(tv(1, 1_000_001), Err(Errno::EINVAL));
         assert_eq!(tv(1, -1), Err(Errno::EINVAL));
         assert_eq!(tv(1, 2), Ok(Timespec { sec: 1, nsec: 2000 }));

@@ -2,7 +2,10 @@
 
 use super::args::{int, uint};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::{O_NONBLOCK, O_RDWR};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD_ID};
+use crate::abi::time::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL, TIMER_ABSTIME};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::timers::{Setting, Target};
 use crate::kernel::Task;
@@ -36,13 +39,8 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_timerfd_gettime, sys_timerfd_gettime, Full),
 ];
 
-const ITIMER_REAL: i32 = 0;
-const ITIMER_VIRTUAL: i32 = 1;
-const ITIMER_PROF: i32 = 2;
-const SIGEV_SIGNAL: i32 = 0;
-const SIGEV_NONE: i32 = 1;
-const SIGEV_THREAD_ID: i32 = 4;
-const TIMER_ABSTIME: u64 = 1;
+/// TIMER_ABSTIME as the raw flags argument is compared.
+const ABSTIME: u64 = TIMER_ABSTIME.unsigned_abs() as u64;
 
 /// Reads a pair of (sec, sub-second) values; `unit` is the sub-second
 /// unit in nanoseconds (1000 for timeval, 1 for timespec).
@@ -168,11 +166,11 @@ fn until(clock: i32, at: Duration) -> Duration {
 
 fn sys_timer_settime(task: &mut Task, a: [u64; 6]) -> SysResult {
     let id = timer_id(task, a[0])?;
-    if a[1] & !TIMER_ABSTIME != 0 {
+    if a[1] & !ABSTIME != 0 {
         return Err(Errno::EINVAL);
     }
     let (interval, mut value) = read_pair(task, a[2], 1)?;
-    if a[1] & TIMER_ABSTIME != 0 && !value.is_zero() {
+    if a[1] & ABSTIME != 0 && !value.is_zero() {
         value = until(task.kernel.timers.clock(id).unwrap_or(0), value);
     }
     let old = task.kernel.timers.set(&task.kernel, id, value, interval).ok_or(Errno::EINVAL)?;
@@ -218,7 +216,7 @@ fn sys_timerfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     let nonblock = flags & libc::TFD_NONBLOCK != 0;
     let t = crate::fs::timerfd::TimerFd::new(k.anon_ino(), super::fd::now(), clock);
     let d = k.anon_dentry(b"anon_inode:[timerfd]", t.clone());
-    let status = 2 | if nonblock { u32::try_from(libc::O_NONBLOCK).unwrap_or(0) } else { 0 };
+    let status = O_RDWR | if nonblock { O_NONBLOCK } else { 0 };
     let f = crate::vfs::FileDescription::new(d, t, status);
     let fd = task.thread.fds().install(f, flags & libc::TFD_CLOEXEC != 0, 0, task.thread.nofile())?;
     u64::try_from(fd).map_err(|_| Errno::EMFILE)

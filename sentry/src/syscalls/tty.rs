@@ -3,43 +3,18 @@
 //! and foreground group of job control, and the master's pty requests
 //! (number, lock, peer).
 
+use crate::abi::ioctl::{
+    FIONREAD, TCFLSH, TCGETS, TCGETS2, TCSBRK, TCSBRKP, TCSETS, TCSETS2, TCSETSF, TCSETSF2, TCSETSW, TCSETSW2, TCXONC,
+    TIOCCBRK, TIOCEXCL, TIOCGETD, TIOCGEXCL, TIOCGPGRP, TIOCGPTLCK, TIOCGPTN, TIOCGPTPEER, TIOCGSID, TIOCGWINSZ,
+    TIOCNOTTY, TIOCNXCL, TIOCOUTQ, TIOCSBRK, TIOCSCTTY, TIOCSETD, TIOCSPGRP, TIOCSPTLCK, TIOCSTI, TIOCSWINSZ,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::tty::terminal::TtyFile;
-use crate::fs::tty::termios::{
-    Termios, Winsize, FIONREAD, TCGETS, TCSETS, TCSETSF, TCSETSW, TERMIOS2_SIZE, TERMIOS_SIZE, TIOCGWINSZ, TIOCSWINSZ,
-    WINSIZE_SIZE,
-};
+use crate::fs::tty::termios::{Termios, Winsize, TERMIOS2_SIZE, TERMIOS_SIZE, WINSIZE_SIZE};
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use std::sync::Arc;
-
-const TCSBRK: u64 = 0x5409;
-const TCXONC: u64 = 0x540a;
-const TCFLSH: u64 = 0x540b;
-const TIOCEXCL: u64 = 0x540c;
-const TIOCNXCL: u64 = 0x540d;
-const TIOCSCTTY: u64 = 0x540e;
-const TIOCGPGRP: u64 = 0x540f;
-const TIOCSPGRP: u64 = 0x5410;
-const TIOCOUTQ: u64 = 0x5411;
-const TIOCSTI: u64 = 0x5412;
-const TIOCNOTTY: u64 = 0x5422;
-const TIOCSETD: u64 = 0x5423;
-const TIOCGETD: u64 = 0x5424;
-const TCSBRKP: u64 = 0x5425;
-const TIOCSBRK: u64 = 0x5427;
-const TIOCCBRK: u64 = 0x5428;
-const TIOCGSID: u64 = 0x5429;
-const TCGETS2: u64 = 0x802c_542a;
-const TCSETS2: u64 = 0x402c_542b;
-const TCSETSW2: u64 = 0x402c_542c;
-const TCSETSF2: u64 = 0x402c_542d;
-const TIOCGPTN: u64 = 0x8004_5430;
-const TIOCSPTLCK: u64 = 0x4004_5431;
-const TIOCGPTLCK: u64 = 0x8004_5439;
-const TIOCGEXCL: u64 = 0x8004_5440;
-const TIOCGPTPEER: u64 = 0x5441;
 
 fn put_i32(task: &Task, addr: u64, v: i32) -> SysResult {
     task.thread.mm().copy_out(addr, &v.to_le_bytes())?;

@@ -2,8 +2,9 @@
 //! them yet: reads find none, listing is empty, and setting is refused the
 //! way Linux refuses it on a filesystem without xattr support.
 
-use super::args::{self, AT_FDCWD_ARG};
+use super::args::{self};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use crate::vfs::Dentry;

@@ -5,13 +5,9 @@
 
 use super::walk::{ParentAndName, Walker};
 use super::Dentry;
+use crate::abi::fcntl::{AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW};
 use crate::abi::Errno;
 use std::sync::Arc;
-
-pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-pub const AT_REMOVEDIR: u64 = 0x200;
-pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
-pub const AT_EMPTY_PATH: u64 = 0x1000;
 
 /// The directory argument of an `*at` call.
 pub enum DirFd {

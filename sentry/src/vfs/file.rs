@@ -2,6 +2,9 @@
 //! status flags (shared by dup'ed fds and across fork).
 
 use super::{Dentry, DirEntry, FileOps, Stat};
+use crate::abi::fcntl::{
+    O_ACCMODE, O_APPEND, O_PATH, O_RDONLY, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END, SEEK_HOLE, SEEK_SET,
+};
 use crate::abi::Errno;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -67,19 +70,19 @@ impl FileDescription {
     }
 
     fn access(&self) -> u32 {
-        self.flags() & libc::O_ACCMODE as u32
+        self.flags() & O_ACCMODE
     }
 
     pub fn readable(&self) -> bool {
-        self.access() != libc::O_WRONLY as u32 && self.flags() & libc::O_PATH as u32 == 0
+        self.access() != O_WRONLY && self.flags() & O_PATH == 0
     }
 
     pub fn writable(&self) -> bool {
-        self.access() != libc::O_RDONLY as u32 && self.flags() & libc::O_PATH as u32 == 0
+        self.access() != O_RDONLY && self.flags() & O_PATH == 0
     }
 
     pub fn is_path(&self) -> bool {
-        self.flags() & libc::O_PATH as u32 != 0
+        self.flags() & O_PATH != 0
     }
 
     pub fn stat(&self) -> Result<Stat, Errno> {
@@ -105,7 +108,7 @@ impl FileDescription {
 
     /// Whether writes go to the end of the file.
     pub fn appends(&self) -> bool {
-        self.flags() & libc::O_APPEND as u32 != 0
+        self.flags() & O_APPEND != 0
     }
 
     /// Reads at the file position, advancing it.
@@ -131,7 +134,7 @@ impl FileDescription {
             return self.ops.write(buf, 0);
         }
         let mut off = self.offset.lock();
-        if self.flags() & libc::O_APPEND as u32 != 0 {
+        if self.flags() & O_APPEND != 0 {
             *off = self.stat()?.size;
         }
         let n = self.ops.write(buf, *off)?;
@@ -157,7 +160,7 @@ impl FileDescription {
             return Err(Errno::ESPIPE);
         }
         // Linux appends even for pwrite on an O_APPEND file.
-        let off = if self.flags() & libc::O_APPEND as u32 != 0 { self.stat()?.size } else { off };
+        let off = if self.flags() & O_APPEND != 0 { self.stat()?.size } else { off };
         self.ops.write(buf, off)
     }
 
@@ -168,16 +171,16 @@ impl FileDescription {
         }
         let mut cur = self.offset.lock();
         let base: i64 = match whence {
-            0 => 0,
-            1 => i64::try_from(*cur).map_err(|_| Errno::EOVERFLOW)?,
-            2 => i64::try_from(self.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
-            // SEEK_DATA / SEEK_HOLE: every byte is data.
-            3 | 4 => {
+            SEEK_SET => 0,
+            SEEK_CUR => i64::try_from(*cur).map_err(|_| Errno::EOVERFLOW)?,
+            SEEK_END => i64::try_from(self.stat()?.size).map_err(|_| Errno::EOVERFLOW)?,
+            // Every byte is data.
+            SEEK_DATA | SEEK_HOLE => {
                 let size = i64::try_from(self.stat()?.size).map_err(|_| Errno::EOVERFLOW)?;
                 if off < 0 || off >= size {
                     return Err(Errno::ENXIO);
                 }
-                let pos = if whence == 3 { off } else { size };
+                let pos = if whence == SEEK_DATA { off } else { size };
                 *cur = u64::try_from(pos).map_err(|_| Errno::EINVAL)?;
                 return Ok(*cur);
             }

@@ -17,32 +17,19 @@ pub use file::FileDescription;
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
 pub use open::{open_at, OpenHow};
 
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
 use std::sync::Arc;
 
-/// File type bits of `st_mode`.
-pub const S_IFMT: u32 = 0o170000;
-pub const S_IFDIR: u32 = 0o040000;
-pub const S_IFREG: u32 = 0o100000;
-pub const S_IFLNK: u32 = 0o120000;
-pub const S_IFCHR: u32 = 0o020000;
-pub const S_IFIFO: u32 = 0o010000;
-pub const S_IFSOCK: u32 = 0o140000;
-pub const S_IFBLK: u32 = 0o060000;
+/// File type bits of `st_mode`, which every filesystem uses.
+pub use crate::abi::stat::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The `d_type` of a mode.
 pub fn dtype(mode: u32) -> u8 {
     u8::try_from((mode & S_IFMT) >> 12).unwrap_or(0)
 }
 
-/// `poll` event bits.
-pub const POLLIN: u32 = 0x1;
-pub const POLLOUT: u32 = 0x4;
-pub const POLLERR: u32 = 0x8;
-pub const POLLHUP: u32 = 0x10;
-pub const POLLRDNORM: u32 = 0x40;
-pub const POLLWRNORM: u32 = 0x100;
 /// What a reader waits for: data, or the end of it.
 pub const READ_EVENTS: u32 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
 /// What a writer waits for: room, or the reader gone.

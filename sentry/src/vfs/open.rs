@@ -242,9 +242,9 @@ mod tests {
         let file = w.resolve(&ns.root(), b"/f", true).unwrap();
         assert_eq!(open_at(&w, DirFd::Fd(Ok(file.clone())), b"x", how).err(), Some(Errno::ENOTDIR));
         assert_eq!(open_at(&w, DirFd::Fd(Ok(file.clone())), b"", how).err(), Some(Errno::ENOENT));
-        let d = w.resolve_at_flags(DirFd::Fd(Ok(file)), b"", crate::vfs::at::AT_EMPTY_PATH).unwrap();
+        let d = w.resolve_at_flags(DirFd::Fd(Ok(file)), b"", crate::abi::fcntl::AT_EMPTY_PATH).unwrap();
         assert_eq!(d.path_from(&ns.root()), b"/f", "AT_EMPTY_PATH names the descriptor");
-        let l = w.resolve_at_flags(DirFd::Cwd(ns.root()), b"l", crate::vfs::at::AT_SYMLINK_NOFOLLOW).unwrap();
+        let l = w.resolve_at_flags(DirFd::Cwd(ns.root()), b"l", crate::abi::fcntl::AT_SYMLINK_NOFOLLOW).unwrap();
         assert!(l.is_symlink());
     }
 }

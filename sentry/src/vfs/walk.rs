@@ -4,14 +4,11 @@
 use super::dentry::same;
 use super::perm::{self, MAY_EXEC};
 use super::{Dentry, MountNamespace};
+use crate::abi::limits::{NAME_MAX, PATH_MAX};
 use crate::abi::Errno;
 use crate::auth::Credentials;
 use std::sync::Arc;
 
-/// The longest path accepted (PATH_MAX, including the NUL).
-pub const PATH_MAX: usize = 4096;
-/// The longest single name.
-pub const NAME_MAX: usize = 255;
 const MAX_SYMLINKS: u32 = 40;
 
 /// Everything resolution needs from the calling task.

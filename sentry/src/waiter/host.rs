@@ -129,7 +129,7 @@ mod tests {
         let n = Arc::new(Notifier { epoll: OwnedFd::from(not_epoll), queues: Mutex::default() });
         let q = Arc::new(Queue::default());
         let c = Arc::new(Count::default());
-        q.register(&Entry::new(crate::vfs::POLLIN, c.clone()));
+        q.register(&Entry::new(crate::abi::poll::POLLIN, c.clone()));
         n.queues.lock().insert(0, Arc::downgrade(&q));
         let serve = n.clone();
         std::thread::spawn(move || service(&serve));

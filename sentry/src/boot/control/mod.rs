@@ -314,7 +314,7 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             }
         }
         Request::Signal { sig, .. }
-            if !usize::try_from(sig).is_ok_and(|s| (1..=crate::kernel::signal::NSIG).contains(&s)) =>
+            if !usize::try_from(sig).is_ok_and(|s| (1..=crate::abi::signal::NSIG).contains(&s)) =>
         {
             Err((libc::EINVAL, format!("invalid signal {sig}")))
         }

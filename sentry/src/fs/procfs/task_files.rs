@@ -4,8 +4,8 @@
 use super::process::{self, MountRow, SigSets, StatFields, Status, VmCounts, CLOCK_TICKS};
 use super::task::{FileKind, LinkKind};
 use super::{line, Proc};
+use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
-use crate::kernel::signal::{NSIG, SIG_IGN};
 use crate::kernel::{thread, Kernel, Thread};
 use crate::vfs::Dentry;
 use std::sync::atomic::Ordering;

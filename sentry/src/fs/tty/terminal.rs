@@ -6,9 +6,11 @@
 
 use super::line_discipline::{Effects, LineDiscipline};
 use super::termios::{Termios, Winsize, ICANON, TOSTOP, VMIN, VTIME};
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::abi::signal::SIG_IGN;
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel};
-use crate::vfs::{FileOps, Stat, TimeSpec, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::{FileOps, Stat, TimeSpec};
 use crate::waiter::{block_on, Entry, Queue, Waker, ALL};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -22,7 +24,6 @@ const OUTPUT_CAPACITY: usize = 65536;
 pub const PTS_MAJOR: u32 = 136;
 /// The group devpts gives terminals (`tty`, as Docker mounts it).
 const TTY_GID: u32 = 5;
-const SIG_IGN: u64 = 1;
 
 struct State {
     ld: LineDiscipline,

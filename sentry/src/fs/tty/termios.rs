@@ -1,16 +1,6 @@
 //! `struct termios` and `struct winsize` in the kernel's layout, with the
 //! flag and control-character values of Linux's x86-64 ABI.
 
-// The terminal ioctls both the sentry's terminals and the host streams
-// passed through (`husk do`) serve.
-pub const TCGETS: u64 = 0x5401;
-pub const TCSETS: u64 = 0x5402;
-pub const TCSETSW: u64 = 0x5403;
-pub const TCSETSF: u64 = 0x5404;
-pub const TIOCGWINSZ: u64 = 0x5413;
-pub const TIOCSWINSZ: u64 = 0x5414;
-pub const FIONREAD: u64 = 0x541b;
-
 /// `struct termios` (TCGETS): four flag words, the line discipline and
 /// 19 control characters.
 pub const TERMIOS_SIZE: usize = 36;

@@ -1,0 +1,133 @@
+//! Open-file status flags, `fcntl` commands, record and `flock` locks,
+//! `lseek` origins, and the `*at` calls' flags and directory argument
+//! (Linux's `include/uapi/asm-generic/fcntl.h`, `linux/fcntl.h`, `fs.h`).
+//! The `*at` flags are compared against raw 64-bit argument registers, so
+//! they are `u64`; open flags as the guest passes them are `libc`'s `O_*`.
+
+/// The open-file status flags as an open file description keeps them
+/// (`u32`); the `int` forms that system call arguments carry are `libc`'s.
+pub const O_ACCMODE: u32 = 0o3;
+pub const O_RDONLY: u32 = 0o0;
+pub const O_WRONLY: u32 = 0o1;
+pub const O_RDWR: u32 = 0o2;
+pub const O_APPEND: u32 = 0o2000;
+pub const O_NONBLOCK: u32 = 0o4000;
+pub const O_PATH: u32 = 0o10000000;
+
+/// `fcntl` commands.
+pub const F_DUPFD: u32 = 0;
+pub const F_GETFD: u32 = 1;
+pub const F_SETFD: u32 = 2;
+pub const F_GETFL: u32 = 3;
+pub const F_SETFL: u32 = 4;
+pub const F_GETLK: u32 = 5;
+pub const F_SETLK: u32 = 6;
+pub const F_SETLKW: u32 = 7;
+pub const F_SETOWN: u32 = 8;
+pub const F_GETOWN: u32 = 9;
+pub const F_OFD_GETLK: u32 = 36;
+pub const F_OFD_SETLK: u32 = 37;
+pub const F_OFD_SETLKW: u32 = 38;
+pub const F_DUPFD_CLOEXEC: u32 = 1030;
+pub const F_SETPIPE_SZ: u32 = 1031;
+pub const F_GETPIPE_SZ: u32 = 1032;
+pub const F_ADD_SEALS: u32 = 1033;
+pub const F_GET_SEALS: u32 = 1034;
+/// The descriptor flag F_GETFD and F_SETFD carry.
+pub const FD_CLOEXEC: u64 = 1;
+
+/// `struct flock`'s `l_type`.
+pub const F_RDLCK: i16 = 0;
+pub const F_WRLCK: i16 = 1;
+pub const F_UNLCK: i16 = 2;
+
+/// `flock` operations.
+pub const LOCK_SH: i32 = libc::LOCK_SH;
+pub const LOCK_EX: i32 = libc::LOCK_EX;
+pub const LOCK_NB: i32 = libc::LOCK_NB;
+pub const LOCK_UN: i32 = libc::LOCK_UN;
+
+/// `lseek`'s origins (and `struct flock`'s `l_whence`).
+pub const SEEK_SET: u32 = 0;
+pub const SEEK_CUR: u32 = 1;
+pub const SEEK_END: u32 = 2;
+pub const SEEK_DATA: u32 = 3;
+pub const SEEK_HOLE: u32 = 4;
+
+/// The working directory as an `*at` call's directory descriptor.
+pub const AT_FDCWD: i32 = libc::AT_FDCWD;
+/// `AT_FDCWD` as a raw system call argument (the `int` zero-extended).
+pub const AT_FDCWD_ARG: u64 = 0xffff_ff9c;
+
+pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+pub const AT_REMOVEDIR: u64 = 0x200;
+/// `faccessat`: check with the effective ids (same value as AT_REMOVEDIR).
+pub const AT_EACCESS: u64 = 0x200;
+pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
+pub const AT_NO_AUTOMOUNT: u64 = 0x800;
+pub const AT_EMPTY_PATH: u64 = 0x1000;
+/// `statx`: the mask of the sync-type bits.
+pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn match_linux() {
+        let flags = [
+            (AT_SYMLINK_NOFOLLOW, libc::AT_SYMLINK_NOFOLLOW),
+            (AT_REMOVEDIR, libc::AT_REMOVEDIR),
+            (AT_EACCESS, libc::AT_EACCESS),
+            (AT_SYMLINK_FOLLOW, libc::AT_SYMLINK_FOLLOW),
+            (AT_NO_AUTOMOUNT, libc::AT_NO_AUTOMOUNT),
+            (AT_EMPTY_PATH, libc::AT_EMPTY_PATH),
+            (AT_STATX_SYNC_TYPE, libc::AT_STATX_SYNC_TYPE),
+        ];
+        for (ours, linux) in flags {
+            assert_eq!(Ok(ours), u64::try_from(linux));
+        }
+        let status = [
+            (O_ACCMODE, libc::O_ACCMODE),
+            (O_RDONLY, libc::O_RDONLY),
+            (O_WRONLY, libc::O_WRONLY),
+            (O_RDWR, libc::O_RDWR),
+            (O_APPEND, libc::O_APPEND),
+            (O_NONBLOCK, libc::O_NONBLOCK),
+            (O_PATH, libc::O_PATH),
+        ];
+        let commands = [
+            (F_DUPFD, libc::F_DUPFD),
+            (F_GETFD, libc::F_GETFD),
+            (F_SETFD, libc::F_SETFD),
+            (F_GETFL, libc::F_GETFL),
+            (F_SETFL, libc::F_SETFL),
+            (F_GETLK, libc::F_GETLK),
+            (F_SETLK, libc::F_SETLK),
+            (F_SETLKW, libc::F_SETLKW),
+            (F_SETOWN, libc::F_SETOWN),
+            (F_GETOWN, libc::F_GETOWN),
+            (F_OFD_GETLK, libc::F_OFD_GETLK),
+            (F_OFD_SETLK, libc::F_OFD_SETLK),
+            (F_OFD_SETLKW, libc::F_OFD_SETLKW),
+            (F_DUPFD_CLOEXEC, libc::F_DUPFD_CLOEXEC),
+            (F_SETPIPE_SZ, libc::F_SETPIPE_SZ),
+            (F_GETPIPE_SZ, libc::F_GETPIPE_SZ),
+            (F_ADD_SEALS, libc::F_ADD_SEALS),
+            (F_GET_SEALS, libc::F_GET_SEALS),
+            (SEEK_SET, libc::SEEK_SET),
+            (SEEK_CUR, libc::SEEK_CUR),
+            (SEEK_END, libc::SEEK_END),
+            (SEEK_DATA, libc::SEEK_DATA),
+            (SEEK_HOLE, libc::SEEK_HOLE),
+        ];
+        for (ours, linux) in status.into_iter().chain(commands) {
+            assert_eq!(Ok(ours), u32::try_from(linux));
+        }
+        assert_eq!(Ok(FD_CLOEXEC), u64::try_from(libc::FD_CLOEXEC));
+        for (ours, linux) in [(F_RDLCK, libc::F_RDLCK), (F_WRLCK, libc::F_WRLCK), (F_UNLCK, libc::F_UNLCK)] {
+            assert_eq!(Ok(ours), i16::try_from(linux));
+        }
+        assert_eq!(AT_FDCWD_ARG, u64::from(u32::from_ne_bytes(AT_FDCWD.to_ne_bytes())));
+    }
+}

@@ -1,0 +1,80 @@
+//! ioctl request numbers (Linux's x86-64 `include/uapi/asm-generic/ioctls.h`),
+//! as the raw `u64` of the request argument.
+
+// Terminals: termios and window size.
+pub const TCGETS: u64 = 0x5401;
+pub const TCSETS: u64 = 0x5402;
+pub const TCSETSW: u64 = 0x5403;
+pub const TCSETSF: u64 = 0x5404;
+pub const TCSBRK: u64 = 0x5409;
+pub const TCXONC: u64 = 0x540a;
+pub const TCFLSH: u64 = 0x540b;
+pub const TIOCEXCL: u64 = 0x540c;
+pub const TIOCNXCL: u64 = 0x540d;
+pub const TIOCSCTTY: u64 = 0x540e;
+pub const TIOCGPGRP: u64 = 0x540f;
+pub const TIOCSPGRP: u64 = 0x5410;
+/// Bytes written but not yet read: a terminal's output queue, a socket's
+/// unacknowledged bytes (`SIOCOUTQ` is the same number).
+pub const TIOCOUTQ: u64 = 0x5411;
+pub const SIOCOUTQ: u64 = TIOCOUTQ;
+pub const TIOCSTI: u64 = 0x5412;
+pub const TIOCGWINSZ: u64 = 0x5413;
+pub const TIOCSWINSZ: u64 = 0x5414;
+/// Bytes ready to read (`SIOCINQ` is the same number).
+pub const FIONREAD: u64 = 0x541b;
+pub const FIONBIO: u64 = 0x5421;
+pub const TIOCNOTTY: u64 = 0x5422;
+pub const TIOCSETD: u64 = 0x5423;
+pub const TIOCGETD: u64 = 0x5424;
+pub const TCSBRKP: u64 = 0x5425;
+pub const TIOCSBRK: u64 = 0x5427;
+pub const TIOCCBRK: u64 = 0x5428;
+pub const TIOCGSID: u64 = 0x5429;
+pub const TCGETS2: u64 = 0x802c_542a;
+pub const TCSETS2: u64 = 0x402c_542b;
+pub const TCSETSW2: u64 = 0x402c_542c;
+pub const TCSETSF2: u64 = 0x402c_542d;
+pub const TIOCGPTN: u64 = 0x8004_5430;
+pub const TIOCSPTLCK: u64 = 0x4004_5431;
+pub const TIOCGPTLCK: u64 = 0x8004_5439;
+pub const TIOCGEXCL: u64 = 0x8004_5440;
+pub const TIOCGPTPEER: u64 = 0x5441;
+pub const FIONCLEX: u64 = 0x5450;
+pub const FIOCLEX: u64 = 0x5451;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn match_linux() {
+        let requests = [
+            (TCGETS, libc::TCGETS),
+            (TCSETS, libc::TCSETS),
+            (TCSETSW, libc::TCSETSW),
+            (TCSETSF, libc::TCSETSF),
+            (TCSBRK, libc::TCSBRK),
+            (TCFLSH, libc::TCFLSH),
+            (TIOCSCTTY, libc::TIOCSCTTY),
+            (TIOCGPGRP, libc::TIOCGPGRP),
+            (TIOCSPGRP, libc::TIOCSPGRP),
+            (TIOCOUTQ, libc::TIOCOUTQ),
+            (TIOCGWINSZ, libc::TIOCGWINSZ),
+            (TIOCSWINSZ, libc::TIOCSWINSZ),
+            (FIONREAD, libc::FIONREAD),
+            (FIONBIO, libc::FIONBIO),
+            (TIOCNOTTY, libc::TIOCNOTTY),
+            (TIOCGSID, libc::TIOCGSID),
+            (TCGETS2, libc::TCGETS2),
+            (TCSETS2, libc::TCSETS2),
+            (TIOCGPTN, libc::TIOCGPTN),
+            (TIOCSPTLCK, libc::TIOCSPTLCK),
+            (FIONCLEX, libc::FIONCLEX),
+            (FIOCLEX, libc::FIOCLEX),
+        ];
+        for (ours, linux) in requests {
+            assert_eq!(ours, linux);
+        }
+    }
+}

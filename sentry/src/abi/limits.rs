@@ -1,0 +1,14 @@
+//! Limits of names and paths (Linux's `include/uapi/linux/limits.h`).
+
+/// The longest name of one path component.
+pub const NAME_MAX: usize = 255;
+/// The longest path accepted, with its terminating NUL.
+pub const PATH_MAX: usize = 4096;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn path_max_matches_linux() {
+        assert_eq!(Ok(super::PATH_MAX), usize::try_from(libc::PATH_MAX));
+    }
+}

@@ -1,0 +1,76 @@
+//! Signal numbers, dispositions, `sigaction` and `sigaltstack` flags,
+//! `si_code` values and `sigevent` notifications, with Linux's x86-64
+//! values (`include/uapi/asm-generic/signal*.h`, `siginfo.h`). Handler
+//! values and flags are compared against raw 64-bit words, so they are
+//! `u64`; numbers and codes are `int` in the guest's structures.
+
+/// The number of signals (1..=64).
+pub const NSIG: usize = 64;
+pub const SIGKILL: i32 = libc::SIGKILL;
+pub const SIGSTOP: i32 = libc::SIGSTOP;
+
+/// The handler values that mean "default action" and "ignore".
+pub const SIG_DFL: u64 = 0;
+pub const SIG_IGN: u64 = 1;
+
+/// `sigprocmask`'s `how`.
+pub const SIG_BLOCK: i32 = libc::SIG_BLOCK;
+pub const SIG_UNBLOCK: i32 = libc::SIG_UNBLOCK;
+pub const SIG_SETMASK: i32 = libc::SIG_SETMASK;
+
+/// `sigaction` flags.
+pub const SA_NOCLDSTOP: u64 = 0x1;
+pub const SA_NOCLDWAIT: u64 = 0x2;
+pub const SA_SIGINFO: u64 = 0x4;
+pub const SA_EXPOSE_TAGBITS: u64 = 0x800;
+pub const SA_RESTORER: u64 = 0x0400_0000;
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+pub const SA_RESTART: u64 = 0x1000_0000;
+pub const SA_NODEFER: u64 = 0x4000_0000;
+pub const SA_RESETHAND: u64 = 0x8000_0000;
+
+/// `sigaltstack` flags.
+pub const SS_ONSTACK: u32 = 1;
+pub const SS_DISABLE: u32 = 2;
+pub const SS_AUTODISARM: u32 = 1 << 31;
+
+/// `si_code` values.
+pub const SI_USER: i32 = libc::SI_USER;
+pub const SI_KERNEL: i32 = 0x80;
+pub const SI_QUEUE: i32 = libc::SI_QUEUE;
+pub const SI_TIMER: i32 = libc::SI_TIMER;
+pub const SI_MESGQ: i32 = libc::SI_MESGQ;
+pub const SI_TKILL: i32 = libc::SI_TKILL;
+pub const CLD_EXITED: i32 = libc::CLD_EXITED;
+pub const CLD_KILLED: i32 = libc::CLD_KILLED;
+pub const CLD_STOPPED: i32 = libc::CLD_STOPPED;
+pub const CLD_CONTINUED: i32 = libc::CLD_CONTINUED;
+
+/// `sigevent`'s `sigev_notify`.
+pub const SIGEV_SIGNAL: i32 = libc::SIGEV_SIGNAL;
+pub const SIGEV_NONE: i32 = libc::SIGEV_NONE;
+pub const SIGEV_THREAD_ID: i32 = libc::SIGEV_THREAD_ID;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_values_match_linux() {
+        let flags = [
+            (SA_NOCLDSTOP, libc::SA_NOCLDSTOP),
+            (SA_NOCLDWAIT, libc::SA_NOCLDWAIT),
+            (SA_SIGINFO, libc::SA_SIGINFO),
+            (SA_ONSTACK, libc::SA_ONSTACK),
+            (SA_RESTART, libc::SA_RESTART),
+            (SA_NODEFER, libc::SA_NODEFER),
+            (SA_RESETHAND, libc::SA_RESETHAND),
+        ];
+        for (ours, linux) in flags {
+            assert_eq!(ours, u64::from(u32::from_ne_bytes(linux.to_ne_bytes())));
+        }
+        assert_eq!(Ok(SS_ONSTACK), u32::try_from(libc::SS_ONSTACK));
+        assert_eq!(Ok(SS_DISABLE), u32::try_from(libc::SS_DISABLE));
+        assert_eq!(Ok(SIG_IGN), u64::try_from(libc::SIG_IGN));
+    }
+}

@@ -1,0 +1,218 @@
+//! Socket families, levels, options and message flags, with Linux's x86-64
+//! values (`include/linux/socket.h`, `include/uapi/asm-generic/socket.h`).
+//! Levels and option names are `int` in the guest's calls; message flags
+//! are compared against raw argument registers, so they are `u64`.
+
+use super::layout::{Decoder, Encoder, Layout};
+
+pub const AF_UNSPEC: u16 = 0;
+pub const AF_UNIX: i32 = libc::AF_UNIX;
+pub const AF_INET: i32 = libc::AF_INET;
+pub const AF_INET6: i32 = libc::AF_INET6;
+pub const AF_NETLINK: i32 = libc::AF_NETLINK;
+
+pub const SOCK_STREAM: i32 = libc::SOCK_STREAM;
+pub const SOCK_DGRAM: i32 = libc::SOCK_DGRAM;
+pub const SOCK_RAW: i32 = libc::SOCK_RAW;
+pub const SOCK_SEQPACKET: i32 = libc::SOCK_SEQPACKET;
+/// The bits of `socket`'s type argument that are the type (the rest are
+/// SOCK_NONBLOCK and SOCK_CLOEXEC).
+pub const SOCK_TYPE_MASK: i32 = 0xf;
+
+// Levels.
+pub const SOL_SOCKET: i32 = libc::SOL_SOCKET;
+pub const SOL_NETLINK: i32 = libc::SOL_NETLINK;
+pub const IPPROTO_IP: i32 = libc::IPPROTO_IP;
+pub const IPPROTO_TCP: i32 = libc::IPPROTO_TCP;
+pub const IPPROTO_UDP: i32 = libc::IPPROTO_UDP;
+pub const IPPROTO_IPV6: i32 = libc::IPPROTO_IPV6;
+
+// SOL_SOCKET options.
+pub const SO_REUSEADDR: i32 = libc::SO_REUSEADDR;
+pub const SO_TYPE: i32 = libc::SO_TYPE;
+pub const SO_ERROR: i32 = libc::SO_ERROR;
+pub const SO_BROADCAST: i32 = libc::SO_BROADCAST;
+pub const SO_SNDBUF: i32 = libc::SO_SNDBUF;
+pub const SO_RCVBUF: i32 = libc::SO_RCVBUF;
+pub const SO_KEEPALIVE: i32 = libc::SO_KEEPALIVE;
+pub const SO_OOBINLINE: i32 = libc::SO_OOBINLINE;
+pub const SO_PRIORITY: i32 = libc::SO_PRIORITY;
+pub const SO_LINGER: i32 = libc::SO_LINGER;
+pub const SO_REUSEPORT: i32 = libc::SO_REUSEPORT;
+pub const SO_PASSCRED: i32 = libc::SO_PASSCRED;
+pub const SO_SNDBUFFORCE: i32 = libc::SO_SNDBUFFORCE;
+pub const SO_RCVBUFFORCE: i32 = libc::SO_RCVBUFFORCE;
+pub const SO_PEERCRED: i32 = libc::SO_PEERCRED;
+/// The `timeval` forms of the timeouts (`SO_RCVTIMEO_OLD`, which x86-64's
+/// 64-bit `time_t` makes the only one).
+pub const SO_RCVTIMEO: i32 = 20;
+pub const SO_SNDTIMEO: i32 = 21;
+pub const SO_ACCEPTCONN: i32 = libc::SO_ACCEPTCONN;
+pub const SO_PROTOCOL: i32 = libc::SO_PROTOCOL;
+pub const SO_DOMAIN: i32 = libc::SO_DOMAIN;
+
+// IPPROTO_IP options.
+pub const IP_TOS: i32 = libc::IP_TOS;
+pub const IP_TTL: i32 = libc::IP_TTL;
+pub const IP_RECVERR: i32 = libc::IP_RECVERR;
+
+// IPPROTO_IPV6 options.
+pub const IPV6_RECVERR: i32 = libc::IPV6_RECVERR;
+pub const IPV6_V6ONLY: i32 = libc::IPV6_V6ONLY;
+
+// IPPROTO_TCP options.
+pub const TCP_NODELAY: i32 = libc::TCP_NODELAY;
+pub const TCP_CORK: i32 = libc::TCP_CORK;
+pub const TCP_KEEPIDLE: i32 = libc::TCP_KEEPIDLE;
+pub const TCP_KEEPINTVL: i32 = libc::TCP_KEEPINTVL;
+pub const TCP_KEEPCNT: i32 = libc::TCP_KEEPCNT;
+pub const TCP_QUICKACK: i32 = libc::TCP_QUICKACK;
+pub const TCP_USER_TIMEOUT: i32 = libc::TCP_USER_TIMEOUT;
+
+// Netlink protocols.
+pub const NETLINK_ROUTE: i32 = libc::NETLINK_ROUTE;
+
+// `shutdown`'s `how`.
+pub const SHUT_RD: i32 = libc::SHUT_RD;
+pub const SHUT_WR: i32 = libc::SHUT_WR;
+pub const SHUT_RDWR: i32 = libc::SHUT_RDWR;
+
+// Message flags.
+pub const MSG_OOB: u64 = 0x1;
+pub const MSG_PEEK: u64 = 0x2;
+/// Reported in `msg_flags`, which is an `int`.
+pub const MSG_CTRUNC: i32 = libc::MSG_CTRUNC;
+pub const MSG_TRUNC: u64 = 0x20;
+pub const MSG_DONTWAIT: u64 = 0x40;
+pub const MSG_WAITALL: u64 = 0x100;
+pub const MSG_NOSIGNAL: u64 = 0x4000;
+pub const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+
+// Control messages (SOL_SOCKET).
+pub const SCM_RIGHTS: i32 = libc::SCM_RIGHTS;
+pub const SCM_CREDENTIALS: i32 = libc::SCM_CREDENTIALS;
+/// The most descriptors one message may carry.
+pub const SCM_MAX_FD: usize = 253;
+
+/// A `struct msghdr`, as sendmsg and recvmsg take it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgHdr {
+    pub name: u64,
+    pub namelen: u32,
+    pub iov: u64,
+    pub iovlen: u64,
+    pub control: u64,
+    pub controllen: u64,
+    pub flags: i32,
+}
+
+impl MsgHdr {
+    /// Where recvmsg writes back `msg_namelen`, `msg_controllen` and
+    /// `msg_flags`, from the structure's start.
+    pub const NAMELEN_OFFSET: u64 = 8;
+    pub const CONTROLLEN_OFFSET: u64 = 40;
+    pub const FLAGS_OFFSET: u64 = 48;
+}
+
+impl Layout for MsgHdr {
+    const SIZE: usize = 56;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u64(self.name).u32(self.namelen).zeros(4).u64(self.iov).u64(self.iovlen);
+        e.u64(self.control).u64(self.controllen).i32(self.flags).zeros(4);
+    }
+
+    fn decode_from(d: &mut Decoder) -> MsgHdr {
+        let name = d.u64();
+        let namelen = d.u32();
+        d.skip(4);
+        let (iov, iovlen, control, controllen, flags) = (d.u64(), d.u64(), d.u64(), d.u64(), d.i32());
+        d.skip(4);
+        MsgHdr { name, namelen, iov, iovlen, control, controllen, flags }
+    }
+}
+
+/// A `struct cmsghdr`: the header of one control message, its data
+/// following at `CMSG_DATA` (the header's size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CmsgHdr {
+    /// The header's and the data's length (`CMSG_LEN`).
+    pub len: u64,
+    pub level: i32,
+    pub ty: i32,
+}
+
+impl Layout for CmsgHdr {
+    const SIZE: usize = 16;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u64(self.len).i32(self.level).i32(self.ty);
+    }
+
+    fn decode_from(d: &mut Decoder) -> CmsgHdr {
+        CmsgHdr { len: d.u64(), level: d.i32(), ty: d.i32() }
+    }
+}
+
+/// `CMSG_ALIGN`: control messages start at multiples of 8.
+pub fn cmsg_align(n: usize) -> usize {
+    n.saturating_add(7) & !7
+}
+
+/// A `struct ucred`: SCM_CREDENTIALS data and SO_PEERCRED's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ucred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Layout for Ucred {
+    const SIZE: usize = 12;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.i32(self.pid).u32(self.uid).u32(self.gid);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Ucred {
+        Ucred { pid: d.i32(), uid: d.u32(), gid: d.u32() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_flags_match_linux() {
+        let flags = [
+            (MSG_OOB, libc::MSG_OOB),
+            (MSG_PEEK, libc::MSG_PEEK),
+            (MSG_TRUNC, libc::MSG_TRUNC),
+            (MSG_DONTWAIT, libc::MSG_DONTWAIT),
+            (MSG_WAITALL, libc::MSG_WAITALL),
+            (MSG_NOSIGNAL, libc::MSG_NOSIGNAL),
+            (MSG_CMSG_CLOEXEC, libc::MSG_CMSG_CLOEXEC),
+        ];
+        for (ours, linux) in flags {
+            assert_eq!(Ok(ours), u64::try_from(linux));
+        }
+        assert_eq!(i32::from(AF_UNSPEC), libc::AF_UNSPEC);
+    }
+
+    #[test]
+    fn layouts_match_linux() {
+        assert_eq!(std::mem::size_of::<libc::msghdr>(), MsgHdr::SIZE);
+        assert_eq!(std::mem::size_of::<libc::cmsghdr>(), CmsgHdr::SIZE);
+        assert_eq!(std::mem::size_of::<libc::ucred>(), Ucred::SIZE);
+        let at = |offset: usize| u64::try_from(offset);
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_namelen)), Ok(MsgHdr::NAMELEN_OFFSET));
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_controllen)), Ok(MsgHdr::CONTROLLEN_OFFSET));
+        assert_eq!(at(std::mem::offset_of!(libc::msghdr, msg_flags)), Ok(MsgHdr::FLAGS_OFFSET));
+        let h = MsgHdr { name: 1, namelen: 2, iov: 3, iovlen: 4, control: 5, controllen: 6, flags: 7 };
+        assert_eq!(MsgHdr::decode(&h.encode()), h);
+        let c = CmsgHdr { len: 28, level: SOL_SOCKET, ty: SCM_CREDENTIALS };
+        assert_eq!(CmsgHdr::decode(&c.encode()), c);
+        assert_eq!(cmsg_align(28), 32);
+    }
+}

@@ -1,0 +1,139 @@
+//! Clock ids, timer flags and the time structures `timespec` and
+//! `timeval` (Linux's `include/uapi/linux/time.h`, `time64.h`).
+
+use super::layout::{Decoder, Encoder, Layout};
+use std::time::Duration;
+
+pub const CLOCK_REALTIME: i32 = libc::CLOCK_REALTIME;
+pub const CLOCK_MONOTONIC: i32 = libc::CLOCK_MONOTONIC;
+pub const CLOCK_PROCESS_CPUTIME_ID: i32 = libc::CLOCK_PROCESS_CPUTIME_ID;
+pub const CLOCK_THREAD_CPUTIME_ID: i32 = libc::CLOCK_THREAD_CPUTIME_ID;
+pub const CLOCK_MONOTONIC_RAW: i32 = libc::CLOCK_MONOTONIC_RAW;
+pub const CLOCK_REALTIME_COARSE: i32 = libc::CLOCK_REALTIME_COARSE;
+pub const CLOCK_MONOTONIC_COARSE: i32 = libc::CLOCK_MONOTONIC_COARSE;
+pub const CLOCK_BOOTTIME: i32 = libc::CLOCK_BOOTTIME;
+pub const CLOCK_REALTIME_ALARM: i32 = libc::CLOCK_REALTIME_ALARM;
+pub const CLOCK_BOOTTIME_ALARM: i32 = libc::CLOCK_BOOTTIME_ALARM;
+pub const CLOCK_TAI: i32 = libc::CLOCK_TAI;
+
+/// `clock_nanosleep` and `timer_settime`: the time is absolute.
+pub const TIMER_ABSTIME: i32 = libc::TIMER_ABSTIME;
+
+/// `setitimer`'s timers.
+pub const ITIMER_REAL: i32 = libc::ITIMER_REAL;
+pub const ITIMER_VIRTUAL: i32 = libc::ITIMER_VIRTUAL;
+pub const ITIMER_PROF: i32 = libc::ITIMER_PROF;
+
+pub const NSEC_PER_SEC: i64 = 1_000_000_000;
+pub const USEC_PER_SEC: i64 = 1_000_000;
+/// `TIME_SETTOD_SEC_MAX`: `KTIME_SEC_MAX` less 30 years of uptime.
+pub const SETTOD_SEC_MAX: i64 = 9_223_372_036 - 30 * 365 * 24 * 3600;
+
+/// A `struct timespec`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timespec {
+    pub sec: i64,
+    pub nsec: i64,
+}
+
+impl Layout for Timespec {
+    const SIZE: usize = 16;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.i64(self.sec).i64(self.nsec);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Timespec {
+        Timespec { sec: d.i64(), nsec: d.i64() }
+    }
+}
+
+impl Timespec {
+    /// A duration, the seconds saturating at `i64::MAX`.
+    pub fn from_duration(d: Duration) -> Timespec {
+        Timespec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
+    }
+
+    /// `timespec64_valid`.
+    pub fn is_valid(self) -> bool {
+        self.sec >= 0 && (0..NSEC_PER_SEC).contains(&self.nsec)
+    }
+
+    /// `timespec64_valid_settod`.
+    pub fn is_valid_settod(self) -> bool {
+        self.is_valid() && self.sec < SETTOD_SEC_MAX
+    }
+
+    pub fn nanos(self) -> i128 {
+        i128::from(self.sec) * i128::from(NSEC_PER_SEC) + i128::from(self.nsec)
+    }
+
+    /// The time from `now` until `self`, if any is left.
+    pub fn remaining_after(self, now: Timespec) -> Option<Duration> {
+        let left = self.nanos() - now.nanos();
+        (left > 0).then(|| Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)))
+    }
+
+    /// A valid timespec as a duration.
+    pub fn duration(self) -> Duration {
+        let nanos = u32::try_from(self.nsec).unwrap_or(0);
+        Duration::new(u64::try_from(self.sec).unwrap_or(0), nanos)
+    }
+}
+
+/// A `struct timeval`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timeval {
+    pub sec: i64,
+    pub usec: i64,
+}
+
+impl Layout for Timeval {
+    const SIZE: usize = 16;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.i64(self.sec).i64(self.usec);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Timeval {
+        Timeval { sec: d.i64(), usec: d.i64() }
+    }
+}
+
+impl Timeval {
+    /// A duration to the microsecond, the seconds saturating at `i64::MAX`.
+    pub fn from_duration(d: Duration) -> Timeval {
+        Timeval { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), usec: i64::from(d.subsec_micros()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timespec_validity() {
+        let ts = |sec, nsec| Timespec { sec, nsec };
+        assert!(ts(0, 0).is_valid());
+        assert!(ts(1, 999_999_999).is_valid());
+        assert!(!ts(1, 1_000_000_000).is_valid());
+        assert!(!ts(-1, 0).is_valid());
+        assert!(!ts(0, -1).is_valid());
+        assert!(!ts(SETTOD_SEC_MAX, 0).is_valid_settod());
+        assert_eq!(ts(3, 5).duration(), Duration::new(3, 5));
+        assert_eq!(ts(2, 0).remaining_after(ts(1, 500_000_000)), Some(Duration::from_millis(500)));
+        assert_eq!(ts(1, 0).remaining_after(ts(1, 0)), None);
+    }
+
+    #[test]
+    fn layouts_round_trip() {
+        let ts = Timespec { sec: -7, nsec: 9 };
+        assert_eq!(Timespec::decode(&ts.encode()), ts);
+        let tv = Timeval { sec: 3, usec: -4 };
+        assert_eq!(Timeval::decode(&tv.encode()), tv);
+        assert_eq!(Timespec::from_duration(Duration::new(u64::MAX, 5)), Timespec { sec: i64::MAX, nsec: 5 });
+        assert_eq!(Timeval::from_duration(Duration::new(2, 3_999)), Timeval { sec: 2, usec: 3 });
+        assert_eq!(std::mem::size_of::<libc::timespec>(), Timespec::SIZE);
+        assert_eq!(std::mem::size_of::<libc::timeval>(), Timeval::SIZE);
+    }
+}
