@@ -2,9 +2,44 @@
 #include "check.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+
+/* Two threads open the same new names with O_CREAT (no O_EXCL): one
+ * makes each file, and the other's open succeeds on it, never EEXIST,
+ * however their lookups and creates interleave. */
+#define RACE_NAMES 300
+static const char *race_dir;
+static pthread_barrier_t race_start;
+
+static void *create_names(void *arg) {
+    (void)arg;
+    char path[256];
+    pthread_barrier_wait(&race_start);
+    for (int i = 0; i < RACE_NAMES; i++) {
+        snprintf(path, sizeof path, "%s/n%d", race_dir, i);
+        int fd = open(path, O_CREAT | O_RDWR, 0600);
+        if (fd < 0)
+            return (void *)(long)errno;
+        close(fd);
+    }
+    return NULL;
+}
+
+static void racing_creates(void) {
+    race_dir = scratch_path("race");
+    CHECK_OK(mkdir(race_dir, 0700));
+    CHECK_OK(pthread_barrier_init(&race_start, NULL, 2));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, create_names, NULL), 0);
+    void *mine = create_names(NULL);
+    void *theirs;
+    CHECK_EQ(pthread_join(t, &theirs), 0);
+    CHECK_EQ((long)mine, 0);
+    CHECK_EQ((long)theirs, 0);
+}
 
 int main(void) {
     const char *f = scratch_path("file");
@@ -181,5 +216,6 @@ int main(void) {
     CHECK(read(fd, buf, 5) == 5 && memcmp(buf, "root:", 5) == 0);
     CHECK_OK(close(fd));
 
+    racing_creates();
     return 0;
 }

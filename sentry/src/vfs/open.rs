@@ -97,8 +97,16 @@ fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: 
             let pst = pn.parent.node.stat()?;
             perm::check(w.creds, &pst, MAY_WRITE | MAY_EXEC)?;
             let new = NewNode { mode: how.mode & 0o7777 & !how.umask, uid: w.creds.fsuid, gid: w.creds.fsgid };
-            let node = pn.parent.node.create(&pn.name, new)?;
-            Ok(Created::New(pn.parent.child(&pn.name, node)))
+            match pn.parent.node.create(&pn.name, new) {
+                Ok(node) => Ok(Created::New(pn.parent.child(&pn.name, node))),
+                // Another open made the name between the lookup and the
+                // create: open what it made, as Linux's lookup-or-create
+                // (done under the directory's lock) would have.
+                Err(Errno::EEXIST) if !exclusive => {
+                    w.step(&pn.parent, &pn.name, flags & libc::O_NOFOLLOW == 0, &mut links).map(Created::Existing)
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     }
