@@ -1,6 +1,11 @@
 //! What the sentry's unit tests share: a platform that runs no guest code
-//! (tests drive tasks and kernels by hand) and a notifier that counts.
+//! (tests drive tasks and kernels by hand), a kernel on it with tmpfs
+//! roots (so the kernel's own tests need not name a filesystem), and a
+//! notifier that counts.
 
+use crate::fs::tmpfs::Tmpfs;
+use crate::kernel::{Kernel, KernelOptions};
+use crate::mm::MemoryFile;
 use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError};
 use crate::waiter::Notify;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -70,4 +75,10 @@ impl Notify for Count {
     fn notify(&self, _mask: u32) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// A kernel on `Idle` over `memory`, with an empty tmpfs root.
+pub fn kernel(memory: Arc<MemoryFile>) -> Arc<Kernel> {
+    let (root, anon) = (Tmpfs::new(0o755, 0, 0), Tmpfs::new(0o600, 0, 0));
+    Arc::new(Kernel::new(Arc::new(Idle), memory, root, anon, KernelOptions::default()))
 }

@@ -89,12 +89,10 @@ mod tests {
     use super::*;
     use crate::abi::Errno;
     use crate::auth::Credentials;
-    use crate::fs::tmpfs::Tmpfs;
     use crate::kernel::task::errno_to_rax;
-    use crate::kernel::{FsContext, KernelOptions, Support, Syscall, Thread};
+    use crate::kernel::{FsContext, Support, Syscall, Thread};
     use crate::mm::{MemoryFile, MemoryManager};
-    use crate::platform::Platform;
-    use crate::testing::Idle;
+    use crate::testing::{self, Idle};
     use parking_lot::Mutex;
 
     const ADD_ONE: u64 = 0;
@@ -125,10 +123,7 @@ mod tests {
     /// at a `syscall` instruction.
     fn task() -> Task {
         let memory = Arc::new(MemoryFile::new(1 << 20).unwrap());
-        let platform: Arc<dyn Platform> = Arc::new(Idle);
-        let root = Tmpfs::new(0o755, 0, 0);
-        let kernel =
-            Arc::new(Kernel::new(platform, memory.clone(), root, Tmpfs::new(0o600, 0, 0), KernelOptions::default()));
+        let kernel = testing::kernel(memory.clone());
         kernel.register_syscall_table(&TABLE);
         let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 30));
         let fs = Arc::new(FsContext::new(kernel.mounts.root(), kernel.mounts.root()));

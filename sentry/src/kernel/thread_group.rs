@@ -166,17 +166,13 @@ impl ThreadGroup {
 mod tests {
     use super::*;
     use crate::auth::Credentials;
-    use crate::fs::tmpfs::Tmpfs;
     use crate::kernel::limits::{check_change, prlimit, RLIMIT_NOFILE};
-    use crate::kernel::{FsContext, Kernel, KernelOptions};
+    use crate::kernel::{FsContext, Kernel};
     use crate::mm::{MemoryFile, MemoryManager};
-    use crate::testing::Idle;
+    use crate::testing::{self, Idle};
 
     fn kernel() -> Arc<Kernel> {
-        let memory = Arc::new(MemoryFile::new(1 << 24).unwrap());
-        let root = Tmpfs::new(0o755, 0, 0);
-        let anon = Tmpfs::new(0o600, 0, 0);
-        Arc::new(Kernel::new(Arc::new(Idle), memory, root, anon, KernelOptions::default()))
+        testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()))
     }
 
     /// Thread `tid` of process `group`, added to the kernel's table.
