@@ -77,6 +77,7 @@ pub(super) fn dispatch_observed(task: &mut Task, nr: u64, args: [u64; 6]) -> Sys
         o.enter(&who, nr, &args);
     }
     let result = dispatch(task, nr, args);
+    // Taken again: the call may have changed it (execve's comm, setuid).
     let who = TaskIdentity::of(task);
     for o in observers.iter() {
         o.exit(&who, nr, &args, &result);
