@@ -88,6 +88,15 @@ pub struct MemoryManager {
     layout: Mutex<Layout>,
 }
 
+/// Where one piece of a copy reads or writes.
+#[derive(Clone, Copy)]
+enum Source {
+    /// At this offset of the memory file.
+    Frame(u64),
+    /// A page never touched: it reads as zeros.
+    Zero,
+}
+
 /// The access a copy needs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Want {
@@ -440,18 +449,30 @@ impl MemoryManager {
     /// Copies guest memory at `addr` into `buf`.
     pub fn copy_in(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         let mut done = 0usize;
-        self.for_each_page(addr, buf.len(), Want::Read, |frame_off, n| {
-            let ok = self.mf.read(frame_off, &mut buf[done..done + n]);
+        self.for_each_page(addr, buf.len(), Want::Read, |src, n| {
+            let ok = self.read_source(src, &mut buf[done..done + n]);
             done += n;
             ok
         })
     }
 
+    /// Reads one piece of a copy-in: a frame's bytes, or zeros for a page
+    /// never touched.
+    fn read_source(&self, src: Source, dst: &mut [u8]) -> bool {
+        match src {
+            Source::Frame(off) => self.mf.read(off, dst),
+            Source::Zero => {
+                dst.fill(0);
+                true
+            }
+        }
+    }
+
     /// Copies `data` into guest memory at `addr`.
     pub fn copy_out(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
         let mut done = 0usize;
-        self.for_each_page(addr, data.len(), Want::Write, |frame_off, n| {
-            let ok = self.mf.write(frame_off, &data[done..done + n]);
+        self.for_each_page(addr, data.len(), Want::Write, |src, n| {
+            let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
             done += n;
             ok
         })
@@ -462,8 +483,8 @@ impl MemoryManager {
     /// partly bad buffer report the good part, as Linux's do).
     pub fn copy_out_partial(&self, addr: u64, data: &[u8]) -> usize {
         let mut done = 0usize;
-        let _ = self.for_each_page(addr, data.len(), Want::Write, |frame_off, n| {
-            let ok = self.mf.write(frame_off, &data[done..done + n]);
+        let _ = self.for_each_page(addr, data.len(), Want::Write, |src, n| {
+            let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
             if ok {
                 done += n;
             }
@@ -476,8 +497,8 @@ impl MemoryManager {
     /// returns the bytes copied.
     pub fn copy_in_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
         let mut done = 0usize;
-        let _ = self.for_each_page(addr, buf.len(), Want::Read, |frame_off, n| {
-            let ok = self.mf.read(frame_off, &mut buf[done..done + n]);
+        let _ = self.for_each_page(addr, buf.len(), Want::Read, |src, n| {
+            let ok = self.read_source(src, &mut buf[done..done + n]);
             if ok {
                 done += n;
             }
@@ -498,10 +519,11 @@ impl MemoryManager {
         let mut total = 0usize;
         let mut err = None;
         let mut stop = false;
-        let r = self.for_each_page(addr, len, Want::Write, |frame_off, n| {
+        let r = self.for_each_page(addr, len, Want::Write, |src, n| {
             if stop {
                 return true;
             }
+            let Source::Frame(frame_off) = src else { return false };
             match self.mf.with_slice_mut(frame_off, n, &mut fill) {
                 Some(Ok(got)) => {
                     total += got;
@@ -599,13 +621,16 @@ impl MemoryManager {
     // ---- internals ----
 
     /// Walks `[addr, addr+len)` page by page, populating as needed, and calls
-    /// `f(memory_file_offset, bytes)` for each piece.
+    /// `f(source, bytes)` for each piece. A read of a private anonymous page
+    /// never touched gets [`Source::Zero`] and allocates nothing, as Linux
+    /// reads its zero page: a `write` from a vast untouched heap must not
+    /// fill the sandbox's memory (and OOM-kill it) with zeros.
     fn for_each_page(
         &self,
         addr: u64,
         len: usize,
         want: Want,
-        mut f: impl FnMut(u64, usize) -> bool,
+        mut f: impl FnMut(Source, usize) -> bool,
     ) -> Result<(), Errno> {
         if len == 0 {
             return Ok(());
@@ -624,10 +649,15 @@ impl MemoryManager {
             if !allowed {
                 return Err(Errno::EFAULT);
             }
-            let frame = self.frame_for(vma, page, want == Want::Write)?;
+            let untouched = !vma.pages.contains_key(&page) && !vma.shared && matches!(vma.backing, Backing::Anon);
+            let src = if want == Want::Read && untouched {
+                Source::Zero
+            } else {
+                Source::Frame(self.frame_for(vma, page, want == Want::Write)? + (at - page))
+            };
             let n = (page + PAGE_SIZE).min(end) - at;
             let n_usize = usize::try_from(n).map_err(|_| Errno::EFAULT)?;
-            if !f(frame + (at - page), n_usize) {
+            if !f(src, n_usize) {
                 return Err(Errno::EFAULT);
             }
             at += n;
@@ -1051,6 +1081,24 @@ mod tests {
         assert_eq!(mm.copy_out(a, b"x"), Err(Errno::EFAULT), "read-only");
         assert_eq!(mm.copy_in(0xdead_0000, &mut buf), Err(Errno::EFAULT));
         assert_eq!(mm.copy_in(u64::MAX - 4, &mut buf), Err(Errno::EFAULT));
+    }
+
+    #[test]
+    fn reading_untouched_anonymous_memory_allocates_nothing() {
+        let (mm, _) = mm();
+        let len = 64 * 1024 * 1024;
+        let a = mm.mmap(anon(0, len, RW, false)).unwrap();
+        let used = mm.memory_file().used();
+        let mut buf = vec![1u8; usize::try_from(len).unwrap()];
+        mm.copy_in(a, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(mm.copy_in_partial(a, &mut buf), buf.len());
+        assert_eq!(mm.memory_file().used(), used, "zeros read from nowhere");
+        assert_eq!(mm.resident_bytes(), 0);
+        mm.copy_out(a + 4096, b"x").unwrap();
+        mm.copy_in(a + 4095, &mut buf[..2]).unwrap();
+        assert_eq!(&buf[..2], b"\0x", "a written page reads back");
+        assert_eq!(mm.resident_bytes(), 4096);
     }
 
     #[test]
