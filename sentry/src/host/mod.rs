@@ -6,6 +6,8 @@
 mod clock;
 pub mod fd;
 mod info;
+pub mod outer;
+pub mod socket;
 
 pub use clock::{clock_resolution, clock_time, cpu_times, monotonic_now};
 pub use info::{cpus, current_cpu, prime_info, total_ram, uts};
