@@ -1,0 +1,103 @@
+# Runs inside the sandbox: each check prints "ok NAME" or raises.
+# argv[1] is the check set: allowed, none_allowed, reserved, no_network.
+import errno, select, socket, sys, time, urllib.request
+
+INTERNET = "198.18.0.2"
+
+def expect_errno(name, want, f):
+    start = time.monotonic()
+    try:
+        f()
+    except OSError as e:
+        assert e.errno == want, "%s: errno %s, want %s" % (name, e.errno, want)
+        took = time.monotonic() - start
+        assert took < 2, "%s: took %.1f s" % (name, took)
+        print("ok", name)
+        return
+    raise AssertionError("%s: no error" % name)
+
+def connect(addr, family=socket.AF_INET):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.connect(addr)
+    finally:
+        s.close()
+
+def allowed():
+    body = urllib.request.urlopen("http://%s:8080/" % INTERNET, timeout=10).read()
+    assert body == b"hello from 198.18.0.2\n", body
+    print("ok urllib")
+    s = socket.create_connection((INTERNET, 8081), timeout=10)
+    assert s.getpeername() == (INTERNET, 8081), s.getpeername()
+    assert s.getsockname()[1] != 0
+    s.sendall(b"x" * 300000)
+    s.shutdown(socket.SHUT_WR)
+    reply = b""
+    while True:
+        more = s.recv(100)
+        if not more:
+            break
+        reply += more
+    assert reply == b"got 300000", reply
+    s.close()
+    print("ok half_close")
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.connect(("::ffff:" + INTERNET, 8080))
+    assert s.getpeername()[:2] == ("::ffff:" + INTERNET, 8080), s.getpeername()
+    s.close()
+    print("ok v4_mapped")
+    s = socket.socket()
+    s.setblocking(False)
+    r = s.connect_ex((INTERNET, 8080))
+    assert r in (0, errno.EINPROGRESS), r
+    _, w, _ = select.select([], [s], [], 10)
+    assert w == [s]
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+    assert s.connect_ex((INTERNET, 8080)) in (0, errno.EISCONN)
+    s.close()
+    print("ok nonblocking_connect")
+    s = socket.socket()
+    s.setblocking(False)
+    r = s.connect_ex((INTERNET, 8089))
+    if r == errno.EINPROGRESS:
+        _, w, _ = select.select([], [s], [], 10)
+        assert w == [s]
+        r = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    assert r == errno.ECONNREFUSED, r
+    s.close()
+    print("ok nonblocking_refused")
+    expect_errno("refused", errno.ECONNREFUSED, lambda: connect((INTERNET, 8089)))
+    expect_errno("port_not_allowed", errno.EPERM, lambda: connect((INTERNET, 8082)))
+    # Loopback stays the sandbox's own.
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen()
+    c = socket.create_connection(l.getsockname())
+    c.close()
+    l.close()
+    print("ok loopback")
+
+def none_allowed():
+    expect_errno("no_rule", errno.EPERM, lambda: connect((INTERNET, 8080)))
+    expect_errno("no_rule_v6", errno.EPERM, lambda: connect(("::ffff:" + INTERNET, 8080), socket.AF_INET6))
+
+def reserved():
+    for addr in ["169.254.169.254", "10.77.0.1"]:
+        expect_errno("reserved " + addr, errno.EPERM, lambda: connect((addr, 80)))
+    for addr in ["::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "::ffff:10.77.0.1"]:
+        expect_errno("reserved " + addr, errno.EPERM, lambda: connect((addr, 80), socket.AF_INET6))
+    body = urllib.request.urlopen("http://%s:8080/" % INTERNET, timeout=10).read()
+    assert body.startswith(b"hello"), body
+    print("ok star_allows_public")
+
+def no_network():
+    names = [n for _, n in socket.if_nameindex()]
+    assert names == ["lo"], names
+    with open("/proc/net/dev") as f:
+        devs = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+    assert devs == ["lo"], devs
+    print("ok only_lo")
+    expect_errno("unreachable", errno.ENETUNREACH, lambda: connect((INTERNET, 8080)))
+
+{"allowed": allowed, "none_allowed": none_allowed, "reserved": reserved, "no_network": no_network}[sys.argv[1]]()
+print("done")
