@@ -95,6 +95,8 @@ impl Internet {
                 "[2001:2::2]:8080:http",
                 "169.254.169.254:80:http",
                 "10.77.0.1:80:http",
+                "198.18.0.2:5300:udp",
+                "10.77.0.1:5300:udp",
             ])
             .stdin(Stdio::null())
             .spawn()
@@ -148,7 +150,7 @@ fn assert_checks(r: &Run, checks: &[&str]) {
 #[test]
 fn egress_allowed_destinations_are_reached_with_linux_semantics() {
     let Some(net) = Internet::new() else { return };
-    let r = net.husk(&["--egress-allow", "198.18.0.2:8080,8081,8089"], "allowed");
+    let r = net.husk(&["--egress-allow", "198.18.0.2:8080,8081,8089,5300", "--egress-allow", "*:5300"], "allowed");
     assert_checks(
         &r,
         &[
@@ -160,9 +162,15 @@ fn egress_allowed_destinations_are_reached_with_linux_semantics() {
             "refused",
             "port_not_allowed",
             "loopback",
+            "udp_port_not_allowed",
+            "udp_reserved",
+            "udp",
         ],
     );
-    assert!(net.connections().contains("198.18.0.2:8080 from 198.18.0.1"), "{}", net.connections());
+    let seen = net.connections();
+    assert!(seen.contains("198.18.0.2:8080 from 198.18.0.1"), "{seen}");
+    assert!(seen.contains("198.18.0.2:5300 udp from 198.18.0.1"), "{seen}");
+    assert!(!seen.contains("10.77.0.1"), "a reserved server was reached:\n{seen}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ use crate::waiter::Queue;
 use husk_netstack::egress::{Policy, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The int options a carried connection passes on to its host socket
@@ -48,9 +49,9 @@ impl Gateway {
         self.policy.check(dest)
     }
 
-    /// A new host socket in the outer namespace for `dest`'s family.
-    pub fn open(&self, dest: SocketAddr, kind: Kind) -> Result<OwnedFd, Errno> {
-        self.outer.socket(dest.is_ipv6(), kind)
+    /// A new host socket in the outer namespace, IPv6 or IPv4.
+    pub fn open(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
+        self.outer.socket(v6, kind)
     }
 }
 
@@ -71,9 +72,14 @@ impl Egress {
     }
 }
 
-/// A guest connection carried on a host socket of the outer namespace.
+/// A guest connection carried on a host socket of the outer namespace:
+/// a stream, or the datagrams a guest UDP socket sends out of the
+/// sandbox (its loopback datagrams stay in the netstack).
 pub struct HostConn {
     fd: OwnedFd,
+    /// A datagram socket connected outside: sends without an address
+    /// go there.
+    connected: AtomicBool,
 }
 
 /// What the host poll is asked for (ERR and HUP come unasked).
@@ -85,7 +91,7 @@ impl HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
-        HostConn { fd }
+        HostConn { fd, connected: AtomicBool::new(false) }
     }
 
     /// The host socket's readiness now, as poll bits.
@@ -101,6 +107,27 @@ impl HostConn {
     /// as the host says).
     pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
         host::connect(self.fd.as_fd(), to)
+    }
+
+    /// connect(2) of a datagram socket: sends without an address go to `to`.
+    pub fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
+        host::connect(self.fd.as_fd(), to)?;
+        self.connected.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a datagram socket was connected outside.
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
+    pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+        host::send_to(self.fd.as_fd(), buf, to)
+    }
+
+    /// One datagram: bytes copied, its whole length, its sender.
+    pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+        host::recv_from(self.fd.as_fd(), buf, peek)
     }
 
     /// A started connect's outcome: EAGAIN while it is under way.

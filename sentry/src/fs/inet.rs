@@ -107,8 +107,14 @@ impl InetSocket {
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
-        if let Some(h) = self.outside() {
-            return h.recv(buf, peek).map(|n| (n, n, None));
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None)),
+            // Datagrams from outside first, then the sandbox's own.
+            (Endpoint::Udp(_), Some(h)) => match h.recv_from(buf, peek) {
+                Err(Errno::EAGAIN) => {}
+                r => return r,
+            },
+            _ => {}
         }
         match &self.endpoint {
             Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None)),
@@ -120,14 +126,19 @@ impl InetSocket {
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
     /// does); a datagram goes whole to `to` or the peer.
     pub fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
-        if let Some(h) = self.outside() {
-            return h.send(buf);
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => h.send(buf),
+            (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
+            // Datagrams out of the sandbox are the syscall layer's: each
+            // passes the gateway's policy.
+            (Endpoint::Udp(u), _) => u.send_to(to, buf).map_err(errno),
         }
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.send(buf),
-            Endpoint::Udp(u) => u.send_to(to, buf),
-        }
-        .map_err(errno)
+    }
+
+    /// The host connection of a stream carried outside (a datagram
+    /// socket's host socket carries only what it sends out).
+    pub fn stream_outside(&self) -> Option<&HostConn> {
+        self.outside().filter(|_| self.is_stream())
     }
 
     /// Whether EPIPE from this socket raises SIGPIPE (a stream's does).
@@ -152,12 +163,10 @@ impl FileOps for InetSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        if let Some(h) = self.outside() {
-            return h.events();
-        }
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.events(),
-            Endpoint::Udp(u) => u.events(),
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => h.events(),
+            (Endpoint::Tcp(t), None) => t.events(),
+            (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::events),
         }
     }
 
@@ -183,8 +192,8 @@ impl FileOps for InetSocket {
     /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
     fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
         let (inq, outq) = match &self.endpoint {
-            _ if self.outside().is_some() && req == FIONREAD => {
-                let n = self.outside().map_or(Ok(0), HostConn::readable_bytes)?;
+            _ if self.stream_outside().is_some() && req == FIONREAD => {
+                let n = self.stream_outside().map_or(Ok(0), HostConn::readable_bytes)?;
                 (usize::try_from(n).unwrap_or(0), 0)
             }
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),

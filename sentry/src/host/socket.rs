@@ -51,6 +51,28 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<usize, Err
     retry(|| socket::recv(fd.as_raw_fd(), buf, flags))
 }
 
+/// sendto(2) of one datagram to `to`, without waiting.
+pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+    let to = SockaddrStorage::from(to);
+    retry(|| socket::sendto(fd.as_raw_fd(), buf, &to, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL))
+}
+
+/// Receives one datagram without waiting: the bytes copied, the
+/// datagram's whole length, and its sender.
+pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+    let len = buf.len();
+    let mut flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC;
+    if peek {
+        flags |= MsgFlags::MSG_PEEK;
+    }
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let (full, from) = retry(|| {
+        socket::recvmsg::<SockaddrStorage>(fd.as_raw_fd(), &mut iov, None, flags)
+            .map(|m| (m.bytes, m.address.as_ref().and_then(address)))
+    })?;
+    Ok((full.min(len), full, from))
+}
+
 /// shutdown(2) of the reading side, the writing side or both.
 pub fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno> {
     let how = match (read, write) {
@@ -135,6 +157,25 @@ mod tests {
             }
         }
         assert_eq!(&buf[..4], b"pong");
+    }
+
+    #[test]
+    fn datagrams_go_to_their_address_and_come_back_with_their_sender() {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let flags = socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC;
+        let s = socket::socket(socket::AddressFamily::Inet, socket::SockType::Datagram, flags, None).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(recv_from(s.as_fd(), &mut buf, false), Err(Errno::EAGAIN));
+        assert_eq!(send_to(s.as_fd(), b"hello", peer.local_addr().unwrap()).unwrap(), 5);
+        let (n, from) = peer.recv_from(&mut [0u8; 16]).unwrap();
+        assert_eq!(n, 5);
+        peer.send_to(b"a longer reply", from).unwrap();
+        while crate::host::fd::poll_now(s.as_fd(), libc::POLLIN).unwrap() == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(recv_from(s.as_fd(), &mut buf, true).unwrap(), (4, 14, Some(peer.local_addr().unwrap())));
+        assert_eq!(recv_from(s.as_fd(), &mut buf, false).unwrap().1, 14, "a peek leaves it queued");
+        assert_eq!(&buf, b"a lo");
     }
 
     #[test]

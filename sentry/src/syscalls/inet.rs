@@ -122,7 +122,7 @@ fn encode(a: SocketAddr) -> Vec<u8> {
 
 pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
-    if s.outside().is_some() {
+    if s.stream_outside().is_some() {
         return Err(Errno::EINVAL);
     }
     // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
@@ -143,7 +143,7 @@ pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
 
 pub(super) fn listen(s: &InetSocket) -> SysResult {
     match &s.endpoint {
-        _ if s.outside().is_some() => Err(Errno::EINVAL),
+        _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
         Endpoint::Tcp(t) => t.listen().map_err(errno).map(|()| 0),
         Endpoint::Udp(_) => Err(Errno::EOPNOTSUPP),
     }
@@ -151,7 +151,7 @@ pub(super) fn listen(s: &InetSocket) -> SysResult {
 
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?;
-    if let Some(conn) = s.outside() {
+    if let Some(conn) = s.stream_outside() {
         return super::egress::reconnect(f, s, conn, to);
     }
     if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
@@ -183,7 +183,9 @@ pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 
 
 pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let local = match &s.endpoint {
-        _ if s.outside().is_some() => presented(s, s.outside().map_or(Err(Errno::EINVAL), HostConn::local)?),
+        _ if s.stream_outside().is_some() => {
+            presented(s, s.stream_outside().map_or(Err(Errno::EINVAL), HostConn::local)?)
+        }
         Endpoint::Tcp(t) => t.local_addr(),
         Endpoint::Udp(u) => u.local_addr(),
     };
@@ -192,7 +194,7 @@ pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
 }
 
 pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    if let Some(conn) = s.outside() {
+    if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
         write_sockaddr(task, a[1], a[2], &encode(presented(s, conn.peer()?)))?;
         return Ok(0);
     }
@@ -278,6 +280,9 @@ pub(super) fn send(
             return Err(Errno::EMSGSIZE);
         }
         cursor.peek(&mm, &mut data, total)?;
+        if let Some(sent) = super::egress::send_datagram(task, s, &data, to) {
+            return sent.map(|n| n as u64);
+        }
         return s.send(&data, to).map(|n| n as u64);
     }
     let deadline = s.timeouts.lock().1.map(deadline_in);
@@ -392,7 +397,7 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
         2 => (true, true),
         _ => return Err(Errno::EINVAL),
     };
-    if let Some(conn) = s.outside() {
+    if let Some(conn) = s.stream_outside() {
         return conn.shutdown(read, write).map(|()| 0);
     }
     match &s.endpoint {
@@ -453,8 +458,8 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_DOMAIN) => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
-        (SOL_SOCKET, SO_ERROR) if s.outside().is_some() => {
-            s.outside().map_or(Ok(0), HostConn::take_error)?.to_le_bytes().to_vec()
+        (SOL_SOCKET, SO_ERROR) if s.stream_outside().is_some() => {
+            s.stream_outside().map_or(Ok(0), HostConn::take_error)?.to_le_bytes().to_vec()
         }
         (SOL_SOCKET, SO_ERROR) => {
             let e = match &s.endpoint {
@@ -532,7 +537,7 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             if raw.len() < 4 {
                 return Err(Errno::EINVAL);
             }
-            if let Some(conn) = s.outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
+            if let Some(conn) = s.stream_outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
                 conn.set_option(opt.0, opt.1, i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))?;
             }
             s.stored.lock().insert(opt, raw);

@@ -76,6 +76,32 @@ def allowed():
     c.close()
     l.close()
     print("ok loopback")
+    udp()
+
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    s.sendto(b"one", (INTERNET, 5300))
+    data, peer = s.recvfrom(100)
+    assert (data, peer) == (b"echo one", (INTERNET, 5300)), (data, peer)
+    expect_errno("udp_port_not_allowed", errno.EPERM, lambda: s.sendto(b"x", (INTERNET, 5301)))
+    expect_errno("udp_reserved", errno.EPERM, lambda: s.sendto(b"x", ("10.77.0.1", 5300)))
+    s.close()
+    c = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    c.settimeout(10)
+    c.connect(("::ffff:" + INTERNET, 5300))
+    assert c.getpeername()[:2] == ("::ffff:" + INTERNET, 5300), c.getpeername()
+    c.send(b"two")
+    assert c.recv(100) == b"echo two"
+    c.close()
+    # The sandbox's own datagrams still go through loopback.
+    a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    a.bind(("127.0.0.1", 0))
+    a.settimeout(10)
+    a.sendto(b"local", a.getsockname())
+    assert a.recvfrom(100) == (b"local", a.getsockname())
+    a.close()
+    print("ok udp")
 
 def none_allowed():
     expect_errno("no_rule", errno.EPERM, lambda: connect((INTERNET, 8080)))

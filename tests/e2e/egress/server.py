@@ -2,7 +2,9 @@
 # as ADDR:PORT:MODE arguments, run inside the internet-side network
 # namespace. Every accepted connection is logged (listener, peer) to LOG.
 # MODE http answers one HTTP request; eof reads to end of file and then
-# answers "got N" (a half-close test). READY is written once all listen.
+# answers "got N" (a half-close test); bulk sends the number of bytes
+# asked for; udp echoes each datagram back, prefixed with "echo ". READY
+# is written once all listen.
 import socket, sys, threading
 
 log_path, ready_path = sys.argv[1], sys.argv[2]
@@ -39,10 +41,21 @@ def serve(conn, where, mode):
                 conn.sendall(chunk[: min(size, len(chunk))])
                 size -= len(chunk)
 
+def echo(s, host, port):
+    while True:
+        data, peer = s.recvfrom(65536)
+        note("%s:%s udp from %s" % (host, port, peer[0]))
+        s.sendto(b"echo " + data, peer)
+
 def listen(spec):
     host, port, mode = spec.rsplit(":", 2)
     host = host.strip("[]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if mode == "udp":
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        s.bind((host, int(port)))
+        threading.Thread(target=echo, args=(s, host, port), daemon=True).start()
+        return
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((host, int(port)))
