@@ -10,7 +10,7 @@
 //! Without `ip netns` (not root) the tests pass after saying why they
 //! did not run.
 
-use crate::util::{husk_bin, run, unique, Run};
+use crate::util::{husk_bin, run, unique, Run, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -121,6 +121,32 @@ impl Internet {
         run(cmd, None)
     }
 
+    /// `husk [flags] run` of a bundle over the host's root whose spec
+    /// names the sandbox-side namespace (as a container engine wires
+    /// one), running the guest script with `checks`.
+    fn husk_run(&self, flags: &[&str], checks: &str) -> Run {
+        let dir = TempDir::new("egress-oci");
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir_all(&bundle).unwrap();
+        let guest = script("guest.py");
+        let config = serde_json::json!({
+            "ociVersion": "1.0.2",
+            "root": { "path": "/" },
+            "process": {
+                "args": [python(), guest.to_str().unwrap(), checks],
+                "cwd": "/",
+                "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+                "user": { "uid": 0, "gid": 0 },
+            },
+            "linux": { "namespaces": [{ "type": "network", "path": format!("/var/run/netns/{}", self.sandbox_ns) }] },
+        });
+        std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
+        let mut cmd = Command::new(husk_bin());
+        cmd.arg("--root").arg(dir.path().join("state")).args(flags);
+        cmd.args(["run", "--bundle", bundle.to_str().unwrap(), &unique("egress")]);
+        run(cmd, None)
+    }
+
     /// The connections the listeners logged ("ADDR:PORT from PEER").
     fn connections(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -171,6 +197,19 @@ fn egress_allowed_destinations_are_reached_with_linux_semantics() {
     assert!(seen.contains("198.18.0.2:8080 from 198.18.0.1"), "{seen}");
     assert!(seen.contains("198.18.0.2:5300 udp from 198.18.0.1"), "{seen}");
     assert!(!seen.contains("10.77.0.1"), "a reserved server was reached:\n{seen}");
+}
+
+#[test]
+fn egress_works_for_husk_run_in_the_namespace_the_spec_names() {
+    let Some(net) = Internet::new() else { return };
+    let r = net.husk_run(&["--egress-allow", "198.18.0.2:8080,8081,8089,5300", "--egress-allow", "*:5300"], "allowed");
+    assert_checks(&r, &["urllib", "half_close", "nonblocking_refused", "port_not_allowed", "udp"]);
+    let r = net.husk_run(&[], "none_allowed");
+    assert_checks(&r, &["no_rule", "no_rule_v6"]);
+    let r = net.husk_run(&["--egress-allow", "*"], "reserved");
+    assert_checks(&r, &["reserved 169.254.169.254", "reserved 10.77.0.1"]);
+    let seen = net.connections();
+    assert!(!seen.contains("169.254.169.254") && !seen.contains("10.77.0.1"), "reached a reserved server:\n{seen}");
 }
 
 #[test]
