@@ -14,6 +14,7 @@
 mod addr;
 pub mod egress;
 mod error;
+pub mod iface;
 pub mod netlink;
 mod ports;
 mod stream;
@@ -21,7 +22,7 @@ pub mod tcp;
 pub mod udp;
 pub mod waiter;
 
-pub use addr::{Family, INTERFACES};
+pub use addr::Family;
 pub use error::Error;
 pub use ports::ShareOpts;
 pub use tcp::TcpEndpoint;

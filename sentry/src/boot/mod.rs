@@ -180,6 +180,7 @@ fn boot_with(
         let outer = Outer::start(|| crate::boot::confine::drop_capabilities().map_err(|e| e.to_string()))
             .map_err(BootError::Egress)?;
         kernel.ext::<Egress>().install(Gateway::new(policy, outer));
+        husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
     }
     crate::boot::confine::isolate(!joined)?;
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)

@@ -126,6 +126,17 @@ pub(super) fn send_datagram(
     }
 }
 
+/// getsockname(2) of a connection carried outside: the sandbox's own
+/// address (eth0's) with the connection's port; an IPv6 connection, which
+/// eth0 has no address for, shows the outer namespace's.
+pub(super) fn sandbox_local(conn: &HostConn) -> Result<SocketAddr, Errno> {
+    let local = conn.local()?;
+    Ok(match husk_netstack::iface::uplink() {
+        Some(u) if local.is_ipv4() => SocketAddr::new(IpAddr::V4(u.addr), local.port()),
+        _ => local,
+    })
+}
+
 /// connect(2) again on a socket already carried outside: the host's
 /// answer (EALREADY while connecting, EISCONN once connected, 0 the first
 /// time after a non-blocking connect completed).

@@ -184,7 +184,7 @@ pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 
 pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let local = match &s.endpoint {
         _ if s.stream_outside().is_some() => {
-            presented(s, s.stream_outside().map_or(Err(Errno::EINVAL), HostConn::local)?)
+            presented(s, s.stream_outside().map_or(Err(Errno::EINVAL), super::egress::sandbox_local)?)
         }
         Endpoint::Tcp(t) => t.local_addr(),
         Endpoint::Udp(u) => u.local_addr(),

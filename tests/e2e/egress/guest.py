@@ -29,7 +29,7 @@ def allowed():
     print("ok urllib")
     s = socket.create_connection((INTERNET, 8081), timeout=10)
     assert s.getpeername() == (INTERNET, 8081), s.getpeername()
-    assert s.getsockname()[1] != 0
+    assert s.getsockname()[0] == "10.0.2.15" and s.getsockname()[1] != 0, s.getsockname()
     s.sendall(b"x" * 300000)
     s.shutdown(socket.SHUT_WR)
     reply = b""
@@ -103,7 +103,24 @@ def udp():
     a.close()
     print("ok udp")
 
+def interfaces():
+    names = [n for _, n in socket.if_nameindex()]
+    assert names == ["lo", "eth0"], names
+    with open("/proc/net/route") as f:
+        default = f.readlines()[1].split()
+    assert default[:3] == ["eth0", "00000000", "0202000A"], default
+    with open("/proc/net/dev") as f:
+        devs = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+    assert devs == ["lo", "eth0"], devs
+    import subprocess
+    addr = subprocess.run(["ip", "-4", "addr", "show", "eth0"], capture_output=True, text=True).stdout
+    assert "inet 10.0.2.15/24" in addr, addr
+    route = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    assert "default via 10.0.2.2 dev eth0" in route, route
+    print("ok interfaces")
+
 def none_allowed():
+    interfaces()
     expect_errno("no_rule", errno.EPERM, lambda: connect((INTERNET, 8080)))
     expect_errno("no_rule_v6", errno.EPERM, lambda: connect(("::ffff:" + INTERNET, 8080), socket.AF_INET6))
 
