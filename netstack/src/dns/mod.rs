@@ -16,6 +16,8 @@
 
 mod policy;
 mod rule;
+mod upstream;
 
 pub use policy::{NamePolicy, Ports};
 pub use rule::{NamePattern, NameRule, PortSet, RuleError};
+pub use upstream::{parse_upstream, upstreams_from_resolv_conf, UpstreamError};
