@@ -15,9 +15,19 @@
 //! picks the thread that waits.
 
 mod policy;
+mod resolver;
 mod rule;
+mod table;
 mod upstream;
+mod wire;
+
+#[cfg(test)]
+mod tests;
 
 pub use policy::{NamePolicy, Ports};
+pub use resolver::{
+    Answered, Config, Pending, Proto, QueryRecord, Reply, Resolver, Step, Transport, TransportError, Verdict,
+};
 pub use rule::{NamePattern, NameRule, PortSet, RuleError};
 pub use upstream::{parse_upstream, upstreams_from_resolv_conf, UpstreamError};
+pub use wire::{MAX_TCP_MESSAGE, MAX_UDP_ANSWER};
