@@ -20,6 +20,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The longest wait or lifetime the resolver computes with: any longer
+/// configured one is as good as forever, and an `Instant` this far ahead
+/// does not overflow.
+const FOREVER: Duration = Duration::from_secs(1 << 32);
+
 /// The transport a DNS message travels over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
@@ -188,10 +193,10 @@ impl Pending {
     pub fn exchange(self, transport: &dyn Transport) -> Answered {
         let mut upstream = None;
         let mut answer = Err(Failure::NoUpstream);
-        let slice = self.timeout / u32::try_from(self.upstreams.len().max(1)).unwrap_or(u32::MAX);
+        let slice = self.timeout.min(FOREVER) / u32::try_from(self.upstreams.len().max(1)).unwrap_or(u32::MAX);
         let mut deadline = self.start;
         for &server in &self.upstreams {
-            deadline += slice;
+            deadline = deadline.checked_add(slice).unwrap_or(deadline);
             upstream = Some(server);
             answer = self.ask(transport, server, Proto::Udp, deadline);
             if matches!(answer, Err(Failure::Invalid(Invalid::Truncated))) {
@@ -299,8 +304,9 @@ impl Resolver {
         if !filtered.addresses.is_empty() {
             let mut table = self.table.lock();
             for &(addr, ttl) in &filtered.addresses {
-                let keep = Duration::from_secs(u64::from(ttl)).max(self.config.ttl_floor);
-                table.learn(addr, &guest.name, now + keep, now);
+                let keep = Duration::from_secs(u64::from(ttl)).max(self.config.ttl_floor).min(FOREVER);
+                let expires = now.checked_add(keep).unwrap_or(now);
+                table.learn(addr, &guest.name, expires, now);
             }
         }
         let answers = filtered.answers.iter().map(wire::describe).collect();

@@ -413,6 +413,20 @@ fn a_failing_upstream_gives_way_to_the_next() {
 }
 
 #[test]
+fn extreme_limits_do_not_overflow() {
+    let policy = NamePolicy::from_rules(["*"], []).unwrap();
+    let config =
+        Config { timeout: Duration::MAX, ttl_floor: Duration::MAX, ttl_cap: Duration::MAX, ..Config::default() };
+    let r = Resolver::new(policy, vec![upstream()], config);
+    let fake = Fake::records(|_| vec![a("x.test.", "198.18.0.40", u32::MAX / 2)]);
+    let now = Instant::now();
+    let reply = resolve(&r, &query(16, "x.test.", RecordType::A), &fake, now);
+    assert_eq!(decoded(&reply).answers[0].ttl, u32::MAX / 2);
+    assert!(fake.calls.borrow()[0].3 > now + Duration::from_secs(1 << 31));
+    assert!(r.name_for(ip("198.18.0.40"), now + Duration::from_secs(1 << 31)).is_some());
+}
+
+#[test]
 fn no_upstream_means_servfail() {
     let policy = NamePolicy::from_rules(["*"], []).unwrap();
     let r = Resolver::new(policy, Vec::new(), Config::default());
