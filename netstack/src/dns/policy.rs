@@ -1,20 +1,29 @@
 //! The name half of the egress policy: which names the resolver answers,
 //! and which ports a connection to an address learned from a name may use.
 
-use super::rule::{NameRule, PortSet, RuleError};
+use super::rule::{NameRule, RuleError};
 
 /// The ports a name's rules leave open: those of some allow rule that
 /// matches the name and of no deny rule that matches it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ports {
-    allow: Vec<PortSet>,
-    deny: Vec<PortSet>,
+    allow: Vec<NameRule>,
+    deny: Vec<NameRule>,
 }
 
 impl Ports {
     /// Whether a connection to `port` is allowed.
     pub fn allows(&self, port: u16) -> bool {
-        self.allow.iter().any(|p| p.contains(port)) && !self.deny.iter().any(|p| p.contains(port))
+        self.rule_for(port).is_some()
+    }
+
+    /// The allow rule that opens `port`, for the connection's record;
+    /// `None` when no allow rule has it or a deny rule closes it.
+    pub fn rule_for(&self, port: u16) -> Option<&NameRule> {
+        if self.deny.iter().any(|r| r.ports.contains(port)) {
+            return None;
+        }
+        self.allow.iter().find(|r| r.ports.contains(port))
     }
 }
 
@@ -57,12 +66,12 @@ impl NamePolicy {
     /// [`NamePolicy::ports_for`] for a name given as its labels, leftmost
     /// first, without the root label.
     pub(crate) fn ports_for_labels(&self, labels: &[&[u8]]) -> Option<Ports> {
-        let matching = |rules: &[NameRule]| -> Vec<PortSet> {
-            rules.iter().filter(|r| r.pattern.matches(labels)).map(|r| r.ports.clone()).collect()
+        let matching = |rules: &[NameRule]| -> Vec<NameRule> {
+            rules.iter().filter(|r| r.pattern.matches(labels)).cloned().collect()
         };
         let allow = matching(&self.allow);
         let deny = matching(&self.deny);
-        if allow.is_empty() || deny.iter().any(PortSet::is_any) {
+        if allow.is_empty() || deny.iter().any(|r| r.ports.is_any()) {
             return None;
         }
         Some(Ports { allow, deny })
@@ -89,6 +98,8 @@ mod tests {
         let p = policy(&["api.example:443", "*.cdn.example:80,443", "10.0.0.0/8"], &[]);
         let ports = p.ports_for("API.Example.").unwrap();
         assert!(ports.allows(443) && !ports.allows(80));
+        assert_eq!(ports.rule_for(443).unwrap().to_string(), "api.example:443");
+        assert_eq!(ports.rule_for(80), None);
         let ports = p.ports_for("img.cdn.example").unwrap();
         assert!(ports.allows(80) && ports.allows(443) && !ports.allows(22));
         assert_eq!(p.ports_for("cdn.example"), None);
@@ -101,6 +112,8 @@ mod tests {
         let p = policy(&["*:443", "api.example:8080"], &[]);
         let ports = p.ports_for("api.example").unwrap();
         assert!(ports.allows(443) && ports.allows(8080) && !ports.allows(80));
+        assert_eq!(ports.rule_for(8080).unwrap().to_string(), "api.example:8080");
+        assert_eq!(ports.rule_for(443).unwrap().to_string(), "*:443");
         assert!(p.ports_for("other.example").unwrap().allows(443));
     }
 
@@ -111,6 +124,7 @@ mod tests {
         assert!(p.ports_for("exfil.example").is_some());
         let ssh = p.ports_for("ssh.example").unwrap();
         assert!(!ssh.allows(22) && ssh.allows(443));
+        assert_eq!(ssh.rule_for(22), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! [`Resolver::resolve`] does all three in turn.
 
 use super::policy::{NamePolicy, Ports};
+use super::rule::NameRule;
 use super::table::AddressTable;
 use super::wire::{self, GuestQuery, Invalid, Rejected};
 use hickory_proto::op::{Message, Query, ResponseCode};
@@ -341,11 +342,15 @@ impl Resolver {
         names.iter().find_map(|name| self.ports(name).map(|p| (wire::presentation(name), p)))
     }
 
-    /// An allowed name `addr` came from whose rules allow `port`: the
-    /// gateway's check for a connection no address rule allows.
-    pub fn name_allowing(&self, addr: IpAddr, port: u16, now: Instant) -> Option<String> {
+    /// An allowed name `addr` came from whose rules allow `port`, and the
+    /// allow rule that does: the gateway's check for a connection no
+    /// address rule allows.
+    pub fn name_allowing(&self, addr: IpAddr, port: u16, now: Instant) -> Option<(String, NameRule)> {
         let names = self.table.lock().names(addr, now);
-        names.iter().find(|name| self.ports(name).is_some_and(|p| p.allows(port))).map(wire::presentation)
+        names.iter().find_map(|name| {
+            let rule = self.ports(name)?.rule_for(port)?.clone();
+            Some((wire::presentation(name), rule))
+        })
     }
 
     fn ports(&self, name: &Name) -> Option<Ports> {

@@ -194,7 +194,8 @@ fn cname_chains_are_followed_and_unrelated_records_dropped() {
     let m = decoded(&reply);
     assert_eq!(m.answers.len(), 2);
     assert_eq!(reply.record.answers, vec!["CNAME lb.cdn.example.", "A 198.18.0.20"]);
-    assert_eq!(r.name_allowing(ip("198.18.0.20"), 8080, now).as_deref(), Some("api.test"));
+    let (n, rule) = r.name_allowing(ip("198.18.0.20"), 8080, now).unwrap();
+    assert_eq!((n.as_str(), rule.to_string().as_str()), ("api.test", "api.test:8080"));
     assert_eq!(r.name_for(ip("198.18.0.66"), now), None);
     assert_eq!(r.name_for(ip("2001:db8::1"), now), None);
 }
@@ -227,7 +228,7 @@ fn the_address_table_learns_and_expires() {
     let (n, ports) = r.name_for(ip("198.18.0.10"), t0).unwrap();
     assert_eq!(n, "api.test");
     assert!(ports.allows(8080) && !ports.allows(80));
-    assert_eq!(r.name_allowing(ip("198.18.0.10"), 8080, t0 + Duration::from_secs(299)).as_deref(), Some("api.test"));
+    assert_eq!(r.name_allowing(ip("198.18.0.10"), 8080, t0 + Duration::from_secs(299)).unwrap().0, "api.test");
     assert_eq!(r.name_allowing(ip("198.18.0.10"), 80, t0), None);
     assert_eq!(r.name_for(ip("198.18.0.10"), t0 + Duration::from_secs(300)), None);
     assert_eq!(r.name_for(ip("198.18.0.99"), t0), None);
