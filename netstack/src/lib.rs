@@ -12,6 +12,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 mod addr;
+pub mod dns;
 mod error;
 pub mod netlink;
 mod ports;
