@@ -227,7 +227,9 @@ fn pipeline_with_early_exit_raises_sigpipe() {
 
 #[test]
 fn background_subshells_and_wait() {
-    let script = "for i in 1 2 3; do (sleep 0.$i; echo $i) & done; wait";
+    // The sleeps are 0.3 s apart so that the order holds even when the
+    // test machine is loaded and a fork takes tens of milliseconds.
+    let script = "for i in 1 2 3; do (sleep 0.$((i * 3)); echo $i) & done; wait";
     let (nat, _) = assert_same_as_native(&["/bin/bash", "-c", script], None);
     assert_eq!(nat.stdout_str(), "1\n2\n3\n");
 }
