@@ -184,6 +184,8 @@ fn egress_allowed_destinations_are_reached_with_linux_semantics() {
             "half_close",
             "v4_mapped",
             "nonblocking_connect",
+            "epoll",
+            "rcvtimeo",
             "nonblocking_refused",
             "refused",
             "port_not_allowed",

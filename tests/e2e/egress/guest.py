@@ -1,6 +1,6 @@
 # Runs inside the sandbox: each check prints "ok NAME" or raises.
 # argv[1] is the check set: allowed, none_allowed, reserved, no_network.
-import errno, select, socket, sys, time, urllib.request
+import errno, select, socket, struct, sys, time, urllib.request
 
 INTERNET = "198.18.0.2"
 
@@ -56,6 +56,37 @@ def allowed():
     assert s.connect_ex((INTERNET, 8080)) in (0, errno.EISCONN)
     s.close()
     print("ok nonblocking_connect")
+    # epoll sees the host socket's readiness: writable once connected,
+    # readable when the answer arrives.
+    s = socket.socket()
+    s.setblocking(False)
+    ep = select.epoll()
+    ep.register(s.fileno(), select.EPOLLOUT | select.EPOLLIN)
+    s.connect_ex((INTERNET, 8080))
+    events = ep.poll(10)
+    assert events and events[0][1] & select.EPOLLOUT, events
+    ep.modify(s.fileno(), select.EPOLLIN | select.EPOLLET)
+    assert ep.poll(0.2) == [], "nothing to read yet"
+    s.send(b"GET / HTTP/1.0\r\n\r\n")
+    events = ep.poll(10)
+    assert events and events[0][1] & select.EPOLLIN, events
+    assert s.recv(100).startswith(b"HTTP/1.0 200")
+    ep.close()
+    s.close()
+    print("ok epoll")
+    # SO_RCVTIMEO bounds a blocking receive from a silent peer.
+    s = socket.create_connection((INTERNET, 8081), timeout=None)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000))
+    start = time.monotonic()
+    try:
+        s.recv(10)
+        raise AssertionError("a silent peer answered")
+    except BlockingIOError:
+        pass
+    took = time.monotonic() - start
+    assert 0.25 < took < 5, took
+    s.close()
+    print("ok rcvtimeo")
     s = socket.socket()
     s.setblocking(False)
     r = s.connect_ex((INTERNET, 8089))
