@@ -39,6 +39,23 @@ pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
+    empty_root()?;
+    drop_capabilities()
+}
+
+/// Confines the calling thread alone: the egress gateway's, which stays
+/// in the outer network namespace, gets a mount namespace of its own with
+/// the same empty root and no capabilities, so it keeps nothing of the
+/// host but that namespace.
+pub fn confine_thread() -> Result<(), ConfineError> {
+    nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+    empty_root()?;
+    drop_capabilities()
+}
+
+/// In a fresh mount namespace: an empty, read-only root instead of the
+/// host's.
+fn empty_root() -> Result<(), ConfineError> {
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private"))?;
     let fs_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
@@ -49,8 +66,7 @@ pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
     umount2(".", MntFlags::MNT_DETACH).map_err(fail("detaching the host's root"))?;
     nix::unistd::chdir("/").map_err(fail("chdir /"))?;
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | fs_flags;
-    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))?;
-    drop_capabilities()
+    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))
 }
 
 /// Empties the calling thread's bounding, ambient, effective, permitted

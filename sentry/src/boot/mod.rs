@@ -177,7 +177,7 @@ fn boot_with(
     // The gateway's thread stays in the outer network namespace when the
     // sentry leaves it.
     if let Network::Sandbox(policy) = cfg.network {
-        let outer = Outer::start(|| crate::boot::confine::drop_capabilities().map_err(|e| e.to_string()))
+        let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
             .map_err(BootError::Egress)?;
         kernel.ext::<Egress>().install(Gateway::new(policy, outer));
         husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);

@@ -2,8 +2,9 @@
 //! namespace when the sentry moves into a namespace of its own, which
 //! opens the host sockets the egress gateway carries guest connections
 //! on. A socket stays in the namespace it was opened in, so every other
-//! call on it can come from any sentry thread. The thread holds no
-//! capabilities and is bound by the sentry's seccomp filter like every
+//! call on it can come from any sentry thread. The thread confines itself
+//! first (the caller's `prepare`: an empty root of its own, no
+//! capabilities) and is bound by the sentry's seccomp filter like every
 //! other thread; it only ever makes `socket` calls.
 
 use crate::abi::Errno;
@@ -41,7 +42,7 @@ fn open(v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
 
 impl Outer {
     /// Starts the thread in the calling thread's network namespace; it
-    /// runs `prepare` first (dropping its capabilities) and this returns
+    /// runs `prepare` first (confining itself) and this returns
     /// once that is done. Call it before the sentry leaves the namespace.
     pub fn start(prepare: impl FnOnce() -> Result<(), String> + Send + 'static) -> Result<Outer, String> {
         let (tx, rx) = mpsc::channel::<Request>();
