@@ -136,6 +136,16 @@ fn guest_waiting() {
 }
 
 #[test]
+fn guest_sigwait_threads() {
+    guest_test("sigwait_threads", &[]);
+}
+
+#[test]
+fn guest_cputime() {
+    guest_test("cputime", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -51,6 +51,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sched",
     "splice",
     "exec_threaded",
+    "sigwait_threads",
+    "cputime",
     "escape_probe",
 ];
 

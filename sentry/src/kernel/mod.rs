@@ -1,6 +1,7 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
+pub mod cputime;
 pub mod exec;
 pub mod extensions;
 pub mod flock;
@@ -13,6 +14,7 @@ pub mod record_lock;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod sigqueue;
 pub mod syscall_hooks;
 pub mod syscall_table;
 pub mod sysctl;
@@ -350,7 +352,13 @@ impl Kernel {
             timers::Target::Process(pid) => self.group(pid),
             timers::Target::Thread(tid) => self.thread(tid).into_iter().collect(),
         };
-        threads.iter().any(|t| t.timer_signal_queued(sig, id))
+        let shared = match target {
+            timers::Target::Process(pid) => {
+                self.thread_group(pid).is_some_and(|g| g.shared_pending.timer_signal_queued(sig, id))
+            }
+            timers::Target::Thread(_) => false,
+        };
+        shared || threads.iter().any(|t| t.timer_signal_queued(sig, id))
     }
 
     /// Sends a process-directed signal raised by the kernel (SI_KERNEL).
@@ -358,14 +366,23 @@ impl Kernel {
         self.signal_process_info(tgid, siginfo::SigInfo::kernel(sig));
     }
 
-    /// Sends a process-directed signal: to a thread of `tgid` that does
-    /// not block it (the first one if all do).
+    /// Sends a process-directed signal, as Linux's `complete_signal`: it
+    /// is pending for the whole process, and the first thread that wants
+    /// it (does not block it, or waits for it in `rt_sigtimedwait`) is
+    /// interrupted to take it. When every thread blocks it, it waits for
+    /// one to unblock it or to take it (`sigwait`, a signalfd read).
     pub fn signal_process_info(&self, tgid: i32, info: siginfo::SigInfo) {
-        let threads = self.group(tgid);
-        let bit = signal::sigbit(info.signo());
-        let target = threads.iter().find(|t| t.sigmask() & bit == 0).or(threads.first());
-        if let Some(t) = target {
-            self.send_signal_info(t, info);
+        let Some(group) = self.thread_group(tgid) else { return };
+        let sig = info.signo();
+        self.job_control_at_send(tgid, sig);
+        group.shared_pending.queue(info);
+        let threads = group.threads();
+        if let Some(t) = threads.iter().find(|t| t.wants_signal(sig)) {
+            self.interrupt(t);
+        }
+        // A signalfd of any thread may have become readable.
+        for t in &threads {
+            t.signal_events.notify(crate::waiter::ALL);
         }
     }
 

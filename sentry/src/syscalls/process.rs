@@ -19,7 +19,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
     (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
     (libc::SYS_clone3, sys_clone3, Unimplemented("glibc falls back to clone")),
-    (libc::SYS_wait4, sys_wait4, Partial("rusage is zero")),
+    (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
     (libc::SYS_waitid, sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
 ];
 
@@ -127,8 +127,8 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p => WaitTarget::Pid(p),
     };
     let what = WaitFor { exited: true, stopped: options & WUNTRACED != 0, continued: options & WCONTINUED != 0 };
-    let r = task.kernel.procs.wait(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
-    let Some((child, event)) = r else {
+    let r = task.kernel.procs.wait_usage(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
+    let Some((child, event, usage)) = r else {
         return Ok(0);
     };
     let mm = task.thread.mm();
@@ -141,7 +141,7 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         mm.copy_out(status_addr, &status.to_le_bytes())?;
     }
     if rusage != 0 {
-        mm.copy_out(rusage, &[0u8; 144])?;
+        mm.copy_out(rusage, &super::time::encode_rusage(usage, 0))?;
     }
     u64::try_from(child).map_err(|_| Errno::ECHILD)
 }
