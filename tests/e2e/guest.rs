@@ -146,6 +146,11 @@ fn guest_cputime() {
 }
 
 #[test]
+fn guest_readiness() {
+    guest_test("readiness", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -53,6 +53,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "exec_threaded",
     "sigwait_threads",
     "cputime",
+    "readiness",
     "escape_probe",
 ];
 

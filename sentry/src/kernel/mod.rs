@@ -263,6 +263,9 @@ impl Kernel {
     /// interrupts it so the signal is acted on at its next kernel entry.
     pub fn send_signal_info(&self, target: &Thread, info: siginfo::SigInfo) {
         self.job_control_at_send(target.tgid, info.signo());
+        if signal::ignored_by(target, info.signo()) {
+            return;
+        }
         target.queue_signal(info);
         self.signal_queued(target);
     }
@@ -336,7 +339,7 @@ impl Kernel {
     /// the child becomes a zombie). The caller then interrupts the parent
     /// it returns (`signal_queued`).
     pub fn queue_exit_signal(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) -> Option<Arc<Thread>> {
-        let parent = self.thread(parent)?;
+        let parent = self.thread(parent).filter(|p| !signal::ignored_by(p, libc::SIGCHLD))?;
         let (code, st) = match status {
             ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
             ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
@@ -375,8 +378,12 @@ impl Kernel {
         let Some(group) = self.thread_group(tgid) else { return };
         let sig = info.signo();
         self.job_control_at_send(tgid, sig);
-        group.shared_pending.queue(info);
         let threads = group.threads();
+        let leader = threads.iter().find(|t| t.tid == tgid).or(threads.first());
+        if leader.is_some_and(|t| signal::ignored_by(t, sig)) {
+            return;
+        }
+        group.shared_pending.queue(info);
         if let Some(t) = threads.iter().find(|t| t.wants_signal(sig)) {
             self.interrupt(t);
         }
