@@ -33,6 +33,8 @@ pub struct ThreadAttrs {
     pub keepcaps: bool,
     /// The CPU affinity mask in 64-bit words; `None` means every CPU.
     pub cpu_affinity: Option<Vec<u64>>,
+    /// The execution domain and its flags (`personality`).
+    pub personality: u32,
 }
 
 pub struct Thread {
