@@ -151,6 +151,16 @@ fn guest_readiness() {
 }
 
 #[test]
+fn guest_fork_state() {
+    guest_test("fork_state", &[]);
+}
+
+#[test]
+fn guest_fifo() {
+    guest_test("fifo", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

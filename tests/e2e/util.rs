@@ -54,6 +54,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sigwait_threads",
     "cputime",
     "readiness",
+    "fork_state",
+    "fifo",
     "escape_probe",
 ];
 
