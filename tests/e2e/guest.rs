@@ -161,6 +161,11 @@ fn guest_fifo() {
 }
 
 #[test]
+fn guest_pipe_size() {
+    guest_test("pipe_size", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

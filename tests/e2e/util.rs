@@ -56,6 +56,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "readiness",
     "fork_state",
     "fifo",
+    "pipe_size",
     "escape_probe",
 ];
 

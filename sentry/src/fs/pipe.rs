@@ -13,11 +13,19 @@ use std::sync::{Arc, Weak};
 
 /// Linux's default pipe capacity.
 pub const PIPE_CAPACITY: usize = 65536;
+/// The most an unprivileged F_SETPIPE_SZ may ask for: Linux's default
+/// /proc/sys/fs/pipe-max-size.
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
+/// The largest capacity any F_SETPIPE_SZ may ask for (Linux's bound).
+const PIPE_SIZE_LIMIT: usize = 1 << 31;
+const PAGE: usize = 4096;
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
 
 struct State {
     buf: VecDeque<u8>,
+    /// How many bytes it holds at most (F_SETPIPE_SZ).
+    capacity: usize,
     readers: usize,
     writers: usize,
     /// Read and write ends ever opened: a FIFO opener waits for the other
@@ -50,6 +58,7 @@ impl Pipe {
             me: me.clone(),
             state: Mutex::new(State {
                 buf: VecDeque::new(),
+                capacity: PIPE_CAPACITY,
                 readers: 0,
                 writers: 0,
                 opened_readers: 0,
@@ -91,6 +100,34 @@ impl Pipe {
         }
         self.queue.notify(waiter::ALL);
         Arc::new(PipeEnd { pipe: self.clone(), read, write, hup_after })
+    }
+
+    /// Its capacity in bytes (F_GETPIPE_SZ).
+    pub fn capacity(&self) -> usize {
+        self.state.lock().capacity
+    }
+
+    /// F_SETPIPE_SZ: sets the capacity to `size` rounded up to a power of
+    /// two pages (at least one) and returns it. EINVAL past 2 GiB, EPERM
+    /// past pipe-max-size unless `privileged` (CAP_SYS_RESOURCE), EBUSY
+    /// below the bytes queued.
+    pub fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
+        if size > PIPE_SIZE_LIMIT {
+            return Err(Errno::EINVAL);
+        }
+        let size = size.max(1).div_ceil(PAGE).next_power_of_two() * PAGE;
+        if size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        {
+            let mut s = self.state.lock();
+            if s.buf.len() > size {
+                return Err(Errno::EBUSY);
+            }
+            s.capacity = size;
+        }
+        self.queue.notify(POLLOUT | POLLWRNORM);
+        Ok(size)
     }
 
     /// Opens an end as open(2) of a FIFO does (Linux's `fifo_open`): a
@@ -191,6 +228,11 @@ pub struct PipeEnd {
 }
 
 impl PipeEnd {
+    /// The pipe this is an end of.
+    pub fn pipe(&self) -> &Arc<Pipe> {
+        &self.pipe
+    }
+
     /// (bytes ever written, bytes ever read).
     pub fn positions(&self) -> (u64, u64) {
         let s = self.pipe.state.lock();
@@ -263,7 +305,7 @@ impl PipeEnd {
         }
         let room = || {
             let s = self.pipe.state.lock();
-            match PIPE_CAPACITY - s.buf.len() {
+            match s.capacity - s.buf.len() {
                 _ if s.readers == 0 => Err(Errno::EPIPE),
                 0 => Err(Errno::EAGAIN),
                 n => Ok(n),
@@ -308,7 +350,7 @@ impl PipeEnd {
             if s.readers == 0 {
                 return Err(Errno::EPIPE);
             }
-            let room = PIPE_CAPACITY - s.buf.len();
+            let room = s.capacity - s.buf.len();
             let fits = if buf.len() <= PIPE_BUF { room >= buf.len() } else { room > 0 };
             if !fits {
                 return Err(Errno::EAGAIN);
@@ -347,7 +389,7 @@ impl FileOps for PipeEnd {
         if self.write {
             if s.readers == 0 {
                 ev |= POLLERR;
-            } else if PIPE_CAPACITY - s.buf.len() >= PIPE_BUF {
+            } else if s.capacity - s.buf.len() >= PIPE_BUF.min(s.capacity) {
                 ev |= POLLOUT | POLLWRNORM;
             }
         }
@@ -409,6 +451,22 @@ mod tests {
         assert_eq!(w.write(b"x", 0), Err(Errno::EAGAIN));
         drop(r);
         assert_eq!(w.write(b"x", 0), Err(Errno::EPIPE));
+    }
+
+    #[test]
+    fn capacity_is_a_power_of_two_pages_within_limits() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let w = p.writer();
+        let _r = p.reader();
+        assert_eq!(p.capacity(), PIPE_CAPACITY);
+        assert_eq!(p.set_capacity(0, false), Ok(4096));
+        assert_eq!(p.set_capacity(4097, false), Ok(8192));
+        assert_eq!(p.set_capacity(PIPE_MAX_SIZE + 1, false), Err(Errno::EPERM));
+        assert_eq!(p.set_capacity(PIPE_MAX_SIZE + 1, true), Ok(2 * PIPE_MAX_SIZE));
+        assert_eq!(p.set_capacity(PIPE_SIZE_LIMIT + 1, true), Err(Errno::EINVAL));
+        assert_eq!(p.set_capacity(8192, false), Ok(8192));
+        assert_eq!(w.write(&[0u8; 10_000], 0), Ok(8192), "a write fills the capacity");
+        assert_eq!(p.set_capacity(4096, false), Err(Errno::EBUSY));
     }
 
     #[test]
