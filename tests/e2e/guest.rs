@@ -166,6 +166,11 @@ fn guest_pipe_size() {
 }
 
 #[test]
+fn guest_robust() {
+    guest_test("robust", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

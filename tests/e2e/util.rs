@@ -57,6 +57,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "fork_state",
     "fifo",
     "pipe_size",
+    "robust",
     "escape_probe",
 ];
 

@@ -11,6 +11,7 @@ pub mod futex;
 pub mod limits;
 pub mod process;
 pub mod record_lock;
+pub mod robust;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;

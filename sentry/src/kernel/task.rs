@@ -212,6 +212,9 @@ impl Task {
         }
         *self.thread.interrupter.lock() = None;
         self.thread.cpu.finish();
+        // Locks it held on its robust list are released to their waiters.
+        let robust_head = self.thread.robust_list.lock().0;
+        super::robust::exit_robust_list(&self.thread.mm(), &k.futexes, self.thread.tid, robust_head);
         let last = k.remove_thread(&self.thread);
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
