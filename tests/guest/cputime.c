@@ -2,12 +2,13 @@
  * in user code (few system calls) advances CLOCK_THREAD_CPUTIME_ID,
  * CLOCK_PROCESS_CPUTIME_ID, getrusage and times; a child's spinning shows
  * in wait4's rusage and then in the parent's RUSAGE_CHILDREN and times'
- * cutime. Each spin lasts SPIN_MS of wall time and must yield at least
- * MIN_CPU_MS of CPU time (a loaded machine may run it a fraction of the
- * time). */
+ * cutime, and in the raw waitid's rusage. Each spin lasts SPIN_MS of wall
+ * time and must yield at least MIN_CPU_MS of CPU time (a loaded machine
+ * may run it a fraction of the time). */
 #include "check.h"
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/times.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -103,5 +104,19 @@ int main(void) {
     struct tms tms2;
     CHECK(times(&tms2) != (clock_t)-1);
     CHECK(tms2.tms_cutime + tms2.tms_cstime >= MIN_CPU_MS * hz / 1000);
+
+    /* The raw waitid's fifth argument is the child's rusage too. */
+    child = CHECK_OK(fork());
+    if (child == 0) {
+        spin();
+        _exit(0);
+    }
+    siginfo_t si;
+    struct rusage wru;
+    CHECK_OK(syscall(SYS_waitid, P_PID, child, &si, WEXITED, &wru));
+    CHECK_EQ(si.si_pid, child);
+    child_ms = tv_ms(wru.ru_utime) + tv_ms(wru.ru_stime);
+    if (child_ms < MIN_CPU_MS)
+        FAILF("waitid rusage of a child that spun %d ms: %lld ms", SPIN_MS, child_ms);
     return 0;
 }
