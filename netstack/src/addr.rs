@@ -23,10 +23,6 @@ impl Family {
     }
 }
 
-/// The sandbox's interfaces: (index, name, flags as SIOCGIFFLAGS reports
-/// them: IFF_UP|IFF_LOOPBACK|IFF_RUNNING).
-pub const INTERFACES: &[(u32, &str, u16)] = &[(1, "lo", 0x1 | 0x8 | 0x40)];
-
 /// An address with a v4-mapped IPv6 address written as the IPv4 address
 /// it maps, which is how the stack compares addresses.
 pub(crate) fn canonical(ip: IpAddr) -> IpAddr {

@@ -6,13 +6,16 @@
 //! one that would returns [`Error::WouldBlock`], and the caller waits for
 //! the endpoint's [`waiter::Queue`] to notify it, as gVisor's tcpip stack
 //! does. Traffic between the sandbox's own sockets stays inside the stack;
-//! the only interface is loopback, so every other destination is
-//! unreachable until the egress gateway exists.
+//! other destinations are the embedder's egress gateway's, judged by the
+//! policy in [`egress`] (without a gateway they are unreachable).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 mod addr;
+pub mod dns;
+pub mod egress;
 mod error;
+pub mod iface;
 pub mod netlink;
 mod ports;
 mod stream;
@@ -20,7 +23,7 @@ pub mod tcp;
 pub mod udp;
 pub mod waiter;
 
-pub use addr::{Family, INTERFACES};
+pub use addr::Family;
 pub use error::Error;
 pub use ports::ShareOpts;
 pub use tcp::TcpEndpoint;

@@ -147,6 +147,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         readonly_paths: args.readonly_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
         read_only_root: args.read_only_root,
         netns: args.netns_fd.map(inherited_fd).transpose()?,
+        network: crate::egress::network(g)?,
         control: match (args.control_fd, args.ready_fd) {
             (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
             _ => None,

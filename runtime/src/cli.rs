@@ -44,6 +44,19 @@ pub struct GlobalArgs {
     /// before they kill the sandbox (a second SIGTERM kills it at once).
     #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_grace)]
     pub kill_grace: f64,
+    /// The sandbox's network: a stack of its own whose outbound traffic
+    /// passes the egress gateway (sandbox), loopback only (none), or the
+    /// host's sockets (host).
+    #[arg(long, global = true, value_enum, default_value_t = NetworkMode::Sandbox)]
+    pub network: NetworkMode,
+    /// Let the sandbox reach HOST[:PORTS] (repeatable, or a comma list):
+    /// HOST is `*`, an address or a CIDR block; PORTS a port, a range or
+    /// a list. Without one, nothing leaves the sandbox.
+    #[arg(long = "egress-allow", global = true, value_name = "RULE")]
+    pub egress_allow: Vec<String>,
+    /// Refuse HOST[:PORTS] even when an allow rule covers it (repeatable).
+    #[arg(long = "egress-deny", global = true, value_name = "RULE")]
+    pub egress_deny: Vec<String>,
     /// Accepted for runc compatibility; husk manages cgroupfs paths.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,
@@ -80,6 +93,23 @@ impl LogFormat {
         match self {
             LogFormat::Text => "text",
             LogFormat::Json => "json",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkMode {
+    Sandbox,
+    None,
+    Host,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Sandbox => "sandbox",
+            NetworkMode::None => "none",
+            NetworkMode::Host => "host",
         }
     }
 }

@@ -7,6 +7,7 @@
 mod boot_cmd;
 mod cli;
 mod do_cmd;
+mod egress;
 mod gofer_cmd;
 mod install_cmd;
 mod lifecycle;
@@ -28,6 +29,13 @@ fn main() {
     // `husk do` fails like `docker run` (125); the OCI commands like runc (1).
     let failure = if matches!(cli.command, Command::Do(_) | Command::Boot(_) | Command::Gofer(_)) { 125 } else { 1 };
     let g = &cli.global;
+    // A sandbox's network flags are checked before anything starts.
+    let starts_sandbox = matches!(cli.command, Command::Do(_) | Command::Run(_) | Command::Create(_));
+    if let Err(e) = starts_sandbox.then(|| egress::network(g)).transpose() {
+        log::error!(target: logging::EXIT_TARGET, "{e:#}");
+        eprintln!("husk: {e:#}");
+        std::process::exit(failure);
+    }
     let result = match cli.command {
         Command::Do(args) => do_cmd::run(g, args),
         Command::Boot(args) => boot_cmd::run(g, args),

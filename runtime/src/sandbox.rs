@@ -37,6 +37,13 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     if g.strace {
         cmd.arg("--strace");
     }
+    cmd.arg("--network").arg(g.network.as_str());
+    for rule in &g.egress_allow {
+        cmd.arg("--egress-allow").arg(rule);
+    }
+    for rule in &g.egress_deny {
+        cmd.arg("--egress-deny").arg(rule);
+    }
     cmd.args(args);
     Ok(cmd)
 }

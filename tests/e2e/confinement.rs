@@ -1,7 +1,8 @@
 //! The processes of a sandbox confine themselves: the sentry, every stub
 //! process holding guest memory, and the gofer run with no_new_privs under
 //! a seccomp filter; the sentry also leaves the host's namespaces, sees an
-//! empty root and holds no capabilities.
+//! empty root and holds no capabilities, in every thread (its egress
+//! thread keeps the outer network namespace only).
 
 use crate::util::{children, cmdline, husk_bin};
 use std::io::Write;
@@ -74,11 +75,49 @@ fn sentry_stubs_and_gofer_run_under_seccomp() {
             failures.push(format!("the sentry shares the host's {ns} namespace"));
         }
     }
+    failures.extend(thread_failures(sentry));
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(failures.is_empty(), "unconfined processes: {failures:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert!(out.status.success());
+}
+
+/// Every thread of the sentry is confined as the sentry is (capabilities
+/// and the mount namespace are per thread); the egress gateway's thread
+/// stays in the outer network namespace (here the host's), and only it.
+fn thread_failures(sentry: u32) -> Vec<String> {
+    let mut failures = Vec::new();
+    let host = |ns: &str| std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+    let mut saw_gateway = false;
+    for t in std::fs::read_dir(format!("/proc/{sentry}/task")).unwrap().flatten() {
+        let base = t.path();
+        let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default().trim().to_string();
+        let status = std::fs::read_to_string(base.join("status")).unwrap_or_default();
+        if !status.lines().any(|l| l == "CapEff:\t0000000000000000") {
+            failures.push(format!("sentry thread {comm} has capabilities"));
+        }
+        let empty = std::fs::read_dir(base.join("root")).is_ok_and(|mut entries| entries.next().is_none());
+        if !empty {
+            failures.push(format!("sentry thread {comm} sees a root that is not empty"));
+        }
+        if std::fs::read_link(base.join("ns/mnt")).ok() == Some(host("mnt")) {
+            failures.push(format!("sentry thread {comm} shares the host's mount namespace"));
+        }
+        let in_host_net = std::fs::read_link(base.join("ns/net")).ok() == Some(host("net"));
+        if comm == "egress-outer" {
+            saw_gateway = true;
+            if !in_host_net {
+                failures.push("the egress thread left the outer network namespace".into());
+            }
+        } else if in_host_net {
+            failures.push(format!("sentry thread {comm} shares the host's network namespace"));
+        }
+    }
+    if !saw_gateway {
+        failures.push("the sentry has no egress thread".into());
+    }
+    failures
 }
 
 /// Starts `husk do -- argv` in a process group of its own, waits for

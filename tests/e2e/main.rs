@@ -7,6 +7,7 @@
 //! * `escape`: a guest confined with `--rootfs` must not reach host files.
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
+//! * `egress`: the egress gateway, in network namespaces the tests build.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -18,6 +19,7 @@
 
 mod attacks;
 mod confinement;
+mod egress;
 mod escape;
 mod guest;
 mod idle;

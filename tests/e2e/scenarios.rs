@@ -227,7 +227,9 @@ fn pipeline_with_early_exit_raises_sigpipe() {
 
 #[test]
 fn background_subshells_and_wait() {
-    let script = "for i in 1 2 3; do (sleep 0.$i; echo $i) & done; wait";
+    // The sleeps are 0.3 s apart so that the order holds even when the
+    // test machine is loaded and a fork takes tens of milliseconds.
+    let script = "for i in 1 2 3; do (sleep 0.$((i * 3)); echo $i) & done; wait";
     let (nat, _) = assert_same_as_native(&["/bin/bash", "-c", script], None);
     assert_eq!(nat.stdout_str(), "1\n2\n3\n");
 }
@@ -366,21 +368,37 @@ fn python_asyncio_and_http_over_loopback() {
     assert_eq!(nat.stdout_str(), "HELLO\n200 /x0\n200 /x1\n200 /x2\n");
 }
 
+/// A guest script that tries TCP and UDP to three outside destinations
+/// (IPv4, cloud metadata, IPv6) and prints each errno, then the interfaces
+/// netlink (if_nameindex), the interface ioctls (if_nametoindex) and
+/// /proc/net/dev show.
+const NETWORK_PROBE: &str = "import socket, errno\n\
+    for fam, addr in [(socket.AF_INET, ('1.1.1.1', 53)), (socket.AF_INET, ('169.254.169.254', 80)), (socket.AF_INET6, ('2001:db8::1', 53))]:\n    \
+    for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n        s = socket.socket(fam, ty)\n        \
+    try:\n            s.connect(addr)\n            s.send(b'x')\n            print('reached', addr)\n        \
+    except OSError as e:\n            print(errno.errorcode[e.errno])\n\
+    print(socket.if_nameindex(), socket.if_nametoindex('lo'))\n\
+    print([l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]])\n";
+
 #[test]
 fn the_network_is_loopback_only() {
-    // The sandbox has one interface, as netlink (if_nameindex), the
-    // interface ioctls (if_nametoindex) and /proc/net/dev all say; every
-    // other destination is unreachable, for TCP and UDP, IPv4 and IPv6.
-    let script = "import socket, errno\n\
-                  for fam, addr in [(socket.AF_INET, ('1.1.1.1', 53)), (socket.AF_INET, ('169.254.169.254', 80)), (socket.AF_INET6, ('2001:db8::1', 53))]:\n    \
-                  for ty in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n        s = socket.socket(fam, ty)\n        \
-                  try:\n            s.connect(addr)\n            s.send(b'x')\n            print('reached', addr)\n        \
-                  except OSError as e:\n            print(errno.errorcode[e.errno])\n\
-                  print(socket.if_nameindex(), socket.if_nametoindex('lo'))\n\
-                  print([l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]])\n";
-    let r = crate::util::run(crate::util::husk_do(&[], &["/usr/bin/python3", "-c", script]), None);
+    // With --network none the sandbox has one interface and every other
+    // destination is unreachable, for TCP and UDP, IPv4 and IPv6.
+    let r = crate::util::run(
+        crate::util::husk_do(&["--network", "none"], &["/usr/bin/python3", "-c", NETWORK_PROBE]),
+        None,
+    );
     r.assert_code(0);
     assert_eq!(r.stdout_str(), "ENETUNREACH\n".repeat(6) + "[(1, 'lo')] 1\n['lo']\n");
+}
+
+#[test]
+fn the_default_network_has_an_uplink_and_lets_nothing_out_without_a_rule() {
+    // The default network (sandbox) shows eth0, but with no allow rule the
+    // egress gateway refuses every outside destination at once (EPERM).
+    let r = crate::util::run(crate::util::husk_do(&[], &["/usr/bin/python3", "-c", NETWORK_PROBE]), None);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "EPERM\n".repeat(6) + "[(1, 'lo'), (2, 'eth0')] 1\n['lo', 'eth0']\n");
 }
 
 #[test]

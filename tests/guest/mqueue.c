@@ -1,7 +1,8 @@
 /* mqueue.c — POSIX message queues: mq_open (create, exclusive, missing,
  * bad names, sizes), priorities (highest first, FIFO within one),
  * EMSGSIZE/EINVAL/EAGAIN/ETIMEDOUT, mq_getattr/mq_setattr, a blocked
- * receiver woken by another process's send, mq_notify's signal with
+ * receiver woken by another process's send, a blocked sender woken by a
+ * receive, timed out and interrupted, mq_notify's signal with
  * SI_MESGQ and its value (EBUSY for a second process), /dev/mqueue and
  * mq_unlink. */
 #include "check.h"
@@ -111,6 +112,34 @@ int main(void) {
     int st;
     CHECK_EQ(waitpid(c, &st, 0), c);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* A sender blocked on a full queue is woken by another process's
+     * receive; a full queue times out a timed send; a signal whose
+     * handler does not ask for restarts ends a blocked send with EINTR. */
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(mq_send(q, "f", 1, 0));
+    soon = in_ms(50);
+    CHECK_ERR(mq_timedsend(q, "g", 1, 0, &soon), ETIMEDOUT);
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        usleep(100000);
+        _exit(mq_receive(q, buf, sizeof buf, NULL) == 1 ? 0 : 1);
+    }
+    CHECK_OK(mq_send(q, "last", 4, 7));
+    CHECK_EQ(waitpid(c, &st, 0), c);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct sigaction quiet = {0};
+    quiet.sa_sigaction = on_usr1;
+    quiet.sa_flags = SA_SIGINFO;
+    CHECK_OK(sigaction(SIGALRM, &quiet, NULL));
+    alarm(1);
+    CHECK_ERR(mq_send(q, "h", 1, 0), EINTR);
+    CHECK_EQ(got_signo, SIGALRM);
+    got_signo = 0;
+    CHECK_EQ(mq_receive(q, buf, sizeof buf, &prio), 4);
+    CHECK(memcmp(buf, "last", 4) == 0 && prio == 7);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(mq_receive(q, buf, sizeof buf, NULL), 1);
 
     /* mq_notify: a signal when a message reaches the empty queue. */
     struct sigaction sa = {0};

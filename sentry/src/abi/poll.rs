@@ -10,6 +10,7 @@ pub const POLLHUP: u32 = 0x10;
 pub const POLLNVAL: u32 = 0x20;
 pub const POLLRDNORM: u32 = 0x40;
 pub const POLLWRNORM: u32 = 0x100;
+pub const POLLRDHUP: u32 = 0x2000;
 
 pub const EPOLLERR: u32 = POLLERR;
 pub const EPOLLHUP: u32 = POLLHUP;

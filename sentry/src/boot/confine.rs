@@ -25,16 +25,37 @@ fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> ConfineError {
     move |e| ConfineError { step, err: std::io::Error::from_raw_os_error(e as i32) }
 }
 
-/// New namespaces (or, for the network, the one `netns` names: a
-/// container engine may have wired it already), an empty root, no
-/// capabilities.
-pub fn isolate(netns: Option<OwnedFd>) -> Result<(), ConfineError> {
+/// Joins the network namespace `netns` names (a container engine may
+/// have wired it already). Only the calling thread moves.
+pub fn join_network(netns: OwnedFd) -> Result<(), ConfineError> {
+    nix::sched::setns(netns, CloneFlags::CLONE_NEWNET).map_err(fail("joining the network namespace"))
+}
+
+/// New namespaces (the network's too unless `new_netns` is false: the
+/// sentry joined one), an empty root, no capabilities.
+pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
-    match netns {
-        Some(fd) => nix::sched::setns(fd, CloneFlags::CLONE_NEWNET).map_err(fail("joining the network namespace"))?,
-        None => flags |= CloneFlags::CLONE_NEWNET,
+    if new_netns {
+        flags |= CloneFlags::CLONE_NEWNET;
     }
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
+    empty_root()?;
+    drop_capabilities()
+}
+
+/// Confines the calling thread alone: the egress gateway's, which stays
+/// in the outer network namespace, gets a mount namespace of its own with
+/// the same empty root and no capabilities, so it keeps nothing of the
+/// host but that namespace.
+pub fn confine_thread() -> Result<(), ConfineError> {
+    nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+    empty_root()?;
+    drop_capabilities()
+}
+
+/// In a fresh mount namespace: an empty, read-only root instead of the
+/// host's.
+fn empty_root() -> Result<(), ConfineError> {
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private"))?;
     let fs_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
@@ -45,13 +66,12 @@ pub fn isolate(netns: Option<OwnedFd>) -> Result<(), ConfineError> {
     umount2(".", MntFlags::MNT_DETACH).map_err(fail("detaching the host's root"))?;
     nix::unistd::chdir("/").map_err(fail("chdir /"))?;
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | fs_flags;
-    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))?;
-    drop_capabilities()
+    mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))
 }
 
-/// Empties the bounding, ambient, effective, permitted and inheritable
-/// capability sets.
-fn drop_capabilities() -> Result<(), ConfineError> {
+/// Empties the calling thread's bounding, ambient, effective, permitted
+/// and inheritable capability sets.
+pub fn drop_capabilities() -> Result<(), ConfineError> {
     for cap in 0..=CAP_LAST {
         // SAFETY: prctl with integer arguments.
         if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {

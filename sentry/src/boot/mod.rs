@@ -16,8 +16,10 @@ use crate::abi::Errno;
 use crate::auth::Credentials;
 use crate::boot::control::{ControlConfig, Lifecycle};
 use crate::fs::devpts::Devpts;
+use crate::fs::egress::{Egress, Gateway};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
+use crate::host::outer::Outer;
 use crate::kernel::{ExitStatus, Kernel, KernelOptions};
 use crate::mm::MemoryFile;
 use crate::platform::ptrace::PtracePlatform;
@@ -53,12 +55,24 @@ pub struct BootConfig {
     pub tmpfs: Vec<(Vec<u8>, u32)>,
     /// A network namespace to join instead of creating one.
     pub netns: Option<OwnedFd>,
+    /// What the sandbox's sockets may reach besides each other.
+    pub network: Network,
     /// Mount the root filesystem's gofer directly, without the in-memory
     /// upper layer: writes fail with EROFS.
     pub read_only_root: bool,
     /// With a control socket, the init process waits for `start` (the OCI
     /// lifecycle); without one it runs at once (`husk do`).
     pub control: Option<ControlConfig>,
+}
+
+/// The sandbox's network beyond its own loopback.
+#[derive(Debug)]
+pub enum Network {
+    /// Nothing: every other destination is unreachable.
+    None,
+    /// Connections the policy allows leave through the egress gateway,
+    /// on host sockets of the namespace the sentry started in (or joined).
+    Sandbox(husk_netstack::egress::Policy),
 }
 
 /// Why a sandbox could not start.
@@ -80,6 +94,8 @@ pub enum BootError {
     Isolate(#[from] crate::boot::confine::ConfineError),
     #[error("starting a sentry thread: {0}")]
     Thread(std::io::Error),
+    #[error("egress gateway: {0}")]
+    Egress(String),
     #[error("the init task ended without a status")]
     Lost,
 }
@@ -154,7 +170,19 @@ fn boot_with(
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::host::prime_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
-    crate::boot::confine::isolate(cfg.netns)?;
+    let joined = cfg.netns.is_some();
+    if let Some(ns) = cfg.netns {
+        crate::boot::confine::join_network(ns)?;
+    }
+    // The gateway's thread stays in the outer network namespace when the
+    // sentry leaves it.
+    if let Network::Sandbox(policy) = cfg.network {
+        let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
+            .map_err(BootError::Egress)?;
+        kernel.ext::<Egress>().install(Gateway::new(policy, outer));
+        husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
+    }
+    crate::boot::confine::isolate(!joined)?;
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {

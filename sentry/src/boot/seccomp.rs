@@ -113,6 +113,43 @@ fn arg_in(arg: u8, values: &[u64]) -> Result<Vec<SeccompRule>, seccompiler::Back
         .collect()
 }
 
+/// One rule per combination: argument `a` is one of `xs` and argument `b`
+/// one of `ys`.
+fn args_in(a: u8, xs: &[u64], b: u8, ys: &[u64]) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let eq = |arg, v| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, v);
+    let mut rules = Vec::new();
+    for &x in xs {
+        for &y in ys {
+            rules.push(SeccompRule::new(vec![eq(a, x)?, eq(b, y)?])?);
+        }
+    }
+    Ok(rules)
+}
+
+/// The egress gateway's host calls: it opens non-blocking IPv4/IPv6
+/// stream and datagram sockets only, connects and carries them, reads
+/// their pending error and sets the int options it forwards.
+fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), seccompiler::BackendError> {
+    let u = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
+    let families = [u(libc::AF_INET), u(libc::AF_INET6)];
+    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    let types = [u(libc::SOCK_STREAM | flags), u(libc::SOCK_DGRAM | flags)];
+    rules.insert(libc::SYS_socket, args_in(0, &families, 1, &types)?);
+    for nr in [libc::SYS_connect, libc::SYS_sendto, libc::SYS_recvfrom, libc::SYS_shutdown] {
+        rules.insert(nr, Vec::new());
+    }
+    for nr in [libc::SYS_getpeername, libc::SYS_getsockname] {
+        rules.insert(nr, Vec::new());
+    }
+    rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
+    let mut set = Vec::new();
+    for &(level, name) in crate::fs::egress::FORWARDED_OPTIONS {
+        set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
+    }
+    rules.insert(libc::SYS_setsockopt, set);
+    Ok(())
+}
+
 fn compile(
     rules: BTreeMap<i64, Vec<SeccompRule>>,
     mismatch: SeccompAction,
@@ -132,6 +169,7 @@ pub fn sentry_filter() -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_epoll_create1, arg_in(0, &[u64::try_from(libc::EPOLL_CLOEXEC).unwrap_or(0)])?);
     rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
     rules.insert(libc::SYS_epoll_wait, Vec::new());
+    egress_rules(&mut rules)?;
     Ok(compile(rules, SeccompAction::Trap)?)
 }
 

@@ -2,9 +2,12 @@
 //! endpoint. Neither the netstack nor the socket blocks: an endpoint that
 //! is not ready fails with EAGAIN and announces its changes on its
 //! notifier queue, which the socket passes on to its own wait queue.
+//! A socket the egress gateway let out is carried on a host connection
+//! instead (`egress.rs`), whose readiness reaches the same queue.
 
 use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
+use crate::fs::egress::HostConn;
 use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
@@ -12,7 +15,8 @@ use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 /// The netstack endpoint a socket is.
@@ -33,6 +37,9 @@ pub struct InetSocket {
     pub stored: Mutex<HashMap<(i32, i32), Vec<u8>>>,
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
+    /// The host connection carrying this socket once it connected out of
+    /// the sandbox through the egress gateway.
+    outside: OnceLock<HostConn>,
 }
 
 /// The errno Linux returns for a netstack failure.
@@ -73,12 +80,42 @@ impl InetSocket {
             Endpoint::Tcp(t) => t.queue().register(forward),
             Endpoint::Udp(u) => u.queue().register(forward),
         }
-        Arc::new(InetSocket { ino, created, endpoint, events, stored: Mutex::default(), timeouts: Mutex::default() })
+        Arc::new(InetSocket {
+            ino,
+            created,
+            endpoint,
+            events,
+            stored: Mutex::default(),
+            timeouts: Mutex::default(),
+            outside: OnceLock::new(),
+        })
+    }
+
+    /// The host connection this socket is carried on, if it left the
+    /// sandbox.
+    pub fn outside(&self) -> Option<&HostConn> {
+        self.outside.get()
+    }
+
+    /// Carries this socket on host socket `fd` from now on (EISCONN when
+    /// it already is).
+    pub fn carry_outside(&self, fd: OwnedFd) -> Result<&HostConn, Errno> {
+        self.outside.set(HostConn::new(fd, &self.events)).map_err(|_| Errno::EISCONN)?;
+        self.outside.get().ok_or(Errno::EISCONN)
     }
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None)),
+            // Datagrams from outside first, then the sandbox's own.
+            (Endpoint::Udp(_), Some(h)) => match h.recv_from(buf, peek) {
+                Err(Errno::EAGAIN) => {}
+                r => return r,
+            },
+            _ => {}
+        }
         match &self.endpoint {
             Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None)),
             Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from))),
@@ -89,11 +126,19 @@ impl InetSocket {
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
     /// does); a datagram goes whole to `to` or the peer.
     pub fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.send(buf),
-            Endpoint::Udp(u) => u.send_to(to, buf),
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => h.send(buf),
+            (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
+            // Datagrams out of the sandbox are the syscall layer's: each
+            // passes the gateway's policy.
+            (Endpoint::Udp(u), _) => u.send_to(to, buf).map_err(errno),
         }
-        .map_err(errno)
+    }
+
+    /// The host connection of a stream carried outside (a datagram
+    /// socket's host socket carries only what it sends out).
+    pub fn stream_outside(&self) -> Option<&HostConn> {
+        self.outside().filter(|_| self.is_stream())
     }
 
     /// Whether EPIPE from this socket raises SIGPIPE (a stream's does).
@@ -118,9 +163,10 @@ impl FileOps for InetSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.events(),
-            Endpoint::Udp(u) => u.events(),
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(_), Some(h)) => h.events(),
+            (Endpoint::Tcp(t), None) => t.events(),
+            (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::events),
         }
     }
 
@@ -146,6 +192,10 @@ impl FileOps for InetSocket {
     /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
     fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
         let (inq, outq) = match &self.endpoint {
+            _ if self.stream_outside().is_some() && req == FIONREAD => {
+                let n = self.stream_outside().map_or(Ok(0), HostConn::readable_bytes)?;
+                (usize::try_from(n).unwrap_or(0), 0)
+            }
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),
             Endpoint::Tcp(t) => t.queued(),
             Endpoint::Udp(u) => (u.next_len(), 0),

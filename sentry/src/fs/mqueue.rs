@@ -8,12 +8,11 @@ use crate::abi::limits::NAME_MAX;
 use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, TimeSpec, S_IFREG};
-use crate::waiter::{block_on, Waker};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 /// Priorities are below this (MQ_PRIO_MAX).
 pub const PRIO_MAX: u32 = 32768;
@@ -67,7 +66,6 @@ pub struct Queue {
     ino: u64,
     created: TimeSpec,
     state: Mutex<State>,
-    cond: Condvar,
     /// Pollers wait here.
     events: crate::waiter::Queue,
     /// The sandbox's reservations and live queues, which this one leaves
@@ -98,30 +96,26 @@ fn reservation(maxmsg: u64, msgsize: u64) -> u64 {
 /// What a send did that the caller acts on: a notification to deliver.
 pub type Notify = Option<Notification>;
 
-impl Queue {
-    fn waker(self: &Arc<Queue>) -> Waker {
-        let q = self.clone();
-        Arc::new(move || {
-            let _g = q.state.lock();
-            q.cond.notify_all();
-        })
-    }
+/// A receiver blocked on a queue (see [`Queue::receiver_waiting`]).
+pub struct WaitingReceiver(Arc<Queue>);
 
+impl Drop for WaitingReceiver {
+    fn drop(&mut self) {
+        self.0.state.lock().waiting_receivers -= 1;
+    }
+}
+
+impl Queue {
     /// Messages queued now.
     pub fn count(&self) -> u64 {
         self.state.lock().count
     }
 
-    /// Queues `msg` with `prio`, waiting for room until `deadline` (EAGAIN
-    /// with `nonblock`, ETIMEDOUT past it). Returns the notification to
-    /// send, if the queue was empty and a process registered for it.
-    pub fn send(
-        self: &Arc<Queue>,
-        msg: Vec<u8>,
-        prio: u32,
-        nonblock: bool,
-        deadline: Option<Instant>,
-    ) -> Result<Notify, Errno> {
+    /// Queues `msg` with `prio` (taking it out of `msg`); EAGAIN when the
+    /// queue is full (the caller waits on the queue's events for room).
+    /// Returns the notification to send, if the queue was empty and a
+    /// process registered for it.
+    pub fn send(&self, msg: &mut Vec<u8>, prio: u32) -> Result<Notify, Errno> {
         let len = u64::try_from(msg.len()).map_err(|_| Errno::EMSGSIZE)?;
         if len > self.msgsize {
             return Err(Errno::EMSGSIZE);
@@ -130,45 +124,26 @@ impl Queue {
             return Err(Errno::EINVAL);
         }
         let mut s = self.state.lock();
-        let full = |s: &State| s.count >= self.maxmsg;
-        if full(&s) {
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            block_on(&mut s, &self.cond, self.waker(), deadline, |s| !full(s))?;
+        if s.count >= self.maxmsg {
+            return Err(Errno::EAGAIN);
         }
         let was_empty = s.count == 0;
-        s.messages.entry(prio).or_default().push_back(msg);
+        s.messages.entry(prio).or_default().push_back(std::mem::take(msg));
         s.count += 1;
         s.bytes += len;
         let notify = if was_empty && s.waiting_receivers == 0 { s.notify.take() } else { None };
         drop(s);
-        self.cond.notify_all();
         self.events.notify(crate::waiter::ALL);
         Ok(notify)
     }
 
-    /// Takes the oldest message of the highest priority, waiting for one
-    /// until `deadline`; `room` is the caller's buffer size.
-    pub fn receive(
-        self: &Arc<Queue>,
-        room: u64,
-        nonblock: bool,
-        deadline: Option<Instant>,
-    ) -> Result<(Vec<u8>, u32), Errno> {
+    /// Takes the oldest message of the highest priority; EAGAIN when there
+    /// is none. `room` is the caller's buffer size.
+    pub fn receive(&self, room: u64) -> Result<(Vec<u8>, u32), Errno> {
         if room < self.msgsize {
             return Err(Errno::EMSGSIZE);
         }
         let mut s = self.state.lock();
-        if s.count == 0 {
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            s.waiting_receivers += 1;
-            let waited = block_on(&mut s, &self.cond, self.waker(), deadline, |s| s.count > 0);
-            s.waiting_receivers -= 1;
-            waited?;
-        }
         let Some((&prio, fifo)) = s.messages.iter_mut().next_back() else { return Err(Errno::EAGAIN) };
         let msg = fifo.pop_front().unwrap_or_default();
         if fifo.is_empty() {
@@ -178,9 +153,16 @@ impl Queue {
         s.count -= 1;
         s.bytes -= len;
         drop(s);
-        self.cond.notify_all();
         self.events.notify(crate::waiter::ALL);
         Ok((msg, prio))
+    }
+
+    /// Marks a receiver blocked on the queue for as long as the guard
+    /// lives: a message arriving then goes to it, not to the registered
+    /// notification (mq_notify(3)).
+    pub fn receiver_waiting(self: &Arc<Queue>) -> WaitingReceiver {
+        self.state.lock().waiting_receivers += 1;
+        WaitingReceiver(self.clone())
     }
 
     /// mq_notify: registers `n` (None removes the caller's `pid`'s
@@ -300,7 +282,6 @@ impl Registry {
                 notify: None,
                 waiting_receivers: 0,
             }),
-            cond: Condvar::new(),
             events: crate::waiter::Queue::default(),
             budget: self.budget.clone(),
         });
@@ -463,7 +444,7 @@ mod tests {
         let (a, _) = r.open(&request(b"a", big, true), 1, TimeSpec::default()).unwrap();
         let (_b, _) = r.open(&request(b"b", big, true), 2, TimeSpec::default()).unwrap();
         assert_eq!(r.open(&request(b"c", big, true), 3, TimeSpec::default()).err(), Some(Errno::EMFILE));
-        a.send(vec![0u8; 4 << 20], 0, true, None).unwrap();
+        a.send(&mut vec![0u8; 4 << 20], 0).unwrap();
         r.unlink(b"a", |_| true).unwrap();
         drop(a);
         assert!(r.open(&request(b"c", big, true), 3, TimeSpec::default()).is_ok(), "a's reservation is back");

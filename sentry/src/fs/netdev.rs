@@ -1,12 +1,13 @@
 //! The network-interface ioctls any socket answers (SIOCGIFCONF,
 //! SIOCGIFFLAGS, SIOCGIFINDEX …), from the netstack's interface list:
-//! loopback only, 127.0.0.1/8, MTU 65536, as `ifconfig` and
-//! `if_nametoindex` see it in a Linux network namespace of its own.
+//! loopback (127.0.0.1/8, MTU 65536), and `eth0` when the sandbox has a
+//! way out, as `ifconfig` and `if_nametoindex` see them in Linux.
 
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::Errno;
 use crate::mm::MemoryManager;
-use husk_netstack::INTERFACES;
+use husk_netstack::iface::{self, Interface};
+use std::net::{IpAddr, Ipv4Addr};
 
 const SIOCGIFNAME: u64 = 0x8910;
 const SIOCGIFCONF: u64 = 0x8912;
@@ -20,15 +21,24 @@ const SIOCGIFTXQLEN: u64 = 0x8942;
 /// sizeof(struct ifreq).
 const IFREQ: usize = 40;
 const IFNAMSIZ: usize = 16;
-const ARPHRD_LOOPBACK: u16 = 772;
-const LOOPBACK_MTU: i32 = 65536;
-const LOOPBACK_TXQLEN: i32 = 1000;
+const TXQLEN: i32 = 1000;
 
 /// A sockaddr_in for `ip` (port 0), as ifreq carries addresses.
 fn sockaddr_in(ip: [u8; 4]) -> Encoder {
     let mut e = Encoder::new();
     e.u16(2).u16(0).bytes(&ip).bytes(&[0u8; 8]);
     e
+}
+
+/// The interface's IPv4 address and prefix length (0.0.0.0/0 if none).
+fn ipv4(i: &Interface) -> (Ipv4Addr, u8) {
+    i.addrs
+        .iter()
+        .find_map(|&(ip, prefix)| match ip {
+            IpAddr::V4(v4) => Some((v4, prefix)),
+            IpAddr::V6(_) => None,
+        })
+        .unwrap_or((Ipv4Addr::UNSPECIFIED, 0))
 }
 
 /// An ifreq: the name, then the union's bytes.
@@ -60,34 +70,39 @@ pub fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
     }
     let mut raw = [0u8; IFREQ];
     mm.copy_in(arg, &mut raw)?;
-    let iface = if req == SIOCGIFNAME {
+    let interfaces = iface::current();
+    let i = if req == SIOCGIFNAME {
         let index = Decoder::new(&raw[IFNAMSIZ..]).u32();
-        INTERFACES.iter().find(|i| i.0 == index)
+        interfaces.iter().find(|i| i.index == index)
     } else {
         let end = raw[..IFNAMSIZ].iter().position(|&b| b == 0).unwrap_or(IFNAMSIZ);
-        INTERFACES.iter().find(|i| i.1.as_bytes() == &raw[..end])
+        interfaces.iter().find(|i| i.name.as_bytes() == &raw[..end])
     };
-    let &(index, name, flags) = iface.ok_or(Errno::ENODEV)?;
+    let i = i.ok_or(Errno::ENODEV)?;
+    let (addr, prefix) = ipv4(i);
     let mut body = Encoder::new();
     match req {
         SIOCGIFFLAGS => {
-            body.u16(flags);
+            body.u16(i.flags);
         }
         SIOCGIFINDEX | SIOCGIFNAME => {
-            body.u32(index);
+            body.u32(i.index);
         }
         SIOCGIFMTU => {
-            body.i32(LOOPBACK_MTU);
+            body.i32(i32::try_from(i.mtu).unwrap_or(i32::MAX));
         }
         SIOCGIFTXQLEN => {
-            body.i32(LOOPBACK_TXQLEN);
+            body.i32(TXQLEN);
         }
-        SIOCGIFADDR => body = sockaddr_in([127, 0, 0, 1]),
-        SIOCGIFNETMASK => body = sockaddr_in([255, 0, 0, 0]),
+        SIOCGIFADDR => body = sockaddr_in(addr.octets()),
+        SIOCGIFNETMASK => {
+            body = sockaddr_in(u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0).to_be_bytes());
+        }
         _ => {
-            body.u16(ARPHRD_LOOPBACK).bytes(&[0u8; 14]);
+            body.u16(i.hw_type).bytes(&i.mac).bytes(&[0u8; 8]);
         }
     }
+    let name = i.name;
     mm.copy_out(arg, &ifreq(name, body.as_bytes()))?;
     Ok(0)
 }
@@ -102,7 +117,7 @@ fn ifconf(mm: &MemoryManager, arg: u64) -> Result<u64, Errno> {
     d.skip(4);
     let buf = d.u64();
     let all: Vec<Vec<u8>> =
-        INTERFACES.iter().map(|&(_, name, _)| ifreq(name, sockaddr_in([127, 0, 0, 1]).as_bytes())).collect();
+        iface::current().iter().map(|i| ifreq(i.name, sockaddr_in(ipv4(i).0.octets()).as_bytes())).collect();
     let used = if buf == 0 {
         all.len() * IFREQ
     } else {

@@ -114,7 +114,5 @@ fn end_other_threads(task: &Task) {
         k.interrupt(t);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while others.iter().any(|t| k.thread(t.tid).is_some()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    task.thread.group().wait_until_alone(task.thread.tid, deadline);
 }

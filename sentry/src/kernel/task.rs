@@ -301,12 +301,14 @@ impl Task {
                 (mm, now)
             }
         };
-        let give_up = killed_at + OOM_WAIT;
-        while mm.strong_count() > 0 && std::time::Instant::now() < give_up {
-            if waiter::sleep_until(std::time::Instant::now() + std::time::Duration::from_millis(5)).is_err() {
-                return;
+        // Interrupted or out of time, the fault is retried all the same.
+        let _ = waiter::until_ready(k.memory.released(), waiter::ALL, Some(killed_at + OOM_WAIT), || {
+            if mm.strong_count() > 0 {
+                Err(Errno::EAGAIN)
+            } else {
+                Ok(())
             }
-        }
+        });
     }
 
     /// Keeps `deadline` for the restart of the sleep being interrupted.

@@ -18,10 +18,11 @@ use super::sigqueue::SigQueue;
 use super::task::ExitStatus;
 use super::thread::Thread;
 use crate::abi::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A process's session, process group, exit and job-control state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +52,9 @@ pub struct ThreadGroup {
     /// kernel's thread table removes it), which also breaks the cycle of
     /// `Arc`s between a thread and its group.
     threads: Mutex<BTreeMap<i32, Arc<Thread>>>,
+    /// Notified whenever a thread leaves (an exec waits on it for the
+    /// group's other threads to go).
+    left: Condvar,
     rlimits: Mutex<[Rlimit; RLIMIT_NLIMITS]>,
     /// PR_SET_DUMPABLE: 0 or 1. Linux keeps it with the address space,
     /// which every thread of a process shares here.
@@ -70,6 +74,7 @@ impl ThreadGroup {
         Arc::new(ThreadGroup {
             tgid,
             threads: Mutex::new(BTreeMap::new()),
+            left: Condvar::new(),
             rlimits: Mutex::new(rlimits),
             dumpable: AtomicU8::new(1),
             process: Mutex::new(ProcessState {
@@ -121,6 +126,7 @@ impl ThreadGroup {
         if let Some(t) = threads.remove(&tid) {
             self.cpu.thread_exited(t.cpu.times());
         }
+        self.left.notify_all();
         threads.is_empty()
     }
 
@@ -129,6 +135,20 @@ impl ThreadGroup {
         let threads = self.threads.lock();
         let live = threads.values().fold(CpuTimes::default(), |acc, t| acc.plus(t.cpu.times()));
         self.cpu.own(live)
+    }
+
+    /// Waits until `tid` is the group's only thread, or `deadline`; true
+    /// if it is.
+    pub fn wait_until_alone(&self, tid: i32, deadline: Instant) -> bool {
+        let mut threads = self.threads.lock();
+        loop {
+            if threads.keys().all(|&t| t == tid) {
+                return true;
+            }
+            if self.left.wait_until(&mut threads, deadline).timed_out() {
+                return threads.keys().all(|&t| t == tid);
+            }
+        }
     }
 
     pub fn rlimit(&self, resource: usize) -> Rlimit {
@@ -202,6 +222,24 @@ mod tests {
         let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
         k.add_thread(t.clone());
         t
+    }
+
+    #[test]
+    fn an_exec_waits_until_the_other_threads_leave() {
+        let k = kernel();
+        let leader = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let other = spawn(&k, 2, leader.group().clone());
+        let soon = Instant::now() + std::time::Duration::from_millis(20);
+        assert!(!leader.group().wait_until_alone(1, soon), "thread 2 is still there at the deadline");
+        let k2 = k.clone();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            k2.remove_thread(&other)
+        });
+        let late = Instant::now() + std::time::Duration::from_secs(60);
+        assert!(leader.group().wait_until_alone(1, late));
+        assert!(Instant::now() < late, "woken by the leave, not the deadline");
+        assert!(!h.join().unwrap());
     }
 
     fn nofile(cur: u64, max: u64) -> Rlimit {

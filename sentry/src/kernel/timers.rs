@@ -45,6 +45,8 @@ struct State {
     timers: HashMap<u64, Timer>,
     next_id: u64,
     running: bool,
+    /// The kernel is gone: the service thread ends.
+    closed: bool,
 }
 
 /// The timers of a sandbox.
@@ -206,13 +208,23 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
         }
         drop(k);
         s = lock.lock();
+        if s.closed {
+            return;
+        }
         match next {
             Some(d) => {
                 cond.wait_until(&mut s, d);
             }
-            None => {
-                cond.wait_for(&mut s, Duration::from_secs(1));
-            }
+            None => cond.wait(&mut s),
         }
+    }
+}
+
+impl Drop for Timers {
+    /// Ends the service thread (it sleeps without a deadline when no timer
+    /// is armed, so it is told rather than left to notice).
+    fn drop(&mut self) {
+        self.state.0.lock().closed = true;
+        self.state.1.notify_all();
     }
 }

@@ -859,6 +859,7 @@ impl Drop for MemoryManager {
                 self.mf.decref(e.frame());
             }
         }
+        self.mf.released().notify(crate::waiter::ALL);
     }
 }
 

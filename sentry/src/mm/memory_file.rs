@@ -20,6 +20,9 @@ pub struct MemoryFile {
     /// The sandbox's memory charge: every committed page is charged to it,
     /// together with everything else the sandbox holds.
     acct: Arc<Accountant>,
+    /// Notified when an address space lets go of its pages (the OOM
+    /// killer waits on it for its victim's memory).
+    released: crate::waiter::Queue,
 }
 
 // SAFETY: `base` points at a shared mapping that lives as long as the
@@ -67,7 +70,13 @@ impl MemoryFile {
             len: FILE_SIZE,
             alloc: Mutex::new(FrameAllocator::new(FILE_SIZE)),
             acct: Accountant::new(limit.min(FILE_SIZE)),
+            released: crate::waiter::Queue::default(),
         })
+    }
+
+    /// The queue notified whenever an address space releases its pages.
+    pub fn released(&self) -> &crate::waiter::Queue {
+        &self.released
     }
 
     pub fn fd(&self) -> i32 {

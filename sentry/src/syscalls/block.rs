@@ -26,6 +26,25 @@ pub(super) fn wait_io<T>(
     mask: u32,
     dontwait: bool,
     deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match wait_until(f, mask, dontwait, deadline, attempt) {
+        Err(Errno::ETIMEDOUT) => Err(Errno::EAGAIN),
+        Err(Errno::ERESTARTSYS) if deadline.is_some() => Err(Errno::EINTR),
+        r => r,
+    }
+}
+
+/// Runs `attempt` until it does not fail with EAGAIN, waiting on `f`'s
+/// queue for an event in `mask` between attempts, unless `dontwait`;
+/// ETIMEDOUT at `deadline`, ERESTARTSYS when interrupted (the calls with
+/// an absolute deadline of their own, such as mq_timedreceive, which
+/// Linux restarts).
+pub(super) fn wait_until<T>(
+    f: &FileDescription,
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
     mut attempt: impl FnMut() -> Result<T, Errno>,
 ) -> Result<T, Errno> {
     match attempt() {
@@ -37,11 +56,7 @@ pub(super) fn wait_io<T>(
         Registered::new(Entry::new(mask, w.clone()), |e| f.ops.event_register(e), |e| f.ops.event_unregister(e));
     loop {
         match attempt() {
-            Err(Errno::EAGAIN) => match w.wait(deadline) {
-                Err(Errno::ETIMEDOUT) => return Err(Errno::EAGAIN),
-                Err(Errno::ERESTARTSYS) if deadline.is_some() => return Err(Errno::EINTR),
-                r => r?,
-            },
+            Err(Errno::EAGAIN) => w.wait(deadline)?,
             r => return r,
         }
     }

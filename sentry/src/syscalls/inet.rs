@@ -1,6 +1,8 @@
 //! System calls on IP sockets (AF_INET, AF_INET6): the socket calls of
 //! socket.rs come here when the descriptor is a netstack endpoint. The
-//! netstack has loopback only, so these reach the sandbox's own sockets.
+//! netstack has loopback only, so these reach the sandbox's own sockets;
+//! a stream that connects out of the sandbox passes the egress gateway
+//! (`egress.rs`) and is carried on a host connection from then on.
 
 use super::args::{self, int};
 use super::block::wait_io;
@@ -16,6 +18,7 @@ use crate::abi::socket::{
 use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
+use crate::fs::egress::HostConn;
 use crate::fs::inet::{errno, Endpoint, InetSocket};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
@@ -94,6 +97,15 @@ fn read_addr(task: &Task, f: Family, addr: u64, len: u64) -> Result<Option<Socke
     }
 }
 
+/// How socket `s` shows `a`: an IPv4 address on an IPv6 socket is
+/// v4-mapped.
+fn presented(s: &InetSocket, a: SocketAddr) -> SocketAddr {
+    match (family(s), a.ip()) {
+        (Family::V6, IpAddr::V4(v4)) => SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), a.port()),
+        _ => a,
+    }
+}
+
 /// The sockaddr_in or sockaddr_in6 bytes of `a`.
 fn encode(a: SocketAddr) -> Vec<u8> {
     let mut e = Encoder::new();
@@ -110,6 +122,9 @@ fn encode(a: SocketAddr) -> Vec<u8> {
 
 pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
+    if s.stream_outside().is_some() {
+        return Err(Errno::EINVAL);
+    }
     // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
     let privileged_below = task.kernel.net_sysctls.unprivileged_port_start();
     if to.port() != 0
@@ -128,6 +143,7 @@ pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
 
 pub(super) fn listen(s: &InetSocket) -> SysResult {
     match &s.endpoint {
+        _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
         Endpoint::Tcp(t) => t.listen().map_err(errno).map(|()| 0),
         Endpoint::Udp(_) => Err(Errno::EOPNOTSUPP),
     }
@@ -135,6 +151,12 @@ pub(super) fn listen(s: &InetSocket) -> SysResult {
 
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?;
+    if let Some(conn) = s.stream_outside() {
+        return super::egress::reconnect(f, s, conn, to);
+    }
+    if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
+        return super::egress::connect(task, f, s, to);
+    }
     match &s.endpoint {
         Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
         Endpoint::Udp(u) => u.connect(to),
@@ -161,6 +183,9 @@ pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 
 
 pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let local = match &s.endpoint {
+        _ if s.stream_outside().is_some() => {
+            presented(s, s.stream_outside().map_or(Err(Errno::EINVAL), super::egress::sandbox_local)?)
+        }
         Endpoint::Tcp(t) => t.local_addr(),
         Endpoint::Udp(u) => u.local_addr(),
     };
@@ -169,6 +194,10 @@ pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
 }
 
 pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+    if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
+        write_sockaddr(task, a[1], a[2], &encode(presented(s, conn.peer()?)))?;
+        return Ok(0);
+    }
     let peer = match &s.endpoint {
         Endpoint::Tcp(t) => t.peer_addr(),
         Endpoint::Udp(u) => u.peer_addr(),
@@ -251,6 +280,9 @@ pub(super) fn send(
             return Err(Errno::EMSGSIZE);
         }
         cursor.peek(&mm, &mut data, total)?;
+        if let Some(sent) = super::egress::send_datagram(task, s, &data, to) {
+            return sent.map(|n| n as u64);
+        }
         return s.send(&data, to).map(|n| n as u64);
     }
     let deadline = s.timeouts.lock().1.map(deadline_in);
@@ -365,6 +397,9 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
         2 => (true, true),
         _ => return Err(Errno::EINVAL),
     };
+    if let Some(conn) = s.stream_outside() {
+        return conn.shutdown(read, write).map(|()| 0);
+    }
     match &s.endpoint {
         Endpoint::Tcp(t) => t.shutdown(read, write),
         Endpoint::Udp(u) => u.shutdown(read, write),
@@ -423,6 +458,9 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_DOMAIN) => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_ERROR) if s.stream_outside().is_some() => {
+            s.stream_outside().map_or(Ok(0), HostConn::take_error)?.to_le_bytes().to_vec()
+        }
         (SOL_SOCKET, SO_ERROR) => {
             let e = match &s.endpoint {
                 Endpoint::Tcp(t) => t.take_error(),
@@ -498,6 +536,9 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             }
             if raw.len() < 4 {
                 return Err(Errno::EINVAL);
+            }
+            if let Some(conn) = s.stream_outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
+                conn.set_option(opt.0, opt.1, i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))?;
             }
             s.stored.lock().insert(opt, raw);
         }

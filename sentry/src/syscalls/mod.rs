@@ -15,6 +15,7 @@ mod block;
 mod capability;
 mod common;
 mod dir;
+mod egress;
 mod epoll;
 mod fd;
 mod file;

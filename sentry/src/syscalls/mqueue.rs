@@ -12,7 +12,7 @@ use crate::fs::mqueue::{self, Notification, OpenRequest, QueueFile};
 use crate::kernel::siginfo::SigInfo;
 use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
-use crate::vfs::FileDescription;
+use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -135,7 +135,9 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let mut msg = vec![0u8; len];
     task.thread.mm().copy_in(a[1], &mut msg)?;
-    if let Some(n) = q.queue.send(msg, prio, super::block::nonblocking(&f), deadline)? {
+    let nonblock = super::block::nonblocking(&f);
+    let sent = super::block::wait_until(&f, WRITE_EVENTS, nonblock, deadline, || q.queue.send(&mut msg, prio))?;
+    if let Some(n) = sent {
         if n.signo != 0 && task.kernel.procs.alive(n.pid) {
             let info = SigInfo::mesgq(n.signo, task.thread.tgid, task.thread.creds().uid, n.value);
             task.kernel.signal_process_info(n.pid, info);
@@ -147,7 +149,9 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
     let deadline = super::futex::deadline(task, a[4], true, true)?;
     let (f, q) = queue_file(task, a[0], false)?;
-    let (msg, prio) = q.queue.receive(a[2], super::block::nonblocking(&f), deadline)?;
+    let nonblock = super::block::nonblocking(&f);
+    let _waiting = (!nonblock).then(|| q.queue.receiver_waiting());
+    let (msg, prio) = super::block::wait_until(&f, READ_EVENTS, nonblock, deadline, || q.queue.receive(a[2]))?;
     task.thread.mm().copy_out(a[1], &msg)?;
     if a[3] != 0 {
         task.thread.mm().copy_out(a[3], &prio.to_le_bytes())?;

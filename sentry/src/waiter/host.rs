@@ -6,6 +6,7 @@
 //! interruption reaches it and nothing re-checks on a timer.
 
 use super::Queue;
+use crate::abi::poll::{EPOLLET, POLLIN, POLLOUT, POLLRDHUP};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -48,7 +49,9 @@ fn notifier() -> Option<&'static Arc<Notifier>> {
 pub fn watch(fd: RawFd, queue: &Arc<Queue>) -> bool {
     let Some(n) = notifier() else { return false };
     let mut ev = libc::epoll_event {
-        events: u32::try_from(libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET).unwrap_or(0),
+        // (EPOLLET is the sign bit of libc's i32: converting the sum
+        // with try_from gave 0, and only errors and hang-ups woke anyone.)
+        events: POLLIN | POLLOUT | POLLRDHUP | EPOLLET,
         u64: u64::try_from(fd).unwrap_or(0),
     };
     let mut q = n.queues.lock();

@@ -106,7 +106,13 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             p,
             "/net",
             vec![
-                kernel_file(p, "/net/dev", |_, k| system::format_net_dev(k.net.loopback_counters()).into_bytes()),
+                kernel_file(p, "/net/dev", |_, k| {
+                    let uplink = husk_netstack::iface::uplink().is_some();
+                    system::format_net_dev(k.net.loopback_counters(), uplink).into_bytes()
+                }),
+                kernel_file(p, "/net/route", |_, _| {
+                    system::format_net_route(husk_netstack::iface::uplink()).into_bytes()
+                }),
                 text(p, "/net/if_inet6", system::IF_INET6),
             ],
         ),

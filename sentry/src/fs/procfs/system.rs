@@ -52,16 +52,41 @@ pub(super) fn format_uptime(up: Duration, idle: Duration) -> String {
 
 /// /proc/net/dev: the loopback interface, whose every sent byte is also
 /// received; `(bytes, packets)` are its counters.
-pub(super) fn format_net_dev((bytes, packets): (u64, u64)) -> String {
+pub(super) fn format_net_dev((bytes, packets): (u64, u64), uplink: bool) -> String {
     let mut s = String::from(
         "Inter-|   Receive                                                |  Transmit\n \
          face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n",
     );
-    s.push_str(&format!(
-        "{:>6}:{bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>10} {z:>9} {bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>7} {z:>10}\n",
-        "lo",
-        z = 0
-    ));
+    let mut row = |name: &str, bytes: u64, packets: u64| {
+        s.push_str(&format!(
+            "{name:>6}:{bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>10} {z:>9} {bytes:>8} {packets:>7} {z:>4} {z:>4} {z:>4} {z:>5} {z:>7} {z:>10}\n",
+            z = 0
+        ))
+    };
+    row("lo", bytes, packets);
+    // The gateway's traffic is not counted here (yet): flow records will.
+    if uplink {
+        row("eth0", 0, 0);
+    }
+    s
+}
+
+/// /proc/net/route: the IPv4 main table (little-endian hex addresses, as
+/// the kernel prints them): the uplink's default route and network.
+pub(super) fn format_net_route(uplink: Option<&husk_netstack::iface::Uplink>) -> String {
+    let mut s = String::from("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n");
+    if let Some(u) = uplink {
+        let hex = |a: std::net::Ipv4Addr| format!("{:08X}", u32::from_le_bytes(a.octets()));
+        let zero = std::net::Ipv4Addr::UNSPECIFIED;
+        // RTF_UP|RTF_GATEWAY (3), then RTF_UP (1).
+        s.push_str(&format!("eth0\t{}\t{}\t0003\t0\t0\t0\t{}\t0\t0\t0\n", hex(zero), hex(u.gateway), hex(zero)));
+        s.push_str(&format!(
+            "eth0\t{}\t{}\t0001\t0\t0\t0\t{}\t0\t0\t0\n",
+            hex(u.network()),
+            hex(zero),
+            hex(u.netmask())
+        ));
+    }
     s
 }
 
@@ -123,11 +148,23 @@ mod tests {
 
     #[test]
     fn net_dev_lists_loopback_with_its_counters() {
-        let s = format_net_dev((1234, 5));
+        let s = format_net_dev((1234, 5), false);
+        assert_eq!(s.lines().count(), 3);
+        assert!(format_net_dev((0, 0), true).lines().nth(3).unwrap().trim_start().starts_with("eth0:"));
         let lo = s.lines().nth(2).unwrap();
         let fields: Vec<&str> = lo.split_whitespace().collect();
         assert_eq!(fields.len(), 17);
         assert_eq!((fields[0], fields[1], fields[2], fields[9], fields[10]), ("lo:", "1234", "5", "1234", "5"));
+    }
+
+    #[test]
+    fn net_route_shows_the_default_route_through_the_uplink() {
+        assert_eq!(format_net_route(None).lines().count(), 1);
+        let s = format_net_route(Some(&husk_netstack::iface::Uplink::SANDBOX));
+        let default: Vec<&str> = s.lines().nth(1).unwrap().split('\t').collect();
+        assert_eq!((default[0], default[1], default[2], default[3]), ("eth0", "00000000", "0202000A", "0003"));
+        let net: Vec<&str> = s.lines().nth(2).unwrap().split('\t').collect();
+        assert_eq!((net[1], net[7]), ("0002000A", "00FFFFFF"));
     }
 
     #[test]

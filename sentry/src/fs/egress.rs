@@ -1,0 +1,188 @@
+//! The egress gateway's side in the files (ARCHITECTURE.md §5): the
+//! sandbox's policy and its way out, and the host connection a guest IP
+//! socket is carried on once the policy lets it leave. The guest keeps
+//! its own socket file (`inet.rs`); the host descriptor never reaches it.
+//! Readiness comes from the host socket through the host-descriptor
+//! notifier, so a guest waits for it as for any file.
+
+use crate::abi::ioctl::FIONREAD;
+use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
+use crate::abi::socket::{
+    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY,
+};
+use crate::abi::Errno;
+use crate::host::outer::{Kind, Outer};
+use crate::host::{fd as host_fd, socket as host};
+use crate::waiter::Queue;
+use husk_netstack::egress::{Policy, Verdict};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The int options a carried connection passes on to its host socket
+/// (set before the connect, they are applied when it goes out); the
+/// sentry's seccomp filter allows setting exactly these.
+pub const FORWARDED_OPTIONS: &[(i32, i32)] = &[
+    (SOL_SOCKET, SO_KEEPALIVE),
+    (IPPROTO_TCP, TCP_NODELAY),
+    (IPPROTO_TCP, TCP_KEEPIDLE),
+    (IPPROTO_TCP, TCP_KEEPINTVL),
+    (IPPROTO_TCP, TCP_KEEPCNT),
+];
+
+/// A sandbox's egress gateway: what may leave, and the thread that opens
+/// host sockets in the outer network namespace.
+pub struct Gateway {
+    policy: Policy,
+    outer: Outer,
+}
+
+impl Gateway {
+    pub fn new(policy: Policy, outer: Outer) -> Gateway {
+        Gateway { policy, outer }
+    }
+
+    /// The verdict on a connection or datagram to `dest`. (Where flow
+    /// records and the resolver's name-to-address memory join in.)
+    pub fn check(&self, dest: SocketAddr) -> Verdict {
+        self.policy.check(dest)
+    }
+
+    /// A new host socket in the outer namespace, IPv6 or IPv4.
+    pub fn open(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
+        self.outer.socket(v6, kind)
+    }
+}
+
+/// The kernel extension (`Kernel::ext`) that holds the sandbox's gateway;
+/// without one (`--network none`) nothing leaves the sandbox and every
+/// other destination stays unreachable.
+#[derive(Default)]
+pub struct Egress(OnceLock<Arc<Gateway>>);
+
+impl Egress {
+    /// Installs the gateway; the first call wins.
+    pub fn install(&self, g: Gateway) -> bool {
+        self.0.set(Arc::new(g)).is_ok()
+    }
+
+    pub fn gateway(&self) -> Option<&Arc<Gateway>> {
+        self.0.get()
+    }
+}
+
+/// A guest connection carried on a host socket of the outer namespace:
+/// a stream, or the datagrams a guest UDP socket sends out of the
+/// sandbox (its loopback datagrams stay in the netstack).
+pub struct HostConn {
+    fd: OwnedFd,
+    /// A datagram socket connected outside: sends without an address
+    /// go there.
+    connected: AtomicBool,
+}
+
+/// What the host poll is asked for (ERR and HUP come unasked).
+const HOST_EVENTS: u32 = POLLIN | POLLOUT | POLLRDHUP | POLLRDNORM | POLLWRNORM;
+
+impl HostConn {
+    /// Carries a connection on `fd`; `queue` hears of its readiness.
+    pub fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
+        if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
+            log::warn!("the host-descriptor notifier cannot watch an egress socket");
+        }
+        HostConn { fd, connected: AtomicBool::new(false) }
+    }
+
+    /// The host socket's readiness now, as poll bits.
+    pub fn events(&self) -> u32 {
+        let ask = i16::try_from(HOST_EVENTS).unwrap_or(0);
+        match host_fd::poll_now(self.fd.as_fd(), ask) {
+            Ok(r) => u32::from(u16::from_ne_bytes(r.to_ne_bytes())),
+            Err(_) => POLLERR,
+        }
+    }
+
+    /// connect(2) on the host socket (EINPROGRESS, EALREADY, EISCONN …
+    /// as the host says).
+    pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
+        host::connect(self.fd.as_fd(), to)
+    }
+
+    /// connect(2) of a datagram socket: sends without an address go to `to`.
+    pub fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
+        host::connect(self.fd.as_fd(), to)?;
+        self.connected.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a datagram socket was connected outside.
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
+    pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+        host::send_to(self.fd.as_fd(), buf, to)
+    }
+
+    /// One datagram: bytes copied, its whole length, its sender.
+    pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+        host::recv_from(self.fd.as_fd(), buf, peek)
+    }
+
+    /// A started connect's outcome: EAGAIN while it is under way.
+    pub fn connected(&self) -> Result<(), Errno> {
+        if self.events() & (POLLOUT | POLLERR | POLLHUP) == 0 {
+            return Err(Errno::EAGAIN);
+        }
+        match self.take_error()? {
+            0 => Ok(()),
+            e => Err(Errno(e)),
+        }
+    }
+
+    pub fn send(&self, buf: &[u8]) -> Result<usize, Errno> {
+        host::send(self.fd.as_fd(), buf)
+    }
+
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+        host::recv(self.fd.as_fd(), buf, peek)
+    }
+
+    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
+        host::shutdown(self.fd.as_fd(), read, write)
+    }
+
+    /// The real peer.
+    pub fn peer(&self) -> Result<SocketAddr, Errno> {
+        host::peer(self.fd.as_fd())
+    }
+
+    /// The host socket's own address (its port is the connection's).
+    pub fn local(&self) -> Result<SocketAddr, Errno> {
+        host::local(self.fd.as_fd())
+    }
+
+    /// SO_ERROR, cleared.
+    pub fn take_error(&self) -> Result<i32, Errno> {
+        host::take_error(self.fd.as_fd())
+    }
+
+    /// An int option the host socket honors (TCP_NODELAY, SO_KEEPALIVE …).
+    pub fn set_option(&self, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+        host::set_int_option(self.fd.as_fd(), level, name, value)
+    }
+
+    /// FIONREAD: bytes waiting to be read.
+    pub fn readable_bytes(&self) -> Result<i32, Errno> {
+        let mut n = [0u8; 4];
+        host_fd::tty_ioctl(self.fd.as_fd(), FIONREAD, &mut n)?;
+        Ok(i32::from_le_bytes(n))
+    }
+}
+
+impl Drop for HostConn {
+    fn drop(&mut self) {
+        crate::waiter::host::unwatch(self.fd.as_raw_fd());
+    }
+}

@@ -1,0 +1,90 @@
+//! The sandbox's way out: a thread left in the sandbox's outer network
+//! namespace when the sentry moves into a namespace of its own, which
+//! opens the host sockets the egress gateway carries guest connections
+//! on. A socket stays in the namespace it was opened in, so every other
+//! call on it can come from any sentry thread. The thread confines itself
+//! first (the caller's `prepare`: an empty root of its own, no
+//! capabilities) and is bound by the sentry's seccomp filter like every
+//! other thread; it only ever makes `socket` calls.
+
+use crate::abi::Errno;
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+use parking_lot::Mutex;
+use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+
+/// What kind of host socket to open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Stream,
+    Datagram,
+}
+
+struct Request {
+    v6: bool,
+    kind: Kind,
+    reply: mpsc::SyncSender<Result<OwnedFd, Errno>>,
+}
+
+/// The handle of the socket-opening thread.
+pub struct Outer {
+    requests: Mutex<mpsc::Sender<Request>>,
+}
+
+fn open(v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
+    let family = if v6 { AddressFamily::Inet6 } else { AddressFamily::Inet };
+    let ty = match kind {
+        Kind::Stream => SockType::Stream,
+        Kind::Datagram => SockType::Datagram,
+    };
+    socket(family, ty, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None).map_err(|e| Errno(e as i32))
+}
+
+impl Outer {
+    /// Starts the thread in the calling thread's network namespace; it
+    /// runs `prepare` first (confining itself) and this returns
+    /// once that is done. Call it before the sentry leaves the namespace.
+    pub fn start(prepare: impl FnOnce() -> Result<(), String> + Send + 'static) -> Result<Outer, String> {
+        let (tx, rx) = mpsc::channel::<Request>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("egress-outer".into())
+            .spawn(move || {
+                let ready = prepare();
+                let ok = ready.is_ok();
+                let _ = ready_tx.send(ready);
+                if ok {
+                    for r in rx {
+                        let _ = r.reply.send(open(r.v6, r.kind));
+                    }
+                }
+            })
+            .map_err(|e| format!("starting the egress thread: {e}"))?;
+        ready_rx.recv().map_err(|_| "the egress thread ended".to_string())??;
+        Ok(Outer { requests: Mutex::new(tx) })
+    }
+
+    /// A new non-blocking, close-on-exec host socket in the outer
+    /// namespace: IPv6 or IPv4, stream or datagram.
+    pub fn socket(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.requests.lock().send(Request { v6, kind, reply }).map_err(|_| Errno::ENETUNREACH)?;
+        answer.recv().map_err(|_| Errno::ENETUNREACH)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn the_thread_opens_sockets_of_each_kind_after_preparing() {
+        let outer = Outer::start(|| Ok(())).unwrap();
+        let s = outer.socket(false, Kind::Stream).unwrap();
+        let flags = nix::fcntl::fcntl(s.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_ne!(flags & libc::O_NONBLOCK, 0);
+        outer.socket(true, Kind::Datagram).unwrap();
+        assert!(Outer::start(|| Err("no".into())).is_err(), "a failed preparation is reported");
+    }
+}

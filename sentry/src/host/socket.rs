@@ -1,0 +1,195 @@
+//! Host sockets the egress gateway carries guest connections on, behind
+//! safe wrappers. They are opened non-blocking in the sandbox's outer
+//! network namespace (`outer`), so every call here returns at once: EAGAIN
+//! when the host socket is not ready.
+
+use crate::abi::Errno;
+use nix::sys::socket::{self, MsgFlags, SockaddrStorage};
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+fn errno(e: nix::errno::Errno) -> Errno {
+    Errno(e as i32)
+}
+
+/// Retries `f` while the host call was interrupted.
+fn retry<T>(mut f: impl FnMut() -> nix::Result<T>) -> Result<T, Errno> {
+    loop {
+        match f() {
+            Err(nix::errno::Errno::EINTR) => {}
+            r => return r.map_err(errno),
+        }
+    }
+}
+
+fn address(s: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = s.as_sockaddr_in() {
+        return Some(SocketAddr::V4(SocketAddrV4::from(*v4)));
+    }
+    s.as_sockaddr_in6().map(|v6| SocketAddr::V6(SocketAddrV6::from(*v6)))
+}
+
+/// connect(2): EINPROGRESS while the handshake runs.
+pub fn connect(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
+    let to = SockaddrStorage::from(to);
+    // An interrupted connect goes on in the background, as EINPROGRESS's.
+    socket::connect(fd.as_raw_fd(), &to).map_err(|e| match e {
+        nix::errno::Errno::EINTR => Errno::EINPROGRESS,
+        e => errno(e),
+    })
+}
+
+/// send(2) without waiting and without SIGPIPE (the guest gets its own
+/// from the sentry).
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    retry(|| socket::send(fd.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL))
+}
+
+/// recv(2) without waiting; with `peek` the data stays queued.
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+    let flags = if peek { MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_PEEK } else { MsgFlags::MSG_DONTWAIT };
+    retry(|| socket::recv(fd.as_raw_fd(), buf, flags))
+}
+
+/// sendto(2) of one datagram to `to`, without waiting.
+pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+    let to = SockaddrStorage::from(to);
+    retry(|| socket::sendto(fd.as_raw_fd(), buf, &to, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL))
+}
+
+/// Receives one datagram without waiting: the bytes copied, the
+/// datagram's whole length, and its sender.
+pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+    let len = buf.len();
+    let mut flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC;
+    if peek {
+        flags |= MsgFlags::MSG_PEEK;
+    }
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let (full, from) = retry(|| {
+        socket::recvmsg::<SockaddrStorage>(fd.as_raw_fd(), &mut iov, None, flags)
+            .map(|m| (m.bytes, m.address.as_ref().and_then(address)))
+    })?;
+    Ok((full.min(len), full, from))
+}
+
+/// shutdown(2) of the reading side, the writing side or both.
+pub fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno> {
+    let how = match (read, write) {
+        (true, true) => socket::Shutdown::Both,
+        (true, false) => socket::Shutdown::Read,
+        (false, true) => socket::Shutdown::Write,
+        (false, false) => return Ok(()),
+    };
+    retry(|| socket::shutdown(fd.as_raw_fd(), how))
+}
+
+/// The peer's address (ENOTCONN before the handshake completes).
+pub fn peer(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
+    let a: SockaddrStorage = retry(|| socket::getpeername(fd.as_raw_fd()))?;
+    address(&a).ok_or(Errno::ENOTCONN)
+}
+
+/// The socket's own address in the outer namespace.
+pub fn local(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
+    let a: SockaddrStorage = retry(|| socket::getsockname(fd.as_raw_fd()))?;
+    address(&a).ok_or(Errno::EINVAL)
+}
+
+/// SO_ERROR: the pending error (a refused or timed-out connect), cleared.
+pub fn take_error(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
+    retry(|| socket::getsockopt(&fd, socket::sockopt::SocketError))
+}
+
+/// setsockopt(2) of an int option (TCP_NODELAY, SO_KEEPALIVE …).
+pub fn set_int_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+    let len = libc::socklen_t::try_from(std::mem::size_of::<i32>()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: the kernel reads `len` bytes from `value`, an i32 alive for the call.
+    let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, std::ptr::from_ref(&value).cast(), len) };
+    if r < 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::os::fd::AsFd;
+
+    fn stream_socket() -> std::os::fd::OwnedFd {
+        let flags = socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC;
+        socket::socket(socket::AddressFamily::Inet, socket::SockType::Stream, flags, None).unwrap()
+    }
+
+    #[test]
+    fn a_connection_carries_bytes_both_ways_and_half_closes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let s = stream_socket();
+        match connect(s.as_fd(), to) {
+            Ok(()) | Err(Errno::EINPROGRESS) => {}
+            Err(e) => panic!("connect: {e:?}"),
+        }
+        let (mut server, _) = l.accept().unwrap();
+        assert_eq!(peer(s.as_fd()).unwrap(), to);
+        assert_eq!(local(s.as_fd()).unwrap().ip(), to.ip());
+        assert_eq!(take_error(s.as_fd()).unwrap(), 0);
+        set_int_option(s.as_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, 1).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(recv(s.as_fd(), &mut buf, false), Err(Errno::EAGAIN), "nothing to read never waits");
+        assert_eq!(send(s.as_fd(), b"ping").unwrap(), 4);
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+        server.write_all(b"pong").unwrap();
+        shutdown(s.as_fd(), false, true).unwrap();
+        assert_eq!(server.read(&mut got).unwrap(), 0, "the peer sees our FIN");
+        drop(server);
+        let mut n = 0;
+        while n < 4 {
+            match recv(s.as_fd(), &mut buf[n..], false) {
+                Ok(k) => n += k,
+                Err(Errno::EAGAIN) => std::thread::yield_now(),
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        assert_eq!(&buf[..4], b"pong");
+    }
+
+    #[test]
+    fn datagrams_go_to_their_address_and_come_back_with_their_sender() {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let flags = socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC;
+        let s = socket::socket(socket::AddressFamily::Inet, socket::SockType::Datagram, flags, None).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(recv_from(s.as_fd(), &mut buf, false), Err(Errno::EAGAIN));
+        assert_eq!(send_to(s.as_fd(), b"hello", peer.local_addr().unwrap()).unwrap(), 5);
+        let (n, from) = peer.recv_from(&mut [0u8; 16]).unwrap();
+        assert_eq!(n, 5);
+        peer.send_to(b"a longer reply", from).unwrap();
+        while crate::host::fd::poll_now(s.as_fd(), libc::POLLIN).unwrap() == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(recv_from(s.as_fd(), &mut buf, true).unwrap(), (4, 14, Some(peer.local_addr().unwrap())));
+        assert_eq!(recv_from(s.as_fd(), &mut buf, false).unwrap().1, 14, "a peek leaves it queued");
+        assert_eq!(&buf, b"a lo");
+    }
+
+    #[test]
+    fn a_refused_connection_reports_through_so_error() {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let s = stream_socket();
+        let r = connect(s.as_fd(), port);
+        if r == Err(Errno::EINPROGRESS) {
+            while crate::host::fd::poll_now(s.as_fd(), libc::POLLOUT).unwrap() == 0 {
+                std::thread::yield_now();
+            }
+            assert_eq!(take_error(s.as_fd()).unwrap(), libc::ECONNREFUSED);
+        } else {
+            assert_eq!(r, Err(Errno::ECONNREFUSED));
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Connections and datagrams out of the sandbox (ARCHITECTURE.md §5): a
+//! guest socket's connect or datagram to a destination the netstack has
+//! no route to passes the egress gateway. Denied, it fails at once with
+//! EPERM, as a local firewall's refusal does on Linux; allowed, a stream
+//! is carried on a host socket the gateway opens in the outer network
+//! namespace, and the connect, its readiness, its errors and its peer are
+//! the host's; a datagram socket gets a host socket of its own that
+//! carries what it sends out (each datagram checked) and the replies.
+
+use super::block::wait_io;
+use super::socket::nonblocking;
+use crate::abi::{Errno, SysResult};
+use crate::fs::egress::{Egress, Gateway, HostConn, FORWARDED_OPTIONS};
+use crate::fs::inet::{Endpoint, InetSocket};
+use crate::host::outer::Kind;
+use crate::kernel::Task;
+use crate::vfs::{FileDescription, WRITE_EVENTS};
+use crate::waiter::deadline_in;
+use husk_netstack::Family;
+use std::net::{IpAddr, SocketAddr};
+
+/// `to` with a v4-mapped address written as the IPv4 address, which is
+/// how the netstack routes it and how the host socket is opened.
+fn unmapped(to: SocketAddr) -> SocketAddr {
+    match to.ip() {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(to, |v4| SocketAddr::new(IpAddr::V4(v4), to.port())),
+        IpAddr::V4(_) => to,
+    }
+}
+
+/// Whether `to` lies outside the sandbox: not loopback, not "this host".
+fn outbound(to: SocketAddr) -> bool {
+    let ip = unmapped(to).ip();
+    !(ip.is_loopback() || ip.is_unspecified())
+}
+
+/// Whether a connect of `s` to `to` is the gateway's: a destination
+/// outside the sandbox, a stream socket not yet connected or listening
+/// (or any datagram socket), and a gateway to pass (none with
+/// `--network none`).
+pub(super) fn takes(task: &Task, s: &InetSocket, to: SocketAddr) -> bool {
+    let fresh = match &s.endpoint {
+        Endpoint::Tcp(t) => t.peer_addr().is_err() && !t.is_listening(),
+        Endpoint::Udp(_) => true,
+    };
+    fresh && outbound(to) && task.kernel.ext::<Egress>().gateway().is_some()
+}
+
+/// The policy's word on `to` for socket `s`: EPERM when it is denied,
+/// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack).
+fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno> {
+    let (family, v6only) = match &s.endpoint {
+        Endpoint::Tcp(t) => (t.family(), t.share_opts().v6only),
+        Endpoint::Udp(u) => (u.family(), u.share_opts().v6only),
+    };
+    if family == Family::V6 && v6only && unmapped(to).is_ipv4() {
+        return Err(Errno::ENETUNREACH);
+    }
+    // Flow records (net.connect / net.denied) hook in here, with the
+    // verdict's rule; so does the resolver's memory of which addresses
+    // an allowed name produced.
+    let verdict = gateway.check(unmapped(to));
+    if !verdict.is_allowed() {
+        log::debug!("egress: {to} {verdict}");
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// connect(2) out of the sandbox through the gateway.
+pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: SocketAddr) -> SysResult {
+    let egress = task.kernel.ext::<Egress>();
+    let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
+    permit(gateway, s, to)?;
+    if !s.is_stream() {
+        datagram_conn(gateway, s)?.connect_datagrams(to)?;
+        return Ok(0);
+    }
+    let dest = unmapped(to);
+    let conn = s.carry_outside(gateway.open(dest.is_ipv6(), Kind::Stream)?)?;
+    let stored = s.stored.lock().clone();
+    for &(level, name) in FORWARDED_OPTIONS {
+        if let Some(v) = stored.get(&(level, name)).and_then(|v| v.get(..4)) {
+            conn.set_option(level, name, i32::from_le_bytes([v[0], v[1], v[2], v[3]]))?;
+        }
+    }
+    finish(f, s, conn, conn.connect(dest))
+}
+
+/// The host socket a datagram socket sends out of the sandbox on, made
+/// on its first datagram out: of the guest socket's family, so that a
+/// reply's sender reads as the guest expects.
+fn datagram_conn<'a>(gateway: &Gateway, s: &'a InetSocket) -> Result<&'a HostConn, Errno> {
+    if let Some(conn) = s.outside() {
+        return Ok(conn);
+    }
+    let v6 = matches!(&s.endpoint, Endpoint::Udp(u) if u.family() == Family::V6);
+    let fd = gateway.open(v6, Kind::Datagram)?;
+    // A racing thread may have made one first: then that one serves.
+    match s.carry_outside(fd) {
+        Ok(conn) => Ok(conn),
+        Err(_) => s.outside().ok_or(Errno::EISCONN),
+    }
+}
+
+/// A datagram of a guest UDP socket that leaves the sandbox: one to an
+/// address outside it, or one without an address from a socket connected
+/// outside. None when it is the netstack's.
+pub(super) fn send_datagram(
+    task: &Task,
+    s: &InetSocket,
+    data: &[u8],
+    to: Option<SocketAddr>,
+) -> Option<Result<usize, Errno>> {
+    if s.is_stream() {
+        return None;
+    }
+    match to {
+        Some(to) if outbound(to) => {
+            let egress = task.kernel.ext::<Egress>();
+            let gateway = egress.gateway()?;
+            Some(permit(gateway, s, to).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
+        }
+        None => s.outside().filter(|c| c.is_connected()).map(|c| c.send(data)),
+        Some(_) => None,
+    }
+}
+
+/// getsockname(2) of a connection carried outside: the sandbox's own
+/// address (eth0's) with the connection's port; an IPv6 connection, which
+/// eth0 has no address for, shows the outer namespace's.
+pub(super) fn sandbox_local(conn: &HostConn) -> Result<SocketAddr, Errno> {
+    let local = conn.local()?;
+    Ok(match husk_netstack::iface::uplink() {
+        Some(u) if local.is_ipv4() => SocketAddr::new(IpAddr::V4(u.addr), local.port()),
+        _ => local,
+    })
+}
+
+/// connect(2) again on a socket already carried outside: the host's
+/// answer (EALREADY while connecting, EISCONN once connected, 0 the first
+/// time after a non-blocking connect completed).
+pub(super) fn reconnect(f: &FileDescription, s: &InetSocket, conn: &HostConn, to: Option<SocketAddr>) -> SysResult {
+    let to = to.ok_or(Errno::EISCONN)?;
+    finish(f, s, conn, conn.connect(unmapped(to)))
+}
+
+/// A blocking connect waits for the handshake (until SO_SNDTIMEO, then
+/// EINPROGRESS as Linux); a non-blocking one returns the host's answer.
+fn finish(f: &FileDescription, s: &InetSocket, conn: &HostConn, first: Result<(), Errno>) -> SysResult {
+    match first {
+        Ok(()) => Ok(0),
+        Err(Errno::EINPROGRESS | Errno::EALREADY) if !nonblocking(f, 0) => {
+            let deadline = s.timeouts.lock().1.map(deadline_in);
+            match wait_io(f, WRITE_EVENTS, false, deadline, || conn.connected()) {
+                Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
+                r => r.map(|()| 0),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,177 @@
+# Runs inside the sandbox: each check prints "ok NAME" or raises.
+# argv[1] is the check set: allowed, none_allowed, reserved, no_network.
+import errno, select, socket, struct, sys, time, urllib.request
+
+INTERNET = "198.18.0.2"
+
+def expect_errno(name, want, f):
+    start = time.monotonic()
+    try:
+        f()
+    except OSError as e:
+        assert e.errno == want, "%s: errno %s, want %s" % (name, e.errno, want)
+        took = time.monotonic() - start
+        assert took < 2, "%s: took %.1f s" % (name, took)
+        print("ok", name)
+        return
+    raise AssertionError("%s: no error" % name)
+
+def connect(addr, family=socket.AF_INET):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.connect(addr)
+    finally:
+        s.close()
+
+def allowed():
+    body = urllib.request.urlopen("http://%s:8080/" % INTERNET, timeout=10).read()
+    assert body == b"hello from 198.18.0.2\n", body
+    print("ok urllib")
+    s = socket.create_connection((INTERNET, 8081), timeout=10)
+    assert s.getpeername() == (INTERNET, 8081), s.getpeername()
+    assert s.getsockname()[0] == "10.0.2.15" and s.getsockname()[1] != 0, s.getsockname()
+    s.sendall(b"x" * 300000)
+    s.shutdown(socket.SHUT_WR)
+    reply = b""
+    while True:
+        more = s.recv(100)
+        if not more:
+            break
+        reply += more
+    assert reply == b"got 300000", reply
+    s.close()
+    print("ok half_close")
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.connect(("::ffff:" + INTERNET, 8080))
+    assert s.getpeername()[:2] == ("::ffff:" + INTERNET, 8080), s.getpeername()
+    s.close()
+    print("ok v4_mapped")
+    s = socket.socket()
+    s.setblocking(False)
+    r = s.connect_ex((INTERNET, 8080))
+    assert r in (0, errno.EINPROGRESS), r
+    _, w, _ = select.select([], [s], [], 10)
+    assert w == [s]
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+    assert s.connect_ex((INTERNET, 8080)) in (0, errno.EISCONN)
+    s.close()
+    print("ok nonblocking_connect")
+    # epoll sees the host socket's readiness: writable once connected,
+    # readable when the answer arrives.
+    s = socket.socket()
+    s.setblocking(False)
+    ep = select.epoll()
+    ep.register(s.fileno(), select.EPOLLOUT | select.EPOLLIN)
+    s.connect_ex((INTERNET, 8080))
+    events = ep.poll(10)
+    assert events and events[0][1] & select.EPOLLOUT, events
+    ep.modify(s.fileno(), select.EPOLLIN | select.EPOLLET)
+    assert ep.poll(0.2) == [], "nothing to read yet"
+    s.send(b"GET / HTTP/1.0\r\n\r\n")
+    events = ep.poll(10)
+    assert events and events[0][1] & select.EPOLLIN, events
+    assert s.recv(100).startswith(b"HTTP/1.0 200")
+    ep.close()
+    s.close()
+    print("ok epoll")
+    # SO_RCVTIMEO bounds a blocking receive from a silent peer.
+    s = socket.create_connection((INTERNET, 8081), timeout=None)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000))
+    start = time.monotonic()
+    try:
+        s.recv(10)
+        raise AssertionError("a silent peer answered")
+    except BlockingIOError:
+        pass
+    took = time.monotonic() - start
+    assert 0.25 < took < 5, took
+    s.close()
+    print("ok rcvtimeo")
+    s = socket.socket()
+    s.setblocking(False)
+    r = s.connect_ex((INTERNET, 8089))
+    if r == errno.EINPROGRESS:
+        _, w, _ = select.select([], [s], [], 10)
+        assert w == [s]
+        r = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    assert r == errno.ECONNREFUSED, r
+    s.close()
+    print("ok nonblocking_refused")
+    expect_errno("refused", errno.ECONNREFUSED, lambda: connect((INTERNET, 8089)))
+    expect_errno("port_not_allowed", errno.EPERM, lambda: connect((INTERNET, 8082)))
+    # Loopback stays the sandbox's own.
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen()
+    c = socket.create_connection(l.getsockname())
+    c.close()
+    l.close()
+    print("ok loopback")
+    udp()
+
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    s.sendto(b"one", (INTERNET, 5300))
+    data, peer = s.recvfrom(100)
+    assert (data, peer) == (b"echo one", (INTERNET, 5300)), (data, peer)
+    expect_errno("udp_port_not_allowed", errno.EPERM, lambda: s.sendto(b"x", (INTERNET, 5301)))
+    expect_errno("udp_reserved", errno.EPERM, lambda: s.sendto(b"x", ("10.77.0.1", 5300)))
+    s.close()
+    c = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    c.settimeout(10)
+    c.connect(("::ffff:" + INTERNET, 5300))
+    assert c.getpeername()[:2] == ("::ffff:" + INTERNET, 5300), c.getpeername()
+    c.send(b"two")
+    assert c.recv(100) == b"echo two"
+    c.close()
+    # The sandbox's own datagrams still go through loopback.
+    a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    a.bind(("127.0.0.1", 0))
+    a.settimeout(10)
+    a.sendto(b"local", a.getsockname())
+    assert a.recvfrom(100) == (b"local", a.getsockname())
+    a.close()
+    print("ok udp")
+
+def interfaces():
+    names = [n for _, n in socket.if_nameindex()]
+    assert names == ["lo", "eth0"], names
+    with open("/proc/net/route") as f:
+        default = f.readlines()[1].split()
+    assert default[:3] == ["eth0", "00000000", "0202000A"], default
+    with open("/proc/net/dev") as f:
+        devs = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+    assert devs == ["lo", "eth0"], devs
+    import subprocess
+    addr = subprocess.run(["ip", "-4", "addr", "show", "eth0"], capture_output=True, text=True).stdout
+    assert "inet 10.0.2.15/24" in addr, addr
+    route = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    assert "default via 10.0.2.2 dev eth0" in route, route
+    print("ok interfaces")
+
+def none_allowed():
+    interfaces()
+    expect_errno("no_rule", errno.EPERM, lambda: connect((INTERNET, 8080)))
+    expect_errno("no_rule_v6", errno.EPERM, lambda: connect(("::ffff:" + INTERNET, 8080), socket.AF_INET6))
+
+def reserved():
+    for addr in ["169.254.169.254", "10.77.0.1"]:
+        expect_errno("reserved " + addr, errno.EPERM, lambda: connect((addr, 80)))
+    for addr in ["::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "::ffff:10.77.0.1"]:
+        expect_errno("reserved " + addr, errno.EPERM, lambda: connect((addr, 80), socket.AF_INET6))
+    body = urllib.request.urlopen("http://%s:8080/" % INTERNET, timeout=10).read()
+    assert body.startswith(b"hello"), body
+    print("ok star_allows_public")
+
+def no_network():
+    names = [n for _, n in socket.if_nameindex()]
+    assert names == ["lo"], names
+    with open("/proc/net/dev") as f:
+        devs = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+    assert devs == ["lo"], devs
+    print("ok only_lo")
+    expect_errno("unreachable", errno.ENETUNREACH, lambda: connect((INTERNET, 8080)))
+
+{"allowed": allowed, "none_allowed": none_allowed, "reserved": reserved, "no_network": no_network}[sys.argv[1]]()
+print("done")
