@@ -376,22 +376,40 @@ impl Kernel {
     /// interrupted to take it. When every thread blocks it, it waits for
     /// one to unblock it or to take it (`sigwait`, a signalfd read).
     pub fn signal_process_info(&self, tgid: i32, info: siginfo::SigInfo) {
-        let Some(group) = self.thread_group(tgid) else { return };
+        if let Some(t) = self.queue_process_signal(tgid, info) {
+            self.interrupt(&t);
+        }
+    }
+
+    /// Sends `sig` (SI_KERNEL) to each process of `pids`, queued at all of
+    /// them before any is interrupted, as Linux signals a process group
+    /// under one lock: none can act on it (die, and have its parent reap
+    /// it) before the others have it too.
+    pub fn signal_processes(&self, pids: &[i32], sig: i32) {
+        let woken: Vec<Arc<Thread>> =
+            pids.iter().filter_map(|&pid| self.queue_process_signal(pid, siginfo::SigInfo::kernel(sig))).collect();
+        for t in woken {
+            self.interrupt(&t);
+        }
+    }
+
+    /// The queueing half of `signal_process_info`: returns the thread to
+    /// interrupt, if one wants the signal.
+    fn queue_process_signal(&self, tgid: i32, info: siginfo::SigInfo) -> Option<Arc<Thread>> {
+        let group = self.thread_group(tgid)?;
         let sig = info.signo();
         self.job_control_at_send(tgid, sig);
         let threads = group.threads();
         let leader = threads.iter().find(|t| t.tid == tgid).or(threads.first());
         if leader.is_some_and(|t| signal::ignored_by(t, sig)) {
-            return;
+            return None;
         }
         group.shared_pending.queue(info);
-        if let Some(t) = threads.iter().find(|t| t.wants_signal(sig)) {
-            self.interrupt(t);
-        }
         // A signalfd of any thread may have become readable.
         for t in &threads {
             t.signal_events.notify(crate::waiter::ALL);
         }
+        threads.into_iter().find(|t| t.wants_signal(sig))
     }
 
     /// Interrupts `t`: its running guest code stops and a futex wait it is
