@@ -51,6 +51,13 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sched",
     "splice",
     "exec_threaded",
+    "sigwait_threads",
+    "cputime",
+    "readiness",
+    "fork_state",
+    "fifo",
+    "pipe_size",
+    "robust",
     "escape_probe",
 ];
 

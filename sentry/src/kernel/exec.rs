@@ -10,6 +10,9 @@ use crate::vfs::walk::Walker;
 use crate::vfs::{Dentry, FileDescription, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
+/// The personality flag that makes readable memory executable.
+const READ_IMPLIES_EXEC: u32 = 0x0040_0000;
+
 /// The most bytes of argv plus envp strings (Linux: a quarter of the 8 MiB
 /// stack limit).
 pub const ARG_MAX: usize = 2 << 20;
@@ -76,6 +79,9 @@ pub fn execve(
     let no_new_privs = {
         let mut attrs = task.thread.attrs.lock();
         attrs.keepcaps = false;
+        // An x86-64 ELF program starts without READ_IMPLIES_EXEC (Linux's
+        // SET_PERSONALITY); the other flags stay, as setarch relies on.
+        attrs.personality &= !READ_IMPLIES_EXEC;
         attrs.no_new_privs
     };
     {
