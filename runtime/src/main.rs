@@ -4,6 +4,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
+mod audit_cmd;
 mod boot_cmd;
 mod cli;
 mod do_cmd;
@@ -60,6 +61,7 @@ fn main() {
         Command::Features => lifecycle::features::run(g),
         Command::Install(args) => install_cmd::install(args),
         Command::Uninstall(args) => install_cmd::uninstall(args),
+        Command::Audit(args) => audit_cmd::run(g, args),
     };
     match result {
         Ok(code) => std::process::exit(code),

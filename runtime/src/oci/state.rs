@@ -221,6 +221,11 @@ impl StateRoot {
 }
 
 impl Reservation {
+    /// The id of the container reserved (its folder's name).
+    pub fn id(&self) -> String {
+        self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
     pub fn control_path(&self) -> PathBuf {
         self.dir.join(CONTROL_SOCKET)
     }

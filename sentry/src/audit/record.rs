@@ -98,8 +98,6 @@ pub enum ExitReason {
     Killed,
     /// The OOM killer ended its first process.
     Oom,
-    /// A wall-clock limit ended it.
-    Timeout,
     /// husk failed.
     Error,
 }
