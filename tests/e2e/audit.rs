@@ -1,0 +1,190 @@
+//! The audit log through `husk do`: the records of a session in order,
+//! with argv and statuses; `husk audit verify` on intact and tampered
+//! logs; an exec record that outlives its process's SIGKILL; a log the
+//! guest can neither see nor write; an OOM kill's record; fail-closed.
+
+use crate::util::{husk_bin, husk_do, run, Run, TempDir};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `husk do --audit-log LOG [extra] -- sh -c script`, run in `dir`.
+fn audited(dir: &Path, log: &Path, extra: &[&str], script: &str) -> Run {
+    let mut flags = vec!["--audit-log", log.to_str().unwrap()];
+    flags.extend_from_slice(extra);
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
+    cmd.current_dir(dir);
+    run(cmd, None)
+}
+
+fn records(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn verify(log: &Path) -> Run {
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "verify"]).arg(log);
+    run(cmd, None)
+}
+
+fn types(recs: &[Value]) -> Vec<&str> {
+    recs.iter().map(|r| r["type"].as_str().unwrap()).collect()
+}
+
+fn argv(r: &Value) -> Vec<&str> {
+    r["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_session_leaves_its_records_in_order_and_the_log_verifies() {
+    let dir = TempDir::new("audit-session");
+    let d = dir.path();
+    std::fs::write(d.join("p.py"), "import sys\nprint('py', *sys.argv[1:])\n").unwrap();
+    std::fs::write(d.join("s.sh"), "#!/bin/sh\necho script \"$@\"\n").unwrap();
+    std::fs::set_permissions(d.join("s.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let log = d.join("audit.log");
+    let script = "echo hi; /usr/bin/python3 p.py one; ./s.sh a b; exit 3";
+    let mut cmd = husk_do(&["--audit-log", log.to_str().unwrap()], &["/bin/sh", "-c", script]);
+    cmd.current_dir(d).env("AUDIT_SECRET", "hunter2-value");
+    let r = run(cmd, None);
+    r.assert_code(3);
+    assert_eq!(r.stdout_str(), "hi\npy one\nscript a b\n", "{}", r.describe());
+
+    let recs = records(&log);
+    assert_eq!(
+        types(&recs),
+        [
+            "sandbox.create",
+            "process.exec",
+            "sandbox.start",
+            "process.exec",
+            "process.exit",
+            "process.exec",
+            "process.exit",
+            "process.exit",
+            "sandbox.exit"
+        ],
+        "{recs:#?}"
+    );
+    let sandbox = recs[0]["sandbox"].as_str().unwrap();
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(r["seq"], i, "{r}");
+        assert_eq!(r["sandbox"], sandbox, "{r}");
+        assert!(r["ts"].as_str().unwrap().ends_with('Z'), "{r}");
+    }
+    assert_eq!(recs[0]["config"]["audit_fail_open"], false);
+    assert_eq!(recs[0]["config"]["platform"], "ptrace");
+    assert_eq!(argv(&recs[1]), ["/bin/sh", "-c", script]);
+    assert_eq!((recs[1]["pid"].as_i64(), recs[1]["cwd"].as_str()), (Some(1), d.to_str()));
+    let py = &recs[3];
+    assert_eq!(argv(py), ["/usr/bin/python3", "p.py", "one"]);
+    assert_eq!(py["ppid"], 1);
+    assert!(py["exe"].as_str().unwrap().contains("python3"), "{py}");
+    assert_eq!((&recs[4]["pid"], &recs[4]["status"]), (&py["pid"], &Value::from(0)));
+    // A #! script: the interpreter and the script both.
+    let sh = &recs[5];
+    assert_eq!(argv(sh), ["/bin/sh", "./s.sh", "a", "b"]);
+    assert_eq!(recs[6]["pid"], sh["pid"]);
+    assert_eq!((&recs[7]["pid"], &recs[7]["status"]), (&Value::from(1), &Value::from(3)));
+    assert_eq!((&recs[8]["reason"], &recs[8]["status"]), (&Value::from("exited"), &Value::from(3)));
+    // Environment names, never values.
+    let env = py["env"].as_array().unwrap();
+    assert!(env.contains(&Value::from("AUDIT_SECRET")), "{py}");
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
+
+    let v = verify(&log);
+    v.assert_code(0);
+    assert!(v.stdout_str().contains("intact: 9 records"), "{}", v.describe());
+
+    // Tampering is named: a line deleted, a byte changed.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(4);
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let v = verify(&log);
+    v.assert_code(1);
+    assert!(v.stdout_str().contains("line 5 (seq 5): missing"), "{}", v.describe());
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[3] = lines[3].replace("p.py", "q.py");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let v = verify(&log);
+    v.assert_code(1);
+    assert!(v.stdout_str().contains("line 4 (seq 3): edited"), "{}", v.describe());
+}
+
+#[test]
+fn a_process_killed_right_after_exec_leaves_its_exec_record() {
+    let dir = TempDir::new("audit-kill");
+    let log = dir.path().join("audit.log");
+    let r = audited(dir.path(), &log, &[], "/bin/sh -c 'kill -9 $$'; echo after $?");
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "after 137\n", "{}", r.describe());
+    let recs = records(&log);
+    let exec = recs.iter().find(|r| r["type"] == "process.exec" && r["pid"] != 1).unwrap();
+    assert_eq!(argv(exec), ["/bin/sh", "-c", "kill -9 $$"]);
+    let exit = recs.iter().find(|r| r["type"] == "process.exit" && r["pid"] == exec["pid"]).unwrap();
+    assert_eq!(exit["signal"], 9, "{exit}");
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn the_guest_can_neither_see_nor_write_the_log() {
+    let dir = TempDir::new("audit-hidden");
+    let log = dir.path().join("audit.log");
+    let path = log.to_str().unwrap();
+    let script = format!(
+        "wc -c < {path}; echo forged >> {path}; for f in /proc/self/fd/* /proc/1/fd/*; do readlink $f; done; true"
+    );
+    let r = audited(dir.path(), &log, &[], &script);
+    r.assert_code(0);
+    let out = r.stdout_str();
+    assert!(out.starts_with("0\n"), "the guest read the log: {}", r.describe());
+    assert!(!out.contains("audit.log"), "a guest descriptor names the log: {out}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.lines().any(|l| l.contains("forged") && !l.contains("process.exec")), "{text}");
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn an_oom_kill_leaves_limit_memory() {
+    let dir = TempDir::new("audit-oom");
+    let log = dir.path().join("audit.log");
+    let r =
+        audited(dir.path(), &log, &["--memory-mb", "64"], "/usr/bin/python3 -c 's = b\"x\" * (256 << 20)'; echo $?");
+    assert_eq!(r.stdout_str(), "137\n", "{}", r.describe());
+    let recs = records(&log);
+    let py = recs.iter().find(|r| r["type"] == "process.exec" && r["pid"] != 1).unwrap();
+    let oom = recs.iter().find(|r| r["type"] == "limit.memory").unwrap_or_else(|| panic!("{recs:#?}"));
+    assert_eq!(oom["pid"], py["pid"], "{oom}");
+    assert_eq!(oom["limit"], 64 << 20, "{oom}");
+    assert!(oom["size"].as_u64().unwrap() > 16 << 20, "{oom}");
+    let exit = recs.iter().find(|r| r["type"] == "process.exit" && r["pid"] == py["pid"]).unwrap();
+    assert_eq!(exit["signal"], 9);
+    verify(&log).assert_code(0);
+
+    // The sandbox's first process the victim: the sandbox ends "oom".
+    let log = dir.path().join("init.log");
+    let mut cmd = husk_do(
+        &["--audit-log", log.to_str().unwrap(), "--memory-mb", "64"],
+        &["/usr/bin/python3", "-c", "s = b'x' * (256 << 20)"],
+    );
+    cmd.current_dir(dir.path());
+    run(cmd, None).assert_code(137);
+    let recs = records(&log);
+    let last = recs.last().unwrap();
+    assert_eq!((&last["type"], &last["reason"], &last["signal"]), (&"sandbox.exit".into(), &"oom".into(), &9.into()));
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn a_log_that_cannot_be_written_stops_the_sandbox_unless_failing_open() {
+    let dir = TempDir::new("audit-full");
+    let full = Path::new("/dev/full");
+    let r = audited(dir.path(), full, &[], "echo ran");
+    assert_ne!(r.code, 0);
+    assert!(!r.stdout_str().contains("ran"), "{}", r.describe());
+    assert!(r.stderr_str().contains("audit log"), "{}", r.describe());
+    let r = audited(dir.path(), full, &["--audit-fail-open"], "echo ran");
+    assert_ne!(r.code, 0, "not even failing open runs a sandbox without its sandbox.create");
+}
