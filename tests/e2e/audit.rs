@@ -1,12 +1,13 @@
 //! The audit log through `husk do`: the records of a session in order,
 //! with argv and statuses; `husk audit verify` on intact and tampered
 //! logs; an exec record that outlives its process's SIGKILL; a log the
-//! guest can neither see nor write; an OOM kill's record; fail-closed.
+//! guest can neither see nor write; an OOM kill's record; a failing log
+//! stopping the sandbox, or not with --audit-fail-open.
 
-use crate::util::{husk_bin, husk_do, run, Run, TempDir};
+use crate::util::{husk_bin, husk_do, kill_group, run, Run, TempDir, TIMEOUT};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// `husk do --audit-log LOG [extra] -- sh -c script`, run in `dir`.
 fn audited(dir: &Path, log: &Path, extra: &[&str], script: &str) -> Run {
@@ -178,13 +179,71 @@ fn an_oom_kill_leaves_limit_memory() {
 }
 
 #[test]
-fn a_log_that_cannot_be_written_stops_the_sandbox_unless_failing_open() {
+fn a_log_that_cannot_take_its_first_record_stops_the_boot() {
     let dir = TempDir::new("audit-full");
-    let full = Path::new("/dev/full");
-    let r = audited(dir.path(), full, &[], "echo ran");
-    assert_ne!(r.code, 0);
-    assert!(!r.stdout_str().contains("ran"), "{}", r.describe());
-    assert!(r.stderr_str().contains("audit log"), "{}", r.describe());
-    let r = audited(dir.path(), full, &["--audit-fail-open"], "echo ran");
-    assert_ne!(r.code, 0, "not even failing open runs a sandbox without its sandbox.create");
+    for extra in [&[][..], &["--audit-fail-open"]] {
+        let r = audited(dir.path(), Path::new("/dev/full"), extra, "echo ran");
+        assert_ne!(r.code, 0, "{}", r.describe());
+        assert!(!r.stdout_str().contains("ran"), "{}", r.describe());
+        assert!(r.stderr_str().contains("audit log"), "{}", r.describe());
+    }
+}
+
+/// Runs `read x; /bin/true; echo ran` with its log on a pipe whose
+/// reader goes away after the first three records; the guest then execs.
+/// Returns the exit code and stdout.
+fn log_reader_goes_away(extra: &[&str]) -> (i32, String) {
+    use std::io::{BufRead, Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    // A duplicate without close-on-exec, for husk to inherit.
+    let inherited = nix::unistd::dup(w.as_raw_fd()).unwrap();
+    drop(w);
+    let spec = format!("fd:{inherited}");
+    let mut flags = vec!["--audit-log", spec.as_str()];
+    flags.extend_from_slice(extra);
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", "read x; /bin/true; echo ran"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.process_group(0).spawn().unwrap();
+    nix::unistd::close(inherited).unwrap();
+    let pgid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(std::fs::File::from(r)).lines();
+        for _ in 0..3 {
+            let _ = lines.next();
+        }
+        // Dropping the reader closes the pipe's only read end.
+        let _ = tx.send(());
+    });
+    let read = rx.recv_timeout(TIMEOUT);
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(b"go\n");
+    drop(stdin);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    kill_group(pgid);
+    let status = status.unwrap_or_else(|| {
+        let _ = child.wait();
+        panic!("husk did not end")
+    });
+    assert!(read.is_ok(), "the first records never came");
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    (status.code().unwrap_or(-1), out)
+}
+
+#[test]
+fn a_failing_log_stops_the_sandbox_unless_failing_open() {
+    let (code, out) = log_reader_goes_away(&[]);
+    assert_eq!((code, out.as_str()), (125, ""), "failing closed: nothing runs unrecorded");
+    let (code, out) = log_reader_goes_away(&["--audit-fail-open"]);
+    assert_eq!((code, out.as_str()), (0, "ran\n"), "failing open: the sandbox runs on");
 }
