@@ -135,7 +135,7 @@ pub enum Command {
     Do(DoArgs),
     /// Internal: the sentry process of a sandbox.
     #[command(hide = true)]
-    Boot(BootArgs),
+    Boot(Box<BootArgs>),
     /// Internal: the gofer process of a sandbox.
     #[command(hide = true)]
     Gofer(GoferArgs),

@@ -39,7 +39,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Do(args) => do_cmd::run(g, args),
-        Command::Boot(args) => boot_cmd::run(g, args),
+        Command::Boot(args) => boot_cmd::run(g, *args),
         Command::Gofer(args) => gofer_cmd::run(args),
         Command::Syscalls(args) => syscalls_cmd::run(args),
         Command::Create(args) => lifecycle::create::run(g, args),

@@ -21,6 +21,8 @@ mod record;
 mod time;
 pub mod verify;
 mod writer;
+#[cfg(test)]
+pub(crate) use writer::tests as writer_tests;
 
 pub use record::{ExitReason, Mount, Outcome, Record, SecurityConfig};
 pub use time::rfc3339;

@@ -51,6 +51,9 @@ struct Chain {
     failed: bool,
 }
 
+/// What stops the sandbox when its log fails closed.
+pub type OnFailure = Box<dyn Fn(&AuditError) + Send + Sync>;
+
 /// The sandbox's audit log.
 pub struct AuditLog {
     sandbox: String,
@@ -58,7 +61,7 @@ pub struct AuditLog {
     chain: Mutex<Chain>,
     /// Called once, when a write fails under fail-closed: stops the
     /// sandbox (set by the boot code).
-    on_failure: OnceLock<Box<dyn Fn(&AuditError) + Send + Sync>>,
+    on_failure: OnceLock<OnFailure>,
 }
 
 /// A line: the envelope around a record, in the order the fields appear.
@@ -116,7 +119,7 @@ impl AuditLog {
 
     /// What stops the sandbox when the log fails closed; the first call
     /// wins.
-    pub fn set_on_failure(&self, f: Box<dyn Fn(&AuditError) + Send + Sync>) {
+    pub fn set_on_failure(&self, f: OnFailure) {
         let _ = self.on_failure.set(f);
     }
 

@@ -80,3 +80,58 @@ pub(super) fn exec_record(task: &Task, exe: &Arc<crate::vfs::Dentry>, argv: &[Ve
         env: envp.iter().map(|e| text(e.split(|&b| b == b'=').next().unwrap_or_default())).collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::writer_tests::Memory;
+    use crate::audit::SecurityConfig;
+    use crate::auth::Credentials;
+    use crate::kernel::FsContext;
+    use crate::mm::{MemoryFile, MemoryManager};
+    use crate::testing::{self, Idle};
+
+    /// A kernel keeping its log in memory, and its first thread.
+    fn kernel() -> (Arc<Kernel>, Arc<Thread>, Memory) {
+        let memory = Arc::new(MemoryFile::new(1 << 20).unwrap());
+        let kernel = testing::kernel(memory.clone());
+        let sink = Memory::default();
+        let log = AuditLog::open("k", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap();
+        kernel.set_audit_log(Arc::new(log));
+        let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 30));
+        let fs = Arc::new(FsContext::new(kernel.mounts.root(), kernel.mounts.root()));
+        let thread = Arc::new(Thread::new_init(7, Credentials::new(1000, 100), mm, fs));
+        *thread.comm.lock() = b"prog".to_vec();
+        (kernel, thread, sink)
+    }
+
+    fn lines(sink: &Memory) -> Vec<serde_json::Value> {
+        let bytes = sink.bytes.lock().clone();
+        bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn an_unimplemented_call_is_recorded_once_per_number() {
+        let (kernel, thread, sink) = kernel();
+        kernel.report_unimplemented(153, "vhangup", &thread);
+        kernel.report_unimplemented(153, "vhangup", &thread);
+        let recs = lines(&sink);
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        let r = &recs[1];
+        assert_eq!(
+            (&r["type"], &r["nr"], &r["name"]),
+            (&"syscall.unimplemented".into(), &153.into(), &"vhangup".into())
+        );
+        assert_eq!((&r["pid"], &r["comm"]), (&7.into(), &"prog".into()));
+    }
+
+    #[test]
+    fn an_oom_kill_is_recorded_with_the_limit_and_remembered() {
+        let (kernel, thread, sink) = kernel();
+        kernel.oom_killing(&thread, 4096);
+        let r = &lines(&sink)[1];
+        assert_eq!((&r["type"], &r["pid"], &r["size"]), (&"limit.memory".into(), &7.into(), &4096.into()));
+        assert_eq!(r["limit"], 1 << 20);
+        assert!(kernel.was_oom_killed(7) && !kernel.was_oom_killed(8));
+    }
+}
