@@ -159,6 +159,11 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 sandbox,
                 fail_open: g.audit_fail_open,
                 rootfs: args.audit_rootfs,
+                watch: if g.audit_watch.is_empty() {
+                    husk_sentry::audit::glob::DEFAULT_WATCH.iter().map(|g| g.to_string()).collect()
+                } else {
+                    g.audit_watch.clone()
+                },
             }),
             _ => None,
         },

@@ -72,6 +72,12 @@ pub struct GlobalArgs {
     /// stops otherwise); the choice is in the log.
     #[arg(long, global = true)]
     pub audit_fail_open: bool,
+    /// Record creations, removals, renames, chmods, truncations and first
+    /// writes of the paths matching GLOB (repeatable; `**` crosses
+    /// folders). Default: /etc/**, /root/**, /home/*/.ssh/**,
+    /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
+    #[arg(long, global = true, value_name = "GLOB")]
+    pub audit_watch: Vec<String>,
 }
 
 /// A grace period in seconds: from 0 to a day.

@@ -2,7 +2,8 @@
 //! with argv and statuses; `husk audit verify` on intact and tampered
 //! logs; an exec record that outlives its process's SIGKILL; a log the
 //! guest can neither see nor write; an OOM kill's record; a failing log
-//! stopping the sandbox, or not with --audit-fail-open.
+//! stopping the sandbox, or not with --audit-fail-open; changes to
+//! watched paths.
 
 use crate::util::{husk_bin, husk_do, kill_group, run, Run, TempDir, TIMEOUT};
 use serde_json::Value;
@@ -46,8 +47,10 @@ fn a_session_leaves_its_records_in_order_and_the_log_verifies() {
     std::fs::set_permissions(d.join("s.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let log = d.join("audit.log");
     let script = "echo hi; /usr/bin/python3 p.py one; ./s.sh a b; exit 3";
-    let mut cmd = husk_do(&["--audit-log", log.to_str().unwrap()], &["/bin/sh", "-c", script]);
-    cmd.current_dir(d).env("AUDIT_SECRET", "hunter2-value");
+    // (Only /etc watched, and no bytecode written: no file.* records.)
+    let flags = ["--audit-log", log.to_str().unwrap(), "--audit-watch", "/etc/**"];
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
+    cmd.current_dir(d).env("AUDIT_SECRET", "hunter2-value").env("PYTHONDONTWRITEBYTECODE", "1");
     let r = run(cmd, None);
     r.assert_code(3);
     assert_eq!(r.stdout_str(), "hi\npy one\nscript a b\n", "{}", r.describe());
@@ -246,4 +249,46 @@ fn a_failing_log_stops_the_sandbox_unless_failing_open() {
     assert_eq!((code, out.as_str()), (125, ""), "failing closed: nothing runs unrecorded");
     let (code, out) = log_reader_goes_away(&["--audit-fail-open"]);
     assert_eq!((code, out.as_str()), (0, "ran\n"), "failing open: the sandbox runs on");
+}
+
+#[test]
+fn changes_to_watched_paths_are_recorded() {
+    let dir = TempDir::new("audit-files");
+    let log = dir.path().join("audit.log");
+    // /etc is watched by default (writes stay in the sandbox's memory);
+    // /tmp is not, unless asked for.
+    let script = "echo x > /etc/probe; echo y >> /etc/probe; chmod 600 /etc/probe; truncate -s 1 /etc/probe; \
+                  mv /etc/probe /etc/probe2; rm /etc/probe2; echo z > /tmp/scratch; rm /tmp/scratch";
+    audited(dir.path(), &log, &[], script).assert_code(0);
+    let recs = records(&log);
+    let files: Vec<(&str, &str)> = recs
+        .iter()
+        .filter(|r| r["type"].as_str().unwrap().starts_with("file."))
+        .map(|r| (r["type"].as_str().unwrap(), r["path"].as_str().or(r["from"].as_str()).unwrap()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("file.create", "/etc/probe"),
+            ("file.write", "/etc/probe"),
+            ("file.write", "/etc/probe"),
+            ("file.chmod", "/etc/probe"),
+            ("file.truncate", "/etc/probe"),
+            ("file.rename", "/etc/probe"),
+            ("file.unlink", "/etc/probe2"),
+        ],
+        "{recs:#?}"
+    );
+    let chmod = recs.iter().find(|r| r["type"] == "file.chmod").unwrap();
+    assert_eq!(chmod["mode"], 0o600);
+    let rename = recs.iter().find(|r| r["type"] == "file.rename").unwrap();
+    assert_eq!(rename["to"], "/etc/probe2");
+    verify(&log).assert_code(0);
+
+    let log = dir.path().join("tmp.log");
+    audited(dir.path(), &log, &["--audit-watch", "/tmp/**"], script).assert_code(0);
+    let recs = records(&log);
+    assert!(recs.iter().any(|r| r["type"] == "file.unlink" && r["path"] == "/tmp/scratch"), "{recs:#?}");
+    assert!(!recs.iter().any(|r| r["path"] == "/etc/probe2"), "only what --audit-watch names");
+    assert_eq!(recs[0]["config"]["watch"], serde_json::json!(["/tmp/**"]));
 }

@@ -17,6 +17,7 @@
 //! `audit` the same way. A new kind of record is one more variant of
 //! `Record`.
 
+pub mod glob;
 mod record;
 mod time;
 pub mod verify;

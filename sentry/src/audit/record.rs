@@ -70,6 +70,24 @@ pub enum Record {
     /// number per sandbox).
     #[serde(rename = "syscall.unimplemented")]
     SyscallUnimplemented { nr: u64, name: String, pid: i32, comm: String },
+    /// A watched file is created (before it is).
+    #[serde(rename = "file.create")]
+    FileCreate { pid: i32, path: String },
+    /// A watched name is removed (before it is).
+    #[serde(rename = "file.unlink")]
+    FileUnlink { pid: i32, path: String },
+    /// A watched name is renamed, or another renamed over it.
+    #[serde(rename = "file.rename")]
+    FileRename { pid: i32, from: String, to: String },
+    /// A watched file's permissions change.
+    #[serde(rename = "file.chmod")]
+    FileChmod { pid: i32, path: String, mode: u32 },
+    /// A watched file is truncated.
+    #[serde(rename = "file.truncate")]
+    FileTruncate { pid: i32, path: String, length: u64 },
+    /// The first write through one open description of a watched file.
+    #[serde(rename = "file.write")]
+    FileWrite { pid: i32, path: String },
 }
 
 impl Record {
@@ -118,6 +136,8 @@ pub struct SecurityConfig {
     /// `overlay` (writes kept in the sandbox's memory) or `read-only`.
     pub root_mode: String,
     pub mounts: Vec<Mount>,
+    /// The globs of the paths whose changes are recorded (`file.*`).
+    pub watch: Vec<String>,
     /// Whether the sandbox runs on when the log cannot be written.
     pub audit_fail_open: bool,
 }

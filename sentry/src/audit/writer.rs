@@ -62,6 +62,8 @@ pub struct AuditLog {
     /// Called once, when a write fails under fail-closed: stops the
     /// sandbox (set by the boot code).
     on_failure: OnceLock<OnFailure>,
+    /// The globs of watched paths.
+    watch: Vec<Vec<u8>>,
 }
 
 /// A line: the envelope around a record, in the order the fields appear.
@@ -99,7 +101,9 @@ impl AuditLog {
         let nonce = random_nonce().map_err(|e| AuditError(format!("a random nonce: {e}")))?;
         let prev = sha256_hex(nonce.as_bytes());
         config.audit_fail_open = fail_open;
+        let watch = config.watch.iter().map(|g| g.as_bytes().to_vec()).collect();
         let log = AuditLog {
+            watch,
             sandbox: sandbox.to_string(),
             fail_open,
             chain: Mutex::new(Chain { sink, seq: 0, prev, failed: false }),
@@ -123,8 +127,9 @@ impl AuditLog {
         let _ = self.on_failure.set(f);
     }
 
-    pub fn fail_open(&self) -> bool {
-        self.fail_open
+    /// Whether changes to `path` (absolute, in the guest) are recorded.
+    pub fn watches(&self, path: &[u8]) -> bool {
+        self.watch.iter().any(|g| super::glob::matches(g, path))
     }
 
     /// Appends `record`. An error means the record is not in the log and

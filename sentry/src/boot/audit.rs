@@ -23,10 +23,12 @@ pub struct AuditConfig {
     pub fail_open: bool,
     /// The host directory of the root filesystem, for `sandbox.create`.
     pub rootfs: String,
+    /// The globs of the paths whose changes are recorded.
+    pub watch: Vec<String>,
 }
 
 /// The security configuration `cfg` gives the sandbox.
-fn security_config(cfg: &BootConfig, rootfs: &str) -> SecurityConfig {
+fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> SecurityConfig {
     let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let mount = |p: &[u8], kind: &str| Mount { path: text(p), kind: kind.into() };
     let binds = cfg.binds.iter().map(|b| mount(&b.path, if b.file { "bind-file" } else { "bind" }));
@@ -41,6 +43,7 @@ fn security_config(cfg: &BootConfig, rootfs: &str) -> SecurityConfig {
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
+        watch: watch.to_vec(),
         audit_fail_open: false,
     }
 }
@@ -49,7 +52,7 @@ fn security_config(cfg: &BootConfig, rootfs: &str) -> SecurityConfig {
 /// the boot, whatever the fail-open choice.
 pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootError> {
     let Some(a) = cfg.audit.take() else { return Ok(None) };
-    let config = security_config(cfg, &a.rootfs);
+    let config = security_config(cfg, &a.rootfs, &a.watch);
     let sink = Box::new(std::fs::File::from(a.sink));
     let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
     log.set_on_failure(Box::new(|e| {
