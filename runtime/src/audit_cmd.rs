@@ -4,10 +4,12 @@
 
 use crate::cli::{AuditArgs, AuditCommand, GlobalArgs};
 use anyhow::{bail, Context as _};
+use husk_sentry::audit::{ExitReason, Outcome, Record};
 use std::ffi::OsString;
 use std::io::Read as _;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The folder under --root that keeps containers' logs, which outlive
 /// the containers (`husk run` deletes its container as it ends). Its `@`
@@ -74,7 +76,40 @@ pub fn new_sandbox_id() -> anyhow::Result<String> {
     Ok(format!("do-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
+/// Where the log of container `id` is, when it is a file: --audit-log
+/// PATH, or the container's own.
+pub fn container_log_path(g: &GlobalArgs, id: &str) -> Option<PathBuf> {
+    match &g.audit_log {
+        Some(spec) if spec.starts_with("fd:") => None,
+        Some(spec) => std::path::absolute(spec).ok(),
+        None => Some(container_log(&g.root, id)),
+    }
+}
+
+/// Closes the log at `path` when its sentry was killed (SIGKILL, from
+/// outside) before it could: `sandbox.exit` with reason `timeout` when
+/// the grace period after a SIGTERM ran out, else `killed`.
+pub fn close_if_killed(path: Option<&Path>, status: std::process::ExitStatus, timed_out: &AtomicBool) {
+    use std::os::unix::process::ExitStatusExt;
+    let (Some(path), Some(libc::SIGKILL)) = (path, status.signal()) else { return };
+    let reason = if timed_out.load(Ordering::SeqCst) { ExitReason::Timeout } else { ExitReason::Killed };
+    let record = Record::SandboxExit {
+        reason,
+        outcome: Some(Outcome::Signal(libc::SIGKILL)),
+        error: None,
+        closed_by: Some("runtime".into()),
+    };
+    if let Err(e) = husk_sentry::audit::close_after_kill(path, &record) {
+        log::warn!("{e}");
+    }
+}
+
 impl Sink {
+    /// The log's host path, once it is handed over.
+    pub fn into_path(self) -> Option<PathBuf> {
+        self.host_path
+    }
+
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }

@@ -61,10 +61,11 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let keep: Vec<i32> = std::iter::once(sentry_end.as_raw_fd()).chain(audit.iter().map(|s| s.raw_fd())).collect();
     let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
     drop(sentry_end);
-    drop(audit);
-    forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
+    let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
+    let timed_out = forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
 
     let status = sentry.wait().context("waiting for the sentry")?;
+    crate::audit_cmd::close_if_killed(log_path.as_deref(), status, &timed_out);
     let gofer_status = gofer.wait().context("waiting for the gofer")?;
     // (A gofer killed with the sandbox, by us, is no news.)
     if !gofer_status.success() && gofer_status.signal() != Some(libc::SIGKILL) {

@@ -292,3 +292,44 @@ fn changes_to_watched_paths_are_recorded() {
     assert!(!recs.iter().any(|r| r["path"] == "/etc/probe2"), "only what --audit-watch names");
     assert_eq!(recs[0]["config"]["watch"], serde_json::json!(["/tmp/**"]));
 }
+
+#[test]
+fn a_sandbox_killed_after_its_grace_period_has_its_log_closed_by_the_runtime() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("audit-grace");
+    let log = dir.path().join("audit.log");
+    let flags = ["--audit-log", log.to_str().unwrap(), "--kill-grace", "0.5"];
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", "trap '' TERM; echo ready; read x"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let pgid = child.id();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap()), nix::sys::signal::SIGTERM)
+        .unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    kill_group(pgid);
+    let status = status.unwrap_or_else(|| {
+        let _ = child.wait();
+        panic!("husk did not end")
+    });
+    assert_eq!(status.code(), Some(137));
+    let recs = records(&log);
+    let last = recs.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["reason"], &last["signal"]),
+        (&"sandbox.exit".into(), &"timeout".into(), &9.into())
+    );
+    assert_eq!(last["closed_by"], "runtime");
+    verify(&log).assert_code(0);
+}

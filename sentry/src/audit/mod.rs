@@ -27,4 +27,4 @@ pub(crate) use writer::tests as writer_tests;
 
 pub use record::{ExitReason, Mount, Outcome, Record, SecurityConfig};
 pub use time::rfc3339;
-pub use writer::{AuditError, AuditLog, Sink};
+pub use writer::{close_after_kill, AuditError, AuditLog, Sink};

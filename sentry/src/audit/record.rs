@@ -30,6 +30,10 @@ pub enum Record {
         /// What went wrong, for reason `error`.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// `runtime` when the sentry was killed before it could close the
+        /// log, and the runtime closed it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        closed_by: Option<String>,
     },
     /// A process replaced its image; written before the new image runs.
     #[serde(rename = "process.exec")]
@@ -116,6 +120,8 @@ pub enum ExitReason {
     Killed,
     /// The OOM killer ended its first process.
     Oom,
+    /// It outlived the grace period after a SIGTERM and was killed.
+    Timeout,
     /// husk failed.
     Error,
 }
@@ -158,7 +164,12 @@ mod tests {
     fn records_serialize_with_their_type_and_flat_outcomes() {
         let exit = Record::ProcessExit { pid: 3, outcome: Outcome::Signal(9) };
         assert_eq!(serde_json::to_string(&exit).unwrap(), r#"{"type":"process.exit","pid":3,"signal":9}"#);
-        let exit = Record::SandboxExit { reason: ExitReason::Exited, outcome: Some(Outcome::Status(2)), error: None };
+        let exit = Record::SandboxExit {
+            reason: ExitReason::Exited,
+            outcome: Some(Outcome::Status(2)),
+            error: None,
+            closed_by: None,
+        };
         assert_eq!(serde_json::to_string(&exit).unwrap(), r#"{"type":"sandbox.exit","reason":"exited","status":2}"#);
         let start = Record::SandboxStart {};
         assert_eq!(serde_json::to_string(&start).unwrap(), r#"{"type":"sandbox.start"}"#);

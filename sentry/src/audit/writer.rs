@@ -173,6 +173,30 @@ impl AuditLog {
     }
 }
 
+/// Closes the log at `path` of a sandbox whose sentry was killed before
+/// it could: appends `record` (a `sandbox.exit`) to the chain. Only a log
+/// that verifies up to its end and is still open is extended; a closed
+/// one is left as it is.
+pub fn close_after_kill(path: &std::path::Path, record: &Record) -> Result<(), AuditError> {
+    let fail = |e: std::io::Error| AuditError(format!("{}: {e}", path.display()));
+    let data = std::fs::read(path).map_err(fail)?;
+    match super::verify::verify(&data) {
+        Ok(_) => return Ok(()),
+        Err(d) if d.what.starts_with("open") => {}
+        Err(d) => return Err(AuditError(format!("{}: not extended: {d}", path.display()))),
+    }
+    let last = data[..data.len().saturating_sub(1)].rsplit(|&b| b == b'\n').next().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_slice(last).map_err(|e| AuditError(e.to_string()))?;
+    let seq = v.get("seq").and_then(serde_json::Value::as_u64).unwrap_or_default() + 1;
+    let sandbox = v.get("sandbox").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let prev = sha256_hex(last);
+    let line = Line { ts: rfc3339(SystemTime::now()), sandbox, seq, record, prev: &prev };
+    let mut bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
+    bytes.push(b'\n');
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(fail)?;
+    f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(fail)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -207,8 +231,13 @@ pub(crate) mod tests {
         for pid in 1..4 {
             log.write(&Record::ProcessExit { pid, outcome: Outcome::Status(pid) }).unwrap();
         }
-        log.write(&Record::SandboxExit { reason: ExitReason::Exited, outcome: Some(Outcome::Status(0)), error: None })
-            .unwrap();
+        log.write(&Record::SandboxExit {
+            reason: ExitReason::Exited,
+            outcome: Some(Outcome::Status(0)),
+            error: None,
+            closed_by: None,
+        })
+        .unwrap();
         let bytes = sink.bytes.lock().clone();
         bytes
     }
@@ -234,6 +263,36 @@ pub(crate) mod tests {
                 && text.contains(r#","sandbox":"sb1","seq":2,"type":"process.exit","pid":1,"status":1,"prev":""#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_log_left_open_is_closed_by_the_runtime_and_verifies() {
+        let full = sample();
+        let open: Vec<u8> = {
+            let cut = full[..full.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            full[..cut].to_vec()
+        };
+        let path = std::env::temp_dir().join(format!("husk-audit-close-{}", std::process::id()));
+        std::fs::write(&path, &open).unwrap();
+        let exit = Record::SandboxExit {
+            reason: ExitReason::Timeout,
+            outcome: Some(Outcome::Signal(9)),
+            error: None,
+            closed_by: Some("runtime".into()),
+        };
+        close_after_kill(&path, &exit).unwrap();
+        let closed = std::fs::read(&path).unwrap();
+        let summary = crate::audit::verify::verify(&closed).unwrap();
+        assert_eq!((summary.records, summary.exit.as_str()), (6, "timeout, signal 9"));
+        // Closed already: left alone; broken: refused.
+        close_after_kill(&path, &exit).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), closed);
+        let mut broken = open.clone();
+        broken[10] ^= 1;
+        std::fs::write(&path, &broken).unwrap();
+        assert!(close_after_kill(&path, &exit).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), broken);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -77,9 +77,14 @@ pub(super) fn reason(status: ExitStatus, oom: bool) -> ExitReason {
 pub(super) fn close(log: &AuditLog, result: &Result<(ExitStatus, ExitReason), BootError>) {
     let record = match result {
         Ok((status, reason)) => {
-            Record::SandboxExit { reason: *reason, outcome: Some(Outcome::from(*status)), error: None }
+            Record::SandboxExit { reason: *reason, outcome: Some(Outcome::from(*status)), error: None, closed_by: None }
         }
-        Err(e) => Record::SandboxExit { reason: ExitReason::Error, outcome: None, error: Some(e.to_string()) },
+        Err(e) => Record::SandboxExit {
+            reason: ExitReason::Error,
+            outcome: None,
+            error: Some(e.to_string()),
+            closed_by: None,
+        },
     };
     // A failure has stopped the sandbox already (or is let pass).
     let _ = log.write(&record);
