@@ -25,6 +25,8 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         bail!("root filesystem {} is not a directory", rootfs.display());
     }
     let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
+    // Opened before anything starts: a log that cannot be had stops here.
+    let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
     let (sentry_end, gofer_end) = seqpacket_pair()?;
 
     let gofer_args: Vec<OsString> = vec![
@@ -49,7 +51,6 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         vec!["boot".into(), "--gofer-fd".into(), sentry_end.as_raw_fd().to_string().into()];
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
     boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into()]);
-    let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
     if let Some(sink) = &audit {
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &[]));
     }
