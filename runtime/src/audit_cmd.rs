@@ -93,6 +93,12 @@ pub fn close_if_killed(path: Option<&Path>, status: std::process::ExitStatus, ti
     use std::os::unix::process::ExitStatusExt;
     let (Some(path), Some(libc::SIGKILL)) = (path, status.signal()) else { return };
     let reason = if timed_out.load(Ordering::SeqCst) { ExitReason::Timeout } else { ExitReason::Killed };
+    close_killed(path, reason);
+}
+
+/// Closes the log at `path` of a sentry killed from outside with
+/// `sandbox.exit` (`reason`, SIGKILL), unless the sentry closed it.
+pub fn close_killed(path: &Path, reason: ExitReason) {
     let record = Record::SandboxExit {
         reason,
         outcome: Some(Outcome::Signal(libc::SIGKILL)),

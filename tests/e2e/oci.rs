@@ -756,3 +756,24 @@ fn a_container_keeps_an_audit_log_that_outlives_it() {
     v.assert_code(0);
     assert!(v.stdout_str().contains(&format!("5 records of sandbox {id}")), "{}", v.describe());
 }
+
+#[test]
+fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
+    let oci = Oci::new(&["sh", "-c", "echo started; while :; do sleep 0.05; done"], serde_json::json!({}));
+    let id = unique("auditkill");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "started");
+    oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.husk(&["delete", &id]).assert_code(0);
+    let show = oci.husk(&["audit", "show", &id]);
+    let last: serde_json::Value = serde_json::from_str(show.stdout_str().lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["type"], &last["reason"], &last["signal"]),
+        (&"sandbox.exit".into(), &"killed".into(), &9.into())
+    );
+    assert_eq!(last["closed_by"], "runtime");
+    let copy = oci.dir.path().join("killed.log");
+    std::fs::write(&copy, show.stdout).unwrap();
+    oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
+}

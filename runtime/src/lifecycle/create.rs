@@ -102,6 +102,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
         cgroup: sandbox.cgroup.as_ref().map(|c| c.path().to_path_buf()),
         cgroup_owned: sandbox.cgroup.as_ref().is_some_and(Cgroup::owned),
+        audit_log: crate::audit_cmd::container_log_path(g, &args.id),
     };
     let container = match reservation.commit(record) {
         Ok(c) => c,

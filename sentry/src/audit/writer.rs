@@ -176,10 +176,15 @@ impl AuditLog {
 /// Closes the log at `path` of a sandbox whose sentry was killed before
 /// it could: appends `record` (a `sandbox.exit`) to the chain. Only a log
 /// that verifies up to its end and is still open is extended; a closed
-/// one is left as it is.
+/// one is left as it is. Two runtimes closing it at once (`husk run` and
+/// `husk kill`) take turns under an exclusive lock.
 pub fn close_after_kill(path: &std::path::Path, record: &Record) -> Result<(), AuditError> {
     let fail = |e: std::io::Error| AuditError(format!("{}: {e}", path.display()));
-    let data = std::fs::read(path).map_err(fail)?;
+    let file = std::fs::OpenOptions::new().read(true).append(true).open(path).map_err(fail)?;
+    let mut f = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| fail(std::io::Error::from_raw_os_error(e as i32)))?;
+    let mut data = Vec::new();
+    f.read_to_end(&mut data).map_err(fail)?;
     match super::verify::verify(&data) {
         Ok(_) => return Ok(()),
         Err(d) if d.what.starts_with("open") => {}
@@ -193,7 +198,6 @@ pub fn close_after_kill(path: &std::path::Path, record: &Record) -> Result<(), A
     let line = Line { ts: rfc3339(SystemTime::now()), sandbox, seq, record, prev: &prev };
     let mut bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
     bytes.push(b'\n');
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(fail)?;
     f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(fail)
 }
 
