@@ -225,7 +225,7 @@ fn exited_unreaped(pid: u32) -> bool {
     r == 0 && unsafe { info.si_pid() } != 0
 }
 
-fn kill_group(pgid: u32) {
+pub fn kill_group(pgid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };

@@ -67,6 +67,9 @@ pub fn execve(
         open_exec_dentry(task, d)
     };
     let loaded = loader::load(&mm, &open, path, argv, &envp, &ids)?;
+    // Recorded before the new image can run; a record the log cannot
+    // take (failing closed) leaves the old image in place.
+    kernel.audit(|| super::audit::exec_record(task, &loaded.exe.dentry, &loaded.argv, &envp))?;
 
     // The point of no return.
     end_other_threads(task);

@@ -1,6 +1,7 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
+pub mod audit;
 pub mod cputime;
 pub mod exec;
 pub mod extensions;
@@ -107,6 +108,10 @@ pub struct Kernel {
     /// The syscall layer's table, registered at start-up.
     syscall_table: std::sync::OnceLock<&'static [Syscall]>,
     syscall_observers: syscall_hooks::Observers,
+    /// The sandbox's audit log, when it keeps one (set at boot).
+    audit_log: OnceLock<Arc<crate::audit::AuditLog>>,
+    /// The processes the OOM killer ended.
+    oom_killed: Mutex<HashSet<i32>>,
 }
 
 impl Kernel {
@@ -152,6 +157,8 @@ impl Kernel {
             oom_pending: Mutex::new(None),
             syscall_table: std::sync::OnceLock::new(),
             syscall_observers: syscall_hooks::Observers::default(),
+            audit_log: OnceLock::new(),
+            oom_killed: Mutex::new(HashSet::new()),
         }
     }
 
@@ -234,10 +241,17 @@ impl Kernel {
         self.threads.lock().groups.get(&tgid).cloned()
     }
 
-    /// Reports an unimplemented system call once per number.
-    pub fn report_unimplemented(&self, nr: usize, name: &str) {
+    /// Reports an unimplemented system call once per number, in the debug
+    /// log and the audit log, with the process `caller` that made it.
+    pub fn report_unimplemented(&self, nr: usize, name: &str, caller: &Thread) {
         if self.unimplemented_seen.lock().insert(nr) {
             log::info!("unimplemented system call {name} ({nr}): returning ENOSYS");
+            let _ = self.audit(|| crate::audit::Record::SyscallUnimplemented {
+                nr: u64::try_from(nr).unwrap_or(u64::MAX),
+                name: name.to_string(),
+                pid: caller.tgid,
+                comm: String::from_utf8_lossy(&caller.comm.lock()).into_owned(),
+            });
         }
     }
 

@@ -234,6 +234,8 @@ impl Task {
                 k.session_ended(tgid);
             }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
+            // Before the parent can learn of it (and act on it).
+            let _ = k.audit(|| crate::audit::Record::ProcessExit { pid: tgid, outcome: status.into() });
             let uid = self.thread.creds().uid;
             let mut told = Vec::new();
             let moved = k.procs.exit(tgid, status, |parent, moved| {
@@ -294,6 +296,9 @@ impl Task {
                 let target = k.thread(victim);
                 let comm = target.as_ref().map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned());
                 log::warn!("out of memory: killed process {victim} ({})", comm.unwrap_or_default());
+                if let Some(t) = &target {
+                    k.oom_killing(t, t.mm().resident_bytes());
+                }
                 let mm = target.map(|t| Arc::downgrade(&t.mm()));
                 k.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
                 let Some(mm) = mm.filter(|_| victim != self.thread.tgid) else { return };
