@@ -238,7 +238,11 @@ fn start_sentry(
     let listener = OwnedFd::from(control::listen(&res.control_path()).context("binding the control socket")?);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
     let env = env_file(&launch.env)?;
-    let netns = launch.netns.as_deref().map(open_netns).transpose()?;
+    let netns = match (&launch.netns, launch.fresh_netns) {
+        (Some(path), _) => Some(open_netns(path)?),
+        (None, true) => Some(fresh_netns()?),
+        (None, false) => None,
+    };
     let (root_end, bind_ends) = ends.split_first().context("no root gofer")?;
     // Every descriptor the sentry inherits, with the flag that names it.
     let mut fds: Vec<(&str, &OwnedFd)> =
@@ -333,6 +337,21 @@ fn open_netns(path: &std::path::Path) -> anyhow::Result<OwnedFd> {
         bail!("network namespace {}: not a namespace file", path.display());
     }
     Ok(OwnedFd::from(f))
+}
+
+/// A new network namespace, for a spec that asks for one without naming
+/// it: the sentry joins it, so that it is the namespace a container
+/// engine's hooks wire (they find it through the sentry's pid) and the one
+/// the egress gateway's sockets leave from. It is made on a thread of its
+/// own, which alone enters it.
+fn fresh_netns() -> anyhow::Result<OwnedFd> {
+    std::thread::spawn(|| -> anyhow::Result<OwnedFd> {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).context("creating a network namespace")?;
+        let f = std::fs::File::open("/proc/thread-self/ns/net").context("opening the new network namespace")?;
+        Ok(OwnedFd::from(f))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("creating a network namespace: the thread failed"))?
 }
 
 /// The guest's environment in a memory file for `--env-fd`, read from its

@@ -45,6 +45,9 @@ pub struct Launch {
     pub readonly_paths: Vec<String>,
     /// linux.namespaces' network path: the sentry joins it.
     pub netns: Option<PathBuf>,
+    /// linux.namespaces has a network namespace without a path: a new one
+    /// (the sentry's outer namespace, which an engine's hooks wire).
+    pub fresh_netns: bool,
     pub args: Vec<String>,
     pub env: Vec<String>,
     pub cwd: String,
@@ -112,6 +115,7 @@ impl Bundle {
             readonly: root.readonly().unwrap_or(false),
             binds: self.binds()?,
             netns: self.netns(),
+            fresh_netns: self.fresh_netns(),
             tmpfs: self.tmpfs()?,
             masked_paths: spec.linux().as_ref().and_then(|l| l.masked_paths().clone()).unwrap_or_default(),
             readonly_paths: spec.linux().as_ref().and_then(|l| l.readonly_paths().clone()).unwrap_or_default(),
@@ -208,6 +212,11 @@ impl Bundle {
         let namespaces = self.spec.linux().as_ref()?.namespaces().as_ref()?;
         let net = namespaces.iter().find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network)?;
         net.path().clone()
+    }
+
+    fn fresh_netns(&self) -> bool {
+        let Some(namespaces) = self.spec.linux().as_ref().and_then(|l| l.namespaces().as_ref()) else { return false };
+        namespaces.iter().any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none())
     }
 }
 

@@ -37,14 +37,24 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> Security
     let readonly = cfg.readonly_paths.iter().map(|p| mount(p, "read-only"));
     SecurityConfig {
         platform: "ptrace".into(),
-        // The sandbox's own stack: loopback only, nothing else reachable.
-        network: "loopback".into(),
+        network: network_summary(&cfg.network),
         memory_limit: cfg.memory_limit,
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
         audit_fail_open: false,
+    }
+}
+
+/// The network mode and, with a gateway, its policy's rules.
+fn network_summary(network: &super::Network) -> String {
+    let list = |rules: &[husk_netstack::egress::Rule]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    match network {
+        super::Network::None => "none".into(),
+        super::Network::Sandbox(p) => {
+            format!("sandbox; egress allow [{}] deny [{}]", list(p.allow_rules()), list(p.deny_rules()))
+        }
     }
 }
 

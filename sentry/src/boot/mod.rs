@@ -195,13 +195,16 @@ fn boot_with(
         crate::boot::confine::join_network(ns)?;
     }
     // The gateway's thread stays in the outer network namespace when the
-    // sentry leaves it.
-    if let Network::Sandbox(policy) = cfg.network {
-        let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
-            .map_err(BootError::Egress)?;
-        kernel.ext::<Egress>().install(Gateway::new(policy, outer));
-        husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
-    }
+    // sentry leaves it; whether the sandbox gets a way out is decided when
+    // its init starts (see `Uplink`).
+    let uplink = match cfg.network {
+        Network::Sandbox(policy) => {
+            let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
+                .map_err(BootError::Egress)?;
+            Some(Uplink::new(Gateway::new(policy, outer)))
+        }
+        Network::None => None,
+    };
     crate::boot::confine::isolate(!joined)?;
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
@@ -217,11 +220,66 @@ fn boot_with(
         .name("task-1".into())
         .stack_size(8 << 20)
         .spawn(move || {
-            let r = run_init(k, init, stdio_names, life);
+            let r = run_init(k, init, stdio_names, life, uplink);
             let _ = tx.send(r);
         })
         .map_err(BootError::Thread)?;
     rx.recv().map_err(|_| BootError::Lost)?
+}
+
+/// The sandbox's way out, connected when its init starts: only then has a
+/// container engine wired the outer network namespace (its hooks run
+/// after `create`). An outer namespace with no route but loopback's (an
+/// engine's `--network none`) leaves the sandbox loopback alone, as runsc
+/// mirrors the interfaces it finds.
+struct Uplink {
+    gateway: Gateway,
+    /// The outer namespace's `/proc/net/route`, opened before the sentry
+    /// leaves the host's filesystem; read again when the init starts.
+    routes: Option<std::fs::File>,
+}
+
+impl Uplink {
+    fn new(gateway: Gateway) -> Uplink {
+        let routes = std::fs::File::open("/proc/thread-self/net/route");
+        if let Err(e) = &routes {
+            log::warn!("the outer network namespace's routes cannot be read ({e}): the sandbox gets loopback alone");
+        }
+        Uplink { gateway, routes: routes.ok() }
+    }
+
+    /// Installs the gateway and the sandbox's interface, if the outer
+    /// namespace routes anywhere.
+    fn connect(self, kernel: &Kernel) {
+        let table = self.routes.and_then(|f| read_from_start(&f)).unwrap_or_default();
+        if !routes_beyond_loopback(&table) {
+            log::info!("the outer network namespace has no route but loopback's: the sandbox gets loopback alone");
+            return;
+        }
+        kernel.ext::<Egress>().install(self.gateway);
+        husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
+    }
+}
+
+/// The whole text of `f`, read from its start (a procfs file regenerates
+/// its contents on each pass).
+fn read_from_start(f: &std::fs::File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = f.read_at(&mut buf, u64::try_from(text.len()).ok()?).ok()?;
+        if n == 0 {
+            return String::from_utf8(text).ok();
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Whether a `/proc/net/route` text has a route through an interface other
+/// than `lo`.
+fn routes_beyond_loopback(table: &str) -> bool {
+    table.lines().skip(1).filter_map(|l| l.split_whitespace().next()).any(|iface| iface != "lo")
 }
 
 /// The netstack's socket buffers, charged to the sandbox's memory.
@@ -387,11 +445,15 @@ fn run_init(
     spec: ProcessSpec,
     stdio_names: [String; 3],
     life: Option<Arc<Lifecycle>>,
+    uplink: Option<Uplink>,
 ) -> Result<(ExitStatus, crate::audit::ExitReason), BootError> {
     let process = launch::load(&kernel, spec, &stdio_names)?;
     if let Some(l) = life {
         l.report(Ok(()));
         l.wait_start();
+    }
+    if let Some(u) = uplink {
+        u.connect(&kernel);
     }
     kernel.audit(|| crate::audit::Record::SandboxStart {}).map_err(|_| BootError::AuditStart)?;
     let pid = process.pid;
@@ -428,7 +490,18 @@ fn guest_name_of_host_fd(host: Option<&str>, i: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::guest_name_of_host_fd;
+    use super::{guest_name_of_host_fd, routes_beyond_loopback};
+
+    #[test]
+    fn an_uplink_is_a_route_through_an_interface_but_lo() {
+        let head = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n";
+        assert!(!routes_beyond_loopback(""));
+        assert!(!routes_beyond_loopback(head), "docker --network none: no route at all");
+        let lo = format!("{head}lo\t0000007F\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0\n");
+        assert!(!routes_beyond_loopback(&lo));
+        let veth = format!("{lo}veth0\t000012C6\t00000000\t0001\t0\t0\t0\t0000FEFF\t0\t0\t0\n");
+        assert!(routes_beyond_loopback(&veth));
+    }
 
     #[test]
     fn host_paths_of_stdio_never_reach_the_guest() {
