@@ -224,19 +224,7 @@ fn log_reader_goes_away(extra: &[&str]) -> (i32, String) {
     let mut stdin = child.stdin.take().unwrap();
     let _ = stdin.write_all(b"go\n");
     drop(stdin);
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    let status = loop {
-        match child.try_wait().unwrap() {
-            Some(st) => break Some(st),
-            None if std::time::Instant::now() > deadline => break None,
-            None => std::thread::sleep(std::time::Duration::from_millis(10)),
-        }
-    };
-    kill_group(pgid);
-    let status = status.unwrap_or_else(|| {
-        let _ = child.wait();
-        panic!("husk did not end")
-    });
+    let status = wait_bounded(&mut child, pgid);
     assert!(read.is_ok(), "the first records never came");
     let mut out = String::new();
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
@@ -310,19 +298,7 @@ fn a_sandbox_killed_after_its_grace_period_has_its_log_closed_by_the_runtime() {
     assert_eq!(line, "ready\n");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap()), nix::sys::signal::SIGTERM)
         .unwrap();
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    let status = loop {
-        match child.try_wait().unwrap() {
-            Some(st) => break Some(st),
-            None if std::time::Instant::now() > deadline => break None,
-            None => std::thread::sleep(std::time::Duration::from_millis(10)),
-        }
-    };
-    kill_group(pgid);
-    let status = status.unwrap_or_else(|| {
-        let _ = child.wait();
-        panic!("husk did not end")
-    });
+    let status = wait_bounded(&mut child, pgid);
     assert_eq!(status.code(), Some(137));
     let recs = records(&log);
     let last = recs.last().unwrap();
@@ -332,4 +308,22 @@ fn a_sandbox_killed_after_its_grace_period_has_its_log_closed_by_the_runtime() {
     );
     assert_eq!(last["closed_by"], "runtime");
     verify(&log).assert_code(0);
+}
+
+/// Waits (bounded) for `child`, then kills its process group `pgid`
+/// whatever happened; panics if it did not end in time.
+fn wait_bounded(child: &mut std::process::Child, pgid: u32) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    kill_group(pgid);
+    status.unwrap_or_else(|| {
+        let _ = child.wait();
+        panic!("husk did not end")
+    })
 }
