@@ -26,6 +26,7 @@ use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
 use crate::vfs::{NewNode, Node, SetAttr, SetTime};
+use husk_netstack::dns::{Config as ResolverConfig, Resolver};
 use launch::{LaunchError, ProcessSpec};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
@@ -72,7 +73,18 @@ pub enum Network {
     None,
     /// Connections the policy allows leave through the egress gateway,
     /// on host sockets of the namespace the sentry started in (or joined).
-    Sandbox(husk_netstack::egress::Policy),
+    Sandbox(EgressConfig),
+}
+
+/// The egress gateway's configuration.
+#[derive(Debug)]
+pub struct EgressConfig {
+    /// The address and CIDR rules (name rules are parsed but kept by `names`).
+    pub policy: husk_netstack::egress::Policy,
+    /// The names the sandbox's resolver answers.
+    pub names: husk_netstack::dns::NamePolicy,
+    /// Where the resolver forwards allowed names, in order.
+    pub upstreams: Vec<std::net::SocketAddr>,
 }
 
 /// Why a sandbox could not start.
@@ -137,6 +149,9 @@ fn boot_with(
     let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
     make_file_mount_points(&root, cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice()));
+    if matches!(cfg.network, Network::Sandbox(_)) {
+        write_resolv_conf(&root);
+    }
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
@@ -176,10 +191,11 @@ fn boot_with(
     }
     // The gateway's thread stays in the outer network namespace when the
     // sentry leaves it.
-    if let Network::Sandbox(policy) = cfg.network {
+    if let Network::Sandbox(egress) = cfg.network {
         let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
             .map_err(BootError::Egress)?;
-        kernel.ext::<Egress>().install(Gateway::new(policy, outer));
+        let resolver = Resolver::new(egress.names, egress.upstreams, ResolverConfig::default());
+        kernel.ext::<Egress>().install(Gateway::new(egress.policy, resolver, outer));
         husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
     }
     crate::boot::confine::isolate(!joined)?;
@@ -315,6 +331,31 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
         if let Err(e) = made {
             log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
         }
+    }
+}
+
+/// Names the sandbox's resolver in /etc/resolv.conf, in the root's
+/// in-memory layer (the host's file is never written), as runsc does for
+/// its netstack: the guest's lookups go to the filtering resolver. A
+/// bundle that mounts its own /etc/resolv.conf covers this one.
+fn write_resolv_conf(root: &Arc<dyn Node>) {
+    let ns = crate::vfs::MountNamespace::new(root.clone(), "overlay", "root");
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
+    let path: &[u8] = b"/etc/resolv.conf";
+    let text = crate::fs::dns::resolv_conf();
+    let written = make_dirs(&w, b"/etc").and_then(|()| {
+        let pn = w.resolve_parent(&w.root, path)?;
+        match pn.parent.node.unlink(&pn.name, false) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+        pn.parent.node.mknod(&pn.name, NewNode { mode: crate::vfs::S_IFREG | 0o644, uid: 0, gid: 0 }, 0)?;
+        let file = w.resolve(&w.root, path, false)?.node.open(libc::O_WRONLY)?;
+        file.write(text.as_bytes(), 0).map(drop)
+    });
+    if let Err(e) = written {
+        log::warn!("cannot write the sandbox's /etc/resolv.conf: {e}");
     }
 }
 

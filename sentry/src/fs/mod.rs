@@ -7,6 +7,7 @@ pub mod anon;
 pub mod cgroupfs;
 pub mod devfs;
 pub mod devpts;
+pub mod dns;
 pub mod egress;
 pub mod epoll;
 pub mod eventfd;

@@ -57,8 +57,7 @@ fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno
         return Err(Errno::ENETUNREACH);
     }
     // Flow records (net.connect / net.denied) hook in here, with the
-    // verdict's rule; so does the resolver's memory of which addresses
-    // an allowed name produced.
+    // verdict's rule.
     let verdict = gateway.check(unmapped(to));
     if !verdict.is_allowed() {
         log::debug!("egress: {to} {verdict}");
@@ -115,7 +114,18 @@ pub(super) fn send_datagram(
     if s.is_stream() {
         return None;
     }
+    let to_resolver = match to {
+        Some(to) => crate::fs::dns::is_resolver(to),
+        None => s.resolver_peer.lock().is_some(),
+    };
     match to {
+        _ if to_resolver => {
+            let egress = task.kernel.ext::<Egress>();
+            let gateway = egress.gateway()?;
+            let Endpoint::Udp(u) = &s.endpoint else { return None };
+            crate::fs::dns::query(gateway, u, data);
+            Some(Ok(data.len()))
+        }
         Some(to) if outbound(to) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
@@ -124,6 +134,19 @@ pub(super) fn send_datagram(
         None => s.outside().filter(|c| c.is_connected()).map(|c| c.send(data)),
         Some(_) => None,
     }
+}
+
+/// connect(2) of a datagram socket to the sandbox's resolver, which the
+/// socket remembers (true); any other connect of a datagram socket
+/// forgets it and goes on (false).
+pub(super) fn connect_resolver(task: &Task, s: &InetSocket, to: Option<SocketAddr>) -> bool {
+    if s.is_stream() {
+        return false;
+    }
+    let has_gateway = task.kernel.ext::<Egress>().gateway().is_some();
+    let resolver = to.filter(|&to| has_gateway && crate::fs::dns::is_resolver(to));
+    *s.resolver_peer.lock() = resolver;
+    resolver.is_some()
 }
 
 /// getsockname(2) of a connection carried outside: the sandbox's own
