@@ -56,7 +56,7 @@ pub fn query(gateway: &Gateway, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
         log::debug!("dns: {MAX_IN_FLIGHT} queries under way; one dropped");
         return;
     };
-    let transport = HostTransport { outer: gateway.outer().clone() };
+    let transport = HostTransport::new(gateway.outer().clone());
     let target = Arc::downgrade(reply_to);
     let spawned = std::thread::Builder::new().name("dns".into()).spawn(move || {
         let _slot = slot;
@@ -71,20 +71,26 @@ pub fn query(gateway: &Gateway, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
     }
 }
 
-/// Queues `reply` on the guest's socket as a datagram from the resolver.
-fn answer(endpoint: &UdpEndpoint, reply: Reply) {
+/// Notes a reply in the debug log (the audit log's `net.dns` record
+/// joins in here).
+pub(super) fn log_reply(reply: &Reply) {
     let r = &reply.record;
     log::debug!("dns: {} {} {} {} {:?}", r.name, r.qtype, r.verdict.as_str(), r.rcode, r.answers);
+}
+
+/// Queues `reply` on the guest's socket as a datagram from the resolver.
+fn answer(endpoint: &UdpEndpoint, reply: Reply) {
+    log_reply(&reply);
     if let Some(message) = reply.message {
         endpoint.deliver(resolver_addr(), &message);
     }
 }
 
 /// One of the [`MAX_IN_FLIGHT`] places, given back when dropped.
-struct Slot;
+pub(super) struct Slot;
 
 impl Slot {
-    fn take() -> Option<Slot> {
+    pub(super) fn take() -> Option<Slot> {
         IN_FLIGHT.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_IN_FLIGHT).then_some(n + 1)).ok()?;
         Some(Slot)
     }
@@ -99,7 +105,7 @@ impl Drop for Slot {
 /// The resolver's way to its upstreams: a host socket of the outer
 /// namespace per exchange, waited on through the host-descriptor notifier
 /// until the deadline.
-struct HostTransport {
+pub(super) struct HostTransport {
     outer: Arc<Outer>,
 }
 
@@ -138,6 +144,10 @@ impl Drop for Watched {
 }
 
 impl HostTransport {
+    pub(super) fn new(outer: Arc<Outer>) -> HostTransport {
+        HostTransport { outer }
+    }
+
     fn udp(&self, upstream: SocketAddr, query: &[u8], deadline: Instant) -> Result<Vec<u8>, Errno> {
         let s = Watched::new(self.outer.socket(upstream.is_ipv6(), Kind::Datagram)?);
         // Connected, the socket takes datagrams from the upstream alone.

@@ -149,6 +149,23 @@ pub(super) fn connect_resolver(task: &Task, s: &InetSocket, to: Option<SocketAdd
     resolver.is_some()
 }
 
+/// connect(2) of a fresh stream socket to the sandbox's resolver: DNS
+/// over TCP, served in the sentry; None for any other connect.
+pub(super) fn connect_resolver_stream(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    to: Option<SocketAddr>,
+) -> Option<SysResult> {
+    let Endpoint::Tcp(t) = &s.endpoint else { return None };
+    let to = to.filter(|&to| crate::fs::dns::is_resolver(to) && t.peer_addr().is_err() && !t.is_listening())?;
+    let egress = task.kernel.ext::<Egress>();
+    let gateway = egress.gateway()?;
+    log::debug!("dns: a TCP connection to {to}");
+    let connected = crate::fs::dns_tcp::connect(gateway, &task.kernel.net, t, nonblocking(f, 0));
+    Some(connected.map(|()| 0).map_err(crate::fs::inet::errno))
+}
+
 /// getsockname(2) of a connection carried outside: the sandbox's own
 /// address (eth0's) with the connection's port; an IPv6 connection, which
 /// eth0 has no address for, shows the outer namespace's.

@@ -157,6 +157,9 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     if super::egress::connect_resolver(task, s, to) {
         return Ok(0);
     }
+    if let Some(r) = super::egress::connect_resolver_stream(task, f, s, to) {
+        return r;
+    }
     if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
         return super::egress::connect(task, f, s, to);
     }

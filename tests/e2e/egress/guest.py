@@ -211,6 +211,29 @@ def dns():
     assert reply[:2] == b"\x12\x34" and reply.endswith(socket.inet_aton(INTERNET)), reply
     s.close()
     print("ok resolver_udp")
+    # And over TCP, as glibc asks again for a truncated answer: two
+    # queries on one connection, an allowed name and a denied one.
+    s = socket.create_connection(("10.0.2.2", 53), timeout=5)
+    for name, qid in [("api.test", 0x4321), ("secret-data.exfil.test", 0x4322)]:
+        q = dns_query(name, qid)
+        s.sendall(struct.pack(">H", len(q)) + q)
+        head = b""
+        while len(head) < 2:
+            head += s.recv(2 - len(head))
+        (n,) = struct.unpack(">H", head)
+        reply = b""
+        while len(reply) < n:
+            more = s.recv(n - len(reply))
+            assert more, "EOF after %d of %d bytes" % (len(reply), n)
+            reply += more
+        assert reply[:2] == struct.pack(">H", qid), reply
+        rcode = reply[3] & 0xF
+        if name == "api.test":
+            assert rcode == 0 and reply.endswith(socket.inet_aton(INTERNET)), reply
+        else:
+            assert rcode == 3, reply
+    s.close()
+    print("ok resolver_tcp")
     # Any other DNS server is refused, even one an allowed name lives on.
     expect_errno("direct_dns_udp", errno.EPERM,
                  lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(dns_query("api.test"), (INTERNET, 53)))
