@@ -148,10 +148,9 @@ fn boot_with(
     let dirs = cfg.binds.iter().filter(|b| !b.file).map(|b| b.path.as_slice());
     let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
-    make_file_mount_points(&root, cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice()));
-    if matches!(cfg.network, Network::Sandbox(_)) {
-        write_resolv_conf(&root);
-    }
+    let resolver = matches!(cfg.network, Network::Sandbox(_)).then_some(RESOLV_CONF);
+    let files = cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice());
+    make_file_mount_points(&root, resolver.into_iter().chain(files));
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
@@ -170,6 +169,11 @@ fn boot_with(
     }
     *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
     mount_system_filesystems(&kernel);
+    if resolver.is_some() {
+        if let Err(e) = mount_resolv_conf(&kernel) {
+            log::warn!("cannot present the sandbox's /etc/resolv.conf: {e}");
+        }
+    }
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
         let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
@@ -334,29 +338,19 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
     }
 }
 
-/// Names the sandbox's resolver in /etc/resolv.conf, in the root's
-/// in-memory layer (the host's file is never written), as runsc does for
-/// its netstack: the guest's lookups go to the filtering resolver. A
-/// bundle that mounts its own /etc/resolv.conf covers this one.
-fn write_resolv_conf(root: &Arc<dyn Node>) {
-    let ns = crate::vfs::MountNamespace::new(root.clone(), "overlay", "root");
-    let creds = Credentials::new(0, 0);
-    let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
-    let path: &[u8] = b"/etc/resolv.conf";
-    let text = crate::fs::dns::resolv_conf();
-    let written = make_dirs(&w, b"/etc").and_then(|()| {
-        let pn = w.resolve_parent(&w.root, path)?;
-        match pn.parent.node.unlink(&pn.name, false) {
-            Ok(()) | Err(Errno::ENOENT) => {}
-            Err(e) => return Err(e),
-        }
-        pn.parent.node.mknod(&pn.name, NewNode { mode: crate::vfs::S_IFREG | 0o644, uid: 0, gid: 0 }, 0)?;
-        let file = w.resolve(&w.root, path, false)?.node.open(libc::O_WRONLY)?;
-        file.write(text.as_bytes(), 0).map(drop)
-    });
-    if let Err(e) = written {
-        log::warn!("cannot write the sandbox's /etc/resolv.conf: {e}");
-    }
+/// Where the guest's resolver configuration is mounted.
+const RESOLV_CONF: &[u8] = b"/etc/resolv.conf";
+
+/// Mounts a file naming the sandbox's resolver at /etc/resolv.conf, as a
+/// container engine bind-mounts its own: the root (and the host's file
+/// under `husk do`) stays as it is, and a bundle that mounts its own
+/// /etc/resolv.conf covers this one.
+fn mount_resolv_conf(kernel: &Kernel) -> Result<(), Errno> {
+    let dir = Tmpfs::new(0o755, 0, 0);
+    dir.mknod(b"resolv.conf", NewNode { mode: crate::vfs::S_IFREG | 0o644, uid: 0, gid: 0 }, 0)?;
+    let file = dir.lookup(b"resolv.conf")?;
+    file.open(libc::O_WRONLY)?.write(crate::fs::dns::resolv_conf().as_bytes(), 0)?;
+    mount_at(kernel, RESOLV_CONF, file, "tmpfs")
 }
 
 fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
