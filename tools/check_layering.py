@@ -28,7 +28,7 @@ LAYERS = [
     ["vfs"],           # mounts, dentries, path walk, descriptions, fd tables
     ["mm"],            # MemoryFile, address spaces
     ["platform"],      # ptrace (and later systrap, kvm)
-    ["auth", "waiter", "host"],  # leaves: credentials and capabilities; wait queues; host calls
+    ["auth", "waiter", "host", "audit"],  # leaves: credentials and capabilities; wait queues; host calls; the audit log writer
     ["abi"],           # Linux's ABI: errno, layouts
 ]
 

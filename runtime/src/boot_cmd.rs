@@ -5,6 +5,7 @@ use crate::cli::{BootArgs, GlobalArgs};
 use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
 use husk_sentry::auth::caps::Capabilities;
+use husk_sentry::boot::audit::AuditConfig;
 use husk_sentry::boot::control::ControlConfig;
 use husk_sentry::boot::launch::{LaunchError, ProcessSpec};
 use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
@@ -150,6 +151,20 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         network: crate::egress::network(g)?,
         control: match (args.control_fd, args.ready_fd) {
             (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
+            _ => None,
+        },
+        audit: match (args.audit_fd, args.audit_sandbox) {
+            (Some(fd), Some(sandbox)) => Some(AuditConfig {
+                sink: inherited_fd(fd)?,
+                sandbox,
+                fail_open: g.audit_fail_open,
+                rootfs: args.audit_rootfs,
+                watch: if g.audit_watch.is_empty() {
+                    husk_sentry::audit::glob::DEFAULT_WATCH.iter().map(|g| g.to_string()).collect()
+                } else {
+                    g.audit_watch.clone()
+                },
+            }),
             _ => None,
         },
     };

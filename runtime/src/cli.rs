@@ -69,6 +69,21 @@ pub struct GlobalArgs {
     /// Accepted for runc compatibility.
     #[arg(long, global = true, hide = true)]
     pub rootless: Option<String>,
+    /// Keep the sandbox's audit log in this file (appended to) or on
+    /// inherited descriptor N (`fd:N`). Containers without it keep one
+    /// under --root (`husk audit show ID`).
+    #[arg(long, global = true, value_name = "PATH|fd:N")]
+    pub audit_log: Option<String>,
+    /// Let the sandbox run on when its audit log cannot be written (it
+    /// stops otherwise); the choice is in the log.
+    #[arg(long, global = true)]
+    pub audit_fail_open: bool,
+    /// Record creations, removals, renames, chmods, truncations and first
+    /// writes of the paths matching GLOB (repeatable; `**` crosses
+    /// folders). Default: /etc/**, /root/**, /home/*/.ssh/**,
+    /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
+    #[arg(long, global = true, value_name = "GLOB")]
+    pub audit_watch: Vec<String>,
 }
 
 /// A grace period in seconds: from 0 to a day.
@@ -132,7 +147,7 @@ pub enum Command {
     Do(DoArgs),
     /// Internal: the sentry process of a sandbox.
     #[command(hide = true)]
-    Boot(BootArgs),
+    Boot(Box<BootArgs>),
     /// Internal: the gofer process of a sandbox.
     #[command(hide = true)]
     Gofer(GoferArgs),
@@ -177,6 +192,23 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove husk's runtime entry from daemon.json.
     Uninstall(UninstallArgs),
+    /// Check or print audit logs.
+    Audit(AuditArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Check a log's records, order and hash chain; exit 0 when intact,
+    /// else 1, naming the first bad record.
+    Verify { file: PathBuf },
+    /// Print the audit log of a container.
+    Show { id: String },
 }
 
 #[derive(Args, Debug)]
@@ -378,6 +410,15 @@ pub struct BootArgs {
     /// Where to report that the container process is loaded.
     #[arg(long, requires = "control_fd")]
     pub ready_fd: Option<i32>,
+    /// The audit log to write, opened for us.
+    #[arg(long, requires = "audit_sandbox")]
+    pub audit_fd: Option<i32>,
+    /// The sandbox's id in its audit records.
+    #[arg(long, requires = "audit_fd")]
+    pub audit_sandbox: Option<String>,
+    /// The host folder of the root filesystem, for the audit log.
+    #[arg(long, default_value = "")]
+    pub audit_rootfs: String,
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
 }

@@ -25,6 +25,8 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         bail!("root filesystem {} is not a directory", rootfs.display());
     }
     let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
+    // Opened before anything starts: a log that cannot be had stops here.
+    let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
     let (sentry_end, gofer_end) = seqpacket_pair()?;
 
     let gofer_args: Vec<OsString> = vec![
@@ -48,17 +50,23 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let mut boot_args: Vec<OsString> =
         vec!["boot".into(), "--gofer-fd".into(), sentry_end.as_raw_fd().to_string().into()];
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
-    boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into(), "--".into()]);
+    boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into()]);
+    if let Some(sink) = &audit {
+        boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &[]));
+    }
+    boot_args.push("--".into());
     boot_args.extend(args.command);
     // The sentry dies with us (a death signal) and its stubs with it (it is
     // the first process of a pid namespace of its own, as a container's).
     let mut boot = husk_command(g, boot_args)?;
-    let keep = [sentry_end.as_raw_fd()];
+    let keep: Vec<i32> = std::iter::once(sentry_end.as_raw_fd()).chain(audit.iter().map(|s| s.raw_fd())).collect();
     let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
     drop(sentry_end);
-    forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
+    let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
+    let timed_out = forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
 
     let status = sentry.wait().context("waiting for the sentry")?;
+    crate::audit_cmd::close_if_killed(log_path.as_deref(), status, &timed_out);
     let gofer_status = gofer.wait().context("waiting for the gofer")?;
     // (A gofer killed with the sandbox, by us, is no news.)
     if !gofer_status.success() && gofer_status.signal() != Some(libc::SIGKILL) {

@@ -4,6 +4,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
+mod audit_cmd;
 mod boot_cmd;
 mod cli;
 mod do_cmd;
@@ -38,7 +39,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Do(args) => do_cmd::run(g, args),
-        Command::Boot(args) => boot_cmd::run(g, args),
+        Command::Boot(args) => boot_cmd::run(g, *args),
         Command::Gofer(args) => gofer_cmd::run(args),
         Command::Syscalls(args) => syscalls_cmd::run(args),
         Command::Create(args) => lifecycle::create::run(g, args),
@@ -60,6 +61,7 @@ fn main() {
         Command::Features => lifecycle::features::run(g),
         Command::Install(args) => install_cmd::install(args),
         Command::Uninstall(args) => install_cmd::uninstall(args),
+        Command::Audit(args) => audit_cmd::run(g, args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -203,8 +203,14 @@ const SI_KERNEL: i32 = 0x80;
 /// Whatever state the sandbox is in, it ends when asked: a second SIGTERM,
 /// or `grace` after the first without the sandbox gone, kills the sentry
 /// (its stubs die with it) and every process in `others` (the gofers), and
-/// says so on stderr.
-pub fn forward_signals(sentry: u32, others: &[u32], forward_terminal: bool, grace: Duration) -> anyhow::Result<()> {
+/// says so on stderr. The flag returned is set when the grace period ran
+/// out (the sandbox's end is then a timeout).
+pub fn forward_signals(
+    sentry: u32,
+    others: &[u32],
+    forward_terminal: bool,
+    grace: Duration,
+) -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGINT, Signal::SIGQUIT] {
@@ -213,6 +219,8 @@ pub fn forward_signals(sentry: u32, others: &[u32], forward_terminal: bool, grac
     set.thread_block().context("blocking forwarded signals")?;
     let target = PidFd::open(sentry);
     let others: Vec<PidFd> = others.iter().map(|&p| PidFd::open(p)).collect();
+    let timed_out = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let timeout_seen = timed_out.clone();
     std::thread::Builder::new()
         .name("forward-signals".into())
         .spawn(move || {
@@ -243,6 +251,7 @@ pub fn forward_signals(sentry: u32, others: &[u32], forward_terminal: bool, grac
                         target.forward(sig);
                     }
                     Waited::TimedOut => {
+                        timeout_seen.store(true, std::sync::atomic::Ordering::SeqCst);
                         kill_all(&format!("the sandbox did not exit within {} s of SIGTERM", grace.as_secs_f64()));
                         return;
                     }
@@ -251,7 +260,7 @@ pub fn forward_signals(sentry: u32, others: &[u32], forward_terminal: bool, grac
             }
         })
         .context("starting the signal forwarder")?;
-    Ok(())
+    Ok(timed_out)
 }
 
 enum Waited {

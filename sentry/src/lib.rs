@@ -5,6 +5,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 pub mod abi;
+pub mod audit;
 pub mod auth;
 pub mod boot;
 pub mod fs;

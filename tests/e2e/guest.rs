@@ -141,6 +141,41 @@ fn guest_waiting() {
 }
 
 #[test]
+fn guest_sigwait_threads() {
+    guest_test("sigwait_threads", &[]);
+}
+
+#[test]
+fn guest_cputime() {
+    guest_test("cputime", &[]);
+}
+
+#[test]
+fn guest_readiness() {
+    guest_test("readiness", &[]);
+}
+
+#[test]
+fn guest_fork_state() {
+    guest_test("fork_state", &[]);
+}
+
+#[test]
+fn guest_fifo() {
+    guest_test("fifo", &[]);
+}
+
+#[test]
+fn guest_pipe_size() {
+    guest_test("pipe_size", &[]);
+}
+
+#[test]
+fn guest_robust() {
+    guest_test("robust", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -18,6 +18,7 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod attacks;
+mod audit;
 mod confinement;
 mod egress;
 mod escape;

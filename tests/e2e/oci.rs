@@ -728,3 +728,52 @@ fn an_interactive_shell_on_the_console_has_job_control() {
     c.type_until(b"exit\r", false, "exit");
     c.finish();
 }
+
+#[test]
+fn a_container_keeps_an_audit_log_that_outlives_it() {
+    let oci = Oci::new(&["sh", "-c", "echo hi; exit 4"], serde_json::json!({}));
+    let id = unique("audit");
+    oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &id]).assert_code(4);
+    oci.assert_gone(&id, 0);
+    let show = oci.husk(&["audit", "show", &id]);
+    show.assert_code(0);
+    let recs: Vec<serde_json::Value> = show.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let types: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["sandbox.create", "process.exec", "sandbox.start", "process.exit", "sandbox.exit"]);
+    assert!(recs.iter().all(|r| r["sandbox"] == id.as_str()));
+    assert_eq!(recs[1]["argv"], serde_json::json!(["sh", "-c", "echo hi; exit 4"]));
+    assert_eq!((&recs[4]["reason"], &recs[4]["status"]), (&"exited".into(), &4.into()));
+    let copy = oci.dir.path().join("shown.log");
+    std::fs::write(&copy, show.stdout).unwrap();
+    oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
+
+    // Or where --audit-log says.
+    let log = oci.dir.path().join("run.log");
+    let id = unique("audit");
+    oci.husk(&["--audit-log", log.to_str().unwrap(), "run", "--bundle", oci.bundle.to_str().unwrap(), &id])
+        .assert_code(4);
+    let v = oci.husk(&["audit", "verify", log.to_str().unwrap()]);
+    v.assert_code(0);
+    assert!(v.stdout_str().contains(&format!("5 records of sandbox {id}")), "{}", v.describe());
+}
+
+#[test]
+fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
+    let oci = Oci::new(&["sh", "-c", "echo started; while :; do sleep 0.05; done"], serde_json::json!({}));
+    let id = unique("auditkill");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "started");
+    oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.husk(&["delete", &id]).assert_code(0);
+    let show = oci.husk(&["audit", "show", &id]);
+    let last: serde_json::Value = serde_json::from_str(show.stdout_str().lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["type"], &last["reason"], &last["signal"]),
+        (&"sandbox.exit".into(), &"killed".into(), &9.into())
+    );
+    assert_eq!(last["closed_by"], "runtime");
+    let copy = oci.dir.path().join("killed.log");
+    std::fs::write(&copy, show.stdout).unwrap();
+    oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
+}

@@ -269,6 +269,28 @@ fn python_signal_alarm_interrupts_sleep() {
     assert_eq!(nat.stdout_str(), "alarm\nafter True\n");
 }
 
+#[test]
+fn python_sigwait_in_a_thread() {
+    // A process-directed signal every thread blocks goes to the thread
+    // waiting for it, whichever thread sent it; the alarm ends a hang.
+    let script = "import os, signal, threading, time\n\
+                  signal.alarm(20)\n\
+                  signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])\n\
+                  got = []\n\
+                  w = threading.Thread(target=lambda: got.append(signal.sigwait([signal.SIGUSR1])))\n\
+                  w.start()\n\
+                  time.sleep(0.2)\n\
+                  os.kill(os.getpid(), signal.SIGUSR1)\n\
+                  w.join()\n\
+                  k = threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGUSR1)))\n\
+                  k.start()\n\
+                  got.append(signal.sigwait([signal.SIGUSR1]))\n\
+                  k.join()\n\
+                  print([int(s) for s in got])\n";
+    let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
+    assert_eq!(nat.stdout_str(), "[10, 10]\n");
+}
+
 /// Runs a Python script file (multiprocessing needs an importable main).
 fn python_script(name: &str, body: &str) -> (crate::util::Run, crate::util::Run) {
     let dir = crate::util::TempDir::new(name);

@@ -52,6 +52,13 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sched",
     "splice",
     "exec_threaded",
+    "sigwait_threads",
+    "cputime",
+    "readiness",
+    "fork_state",
+    "fifo",
+    "pipe_size",
+    "robust",
     "escape_probe",
 ];
 
@@ -219,7 +226,7 @@ fn exited_unreaped(pid: u32) -> bool {
     r == 0 && unsafe { info.si_pid() } != 0
 }
 
-fn kill_group(pgid: u32) {
+pub fn kill_group(pgid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };

@@ -46,6 +46,7 @@ pub fn serve(sock: OwnedFd, root_fd: OwnedFd, proc_fd_dir: OwnedFd, read_only: b
         let received = match transport::recv(sock.as_fd(), &mut buf, false) {
             Ok(Some(received)) => received,
             Ok(None) => break Ok(()),
+            Err(e) if client_gone(&e) => break Ok(()),
             Err(e) => break Err(e),
         };
         let req = match Request::decode(&buf[..received.len]) {
@@ -64,8 +65,10 @@ pub fn serve(sock: OwnedFd, root_fd: OwnedFd, proc_fd_dir: OwnedFd, read_only: b
                 Response::Err(libc::EIO).encode()?
             }
         };
-        if let Err(e) = transport::send(sock.as_fd(), &frame, fd.as_ref().map(AsFd::as_fd)) {
-            break Err(e);
+        match transport::send(sock.as_fd(), &frame, fd.as_ref().map(AsFd::as_fd)) {
+            Ok(_) => {}
+            Err(e) if client_gone(&e) => break Ok(()),
+            Err(e) => break Err(e),
         }
     };
     match &result {
@@ -73,6 +76,14 @@ pub fn serve(sock: OwnedFd, root_fd: OwnedFd, proc_fd_dir: OwnedFd, read_only: b
         Err(e) => log::error!("gofer: closing the connection: {e}"),
     }
     result
+}
+
+/// The client went away: its process ended with a reply unread (the
+/// sentry exiting while its threads still talk to us), which a
+/// SOCK_SEQPACKET socket reports as a reset instead of an end of file.
+fn client_gone(e: &crate::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+    matches!(e, crate::Error::Io(io) if matches!(io.kind(), ConnectionReset | BrokenPipe))
 }
 
 /// The state of one connection.

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{symlink, MetadataExt};
 
-use super::{errno, spawn_server, Fixture, RawPeer};
+use super::{errno, spawn_server, Fixture, RawPeer, TempDir};
 use crate::protocol::{Reply, Request, Response};
 
 #[test]
@@ -197,4 +197,17 @@ fn statfs_describes_the_file_system() {
     assert!(statfs.bsize > 0);
     assert_ne!(statfs.fs_type, 0);
     f.finish().unwrap();
+}
+
+#[test]
+fn a_client_gone_with_replies_unread_ends_the_connection_cleanly() {
+    let dir = TempDir::new();
+    let (sock, server) = spawn_server(dir.path(), false);
+    let peer = RawPeer::new(sock);
+    for _ in 0..3 {
+        peer.send(&Request::Attach.encode().unwrap());
+    }
+    // As a sentry exiting while its threads still wait for replies.
+    drop(peer);
+    assert!(server.join().expect("the server thread must not panic").is_ok());
 }

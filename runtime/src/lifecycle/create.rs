@@ -102,6 +102,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         annotations: bundle.spec.annotations().clone().unwrap_or_default().into_iter().collect(),
         cgroup: sandbox.cgroup.as_ref().map(|c| c.path().to_path_buf()),
         cgroup_owned: sandbox.cgroup.as_ref().is_some_and(Cgroup::owned),
+        audit_log: crate::audit_cmd::container_log_path(g, &args.id),
     };
     let container = match reservation.commit(record) {
         Ok(c) => c,
@@ -293,6 +294,12 @@ fn start_sentry(
     if let Some(h) = &launch.hostname {
         boot_args.extend(["--hostname".into(), h.into()]);
     }
+    let audit = match &g.audit_log {
+        Some(spec) => crate::audit_cmd::open(spec)?,
+        None => crate::audit_cmd::open_container_log(&g.root, &res.id())?,
+    };
+    let mounts: Vec<_> = launch.binds.iter().map(|b| (b.source.clone(), b.destination.clone())).collect();
+    boot_args.extend(audit.boot_args(g, &res.id(), &launch.rootfs, &mounts));
     boot_args.push("--".into());
     boot_args.extend(launch.args.iter().map(OsString::from));
     let mut boot = husk_command(g, boot_args)?;
@@ -306,6 +313,7 @@ fn start_sentry(
     };
     let mut keep: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
     keep.extend(bind_ends.iter().map(AsRawFd::as_raw_fd));
+    keep.push(audit.raw_fd());
     let sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, session, join, Lifetime::Own))?;
     Ok((sentry, ready_r))
 }

@@ -36,7 +36,11 @@ pub fn delete(c: Container) {
             log::warn!("{e}");
         }
     }
-    end(&c.record.sentry);
+    if end(&c.record.sentry) {
+        if let Some(log) = &c.record.audit_log {
+            crate::audit_cmd::close_killed(log, husk_sentry::audit::ExitReason::Killed);
+        }
+    }
     for gofer in &c.record.gofers {
         end(gofer);
     }
@@ -56,10 +60,11 @@ pub fn delete(c: Container) {
     }
 }
 
-/// SIGKILLs `p` if it still runs and waits (bounded) until it is gone.
-pub(super) fn end(p: &HostProcess) {
+/// SIGKILLs `p` if it still runs and waits (bounded) until it is gone;
+/// whether it was running.
+pub(super) fn end(p: &HostProcess) -> bool {
     if p.signal(Signal::SIGKILL).is_err() {
-        return;
+        return false;
     }
     let deadline = Instant::now() + KILL_WAIT;
     while p.alive() && Instant::now() < deadline {
@@ -68,4 +73,5 @@ pub(super) fn end(p: &HostProcess) {
     if p.alive() {
         log::warn!("process {} survived SIGKILL for {} s", p.pid, KILL_WAIT.as_secs());
     }
+    true
 }

@@ -59,6 +59,9 @@ fn end_sandbox(c: &Container) -> anyhow::Result<()> {
     for p in std::iter::once(&c.record.sentry).chain(&c.record.gofers) {
         super::delete::end(p);
     }
+    if let Some(log) = &c.record.audit_log {
+        crate::audit_cmd::close_killed(log, husk_sentry::audit::ExitReason::Killed);
+    }
     Ok(())
 }
 

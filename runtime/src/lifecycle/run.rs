@@ -22,8 +22,10 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
     // Other commands (state, exec, kill) must not wait for our lock.
     drop(container);
     let gofers: Vec<u32> = sandbox.gofers.iter().map(std::process::Child::id).collect();
-    forward_signals(sandbox.sentry.id(), &gofers, true, g.kill_grace())?;
+    let timed_out = forward_signals(sandbox.sentry.id(), &gofers, true, g.kill_grace())?;
     let status = sandbox.sentry.wait().context("waiting for the sentry")?;
+    let log = crate::audit_cmd::container_log_path(g, &args.create.id);
+    crate::audit_cmd::close_if_killed(log.as_deref(), status, &timed_out);
     for gofer in &mut sandbox.gofers {
         let _ = gofer.wait();
     }

@@ -110,6 +110,9 @@ pub struct Record {
     /// husk made the cgroup and removes it at delete.
     #[serde(default)]
     pub cgroup_owned: bool,
+    /// The audit log's file, which husk closes when it kills the sentry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// The OCI state of a container (runtime-spec "state"), as `husk state`
@@ -221,6 +224,11 @@ impl StateRoot {
 }
 
 impl Reservation {
+    /// The id of the container reserved (its folder's name).
+    pub fn id(&self) -> String {
+        self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
     pub fn control_path(&self) -> PathBuf {
         self.dir.join(CONTROL_SOCKET)
     }
@@ -408,6 +416,7 @@ mod tests {
             annotations: BTreeMap::new(),
             cgroup: None,
             cgroup_owned: false,
+            audit_log: None,
         };
         let c = r.commit(record).unwrap();
         assert_eq!(c.status(), Status::Created);

@@ -5,6 +5,7 @@
 //! the host console and the host signals it forwards. Everything here sits
 //! above the kernel and may use any part of the sentry.
 
+pub mod audit;
 pub mod confine;
 pub mod console;
 pub mod control;
@@ -64,6 +65,8 @@ pub struct BootConfig {
     /// With a control socket, the init process waits for `start` (the OCI
     /// lifecycle); without one it runs at once (`husk do`).
     pub control: Option<ControlConfig>,
+    /// The audit log to keep, if any.
+    pub audit: Option<audit::AuditConfig>,
 }
 
 /// The sandbox's network beyond its own loopback.
@@ -110,6 +113,10 @@ pub enum BootError {
     Egress(String),
     #[error("the init task ended without a status")]
     Lost,
+    #[error("{0}")]
+    Audit(#[from] crate::audit::AuditError),
+    #[error("audit log: cannot record sandbox.start")]
+    AuditStart,
 }
 
 /// Boots the sandbox and runs its init process to completion. Under a
@@ -120,7 +127,16 @@ pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
         Some(c) => (Some(c.listener), Some(Arc::new(Lifecycle::new(c.ready)))),
         None => (None, None),
     };
-    let result = boot_with(cfg, listener, life.clone());
+    let result = match audit::open(&mut cfg) {
+        Ok(log) => {
+            let result = boot_with(cfg, listener, life.clone(), log.clone());
+            if let Some(log) = &log {
+                audit::close(log, &result);
+            }
+            result.map(|(status, _)| status)
+        }
+        Err(e) => Err(e),
+    };
     match (&life, &result) {
         (Some(l), Ok(status)) => l.exited(*status),
         (Some(l), Err(e)) => l.report(Err(e.to_string())),
@@ -133,7 +149,8 @@ fn boot_with(
     cfg: BootConfig,
     listener: Option<OwnedFd>,
     life: Option<Arc<Lifecycle>>,
-) -> Result<ExitStatus, BootError> {
+    audit_log: Option<Arc<crate::audit::AuditLog>>,
+) -> Result<(ExitStatus, crate::audit::ExitReason), BootError> {
     let container = life.is_some();
     crate::boot::host_signals::block(container).map_err(|e| BootError::Thread(e.into()))?;
     let memory = Arc::new(MemoryFile::new(cfg.memory_limit).map_err(BootError::Memory)?);
@@ -155,6 +172,9 @@ fn boot_with(
     let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     crate::syscalls::register(&kernel);
+    if let Some(log) = audit_log {
+        kernel.set_audit_log(log);
+    }
     if cfg.strace {
         kernel.attach_syscall_observer(Arc::new(crate::syscalls::strace::Strace));
     }
@@ -402,15 +422,18 @@ fn run_init(
     spec: ProcessSpec,
     stdio_names: [String; 3],
     life: Option<Arc<Lifecycle>>,
-) -> Result<ExitStatus, BootError> {
+) -> Result<(ExitStatus, crate::audit::ExitReason), BootError> {
     let process = launch::load(&kernel, spec, &stdio_names)?;
     if let Some(l) = life {
         l.report(Ok(()));
         l.wait_start();
     }
+    kernel.audit(|| crate::audit::Record::SandboxStart {}).map_err(|_| BootError::AuditStart)?;
+    let pid = process.pid;
     // The sandbox lasts as long as its init process, whose other threads
     // may still be running.
-    Ok(process.run()?)
+    let status = process.run()?;
+    Ok((status, audit::reason(status, kernel.was_oom_killed(pid))))
 }
 
 /// How /proc/self/fd names a standard stream: like the host names it

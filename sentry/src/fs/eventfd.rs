@@ -1,6 +1,6 @@
 //! eventfd: a 64-bit counter with read/write semantics for wake-ups.
 
-use crate::abi::poll::{POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::vfs::{FileOps, Node, Stat, TimeSpec};
 use crate::waiter::{Entry, Queue};
@@ -84,11 +84,10 @@ impl FileOps for EventFd {
         if c > 0 {
             ev |= POLLIN | POLLRDNORM;
         }
+        // At its maximum the counter takes no write: not writable (Linux
+        // reports POLLERR only for a count past it, which no write makes).
         if c < MAX {
             ev |= POLLOUT | POLLWRNORM;
-        }
-        if c == MAX {
-            ev |= POLLERR;
         }
         ev
     }
@@ -121,5 +120,8 @@ mod tests {
         assert_eq!(s.poll_events() & POLLIN, POLLIN);
         assert_eq!(s.write(&u64::MAX.to_ne_bytes(), 0), Err(Errno::EINVAL));
         assert_eq!(s.read(&mut [0u8; 4], 0), Err(Errno::EINVAL));
+        let full = EventFd::new(3, TimeSpec::default(), MAX, false);
+        assert_eq!(full.poll_events(), POLLIN | POLLRDNORM, "readable, not writable, no error");
+        assert_eq!(full.write(&1u64.to_ne_bytes(), 0), Err(Errno::EAGAIN));
     }
 }

@@ -9,17 +9,29 @@ use crate::vfs::{FileOps, Node, Stat, TimeSpec, READ_EVENTS, S_IFIFO, WRITE_EVEN
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// Linux's default pipe capacity.
 pub const PIPE_CAPACITY: usize = 65536;
+/// The most an unprivileged F_SETPIPE_SZ may ask for: Linux's default
+/// /proc/sys/fs/pipe-max-size.
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
+/// The largest capacity any F_SETPIPE_SZ may ask for (Linux's bound).
+const PIPE_SIZE_LIMIT: usize = 1 << 31;
+const PAGE: usize = 4096;
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
 
 struct State {
     buf: VecDeque<u8>,
+    /// How many bytes it holds at most (F_SETPIPE_SZ).
+    capacity: usize,
     readers: usize,
     writers: usize,
+    /// Read and write ends ever opened: a FIFO opener waits for the other
+    /// kind's count to move (Linux's r_counter, w_counter).
+    opened_readers: u64,
+    opened_writers: u64,
     /// Bytes ever written and ever read: stream positions that Unix
     /// sockets attach in-flight descriptors to.
     produced: u64,
@@ -32,6 +44,7 @@ struct State {
 
 /// The shared buffer, which is also the pipe's inode.
 pub struct Pipe {
+    me: Weak<Pipe>,
     state: Mutex<State>,
     /// Readers wait here for data, writers for room.
     queue: Queue,
@@ -41,11 +54,15 @@ pub struct Pipe {
 
 impl Pipe {
     pub fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
-        Arc::new(Pipe {
+        Arc::new_cyclic(|me| Pipe {
+            me: me.clone(),
             state: Mutex::new(State {
                 buf: VecDeque::new(),
+                capacity: PIPE_CAPACITY,
                 readers: 0,
                 writers: 0,
+                opened_readers: 0,
+                opened_writers: 0,
                 produced: 0,
                 consumed: 0,
                 charge: Charge::new(accounting::sandbox()),
@@ -58,20 +75,110 @@ impl Pipe {
 
     /// The read end (counted until dropped).
     pub fn reader(self: &Arc<Pipe>) -> Arc<PipeEnd> {
-        self.state.lock().readers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: false })
+        self.end(true, false, 0)
     }
 
     /// The write end (counted until dropped).
     pub fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
-        self.state.lock().writers += 1;
-        Arc::new(PipeEnd { pipe: self.clone(), write: true })
+        self.end(false, true, 0)
+    }
+
+    /// An end that reads, writes or both (a FIFO opened O_RDWR), counted
+    /// until dropped (see `PipeEnd::hup_after`). Openers waiting for a
+    /// partner are woken.
+    fn end(self: &Arc<Pipe>, read: bool, write: bool, hup_after: u64) -> Arc<PipeEnd> {
+        {
+            let mut s = self.state.lock();
+            if read {
+                s.readers += 1;
+                s.opened_readers += 1;
+            }
+            if write {
+                s.writers += 1;
+                s.opened_writers += 1;
+            }
+        }
+        self.queue.notify(waiter::ALL);
+        Arc::new(PipeEnd { pipe: self.clone(), read, write, hup_after })
+    }
+
+    /// Its capacity in bytes (F_GETPIPE_SZ).
+    pub fn capacity(&self) -> usize {
+        self.state.lock().capacity
+    }
+
+    /// F_SETPIPE_SZ: sets the capacity to `size` rounded up to a power of
+    /// two pages (at least one) and returns it. EINVAL past 2 GiB, EPERM
+    /// past pipe-max-size unless `privileged` (CAP_SYS_RESOURCE), EBUSY
+    /// below the bytes queued.
+    pub fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
+        if size > PIPE_SIZE_LIMIT {
+            return Err(Errno::EINVAL);
+        }
+        let size = size.max(1).div_ceil(PAGE).next_power_of_two() * PAGE;
+        if size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        {
+            let mut s = self.state.lock();
+            if s.buf.len() > size {
+                return Err(Errno::EBUSY);
+            }
+            s.capacity = size;
+        }
+        self.queue.notify(POLLOUT | POLLWRNORM);
+        Ok(size)
+    }
+
+    /// Opens an end as open(2) of a FIFO does (Linux's `fifo_open`): a
+    /// reader waits until a writer opens, a writer until a reader does,
+    /// unless O_NONBLOCK (then a writer without a reader fails with
+    /// ENXIO); O_RDWR never waits. The wait is interruptible
+    /// (ERESTARTSYS) and gives the end up.
+    pub fn open_end(self: &Arc<Pipe>, flags: i32) -> Result<Arc<PipeEnd>, Errno> {
+        let nonblock = flags & libc::O_NONBLOCK != 0;
+        let (read, write) = match flags & libc::O_ACCMODE {
+            libc::O_RDONLY => (true, false),
+            libc::O_WRONLY => (false, true),
+            libc::O_RDWR => return Ok(self.end(true, true, 0)),
+            _ => return Err(Errno::EINVAL),
+        };
+        let partner = |s: &State| if read { (s.writers, s.opened_writers) } else { (s.readers, s.opened_readers) };
+        let (present, seen) = partner(&self.state.lock());
+        if write && nonblock && present == 0 {
+            return Err(Errno::ENXIO);
+        }
+        // A reader that opens without waiting for a writer does not hang up
+        // before one came and went.
+        let hup_after = if read && nonblock && present == 0 { seen } else { 0 };
+        let end = self.end(read, write, hup_after);
+        if nonblock || present > 0 {
+            return Ok(end);
+        }
+        let came = || {
+            let (_, opened) = partner(&self.state.lock());
+            if opened != seen {
+                Ok(())
+            } else {
+                Err(Errno::EAGAIN)
+            }
+        };
+        waiter::until_ready(&self.queue, waiter::ALL, None, came)?;
+        Ok(end)
     }
 }
 
 impl Node for Pipe {
     fn stat(&self) -> Result<Stat, Errno> {
         Ok(super::anon::stat(0x0d, self.ino, S_IFIFO | 0o600, self.created))
+    }
+
+    /// Opening a pipe by name (/proc/self/fd/N, /dev/stdin) opens another
+    /// end of it, as Linux opens its inode as a FIFO.
+    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        let me = self.me.upgrade().ok_or(Errno::ENXIO)?;
+        let end: Arc<dyn FileOps> = me.open_end(flags)?;
+        Ok(end)
     }
 
     fn fs_id(&self) -> usize {
@@ -83,14 +190,49 @@ impl Node for Pipe {
     }
 }
 
+/// The pipe of a named FIFO: made by its first open and gone with its
+/// last end (with any bytes left in it), as Linux's `inode->i_pipe`.
+#[derive(Default)]
+pub struct FifoSlot(Mutex<Weak<Pipe>>);
+
+impl FifoSlot {
+    /// Opens the FIFO (inode `ino`) as `Pipe::open_end` does.
+    pub fn open(&self, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        let pipe = {
+            let mut slot = self.0.lock();
+            match slot.upgrade() {
+                Some(p) => p,
+                None => {
+                    let p = Pipe::new(ino, now);
+                    *slot = Arc::downgrade(&p);
+                    p
+                }
+            }
+        };
+        let end: Arc<dyn FileOps> = pipe.open_end(flags)?;
+        Ok(end)
+    }
+}
+
 /// One end of a pipe. It never blocks: an end that is not ready fails
 /// with EAGAIN, and the caller waits on the pipe's queue.
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
+    read: bool,
     write: bool,
+    /// A reader reports POLLHUP without writers only once the writers ever
+    /// opened are not this many: a FIFO reader opened O_NONBLOCK without
+    /// a writer does not hang up before one came (Linux's `f_pipe`); 0
+    /// for other ends.
+    hup_after: u64,
 }
 
 impl PipeEnd {
+    /// The pipe this is an end of.
+    pub fn pipe(&self) -> &Arc<Pipe> {
+        &self.pipe
+    }
+
     /// (bytes ever written, bytes ever read).
     pub fn positions(&self) -> (u64, u64) {
         let s = self.pipe.state.lock();
@@ -104,7 +246,8 @@ impl Drop for PipeEnd {
             let mut s = self.pipe.state.lock();
             if self.write {
                 s.writers -= 1;
-            } else {
+            }
+            if self.read {
                 s.readers -= 1;
             }
         }
@@ -124,7 +267,7 @@ impl PipeEnd {
 
     /// Reads what is queued, EOF without writers, else EAGAIN.
     fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
-        if self.write {
+        if !self.read {
             return Err(Errno::EBADF);
         }
         if buf.is_empty() {
@@ -162,7 +305,7 @@ impl PipeEnd {
         }
         let room = || {
             let s = self.pipe.state.lock();
-            match PIPE_CAPACITY - s.buf.len() {
+            match s.capacity - s.buf.len() {
                 _ if s.readers == 0 => Err(Errno::EPIPE),
                 0 => Err(Errno::EAGAIN),
                 n => Ok(n),
@@ -207,7 +350,7 @@ impl PipeEnd {
             if s.readers == 0 {
                 return Err(Errno::EPIPE);
             }
-            let room = PIPE_CAPACITY - s.buf.len();
+            let room = s.capacity - s.buf.len();
             let fits = if buf.len() <= PIPE_BUF { room >= buf.len() } else { room > 0 };
             if !fits {
                 return Err(Errno::EAGAIN);
@@ -242,24 +385,23 @@ impl FileOps for PipeEnd {
 
     fn poll_events(&self) -> u32 {
         let s = self.pipe.state.lock();
+        let mut ev = 0;
         if self.write {
-            let mut ev = 0;
             if s.readers == 0 {
                 ev |= POLLERR;
-            } else if PIPE_CAPACITY - s.buf.len() >= PIPE_BUF {
+            } else if s.capacity - s.buf.len() >= PIPE_BUF.min(s.capacity) {
                 ev |= POLLOUT | POLLWRNORM;
             }
-            ev
-        } else {
-            let mut ev = 0;
+        }
+        if self.read {
             if !s.buf.is_empty() {
                 ev |= POLLIN | POLLRDNORM;
             }
-            if s.writers == 0 {
+            if s.writers == 0 && s.opened_writers != self.hup_after {
                 ev |= POLLHUP;
             }
-            ev
         }
+        ev
     }
 
     /// FIONREAD: the bytes waiting to be read.
@@ -309,6 +451,22 @@ mod tests {
         assert_eq!(w.write(b"x", 0), Err(Errno::EAGAIN));
         drop(r);
         assert_eq!(w.write(b"x", 0), Err(Errno::EPIPE));
+    }
+
+    #[test]
+    fn capacity_is_a_power_of_two_pages_within_limits() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let w = p.writer();
+        let _r = p.reader();
+        assert_eq!(p.capacity(), PIPE_CAPACITY);
+        assert_eq!(p.set_capacity(0, false), Ok(4096));
+        assert_eq!(p.set_capacity(4097, false), Ok(8192));
+        assert_eq!(p.set_capacity(PIPE_MAX_SIZE + 1, false), Err(Errno::EPERM));
+        assert_eq!(p.set_capacity(PIPE_MAX_SIZE + 1, true), Ok(2 * PIPE_MAX_SIZE));
+        assert_eq!(p.set_capacity(PIPE_SIZE_LIMIT + 1, true), Err(Errno::EINVAL));
+        assert_eq!(p.set_capacity(8192, false), Ok(8192));
+        assert_eq!(w.write(&[0u8; 10_000], 0), Ok(8192), "a write fills the capacity");
+        assert_eq!(p.set_capacity(4096, false), Err(Errno::EBUSY));
     }
 
     #[test]

@@ -86,8 +86,7 @@ impl FileOps for SignalFd {
     }
 
     fn poll_events(&self) -> u32 {
-        let ready = thread::current()
-            .is_some_and(|t| t.sigpending.load(Ordering::SeqCst) & self.mask.load(Ordering::Relaxed) != 0);
+        let ready = thread::current().is_some_and(|t| t.pending() & self.mask.load(Ordering::Relaxed) != 0);
         if ready {
             POLLIN | POLLRDNORM
         } else {

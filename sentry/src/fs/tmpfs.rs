@@ -7,6 +7,7 @@
 //! ENOSPC, as Linux's tmpfs fails at its size. Every operation fails the
 //! way Linux's shmem fails it.
 
+use super::pipe::FifoSlot;
 use crate::abi::limits::NAME_MAX;
 use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
@@ -293,8 +294,10 @@ enum Body {
     Dir(Mutex<Entries>),
     File(Mutex<FileData>),
     Symlink(Vec<u8>),
-    /// A device, fifo or socket: attributes only.
+    /// A device or socket: attributes only.
     Special,
+    /// A named pipe.
+    Fifo(FifoSlot),
 }
 
 /// A tmpfs inode.
@@ -462,7 +465,7 @@ impl TmpNode {
                 let blocks = if t.len() < SHORT_SYMLINK_LEN { 0 } else { PAGE_SIZE / 512 };
                 (t.len() as u64, blocks, nlink)
             }
-            Body::Special => (0, 0, nlink),
+            Body::Special | Body::Fifo(_) => (0, 0, nlink),
         }
     }
 
@@ -704,6 +707,7 @@ impl Node for TmpNode {
             }
             Body::Symlink(_) => Err(Errno::ELOOP),
             Body::Special => Err(Errno::ENXIO),
+            Body::Fifo(slot) => slot.open(self.ino, now(), flags),
         }
     }
 
@@ -722,7 +726,8 @@ impl Node for TmpNode {
         let (kind, body, rdev) = match new.mode & S_IFMT {
             0 | S_IFREG => (S_IFREG, self.new_file(), 0),
             k @ (S_IFCHR | S_IFBLK) => (k, Body::Special, rdev),
-            k @ (S_IFIFO | S_IFSOCK) => (k, Body::Special, 0),
+            S_IFIFO => (S_IFIFO, Body::Fifo(FifoSlot::default()), 0),
+            S_IFSOCK => (S_IFSOCK, Body::Special, 0),
             S_IFDIR => return Err(Errno::EPERM),
             _ => return Err(Errno::EINVAL),
         };
@@ -1116,7 +1121,15 @@ mod tests {
         assert_eq!(get(&root, "p").stat().unwrap().rdev, 0);
         assert_eq!(get(&root, "r").stat().unwrap().mode, S_IFREG | 0o600);
         assert_eq!(err(get(&root, "c").open(RDWR)), Errno::ENXIO);
-        assert_eq!(err(get(&root, "p").open(libc::O_RDONLY)), Errno::ENXIO);
+        // A FIFO: a non-blocking writer without a reader fails, a
+        // non-blocking reader opens, and then a writer does too.
+        let p = get(&root, "p");
+        assert_eq!(err(p.open(libc::O_WRONLY | libc::O_NONBLOCK)), Errno::ENXIO);
+        let r = p.open(libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        let w = p.open(libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(w.write(b"hi", 0), Ok(2));
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read(&mut buf, 0), Ok(2));
         assert_eq!(err(root.mknod(b"d", nn(S_IFDIR | 0o755), 0)), Errno::EPERM);
         assert_eq!(err(root.open(RDWR)), Errno::EISDIR);
         let d = root.open(libc::O_RDONLY | libc::O_DIRECTORY).unwrap();

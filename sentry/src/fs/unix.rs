@@ -524,6 +524,8 @@ pub struct UnixSocket {
     listen_cred: Mutex<Option<PeerCred>>,
     /// SO_PASSCRED: receives report the sender's credentials.
     pub passcred: std::sync::atomic::AtomicBool,
+    /// SO_RCVTIMEO and SO_SNDTIMEO (None: no timeout).
+    pub timeouts: Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>,
 }
 
 impl UnixSocket {
@@ -551,6 +553,7 @@ impl UnixSocket {
             dgram,
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
+            timeouts: Mutex::default(),
         })
     }
 
@@ -868,6 +871,16 @@ impl FileOps for UnixSocket {
 
     fn event_unregister(&self, e: &Entry) {
         self.events.unregister(e);
+    }
+
+    /// SO_RCVTIMEO and SO_SNDTIMEO.
+    fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
+        let t = self.timeouts.lock();
+        if write {
+            t.1
+        } else {
+            t.0
+        }
     }
 
     /// Any socket answers the interface ioctls (glibc asks a Unix one).

@@ -1,4 +1,4 @@
-//! Host clocks and the sentry's CPU time.
+//! Host clocks and CPU-time clocks.
 
 use crate::abi::Errno;
 use std::time::Duration;
@@ -38,16 +38,26 @@ pub fn monotonic_now() -> Duration {
     Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
-/// User and system CPU time of the sentry (`RUSAGE_SELF`) or of the
-/// calling host thread (`RUSAGE_THREAD`), as (seconds, microseconds).
-pub fn cpu_times(who: libc::c_int) -> [(i64, i64); 2] {
-    // SAFETY: rusage is integers only; all-zero is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        log::warn!("host getrusage failed: {}", std::io::Error::last_os_error());
-    }
-    [(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), (ru.ru_stime.tv_sec, ru.ru_stime.tv_usec)]
+/// The CPU clock of the calling host thread, which other threads of the
+/// sentry may read (`pthread_getcpuclockid`: `~tid << 3 | PERTHREAD |
+/// SCHED`).
+pub fn own_thread_cpu_clock() -> libc::clockid_t {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    (!tid).wrapping_shl(3) | 6
+}
+
+/// The CPU clock of host process `pid` (all its threads), which Linux
+/// lets any process read (`~pid << 3 | SCHED`).
+pub fn process_cpu_clock(pid: libc::pid_t) -> libc::clockid_t {
+    (!pid).wrapping_shl(3) | 2
+}
+
+/// The time of CPU clock `clock`; None once its thread or process is
+/// gone.
+pub fn cpu_clock_time(clock: libc::clockid_t) -> Option<Duration> {
+    let (sec, nsec) = read(clock, false).ok()?;
+    Some(Duration::new(u64::try_from(sec).ok()?, u32::try_from(nsec).ok()?))
 }
 
 #[cfg(test)]
@@ -62,7 +72,10 @@ mod tests {
         assert_eq!(clock_time(1_000), Err(Errno::EINVAL));
         let a = monotonic_now();
         assert!(monotonic_now() >= a);
-        let [user, _] = cpu_times(libc::RUSAGE_SELF);
-        assert!(user.1 < 1_000_000);
+        let mine = cpu_clock_time(own_thread_cpu_clock()).unwrap();
+        assert!(mine > Duration::ZERO);
+        // SAFETY: getpid cannot fail.
+        let all = cpu_clock_time(process_cpu_clock(unsafe { libc::getpid() })).unwrap();
+        assert!(all >= mine);
     }
 }

@@ -9,5 +9,5 @@ mod info;
 pub mod outer;
 pub mod socket;
 
-pub use clock::{clock_resolution, clock_time, cpu_times, monotonic_now};
+pub use clock::{clock_resolution, clock_time, cpu_clock_time, monotonic_now, own_thread_cpu_clock, process_cpu_clock};
 pub use info::{cpus, current_cpu, prime_info, total_ram, uts};

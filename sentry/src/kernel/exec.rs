@@ -10,6 +10,9 @@ use crate::vfs::walk::Walker;
 use crate::vfs::{Dentry, FileDescription, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
+/// The personality flag that makes readable memory executable.
+const READ_IMPLIES_EXEC: u32 = 0x0040_0000;
+
 /// The most bytes of argv plus envp strings (Linux: a quarter of the 8 MiB
 /// stack limit).
 pub const ARG_MAX: usize = 2 << 20;
@@ -64,6 +67,9 @@ pub fn execve(
         open_exec_dentry(task, d)
     };
     let loaded = loader::load(&mm, &open, path, argv, &envp, &ids)?;
+    // Recorded before the new image can run; a record the log cannot
+    // take (failing closed) leaves the old image in place.
+    kernel.audit(|| super::audit::exec_record(task, &loaded.exe.dentry, &loaded.argv, &envp))?;
 
     // The point of no return.
     end_other_threads(task);
@@ -76,6 +82,9 @@ pub fn execve(
     let no_new_privs = {
         let mut attrs = task.thread.attrs.lock();
         attrs.keepcaps = false;
+        // An x86-64 ELF program starts without READ_IMPLIES_EXEC (Linux's
+        // SET_PERSONALITY); the other flags stay, as setarch relies on.
+        attrs.personality &= !READ_IMPLIES_EXEC;
         attrs.no_new_privs
     };
     {

@@ -137,7 +137,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     if f & CLONE_VFORK != 0 {
         let me = task.thread.clone();
         kernel.procs.wait_vfork(tid, || {
-            me.sigpending.load(std::sync::atomic::Ordering::SeqCst) & super::signal::sigbit(libc::SIGKILL) != 0
+            me.pending() & super::signal::sigbit(libc::SIGKILL) != 0
                 || me.exiting.load(std::sync::atomic::Ordering::SeqCst)
         });
     }

@@ -1,6 +1,8 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
+pub mod audit;
+pub mod cputime;
 pub mod exec;
 pub mod extensions;
 pub mod flock;
@@ -10,9 +12,11 @@ pub mod futex;
 pub mod limits;
 pub mod process;
 pub mod record_lock;
+pub mod robust;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;
+pub mod sigqueue;
 pub mod syscall_hooks;
 pub mod syscall_table;
 pub mod sysctl;
@@ -104,6 +108,10 @@ pub struct Kernel {
     /// The syscall layer's table, registered at start-up.
     syscall_table: std::sync::OnceLock<&'static [Syscall]>,
     syscall_observers: syscall_hooks::Observers,
+    /// The sandbox's audit log, when it keeps one (set at boot).
+    audit_log: OnceLock<Arc<crate::audit::AuditLog>>,
+    /// The processes the OOM killer ended.
+    oom_killed: Mutex<HashSet<i32>>,
 }
 
 impl Kernel {
@@ -149,6 +157,8 @@ impl Kernel {
             oom_pending: Mutex::new(None),
             syscall_table: std::sync::OnceLock::new(),
             syscall_observers: syscall_hooks::Observers::default(),
+            audit_log: OnceLock::new(),
+            oom_killed: Mutex::new(HashSet::new()),
         }
     }
 
@@ -231,10 +241,17 @@ impl Kernel {
         self.threads.lock().groups.get(&tgid).cloned()
     }
 
-    /// Reports an unimplemented system call once per number.
-    pub fn report_unimplemented(&self, nr: usize, name: &str) {
+    /// Reports an unimplemented system call once per number, in the debug
+    /// log and the audit log, with the process `caller` that made it.
+    pub fn report_unimplemented(&self, nr: usize, name: &str, caller: &Thread) {
         if self.unimplemented_seen.lock().insert(nr) {
             log::info!("unimplemented system call {name} ({nr}): returning ENOSYS");
+            let _ = self.audit(|| crate::audit::Record::SyscallUnimplemented {
+                nr: u64::try_from(nr).unwrap_or(u64::MAX),
+                name: name.to_string(),
+                pid: caller.tgid,
+                comm: String::from_utf8_lossy(&caller.comm.lock()).into_owned(),
+            });
         }
     }
 
@@ -261,6 +278,9 @@ impl Kernel {
     /// interrupts it so the signal is acted on at its next kernel entry.
     pub fn send_signal_info(&self, target: &Thread, info: siginfo::SigInfo) {
         self.job_control_at_send(target.tgid, info.signo());
+        if signal::ignored_by(target, info.signo()) {
+            return;
+        }
         target.queue_signal(info);
         self.signal_queued(target);
     }
@@ -334,7 +354,7 @@ impl Kernel {
     /// the child becomes a zombie). The caller then interrupts the parent
     /// it returns (`signal_queued`).
     pub fn queue_exit_signal(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) -> Option<Arc<Thread>> {
-        let parent = self.thread(parent)?;
+        let parent = self.thread(parent).filter(|p| !signal::ignored_by(p, libc::SIGCHLD))?;
         let (code, st) = match status {
             ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
             ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
@@ -350,7 +370,13 @@ impl Kernel {
             timers::Target::Process(pid) => self.group(pid),
             timers::Target::Thread(tid) => self.thread(tid).into_iter().collect(),
         };
-        threads.iter().any(|t| t.timer_signal_queued(sig, id))
+        let shared = match target {
+            timers::Target::Process(pid) => {
+                self.thread_group(pid).is_some_and(|g| g.shared_pending.timer_signal_queued(sig, id))
+            }
+            timers::Target::Thread(_) => false,
+        };
+        shared || threads.iter().any(|t| t.timer_signal_queued(sig, id))
     }
 
     /// Sends a process-directed signal raised by the kernel (SI_KERNEL).
@@ -358,15 +384,46 @@ impl Kernel {
         self.signal_process_info(tgid, siginfo::SigInfo::kernel(sig));
     }
 
-    /// Sends a process-directed signal: to a thread of `tgid` that does
-    /// not block it (the first one if all do).
+    /// Sends a process-directed signal, as Linux's `complete_signal`: it
+    /// is pending for the whole process, and the first thread that wants
+    /// it (does not block it, or waits for it in `rt_sigtimedwait`) is
+    /// interrupted to take it. When every thread blocks it, it waits for
+    /// one to unblock it or to take it (`sigwait`, a signalfd read).
     pub fn signal_process_info(&self, tgid: i32, info: siginfo::SigInfo) {
-        let threads = self.group(tgid);
-        let bit = signal::sigbit(info.signo());
-        let target = threads.iter().find(|t| t.sigmask() & bit == 0).or(threads.first());
-        if let Some(t) = target {
-            self.send_signal_info(t, info);
+        if let Some(t) = self.queue_process_signal(tgid, info) {
+            self.interrupt(&t);
         }
+    }
+
+    /// Sends `sig` (SI_KERNEL) to each process of `pids`, queued at all of
+    /// them before any is interrupted, as Linux signals a process group
+    /// under one lock: none can act on it (die, and have its parent reap
+    /// it) before the others have it too.
+    pub fn signal_processes(&self, pids: &[i32], sig: i32) {
+        let woken: Vec<Arc<Thread>> =
+            pids.iter().filter_map(|&pid| self.queue_process_signal(pid, siginfo::SigInfo::kernel(sig))).collect();
+        for t in woken {
+            self.interrupt(&t);
+        }
+    }
+
+    /// The queueing half of `signal_process_info`: returns the thread to
+    /// interrupt, if one wants the signal.
+    fn queue_process_signal(&self, tgid: i32, info: siginfo::SigInfo) -> Option<Arc<Thread>> {
+        let group = self.thread_group(tgid)?;
+        let sig = info.signo();
+        self.job_control_at_send(tgid, sig);
+        let threads = group.threads();
+        let leader = threads.iter().find(|t| t.tid == tgid).or(threads.first());
+        if leader.is_some_and(|t| signal::ignored_by(t, sig)) {
+            return None;
+        }
+        group.shared_pending.queue(info);
+        // A signalfd of any thread may have become readable.
+        for t in &threads {
+            t.signal_events.notify(crate::waiter::ALL);
+        }
+        threads.into_iter().find(|t| t.wants_signal(sig))
     }
 
     /// Interrupts `t`: its running guest code stops and a futex wait it is

@@ -5,6 +5,7 @@
 //! of many processes (wait, reparenting, orphaned groups) sees one
 //! consistent picture and a change wakes the waits.
 
+use super::cputime::CpuTimes;
 use super::task::ExitStatus;
 use super::thread_group::{ProcessState, ThreadGroup};
 use crate::waiter::{self, wait_once, Waker};
@@ -385,6 +386,20 @@ impl ProcessTable {
         block: bool,
         peek: bool,
     ) -> Result<Option<(i32, ChildEvent)>, WaitError> {
+        Ok(self.wait_usage(parent, target, what, block, peek)?.map(|(pid, ev, _)| (pid, ev)))
+    }
+
+    /// `wait`, also returning the child's CPU time (its own and its reaped
+    /// children's, as wait4's rusage). Reaping it adds that to the
+    /// parent's children's time.
+    pub fn wait_usage(
+        &self,
+        parent: i32,
+        target: WaitTarget,
+        what: WaitFor,
+        block: bool,
+        peek: bool,
+    ) -> Result<Option<(i32, ChildEvent, CpuTimes)>, WaitError> {
         let mut p = self.procs.lock();
         loop {
             let matches = |pid: i32, e: &Entry| {
@@ -407,10 +422,14 @@ impl ProcessTable {
                 }
             }
             if let Some((pid, ev)) = found {
+                let usage = p.get(&pid).map(|e| e.group.cpu_times().plus(e.group.cpu.children())).unwrap_or_default();
                 if !peek {
                     match ev {
                         ChildEvent::Exited(_) => {
                             p.remove(&pid);
+                            if let Some(me) = p.get(&parent) {
+                                me.group.cpu.child_reaped(usage);
+                            }
                         }
                         _ => {
                             if let Some(e) = p.get(&pid) {
@@ -419,7 +438,7 @@ impl ProcessTable {
                         }
                     }
                 }
-                return Ok(Some((pid, ev)));
+                return Ok(Some((pid, ev, usage)));
             }
             if !any {
                 return Err(WaitError::NoChildren);

@@ -33,6 +33,19 @@ pub fn default_action(sig: i32) -> DefaultAction {
     }
 }
 
+/// Whether thread `t` drops `sig` when it is sent, as Linux's
+/// `sig_ignored`: it does not block it, and its disposition ignores it
+/// (SIG_IGN, or SIG_DFL for a signal whose default is to be ignored). Such
+/// a signal is never queued and wakes nobody.
+pub fn ignored_by(t: &super::Thread, sig: i32) -> bool {
+    let Some(idx) = usize::try_from(sig).ok().filter(|i| (1..=NSIG).contains(i)) else { return false };
+    if sig == SIGKILL || t.sigmask() & sigbit(sig) != 0 {
+        return false;
+    }
+    let handler = t.sigactions.swap(idx, None).handler;
+    handler == SIG_IGN || (handler == SIG_DFL && default_action(sig) == DefaultAction::Ignore)
+}
+
 /// SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU as a signal set.
 pub const STOP_SIGNALS: u64 = 0xf << 18;
 

@@ -54,7 +54,7 @@ pub(super) fn dispatch(task: &mut Task, nr: u64, args: [u64; 6]) -> SysResult {
     match entry.handler {
         Some(h) => h(task, args),
         None => {
-            task.kernel.report_unimplemented(entry.nr, entry.name);
+            task.kernel.report_unimplemented(entry.nr, entry.name, &task.thread);
             Err(Errno::ENOSYS)
         }
     }

@@ -85,6 +85,7 @@ impl Task {
     /// Runs the guest until it exits.
     pub fn run(&mut self) -> Result<ExitStatus, PlatformError> {
         thread::set_current(Some(self.thread.clone()));
+        self.thread.cpu.start();
         let result = self.run_loop();
         thread::set_current(None);
         result
@@ -93,7 +94,10 @@ impl Task {
     fn run_loop(&mut self) -> Result<ExitStatus, PlatformError> {
         loop {
             let space = self.thread.mm().space().clone();
+            let (start, stub_start) = (std::time::Instant::now(), space.cpu_time());
             let event = self.ctx.switch(&space, &mut self.cpu)?;
+            let stub = stub_start.and_then(|a| space.cpu_time().map(|b| b.saturating_sub(a)));
+            self.thread.cpu.charge_user(start.elapsed(), stub);
             match event {
                 Event::Syscall => self.syscall(),
                 Event::Fault { addr, .. } => match self.thread.mm().fault(addr) {
@@ -162,7 +166,7 @@ impl Task {
                 // process's exit; then pending signals are acted on.
                 let t = self.thread.clone();
                 self.kernel.procs.wait_while_stopped(t.tgid, || {
-                    t.sigpending.load(Ordering::SeqCst) & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
+                    t.pending() & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
                 });
                 self.deliver_pending();
             }
@@ -175,7 +179,7 @@ impl Task {
     /// Acts on the lowest pending, unblocked signal (SIGKILL cannot be
     /// blocked): runs its handler or its default action.
     fn deliver_pending(&mut self) {
-        let pending = self.thread.sigpending.load(Ordering::SeqCst);
+        let pending = self.thread.pending();
         let deliverable = pending & (!self.thread.sigmask() | sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
         if deliverable == 0 {
             return;
@@ -207,6 +211,10 @@ impl Task {
             k.exit_group(tgid, status);
         }
         *self.thread.interrupter.lock() = None;
+        self.thread.cpu.finish();
+        // Locks it held on its robust list are released to their waiters.
+        let robust_head = self.thread.robust_list.lock().0;
+        super::robust::exit_robust_list(&self.thread.mm(), &k.futexes, self.thread.tid, robust_head);
         let last = k.remove_thread(&self.thread);
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
@@ -226,6 +234,8 @@ impl Task {
                 k.session_ended(tgid);
             }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
+            // Before the parent can learn of it (and act on it).
+            let _ = k.audit(|| crate::audit::Record::ProcessExit { pid: tgid, outcome: status.into() });
             let uid = self.thread.creds().uid;
             let mut told = Vec::new();
             let moved = k.procs.exit(tgid, status, |parent, moved| {
@@ -286,6 +296,9 @@ impl Task {
                 let target = k.thread(victim);
                 let comm = target.as_ref().map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned());
                 log::warn!("out of memory: killed process {victim} ({})", comm.unwrap_or_default());
+                if let Some(t) = &target {
+                    k.oom_killing(t, t.mm().resident_bytes());
+                }
                 let mm = target.map(|t| Arc::downgrade(&t.mm()));
                 k.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
                 let Some(mm) = mm.filter(|_| victim != self.thread.tgid) else { return };
@@ -336,7 +349,7 @@ impl Task {
     /// to restart); otherwise it restarts: the guest re-executes the
     /// `syscall` instruction.
     fn restart_or_eintr(&mut self, e: Errno) -> u64 {
-        let deliverable = self.thread.sigpending.load(Ordering::SeqCst) & !self.thread.sigmask();
+        let deliverable = self.thread.pending() & !self.thread.sigmask();
         let handler = (deliverable != 0)
             .then(|| usize::try_from(deliverable.trailing_zeros() + 1).unwrap_or(1))
             .map(|sig| self.thread.sigactions.swap(sig, None))

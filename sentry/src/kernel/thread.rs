@@ -3,11 +3,13 @@
 //! thread's registers and platform context live in its `Task`, owned by
 //! the host thread that runs it.
 
+use super::cputime::ThreadCpu;
 use super::fs_context::FsContext;
 use super::limits::{self, Rlimit};
 use super::siginfo::SigInfo;
 use super::signal::sigbit;
 use super::signal::{AltStack, SigActions};
+use super::sigqueue::SigQueue;
 use super::thread_group::ThreadGroup;
 use crate::auth::Credentials;
 use crate::loader::ArgRanges;
@@ -16,16 +18,9 @@ use crate::platform::Interrupter;
 use crate::vfs::{Dentry, FdTable};
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The first real-time signal: from here on, signals queue.
-const SIGRTMIN: i32 = 32;
-/// The most signal instances queued on one thread (Linux's default
-/// RLIMIT_SIGPENDING is of this order).
-const MAX_QUEUED: usize = 1024;
 
 /// Attributes set by `prctl` and `sched_setaffinity` that Linux keeps per
 /// thread (the per-process ones are the `ThreadGroup`'s). On fork the
@@ -38,6 +33,8 @@ pub struct ThreadAttrs {
     pub keepcaps: bool,
     /// The CPU affinity mask in 64-bit words; `None` means every CPU.
     pub cpu_affinity: Option<Vec<u64>>,
+    /// The execution domain and its flags (`personality`).
+    pub personality: u32,
 }
 
 pub struct Thread {
@@ -59,12 +56,11 @@ pub struct Thread {
     pub nice: AtomicI32,
     pub sigactions: Arc<SigActions>,
     pub sigmask: AtomicU64,
-    /// Signals sent to this thread and not yet taken, one bit per signal
-    /// (bit `n - 1` for signal `n`); changed only with `siginfo` held.
-    pub sigpending: AtomicU64,
-    /// What each pending signal carries: one siginfo for a standard
-    /// signal, a queue for a real-time one.
-    pub(super) siginfo: Mutex<BTreeMap<i32, VecDeque<SigInfo>>>,
+    /// Signals sent to this thread itself and not yet taken.
+    private: SigQueue,
+    /// The signals `rt_sigtimedwait` waits for, while it waits: a
+    /// process-directed one goes to this thread even if it blocks it.
+    pub sigwaiting: AtomicU64,
     pub altstack: Mutex<AltStack>,
     pub attrs: Mutex<ThreadAttrs>,
     pub clear_child_tid: AtomicU64,
@@ -85,6 +81,8 @@ pub struct Thread {
     /// Notified when a signal becomes pending for the thread (signalfd
     /// pollers wait here).
     pub signal_events: crate::waiter::Queue,
+    /// Its CPU time.
+    pub cpu: ThreadCpu,
     /// The mask rt_sigsuspend replaced; a handler frame saves this one
     /// instead of the temporary mask.
     pub saved_sigmask: Mutex<Option<u64>>,
@@ -123,8 +121,8 @@ impl Thread {
             nice: AtomicI32::new(0),
             sigactions,
             sigmask: AtomicU64::new(0),
-            sigpending: AtomicU64::new(0),
-            siginfo: Mutex::default(),
+            private: SigQueue::default(),
+            sigwaiting: AtomicU64::new(0),
             altstack: Mutex::new(AltStack::default()),
             attrs: Mutex::new(ThreadAttrs::default()),
             clear_child_tid: AtomicU64::new(0),
@@ -137,6 +135,7 @@ impl Thread {
             waker: Mutex::new(None),
             signal_events: crate::waiter::Queue::default(),
             saved_sigmask: Mutex::new(None),
+            cpu: ThreadCpu::default(),
         }
     }
 
@@ -174,59 +173,53 @@ impl Thread {
         self.sigmask.load(Ordering::Relaxed)
     }
 
-    /// Makes the signal `info` describes pending. A standard signal
-    /// already pending stays as it was; a real-time one queues another
-    /// instance, up to `MAX_QUEUED` per thread (then it is dropped, as
-    /// Linux drops past RLIMIT_SIGPENDING).
-    pub fn queue_signal(&self, info: SigInfo) {
-        let sig = info.signo();
-        let bit = sigbit(sig);
-        let mut q = self.siginfo.lock();
-        if self.sigpending.load(Ordering::SeqCst) & bit == 0 {
-            q.insert(sig, VecDeque::from([info]));
-            self.sigpending.fetch_or(bit, Ordering::SeqCst);
-        } else if sig >= SIGRTMIN && q.values().map(VecDeque::len).sum::<usize>() < MAX_QUEUED {
-            q.entry(sig).or_default().push_back(info);
-        }
+    /// The signals pending for this thread: its own and its process's.
+    pub fn pending(&self) -> u64 {
+        self.private.bits() | self.group.shared_pending.bits()
     }
 
-    /// Takes one pending instance of `sig`: its siginfo, if it was
+    /// The signals sent to this thread itself and not yet taken.
+    pub fn own_pending(&self) -> u64 {
+        self.private.bits()
+    }
+
+    /// Whether the thread would take a process-directed `sig` now (Linux's
+    /// `wants_signal`): it does not block it, or it waits for it in
+    /// `rt_sigtimedwait`.
+    pub fn wants_signal(&self, sig: i32) -> bool {
+        (self.sigmask() & !self.sigwaiting.load(Ordering::SeqCst)) & sigbit(sig) == 0
+    }
+
+    /// Makes the signal `info` describes pending for this thread alone
+    /// (see `SigQueue::queue`).
+    pub fn queue_signal(&self, info: SigInfo) {
+        self.private.queue(info);
+    }
+
+    /// Takes one pending instance of `sig`, the thread's own before its
+    /// process's (as Linux's `dequeue_signal`): its siginfo, if it was
     /// pending.
     pub fn take_signal(&self, sig: i32) -> Option<SigInfo> {
-        let bit = sigbit(sig);
-        let mut q = self.siginfo.lock();
-        if self.sigpending.load(Ordering::SeqCst) & bit == 0 {
-            return None;
-        }
-        let queue = q.entry(sig).or_default();
-        let info = queue.pop_front().unwrap_or_else(|| SigInfo::kernel(sig));
-        if queue.is_empty() {
-            q.remove(&sig);
-            self.sigpending.fetch_and(!bit, Ordering::SeqCst);
-        }
-        Some(info)
+        self.private.take(sig).or_else(|| self.group.shared_pending.take(sig))
     }
 
-    /// Takes the lowest pending signal of `set`.
+    /// Takes the lowest pending signal of `set`, the thread's own before
+    /// its process's.
     pub fn take_any(&self, set: u64) -> Option<SigInfo> {
-        let pending = self.sigpending.load(Ordering::SeqCst) & set;
-        if pending == 0 {
-            return None;
-        }
-        let sig = i32::try_from(pending.trailing_zeros() + 1).ok()?;
-        self.take_signal(sig)
+        self.private.take_any(set).or_else(|| self.group.shared_pending.take_any(set))
     }
 
-    /// Whether a signal `sig` from POSIX timer `id` waits in the queue.
+    /// Whether a signal `sig` from POSIX timer `id` waits in the thread's
+    /// own queue.
     pub fn timer_signal_queued(&self, sig: i32, id: i32) -> bool {
-        self.siginfo.lock().get(&sig).is_some_and(|q| q.iter().any(|i| i.timer_id() == Some(id)))
+        self.private.timer_signal_queued(sig, id)
     }
 
-    /// Discards every pending instance of the signals in `set`.
+    /// Discards every pending instance of the signals in `set`, the
+    /// thread's own and its process's.
     pub fn discard_signals(&self, set: u64) {
-        let mut q = self.siginfo.lock();
-        q.retain(|&sig, _| sigbit(sig) & set == 0);
-        self.sigpending.fetch_and(!set, Ordering::SeqCst);
+        self.private.discard(set);
+        self.group.shared_pending.discard(set);
     }
 
     /// Whether a blocking operation of this thread must give up: it was
@@ -235,7 +228,7 @@ impl Thread {
     pub fn interrupt_pending(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
             || self.exiting.load(Ordering::SeqCst)
-            || self.sigpending.load(Ordering::SeqCst) & !self.sigmask() != 0
+            || self.pending() & !self.sigmask() != 0
     }
 }
 

@@ -11,8 +11,10 @@
 //! Linux's `tasklist_lock` guards it: wait, reparenting and the
 //! orphaned-group test read many processes at once.
 
+use super::cputime::{CpuTimes, GroupCpu};
 use super::limits::{Rlimit, RLIMIT_NLIMITS};
 use super::process::ChildEvent;
+use super::sigqueue::SigQueue;
 use super::task::ExitStatus;
 use super::thread::Thread;
 use crate::abi::Errno;
@@ -59,6 +61,11 @@ pub struct ThreadGroup {
     dumpable: AtomicU8,
     /// Changed by the process table, under its lock.
     process: Mutex<ProcessState>,
+    /// Signals sent to the process and not yet taken by any of its
+    /// threads.
+    pub shared_pending: SigQueue,
+    /// CPU time beyond the live threads'.
+    pub cpu: GroupCpu,
 }
 
 impl ThreadGroup {
@@ -80,6 +87,8 @@ impl ThreadGroup {
                 continues: 0,
                 subreaper: false,
             }),
+            shared_pending: SigQueue::default(),
+            cpu: GroupCpu::default(),
         })
     }
 
@@ -110,12 +119,22 @@ impl ThreadGroup {
         self.threads.lock().insert(t.tid, t);
     }
 
-    /// Removes thread `tid`; true if no thread is left.
+    /// Removes thread `tid`, whose CPU time then counts among the exited
+    /// threads'; true if no thread is left.
     pub(super) fn leave(&self, tid: i32) -> bool {
         let mut threads = self.threads.lock();
-        threads.remove(&tid);
+        if let Some(t) = threads.remove(&tid) {
+            self.cpu.thread_exited(t.cpu.times());
+        }
         self.left.notify_all();
         threads.is_empty()
+    }
+
+    /// The CPU time of the process: its live and exited threads'.
+    pub fn cpu_times(&self) -> CpuTimes {
+        let threads = self.threads.lock();
+        let live = threads.values().fold(CpuTimes::default(), |acc, t| acc.plus(t.cpu.times()));
+        self.cpu.own(live)
     }
 
     /// Waits until `tid` is the group's only thread, or `deadline`; true

@@ -146,6 +146,11 @@ pub trait AddressSpace: Send + Sync {
     fn release_thread(&self);
     /// The platform's concrete type, for its own `Context`.
     fn as_any(&self) -> &dyn std::any::Any;
+    /// The host CPU time spent running this space's guest code so far (all
+    /// its threads), if the platform can tell.
+    fn cpu_time(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// A thread of guest code prepared by `spawn_thread`.

@@ -159,6 +159,7 @@ fn sys_mknodat(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn remove(task: &Task, dirfd: u64, path_addr: u64, dir: bool) -> SysResult {
     let path = args::path(task, path_addr)?;
+    super::audit_files::unlink(task, dirfd, &path)?;
     let at = args::dirfd(task, dirfd);
     args::with_walker(task, |w| names::remove_at(w, at, &path, dir))?;
     Ok(0)
@@ -184,6 +185,7 @@ fn rename(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u6
     rename::check_flags(flags)?;
     let old_path = args::path(task, old_addr)?;
     let new_path = args::path(task, new_addr)?;
+    super::audit_files::rename(task, (olddirfd, &old_path), (newdirfd, &new_path))?;
     let old = (args::dirfd(task, olddirfd), old_path.as_slice());
     let new = (args::dirfd(task, newdirfd), new_path.as_slice());
     args::with_walker(task, |w| names::rename_at(w, old, new, flags))?;
@@ -305,6 +307,7 @@ fn chmod(task: &Task, d: &Arc<Dentry>, mode: u64) -> SysResult {
     if !creds.capable(caps::CAP_FSETID) && !creds.in_group(d.node.stat()?.gid) {
         mode &= !0o2000;
     }
+    super::audit_files::chmod(task, d, mode)?;
     d.node.setattr(&SetAttr { mode: Some(mode), ..SetAttr::default() })?;
     Ok(0)
 }

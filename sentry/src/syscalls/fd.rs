@@ -10,7 +10,7 @@ use crate::abi::fcntl::{
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::pipe::{Pipe, PIPE_CAPACITY};
+use crate::fs::pipe::{Pipe, PipeEnd};
 use crate::fs::tty::terminal::TtyFile;
 use crate::kernel::record_lock::{file_id, Kind, Lock, Owner};
 use crate::kernel::Task;
@@ -24,7 +24,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host"),
+        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits"),
     ),
     (
         libc::SYS_ioctl,
@@ -218,10 +218,15 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         F_GETOWN => Ok(0),
         F_SETOWN => Ok(0),
         F_GETPIPE_SZ | F_SETPIPE_SZ => {
-            if f.dentry.node.as_any().downcast_ref::<Pipe>().is_none() {
-                return Err(Errno::EBADF);
-            }
-            Ok(u64::try_from(PIPE_CAPACITY).unwrap_or(0))
+            let end = f.ops.clone().into_any().downcast::<PipeEnd>().map_err(|_| Errno::EBADF)?;
+            let size = if cmd == F_GETPIPE_SZ {
+                end.pipe().capacity()
+            } else {
+                let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
+                let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
+                end.pipe().set_capacity(want, privileged)?
+            };
+            Ok(u64::try_from(size).unwrap_or(0))
         }
         F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
         _ => Err(Errno::EINVAL),

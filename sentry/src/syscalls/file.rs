@@ -71,6 +71,7 @@ fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> SysRe
 /// Opens a file description through the VFS with the task's credentials
 /// and umask.
 fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
+    super::audit_files::create(task, dirfd, path, flags)?;
     let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
     let at = args::dirfd(task, dirfd);
     args::with_walker(task, |w| vfs::open_at(w, at, path, how))
@@ -175,6 +176,7 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
     if !f.writable() {
         return Err(Errno::EBADF);
     }
+    super::audit_files::write(task, &f)?;
     Ok(f)
 }
 
@@ -381,6 +383,7 @@ fn sys_ftruncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     if !f.writable() || f.stat()?.mode & S_IFMT != S_IFREG {
         return Err(Errno::EINVAL);
     }
+    super::audit_files::truncate(task, &f, len)?;
     truncate_file(&f, len)
 }
 
@@ -388,6 +391,7 @@ fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let len = offset_arg(a[1])?;
     let f = open_file(task, AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
+    super::audit_files::truncate(task, &f, len)?;
     truncate_file(&f, len)
 }
 

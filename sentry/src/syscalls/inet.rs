@@ -450,7 +450,7 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
 }
 
 /// A struct timeval as a duration; zero means no timeout.
-fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
+pub(super) fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
     let Timeval { sec, usec } = Timeval::decode(raw);
     if !(0..1_000_000).contains(&usec) {
         return Err(Errno::EDOM);

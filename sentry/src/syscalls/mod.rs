@@ -11,6 +11,7 @@ pub mod strace;
 
 mod arch_prctl;
 mod args;
+mod audit_files;
 mod block;
 mod capability;
 mod common;

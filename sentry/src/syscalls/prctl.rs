@@ -1,7 +1,8 @@
 //! System calls: `prctl`, the process and thread attributes Linux keeps
 //! outside any other call: the thread's name, the parent-death signal,
 //! dumpability, keep-caps, no-new-privs, the bounding and ambient
-//! capability sets (their rules are `auth::caps`') and child subreapers.
+//! capability sets (their rules are `auth::caps`') and child subreapers;
+//! and `personality`, the thread's execution domain.
 
 use super::args::int;
 use super::common::put_i32;
@@ -11,16 +12,39 @@ use crate::abi::{Errno, SysResult};
 use crate::auth::caps::valid_bit;
 use crate::kernel::Task;
 
-pub(super) const ENTRIES: Entries = &[(
-    libc::SYS_prctl,
-    sys_prctl,
-    Support::Partial(
-        "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \
-         thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ/DROP, CAP_AMBIENT, \
-         SET/GET_CHILD_SUBREAPER and GET_SECCOMP; \
-         other options return EINVAL",
+pub(super) const ENTRIES: Entries = &[
+    (
+        libc::SYS_prctl,
+        sys_prctl,
+        Support::Partial(
+            "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \
+             thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ/DROP, CAP_AMBIENT, \
+             SET/GET_CHILD_SUBREAPER and GET_SECCOMP; \
+             other options return EINVAL",
+        ),
     ),
-)];
+    (
+        libc::SYS_personality,
+        sys_personality,
+        Support::Partial(
+            "the persona is kept per thread, inherited and kept across exec (less READ_IMPLIES_EXEC); its flags \
+             change nothing else (the sandbox's layout is not randomized anyway)",
+        ),
+    ),
+];
+
+/// personality(persona): sets the calling thread's persona (unless it is
+/// 0xffffffff, a query) and returns the previous one. Linux takes any
+/// value.
+fn sys_personality(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let persona = super::args::uint(a[0]);
+    let mut attrs = task.thread.attrs.lock();
+    let old = attrs.personality;
+    if persona != u32::MAX {
+        attrs.personality = persona;
+    }
+    Ok(u64::from(old))
+}
 
 const PR_SET_PDEATHSIG: i32 = 1;
 const PR_GET_PDEATHSIG: i32 = 2;

@@ -19,8 +19,8 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
     (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
     (libc::SYS_clone3, sys_clone3, Unimplemented("glibc falls back to clone")),
-    (libc::SYS_wait4, sys_wait4, Partial("rusage is zero")),
-    (libc::SYS_waitid, sys_waitid, Partial("P_PIDFD is not supported; the rusage argument is not filled")),
+    (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
+    (libc::SYS_waitid, sys_waitid, Partial("P_PIDFD is not supported; rusage has only the CPU times")),
 ];
 
 fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -127,8 +127,8 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p => WaitTarget::Pid(p),
     };
     let what = WaitFor { exited: true, stopped: options & WUNTRACED != 0, continued: options & WCONTINUED != 0 };
-    let r = task.kernel.procs.wait(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
-    let Some((child, event)) = r else {
+    let r = task.kernel.procs.wait_usage(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
+    let Some((child, event, usage)) = r else {
         return Ok(0);
     };
     let mm = task.thread.mm();
@@ -141,7 +141,7 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         mm.copy_out(status_addr, &status.to_le_bytes())?;
     }
     if rusage != 0 {
-        mm.copy_out(rusage, &[0u8; 144])?;
+        mm.copy_out(rusage, &super::time::encode_rusage(usage, 0))?;
     }
     u64::try_from(child).map_err(|_| Errno::ECHILD)
 }
@@ -171,9 +171,11 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let block = options & WNOHANG == 0;
     let peek = options & WNOWAIT != 0;
-    let r = task.kernel.procs.wait(me, target, what, block, peek).map_err(wait_errno)?;
+    let r = task.kernel.procs.wait_usage(me, target, what, block, peek).map_err(wait_errno)?;
     let mut info = Encoder::with_capacity(128);
-    if let Some((pid, event)) = r {
+    let mut usage = None;
+    if let Some((pid, event, used)) = r {
+        usage = Some(used);
         // si_code: CLD_EXITED, CLD_KILLED, CLD_STOPPED, CLD_CONTINUED.
         let (code, value) = match event {
             ChildEvent::Exited(ExitStatus::Code(c)) => (1, c),
@@ -187,6 +189,11 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     info.zeros(128 - info.len());
     if infop != 0 {
         task.thread.mm().copy_out(infop, info.as_bytes())?;
+    }
+    // The raw system call's fifth argument: the child's rusage, written
+    // only when a child is reported (as Linux).
+    if let Some(used) = usage.filter(|_| a[4] != 0) {
+        task.thread.mm().copy_out(a[4], &super::time::encode_rusage(used, 0))?;
     }
     Ok(0)
 }

@@ -121,7 +121,7 @@ pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
     if t.exiting.load(Ordering::SeqCst) || t.stop_requested.load(Ordering::SeqCst) {
         return Errno::EINTR;
     }
-    let deliverable = t.sigpending.load(Ordering::SeqCst) & !t.sigmask();
+    let deliverable = t.pending() & !t.sigmask();
     let acted_on = (1..=64)
         .filter(|&sig| deliverable & sigbit(sig) != 0)
         .any(|sig| usize::try_from(sig).is_ok_and(|s| disposition(sig, handler_of(task, s)) != Disposition::Ignore));
@@ -201,7 +201,7 @@ fn sys_rt_sigprocmask(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_rt_sigpending(task: &mut Task, a: [u64; 6]) -> SysResult {
     let n = usize::try_from(a[1]).ok().filter(|&n| n <= 8).ok_or(Errno::EINVAL)?;
-    let pending = task.thread.sigpending.load(Ordering::Relaxed) & task.thread.sigmask();
+    let pending = task.thread.pending() & task.thread.sigmask();
     task.thread.mm().copy_out(a[0], &pending.to_le_bytes()[..n])?;
     Ok(0)
 }
@@ -310,11 +310,12 @@ fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
 fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: usize) -> SysResult {
     let sig = info.signo();
     let bit = sigbit(sig);
+    let directed = thread.is_some();
     let receiver = match thread {
         Some(t) => t,
         None => {
             let threads = group(task);
-            threads.iter().find(|t| t.sigmask() & bit == 0).unwrap_or(&task.thread).clone()
+            threads.iter().find(|t| t.wants_signal(sig)).unwrap_or(&task.thread).clone()
         }
     };
     // Job control acts at sending, whatever the disposition (a SIGCONT
@@ -327,8 +328,12 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: 
             task.exit = Some(ExitStatus::Signal(sig));
             Ok(0)
         }
-        Outcome::Queue => {
+        Outcome::Queue if directed => {
             task.kernel.send_signal_info(&receiver, info);
+            Ok(0)
+        }
+        Outcome::Queue => {
+            task.kernel.signal_process_info(task.thread.tgid, info);
             Ok(0)
         }
     }
@@ -533,15 +538,27 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         Some(waiter::deadline_in(ts.duration()))
     };
+    // While it waits, a process-directed signal of `set` comes to this
+    // thread even though it blocks it (Linux unblocks `set` for the wait).
+    task.thread.sigwaiting.store(set, Ordering::SeqCst);
+    let taken = wait_for_one_of(task, set, deadline);
+    task.thread.sigwaiting.store(0, Ordering::SeqCst);
+    let info = taken?;
+    if a[1] != 0 {
+        mm.copy_out(a[1], &info.0)?;
+    }
+    u64::try_from(info.signo()).map_err(|_| Errno::EINVAL)
+}
+
+/// Waits until a signal of `set` is pending for the thread and takes it;
+/// another signal it accepts, its exit or the deadline end the wait.
+fn wait_for_one_of(task: &Task, set: u64, deadline: Option<std::time::Instant>) -> Result<SigInfo, Errno> {
     loop {
         if let Some(info) = task.thread.take_any(set) {
-            if a[1] != 0 {
-                mm.copy_out(a[1], &info.0)?;
-            }
-            return u64::try_from(info.signo()).map_err(|_| Errno::EINVAL);
+            return Ok(info);
         }
         // Another signal the thread accepts ends the wait (a handler runs).
-        if task.thread.sigpending.load(Ordering::SeqCst) & !task.thread.sigmask() != 0 {
+        if task.thread.pending() & !task.thread.sigmask() != 0 {
             return Err(Errno::ERESTARTNOHAND);
         }
         let until = deadline.unwrap_or_else(|| std::time::Instant::now() + std::time::Duration::from_secs(1 << 32));

@@ -12,8 +12,9 @@ use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC,
     MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS,
     SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_PASSCRED,
-    SO_PEERCRED, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_TYPE,
+    SO_PEERCRED, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
 };
+use crate::abi::time::Timeval;
 use crate::abi::uio::Iovec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -21,7 +22,7 @@ use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName
 use crate::fs::unix_msg::QUEUE_BYTES;
 use crate::kernel::Task;
 use crate::vfs::FileOps;
-use crate::vfs::{FileDescription, READ_EVENTS};
+use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
 
 const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; loopback only) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
@@ -39,13 +40,13 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
     (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
     (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
+    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS); SO_SNDTIMEO does not bound a Unix send that carries descriptors")),
     (libc::SYS_recvmsg, sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
     (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
     (
         libc::SYS_getsockopt,
         sys_getsockopt,
-        Partial("Unix: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN; IP: those, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, and common IP/TCP options as they were set (no TCP_INFO)"),
+        Partial("Unix: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN, SO_RCVTIMEO, SO_SNDTIMEO; IP: those, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, and common IP/TCP options as they were set (no TCP_INFO)"),
     ),
     (libc::SYS_setsockopt, sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
 ];
@@ -347,7 +348,9 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
     }
     let (f, s) = socket_of(task, a[0])?;
     let nonblock_listener = f.flags() & O_NONBLOCK != 0;
-    let conn = super::block::wait_io(&f, READ_EVENTS, nonblock_listener, None, || s.accept())?;
+    // SO_RCVTIMEO bounds the wait (EAGAIN), as in Linux's accept.
+    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    let conn = super::block::wait_io(&f, READ_EVENTS, nonblock_listener, deadline, || s.accept())?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let peer = conn.peer_name().ok().flatten();
     let fd = install(task, conn, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
@@ -411,6 +414,25 @@ fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
     }
 }
 
+/// Runs a receive (or with `write`, a send) on Unix socket `f`:
+/// `attempt(dontwait)` waits in the socket itself, unless the socket has a
+/// timeout for it (SO_RCVTIMEO, SO_SNDTIMEO): then the call waits on the
+/// socket's queue until the timeout (EAGAIN), as `block::wait_io` does.
+fn unix_io<T>(
+    f: &FileDescription,
+    write: bool,
+    dontwait: bool,
+    mut attempt: impl FnMut(bool) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match f.ops.io_timeout(write) {
+        Some(t) if !dontwait => {
+            let events = if write { WRITE_EVENTS } else { READ_EVENTS };
+            super::block::wait_io(f, events, false, Some(crate::waiter::deadline_in(t)), || attempt(true))
+        }
+        _ => attempt(dontwait),
+    }
+}
+
 /// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT),
 /// to `to` if given (a datagram's destination).
 fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<UnixSocket>>) -> SysResult {
@@ -426,7 +448,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
         }
         let mut buf = vec![0u8; len];
         task.thread.mm().copy_in(addr, &mut buf)?;
-        let r = s.send_msg(to.as_ref(), &buf, nonblock, None, SenderCred::of_current());
+        let r = unix_io(&f, true, nonblock, |dw| s.send_msg(to.as_ref(), &buf, dw, None, SenderCred::of_current()));
         sigpipe(task, &s, flags, &r);
         return r.map(|n| n as u64);
     }
@@ -436,7 +458,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
     while done < len || len == 0 {
         let n = (len - done).min(STREAM_CHUNK);
         task.thread.mm().copy_in(addr + done as u64, &mut buf[..n])?;
-        let r = s.send_msg(None, &buf[..n], nonblock, None, SenderCred::of_current());
+        let r = unix_io(&f, true, nonblock, |dw| s.send_msg(None, &buf[..n], dw, None, SenderCred::of_current()));
         match r {
             Ok(w) => {
                 done += w;
@@ -467,7 +489,7 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
     // No message is longer than a queue; a stream read may return less.
     let len = len.min(buffer_cap(&s));
     let mut buf = vec![0u8; len];
-    let d = s.recv_msg(&mut buf, dontwait, peek)?;
+    let d = unix_io(&f, false, dontwait, |dw| s.recv_msg(&mut buf, dw, peek))?;
     let mut got = d.len;
     // MSG_WAITALL gathers more only when a stream's bytes are consumed.
     while s.ty() == SockType::Stream && flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
@@ -717,7 +739,13 @@ pub(super) fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     // Linux sends nothing, descriptors included, for an empty stream
     // message; an empty datagram or packet is a message of its own.
     let rights = rights.filter(|_| !data.is_empty() || s.ty().has_messages());
-    let r = s.send_msg(to.as_ref(), &data, nonblocking(&f, a[2]), rights, cred);
+    let nonblock = nonblocking(&f, a[2]);
+    // Descriptors in flight go once: only a send without them retries
+    // under SO_SNDTIMEO.
+    let r = match rights {
+        None => unix_io(&f, true, nonblock, |dw| s.send_msg(to.as_ref(), &data, dw, None, cred)),
+        rights => s.send_msg(to.as_ref(), &data, nonblock, rights, cred),
+    };
     sigpipe(task, &s, a[2], &r);
     r.map(|n| n as u64)
 }
@@ -736,7 +764,7 @@ pub(super) fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let iov = iovec_list(task, &h)?;
     let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(buffer_cap(&s));
     let mut buf = vec![0u8; total];
-    let d = s.recv_msg(&mut buf, nonblocking(&f, a[2]), a[2] & MSG_PEEK != 0)?;
+    let d = unix_io(&f, false, nonblocking(&f, a[2]), |dw| s.recv_msg(&mut buf, dw, a[2] & MSG_PEEK != 0))?;
     let got = d.len;
     let mut at = 0;
     for (base, len) in iov {
@@ -796,6 +824,12 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let mut value = Encoder::new();
     match int(a[2]) {
+        opt @ (SO_RCVTIMEO | SO_SNDTIMEO) => {
+            let t = s.timeouts.lock();
+            let t = if opt == SO_RCVTIMEO { t.0 } else { t.1 };
+            Timeval::from_duration(t.unwrap_or_default()).encode_to(&mut value);
+            &mut value
+        }
         SO_TYPE => value.i32(s.ty().number()),
         SO_ERROR | SO_PROTOCOL => value.i32(0),
         SO_ACCEPTCONN => value.i32(i32::from(s.is_listening())),
@@ -839,7 +873,22 @@ fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     if int(a[4]) < 4 {
         return Err(Errno::EINVAL);
     }
-    if int(a[2]) == SO_PASSCRED {
+    let opt = int(a[2]);
+    if opt == SO_RCVTIMEO || opt == SO_SNDTIMEO {
+        let mut raw = [0u8; Timeval::SIZE];
+        if usize::try_from(args::uint(a[4])).map_or(true, |n| n < Timeval::SIZE) {
+            return Err(Errno::EINVAL);
+        }
+        task.thread.mm().copy_in(a[3], &mut raw)?;
+        let t = inet::timeval(&raw)?;
+        let mut timeouts = s.timeouts.lock();
+        if opt == SO_RCVTIMEO {
+            timeouts.0 = t;
+        } else {
+            timeouts.1 = t;
+        }
+    }
+    if opt == SO_PASSCRED {
         let mut raw = [0u8; 4];
         task.thread.mm().copy_in(a[3], &mut raw)?;
         s.passcred.store(i32::from_le_bytes(raw) != 0, std::sync::atomic::Ordering::Relaxed);

@@ -1,5 +1,6 @@
 //! System calls: time. Clocks are the host's, read by the sentry; CPU-time
-//! clocks approximate the guest's CPU time with the sentry's.
+//! clocks, `times` and `getrusage` count the guest's CPU time
+//! (`kernel::cputime`).
 
 use super::args::int;
 use super::{Entries, Support};
@@ -13,11 +14,13 @@ use crate::abi::time::{
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::host;
+use crate::kernel::cputime::CpuTimes;
 use crate::kernel::Task;
 use crate::waiter as wait;
+use std::time::Duration;
 
-const CPU_CLOCKS: &str = "CPU-time clocks count the sentry's CPU time, not the guest stub's; CPU clocks of other \
-                          threads and processes and fd clocks return EINVAL";
+const CPU_CLOCKS: &str = "CPU-time clocks count the guest's user time (its stub's) and system time (the sentry \
+                          thread serving it); CPU clocks of other threads and processes and fd clocks return EINVAL";
 const SLEEP: &str = "sleeping on CPU-time clocks returns EOPNOTSUPP (PROCESS_CPUTIME_ID) or EINVAL (clocks of \
                      a pid)";
 const SET_CLOCK: &str = "the sandbox may not set the host clock: valid requests get EPERM, even from root";
@@ -31,20 +34,13 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_clock_nanosleep, sys_clock_nanosleep, Support::Partial(SLEEP)),
     (libc::SYS_clock_settime, sys_clock_settime, Support::Partial(SET_CLOCK)),
     (libc::SYS_settimeofday, sys_settimeofday, Support::Partial(SET_CLOCK)),
-    (
-        libc::SYS_times,
-        sys_times,
-        Support::Partial(
-            "process times are the sentry's CPU time; children's times are 0; returns clock ticks since the sandbox \
-             booted",
-        ),
-    ),
+    (libc::SYS_times, sys_times, Support::Partial("returns clock ticks since the sandbox booted")),
     (
         libc::SYS_getrusage,
         sys_getrusage,
         Support::Partial(
-            "only CPU times (the sentry's, not the guest stub's) and maxrss (the current resident size) are \
-             reported; children's usage is 0",
+            "only CPU times and maxrss (the current resident size; 0 for children) are reported; user time is the \
+             guest stub's, system time the sentry thread's serving it",
         ),
     ),
 ];
@@ -124,8 +120,22 @@ fn ret(v: i64) -> u64 {
     u64::from_ne_bytes(v.to_ne_bytes())
 }
 
+/// The calling thread's (`ThreadCpu`) or process's CPU time.
+fn cpu_clock(task: &Task, c: Clock) -> Option<Timespec> {
+    let t = match c {
+        Clock::Host(_) => return None,
+        Clock::ThreadCpu => task.thread.cpu.times(),
+        Clock::ProcessCpu => task.thread.group().cpu_times(),
+    };
+    Some(Timespec::from_duration(t.total()))
+}
+
 fn sys_clock_gettime(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let t = now(host_id(task_clock(task, a[0])?))?;
+    let c = task_clock(task, a[0])?;
+    let t = match cpu_clock(task, c) {
+        Some(t) => t,
+        None => now(host_id(c))?,
+    };
     task.thread.mm().copy_out(a[1], &t.encode())?;
     Ok(0)
 }
@@ -272,22 +282,27 @@ fn sys_settimeofday(task: &mut Task, a: [u64; 6]) -> SysResult {
     Err(Errno::EPERM)
 }
 
-/// A (seconds, microseconds) time in clock ticks.
-fn ticks((sec, usec): (i64, i64)) -> i64 {
-    sec.saturating_mul(USER_HZ).saturating_add(usec / (USEC_PER_SEC / USER_HZ))
+/// A time in clock ticks.
+fn ticks(d: Duration) -> i64 {
+    let per_tick = u128::try_from(USEC_PER_SEC / USER_HZ).unwrap_or(1);
+    i64::try_from(d.as_micros() / per_tick).unwrap_or(i64::MAX)
 }
 
-/// `struct tms`: four `clock_t`.
-fn encode_tms(utime: i64, stime: i64) -> Vec<u8> {
+/// `struct tms`: four `clock_t` (utime, stime, cutime, cstime).
+fn encode_tms(t: [i64; 4]) -> Vec<u8> {
     let mut e = Encoder::with_capacity(32);
-    e.i64(utime).i64(stime).i64(0).i64(0);
+    for v in t {
+        e.i64(v);
+    }
     e.finish()
 }
 
 fn sys_times(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
-        let [u, s] = host::cpu_times(libc::RUSAGE_SELF);
-        task.thread.mm().copy_out(a[0], &encode_tms(ticks(u), ticks(s)))?;
+        let group = task.thread.group();
+        let (own, children) = (group.cpu_times(), group.cpu.children());
+        let tms = encode_tms([own.user, own.system, children.user, children.system].map(ticks));
+        task.thread.mm().copy_out(a[0], &tms)?;
     }
     let up = task.kernel.uptime();
     let up_ticks = i64::try_from(up.as_millis() / 10).unwrap_or(i64::MAX);
@@ -298,8 +313,15 @@ const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 const RUSAGE_THREAD: i32 = 1;
 
-/// `struct rusage` (144 bytes): two timevals and fourteen longs.
-fn encode_rusage(utime: (i64, i64), stime: (i64, i64), maxrss_kb: i64) -> Vec<u8> {
+/// A time as a `struct timeval`'s (seconds, microseconds).
+fn timeval(d: Duration) -> (i64, i64) {
+    (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), i64::from(d.subsec_micros()))
+}
+
+/// `struct rusage` (144 bytes): two timevals and fourteen longs, of which
+/// the CPU times and the peak resident set are kept.
+pub(super) fn encode_rusage(t: CpuTimes, maxrss_kb: i64) -> Vec<u8> {
+    let (utime, stime) = (timeval(t.user), timeval(t.system));
     let mut e = Encoder::with_capacity(144);
     e.i64(utime.0).i64(utime.1).i64(stime.0).i64(stime.1).i64(maxrss_kb);
     e.zeros(13 * 8);
@@ -307,14 +329,11 @@ fn encode_rusage(utime: (i64, i64), stime: (i64, i64), maxrss_kb: i64) -> Vec<u8
 }
 
 fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let rss_kb = || i64::try_from(task.thread.mm().resident_bytes() / 1024).unwrap_or(i64::MAX);
     let buf = match int(a[0]) {
-        RUSAGE_CHILDREN => encode_rusage((0, 0), (0, 0), 0),
-        who @ (RUSAGE_SELF | RUSAGE_THREAD) => {
-            let host_who = if who == RUSAGE_SELF { libc::RUSAGE_SELF } else { libc::RUSAGE_THREAD };
-            let [u, s] = host::cpu_times(host_who);
-            let rss_kb = i64::try_from(task.thread.mm().resident_bytes() / 1024).unwrap_or(i64::MAX);
-            encode_rusage(u, s, rss_kb)
-        }
+        RUSAGE_CHILDREN => encode_rusage(task.thread.group().cpu.children(), 0),
+        RUSAGE_SELF => encode_rusage(task.thread.group().cpu_times(), rss_kb()),
+        RUSAGE_THREAD => encode_rusage(task.thread.cpu.times(), rss_kb()),
         _ => return Err(Errno::EINVAL),
     };
     task.thread.mm().copy_out(a[1], &buf)?;
@@ -366,11 +385,12 @@ mod tests {
 
     #[test]
     fn struct_layouts() {
-        assert_eq!(ticks((2, 345_678)), 234);
-        let tms = encode_tms(7, 8);
+        assert_eq!(ticks(Duration::from_micros(2_345_678)), 234);
+        let tms = encode_tms([7, 8, 9, 10]);
         assert_eq!(tms.len(), 32);
-        assert_eq!(tms[8], 8);
-        let ru = encode_rusage((1, 2), (3, 4), 5);
+        assert_eq!((tms[8], tms[24]), (8, 10));
+        let t = CpuTimes { user: Duration::from_micros(1_000_002), system: Duration::from_micros(3_000_004) };
+        let ru = encode_rusage(t, 5);
         assert_eq!(ru.len(), 144);
         let mut d = Decoder::new(&ru);
         assert_eq!([d.i64(), d.i64(), d.i64(), d.i64(), d.i64()], [1, 2, 3, 4, 5]);

@@ -24,6 +24,9 @@ pub struct FileDescription {
     /// Run when the description goes away (its last descriptor closed):
     /// releases flock locks it holds.
     on_release: Mutex<Vec<(&'static str, ReleaseHook)>>,
+    /// Something was written through it (the audit log records the
+    /// first write per description).
+    written: std::sync::atomic::AtomicBool,
 }
 
 /// Work to do when a description goes away.
@@ -46,7 +49,14 @@ impl FileDescription {
             offset: Mutex::new(0),
             dir_snapshot: Mutex::new(None),
             on_release: Mutex::new(Vec::new()),
+            written: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether this is the first write through the description.
+    pub fn first_write(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        !self.written.load(Relaxed) && !self.written.swap(true, Relaxed)
     }
 
     /// Runs `f` when the description is released; a second hook with the

@@ -166,7 +166,9 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             ),
         ],
     );
-    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max)]);
+    let pipe_max =
+        file(p, "/sys/fs/pipe-max-size", Box::new(|| Ok(format!("{}\n", crate::fs::pipe::PIPE_MAX_SIZE).into_bytes())));
+    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max), pipe_max]);
     let ipv4 = dir(
         p,
         "/sys/net/ipv4",

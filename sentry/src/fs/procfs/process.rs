@@ -96,6 +96,8 @@ pub(super) fn vm_counts(maps: &str, exe: &str) -> VmCounts {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct SigSets {
     pub pending: u64,
+    /// The process's pending signals (ShdPnd).
+    pub shared: u64,
     pub blocked: u64,
     pub ignored: u64,
     pub caught: u64,
@@ -197,13 +199,12 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
         let _ = writeln!(out, "{key}:\t{}", kb(bytes));
     }
     let (threads, sigq, host) = (s.threads, s.sigq_max, s.host_lines);
-    let SigSets { pending, blocked, ignored, caught } = s.sigs;
+    let SigSets { pending, shared, blocked, ignored, caught } = s.sigs;
     let nnp = u8::from(s.no_new_privs);
-    let none = 0u64;
     let _ = write!(
         out,
         "CoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\n\
-         Threads:\t{threads}\nSigQ:\t0/{sigq}\nSigPnd:\t{pending:016x}\nShdPnd:\t{none:016x}\n\
+         Threads:\t{threads}\nSigQ:\t0/{sigq}\nSigPnd:\t{pending:016x}\nShdPnd:\t{shared:016x}\n\
          SigBlk:\t{blocked:016x}\nSigIgn:\t{ignored:016x}\nSigCgt:\t{caught:016x}\n\
          CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\n\
          CapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
@@ -476,7 +477,7 @@ mod tests {
             vm,
             threads: 2,
             sigq_max: 63_668,
-            sigs: SigSets { pending: 1 << 9, blocked: 1 << 1, ignored: 1 << 12, caught: 1 << 16 },
+            sigs: SigSets { pending: 1 << 9, shared: 0, blocked: 1 << 1, ignored: 1 << 12, caught: 1 << 16 },
             no_new_privs: creds.uid == 0,
             host_lines: "Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\n",
         };
@@ -596,7 +597,7 @@ mod tests {
             start_ticks: 250,
             vm: VmCounts { size: 8192, rss: 4096, start_code: 10, end_code: 20, start_brk: 30, ..VmCounts::default() },
             rsslim: RLIM_INFINITY,
-            sigs: SigSets { pending: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
+            sigs: SigSets { pending: 0, shared: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
             exit_signal: 17,
             args: ArgRanges { arg_start: 100, arg_end: 110, env_start: 110, env_end: 130 },
             nice: 5,

@@ -8,7 +8,6 @@ use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel, Thread};
 use crate::vfs::Dentry;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const RLIMIT_RSS: usize = 5;
@@ -109,7 +108,12 @@ fn vm(t: &Thread) -> VmCounts {
 }
 
 fn sig_sets(t: &Thread) -> SigSets {
-    let mut s = SigSets { pending: t.sigpending.load(Ordering::Relaxed), blocked: t.sigmask(), ..SigSets::default() };
+    let mut s = SigSets {
+        pending: t.own_pending(),
+        shared: t.group().shared_pending.bits(),
+        blocked: t.sigmask(),
+        ..SigSets::default()
+    };
     for sig in 1..=NSIG {
         let handler = t.sigactions.swap(sig, None).handler;
         let bit = 1u64 << (sig - 1);

@@ -140,9 +140,7 @@ impl Terminal {
     /// terminal driver's kill_pgrp).
     fn signal_group(&self, pgid: i32, sig: i32) {
         if let Some(k) = self.kernel.upgrade() {
-            for pid in k.procs.group_members(pgid) {
-                k.signal_process(pid, sig);
-            }
+            k.signal_processes(&k.procs.group_members(pgid), sig);
         }
     }
 

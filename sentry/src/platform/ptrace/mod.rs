@@ -248,6 +248,11 @@ impl AddressSpace for PtraceAddressSpace {
         self.threads.lock().remove(&sys::gettid());
     }
 
+    /// The stub process's CPU time.
+    fn cpu_time(&self) -> Option<std::time::Duration> {
+        crate::host::cpu_clock_time(crate::host::process_cpu_clock(self.pid))
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }

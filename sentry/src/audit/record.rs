@@ -1,0 +1,179 @@
+//! The records of the audit log: one variant per `type`, serialized with
+//! `type` as the tag and the variant's fields beside it. Byte strings of
+//! the guest (paths, argv) are written as UTF-8, invalid sequences
+//! replaced. Fields never carry secret values: of the environment only
+//! the names are recorded.
+
+use serde::Serialize;
+
+/// One audit record, without the envelope (`ts`, `sandbox`, `seq`,
+/// `prev`) the writer adds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type")]
+pub enum Record {
+    /// The sandbox exists; always the first record of a log.
+    #[serde(rename = "sandbox.create")]
+    SandboxCreate {
+        /// Random hex text whose SHA-256 is this record's `prev`.
+        nonce: String,
+        config: SecurityConfig,
+    },
+    /// The sandbox's first process starts running.
+    #[serde(rename = "sandbox.start")]
+    SandboxStart {},
+    /// The sandbox ended; always the last record of a closed log.
+    #[serde(rename = "sandbox.exit")]
+    SandboxExit {
+        reason: ExitReason,
+        #[serde(flatten)]
+        outcome: Option<Outcome>,
+        /// What went wrong, for reason `error`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// `runtime` when the sentry was killed before it could close the
+        /// log, and the runtime closed it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        closed_by: Option<String>,
+    },
+    /// A process replaced its image; written before the new image runs.
+    #[serde(rename = "process.exec")]
+    ProcessExec {
+        pid: i32,
+        ppid: i32,
+        uid: u32,
+        gid: u32,
+        cwd: String,
+        /// The executable loaded, as resolved (for a `#!` script, its
+        /// interpreter; the script is in `argv`).
+        exe: String,
+        /// The argv the new image sees: after `#!` resolution, the
+        /// interpreter, its argument and the script before the rest.
+        argv: Vec<String>,
+        /// The names of the environment's variables, never their values.
+        env: Vec<String>,
+    },
+    /// A process ended (its last thread exited).
+    #[serde(rename = "process.exit")]
+    ProcessExit {
+        pid: i32,
+        #[serde(flatten)]
+        outcome: Outcome,
+    },
+    /// The OOM killer ended a process.
+    #[serde(rename = "limit.memory")]
+    LimitMemory {
+        pid: i32,
+        comm: String,
+        /// The victim's resident memory, in bytes.
+        size: u64,
+        /// The sandbox's memory limit and what it had in use, in bytes.
+        limit: u64,
+        usage: u64,
+    },
+    /// A process called a system call husk does not implement (once per
+    /// number per sandbox).
+    #[serde(rename = "syscall.unimplemented")]
+    SyscallUnimplemented { nr: u64, name: String, pid: i32, comm: String },
+    /// A watched file is created (before it is).
+    #[serde(rename = "file.create")]
+    FileCreate { pid: i32, path: String },
+    /// A watched name is removed (before it is).
+    #[serde(rename = "file.unlink")]
+    FileUnlink { pid: i32, path: String },
+    /// A watched name is renamed, or another renamed over it.
+    #[serde(rename = "file.rename")]
+    FileRename { pid: i32, from: String, to: String },
+    /// A watched file's permissions change.
+    #[serde(rename = "file.chmod")]
+    FileChmod { pid: i32, path: String, mode: u32 },
+    /// A watched file is truncated.
+    #[serde(rename = "file.truncate")]
+    FileTruncate { pid: i32, path: String, length: u64 },
+    /// The first write through one open description of a watched file.
+    #[serde(rename = "file.write")]
+    FileWrite { pid: i32, path: String },
+}
+
+impl Record {
+    /// Lifecycle records are made durable at once: a crash of the host
+    /// right after one keeps it.
+    pub fn is_lifecycle(&self) -> bool {
+        matches!(self, Record::SandboxCreate { .. } | Record::SandboxStart {} | Record::SandboxExit { .. })
+    }
+}
+
+/// How a process or sandbox ended: `"status": N` or `"signal": N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Status(i32),
+    Signal(i32),
+}
+
+/// Why a sandbox ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitReason {
+    /// Its first process exited.
+    Exited,
+    /// Its first process was killed by a signal.
+    Killed,
+    /// The OOM killer ended its first process.
+    Oom,
+    /// It outlived the grace period after a SIGTERM and was killed.
+    Timeout,
+    /// husk failed.
+    Error,
+}
+
+/// The configuration of a sandbox that matters for its security, as the
+/// sentry applies it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SecurityConfig {
+    /// The platform that runs guest code.
+    pub platform: String,
+    /// What the guest's network reaches.
+    pub network: String,
+    /// The memory limit of the whole sandbox, in bytes.
+    pub memory_limit: u64,
+    /// The host directory served as the root filesystem, as the runtime
+    /// names it.
+    pub rootfs: String,
+    /// `overlay` (writes kept in the sandbox's memory) or `read-only`.
+    pub root_mode: String,
+    pub mounts: Vec<Mount>,
+    /// The globs of the paths whose changes are recorded (`file.*`).
+    pub watch: Vec<String>,
+    /// Whether the sandbox runs on when the log cannot be written.
+    pub audit_fail_open: bool,
+}
+
+/// A filesystem mounted in the sandbox beyond its root.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    pub path: String,
+    /// `bind`, `tmpfs`, `masked`, `read-only` …
+    pub kind: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_serialize_with_their_type_and_flat_outcomes() {
+        let exit = Record::ProcessExit { pid: 3, outcome: Outcome::Signal(9) };
+        assert_eq!(serde_json::to_string(&exit).unwrap(), r#"{"type":"process.exit","pid":3,"signal":9}"#);
+        let exit = Record::SandboxExit {
+            reason: ExitReason::Exited,
+            outcome: Some(Outcome::Status(2)),
+            error: None,
+            closed_by: None,
+        };
+        assert_eq!(serde_json::to_string(&exit).unwrap(), r#"{"type":"sandbox.exit","reason":"exited","status":2}"#);
+        let start = Record::SandboxStart {};
+        assert_eq!(serde_json::to_string(&start).unwrap(), r#"{"type":"sandbox.start"}"#);
+        assert!(start.is_lifecycle() && exit.is_lifecycle());
+        assert!(!Record::ProcessExit { pid: 3, outcome: Outcome::Status(0) }.is_lifecycle());
+    }
+}

@@ -1,0 +1,91 @@
+//! Opening a sandbox's audit log at boot and closing it at exit: the
+//! `sandbox.*` lifecycle records, and the fail-closed stop.
+
+use super::{BootConfig, BootError};
+use crate::audit::{AuditLog, ExitReason, Mount, Outcome, Record, SecurityConfig};
+use crate::kernel::ExitStatus;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// The exit status of a sentry stopped because its audit log failed
+/// closed (as for any failure of husk itself).
+const STOPPED: i32 = 125;
+
+/// Where and how the sandbox's audit log is kept (`--audit-log`).
+pub struct AuditConfig {
+    /// The log, opened for appending by the runtime, outside the guest's
+    /// reach: no guest descriptor or path names it.
+    pub sink: OwnedFd,
+    /// The sandbox's id in every record: the container's, or one made for
+    /// `husk do`.
+    pub sandbox: String,
+    /// Run on when the log cannot be written (else the sandbox stops).
+    pub fail_open: bool,
+    /// The host directory of the root filesystem, for `sandbox.create`.
+    pub rootfs: String,
+    /// The globs of the paths whose changes are recorded.
+    pub watch: Vec<String>,
+}
+
+/// The security configuration `cfg` gives the sandbox.
+fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> SecurityConfig {
+    let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
+    let mount = |p: &[u8], kind: &str| Mount { path: text(p), kind: kind.into() };
+    let binds = cfg.binds.iter().map(|b| mount(&b.path, if b.file { "bind-file" } else { "bind" }));
+    let tmpfs = cfg.tmpfs.iter().map(|(p, _)| mount(p, "tmpfs"));
+    let masked = cfg.masked_paths.iter().map(|p| mount(p, "masked"));
+    let readonly = cfg.readonly_paths.iter().map(|p| mount(p, "read-only"));
+    SecurityConfig {
+        platform: "ptrace".into(),
+        // The sandbox's own stack: loopback only, nothing else reachable.
+        network: "loopback".into(),
+        memory_limit: cfg.memory_limit,
+        rootfs: rootfs.into(),
+        root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
+        mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
+        watch: watch.to_vec(),
+        audit_fail_open: false,
+    }
+}
+
+/// Starts the log with `sandbox.create`; a log that cannot take it stops
+/// the boot, whatever the fail-open choice.
+pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootError> {
+    let Some(a) = cfg.audit.take() else { return Ok(None) };
+    let config = security_config(cfg, &a.rootfs, &a.watch);
+    let sink = Box::new(std::fs::File::from(a.sink));
+    let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
+    log.set_on_failure(Box::new(|e| {
+        eprintln!("husk: {e}: stopping the sandbox (the audit log fails closed)");
+        // Every stub dies with the sentry, the first process of its pid
+        // namespace; nothing of the guest runs unrecorded.
+        std::process::exit(STOPPED);
+    }));
+    Ok(Some(log))
+}
+
+/// Why the sandbox whose first process ended so ended.
+pub(super) fn reason(status: ExitStatus, oom: bool) -> ExitReason {
+    match status {
+        _ if oom => ExitReason::Oom,
+        ExitStatus::Code(_) => ExitReason::Exited,
+        ExitStatus::Signal(_) => ExitReason::Killed,
+    }
+}
+
+/// Closes the log with `sandbox.exit` (synced, as lifecycle records are).
+pub(super) fn close(log: &AuditLog, result: &Result<(ExitStatus, ExitReason), BootError>) {
+    let record = match result {
+        Ok((status, reason)) => {
+            Record::SandboxExit { reason: *reason, outcome: Some(Outcome::from(*status)), error: None, closed_by: None }
+        }
+        Err(e) => Record::SandboxExit {
+            reason: ExitReason::Error,
+            outcome: None,
+            error: Some(e.to_string()),
+            closed_by: None,
+        },
+    };
+    // A failure has stopped the sandbox already (or is let pass).
+    let _ = log.write(&record);
+}

@@ -1,0 +1,111 @@
+//! `file.*` audit records of watched paths (`--audit-watch`), taken by
+//! the handlers before the change they describe is made: an attempt the
+//! filesystem then refuses is recorded too. A sandbox without a log pays
+//! one load and branch per call.
+
+use super::args;
+use crate::abi::Errno;
+use crate::audit::Record;
+use crate::kernel::Task;
+use crate::vfs::{Dentry, FileDescription};
+use std::sync::Arc;
+
+/// Whether the sandbox keeps a log at all (the cheap test first).
+fn logging(task: &Task) -> bool {
+    task.kernel.audit_log().is_some()
+}
+
+/// `d`'s path as the task sees it.
+fn path_of(task: &Task, d: &Arc<Dentry>) -> Vec<u8> {
+    d.path_from(&task.thread.fs().root())
+}
+
+/// The path `(dirfd, path)` names, its directories resolved and its last
+/// component not followed (the name an unlink or rename acts on).
+fn name_at(task: &Task, dirfd: u64, path: &[u8]) -> Option<Vec<u8>> {
+    let pn = args::parent_at(task, dirfd, path).ok()?;
+    let mut full = path_of(task, &pn.parent);
+    if full != b"/" {
+        full.push(b'/');
+    }
+    full.extend_from_slice(&pn.name);
+    Some(full)
+}
+
+fn watched(task: &Task, path: &[u8]) -> bool {
+    task.kernel.audit_log().is_some_and(|l| l.watches(path))
+}
+
+fn text(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
+}
+
+/// Records `make(path)` when `path` is watched.
+fn record(task: &Task, path: Option<Vec<u8>>, make: impl FnOnce(String) -> Record) -> Result<(), Errno> {
+    match path.filter(|p| watched(task, p)) {
+        Some(p) => task.kernel.audit(|| make(text(&p))),
+        None => Ok(()),
+    }
+}
+
+/// An open with O_CREAT of a name that does not exist yet.
+pub(super) fn create(task: &Task, dirfd: u64, path: &[u8], flags: i32) -> Result<(), Errno> {
+    if !logging(task) || flags & libc::O_CREAT == 0 {
+        return Ok(());
+    }
+    if args::resolve_at(task, dirfd, path, true, false).is_ok() {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, name_at(task, dirfd, path), |path| Record::FileCreate { pid, path })
+}
+
+/// An unlink or rmdir.
+pub(super) fn unlink(task: &Task, dirfd: u64, path: &[u8]) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, name_at(task, dirfd, path), |path| Record::FileUnlink { pid, path })
+}
+
+/// A rename from or onto a watched name.
+pub(super) fn rename(task: &Task, old: (u64, &[u8]), new: (u64, &[u8])) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let (Some(from), Some(to)) = (name_at(task, old.0, old.1), name_at(task, new.0, new.1)) else { return Ok(()) };
+    if !watched(task, &from) && !watched(task, &to) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    task.kernel.audit(|| Record::FileRename { pid, from: text(&from), to: text(&to) })
+}
+
+/// A chmod of `d` to `mode`.
+pub(super) fn chmod(task: &Task, d: &Arc<Dentry>, mode: u32) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, Some(path_of(task, d)), |path| Record::FileChmod { pid, path, mode })
+}
+
+/// A truncation of `f` to `length`.
+pub(super) fn truncate(task: &Task, f: &FileDescription, length: u64) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, Some(path_of(task, &f.dentry)), |path| Record::FileTruncate { pid, path, length })
+}
+
+/// A write through `f`: recorded the first time per open description.
+pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
+    // Named files only (not pipes, sockets and other anonymous ones).
+    if !logging(task) || f.dentry.parent.is_none() || !f.first_write() {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, Some(path_of(task, &f.dentry)), |path| Record::FileWrite { pid, path })
+}

@@ -1,0 +1,335 @@
+//! The audit log through `husk do`: the records of a session in order,
+//! with argv and statuses; `husk audit verify` on intact and tampered
+//! logs; an exec record that outlives its process's SIGKILL; a log the
+//! guest can neither see nor write; an OOM kill's record; a failing log
+//! stopping the sandbox, or not with --audit-fail-open; changes to
+//! watched paths.
+
+use crate::util::{husk_bin, husk_do, kill_group, run, Run, TempDir, TIMEOUT};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// `husk do --audit-log LOG [extra] -- sh -c script`, run in `dir`.
+fn audited(dir: &Path, log: &Path, extra: &[&str], script: &str) -> Run {
+    let mut flags = vec!["--audit-log", log.to_str().unwrap()];
+    flags.extend_from_slice(extra);
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
+    cmd.current_dir(dir);
+    run(cmd, None)
+}
+
+fn records(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn verify(log: &Path) -> Run {
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "verify"]).arg(log);
+    run(cmd, None)
+}
+
+fn types(recs: &[Value]) -> Vec<&str> {
+    recs.iter().map(|r| r["type"].as_str().unwrap()).collect()
+}
+
+fn argv(r: &Value) -> Vec<&str> {
+    r["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_session_leaves_its_records_in_order_and_the_log_verifies() {
+    let dir = TempDir::new("audit-session");
+    let d = dir.path();
+    std::fs::write(d.join("p.py"), "import sys\nprint('py', *sys.argv[1:])\n").unwrap();
+    std::fs::write(d.join("s.sh"), "#!/bin/sh\necho script \"$@\"\n").unwrap();
+    std::fs::set_permissions(d.join("s.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let log = d.join("audit.log");
+    let script = "echo hi; /usr/bin/python3 p.py one; ./s.sh a b; exit 3";
+    // (Only /etc watched, and no bytecode written: no file.* records.)
+    let flags = ["--audit-log", log.to_str().unwrap(), "--audit-watch", "/etc/**"];
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
+    cmd.current_dir(d).env("AUDIT_SECRET", "hunter2-value").env("PYTHONDONTWRITEBYTECODE", "1");
+    let r = run(cmd, None);
+    r.assert_code(3);
+    assert_eq!(r.stdout_str(), "hi\npy one\nscript a b\n", "{}", r.describe());
+
+    let recs = records(&log);
+    assert_eq!(
+        types(&recs),
+        [
+            "sandbox.create",
+            "process.exec",
+            "sandbox.start",
+            "process.exec",
+            "process.exit",
+            "process.exec",
+            "process.exit",
+            "process.exit",
+            "sandbox.exit"
+        ],
+        "{recs:#?}"
+    );
+    let sandbox = recs[0]["sandbox"].as_str().unwrap();
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(r["seq"], i, "{r}");
+        assert_eq!(r["sandbox"], sandbox, "{r}");
+        assert!(r["ts"].as_str().unwrap().ends_with('Z'), "{r}");
+    }
+    assert_eq!(recs[0]["config"]["audit_fail_open"], false);
+    assert_eq!(recs[0]["config"]["platform"], "ptrace");
+    assert_eq!(argv(&recs[1]), ["/bin/sh", "-c", script]);
+    assert_eq!((recs[1]["pid"].as_i64(), recs[1]["cwd"].as_str()), (Some(1), d.to_str()));
+    let py = &recs[3];
+    assert_eq!(argv(py), ["/usr/bin/python3", "p.py", "one"]);
+    assert_eq!(py["ppid"], 1);
+    assert!(py["exe"].as_str().unwrap().contains("python3"), "{py}");
+    assert_eq!((&recs[4]["pid"], &recs[4]["status"]), (&py["pid"], &Value::from(0)));
+    // A #! script: the interpreter and the script both.
+    let sh = &recs[5];
+    assert_eq!(argv(sh), ["/bin/sh", "./s.sh", "a", "b"]);
+    assert_eq!(recs[6]["pid"], sh["pid"]);
+    assert_eq!((&recs[7]["pid"], &recs[7]["status"]), (&Value::from(1), &Value::from(3)));
+    assert_eq!((&recs[8]["reason"], &recs[8]["status"]), (&Value::from("exited"), &Value::from(3)));
+    // Environment names, never values.
+    let env = py["env"].as_array().unwrap();
+    assert!(env.contains(&Value::from("AUDIT_SECRET")), "{py}");
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
+
+    let v = verify(&log);
+    v.assert_code(0);
+    assert!(v.stdout_str().contains("intact: 9 records"), "{}", v.describe());
+
+    // Tampering is named: a line deleted, a byte changed.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(4);
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let v = verify(&log);
+    v.assert_code(1);
+    assert!(v.stdout_str().contains("line 5 (seq 5): missing"), "{}", v.describe());
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[3] = lines[3].replace("p.py", "q.py");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let v = verify(&log);
+    v.assert_code(1);
+    assert!(v.stdout_str().contains("line 4 (seq 3): edited"), "{}", v.describe());
+}
+
+#[test]
+fn a_process_killed_right_after_exec_leaves_its_exec_record() {
+    let dir = TempDir::new("audit-kill");
+    let log = dir.path().join("audit.log");
+    let r = audited(dir.path(), &log, &[], "/bin/sh -c 'kill -9 $$'; echo after $?");
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "after 137\n", "{}", r.describe());
+    let recs = records(&log);
+    let exec = recs.iter().find(|r| r["type"] == "process.exec" && r["pid"] != 1).unwrap();
+    assert_eq!(argv(exec), ["/bin/sh", "-c", "kill -9 $$"]);
+    let exit = recs.iter().find(|r| r["type"] == "process.exit" && r["pid"] == exec["pid"]).unwrap();
+    assert_eq!(exit["signal"], 9, "{exit}");
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn the_guest_can_neither_see_nor_write_the_log() {
+    let dir = TempDir::new("audit-hidden");
+    let log = dir.path().join("audit.log");
+    let path = log.to_str().unwrap();
+    let script = format!(
+        "wc -c < {path}; echo forged >> {path}; for f in /proc/self/fd/* /proc/1/fd/*; do readlink $f; done; true"
+    );
+    let r = audited(dir.path(), &log, &[], &script);
+    r.assert_code(0);
+    let out = r.stdout_str();
+    assert!(out.starts_with("0\n"), "the guest read the log: {}", r.describe());
+    assert!(!out.contains("audit.log"), "a guest descriptor names the log: {out}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.lines().any(|l| l.contains("forged") && !l.contains("process.exec")), "{text}");
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn an_oom_kill_leaves_limit_memory() {
+    let dir = TempDir::new("audit-oom");
+    let log = dir.path().join("audit.log");
+    let r =
+        audited(dir.path(), &log, &["--memory-mb", "64"], "/usr/bin/python3 -c 's = b\"x\" * (256 << 20)'; echo $?");
+    assert_eq!(r.stdout_str(), "137\n", "{}", r.describe());
+    let recs = records(&log);
+    let py = recs.iter().find(|r| r["type"] == "process.exec" && r["pid"] != 1).unwrap();
+    let oom = recs.iter().find(|r| r["type"] == "limit.memory").unwrap_or_else(|| panic!("{recs:#?}"));
+    assert_eq!(oom["pid"], py["pid"], "{oom}");
+    assert_eq!(oom["limit"], 64 << 20, "{oom}");
+    assert!(oom["size"].as_u64().unwrap() > 16 << 20, "{oom}");
+    let exit = recs.iter().find(|r| r["type"] == "process.exit" && r["pid"] == py["pid"]).unwrap();
+    assert_eq!(exit["signal"], 9);
+    verify(&log).assert_code(0);
+
+    // The sandbox's first process the victim: the sandbox ends "oom".
+    let log = dir.path().join("init.log");
+    let mut cmd = husk_do(
+        &["--audit-log", log.to_str().unwrap(), "--memory-mb", "64"],
+        &["/usr/bin/python3", "-c", "s = b'x' * (256 << 20)"],
+    );
+    cmd.current_dir(dir.path());
+    run(cmd, None).assert_code(137);
+    let recs = records(&log);
+    let last = recs.last().unwrap();
+    assert_eq!((&last["type"], &last["reason"], &last["signal"]), (&"sandbox.exit".into(), &"oom".into(), &9.into()));
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn a_log_that_cannot_take_its_first_record_stops_the_boot() {
+    let dir = TempDir::new("audit-full");
+    for extra in [&[][..], &["--audit-fail-open"]] {
+        let r = audited(dir.path(), Path::new("/dev/full"), extra, "echo ran");
+        assert_ne!(r.code, 0, "{}", r.describe());
+        assert!(!r.stdout_str().contains("ran"), "{}", r.describe());
+        assert!(r.stderr_str().contains("audit log"), "{}", r.describe());
+    }
+}
+
+/// Runs `read x; /bin/true; echo ran` with its log on a pipe whose
+/// reader goes away after the first three records; the guest then execs.
+/// Returns the exit code and stdout.
+fn log_reader_goes_away(extra: &[&str]) -> (i32, String) {
+    use std::io::{BufRead, Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    // A duplicate without close-on-exec, for husk to inherit.
+    let inherited = nix::unistd::dup(w.as_raw_fd()).unwrap();
+    drop(w);
+    let spec = format!("fd:{inherited}");
+    let mut flags = vec!["--audit-log", spec.as_str()];
+    flags.extend_from_slice(extra);
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", "read x; /bin/true; echo ran"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.process_group(0).spawn().unwrap();
+    nix::unistd::close(inherited).unwrap();
+    let pgid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(std::fs::File::from(r)).lines();
+        for _ in 0..3 {
+            let _ = lines.next();
+        }
+        // Dropping the reader closes the pipe's only read end.
+        let _ = tx.send(());
+    });
+    let read = rx.recv_timeout(TIMEOUT);
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(b"go\n");
+    drop(stdin);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    kill_group(pgid);
+    let status = status.unwrap_or_else(|| {
+        let _ = child.wait();
+        panic!("husk did not end")
+    });
+    assert!(read.is_ok(), "the first records never came");
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    (status.code().unwrap_or(-1), out)
+}
+
+#[test]
+fn a_failing_log_stops_the_sandbox_unless_failing_open() {
+    let (code, out) = log_reader_goes_away(&[]);
+    assert_eq!((code, out.as_str()), (125, ""), "failing closed: nothing runs unrecorded");
+    let (code, out) = log_reader_goes_away(&["--audit-fail-open"]);
+    assert_eq!((code, out.as_str()), (0, "ran\n"), "failing open: the sandbox runs on");
+}
+
+#[test]
+fn changes_to_watched_paths_are_recorded() {
+    let dir = TempDir::new("audit-files");
+    let log = dir.path().join("audit.log");
+    // /etc is watched by default (writes stay in the sandbox's memory);
+    // /tmp is not, unless asked for.
+    let script = "echo x > /etc/probe; echo y >> /etc/probe; chmod 600 /etc/probe; truncate -s 1 /etc/probe; \
+                  mv /etc/probe /etc/probe2; rm /etc/probe2; echo z > /tmp/scratch; rm /tmp/scratch";
+    audited(dir.path(), &log, &[], script).assert_code(0);
+    let recs = records(&log);
+    let files: Vec<(&str, &str)> = recs
+        .iter()
+        .filter(|r| r["type"].as_str().unwrap().starts_with("file."))
+        .map(|r| (r["type"].as_str().unwrap(), r["path"].as_str().or(r["from"].as_str()).unwrap()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("file.create", "/etc/probe"),
+            ("file.write", "/etc/probe"),
+            ("file.write", "/etc/probe"),
+            ("file.chmod", "/etc/probe"),
+            ("file.truncate", "/etc/probe"),
+            ("file.rename", "/etc/probe"),
+            ("file.unlink", "/etc/probe2"),
+        ],
+        "{recs:#?}"
+    );
+    let chmod = recs.iter().find(|r| r["type"] == "file.chmod").unwrap();
+    assert_eq!(chmod["mode"], 0o600);
+    let rename = recs.iter().find(|r| r["type"] == "file.rename").unwrap();
+    assert_eq!(rename["to"], "/etc/probe2");
+    verify(&log).assert_code(0);
+
+    let log = dir.path().join("tmp.log");
+    audited(dir.path(), &log, &["--audit-watch", "/tmp/**"], script).assert_code(0);
+    let recs = records(&log);
+    assert!(recs.iter().any(|r| r["type"] == "file.unlink" && r["path"] == "/tmp/scratch"), "{recs:#?}");
+    assert!(!recs.iter().any(|r| r["path"] == "/etc/probe2"), "only what --audit-watch names");
+    assert_eq!(recs[0]["config"]["watch"], serde_json::json!(["/tmp/**"]));
+}
+
+#[test]
+fn a_sandbox_killed_after_its_grace_period_has_its_log_closed_by_the_runtime() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("audit-grace");
+    let log = dir.path().join("audit.log");
+    let flags = ["--audit-log", log.to_str().unwrap(), "--kill-grace", "0.5"];
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", "trap '' TERM; echo ready; read x"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let pgid = child.id();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap()), nix::sys::signal::SIGTERM)
+        .unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(st) => break Some(st),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    kill_group(pgid);
+    let status = status.unwrap_or_else(|| {
+        let _ = child.wait();
+        panic!("husk did not end")
+    });
+    assert_eq!(status.code(), Some(137));
+    let recs = records(&log);
+    let last = recs.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["reason"], &last["signal"]),
+        (&"sandbox.exit".into(), &"timeout".into(), &9.into())
+    );
+    assert_eq!(last["closed_by"], "runtime");
+    verify(&log).assert_code(0);
+}
