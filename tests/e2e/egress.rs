@@ -363,8 +363,28 @@ fn egress_names_resolve_only_through_the_sandbox_resolver() {
         "direct_dot",
         "lookups",
     ];
-    let r = net.husk(&flags, "dns");
+    let audit = net.log.with_extension("audit.jsonl");
+    let audited = [&flags[..], &["--audit-log", audit.to_str().unwrap()]].concat();
+    let r = net.husk(&audited, "dns");
     assert_checks(&r, &checks);
+    // Every query and connection is recorded, allowed or not.
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |ty: &str, field: &str, value: &str| {
+        records.iter().find(|r| r["type"] == ty && r[field] == value).unwrap_or_else(|| {
+            panic!("no {ty} record with {field} {value}:\n{}", std::fs::read_to_string(&audit).unwrap())
+        })
+    };
+    let q = find("net.dns", "name", "api.test");
+    assert_eq!((&q["verdict"], &q["rcode"]), (&"allowed".into(), &"NOERROR".into()), "{q}");
+    assert_eq!(find("net.dns", "name", "secret-data.exfil.test")["verdict"], "denied");
+    let c = find("net.connect", "address", "198.18.0.2");
+    assert_eq!(
+        (&c["name"], &c["rule"], &c["port"]),
+        (&"api.test".into(), &"api.test:8080".into(), &8080.into()),
+        "{c}"
+    );
+    assert_eq!(find("net.denied", "address", "198.18.0.3")["protocol"], "tcp");
     if let Some(line) = r.stdout_str().lines().find(|l| l.starts_with("lookup_median_ms")) {
         println!("guest getaddrinfo of an allowed name, median of 20: {line}");
     }

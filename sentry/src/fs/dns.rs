@@ -11,6 +11,7 @@
 use super::egress::Gateway;
 use crate::abi::poll::{POLLIN, POLLOUT};
 use crate::abi::Errno;
+use crate::audit::{AuditLog, Record};
 use crate::host::outer::{Kind, Outer};
 use crate::host::socket as host;
 use crate::waiter::{until_ready, Queue};
@@ -46,10 +47,11 @@ pub fn resolv_conf() -> String {
 
 /// Answers a query datagram `query` that a guest UDP socket (`reply_to`)
 /// sent to the resolver; the reply arrives on that socket later.
-pub fn query(gateway: &Gateway, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
+/// Each answer is recorded in `audit` (net.dns).
+pub fn query(gateway: &Gateway, audit: Option<Arc<AuditLog>>, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
     let resolver = gateway.resolver().clone();
     let pending = match resolver.begin(query, Proto::Udp, Instant::now()) {
-        Step::Done(reply) => return answer(reply_to, reply),
+        Step::Done(reply) => return answer(audit.as_deref(), reply_to, reply),
         Step::Forward(pending) => pending,
     };
     let Some(slot) = Slot::take() else {
@@ -63,7 +65,7 @@ pub fn query(gateway: &Gateway, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
         let answered = pending.exchange(&transport);
         let reply = resolver.finish(answered, Instant::now());
         if let Some(endpoint) = target.upgrade() {
-            answer(&endpoint, reply);
+            answer(audit.as_deref(), &endpoint, reply);
         }
     });
     if let Err(e) = spawned {
@@ -71,16 +73,31 @@ pub fn query(gateway: &Gateway, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
     }
 }
 
-/// Notes a reply in the debug log (the audit log's `net.dns` record
-/// joins in here).
-pub(super) fn log_reply(reply: &Reply) {
+/// Records a reply: in the debug log, and as a net.dns record in the
+/// sandbox's audit log when it keeps one (a log that fails closed stops
+/// the sandbox itself).
+pub(super) fn log_reply(audit: Option<&AuditLog>, reply: &Reply) {
     let r = &reply.record;
     log::debug!("dns: {} {} {} {} {:?}", r.name, r.qtype, r.verdict.as_str(), r.rcode, r.answers);
+    if let Some(log) = audit {
+        let record = Record::NetDns {
+            name: r.name.clone(),
+            qtype: r.qtype.clone(),
+            verdict: r.verdict.as_str().to_owned(),
+            rcode: r.rcode.clone(),
+            answers: r.answers.clone(),
+            upstream: r.upstream.map(|u| u.to_string()),
+            reason: r.reason.clone(),
+        };
+        if let Err(e) = log.write(&record) {
+            log::warn!("dns: audit record not written: {e}");
+        }
+    }
 }
 
 /// Queues `reply` on the guest's socket as a datagram from the resolver.
-fn answer(endpoint: &UdpEndpoint, reply: Reply) {
-    log_reply(&reply);
+fn answer(audit: Option<&AuditLog>, endpoint: &UdpEndpoint, reply: Reply) {
+    log_reply(audit, &reply);
     if let Some(message) = reply.message {
         endpoint.deliver(resolver_addr(), &message);
     }

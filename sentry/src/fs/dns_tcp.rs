@@ -9,6 +9,7 @@
 
 use super::dns::{log_reply, HostTransport, Slot};
 use super::egress::Gateway;
+use crate::audit::AuditLog;
 use husk_netstack::dns::Proto;
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error, Family, Stack, TcpEndpoint};
@@ -21,8 +22,15 @@ use std::time::{Duration, Instant};
 const IDLE: Duration = Duration::from_secs(10);
 
 /// Connects `guest` (connect(2) with `nonblock`, whose result this is) to
-/// a resolver connection served on a thread of its own.
-pub fn connect(gateway: &Gateway, net: &Arc<Stack>, guest: &TcpEndpoint, nonblock: bool) -> Result<(), Error> {
+/// a resolver connection served on a thread of its own; its answers are
+/// recorded in `audit` (net.dns).
+pub fn connect(
+    gateway: &Gateway,
+    audit: Option<Arc<AuditLog>>,
+    net: &Arc<Stack>,
+    guest: &TcpEndpoint,
+    nonblock: bool,
+) -> Result<(), Error> {
     let listener = TcpEndpoint::new(net, Family::V4);
     listener.bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0))?;
     listener.listen()?;
@@ -42,7 +50,7 @@ pub fn connect(gateway: &Gateway, net: &Arc<Stack>, guest: &TcpEndpoint, nonbloc
         let conn = Conn::new(server);
         while let Some(query) = conn.read_message() {
             let reply = resolver.resolve(&query, Proto::Tcp, &transport, &Instant::now);
-            log_reply(&reply);
+            log_reply(audit.as_deref(), &reply);
             let Some(message) = reply.message else { break };
             let Ok(len) = u16::try_from(message.len()) else { break };
             let mut framed = len.to_be_bytes().to_vec();

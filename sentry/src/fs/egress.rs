@@ -59,22 +59,28 @@ impl Gateway {
     /// than the sandbox's resolver needs an address rule of its own (`*`
     /// is not one), so DNS cannot carry data past the resolver.
     pub fn check(&self, dest: SocketAddr) -> Verdict {
+        self.decide(dest).0
+    }
+
+    /// [`Gateway::check`], with the allowed name the address came from
+    /// when that is what lets it through.
+    pub fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
         let verdict = self.policy.check(dest);
         let dns = DNS_PORTS.contains(&dest.port());
         match &verdict {
             Verdict::Allowed { .. } if dns => match self.address_rule_for(dest) {
-                Some(rule) => Verdict::Allowed { rule },
-                None => Verdict::Denied(Denial::NoAllowRule),
+                Some(rule) => (Verdict::Allowed { rule }, None),
+                None => (Verdict::Denied(Denial::NoAllowRule), None),
             },
             Verdict::Denied(Denial::NoAllowRule) if !dns => {
                 let now = Instant::now();
                 let learned = |ip| self.resolver.name_allowing(ip, dest.port(), now);
                 match learned(dest.ip()).or_else(|| learned(husk_netstack::egress::canonical(dest.ip()))) {
-                    Some((name, rule)) => Verdict::Allowed { rule: format!("{rule} ({name})") },
-                    None => verdict,
+                    Some((name, rule)) => (Verdict::Allowed { rule: rule.to_string() }, Some(name)),
+                    None => (verdict, None),
                 }
             }
-            _ => verdict,
+            _ => (verdict, None),
         }
     }
 
@@ -286,8 +292,8 @@ mod tests {
         let reply = g.resolver().resolve(&query("api.test"), Proto::Udp, &Upstream, &Instant::now);
         assert!(reply.message.is_some(), "{:?}", reply.record);
         assert_eq!(
-            g.check("198.18.0.2:8080".parse().unwrap()),
-            Verdict::Allowed { rule: "api.test:8080 (api.test)".into() }
+            g.decide("198.18.0.2:8080".parse().unwrap()),
+            (Verdict::Allowed { rule: "api.test:8080".into() }, Some("api.test".into()))
         );
         assert!(allowed(&g, "[::ffff:198.18.0.2]:8080"), "its v4-mapped spelling too");
         assert!(!allowed(&g, "198.18.0.2:8081"), "a port the name's rule does not open");

@@ -10,12 +10,14 @@
 use super::block::wait_io;
 use super::socket::nonblocking;
 use crate::abi::{Errno, SysResult};
+use crate::audit::Record;
 use crate::fs::egress::{Egress, Gateway, HostConn, FORWARDED_OPTIONS};
 use crate::fs::inet::{Endpoint, InetSocket};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, WRITE_EVENTS};
 use crate::waiter::deadline_in;
+use husk_netstack::egress::Verdict;
 use husk_netstack::Family;
 use std::net::{IpAddr, SocketAddr};
 
@@ -47,8 +49,10 @@ pub(super) fn takes(task: &Task, s: &InetSocket, to: SocketAddr) -> bool {
 }
 
 /// The policy's word on `to` for socket `s`: EPERM when it is denied,
-/// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack).
-fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno> {
+/// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack). A
+/// denial is recorded (net.denied), and so is an allowed connect
+/// (net.connect, with `connecting`).
+fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connecting: bool) -> Result<(), Errno> {
     let (family, v6only) = match &s.endpoint {
         Endpoint::Tcp(t) => (t.family(), t.share_opts().v6only),
         Endpoint::Udp(u) => (u.family(), u.share_opts().v6only),
@@ -56,21 +60,31 @@ fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno
     if family == Family::V6 && v6only && unmapped(to).is_ipv4() {
         return Err(Errno::ENETUNREACH);
     }
-    // Flow records (net.connect / net.denied) hook in here, with the
-    // verdict's rule.
-    let verdict = gateway.check(unmapped(to));
-    if !verdict.is_allowed() {
-        log::debug!("egress: {to} {verdict}");
-        return Err(Errno::EPERM);
+    let dest = unmapped(to);
+    let protocol = if s.is_stream() { "tcp" } else { "udp" }.to_owned();
+    let pid = task.thread.tgid;
+    match gateway.decide(dest) {
+        (Verdict::Allowed { rule }, name) => {
+            if connecting {
+                let address = dest.ip().to_string();
+                task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: dest.port(), name, rule })?;
+            }
+            Ok(())
+        }
+        (verdict, _) => {
+            log::debug!("egress: {to} {verdict}");
+            let (address, reason) = (dest.ip().to_string(), verdict.to_string());
+            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason })?;
+            Err(Errno::EPERM)
+        }
     }
-    Ok(())
 }
 
 /// connect(2) out of the sandbox through the gateway.
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: SocketAddr) -> SysResult {
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
-    permit(gateway, s, to)?;
+    permit(task, gateway, s, to, true)?;
     if !s.is_stream() {
         datagram_conn(gateway, s)?.connect_datagrams(to)?;
         return Ok(0);
@@ -123,13 +137,13 @@ pub(super) fn send_datagram(
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
             let Endpoint::Udp(u) = &s.endpoint else { return None };
-            crate::fs::dns::query(gateway, u, data);
+            crate::fs::dns::query(gateway, task.kernel.audit_log().cloned(), u, data);
             Some(Ok(data.len()))
         }
         Some(to) if outbound(to) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
-            Some(permit(gateway, s, to).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
+            Some(permit(task, gateway, s, to, false).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
         }
         None => s.outside().filter(|c| c.is_connected()).map(|c| c.send(data)),
         Some(_) => None,
@@ -162,7 +176,8 @@ pub(super) fn connect_resolver_stream(
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway()?;
     log::debug!("dns: a TCP connection to {to}");
-    let connected = crate::fs::dns_tcp::connect(gateway, &task.kernel.net, t, nonblocking(f, 0));
+    let audit = task.kernel.audit_log().cloned();
+    let connected = crate::fs::dns_tcp::connect(gateway, audit, &task.kernel.net, t, nonblocking(f, 0));
     Some(connected.map(|()| 0).map_err(crate::fs::inet::errno))
 }
 
