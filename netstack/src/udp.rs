@@ -146,7 +146,10 @@ impl UdpEndpoint {
         Ok(data.len())
     }
 
-    fn deliver(&self, from: SocketAddr, data: &[u8]) {
+    /// Queues a datagram from `from`, as one arriving over the stack does
+    /// (dropped when the queue is full); the sandbox's resolver answers
+    /// guest queries this way.
+    pub fn deliver(&self, from: SocketAddr, data: &[u8]) {
         let mut i = self.inner.lock();
         // A full queue, or the sandbox's memory spent, drops the datagram.
         if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {

@@ -50,13 +50,19 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_enum, default_value_t = NetworkMode::Sandbox)]
     pub network: NetworkMode,
     /// Let the sandbox reach HOST[:PORTS] (repeatable, or a comma list):
-    /// HOST is `*`, an address or a CIDR block; PORTS a port, a range or
-    /// a list. Without one, nothing leaves the sandbox.
+    /// HOST is `*`, a DNS name, `*.domain` (its subdomains), an address or
+    /// a CIDR block; PORTS a port, a range or a list. Without one, nothing
+    /// leaves the sandbox.
     #[arg(long = "egress-allow", global = true, value_name = "RULE")]
     pub egress_allow: Vec<String>,
     /// Refuse HOST[:PORTS] even when an allow rule covers it (repeatable).
     #[arg(long = "egress-deny", global = true, value_name = "RULE")]
     pub egress_deny: Vec<String>,
+    /// Where the sandbox's resolver forwards the names it allows
+    /// (repeatable, ADDR[:PORT]); by default the nameservers of
+    /// /etc/resolv.conf.
+    #[arg(long = "dns-upstream", global = true, value_name = "ADDR[:PORT]")]
+    pub dns_upstream: Vec<String>,
     /// Accepted for runc compatibility; husk manages cgroupfs paths.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,

@@ -44,6 +44,9 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     for rule in &g.egress_deny {
         cmd.arg("--egress-deny").arg(rule);
     }
+    for upstream in &g.dns_upstream {
+        cmd.arg("--dns-upstream").arg(upstream);
+    }
     cmd.args(args);
     Ok(cmd)
 }

@@ -4,7 +4,9 @@
 //! (the benchmarking range); TCP/HTTP listeners on 198.18.0.2 and, bound
 //! inside the internet namespace, on 169.254.169.254 and 10.77.0.1 (which
 //! the sandbox side routes to, so only husk's policy stands between a
-//! guest and them). `husk do` runs in the sandbox-side namespace through
+//! guest and them), and dnsmasq on 198.18.0.2:53 for the name tests
+//! (198.18.0.3 is a second internet host). `husk do` runs in the
+//! sandbox-side namespace through
 //! `ip netns exec`. Nothing reaches any address outside those namespaces;
 //! both are deleted (and the listeners killed) even when a test fails.
 //! Without `ip netns` (not root) the tests pass after saying why they
@@ -82,6 +84,7 @@ impl Internet {
         }
         ip(&["-n", &i, "addr", "add", "169.254.169.254/32", "dev", "lo"])?;
         ip(&["-n", &i, "addr", "add", "10.77.0.1/32", "dev", "lo"])?;
+        ip(&["-n", &i, "addr", "add", "198.18.0.3/24", "dev", &vi])?;
         ip(&["-n", &s, "route", "add", "default", "via", INTERNET])?;
         let ready = self.log.with_extension("ready");
         let child = Command::new("ip")
@@ -92,6 +95,7 @@ impl Internet {
                 "198.18.0.2:8080:http",
                 "198.18.0.2:8081:eof",
                 "198.18.0.2:8090:bulk",
+                "198.18.0.3:8080:http",
                 "[2001:2::2]:8080:http",
                 "169.254.169.254:80:http",
                 "10.77.0.1:80:http",
@@ -115,10 +119,56 @@ impl Internet {
     /// `husk [flags] do -- python3 guest.py CHECKS` in the sandbox-side
     /// namespace (bounded by util::run's timeout).
     fn husk(&self, flags: &[&str], checks: &str) -> Run {
+        let guest = script("guest.py");
+        self.husk_do(flags, &[python(), guest.to_str().unwrap(), checks])
+    }
+
+    /// `husk [flags] do -- ARGV` in the sandbox-side namespace.
+    fn husk_do(&self, flags: &[&str], argv: &[&str]) -> Run {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.sandbox_ns]).arg(husk_bin()).args(flags);
-        cmd.args(["do", "--", python()]).arg(script("guest.py")).arg(checks).current_dir("/");
+        cmd.arg("do").arg("--").args(argv).current_dir("/");
         run(cmd, None)
+    }
+
+    /// Starts dnsmasq on 198.18.0.2:53 in the internet namespace with a
+    /// query log: api.test and the names under exfil.test are 198.18.0.2,
+    /// other.test is 198.18.0.3. None (after printing why) without
+    /// dnsmasq.
+    fn dnsmasq(&self) -> Option<Dnsmasq> {
+        let Some(bin) = ["/usr/sbin/dnsmasq", "/usr/bin/dnsmasq"].into_iter().find(|p| Path::new(p).exists()) else {
+            println!("skipped: no dnsmasq (Debian's dnsmasq-base) to serve the test names");
+            return None;
+        };
+        let log = self.log.with_extension("dns.log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.internet_ns, bin, "--keep-in-foreground", "--conf-file=/dev/null"])
+            .args(["--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=198.18.0.2"])
+            .args(["--user=root", "--pid-file=", "--log-queries"])
+            .arg(format!("--log-facility={}", log.display()))
+            .args(["--address=/api.test/198.18.0.2", "--address=/other.test/198.18.0.3"])
+            .arg("--address=/exfil.test/198.18.0.2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: cannot start dnsmasq: {e}");
+                return None;
+            }
+        };
+        let dns = Dnsmasq { child, log };
+        let start = Instant::now();
+        while !dns.queries().contains("started") {
+            if start.elapsed() > Duration::from_secs(10) {
+                println!("skipped: dnsmasq did not start within 10 s:\n{}", dns.queries());
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(dns)
     }
 
     /// `husk [flags] run` of a bundle over the host's root whose spec
@@ -150,6 +200,26 @@ impl Internet {
     /// The connections the listeners logged ("ADDR:PORT from PEER").
     fn connections(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// A dnsmasq of the internet namespace, killed when dropped.
+struct Dnsmasq {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Dnsmasq {
+    /// Its log: "query[A] NAME from ADDR" for each query that arrived.
+    fn queries(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Dnsmasq {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -272,4 +342,70 @@ fn egress_malformed_rules_fail_at_start_naming_the_token() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(err.contains(token), "{token} not named: {err}");
     }
+}
+
+#[test]
+fn egress_names_resolve_only_through_the_sandbox_resolver() {
+    let Some(net) = Internet::new() else { return };
+    let Some(dns) = net.dnsmasq() else { return };
+    let flags = ["--egress-allow", "api.test:8080", "--dns-upstream", INTERNET];
+    let checks = [
+        "resolv_conf",
+        "name_urllib",
+        "other_nxdomain",
+        "other_address_eperm",
+        "name_port_not_allowed",
+        "exfil_nxdomain",
+        "resolver_udp",
+        "resolver_tcp",
+        "direct_dns_udp",
+        "direct_dns_tcp",
+        "direct_dot",
+        "lookups",
+    ];
+    let audit = net.log.with_extension("audit.jsonl");
+    let audited = [&flags[..], &["--audit-log", audit.to_str().unwrap()]].concat();
+    let r = net.husk(&audited, "dns");
+    assert_checks(&r, &checks);
+    // Every query and connection is recorded, allowed or not.
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |ty: &str, field: &str, value: &str| {
+        records.iter().find(|r| r["type"] == ty && r[field] == value).unwrap_or_else(|| {
+            panic!("no {ty} record with {field} {value}:\n{}", std::fs::read_to_string(&audit).unwrap())
+        })
+    };
+    // (dnsmasq refuses api.test's AAAA, which it has no address for.)
+    let q = records.iter().find(|r| r["type"] == "net.dns" && r["name"] == "api.test" && r["qtype"] == "A");
+    let q = q.expect("no net.dns record of api.test's A query");
+    assert_eq!(
+        (&q["verdict"], &q["rcode"], &q["answers"][0]),
+        (&"allowed".into(), &"NOERROR".into(), &"A 198.18.0.2".into()),
+        "{q}"
+    );
+    assert_eq!(find("net.dns", "name", "secret-data.exfil.test")["verdict"], "denied");
+    let c = find("net.connect", "address", "198.18.0.2");
+    assert_eq!(
+        (&c["name"], &c["rule"], &c["port"]),
+        (&"api.test".into(), &"api.test:8080".into(), &8080.into()),
+        "{c}"
+    );
+    assert_eq!(find("net.denied", "address", "198.18.0.3")["protocol"], "tcp");
+    if let Some(line) = r.stdout_str().lines().find(|l| l.starts_with("lookup_median_ms")) {
+        println!("guest getaddrinfo of an allowed name, median of 20: {line}");
+    }
+    let r = net.husk_run(&flags, "dns");
+    assert_checks(&r, &checks);
+    // glibc's own resolver (A and AAAA together) through getent.
+    let r = net.husk_do(&flags, &["getent", "hosts", "api.test"]);
+    assert!(r.code == 0 && r.stdout_str().contains("198.18.0.2"), "{}", r.describe());
+    let queries = dns.queries();
+    assert!(queries.contains("query[A] api.test from 198.18.0.1"), "{queries}");
+    assert!(
+        !queries.contains("exfil") && !queries.contains("other.test"),
+        "a denied name left the sandbox:\n{queries}"
+    );
+    let seen = net.connections();
+    assert!(seen.contains("198.18.0.2:8080 from 198.18.0.1"), "{seen}");
+    assert!(!seen.contains("198.18.0.3") && !seen.contains("198.18.0.2:8081"), "a denied address was reached:\n{seen}");
 }

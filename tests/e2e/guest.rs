@@ -71,6 +71,11 @@ fn guest_inet_sockets() {
 }
 
 #[test]
+fn guest_mmsg() {
+    guest_test("mmsg", &[]);
+}
+
+#[test]
 fn guest_siginfo() {
     guest_test("siginfo", &[]);
 }

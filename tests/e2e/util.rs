@@ -40,6 +40,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_sockets",
     "unix_dgram",
     "inet_sockets",
+    "mmsg",
     "siginfo",
     "reaper",
     "record_locks",

@@ -92,6 +92,50 @@ pub enum Record {
     /// The first write through one open description of a watched file.
     #[serde(rename = "file.write")]
     FileWrite { pid: i32, path: String },
+    /// A query the sandbox's resolver answered.
+    #[serde(rename = "net.dns")]
+    NetDns {
+        /// The name asked (empty when the query could not be read).
+        name: String,
+        /// Its type (`A`, `AAAA` …).
+        qtype: String,
+        /// allowed, denied, refused, malformed or failed.
+        verdict: String,
+        /// The reply's rcode; empty when none was sent.
+        rcode: String,
+        /// The answer records the guest got, as `TYPE DATA`.
+        answers: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        upstream: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A guest connection (a stream connect, or a datagram socket's
+    /// connect) the egress gateway let out.
+    #[serde(rename = "net.connect")]
+    NetConnect {
+        pid: i32,
+        /// tcp or udp.
+        protocol: String,
+        address: String,
+        port: u16,
+        /// The allowed name the address was resolved from, when that is
+        /// what let it through.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The allow rule that decided.
+        rule: String,
+    },
+    /// A connection or datagram the egress gateway refused (EPERM).
+    #[serde(rename = "net.denied")]
+    NetDenied {
+        pid: i32,
+        protocol: String,
+        address: String,
+        port: u16,
+        /// Why: the deny rule, the reserved range or no allow rule.
+        reason: String,
+    },
 }
 
 impl Record {

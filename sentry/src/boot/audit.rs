@@ -53,7 +53,7 @@ fn network_summary(network: &super::Network) -> String {
     match network {
         super::Network::None => "none".into(),
         super::Network::Sandbox(p) => {
-            format!("sandbox; egress allow [{}] deny [{}]", list(p.allow_rules()), list(p.deny_rules()))
+            format!("sandbox; egress allow [{}] deny [{}]", list(p.policy.allow_rules()), list(p.policy.deny_rules()))
         }
     }
 }

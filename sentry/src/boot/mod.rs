@@ -27,6 +27,7 @@ use crate::platform::ptrace::PtracePlatform;
 use crate::platform::Platform;
 use crate::vfs::walk::Walker;
 use crate::vfs::{NewNode, Node, SetAttr, SetTime};
+use husk_netstack::dns::{Config as ResolverConfig, Resolver};
 use launch::{LaunchError, ProcessSpec};
 use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
@@ -75,7 +76,18 @@ pub enum Network {
     None,
     /// Connections the policy allows leave through the egress gateway,
     /// on host sockets of the namespace the sentry started in (or joined).
-    Sandbox(husk_netstack::egress::Policy),
+    Sandbox(EgressConfig),
+}
+
+/// The egress gateway's configuration.
+#[derive(Debug)]
+pub struct EgressConfig {
+    /// The address and CIDR rules (name rules are parsed but kept by `names`).
+    pub policy: husk_netstack::egress::Policy,
+    /// The names the sandbox's resolver answers.
+    pub names: husk_netstack::dns::NamePolicy,
+    /// Where the resolver forwards allowed names, in order.
+    pub upstreams: Vec<std::net::SocketAddr>,
 }
 
 /// Why a sandbox could not start.
@@ -153,7 +165,9 @@ fn boot_with(
     let dirs = cfg.binds.iter().filter(|b| !b.file).map(|b| b.path.as_slice());
     let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
-    make_file_mount_points(&root, cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice()));
+    let resolver = matches!(cfg.network, Network::Sandbox(_)).then_some(RESOLV_CONF);
+    let files = cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice());
+    make_file_mount_points(&root, resolver.into_iter().chain(files));
     let root = if cfg.read_only_root { ReadOnly::wrap(root) } else { root };
     let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
@@ -175,6 +189,11 @@ fn boot_with(
     }
     *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
     mount_system_filesystems(&kernel);
+    if resolver.is_some() {
+        if let Err(e) = mount_resolv_conf(&kernel) {
+            log::warn!("cannot present the sandbox's /etc/resolv.conf: {e}");
+        }
+    }
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
         let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
@@ -198,10 +217,11 @@ fn boot_with(
     // sentry leaves it; whether the sandbox gets a way out is decided when
     // its init starts (see `Uplink`).
     let uplink = match cfg.network {
-        Network::Sandbox(policy) => {
+        Network::Sandbox(egress) => {
             let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
                 .map_err(BootError::Egress)?;
-            Some(Uplink::new(Gateway::new(policy, outer)))
+            let resolver = Resolver::new(egress.names, egress.upstreams, ResolverConfig::default());
+            Some(Uplink::new(Gateway::new(egress.policy, resolver, outer)))
         }
         Network::None => None,
     };
@@ -394,6 +414,21 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
             log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
         }
     }
+}
+
+/// Where the guest's resolver configuration is mounted.
+const RESOLV_CONF: &[u8] = b"/etc/resolv.conf";
+
+/// Mounts a file naming the sandbox's resolver at /etc/resolv.conf, as a
+/// container engine bind-mounts its own: the root (and the host's file
+/// under `husk do`) stays as it is, and a bundle that mounts its own
+/// /etc/resolv.conf covers this one.
+fn mount_resolv_conf(kernel: &Kernel) -> Result<(), Errno> {
+    let dir = Tmpfs::new(0o755, 0, 0);
+    dir.mknod(b"resolv.conf", NewNode { mode: crate::vfs::S_IFREG | 0o644, uid: 0, gid: 0 }, 0)?;
+    let file = dir.lookup(b"resolv.conf")?;
+    file.open(libc::O_WRONLY)?.write(crate::fs::dns::resolv_conf().as_bytes(), 0)?;
+    mount_at(kernel, RESOLV_CONF, file, "tmpfs")
 }
 
 fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {

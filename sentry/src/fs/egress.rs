@@ -14,11 +14,13 @@ use crate::abi::Errno;
 use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
 use crate::waiter::Queue;
-use husk_netstack::egress::{Policy, Verdict};
+use husk_netstack::dns::Resolver;
+use husk_netstack::egress::{Denial, Host, Policy, Rule, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 /// The int options a carried connection passes on to its host socket
 /// (set before the connect, they are applied when it goes out); the
@@ -31,22 +33,73 @@ pub const FORWARDED_OPTIONS: &[(i32, i32)] = &[
     (IPPROTO_TCP, TCP_KEEPCNT),
 ];
 
-/// A sandbox's egress gateway: what may leave, and the thread that opens
-/// host sockets in the outer network namespace.
+/// The ports DNS servers answer on (53 over UDP and TCP, DNS over TLS
+/// on 853): only the sandbox's resolver may be asked, unless an address
+/// rule names the server.
+const DNS_PORTS: [u16; 2] = [53, 853];
+
+/// A sandbox's egress gateway: what may leave, the resolver that knows
+/// which addresses allowed names stand for, and the thread that opens host
+/// sockets in the outer network namespace.
 pub struct Gateway {
     policy: Policy,
-    outer: Outer,
+    resolver: Arc<Resolver>,
+    outer: Arc<Outer>,
 }
 
 impl Gateway {
-    pub fn new(policy: Policy, outer: Outer) -> Gateway {
-        Gateway { policy, outer }
+    pub fn new(policy: Policy, resolver: Resolver, outer: Outer) -> Gateway {
+        Gateway { policy, resolver: Arc::new(resolver), outer: Arc::new(outer) }
     }
 
-    /// The verdict on a connection or datagram to `dest`. (Where flow
-    /// records and the resolver's name-to-address memory join in.)
+    /// The verdict on a connection or datagram to `dest`: allowed when an
+    /// address rule allows it, or when no rule denies it and it is an
+    /// address an allowed name resolved to whose rule opens the port. The
+    /// reserved ranges and deny rules win over names; a DNS server other
+    /// than the sandbox's resolver needs an address rule of its own (`*`
+    /// is not one), so DNS cannot carry data past the resolver.
     pub fn check(&self, dest: SocketAddr) -> Verdict {
-        self.policy.check(dest)
+        self.decide(dest).0
+    }
+
+    /// [`Gateway::check`], with the allowed name the address came from
+    /// when that is what lets it through.
+    pub fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
+        let verdict = self.policy.check(dest);
+        let dns = DNS_PORTS.contains(&dest.port());
+        match &verdict {
+            Verdict::Allowed { .. } if dns => match self.address_rule_for(dest) {
+                Some(rule) => (Verdict::Allowed { rule }, None),
+                None => (Verdict::Denied(Denial::NoAllowRule), None),
+            },
+            Verdict::Denied(Denial::NoAllowRule) if !dns => {
+                let now = Instant::now();
+                let learned = |ip| self.resolver.name_allowing(ip, dest.port(), now);
+                match learned(dest.ip()).or_else(|| learned(husk_netstack::egress::canonical(dest.ip()))) {
+                    Some((name, rule)) => (Verdict::Allowed { rule: rule.to_string() }, Some(name)),
+                    None => (verdict, None),
+                }
+            }
+            _ => (verdict, None),
+        }
+    }
+
+    /// The first address rule (not `*`) that allows `dest`, whose verdict
+    /// the policy already found allowed.
+    fn address_rule_for(&self, dest: SocketAddr) -> Option<String> {
+        let ip = husk_netstack::egress::canonical(dest.ip());
+        let names_it = |r: &&Rule| matches!(r.host, Host::Net(_)) && r.covers_addr(ip) && r.covers_port(dest.port());
+        self.policy.allow_rules().iter().find(names_it).map(|r| r.text.clone())
+    }
+
+    /// The sandbox's resolver.
+    pub fn resolver(&self) -> &Arc<Resolver> {
+        &self.resolver
+    }
+
+    /// The thread that opens host sockets in the outer namespace.
+    pub fn outer(&self) -> &Arc<Outer> {
+        &self.outer
     }
 
     /// A new host socket in the outer namespace, IPv6 or IPv4.
@@ -184,5 +237,78 @@ impl HostConn {
 impl Drop for HostConn {
     fn drop(&mut self) {
         crate::waiter::host::unwatch(self.fd.as_raw_fd());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use husk_netstack::dns::{Config, NamePolicy, Proto, Transport, TransportError};
+
+    /// An upstream that answers every A query with 198.18.0.2.
+    struct Upstream;
+
+    impl Transport for Upstream {
+        fn exchange(&self, _: SocketAddr, _: Proto, query: &[u8], _: Instant) -> Result<Vec<u8>, TransportError> {
+            let mut end = 12;
+            while query[end] != 0 {
+                end += usize::from(query[end]) + 1;
+            }
+            let question = &query[12..end + 5];
+            let mut reply = query[..2].to_vec();
+            reply.extend_from_slice(&[0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0]);
+            reply.extend_from_slice(question);
+            reply.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 198, 18, 0, 2]);
+            Ok(reply)
+        }
+    }
+
+    /// A query for `name`'s A record.
+    fn query(name: &str) -> Vec<u8> {
+        let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in name.split('.') {
+            q.push(u8::try_from(label.len()).unwrap());
+            q.extend_from_slice(label.as_bytes());
+        }
+        q.extend_from_slice(&[0, 0, 1, 0, 1]);
+        q
+    }
+
+    fn gateway(allow: &[&str]) -> Gateway {
+        let policy = Policy::parse(allow, &["198.18.0.66"]).unwrap();
+        let names = NamePolicy::from_rules(allow.iter().copied(), []).unwrap();
+        let resolver = Resolver::new(names, vec!["192.0.2.53:53".parse().unwrap()], Config::default());
+        Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap())
+    }
+
+    fn allowed(g: &Gateway, dest: &str) -> bool {
+        g.check(dest.parse().unwrap()).is_allowed()
+    }
+
+    #[test]
+    fn an_address_is_allowed_once_an_allowed_name_resolved_to_it_and_on_its_ports_only() {
+        let g = gateway(&["api.test:8080"]);
+        assert!(!allowed(&g, "198.18.0.2:8080"), "not before the name was resolved");
+        let reply = g.resolver().resolve(&query("api.test"), Proto::Udp, &Upstream, &Instant::now);
+        assert!(reply.message.is_some(), "{:?}", reply.record);
+        assert_eq!(
+            g.decide("198.18.0.2:8080".parse().unwrap()),
+            (Verdict::Allowed { rule: "api.test:8080".into() }, Some("api.test".into()))
+        );
+        assert!(allowed(&g, "[::ffff:198.18.0.2]:8080"), "its v4-mapped spelling too");
+        assert!(!allowed(&g, "198.18.0.2:8081"), "a port the name's rule does not open");
+        assert!(!allowed(&g, "198.18.0.3:8080"), "an address the name did not resolve to");
+        assert!(!allowed(&g, "198.18.0.2:53"), "DNS on an allowed name's host");
+    }
+
+    #[test]
+    fn other_dns_servers_need_an_address_rule() {
+        let g = gateway(&["*", "198.18.0.9:53"]);
+        assert!(allowed(&g, "198.18.0.5:443"));
+        for port in [53, 853] {
+            assert!(!allowed(&g, &format!("198.18.0.5:{port}")), "{port} under *");
+        }
+        assert!(allowed(&g, "198.18.0.9:53"), "a server an address rule names");
+        assert!(!allowed(&g, "198.18.0.66:443"), "deny rules still win");
     }
 }

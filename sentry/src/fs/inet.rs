@@ -40,6 +40,10 @@ pub struct InetSocket {
     /// The host connection carrying this socket once it connected out of
     /// the sandbox through the egress gateway.
     outside: OnceLock<HostConn>,
+    /// The sandbox's resolver, when this datagram socket is connected to
+    /// it (the netstack has no route there: the syscall layer carries its
+    /// datagrams).
+    pub resolver_peer: Mutex<Option<std::net::SocketAddr>>,
 }
 
 /// The errno Linux returns for a netstack failure.
@@ -88,6 +92,7 @@ impl InetSocket {
             stored: Mutex::default(),
             timeouts: Mutex::default(),
             outside: OnceLock::new(),
+            resolver_peer: Mutex::new(None),
         })
     }
 

@@ -7,6 +7,8 @@ pub mod anon;
 pub mod cgroupfs;
 pub mod devfs;
 pub mod devpts;
+pub mod dns;
+pub mod dns_tcp;
 pub mod egress;
 pub mod epoll;
 pub mod eventfd;

@@ -10,12 +10,14 @@
 use super::block::wait_io;
 use super::socket::nonblocking;
 use crate::abi::{Errno, SysResult};
+use crate::audit::Record;
 use crate::fs::egress::{Egress, Gateway, HostConn, FORWARDED_OPTIONS};
 use crate::fs::inet::{Endpoint, InetSocket};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, WRITE_EVENTS};
 use crate::waiter::deadline_in;
+use husk_netstack::egress::Verdict;
 use husk_netstack::Family;
 use std::net::{IpAddr, SocketAddr};
 
@@ -47,8 +49,10 @@ pub(super) fn takes(task: &Task, s: &InetSocket, to: SocketAddr) -> bool {
 }
 
 /// The policy's word on `to` for socket `s`: EPERM when it is denied,
-/// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack).
-fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno> {
+/// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack). A
+/// denial is recorded (net.denied), and so is an allowed connect
+/// (net.connect, with `connecting`).
+fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connecting: bool) -> Result<(), Errno> {
     let (family, v6only) = match &s.endpoint {
         Endpoint::Tcp(t) => (t.family(), t.share_opts().v6only),
         Endpoint::Udp(u) => (u.family(), u.share_opts().v6only),
@@ -56,22 +60,31 @@ fn permit(gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<(), Errno
     if family == Family::V6 && v6only && unmapped(to).is_ipv4() {
         return Err(Errno::ENETUNREACH);
     }
-    // Flow records (net.connect / net.denied) hook in here, with the
-    // verdict's rule; so does the resolver's memory of which addresses
-    // an allowed name produced.
-    let verdict = gateway.check(unmapped(to));
-    if !verdict.is_allowed() {
-        log::debug!("egress: {to} {verdict}");
-        return Err(Errno::EPERM);
+    let dest = unmapped(to);
+    let protocol = if s.is_stream() { "tcp" } else { "udp" }.to_owned();
+    let pid = task.thread.tgid;
+    match gateway.decide(dest) {
+        (Verdict::Allowed { rule }, name) => {
+            if connecting {
+                let address = dest.ip().to_string();
+                task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: dest.port(), name, rule })?;
+            }
+            Ok(())
+        }
+        (verdict, _) => {
+            log::debug!("egress: {to} {verdict}");
+            let (address, reason) = (dest.ip().to_string(), verdict.to_string());
+            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason })?;
+            Err(Errno::EPERM)
+        }
     }
-    Ok(())
 }
 
 /// connect(2) out of the sandbox through the gateway.
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: SocketAddr) -> SysResult {
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
-    permit(gateway, s, to)?;
+    permit(task, gateway, s, to, true)?;
     if !s.is_stream() {
         datagram_conn(gateway, s)?.connect_datagrams(to)?;
         return Ok(0);
@@ -115,15 +128,57 @@ pub(super) fn send_datagram(
     if s.is_stream() {
         return None;
     }
+    let to_resolver = match to {
+        Some(to) => crate::fs::dns::is_resolver(to),
+        None => s.resolver_peer.lock().is_some(),
+    };
     match to {
+        _ if to_resolver => {
+            let egress = task.kernel.ext::<Egress>();
+            let gateway = egress.gateway()?;
+            let Endpoint::Udp(u) = &s.endpoint else { return None };
+            crate::fs::dns::query(gateway, task.kernel.audit_log().cloned(), u, data);
+            Some(Ok(data.len()))
+        }
         Some(to) if outbound(to) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
-            Some(permit(gateway, s, to).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
+            Some(permit(task, gateway, s, to, false).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
         }
         None => s.outside().filter(|c| c.is_connected()).map(|c| c.send(data)),
         Some(_) => None,
     }
+}
+
+/// connect(2) of a datagram socket to the sandbox's resolver, which the
+/// socket remembers (true); any other connect of a datagram socket
+/// forgets it and goes on (false).
+pub(super) fn connect_resolver(task: &Task, s: &InetSocket, to: Option<SocketAddr>) -> bool {
+    if s.is_stream() {
+        return false;
+    }
+    let has_gateway = task.kernel.ext::<Egress>().gateway().is_some();
+    let resolver = to.filter(|&to| has_gateway && crate::fs::dns::is_resolver(to));
+    *s.resolver_peer.lock() = resolver;
+    resolver.is_some()
+}
+
+/// connect(2) of a fresh stream socket to the sandbox's resolver: DNS
+/// over TCP, served in the sentry; None for any other connect.
+pub(super) fn connect_resolver_stream(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    to: Option<SocketAddr>,
+) -> Option<SysResult> {
+    let Endpoint::Tcp(t) = &s.endpoint else { return None };
+    let to = to.filter(|&to| crate::fs::dns::is_resolver(to) && t.peer_addr().is_err() && !t.is_listening())?;
+    let egress = task.kernel.ext::<Egress>();
+    let gateway = egress.gateway()?;
+    log::debug!("dns: a TCP connection to {to}");
+    let audit = task.kernel.audit_log().cloned();
+    let connected = crate::fs::dns_tcp::connect(gateway, audit, &task.kernel.net, t, nonblocking(f, 0));
+    Some(connected.map(|()| 0).map_err(crate::fs::inet::errno))
 }
 
 /// getsockname(2) of a connection carried outside: the sandbox's own

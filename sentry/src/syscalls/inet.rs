@@ -154,6 +154,12 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     if let Some(conn) = s.stream_outside() {
         return super::egress::reconnect(f, s, conn, to);
     }
+    if super::egress::connect_resolver(task, s, to) {
+        return Ok(0);
+    }
+    if let Some(r) = super::egress::connect_resolver_stream(task, f, s, to) {
+        return r;
+    }
     if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
         return super::egress::connect(task, f, s, to);
     }
@@ -196,6 +202,10 @@ pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
 pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
         write_sockaddr(task, a[1], a[2], &encode(presented(s, conn.peer()?)))?;
+        return Ok(0);
+    }
+    if let Some(resolver) = *s.resolver_peer.lock() {
+        write_sockaddr(task, a[1], a[2], &encode(presented(s, resolver)))?;
         return Ok(0);
     }
     let peer = match &s.endpoint {

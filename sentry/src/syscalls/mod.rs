@@ -24,6 +24,7 @@ mod futex;
 mod ids;
 mod inet;
 mod mmap;
+mod mmsg;
 mod mqueue;
 mod netlink;
 mod poll;
@@ -53,10 +54,11 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 26] = [
+const FAMILIES: [Entries; 27] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
+    mmsg::ENTRIES,
     poll::ENTRIES,
     xattr::ENTRIES,
     futex::ENTRIES,

@@ -713,7 +713,7 @@ pub(super) fn iovec_list(task: &Task, h: &MsgHdr) -> Result<Vec<(u64, usize)>, E
         .collect()
 }
 
-fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
+pub(super) fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::sendmsg(task, &f, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::sendmsg(task, &s, a),
@@ -750,7 +750,7 @@ fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     r.map(|n| n as u64)
 }
 
-fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
+pub(super) fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::recvmsg(task, &f, &s, a),
         Some(Other::Netlink((f, s))) => return netlink::recvmsg(task, &f, &s, a),

@@ -1,5 +1,5 @@
 # Runs inside the sandbox: each check prints "ok NAME" or raises.
-# argv[1] is the check set: allowed, none_allowed, reserved, no_network.
+# argv[1] is the check set: allowed, none_allowed, reserved, no_network, dns.
 import errno, select, socket, struct, sys, time, urllib.request
 
 INTERNET = "198.18.0.2"
@@ -173,5 +173,81 @@ def no_network():
     print("ok only_lo")
     expect_errno("unreachable", errno.ENETUNREACH, lambda: connect((INTERNET, 8080)))
 
-{"allowed": allowed, "none_allowed": none_allowed, "reserved": reserved, "no_network": no_network}[sys.argv[1]]()
+def dns_query(name, qid=0x1234):
+    """A DNS query for NAME's A record, as bytes."""
+    q = b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
+    return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + q + struct.pack(">HH", 1, 1)
+
+def expect_nxdomain(check, name):
+    start = time.monotonic()
+    try:
+        socket.getaddrinfo(name, 80)
+    except socket.gaierror as e:
+        assert e.errno == socket.EAI_NONAME, "%s: %s" % (check, e)
+        took = time.monotonic() - start
+        assert took < 2, "%s: took %.1f s" % (check, took)
+        print("ok", check)
+        return
+    raise AssertionError("%s: %s resolved" % (check, name))
+
+def dns():
+    with open("/etc/resolv.conf") as f:
+        conf = f.read()
+    assert "nameserver 10.0.2.2" in conf.splitlines(), conf
+    print("ok resolv_conf")
+    body = urllib.request.urlopen("http://api.test:8080/", timeout=10).read()
+    assert body == b"hello from 198.18.0.2\n", body
+    print("ok name_urllib")
+    expect_nxdomain("other_nxdomain", "other.test")
+    expect_errno("other_address_eperm", errno.EPERM, lambda: connect(("198.18.0.3", 8080)))
+    expect_errno("name_port_not_allowed", errno.EPERM, lambda: connect((INTERNET, 8081)))
+    expect_nxdomain("exfil_nxdomain", "secret-data.exfil.test")
+    # The resolver itself, asked by hand: the reply comes from 10.0.2.2:53.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(dns_query("api.test"), ("10.0.2.2", 53))
+    reply, sender = s.recvfrom(4096)
+    assert sender == ("10.0.2.2", 53), sender
+    assert reply[:2] == b"\x12\x34" and reply.endswith(socket.inet_aton(INTERNET)), reply
+    s.close()
+    print("ok resolver_udp")
+    # And over TCP, as glibc asks again for a truncated answer: two
+    # queries on one connection, an allowed name and a denied one.
+    s = socket.create_connection(("10.0.2.2", 53), timeout=5)
+    for name, qid in [("api.test", 0x4321), ("secret-data.exfil.test", 0x4322)]:
+        q = dns_query(name, qid)
+        s.sendall(struct.pack(">H", len(q)) + q)
+        head = b""
+        while len(head) < 2:
+            head += s.recv(2 - len(head))
+        (n,) = struct.unpack(">H", head)
+        reply = b""
+        while len(reply) < n:
+            more = s.recv(n - len(reply))
+            assert more, "EOF after %d of %d bytes" % (len(reply), n)
+            reply += more
+        assert reply[:2] == struct.pack(">H", qid), reply
+        rcode = reply[3] & 0xF
+        if name == "api.test":
+            assert rcode == 0 and reply.endswith(socket.inet_aton(INTERNET)), reply
+        else:
+            assert rcode == 3, reply
+    s.close()
+    print("ok resolver_tcp")
+    # Any other DNS server is refused, even one an allowed name lives on.
+    expect_errno("direct_dns_udp", errno.EPERM,
+                 lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(dns_query("api.test"), (INTERNET, 53)))
+    expect_errno("direct_dns_tcp", errno.EPERM, lambda: connect((INTERNET, 53)))
+    expect_errno("direct_dot", errno.EPERM, lambda: connect((INTERNET, 853)))
+    times = []
+    for _ in range(20):
+        start = time.monotonic()
+        socket.getaddrinfo("api.test", 8080, socket.AF_INET, socket.SOCK_STREAM)
+        times.append(time.monotonic() - start)
+    times.sort()
+    print("lookup_median_ms %.2f" % (times[len(times) // 2] * 1000))
+    print("ok lookups")
+
+{"allowed": allowed, "none_allowed": none_allowed, "reserved": reserved, "no_network": no_network,
+ "dns": dns}[sys.argv[1]]()
 print("done")
