@@ -15,6 +15,7 @@ use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
 use crate::waiter::Queue;
 use husk_netstack::egress::{Policy, Verdict};
+use parking_lot::Mutex;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,18 @@ pub const FORWARDED_OPTIONS: &[(i32, i32)] = &[
     (IPPROTO_TCP, TCP_KEEPINTVL),
     (IPPROTO_TCP, TCP_KEEPCNT),
 ];
+
+/// Whether `value` is one Linux accepts for option `opt` (do_tcp_setsockopt:
+/// TCP_KEEPIDLE and TCP_KEEPINTVL 1..=32767 s, TCP_KEEPCNT 1..=127); a
+/// value the host would refuse must be refused when the guest sets it,
+/// not when a later connect forwards it.
+pub fn valid_option(opt: (i32, i32), value: i32) -> bool {
+    match opt {
+        (IPPROTO_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL) => (1..=32767).contains(&value),
+        (IPPROTO_TCP, TCP_KEEPCNT) => (1..=127).contains(&value),
+        _ => true,
+    }
+}
 
 /// A sandbox's egress gateway: what may leave, and the thread that opens
 /// host sockets in the outer network namespace.
@@ -80,6 +93,11 @@ pub struct HostConn {
     /// A datagram socket connected outside: sends without an address
     /// go there.
     connected: AtomicBool,
+    /// Where a stream's host socket was sent to connect, while that
+    /// connect is under way or made; None while it is unconnected (never
+    /// connected, or its connect failed and was reported). The lock makes
+    /// connects on the socket one at a time.
+    dialed: Mutex<Option<SocketAddr>>,
 }
 
 /// What the host poll is asked for (ERR and HUP come unasked).
@@ -91,7 +109,7 @@ impl HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
-        HostConn { fd, connected: AtomicBool::new(false) }
+        HostConn { fd, connected: AtomicBool::new(false), dialed: Mutex::new(None) }
     }
 
     /// The host socket's readiness now, as poll bits.
@@ -103,10 +121,32 @@ impl HostConn {
         }
     }
 
-    /// connect(2) on the host socket (EINPROGRESS, EALREADY, EISCONN …
-    /// as the host says).
-    pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
-        host::connect(self.fd.as_fd(), to)
+    /// connect(2) of a stream, the host's answer (EINPROGRESS, EALREADY,
+    /// EISCONN, ECONNREFUSED …). While a connect is under way or made,
+    /// the host socket is asked again with the destination it was given,
+    /// so its answer is about that connection and it never goes
+    /// anywhere else; only an unconnected socket takes a new destination,
+    /// the one `admit` returns after checking it.
+    pub fn dial(&self, admit: impl FnOnce() -> Result<SocketAddr, Errno>) -> Result<(), Errno> {
+        let mut dialed = self.dialed.lock();
+        let dest = match *dialed {
+            Some(dest) => dest,
+            None => admit()?,
+        };
+        let r = host::connect(self.fd.as_fd(), dest);
+        *dialed = match r {
+            Ok(()) | Err(Errno::EINPROGRESS | Errno::EALREADY | Errno::EISCONN) => Some(dest),
+            Err(_) => None,
+        };
+        r
+    }
+
+    /// After a waited-for connect ended: asks the host socket once more,
+    /// which settles it as Linux's blocking connect does when it returns:
+    /// connected (EISCONN from then on), or after a failure unconnected,
+    /// so that the next connect is checked afresh.
+    pub fn settle(&self) {
+        let _ = self.dial(|| Err(Errno::EALREADY));
     }
 
     /// connect(2) of a datagram socket: sends without an address go to `to`.
@@ -184,5 +224,86 @@ impl HostConn {
 impl Drop for HostConn {
     fn drop(&mut self) {
         crate::waiter::host::unwatch(self.fd.as_raw_fd());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    fn stream() -> HostConn {
+        let fd = crate::host::outer::Outer::start(|| Ok(())).unwrap().socket(false, Kind::Stream).unwrap();
+        HostConn::new(fd, &Arc::new(Queue::default()))
+    }
+
+    /// Waits for a started connect's outcome.
+    fn outcome(c: &HostConn) -> Result<(), Errno> {
+        let start = Instant::now();
+        loop {
+            match c.connected() {
+                Err(Errno::EAGAIN) if start.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn closed_port() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    #[test]
+    fn a_connect_under_way_or_made_never_takes_a_new_destination() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = stream();
+        let r = c.dial(|| Ok(l.local_addr().unwrap()));
+        assert!(matches!(r, Ok(()) | Err(Errno::EINPROGRESS)), "{r:?}");
+        let asked = Cell::new(false);
+        let other = closed_port();
+        let again = c.dial(|| {
+            asked.set(true);
+            Ok(other)
+        });
+        assert!(!asked.get(), "a second destination was considered");
+        assert!(matches!(again, Ok(()) | Err(Errno::EALREADY | Errno::EISCONN)), "{again:?}");
+        outcome(&c).unwrap();
+        assert_eq!(c.dial(|| Ok(other)), Err(Errno::EISCONN));
+        assert_eq!(c.peer().unwrap(), l.local_addr().unwrap());
+    }
+
+    #[test]
+    fn a_failed_connect_leaves_the_socket_to_connect_afresh_after_a_check() {
+        let c = stream();
+        let r = c.dial(|| Ok(closed_port()));
+        assert!(matches!(r, Err(Errno::EINPROGRESS | Errno::ECONNREFUSED)), "{r:?}");
+        if r.is_ok() || r == Err(Errno::EINPROGRESS) {
+            assert_eq!(outcome(&c), Err(Errno::ECONNREFUSED));
+            c.settle();
+        }
+        // The next connect is the policy's again: a refusal stops it.
+        assert_eq!(c.dial(|| Err(Errno::EPERM)), Err(Errno::EPERM));
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let r = c.dial(|| Ok(l.local_addr().unwrap()));
+        assert!(matches!(r, Ok(()) | Err(Errno::EINPROGRESS)), "{r:?}");
+        outcome(&c).unwrap();
+        assert_eq!(c.peer().unwrap(), l.local_addr().unwrap());
+    }
+
+    #[test]
+    fn keepalive_options_take_linux_ranges() {
+        for (opt, ok, bad) in [
+            ((IPPROTO_TCP, TCP_KEEPIDLE), [1, 32767], [0, 32768]),
+            ((IPPROTO_TCP, TCP_KEEPINTVL), [1, 32767], [-1, 32768]),
+            ((IPPROTO_TCP, TCP_KEEPCNT), [1, 127], [0, 128]),
+        ] {
+            assert!(ok.iter().all(|&v| valid_option(opt, v)), "{opt:?}");
+            assert!(!bad.iter().any(|&v| valid_option(opt, v)), "{opt:?}");
+        }
+        assert!(valid_option((IPPROTO_TCP, TCP_NODELAY), 0));
     }
 }

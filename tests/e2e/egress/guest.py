@@ -107,7 +107,49 @@ def allowed():
     c.close()
     l.close()
     print("ok loopback")
+    reconnect()
     udp()
+
+def reconnect():
+    # After a refusal a TCP socket may connect again (as on Linux), and
+    # each new destination is the policy's again.
+    s = socket.socket()
+    expect_errno("refused_then", errno.ECONNREFUSED, lambda: s.connect((INTERNET, 8089)))
+    expect_errno("reconnect_reserved", errno.EPERM, lambda: s.connect(("10.77.0.1", 80)))
+    expect_errno("reconnect_port_not_allowed", errno.EPERM, lambda: s.connect((INTERNET, 8082)))
+    expect_errno("reconnect_loopback", errno.ENETUNREACH, lambda: s.connect(("127.0.0.1", 80)))
+    s.connect((INTERNET, 8080))
+    assert s.getpeername() == (INTERNET, 8080), s.getpeername()
+    expect_errno("reconnect_connected", errno.EISCONN, lambda: s.connect(("10.77.0.1", 80)))
+    s.close()
+    print("ok reconnect")
+    s = socket.socket()
+    expect_errno("keepidle_zero", errno.EINVAL, lambda: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 0))
+    expect_errno("keepcnt_128", errno.EINVAL, lambda: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 128))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30)
+    s.connect((INTERNET, 8080))
+    s.close()
+    print("ok keepalive_ranges")
+    # Two threads connecting one socket at once: the denied one never
+    # goes out, whichever runs first.
+    import threading
+    for _ in range(20):
+        s = socket.socket()
+        results = []
+        def go(addr):
+            try:
+                s.connect(addr)
+                results.append((addr, 0))
+            except OSError as e:
+                results.append((addr, e.errno))
+        ts = [threading.Thread(target=go, args=(a,)) for a in [(INTERNET, 8080), ("10.77.0.1", 80)]]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert (("10.77.0.1", 80), 0) not in results, results
+        s.close()
+    print("ok concurrent_connects")
 
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
