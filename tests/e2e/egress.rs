@@ -202,6 +202,9 @@ fn egress_allowed_destinations_are_reached_with_linux_semantics() {
             "concurrent_connects",
             "udp_port_not_allowed",
             "udp_reserved",
+            "udp_unspec_send",
+            "udp_unspec_peer",
+            "udp_disconnect",
             "udp",
         ],
     );

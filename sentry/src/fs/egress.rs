@@ -16,6 +16,7 @@ use crate::host::{fd as host_fd, socket as host};
 use crate::waiter::Queue;
 use husk_netstack::egress::{Policy, Verdict};
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,6 +99,20 @@ pub struct HostConn {
     /// connected, or its connect failed and was reported). The lock makes
     /// connects on the socket one at a time.
     dialed: Mutex<Option<SocketAddr>>,
+    /// The peers a datagram socket last sent to or connected to (the
+    /// most recent `PEERS_KEPT`): only their datagrams reach the guest,
+    /// so no other host of the outer namespace (its loopback, a private
+    /// range) can talk to it through the gateway.
+    peers: Mutex<VecDeque<SocketAddr>>,
+}
+
+/// How many peers a datagram socket accepts replies from.
+const PEERS_KEPT: usize = 256;
+
+/// `a` with a v4-mapped address as the IPv4 address, so that a peer
+/// compares equal however the host socket's family spells it.
+fn plain(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
 }
 
 /// What the host poll is asked for (ERR and HUP come unasked).
@@ -109,7 +124,12 @@ impl HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
-        HostConn { fd, connected: AtomicBool::new(false), dialed: Mutex::new(None) }
+        HostConn {
+            fd,
+            connected: AtomicBool::new(false),
+            dialed: Mutex::new(None),
+            peers: Mutex::default(),
+        }
     }
 
     /// The host socket's readiness now, as poll bits.
@@ -152,8 +172,30 @@ impl HostConn {
     /// connect(2) of a datagram socket: sends without an address go to `to`.
     pub fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
         host::connect(self.fd.as_fd(), to)?;
+        self.heard_from(to);
         self.connected.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// connect(2) of a datagram socket to AF_UNSPEC or into the sandbox:
+    /// sends without an address no longer go to the outside peer.
+    pub fn disconnect_datagrams(&self) -> Result<(), Errno> {
+        if self.connected.swap(false, Ordering::AcqRel) {
+            host::disconnect(self.fd.as_fd())?;
+        }
+        Ok(())
+    }
+
+    /// Accepts replies from `peer` from now on.
+    fn heard_from(&self, peer: SocketAddr) {
+        let peer = plain(peer);
+        let mut peers = self.peers.lock();
+        if !peers.contains(&peer) {
+            if peers.len() == PEERS_KEPT {
+                peers.pop_front();
+            }
+            peers.push_back(peer);
+        }
     }
 
     /// Whether a datagram socket was connected outside.
@@ -162,12 +204,24 @@ impl HostConn {
     }
 
     pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+        self.heard_from(to);
         host::send_to(self.fd.as_fd(), buf, to)
     }
 
-    /// One datagram: bytes copied, its whole length, its sender.
+    /// One datagram from a peer the socket sent to or connected to:
+    /// bytes copied, its whole length, its sender. Datagrams from anyone
+    /// else are dropped unseen.
     pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
-        host::recv_from(self.fd.as_fd(), buf, peek)
+        loop {
+            let got = host::recv_from(self.fd.as_fd(), buf, peek)?;
+            let known = got.2.is_some_and(|from| self.peers.lock().contains(&plain(from)));
+            if known {
+                return Ok(got);
+            }
+            if peek {
+                host::recv_from(self.fd.as_fd(), &mut [], false)?;
+            }
+        }
     }
 
     /// A started connect's outcome: EAGAIN while it is under way.
@@ -292,6 +346,25 @@ mod tests {
         assert!(matches!(r, Ok(()) | Err(Errno::EINPROGRESS)), "{r:?}");
         outcome(&c).unwrap();
         assert_eq!(c.peer().unwrap(), l.local_addr().unwrap());
+    }
+
+    #[test]
+    fn a_datagram_socket_hears_only_from_its_peers() {
+        let fd = crate::host::outer::Outer::start(|| Ok(())).unwrap().socket(false, Kind::Datagram).unwrap();
+        let c = HostConn::new(fd, &Arc::new(Queue::default()));
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let stranger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.send_to(b"hi", peer.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        let (_, me) = peer.recv_from(&mut buf).unwrap();
+        stranger.send_to(b"intruder", me).unwrap();
+        peer.send_to(b"reply", me).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        for peek in [true, false] {
+            let (n, _, from) = c.recv_from(&mut buf, peek).unwrap();
+            assert_eq!((&buf[..n], from), (&b"reply"[..], Some(peer.local_addr().unwrap())));
+        }
+        assert_eq!(c.recv_from(&mut buf, false), Err(Errno::EAGAIN));
     }
 
     #[test]

@@ -157,6 +157,11 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
         return super::egress::connect(task, f, s, to);
     }
+    // A datagram socket connected outside and now to AF_UNSPEC or into
+    // the sandbox leaves its outside peer.
+    if let Some(conn) = s.outside() {
+        conn.disconnect_datagrams()?;
+    }
     match &s.endpoint {
         Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
         Endpoint::Udp(u) => u.connect(to),

@@ -167,6 +167,27 @@ def udp():
     c.send(b"two")
     assert c.recv(100) == b"echo two"
     c.close()
+    # connect(AF_UNSPEC) dissolves an outside association, as on Linux.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.connect((INTERNET, 5300))
+    unspec = struct.pack("H14x", 0)
+    assert libc.connect(c.fileno(), unspec, len(unspec)) == 0, ctypes.get_errno()
+    expect_errno("udp_unspec_send", errno.EDESTADDRREQ, lambda: c.send(b"x"))
+    expect_errno("udp_unspec_peer", errno.ENOTCONN, c.getpeername)
+    # And one reconnected into the sandbox sends there, not outside.
+    local = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    local.bind(("127.0.0.1", 0))
+    local.settimeout(10)
+    c.connect((INTERNET, 5300))
+    c.connect(local.getsockname())
+    assert c.getpeername() == local.getsockname(), c.getpeername()
+    c.send(b"inside")
+    assert local.recv(100) == b"inside"
+    c.close()
+    local.close()
+    print("ok udp_disconnect")
     # The sandbox's own datagrams still go through loopback.
     a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     a.bind(("127.0.0.1", 0))
