@@ -8,7 +8,8 @@
 use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
 use crate::abi::socket::{
-    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY,
+    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL,
+    TCP_NODELAY,
 };
 use crate::abi::Errno;
 use crate::host::outer::{Kind, Outer};
@@ -19,7 +20,8 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::mm::accounting::{self, Accountant, Charge};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The int options a carried connection passes on to its host socket
@@ -45,16 +47,54 @@ pub fn valid_option(opt: (i32, i32), value: i32) -> bool {
     }
 }
 
+/// The most host sockets a sandbox holds at once; beyond it a connect or
+/// datagram out fails with ENOBUFS, as Linux's do when out of buffers.
+pub const HOST_SOCKETS: usize = 1024;
+
+/// Each host socket's SO_SNDBUF and SO_RCVBUF. Linux doubles what is set
+/// (for its bookkeeping), so a socket may hold twice both: that is what
+/// is charged to the sandbox's memory, so `--memory-mb` bounds it.
+pub const HOST_BUFFER: i32 = 64 * 1024;
+const HOST_CHARGE: u64 = 4 * 64 * 1024;
+
+/// The setsockopt calls the gateway makes on each host socket it opens;
+/// the sentry's seccomp filter allows them.
+pub const BUFFER_OPTIONS: &[(i32, i32)] = &[(SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)];
+
 /// A sandbox's egress gateway: what may leave, and the thread that opens
 /// host sockets in the outer network namespace.
 pub struct Gateway {
     policy: Policy,
     outer: Outer,
+    /// Host sockets open now, and how many may be.
+    live: Arc<AtomicUsize>,
+    budget: usize,
+    /// The sandbox's memory, which host socket buffers are charged to.
+    memory: Arc<Accountant>,
+}
+
+/// A host socket's place in the sandbox's budget and its buffers' charge,
+/// both returned when it is dropped.
+pub struct Lease {
+    live: Arc<AtomicUsize>,
+    charge: Charge,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A host socket the gateway opened, with its lease.
+pub struct Opened {
+    pub fd: OwnedFd,
+    pub lease: Lease,
 }
 
 impl Gateway {
     pub fn new(policy: Policy, outer: Outer) -> Gateway {
-        Gateway { policy, outer }
+        Gateway { policy, outer, live: Arc::default(), budget: HOST_SOCKETS, memory: accounting::sandbox() }
     }
 
     /// The verdict on a connection or datagram to `dest`. (Where flow
@@ -63,9 +103,23 @@ impl Gateway {
         self.policy.check(dest)
     }
 
-    /// A new host socket in the outer namespace, IPv6 or IPv4.
-    pub fn open(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
-        self.outer.socket(v6, kind)
+    /// A new host socket in the outer namespace, IPv6 or IPv4, with
+    /// bounded buffers; ENOBUFS past the sandbox's budget of sockets or
+    /// its memory limit.
+    pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, Errno> {
+        let taken = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.budget).then_some(n + 1));
+        if taken.is_err() {
+            return Err(Errno::ENOBUFS);
+        }
+        let mut lease = Lease { live: self.live.clone(), charge: Charge::new(self.memory.clone()) };
+        if !lease.charge.grow(HOST_CHARGE) {
+            return Err(Errno::ENOBUFS);
+        }
+        let fd = self.outer.socket(v6, kind)?;
+        for &(level, name) in BUFFER_OPTIONS {
+            host::set_int_option(fd.as_fd(), level, name, HOST_BUFFER)?;
+        }
+        Ok(Opened { fd, lease })
     }
 }
 
@@ -104,6 +158,8 @@ pub struct HostConn {
     /// so no other host of the outer namespace (its loopback, a private
     /// range) can talk to it through the gateway.
     peers: Mutex<VecDeque<SocketAddr>>,
+    /// The gateway's lease on the host socket, when it opened it.
+    _lease: Option<Lease>,
 }
 
 /// How many peers a datagram socket accepts replies from.
@@ -119,8 +175,17 @@ fn plain(a: SocketAddr) -> SocketAddr {
 const HOST_EVENTS: u32 = POLLIN | POLLOUT | POLLRDHUP | POLLRDNORM | POLLWRNORM;
 
 impl HostConn {
+    /// Carries a connection on a socket the gateway opened.
+    pub fn leased(opened: Opened, queue: &Arc<Queue>) -> HostConn {
+        HostConn::with_lease(opened.fd, queue, Some(opened.lease))
+    }
+
     /// Carries a connection on `fd`; `queue` hears of its readiness.
     pub fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
+        HostConn::with_lease(fd, queue, None)
+    }
+
+    fn with_lease(fd: OwnedFd, queue: &Arc<Queue>, lease: Option<Lease>) -> HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
@@ -129,6 +194,7 @@ impl HostConn {
             connected: AtomicBool::new(false),
             dialed: Mutex::new(None),
             peers: Mutex::default(),
+            _lease: lease,
         }
     }
 
@@ -365,6 +431,32 @@ mod tests {
             assert_eq!((&buf[..n], from), (&b"reply"[..], Some(peer.local_addr().unwrap())));
         }
         assert_eq!(c.recv_from(&mut buf, false), Err(Errno::EAGAIN));
+    }
+
+    fn gateway(budget: usize, memory: Arc<Accountant>) -> Gateway {
+        let policy = Policy::parse(&["*"], &[] as &[&str]).unwrap();
+        let outer = crate::host::outer::Outer::start(|| Ok(())).unwrap();
+        Gateway { policy, outer, live: Arc::default(), budget, memory }
+    }
+
+    #[test]
+    fn host_sockets_are_budgeted_and_their_buffers_bounded_and_charged() {
+        let memory = Accountant::new(1 << 30);
+        let g = gateway(3, memory.clone());
+        let open: Vec<Opened> = (0..3).map(|_| g.open(false, Kind::Stream).unwrap()).collect();
+        assert_eq!(g.open(false, Kind::Datagram).err(), Some(Errno::ENOBUFS), "past the budget");
+        assert_eq!(memory.charged(), 3 * HOST_CHARGE);
+        let sndbuf = nix::sys::socket::getsockopt(&open[0].fd, nix::sys::socket::sockopt::SndBuf).unwrap();
+        assert_eq!(sndbuf, 2 * 64 * 1024, "Linux doubles what is set");
+        drop(open);
+        assert_eq!(memory.charged(), 0);
+        let again = g.open(true, Kind::Datagram).unwrap();
+        drop(again);
+        let small = gateway(10, Accountant::new(2 * HOST_CHARGE));
+        let first = small.open(false, Kind::Stream).unwrap();
+        assert_eq!(small.open(false, Kind::Stream).err(), Some(Errno::ENOBUFS), "past the memory limit");
+        drop(first);
+        small.open(false, Kind::Stream).unwrap();
     }
 
     #[test]
