@@ -44,11 +44,14 @@ pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
 }
 
 /// Confines the calling thread alone: the egress gateway's, which stays
-/// in the outer network namespace, gets a mount namespace of its own with
-/// the same empty root and no capabilities, so it keeps nothing of the
-/// host but that namespace.
+/// in the outer network namespace, gets mount, IPC and UTS namespaces of
+/// its own (each is per thread: unshare refuses only what a thread
+/// shares with its group, such as the address space or a user
+/// namespace), the same empty root and no capabilities, so it keeps
+/// nothing of the host but that network namespace.
 pub fn confine_thread() -> Result<(), ConfineError> {
-    nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(fail("unshare"))?;
+    let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    nix::sched::unshare(flags).map_err(fail("unshare"))?;
     empty_root()?;
     drop_capabilities()
 }
@@ -108,4 +111,37 @@ struct CapData {
     effective: u32,
     permitted: u32,
     inheritable: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn ns(task: &str, kind: &str) -> std::path::PathBuf {
+        std::fs::read_link(format!("/proc/self/{task}ns/{kind}")).unwrap()
+    }
+
+    #[test]
+    fn a_confined_thread_leaves_the_mount_ipc_and_uts_namespaces_alone() {
+        if !nix::unistd::geteuid().is_root() {
+            println!("skipped: confining a thread needs root");
+            return;
+        }
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let r = confine_thread().map_err(|e| e.to_string());
+            let _ = tid_tx.send((nix::unistd::gettid(), r));
+            let _ = done_rx.recv();
+        });
+        let (tid, r) = tid_rx.recv().unwrap();
+        r.unwrap();
+        for kind in ["mnt", "ipc", "uts"] {
+            assert_ne!(ns(&format!("task/{tid}/"), kind), ns("", kind), "{kind}");
+        }
+        assert_eq!(ns(&format!("task/{tid}/"), "net"), ns("", "net"), "the network namespace stays");
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+    }
 }

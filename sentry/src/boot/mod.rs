@@ -231,7 +231,7 @@ fn boot_with(
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::boot::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
-    crate::boot::seccomp::confine_sentry()?;
+    crate::boot::seccomp::confine_sentry(uplink.is_some())?;
 
     let init = cfg.init;
     let (tx, rx) = mpsc::channel();

@@ -127,14 +127,22 @@ fn args_in(a: u8, xs: &[u64], b: u8, ys: &[u64]) -> Result<Vec<SeccompRule>, sec
 }
 
 /// The egress gateway's host calls: it opens non-blocking IPv4/IPv6
-/// stream and datagram sockets only, connects and carries them, reads
-/// their pending error and sets the int options it forwards.
+/// stream and datagram sockets only (protocol 0: TCP or UDP), connects
+/// and carries them, reads their pending error and sets the int options
+/// it forwards.
 fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), seccompiler::BackendError> {
     let u = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
     let families = [u(libc::AF_INET), u(libc::AF_INET6)];
     let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     let types = [u(libc::SOCK_STREAM | flags), u(libc::SOCK_DGRAM | flags)];
-    rules.insert(libc::SYS_socket, args_in(0, &families, 1, &types)?);
+    let eq = |arg, v| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, v);
+    let mut sockets = Vec::new();
+    for &family in &families {
+        for &ty in &types {
+            sockets.push(SeccompRule::new(vec![eq(0, family)?, eq(1, ty)?, eq(2, 0)?])?);
+        }
+    }
+    rules.insert(libc::SYS_socket, sockets);
     for nr in [libc::SYS_connect, libc::SYS_sendto, libc::SYS_recvfrom, libc::SYS_shutdown] {
         rules.insert(nr, Vec::new());
     }
@@ -143,7 +151,7 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), secco
     }
     rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
     let mut set = Vec::new();
-    for &(level, name) in crate::fs::egress::FORWARDED_OPTIONS {
+    for &(level, name) in crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS) {
         set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
     }
     rules.insert(libc::SYS_setsockopt, set);
@@ -157,8 +165,9 @@ fn compile(
     SeccompFilter::new(rules, mismatch, SeccompAction::Allow, TargetArch::x86_64)?.try_into()
 }
 
-/// The sentry's filter: its allow list; anything else traps.
-pub fn sentry_filter() -> Result<BpfProgram, SeccompError> {
+/// The sentry's filter: its allow list, with the egress gateway's calls
+/// only when it has a gateway (`--network sandbox`); anything else traps.
+pub fn sentry_filter(egress: bool) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = SENTRY_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
     rules.insert(libc::SYS_prctl, arg_in(0, PRCTLS)?);
@@ -169,7 +178,9 @@ pub fn sentry_filter() -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_epoll_create1, arg_in(0, &[u64::try_from(libc::EPOLL_CLOEXEC).unwrap_or(0)])?);
     rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
     rules.insert(libc::SYS_epoll_wait, Vec::new());
-    egress_rules(&mut rules)?;
+    if egress {
+        egress_rules(&mut rules)?;
+    }
     Ok(compile(rules, SeccompAction::Trap)?)
 }
 
@@ -203,9 +214,10 @@ extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     unsafe { libc::_exit(128 + libc::SIGSYS) }
 }
 
-/// Confines the calling process (every thread) to the sentry filter.
-pub fn confine_sentry() -> Result<(), SeccompError> {
-    let filter = sentry_filter()?;
+/// Confines the calling process (every thread) to the sentry filter
+/// (with the gateway's calls when `egress`).
+pub fn confine_sentry(egress: bool) -> Result<(), SeccompError> {
+    let filter = sentry_filter(egress)?;
     let no_open = open_filter()?;
     // SAFETY: a zeroed sigaction is valid; the handler only makes
     // async-signal-safe calls.
@@ -227,7 +239,8 @@ mod tests {
 
     #[test]
     fn filters_compile() {
-        assert!(sentry_filter().unwrap().len() > SENTRY_SYSCALLS.len());
+        assert!(sentry_filter(false).unwrap().len() > SENTRY_SYSCALLS.len());
+        assert!(sentry_filter(true).unwrap().len() > sentry_filter(false).unwrap().len());
         assert!(!open_filter().unwrap().is_empty());
     }
 }

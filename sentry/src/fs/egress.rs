@@ -8,7 +8,8 @@
 use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
 use crate::abi::socket::{
-    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY,
+    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL,
+    TCP_NODELAY,
 };
 use crate::abi::Errno;
 use crate::host::outer::{Kind, Outer};
@@ -16,9 +17,12 @@ use crate::host::{fd as host_fd, socket as host};
 use crate::waiter::Queue;
 use husk_netstack::dns::Resolver;
 use husk_netstack::egress::{Denial, Host, Policy, Rule, Verdict};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::mm::accounting::{self, Accountant, Charge};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -38,6 +42,32 @@ pub const FORWARDED_OPTIONS: &[(i32, i32)] = &[
 /// rule names the server.
 const DNS_PORTS: [u16; 2] = [53, 853];
 
+/// Whether `value` is one Linux accepts for option `opt` (do_tcp_setsockopt:
+/// TCP_KEEPIDLE and TCP_KEEPINTVL 1..=32767 s, TCP_KEEPCNT 1..=127); a
+/// value the host would refuse must be refused when the guest sets it,
+/// not when a later connect forwards it.
+pub fn valid_option(opt: (i32, i32), value: i32) -> bool {
+    match opt {
+        (IPPROTO_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL) => (1..=32767).contains(&value),
+        (IPPROTO_TCP, TCP_KEEPCNT) => (1..=127).contains(&value),
+        _ => true,
+    }
+}
+
+/// The most host sockets a sandbox holds at once; beyond it a connect or
+/// datagram out fails with ENOBUFS, as Linux's do when out of buffers.
+pub const HOST_SOCKETS: usize = 1024;
+
+/// Each host socket's SO_SNDBUF and SO_RCVBUF. Linux doubles what is set
+/// (for its bookkeeping), so a socket may hold twice both: that is what
+/// is charged to the sandbox's memory, so `--memory-mb` bounds it.
+pub const HOST_BUFFER: i32 = 64 * 1024;
+const HOST_CHARGE: u64 = 4 * 64 * 1024;
+
+/// The setsockopt calls the gateway makes on each host socket it opens;
+/// the sentry's seccomp filter allows them.
+pub const BUFFER_OPTIONS: &[(i32, i32)] = &[(SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)];
+
 /// A sandbox's egress gateway: what may leave, the resolver that knows
 /// which addresses allowed names stand for, and the thread that opens host
 /// sockets in the outer network namespace.
@@ -45,11 +75,42 @@ pub struct Gateway {
     policy: Policy,
     resolver: Arc<Resolver>,
     outer: Arc<Outer>,
+    /// Host sockets open now, and how many may be.
+    live: Arc<AtomicUsize>,
+    budget: usize,
+    /// The sandbox's memory, which host socket buffers are charged to.
+    memory: Arc<Accountant>,
+}
+
+/// A host socket's place in the sandbox's budget and its buffers' charge,
+/// both returned when it is dropped.
+pub struct Lease {
+    live: Arc<AtomicUsize>,
+    charge: Charge,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A host socket the gateway opened, with its lease.
+pub struct Opened {
+    pub fd: OwnedFd,
+    pub lease: Lease,
 }
 
 impl Gateway {
     pub fn new(policy: Policy, resolver: Resolver, outer: Outer) -> Gateway {
-        Gateway { policy, resolver: Arc::new(resolver), outer: Arc::new(outer) }
+        Gateway {
+            policy,
+            resolver: Arc::new(resolver),
+            outer: Arc::new(outer),
+            live: Arc::default(),
+            budget: HOST_SOCKETS,
+            memory: accounting::sandbox(),
+        }
     }
 
     /// The verdict on a connection or datagram to `dest`: allowed when an
@@ -102,9 +163,23 @@ impl Gateway {
         &self.outer
     }
 
-    /// A new host socket in the outer namespace, IPv6 or IPv4.
-    pub fn open(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
-        self.outer.socket(v6, kind)
+    /// A new host socket in the outer namespace, IPv6 or IPv4, with
+    /// bounded buffers; ENOBUFS past the sandbox's budget of sockets or
+    /// its memory limit.
+    pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, Errno> {
+        let taken = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.budget).then_some(n + 1));
+        if taken.is_err() {
+            return Err(Errno::ENOBUFS);
+        }
+        let mut lease = Lease { live: self.live.clone(), charge: Charge::new(self.memory.clone()) };
+        if !lease.charge.grow(HOST_CHARGE) {
+            return Err(Errno::ENOBUFS);
+        }
+        let fd = self.outer.socket(v6, kind)?;
+        for &(level, name) in BUFFER_OPTIONS {
+            host::set_int_option(fd.as_fd(), level, name, HOST_BUFFER)?;
+        }
+        Ok(Opened { fd, lease })
     }
 }
 
@@ -133,18 +208,54 @@ pub struct HostConn {
     /// A datagram socket connected outside: sends without an address
     /// go there.
     connected: AtomicBool,
+    /// Where a stream's host socket was sent to connect, while that
+    /// connect is under way or made; None while it is unconnected (never
+    /// connected, or its connect failed and was reported). The lock makes
+    /// connects on the socket one at a time.
+    dialed: Mutex<Option<SocketAddr>>,
+    /// The peers a datagram socket last sent to or connected to (the
+    /// most recent `PEERS_KEPT`): only their datagrams reach the guest,
+    /// so no other host of the outer namespace (its loopback, a private
+    /// range) can talk to it through the gateway.
+    peers: Mutex<VecDeque<SocketAddr>>,
+    /// The gateway's lease on the host socket, when it opened it.
+    _lease: Option<Lease>,
+}
+
+/// How many peers a datagram socket accepts replies from.
+const PEERS_KEPT: usize = 256;
+
+/// `a` with a v4-mapped address as the IPv4 address, so that a peer
+/// compares equal however the host socket's family spells it.
+fn plain(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
 }
 
 /// What the host poll is asked for (ERR and HUP come unasked).
 const HOST_EVENTS: u32 = POLLIN | POLLOUT | POLLRDHUP | POLLRDNORM | POLLWRNORM;
 
 impl HostConn {
+    /// Carries a connection on a socket the gateway opened.
+    pub fn leased(opened: Opened, queue: &Arc<Queue>) -> HostConn {
+        HostConn::with_lease(opened.fd, queue, Some(opened.lease))
+    }
+
     /// Carries a connection on `fd`; `queue` hears of its readiness.
     pub fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
+        HostConn::with_lease(fd, queue, None)
+    }
+
+    fn with_lease(fd: OwnedFd, queue: &Arc<Queue>, lease: Option<Lease>) -> HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
-        HostConn { fd, connected: AtomicBool::new(false) }
+        HostConn {
+            fd,
+            connected: AtomicBool::new(false),
+            dialed: Mutex::new(None),
+            peers: Mutex::default(),
+            _lease: lease,
+        }
     }
 
     /// The host socket's readiness now, as poll bits.
@@ -156,17 +267,61 @@ impl HostConn {
         }
     }
 
-    /// connect(2) on the host socket (EINPROGRESS, EALREADY, EISCONN …
-    /// as the host says).
-    pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
-        host::connect(self.fd.as_fd(), to)
+    /// connect(2) of a stream, the host's answer (EINPROGRESS, EALREADY,
+    /// EISCONN, ECONNREFUSED …). While a connect is under way or made,
+    /// the host socket is asked again with the destination it was given,
+    /// so its answer is about that connection and it never goes
+    /// anywhere else; only an unconnected socket takes a new destination,
+    /// the one `admit` returns after checking it.
+    pub fn dial(&self, admit: impl FnOnce() -> Result<SocketAddr, Errno>) -> Result<(), Errno> {
+        let mut dialed = self.dialed.lock();
+        let dest = match *dialed {
+            Some(dest) => dest,
+            None => admit()?,
+        };
+        let r = host::connect(self.fd.as_fd(), dest);
+        *dialed = match r {
+            Ok(()) | Err(Errno::EINPROGRESS | Errno::EALREADY | Errno::EISCONN) => Some(dest),
+            Err(_) => None,
+        };
+        r
+    }
+
+    /// After a waited-for connect ended: asks the host socket once more,
+    /// which settles it as Linux's blocking connect does when it returns:
+    /// connected (EISCONN from then on), or after a failure unconnected,
+    /// so that the next connect is checked afresh.
+    pub fn settle(&self) {
+        let _ = self.dial(|| Err(Errno::EALREADY));
     }
 
     /// connect(2) of a datagram socket: sends without an address go to `to`.
     pub fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
         host::connect(self.fd.as_fd(), to)?;
+        self.heard_from(to);
         self.connected.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// connect(2) of a datagram socket to AF_UNSPEC or into the sandbox:
+    /// sends without an address no longer go to the outside peer.
+    pub fn disconnect_datagrams(&self) -> Result<(), Errno> {
+        if self.connected.swap(false, Ordering::AcqRel) {
+            host::disconnect(self.fd.as_fd())?;
+        }
+        Ok(())
+    }
+
+    /// Accepts replies from `peer` from now on.
+    fn heard_from(&self, peer: SocketAddr) {
+        let peer = plain(peer);
+        let mut peers = self.peers.lock();
+        if !peers.contains(&peer) {
+            if peers.len() == PEERS_KEPT {
+                peers.pop_front();
+            }
+            peers.push_back(peer);
+        }
     }
 
     /// Whether a datagram socket was connected outside.
@@ -175,12 +330,24 @@ impl HostConn {
     }
 
     pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+        self.heard_from(to);
         host::send_to(self.fd.as_fd(), buf, to)
     }
 
-    /// One datagram: bytes copied, its whole length, its sender.
+    /// One datagram from a peer the socket sent to or connected to:
+    /// bytes copied, its whole length, its sender. Datagrams from anyone
+    /// else are dropped unseen.
     pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
-        host::recv_from(self.fd.as_fd(), buf, peek)
+        loop {
+            let got = host::recv_from(self.fd.as_fd(), buf, peek)?;
+            let known = got.2.is_some_and(|from| self.peers.lock().contains(&plain(from)));
+            if known {
+                return Ok(got);
+            }
+            if peek {
+                host::recv_from(self.fd.as_fd(), &mut [], false)?;
+            }
+        }
     }
 
     /// A started connect's outcome: EAGAIN while it is under way.
@@ -310,5 +477,125 @@ mod tests {
         }
         assert!(allowed(&g, "198.18.0.9:53"), "a server an address rule names");
         assert!(!allowed(&g, "198.18.0.66:443"), "deny rules still win");
+    }
+
+    use std::cell::Cell;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    fn stream() -> HostConn {
+        let fd = crate::host::outer::Outer::start(|| Ok(())).unwrap().socket(false, Kind::Stream).unwrap();
+        HostConn::new(fd, &Arc::new(Queue::default()))
+    }
+
+    /// Waits for a started connect's outcome.
+    fn outcome(c: &HostConn) -> Result<(), Errno> {
+        let start = Instant::now();
+        loop {
+            match c.connected() {
+                Err(Errno::EAGAIN) if start.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn closed_port() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    #[test]
+    fn a_connect_under_way_or_made_never_takes_a_new_destination() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = stream();
+        let r = c.dial(|| Ok(l.local_addr().unwrap()));
+        assert!(matches!(r, Ok(()) | Err(Errno::EINPROGRESS)), "{r:?}");
+        let asked = Cell::new(false);
+        let other = closed_port();
+        let again = c.dial(|| {
+            asked.set(true);
+            Ok(other)
+        });
+        assert!(!asked.get(), "a second destination was considered");
+        assert!(matches!(again, Ok(()) | Err(Errno::EALREADY | Errno::EISCONN)), "{again:?}");
+        outcome(&c).unwrap();
+        assert_eq!(c.dial(|| Ok(other)), Err(Errno::EISCONN));
+        assert_eq!(c.peer().unwrap(), l.local_addr().unwrap());
+    }
+
+    #[test]
+    fn a_failed_connect_leaves_the_socket_to_connect_afresh_after_a_check() {
+        let c = stream();
+        let r = c.dial(|| Ok(closed_port()));
+        assert!(matches!(r, Err(Errno::EINPROGRESS | Errno::ECONNREFUSED)), "{r:?}");
+        if r.is_ok() || r == Err(Errno::EINPROGRESS) {
+            assert_eq!(outcome(&c), Err(Errno::ECONNREFUSED));
+            c.settle();
+        }
+        // The next connect is the policy's again: a refusal stops it.
+        assert_eq!(c.dial(|| Err(Errno::EPERM)), Err(Errno::EPERM));
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let r = c.dial(|| Ok(l.local_addr().unwrap()));
+        assert!(matches!(r, Ok(()) | Err(Errno::EINPROGRESS)), "{r:?}");
+        outcome(&c).unwrap();
+        assert_eq!(c.peer().unwrap(), l.local_addr().unwrap());
+    }
+
+    #[test]
+    fn a_datagram_socket_hears_only_from_its_peers() {
+        let fd = crate::host::outer::Outer::start(|| Ok(())).unwrap().socket(false, Kind::Datagram).unwrap();
+        let c = HostConn::new(fd, &Arc::new(Queue::default()));
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let stranger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.send_to(b"hi", peer.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        let (_, me) = peer.recv_from(&mut buf).unwrap();
+        stranger.send_to(b"intruder", me).unwrap();
+        peer.send_to(b"reply", me).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        for peek in [true, false] {
+            let (n, _, from) = c.recv_from(&mut buf, peek).unwrap();
+            assert_eq!((&buf[..n], from), (&b"reply"[..], Some(peer.local_addr().unwrap())));
+        }
+        assert_eq!(c.recv_from(&mut buf, false), Err(Errno::EAGAIN));
+    }
+
+    fn budgeted(budget: usize, memory: Arc<Accountant>) -> Gateway {
+        Gateway { budget, memory, ..gateway(&["*"]) }
+    }
+
+    #[test]
+    fn host_sockets_are_budgeted_and_their_buffers_bounded_and_charged() {
+        let memory = Accountant::new(1 << 30);
+        let g = budgeted(3, memory.clone());
+        let open: Vec<Opened> = (0..3).map(|_| g.open(false, Kind::Stream).unwrap()).collect();
+        assert_eq!(g.open(false, Kind::Datagram).err(), Some(Errno::ENOBUFS), "past the budget");
+        assert_eq!(memory.charged(), 3 * HOST_CHARGE);
+        let sndbuf = nix::sys::socket::getsockopt(&open[0].fd, nix::sys::socket::sockopt::SndBuf).unwrap();
+        assert_eq!(sndbuf, 2 * 64 * 1024, "Linux doubles what is set");
+        drop(open);
+        assert_eq!(memory.charged(), 0);
+        let again = g.open(true, Kind::Datagram).unwrap();
+        drop(again);
+        let small = budgeted(10, Accountant::new(2 * HOST_CHARGE));
+        let first = small.open(false, Kind::Stream).unwrap();
+        assert_eq!(small.open(false, Kind::Stream).err(), Some(Errno::ENOBUFS), "past the memory limit");
+        drop(first);
+        small.open(false, Kind::Stream).unwrap();
+    }
+
+    #[test]
+    fn keepalive_options_take_linux_ranges() {
+        for (opt, ok, bad) in [
+            ((IPPROTO_TCP, TCP_KEEPIDLE), [1, 32767], [0, 32768]),
+            ((IPPROTO_TCP, TCP_KEEPINTVL), [1, 32767], [-1, 32768]),
+            ((IPPROTO_TCP, TCP_KEEPCNT), [1, 127], [0, 128]),
+        ] {
+            assert!(ok.iter().all(|&v| valid_option(opt, v)), "{opt:?}");
+            assert!(!bad.iter().any(|&v| valid_option(opt, v)), "{opt:?}");
+        }
+        assert!(valid_option((IPPROTO_TCP, TCP_NODELAY), 0));
     }
 }

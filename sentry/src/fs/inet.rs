@@ -7,7 +7,7 @@
 
 use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
-use crate::fs::egress::HostConn;
+use crate::fs::egress::{HostConn, Opened};
 use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
@@ -15,7 +15,6 @@ use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -102,10 +101,10 @@ impl InetSocket {
         self.outside.get()
     }
 
-    /// Carries this socket on host socket `fd` from now on (EISCONN when
-    /// it already is).
-    pub fn carry_outside(&self, fd: OwnedFd) -> Result<&HostConn, Errno> {
-        self.outside.set(HostConn::new(fd, &self.events)).map_err(|_| Errno::EISCONN)?;
+    /// Carries this socket on the gateway's host socket from now on
+    /// (EISCONN when it already is).
+    pub fn carry_outside(&self, host: Opened) -> Result<&HostConn, Errno> {
+        self.outside.set(HostConn::leased(host, &self.events)).map_err(|_| Errno::EISCONN)?;
         self.outside.get().ok_or(Errno::EISCONN)
     }
 

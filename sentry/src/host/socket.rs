@@ -39,6 +39,22 @@ pub fn connect(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
     })
 }
 
+/// connect(2) to AF_UNSPEC: dissolves a datagram socket's association
+/// with its peer.
+pub fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    let family = libc::sa_family_t::try_from(libc::AF_UNSPEC).map_err(|_| Errno::EINVAL)?;
+    let addr = libc::sockaddr { sa_family: family, sa_data: [0; 14] };
+    let len = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr>()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: `addr` is a whole sockaddr of `len` bytes that outlives the
+    // call, and `fd` is an open descriptor borrowed for it.
+    let r = unsafe { libc::connect(fd.as_raw_fd(), &addr, len) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno(nix::errno::Errno::last()))
+    }
+}
+
 /// send(2) without waiting and without SIGPIPE (the guest gets its own
 /// from the sentry).
 pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {

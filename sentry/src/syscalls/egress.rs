@@ -91,13 +91,15 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: Sock
     }
     let dest = unmapped(to);
     let conn = s.carry_outside(gateway.open(dest.is_ipv6(), Kind::Stream)?)?;
+    // A thread that connected the socket first wins; this one then gets
+    // the host's answer about that connection (EALREADY, EISCONN).
     let stored = s.stored.lock().clone();
     for &(level, name) in FORWARDED_OPTIONS {
         if let Some(v) = stored.get(&(level, name)).and_then(|v| v.get(..4)) {
             conn.set_option(level, name, i32::from_le_bytes([v[0], v[1], v[2], v[3]]))?;
         }
     }
-    finish(f, s, conn, conn.connect(dest))
+    finish(f, s, conn, conn.dial(|| Ok(dest)))
 }
 
 /// The host socket a datagram socket sends out of the sandbox on, made
@@ -194,14 +196,34 @@ pub(super) fn sandbox_local(conn: &HostConn) -> Result<SocketAddr, Errno> {
 
 /// connect(2) again on a socket already carried outside: the host's
 /// answer (EALREADY while connecting, EISCONN once connected, 0 the first
-/// time after a non-blocking connect completed).
-pub(super) fn reconnect(f: &FileDescription, s: &InetSocket, conn: &HostConn, to: Option<SocketAddr>) -> SysResult {
+/// time after a non-blocking connect completed, the failure then
+/// ECONNABORTED once a failed connect was reported). A socket whose
+/// connect failed connects anew, to a destination the policy is asked
+/// about afresh; one inside the sandbox it cannot reach any more (its
+/// netstack side is left behind): ENETUNREACH.
+pub(super) fn reconnect(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    conn: &HostConn,
+    to: Option<SocketAddr>,
+) -> SysResult {
     let to = to.ok_or(Errno::EISCONN)?;
-    finish(f, s, conn, conn.connect(unmapped(to)))
+    let egress = task.kernel.ext::<Egress>();
+    let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
+    let admit = || {
+        if !outbound(to) {
+            return Err(Errno::ENETUNREACH);
+        }
+        permit(task, gateway, s, to, true).map(|()| unmapped(to))
+    };
+    finish(f, s, conn, conn.dial(admit))
 }
 
 /// A blocking connect waits for the handshake (until SO_SNDTIMEO, then
 /// EINPROGRESS as Linux); a non-blocking one returns the host's answer.
+/// The end it waited for leaves the socket as Linux's would: connected
+/// (EISCONN next), or unconnected after a failure.
 fn finish(f: &FileDescription, s: &InetSocket, conn: &HostConn, first: Result<(), Errno>) -> SysResult {
     match first {
         Ok(()) => Ok(0),
@@ -209,7 +231,10 @@ fn finish(f: &FileDescription, s: &InetSocket, conn: &HostConn, first: Result<()
             let deadline = s.timeouts.lock().1.map(deadline_in);
             match wait_io(f, WRITE_EVENTS, false, deadline, || conn.connected()) {
                 Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
-                r => r.map(|()| 0),
+                r => {
+                    conn.settle();
+                    r.map(|()| 0)
+                }
             }
         }
         Err(e) => Err(e),

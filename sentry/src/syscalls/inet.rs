@@ -152,7 +152,7 @@ pub(super) fn listen(s: &InetSocket) -> SysResult {
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let to = read_addr(task, family(s), a[1], a[2])?;
     if let Some(conn) = s.stream_outside() {
-        return super::egress::reconnect(f, s, conn, to);
+        return super::egress::reconnect(task, f, s, conn, to);
     }
     if super::egress::connect_resolver(task, s, to) {
         return Ok(0);
@@ -162,6 +162,11 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     }
     if let Some(to) = to.filter(|&to| super::egress::takes(task, s, to)) {
         return super::egress::connect(task, f, s, to);
+    }
+    // A datagram socket connected outside and now to AF_UNSPEC or into
+    // the sandbox leaves its outside peer.
+    if let Some(conn) = s.outside() {
+        conn.disconnect_datagrams()?;
     }
     match &s.endpoint {
         Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
@@ -547,8 +552,12 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             if raw.len() < 4 {
                 return Err(Errno::EINVAL);
             }
+            let value = i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
+            if !crate::fs::egress::valid_option(opt, value) {
+                return Err(Errno::EINVAL);
+            }
             if let Some(conn) = s.stream_outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
-                conn.set_option(opt.0, opt.1, i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))?;
+                conn.set_option(opt.0, opt.1, value)?;
             }
             s.stored.lock().insert(opt, raw);
         }

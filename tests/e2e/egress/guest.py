@@ -107,7 +107,49 @@ def allowed():
     c.close()
     l.close()
     print("ok loopback")
+    reconnect()
     udp()
+
+def reconnect():
+    # After a refusal a TCP socket may connect again (as on Linux), and
+    # each new destination is the policy's again.
+    s = socket.socket()
+    expect_errno("refused_then", errno.ECONNREFUSED, lambda: s.connect((INTERNET, 8089)))
+    expect_errno("reconnect_reserved", errno.EPERM, lambda: s.connect(("10.77.0.1", 80)))
+    expect_errno("reconnect_port_not_allowed", errno.EPERM, lambda: s.connect((INTERNET, 8082)))
+    expect_errno("reconnect_loopback", errno.ENETUNREACH, lambda: s.connect(("127.0.0.1", 80)))
+    s.connect((INTERNET, 8080))
+    assert s.getpeername() == (INTERNET, 8080), s.getpeername()
+    expect_errno("reconnect_connected", errno.EISCONN, lambda: s.connect(("10.77.0.1", 80)))
+    s.close()
+    print("ok reconnect")
+    s = socket.socket()
+    expect_errno("keepidle_zero", errno.EINVAL, lambda: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 0))
+    expect_errno("keepcnt_128", errno.EINVAL, lambda: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 128))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30)
+    s.connect((INTERNET, 8080))
+    s.close()
+    print("ok keepalive_ranges")
+    # Two threads connecting one socket at once: the denied one never
+    # goes out, whichever runs first.
+    import threading
+    for _ in range(20):
+        s = socket.socket()
+        results = []
+        def go(addr):
+            try:
+                s.connect(addr)
+                results.append((addr, 0))
+            except OSError as e:
+                results.append((addr, e.errno))
+        ts = [threading.Thread(target=go, args=(a,)) for a in [(INTERNET, 8080), ("10.77.0.1", 80)]]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert (("10.77.0.1", 80), 0) not in results, results
+        s.close()
+    print("ok concurrent_connects")
 
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -125,6 +167,27 @@ def udp():
     c.send(b"two")
     assert c.recv(100) == b"echo two"
     c.close()
+    # connect(AF_UNSPEC) dissolves an outside association, as on Linux.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.connect((INTERNET, 5300))
+    unspec = struct.pack("H14x", 0)
+    assert libc.connect(c.fileno(), unspec, len(unspec)) == 0, ctypes.get_errno()
+    expect_errno("udp_unspec_send", errno.EDESTADDRREQ, lambda: c.send(b"x"))
+    expect_errno("udp_unspec_peer", errno.ENOTCONN, c.getpeername)
+    # And one reconnected into the sandbox sends there, not outside.
+    local = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    local.bind(("127.0.0.1", 0))
+    local.settimeout(10)
+    c.connect((INTERNET, 5300))
+    c.connect(local.getsockname())
+    assert c.getpeername() == local.getsockname(), c.getpeername()
+    c.send(b"inside")
+    assert local.recv(100) == b"inside"
+    c.close()
+    local.close()
+    print("ok udp_disconnect")
     # The sandbox's own datagrams still go through loopback.
     a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     a.bind(("127.0.0.1", 0))
