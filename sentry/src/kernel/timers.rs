@@ -194,7 +194,6 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
                 }
             }
         }
-        let next = s.timers.values().filter_map(|t| t.deadline).min();
         drop(s);
         for (target, info) in due {
             match target {
@@ -211,7 +210,10 @@ fn service(state: Arc<(Mutex<State>, Condvar)>, kernel: Weak<Kernel>) {
         if s.closed {
             return;
         }
-        match next {
+        // The next deadline is read under the lock the wait releases: a
+        // timer armed while the signals went out (its notification then
+        // found nobody waiting) is seen here.
+        match s.timers.values().filter_map(|t| t.deadline).min() {
             Some(d) => {
                 cond.wait_until(&mut s, d);
             }
