@@ -49,7 +49,8 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> Security
 
 /// The network mode and, with a gateway, its policy's rules.
 fn network_summary(network: &super::Network) -> String {
-    let list = |rules: &[husk_netstack::egress::Rule]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    let list =
+        |rules: &[husk_netstack::egress::Rule]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
     match network {
         super::Network::None => "none".into(),
         super::Network::Sandbox(p) => {

@@ -8,12 +8,12 @@
 use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
 use crate::abi::socket::{
-    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL,
-    TCP_NODELAY,
+    IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY,
 };
 use crate::abi::Errno;
 use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
+use crate::mm::accounting::{self, Accountant, Charge};
 use crate::waiter::Queue;
 use husk_netstack::dns::Resolver;
 use husk_netstack::egress::{Denial, Host, Policy, Rule, Verdict};
@@ -21,7 +21,6 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use crate::mm::accounting::{self, Accountant, Charge};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
