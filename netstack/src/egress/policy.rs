@@ -77,12 +77,6 @@ impl Policy {
         &self.deny
     }
 
-    /// The rules (allow and deny) whose host is a DNS name: only a
-    /// resolver can apply them.
-    pub fn name_rules(&self) -> impl Iterator<Item = &Rule> {
-        self.allow.iter().chain(&self.deny).filter(|r| matches!(r.host, Host::Name { .. }))
-    }
-
     /// The verdict on a connection or datagram to `dest` by address
     /// alone (names are the resolver's). The address is judged in its
     /// IPv4 form when it spells one (v4-mapped, NAT64). A reserved range
@@ -203,10 +197,8 @@ mod tests {
     }
 
     #[test]
-    fn name_rules_are_kept_for_the_resolver_and_allow_no_address() {
+    fn name_rules_allow_no_address() {
         let p = policy(&["api.example:443", "1.2.3.4"], &["*.evil.example"]);
-        let names: Vec<&str> = p.name_rules().map(|r| r.text.as_str()).collect();
-        assert_eq!(names, ["api.example:443", "*.evil.example"]);
         assert!(!check(&p, "5.6.7.8:443").is_allowed());
         assert!(check(&p, "1.2.3.4:443").is_allowed());
     }

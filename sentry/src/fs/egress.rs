@@ -117,13 +117,9 @@ impl Gateway {
     /// address an allowed name resolved to whose rule opens the port. The
     /// reserved ranges and deny rules win over names; a DNS server other
     /// than the sandbox's resolver needs an address rule of its own (`*`
-    /// is not one), so DNS cannot carry data past the resolver.
-    pub fn check(&self, dest: SocketAddr) -> Verdict {
-        self.decide(dest).0
-    }
-
-    /// [`Gateway::check`], with the allowed name the address came from
-    /// when that is what lets it through.
+    /// is not one), so DNS cannot carry data past the resolver. With the
+    /// verdict, the allowed name the address came from when that is what
+    /// lets it through.
     pub fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
         let verdict = self.policy.check(dest);
         let dns = DNS_PORTS.contains(&dest.port());
@@ -448,7 +444,7 @@ mod tests {
     }
 
     fn allowed(g: &Gateway, dest: &str) -> bool {
-        g.check(dest.parse().unwrap()).is_allowed()
+        g.decide(dest.parse().unwrap()).0.is_allowed()
     }
 
     #[test]
