@@ -41,6 +41,7 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> Security
         memory_limit: cfg.memory_limit,
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
+        disk_limit: cfg.disk_limit,
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
         audit_fail_open: false,
