@@ -120,6 +120,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         },
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
+        disk_limit: g.disk_limit,
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         sysctls: args
             .sysctls

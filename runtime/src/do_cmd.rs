@@ -16,7 +16,13 @@ fn reap_all() {
     while let Ok(_) | Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(None, None) {}
 }
 
+/// `husk do`'s disk limit when none is given: 4 GiB, or the memory limit
+/// if that is smaller.
+const DEFAULT_DISK_LIMIT: u64 = 4 << 30;
+
 pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
+    let memory = args.memory_mb.saturating_mul(1 << 20);
+    let g = &GlobalArgs { disk_limit: g.disk_limit.or(Some(DEFAULT_DISK_LIMIT.min(memory))), ..g.clone() };
     // Orphans of the sandbox (stub processes of the sentry) come to us to
     // be reaped instead of lingering as zombies.
     nix::sys::prctl::set_child_subreaper(true).context("PR_SET_CHILD_SUBREAPER")?;
