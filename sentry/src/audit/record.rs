@@ -204,6 +204,10 @@ pub struct SecurityConfig {
     pub mounts: Vec<Mount>,
     /// The globs of the paths whose changes are recorded (`file.*`).
     pub watch: Vec<String>,
+    /// How the first process's environment was made (`husk do`: `clean`,
+    /// with the names kept and set, or `inherited (--env-keep '*')`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
     /// Whether the sandbox runs on when the log cannot be written.
     pub audit_fail_open: bool,
 }

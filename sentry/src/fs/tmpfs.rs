@@ -282,13 +282,7 @@ impl Tmpfs {
         Tmpfs::build(accounting::sandbox(), disk, mode, uid, gid)
     }
 
-    fn build(
-        acct: Arc<Accountant>,
-        disk: Option<Arc<DiskBudget>>,
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Arc<dyn Node> {
+    fn build(acct: Arc<Accountant>, disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         let id = new_fs_id();
         let fs = Arc::new(Tmpfs {
             id,
