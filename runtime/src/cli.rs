@@ -353,6 +353,24 @@ pub struct DoArgs {
     /// Guest memory limit in MiB.
     #[arg(long, default_value_t = 4096)]
     pub memory_mb: u64,
+    /// HOST:GUEST[:ro|:rw]: show host directory HOST at GUEST, served by a
+    /// gofer of its own confined to it; writes there reach the host
+    /// (`:ro`: they fail with EROFS). Repeatable.
+    #[arg(long = "volume", short = 'v', value_name = "HOST:GUEST[:ro|:rw]")]
+    pub volumes: Vec<String>,
+    /// The guest's working directory (default: the current directory where
+    /// the sandbox shows it, else /).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Set NAME=VALUE in the guest's environment (repeatable). The guest
+    /// gets PATH, HOME, USER, LOGNAME, HOSTNAME, LANG, TERM and LC_*, not
+    /// husk's environment.
+    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Pass the caller's variable NAME on (repeatable; `*`: the whole
+    /// environment).
+    #[arg(long = "env-keep", value_name = "NAME")]
+    pub env_keep: Vec<String>,
     /// The command and its arguments.
     #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -417,8 +435,8 @@ pub struct BootArgs {
     /// PATH=MODE (octal): mount a tmpfs at PATH.
     #[arg(long)]
     pub tmpfs: Vec<String>,
-    /// A file with the guest's environment (NUL-terminated entries) instead
-    /// of our own environment.
+    /// A file with the guest's environment (NUL-terminated entries);
+    /// without it the guest's is empty, never the sentry's own.
     #[arg(long)]
     pub env_fd: Option<i32>,
     /// A network namespace (an open descriptor) to join instead of a new one.
@@ -443,6 +461,9 @@ pub struct BootArgs {
     /// The host folder of the root filesystem, for the audit log.
     #[arg(long, default_value = "")]
     pub audit_rootfs: String,
+    /// How the guest's environment was made, for the audit log.
+    #[arg(long)]
+    pub audit_env: Option<String>,
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
 }
