@@ -47,12 +47,12 @@ fn volume_writes_land_on_the_host_and_nothing_else_does() {
     std::fs::write(other.join("keep"), "original").unwrap();
     let volume = format!("{}:/ws", ws.display());
     let o = other.display();
-    let script = format!("echo hi > /ws/out && mkdir /ws/d && echo deep > /ws/d/f && pwd && echo changed > {o}/keep && touch {o}/new && cat {o}/keep");
+    let script = format!("echo hi > /ws/out && mkdir /ws/d && echo deep > /ws/d/f && stat -c %s /ws/d/f && pwd && echo changed > {o}/keep && touch {o}/new && cat {o}/keep");
     let mut cmd = husk_do(&["-v", &volume], &["/bin/sh", "-c", &script]);
     cmd.current_dir(&ws);
     let r = run(cmd, None);
     r.assert_code(0);
-    assert_eq!(r.stdout_str(), "/ws\nchanged\n", "{}", r.describe());
+    assert_eq!(r.stdout_str(), "5\n/ws\nchanged\n", "{}", r.describe());
     assert_eq!(std::fs::read_to_string(ws.join("out")).unwrap(), "hi\n");
     assert_eq!(std::fs::read_to_string(ws.join("d/f")).unwrap(), "deep\n");
     assert_eq!(std::fs::read_to_string(other.join("keep")).unwrap(), "original", "a write outside the volumes");

@@ -163,7 +163,7 @@ fn boot_with(
     // accountant: filesystems, pipes and sockets made from here on find it.
     crate::mm::accounting::install(memory.accountant().clone());
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
-    let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
+    let lower = gofer::new_gofer_fs(cfg.gofer, false).map_err(BootError::Root)?;
     let disk = cfg.disk_limit.map(DiskBudget::new);
     let root = writable_root(lower, disk.clone())?;
     // Mount points are made while the root still takes them (in its
@@ -205,7 +205,7 @@ fn boot_with(
     }
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
-        let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
+        let mut fs = gofer::new_gofer_fs(b.gofer, true).map_err(fail)?;
         if b.file {
             fs = fs.lookup(husk_gofer::protocol::SINGLE_FILE).map_err(fail)?;
         }
