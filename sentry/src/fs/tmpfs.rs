@@ -175,6 +175,30 @@ impl FileData {
         Ok(done)
     }
 
+    /// Holds (and charges) every page of `first..end` not held yet; if one
+    /// is refused, lets go of those this call took and fails with ENOSPC,
+    /// as Linux's shmem_fallocate.
+    fn allocate(&mut self, first: u64, end: u64) -> Result<(), Errno> {
+        let mut taken = Vec::new();
+        for index in first..end {
+            if self.pages.contains_key(&index) {
+                continue;
+            }
+            if !charge_page(&mut self.charge, &mut self.disk) {
+                for i in &taken {
+                    self.pages.remove(i);
+                }
+                let bytes = taken.len() as u64 * PAGE_SIZE;
+                self.charge.shrink(bytes);
+                self.disk.shrink(bytes);
+                return Err(Errno::ENOSPC);
+            }
+            self.pages.insert(index, vec![0u8; page_len()].into_boxed_slice());
+            taken.push(index);
+        }
+        Ok(())
+    }
+
     /// Sets the size: growth is a hole, shrinking frees the pages past the
     /// end and zeroes the tail of the last one.
     fn set_len(&mut self, len: u64) {
@@ -599,6 +623,24 @@ impl TmpNode {
         Ok(())
     }
 
+    /// fallocate(2): holds the pages of `off..off+len` (ENOSPC, holding
+    /// none of them, past the memory or disk limit) and grows the size to
+    /// cover them unless `keep_size`.
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        let end = off.checked_add(len).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
+        let mut d = self.data()?;
+        let before = d.held();
+        let held = d.allocate(off / PAGE_SIZE, pages(end));
+        self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
+        held?;
+        if !keep_size && end > d.len {
+            d.len = end;
+        }
+        drop(d);
+        self.status_changed();
+        Ok(())
+    }
+
     /// The node's path from the filesystem's root, for `/proc/[pid]/maps`.
     fn path(&self) -> String {
         let mut parts = Vec::new();
@@ -928,6 +970,10 @@ impl FileOps for TmpFile {
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
         self.0.write_data(buf, off)
+    }
+
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        self.0.allocate(off, len, keep_size)
     }
 
     /// ftruncate(2): the times change even when the size does not.
@@ -1425,6 +1471,26 @@ mod tests {
         assert_eq!(budget.usage(), nodes / 2 + 6 * PAGE_SIZE, "the last reference freed its share");
         assert_eq!(fb.write(b"x", 6 * PAGE_SIZE).unwrap(), 1);
         assert_eq!(shm.statfs().unwrap().bfree, (nodes / 2 + 9 * PAGE_SIZE) / PAGE_SIZE);
+    }
+
+    #[test]
+    fn fallocate_holds_pages_or_none() {
+        let budget = DiskBudget::new(INODE_COST + 1 + 8 * PAGE_SIZE);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.write(b"keep", PAGE_SIZE).unwrap();
+        let used = budget.usage();
+        assert_eq!(err(f.allocate(0, 9 * PAGE_SIZE, false)), Errno::ENOSPC);
+        assert_eq!((budget.usage(), n.stat().unwrap().size), (used, PAGE_SIZE + 4), "a refusal holds nothing");
+        f.allocate(10, 3 * PAGE_SIZE, true).unwrap();
+        let st = n.stat().unwrap();
+        assert_eq!((st.size, st.blocks), (PAGE_SIZE + 4, 4 * 8), "pages 0..4 held, the size kept");
+        f.allocate(0, 5 * PAGE_SIZE + 1, false).unwrap();
+        assert_eq!(n.stat().unwrap().size, 5 * PAGE_SIZE + 1);
+        assert_eq!(contents(&n)[usize::try_from(PAGE_SIZE).unwrap()..][..4], *b"keep", "held data stays");
+        assert_eq!(budget.usage(), used + 5 * PAGE_SIZE);
+        assert_eq!(err(f.allocate(MAX_FILE_SIZE, 1, false)), Errno::EFBIG);
     }
 
     #[test]
