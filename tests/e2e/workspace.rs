@@ -57,9 +57,11 @@ fn volume_writes_land_on_the_host_and_nothing_else_does() {
     assert_eq!(std::fs::read_to_string(ws.join("d/f")).unwrap(), "deep\n");
     assert_eq!(std::fs::read_to_string(other.join("keep")).unwrap(), "original", "a write outside the volumes");
     assert!(!other.join("new").exists());
-    // --cwd names the guest's working directory.
-    let r = run(husk_do(&["-v", &volume, "--cwd", "/ws/d"], &["/bin/sh", "-c", "pwd; cat f"]), None);
-    assert_eq!(r.stdout_str(), "/ws/d\ndeep\n", "{}", r.describe());
+    // --cwd names the guest's working directory; a volume may be in the
+    // sandbox's own /tmp.
+    let tmp_volume = format!("{}:/tmp/ws", ws.display());
+    let r = run(husk_do(&["-v", &tmp_volume, "--cwd", "/tmp/ws/d"], &["/bin/sh", "-c", "pwd; cat f"]), None);
+    assert_eq!(r.stdout_str(), "/tmp/ws/d\ndeep\n", "{}", r.describe());
 }
 
 #[test]

@@ -208,6 +208,8 @@ fn boot_with(
         let mut fs = gofer::new_gofer_fs(b.gofer, true).map_err(fail)?;
         if b.file {
             fs = fs.lookup(husk_gofer::protocol::SINGLE_FILE).map_err(fail)?;
+        } else {
+            make_mount_point_in_mounts(&kernel, &b.path);
         }
         mount_at(&kernel, &b.path, fs, "9p").map_err(fail)?;
     }
@@ -438,6 +440,18 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
         if let Err(e) = made {
             log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
         }
+    }
+}
+
+/// Makes directory `path` (and its parents) where the sandbox's mounts put
+/// it, if it is missing there: the mount point of a bind below /tmp or
+/// /dev/shm, whose filesystems cover what was made in the root.
+fn make_mount_point_in_mounts(kernel: &Kernel, path: &[u8]) {
+    let ns = &kernel.mounts;
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns, root: ns.root(), creds: &creds };
+    if let Err(e) = make_dirs(&w, path) {
+        log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
     }
 }
 
