@@ -10,12 +10,14 @@ mod cli;
 mod do_cmd;
 mod egress;
 mod gofer_cmd;
+mod guest_env;
 mod install_cmd;
 mod lifecycle;
 mod logging;
 mod oci;
 mod sandbox;
 mod syscalls_cmd;
+mod volume;
 
 use clap::Parser;
 use cli::{Cli, Command};

@@ -8,6 +8,8 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `workspace`: the disk limit, volumes, the working directory and the
+//!   guest's environment under `husk do`.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -27,3 +29,4 @@ mod idle;
 mod oci;
 mod scenarios;
 mod util;
+mod workspace;
