@@ -7,6 +7,10 @@ use crate::machine::Machine;
 use crate::runtimes::{Runtime, Status};
 use crate::workloads::Workload;
 
+/// Ratios within 5% either way are called level: closer than the spread
+/// of most cells on a busy machine.
+const LEVEL: f64 = 1.05;
+
 /// One workload under one runtime.
 #[derive(Default)]
 pub struct Cell {
@@ -49,6 +53,16 @@ pub struct Row<'a> {
     pub cells: Vec<Cell>,
 }
 
+/// How a husk runtime fares against runsc over the whole run.
+pub struct Summary {
+    pub runtime: String,
+    pub anchor: &'static str,
+    /// Geometric mean of husk/runsc over the rows (below 1: husk ahead).
+    pub geomean: f64,
+    /// The (ratio, row) pairs with the highest ratios.
+    pub furthest_behind: Vec<(f64, &'static str)>,
+}
+
 pub struct Report<'a> {
     pub machine: Machine,
     pub runtimes: Vec<Runtime>,
@@ -85,7 +99,9 @@ impl Report<'_> {
             .filter(|(_, rt)| rt.is_husk())
             .filter_map(|(i, rt)| {
                 let r = self.ratio(row, i, rt.runsc_anchor)?;
-                Some(if r <= 1.0 {
+                Some(if (1.0 / LEVEL..=LEVEL).contains(&r) {
+                    format!("{} level with {} ({})", rt.name, rt.runsc_anchor, times(r))
+                } else if r < 1.0 {
                     format!("{} ahead of {} by {}", rt.name, rt.runsc_anchor, times(1.0 / r))
                 } else {
                     format!("{} behind {} by {}", rt.name, rt.runsc_anchor, times(r))
@@ -97,6 +113,31 @@ impl Report<'_> {
         } else {
             parts.join("; ")
         }
+    }
+
+    /// Per husk runtime against its runsc anchor: the geometric mean of
+    /// the ratios over the rows that have both, and the three rows where
+    /// husk is furthest behind (highest ratio first).
+    pub fn summary(&self) -> Vec<Summary> {
+        self.runtimes
+            .iter()
+            .enumerate()
+            .filter(|(_, rt)| rt.is_husk())
+            .filter_map(|(i, rt)| {
+                let mut ratios: Vec<(f64, &'static str)> = self
+                    .rows
+                    .iter()
+                    .filter_map(|row| Some((self.ratio(row, i, rt.runsc_anchor)?, row.workload.key)))
+                    .collect();
+                if ratios.is_empty() {
+                    return None;
+                }
+                let geomean = (ratios.iter().map(|(r, _)| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+                ratios.sort_by(|a, b| b.0.total_cmp(&a.0));
+                ratios.truncate(3);
+                Some(Summary { runtime: rt.name.clone(), anchor: rt.runsc_anchor, geomean, furthest_behind: ratios })
+            })
+            .collect()
     }
 
     /// The table for people.
@@ -145,6 +186,17 @@ impl Report<'_> {
             }
             println!("  => {}", self.verdict(row));
         }
+        println!();
+        for s in self.summary() {
+            let worst: Vec<String> = s.furthest_behind.iter().map(|(r, k)| format!("{k} {}", times(*r))).collect();
+            println!(
+                "summary: {} / {}: geometric mean {}; highest ratios (husk furthest behind): {}",
+                s.runtime,
+                s.anchor,
+                times(s.geomean),
+                worst.join(", ")
+            );
+        }
     }
 
     /// The same for machines.
@@ -190,6 +242,17 @@ impl Report<'_> {
                 })
             })
             .collect();
+        let summary: Vec<_> = self
+            .summary()
+            .iter()
+            .map(|s| {
+                let worst: Vec<_> =
+                    s.furthest_behind.iter().map(|(r, k)| serde_json::json!({"key": k, "ratio": r})).collect();
+                serde_json::json!({
+                    "runtime": s.runtime, "anchor": s.anchor, "geomean_ratio": s.geomean, "furthest_behind": worst,
+                })
+            })
+            .collect();
         serde_json::json!({
             "tool": "husk-bench",
             "command": self.command,
@@ -199,6 +262,7 @@ impl Report<'_> {
             "machine": self.machine.to_json(),
             "runtimes": runtimes,
             "workloads": rows,
+            "summary": summary,
         })
     }
 }

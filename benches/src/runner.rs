@@ -27,10 +27,12 @@ pub fn become_subreaper() {
 /// Runs `argv` in `cwd` and waits for it at most `timeout`. Fails with the
 /// tail of its stderr when it exits unsuccessfully.
 pub fn run(argv: &[String], cwd: &std::path::Path, timeout: Duration) -> Result<Outcome, String> {
+    // Before spawning: spawn returns once the program is exec'd, by when
+    // a short one may have finished.
+    let start = Instant::now();
     let (mut child, pid) = spawn(argv, cwd)?;
     let stdout = child.stdout.take().map(reader);
     let stderr = child.stderr.take().map(reader);
-    let start = Instant::now();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let status = child.wait();
