@@ -15,6 +15,7 @@ mod workloads;
 use anyhow::{bail, Context as _};
 use report::{Cell, Report, Row};
 use runtimes::{Kind, Runtime, Status};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use workloads::{Dir, Files, Measure, Workload};
@@ -181,6 +182,7 @@ fn smoke_test(runtimes: &mut [Runtime], ctx: &Context, ops_built: bool, virtuali
             }
         }
         eprintln!("husk-bench: smoke test of {}", rt.name);
+        let before = runsc_do_dirs();
         let result = ctx
             .bundle(rt, "probe", &argv)
             .and_then(|b| rt.command(&argv, ctx.oci.as_ref(), b.as_deref()))
@@ -193,10 +195,20 @@ fn smoke_test(runtimes: &mut [Runtime], ctx: &Context, ops_built: bool, virtuali
             }
             if let Some(p) = rt.name.strip_prefix("runsc-do-") {
                 failed_platforms.push((p.to_string(), why.clone()));
+                // A runsc do that never started leaves its bundle behind.
+                for dir in runsc_do_dirs().difference(&before) {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
             }
             rt.status = Status::Failed(why);
         }
     }
+}
+
+/// The bundle directories `runsc do` makes (`$TMPDIR/runsc-do*`).
+fn runsc_do_dirs() -> HashSet<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return HashSet::new() };
+    dir.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("runsc-do")).map(|e| e.path()).collect()
 }
 
 fn main() -> anyhow::Result<()> {

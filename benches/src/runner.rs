@@ -40,17 +40,13 @@ pub fn run(argv: &[String], cwd: &std::path::Path, timeout: Duration) -> Result<
     });
     let result = rx.recv_timeout(timeout);
     if result.is_err() {
-        kill_group(pid);
+        stop(pid, || rx.recv_timeout(GRACE).is_ok());
     }
     kill_leftovers();
     let out = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
     let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let (status, end) = match result {
-        Ok(r) => r,
-        Err(_) => {
-            let _ = rx.recv_timeout(Duration::from_secs(5));
-            return Err(format!("no exit within {} s; killed", timeout.as_secs()));
-        }
+    let Ok((status, end)) = result else {
+        return Err(format!("no exit within {} s; killed", timeout.as_secs()));
     };
     let status = status.map_err(|e| format!("wait: {e}"))?;
     if !status.success() {
@@ -67,7 +63,16 @@ pub fn idle_pss(argv: &[String], cwd: &std::path::Path, settle: Duration) -> Res
     std::thread::sleep(settle);
     let exited = child.try_wait().map_err(|e| format!("wait: {e}"))?;
     let pss = descendants(pid).iter().map(|p| pss_kib(*p)).sum();
-    kill_group(pid);
+    stop(pid, || {
+        let deadline = Instant::now() + GRACE;
+        while Instant::now() < deadline {
+            if child.try_wait().is_ok_and(|s| s.is_some()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    });
     let _ = child.wait();
     kill_leftovers();
     match exited {
@@ -104,15 +109,28 @@ fn tail(s: &str) -> String {
     lines[lines.len().saturating_sub(2)..].join(" / ")
 }
 
-/// Kills the process group `pid` leads and every descendant of `pid`
+/// How long a run asked to stop has before it is killed: time for runsc
+/// to remove its state directory.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Asks `pid`'s tree to terminate, gives it until `exited` says so (or
+/// gives up), then kills what is left.
+fn stop(pid: i32, exited: impl FnOnce() -> bool) {
+    signal_tree(pid, libc::SIGTERM);
+    if !exited() {
+        signal_tree(pid, libc::SIGKILL);
+    }
+}
+
+/// Signals the process group `pid` leads and every descendant of `pid`
 /// (sandbox processes may have sessions of their own).
-fn kill_group(pid: i32) {
+fn signal_tree(pid: i32, signal: i32) {
     let all = descendants(pid);
     // SAFETY: kill only sends signals; a stale pid is harmless here (ESRCH).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    unsafe { libc::kill(-pid, signal) };
     for p in all {
         // SAFETY: as above.
-        unsafe { libc::kill(p, libc::SIGKILL) };
+        unsafe { libc::kill(p, signal) };
     }
 }
 
