@@ -1,105 +1,80 @@
 //! husk-bench: the cost of isolation, measured in one run as ratios of the
-//! same workloads run natively, under `husk do`, and — when runc is
-//! installed and we are root — as OCI containers under runc and under
-//! `husk run`, both over a bind mount of the host's root filesystem.
-//!
-//! Usage: `husk-bench [--husk PATH] [--runs N] [--only TEXT]`. Each
-//! workload (or each whose name contains TEXT) runs N times per mode
-//! (after one warm-up); the median wall time is reported.
+//! same workloads run natively, under husk, under gVisor's runsc and under
+//! runc (and any other OCI runtime). Runtimes are interleaved (A B C A B
+//! C …) so that a change in the machine's load hits them all alike; the
+//! first round is a warm-up and is discarded.
+
+mod machine;
+mod oci;
+mod report;
+mod runner;
+mod runtimes;
+mod svg;
+mod workloads;
 
 use anyhow::{bail, Context as _};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use report::{Cell, Report, Row};
+use runtimes::{Kind, Runtime, Status};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use workloads::{Dir, Files, Measure, Workload};
 
-/// A workload: a name and a command line.
-struct Workload {
-    name: &'static str,
-    argv: &'static [&'static str],
-}
+const USAGE: &str = "usage: husk-bench [--runs N] [--quick] [--filter TEXT] [--runtimes A,B,…] \
+[--runtime NAME=PATH]… [--husk PATH] [--runsc PATH] [--timeout SECS] [--json FILE] [--svg FILE]";
 
-const WORKLOADS: &[Workload] = &[
-    Workload { name: "start /bin/true", argv: &["/bin/true"] },
-    Workload {
-        name: "20k getppid (python loop)",
-        argv: &["/usr/bin/python3", "-c", "import os\nfor _ in range(20000): os.getppid()"],
-    },
-    Workload { name: "python3 import json,hashlib", argv: &["/usr/bin/python3", "-c", "import json, hashlib"] },
-    Workload { name: "sha256sum python3.11", argv: &["/usr/bin/sha256sum", "/usr/bin/python3.11"] },
-    Workload { name: "50 fork+exec (sh loop)", argv: &["/bin/sh", "-c", "for i in $(seq 50); do /bin/true; done"] },
-    Workload {
-        name: "find | wc (stat-heavy)",
-        argv: &["/bin/sh", "-c", "find /usr/lib/python3.11 -name '*.py' | wc -l"],
-    },
-    Workload {
-        name: "write+read 64 MiB in /tmp",
-        argv: &["/bin/sh", "-c", "head -c 67108864 /dev/zero > /tmp/f && cat /tmp/f > /dev/null"],
-    },
-    Workload {
-        name: "select ping-pong x1000",
-        argv: &[
-            "/usr/bin/python3",
-            "-c",
-            "import os, select, socket\n\
-             a, b = socket.socketpair()\n\
-             if os.fork() == 0:\n    a.close()\n    while d := (select.select([b], [], []) and b.recv(64)): b.send(d)\n    os._exit(0)\n\
-             b.close()\n\
-             for _ in range(1000):\n    a.send(b'x'); select.select([a], [], []); a.recv(64)\n\
-             a.close(); os.wait()",
-        ],
-    },
-    // Each write wakes the one thread polling that pipe; a sandbox that
-    // woke every poller on every change would pay for all 100 each time.
-    Workload {
-        name: "100 pollers, 2000 single wakes",
-        argv: &[
-            "/usr/bin/python3",
-            "-c",
-            "import os, select, threading\n\
-             N, R = 100, 20\n\
-             pipes = [os.pipe() for _ in range(N)]; ans_r, ans_w = os.pipe()\n\
-             def poller(fd):\n    p = select.poll(); p.register(fd, select.POLLIN)\n    \
-             while p.poll() and os.read(fd, 1) == b'x': os.write(ans_w, b'.')\n\
-             ts = [threading.Thread(target=poller, args=(r,)) for r, _ in pipes]\n\
-             for t in ts: t.start()\n\
-             for _ in range(R):\n    for _, w in pipes: os.write(w, b'x'); os.read(ans_r, 1)\n\
-             for _, w in pipes: os.write(w, b'q')\n\
-             for t in ts: t.join()",
-        ],
-    },
-    Workload {
-        name: "TCP loopback 32 MiB",
-        argv: &[
-            "/usr/bin/python3",
-            "-c",
-            "import os, socket\n\
-             l = socket.create_server(('127.0.0.1', 0))\n\
-             if os.fork() == 0:\n    c = socket.create_connection(l.getsockname()); c.sendall(bytes(32 << 20)); os._exit(0)\n\
-             s, _ = l.accept(); n = 0\n\
-             while d := s.recv(1 << 20): n += len(d)\n\
-             os.wait(); assert n == 32 << 20",
-        ],
-    },
-];
-
-const USAGE: &str = "usage: husk-bench [--husk PATH] [--runs N] [--only TEXT]";
+/// How long a runtime's smoke test may take: runsc's KVM platform on a
+/// nested machine never answers.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an idle sandbox is left to settle before its memory is read.
+const SETTLE: Duration = Duration::from_secs(2);
 
 struct Options {
     husk: PathBuf,
+    runsc: Option<PathBuf>,
+    extra: Vec<(String, PathBuf)>,
     runs: usize,
-    /// Only the workloads whose name contains this.
-    only: Option<String>,
+    quick: bool,
+    /// Only the workloads whose key or title contains this.
+    filter: Option<String>,
+    runtimes: Option<Vec<String>>,
+    timeout: Duration,
+    json: Option<PathBuf>,
+    svg: Option<PathBuf>,
 }
 
 fn parse_args() -> anyhow::Result<Options> {
-    let default_husk = std::env::current_exe()?.with_file_name("husk");
-    let mut opts = Options { husk: default_husk, runs: 5, only: None };
+    let mut opts = Options {
+        husk: std::env::current_exe()?.with_file_name("husk"),
+        runsc: which("runsc"),
+        extra: Vec::new(),
+        runs: 5,
+        quick: false,
+        filter: None,
+        runtimes: None,
+        timeout: Duration::from_secs(120),
+        json: None,
+        svg: None,
+    };
+    let mut runs = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        let mut value = |what: &str| args.next().with_context(|| format!("{a} needs {what} ({USAGE})"));
         match a.as_str() {
-            "--husk" => opts.husk = args.next().context("--husk needs a path")?.into(),
-            "--runs" => opts.runs = args.next().context("--runs needs a number")?.parse().context("--runs")?,
-            "--only" => opts.only = Some(args.next().context("--only needs a text")?),
+            "--husk" => opts.husk = value("a path")?.into(),
+            "--runsc" => opts.runsc = Some(value("a path")?.into()),
+            "--runs" => runs = Some(value("a number")?.parse::<usize>().context("--runs")?),
+            "--quick" => opts.quick = true,
+            "--filter" => opts.filter = Some(value("a text")?),
+            "--runtimes" => opts.runtimes = Some(value("a list")?.split(',').map(str::to_string).collect()),
+            "--runtime" => {
+                let v = value("NAME=PATH")?;
+                let (name, path) = v.split_once('=').context("--runtime needs NAME=PATH")?;
+                opts.extra.push((name.to_string(), path.into()));
+            }
+            "--timeout" => opts.timeout = Duration::from_secs(value("seconds")?.parse().context("--timeout")?),
+            "--json" => opts.json = Some(value("a file")?.into()),
+            "--svg" => opts.svg = Some(value("a file")?.into()),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -107,188 +82,212 @@ fn parse_args() -> anyhow::Result<Options> {
             other => bail!("unknown argument {other:?} ({USAGE})"),
         }
     }
+    opts.runs = runs.unwrap_or(if opts.quick { 1 } else { 5 });
     if opts.runs == 0 {
         bail!("--runs must be at least 1");
-    }
-    if !opts.husk.exists() {
-        bail!("{} not found: build it with `cargo build --release` or pass --husk", opts.husk.display());
     }
     Ok(opts)
 }
 
-/// Runs `argv` (optionally prefixed) once and returns its wall time.
-fn time_once(prefix: &[&str], argv: &[&str]) -> anyhow::Result<Duration> {
-    let mut full: Vec<&str> = prefix.to_vec();
-    full.extend_from_slice(argv);
-    let start = Instant::now();
-    let status = Command::new(full[0])
-        .args(&full[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .with_context(|| format!("running {full:?}"))?;
-    let took = start.elapsed();
-    if !status.success() {
-        bail!("{full:?} failed: {status}");
-    }
-    Ok(took)
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
-fn median(prefix: &[&str], argv: &[&str], runs: usize) -> anyhow::Result<Duration> {
-    time_once(prefix, argv)?;
-    let mut times = (0..runs).map(|_| time_once(prefix, argv)).collect::<anyhow::Result<Vec<_>>>()?;
-    times.sort();
-    Ok(times[runs / 2])
+pub fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_string_lossy().split(':').map(|d| PathBuf::from(d).join(name)).find(|p| p.is_file())
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// OCI bundles over a read-only bind mount of the host's root filesystem
-/// (runc cannot pivot into `/` itself), for runc and `husk run`.
-struct Oci {
-    dir: PathBuf,
-    rootfs: PathBuf,
-    runc: PathBuf,
-    next: std::cell::Cell<u32>,
-}
-
-impl Oci {
-    fn new(runc: PathBuf) -> anyhow::Result<Oci> {
-        let dir = std::env::temp_dir().join(format!("husk-bench-oci-{}", std::process::id()));
-        let rootfs = dir.join("rootfs");
-        std::fs::create_dir_all(&rootfs)?;
-        let status = Command::new("mount").args(["--bind", "-o", "ro", "/"]).arg(&rootfs).status()?;
-        if !status.success() {
-            bail!("cannot bind-mount / for the OCI bundles");
+/// The runtimes named by `--runtimes` (all by default), in their order.
+fn select(all: Vec<Runtime>, wanted: Option<&[String]>) -> anyhow::Result<Vec<Runtime>> {
+    let Some(wanted) = wanted else { return Ok(all) };
+    let names: Vec<String> = all.iter().map(|r| r.name.clone()).collect();
+    let mut chosen = Vec::new();
+    for w in wanted {
+        match all.iter().find(|r| &r.name == w) {
+            Some(r) => chosen.push(r.clone()),
+            None => bail!("unknown runtime {w:?}; known: {}", names.join(", ")),
         }
-        Ok(Oci { dir, rootfs, runc, next: std::cell::Cell::new(0) })
     }
+    Ok(chosen)
+}
 
-    /// A bundle that runs `argv` with a tmpfs /tmp, as runc's default spec.
-    fn bundle(&self, argv: &[&str]) -> anyhow::Result<PathBuf> {
-        let bundle = self.dir.join("bundle");
-        std::fs::create_dir_all(&bundle)?;
-        let config = serde_json::json!({
-            "ociVersion": "1.0.2",
-            "root": { "path": self.rootfs, "readonly": true },
-            "process": {
-                "args": argv,
-                "cwd": "/",
-                "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                "user": { "uid": 0, "gid": 0 },
-            },
-            "hostname": "bench",
-            "mounts": [
-                { "destination": "/proc", "type": "proc", "source": "proc" },
-                { "destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"] },
-                { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"] },
-                { "destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "ro"] },
-            ],
-            "linux": { "namespaces": [
-                { "type": "pid" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" }, { "type": "network" },
-            ] },
-        });
-        std::fs::write(bundle.join("config.json"), config.to_string())?;
-        Ok(bundle)
-    }
-
-    /// `RUNTIME --root STATE run --bundle B ID`, as a command prefix.
-    fn prefix(&self, runtime: &std::path::Path, bundle: &std::path::Path) -> Vec<String> {
-        let state = self.dir.join(format!("state-{}", runtime.file_name().unwrap_or_default().to_string_lossy()));
-        let id = self.next.get();
-        self.next.set(id + 1);
-        [runtime.as_os_str(), "--root".as_ref(), state.as_os_str(), "run".as_ref(), "--bundle".as_ref()]
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .chain([bundle.to_string_lossy().into_owned(), format!("bench-{id}")])
-            .collect()
-    }
-
-    /// Median wall time of the bundle under `runtime` (a new id each run).
-    fn median(&self, runtime: &std::path::Path, argv: &[&str], runs: usize) -> anyhow::Result<Duration> {
-        let bundle = self.bundle(argv)?;
-        let mut times = Vec::new();
-        for _ in 0..=runs {
-            let cmd = self.prefix(runtime, &bundle);
-            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            times.push(time_once(&cmd, &[])?);
+/// The command line a workload runs, the same under every runtime.
+fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
+    match &w.measure {
+        Measure::PerOp { op, iters, dir } => {
+            let iters = if quick { (iters / 10).max(1) } else { *iters };
+            let dir = match dir {
+                Dir::Root => files.scratch.to_string_lossy().into_owned(),
+                Dir::Tmp | Dir::None => "/tmp".into(),
+            };
+            vec![files.ops.to_string_lossy().into_owned(), (*op).to_string(), iters.to_string(), dir]
         }
-        times.remove(0);
-        times.sort();
-        Ok(times[runs / 2])
+        Measure::Wall(argv) => argv(files),
+        Measure::IdlePss => vec!["/bin/sleep".into(), "60".into()],
     }
 }
 
-impl Drop for Oci {
-    /// Unmounts the host's / and removes what we made — never recursively
-    /// below the mount point, in case it is still mounted.
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount").arg(&self.rootfs).status().is_ok_and(|s| s.success());
-        if !unmounted || std::fs::remove_dir(&self.rootfs).is_err() {
-            eprintln!("husk-bench: {} is still mounted; left in place", self.rootfs.display());
-            return;
+/// One measurement of `argv` under `rt`.
+fn measure_once(
+    w: &Workload,
+    rt: &Runtime,
+    argv: &[String],
+    ctx: &Context,
+    bundle: Option<&Path>,
+    timeout: Duration,
+) -> Result<f64, String> {
+    let cmd = rt.command(argv, ctx.oci.as_ref(), bundle)?;
+    match w.measure {
+        Measure::PerOp { .. } => {
+            let out = runner::run(&cmd, &ctx.work, timeout)?;
+            let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))
         }
-        let bundle = self.dir.join("bundle");
-        let _ = std::fs::remove_file(bundle.join("config.json"));
-        let _ = std::fs::remove_dir(bundle);
-        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-            // The runtimes' state roots: empty once every run was deleted.
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-        let _ = std::fs::remove_dir(&self.dir);
+        Measure::Wall(_) => Ok(runner::run(&cmd, &ctx.work, timeout)?.wall.as_secs_f64() * 1000.0),
+        Measure::IdlePss => runner::idle_pss(&cmd, &ctx.work, SETTLE).map(|kib| kib as f64),
     }
+}
+
+/// What every run shares.
+struct Context {
+    work: PathBuf,
+    oci: Option<oci::Oci>,
+    files: Files,
+}
+
+impl Context {
+    fn bundle(&self, rt: &Runtime, name: &str, argv: &[String]) -> Result<Option<PathBuf>, String> {
+        match (&rt.kind, &self.oci) {
+            (Kind::Oci { .. }, Some(oci)) => oci.bundle(name, argv, &self.work, &self.files.scratch).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Runs a tiny workload under each ready runtime; one that fails (or does
+/// not answer in time) is marked failed, with the reason.
+fn smoke_test(runtimes: &mut [Runtime], ctx: &Context, ops_built: bool, virtualized: bool) {
+    let argv: Vec<String> = if ops_built {
+        vec![ctx.files.ops.to_string_lossy().into_owned(), "getppid".into(), "10".into()]
+    } else {
+        vec!["/bin/true".into()]
+    };
+    let mut failed_platforms: Vec<(String, String)> = Vec::new();
+    for rt in runtimes.iter_mut().filter(|r| r.ready()) {
+        if let Some(rest) = rt.name.strip_prefix("runsc-run-") {
+            if let Some((_, why)) = failed_platforms.iter().find(|(p, _)| p == rest) {
+                rt.status = Status::Failed(format!("not tried: runsc-do-{rest} failed ({why})"));
+                continue;
+            }
+        }
+        eprintln!("husk-bench: smoke test of {}", rt.name);
+        let before = runsc_do_dirs();
+        let result = ctx
+            .bundle(rt, "probe", &argv)
+            .and_then(|b| rt.command(&argv, ctx.oci.as_ref(), b.as_deref()))
+            .and_then(|cmd| runner::run(&cmd, &ctx.work, PROBE_TIMEOUT));
+        if let Err(mut why) = result {
+            if rt.name.ends_with("-kvm") && why.starts_with("no exit") && virtualized {
+                why.push_str(
+                    " (this machine is a VM, so its /dev/kvm is nested KVM: runsc's KVM platform does not start)",
+                );
+            }
+            if let Some(p) = rt.name.strip_prefix("runsc-do-") {
+                failed_platforms.push((p.to_string(), why.clone()));
+                // A runsc do that never started leaves its bundle behind.
+                for dir in runsc_do_dirs().difference(&before) {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            rt.status = Status::Failed(why);
+        }
+    }
+}
+
+/// The bundle directories `runsc do` makes (`$TMPDIR/runsc-do*`).
+fn runsc_do_dirs() -> HashSet<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return HashSet::new() };
+    dir.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("runsc-do")).map(|e| e.path()).collect()
 }
 
 fn main() -> anyhow::Result<()> {
     let opts = parse_args()?;
-    let husk = opts.husk.to_string_lossy().into_owned();
-    let husk_prefix = [husk.as_str(), "do", "--"];
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let oci = match which("runc") {
-        Some(runc) if root => Some(Oci::new(runc)?),
-        Some(_) => {
-            println!("runc: needs root for its column; skipped.");
-            None
+    runner::become_subreaper();
+    let mut machine = machine::Machine::probe();
+    let exe_dir = std::env::current_exe()?.parent().context("no directory")?.to_path_buf();
+    // Next to the binary, not in /tmp: `husk do` hides the host's /tmp.
+    let work = exe_dir.join(format!("husk-bench-work-{}", std::process::id()));
+    std::fs::create_dir_all(&work).with_context(|| work.display().to_string())?;
+    let (files, built) = workloads::prepare(&work);
+    if let Err(why) = &built {
+        eprintln!("husk-bench: the per-operation rows cannot run: {why}");
+    }
+    let root = is_root();
+    let wanted = runtimes::Wanted { husk: &opts.husk, runsc: opts.runsc.as_deref(), extra: &opts.extra, root };
+    let mut rts = select(runtimes::discover(&wanted), opts.runtimes.as_deref())?;
+    let needs_oci = rts.iter().any(|r| r.ready() && matches!(r.kind, Kind::Oci { .. }));
+    let oci = if needs_oci {
+        match oci::Oci::new(std::env::temp_dir().join(format!("husk-bench-oci-{}", std::process::id()))) {
+            Ok(o) => Some(o),
+            Err(why) => {
+                for r in rts.iter_mut().filter(|r| matches!(r.kind, Kind::Oci { .. })) {
+                    r.status = Status::Failed(why.clone());
+                }
+                None
+            }
         }
-        None => {
-            println!("runc: not installed, no runc column.");
-            None
-        }
+    } else {
+        None
     };
-    println!("husk-bench: median of {} runs each, wall time in ms", opts.runs);
-    print!("{:<30} {:>9} {:>9} {:>7}", "workload", "native", "husk do", "ratio");
-    if oci.is_some() {
-        print!(" {:>9} {:>9} {:>9}", "runc", "husk run", "vs runc");
-    }
-    println!();
-    for w in WORKLOADS.iter().filter(|w| opts.only.as_ref().is_none_or(|o| w.name.contains(o.as_str()))) {
-        let native = if w.name.contains("/tmp") {
-            let dir = std::env::temp_dir().join(format!("husk-bench-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)?;
-            let script = w.argv[2].replace("/tmp/f", &dir.join("f").to_string_lossy());
-            let d = median(&[], &["/bin/sh", "-c", &script], opts.runs)?;
-            std::fs::remove_dir_all(&dir)?;
-            d
-        } else {
-            median(&[], w.argv, opts.runs)?
-        };
-        let sandboxed = median(&husk_prefix, w.argv, opts.runs)?;
-        let ratio = sandboxed.as_secs_f64() / native.as_secs_f64().max(1e-9);
-        print!("{:<30} {:>9.2} {:>9.2} {:>6.1}x", w.name, ms(native), ms(sandboxed), ratio);
-        if let Some(oci) = &oci {
-            let runc = oci.median(&oci.runc, w.argv, opts.runs)?;
-            let husk_run = oci.median(&opts.husk, w.argv, opts.runs)?;
-            let vs = husk_run.as_secs_f64() / runc.as_secs_f64().max(1e-9);
-            print!(" {:>9.2} {:>9.2} {:>8.1}x", ms(runc), ms(husk_run), vs);
-        }
-        println!();
-    }
-    Ok(())
-}
+    let ctx = Context { work: work.clone(), oci, files };
+    smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
 
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_string_lossy().split(':').map(|d| PathBuf::from(d).join(name)).find(|p| p.is_file())
+    let all = workloads::all();
+    let chosen: Vec<&Workload> = all
+        .iter()
+        .filter(|w| !opts.quick || w.quick)
+        .filter(|w| opts.filter.as_ref().is_none_or(|f| w.key.contains(f.as_str()) || w.title.contains(f.as_str())))
+        .collect();
+    let mut rows = Vec::new();
+    for (n, w) in chosen.iter().enumerate() {
+        eprintln!("husk-bench: [{}/{}] {}", n + 1, chosen.len(), w.title);
+        let argv = workload_argv(w, &ctx.files, opts.quick);
+        let mut cells: Vec<Cell> = rts.iter().map(|_| Cell::default()).collect();
+        let needs_ops = matches!(w.measure, Measure::PerOp { .. });
+        for (rt, cell) in rts.iter().zip(cells.iter_mut()) {
+            if let (true, Err(why)) = (needs_ops && rt.ready(), &built) {
+                cell.error = Some(why.clone());
+            }
+        }
+        let bundles: Vec<Option<PathBuf>> =
+            rts.iter().map(|rt| if rt.ready() { ctx.bundle(rt, w.key, &argv).unwrap_or(None) } else { None }).collect();
+        for round in 0..=opts.runs {
+            for ((rt, cell), bundle) in rts.iter().zip(cells.iter_mut()).zip(&bundles) {
+                if !rt.ready() || cell.error.is_some() {
+                    continue;
+                }
+                match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout) {
+                    Ok(v) if round > 0 => cell.samples.push(v),
+                    Ok(_) => {}
+                    Err(why) => cell.error = Some(why),
+                }
+            }
+        }
+        rows.push(Row { workload: w, cells });
+    }
+    machine.finish();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = Report { machine, runtimes: rts, rows, runs: opts.runs, quick: opts.quick, command };
+    report.print();
+    if let Some(path) = &opts.json {
+        let text = serde_json::to_string_pretty(&report.to_json())?;
+        std::fs::write(path, text + "\n").with_context(|| path.display().to_string())?;
+    }
+    if let Some(path) = &opts.svg {
+        std::fs::write(path, svg::render(&report)).with_context(|| path.display().to_string())?;
+    }
+    drop(ctx);
+    std::fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
+    Ok(())
 }

@@ -1,0 +1,2 @@
+#include "lib.h"
+int fa(int x) { return x + 1; }

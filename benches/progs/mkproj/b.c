@@ -1,0 +1,2 @@
+#include "lib.h"
+int fb(int x) { return x * 2; }

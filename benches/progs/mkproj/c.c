@@ -1,0 +1,2 @@
+#include "lib.h"
+int fc(int x) { return x + 2; }

@@ -1,0 +1,3 @@
+int fa(int);
+int fb(int);
+int fc(int);

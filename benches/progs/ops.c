@@ -1,0 +1,365 @@
+/* husk-bench's per-operation workloads: `ops NAME ITERATIONS [DIR]` loops
+ * ITERATIONS of one operation and prints the mean microseconds per
+ * operation on stdout, timed inside the program so that the cost of
+ * starting it (and its sandbox) is not counted. DIR is where the file
+ * workloads write. Built static, so that every runtime runs the same code. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BLOCK (64 * 1024)
+#define IDLE_PIPES 400
+
+static const char *dir = "/tmp";
+static char block[BLOCK];
+
+static void die(const char *what) {
+    fprintf(stderr, "ops: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static void path_in_dir(char *buf, size_t len, const char *name) {
+    snprintf(buf, len, "%s/%s.%d", dir, name, (int)getpid());
+}
+
+static void full_write(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) die("write");
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void full_read(int fd, void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r <= 0) die("read");
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+static void op_getppid(long n) {
+    for (long i = 0; i < n; i++) syscall(SYS_getppid);
+}
+
+static void op_clock_gettime(long n) {
+    struct timespec t;
+    for (long i = 0; i < n; i++) clock_gettime(CLOCK_MONOTONIC, &t);
+}
+
+static void op_open_close(long n) {
+    for (long i = 0; i < n; i++) {
+        int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) die("open /etc/passwd");
+        close(fd);
+    }
+}
+
+static void op_stat(long n) {
+    struct stat st;
+    for (long i = 0; i < n; i++)
+        if (stat("/etc/passwd", &st) < 0) die("stat /etc/passwd");
+}
+
+static void op_create_unlink(long n) {
+    char p[4096];
+    path_in_dir(p, sizeof p, "create");
+    for (long i = 0; i < n; i++) {
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) die("create");
+        full_write(fd, "0123456789abcdef", 16);
+        close(fd);
+        if (unlink(p) < 0) die("unlink");
+    }
+}
+
+/* Writes n blocks to a new file; the timed part when `timed` is set. */
+static double write_file(const char *p, long n) {
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) die("create");
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) full_write(fd, block, BLOCK);
+    double t = now_us() - t0;
+    close(fd);
+    return t;
+}
+
+static double op_seq_write(long n) {
+    char p[4096];
+    path_in_dir(p, sizeof p, "seqw");
+    double t = write_file(p, n);
+    unlink(p);
+    return t;
+}
+
+static double op_seq_read(long n) {
+    char p[4096];
+    path_in_dir(p, sizeof p, "seqr");
+    write_file(p, n);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open");
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) full_read(fd, block, BLOCK);
+    double t = now_us() - t0;
+    close(fd);
+    unlink(p);
+    return t;
+}
+
+/* One byte there and back between parent and child over fds a/b. */
+static double ping_pong(long n, int pa[2], int pb[2]) {
+    char c = 'x';
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        for (long i = 0; i < n; i++) {
+            full_read(pa[0], &c, 1);
+            full_write(pb[1], &c, 1);
+        }
+        _exit(0);
+    }
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        full_write(pa[1], &c, 1);
+        full_read(pb[0], &c, 1);
+    }
+    double t = now_us() - t0;
+    waitpid(pid, NULL, 0);
+    return t;
+}
+
+static double op_pipe_pingpong(long n) {
+    int a[2], b[2];
+    if (pipe(a) < 0 || pipe(b) < 0) die("pipe");
+    return ping_pong(n, a, b);
+}
+
+static double op_unix_pingpong(long n) {
+    int s[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) < 0) die("socketpair");
+    /* The child reads and writes s[1], the parent s[0]. */
+    int a[2] = {s[1], s[0]}, b[2] = {s[0], s[1]};
+    return ping_pong(n, a, b);
+}
+
+static void op_fork_wait(long n) {
+    for (long i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) die("fork");
+        if (pid == 0) _exit(0);
+        if (waitpid(pid, NULL, 0) < 0) die("waitpid");
+    }
+}
+
+static void op_fork_exec_wait(long n) {
+    for (long i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) die("fork");
+        if (pid == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        if (waitpid(pid, &st, 0) < 0) die("waitpid");
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "ops: /bin/true failed\n");
+            exit(1);
+        }
+    }
+}
+
+/* n page faults: map, touch every page, unmap, in 16 MiB rounds. */
+static void op_page_fault(long n) {
+    long page = sysconf(_SC_PAGESIZE);
+    long per = (16L << 20) / page;
+    for (long done = 0; done < n; done += per) {
+        long pages = n - done < per ? n - done : per;
+        char *m = mmap(NULL, (size_t)(pages * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) die("mmap");
+        for (long i = 0; i < pages; i++) m[i * page] = 1;
+        munmap(m, (size_t)(pages * page));
+    }
+}
+
+static void *nothing(void *arg) { return arg; }
+
+static void op_thread_create_join(long n) {
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, nothing, NULL) != 0) die("pthread_create");
+        pthread_join(t, NULL);
+    }
+}
+
+static uint32_t turn;
+static long futex_rounds;
+
+static void futex_wait_for(uint32_t want) {
+    uint32_t v;
+    while ((v = __atomic_load_n(&turn, __ATOMIC_ACQUIRE)) != want)
+        syscall(SYS_futex, &turn, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void futex_hand_to(uint32_t to) {
+    __atomic_store_n(&turn, to, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *futex_partner(void *arg) {
+    for (long i = 0; i < futex_rounds; i++) {
+        futex_wait_for(1);
+        futex_hand_to(0);
+    }
+    return arg;
+}
+
+static double op_futex_pingpong(long n) {
+    pthread_t t;
+    futex_rounds = n;
+    if (pthread_create(&t, NULL, futex_partner, NULL) != 0) die("pthread_create");
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        futex_hand_to(1);
+        futex_wait_for(0);
+    }
+    double took = now_us() - t0;
+    pthread_join(t, NULL);
+    return took;
+}
+
+/* A readiness round trip on one pipe while IDLE_PIPES others sit idle in
+ * the same epoll set. */
+static double op_epoll_idle(long n) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) die("epoll_create1");
+    for (int i = 0; i < IDLE_PIPES; i++) {
+        int p[2];
+        if (pipe(p) < 0) die("pipe");
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = p[0]};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) < 0) die("epoll_ctl");
+    }
+    int live[2];
+    if (pipe(live) < 0) die("pipe");
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = live[0]};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, live[0], &ev) < 0) die("epoll_ctl");
+    char c = 'x';
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        full_write(live[1], &c, 1);
+        struct epoll_event got;
+        if (epoll_wait(ep, &got, 1, -1) != 1 || got.data.fd != live[0]) die("epoll_wait");
+        full_read(live[0], &c, 1);
+    }
+    return now_us() - t0;
+}
+
+/* n blocks of 64 KiB from a child to the parent over loopback TCP. */
+static double op_tcp_loopback(long n) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0) die("socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 1) < 0) die("bind/listen");
+    if (getsockname(l, (struct sockaddr *)&a, &alen) < 0) die("getsockname");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+        for (long i = 0; i < n; i++) full_write(c, block, BLOCK);
+        close(c);
+        _exit(0);
+    }
+    int s = accept(l, NULL, NULL);
+    if (s < 0) die("accept");
+    double t0 = now_us();
+    full_read(s, block, 1);
+    for (long left = (long)BLOCK * n - 1; left > 0;) {
+        ssize_t r = read(s, block, left < BLOCK ? (size_t)left : BLOCK);
+        if (r <= 0) die("read");
+        left -= r;
+    }
+    double t = now_us() - t0;
+    waitpid(pid, NULL, 0);
+    return t;
+}
+
+struct op {
+    const char *name;
+    void (*plain)(long);     /* timed around the whole loop */
+    double (*timed)(long);   /* times itself, returns microseconds */
+};
+
+static const struct op ops[] = {
+    {"getppid", op_getppid, NULL},
+    {"clock_gettime", op_clock_gettime, NULL},
+    {"open_close", op_open_close, NULL},
+    {"stat", op_stat, NULL},
+    {"create_unlink", op_create_unlink, NULL},
+    {"seq_write", NULL, op_seq_write},
+    {"seq_read", NULL, op_seq_read},
+    {"pipe_pingpong", NULL, op_pipe_pingpong},
+    {"unix_pingpong", NULL, op_unix_pingpong},
+    {"fork_wait", op_fork_wait, NULL},
+    {"fork_exec_wait", op_fork_exec_wait, NULL},
+    {"page_fault", op_page_fault, NULL},
+    {"thread_create_join", op_thread_create_join, NULL},
+    {"futex_pingpong", NULL, op_futex_pingpong},
+    {"epoll_idle", NULL, op_epoll_idle},
+    {"tcp_loopback", NULL, op_tcp_loopback},
+};
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: ops NAME ITERATIONS [DIR]\n");
+        return 2;
+    }
+    long n = atol(argv[2]);
+    if (argc > 3) dir = argv[3];
+    if (n <= 0) {
+        fprintf(stderr, "ops: ITERATIONS must be positive\n");
+        return 2;
+    }
+    memset(block, 'b', sizeof block);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (strcmp(ops[i].name, argv[1]) != 0) continue;
+        double us;
+        if (ops[i].plain) {
+            double t0 = now_us();
+            ops[i].plain(n);
+            us = now_us() - t0;
+        } else {
+            us = ops[i].timed(n);
+        }
+        printf("%.4f\n", us / (double)n);
+        return 0;
+    }
+    fprintf(stderr, "ops: unknown operation %s\n", argv[1]);
+    return 2;
+}
