@@ -94,6 +94,8 @@ fn own_env() -> Vec<Vec<u8>> {
 }
 
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
+    // First: the descriptor is closed before anything else starts.
+    let secrets = args.secrets_fd.map(inherited_fd).transpose()?.map(crate::secrets::read_fd).transpose()?;
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
         init: ProcessSpec {
@@ -167,6 +169,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             }),
             _ => None,
         },
+        secrets: secrets.unwrap_or_default(),
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),

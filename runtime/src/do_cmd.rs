@@ -27,6 +27,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
     // Opened before anything starts: a log that cannot be had stops here.
     let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
+    let secrets = crate::secrets::boot_fd(&crate::secrets::specs(g)?)?;
     let (sentry_end, gofer_end) = seqpacket_pair()?;
 
     let gofer_args: Vec<OsString> = vec![
@@ -38,6 +39,10 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         "--read-only".into(),
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
+    // Variables that hold secrets stay with us (`--secret NAME=env:VAR`).
+    for var in crate::secrets::env_sources(g) {
+        gofer_cmd.env_remove(var);
+    }
     gofer_cmd.stdin(std::process::Stdio::null());
     let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[], Lifetime::Ours)?;
     drop(gofer_end);
@@ -54,14 +59,24 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     if let Some(sink) = &audit {
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &[]));
     }
+    if let Some(fd) = &secrets {
+        boot_args.extend(["--secrets-fd".into(), fd.as_raw_fd().to_string().into()]);
+    }
     boot_args.push("--".into());
     boot_args.extend(args.command);
     // The sentry dies with us (a death signal) and its stubs with it (it is
     // the first process of a pid namespace of its own, as a container's).
     let mut boot = husk_command(g, boot_args)?;
-    let keep: Vec<i32> = std::iter::once(sentry_end.as_raw_fd()).chain(audit.iter().map(|s| s.raw_fd())).collect();
+    for var in crate::secrets::env_sources(g) {
+        boot.env_remove(var);
+    }
+    let keep: Vec<i32> = std::iter::once(sentry_end.as_raw_fd())
+        .chain(audit.iter().map(|s| s.raw_fd()))
+        .chain(secrets.iter().map(AsRawFd::as_raw_fd))
+        .collect();
     let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
     drop(sentry_end);
+    drop(secrets);
     let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
     let timed_out = forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
 

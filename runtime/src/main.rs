@@ -15,6 +15,7 @@ mod lifecycle;
 mod logging;
 mod oci;
 mod sandbox;
+mod secrets;
 mod syscalls_cmd;
 
 use clap::Parser;

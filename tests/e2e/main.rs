@@ -8,6 +8,7 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -26,4 +27,5 @@ mod guest;
 mod idle;
 mod oci;
 mod scenarios;
+mod secrets;
 mod util;
