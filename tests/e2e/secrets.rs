@@ -205,3 +205,39 @@ fn the_value_is_on_no_host_command_line_or_sentry_environment() {
     assert_eq!(line, "ready\n");
     assert!(seen.is_empty(), "the value is visible in: {seen:?}");
 }
+
+/// Output that may begin a value (a prompt) is held back only a moment,
+/// not until more output comes.
+#[test]
+fn held_output_goes_out_after_a_moment() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = TempDir::new("secret-idle");
+    let flag = secret_flag();
+    let mut cmd = husk_do(&["--secret", &flag], &["/bin/sh", "-c", "printf 'prompt> sk-l'; sleep 20"]);
+    cmd.current_dir(dir.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let pgid = child.id();
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 256];
+        while let Ok(n @ 1..) = out.read(&mut buf) {
+            let _ = tx.send(buf[..n].to_vec());
+        }
+    });
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while !seen.ends_with(b"sk-l") {
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(b) => seen.extend(b),
+            Err(_) => break,
+        }
+    }
+    kill_group(pgid);
+    let _ = child.wait();
+    assert_eq!(String::from_utf8_lossy(&seen), "prompt> sk-l");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+}

@@ -28,8 +28,8 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// The shortest value accepted: shorter ones (and their encodings) would
-/// match ordinary output far too often.
+/// The shortest value accepted (trailing whitespace aside): shorter ones
+/// (and their encodings) would match ordinary output far too often.
 pub const MIN_SECRET_LEN: usize = 8;
 
 /// How long a stream may hold back the start of a possible match while
@@ -75,11 +75,15 @@ impl Redactor {
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut tags = Vec::new();
         for s in secrets {
-            if s.value.len() < MIN_SECRET_LEN {
+            if s.value.trim_ascii_end().len() < MIN_SECRET_LEN {
                 return Err(format!("secret {}: shorter than {MIN_SECRET_LEN} bytes", s.name));
             }
             let tag = format!("[REDACTED:{}]", s.name).into_bytes();
-            for p in spellings(&s.value) {
+            // A file's value often ends in a newline its users drop
+            // (`$(cat FILE)`): the value without it is redacted too.
+            let trimmed = s.value.trim_ascii_end();
+            let forms = std::iter::once(s.value.as_slice()).chain((trimmed.len() != s.value.len()).then_some(trimmed));
+            for p in forms.flat_map(spellings) {
                 // A value shared by two names redacts as the first.
                 if !p.is_empty() && !patterns.contains(&p) {
                     patterns.push(p);
@@ -376,6 +380,8 @@ mod tests {
     fn short_values_are_refused() {
         let s = [Secret { name: "PIN".into(), value: b"1234".to_vec() }];
         assert!(Redactor::new(&s).err().unwrap_or_default().contains("PIN"));
+        let s = [Secret { name: "PIN".into(), value: b"1234567\n\n".to_vec() }];
+        assert!(Redactor::new(&s).is_err());
     }
 
     #[test]
@@ -430,6 +436,15 @@ mod tests {
         let mut s = RedactStream::new(r);
         assert_eq!(s.feed(b"x abcdefghi"), b"x ");
         assert_eq!(text(&s.flush()), "[REDACTED:SHORT]i");
+    }
+
+    #[test]
+    fn a_value_read_from_a_file_matches_without_its_newline() {
+        let r = redactor(&[("F", b"from-a-file-123\n")]);
+        assert_eq!(text(&r.redact(b"<from-a-file-123\n>")), "<[REDACTED:F]>");
+        assert_eq!(text(&r.redact(b"<from-a-file-123>")), "<[REDACTED:F]>");
+        let hex_trimmed = hex(b"from-a-file-123", HEX_LOWER);
+        assert_eq!(text(&r.redact(hex_trimmed.as_slice())), "[REDACTED:F]");
     }
 
     #[test]
