@@ -23,7 +23,7 @@
 //! with the length of the data, not with what matches, so the time a
 //! write takes tells nothing about a value.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -94,7 +94,11 @@ impl Redactor {
         if patterns.is_empty() {
             return Ok(None);
         }
+        // A DFA without a prefilter: guest output is often high-entropy
+        // text (base64, hex) where rare-byte prefilters only add work.
         let ac = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::DFA))
+            .prefilter(false)
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)
             .map_err(|e| e.to_string())?;

@@ -54,6 +54,10 @@ struct State {
     closed: bool,
     /// The host descriptor failed: nothing more is written.
     failed: Option<Errno>,
+    /// The flusher waits for work with no deadline: only then does a
+    /// write wake it (waking it at every write that holds bytes would cost
+    /// a context switch each).
+    flusher_idle: bool,
 }
 
 /// Every redacted stream, for the final flush.
@@ -62,7 +66,14 @@ static OUTPUTS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 impl RedactedOutput {
     /// A redacting writer of `fd`.
     pub fn new(fd: Arc<OwnedFd>, chunk: usize, stream: RedactStream) -> RedactedOutput {
-        let state = State { stream, queue: Vec::new(), last_input: Instant::now(), closed: false, failed: None };
+        let state = State {
+            stream,
+            queue: Vec::new(),
+            last_input: Instant::now(),
+            closed: false,
+            failed: None,
+            flusher_idle: false,
+        };
         let shared = Arc::new(Shared { fd, chunk, state: Mutex::new(state), work: Condvar::new() });
         let mut all = OUTPUTS.lock();
         all.retain(|w| w.strong_count() > 0);
@@ -97,7 +108,8 @@ impl RedactedOutput {
         st.last_input = Instant::now();
         // A failure shows at the next write, as a pipe's would.
         let _ = sh.drain(&mut st);
-        if !st.queue.is_empty() || st.stream.holding() {
+        let started = self.flusher.is_completed();
+        if !st.queue.is_empty() || (st.stream.holding() && (st.flusher_idle || !started)) {
             drop(st);
             self.kick();
         }
@@ -179,7 +191,9 @@ impl Shared {
             } else if st.closed {
                 return;
             } else {
+                st.flusher_idle = true;
                 self.work.wait(&mut st);
+                st.flusher_idle = false;
             }
         }
     }
