@@ -241,3 +241,19 @@ fn held_output_goes_out_after_a_moment() {
     assert_eq!(String::from_utf8_lossy(&seen), "prompt> sk-l");
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
 }
+
+/// Output the guest wrote before it exited reaches a reader that takes
+/// it only later, all of it, redacted.
+#[test]
+fn a_slow_reader_gets_all_the_output() {
+    let dir = TempDir::new("secret-slow");
+    let script = format!(
+        "{} do --secret API_KEY=slow-reader-secret -- /bin/sh -c 'head -c 300000 /dev/zero; cat /run/secrets/API_KEY' | (sleep 2; wc -c)",
+        crate::util::husk_bin().display()
+    );
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", &script]).current_dir(dir.path());
+    let r = run(cmd, None);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str().trim(), (300_000 + "[REDACTED:API_KEY]".len()).to_string(), "{}", r.describe());
+}

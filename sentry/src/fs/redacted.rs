@@ -11,6 +11,10 @@
 //! when the host has room, the held bytes after `IDLE_FLUSH` without
 //! output (see there for the trade-off). Closing the stream, and the
 //! sandbox's end (`flush_all`), send everything that is left.
+//!
+//! A write the host has not taken yet counts as done for the guest: at
+//! most `MAX_TAKE` bytes (and what redaction adds) per stream wait in the
+//! sentry, and the sandbox's end waits for them as the writer would have.
 
 use crate::abi::Errno;
 use crate::audit::redact::{RedactStream, IDLE_FLUSH};
@@ -18,15 +22,13 @@ use crate::host;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The most of one guest write taken at once.
 const MAX_TAKE: usize = 64 << 10;
 
-/// How long the flusher waits for room in the host at a time, and the
-/// sandbox's end for each stream in all.
+/// How long the flusher waits for room in the host at a time.
 const ROOM_POLL_MS: i32 = 100;
-const FINAL_FLUSH: Duration = Duration::from_secs(2);
 
 /// A redacting writer of one host descriptor.
 pub struct RedactedOutput {
@@ -198,32 +200,24 @@ impl Shared {
         }
     }
 
-    /// Sends everything held or queued, waiting for the host up to
-    /// `deadline`.
-    fn finish(&self, deadline: Instant) {
+    /// Sends everything held or queued, waiting for the host to take it
+    /// as a guest write would (until it does, or fails: its reader gone).
+    fn finish(&self) {
         let mut st = self.state.lock();
         let rest = st.stream.flush();
         st.queue.extend_from_slice(&rest);
-        while !st.queue.is_empty() && st.failed.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            let _ = self.drain(&mut st);
-            if !st.queue.is_empty() {
-                let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX).min(ROOM_POLL_MS);
-                self.wait_room(&mut st, ms);
-            }
+        while !st.queue.is_empty() && self.drain(&mut st).is_ok() && !st.queue.is_empty() {
+            self.wait_room(&mut st, ROOM_POLL_MS);
         }
     }
 }
 
 /// At the sandbox's end: every redacted stream's remaining output goes
-/// to the host (each waiting at most a moment for a host that takes none).
+/// to the host, which the sandbox waits for as its last writer would have.
 pub fn flush_all() {
     let all: Vec<Arc<Shared>> = OUTPUTS.lock().iter().filter_map(Weak::upgrade).collect();
     for s in all {
-        s.finish(Instant::now() + FINAL_FLUSH);
+        s.finish();
     }
 }
 
