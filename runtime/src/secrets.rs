@@ -81,24 +81,36 @@ pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_millis(n.checked_mul(unit_ms).with_context(|| format!("{s:?} is too long"))?))
 }
 
-/// The secrets a container's annotations add (`dev.husk.secret.NAME=@FILE`),
-/// with the operator's consent; without it they are ignored with a warning.
-pub fn from_annotations(g: &GlobalArgs, annotations: &HashMap<String, String>) -> anyhow::Result<Vec<SecretArg>> {
-    let mut names: Vec<(&str, &str)> =
-        annotations.iter().filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_PREFIX)?, v.as_str()))).collect();
-    names.sort_unstable();
-    let mut out = Vec::new();
-    for (name, value) in names {
-        if !g.allow_flag_override {
-            log::warn!("annotation {ANNOTATION_PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
+/// The flags `dev.husk.flag.NAME` may set for secrets (comma lists):
+/// `secret-ttl` (NAME=DURATION,…) and `secret-env` (NAME,…).
+pub const FLAG_ANNOTATIONS: [&str; 2] = ["secret-ttl", "secret-env"];
+
+/// Adds to `g` what a container's annotations ask for: secrets
+/// (`dev.husk.secret.NAME=@FILE`) and their TTLs and environment
+/// (`dev.husk.flag.secret-ttl`, `dev.husk.flag.secret-env`), with the
+/// operator's consent; without it they are ignored with a warning.
+pub fn apply_annotations(g: &mut GlobalArgs, annotations: &HashMap<String, String>) -> anyhow::Result<()> {
+    let mut notes: Vec<(&str, &str)> = annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    notes.sort_unstable();
+    for (key, value) in notes {
+        let secret = key.strip_prefix(ANNOTATION_PREFIX);
+        let flag = key.strip_prefix(crate::oci::overrides::PREFIX).filter(|f| FLAG_ANNOTATIONS.contains(f));
+        if secret.is_none() && flag.is_none() {
             continue;
         }
-        if !value.starts_with('@') {
-            bail!("annotation {ANNOTATION_PREFIX}{name}: want @FILE (a value in the spec would not stay secret)");
+        if !g.allow_flag_override {
+            log::warn!("annotation {key} ignored: the operator did not pass --allow-flag-override");
+            continue;
         }
-        out.push(SecretArg(format!("{name}={value}")));
+        let list = || value.split(',').filter(|v| !v.is_empty()).map(str::to_string);
+        match (secret, flag) {
+            (Some(name), _) if value.starts_with('@') => g.secrets.push(SecretArg(format!("{name}={value}"))),
+            (Some(_), _) => bail!("annotation {key}: want @FILE (a value in the spec would not stay secret)"),
+            (None, Some("secret-ttl")) => g.secret_ttl.extend(list()),
+            (None, _) => g.secret_env.extend(list()),
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A memfd holding `specs` for the sentry (`--secrets-fd`); None without
@@ -176,12 +188,26 @@ mod tests {
 
     #[test]
     fn annotations_need_consent_and_a_file() {
-        let notes: HashMap<String, String> = [("dev.husk.secret.TOKEN".to_string(), "@/run/t".to_string())].into();
-        assert!(from_annotations(&globals(&[]), &notes).unwrap().is_empty());
-        let allowed = from_annotations(&globals(&["--allow-flag-override"]), &notes).unwrap();
-        assert_eq!(allowed[0].0, "TOKEN=@/run/t");
+        let notes: HashMap<String, String> = [
+            ("dev.husk.secret.TOKEN", "@/run/t"),
+            ("dev.husk.flag.secret-ttl", "TOKEN=5s"),
+            ("dev.husk.flag.secret-env", "TOKEN"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut g = globals(&[]);
+        apply_annotations(&mut g, &notes).unwrap();
+        assert!(g.secrets.is_empty() && g.secret_ttl.is_empty() && g.secret_env.is_empty());
+        let mut g = globals(&["--allow-flag-override"]);
+        apply_annotations(&mut g, &notes).unwrap();
+        assert_eq!(
+            (g.secrets[0].0.as_str(), g.secret_ttl.as_slice()),
+            ("TOKEN=@/run/t", &["TOKEN=5s".to_string()][..])
+        );
+        assert_eq!(g.secret_env, ["TOKEN"]);
         let literal: HashMap<String, String> = [("dev.husk.secret.T".to_string(), "plain".to_string())].into();
-        assert!(from_annotations(&globals(&["--allow-flag-override"]), &literal).is_err());
+        assert!(apply_annotations(&mut globals(&["--allow-flag-override"]), &literal).is_err());
     }
 
     #[test]

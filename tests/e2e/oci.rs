@@ -748,25 +748,29 @@ fn a_console_shows_secrets_redacted() {
     c.finish();
 }
 
-/// `dev.husk.secret.NAME=@FILE` delivers the file's contents as a secret,
-/// but only when the operator allows annotations to set flags.
+/// `dev.husk.secret.NAME=@FILE` delivers the file's contents as a secret
+/// (and `dev.husk.flag.secret-env` puts it in the environment), but only
+/// when the operator allows annotations to set flags.
 #[test]
 fn secret_annotations_need_the_operators_consent() {
-    let script = "cat /run/secrets/TOKEN 2>/dev/null || echo none";
+    let script = "cat /run/secrets/TOKEN 2>/dev/null || echo none; echo; echo \"env:$TOKEN\"";
     let oci = Oci::new(&["sh", "-c", script], serde_json::json!({}));
     let file = oci.dir.path().join("token");
     std::fs::write(&file, "annotated-secret-value").unwrap();
     let mut config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(oci.bundle.join("config.json")).unwrap()).unwrap();
-    config["annotations"] = serde_json::json!({ "dev.husk.secret.TOKEN": format!("@{}", file.display()) });
+    config["annotations"] = serde_json::json!({
+        "dev.husk.secret.TOKEN": format!("@{}", file.display()),
+        "dev.husk.flag.secret-env": "TOKEN",
+    });
     std::fs::write(oci.bundle.join("config.json"), config.to_string()).unwrap();
     let bundle = oci.bundle.to_str().unwrap();
     let r = oci.husk(&["run", "--bundle", bundle, &unique("secret-no")]);
     r.assert_code(0);
-    assert_eq!(r.stdout_str(), "none\n", "{}", r.describe());
+    assert_eq!(r.stdout_str(), "none\n\nenv:\n", "{}", r.describe());
     let r = oci.husk(&["--allow-flag-override", "run", "--bundle", bundle, &unique("secret-yes")]);
     r.assert_code(0);
-    assert_eq!(r.stdout_str(), "[REDACTED:TOKEN]", "{}", r.describe());
+    assert_eq!(r.stdout_str(), "[REDACTED:TOKEN]\nenv:[REDACTED:TOKEN]\n", "{}", r.describe());
 }
 
 #[test]

@@ -65,7 +65,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     let launch = bundle.launch()?;
     let annotations = bundle.spec.annotations().clone().unwrap_or_default();
     let mut g = overrides::apply(g, &annotations)?;
-    g.secrets.extend(crate::secrets::from_annotations(&g, &annotations)?);
+    crate::secrets::apply_annotations(&mut g, &annotations)?;
     let g = &g;
     let console = match (launch.terminal, &args.console_socket) {
         (Some(size), Some(socket)) => Some(open_console(socket, size)?.0),
