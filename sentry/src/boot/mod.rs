@@ -133,6 +133,7 @@ pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
     let redactor = crate::audit::redact::Redactor::new(&secrets::redacted(&cfg.secrets)).map_err(BootError::Secrets)?;
     if let Some(r) = redactor {
         crate::audit::redact::install(r);
+        secrets::protect_memory().map_err(|e| BootError::Secrets(format!("making the sentry non-dumpable: {e}")))?;
     }
     let (listener, life) = match cfg.control.take() {
         Some(c) => (Some(c.listener), Some(Arc::new(Lifecycle::new(c.ready)))),

@@ -60,6 +60,17 @@ pub fn redacted(secrets: &[SecretSpec]) -> Vec<Redacted> {
     secrets.iter().map(|s| Redacted { name: s.name.clone(), value: s.value.clone() }).collect()
 }
 
+/// Keeps the sentry's memory, which holds the values, out of core dumps
+/// and from other host processes of its user (ptrace, /proc/PID/mem):
+/// the process is made non-dumpable.
+pub fn protect_memory() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments changes only a process flag.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The descriptor's contents for `secrets`.
 pub fn encode(secrets: &[SecretSpec]) -> Vec<u8> {
     let mut out = Vec::new();
