@@ -81,18 +81,6 @@ fn read_env(fd: OwnedFd) -> anyhow::Result<Vec<Vec<u8>>> {
     Ok(data.split(|&b| b == 0).filter(|e| !e.is_empty()).map(<[u8]>::to_vec).collect())
 }
 
-/// Our own environment: `husk do` gives the guest the caller's.
-fn own_env() -> Vec<Vec<u8>> {
-    std::env::vars_os()
-        .map(|(k, v)| {
-            let mut e = k.as_bytes().to_vec();
-            e.push(b'=');
-            e.extend_from_slice(v.as_bytes());
-            e
-        })
-        .collect()
-}
-
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     // First: the descriptor is closed before anything else starts.
     let secrets = args.secrets_fd.map(inherited_fd).transpose()?.map(crate::secrets::read_fd).transpose()?;
@@ -102,7 +90,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             argv: args.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
             env: match args.env_fd {
                 Some(fd) => read_env(inherited_fd(fd)?)?,
-                None => own_env(),
+                None => Vec::new(),
             },
             cwd: args.cwd.as_bytes().to_vec(),
             uid: args.uid.unwrap_or_else(|| nix::unistd::getuid().as_raw()),
@@ -122,6 +110,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         },
         strace: g.strace,
         memory_limit: args.memory_mb.saturating_mul(1 << 20),
+        disk_limit: g.disk_limit,
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         sysctls: args
             .sysctls
@@ -161,6 +150,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 sandbox,
                 fail_open: g.audit_fail_open,
                 rootfs: args.audit_rootfs,
+                env: args.audit_env,
                 watch: if g.audit_watch.is_empty() {
                     husk_sentry::audit::glob::DEFAULT_WATCH.iter().map(|g| g.to_string()).collect()
                 } else {

@@ -37,6 +37,13 @@ pub struct GlobalArgs {
     /// The format of --log.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// What the overlay's upper layer, /tmp, /dev/shm and the tmpfs mounts
+    /// of a sandbox may hold together: bytes, or with a K, M, G or T
+    /// suffix (binary); writes past it fail with ENOSPC. `husk do`'s
+    /// default: 4G or the memory limit, whichever is smaller; containers
+    /// have none but the memory limit.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub disk_limit: Option<u64>,
     /// Let containers set husk flags with dev.husk.flag.NAME annotations.
     #[arg(long, global = true)]
     pub allow_flag_override: bool,
@@ -122,6 +129,23 @@ fn parse_grace(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("{s} is not between 0 and 86400 seconds"))
     }
+}
+
+/// A size in bytes: digits, optionally followed by K, M, G or T (powers
+/// of 1024, as `df -h` shows them; `KiB`, `MB` … are read the same way).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &s[digits.len()..];
+    let n: u64 = digits.parse().map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M, G or T)"))?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s} is too large"))
 }
 
 impl GlobalArgs {
@@ -357,6 +381,24 @@ pub struct DoArgs {
     /// Guest memory limit in MiB.
     #[arg(long, default_value_t = 4096)]
     pub memory_mb: u64,
+    /// HOST:GUEST[:ro|:rw]: show host directory HOST at GUEST, served by a
+    /// gofer of its own confined to it; writes there reach the host
+    /// (`:ro`: they fail with EROFS). Repeatable.
+    #[arg(long = "volume", short = 'v', value_name = "HOST:GUEST[:ro|:rw]")]
+    pub volumes: Vec<String>,
+    /// The guest's working directory (default: the current directory where
+    /// the sandbox shows it, else /).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Set NAME=VALUE in the guest's environment (repeatable). The guest
+    /// gets PATH, HOME, USER, LOGNAME, HOSTNAME, LANG, TERM and LC_*, not
+    /// husk's environment.
+    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Pass the caller's variable NAME on (repeatable; `*`: the whole
+    /// environment).
+    #[arg(long = "env-keep", value_name = "NAME")]
+    pub env_keep: Vec<String>,
     /// The command and its arguments.
     #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -421,8 +463,8 @@ pub struct BootArgs {
     /// PATH=MODE (octal): mount a tmpfs at PATH.
     #[arg(long)]
     pub tmpfs: Vec<String>,
-    /// A file with the guest's environment (NUL-terminated entries) instead
-    /// of our own environment.
+    /// A file with the guest's environment (NUL-terminated entries);
+    /// without it the guest's is empty, never the sentry's own.
     #[arg(long)]
     pub env_fd: Option<i32>,
     /// A network namespace (an open descriptor) to join instead of a new one.
@@ -447,6 +489,9 @@ pub struct BootArgs {
     /// The host folder of the root filesystem, for the audit log.
     #[arg(long, default_value = "")]
     pub audit_rootfs: String,
+    /// How the guest's environment was made, for the audit log.
+    #[arg(long)]
+    pub audit_env: Option<String>,
     /// The sandbox's secrets, on an inherited descriptor (never argv).
     #[arg(long)]
     pub secrets_fd: Option<i32>,
@@ -542,4 +587,23 @@ pub struct EventsArgs {
     #[arg(long, default_value = "5s")]
     pub interval: String,
     pub id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
 }

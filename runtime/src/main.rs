@@ -10,6 +10,7 @@ mod cli;
 mod do_cmd;
 mod egress;
 mod gofer_cmd;
+mod guest_env;
 mod install_cmd;
 mod lifecycle;
 mod logging;
@@ -17,6 +18,7 @@ mod oci;
 mod sandbox;
 mod secrets;
 mod syscalls_cmd;
+mod volume;
 
 use clap::Parser;
 use cli::{Cli, Command};

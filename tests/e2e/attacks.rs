@@ -130,6 +130,7 @@ attacks!(
     overlay_bomb,
     shm_bomb,
     memfd_bomb,
+    disk_bomb,
     pipe_bomb,
     socket_bomb,
     fd_bomb,

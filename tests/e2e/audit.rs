@@ -48,7 +48,8 @@ fn a_session_leaves_its_records_in_order_and_the_log_verifies() {
     let log = d.join("audit.log");
     let script = "echo hi; /usr/bin/python3 p.py one; ./s.sh a b; exit 3";
     // (Only /etc watched, and no bytecode written: no file.* records.)
-    let flags = ["--audit-log", log.to_str().unwrap(), "--audit-watch", "/etc/**"];
+    let keep = ["--env-keep", "AUDIT_SECRET", "--env-keep", "PYTHONDONTWRITEBYTECODE"];
+    let flags = [&["--audit-log", log.to_str().unwrap(), "--audit-watch", "/etc/**"], &keep[..]].concat();
     let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
     cmd.current_dir(d).env("AUDIT_SECRET", "hunter2-value").env("PYTHONDONTWRITEBYTECODE", "1");
     let r = run(cmd, None);

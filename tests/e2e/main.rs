@@ -9,6 +9,8 @@
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
+//! * `workspace`: the disk limit, volumes, the working directory and the
+//!   guest's environment under `husk do`.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -29,3 +31,4 @@ mod oci;
 mod scenarios;
 mod secrets;
 mod util;
+mod workspace;

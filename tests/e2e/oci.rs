@@ -579,6 +579,28 @@ fn the_cgroup_view_shows_the_containers_limits() {
     assert_eq!(r.stdout_str(), "50000 100000\n64\n268435456\n1\n2\nread-only\n", "{}", r.describe());
 }
 
+/// A container's writable filesystems share the disk limit given by the
+/// runtime's flag or, where the operator allows, by its annotation.
+#[test]
+fn a_containers_disk_limit_comes_from_the_flag_or_its_annotation() {
+    let script = "df -k /tmp /scratch | tail -n +2 | while read fs size rest; do echo $size; done; \
+                  dd if=/dev/zero of=/scratch/f bs=1M count=40 2>/dev/null || echo enospc";
+    let extra = |annotations: serde_json::Value| {
+        serde_json::json!({
+            "mounts": [{ "destination": "/scratch", "type": "tmpfs", "source": "tmpfs", "options": ["mode=1777"] }],
+            "annotations": annotations,
+        })
+    };
+    let oci = Oci::new(&["sh", "-c", script], extra(serde_json::json!({})));
+    let r = oci.husk(&["--disk-limit", "8M", "run", "--bundle", oci.bundle.to_str().unwrap(), &unique("disk")]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "8192\n8192\nenospc\n", "{}", r.describe());
+    let oci = Oci::new(&["sh", "-c", script], extra(serde_json::json!({ "dev.husk.flag.disk-limit": "16M" })));
+    let r = oci.husk(&["--allow-flag-override", "run", "--bundle", oci.bundle.to_str().unwrap(), &unique("disk")]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "16384\n16384\nenospc\n", "{}", r.describe());
+}
+
 /// `update` reaches the sandbox's cgroup view as well as the host cgroup.
 #[test]
 fn update_changes_the_cgroup_view() {

@@ -176,7 +176,8 @@ fn bad_secrets_are_refused_with_one_line() {
 }
 
 /// The value, given as `env:VAR`, is on no host command line and in no
-/// environment but the runtime's own (which had it to begin with).
+/// environment but the runtime's own (which had it to begin with), nor
+/// in the guest's.
 #[test]
 fn the_value_is_on_no_host_command_line_or_sentry_environment() {
     use std::io::{BufRead, BufReader};
@@ -184,7 +185,10 @@ fn the_value_is_on_no_host_command_line_or_sentry_environment() {
     use std::process::Stdio;
     let dir = TempDir::new("secret-ps");
     let unique = format!("{VALUE}-{}", std::process::id());
-    let mut cmd = husk_do(&["--secret", "API_KEY=env:HUSK_TEST_SECRET"], &["/bin/sh", "-c", "echo ready; read x"]);
+    // Not even `--env-keep '*'` hands the guest the source variable.
+    let flags = ["--secret", "API_KEY=env:HUSK_TEST_SECRET", "--env-keep", "*"];
+    let script = "echo ready $(env | grep -c HUSK_TEST_SECRET); read x";
+    let mut cmd = husk_do(&flags, &["/bin/sh", "-c", script]);
     cmd.current_dir(dir.path()).env("HUSK_TEST_SECRET", &unique);
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
     let mut child = cmd.spawn().unwrap();
@@ -202,7 +206,7 @@ fn the_value_is_on_no_host_command_line_or_sentry_environment() {
     }
     kill_group(pgid);
     let _ = child.wait();
-    assert_eq!(line, "ready\n");
+    assert_eq!(line, "ready 0\n");
     assert!(seen.is_empty(), "the value is visible in: {seen:?}");
 }
 

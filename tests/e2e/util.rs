@@ -246,13 +246,16 @@ pub fn native<S: AsRef<OsStr>>(argv: &[S]) -> Command {
     cmd
 }
 
-/// `husk do [extra] [$HUSK_E2E_ARGS] -- argv…`, with the test environment.
+/// `husk do [extra] [$HUSK_E2E_ARGS] -- argv…`, with the test environment:
+/// the guest's environment is clean but for the caller's PATH and the
+/// test's marker, passed on so that runs compare with native ones.
 ///
 /// `HUSK_E2E_ARGS` (whitespace-separated) adds flags to every sandboxed run,
 /// e.g. `HUSK_E2E_ARGS="--platform ptrace --strace"`.
 pub fn husk_do<S: AsRef<OsStr>>(extra: &[&str], argv: &[S]) -> Command {
     let mut cmd = Command::new(husk_bin());
     cmd.arg("do");
+    cmd.args(["--env-keep", "PATH", "--env-keep", TEST_ENV.0]);
     cmd.args(extra);
     if let Some(flags) = std::env::var_os("HUSK_E2E_ARGS") {
         let flags = flags.to_string_lossy().into_owned();

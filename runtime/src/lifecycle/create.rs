@@ -361,13 +361,13 @@ fn fresh_netns() -> anyhow::Result<OwnedFd> {
 
 /// The guest's environment in a memory file for `--env-fd`, read from its
 /// start.
-fn env_file(env: &[String]) -> anyhow::Result<OwnedFd> {
+pub fn env_file<E: AsRef<[u8]>>(env: &[E]) -> anyhow::Result<OwnedFd> {
     use std::io::{Seek, Write};
     let fd = nix::sys::memfd::memfd_create(c"husk-env", nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)
         .context("memfd_create")?;
     let mut f = std::fs::File::from(fd);
     for e in env {
-        f.write_all(e.as_bytes())?;
+        f.write_all(e.as_ref())?;
         f.write_all(&[0])?;
     }
     f.rewind()?;

@@ -10,9 +10,17 @@ pub const PREFIX: &str = "dev.husk.flag.";
 /// The flags a container may set for itself.
 type Flag = fn(&mut GlobalArgs) -> &mut bool;
 const OVERRIDABLE: &[(&str, Flag)] = &[("debug", |g| &mut g.debug), ("strace", |g| &mut g.strace)];
+/// The flags with a value a container may set for itself: each parses the
+/// annotation's value into the flags.
+type ValueFlag = fn(&mut GlobalArgs, &str) -> Result<(), String>;
+const OVERRIDABLE_VALUES: &[(&str, ValueFlag)] = &[("disk-limit", |g, v| {
+    g.disk_limit = Some(crate::cli::parse_size(v)?);
+    Ok(())
+})];
 
 fn names() -> String {
-    OVERRIDABLE.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    let all = OVERRIDABLE.iter().map(|(n, _)| *n).chain(OVERRIDABLE_VALUES.iter().map(|(n, _)| *n));
+    all.collect::<Vec<_>>().join(", ")
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -21,6 +29,8 @@ pub enum OverrideError {
     Unknown(String),
     #[error("annotation {PREFIX}{0}: {1:?} is not true or false")]
     Value(String, String),
+    #[error("annotation {PREFIX}{0}: {1}")]
+    BadValue(String, String),
 }
 
 /// The global flags for a container with `annotations`.
@@ -35,6 +45,10 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
         }
         if !g.allow_flag_override {
             log::warn!("annotation {PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
+            continue;
+        }
+        if let Some((_, set)) = OVERRIDABLE_VALUES.iter().find(|(n, _)| *n == name) {
+            set(&mut out, value).map_err(|e| OverrideError::BadValue(name.into(), e))?;
             continue;
         }
         let Some((_, flag)) = OVERRIDABLE.iter().find(|(n, _)| *n == name) else {
@@ -81,5 +95,14 @@ mod tests {
         assert_eq!(apply(&g, &bad).err(), Some(OverrideError::Unknown("root".into())));
         let bad = notes(&[("dev.husk.flag.strace", "yes")]);
         assert_eq!(apply(&g, &bad).err(), Some(OverrideError::Value("strace".into(), "yes".into())));
+        let bad = notes(&[("dev.husk.flag.disk-limit", "lots")]);
+        assert!(matches!(apply(&g, &bad), Err(OverrideError::BadValue(..))));
+    }
+
+    #[test]
+    fn a_container_may_set_its_disk_limit() {
+        let a = notes(&[("dev.husk.flag.disk-limit", "64M")]);
+        assert_eq!(apply(&globals(&["--allow-flag-override"]), &a).unwrap().disk_limit, Some(64 << 20));
+        assert_eq!(apply(&globals(&["--disk-limit", "1G"]), &a).unwrap().disk_limit, Some(1 << 30), "not allowed");
     }
 }

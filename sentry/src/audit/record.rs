@@ -70,6 +70,18 @@ pub enum Record {
         limit: u64,
         usage: u64,
     },
+    /// The disk budget refused a write or a new file (the first refusal
+    /// of each episode: until usage falls below seven eighths of the
+    /// limit, later refusals are not recorded).
+    #[serde(rename = "limit.disk")]
+    LimitDisk {
+        /// The process refused (0 when the sentry itself wrote).
+        pid: i32,
+        comm: String,
+        /// The disk limit and what was in use, in bytes.
+        limit: u64,
+        usage: u64,
+    },
     /// A process called a system call husk does not implement (once per
     /// number per sandbox).
     #[serde(rename = "syscall.unimplemented")]
@@ -189,9 +201,17 @@ pub struct SecurityConfig {
     pub rootfs: String,
     /// `overlay` (writes kept in the sandbox's memory) or `read-only`.
     pub root_mode: String,
+    /// What the upper layer and the tmpfs mounts may hold together, in
+    /// bytes (absent: bounded by the memory limit alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_limit: Option<u64>,
     pub mounts: Vec<Mount>,
     /// The globs of the paths whose changes are recorded (`file.*`).
     pub watch: Vec<String>,
+    /// How the first process's environment was made (`husk do`: `clean`,
+    /// with the names kept and set, or `inherited (--env-keep '*')`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
     /// Whether the sandbox runs on when the log cannot be written.
     pub audit_fail_open: bool,
 }

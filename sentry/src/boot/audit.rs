@@ -25,10 +25,13 @@ pub struct AuditConfig {
     pub rootfs: String,
     /// The globs of the paths whose changes are recorded.
     pub watch: Vec<String>,
+    /// How the runtime made the first process's environment (`husk do`:
+    /// clean, or inherited), for `sandbox.create`.
+    pub env: Option<String>,
 }
 
 /// The security configuration `cfg` gives the sandbox.
-fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> SecurityConfig {
+fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option<String>) -> SecurityConfig {
     let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let mount = |p: &[u8], kind: &str| Mount { path: text(p), kind: kind.into() };
     let binds = cfg.binds.iter().map(|b| mount(&b.path, if b.file { "bind-file" } else { "bind" }));
@@ -41,8 +44,10 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> Security
         memory_limit: cfg.memory_limit,
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
+        disk_limit: cfg.disk_limit,
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
+        env,
         audit_fail_open: false,
     }
 }
@@ -63,7 +68,7 @@ fn network_summary(network: &super::Network) -> String {
 /// the boot, whatever the fail-open choice.
 pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootError> {
     let Some(a) = cfg.audit.take() else { return Ok(None) };
-    let config = security_config(cfg, &a.rootfs, &a.watch);
+    let config = security_config(cfg, &a.rootfs, &a.watch, a.env);
     let sink = Box::new(std::fs::File::from(a.sink));
     let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
     log.set_on_failure(Box::new(|e| {

@@ -18,6 +18,7 @@ use crate::abi::Errno;
 use crate::auth::Credentials;
 use crate::boot::control::{ControlConfig, Lifecycle};
 use crate::fs::devpts::Devpts;
+use crate::fs::disk::DiskBudget;
 use crate::fs::egress::{Egress, Gateway};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
@@ -42,6 +43,10 @@ pub struct BootConfig {
     pub strace: bool,
     /// Committed guest memory allowed, in bytes.
     pub memory_limit: u64,
+    /// What the overlay's upper layer, /tmp, /dev/shm and the tmpfs mounts
+    /// may hold together, in bytes (`--disk-limit`); none: only the
+    /// memory limit bounds them.
+    pub disk_limit: Option<u64>,
     pub hostname: Vec<u8>,
     /// linux.sysctl: (key, value), applied where the sandbox has a view.
     pub sysctls: Vec<(String, String)>,
@@ -170,8 +175,9 @@ fn boot_with(
     // accountant: filesystems, pipes and sockets made from here on find it.
     crate::mm::accounting::install(memory.accountant().clone());
     let platform: Arc<dyn Platform> = Arc::new(PtracePlatform::new(memory.fd())?);
-    let lower = gofer::new_gofer_fs(cfg.gofer).map_err(BootError::Root)?;
-    let root = writable_root(lower)?;
+    let lower = gofer::new_gofer_fs(cfg.gofer, false).map_err(BootError::Root)?;
+    let disk = cfg.disk_limit.map(DiskBudget::new);
+    let root = writable_root(lower, disk.clone())?;
     // Mount points are made while the root still takes them (in its
     // in-memory layer, never on the host).
     let dirs = cfg.binds.iter().filter(|b| !b.file).map(|b| b.path.as_slice());
@@ -188,6 +194,9 @@ fn boot_with(
     if let Some(log) = audit_log {
         kernel.set_audit_log(log);
     }
+    if let Some(d) = &disk {
+        report_disk_breaches(&kernel, d);
+    }
     if cfg.strace {
         kernel.attach_syscall_observer(Arc::new(crate::syscalls::strace::Strace));
     }
@@ -201,7 +210,7 @@ fn boot_with(
         }
     }
     *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
-    mount_system_filesystems(&kernel);
+    mount_system_filesystems(&kernel, &disk);
     if resolver.is_some() {
         if let Err(e) = mount_resolv_conf(&kernel) {
             log::warn!("cannot present the sandbox's /etc/resolv.conf: {e}");
@@ -209,15 +218,17 @@ fn boot_with(
     }
     for b in cfg.binds {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&b.path).into_owned(), e);
-        let mut fs = gofer::new_gofer_fs(b.gofer).map_err(fail)?;
+        let mut fs = gofer::new_gofer_fs(b.gofer, true).map_err(fail)?;
         if b.file {
             fs = fs.lookup(husk_gofer::protocol::SINGLE_FILE).map_err(fail)?;
+        } else {
+            make_mount_point_in_mounts(&kernel, &b.path);
         }
         mount_at(&kernel, &b.path, fs, "9p").map_err(fail)?;
     }
     for (path, mode) in cfg.tmpfs {
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
-        mount_at(&kernel, &path, Tmpfs::new(mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
+        mount_at(&kernel, &path, Tmpfs::with_disk(disk.clone(), mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
     mount_secrets(&kernel, cfg.secrets, &mut cfg.init)?;
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
@@ -342,11 +353,27 @@ pub struct BindMount {
     pub file: bool,
 }
 
+/// Writes a `limit.disk` record at the first refusal of each breach
+/// episode of the disk budget, naming the process whose write it refused.
+fn report_disk_breaches(kernel: &Arc<Kernel>, disk: &DiskBudget) {
+    let k = Arc::downgrade(kernel);
+    disk.set_on_breach(Box::new(move |b| {
+        let Some(kernel) = k.upgrade() else { return };
+        let t = crate::kernel::thread::current();
+        let _ = kernel.audit(|| crate::audit::Record::LimitDisk {
+            pid: t.as_ref().map_or(0, |t| t.tgid),
+            comm: t.map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned()).unwrap_or_default(),
+            limit: b.limit,
+            usage: b.usage,
+        });
+    }));
+}
+
 /// The root filesystem's gofer below an in-memory upper layer that takes
-/// every write.
-fn writable_root(lower: Arc<dyn Node>) -> Result<Arc<dyn Node>, BootError> {
+/// every write (charged to the disk budget, if any).
+fn writable_root(lower: Arc<dyn Node>, disk: Option<Arc<DiskBudget>>) -> Result<Arc<dyn Node>, BootError> {
     let ls = lower.stat().map_err(BootError::Root)?;
-    let upper = Tmpfs::new(ls.mode & 0o7777, ls.uid, ls.gid);
+    let upper = Tmpfs::with_disk(disk, ls.mode & 0o7777, ls.uid, ls.gid);
     let times =
         SetAttr { atime: Some(SetTime::At(ls.atime)), mtime: Some(SetTime::At(ls.mtime)), ..SetAttr::default() };
     upper.setattr(&times).map_err(BootError::Root)?;
@@ -457,6 +484,18 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
     }
 }
 
+/// Makes directory `path` (and its parents) where the sandbox's mounts put
+/// it, if it is missing there: the mount point of a bind below /tmp or
+/// /dev/shm, whose filesystems cover what was made in the root.
+fn make_mount_point_in_mounts(kernel: &Kernel, path: &[u8]) {
+    let ns = &kernel.mounts;
+    let creds = Credentials::new(0, 0);
+    let w = Walker { ns, root: ns.root(), creds: &creds };
+    if let Err(e) = make_dirs(&w, path) {
+        log::warn!("cannot make mount point {}: {e}", String::from_utf8_lossy(path));
+    }
+}
+
 /// Where the guest's resolver configuration is mounted.
 const RESOLV_CONF: &[u8] = b"/etc/resolv.conf";
 
@@ -487,8 +526,9 @@ fn make_dirs(w: &Walker<'_>, path: &[u8]) -> Result<(), Errno> {
 
 /// Mounts /proc, /dev, /dev/shm, /dev/mqueue, /sys (with the read-only
 /// cgroup view at /sys/fs/cgroup) and /tmp; a root where one of them cannot be (say, a
-/// file in its place) goes without it.
-fn mount_system_filesystems(kernel: &Arc<Kernel>) {
+/// file in its place) goes without it. /dev/shm and /tmp count against the
+/// disk budget.
+fn mount_system_filesystems(kernel: &Arc<Kernel>, disk: &Option<Arc<DiskBudget>>) {
     let sys = Tmpfs::new(0o555, 0, 0);
     let cgroup_dir = sys
         .mkdir(b"fs", NewNode { mode: 0o755, uid: 0, gid: 0 })
@@ -497,9 +537,9 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>) {
     let filesystems: [(Arc<dyn Node>, &str); 5] = [
         (procfs::new_procfs(Arc::downgrade(kernel)), "proc"),
         (devfs::new_devfs(kernel.ext()), "devtmpfs"),
-        (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
+        (Tmpfs::with_disk(disk.clone(), 0o1777, 0, 0), "tmpfs"),
         (sys, "sysfs"),
-        (Tmpfs::new(0o1777, 0, 0), "tmpfs"),
+        (Tmpfs::with_disk(disk.clone(), 0o1777, 0, 0), "tmpfs"),
     ];
     for (path, (fs, fs_type)) in SYSTEM_MOUNT_POINTS.into_iter().zip(filesystems) {
         if let Err(e) = mount_at(kernel, path, fs, fs_type) {

@@ -19,6 +19,10 @@ static NEXT_FS_ID: AtomicUsize = AtomicUsize::new(1 << 20);
 pub struct GoferFs {
     client: Client,
     id: usize,
+    /// Whether files change behind the nodes' backs (a bind mount: written
+    /// through donated descriptors, or on the host): `stat` then asks the
+    /// gofer each time instead of trusting what the walk returned.
+    live: bool,
 }
 
 /// A file or directory served by the gofer.
@@ -35,9 +39,12 @@ pub struct GoferNode {
     ro_fd: Mutex<Option<Arc<OwnedFd>>>,
 }
 
-/// Attaches to the gofer on `sock` and returns the root directory.
-pub fn new_gofer_fs(sock: OwnedFd) -> Result<Arc<dyn Node>, Errno> {
-    let fs = Arc::new(GoferFs { client: Client::new(sock), id: NEXT_FS_ID.fetch_add(1, Ordering::Relaxed) });
+/// Attaches to the gofer on `sock` and returns the root directory: an
+/// image that stays as it is (the root filesystem's lower layer), or, when
+/// `live`, files that change (a bind mount).
+pub fn new_gofer_fs(sock: OwnedFd, live: bool) -> Result<Arc<dyn Node>, Errno> {
+    let id = NEXT_FS_ID.fetch_add(1, Ordering::Relaxed);
+    let fs = Arc::new(GoferFs { client: Client::new(sock), id, live });
     let (fid, stat) = fs.client.attach()?;
     Ok(Arc::new(GoferNode::new(fs, fid, String::new(), stat)))
 }
@@ -98,6 +105,12 @@ fn is_regular(mode: u32) -> bool {
 
 impl Node for GoferNode {
     fn stat(&self) -> Result<Stat, Errno> {
+        if self.fs.live {
+            // (A file whose fid can no longer be stat'ed shows what it was.)
+            if let Ok(st) = self.fs.client.stat(self.fid) {
+                *self.stat.lock() = st;
+            }
+        }
         Ok(*self.stat.lock())
     }
 

@@ -7,6 +7,7 @@ pub mod anon;
 pub mod cgroupfs;
 pub mod devfs;
 pub mod devpts;
+pub mod disk;
 pub mod dns;
 pub mod dns_tcp;
 pub mod egress;

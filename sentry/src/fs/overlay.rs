@@ -685,6 +685,10 @@ impl FileOps for OverlayFile {
         self.0.ops()?.truncate(len)
     }
 
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        self.0.ops()?.allocate(off, len, keep_size)
+    }
+
     fn fsync(&self) -> Result<(), Errno> {
         self.0.ops()?.fsync()
     }

@@ -4,9 +4,13 @@
 //! sparse maps of pages: a page is allocated when first written, and
 //! charged to the sandbox's memory accountant until it is truncated away
 //! or the file's last reference goes. A write the charge refuses fails with
-//! ENOSPC, as Linux's tmpfs fails at its size. Every operation fails the
-//! way Linux's shmem fails it.
+//! ENOSPC, as Linux's tmpfs fails at its size. A tmpfs the guest writes
+//! to as a disk (/tmp, /dev/shm, the overlay's upper layer) also charges
+//! its pages and nodes to the sandbox's disk budget (`--disk-limit`), whose
+//! limit `statfs` then shows as its size. Every operation fails the way
+//! Linux's shmem fails it.
 
+use super::disk::{DiskBudget, DiskCharge};
 use super::pipe::FifoSlot;
 use crate::abi::limits::NAME_MAX;
 use crate::abi::{Errno, PAGE_SIZE};
@@ -98,16 +102,17 @@ fn page_len() -> usize {
 /// A regular file's contents: its size and the pages written so far. A
 /// page never written (or beyond the last write, after a truncate that
 /// grew the file) is a hole and reads as zeros; every page held is
-/// charged to the sandbox.
+/// charged to the sandbox's memory and to its disk budget.
 struct FileData {
     len: u64,
     pages: BTreeMap<u64, Box<[u8]>>,
     charge: Charge,
+    disk: DiskCharge,
 }
 
 impl FileData {
-    fn new(acct: Arc<Accountant>) -> FileData {
-        FileData { len: 0, pages: BTreeMap::new(), charge: Charge::new(acct) }
+    fn new(acct: Arc<Accountant>, disk: Option<Arc<DiskBudget>>) -> FileData {
+        FileData { len: 0, pages: BTreeMap::new(), charge: Charge::new(acct), disk: DiskCharge::new(disk) }
     }
 
     /// Pages held.
@@ -154,7 +159,7 @@ impl FileData {
             let page = match self.pages.entry(index) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(e) => {
-                    if !self.charge.grow(PAGE_SIZE) {
+                    if !charge_page(&mut self.charge, &mut self.disk) {
                         break;
                     }
                     e.insert(vec![0u8; page_len()].into_boxed_slice())
@@ -170,12 +175,37 @@ impl FileData {
         Ok(done)
     }
 
+    /// Holds (and charges) every page of `first..end` not held yet; if one
+    /// is refused, lets go of those this call took and fails with ENOSPC,
+    /// as Linux's shmem_fallocate.
+    fn allocate(&mut self, first: u64, end: u64) -> Result<(), Errno> {
+        let mut taken = Vec::new();
+        for index in first..end {
+            if self.pages.contains_key(&index) {
+                continue;
+            }
+            if !charge_page(&mut self.charge, &mut self.disk) {
+                for i in &taken {
+                    self.pages.remove(i);
+                }
+                let bytes = taken.len() as u64 * PAGE_SIZE;
+                self.charge.shrink(bytes);
+                self.disk.shrink(bytes);
+                return Err(Errno::ENOSPC);
+            }
+            self.pages.insert(index, vec![0u8; page_len()].into_boxed_slice());
+            taken.push(index);
+        }
+        Ok(())
+    }
+
     /// Sets the size: growth is a hole, shrinking frees the pages past the
     /// end and zeroes the tail of the last one.
     fn set_len(&mut self, len: u64) {
         if len < self.len {
             let gone = self.pages.split_off(&pages(len));
             self.charge.shrink(gone.len() as u64 * PAGE_SIZE);
+            self.disk.shrink(gone.len() as u64 * PAGE_SIZE);
             let tail = len % PAGE_SIZE;
             if let (Some(p), Ok(t)) = (self.pages.get_mut(&(len / PAGE_SIZE)), usize::try_from(tail)) {
                 p[t..].fill(0);
@@ -183,6 +213,19 @@ impl FileData {
         }
         self.len = len;
     }
+}
+
+/// Charges one more page of a file to both the memory and the disk
+/// budget, or to neither.
+fn charge_page(memory: &mut Charge, disk: &mut DiskCharge) -> bool {
+    if !memory.grow(PAGE_SIZE) {
+        return false;
+    }
+    if !disk.grow(PAGE_SIZE) {
+        memory.shrink(PAGE_SIZE);
+        return false;
+    }
+    true
 }
 
 /// The two directories of a rename, both locked (one lock when they are
@@ -231,6 +274,9 @@ pub struct Tmpfs {
     next_ino: AtomicU64,
     /// What file pages are charged to: the sandbox's memory.
     acct: Arc<Accountant>,
+    /// What pages and nodes are also charged to, when the guest writes
+    /// here as to a disk.
+    disk: Option<Arc<DiskBudget>>,
     /// Pages of file contents, for `statfs`.
     pages: AtomicU64,
     /// Live inodes, for `statfs`.
@@ -250,12 +296,24 @@ impl Tmpfs {
 
     /// A new, empty tmpfs whose pages are charged to `acct`.
     pub fn charged_to(acct: Arc<Accountant>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+        Tmpfs::build(acct, None, mode, uid, gid)
+    }
+
+    /// A new, empty tmpfs whose pages and nodes are charged to the
+    /// sandbox's memory and to `disk` (shared with the sandbox's other
+    /// writable filesystems).
+    pub fn with_disk(disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+        Tmpfs::build(accounting::sandbox(), disk, mode, uid, gid)
+    }
+
+    fn build(acct: Arc<Accountant>, disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         let id = new_fs_id();
         let fs = Arc::new(Tmpfs {
             id,
             dev: anon_dev(id),
             next_ino: AtomicU64::new(1),
             acct,
+            disk,
             pages: AtomicU64::new(0),
             inodes: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
@@ -263,8 +321,8 @@ impl Tmpfs {
         let new = NewNode { mode: S_IFDIR | (mode & 0o7777), uid, gid };
         // The root is part of the mount, not something a guest can make
         // more of: it is not charged.
-        let charge = Charge::new(fs.acct.clone());
-        TmpNode::build(&fs, new, 0, Body::Dir(Mutex::default()), Link::default(), charge)
+        let charges = (Charge::new(fs.acct.clone()), DiskCharge::new(None));
+        TmpNode::build(&fs, new, 0, Body::Dir(Mutex::default()), Link::default(), charges)
     }
 }
 
@@ -310,8 +368,8 @@ struct TmpNode {
     body: Body,
     /// The frames of MAP_SHARED mappings of this file, once it has any.
     cache: Mutex<Option<Arc<PageCache>>>,
-    /// The node itself, charged to the sandbox's memory.
-    _charge: Charge,
+    /// The node itself, charged to the sandbox's memory and disk budget.
+    _charges: (Charge, DiskCharge),
 }
 
 impl Drop for TmpNode {
@@ -324,20 +382,30 @@ impl Drop for TmpNode {
 }
 
 impl TmpNode {
-    /// A new node, charged to the sandbox's memory: ENOSPC past it.
+    /// A new node, charged to the sandbox's memory and disk budget: ENOSPC
+    /// past either.
     fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Result<Arc<TmpNode>, Errno> {
         let mut charge = Charge::new(fs.acct.clone());
+        let mut disk = DiskCharge::new(fs.disk.clone());
         let extra = match &body {
             Body::Symlink(t) => t.len(),
             _ => 0,
         };
-        if !charge.grow(INODE_COST + (link.name.len() + extra) as u64) {
+        let cost = INODE_COST + (link.name.len() + extra) as u64;
+        if !charge.grow(cost) || !disk.grow(cost) {
             return Err(Errno::ENOSPC);
         }
-        Ok(TmpNode::build(fs, new, rdev, body, link, charge))
+        Ok(TmpNode::build(fs, new, rdev, body, link, (charge, disk)))
     }
 
-    fn build(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link, charge: Charge) -> Arc<TmpNode> {
+    fn build(
+        fs: &Arc<Tmpfs>,
+        new: NewNode,
+        rdev: u64,
+        body: Body,
+        link: Link,
+        charges: (Charge, DiskCharge),
+    ) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
         let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
@@ -349,7 +417,7 @@ impl TmpNode {
             link: Mutex::new(link),
             body,
             cache: Mutex::new(None),
-            _charge: charge,
+            _charges: charges,
         })
     }
 
@@ -482,7 +550,7 @@ impl TmpNode {
 
     /// The body of a new, empty regular file.
     fn new_file(&self) -> Body {
-        Body::File(Mutex::new(FileData::new(self.fs.acct.clone())))
+        Body::File(Mutex::new(FileData::new(self.fs.acct.clone(), self.fs.disk.clone())))
     }
 
     /// Adds a new node named `name` to this directory.
@@ -552,6 +620,24 @@ impl TmpNode {
         }
         drop(d);
         self.modified();
+        Ok(())
+    }
+
+    /// fallocate(2): holds the pages of `off..off+len` (ENOSPC, holding
+    /// none of them, past the memory or disk limit) and grows the size to
+    /// cover them unless `keep_size`.
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        let end = off.checked_add(len).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
+        let mut d = self.data()?;
+        let before = d.held();
+        let held = d.allocate(off / PAGE_SIZE, pages(end));
+        self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
+        held?;
+        if !keep_size && end > d.len {
+            d.len = end;
+        }
+        drop(d);
+        self.status_changed();
         Ok(())
     }
 
@@ -822,11 +908,21 @@ impl Node for TmpNode {
     fn statfs(&self) -> Result<StatFs, Errno> {
         // The pages a tmpfs can take are the sandbox's memory, shared with
         // every other holder of it: its size is the limit, and what is
-        // free is what the limit has left.
+        // free is what the limit has left. Under a disk budget, shared
+        // with the sandbox's other writable filesystems, the size is the
+        // budget's limit and what is used is what they hold together.
         let acct = &self.fs.acct;
-        let blocks = if acct.is_limited() { acct.data_limit() / PAGE_SIZE } else { NOMINAL_BLOCKS };
-        let own = blocks.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
-        let free = own.min(acct.data_available() / PAGE_SIZE);
+        let (blocks, free) = match &self.fs.disk {
+            Some(d) => {
+                let free = d.available().min(acct.data_available());
+                (d.limit() / PAGE_SIZE, free / PAGE_SIZE)
+            }
+            None => {
+                let blocks = if acct.is_limited() { acct.data_limit() / PAGE_SIZE } else { NOMINAL_BLOCKS };
+                let own = blocks.saturating_sub(self.fs.pages.load(Ordering::Relaxed));
+                (blocks, own.min(acct.data_available() / PAGE_SIZE))
+            }
+        };
         Ok(StatFs {
             fs_type: TMPFS_MAGIC,
             bsize: PAGE_SIZE,
@@ -874,6 +970,10 @@ impl FileOps for TmpFile {
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
         self.0.write_data(buf, off)
+    }
+
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        self.0.allocate(off, len, keep_size)
     }
 
     /// ftruncate(2): the times change even when the size does not.
@@ -1336,6 +1436,69 @@ mod tests {
         assert_eq!(err(root.symlink(b"l", b"t", nn(0))), Errno::ENOSPC);
         root.unlink(b"d0", true).unwrap();
         root.symlink(b"l", b"t", nn(0)).unwrap();
+    }
+
+    #[test]
+    fn filesystems_share_one_disk_budget() {
+        // Room for the two files' nodes and 16 pages of data.
+        let nodes = 2 * (INODE_COST + 1);
+        let budget = DiskBudget::new(nodes + 16 * PAGE_SIZE);
+        let acct = Accountant::unlimited();
+        let (tmp, shm) = (
+            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
+            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
+        );
+        let (a, b) = (tmp.create(b"a", nn(0o644)).unwrap(), shm.create(b"b", nn(0o644)).unwrap());
+        assert_eq!(budget.usage(), nodes);
+        let (fa, fb) = (a.open(RDWR).unwrap(), b.open(RDWR).unwrap());
+        assert_eq!(fa.write(&vec![1u8; 10 * page_len()], 0).unwrap(), 10 * page_len());
+        assert_eq!(fb.write(&vec![2u8; 10 * page_len()], 0).unwrap(), 6 * page_len(), "what fits, then ENOSPC");
+        assert_eq!(err(fb.write(b"x", 6 * PAGE_SIZE)), Errno::ENOSPC);
+        assert_eq!(err(tmp.mkdir(b"d", nn(0o755))), Errno::ENOSPC, "a full budget takes no new node");
+        assert_eq!(acct.charged(), budget.usage(), "a page the budget refused is not held in memory either");
+        fa.truncate(1 << 30).unwrap();
+        assert_eq!(budget.usage(), nodes + 16 * PAGE_SIZE, "growth by truncate is a hole");
+        for fs in [&tmp, &shm] {
+            let st = fs.statfs().unwrap();
+            assert_eq!((st.blocks, st.bfree), (16, 0), "the budget's size, shared usage");
+        }
+        fa.truncate(PAGE_SIZE).unwrap();
+        assert_eq!(budget.usage(), nodes + 7 * PAGE_SIZE);
+        tmp.unlink(b"a", false).unwrap();
+        drop(a);
+        assert_eq!(budget.usage(), nodes + 7 * PAGE_SIZE, "still open");
+        drop(fa);
+        assert_eq!(budget.usage(), nodes / 2 + 6 * PAGE_SIZE, "the last reference freed its share");
+        assert_eq!(fb.write(b"x", 6 * PAGE_SIZE).unwrap(), 1);
+        assert_eq!(shm.statfs().unwrap().bfree, (nodes / 2 + 9 * PAGE_SIZE) / PAGE_SIZE);
+    }
+
+    #[test]
+    fn fallocate_holds_pages_or_none() {
+        let budget = DiskBudget::new(INODE_COST + 1 + 8 * PAGE_SIZE);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.write(b"keep", PAGE_SIZE).unwrap();
+        let used = budget.usage();
+        assert_eq!(err(f.allocate(0, 9 * PAGE_SIZE, false)), Errno::ENOSPC);
+        assert_eq!((budget.usage(), n.stat().unwrap().size), (used, PAGE_SIZE + 4), "a refusal holds nothing");
+        f.allocate(10, 3 * PAGE_SIZE, true).unwrap();
+        let st = n.stat().unwrap();
+        assert_eq!((st.size, st.blocks), (PAGE_SIZE + 4, 4 * 8), "pages 0..4 held, the size kept");
+        f.allocate(0, 5 * PAGE_SIZE + 1, false).unwrap();
+        assert_eq!(n.stat().unwrap().size, 5 * PAGE_SIZE + 1);
+        assert_eq!(contents(&n)[usize::try_from(PAGE_SIZE).unwrap()..][..4], *b"keep", "held data stays");
+        assert_eq!(budget.usage(), used + 5 * PAGE_SIZE);
+        assert_eq!(err(f.allocate(MAX_FILE_SIZE, 1, false)), Errno::EFBIG);
+    }
+
+    #[test]
+    fn a_tmpfs_without_a_budget_is_bounded_by_memory_alone() {
+        let root = Tmpfs::with_disk(None, 0o755, 0, 0);
+        let f = file(&root, "f", &vec![1u8; 20 * page_len()]);
+        assert_eq!(f.stat().unwrap().size, 20 * PAGE_SIZE);
+        assert_eq!(root.statfs().unwrap().blocks, NOMINAL_BLOCKS);
     }
 
     fn get_ino(dir: &Arc<dyn Node>, name: &str) -> u64 {

@@ -27,6 +27,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_pwritev, sys_pwritev, Full),
     (libc::SYS_ftruncate, sys_ftruncate, Full),
     (libc::SYS_truncate, sys_truncate, Full),
+    (libc::SYS_fallocate, sys_fallocate, Partial("sentry filesystems only (tmpfs, the overlay's upper layer): modes 0 and FALLOC_FL_KEEP_SIZE; elsewhere, and other modes, EOPNOTSUPP")),
     (libc::SYS_fsync, sys_fsync, Full),
     (libc::SYS_fdatasync, sys_fsync, Full),
     (libc::SYS_sync, sys_sync, Full),
@@ -393,6 +394,48 @@ fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = open_file(task, AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
     super::audit_files::truncate(task, &f, len)?;
     truncate_file(&f, len)
+}
+
+/// The fallocate(2) modes Linux's VFS knows (`FALLOC_FL_SUPPORTED_MASK`).
+const FALLOC_FL_SUPPORTED: i32 = libc::FALLOC_FL_KEEP_SIZE
+    | libc::FALLOC_FL_PUNCH_HOLE
+    | libc::FALLOC_FL_COLLAPSE_RANGE
+    | libc::FALLOC_FL_ZERO_RANGE
+    | libc::FALLOC_FL_INSERT_RANGE
+    | libc::FALLOC_FL_UNSHARE_RANGE;
+
+/// fallocate(2), with Linux's checks in Linux's order (vfs_fallocate).
+fn sys_fallocate(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    let mode = int(a[1]);
+    let off = offset_arg(a[2])?;
+    let len = offset_arg(a[3])?;
+    if len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if mode & !FALLOC_FL_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if !f.writable() || f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    match f.stat()?.mode & S_IFMT {
+        libc::S_IFIFO => return Err(Errno::ESPIPE),
+        libc::S_IFDIR => return Err(Errno::EISDIR),
+        S_IFREG => {}
+        _ => return Err(Errno::ENODEV),
+    }
+    if off.checked_add(len).is_none_or(|e| i64::try_from(e).is_err()) {
+        return Err(Errno::EFBIG);
+    }
+    // The modes that punch, zero, collapse or insert ranges: none of the
+    // sentry's filesystems does them yet.
+    if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    super::audit_files::write(task, &f)?;
+    f.ops.allocate(off, len, mode & libc::FALLOC_FL_KEEP_SIZE != 0)?;
+    Ok(0)
 }
 
 fn sys_fsync(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -161,6 +161,14 @@ pub trait FileOps: Send + Sync + AsAny {
         Err(Errno::EINVAL)
     }
 
+    /// fallocate(2) of a regular file, the arguments checked: reserves the
+    /// blocks of `off..off+len`, growing the size unless `keep_size`.
+    /// EOPNOTSUPP where the file cannot (glibc's posix_fallocate then
+    /// writes zeros instead).
+    fn allocate(&self, _off: u64, _len: u64, _keep_size: bool) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     fn fsync(&self) -> Result<(), Errno> {
         Ok(())
     }
