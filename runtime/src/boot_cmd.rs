@@ -165,6 +165,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         Ok(ExitStatus::Code(c)) => Ok(c),
         Ok(ExitStatus::Signal(s)) => crate::sandbox::die_of(s),
         Err(BootError::Launch(LaunchError::Exec { name, errno: e })) => {
+            let name = husk_sentry::audit::redact::redact_text(&name);
             eprintln!("husk: {name}: {}", std::io::Error::from_raw_os_error(e.0));
             Ok(if e.0 == libc::ENOENT { 127 } else { 126 })
         }

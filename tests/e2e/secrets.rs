@@ -261,3 +261,18 @@ fn a_slow_reader_gets_all_the_output() {
     r.assert_code(0);
     assert_eq!(r.stdout_str().trim(), (300_000 + "[REDACTED:API_KEY]".len()).to_string(), "{}", r.describe());
 }
+
+/// husk's own message about a program that does not start, written on
+/// the guest's stderr, does not show a value either.
+#[test]
+fn a_failed_exec_message_is_redacted() {
+    let dir = TempDir::new("secret-exec");
+    let flag = secret_flag();
+    let program = format!("/nonexistent/{VALUE}");
+    let mut cmd = husk_do(&["--secret", &flag], &[program.as_str()]);
+    cmd.current_dir(dir.path());
+    let r = run(cmd, None);
+    r.assert_code(127);
+    assert!(r.stderr_str().contains("/nonexistent/[REDACTED:API_KEY]"), "{}", r.describe());
+    assert!(!shows_value(&r.stderr_str()));
+}
