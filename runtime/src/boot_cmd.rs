@@ -82,6 +82,8 @@ fn read_env(fd: OwnedFd) -> anyhow::Result<Vec<Vec<u8>>> {
 }
 
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
+    // First: the descriptor is closed before anything else starts.
+    let secrets = args.secrets_fd.map(inherited_fd).transpose()?.map(crate::secrets::read_fd).transpose()?;
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
         init: ProcessSpec {
@@ -157,11 +159,13 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             }),
             _ => None,
         },
+        secrets: secrets.unwrap_or_default(),
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),
         Ok(ExitStatus::Signal(s)) => crate::sandbox::die_of(s),
         Err(BootError::Launch(LaunchError::Exec { name, errno: e })) => {
+            let name = husk_sentry::audit::redact::redact_text(&name);
             eprintln!("husk: {name}: {}", std::io::Error::from_raw_os_error(e.0));
             Ok(if e.0 == libc::ENOENT { 127 } else { 126 })
         }

@@ -91,6 +91,34 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Deliver a secret as /run/secrets/NAME (repeatable): NAME=VALUE,
+    /// NAME=@FILE (the file's contents) or NAME=env:VAR (our variable
+    /// VAR). Its value (at least 8 bytes) is redacted from the guest's
+    /// output, the logs and the audit log.
+    #[arg(long = "secret", global = true, value_name = "NAME=VALUE|@FILE|env:VAR", value_parser = parse_secret)]
+    pub secrets: Vec<SecretArg>,
+    /// NAME=DURATION: secret NAME is gone after DURATION (`90s`, `5m`,
+    /// `500ms`, `1h`); open descriptors then read EIO.
+    #[arg(long = "secret-ttl", global = true, value_name = "NAME=DURATION")]
+    pub secret_ttl: Vec<String>,
+    /// Also put secret NAME in the first process's environment.
+    #[arg(long = "secret-env", global = true, value_name = "NAME")]
+    pub secret_env: Vec<String>,
+}
+
+/// A `--secret` argument, whose value `{:?}` never shows.
+#[derive(Clone)]
+pub struct SecretArg(pub String);
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.0.split_once('=').map_or("", |(n, _)| n);
+        write!(f, "SecretArg({name:?}=…)")
+    }
+}
+
+fn parse_secret(s: &str) -> Result<SecretArg, String> {
+    Ok(SecretArg(s.to_string()))
 }
 
 /// A grace period in seconds: from 0 to a day.
@@ -464,6 +492,9 @@ pub struct BootArgs {
     /// How the guest's environment was made, for the audit log.
     #[arg(long)]
     pub audit_env: Option<String>,
+    /// The sandbox's secrets, on an inherited descriptor (never argv).
+    #[arg(long)]
+    pub secrets_fd: Option<i32>,
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
 }

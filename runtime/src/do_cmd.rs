@@ -11,6 +11,7 @@ use crate::volume;
 use anyhow::{bail, Context as _};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Child;
@@ -53,9 +54,18 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         keep: &args.env_keep,
         set: &args.env,
     })?;
-    let env_fd = crate::lifecycle::create::env_file(&env.entries)?;
+    // A secret's source variable is no guest's, not even under --env-keep.
+    let sources = crate::secrets::env_sources(g);
+    let entries: Vec<Vec<u8>> = env
+        .entries
+        .iter()
+        .filter(|e| !sources.iter().any(|v| e.strip_prefix(v.as_bytes()).is_some_and(|rest| rest.starts_with(b"="))))
+        .cloned()
+        .collect();
+    let env_fd = crate::lifecycle::create::env_file(&entries)?;
     // Opened before anything starts: a log that cannot be had stops here.
     let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
+    let secrets = crate::secrets::boot_fd(&crate::secrets::specs(g)?)?;
 
     let (root_gofer, sentry_end) = start_gofer(g, &rootfs, true)?;
     let mut gofers = vec![root_gofer];
@@ -80,19 +90,27 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &mounts));
         boot_args.extend(["--audit-env".into(), env.summary.into()]);
     }
+    if let Some(fd) = &secrets {
+        boot_args.extend(["--secrets-fd".into(), fd.as_raw_fd().to_string().into()]);
+    }
     boot_args.push("--".into());
     boot_args.extend(args.command);
     // The sentry dies with us (a death signal) and its stubs with it (it is
     // the first process of a pid namespace of its own, as a container's).
     let mut boot = husk_command(g, boot_args)?;
+    // Variables that hold secrets (`--secret NAME=env:VAR`) stay with us.
+    for var in crate::secrets::env_sources(g) {
+        boot.env_remove(var);
+    }
     let keep: Vec<i32> = [&sentry_end, &env_fd]
         .into_iter()
         .chain(&bind_ends)
+        .chain(&secrets)
         .map(AsRawFd::as_raw_fd)
         .chain(audit.iter().map(|s| s.raw_fd()))
         .collect();
     let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
-    drop((sentry_end, env_fd, bind_ends));
+    drop((sentry_end, env_fd, bind_ends, secrets));
     let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
     let gofer_pids: Vec<u32> = gofers.iter().map(Child::id).collect();
     let timed_out = forward_signals(sentry.id(), &gofer_pids, false, g.kill_grace())?;
@@ -121,6 +139,9 @@ fn start_gofer(g: &GlobalArgs, dir: &Path, read_only: bool) -> anyhow::Result<(C
         gofer_args.push("--read-only".into());
     }
     let mut gofer_cmd = husk_command(g, gofer_args)?;
+    for var in crate::secrets::env_sources(g) {
+        gofer_cmd.env_remove(var);
+    }
     gofer_cmd.stdin(std::process::Stdio::null());
     let gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[], Lifetime::Ours)?;
     Ok((gofer, sentry_end))

@@ -1,8 +1,10 @@
 //! Diagnostics: warnings and errors to stderr, everything (with --debug)
-//! to --debug-log, and --strace lines to the debug log or stderr.
+//! to --debug-log, and --strace lines to the debug log or stderr; every
+//! line with the secret values redacted (`--secret`).
 
 use crate::cli::{GlobalArgs, LogFormat};
 use anyhow::Context as _;
+use husk_sentry::audit::redact::redact_text;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;
@@ -42,6 +44,7 @@ impl log::Log for Logger {
                     ),
                     LogFormat::Text => format!("{} {:<5} {}\n", timestamp(), r.level(), r.args()),
                 };
+                let line = redact_text(&line);
                 let _ = f.lock().map(|mut f| f.write_all(line.as_bytes()));
             }
         }
@@ -49,6 +52,7 @@ impl log::Log for Logger {
             return;
         }
         let line = format!("{} {:<5} {}: {}\n", timestamp(), r.level(), r.target(), r.args());
+        let line = redact_text(&line);
         match &self.file {
             Some(f) => {
                 if let Ok(mut f) = f.lock() {

@@ -16,6 +16,7 @@ mod lifecycle;
 mod logging;
 mod oci;
 mod sandbox;
+mod secrets;
 mod syscalls_cmd;
 mod volume;
 
@@ -69,7 +70,8 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             log::error!(target: logging::EXIT_TARGET, "{e:#}");
-            eprintln!("husk: {e:#}");
+            // (In the sentry, stderr is the guest's: no secret value.)
+            eprintln!("husk: {}", husk_sentry::audit::redact::redact_text(&format!("{e:#}")));
             std::process::exit(failure);
         }
     }

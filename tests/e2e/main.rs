@@ -8,6 +8,7 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -28,5 +29,6 @@ mod guest;
 mod idle;
 mod oci;
 mod scenarios;
+mod secrets;
 mod util;
 mod workspace;

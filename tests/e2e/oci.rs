@@ -653,6 +653,11 @@ struct ConsoleSession {
 impl ConsoleSession {
     /// Creates and starts a container running `args` on a 30x100 console.
     fn start(args: &[&str]) -> ConsoleSession {
+        ConsoleSession::start_with(args, &[])
+    }
+
+    /// `start`, with husk's global `flags` at create.
+    fn start_with(args: &[&str], flags: &[&str]) -> ConsoleSession {
         use std::io::Read;
         let oci = Oci::new(
             &[],
@@ -669,7 +674,8 @@ impl ConsoleSession {
         let sock = oci.dir.path().join("console.sock");
         let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
         let mut create = oci
-            .cmd(&["create", "--bundle", oci.bundle.to_str().unwrap(), "--console-socket", sock.to_str().unwrap()])
+            .cmd(flags)
+            .args(["create", "--bundle", oci.bundle.to_str().unwrap(), "--console-socket", sock.to_str().unwrap()])
             .arg(&id)
             .stdin(Stdio::null())
             .spawn()
@@ -749,6 +755,44 @@ fn an_interactive_shell_on_the_console_has_job_control() {
     c.type_until(b"echo status $?\r", false, "status 130");
     c.type_until(b"exit\r", false, "exit");
     c.finish();
+}
+
+/// What a container writes to its console leaves with secret values
+/// redacted, while the guest reads the real one.
+#[test]
+fn a_console_shows_secrets_redacted() {
+    let value = "console-secret-0123456789";
+    let flag = format!("--secret=TOKEN={value}");
+    let script = format!("v=$(cat /run/secrets/TOKEN); echo \"<$v>\"; [ \"$v\" = {value} ] && echo same");
+    let mut c = ConsoleSession::start_with(&["sh", "-c", &script], &[&flag]);
+    c.type_until(b"", false, "<[REDACTED:TOKEN]>\r\nsame\r\n");
+    assert!(!c.seen.lock().unwrap().contains("console-secret"));
+    c.finish();
+}
+
+/// `dev.husk.secret.NAME=@FILE` delivers the file's contents as a secret
+/// (and `dev.husk.flag.secret-env` puts it in the environment), but only
+/// when the operator allows annotations to set flags.
+#[test]
+fn secret_annotations_need_the_operators_consent() {
+    let script = "cat /run/secrets/TOKEN 2>/dev/null || echo none; echo; echo \"env:$TOKEN\"";
+    let oci = Oci::new(&["sh", "-c", script], serde_json::json!({}));
+    let file = oci.dir.path().join("token");
+    std::fs::write(&file, "annotated-secret-value").unwrap();
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(oci.bundle.join("config.json")).unwrap()).unwrap();
+    config["annotations"] = serde_json::json!({
+        "dev.husk.secret.TOKEN": format!("@{}", file.display()),
+        "dev.husk.flag.secret-env": "TOKEN",
+    });
+    std::fs::write(oci.bundle.join("config.json"), config.to_string()).unwrap();
+    let bundle = oci.bundle.to_str().unwrap();
+    let r = oci.husk(&["run", "--bundle", bundle, &unique("secret-no")]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "none\n\nenv:\n", "{}", r.describe());
+    let r = oci.husk(&["--allow-flag-override", "run", "--bundle", bundle, &unique("secret-yes")]);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), "[REDACTED:TOKEN]\nenv:[REDACTED:TOKEN]\n", "{}", r.describe());
 }
 
 #[test]

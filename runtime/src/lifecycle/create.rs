@@ -63,7 +63,10 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
     }
     let bundle = Bundle::load(&args.bundle)?;
     let launch = bundle.launch()?;
-    let g = &overrides::apply(g, bundle.spec.annotations().as_ref().unwrap_or(&Default::default()))?;
+    let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+    let mut g = overrides::apply(g, &annotations)?;
+    crate::secrets::apply_annotations(&mut g, &annotations)?;
+    let g = &g;
     let console = match (launch.terminal, &args.console_socket) {
         (Some(size), Some(socket)) => Some(open_console(socket, size)?.0),
         (Some(_), None) => bail!("process.terminal needs --console-socket"),
@@ -238,6 +241,7 @@ fn start_sentry(
     let listener = OwnedFd::from(control::listen(&res.control_path()).context("binding the control socket")?);
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe")?;
     let env = env_file(&launch.env)?;
+    let secrets = crate::secrets::boot_fd(&crate::secrets::specs(g)?)?;
     let netns = match (&launch.netns, launch.fresh_netns) {
         (Some(path), _) => Some(open_netns(path)?),
         (None, true) => Some(fresh_netns()?),
@@ -248,6 +252,7 @@ fn start_sentry(
     let mut fds: Vec<(&str, &OwnedFd)> =
         vec![("--control-fd", &listener), ("--ready-fd", &ready_w), ("--env-fd", &env), ("--gofer-fd", root_end)];
     fds.extend(netns.iter().map(|fd| ("--netns-fd", fd)));
+    fds.extend(secrets.iter().map(|fd| ("--secrets-fd", fd)));
     let mut boot_args: Vec<OsString> = vec!["boot".into()];
     for (flag, fd) in &fds {
         boot_args.extend([(*flag).into(), fd.as_raw_fd().to_string().into()]);

@@ -40,6 +40,9 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
         annotations.iter().filter_map(|(k, v)| Some((k.strip_prefix(PREFIX)?, v.as_str()))).collect();
     names.sort_unstable();
     for (name, value) in names {
+        if crate::secrets::FLAG_ANNOTATIONS.contains(&name) {
+            continue; // `secrets::apply_annotations` takes them.
+        }
         if !g.allow_flag_override {
             log::warn!("annotation {PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
             continue;

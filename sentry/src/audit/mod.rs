@@ -19,6 +19,7 @@
 
 pub mod glob;
 mod record;
+pub mod redact;
 mod time;
 pub mod verify;
 mod writer;

@@ -104,6 +104,10 @@ pub enum Record {
     /// The first write through one open description of a watched file.
     #[serde(rename = "file.write")]
     FileWrite { pid: i32, path: String },
+    /// The first read through one open description of a secret
+    /// (/run/secrets/NAME): its path, never its value.
+    #[serde(rename = "file.read")]
+    FileRead { pid: i32, path: String },
     /// A query the sandbox's resolver answered.
     #[serde(rename = "net.dns")]
     NetDns {

@@ -143,7 +143,10 @@ impl AuditLog {
         }
         let seq = c.seq;
         let line = Line { ts: rfc3339(SystemTime::now()), sandbox: &self.sandbox, seq, record, prev: &c.prev };
-        let mut bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
+        let bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
+        // Secret values never reach the log; the chain covers the line
+        // as written.
+        let mut bytes = super::redact::redact_bytes(&bytes).into_owned();
         let hash = sha256_hex(&bytes);
         bytes.push(b'\n');
         let written = c.sink.append(&bytes).and_then(|()| if record.is_lifecycle() { c.sink.sync() } else { Ok(()) });

@@ -8,14 +8,17 @@
 //! signalled to the foreground group when it changes.
 
 use crate::abi::Errno;
+use crate::audit::redact::{RedactStream, IDLE_FLUSH};
 use crate::fs::devpts::Devpts;
 use crate::fs::tty::terminal::{Terminal, TtyFile};
 use crate::fs::tty::termios::{Winsize, WINSIZE_SIZE};
 use crate::kernel::Kernel;
 use crate::vfs::FileOps;
 use parking_lot::Mutex;
+use std::borrow::Cow;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// How often the host terminal's window size is compared.
 const RESIZE_POLL_MS: i32 = 250;
@@ -24,8 +27,9 @@ const RESIZE_POLL_MS: i32 = 250;
 pub struct Console {
     host: OwnedFd,
     master: Arc<TtyFile>,
-    /// Held while output moves to the host, so a final flush keeps order.
-    writing: Mutex<()>,
+    /// Held while output moves to the host, so a final flush keeps order;
+    /// with secrets, the redaction of that output.
+    writing: Mutex<Option<RedactStream>>,
 }
 
 impl Console {
@@ -40,7 +44,7 @@ impl Console {
         if let Some(w) = host_winsize(&host) {
             term.set_winsize(w);
         }
-        let console = Arc::new(Console { host, master, writing: Mutex::new(()) });
+        let console = Arc::new(Console { host, master, writing: Mutex::new(crate::audit::redact::stream()) });
         let c = console.clone();
         std::thread::Builder::new().name("console-in".into()).spawn(move || c.pump_input())?;
         let c = console.clone();
@@ -91,22 +95,47 @@ impl Console {
     }
 
     /// Terminal output to the host, until the host terminal goes away.
+    /// Bytes the redactor holds back go out after an idle spell.
     fn pump_output(&self) {
-        while self.master.term.wait_output() {
-            self.flush();
+        loop {
+            let holding = self.writing.lock().as_ref().is_some_and(RedactStream::holding);
+            let deadline = holding.then(|| Instant::now() + IDLE_FLUSH);
+            match self.master.term.wait_output_until(deadline) {
+                Some(true) => self.pump(),
+                Some(false) => return,
+                None => self.release_held(),
+            }
+        }
+    }
+
+    /// Moves the output waiting in the terminal to the host, redacted.
+    fn pump(&self) {
+        let mut w = self.writing.lock();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = self.master.term.read_output(&mut buf) {
+            let out = match w.as_mut() {
+                Some(r) => Cow::Owned(r.feed(&buf[..n])),
+                None => Cow::Borrowed(&buf[..n]),
+            };
+            if n == 0 || write_all(&self.host, &out).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Sends what the redactor held back.
+    fn release_held(&self) {
+        let mut w = self.writing.lock();
+        if let Some(r) = w.as_mut() {
+            let _ = write_all(&self.host, &r.flush());
         }
     }
 
     /// Moves all output not yet on the host there (also called when the
     /// console's process ended, so nothing it wrote is lost).
     pub fn flush(&self) {
-        let _w = self.writing.lock();
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = self.master.term.read_output(&mut buf) {
-            if n == 0 || write_all(&self.host, &buf[..n]).is_err() {
-                return;
-            }
-        }
+        self.pump();
+        self.release_held();
     }
 }
 

@@ -12,6 +12,7 @@ pub mod control;
 pub mod host_signals;
 pub mod launch;
 pub mod seccomp;
+pub mod secrets;
 
 use crate::abi::Errno;
 use crate::auth::Credentials;
@@ -72,6 +73,8 @@ pub struct BootConfig {
     pub control: Option<ControlConfig>,
     /// The audit log to keep, if any.
     pub audit: Option<audit::AuditConfig>,
+    /// Secrets for /run/secrets, redacted from all that leaves.
+    pub secrets: Vec<secrets::SecretSpec>,
 }
 
 /// The sandbox's network beyond its own loopback.
@@ -122,12 +125,21 @@ pub enum BootError {
     Audit(#[from] crate::audit::AuditError),
     #[error("audit log: cannot record sandbox.start")]
     AuditStart,
+    #[error("secrets: {0}")]
+    Secrets(String),
 }
 
 /// Boots the sandbox and runs its init process to completion. Under a
 /// control socket, a failure before the init process is loaded is also
 /// reported to the runtime waiting on `ready`.
 pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
+    // Before anything is logged or written: every line from here on is
+    // redacted.
+    let redactor = crate::audit::redact::Redactor::new(&secrets::redacted(&cfg.secrets)).map_err(BootError::Secrets)?;
+    if let Some(r) = redactor {
+        crate::audit::redact::install(r);
+        secrets::protect_memory().map_err(|e| BootError::Secrets(format!("making the sentry non-dumpable: {e}")))?;
+    }
     let (listener, life) = match cfg.control.take() {
         Some(c) => (Some(c.listener), Some(Arc::new(Lifecycle::new(c.ready)))),
         None => (None, None),
@@ -151,7 +163,7 @@ pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
 }
 
 fn boot_with(
-    cfg: BootConfig,
+    mut cfg: BootConfig,
     listener: Option<OwnedFd>,
     life: Option<Arc<Lifecycle>>,
     audit_log: Option<Arc<crate::audit::AuditLog>>,
@@ -169,7 +181,8 @@ fn boot_with(
     // Mount points are made while the root still takes them (in its
     // in-memory layer, never on the host).
     let dirs = cfg.binds.iter().filter(|b| !b.file).map(|b| b.path.as_slice());
-    let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice()));
+    let secrets_dir = (!cfg.secrets.is_empty()).then_some(crate::fs::secrets::MOUNT_POINT);
+    let extra = dirs.chain(cfg.tmpfs.iter().map(|(p, _)| p.as_slice())).chain(secrets_dir);
     make_mount_points(&root, SYSTEM_MOUNT_POINTS.iter().copied().chain(extra));
     let resolver = matches!(cfg.network, Network::Sandbox(_)).then_some(RESOLV_CONF);
     let files = cfg.binds.iter().filter(|b| b.file).map(|b| b.path.as_slice());
@@ -217,6 +230,7 @@ fn boot_with(
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
         mount_at(&kernel, &path, Tmpfs::with_disk(disk.clone(), mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
+    mount_secrets(&kernel, cfg.secrets, &mut cfg.init)?;
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::host::prime_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];
@@ -373,6 +387,33 @@ fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> R
     let w = Walker { ns, root: ns.root(), creds: &creds };
     let d = w.resolve(&w.root, path, true)?;
     ns.mount(&d, fs, fs_type, fs_type)
+}
+
+/// Mounts the sandbox's secrets at /run/secrets, owned by the first
+/// process's user, and puts those asked for in its environment. Their
+/// time to live counts from here.
+fn mount_secrets(
+    kernel: &Arc<Kernel>,
+    specs: Vec<secrets::SecretSpec>,
+    init: &mut ProcessSpec,
+) -> Result<(), BootError> {
+    if specs.is_empty() {
+        return Ok(());
+    }
+    let now = std::time::Instant::now();
+    let mut files = Vec::with_capacity(specs.len());
+    for s in specs {
+        if s.env {
+            init.env.retain(|e| !e.starts_with(format!("{}=", s.name).as_bytes()));
+            init.env.push([s.name.as_bytes(), b"=", &s.value].concat());
+        }
+        let expires = s.ttl.and_then(|t| now.checked_add(t));
+        files.push(crate::fs::secrets::Secret { name: s.name, value: s.value, expires });
+    }
+    let fs = crate::fs::secrets::new_secretfs(Arc::downgrade(kernel), files, init.uid, init.gid);
+    let path = crate::fs::secrets::MOUNT_POINT;
+    mount_at(kernel, path, ReadOnly::wrap(fs), "tmpfs")
+        .map_err(|e| BootError::Mount(String::from_utf8_lossy(path).into_owned(), e))
 }
 
 /// Applies OCI readonlyPaths (each mounted over by a read-only view of
@@ -535,6 +576,7 @@ fn run_init(
     // The sandbox lasts as long as its init process, whose other threads
     // may still be running.
     let status = process.run()?;
+    crate::fs::redacted::flush_all();
     Ok((status, audit::reason(status, kernel.was_oom_killed(pid))))
 }
 

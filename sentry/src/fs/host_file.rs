@@ -74,7 +74,7 @@ impl Mappable for HostFile {
 /// The descriptor itself stays as the runtime gave it (its O_NONBLOCK is
 /// shared with the host's other users of the same pipe or terminal).
 pub struct HostStream {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     /// The most one write hands the host: a pipe that polls writable has
     /// a free page, so a write of PIPE_BUF bytes does not block in the
     /// host; a longer one could. A regular file never blocks.
@@ -85,13 +85,18 @@ pub struct HostStream {
     /// Whether the host notifier watches the descriptor (set when the
     /// first waiter comes).
     watched: OnceLock<bool>,
+    /// With secrets, writes go out redacted through this.
+    redacted: Option<super::redacted::RedactedOutput>,
 }
 
 impl HostStream {
     pub fn new(fd: OwnedFd) -> HostStream {
         let regular = host::fd::fstat(fd.as_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
         let chunk = if regular { usize::MAX } else { libc::PIPE_BUF };
-        HostStream { fd, chunk, events: Arc::default(), watched: OnceLock::new() }
+        let fd = Arc::new(fd);
+        let redacted =
+            crate::audit::redact::stream().map(|s| super::redacted::RedactedOutput::new(fd.clone(), chunk, s));
+        HostStream { fd, chunk, events: Arc::default(), watched: OnceLock::new(), redacted }
     }
 
     /// An ioctl that copies a fixed-size struct out of the host.
@@ -145,6 +150,9 @@ impl FileOps for HostStream {
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
         if self.host_events() & (POLLOUT | POLLHUP | POLLERR) == 0 {
             return Err(Errno::EAGAIN);
+        }
+        if let Some(r) = &self.redacted {
+            return r.write(buf);
         }
         let buf = &buf[..buf.len().min(self.chunk)];
         host::fd::write(self.fd.as_fd(), buf)

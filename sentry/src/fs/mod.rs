@@ -23,6 +23,8 @@ pub mod overlay;
 pub mod pipe;
 pub mod procfs;
 pub mod read_only;
+pub mod redacted;
+pub mod secrets;
 pub mod signalfd;
 pub mod synthetic;
 pub mod timerfd;

@@ -75,9 +75,15 @@ pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
 
 /// The poll events (`revents`) of `fd` for `events` now, without waiting.
 pub fn poll_now(fd: BorrowedFd<'_>, events: libc::c_short) -> Result<libc::c_short, Errno> {
+    poll_for(fd, events, 0)
+}
+
+/// The poll events of `fd` for `events`, waiting up to `timeout_ms` for
+/// one (0 when none came).
+pub fn poll_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> Result<libc::c_short, Errno> {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
-    // SAFETY: one valid pollfd, no waiting.
-    if unsafe { libc::poll(&mut p, 1, 0) } < 0 {
+    // SAFETY: one valid pollfd.
+    if unsafe { libc::poll(&mut p, 1, timeout_ms) } < 0 {
         return Err(Errno::last_os_error());
     }
     Ok(p.revents)

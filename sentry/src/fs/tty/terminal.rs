@@ -396,12 +396,18 @@ impl Terminal {
     /// terminal is hung up (false). For the console bridge, which is no
     /// guest thread and cannot be interrupted.
     pub fn wait_output(self: &Arc<Terminal>) -> bool {
+        self.wait_output_until(None).unwrap_or(false)
+    }
+
+    /// `wait_output` that gives up at `deadline` (None then).
+    pub fn wait_output_until(self: &Arc<Terminal>, deadline: Option<std::time::Instant>) -> Option<bool> {
         let mut s = self.state.lock();
         let ready = |s: &mut State| (!s.output.is_empty() && !s.ld.stopped()) || s.hung_up;
-        if block_on(&mut s, &self.cond, self.waker(), None, ready).is_err() {
-            return false;
+        match block_on(&mut s, &self.cond, self.waker(), deadline, ready) {
+            Ok(()) => Some(!s.hung_up),
+            Err(Errno::ETIMEDOUT) => None,
+            Err(_) => Some(false),
         }
-        !s.hung_up
     }
 
     /// Takes output without waiting (0 when there is none).

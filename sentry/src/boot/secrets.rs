@@ -1,0 +1,156 @@
+//! The secrets the runtime hands the sentry: on an inherited descriptor
+//! (a memfd the sentry reads and closes at once), never on its command
+//! line or in its environment, where the host's `ps` and
+//! /proc/PID/{cmdline,environ} would show them. Each becomes a file of
+//! /run/secrets (and, asked for, a variable of the first process's
+//! environment), and its value is redacted from everything leaving the
+//! sandbox.
+//!
+//! The descriptor holds one record per secret: the name's length (u32,
+//! little-endian) and bytes, the time to live in milliseconds (u64,
+//! `u64::MAX` for none), 1 when it also goes in the environment else 0,
+//! the value's length (u32) and bytes.
+
+use crate::audit::redact::{Redactor, Secret as Redacted};
+use std::time::Duration;
+
+/// One secret as the runtime passes it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretSpec {
+    pub name: String,
+    pub value: Vec<u8>,
+    pub ttl: Option<Duration>,
+    /// Also NAME=VALUE in the first process's environment.
+    pub env: bool,
+}
+
+impl std::fmt::Debug for SecretSpec {
+    /// Everything but the value.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretSpec").field("name", &self.name).field("ttl", &self.ttl).field("env", &self.env).finish()
+    }
+}
+
+/// Whether `name` may name a secret: a file name of letters, digits,
+/// `_`, `.` and `-`, not `.` or `..`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.len() <= 255
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+/// Checks a set of secrets: valid, distinct names and values long enough
+/// to redact.
+pub fn check(secrets: &[SecretSpec]) -> Result<(), String> {
+    for (i, s) in secrets.iter().enumerate() {
+        if !valid_name(&s.name) {
+            return Err(format!("secret name {:?}: use letters, digits, '_', '.' and '-'", s.name));
+        }
+        if secrets[..i].iter().any(|o| o.name == s.name) {
+            return Err(format!("secret {} given twice", s.name));
+        }
+    }
+    Redactor::new(&redacted(secrets)).map(drop)
+}
+
+/// The secrets as the redactor knows them.
+pub fn redacted(secrets: &[SecretSpec]) -> Vec<Redacted> {
+    secrets.iter().map(|s| Redacted { name: s.name.clone(), value: s.value.clone() }).collect()
+}
+
+/// Keeps the sentry's memory, which holds the values, out of core dumps
+/// and from other host processes of its user (ptrace, /proc/PID/mem):
+/// the process is made non-dumpable.
+pub fn protect_memory() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments changes only a process flag.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The descriptor's contents for `secrets`.
+pub fn encode(secrets: &[SecretSpec]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in secrets {
+        put_bytes(&mut out, s.name.as_bytes());
+        let ttl = s.ttl.map_or(u64::MAX, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX - 1));
+        out.extend_from_slice(&ttl.to_le_bytes());
+        out.push(u8::from(s.env));
+        put_bytes(&mut out, &s.value);
+    }
+    out
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+/// The secrets in a descriptor's contents.
+pub fn decode(mut data: &[u8]) -> Result<Vec<SecretSpec>, String> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let name = String::from_utf8(take_bytes(&mut data)?.to_vec()).map_err(|_| "a secret name is not UTF-8")?;
+        let ttl = u64::from_le_bytes(take(&mut data, 8)?.try_into().map_err(|_| "truncated")?);
+        let env = take(&mut data, 1)? == [1];
+        let value = take_bytes(&mut data)?.to_vec();
+        let ttl = (ttl != u64::MAX).then(|| Duration::from_millis(ttl));
+        out.push(SecretSpec { name, value, ttl, env });
+    }
+    check(&out)?;
+    Ok(out)
+}
+
+fn take<'a>(data: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+    if data.len() < n {
+        return Err("the secrets descriptor is truncated".into());
+    }
+    let (head, rest) = data.split_at(n);
+    *data = rest;
+    Ok(head)
+}
+
+fn take_bytes<'a>(data: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = u32::from_le_bytes(take(data, 4)?.try_into().map_err(|_| "truncated")?);
+    take(data, usize::try_from(len).map_err(|_| "too long")?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, value: &[u8]) -> SecretSpec {
+        SecretSpec { name: name.into(), value: value.to_vec(), ttl: None, env: false }
+    }
+
+    #[test]
+    fn secrets_survive_the_descriptor() {
+        let mut a = spec("API_KEY", b"0123456789\0\xff binary");
+        a.ttl = Some(Duration::from_millis(2500));
+        let mut b = spec("db.pass-2", b"hunter2hunter2");
+        b.env = true;
+        let both = vec![a, b];
+        assert_eq!(decode(&encode(&both)).unwrap(), both);
+        assert!(decode(&encode(&both)[..10]).is_err());
+    }
+
+    #[test]
+    fn names_must_be_plain_file_names() {
+        for bad in ["", ".", "..", "a/b", "a b", "x=y", "ü"] {
+            assert!(check(&[spec(bad, b"long enough value")]).is_err(), "{bad:?}");
+        }
+        assert!(check(&[spec("Ok_1.2-3", b"long enough value")]).is_ok());
+        let twice = [spec("A", b"long enough value"), spec("A", b"another long value")];
+        assert!(check(&twice).unwrap_err().contains("twice"));
+        assert!(check(&[spec("PIN", b"1234")]).unwrap_err().contains("shorter than 8"));
+    }
+
+    #[test]
+    fn debug_output_hides_the_value() {
+        let shown = format!("{:?}", spec("API_KEY", b"topsecretvalue"));
+        assert!(shown.contains("API_KEY") && !shown.contains("topsecret"), "{shown}");
+    }
+}
