@@ -3,6 +3,7 @@
 
 use super::{BootConfig, BootError};
 use crate::audit::{AuditLog, ExitReason, Mount, Outcome, Record, SecurityConfig};
+use crate::kernel::watchdog::Breach;
 use crate::kernel::ExitStatus;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -75,9 +76,12 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
     Ok(Some(log))
 }
 
-/// Why the sandbox whose first process ended so ended.
-pub(super) fn reason(status: ExitStatus, oom: bool) -> ExitReason {
+/// Why the sandbox whose first process ended so ended (`breach`: the
+/// sandbox-wide limit that ended it, if one did).
+pub(super) fn reason(status: ExitStatus, oom: bool, breach: Option<Breach>) -> ExitReason {
     match status {
+        _ if breach == Some(Breach::Timeout) => ExitReason::Timeout,
+        _ if breach == Some(Breach::Cpu) => ExitReason::Cpu,
         _ if oom => ExitReason::Oom,
         ExitStatus::Code(_) => ExitReason::Exited,
         ExitStatus::Signal(_) => ExitReason::Killed,
