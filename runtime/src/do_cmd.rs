@@ -50,7 +50,8 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let mut boot_args: Vec<OsString> =
         vec!["boot".into(), "--gofer-fd".into(), sentry_end.as_raw_fd().to_string().into()];
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
-    boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into()]);
+    let pids = g.pids_limit.unwrap_or(crate::limits::DEFAULT_PIDS);
+    boot_args.extend(crate::limits::boot_args(g, crate::limits::do_memory_mb(g), Some(pids)));
     if let Some(sink) = &audit {
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &[]));
     }

@@ -12,6 +12,7 @@ mod egress;
 mod gofer_cmd;
 mod install_cmd;
 mod lifecycle;
+mod limits;
 mod logging;
 mod oci;
 mod sandbox;
