@@ -8,6 +8,7 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //!
 //! Every command runs with a 60 s timeout (then it is killed and the test
 //! fails). Set `HUSK_E2E_ARGS="--platform ptrace --strace"` to add flags to
@@ -24,6 +25,7 @@ mod egress;
 mod escape;
 mod guest;
 mod idle;
+mod limits;
 mod oci;
 mod scenarios;
 mod util;
