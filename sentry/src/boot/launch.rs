@@ -106,6 +106,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     }
     let nofile = kernel.nofile.clamp(thread.rlimit(RLIMIT_NOFILE));
     let _ = thread.group().set_rlimit(RLIMIT_NOFILE, nofile, |_, _| Ok(()));
+    kernel.watch_rlimit_cpu(thread.rlimit(crate::kernel::rlimit_cpu::RLIMIT_CPU));
     kernel.add_thread(thread.clone());
     kernel.procs.add(thread.group().clone(), 0);
     let console = if spec.console {

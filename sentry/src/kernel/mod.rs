@@ -13,6 +13,7 @@ pub mod limits;
 pub mod pids;
 pub mod process;
 pub mod record_lock;
+pub mod rlimit_cpu;
 pub mod robust;
 pub mod siginfo;
 pub mod signal;
@@ -258,6 +259,17 @@ impl Kernel {
             let running = if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Default::default() };
             sum.saturating_add(t.cpu.times().total()).saturating_add(running)
         })
+    }
+
+    /// The CPU time process `group` has used: its threads' (their runs of
+    /// guest code under way included) and its ended threads'.
+    pub fn process_cpu_time(&self, group: &ThreadGroup) -> std::time::Duration {
+        let running = group
+            .threads()
+            .iter()
+            .filter(|t| t.cpu.running())
+            .fold(std::time::Duration::ZERO, |sum, t| sum.saturating_add(t.cpu.running_user(t.mm().space().cpu_time())));
+        group.cpu_times().total().saturating_add(running)
     }
 
     /// The tids of every live thread, in order.

@@ -49,6 +49,8 @@ pub enum Breach {
 #[derive(Default)]
 pub struct State {
     ended_by: Mutex<Option<Breach>>,
+    /// Whether the RLIMIT_CPU watcher runs (`rlimit_cpu`).
+    pub(super) rlimit_cpu_watched: std::sync::atomic::AtomicBool,
 }
 
 impl State {
