@@ -98,7 +98,10 @@ mod tests {
         assert!(parse_duration("2 fortnights").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("").is_err());
-        assert_eq!(parse_duration(&text(Duration::from_millis(1500)).to_string_lossy()), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            parse_duration(&text(Duration::from_millis(1500)).to_string_lossy()),
+            Ok(Duration::from_millis(1500))
+        );
     }
 
     #[test]

@@ -807,7 +807,8 @@ fn limits_hold_in_containers_and_their_state_names_them() {
 
     let oci = Oci::new(&["sleep", "100"], serde_json::json!({}));
     let id = unique("timeout");
-    let r = oci.husk(&["--timeout", "1s", "--timeout-grace", "1s", "run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    let r =
+        oci.husk(&["--timeout", "1s", "--timeout-grace", "1s", "run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
     // (A container's init ignores SIGTERM without a handler: the grace's
     // SIGKILL ends it.)
     r.assert_code(124);

@@ -101,7 +101,8 @@ impl ThreadCpu {
         let started = epoch() + Duration::from_nanos(start - 1);
         let wall = started.elapsed();
         let stub_start = self.run_stub_ns.load(Ordering::Relaxed);
-        let stub = stub_now.filter(|_| stub_start != u64::MAX).map(|n| n.saturating_sub(Duration::from_nanos(stub_start)));
+        let stub =
+            stub_now.filter(|_| stub_start != u64::MAX).map(|n| n.saturating_sub(Duration::from_nanos(stub_start)));
         stub.map_or(wall, |s| s.min(wall))
     }
 

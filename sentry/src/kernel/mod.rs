@@ -254,9 +254,15 @@ impl Kernel {
     /// live threads' (their runs of guest code under way included) and
     /// every ended one's.
     pub fn cpu_time(&self) -> std::time::Duration {
-        let table = self.threads.lock();
-        table.threads.values().fold(table.exited_cpu, |sum, t| {
-            let running = if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Default::default() };
+        // One snapshot of the table, read without its lock held (a thread
+        // that ends meanwhile is counted once, by its final times).
+        let (live, exited): (Vec<Arc<Thread>>, _) = {
+            let table = self.threads.lock();
+            (table.threads.values().cloned().collect(), table.exited_cpu)
+        };
+        live.iter().fold(exited, |sum, t| {
+            let running =
+                if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Default::default() };
             sum.saturating_add(t.cpu.times().total()).saturating_add(running)
         })
     }
@@ -264,11 +270,9 @@ impl Kernel {
     /// The CPU time process `group` has used: its threads' (their runs of
     /// guest code under way included) and its ended threads'.
     pub fn process_cpu_time(&self, group: &ThreadGroup) -> std::time::Duration {
-        let running = group
-            .threads()
-            .iter()
-            .filter(|t| t.cpu.running())
-            .fold(std::time::Duration::ZERO, |sum, t| sum.saturating_add(t.cpu.running_user(t.mm().space().cpu_time())));
+        let running = group.threads().iter().filter(|t| t.cpu.running()).fold(std::time::Duration::ZERO, |sum, t| {
+            sum.saturating_add(t.cpu.running_user(t.mm().space().cpu_time()))
+        });
         group.cpu_times().total().saturating_add(running)
     }
 
