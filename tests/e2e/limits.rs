@@ -67,6 +67,8 @@ fn a_timeout_ends_the_sandbox_with_124_and_leaves_nothing() {
     assert_eq!(t.len(), 1, "{recs:#?}");
     assert_eq!((&t[0]["timeout_ms"], &t[0]["grace_ms"]), (&2000.into(), &5000.into()));
     assert_eq!(of_type(&recs, "sandbox.exit")[0]["reason"], "timeout");
+    let config = &recs[0]["config"];
+    assert_eq!((&config["timeout_ms"], &config["pids_limit"]), (&2000.into(), &4096.into()), "{config}");
     assert!(none_left(&mark), "a process of the sandbox outlived it");
 }
 

@@ -199,6 +199,15 @@ pub struct SecurityConfig {
     pub network: String,
     /// The memory limit of the whole sandbox, in bytes.
     pub memory_limit: u64,
+    /// The sandbox's other limits; absent where there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nofile: Option<u64>,
     /// The host directory served as the root filesystem, as the runtime
     /// names it.
     pub rootfs: String,

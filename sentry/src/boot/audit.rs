@@ -40,12 +40,20 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String]) -> Security
         platform: "ptrace".into(),
         network: network_summary(&cfg.network),
         memory_limit: cfg.memory_limit,
+        pids_limit: cfg.cgroup_limits.pids_max,
+        cpu_limit_ms: cfg.limits.cpu.map(millis),
+        timeout_ms: cfg.limits.timeout.map(millis),
+        nofile: cfg.nofile,
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
         audit_fail_open: false,
     }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The network mode and, with a gateway, its policy's rules.
