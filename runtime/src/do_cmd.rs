@@ -27,6 +27,10 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
     // Opened before anything starts: a log that cannot be had stops here.
     let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
+    let memory_mb = crate::limits::do_memory_mb(g);
+    let pids = g.pids_limit.unwrap_or(crate::limits::DEFAULT_PIDS);
+    let cgroup = crate::do_cgroup::DoCgroup::create(memory_mb, pids);
+    let join = cgroup.as_ref().map(crate::do_cgroup::DoCgroup::procs_files).unwrap_or_default();
     let (sentry_end, gofer_end) = seqpacket_pair()?;
 
     let gofer_args: Vec<OsString> = vec![
@@ -39,7 +43,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     ];
     let mut gofer_cmd = husk_command(g, gofer_args)?;
     gofer_cmd.stdin(std::process::Stdio::null());
-    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[], Lifetime::Ours)?;
+    let mut gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &join, Lifetime::Ours)?;
     drop(gofer_end);
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
@@ -50,8 +54,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     let mut boot_args: Vec<OsString> =
         vec!["boot".into(), "--gofer-fd".into(), sentry_end.as_raw_fd().to_string().into()];
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
-    let pids = g.pids_limit.unwrap_or(crate::limits::DEFAULT_PIDS);
-    boot_args.extend(crate::limits::boot_args(g, crate::limits::do_memory_mb(g), Some(pids)));
+    boot_args.extend(crate::limits::boot_args(g, memory_mb, Some(pids)));
     if let Some(sink) = &audit {
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &[]));
     }
@@ -61,7 +64,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     // the first process of a pid namespace of its own, as a container's).
     let mut boot = husk_command(g, boot_args)?;
     let keep: Vec<i32> = std::iter::once(sentry_end.as_raw_fd()).chain(audit.iter().map(|s| s.raw_fd())).collect();
-    let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
+    let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &join, Lifetime::Ours))?;
     drop(sentry_end);
     let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
     let timed_out = forward_signals(sentry.id(), &[gofer.id()], false, g.kill_grace())?;
@@ -74,5 +77,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         log::warn!("the gofer exited with {gofer_status}");
     }
     reap_all();
+    // Empty now: removed.
+    drop(cgroup);
     Ok(exit_code(status))
 }

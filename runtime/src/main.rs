@@ -7,6 +7,7 @@
 mod audit_cmd;
 mod boot_cmd;
 mod cli;
+mod do_cgroup;
 mod do_cmd;
 mod egress;
 mod gofer_cmd;

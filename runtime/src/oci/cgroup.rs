@@ -366,7 +366,7 @@ fn v2_max(v: i64) -> String {
 /// each guest task costs the host two (its sentry thread and its stub
 /// thread), beside the sentry's and gofers' own threads. The host cgroup
 /// is the backstop for a sentry bug, not the guest's limit.
-fn host_pids(guest: i64) -> i64 {
+pub fn host_pids(guest: i64) -> i64 {
     guest.saturating_mul(2).saturating_add(HOST_TASKS_OVERHEAD)
 }
 
