@@ -154,3 +154,55 @@ except OSError as e:
     assert_eq!(n.len(), 1, "{recs:#?}");
     assert_eq!((&n[0]["limit"], &n[0]["comm"]), (&64.into(), &"python3".into()));
 }
+
+/// The pids line of /proc/PID/cgroup: the cgroup's directory.
+fn pids_cgroup(pid: &str) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let rel = path.trim_start_matches('/');
+        match (id, controllers) {
+            ("0", "") => Some(Path::new("/sys/fs/cgroup").join(rel)),
+            (_, c) if c.split(',').any(|c| c == "pids") => Some(Path::new("/sys/fs/cgroup/pids").join(rel)),
+            _ => None,
+        }
+    })
+}
+
+/// Where the host lets it (root, a writable hierarchy), `husk do` puts
+/// its sentry and gofer in a cgroup of their own below its own, capped at
+/// two host tasks per guest task plus the sentry's own, and removes it.
+#[test]
+fn husk_do_runs_in_a_host_cgroup_of_its_own_where_it_may() {
+    let mark = unique("cgroup");
+    let mut cmd = husk_do(&["--pids-limit", "100"], &["sleep", "3"]);
+    cmd.env("HUSK_LIMITS_MARK", &mark);
+    let waiter = std::thread::spawn(move || run(cmd, None));
+    let want = format!("HUSK_LIMITS_MARK={mark}");
+    let mut found = None;
+    let end = Instant::now() + Duration::from_secs(10);
+    while found.is_none() && Instant::now() < end && !waiter.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+        let procs = std::fs::read_dir("/proc").unwrap();
+        found = procs.flatten().find_map(|p| {
+            let env = std::fs::read(p.path().join("environ")).unwrap_or_default();
+            let ours = env.split(|&b| b == 0).any(|e| e == want.as_bytes());
+            let dir = pids_cgroup(&p.file_name().to_string_lossy())?;
+            let max = std::fs::read_to_string(dir.join("pids.max")).ok()?;
+            (ours && dir.file_name()?.to_string_lossy().starts_with("husk-do-")).then_some((dir, max))
+        });
+    }
+    let r = waiter.join().unwrap();
+    r.assert_code(0);
+    let Some((dir, max)) = found else {
+        eprintln!("no cgroup of husk do's own here (no privilege or no writable hierarchy): nothing to check");
+        return;
+    };
+    assert_eq!(max, "264\n", "2 × 100 guest tasks + 64");
+    let end = Instant::now() + Duration::from_secs(10);
+    while dir.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
