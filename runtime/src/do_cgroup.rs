@@ -7,7 +7,8 @@
 //! cgroup v2 the cgroup `husk do` is in must already delegate the memory
 //! and pids controllers to its children; under v1 each hierarchy's own
 //! cgroup of ours is used. Where any of it is refused (no privilege, no
-//! controller), `husk do` runs without one, silently.
+//! controller), `husk do` runs without one, silently. A `husk do` killed
+//! (SIGKILL) cannot remove its cgroup: the next one removes it.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -69,6 +70,9 @@ impl DoCgroup {
         };
         let mut made = DoCgroup { dirs: Vec::new() };
         for (dir, files) in plan {
+            if let Some(parent) = dir.parent() {
+                sweep(parent);
+            }
             // (What was made is removed as `made` drops.)
             std::fs::create_dir(&dir).ok()?;
             made.dirs.push(dir.clone());
@@ -83,6 +87,20 @@ impl DoCgroup {
     /// The `cgroup.procs` files a process writes to join the cgroup.
     pub fn procs_files(&self) -> Vec<CString> {
         self.dirs.iter().filter_map(|d| CString::new(d.join("cgroup.procs").as_os_str().as_bytes()).ok()).collect()
+    }
+}
+
+/// Removes the cgroups a killed `husk do` left in `parent` (no process
+/// with its pid is left; rmdir takes only empty ones, so a live
+/// sandbox's, whatever its pid namespace, stays).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("husk-do-")) else { continue };
+        if pid.bytes().all(|b| b.is_ascii_digit()) && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }
 

@@ -205,4 +205,13 @@ fn husk_do_runs_in_a_host_cgroup_of_its_own_where_it_may() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!dir.exists(), "{} left behind", dir.display());
+
+    // One a killed husk do left (its pid gone) is removed by the next.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    let _ = dead.wait_with_output();
+    let stale = dir.with_file_name(format!("husk-do-{pid}"));
+    std::fs::create_dir(&stale).unwrap();
+    run(husk_do(&[], &["true"]), None).assert_code(0);
+    assert!(!stale.exists(), "{} left behind", stale.display());
 }
