@@ -86,6 +86,28 @@ pub fn container_log_path(g: &GlobalArgs, id: &str) -> Option<PathBuf> {
     }
 }
 
+/// What the audit log at `path` says of sandbox `id`'s limits: its
+/// `limit.*` records, and why it ended (`sandbox.exit`'s reason), if it
+/// did. A log that cannot be read says nothing.
+pub fn limit_report(path: &Path, id: &str) -> (Vec<serde_json::Value>, Option<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut limits = Vec::new();
+    let mut reason = None;
+    // Only the lines that can be one are parsed.
+    let wanted = text.lines().filter(|l| l.contains("\"type\":\"limit.") || l.contains("\"type\":\"sandbox.exit\""));
+    for r in wanted.filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+        if r["sandbox"] != id {
+            continue;
+        }
+        match r["type"].as_str() {
+            Some("sandbox.exit") => reason = r["reason"].as_str().map(str::to_string),
+            Some(t) if t.starts_with("limit.") => limits.push(r),
+            _ => {}
+        }
+    }
+    (limits, reason)
+}
+
 /// Closes the log at `path` when its sentry was killed (SIGKILL, from
 /// outside) before it could: `sandbox.exit` with reason `timeout` when
 /// the grace period after a SIGTERM ran out, else `killed`.

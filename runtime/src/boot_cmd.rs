@@ -109,7 +109,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             console: args.control_fd.is_some() && nix::unistd::isatty(0).unwrap_or(false),
         },
         strace: g.strace,
-        memory_limit: args.memory_mb.saturating_mul(1 << 20),
+        memory_limit: g.memory_mb.unwrap_or(4096).saturating_mul(1 << 20),
         disk_limit: g.disk_limit,
         hostname: args.hostname.map(String::into_bytes).unwrap_or_else(host_name),
         sysctls: args
@@ -133,6 +133,12 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             pids_max: args.pids_max,
             memory_max: args.memory_max,
         },
+        limits: husk_sentry::kernel::watchdog::Limits {
+            cpu: g.cpu_limit,
+            timeout: g.timeout,
+            timeout_grace: g.timeout_grace,
+        },
+        nofile: g.nofile,
         binds: binds(&args.binds, &args.file_binds)?,
         tmpfs: tmpfs(&args.tmpfs)?,
         masked_paths: args.masked_paths.iter().map(|p| p.as_bytes().to_vec()).collect(),

@@ -51,6 +51,32 @@ pub struct GlobalArgs {
     /// before they kill the sandbox (a second SIGTERM kills it at once).
     #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_grace)]
     pub kill_grace: f64,
+    /// Memory the whole sandbox may hold, in MiB: guest memory, files in
+    /// its memory, buffers (`husk do`: 4 GiB or half the host's RAM,
+    /// whichever is less; a container: its spec's, lowered to this).
+    #[arg(long, global = true, value_name = "N")]
+    pub memory_mb: Option<u64>,
+    /// Processes and threads the sandbox may have together; fork and
+    /// clone past it fail with EAGAIN (`husk do`: 4096; a container: its
+    /// spec's pids limit, lowered to this).
+    #[arg(long, global = true, value_name = "N")]
+    pub pids_limit: Option<u64>,
+    /// CPU time the whole sandbox may use (seconds, or 500ms, 2m …): then
+    /// every process gets SIGXCPU, and SIGKILL a second later.
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::limits::parse_duration)]
+    pub cpu_limit: Option<std::time::Duration>,
+    /// Wall-clock time the sandbox may run (2s, 500ms, 1m, 1h): then every
+    /// process gets SIGTERM, SIGKILL after --timeout-grace, and the
+    /// sandbox exits with 124.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = crate::limits::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Between --timeout's SIGTERM and its SIGKILL.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "5s", value_parser = crate::limits::parse_duration)]
+    pub timeout_grace: std::time::Duration,
+    /// The RLIMIT_NOFILE ceiling of every process of the sandbox (no
+    /// process may raise its hard limit above it).
+    #[arg(long, global = true, value_name = "N")]
+    pub nofile: Option<u64>,
     /// The sandbox's network: a stack of its own whose outbound traffic
     /// passes the egress gateway (sandbox), loopback only (none), or the
     /// host's sockets (host).
@@ -378,9 +404,6 @@ pub struct DoArgs {
     /// Use DIR as the root filesystem instead of the host's /.
     #[arg(long, value_name = "DIR")]
     pub rootfs: Option<PathBuf>,
-    /// Guest memory limit in MiB.
-    #[arg(long, default_value_t = 4096)]
-    pub memory_mb: u64,
     /// HOST:GUEST[:ro|:rw]: show host directory HOST at GUEST, served by a
     /// gofer of its own confined to it; writes there reach the host
     /// (`:ro`: they fail with EROFS). Repeatable.
@@ -412,8 +435,6 @@ pub struct BootArgs {
     /// The working directory inside the sandbox.
     #[arg(long, default_value = "/")]
     pub cwd: std::ffi::OsString,
-    #[arg(long, default_value_t = 4096)]
-    pub memory_mb: u64,
     /// The container process's user and group (default: the caller's).
     #[arg(long)]
     pub uid: Option<u32>,
@@ -438,7 +459,8 @@ pub struct BootArgs {
     /// QUOTA:PERIOD: the CPU limit /sys/fs/cgroup/cpu.max shows.
     #[arg(long)]
     pub cpu_max: Option<String>,
-    /// The process limit /sys/fs/cgroup/pids.max shows.
+    /// The sandbox's process and thread limit (also what
+    /// /sys/fs/cgroup/pids.max shows).
     #[arg(long)]
     pub pids_max: Option<u64>,
     /// The memory limit (bytes) /sys/fs/cgroup/memory.max shows (else the

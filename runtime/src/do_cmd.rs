@@ -27,7 +27,8 @@ fn reap_all() {
 const DEFAULT_DISK_LIMIT: u64 = 4 << 30;
 
 pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
-    let memory = args.memory_mb.saturating_mul(1 << 20);
+    let memory_mb = crate::limits::do_memory_mb(g);
+    let memory = memory_mb.saturating_mul(1 << 20);
     let g = &GlobalArgs { disk_limit: g.disk_limit.or(Some(DEFAULT_DISK_LIMIT.min(memory))), ..g.clone() };
     // Orphans of the sandbox (stub processes of the sentry) come to us to
     // be reaped instead of lingering as zombies.
@@ -66,12 +67,15 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     // Opened before anything starts: a log that cannot be had stops here.
     let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
     let secrets = crate::secrets::boot_fd(&crate::secrets::specs(g)?)?;
+    let pids = g.pids_limit.unwrap_or(crate::limits::DEFAULT_PIDS);
+    let cgroup = crate::do_cgroup::DoCgroup::create(memory_mb, pids);
+    let join = cgroup.as_ref().map(crate::do_cgroup::DoCgroup::procs_files).unwrap_or_default();
 
-    let (root_gofer, sentry_end) = start_gofer(g, &rootfs, true)?;
+    let (root_gofer, sentry_end) = start_gofer(g, &rootfs, true, &join)?;
     let mut gofers = vec![root_gofer];
     let mut bind_ends = Vec::new();
     for v in &volumes {
-        let (gofer, end) = start_gofer(g, &v.host, v.read_only)?;
+        let (gofer, end) = start_gofer(g, &v.host, v.read_only, &join)?;
         gofers.push(gofer);
         bind_ends.push(end);
     }
@@ -84,7 +88,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         boot_args.extend(["--bind".into(), bind]);
     }
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
-    boot_args.extend(["--memory-mb".into(), args.memory_mb.to_string().into()]);
+    boot_args.extend(crate::limits::boot_args(g, memory_mb, Some(pids)));
     if let Some(sink) = &audit {
         let mounts: Vec<_> = volumes.iter().map(|v| (v.host.clone(), v.guest.to_string_lossy().into_owned())).collect();
         boot_args.extend(sink.boot_args(g, &crate::audit_cmd::new_sandbox_id()?, &rootfs, &mounts));
@@ -109,7 +113,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         .map(AsRawFd::as_raw_fd)
         .chain(audit.iter().map(|s| s.raw_fd()))
         .collect();
-    let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &[], Lifetime::Ours))?;
+    let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &join, Lifetime::Ours))?;
     drop((sentry_end, env_fd, bind_ends, secrets));
     let log_path = audit.and_then(crate::audit_cmd::Sink::into_path);
     let gofer_pids: Vec<u32> = gofers.iter().map(Child::id).collect();
@@ -125,13 +129,20 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         }
     }
     reap_all();
+    // Empty now: removed.
+    drop(cgroup);
     Ok(exit_code(status))
 }
 
 /// Starts a gofer serving `dir` (refusing changes when `read_only`), in a
 /// session of its own and dying with us; returns it and the sentry's end
 /// of its connection.
-fn start_gofer(g: &GlobalArgs, dir: &Path, read_only: bool) -> anyhow::Result<(Child, OwnedFd)> {
+fn start_gofer(
+    g: &GlobalArgs,
+    dir: &Path,
+    read_only: bool,
+    join: &[std::ffi::CString],
+) -> anyhow::Result<(Child, OwnedFd)> {
     let (sentry_end, gofer_end) = seqpacket_pair()?;
     let mut gofer_args: Vec<OsString> = vec!["gofer".into(), "--rootfs".into(), dir.as_os_str().to_owned()];
     gofer_args.extend(["--sock-fd".into(), gofer_end.as_raw_fd().to_string().into()]);
@@ -143,6 +154,6 @@ fn start_gofer(g: &GlobalArgs, dir: &Path, read_only: bool) -> anyhow::Result<(C
         gofer_cmd.env_remove(var);
     }
     gofer_cmd.stdin(std::process::Stdio::null());
-    let gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, &[], Lifetime::Ours)?;
+    let gofer = spawn(&mut gofer_cmd, &[gofer_end.as_raw_fd()], Session::New, join, Lifetime::Ours)?;
     Ok((gofer, sentry_end))
 }

@@ -7,12 +7,14 @@
 mod audit_cmd;
 mod boot_cmd;
 mod cli;
+mod do_cgroup;
 mod do_cmd;
 mod egress;
 mod gofer_cmd;
 mod guest_env;
 mod install_cmd;
 mod lifecycle;
+mod limits;
 mod logging;
 mod oci;
 mod sandbox;

@@ -143,4 +143,6 @@ attacks!(
     rootfs_proc_links,
     namespaces,
     oom_kills_largest,
+    fork_bomb,
+    thread_bomb,
 );

@@ -176,6 +176,11 @@ fn guest_robust() {
 }
 
 #[test]
+fn guest_rlimit_cpu() {
+    guest_test("rlimit_cpu", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -8,6 +8,7 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
@@ -27,6 +28,7 @@ mod egress;
 mod escape;
 mod guest;
 mod idle;
+mod limits;
 mod oci;
 mod scenarios;
 mod secrets;

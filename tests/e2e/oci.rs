@@ -843,3 +843,60 @@ fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
     std::fs::write(&copy, show.stdout).unwrap();
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
 }
+
+/// A container's pids limit is the sandbox's own (EAGAIN past it), and
+/// `husk state` and `husk events --stats` name the limits it met; a
+/// --timeout ends a container with 124, its state saying so.
+#[test]
+fn limits_hold_in_containers_and_their_state_names_them() {
+    let script = "sh -c 'for i in 1 2 3 4 5 6 7 8 9; do sleep 60 & done'; echo after $?; sleep 60";
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 8 } } } });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let id = unique("pids");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let text = wait_output(&out, "after 2");
+    assert!(text.contains("Cannot fork"), "{text}");
+    let s = oci.state(&id);
+    assert_eq!(s["status"], "running");
+    assert_eq!(s["limits"][0]["type"], "limit.pids", "{s}");
+    assert_eq!(s["limits"][0]["limit"], 8, "{s}");
+    let ev = oci.husk(&["events", "--stats", &id]);
+    if ev.code == 0 {
+        let ev: serde_json::Value = serde_json::from_slice(&ev.stdout).unwrap();
+        assert_eq!(ev["limits"][0]["type"], "limit.pids", "{ev}");
+    } else {
+        // (Without a host cgroup there are no stats.)
+        assert!(ev.stderr_str().contains("no cgroup"), "{}", ev.describe());
+    }
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+
+    let oci = Oci::new(&["sleep", "100"], serde_json::json!({}));
+    let id = unique("timeout");
+    let r =
+        oci.husk(&["--timeout", "1s", "--timeout-grace", "1s", "run", "--bundle", oci.bundle.to_str().unwrap(), &id]);
+    // (A container's init ignores SIGTERM without a handler: the grace's
+    // SIGKILL ends it.)
+    r.assert_code(124);
+    oci.assert_gone(&id, 0);
+    let show = oci.husk(&["audit", "show", &id]);
+    assert!(show.stdout_str().contains("\"type\":\"limit.timeout\""), "{}", show.describe());
+    assert!(show.stdout_str().contains("\"reason\":\"timeout\""), "{}", show.describe());
+
+    // The limits are the sentry's, given at create.
+    let id = unique("timeout");
+    let created = oci
+        .cmd(&["--timeout", "1s", "--timeout-grace", "1s", "create", "--bundle", oci.bundle.to_str().unwrap(), &id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(created.success());
+    oci.husk(&["start", &id]).assert_code(0);
+    oci.wait_for(&id, "stopped");
+    let s = oci.state(&id);
+    assert_eq!(s["exitReason"], "timeout", "{s}");
+    assert_eq!(s["limits"][0]["type"], "limit.timeout", "{s}");
+    oci.husk(&["delete", &id]).assert_code(0);
+}

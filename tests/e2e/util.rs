@@ -59,6 +59,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "fifo",
     "pipe_size",
     "robust",
+    "rlimit_cpu",
     "escape_probe",
 ];
 

@@ -274,7 +274,8 @@ fn start_sentry(
         boot_args.push("--read-only-root".into());
     }
     boot_args.extend(["--cwd".into(), launch.cwd.clone().into()]);
-    boot_args.extend(["--memory-mb".into(), launch.memory_mb.to_string().into()]);
+    let memory_mb = crate::limits::lower(Some(launch.memory_mb), g.memory_mb).unwrap_or(launch.memory_mb);
+    boot_args.extend(crate::limits::boot_args(g, memory_mb, crate::limits::lower(launch.pids_max, g.pids_limit)));
     boot_args.extend(["--uid".into(), launch.uid.to_string().into(), "--gid".into(), launch.gid.to_string().into()]);
     for g in &launch.groups {
         boot_args.extend(["--group".into(), g.to_string().into()]);
@@ -290,9 +291,6 @@ fn start_sentry(
     }
     if let Some((quota, period)) = launch.cpu_max {
         boot_args.extend(["--cpu-max".into(), format!("{quota}:{period}").into()]);
-    }
-    if let Some(n) = launch.pids_max {
-        boot_args.extend(["--pids-max".into(), n.to_string().into()]);
     }
     if let Some(n) = launch.memory_max {
         boot_args.extend(["--memory-max".into(), n.to_string().into()]);

@@ -1,5 +1,7 @@
 //! `husk events`: a container's resource usage as runc's JSON events —
-//! one with --stats, else one every --interval until the container stops.
+//! one with --stats, else one every --interval until the container stops;
+//! each with the limits the sandbox met so far (`limits`: the audit log's
+//! `limit.*` records).
 
 use crate::cli::{EventsArgs, GlobalArgs};
 use crate::oci::state::{StateRoot, Status};
@@ -31,8 +33,12 @@ pub fn run(g: &GlobalArgs, args: EventsArgs) -> anyhow::Result<i32> {
             bail!("container not running");
         }
         let cgroup = c.cgroup().context("the container has no cgroup")?;
+        let limits = c.record.audit_log.as_deref().map(|l| crate::audit_cmd::limit_report(l, &args.id).0);
         drop(c);
-        let event = serde_json::json!({ "type": "stats", "id": args.id, "data": cgroup.stats() });
+        let mut event = serde_json::json!({ "type": "stats", "id": args.id, "data": cgroup.stats() });
+        if let Some(l) = limits.filter(|l| !l.is_empty()) {
+            event["limits"] = l.into();
+        }
         println!("{event}");
         if args.stats {
             return Ok(0);

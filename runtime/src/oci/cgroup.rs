@@ -186,7 +186,7 @@ impl Cgroup {
             }
         }
         if let Some(p) = r.pids() {
-            let value = if p.limit() > 0 { p.limit().to_string() } else { "max".into() };
+            let value = if p.limit() > 0 { host_pids(p.limit()).to_string() } else { "max".into() };
             self.write("pids", "pids.max", &value)?;
         }
         Ok(())
@@ -361,9 +361,27 @@ fn v2_max(v: i64) -> String {
     }
 }
 
+/// The host tasks a sandbox of `guest` tasks may have: the sentry holds
+/// the guest to `guest` itself (EAGAIN past it, as the pids cgroup), and
+/// each guest task costs the host two (its sentry thread and its stub
+/// thread), beside the sentry's and gofers' own threads. The host cgroup
+/// is the backstop for a sentry bug, not the guest's limit.
+pub fn host_pids(guest: i64) -> i64 {
+    guest.saturating_mul(2).saturating_add(HOST_TASKS_OVERHEAD)
+}
+
+/// The sentry's and the gofers' own host threads, with room to spare.
+const HOST_TASKS_OVERHEAD: i64 = 64;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_allows_two_tasks_a_guest_task_and_the_sentrys_own() {
+        assert_eq!(host_pids(8), 80);
+        assert_eq!(host_pids(i64::MAX), i64::MAX);
+    }
 
     #[test]
     fn paths() {

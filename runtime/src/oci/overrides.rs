@@ -1,26 +1,36 @@
 //! Per-container flag overrides: the annotation `dev.husk.flag.NAME=VALUE`
 //! sets husk's flag NAME for one container (as runsc's `dev.gvisor.flag.*`
 //! do), but only when the operator allows it with --allow-flag-override;
-//! otherwise such annotations are ignored with a warning.
+//! otherwise such annotations are ignored with a warning. Besides the
+//! diagnostics switches, a container may set its limits this way.
 
 use crate::cli::GlobalArgs;
+use crate::limits::parse_duration;
 use std::collections::HashMap;
 
 pub const PREFIX: &str = "dev.husk.flag.";
 /// The flags a container may set for itself.
 type Flag = fn(&mut GlobalArgs) -> &mut bool;
 const OVERRIDABLE: &[(&str, Flag)] = &[("debug", |g| &mut g.debug), ("strace", |g| &mut g.strace)];
-/// The flags with a value a container may set for itself: each parses the
-/// annotation's value into the flags.
-type ValueFlag = fn(&mut GlobalArgs, &str) -> Result<(), String>;
-const OVERRIDABLE_VALUES: &[(&str, ValueFlag)] = &[("disk-limit", |g, v| {
-    g.disk_limit = Some(crate::cli::parse_size(v)?);
-    Ok(())
-})];
+/// The flags with a value a container may set for itself (its limits),
+/// each with how its value is taken.
+type Setter = fn(&mut GlobalArgs, &str) -> Result<(), String>;
+const VALUED: &[(&str, Setter)] = &[
+    ("memory-mb", |g, v| count(v).map(|n| g.memory_mb = Some(n))),
+    ("pids-limit", |g, v| count(v).map(|n| g.pids_limit = Some(n))),
+    ("cpu-limit", |g, v| parse_duration(v).map(|d| g.cpu_limit = Some(d))),
+    ("timeout", |g, v| parse_duration(v).map(|d| g.timeout = Some(d))),
+    ("timeout-grace", |g, v| parse_duration(v).map(|d| g.timeout_grace = d)),
+    ("nofile", |g, v| count(v).map(|n| g.nofile = Some(n))),
+    ("disk-limit", |g, v| crate::cli::parse_size(v).map(|n| g.disk_limit = Some(n))),
+];
+
+fn count(v: &str) -> Result<u64, String> {
+    v.parse().map_err(|_| format!("{v:?} is not a number"))
+}
 
 fn names() -> String {
-    let all = OVERRIDABLE.iter().map(|(n, _)| *n).chain(OVERRIDABLE_VALUES.iter().map(|(n, _)| *n));
-    all.collect::<Vec<_>>().join(", ")
+    OVERRIDABLE.iter().map(|(n, _)| *n).chain(VALUED.iter().map(|(n, _)| *n)).collect::<Vec<_>>().join(", ")
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,7 +40,7 @@ pub enum OverrideError {
     #[error("annotation {PREFIX}{0}: {1:?} is not true or false")]
     Value(String, String),
     #[error("annotation {PREFIX}{0}: {1}")]
-    BadValue(String, String),
+    Invalid(String, String),
 }
 
 /// The global flags for a container with `annotations`.
@@ -47,8 +57,8 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
             log::warn!("annotation {PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
             continue;
         }
-        if let Some((_, set)) = OVERRIDABLE_VALUES.iter().find(|(n, _)| *n == name) {
-            set(&mut out, value).map_err(|e| OverrideError::BadValue(name.into(), e))?;
+        if let Some((_, set)) = VALUED.iter().find(|(n, _)| *n == name) {
+            set(&mut out, value).map_err(|e| OverrideError::Invalid(name.into(), e))?;
             continue;
         }
         let Some((_, flag)) = OVERRIDABLE.iter().find(|(n, _)| *n == name) else {
@@ -89,6 +99,26 @@ mod tests {
     }
 
     #[test]
+    fn a_container_may_set_its_limits() {
+        let a = notes(&[
+            ("dev.husk.flag.pids-limit", "64"),
+            ("dev.husk.flag.timeout", "2s"),
+            ("dev.husk.flag.timeout-grace", "500ms"),
+            ("dev.husk.flag.cpu-limit", "3"),
+            ("dev.husk.flag.nofile", "100"),
+            ("dev.husk.flag.memory-mb", "256"),
+        ]);
+        let g = apply(&globals(&["--allow-flag-override"]), &a).unwrap();
+        assert_eq!((g.pids_limit, g.nofile, g.memory_mb), (Some(64), Some(100), Some(256)));
+        let s = std::time::Duration::from_secs;
+        assert_eq!((g.timeout, g.timeout_grace, g.cpu_limit), (Some(s(2)), s(1) / 2, Some(s(3))));
+        assert_eq!(apply(&globals(&[]), &a).unwrap().pids_limit, None, "not without the operator's consent");
+        let bad = notes(&[("dev.husk.flag.pids-limit", "many")]);
+        let err = apply(&globals(&["--allow-flag-override"]), &bad).err();
+        assert_eq!(err, Some(OverrideError::Invalid("pids-limit".into(), "\"many\" is not a number".into())));
+    }
+
+    #[test]
     fn unknown_flags_and_values_are_refused() {
         let g = globals(&["--allow-flag-override"]);
         let bad = notes(&[("dev.husk.flag.root", "/tmp")]);
@@ -96,7 +126,7 @@ mod tests {
         let bad = notes(&[("dev.husk.flag.strace", "yes")]);
         assert_eq!(apply(&g, &bad).err(), Some(OverrideError::Value("strace".into(), "yes".into())));
         let bad = notes(&[("dev.husk.flag.disk-limit", "lots")]);
-        assert!(matches!(apply(&g, &bad), Err(OverrideError::BadValue(..))));
+        assert!(matches!(apply(&g, &bad), Err(OverrideError::Invalid(..))));
     }
 
     #[test]

@@ -82,6 +82,22 @@ pub enum Record {
         limit: u64,
         usage: u64,
     },
+    /// A fork, vfork or clone failed with EAGAIN at the sandbox's pids
+    /// limit (once per breach episode, not per refused call).
+    #[serde(rename = "limit.pids")]
+    LimitPids { pid: i32, comm: String, limit: u64 },
+    /// The sandbox's guest spent its CPU time limit: every process gets
+    /// SIGXCPU, then SIGKILL.
+    #[serde(rename = "limit.cpu")]
+    LimitCpu { limit_ms: u64, usage_ms: u64, processes: usize },
+    /// The sandbox's wall-clock timeout ran out: every process gets
+    /// SIGTERM, then SIGKILL after the grace.
+    #[serde(rename = "limit.timeout")]
+    LimitTimeout { timeout_ms: u64, grace_ms: u64, processes: usize },
+    /// A descriptor could not be had (EMFILE) at the sandbox's
+    /// RLIMIT_NOFILE ceiling (at most one a second).
+    #[serde(rename = "limit.nofile")]
+    LimitNofile { pid: i32, comm: String, limit: u64 },
     /// A process called a system call husk does not implement (once per
     /// number per sandbox).
     #[serde(rename = "syscall.unimplemented")]
@@ -180,8 +196,11 @@ pub enum ExitReason {
     Killed,
     /// The OOM killer ended its first process.
     Oom,
-    /// It outlived the grace period after a SIGTERM and was killed.
+    /// Its wall-clock timeout ran out (`--timeout`), or it outlived the
+    /// runtime's grace period after a SIGTERM and was killed.
     Timeout,
+    /// Its CPU time limit ran out (`--cpu-limit`).
+    Cpu,
     /// husk failed.
     Error,
 }
@@ -196,6 +215,15 @@ pub struct SecurityConfig {
     pub network: String,
     /// The memory limit of the whole sandbox, in bytes.
     pub memory_limit: u64,
+    /// The sandbox's other limits; absent where there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nofile: Option<u64>,
     /// The host directory served as the root filesystem, as the runtime
     /// names it.
     pub rootfs: String,

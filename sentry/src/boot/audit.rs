@@ -3,6 +3,7 @@
 
 use super::{BootConfig, BootError};
 use crate::audit::{AuditLog, ExitReason, Mount, Outcome, Record, SecurityConfig};
+use crate::kernel::watchdog::Breach;
 use crate::kernel::ExitStatus;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -42,6 +43,10 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option
         platform: "ptrace".into(),
         network: network_summary(&cfg.network),
         memory_limit: cfg.memory_limit,
+        pids_limit: cfg.cgroup_limits.pids_max,
+        cpu_limit_ms: cfg.limits.cpu.map(millis),
+        timeout_ms: cfg.limits.timeout.map(millis),
+        nofile: cfg.nofile,
         rootfs: rootfs.into(),
         root_mode: if cfg.read_only_root { "read-only" } else { "overlay" }.into(),
         disk_limit: cfg.disk_limit,
@@ -50,6 +55,10 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option
         env,
         audit_fail_open: false,
     }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The network mode and, with a gateway, its policy's rules.
@@ -80,9 +89,12 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
     Ok(Some(log))
 }
 
-/// Why the sandbox whose first process ended so ended.
-pub(super) fn reason(status: ExitStatus, oom: bool) -> ExitReason {
+/// Why the sandbox whose first process ended so ended (`breach`: the
+/// sandbox-wide limit that ended it, if one did).
+pub(super) fn reason(status: ExitStatus, oom: bool, breach: Option<Breach>) -> ExitReason {
     match status {
+        _ if breach == Some(Breach::Timeout) => ExitReason::Timeout,
+        _ if breach == Some(Breach::Cpu) => ExitReason::Cpu,
         _ if oom => ExitReason::Oom,
         ExitStatus::Code(_) => ExitReason::Exited,
         ExitStatus::Signal(_) => ExitReason::Killed,

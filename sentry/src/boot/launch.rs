@@ -12,7 +12,7 @@ use crate::fs::devpts::Devpts;
 use crate::fs::host_file::HostStreamNode;
 use crate::fs::tty::terminal::TtyFile;
 use crate::kernel::exec;
-use crate::kernel::limits::Rlimit;
+use crate::kernel::limits::{Rlimit, RLIMIT_NOFILE};
 use crate::kernel::{ExitStatus, FsContext, Kernel, Task, Thread};
 use crate::loader::MMAP_TOP;
 use crate::mm::MemoryManager;
@@ -104,6 +104,9 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         // The runtime's limits are set as given; an unknown one is ignored.
         let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));
     }
+    let nofile = kernel.nofile.clamp(thread.rlimit(RLIMIT_NOFILE));
+    let _ = thread.group().set_rlimit(RLIMIT_NOFILE, nofile, |_, _| Ok(()));
+    kernel.watch_rlimit_cpu(thread.rlimit(crate::kernel::rlimit_cpu::RLIMIT_CPU));
     kernel.add_thread(thread.clone());
     kernel.procs.add(thread.group().clone(), 0);
     let console = if spec.console {

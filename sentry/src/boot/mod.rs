@@ -50,8 +50,14 @@ pub struct BootConfig {
     pub hostname: Vec<u8>,
     /// linux.sysctl: (key, value), applied where the sandbox has a view.
     pub sysctls: Vec<(String, String)>,
-    /// The host cgroup's CPU and pids limits, for /sys/fs/cgroup.
+    /// The host cgroup's CPU and pids limits, for /sys/fs/cgroup; the
+    /// pids limit is also the sandbox's own (`kernel::pids`).
     pub cgroup_limits: crate::kernel::limits::CgroupLimits,
+    /// The CPU time and wall-clock limits of the whole sandbox.
+    pub limits: crate::kernel::watchdog::Limits,
+    /// The RLIMIT_NOFILE ceiling of every process, if lower than
+    /// `fs.nr_open`.
+    pub nofile: Option<u64>,
     /// Bind mounts, each served by a gofer of its own.
     pub binds: Vec<BindMount>,
     /// Paths hidden from the guest (OCI maskedPaths): a directory shows
@@ -150,7 +156,11 @@ pub fn boot(mut cfg: BootConfig) -> Result<ExitStatus, BootError> {
             if let Some(log) = &log {
                 audit::close(log, &result);
             }
-            result.map(|(status, _)| status)
+            result.map(|(status, reason)| match reason {
+                // As timeout(1), whatever the guest's own status.
+                crate::audit::ExitReason::Timeout => ExitStatus::Code(crate::kernel::watchdog::TIMEOUT_STATUS),
+                _ => status,
+            })
         }
         Err(e) => Err(e),
     };
@@ -210,6 +220,9 @@ fn boot_with(
         }
     }
     *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
+    if let Some(n) = cfg.nofile {
+        kernel.nofile.set(n);
+    }
     mount_system_filesystems(&kernel, &disk);
     if resolver.is_some() {
         if let Err(e) = mount_resolv_conf(&kernel) {
@@ -259,13 +272,14 @@ fn boot_with(
     crate::boot::seccomp::confine_sentry(uplink.is_some())?;
 
     let init = cfg.init;
+    let limits = cfg.limits;
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     std::thread::Builder::new()
         .name("task-1".into())
         .stack_size(8 << 20)
         .spawn(move || {
-            let r = run_init(k, init, stdio_names, life, uplink);
+            let r = run_init(k, init, stdio_names, life, uplink, limits);
             let _ = tx.send(r);
         })
         .map_err(BootError::Thread)?;
@@ -562,6 +576,7 @@ fn run_init(
     stdio_names: [String; 3],
     life: Option<Arc<Lifecycle>>,
     uplink: Option<Uplink>,
+    limits: crate::kernel::watchdog::Limits,
 ) -> Result<(ExitStatus, crate::audit::ExitReason), BootError> {
     let process = launch::load(&kernel, spec, &stdio_names)?;
     if let Some(l) = life {
@@ -572,12 +587,13 @@ fn run_init(
         u.connect(&kernel);
     }
     kernel.audit(|| crate::audit::Record::SandboxStart {}).map_err(|_| BootError::AuditStart)?;
+    crate::kernel::watchdog::start(&kernel, limits).map_err(BootError::Thread)?;
     let pid = process.pid;
     // The sandbox lasts as long as its init process, whose other threads
     // may still be running.
     let status = process.run()?;
     crate::fs::redacted::flush_all();
-    Ok((status, audit::reason(status, kernel.was_oom_killed(pid))))
+    Ok((status, audit::reason(status, kernel.was_oom_killed(pid), kernel.watchdog.ended_by())))
 }
 
 /// How /proc/self/fd names a standard stream: like the host names it

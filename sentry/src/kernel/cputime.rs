@@ -42,6 +42,18 @@ pub struct ThreadCpu {
     host_clock: AtomicI32,
     /// The host thread's CPU time when it stopped running the task.
     final_system_ns: AtomicU64,
+    /// When the run of guest code under way started, in nanoseconds
+    /// since `epoch()` plus one (0: none under way), and the stub's CPU
+    /// time then (u64::MAX: not measured): a run not yet charged counts
+    /// towards the sandbox's CPU limit (a busy loop's run never ends).
+    run_start_ns: AtomicU64,
+    run_stub_ns: AtomicU64,
+}
+
+/// The instant run starts are counted from.
+fn epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
 }
 
 impl ThreadCpu {
@@ -63,6 +75,35 @@ impl ThreadCpu {
     pub fn charge_user(&self, wall: Duration, stub: Option<Duration>) {
         let d = stub.map_or(wall, |s| s.min(wall));
         self.user_ns.fetch_add(nanos(d), Ordering::Relaxed);
+        self.run_start_ns.store(0, Ordering::Relaxed);
+    }
+
+    /// A run of guest code starts at `at`, with the stub's CPU time `stub`.
+    pub fn run_started(&self, at: std::time::Instant, stub: Option<Duration>) {
+        self.run_stub_ns.store(stub.map_or(u64::MAX, nanos), Ordering::Relaxed);
+        let since = nanos(at.saturating_duration_since(epoch()));
+        self.run_start_ns.store(since.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Whether a run of guest code is under way.
+    pub fn running(&self) -> bool {
+        self.run_start_ns.load(Ordering::Relaxed) != 0
+    }
+
+    /// The user time of the run under way, not yet charged, as
+    /// `charge_user` would charge it were it to end now with the stub's
+    /// CPU time at `stub_now`.
+    pub fn running_user(&self, stub_now: Option<Duration>) -> Duration {
+        let start = self.run_start_ns.load(Ordering::Relaxed);
+        if start == 0 {
+            return Duration::ZERO;
+        }
+        let started = epoch() + Duration::from_nanos(start - 1);
+        let wall = started.elapsed();
+        let stub_start = self.run_stub_ns.load(Ordering::Relaxed);
+        let stub =
+            stub_now.filter(|_| stub_start != u64::MAX).map(|n| n.saturating_sub(Duration::from_nanos(stub_start)));
+        stub.map_or(wall, |s| s.min(wall))
     }
 
     pub fn user(&self) -> Duration {
@@ -126,6 +167,22 @@ mod tests {
         t.charge_user(Duration::from_millis(2), Some(Duration::from_millis(9)));
         t.charge_user(Duration::from_millis(1), None);
         assert_eq!(t.user(), Duration::from_millis(6));
+    }
+
+    #[test]
+    fn a_run_under_way_counts_until_it_is_charged() {
+        let t = ThreadCpu::default();
+        assert!(!t.running());
+        assert_eq!(t.running_user(None), Duration::ZERO);
+        t.run_started(std::time::Instant::now(), Some(Duration::from_millis(100)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(t.running());
+        assert_eq!(t.running_user(Some(Duration::from_millis(130))), Duration::from_millis(30), "the stub's time");
+        assert!(t.running_user(Some(Duration::from_secs(10))) >= Duration::from_millis(50), "bounded by the wall");
+        assert!(t.running_user(None) >= Duration::from_millis(50), "unmeasured: the wall time");
+        t.charge_user(Duration::from_millis(50), Some(Duration::from_millis(30)));
+        assert!(!t.running());
+        assert_eq!((t.user(), t.running_user(None)), (Duration::from_millis(30), Duration::ZERO));
     }
 
     #[test]

@@ -101,6 +101,8 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         log::debug!("clone: exit signal {} is treated as SIGCHLD", f & 0xff);
     }
     let kernel = task.kernel.clone();
+    // Counted until the child is in the thread table, or has failed.
+    let slot = kernel.reserve_pid(&task.thread)?;
     let tid = kernel.alloc_tid();
     let ppid = if f & CLONE_PARENT != 0 { kernel.procs.ppid(task.thread.tgid) } else { task.thread.tgid };
     let image = task.thread.mm().fork_image()?;
@@ -134,6 +136,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
             return Err(Errno::EAGAIN);
         }
     }
+    drop(slot);
     if f & CLONE_VFORK != 0 {
         let me = task.thread.clone();
         kernel.procs.wait_vfork(tid, || {
@@ -229,6 +232,8 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     }
     let kernel = task.kernel.clone();
     let p = task.thread.clone();
+    // Counted until the thread is in the thread table, or has failed.
+    let _slot = kernel.reserve_pid(&p)?;
     let mm = p.mm();
     let token = mm.space().spawn_thread().map_err(|e| {
         log::warn!("clone: cannot create a stub thread: {e}");

@@ -1,8 +1,11 @@
 //! Resource limits: the per-process ones (getrlimit/setrlimit/prlimit64)
 //! and the container's host cgroup limits.
 
-use super::Thread;
+use super::{Kernel, Thread};
 use crate::abi::Errno;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 pub const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
@@ -61,6 +64,65 @@ pub fn prlimit(target: &Thread, res: usize, new: Option<Rlimit>, privileged: boo
     }
 }
 
+/// The sandbox's RLIMIT_NOFILE ceiling (`--nofile`): no process's hard
+/// limit goes above it, not even with CAP_SYS_RESOURCE (as `fs.nr_open`,
+/// which it lowers). A descriptor refused (EMFILE) at it is recorded
+/// (`limit.nofile`), at most once a `NOFILE_REPORT_EVERY`.
+pub struct NofileCeiling {
+    max: AtomicU64,
+    last_report: Mutex<Option<Instant>>,
+}
+
+/// The shortest time between two `limit.nofile` records.
+pub const NOFILE_REPORT_EVERY: Duration = Duration::from_secs(1);
+
+impl Default for NofileCeiling {
+    fn default() -> NofileCeiling {
+        NofileCeiling { max: AtomicU64::new(NR_OPEN), last_report: Mutex::new(None) }
+    }
+}
+
+impl NofileCeiling {
+    pub fn get(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Sets the ceiling (at most `fs.nr_open`).
+    pub fn set(&self, n: u64) {
+        self.max.store(n.min(NR_OPEN), Ordering::Relaxed);
+    }
+
+    /// `limit` under the ceiling.
+    pub fn clamp(&self, limit: Rlimit) -> Rlimit {
+        let c = self.get();
+        Rlimit { cur: limit.cur.min(c), max: limit.max.min(c) }
+    }
+
+    /// Whether a refusal at `now` is to be recorded (the first, then at
+    /// most one per `NOFILE_REPORT_EVERY`).
+    fn should_report(&self, now: Instant) -> bool {
+        let mut last = self.last_report.lock();
+        if last.is_some_and(|t| now.saturating_duration_since(t) < NOFILE_REPORT_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
+impl Kernel {
+    /// A system call of `t` failed with EMFILE: recorded when its process
+    /// is at the sandbox's ceiling (not merely at a soft limit of its own).
+    pub fn descriptors_refused(&self, t: &Thread) {
+        let limit = self.nofile.get();
+        if t.nofile() >= limit && self.nofile.should_report(Instant::now()) {
+            let comm = String::from_utf8_lossy(&t.comm.lock()).into_owned();
+            log::info!("process {} ({comm}) has no descriptor left under the ceiling {limit}", t.tgid);
+            let _ = self.audit(|| crate::audit::Record::LimitNofile { pid: t.tgid, comm, limit });
+        }
+    }
+}
+
 /// The limits the runtime put on the container's host cgroup (at create,
 /// and by `update`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,5 +148,20 @@ mod tests {
         assert_eq!(check_change(0, old, lim(10, 8192), true), Ok(()));
         assert_eq!(check_change(0, old, lim(10, 100), false), Ok(()), "anyone may lower it");
         assert_eq!(check_change(RLIMIT_NOFILE, old, lim(10, NR_OPEN + 1), true), Err(Errno::EPERM));
+    }
+
+    #[test]
+    fn the_nofile_ceiling_clamps_and_reports_at_most_once_a_second() {
+        let c = NofileCeiling::default();
+        assert_eq!(c.get(), NR_OPEN);
+        c.set(64);
+        assert_eq!(c.clamp(Rlimit { cur: 1024, max: 4096 }), Rlimit { cur: 64, max: 64 });
+        assert_eq!(c.clamp(Rlimit { cur: 10, max: 20 }), Rlimit { cur: 10, max: 20 });
+        c.set(u64::MAX);
+        assert_eq!(c.get(), NR_OPEN, "never above fs.nr_open");
+        let t0 = Instant::now();
+        assert!(c.should_report(t0));
+        assert!(!c.should_report(t0 + Duration::from_millis(500)));
+        assert!(c.should_report(t0 + NOFILE_REPORT_EVERY));
     }
 }

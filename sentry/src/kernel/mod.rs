@@ -10,8 +10,10 @@ pub mod fork;
 pub mod fs_context;
 pub mod futex;
 pub mod limits;
+pub mod pids;
 pub mod process;
 pub mod record_lock;
+pub mod rlimit_cpu;
 pub mod robust;
 pub mod siginfo;
 pub mod signal;
@@ -24,6 +26,7 @@ pub mod task;
 pub mod thread;
 pub mod thread_group;
 pub mod timers;
+pub mod watchdog;
 
 pub use fs_context::FsContext;
 pub use syscall_hooks::{SyscallObserver, TaskIdentity};
@@ -68,6 +71,10 @@ pub struct KernelOptions {
 struct ThreadTable {
     threads: BTreeMap<i32, Arc<Thread>>,
     groups: BTreeMap<i32, Arc<ThreadGroup>>,
+    /// Tasks being created, counted against the pids limit (`pids`).
+    reserved: u64,
+    /// The CPU time of every thread that left the table.
+    exited_cpu: std::time::Duration,
 }
 
 /// The state of one sandbox.
@@ -112,6 +119,13 @@ pub struct Kernel {
     audit_log: OnceLock<Arc<crate::audit::AuditLog>>,
     /// The processes the OOM killer ended.
     oom_killed: Mutex<HashSet<i32>>,
+    /// Whether clones are being refused at the pids limit.
+    pids_breach: pids::Episode,
+    /// The sandbox-wide limits that act on every process (`watchdog`),
+    /// and the one that ended the sandbox.
+    pub watchdog: watchdog::State,
+    /// The RLIMIT_NOFILE ceiling of every process (`--nofile`).
+    pub nofile: limits::NofileCeiling,
 }
 
 impl Kernel {
@@ -159,6 +173,9 @@ impl Kernel {
             syscall_observers: syscall_hooks::Observers::default(),
             audit_log: OnceLock::new(),
             oom_killed: Mutex::new(HashSet::new()),
+            pids_breach: pids::Episode::default(),
+            watchdog: watchdog::State::default(),
+            nofile: limits::NofileCeiling::default(),
         }
     }
 
@@ -218,7 +235,9 @@ impl Kernel {
     /// thread of its process is left.
     pub fn remove_thread(&self, t: &Thread) -> bool {
         let mut table = self.threads.lock();
-        table.threads.remove(&t.tid);
+        if table.threads.remove(&t.tid).is_some() {
+            table.exited_cpu = table.exited_cpu.saturating_add(t.cpu.times().total());
+        }
         let last = t.group().leave(t.tid);
         if last {
             table.groups.remove(&t.tgid);
@@ -229,6 +248,32 @@ impl Kernel {
     /// Every live thread, in tid order.
     pub fn threads(&self) -> Vec<Arc<Thread>> {
         self.threads.lock().threads.values().cloned().collect()
+    }
+
+    /// The CPU time (user and system) the sandbox's guest has used: its
+    /// live threads' (their runs of guest code under way included) and
+    /// every ended one's.
+    pub fn cpu_time(&self) -> std::time::Duration {
+        // One snapshot of the table, read without its lock held (a thread
+        // that ends meanwhile is counted once, by its final times).
+        let (live, exited): (Vec<Arc<Thread>>, _) = {
+            let table = self.threads.lock();
+            (table.threads.values().cloned().collect(), table.exited_cpu)
+        };
+        live.iter().fold(exited, |sum, t| {
+            let running =
+                if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Default::default() };
+            sum.saturating_add(t.cpu.times().total()).saturating_add(running)
+        })
+    }
+
+    /// The CPU time process `group` has used: its threads' (their runs of
+    /// guest code under way included) and its ended threads'.
+    pub fn process_cpu_time(&self, group: &ThreadGroup) -> std::time::Duration {
+        let running = group.threads().iter().filter(|t| t.cpu.running()).fold(std::time::Duration::ZERO, |sum, t| {
+            sum.saturating_add(t.cpu.running_user(t.mm().space().cpu_time()))
+        });
+        group.cpu_times().total().saturating_add(running)
     }
 
     /// The tids of every live thread, in order.

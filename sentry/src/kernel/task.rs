@@ -95,6 +95,7 @@ impl Task {
         loop {
             let space = self.thread.mm().space().clone();
             let (start, stub_start) = (std::time::Instant::now(), space.cpu_time());
+            self.thread.cpu.run_started(start, stub_start);
             let event = self.ctx.switch(&space, &mut self.cpu)?;
             let stub = stub_start.and_then(|a| space.cpu_time().map(|b| b.saturating_sub(a)));
             self.thread.cpu.charge_user(start.elapsed(), stub);
@@ -337,6 +338,9 @@ impl Task {
         } else {
             syscall_table::dispatch(self, nr, args)
         };
+        if result == Err(Errno::EMFILE) {
+            self.kernel.descriptors_refused(&self.thread);
+        }
         self.cpu.regs.rax = match result {
             Ok(v) => v,
             Err(e) if e.is_restart() => self.restart_or_eintr(e),

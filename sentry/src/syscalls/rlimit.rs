@@ -9,10 +9,11 @@ use crate::abi::layout::Decoder;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::limits::{self, Rlimit, RLIMIT_NLIMITS};
+use crate::kernel::rlimit_cpu;
 use crate::kernel::{Task, Thread};
 use std::sync::Arc;
 
-const RECORDED: &str = "limits are recorded; only those the sentry consults (NOFILE, STACK) take effect";
+const RECORDED: &str = "limits are recorded; only those the sentry consults (NOFILE, STACK, CPU) take effect; NOFILE never above the sandbox's --nofile ceiling";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getrlimit, sys_getrlimit, Support::Full),
@@ -40,7 +41,15 @@ fn rlimit_index(resource: u64) -> Result<usize, Errno> {
 /// the old limit.
 fn do_prlimit(task: &Task, target: &Arc<Thread>, resource: u64, new: Option<Rlimit>) -> Result<Rlimit, Errno> {
     let res = rlimit_index(resource)?;
-    limits::prlimit(target, res, new, capable(task, caps::CAP_SYS_RESOURCE))
+    // The sandbox's ceiling holds for the privileged too, as fs.nr_open.
+    if res == limits::RLIMIT_NOFILE && new.is_some_and(|n| n.cur <= n.max && n.max > task.kernel.nofile.get()) {
+        return Err(Errno::EPERM);
+    }
+    let old = limits::prlimit(target, res, new, capable(task, caps::CAP_SYS_RESOURCE))?;
+    if let Some(n) = new.filter(|_| res == rlimit_cpu::RLIMIT_CPU) {
+        task.kernel.watch_rlimit_cpu(n);
+    }
+    Ok(old)
 }
 
 fn sys_getrlimit(task: &mut Task, a: [u64; 6]) -> SysResult {
