@@ -210,7 +210,10 @@ pub fn all() -> Vec<Workload> {
             key: "seq_read_root",
             ..per_op("seq_read", "sequential read 64 KiB, root fs (overlay/bind)", 1_000, Root, false)
         },
-        Workload { key: "rand_read_tmp", ..per_op("rand_read", "random read 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false) },
+        Workload {
+            key: "rand_read_tmp",
+            ..per_op("rand_read", "random read 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)
+        },
         Workload {
             key: "rand_write_tmp",
             ..per_op("rand_write", "random write 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)

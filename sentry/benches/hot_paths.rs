@@ -2,7 +2,7 @@
 //! parts of every trapped system call that husk-bench's whole-program rows
 //! cannot separate: dispatch through the system call table, copying to and
 //! from guest memory, a path walk on tmpfs, the netstack's loopback TCP
-//! path and a gofer round trip. `cargo bench -p husk-sentry`; see
+//! path and a gofer round trip. `cargo bench -p husk-sentry --features testing`; see
 //! benches/README.md. Everything runs on a platform that runs no guest
 //! code: the handlers are called as the task loop calls them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,67 +10,16 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use husk_netstack::{Family, Stack, TcpEndpoint};
 use husk_sentry::auth::Credentials;
-use husk_sentry::fs::tmpfs::Tmpfs;
 use husk_sentry::kernel::thread::Thread;
-use husk_sentry::kernel::{FsContext, Kernel, KernelOptions, Task};
+use husk_sentry::kernel::{FsContext, Task};
 use husk_sentry::mm::{Backing, MapRequest, MemoryFile, MemoryManager, VmaName};
-use husk_sentry::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform};
+use husk_sentry::platform::Perms;
+use husk_sentry::testing::{self, Idle};
 use husk_sentry::vfs::walk::Walker;
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
-
-/// A platform whose contexts never run guest code (as the sentry's unit
-/// tests' `testing::Idle`, which is not public).
-struct Idle;
-
-impl Platform for Idle {
-    fn name(&self) -> &'static str {
-        "idle"
-    }
-    fn new_address_space(&self) -> platform::Result<Arc<dyn AddressSpace>> {
-        Ok(Arc::new(Idle))
-    }
-    fn new_context(&self) -> platform::Result<Box<dyn Context>> {
-        Ok(Box::new(Idle))
-    }
-    fn fpu_template(&self) -> &[u8] {
-        &[]
-    }
-}
-
-impl Context for Idle {
-    fn switch(&mut self, _: &Arc<dyn AddressSpace>, _: &mut CpuState) -> platform::Result<Event> {
-        Err(platform::PlatformError::Unsupported("no guest code runs in benchmarks"))
-    }
-    fn interrupter(&self) -> Arc<dyn Interrupter> {
-        Arc::new(Idle)
-    }
-}
-
-impl Interrupter for Idle {
-    fn interrupt(&self) {}
-}
-
-impl AddressSpace for Idle {
-    fn map(&self, _: u64, _: u64, _: u64, _: Perms) -> platform::Result<()> {
-        Ok(())
-    }
-    fn unmap(&self, _: u64, _: u64) -> platform::Result<()> {
-        Ok(())
-    }
-    fn spawn_thread(&self) -> platform::Result<platform::ThreadToken> {
-        Err(platform::PlatformError::Unsupported("no guest code runs in benchmarks"))
-    }
-    fn adopt_thread(&self, _: platform::ThreadToken) -> platform::Result<()> {
-        Err(platform::PlatformError::Unsupported("no guest code runs in benchmarks"))
-    }
-    fn release_thread(&self) {}
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
 
 const RW: Perms = Perms { read: true, write: true, exec: false };
 /// Guest memory the benchmarks use: 1 MiB of anonymous memory.
@@ -80,8 +29,7 @@ const SCRATCH_LEN: u64 = 1 << 20;
 /// of 1 MiB of guest memory it can use, touched once.
 fn task() -> (Task, u64) {
     let memory = Arc::new(MemoryFile::new(64 << 20).expect("memfd"));
-    let (root, anon) = (Tmpfs::new(0o755, 0, 0), Tmpfs::new(0o600, 0, 0));
-    let kernel = Arc::new(Kernel::new(Arc::new(Idle), memory.clone(), root, anon, KernelOptions::default()));
+    let kernel = testing::kernel(memory.clone());
     husk_sentry::syscalls::register(&kernel);
     let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 40));
     let scratch = mm
