@@ -4,6 +4,7 @@
 //! C …) so that a change in the machine's load hits them all alike; the
 //! first round is a warm-up and is discarded.
 
+mod docker;
 mod machine;
 mod oci;
 mod report;
@@ -125,6 +126,7 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
         }
         Measure::Wall(argv) => argv(files),
         Measure::IdlePss => vec!["/bin/sleep".into(), "60".into()],
+        Measure::DockerStart => vec!["/bin/true".into()],
     }
 }
 
@@ -139,13 +141,24 @@ fn measure_once(
     bundle: Option<&Path>,
     timeout: Duration,
 ) -> Result<(f64, Option<u64>), String> {
-    let cmd = rt.command(argv, ctx.oci.as_ref(), bundle)?;
+    let cmd = match w.measure {
+        Measure::DockerStart => {
+            let docker = ctx.docker.as_ref().map_err(Clone::clone)?;
+            docker.command(docker.runtime_for(rt)?)
+        }
+        _ => rt.command(argv, ctx.oci.as_ref(), bundle)?,
+    };
     match w.measure {
         Measure::PerOp { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
             let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
             Ok((figure, Some(out.peak_rss_kib)))
+        }
+        // docker's peak RSS is the CLI's, not the container's: not reported.
+        Measure::DockerStart => {
+            let out = runner::run(&cmd, &ctx.work, timeout)?;
+            Ok((out.wall.as_secs_f64() * 1000.0, None))
         }
         Measure::Wall(_) => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
@@ -160,6 +173,9 @@ struct Context {
     work: PathBuf,
     oci: Option<oci::Oci>,
     files: Files,
+    /// dockerd and the image of the `docker_start` row, or why that row
+    /// cannot run (only asked for when the row is chosen).
+    docker: Result<docker::Docker, String>,
 }
 
 impl Context {
@@ -254,15 +270,20 @@ fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    let ctx = Context { work: work.clone(), oci, files };
-    smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
-
     let all = workloads::all();
     let chosen: Vec<&Workload> = all
         .iter()
         .filter(|w| !opts.quick || w.quick)
         .filter(|w| opts.filter.as_ref().is_none_or(|f| w.key.contains(f.as_str()) || w.title.contains(f.as_str())))
         .collect();
+    let docker = if chosen.iter().any(|w| matches!(w.measure, Measure::DockerStart)) {
+        docker::Docker::new(&work)
+    } else {
+        Err("not chosen".into())
+    };
+    let ctx = Context { work: work.clone(), oci, files, docker };
+    smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
+
     let mut rows = Vec::new();
     for (n, w) in chosen.iter().enumerate() {
         eprintln!("husk-bench: [{}/{}] {}", n + 1, chosen.len(), w.title);
@@ -276,6 +297,9 @@ fn main() -> anyhow::Result<()> {
             }
             if let (true, Some(p)) = (rt.ready(), absent) {
                 cell.error = Some(format!("unavailable: {p} is not installed (not on PATH)"));
+            }
+            if let (true, Measure::DockerStart) = (rt.ready(), &w.measure) {
+                cell.error = ctx.docker.as_ref().map_err(Clone::clone).and_then(|d| d.runtime_for(rt)).err();
             }
         }
         let bundles: Vec<Option<PathBuf>> =

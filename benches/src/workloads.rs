@@ -14,6 +14,9 @@ pub enum Measure {
     /// Proportional set size of an idle `sleep` and everything the runtime
     /// runs for it, in KiB.
     IdlePss,
+    /// Wall time of `docker run --rm --runtime=X … /bin/true`, in
+    /// milliseconds, for the docker runtime standing for each column.
+    DockerStart,
 }
 
 /// Where the file workloads write.
@@ -45,7 +48,7 @@ impl Workload {
     pub fn unit(&self) -> &'static str {
         match self.measure {
             Measure::PerOp { .. } => "µs/op",
-            Measure::Wall(_) => "ms",
+            Measure::Wall(_) | Measure::DockerStart => "ms",
             Measure::IdlePss => "KiB",
         }
     }
@@ -241,6 +244,13 @@ pub fn all() -> Vec<Workload> {
             title: "start /bin/true",
             measure: Measure::Wall(|_| argv(&["/bin/true"])),
             quick: true,
+            needs: &[],
+        },
+        Workload {
+            key: "docker_start",
+            title: "docker run --rm /bin/true (container start through dockerd)",
+            measure: Measure::DockerStart,
+            quick: false,
             needs: &[],
         },
         Workload {
