@@ -5,6 +5,7 @@
 //! first round is a warm-up and is discarded.
 
 mod docker;
+mod egress;
 mod machine;
 mod oci;
 mod report;
@@ -127,6 +128,11 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
         Measure::Wall(argv) => argv(files),
         Measure::IdlePss => vec!["/bin/sleep".into(), "60".into()],
         Measure::DockerStart => vec!["/bin/true".into()],
+        Measure::Egress { iters } => {
+            let iters = if quick { (iters / 10).max(1) } else { *iters };
+            let ops = files.ops.to_string_lossy().into_owned();
+            vec![ops, "tcp_egress".into(), iters.to_string(), egress::SERVER.into()]
+        }
     }
 }
 
@@ -146,10 +152,11 @@ fn measure_once(
             let docker = ctx.docker.as_ref().map_err(Clone::clone)?;
             docker.command(docker.runtime_for(rt)?)
         }
+        Measure::Egress { .. } => ctx.egress.as_ref().map_err(Clone::clone)?.command(rt, argv)?,
         _ => rt.command(argv, ctx.oci.as_ref(), bundle)?,
     };
     match w.measure {
-        Measure::PerOp { .. } => {
+        Measure::PerOp { .. } | Measure::Egress { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
             let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
@@ -176,6 +183,8 @@ struct Context {
     /// dockerd and the image of the `docker_start` row, or why that row
     /// cannot run (only asked for when the row is chosen).
     docker: Result<docker::Docker, String>,
+    /// The egress row's network and server, or why that row cannot run.
+    egress: Result<egress::Egress, String>,
 }
 
 impl Context {
@@ -281,7 +290,12 @@ fn main() -> anyhow::Result<()> {
     } else {
         Err("not chosen".into())
     };
-    let ctx = Context { work: work.clone(), oci, files, docker };
+    let egress = match (chosen.iter().any(|w| matches!(w.measure, Measure::Egress { .. })), &built) {
+        (false, _) => Err("not chosen".into()),
+        (true, Err(why)) => Err(why.clone()),
+        (true, Ok(())) => egress::Egress::new(&files.ops, &work),
+    };
+    let ctx = Context { work: work.clone(), oci, files, docker, egress };
     smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
 
     let mut rows = Vec::new();
@@ -289,7 +303,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!("husk-bench: [{}/{}] {}", n + 1, chosen.len(), w.title);
         let argv = workload_argv(w, &ctx.files, opts.quick);
         let mut cells: Vec<Cell> = rts.iter().map(|_| Cell::default()).collect();
-        let needs_ops = matches!(w.measure, Measure::PerOp { .. });
+        let needs_ops = matches!(w.measure, Measure::PerOp { .. } | Measure::Egress { .. });
         let absent = w.needs.iter().find(|p| which(p).is_none());
         for (rt, cell) in rts.iter().zip(cells.iter_mut()) {
             if let (true, Err(why)) = (needs_ops && rt.ready(), &built) {
@@ -300,6 +314,9 @@ fn main() -> anyhow::Result<()> {
             }
             if let (true, Measure::DockerStart) = (rt.ready(), &w.measure) {
                 cell.error = ctx.docker.as_ref().map_err(Clone::clone).and_then(|d| d.runtime_for(rt)).err();
+            }
+            if let (true, Measure::Egress { .. }) = (rt.ready(), &w.measure) {
+                cell.error = egress::applies(rt).and(ctx.egress.as_ref().map(drop).map_err(Clone::clone)).err();
             }
         }
         let bundles: Vec<Option<PathBuf>> =

@@ -17,6 +17,10 @@ pub enum Measure {
     /// Wall time of `docker run --rm --runtime=X … /bin/true`, in
     /// milliseconds, for the docker runtime standing for each column.
     DockerStart,
+    /// `ops tcp_egress ITERATIONS 198.18.0.2` in the bench's own client
+    /// namespace, natively and under `husk do` through its egress
+    /// gateway: microseconds per 64 KiB.
+    Egress { iters: u32 },
 }
 
 /// Where the file workloads write.
@@ -47,7 +51,7 @@ pub struct Workload {
 impl Workload {
     pub fn unit(&self) -> &'static str {
         match self.measure {
-            Measure::PerOp { .. } => "µs/op",
+            Measure::PerOp { .. } | Measure::Egress { .. } => "µs/op",
             Measure::Wall(_) | Measure::DockerStart => "ms",
             Measure::IdlePss => "KiB",
         }
@@ -239,6 +243,13 @@ pub fn all() -> Vec<Workload> {
         per_op("epoll_idle", "epoll wake with 400 idle fds", 5_000, N, false),
         per_op("tcp_loopback", "loopback TCP, per 64 KiB", 1_000, N, false),
         per_op("tcp_connect", "loopback TCP connect+accept+close", 1_000, N, false),
+        Workload {
+            key: "tcp_egress",
+            title: "egress TCP through the gateway, per 64 KiB",
+            measure: Measure::Egress { iters: 1_000 },
+            quick: false,
+            needs: &[],
+        },
         Workload {
             key: "start_true",
             title: "start /bin/true",
