@@ -37,7 +37,7 @@ impl Docker {
             v
         };
         let info = runner::run(&cmd(&["info", "--format", "{{json .Runtimes}}"]), work, INFO_TIMEOUT)
-            .map_err(|_| "unavailable: dockerd is not running".to_string())?;
+            .map_err(|why| format!("unavailable: dockerd is not running (docker info: {why})"))?;
         let runtimes: serde_json::Value = serde_json::from_str(info.stdout.trim())
             .map_err(|e| format!("unavailable: docker info's runtimes do not parse: {e}"))?;
         let registered = runtimes.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
