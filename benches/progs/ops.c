@@ -2,11 +2,12 @@
  * ITERATIONS of one operation and prints the mean microseconds per
  * operation on stdout, timed inside the program so that the cost of
  * starting it (and its sandbox) is not counted. DIR is where the file
- * workloads write. Built static, so that every runtime runs the same code. */
+ * workloads write (the server's IPv4 address for the egress ones). Built static, so that every runtime runs the same code. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -385,6 +386,60 @@ static double op_tcp_connect(long n) {
     return now_us() - t0;
 }
 
+/* The egress rows' port on the far side of the bench's veth pair. */
+#define EGRESS_PORT 8090
+
+static struct sockaddr_in egress_addr(void) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(EGRESS_PORT)};
+    if (inet_pton(AF_INET, dir, &a.sin_addr) != 1) {
+        fprintf(stderr, "ops: %s is not an IPv4 address\n", dir);
+        exit(2);
+    }
+    return a;
+}
+
+/* `ops tcp_sink 1 ADDR`: the egress row's server, run natively in the
+ * bench's far namespace until killed. Per connection it reads to EOF and
+ * answers the count of bytes it got, so that a client's timing ends when
+ * its data arrived, and the client can check that all of it did. */
+static void op_tcp_sink(long n) {
+    (void)n;
+    struct sockaddr_in a = egress_addr();
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) die("socket");
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 4) < 0) die("bind/listen");
+    for (;;) {
+        int s = accept(l, NULL, NULL);
+        if (s < 0) die("accept");
+        uint64_t got = 0;
+        for (ssize_t r; (r = read(s, block, BLOCK)) > 0;) got += (uint64_t)r;
+        full_write(s, &got, sizeof got);
+        close(s);
+    }
+}
+
+/* n blocks of 64 KiB to `tcp_sink` at ADDR, until its answer (which must
+ * count them all). */
+static double op_tcp_egress(long n) {
+    struct sockaddr_in a = egress_addr();
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) full_write(c, block, BLOCK);
+    if (shutdown(c, SHUT_WR) < 0) die("shutdown");
+    uint64_t got;
+    full_read(c, &got, sizeof got);
+    double t = now_us() - t0;
+    if (got != (uint64_t)n * BLOCK) {
+        fprintf(stderr, "ops: the server got %llu bytes of %llu\n", (unsigned long long)got,
+                (unsigned long long)n * BLOCK);
+        exit(1);
+    }
+    close(c);
+    return t;
+}
+
 struct op {
     const char *name;
     void (*plain)(long);     /* timed around the whole loop */
@@ -411,6 +466,8 @@ static const struct op ops[] = {
     {"epoll_idle", NULL, op_epoll_idle},
     {"tcp_loopback", NULL, op_tcp_loopback},
     {"tcp_connect", NULL, op_tcp_connect},
+    {"tcp_sink", op_tcp_sink, NULL},
+    {"tcp_egress", NULL, op_tcp_egress},
 };
 
 int main(int argc, char **argv) {

@@ -4,6 +4,8 @@
 //! C …) so that a change in the machine's load hits them all alike; the
 //! first round is a warm-up and is discarded.
 
+mod docker;
+mod egress;
 mod machine;
 mod oci;
 mod report;
@@ -125,6 +127,12 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
         }
         Measure::Wall(argv) => argv(files),
         Measure::IdlePss => vec!["/bin/sleep".into(), "60".into()],
+        Measure::DockerStart => vec!["/bin/true".into()],
+        Measure::Egress { iters } => {
+            let iters = if quick { (iters / 10).max(1) } else { *iters };
+            let ops = files.ops.to_string_lossy().into_owned();
+            vec![ops, "tcp_egress".into(), iters.to_string(), egress::SERVER.into()]
+        }
     }
 }
 
@@ -139,13 +147,25 @@ fn measure_once(
     bundle: Option<&Path>,
     timeout: Duration,
 ) -> Result<(f64, Option<u64>), String> {
-    let cmd = rt.command(argv, ctx.oci.as_ref(), bundle)?;
+    let cmd = match w.measure {
+        Measure::DockerStart => {
+            let docker = ctx.docker.as_ref().map_err(Clone::clone)?;
+            docker.command(docker.runtime_for(rt)?)
+        }
+        Measure::Egress { .. } => ctx.egress.as_ref().map_err(Clone::clone)?.command(rt, argv)?,
+        _ => rt.command(argv, ctx.oci.as_ref(), bundle)?,
+    };
     match w.measure {
-        Measure::PerOp { .. } => {
+        Measure::PerOp { .. } | Measure::Egress { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
             let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
             Ok((figure, Some(out.peak_rss_kib)))
+        }
+        // docker's peak RSS is the CLI's, not the container's: not reported.
+        Measure::DockerStart => {
+            let out = runner::run(&cmd, &ctx.work, timeout)?;
+            Ok((out.wall.as_secs_f64() * 1000.0, None))
         }
         Measure::Wall(_) => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
@@ -160,6 +180,11 @@ struct Context {
     work: PathBuf,
     oci: Option<oci::Oci>,
     files: Files,
+    /// dockerd and the image of the `docker_start` row, or why that row
+    /// cannot run (only asked for when the row is chosen).
+    docker: Result<docker::Docker, String>,
+    /// The egress row's network and server, or why that row cannot run.
+    egress: Result<egress::Egress, String>,
 }
 
 impl Context {
@@ -254,21 +279,31 @@ fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    let ctx = Context { work: work.clone(), oci, files };
-    smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
-
     let all = workloads::all();
     let chosen: Vec<&Workload> = all
         .iter()
         .filter(|w| !opts.quick || w.quick)
         .filter(|w| opts.filter.as_ref().is_none_or(|f| w.key.contains(f.as_str()) || w.title.contains(f.as_str())))
         .collect();
+    let docker = if chosen.iter().any(|w| matches!(w.measure, Measure::DockerStart)) {
+        docker::Docker::new(&work)
+    } else {
+        Err("not chosen".into())
+    };
+    let egress = match (chosen.iter().any(|w| matches!(w.measure, Measure::Egress { .. })), &built) {
+        (false, _) => Err("not chosen".into()),
+        (true, Err(why)) => Err(why.clone()),
+        (true, Ok(())) => egress::Egress::new(&files.ops, &work),
+    };
+    let ctx = Context { work: work.clone(), oci, files, docker, egress };
+    smoke_test(&mut rts, &ctx, built.is_ok(), machine.virtualized);
+
     let mut rows = Vec::new();
     for (n, w) in chosen.iter().enumerate() {
         eprintln!("husk-bench: [{}/{}] {}", n + 1, chosen.len(), w.title);
         let argv = workload_argv(w, &ctx.files, opts.quick);
         let mut cells: Vec<Cell> = rts.iter().map(|_| Cell::default()).collect();
-        let needs_ops = matches!(w.measure, Measure::PerOp { .. });
+        let needs_ops = matches!(w.measure, Measure::PerOp { .. } | Measure::Egress { .. });
         let absent = w.needs.iter().find(|p| which(p).is_none());
         for (rt, cell) in rts.iter().zip(cells.iter_mut()) {
             if let (true, Err(why)) = (needs_ops && rt.ready(), &built) {
@@ -276,6 +311,12 @@ fn main() -> anyhow::Result<()> {
             }
             if let (true, Some(p)) = (rt.ready(), absent) {
                 cell.error = Some(format!("unavailable: {p} is not installed (not on PATH)"));
+            }
+            if let (true, Measure::DockerStart) = (rt.ready(), &w.measure) {
+                cell.error = ctx.docker.as_ref().map_err(Clone::clone).and_then(|d| d.runtime_for(rt)).err();
+            }
+            if let (true, Measure::Egress { .. }) = (rt.ready(), &w.measure) {
+                cell.error = egress::applies(rt).and(ctx.egress.as_ref().map(drop).map_err(Clone::clone)).err();
             }
         }
         let bundles: Vec<Option<PathBuf>> =

@@ -185,6 +185,7 @@ impl Report<'_> {
                 let figure = match (&rt.status, cell.median(), &cell.error) {
                     (Status::Missing(_), ..) => "missing".to_string(),
                     (Status::Failed(_), ..) => "failed its smoke test".to_string(),
+                    (_, _, Some(e)) if e.starts_with("not applicable") => e.clone(),
                     (_, _, Some(e)) => format!("failed: {e}"),
                     (_, Some(v), None) => format!(
                         "{:>10} [{}–{}]",

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A finished run: its wall time, what it printed, and its peak memory.
@@ -19,6 +19,37 @@ pub struct Outcome {
     /// peak resident set of any one process of its tree that was reaped
     /// by its own parent (Linux gives the maximum, not the sum).
     pub peak_rss_kib: u64,
+}
+
+/// Processes of the run's own that outlive single runs (the egress row's
+/// server): not leftovers, whatever their parent.
+static SPARED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A long-lived helper in a process group of its own, spared by
+/// [`kill_leftovers`] and killed (group and all) when dropped.
+pub struct Server {
+    child: std::process::Child,
+    pid: i32,
+}
+
+impl Server {
+    pub fn start(argv: &[String], cwd: &std::path::Path) -> Result<Server, String> {
+        let (child, pid) = spawn(argv, cwd)?;
+        if let Ok(mut spared) = SPARED.lock() {
+            spared.push(pid);
+        }
+        Ok(Server { child, pid })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        signal_tree(self.pid, libc::SIGKILL);
+        let _ = self.child.wait();
+        if let Ok(mut spared) = SPARED.lock() {
+            spared.retain(|p| *p != self.pid);
+        }
+    }
 }
 
 /// Makes orphans of our children's descendants ours, so that
@@ -166,8 +197,10 @@ fn signal_tree(pid: i32, signal: i32) {
 /// until none are left.
 fn kill_leftovers() {
     let me = std::process::id();
+    let spared = SPARED.lock().map(|s| s.clone()).unwrap_or_default();
     for _ in 0..50 {
-        let orphans: Vec<i32> = parents().into_iter().filter(|(_, pp)| *pp == me).map(|(p, _)| p).collect();
+        let orphans: Vec<i32> =
+            parents().into_iter().filter(|(p, pp)| *pp == me && !spared.contains(p)).map(|(p, _)| p).collect();
         if orphans.is_empty() {
             return;
         }

@@ -14,6 +14,13 @@ pub enum Measure {
     /// Proportional set size of an idle `sleep` and everything the runtime
     /// runs for it, in KiB.
     IdlePss,
+    /// Wall time of `docker run --rm --runtime=X … /bin/true`, in
+    /// milliseconds, for the docker runtime standing for each column.
+    DockerStart,
+    /// `ops tcp_egress ITERATIONS 198.18.0.2` in the bench's own client
+    /// namespace, natively and under `husk do` through its egress
+    /// gateway: microseconds per 64 KiB.
+    Egress { iters: u32 },
 }
 
 /// Where the file workloads write.
@@ -44,8 +51,8 @@ pub struct Workload {
 impl Workload {
     pub fn unit(&self) -> &'static str {
         match self.measure {
-            Measure::PerOp { .. } => "µs/op",
-            Measure::Wall(_) => "ms",
+            Measure::PerOp { .. } | Measure::Egress { .. } => "µs/op",
+            Measure::Wall(_) | Measure::DockerStart => "ms",
             Measure::IdlePss => "KiB",
         }
     }
@@ -237,10 +244,24 @@ pub fn all() -> Vec<Workload> {
         per_op("tcp_loopback", "loopback TCP, per 64 KiB", 1_000, N, false),
         per_op("tcp_connect", "loopback TCP connect+accept+close", 1_000, N, false),
         Workload {
+            key: "tcp_egress",
+            title: "egress TCP through the gateway, per 64 KiB",
+            measure: Measure::Egress { iters: 1_000 },
+            quick: false,
+            needs: &[],
+        },
+        Workload {
             key: "start_true",
             title: "start /bin/true",
             measure: Measure::Wall(|_| argv(&["/bin/true"])),
             quick: true,
+            needs: &[],
+        },
+        Workload {
+            key: "docker_start",
+            title: "docker run --rm /bin/true (container start through dockerd)",
+            measure: Measure::DockerStart,
+            quick: false,
             needs: &[],
         },
         Workload {
