@@ -6,6 +6,7 @@
 
 use crate::util::{husk_bin, run, unique, Run, TempDir};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -132,6 +133,32 @@ fn run_exits_with_the_container_status_and_leaves_nothing() {
     r.assert_code(3);
     assert_eq!(r.stdout_str(), "hi from oci-test oci\n", "{}", r.describe());
     oci.assert_gone(&id, 0);
+}
+
+/// A process `husk exec` adds counts against the container's pids limit
+/// as a forked one does: past it the exec fails, saying why.
+#[test]
+fn execd_processes_count_against_the_pids_limit() {
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 2 } } } });
+    let oci = Oci::new(&["sleep", "30"], extra);
+    let id = unique("exec-pids");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    oci.husk(&["exec", &id, "true"]).assert_code(0);
+    let mut sleeper = oci.cmd(&["exec", &id, "sleep", "20"]);
+    sleeper.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+    let mut held = sleeper.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while oci.husk(&["ps", &id]).stdout_str().lines().count() < 3 {
+        assert!(Instant::now() < deadline, "the exec'd sleep never showed in ps");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = oci.husk(&["exec", &id, "true"]);
+    crate::util::kill_group(held.id());
+    let _ = held.wait();
+    assert_eq!(refused.code, 1, "{}", refused.describe());
+    assert!(refused.stderr_str().contains("pids limit (2) is reached"), "{}", refused.describe());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
 }
 
 #[test]
