@@ -57,11 +57,18 @@ impl Oci {
 
     /// `create`, with the container's stdout and stderr going to a file.
     fn create(&self, id: &str) -> PathBuf {
+        self.create_with(&[], id)
+    }
+
+    /// `create` with the global `flags`.
+    fn create_with(&self, flags: &[&str], id: &str) -> PathBuf {
         let out = self.dir.path().join(format!("{id}.out"));
         let f = std::fs::File::create(&out).unwrap();
         let pid_file = self.dir.path().join(format!("{id}.pid"));
+        let bundle = self.bundle.to_str().unwrap();
+        let create = ["create", "--bundle", bundle, "--pid-file", pid_file.to_str().unwrap(), id];
         let status = self
-            .cmd(&["create", "--bundle", self.bundle.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap(), id])
+            .cmd(&[flags, &create[..]].concat())
             .stdin(Stdio::null())
             .stdout(f.try_clone().unwrap())
             .stderr(f)
@@ -159,6 +166,23 @@ fn execd_processes_count_against_the_pids_limit() {
     assert_eq!(refused.code, 1, "{}", refused.describe());
     assert!(refused.stderr_str().contains("pids limit (2) is reached"), "{}", refused.describe());
     oci.husk(&["delete", "--force", &id]).assert_code(0);
+}
+
+/// `--secret-env` gives a process `husk exec` starts the secret's
+/// variable too, in place of the one its process.json names.
+#[test]
+fn execd_processes_get_the_secrets_env() {
+    let value = "exec-secret-0123456789";
+    let oci = Oci::new(&["sleep", "30"], serde_json::json!({}));
+    let id = unique("exec-secret");
+    oci.create_with(&[&format!("--secret=TOKEN={value}"), "--secret-env=TOKEN"], &id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let check = format!("[ \"$TOKEN\" = {value} ] && echo same; echo \"<$TOKEN>\"");
+    let exec = oci.husk(&["exec", "--env", "TOKEN=spec", &id, "sh", "-c", &check]);
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    exec.assert_code(0);
+    assert!(exec.stdout_str().starts_with("same\n"), "{}", exec.describe());
+    assert!(!exec.stdout_str().contains(value), "{}", exec.describe());
 }
 
 #[test]

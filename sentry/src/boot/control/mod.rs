@@ -256,9 +256,11 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         let t = String::from_utf8_lossy(&spec.terminal).into_owned();
         [t.clone(), t.clone(), t]
     };
+    let mut env = spec.env;
+    k.ext::<crate::boot::secrets::SecretEnv>().apply(&mut env);
     let spec = ProcessSpec {
         argv: spec.argv,
-        env: spec.env,
+        env,
         cwd: spec.cwd,
         uid: spec.uid,
         gid: spec.gid,
