@@ -32,12 +32,20 @@ pub struct SecretSpec {
 /// secret whose time to live has passed is left out, as its file is gone.
 /// A kernel extension, filled at boot.
 #[derive(Default)]
-pub struct SecretEnv(Mutex<Vec<(String, Vec<u8>, Option<Instant>)>>);
+pub struct SecretEnv(Mutex<Vec<EnvSecret>>);
+
+/// A secret of [`SecretEnv`]: its variable's name and value, and when it
+/// stops being given.
+struct EnvSecret {
+    name: String,
+    value: Vec<u8>,
+    expires: Option<Instant>,
+}
 
 impl SecretEnv {
     /// Adds `name`'s `value`, set in environments until `expires`.
     pub fn add(&self, name: &str, value: &[u8], expires: Option<Instant>) {
-        self.0.lock().push((name.into(), value.to_vec(), expires));
+        self.0.lock().push(EnvSecret { name: name.into(), value: value.to_vec(), expires });
     }
 
     /// Sets each live secret's variable in `env`, in place of a variable
@@ -45,11 +53,11 @@ impl SecretEnv {
     /// wins, for the first process as for an exec'd one).
     pub fn apply(&self, env: &mut Vec<Vec<u8>>) {
         let now = Instant::now();
-        for (name, value, expires) in self.0.lock().iter() {
-            let prefix = [name.as_bytes(), b"="].concat();
+        for s in self.0.lock().iter() {
+            let prefix = [s.name.as_bytes(), b"="].concat();
             env.retain(|e| !e.starts_with(&prefix));
-            if expires.is_none_or(|e| now < e) {
-                env.push([&prefix[..], value].concat());
+            if s.expires.is_none_or(|e| now < e) {
+                env.push([&prefix[..], &s.value].concat());
             }
         }
     }
