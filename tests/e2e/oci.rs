@@ -895,6 +895,36 @@ fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
 }
 
+/// With its audit log on a descriptor (`--audit-log fd:N`) the runtime
+/// cannot read a container's records back: the limits hold and are
+/// recorded there, and `husk state` and `husk events --stats` answer as
+/// usual, without `limits` (documented).
+#[test]
+fn limits_of_a_container_logging_to_a_descriptor_are_in_its_log_not_its_state() {
+    use std::os::fd::AsRawFd;
+    let script = "sh -c 'for i in 1 2 3 4 5; do sleep 60 & done'; echo after $?; sleep 60";
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 4 } } } });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let log = oci.dir.path().join("fd-audit.log");
+    let file = std::fs::File::create(&log).unwrap();
+    // A duplicate without close-on-exec, for husk to inherit.
+    let inherited = nix::unistd::dup(file.as_raw_fd()).unwrap();
+    drop(file);
+    let id = unique("fd-limits");
+    let out = oci.create_with(&["--audit-log", &format!("fd:{inherited}")], &id);
+    nix::unistd::close(inherited).unwrap();
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "after 2");
+    let s = oci.state(&id);
+    assert_eq!((&s["status"], s.get("limits")), (&"running".into(), None), "{s}");
+    let ev = oci.husk(&["events", "--stats", &id]);
+    assert!(ev.code == 0 || ev.stderr_str().contains("no cgroup"), "{}", ev.describe());
+    assert!(!ev.stdout_str().contains("\"limits\""), "{}", ev.describe());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("\"type\":\"limit.pids\""), "{text}");
+}
+
 /// A container's pids limit is the sandbox's own (EAGAIN past it), and
 /// `husk state` and `husk events --stats` name the limits it met; a
 /// --timeout ends a container with 124, its state saying so.
