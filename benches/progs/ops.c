@@ -132,6 +132,45 @@ static double op_seq_read(long n) {
     return t;
 }
 
+/* A file of RAND_FILE bytes for the random-access rows, written untimed. */
+#define RAND_FILE (16L << 20)
+#define RAND_BLOCK 4096
+
+static int rand_file(char *p, size_t len) {
+    path_in_dir(p, len, "rand");
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) die("create");
+    for (long i = 0; i < RAND_FILE / BLOCK; i++) full_write(fd, block, BLOCK);
+    return fd;
+}
+
+/* The offset of the i-th access: a fixed pseudo-random sequence of 4 KiB
+ * blocks (an LCG), the same under every runtime. */
+static off_t rand_offset(uint64_t *state) {
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (off_t)((*state >> 33) % (RAND_FILE / RAND_BLOCK)) * RAND_BLOCK;
+}
+
+/* 4 KiB pread (or pwrite) at random offsets of a 16 MiB file. */
+static double rand_io(long n, int writing) {
+    char p[4096];
+    int fd = rand_file(p, sizeof p);
+    uint64_t state = 1;
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        off_t off = rand_offset(&state);
+        ssize_t done = writing ? pwrite(fd, block, RAND_BLOCK, off) : pread(fd, block, RAND_BLOCK, off);
+        if (done != RAND_BLOCK) die(writing ? "pwrite" : "pread");
+    }
+    double t = now_us() - t0;
+    close(fd);
+    unlink(p);
+    return t;
+}
+
+static double op_rand_read(long n) { return rand_io(n, 0); }
+static double op_rand_write(long n) { return rand_io(n, 1); }
+
 /* One byte there and back between parent and child over fds a/b. */
 static double ping_pong(long n, int pa[2], int pb[2]) {
     char c = 'x';
@@ -310,6 +349,42 @@ static double op_tcp_loopback(long n) {
     return t;
 }
 
+/* n loopback TCP connections, one at a time: the child connects and waits
+ * for the parent to accept and close (the server closes first, so the
+ * client's ephemeral ports do not linger in TIME_WAIT). */
+static double op_tcp_connect(long n) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0) die("socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 16) < 0) die("bind/listen");
+    if (getsockname(l, (struct sockaddr *)&a, &alen) < 0) die("getsockname");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        for (long i = 0; i < n; i++) {
+            char c;
+            int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+            if (read(s, &c, 1) != 0) die("read to EOF");
+            close(s);
+        }
+        _exit(0);
+    }
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        int s = accept(l, NULL, NULL);
+        if (s < 0) die("accept");
+        close(s);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "ops: the connecting child failed\n");
+        exit(1);
+    }
+    return now_us() - t0;
+}
+
 struct op {
     const char *name;
     void (*plain)(long);     /* timed around the whole loop */
@@ -324,6 +399,8 @@ static const struct op ops[] = {
     {"create_unlink", op_create_unlink, NULL},
     {"seq_write", NULL, op_seq_write},
     {"seq_read", NULL, op_seq_read},
+    {"rand_read", NULL, op_rand_read},
+    {"rand_write", NULL, op_rand_write},
     {"pipe_pingpong", NULL, op_pipe_pingpong},
     {"unix_pingpong", NULL, op_unix_pingpong},
     {"fork_wait", op_fork_wait, NULL},
@@ -333,6 +410,7 @@ static const struct op ops[] = {
     {"futex_pingpong", NULL, op_futex_pingpong},
     {"epoll_idle", NULL, op_epoll_idle},
     {"tcp_loopback", NULL, op_tcp_loopback},
+    {"tcp_connect", NULL, op_tcp_connect},
 };
 
 int main(int argc, char **argv) {

@@ -128,7 +128,9 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
     }
 }
 
-/// One measurement of `argv` under `rt`.
+/// One measurement of `argv` under `rt`: the figure, and the peak RSS
+/// in KiB where the run reports one (not for the idle-memory row, whose
+/// sandbox is killed).
 fn measure_once(
     w: &Workload,
     rt: &Runtime,
@@ -136,16 +138,20 @@ fn measure_once(
     ctx: &Context,
     bundle: Option<&Path>,
     timeout: Duration,
-) -> Result<f64, String> {
+) -> Result<(f64, Option<u64>), String> {
     let cmd = rt.command(argv, ctx.oci.as_ref(), bundle)?;
     match w.measure {
         Measure::PerOp { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-            last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))
+            let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
+            Ok((figure, Some(out.peak_rss_kib)))
         }
-        Measure::Wall(_) => Ok(runner::run(&cmd, &ctx.work, timeout)?.wall.as_secs_f64() * 1000.0),
-        Measure::IdlePss => runner::idle_pss(&cmd, &ctx.work, SETTLE).map(|kib| kib as f64),
+        Measure::Wall(_) => {
+            let out = runner::run(&cmd, &ctx.work, timeout)?;
+            Ok((out.wall.as_secs_f64() * 1000.0, Some(out.peak_rss_kib)))
+        }
+        Measure::IdlePss => runner::idle_pss(&cmd, &ctx.work, SETTLE).map(|kib| (kib as f64, None)),
     }
 }
 
@@ -255,9 +261,13 @@ fn main() -> anyhow::Result<()> {
         let argv = workload_argv(w, &ctx.files, opts.quick);
         let mut cells: Vec<Cell> = rts.iter().map(|_| Cell::default()).collect();
         let needs_ops = matches!(w.measure, Measure::PerOp { .. });
+        let absent = w.needs.iter().find(|p| which(p).is_none());
         for (rt, cell) in rts.iter().zip(cells.iter_mut()) {
             if let (true, Err(why)) = (needs_ops && rt.ready(), &built) {
                 cell.error = Some(why.clone());
+            }
+            if let (true, Some(p)) = (rt.ready(), absent) {
+                cell.error = Some(format!("unavailable: {p} is not installed (not on PATH)"));
             }
         }
         let bundles: Vec<Option<PathBuf>> =
@@ -268,7 +278,10 @@ fn main() -> anyhow::Result<()> {
                     continue;
                 }
                 match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout) {
-                    Ok(v) if round > 0 => cell.samples.push(v),
+                    Ok((v, rss)) if round > 0 => {
+                        cell.samples.push(v);
+                        cell.peak_rss_kib.extend(rss.map(|kib| kib as f64));
+                    }
                     Ok(_) => {}
                     Err(why) => cell.error = Some(why),
                 }

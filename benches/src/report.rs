@@ -15,27 +15,45 @@ const LEVEL: f64 = 1.05;
 #[derive(Default)]
 pub struct Cell {
     pub samples: Vec<f64>,
+    /// Per measured run, the peak RSS in KiB (see `runner::Outcome`).
+    pub peak_rss_kib: Vec<f64>,
     pub error: Option<String>,
+}
+
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
+fn median_of(v: &[f64]) -> Option<f64> {
+    let s = sorted(v);
+    let mid = s.len() / 2;
+    match s.len() {
+        0 => None,
+        n if n % 2 == 1 => s.get(mid).copied(),
+        _ => Some((s.get(mid - 1)? + s.get(mid)?) / 2.0),
+    }
 }
 
 impl Cell {
     fn sorted(&self) -> Vec<f64> {
-        let mut s = self.samples.clone();
-        s.sort_by(f64::total_cmp);
-        s
+        sorted(&self.samples)
     }
 
     pub fn median(&self) -> Option<f64> {
         if self.error.is_some() {
             return None;
         }
-        let s = self.sorted();
-        let mid = s.len() / 2;
-        match s.len() {
-            0 => None,
-            n if n % 2 == 1 => s.get(mid).copied(),
-            _ => Some((s.get(mid - 1)? + s.get(mid)?) / 2.0),
+        median_of(&self.samples)
+    }
+
+    /// The median peak RSS over the measured runs, in KiB.
+    pub fn peak_rss(&self) -> Option<f64> {
+        if self.error.is_some() {
+            return None;
         }
+        median_of(&self.peak_rss_kib)
     }
 
     pub fn min(&self) -> Option<f64> {
@@ -182,6 +200,9 @@ impl Report<'_> {
                         ratios.push_str(&format!("  {:>7} {label}", times(r)));
                     }
                 }
+                if let Some(kib) = cell.peak_rss() {
+                    ratios.push_str(&format!("  peak RSS {} MiB", num(kib / 1024.0)));
+                }
                 println!("  {:<18} {figure:<32}{ratios}", rt.name);
             }
             println!("  => {}", self.verdict(row));
@@ -228,7 +249,7 @@ impl Report<'_> {
                     .map(|(i, (rt, c))| {
                         let v = serde_json::json!({
                             "median": c.median(), "min": c.min(), "max": c.max(), "samples": c.samples,
-                            "error": c.error,
+                            "error": c.error, "peak_rss_kib": c.peak_rss(),
                             "vs_native": self.ratio(row, i, "native"),
                             "vs_runsc": self.ratio(row, i, rt.runsc_anchor),
                             "vs_runc": self.ratio(row, i, "runc"),

@@ -11,10 +11,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A finished run: its wall time and what it printed.
+/// A finished run: its wall time, what it printed, and its peak memory.
 pub struct Outcome {
     pub wall: Duration,
     pub stdout: String,
+    /// `ru_maxrss` of `wait4` on the runtime's process, in KiB: the largest
+    /// peak resident set of any one process of its tree that was reaped
+    /// by its own parent (Linux gives the maximum, not the sum).
+    pub peak_rss_kib: u64,
 }
 
 /// Makes orphans of our children's descendants ours, so that
@@ -33,9 +37,12 @@ pub fn run(argv: &[String], cwd: &std::path::Path, timeout: Duration) -> Result<
     let (mut child, pid) = spawn(argv, cwd)?;
     let stdout = child.stdout.take().map(reader);
     let stderr = child.stderr.take().map(reader);
+    // The child was spawned by us and is reaped here, by wait4, for its
+    // resource usage; `child` is only dropped (which does not wait).
+    drop(child);
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let status = child.wait();
+        let status = wait4(pid);
         let _ = tx.send((status, Instant::now()));
     });
     let result = rx.recv_timeout(timeout);
@@ -48,11 +55,32 @@ pub fn run(argv: &[String], cwd: &std::path::Path, timeout: Duration) -> Result<
     let Ok((status, end)) = result else {
         return Err(format!("no exit within {} s; killed", timeout.as_secs()));
     };
-    let status = status.map_err(|e| format!("wait: {e}"))?;
+    let (status, peak_rss_kib) = status.map_err(|e| format!("wait: {e}"))?;
     if !status.success() {
         return Err(format!("{status}: {}", tail(&err)));
     }
-    Ok(Outcome { wall: end.duration_since(start), stdout: out })
+    Ok(Outcome { wall: end.duration_since(start), stdout: out, peak_rss_kib })
+}
+
+/// Waits for our child `pid`: its exit status and `ru_maxrss` in KiB.
+fn wait4(pid: i32) -> std::io::Result<(std::process::ExitStatus, u64)> {
+    use std::os::unix::process::ExitStatusExt as _;
+    let mut status = 0;
+    // SAFETY: rusage is plain old data, for which all zeroes is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes only the status and rusage we pass, both
+        // live locals of the right types.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            let kib = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+            return Ok((std::process::ExitStatus::from_raw(status), kib));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Starts `argv` (a long-lived command), waits `settle`, and returns the

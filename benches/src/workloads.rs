@@ -36,6 +36,9 @@ pub struct Workload {
     pub measure: Measure,
     /// Part of `--quick`.
     pub quick: bool,
+    /// Programs the row runs that the host may lack (looked up on `PATH`):
+    /// without one, the row is reported as unavailable, with the reason.
+    pub needs: &'static [&'static str],
 }
 
 impl Workload {
@@ -53,12 +56,19 @@ pub struct Files {
     pub ops: PathBuf,
     pub pywork: PathBuf,
     pub mkproj: PathBuf,
+    /// A small git repository, the source of the `git` row's clone.
+    pub gitrepo: PathBuf,
+    /// The local wheels the `pip` row installs (`progs/mkwheels.py`).
+    pub wheels: PathBuf,
+    /// `node`, as found on `PATH` (the row is unavailable without it).
+    pub node: PathBuf,
     /// A read-write directory of the host's root filesystem.
     pub scratch: PathBuf,
 }
 
 const OPS_C: &str = include_str!("../progs/ops.c");
 const PYWORK: &str = include_str!("../progs/pywork.py");
+const MKWHEELS: &str = include_str!("../progs/mkwheels.py");
 const MK_MAKEFILE: &str = include_str!("../progs/mkproj/Makefile");
 const MK_SOURCES: &[(&str, &str)] = &[
     ("main.c", include_str!("../progs/mkproj/main.c")),
@@ -75,6 +85,9 @@ pub fn prepare(work: &Path) -> (Files, Result<(), String>) {
         ops: work.join("ops"),
         pywork: work.join("pywork.py"),
         mkproj: work.join("mkproj"),
+        gitrepo: work.join("gitrepo"),
+        wheels: work.join("wheels"),
+        node: crate::which("node").unwrap_or_else(|| "node".into()),
         scratch: work.join("scratch"),
     };
     let written = (|| -> std::io::Result<()> {
@@ -86,8 +99,17 @@ pub fn prepare(work: &Path) -> (Files, Result<(), String>) {
         for (name, text) in MK_SOURCES {
             std::fs::write(files.mkproj.join(name), text)?;
         }
+        std::fs::write(work.join("mkwheels.py"), MKWHEELS)?;
         Ok(())
     })();
+    if written.is_ok() {
+        if let Err(why) = git_repo(&files.gitrepo) {
+            eprintln!("husk-bench: the git row will fail: {why}");
+        }
+        if let Err(why) = wheels(work, &files.wheels) {
+            eprintln!("husk-bench: the pip row will fail: {why}");
+        }
+    }
     let built = written.map_err(|e| format!("writing the workloads: {e}")).and_then(|()| {
         let out = std::process::Command::new("cc")
             .args(["-static", "-O2", "-pthread", "-o"])
@@ -104,10 +126,68 @@ pub fn prepare(work: &Path) -> (Files, Result<(), String>) {
     (files, built)
 }
 
+/// The `git` row's source repository: a copy of `progs/mkproj` and a
+/// hundred small files, in three commits. Like the wheels, it lives in the
+/// work directory, which every runtime sees (the OCI bundles read-only,
+/// which a clone and `--find-links` only read).
+fn git_repo(repo: &Path) -> Result<(), String> {
+    let write = |path: PathBuf, text: String| {
+        std::fs::create_dir_all(path.parent().unwrap_or(repo)).and_then(|()| std::fs::write(&path, text))
+    };
+    for (name, text) in MK_SOURCES {
+        write(repo.join(name), (*text).to_string()).map_err(|e| format!("gitrepo: {e}"))?;
+    }
+    let git = |args: &[&str]| -> Result<(), String> {
+        let out = std::process::Command::new("git")
+            .args(GIT_CONFIG)
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .output()
+            .map_err(|e| format!("git: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        }
+    };
+    git(&["init", "-q", "-b", "main"])?;
+    git(&["add", "."])?;
+    git(&["commit", "-q", "-m", "the C project"])?;
+    for round in 0..2 {
+        for i in 0..50 {
+            let text = format!("file {i}, round {round}\n").repeat(20);
+            write(repo.join(format!("d{}/f{i}.txt", i % 10)), text).map_err(|e| format!("gitrepo: {e}"))?;
+        }
+        git(&["add", "."])?;
+        git(&["commit", "-q", "-m", "fifty small files"])?;
+    }
+    Ok(())
+}
+
+/// The `pip` row's wheels, written by `progs/mkwheels.py` into `dir`.
+fn wheels(work: &Path, dir: &Path) -> Result<(), String> {
+    let out = std::process::Command::new(PYTHON)
+        .arg(work.join("mkwheels.py"))
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("{PYTHON}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("mkwheels.py: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
+}
+
 const PYTHON: &str = "/usr/bin/python3";
 
+/// git's settings for the `git` row and its source repository: an
+/// identity to commit with, and every directory trusted (the guest's uid
+/// need not own the source repository).
+const GIT_CONFIG: &[&str] =
+    &["-c", "user.name=husk-bench", "-c", "user.email=bench@localhost", "-c", "safe.directory=*"];
+
 fn per_op(key: &'static str, title: &'static str, iters: u32, dir: Dir, quick: bool) -> Workload {
-    Workload { key, title, measure: Measure::PerOp { op: key, iters, dir }, quick }
+    Workload { key, title, measure: Measure::PerOp { op: key, iters, dir }, quick, needs: &[] }
 }
 
 /// Every workload, in table order. Iteration counts keep a sandboxed run
@@ -130,6 +210,22 @@ pub fn all() -> Vec<Workload> {
             key: "seq_read_root",
             ..per_op("seq_read", "sequential read 64 KiB, root fs (overlay/bind)", 1_000, Root, false)
         },
+        Workload {
+            key: "rand_read_tmp",
+            ..per_op("rand_read", "random read 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)
+        },
+        Workload {
+            key: "rand_write_tmp",
+            ..per_op("rand_write", "random write 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)
+        },
+        Workload {
+            key: "rand_read_root",
+            ..per_op("rand_read", "random read 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root, false)
+        },
+        Workload {
+            key: "rand_write_root",
+            ..per_op("rand_write", "random write 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root, false)
+        },
         per_op("pipe_pingpong", "pipe ping-pong (round trip)", 5_000, N, true),
         per_op("unix_pingpong", "unix socket ping-pong (round trip)", 5_000, N, false),
         per_op("fork_wait", "fork+wait", 300, N, false),
@@ -139,23 +235,34 @@ pub fn all() -> Vec<Workload> {
         per_op("futex_pingpong", "futex ping-pong (round trip)", 5_000, N, false),
         per_op("epoll_idle", "epoll wake with 400 idle fds", 5_000, N, false),
         per_op("tcp_loopback", "loopback TCP, per 64 KiB", 1_000, N, false),
+        per_op("tcp_connect", "loopback TCP connect+accept+close", 1_000, N, false),
         Workload {
             key: "start_true",
             title: "start /bin/true",
             measure: Measure::Wall(|_| argv(&["/bin/true"])),
             quick: true,
+            needs: &[],
         },
         Workload {
             key: "python_pass",
             title: "python3 -c pass",
             measure: Measure::Wall(|_| argv(&[PYTHON, "-c", "pass"])),
             quick: true,
+            needs: &[],
         },
         Workload {
             key: "python_work",
             title: "python3 json+re+sqlite3+hashlib",
             measure: Measure::Wall(|f| vec![PYTHON.into(), f.pywork.to_string_lossy().into_owned()]),
             quick: false,
+            needs: &[],
+        },
+        Workload {
+            key: "node_start",
+            title: "node -e 0",
+            measure: Measure::Wall(|f| vec![f.node.to_string_lossy().into_owned(), "-e".into(), "0".into()]),
+            quick: false,
+            needs: &["node"],
         },
         Workload {
             key: "make_j2",
@@ -168,8 +275,45 @@ pub fn all() -> Vec<Workload> {
                 argv(&["/bin/sh", "-c", &script])
             }),
             quick: false,
+            needs: &[],
         },
-        Workload { key: "idle_pss", title: "idle sandbox memory (PSS)", measure: Measure::IdlePss, quick: false },
+        Workload {
+            key: "git",
+            title: "git clone+status+commit of a small local repo",
+            measure: Measure::Wall(|f| {
+                let script = format!(
+                    "set -e; g() {{ git {} \"$@\"; }}; d=/tmp/husk-bench-git.$$; g clone -q --no-local {} $d; cd $d; \
+                     g status --short >/dev/null; echo change >> main.c; g commit -q -a -m change; cd /; rm -rf $d",
+                    GIT_CONFIG.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" "),
+                    f.gitrepo.display()
+                );
+                argv(&["/bin/sh", "-c", &script])
+            }),
+            quick: false,
+            needs: &["git"],
+        },
+        Workload {
+            key: "pip_install",
+            title: "pip install of 3 local wheels (--target)",
+            measure: Measure::Wall(|f| {
+                let script = format!(
+                    "set -e; d=/tmp/husk-bench-pip.$$; {PYTHON} -m pip install -q --no-index --no-cache-dir \
+                     --disable-pip-version-check --root-user-action=ignore --find-links {} --target $d benchpkg_a; \
+                     rm -rf $d",
+                    f.wheels.display()
+                );
+                argv(&["/bin/sh", "-c", &script])
+            }),
+            quick: false,
+            needs: &[],
+        },
+        Workload {
+            key: "idle_pss",
+            title: "idle sandbox memory (PSS)",
+            measure: Measure::IdlePss,
+            quick: false,
+            needs: &[],
+        },
     ]
 }
 

@@ -611,6 +611,15 @@ pub struct EventsArgs {
     pub id: String,
 }
 
+/// The global flags `args` give (tests of what they mean).
+#[cfg(test)]
+pub fn test_globals(args: &[&str]) -> GlobalArgs {
+    let mut argv = vec!["husk"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["state", "x"]);
+    Cli::parse_from(argv).global
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_size;

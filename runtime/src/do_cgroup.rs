@@ -13,7 +13,6 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// What the sentry, gofer and stubs may hold beyond the guest's memory
@@ -107,20 +106,7 @@ fn sweep(parent: &Path) {
 impl Drop for DoCgroup {
     /// Removes the cgroup once its processes are gone (a bounded wait).
     fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        for d in &self.dirs {
-            loop {
-                match std::fs::remove_dir(d) {
-                    Ok(()) => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                    Err(e) if Instant::now() >= deadline => {
-                        log::warn!("cannot remove cgroup {}: {e}", d.display());
-                        break;
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        }
+        crate::oci::cgroup::remove_dirs(&self.dirs);
     }
 }
 

@@ -139,14 +139,7 @@ pub fn read_fd(fd: OwnedFd) -> anyhow::Result<Vec<SecretSpec>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn globals(args: &[&str]) -> GlobalArgs {
-        let mut argv = vec!["husk"];
-        argv.extend_from_slice(args);
-        argv.extend_from_slice(&["state", "x"]);
-        crate::cli::Cli::parse_from(argv).global
-    }
+    use crate::cli::test_globals as globals;
 
     #[test]
     fn flags_make_secrets() {

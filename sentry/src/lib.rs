@@ -15,7 +15,8 @@ pub mod loader;
 pub mod mm;
 pub mod platform;
 pub mod syscalls;
-#[cfg(test)]
-mod testing;
+/// What unit tests and the micro-benchmarks share (`--features testing`).
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod vfs;
 pub mod waiter;

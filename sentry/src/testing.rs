@@ -3,9 +3,11 @@
 //! roots (so the kernel's own tests need not name a filesystem), and a
 //! notifier that counts.
 
+use crate::auth::Credentials;
 use crate::fs::tmpfs::Tmpfs;
-use crate::kernel::{Kernel, KernelOptions};
-use crate::mm::MemoryFile;
+use crate::kernel::thread::Thread;
+use crate::kernel::{FsContext, Kernel, KernelOptions, ThreadGroup};
+use crate::mm::{MemoryFile, MemoryManager};
 use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError};
 use crate::waiter::Notify;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,4 +83,14 @@ impl Notify for Count {
 pub fn kernel(memory: Arc<MemoryFile>) -> Arc<Kernel> {
     let (root, anon) = (Tmpfs::new(0o755, 0, 0), Tmpfs::new(0o600, 0, 0));
     Arc::new(Kernel::new(Arc::new(Idle), memory, root, anon, KernelOptions::default()))
+}
+
+/// Thread `tid` of process `group` on `Idle`, added to `k`'s table.
+pub fn thread(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
+    let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
+    let root = k.mounts.root();
+    let fs = Arc::new(FsContext::new(root.clone(), root));
+    let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
+    k.add_thread(t.clone());
+    t
 }

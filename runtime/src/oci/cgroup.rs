@@ -247,18 +247,24 @@ impl Cgroup {
         if !self.owned {
             return;
         }
-        let deadline = Instant::now() + SETTLE;
-        for d in self.dirs() {
-            loop {
-                match std::fs::remove_dir(&d) {
-                    Ok(()) => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                    Err(e) if Instant::now() >= deadline => {
-                        log::warn!("cannot remove cgroup {}: {e}", d.display());
-                        break;
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        remove_dirs(&self.dirs());
+    }
+}
+
+/// Removes cgroup folders once their processes are gone: a cgroup whose
+/// last process just died may still count it for a moment (bounded wait).
+pub fn remove_dirs(dirs: &[PathBuf]) {
+    let deadline = Instant::now() + SETTLE;
+    for d in dirs {
+        loop {
+            match std::fs::remove_dir(d) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) if Instant::now() >= deadline => {
+                    log::warn!("cannot remove cgroup {}: {e}", d.display());
+                    break;
                 }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
         }
     }

@@ -76,14 +76,7 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn globals(args: &[&str]) -> GlobalArgs {
-        let mut argv = vec!["husk"];
-        argv.extend_from_slice(args);
-        argv.extend_from_slice(&["state", "x"]);
-        crate::cli::Cli::parse_from(argv).global
-    }
+    use crate::cli::test_globals as globals;
 
     fn notes(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

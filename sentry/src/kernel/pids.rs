@@ -98,21 +98,11 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Credentials;
     use crate::kernel::limits::defaults;
-    use crate::kernel::{FsContext, ThreadGroup};
-    use crate::mm::{MemoryFile, MemoryManager};
-    use crate::testing::{self, Idle};
+    use crate::kernel::ThreadGroup;
+    use crate::mm::MemoryFile;
+    use crate::testing;
     use std::sync::Arc;
-
-    fn spawn(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
-        let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
-        let root = k.mounts.root();
-        let fs = Arc::new(FsContext::new(root.clone(), root));
-        let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
-        k.add_thread(t.clone());
-        t
-    }
 
     #[test]
     fn limits_admit_below_and_refuse_at_them() {
@@ -123,13 +113,13 @@ mod tests {
     fn threads_and_creations_under_way_count_against_the_limit() {
         let k = testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()));
         k.cgroup_limits.lock().pids_max = Some(3);
-        let init = spawn(&k, 1, ThreadGroup::new(1, defaults()));
+        let init = testing::thread(&k, 1, ThreadGroup::new(1, defaults()));
         let a = k.reserve_pid(&init).unwrap();
         let b = k.reserve_pid(&init).unwrap();
         assert_eq!(k.pids_used(), 3);
         assert_eq!(k.reserve_pid(&init).err(), Some(Errno::EAGAIN), "two under way and init fill 3");
         drop(a);
-        let thread = spawn(&k, 2, init.group().clone());
+        let thread = testing::thread(&k, 2, init.group().clone());
         assert_eq!(k.reserve_pid(&init).err(), Some(Errno::EAGAIN), "a thread counts as a task");
         drop(b);
         assert_eq!(k.pids_used(), 2);

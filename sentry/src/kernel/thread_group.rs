@@ -204,31 +204,20 @@ impl ThreadGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Credentials;
     use crate::kernel::limits::{check_change, prlimit, RLIMIT_NOFILE};
-    use crate::kernel::{FsContext, Kernel};
-    use crate::mm::{MemoryFile, MemoryManager};
-    use crate::testing::{self, Idle};
+    use crate::kernel::Kernel;
+    use crate::mm::MemoryFile;
+    use crate::testing;
 
     fn kernel() -> Arc<Kernel> {
         testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()))
     }
 
-    /// Thread `tid` of process `group`, added to the kernel's table.
-    fn spawn(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
-        let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
-        let root = k.mounts.root();
-        let fs = Arc::new(FsContext::new(root.clone(), root));
-        let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
-        k.add_thread(t.clone());
-        t
-    }
-
     #[test]
     fn an_exec_waits_until_the_other_threads_leave() {
         let k = kernel();
-        let leader = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
-        let other = spawn(&k, 2, leader.group().clone());
+        let leader = testing::thread(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let other = testing::thread(&k, 2, leader.group().clone());
         let soon = Instant::now() + std::time::Duration::from_millis(20);
         assert!(!leader.group().wait_until_alone(1, soon), "thread 2 is still there at the deadline");
         let k2 = k.clone();
@@ -249,8 +238,8 @@ mod tests {
     #[test]
     fn a_new_thread_joins_its_creators_group() {
         let k = kernel();
-        let leader = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
-        let other = spawn(&k, 2, leader.group().clone());
+        let leader = testing::thread(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let other = testing::thread(&k, 2, leader.group().clone());
         assert_eq!(other.tgid, 1);
         let tids: Vec<i32> = k.group(1).iter().map(|t| t.tid).collect();
         assert_eq!(tids, [1, 2]);
@@ -263,8 +252,8 @@ mod tests {
     #[test]
     fn a_limit_set_by_one_thread_is_seen_by_another() {
         let k = kernel();
-        let a = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
-        let b = spawn(&k, 2, a.group().clone());
+        let a = testing::thread(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let b = testing::thread(&k, 2, a.group().clone());
         let old = prlimit(&a, RLIMIT_NOFILE, Some(nofile(100, 200)), false).unwrap();
         assert_eq!(old, nofile(1024, 4096));
         assert_eq!(b.rlimit(RLIMIT_NOFILE), nofile(100, 200));
@@ -276,9 +265,9 @@ mod tests {
     #[test]
     fn fork_makes_a_new_group_with_the_parents_limits() {
         let k = kernel();
-        let parent = spawn(&k, 1, ThreadGroup::new(1, limits_for_test()));
+        let parent = testing::thread(&k, 1, ThreadGroup::new(1, limits_for_test()));
         parent.group().set_dumpable(0);
-        let child = spawn(&k, 2, parent.group().fork(2));
+        let child = testing::thread(&k, 2, parent.group().fork(2));
         assert_eq!(child.tgid, 2);
         assert_eq!(child.rlimit(RLIMIT_NOFILE), nofile(1024, 4096));
         assert_eq!(child.group().dumpable(), 0);
