@@ -137,7 +137,7 @@ mod tests {
     fn a_task_started_from_outside_counts_and_is_refused_at_the_limit() {
         let k = testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()));
         k.cgroup_limits.lock().pids_max = Some(2);
-        let _init = spawn(&k, 1, ThreadGroup::new(1, defaults()));
+        let _init = testing::thread(&k, 1, ThreadGroup::new(1, defaults()));
         let exec = k.reserve_pid_for(0, || "sh".into()).unwrap();
         assert_eq!(k.pids_used(), 2);
         assert_eq!(k.reserve_pid_for(0, || "sh".into()).err(), Some(Errno::EAGAIN));
