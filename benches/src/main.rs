@@ -211,10 +211,18 @@ fn smoke_test(runtimes: &mut [Runtime], ctx: &Context, ops_built: bool, virtuali
     }
 }
 
-/// The bundle directories `runsc do` makes (`$TMPDIR/runsc-do*`).
+/// The bundle directories `runsc do` makes (`$TMPDIR/runsc-do*`), ours
+/// only (another user's runsc may be at work too).
 fn runsc_do_dirs() -> HashSet<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return HashSet::new() };
-    dir.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("runsc-do")).map(|e| e.path()).collect()
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    dir.flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("runsc-do"))
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == me && m.is_dir()))
+        .map(|e| e.path())
+        .collect()
 }
 
 fn main() -> anyhow::Result<()> {

@@ -15,8 +15,12 @@ pub struct Oci {
 impl Oci {
     /// Bind-mounts `/` read-only below `dir` (which must not exist yet).
     pub fn new(dir: PathBuf) -> Result<Oci, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        // Made here, private (a path made before us, a symlink say, would
+        // choose where `/` is mounted).
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let rootfs = dir.join("rootfs");
-        std::fs::create_dir_all(&rootfs).map_err(|e| format!("{}: {e}", rootfs.display()))?;
+        std::fs::create_dir(&rootfs).map_err(|e| format!("{}: {e}", rootfs.display()))?;
         let status = Command::new("mount").args(["--bind", "-o", "ro", "/"]).arg(&rootfs).status();
         if !status.is_ok_and(|s| s.success()) {
             let _ = std::fs::remove_dir(&rootfs);

@@ -33,6 +33,11 @@ pub fn specs(g: &GlobalArgs) -> anyhow::Result<Vec<SecretSpec>> {
     }
     for name in &g.secret_env {
         let i = named(&specs, name, "--secret-env")?;
+        // An environment cannot expire: the value would outlive its TTL in
+        // every process's environ.
+        if specs[i].ttl.is_some() {
+            bail!("--secret-env {name}: {name} has a --secret-ttl, which its environment variable could not keep");
+        }
         specs[i].env = true;
     }
     check(&specs).map_err(anyhow::Error::msg)?;
@@ -167,6 +172,8 @@ mod tests {
         assert!(err(&["--secret", "A=long enough value", "--secret-ttl", "B=1s"]).contains("no --secret B"));
         assert!(err(&["--secret", "A=long enough value", "--secret-ttl", "A=soon"]).contains("duration"));
         assert!(err(&["--secret", "A=long enough value", "--secret-env", "C"]).contains("no --secret C"));
+        let ttl_env = ["--secret", "A=long enough value", "--secret-ttl", "A=1s", "--secret-env", "A"];
+        assert!(err(&ttl_env).contains("--secret-ttl"), "an environment variable cannot expire");
         // No message shows a value.
         assert!(!err(&["--secret", "A=short"]).contains("short\""));
     }

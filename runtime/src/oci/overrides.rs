@@ -13,17 +13,26 @@ pub const PREFIX: &str = "dev.husk.flag.";
 type Flag = fn(&mut GlobalArgs) -> &mut bool;
 const OVERRIDABLE: &[(&str, Flag)] = &[("debug", |g| &mut g.debug), ("strace", |g| &mut g.strace)];
 /// The flags with a value a container may set for itself (its limits),
-/// each with how its value is taken.
+/// each with how its value is taken. An annotation can only lower a limit
+/// the operator set: the operator's flags stay the ceiling.
 type Setter = fn(&mut GlobalArgs, &str) -> Result<(), String>;
 const VALUED: &[(&str, Setter)] = &[
-    ("memory-mb", |g, v| count(v).map(|n| g.memory_mb = Some(n))),
-    ("pids-limit", |g, v| count(v).map(|n| g.pids_limit = Some(n))),
-    ("cpu-limit", |g, v| parse_duration(v).map(|d| g.cpu_limit = Some(d))),
-    ("timeout", |g, v| parse_duration(v).map(|d| g.timeout = Some(d))),
-    ("timeout-grace", |g, v| parse_duration(v).map(|d| g.timeout_grace = d)),
-    ("nofile", |g, v| count(v).map(|n| g.nofile = Some(n))),
-    ("disk-limit", |g, v| crate::cli::parse_size(v).map(|n| g.disk_limit = Some(n))),
+    ("memory-mb", |g, v| count(v).map(|n| g.memory_mb = lower(g.memory_mb, n))),
+    ("pids-limit", |g, v| count(v).map(|n| g.pids_limit = lower(g.pids_limit, n))),
+    ("cpu-limit", |g, v| parse_duration(v).map(|d| g.cpu_limit = lower(g.cpu_limit, d))),
+    ("timeout", |g, v| parse_duration(v).map(|d| g.timeout = lower(g.timeout, d))),
+    ("timeout-grace", |g, v| parse_duration(v).map(|d| g.timeout_grace = g.timeout_grace.min(d))),
+    ("nofile", |g, v| count(v).map(|n| g.nofile = lower(g.nofile, n))),
+    ("disk-limit", |g, v| crate::cli::parse_size(v).map(|n| g.disk_limit = lower(g.disk_limit, n))),
 ];
+
+/// `new`, or `current` if the operator set a lower one.
+fn lower<T: Ord>(current: Option<T>, new: T) -> Option<T> {
+    Some(match current {
+        Some(c) => c.min(new),
+        None => new,
+    })
+}
 
 fn count(v: &str) -> Result<u64, String> {
     v.parse().map_err(|_| format!("{v:?} is not a number"))
@@ -120,6 +129,24 @@ mod tests {
         assert_eq!(apply(&g, &bad).err(), Some(OverrideError::Value("strace".into(), "yes".into())));
         let bad = notes(&[("dev.husk.flag.disk-limit", "lots")]);
         assert!(matches!(apply(&g, &bad), Err(OverrideError::Invalid(..))));
+    }
+
+    #[test]
+    fn a_container_may_lower_the_operators_limits_but_not_raise_them() {
+        let op = globals(&["--allow-flag-override", "--pids-limit", "64", "--timeout", "10m", "--disk-limit", "1G"]);
+        let raise = notes(&[
+            ("dev.husk.flag.pids-limit", "1000000"),
+            ("dev.husk.flag.timeout", "1000h"),
+            ("dev.husk.flag.disk-limit", "1T"),
+            ("dev.husk.flag.timeout-grace", "1h"),
+        ]);
+        let g = apply(&op, &raise).unwrap();
+        let m = std::time::Duration::from_secs(600);
+        assert_eq!((g.pids_limit, g.timeout, g.disk_limit), (Some(64), Some(m), Some(1 << 30)));
+        assert_eq!(g.timeout_grace, op.timeout_grace, "the grace is a ceiling too");
+        let lower = notes(&[("dev.husk.flag.pids-limit", "8"), ("dev.husk.flag.timeout", "2s")]);
+        let g = apply(&op, &lower).unwrap();
+        assert_eq!((g.pids_limit, g.timeout), (Some(8), Some(std::time::Duration::from_secs(2))));
     }
 
     #[test]

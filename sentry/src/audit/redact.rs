@@ -11,8 +11,9 @@
 //! value can start at in encoded data (the characters that depend on the
 //! value's bits alone, so padding and the neighbouring bytes do not
 //! matter, with or without `=`); percent-encoding of every byte and of
-//! the reserved bytes only, with upper- and lower-case digits; and, for a
-//! value that is UTF-8, its JSON string escaping (the audit log's). A
+//! the reserved bytes only, with upper- and lower-case digits; and its
+//! JSON string escaping (the audit log's; for a value that is not UTF-8,
+//! of its text with U+FFFD for the bad bytes, as records carry it). A
 //! guest that transforms the value any other way (reverses it, splits it
 //! with pauses longer than the idle flush) is not caught: this is a guard
 //! against accidental leaks through logs and output, not a barrier
@@ -262,10 +263,14 @@ fn spellings(v: &[u8]) -> Vec<Vec<u8>> {
         out.push(percent(v, digits, |_| true));
         out.push(percent(v, digits, |b| !(b.is_ascii_alphanumeric() || b"-._~".contains(&b))));
     }
-    if let Ok(text) = std::str::from_utf8(v) {
-        if let Ok(json) = serde_json::to_string(text) {
-            out.push(json.as_bytes()[1..json.len().saturating_sub(1)].to_vec());
-        }
+    // Audit records are JSON text: a value that is not UTF-8 appears there
+    // with U+FFFD for its bad bytes, so that form and its escaping count.
+    let text = String::from_utf8_lossy(v);
+    if text.as_bytes() != v {
+        out.push(text.as_bytes().to_vec());
+    }
+    if let Ok(json) = serde_json::to_string(&text) {
+        out.push(json.as_bytes()[1..json.len().saturating_sub(1)].to_vec());
     }
     out
 }
@@ -456,6 +461,15 @@ mod tests {
         let r = redactor(&[("Q", b"quote\"back\\slash")]);
         let line = serde_json::to_string(&serde_json::json!({"argv": ["quote\"back\\slash"]})).unwrap();
         assert_eq!(text(&r.redact(line.as_bytes())), r#"{"argv":["[REDACTED:Q]"]}"#);
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_caught_in_json_text() {
+        let r = redactor(&[("B", b"abcdefgh\xffijklmnop")]);
+        let arg = String::from_utf8_lossy(b"abcdefgh\xffijklmnop").into_owned();
+        let line = serde_json::to_string(&serde_json::json!({"argv": ["echo", arg]})).unwrap();
+        assert_eq!(text(&r.redact(line.as_bytes())), r#"{"argv":["echo","[REDACTED:B]"]}"#);
+        assert_eq!(text(&r.redact(b"<abcdefgh\xffijklmnop>")), "<[REDACTED:B]>", "raw bytes still match");
     }
 
     #[test]

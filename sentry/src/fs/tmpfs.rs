@@ -51,6 +51,11 @@ const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
 /// its directory entry and their bookkeeping), so that empty files,
 /// directories and symlinks are bounded by the limit too.
 const INODE_COST: u64 = 512;
+
+/// What each hard link past a node's first name costs: an entry and the
+/// longest name, whatever its own, so that unlinking any of the names
+/// returns the same amount.
+const LINK_COST: u64 = 256 + NAME_MAX as u64;
 /// The first minor number of the anonymous devices handed out here.
 const ANON_MINOR_BASE: u32 = 0x100;
 
@@ -424,6 +429,8 @@ struct TmpNode {
     cache: Mutex<Option<Arc<PageCache>>>,
     /// The node itself, charged to the sandbox's memory and disk budget.
     _charges: (Charge, DiskCharge),
+    /// The names past its first (hard links), charged the same way.
+    links: Mutex<(Charge, DiskCharge)>,
 }
 
 impl Drop for TmpNode {
@@ -471,6 +478,7 @@ impl TmpNode {
             link: Mutex::new(link),
             body,
             cache: Mutex::new(None),
+            links: Mutex::new((Charge::new(fs.acct.clone()), DiskCharge::new(fs.disk.clone()))),
             _charges: charges,
         })
     }
@@ -566,6 +574,11 @@ impl TmpNode {
     fn drop_link(&self) {
         let dir = self.is_dir();
         let mut m = self.meta.lock();
+        if !dir && m.nlink > 1 {
+            let mut links = self.links.lock();
+            links.0.shrink(LINK_COST);
+            links.1.shrink(LINK_COST);
+        }
         m.nlink = if dir { 0 } else { m.nlink.saturating_sub(1) };
         m.ctime = now();
     }
@@ -912,6 +925,14 @@ impl Node for TmpNode {
             let mut m = target.meta.lock();
             if m.nlink == 0 {
                 return Err(Errno::ENOENT);
+            }
+            let mut links = target.links.lock();
+            if !links.0.grow(LINK_COST) {
+                return Err(Errno::ENOSPC);
+            }
+            if !links.1.grow(LINK_COST) {
+                links.0.shrink(LINK_COST);
+                return Err(Errno::ENOSPC);
             }
             m.nlink += 1;
             m.ctime = now();
@@ -1577,6 +1598,27 @@ mod tests {
         let base = budget.usage() - 4 * PAGE_SIZE;
         f.truncate(0).unwrap();
         assert_eq!(budget.usage(), base + PAGE_SIZE, "only the framed page stays charged");
+    }
+
+    #[test]
+    fn hard_links_are_charged_until_unlinked() {
+        let budget = DiskBudget::new(INODE_COST + 1 + 2 * LINK_COST);
+        let acct = Accountant::unlimited();
+        let root = Tmpfs::build(acct.clone(), Some(budget.clone()), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        root.link(b"g", &n).unwrap();
+        root.link(b"h", &n).unwrap();
+        assert_eq!(budget.usage(), INODE_COST + 1 + 2 * LINK_COST);
+        assert_eq!(root.link(b"i", &n).err(), Some(Errno::ENOSPC), "a link past the budget");
+        assert_eq!(acct.charged(), budget.usage(), "nor held in memory");
+        root.unlink(b"f", false).unwrap();
+        assert_eq!(budget.usage(), INODE_COST + 1 + LINK_COST, "any name returns a link's share");
+        root.link(b"i", &n).unwrap();
+        for name in [&b"g"[..], b"h", b"i"] {
+            root.unlink(name, false).unwrap();
+        }
+        drop(n);
+        assert_eq!(budget.usage(), 0);
     }
 
     #[test]
