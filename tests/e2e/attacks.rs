@@ -145,4 +145,5 @@ attacks!(
     oom_kills_largest,
     fork_bomb,
     thread_bomb,
+    pids_race,
 );

@@ -6,6 +6,7 @@
 
 use crate::util::{husk_bin, run, unique, Run, TempDir};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,11 +57,18 @@ impl Oci {
 
     /// `create`, with the container's stdout and stderr going to a file.
     fn create(&self, id: &str) -> PathBuf {
+        self.create_with(&[], id)
+    }
+
+    /// `create` with the global `flags`.
+    fn create_with(&self, flags: &[&str], id: &str) -> PathBuf {
         let out = self.dir.path().join(format!("{id}.out"));
         let f = std::fs::File::create(&out).unwrap();
         let pid_file = self.dir.path().join(format!("{id}.pid"));
+        let bundle = self.bundle.to_str().unwrap();
+        let create = ["create", "--bundle", bundle, "--pid-file", pid_file.to_str().unwrap(), id];
         let status = self
-            .cmd(&["create", "--bundle", self.bundle.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap(), id])
+            .cmd(&[flags, &create[..]].concat())
             .stdin(Stdio::null())
             .stdout(f.try_clone().unwrap())
             .stderr(f)
@@ -132,6 +140,49 @@ fn run_exits_with_the_container_status_and_leaves_nothing() {
     r.assert_code(3);
     assert_eq!(r.stdout_str(), "hi from oci-test oci\n", "{}", r.describe());
     oci.assert_gone(&id, 0);
+}
+
+/// A process `husk exec` adds counts against the container's pids limit
+/// as a forked one does: past it the exec fails, saying why.
+#[test]
+fn execd_processes_count_against_the_pids_limit() {
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 2 } } } });
+    let oci = Oci::new(&["sleep", "30"], extra);
+    let id = unique("exec-pids");
+    oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    oci.husk(&["exec", &id, "true"]).assert_code(0);
+    let mut sleeper = oci.cmd(&["exec", &id, "sleep", "20"]);
+    sleeper.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+    let mut held = sleeper.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while oci.husk(&["ps", &id]).stdout_str().lines().count() < 3 {
+        assert!(Instant::now() < deadline, "the exec'd sleep never showed in ps");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = oci.husk(&["exec", &id, "true"]);
+    crate::util::kill_group(held.id());
+    let _ = held.wait();
+    assert_eq!(refused.code, 1, "{}", refused.describe());
+    assert!(refused.stderr_str().contains("pids limit (2) is reached"), "{}", refused.describe());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+}
+
+/// `--secret-env` gives a process `husk exec` starts the secret's
+/// variable too, in place of the one its process.json names.
+#[test]
+fn execd_processes_get_the_secrets_env() {
+    let value = "exec-secret-0123456789";
+    let oci = Oci::new(&["sleep", "30"], serde_json::json!({}));
+    let id = unique("exec-secret");
+    oci.create_with(&[&format!("--secret=TOKEN={value}"), "--secret-env=TOKEN"], &id);
+    oci.husk(&["start", &id]).assert_code(0);
+    let check = format!("[ \"$TOKEN\" = {value} ] && echo same; echo \"<$TOKEN>\"");
+    let exec = oci.husk(&["exec", "--env", "TOKEN=spec", &id, "sh", "-c", &check]);
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    exec.assert_code(0);
+    assert!(exec.stdout_str().starts_with("same\n"), "{}", exec.describe());
+    assert!(!exec.stdout_str().contains(value), "{}", exec.describe());
 }
 
 #[test]
@@ -842,6 +893,36 @@ fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
     let copy = oci.dir.path().join("killed.log");
     std::fs::write(&copy, show.stdout).unwrap();
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
+}
+
+/// With its audit log on a descriptor (`--audit-log fd:N`) the runtime
+/// cannot read a container's records back: the limits hold and are
+/// recorded there, and `husk state` and `husk events --stats` answer as
+/// usual, without `limits` (documented).
+#[test]
+fn limits_of_a_container_logging_to_a_descriptor_are_in_its_log_not_its_state() {
+    use std::os::fd::AsRawFd;
+    let script = "sh -c 'for i in 1 2 3 4 5; do sleep 60 & done'; echo after $?; sleep 60";
+    let extra = serde_json::json!({ "linux": { "resources": { "pids": { "limit": 4 } } } });
+    let oci = Oci::new(&["sh", "-c", script], extra);
+    let log = oci.dir.path().join("fd-audit.log");
+    let file = std::fs::File::create(&log).unwrap();
+    // A duplicate without close-on-exec, for husk to inherit.
+    let inherited = nix::unistd::dup(file.as_raw_fd()).unwrap();
+    drop(file);
+    let id = unique("fd-limits");
+    let out = oci.create_with(&["--audit-log", &format!("fd:{inherited}")], &id);
+    nix::unistd::close(inherited).unwrap();
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "after 2");
+    let s = oci.state(&id);
+    assert_eq!((&s["status"], s.get("limits")), (&"running".into(), None), "{s}");
+    let ev = oci.husk(&["events", "--stats", &id]);
+    assert!(ev.code == 0 || ev.stderr_str().contains("no cgroup"), "{}", ev.describe());
+    assert!(!ev.stdout_str().contains("\"limits\""), "{}", ev.describe());
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("\"type\":\"limit.pids\""), "{text}");
 }
 
 /// A container's pids limit is the sandbox's own (EAGAIN past it), and

@@ -123,6 +123,8 @@ fn no_log_shows_the_value() {
     let flags = [
         "--secret",
         &flag,
+        "--secret-ttl",
+        "API_KEY=90s",
         "--audit-log",
         audit.to_str().unwrap(),
         "--debug-log",
@@ -145,6 +147,8 @@ fn no_log_shows_the_value() {
         assert!(!text.contains(&hex(VALUE)), "{what} shows its hex");
     }
     assert!(debug_text.contains("strace"), "--strace lines are in the debug log");
+    let named = r#""secrets":[{"name":"API_KEY","ttl_ms":90000,"env":false}]"#;
+    assert!(audit_text.lines().next().is_some_and(|l| l.contains(named)), "sandbox.create names it: {audit_text}");
     assert!(audit_text.contains(r#""type":"file.read","pid":"#), "a file.read record");
     assert!(audit_text.contains(r#""path":"/run/secrets/API_KEY""#));
     assert!(audit_text.contains(r#""argv":["/bin/echo","[REDACTED:API_KEY]"]"#), "{audit_text}");

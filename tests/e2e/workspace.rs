@@ -38,6 +38,34 @@ fn a_disk_limit_stops_writes_with_enospc_and_the_sandbox_runs_on() {
     assert_eq!(records(&log)[0]["config"]["disk_limit"], 64u64 << 20);
 }
 
+/// Stores through a MAP_SHARED mapping into the holes of a /dev/shm file
+/// count against the disk limit: past it the store faults with SIGBUS, as
+/// on a full Linux tmpfs, and the file holds no more than the limit.
+#[test]
+fn shared_mapping_stores_into_holes_stop_at_the_disk_limit_with_sigbus() {
+    let dir = TempDir::new("disk-mmap");
+    let log = dir.path().join("audit.log");
+    let py = "import mmap, os\n\
+              fd = os.open('/dev/shm/big', os.O_RDWR | os.O_CREAT, 0o600)\n\
+              os.ftruncate(fd, 64 << 20)\n\
+              m = mmap.mmap(fd, 64 << 20)\n\
+              for i in range(0, 64 << 20, 4096): m[i] = 1\n\
+              print('all stored')\n";
+    let script = format!(
+        "python3 -c \"{py}\"; echo py=$?; du -k /dev/shm/big | cut -f1; rm /dev/shm/big; \
+         dd if=/dev/zero of=/tmp/g bs=1M count=8 2>/dev/null && echo after=ok"
+    );
+    let flags = ["--disk-limit", "16M", "--audit-log", log.to_str().unwrap()];
+    let r = run(husk_do(&flags, &["/bin/sh", "-c", &script]), None);
+    r.assert_code(0);
+    let out = r.stdout_str();
+    assert!(out.starts_with("py=135\n") && out.ends_with("after=ok\n"), "SIGBUS, then room again\n{}", r.describe());
+    let held: u64 = out.lines().nth(1).and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
+    assert!((15 << 10..=16 << 10).contains(&held), "{held} KiB held\n{}", r.describe());
+    let breaches = records(&log).into_iter().filter(|r| r["type"] == "limit.disk").count();
+    assert_eq!(breaches, 1, "{}", r.describe());
+}
+
 #[test]
 fn volume_writes_land_on_the_host_and_nothing_else_does() {
     let dir = TempDir::new("volume");

@@ -1,6 +1,9 @@
 //! `husk state`: a container's OCI state as JSON, with the limits its
 //! sandbox met (`limits`: the audit log's `limit.*` records) and, once it
 //! stopped, why (`exitReason`: `exited`, `killed`, `oom`, `timeout`, `cpu` …).
+//! Both come from the log's file; a container logging to a descriptor
+//! (`--audit-log fd:N`) has none the runtime can read back, and its state
+//! leaves them out.
 
 use crate::cli::{GlobalArgs, IdArgs};
 use crate::oci::state::StateRoot;

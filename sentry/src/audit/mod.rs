@@ -26,6 +26,6 @@ mod writer;
 #[cfg(test)]
 pub(crate) use writer::tests as writer_tests;
 
-pub use record::{ExitReason, Mount, Outcome, Record, SecurityConfig};
+pub use record::{ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
 pub use time::rfc3339;
 pub use writer::{close_after_kill, AuditError, AuditLog, Sink};

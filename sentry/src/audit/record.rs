@@ -240,8 +240,23 @@ pub struct SecurityConfig {
     /// with the names kept and set, or `inherited (--env-keep '*')`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env: Option<String>,
+    /// The secrets delivered in /run/secrets, by name: never a value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretInfo>,
     /// Whether the sandbox runs on when the log cannot be written.
     pub audit_fail_open: bool,
+}
+
+/// A secret as `sandbox.create` names it: what it is called and how long
+/// it lives, never its value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SecretInfo {
+    pub name: String,
+    /// Its time to live (absent: the sandbox's life).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Also in the environment (`--secret-env`).
+    pub env: bool,
 }
 
 /// A filesystem mounted in the sandbox beyond its root.

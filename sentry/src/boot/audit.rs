@@ -2,7 +2,7 @@
 //! `sandbox.*` lifecycle records, and the fail-closed stop.
 
 use super::{BootConfig, BootError};
-use crate::audit::{AuditLog, ExitReason, Mount, Outcome, Record, SecurityConfig};
+use crate::audit::{AuditLog, ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
 use crate::kernel::watchdog::Breach;
 use crate::kernel::ExitStatus;
 use std::os::fd::OwnedFd;
@@ -53,6 +53,11 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
         env,
+        secrets: cfg
+            .secrets
+            .iter()
+            .map(|s| SecretInfo { name: s.name.clone(), ttl_ms: s.ttl.map(millis), env: s.env })
+            .collect(),
         audit_fail_open: false,
     }
 }

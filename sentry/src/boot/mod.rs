@@ -404,8 +404,9 @@ fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> R
 }
 
 /// Mounts the sandbox's secrets at /run/secrets, owned by the first
-/// process's user, and puts those asked for in its environment. Their
-/// time to live counts from here.
+/// process's user, and puts those asked for in its environment (and,
+/// through [`secrets::SecretEnv`], in exec'd processes'). Their time to
+/// live counts from here.
 fn mount_secrets(
     kernel: &Arc<Kernel>,
     specs: Vec<secrets::SecretSpec>,
@@ -416,14 +417,15 @@ fn mount_secrets(
     }
     let now = std::time::Instant::now();
     let mut files = Vec::with_capacity(specs.len());
+    let env = kernel.ext::<secrets::SecretEnv>();
     for s in specs {
-        if s.env {
-            init.env.retain(|e| !e.starts_with(format!("{}=", s.name).as_bytes()));
-            init.env.push([s.name.as_bytes(), b"=", &s.value].concat());
-        }
         let expires = s.ttl.and_then(|t| now.checked_add(t));
+        if s.env {
+            env.add(&s.name, &s.value, expires);
+        }
         files.push(crate::fs::secrets::Secret { name: s.name, value: s.value, expires });
     }
+    env.apply(&mut init.env);
     let fs = crate::fs::secrets::new_secretfs(Arc::downgrade(kernel), files, init.uid, init.gid);
     let path = crate::fs::secrets::MOUNT_POINT;
     mount_at(kernel, path, ReadOnly::wrap(fs), "tmpfs")

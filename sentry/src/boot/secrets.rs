@@ -2,9 +2,9 @@
 //! (a memfd the sentry reads and closes at once), never on its command
 //! line or in its environment, where the host's `ps` and
 //! /proc/PID/{cmdline,environ} would show them. Each becomes a file of
-//! /run/secrets (and, asked for, a variable of the first process's
-//! environment), and its value is redacted from everything leaving the
-//! sandbox.
+//! /run/secrets (and, asked for, a variable of the environment of each
+//! process started from outside: the first and those `husk exec` adds),
+//! and its value is redacted from everything leaving the sandbox.
 //!
 //! The descriptor holds one record per secret: the name's length (u32,
 //! little-endian) and bytes, the time to live in milliseconds (u64,
@@ -12,7 +12,8 @@
 //! the value's length (u32) and bytes.
 
 use crate::audit::redact::{Redactor, Secret as Redacted};
-use std::time::Duration;
+use parking_lot::Mutex;
+use std::time::{Duration, Instant};
 
 /// One secret as the runtime passes it.
 #[derive(Clone, PartialEq, Eq)]
@@ -20,8 +21,46 @@ pub struct SecretSpec {
     pub name: String,
     pub value: Vec<u8>,
     pub ttl: Option<Duration>,
-    /// Also NAME=VALUE in the first process's environment.
+    /// Also NAME=VALUE in the environment of the processes started from
+    /// outside the guest.
     pub env: bool,
+}
+
+/// The secrets `--secret-env` names, for the environment of every process
+/// started from outside the guest: the first, and each `husk exec` adds,
+/// as Docker gives an exec'd process the container's environment. A
+/// secret whose time to live has passed is left out, as its file is gone.
+/// A kernel extension, filled at boot.
+#[derive(Default)]
+pub struct SecretEnv(Mutex<Vec<EnvSecret>>);
+
+/// A secret of [`SecretEnv`]: its variable's name and value, and when it
+/// stops being given.
+struct EnvSecret {
+    name: String,
+    value: Vec<u8>,
+    expires: Option<Instant>,
+}
+
+impl SecretEnv {
+    /// Adds `name`'s `value`, set in environments until `expires`.
+    pub fn add(&self, name: &str, value: &[u8], expires: Option<Instant>) {
+        self.0.lock().push(EnvSecret { name: name.into(), value: value.to_vec(), expires });
+    }
+
+    /// Sets each live secret's variable in `env`, in place of a variable
+    /// of the same name the process's spec gives (the runtime's secret
+    /// wins, for the first process as for an exec'd one).
+    pub fn apply(&self, env: &mut Vec<Vec<u8>>) {
+        let now = Instant::now();
+        for s in self.0.lock().iter() {
+            let prefix = [s.name.as_bytes(), b"="].concat();
+            env.retain(|e| !e.starts_with(&prefix));
+            if s.expires.is_none_or(|e| now < e) {
+                env.push([&prefix[..], &s.value].concat());
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for SecretSpec {
@@ -146,6 +185,17 @@ mod tests {
         let twice = [spec("A", b"long enough value"), spec("A", b"another long value")];
         assert!(check(&twice).unwrap_err().contains("twice"));
         assert!(check(&[spec("PIN", b"1234")]).unwrap_err().contains("shorter than 8"));
+    }
+
+    #[test]
+    fn secret_env_replaces_a_given_variable_while_the_secret_lives() {
+        let env = SecretEnv::default();
+        let past = Instant::now().checked_sub(Duration::from_secs(1));
+        env.add("TOKEN", b"live-value", None);
+        env.add("OLD", b"expired-value", past);
+        let mut vars = vec![b"PATH=/bin".to_vec(), b"TOKEN=spec".to_vec(), b"OLD=spec".to_vec()];
+        env.apply(&mut vars);
+        assert_eq!(vars, [b"PATH=/bin".to_vec(), b"TOKEN=live-value".to_vec()]);
     }
 
     #[test]

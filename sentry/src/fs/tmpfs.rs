@@ -25,7 +25,7 @@ use crate::vfs::{
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -108,21 +108,72 @@ fn page_len() -> usize {
 /// page never written (or beyond the last write, after a truncate that
 /// grew the file) is a hole and reads as zeros; every page held is
 /// charged to the sandbox's memory and to its disk budget.
+///
+/// A hole a MAP_SHARED mapping faults in is held by the mapping's frame
+/// (charged to memory as guest memory) and, as Linux's shmem allocates
+/// the page at the fault, is charged to the disk budget from then on
+/// (`mapped`): stores through mappings cannot grow a file past the disk
+/// limit. Such a page becomes an ordinary one when the file is written.
 struct FileData {
     len: u64,
     pages: BTreeMap<u64, Box<[u8]>>,
+    /// Holes held by shared mappings' frames, charged to `disk` alone.
+    mapped: BTreeSet<u64>,
     charge: Charge,
     disk: DiskCharge,
 }
 
 impl FileData {
     fn new(acct: Arc<Accountant>, disk: Option<Arc<DiskBudget>>) -> FileData {
-        FileData { len: 0, pages: BTreeMap::new(), charge: Charge::new(acct), disk: DiskCharge::new(disk) }
+        FileData {
+            len: 0,
+            pages: BTreeMap::new(),
+            mapped: BTreeSet::new(),
+            charge: Charge::new(acct),
+            disk: DiskCharge::new(disk),
+        }
     }
 
-    /// Pages held.
+    /// Pages held, by the file or by its shared mappings.
     fn held(&self) -> u64 {
-        self.pages.len() as u64
+        (self.pages.len() + self.mapped.len()) as u64
+    }
+
+    /// A shared mapping faults page `index` in: a hole is charged to the
+    /// disk budget (ENOSPC past it, which the fault turns into SIGBUS).
+    fn hold_mapped(&mut self, index: u64) -> Result<(), Errno> {
+        if self.pages.contains_key(&index) || self.mapped.contains(&index) {
+            return Ok(());
+        }
+        if !self.disk.grow(PAGE_SIZE) {
+            return Err(Errno::ENOSPC);
+        }
+        self.mapped.insert(index);
+        Ok(())
+    }
+
+    /// Charges a page the file is to hold at `index`: one a mapping
+    /// holds already has its disk charge and costs memory alone.
+    fn charge_new(&mut self, index: u64) -> bool {
+        if self.mapped.remove(&index) {
+            if self.charge.grow(PAGE_SIZE) {
+                return true;
+            }
+            self.mapped.insert(index);
+            return false;
+        }
+        charge_page(&mut self.charge, &mut self.disk)
+    }
+
+    /// Gives back the charge of a page `charge_new` took at `index`,
+    /// `was_mapped` as it was before.
+    fn uncharge_new(&mut self, index: u64, was_mapped: bool) {
+        self.charge.shrink(PAGE_SIZE);
+        if was_mapped {
+            self.mapped.insert(index);
+        } else {
+            self.disk.shrink(PAGE_SIZE);
+        }
     }
 
     /// Copies bytes at `off` into `buf`, preferring the frames of shared
@@ -161,15 +212,13 @@ impl FileData {
             let (index, from) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
             let f = usize::try_from(from).map_err(|_| Errno::EFBIG)?;
             let take = (page_len() - f).min(n - done);
-            let page = match self.pages.entry(index) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    if !charge_page(&mut self.charge, &mut self.disk) {
-                        break;
-                    }
-                    e.insert(vec![0u8; page_len()].into_boxed_slice())
+            if !self.pages.contains_key(&index) {
+                if !self.charge_new(index) {
+                    break;
                 }
-            };
+                self.pages.insert(index, vec![0u8; page_len()].into_boxed_slice());
+            }
+            let Some(page) = self.pages.get_mut(&index) else { break };
             page[f..f + take].copy_from_slice(&buf[done..done + take]);
             done += take;
         }
@@ -189,28 +238,33 @@ impl FileData {
             if self.pages.contains_key(&index) {
                 continue;
             }
-            if !charge_page(&mut self.charge, &mut self.disk) {
-                for i in &taken {
-                    self.pages.remove(i);
+            let was_mapped = self.mapped.contains(&index);
+            if !self.charge_new(index) {
+                for (i, was_mapped) in taken {
+                    self.pages.remove(&i);
+                    self.uncharge_new(i, was_mapped);
                 }
-                let bytes = taken.len() as u64 * PAGE_SIZE;
-                self.charge.shrink(bytes);
-                self.disk.shrink(bytes);
                 return Err(Errno::ENOSPC);
             }
             self.pages.insert(index, vec![0u8; page_len()].into_boxed_slice());
-            taken.push(index);
+            taken.push((index, was_mapped));
         }
         Ok(())
     }
 
     /// Sets the size: growth is a hole, shrinking frees the pages past the
-    /// end and zeroes the tail of the last one.
-    fn set_len(&mut self, len: u64) {
+    /// end and zeroes the tail of the last one. A page past the end that
+    /// a shared mapping's frame holds (`framed`) keeps its disk charge:
+    /// stores through a mapping that has it reach the frame without a
+    /// fault, and would show again if the file grew back.
+    fn set_len(&mut self, len: u64, framed: impl Fn(u64) -> bool) {
         if len < self.len {
             let gone = self.pages.split_off(&pages(len));
+            let unmapped = self.mapped.split_off(&pages(len));
+            let kept: BTreeSet<u64> = gone.keys().chain(&unmapped).copied().filter(|&i| framed(i)).collect();
             self.charge.shrink(gone.len() as u64 * PAGE_SIZE);
-            self.disk.shrink(gone.len() as u64 * PAGE_SIZE);
+            self.disk.shrink((gone.len() + unmapped.len() - kept.len()) as u64 * PAGE_SIZE);
+            self.mapped.extend(kept);
             let tail = len % PAGE_SIZE;
             if let (Some(p), Ok(t)) = (self.pages.get_mut(&(len / PAGE_SIZE)), usize::try_from(tail)) {
                 p[t..].fill(0);
@@ -616,6 +670,15 @@ impl TmpNode {
         Ok(written)
     }
 
+    /// A shared mapping faults page `index` in (see `FileData::hold_mapped`).
+    fn hold_mapped(&self, index: u64) -> Result<(), Errno> {
+        let mut d = self.data()?;
+        let before = d.held();
+        d.hold_mapped(index)?;
+        self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Truncates or extends the file; the times change if the size does.
     fn truncate(&self, len: u64) -> Result<(), Errno> {
         if len > MAX_FILE_SIZE {
@@ -626,7 +689,8 @@ impl TmpNode {
             return Ok(());
         }
         let before = d.held();
-        d.set_len(len);
+        let cache = self.cache.lock().clone();
+        d.set_len(len, |index| cache.as_ref().is_some_and(|c| c.holds(index)));
         self.fs.pages.fetch_sub(before - d.held(), Ordering::Relaxed);
         if let Some(c) = self.cache.lock().as_ref() {
             c.truncate(len);
@@ -1036,6 +1100,7 @@ struct TmpShared {
 
 impl SharedPages for TmpShared {
     fn frame(&self, index: u64) -> Result<u64, Errno> {
+        self.node.hold_mapped(index)?;
         self.cache.frame(index, |page| {
             let off = index.saturating_mul(crate::abi::PAGE_SIZE);
             // A page past the end of the file reads as zeros.
@@ -1492,6 +1557,47 @@ mod tests {
         assert_eq!(budget.usage(), nodes / 2 + 6 * PAGE_SIZE, "the last reference freed its share");
         assert_eq!(fb.write(b"x", 6 * PAGE_SIZE).unwrap(), 1);
         assert_eq!(shm.statfs().unwrap().bfree, (nodes / 2 + 9 * PAGE_SIZE) / PAGE_SIZE);
+    }
+
+    #[test]
+    fn holes_shared_mappings_fault_in_are_charged_to_the_disk_budget() {
+        let budget = DiskBudget::new(INODE_COST + 1 + 2 * PAGE_SIZE);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.truncate(8 * PAGE_SIZE).unwrap();
+        let mf = Arc::new(MemoryFile::new(1 << 24).unwrap());
+        let pages = f.mappable().unwrap().shared_pages(&mf).unwrap();
+        let base = budget.usage();
+        pages.frame(0).unwrap();
+        pages.frame(0).unwrap();
+        pages.frame(5).unwrap();
+        assert_eq!(budget.usage(), base + 2 * PAGE_SIZE, "each page once");
+        assert_eq!(pages.frame(6).err(), Some(Errno::ENOSPC), "past the limit: the fault's SIGBUS");
+        assert_eq!(n.stat().unwrap().blocks, 2 * (PAGE_SIZE / 512));
+        assert_eq!(f.write(b"x", 0).unwrap(), 1, "a mapped page is written without a second charge");
+        assert_eq!(budget.usage(), base + 2 * PAGE_SIZE);
+        f.truncate(0).unwrap();
+        f.truncate(8 * PAGE_SIZE).unwrap();
+        assert_eq!(budget.usage(), base + 2 * PAGE_SIZE, "frames a mapping may still store to stay charged");
+        pages.frame(5).unwrap();
+        assert_eq!(pages.frame(3).err(), Some(Errno::ENOSPC));
+        drop((pages, f, n));
+        root.unlink(b"f", false).unwrap();
+        assert_eq!(budget.usage(), 0, "all freed with the file");
+    }
+
+    #[test]
+    fn truncating_frees_what_no_mapping_holds() {
+        let budget = DiskBudget::new(INODE_COST + 1 + 4 * PAGE_SIZE);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let f = root.create(b"f", nn(0o644)).unwrap().open(RDWR).unwrap();
+        f.write(&vec![1u8; 4 * page_len()], 0).unwrap();
+        let mf = Arc::new(MemoryFile::new(1 << 24).unwrap());
+        f.mappable().unwrap().shared_pages(&mf).unwrap().frame(0).unwrap();
+        let base = budget.usage() - 4 * PAGE_SIZE;
+        f.truncate(0).unwrap();
+        assert_eq!(budget.usage(), base + PAGE_SIZE, "only the framed page stays charged");
     }
 
     #[test]

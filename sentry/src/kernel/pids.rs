@@ -66,6 +66,13 @@ impl Kernel {
     /// Reserves a place for a new task `caller` creates; EAGAIN past the
     /// limit, as the pids cgroup answers fork and clone.
     pub fn reserve_pid(&self, caller: &Thread) -> Result<PidSlot<'_>, Errno> {
+        self.reserve_pid_for(caller.tgid, || String::from_utf8_lossy(&caller.comm.lock()).into_owned())
+    }
+
+    /// Reserves a place for a new task on behalf of process `pid` named
+    /// `comm` (as a refusal's record names them): a process `husk exec`
+    /// starts from outside the guest is pid 0 and its program's name.
+    pub fn reserve_pid_for(&self, pid: i32, comm: impl FnOnce() -> String) -> Result<PidSlot<'_>, Errno> {
         let limit = self.cgroup_limits.lock().pids_max;
         let mut table = self.threads.lock();
         let used = u64::try_from(table.threads.len()).unwrap_or(u64::MAX).saturating_add(table.reserved);
@@ -80,9 +87,9 @@ impl Kernel {
         drop(table);
         if self.pids_breach.refused() {
             let limit = limit.unwrap_or(u64::MAX);
-            let comm = String::from_utf8_lossy(&caller.comm.lock()).into_owned();
-            log::warn!("pids limit {limit} reached: process {} ({comm}) cannot create a task", caller.tgid);
-            let _ = self.audit(|| crate::audit::Record::LimitPids { pid: caller.tgid, comm, limit });
+            let comm = comm();
+            log::warn!("pids limit {limit} reached: process {pid} ({comm}) cannot create a task");
+            let _ = self.audit(|| crate::audit::Record::LimitPids { pid, comm, limit });
         }
         Err(Errno::EAGAIN)
     }
@@ -124,6 +131,18 @@ mod tests {
         let many: Vec<_> = (0..100).map(|_| k.reserve_pid(&init).unwrap()).collect();
         assert_eq!(k.pids_used(), 101, "no limit: any number");
         drop(many);
+    }
+
+    #[test]
+    fn a_task_started_from_outside_counts_and_is_refused_at_the_limit() {
+        let k = testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()));
+        k.cgroup_limits.lock().pids_max = Some(2);
+        let _init = testing::thread(&k, 1, ThreadGroup::new(1, defaults()));
+        let exec = k.reserve_pid_for(0, || "sh".into()).unwrap();
+        assert_eq!(k.pids_used(), 2);
+        assert_eq!(k.reserve_pid_for(0, || "sh".into()).err(), Some(Errno::EAGAIN));
+        drop(exec);
+        assert!(k.reserve_pid_for(0, || "sh".into()).is_ok());
     }
 
     #[test]

@@ -108,6 +108,11 @@ impl Task {
                     // its area allows is an access the area forbids.
                     Ok(false) if self.spurious_faults < MAX_SPURIOUS_FAULTS => self.spurious_faults += 1,
                     Err(Segv::OutOfMemory) => self.out_of_memory(),
+                    Err(Segv::Bus) => {
+                        self.spurious_faults = 0;
+                        log::debug!("task {}: SIGBUS at {addr:#x}: its filesystem is full", self.thread.tid);
+                        signal_frame::deliver(self, &SigInfo::fault(libc::SIGBUS, libc::BUS_ADRERR, addr), true);
+                    }
                     result => {
                         self.spurious_faults = 0;
                         let code = if result == Err(Segv::MapErr) { 1 } else { 2 };

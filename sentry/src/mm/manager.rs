@@ -30,13 +30,16 @@ pub enum Segv {
     /// No memory is left for the page: Linux's OOM killer ends the
     /// process instead of signalling a fault.
     OutOfMemory,
+    /// The page of a shared file mapping cannot be held: its filesystem
+    /// is full (the disk limit), and Linux's shmem answers SIGBUS.
+    Bus,
 }
 
 fn fault_error(e: Errno) -> Segv {
-    if e == Errno::ENOMEM {
-        Segv::OutOfMemory
-    } else {
-        Segv::MapErr
+    match e {
+        Errno::ENOMEM => Segv::OutOfMemory,
+        Errno::ENOSPC => Segv::Bus,
+        _ => Segv::MapErr,
     }
 }
 

@@ -56,6 +56,11 @@ impl PageCache {
         Ok(frame)
     }
 
+    /// Whether page `index` has a frame (mappings may store to it).
+    pub fn holds(&self, index: u64) -> bool {
+        self.pages.lock().contains_key(&index)
+    }
+
     /// The file was truncated to `len`: mapped bytes past it read as zero.
     pub fn truncate(&self, len: u64) {
         let pages = self.pages.lock();

@@ -256,9 +256,11 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         let t = String::from_utf8_lossy(&spec.terminal).into_owned();
         [t.clone(), t.clone(), t]
     };
+    let mut env = spec.env;
+    k.ext::<crate::boot::secrets::SecretEnv>().apply(&mut env);
     let spec = ProcessSpec {
         argv: spec.argv,
-        env: spec.env,
+        env,
         cwd: spec.cwd,
         uid: spec.uid,
         gid: spec.gid,
@@ -276,7 +278,19 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
     let kernel = k.clone();
     let spawned = std::thread::Builder::new().name("exec".into()).stack_size(8 << 20).spawn(move || {
         let mut conn = conn;
-        let process = match launch::load(&kernel, spec, &names) {
+        // The new process counts against the pids limit as a forked one
+        // does, from before it exists until it is in the thread table.
+        let comm = program_name(&spec.argv);
+        let slot = match kernel.reserve_pid_for(0, || comm) {
+            Ok(slot) => slot,
+            Err(e) => {
+                let _ = conn.write_all(protocol::encode_reply(&Err((e.0, pids_refusal(&kernel)))).as_bytes());
+                return;
+            }
+        };
+        let loaded = launch::load(&kernel, spec, &names);
+        drop(slot);
+        let process = match loaded {
             Ok(p) => p,
             Err(e) => {
                 let errno = if let LaunchError::Exec { errno, .. } = &e { errno.0 } else { libc::EIO };
@@ -301,6 +315,22 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
         log::warn!("cannot start a thread for an exec'd process: {e}");
     }
     Ok(())
+}
+
+/// The name a process of `argv` gets (its comm): the program's file
+/// name, at most 15 bytes as Linux keeps it.
+fn program_name(argv: &[Vec<u8>]) -> String {
+    let path = argv.first().map_or(&[][..], Vec::as_slice);
+    let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    String::from_utf8_lossy(&base[..base.len().min(15)]).into_owned()
+}
+
+/// Why an exec was refused at the pids limit, for the runtime's user.
+fn pids_refusal(k: &Kernel) -> String {
+    match k.cgroup_limits.lock().pids_max {
+        Some(limit) => format!("the sandbox's pids limit ({limit}) is reached: no process can start"),
+        None => "no process can start".into(),
+    }
 }
 
 fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Failure> {
