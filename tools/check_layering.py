@@ -32,6 +32,9 @@ LAYERS = [
     ["abi"],           # Linux's ABI: errno, layouts
 ]
 
+# The attributes that make a module test code.
+TEST_CFG = re.compile(r'#\[cfg\((test|any\(test, feature = "testing"\))\)\]')
+
 RANK = {m: len(LAYERS) - i for i, group in enumerate(LAYERS) for m in group}
 
 # `crate::x`, `super::super::x`, and the groups `crate::{x, y::z}`.
@@ -125,7 +128,7 @@ def test_files(root):
             base = dirpath if f in ("mod.rs", "lib.rs") else os.path.join(dirpath, f[:-3])
             for a, b in zip(lines, lines[1:]):
                 m = re.match(r"\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+(\w+)\s*;", b)
-                if a.strip().startswith("#[cfg(test)]") and m:
+                if TEST_CFG.match(a.strip()) and m:
                     for cand in (os.path.join(base, m.group(1) + ".rs"), os.path.join(base, m.group(1), "mod.rs")):
                         out.add(os.path.normpath(cand))
     return out
