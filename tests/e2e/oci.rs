@@ -5,8 +5,8 @@
 //! process, no cgroup.
 
 use crate::util::{husk_bin, run, unique, Run, TempDir};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -17,6 +17,8 @@ pub const RLIMIT_CPU: usize = 0;
 const MAX_POLL: Duration = Duration::from_secs(1);
 /// The shortest.
 const MIN_POLL: Duration = Duration::from_millis(10);
+/// The least CPU time at which a limit acts.
+const FIRST_CHECK: Duration = Duration::from_secs(1);
 
 /// What a process's CPU time calls for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +40,11 @@ fn seconds(v: u64) -> Option<Duration> {
 /// hard one is refused by setrlimit).
 fn verdict(used: Duration, limit: Rlimit) -> Verdict {
     let Some(soft) = seconds(limit.cur) else { return Verdict::Wait(None) };
+    // Linux arms its timer for a second when asked for 0 (zero means
+    // "never set" there): no limit acts before a second of CPU time.
+    if used < FIRST_CHECK {
+        return Verdict::Wait(Some(FIRST_CHECK - used));
+    }
     if seconds(limit.max).is_some_and(|h| used >= h) {
         Verdict::Kill
     } else if used >= soft {
@@ -106,6 +113,14 @@ mod tests {
         assert_eq!(verdict(S, lim), Verdict::Xcpu);
         assert_eq!(verdict(1500 * MS, Rlimit { cur: 2, max: 3 }), Verdict::Wait(Some(500 * MS)), "a second on");
         assert_eq!(verdict(3 * S, Rlimit { cur: 3, max: 3 }), Verdict::Kill);
+    }
+
+    #[test]
+    fn a_zero_limit_acts_after_a_second_as_in_linux() {
+        let zero = Rlimit { cur: 0, max: 0 };
+        assert_eq!(verdict(600 * MS, zero), Verdict::Wait(Some(400 * MS)));
+        assert_eq!(verdict(S, zero), Verdict::Kill);
+        assert_eq!(verdict(S, Rlimit { cur: 0, max: 5 }), Verdict::Xcpu);
     }
 
     #[test]
