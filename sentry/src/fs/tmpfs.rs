@@ -427,10 +427,9 @@ struct TmpNode {
     body: Body,
     /// The frames of MAP_SHARED mappings of this file, once it has any.
     cache: Mutex<Option<Arc<PageCache>>>,
-    /// The node itself, charged to the sandbox's memory and disk budget.
-    _charges: (Charge, DiskCharge),
-    /// The names past its first (hard links), charged the same way.
-    links: Mutex<(Charge, DiskCharge)>,
+    /// The node and its hard links past the first name, charged to the
+    /// sandbox's memory and disk budget.
+    charges: Mutex<(Charge, DiskCharge)>,
 }
 
 impl Drop for TmpNode {
@@ -478,8 +477,7 @@ impl TmpNode {
             link: Mutex::new(link),
             body,
             cache: Mutex::new(None),
-            links: Mutex::new((Charge::new(fs.acct.clone()), DiskCharge::new(fs.disk.clone()))),
-            _charges: charges,
+            charges: Mutex::new(charges),
         })
     }
 
@@ -575,9 +573,9 @@ impl TmpNode {
         let dir = self.is_dir();
         let mut m = self.meta.lock();
         if !dir && m.nlink > 1 {
-            let mut links = self.links.lock();
-            links.0.shrink(LINK_COST);
-            links.1.shrink(LINK_COST);
+            let mut charges = self.charges.lock();
+            charges.0.shrink(LINK_COST);
+            charges.1.shrink(LINK_COST);
         }
         m.nlink = if dir { 0 } else { m.nlink.saturating_sub(1) };
         m.ctime = now();
@@ -926,12 +924,12 @@ impl Node for TmpNode {
             if m.nlink == 0 {
                 return Err(Errno::ENOENT);
             }
-            let mut links = target.links.lock();
-            if !links.0.grow(LINK_COST) {
+            let mut charges = target.charges.lock();
+            if !charges.0.grow(LINK_COST) {
                 return Err(Errno::ENOSPC);
             }
-            if !links.1.grow(LINK_COST) {
-                links.0.shrink(LINK_COST);
+            if !charges.1.grow(LINK_COST) {
+                charges.0.shrink(LINK_COST);
                 return Err(Errno::ENOSPC);
             }
             m.nlink += 1;
