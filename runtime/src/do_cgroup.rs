@@ -11,7 +11,6 @@
 //! (SIGKILL) cannot remove its cgroup: the next one removes it.
 
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -85,7 +84,7 @@ impl DoCgroup {
 
     /// The `cgroup.procs` files a process writes to join the cgroup.
     pub fn procs_files(&self) -> Vec<CString> {
-        self.dirs.iter().filter_map(|d| CString::new(d.join("cgroup.procs").as_os_str().as_bytes()).ok()).collect()
+        crate::oci::cgroup::procs_files(&self.dirs)
     }
 }
 

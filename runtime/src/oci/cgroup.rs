@@ -139,11 +139,7 @@ impl Cgroup {
 
     /// The `cgroup.procs` files a process writes "0" to in order to join.
     pub fn procs_files(&self) -> Vec<std::ffi::CString> {
-        use std::os::unix::ffi::OsStrExt;
-        self.dirs()
-            .into_iter()
-            .filter_map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_bytes()).ok())
-            .collect()
+        procs_files(&self.dirs())
     }
 
     /// Applies memory, CPU and pid limits.
@@ -249,6 +245,13 @@ impl Cgroup {
         }
         remove_dirs(&self.dirs());
     }
+}
+
+/// The `cgroup.procs` files of cgroup folders `dirs`, as the spawner
+/// writes them (C strings: it writes between fork and exec).
+pub fn procs_files(dirs: &[PathBuf]) -> Vec<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    dirs.iter().filter_map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_bytes()).ok()).collect()
 }
 
 /// Removes cgroup folders once their processes are gone: a cgroup whose
