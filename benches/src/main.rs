@@ -92,8 +92,13 @@ fn parse_args() -> anyhow::Result<Options> {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    euid() == 0
+}
+
+/// Our effective user id.
+fn euid() -> libc::uid_t {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 pub fn which(name: &str) -> Option<PathBuf> {
@@ -241,8 +246,7 @@ fn smoke_test(runtimes: &mut [Runtime], ctx: &Context, ops_built: bool, virtuali
 fn runsc_do_dirs() -> HashSet<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return HashSet::new() };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = euid();
     dir.flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("runsc-do"))
         .filter(|e| e.metadata().is_ok_and(|m| m.uid() == me && m.is_dir()))
