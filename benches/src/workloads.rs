@@ -197,6 +197,12 @@ fn per_op(key: &'static str, title: &'static str, iters: u32, dir: Dir, quick: b
     Workload { key, title, measure: Measure::PerOp { op: key, iters, dir }, quick, needs: &[] }
 }
 
+/// A per-operation row of program operation `op` on one file system,
+/// keyed apart from the same operation's row on the other.
+fn file_op(key: &'static str, op: &'static str, title: &'static str, iters: u32, dir: Dir) -> Workload {
+    Workload { key, ..per_op(op, title, iters, dir, false) }
+}
+
 /// Every workload, in table order. Iteration counts keep a sandboxed run
 /// near a second on a 2-core machine; `--quick` divides them by ten.
 pub fn all() -> Vec<Workload> {
@@ -207,32 +213,14 @@ pub fn all() -> Vec<Workload> {
         per_op("open_close", "open+close /etc/passwd", 5_000, N, true),
         per_op("stat", "stat /etc/passwd", 5_000, N, false),
         per_op("create_unlink", "create+write+unlink, /tmp", 2_000, Tmp, false),
-        Workload { key: "seq_write_tmp", ..per_op("seq_write", "sequential write 64 KiB, /tmp", 1_000, Tmp, false) },
-        Workload { key: "seq_read_tmp", ..per_op("seq_read", "sequential read 64 KiB, /tmp", 1_000, Tmp, false) },
-        Workload {
-            key: "seq_write_root",
-            ..per_op("seq_write", "sequential write 64 KiB, root fs (overlay/bind)", 1_000, Root, false)
-        },
-        Workload {
-            key: "seq_read_root",
-            ..per_op("seq_read", "sequential read 64 KiB, root fs (overlay/bind)", 1_000, Root, false)
-        },
-        Workload {
-            key: "rand_read_tmp",
-            ..per_op("rand_read", "random read 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)
-        },
-        Workload {
-            key: "rand_write_tmp",
-            ..per_op("rand_write", "random write 4 KiB of 16 MiB, /tmp", 5_000, Tmp, false)
-        },
-        Workload {
-            key: "rand_read_root",
-            ..per_op("rand_read", "random read 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root, false)
-        },
-        Workload {
-            key: "rand_write_root",
-            ..per_op("rand_write", "random write 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root, false)
-        },
+        file_op("seq_write_tmp", "seq_write", "sequential write 64 KiB, /tmp", 1_000, Tmp),
+        file_op("seq_read_tmp", "seq_read", "sequential read 64 KiB, /tmp", 1_000, Tmp),
+        file_op("seq_write_root", "seq_write", "sequential write 64 KiB, root fs (overlay/bind)", 1_000, Root),
+        file_op("seq_read_root", "seq_read", "sequential read 64 KiB, root fs (overlay/bind)", 1_000, Root),
+        file_op("rand_read_tmp", "rand_read", "random read 4 KiB of 16 MiB, /tmp", 5_000, Tmp),
+        file_op("rand_write_tmp", "rand_write", "random write 4 KiB of 16 MiB, /tmp", 5_000, Tmp),
+        file_op("rand_read_root", "rand_read", "random read 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root),
+        file_op("rand_write_root", "rand_write", "random write 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root),
         per_op("pipe_pingpong", "pipe ping-pong (round trip)", 5_000, N, true),
         per_op("unix_pingpong", "unix socket ping-pong (round trip)", 5_000, N, false),
         per_op("fork_wait", "fork+wait", 300, N, false),
