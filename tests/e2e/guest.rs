@@ -212,3 +212,13 @@ fn guest_proc_self() {
 fn guest_auxv() {
     guest_test("auxv", &["one", "two words"]);
 }
+
+#[test]
+fn guest_inotify() {
+    guest_test("inotify", &[]);
+}
+
+#[test]
+fn guest_inotify_on_the_root_overlay() {
+    guest_test("inotify", &["/var/tmp"]);
+}

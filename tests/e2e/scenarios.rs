@@ -496,3 +496,30 @@ fn nothing_is_left_behind_after_many_threads_and_processes() {
     let left = std::process::Command::new("pgrep").args(["-f", &marker]).output().unwrap();
     assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
 }
+
+/// `tail -f` (GNU coreutils watches with inotify) sees lines another process
+/// appends to a file on the sentry's tmpfs (/tmp). `-s 30`: tail's polling
+/// fallback would sleep 30 s between looks, so lines arriving within the
+/// 10 s the script waits come from inotify events. (On an overlay tail
+/// always polls: coreutils counts overlayfs as remote. The guest program
+/// `inotify` checks the overlay's events.)
+#[test]
+fn tail_follow_sees_appended_lines() {
+    let script = "set -e\n\
+         f=$(mktemp /tmp/husk-tailf.XXXXXX); o=$f.out\n\
+         echo first > $f\n\
+         tail -s 30 -n +1 -f $f > $o 2>&1 &\n\
+         t=$!\n\
+         wait_for() { i=0; while ! grep -qx \"$1\" $o; do i=$((i+1)); \
+           if [ $i -ge 100 ]; then echo \"missing $1\"; cat $o; kill $t; rm -f $f $o; exit 1; fi; \
+           sleep 0.1; done; }\n\
+         wait_for first\n\
+         sh -c \"echo second >> $f\"\n\
+         wait_for second\n\
+         sh -c \"echo third >> $f\"\n\
+         wait_for third\n\
+         kill $t; wait $t || true\n\
+         cat $o; rm -f $f $o\n";
+    let (_, sbx) = assert_same_as_native(&["sh", "-c", script], None);
+    assert_eq!(sbx.stdout_str(), "first\nsecond\nthird\n");
+}

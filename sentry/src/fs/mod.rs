@@ -16,6 +16,7 @@ pub mod eventfd;
 pub mod gofer;
 pub mod host_file;
 pub mod inet;
+pub mod inotify;
 pub mod mqueue;
 pub mod netdev;
 pub mod netlink;

@@ -10,6 +10,7 @@ use crate::abi::limits::PATH_MAX;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::Task;
+use crate::vfs::notify;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_WRITE};
 use crate::vfs::{
     names, rename, Dentry, NewNode, SetAttr, SetTime, TimeSpec, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK,
@@ -309,6 +310,7 @@ fn chmod(task: &Task, d: &Arc<Dentry>, mode: u64) -> SysResult {
     }
     super::audit_files::chmod(task, d, mode)?;
     d.node.setattr(&SetAttr { mode: Some(mode), ..SetAttr::default() })?;
+    notify::file_event(d, notify::IN_ATTRIB);
     Ok(0)
 }
 
@@ -359,6 +361,9 @@ fn chown(task: &Task, d: &Arc<Dentry>, uid: u64, gid: u64) -> SysResult {
         }
     }
     d.node.setattr(&SetAttr { uid: new_uid, gid: new_gid, ..SetAttr::default() })?;
+    if new_uid.is_some() || new_gid.is_some() {
+        notify::file_event(d, notify::IN_ATTRIB);
+    }
     Ok(0)
 }
 
@@ -406,7 +411,13 @@ fn set_times(task: &Task, d: &Arc<Dentry>, atime: Option<SetTime>, mtime: Option
     } else if must_own(task, d).is_err() {
         perm::check(&task.thread.creds(), &d.node.stat()?, MAY_WRITE).map_err(|_| Errno::EACCES)?;
     }
+    let event = match (atime.is_some(), mtime.is_some()) {
+        (true, true) => notify::IN_ATTRIB,
+        (true, false) => notify::IN_ACCESS,
+        _ => notify::IN_MODIFY,
+    };
     d.node.setattr(&SetAttr { atime, mtime, ..SetAttr::default() })?;
+    notify::file_event(d, event);
     Ok(0)
 }
 

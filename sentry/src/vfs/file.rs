@@ -37,6 +37,9 @@ impl Drop for FileDescription {
         for (_, f) in self.on_release.get_mut().drain(..) {
             f();
         }
+        if !self.is_path() {
+            super::notify::closed(&self.dentry, self.writable());
+        }
     }
 }
 
@@ -239,6 +242,7 @@ impl FileDescription {
         }
         let r = commit()?;
         *off = reached;
+        super::notify::file_event(&self.dentry, super::notify::IN_ACCESS);
         Ok(r)
     }
 }

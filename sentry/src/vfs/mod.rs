@@ -6,6 +6,7 @@ pub mod dentry;
 pub mod fd_table;
 pub mod file;
 pub mod names;
+pub mod notify;
 pub mod open;
 pub mod perm;
 pub mod rename;

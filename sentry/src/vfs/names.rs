@@ -4,6 +4,7 @@
 //! with `vfs::rename` under their locks and make the change.
 
 use super::at::DirFd;
+use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_WRITE};
 use super::walk::{ParentAndName, Walker};
 use super::{Dentry, NewNode, S_IFDIR, S_IFMT};
@@ -83,7 +84,33 @@ pub fn rename_at(
     if w.ns.is_mountpoint(&src) {
         return Err(Errno::EBUSY);
     }
-    old.parent.node.rename(&old.name, &new.parent.node, &new.name, flags)
+    let subjects = notify::active().then(|| rename_subjects(&src, &new, flags));
+    old.parent.node.rename(&old.name, &new.parent.node, &new.name, flags)?;
+    if let Some(mut s) = subjects {
+        let exchanged = if flags & RENAME_EXCHANGE != 0 { s.target.take() } else { None };
+        notify::renamed(old.parent.node.as_ref(), &old.name, new.parent.node.as_ref(), &new.name, &s);
+        // An exchange moved the other entry the other way (Linux's second
+        // fsnotify_move), replacing nothing.
+        if let Some((key, isdir, _)) = exchanged {
+            let back = notify::RenameSubjects { source: Some(key), source_isdir: isdir, target: None };
+            notify::renamed(new.parent.node.as_ref(), &new.name, old.parent.node.as_ref(), &old.name, &back);
+        }
+    }
+    Ok(())
+}
+
+/// `renameat2`'s flag that swaps the two names.
+const RENAME_EXCHANGE: u32 = 2;
+
+/// The inodes a rename of `src` onto `new` touches, for its events.
+fn rename_subjects(src: &Dentry, new: &ParentAndName, flags: u32) -> notify::RenameSubjects {
+    let kind = |n: &dyn super::Node| n.stat().ok().map(|st| (st.mode & S_IFMT == S_IFDIR, st.nlink));
+    let target = new.parent.node.lookup(&new.name).ok().and_then(|t| {
+        let key = notify::key_of(t.as_ref())?;
+        let (isdir, nlink) = kind(t.as_ref())?;
+        Some((key, isdir, flags & RENAME_EXCHANGE == 0 && nlink <= 1))
+    });
+    notify::RenameSubjects { source: notify::key_of(src.node.as_ref()), source_isdir: src.is_dir(), target }
 }
 
 /// unlinkat(2): removes a non-directory, or with `dir` (rmdir,
@@ -116,7 +143,15 @@ pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<()
     if w.ns.is_mountpoint(&victim) {
         return Err(Errno::EBUSY);
     }
-    pn.parent.node.unlink(&pn.name, dir)
+    let watched = notify::active().then(|| {
+        let nlink = victim.node.stat().map(|st| st.nlink).unwrap_or(1);
+        (notify::key_of(victim.node.as_ref()), nlink <= 1)
+    });
+    pn.parent.node.unlink(&pn.name, dir)?;
+    if let Some((key, last)) = watched {
+        notify::removed(pn.parent.node.as_ref(), &pn.name, key, is_dir, last);
+    }
+    Ok(())
 }
 
 /// linkat(2) once the source is resolved: a new name, on the same mount,
@@ -137,7 +172,9 @@ pub fn link_at(w: &Walker<'_>, src: &Arc<Dentry>, at: DirFd, path: &[u8]) -> Res
         return Err(Errno::EXDEV);
     }
     may_modify_dir(w, &pn.parent)?;
-    pn.parent.node.link(&pn.name, &src.node)
+    pn.parent.node.link(&pn.name, &src.node)?;
+    notify::linked(pn.parent.node.as_ref(), &pn.name, src.node.as_ref());
+    Ok(())
 }
 
 /// The parent of a name about to be made: the name must not exist ("."
@@ -156,19 +193,25 @@ fn new_name_at(w: &Walker<'_>, at: DirFd, path: &[u8], dots: bool) -> Result<Par
 /// mkdirat(2).
 pub fn mkdir_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, true)?;
-    pn.parent.node.mkdir(&pn.name, new)
+    pn.parent.node.mkdir(&pn.name, new)?;
+    notify::created(pn.parent.node.as_ref(), &pn.name, true);
+    Ok(())
 }
 
 /// mknodat(2) of the node type in `new.mode`.
 pub fn mknod_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, false)?;
-    pn.parent.node.mknod(&pn.name, new, rdev)
+    pn.parent.node.mknod(&pn.name, new, rdev)?;
+    notify::created(pn.parent.node.as_ref(), &pn.name, false);
+    Ok(())
 }
 
 /// symlinkat(2).
 pub fn symlink_at(w: &Walker<'_>, target: &[u8], at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, false)?;
-    pn.parent.node.symlink(&pn.name, target, new)
+    pn.parent.node.symlink(&pn.name, target, new)?;
+    notify::created(pn.parent.node.as_ref(), &pn.name, false);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! decode arguments, call `open_at` and install the description.
 
 use super::at::DirFd;
+use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::walk::Walker;
 use super::{Dentry, FileDescription, FileOps, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
@@ -50,8 +51,11 @@ pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resul
         match lookup_or_create(w, dirfd, path, flags, how)? {
             Created::Existing(d) => d,
             Created::New(d) => {
+                if let Some(parent) = &d.parent {
+                    notify::created(parent.node.as_ref(), &d.name, false);
+                }
                 let ops = d.node.open(flags & !libc::O_TRUNC)?;
-                return Ok(description(d, ops, flags));
+                return Ok(opened(d, ops, flags, S_IFREG));
             }
         }
     } else {
@@ -71,7 +75,21 @@ pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resul
     may_open(w, &st, kind, flags)?;
     let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
     let ops = dentry.node.open(open_flags)?;
-    Ok(description(dentry, ops, flags))
+    let f = opened(dentry, ops, flags, kind);
+    // The truncation reports after the open, as Linux's do_open does.
+    if open_flags & libc::O_TRUNC != 0 {
+        notify::file_event(&f.dentry, notify::IN_MODIFY);
+    }
+    Ok(f)
+}
+
+/// The description of a file just opened: a regular file's I/O reports
+/// its events (`IN_ACCESS`, `IN_MODIFY`), and the open is one
+/// (`IN_OPEN`).
+fn opened(d: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: i32, kind: u32) -> Arc<FileDescription> {
+    let ops = if kind == S_IFREG { notify::WatchedFile::wrap(d.clone(), ops) } else { ops };
+    notify::file_event(&d, notify::IN_OPEN);
+    description(d, ops, flags)
 }
 
 /// The last component of an `O_CREAT` open: found, or made now.

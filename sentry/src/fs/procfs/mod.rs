@@ -168,7 +168,22 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
     );
     let pipe_max =
         file(p, "/sys/fs/pipe-max-size", Box::new(|| Ok(format!("{}\n", crate::fs::pipe::PIPE_MAX_SIZE).into_bytes())));
-    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max), pipe_max]);
+    let inotify = {
+        use crate::vfs::notify::{MAX_QUEUED_EVENTS, MAX_USER_INSTANCES, MAX_USER_WATCHES};
+        let limit = |name: &str, v: usize| {
+            file(p, &format!("/sys/fs/inotify/{name}"), Box::new(move || Ok(format!("{v}\n").into_bytes())))
+        };
+        dir(
+            p,
+            "/sys/fs/inotify",
+            vec![
+                limit("max_queued_events", MAX_QUEUED_EVENTS),
+                limit("max_user_instances", MAX_USER_INSTANCES),
+                limit("max_user_watches", MAX_USER_WATCHES),
+            ],
+        )
+    };
+    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max), pipe_max, inotify]);
     let ipv4 = dir(
         p,
         "/sys/net/ipv4",

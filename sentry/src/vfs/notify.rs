@@ -1,0 +1,502 @@
+//! Filesystem change notification (Linux's fsnotify, for inotify): the
+//! watches of the sandbox, kept by inode, and the hooks the VFS and the
+//! system calls call where an operation happens, so every filesystem
+//! reports events without implementing them.
+//!
+//! An inode is named by its filesystem's identity and its inode number
+//! (`Node::fs_id`, `st_ino`), which the overlay keeps across a copy-up.
+//! Watches belong to inotify instances, which receive events through
+//! `Sink`; the table here owns every watch descriptor, so a watch is
+//! added, fired and removed under one lock (instances only queue events
+//! under theirs, taken after it).
+
+use super::{Dentry, FileOps, Node, S_IFDIR, S_IFMT};
+use crate::abi::Errno;
+use crate::mm::{Mappable, MemoryManager};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
+
+pub const IN_ACCESS: u32 = 0x1;
+pub const IN_MODIFY: u32 = 0x2;
+pub const IN_ATTRIB: u32 = 0x4;
+pub const IN_CLOSE_WRITE: u32 = 0x8;
+pub const IN_CLOSE_NOWRITE: u32 = 0x10;
+pub const IN_OPEN: u32 = 0x20;
+pub const IN_MOVED_FROM: u32 = 0x40;
+pub const IN_MOVED_TO: u32 = 0x80;
+pub const IN_CREATE: u32 = 0x100;
+pub const IN_DELETE: u32 = 0x200;
+pub const IN_DELETE_SELF: u32 = 0x400;
+pub const IN_MOVE_SELF: u32 = 0x800;
+pub const IN_UNMOUNT: u32 = 0x2000;
+pub const IN_Q_OVERFLOW: u32 = 0x4000;
+pub const IN_IGNORED: u32 = 0x8000;
+pub const IN_ONLYDIR: u32 = 0x0100_0000;
+pub const IN_DONT_FOLLOW: u32 = 0x0200_0000;
+pub const IN_EXCL_UNLINK: u32 = 0x0400_0000;
+pub const IN_MASK_CREATE: u32 = 0x1000_0000;
+pub const IN_MASK_ADD: u32 = 0x2000_0000;
+pub const IN_ISDIR: u32 = 0x4000_0000;
+pub const IN_ONESHOT: u32 = 0x8000_0000;
+/// Every event a watch may ask for.
+pub const IN_ALL_EVENTS: u32 = 0xfff;
+/// What a watch's mask keeps: its events and the flags that last.
+const KEPT: u32 = IN_ALL_EVENTS | IN_EXCL_UNLINK | IN_ONESHOT;
+
+/// /proc/sys/fs/inotify/max_queued_events.
+pub const MAX_QUEUED_EVENTS: usize = 16384;
+/// /proc/sys/fs/inotify/max_user_instances.
+pub const MAX_USER_INSTANCES: usize = 128;
+/// /proc/sys/fs/inotify/max_user_watches.
+pub const MAX_USER_WATCHES: usize = 65536;
+
+/// An inode: (filesystem identity, inode number).
+pub type InodeKey = (usize, u64);
+
+/// Where a watch's events go: an inotify instance.
+pub trait Sink: Send + Sync {
+    /// Queues one event (`name` empty for an event on the watched inode
+    /// itself).
+    fn deliver(&self, wd: i32, mask: u32, cookie: u32, name: &[u8]);
+}
+
+struct Watch {
+    instance: u64,
+    wd: i32,
+    mask: u32,
+    uid: u32,
+    sink: Weak<dyn Sink>,
+}
+
+#[derive(Default)]
+struct Table {
+    by_inode: HashMap<InodeKey, Vec<Watch>>,
+    by_wd: HashMap<(u64, i32), InodeKey>,
+    /// The last wd each instance gave out (they are given cyclically).
+    last_wd: HashMap<u64, i32>,
+    watches_of: HashMap<u32, usize>,
+    instances_of: HashMap<u32, usize>,
+}
+
+/// The watches of the sandbox.
+#[derive(Default)]
+pub struct Registry {
+    /// How many watches exist: all a hook reads when there are none.
+    count: AtomicUsize,
+    table: Mutex<Table>,
+}
+
+/// The sandbox's registry (the sentry serves one sandbox).
+pub fn registry() -> &'static Registry {
+    static R: LazyLock<Registry> = LazyLock::new(Registry::default);
+    &R
+}
+
+/// Why a watch could not be added.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AddError {
+    /// `IN_MASK_CREATE` and the inode is watched already.
+    Exists,
+    /// max_user_watches reached.
+    NoSpace,
+}
+
+/// One event to hand to a sink once the table's lock is released.
+type Pending = (Arc<dyn Sink>, i32, u32, u32, Vec<u8>);
+
+impl Registry {
+    /// A new instance for `uid`; None past max_user_instances.
+    pub fn new_instance(&self, uid: u32) -> Option<u64> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let mut t = self.table.lock();
+        let n = t.instances_of.entry(uid).or_default();
+        if *n >= MAX_USER_INSTANCES {
+            return None;
+        }
+        *n += 1;
+        Some(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Drops every watch of a closed instance (no events: no one reads them).
+    pub fn release_instance(&self, instance: u64, uid: u32) {
+        let mut t = self.table.lock();
+        let wds: Vec<(u64, i32)> = t.by_wd.keys().filter(|(i, _)| *i == instance).copied().collect();
+        for k in wds {
+            Self::drop_watch(&mut t, &self.count, k);
+        }
+        t.last_wd.remove(&instance);
+        if let Some(n) = t.instances_of.get_mut(&uid) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// Adds a watch on `key` for `instance`, or changes the instance's
+    /// watch there (same inode, same wd): the mask is replaced, or with
+    /// `IN_MASK_ADD` extended. Returns the wd.
+    pub fn add_watch(
+        &self,
+        instance: u64,
+        uid: u32,
+        sink: Weak<dyn Sink>,
+        key: InodeKey,
+        mask: u32,
+    ) -> Result<i32, AddError> {
+        let mut t = self.table.lock();
+        let kept = mask & KEPT;
+        if let Some(w) = t.by_inode.get_mut(&key).and_then(|v| v.iter_mut().find(|w| w.instance == instance)) {
+            if mask & IN_MASK_CREATE != 0 {
+                return Err(AddError::Exists);
+            }
+            w.mask = if mask & IN_MASK_ADD != 0 { w.mask | kept } else { kept };
+            return Ok(w.wd);
+        }
+        let n = t.watches_of.get(&uid).copied().unwrap_or(0);
+        if n >= MAX_USER_WATCHES {
+            return Err(AddError::NoSpace);
+        }
+        let mut wd = t.last_wd.get(&instance).copied().unwrap_or(0);
+        loop {
+            wd = if wd == i32::MAX { 1 } else { wd + 1 };
+            if !t.by_wd.contains_key(&(instance, wd)) {
+                break;
+            }
+        }
+        t.last_wd.insert(instance, wd);
+        t.by_wd.insert((instance, wd), key);
+        t.by_inode.entry(key).or_default().push(Watch { instance, wd, mask: kept, uid, sink });
+        *t.watches_of.entry(uid).or_default() += 1;
+        self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(wd)
+    }
+
+    /// Removes watch `wd` of `instance`, queueing `IN_IGNORED`; false if
+    /// there is no such watch.
+    pub fn rm_watch(&self, instance: u64, wd: i32) -> bool {
+        let sink = {
+            let mut t = self.table.lock();
+            match Self::drop_watch(&mut t, &self.count, (instance, wd)) {
+                Some(w) => w.sink.upgrade(),
+                None => return false,
+            }
+        };
+        if let Some(s) = sink {
+            s.deliver(wd, IN_IGNORED, 0, b"");
+        }
+        true
+    }
+
+    fn drop_watch(t: &mut Table, count: &AtomicUsize, k: (u64, i32)) -> Option<Watch> {
+        let key = t.by_wd.remove(&k)?;
+        let list = t.by_inode.get_mut(&key)?;
+        let pos = list.iter().position(|w| (w.instance, w.wd) == k)?;
+        let w = list.remove(pos);
+        if list.is_empty() {
+            t.by_inode.remove(&key);
+        }
+        if let Some(n) = t.watches_of.get_mut(&w.uid) {
+            *n = n.saturating_sub(1);
+        }
+        count.fetch_sub(1, Ordering::Relaxed);
+        Some(w)
+    }
+
+    /// How many watches `key` has.
+    #[cfg(test)]
+    pub fn table_len_for_tests(&self, key: InodeKey) -> usize {
+        self.table.lock().by_inode.get(&key).map_or(0, Vec::len)
+    }
+
+    /// Whether any watch exists.
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Relaxed) != 0
+    }
+
+    /// Fires `mask` (with `name` and `cookie`) at the watches of `key`
+    /// that ask for it; `skip` leaves out the watches it returns true for
+    /// (`IN_EXCL_UNLINK`). One-shot watches are removed after their event.
+    /// Every sink reference taken under the lock is dropped after it: the
+    /// last one going runs the instance's release, which takes the lock.
+    fn fire(&self, key: InodeKey, mask: u32, cookie: u32, name: &[u8], skip: impl Fn(u32) -> bool) {
+        let mut out: Vec<Pending> = Vec::new();
+        {
+            let mut t = self.table.lock();
+            let Some(list) = t.by_inode.get(&key) else { return };
+            let mut oneshots = Vec::new();
+            for w in list {
+                if w.mask & mask & IN_ALL_EVENTS == 0 || skip(w.mask) {
+                    continue;
+                }
+                if let Some(s) = w.sink.upgrade() {
+                    out.push((s.clone(), w.wd, mask, cookie, name.to_vec()));
+                    if w.mask & IN_ONESHOT != 0 {
+                        oneshots.push((w.instance, w.wd, s));
+                    }
+                }
+            }
+            for (instance, wd, s) in oneshots {
+                Self::drop_watch(&mut t, &self.count, (instance, wd));
+                out.push((s, wd, IN_IGNORED, 0, Vec::new()));
+            }
+        }
+        for (s, wd, m, c, n) in out {
+            s.deliver(wd, m, c, &n);
+        }
+    }
+
+    /// The inode is gone: `IN_DELETE_SELF` to the watches asking for it,
+    /// then `IN_IGNORED` to every watch, which are removed. (Events on an
+    /// inode alone carry no `IN_ISDIR`, as Linux reports them.)
+    fn removed(&self, key: InodeKey) {
+        let mut out: Vec<Pending> = Vec::new();
+        {
+            let mut t = self.table.lock();
+            let Some(list) = t.by_inode.get(&key) else { return };
+            let wds: Vec<(u64, i32)> = list.iter().map(|w| (w.instance, w.wd)).collect();
+            for w in list.iter().filter(|w| w.mask & IN_DELETE_SELF != 0) {
+                if let Some(s) = w.sink.upgrade() {
+                    out.push((s, w.wd, IN_DELETE_SELF, 0, Vec::new()));
+                }
+            }
+            for k in wds {
+                if let Some(w) = Self::drop_watch(&mut t, &self.count, k) {
+                    if let Some(s) = w.sink.upgrade() {
+                        out.push((s, w.wd, IN_IGNORED, 0, Vec::new()));
+                    }
+                }
+            }
+        }
+        for (s, wd, m, c, n) in out {
+            s.deliver(wd, m, c, &n);
+        }
+    }
+}
+
+/// The inode `node` is, for watches.
+pub fn key_of(node: &dyn Node) -> Option<InodeKey> {
+    node.stat().ok().map(|st| (node.fs_id(), st.ino))
+}
+
+fn isdir_bit(node: &dyn Node) -> u32 {
+    match node.stat() {
+        Ok(st) if st.mode & S_IFMT == S_IFDIR => IN_ISDIR,
+        _ => 0,
+    }
+}
+
+/// A fresh cookie tying an `IN_MOVED_FROM` to its `IN_MOVED_TO`.
+fn next_cookie() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// An event on the file `d` names (Linux's `fsnotify_parent` then the
+/// inode's own watches): the parent directory's watches see it with the
+/// name, unless they exclude unlinked children and the name is gone; then
+/// the inode's watches see it.
+pub fn file_event(d: &Dentry, mask: u32) {
+    let r = registry();
+    if !r.any() {
+        return;
+    }
+    let mask = mask | isdir_bit(d.node.as_ref());
+    let Some(key) = key_of(d.node.as_ref()) else { return };
+    if let Some(parent) = &d.parent {
+        if let Some(pkey) = key_of(parent.node.as_ref()) {
+            let unlinked = || match parent.node.lookup(&d.name) {
+                Ok(n) => key_of(n.as_ref()) != Some(key),
+                Err(_) => true,
+            };
+            r.fire(pkey, mask, 0, &d.name, |wmask| wmask & IN_EXCL_UNLINK != 0 && unlinked());
+        }
+    }
+    r.fire(key, mask, 0, b"", |_| false);
+}
+
+/// An event on a node alone (a link count's `IN_ATTRIB`), with no name
+/// and, as Linux reports these, no `IN_ISDIR`.
+fn inode_event(node: &dyn Node, mask: u32) {
+    if let Some(key) = key_of(node) {
+        registry().fire(key, mask, 0, b"", |_| false);
+    }
+}
+
+/// An event on directory `dir` about its entry `name` (`IN_CREATE`,
+/// `IN_DELETE`, `IN_MOVED_*`); `isdir` when that entry is a directory.
+fn dir_event(dir: &dyn Node, mask: u32, cookie: u32, name: &[u8], isdir: bool) {
+    let r = registry();
+    if let Some(key) = key_of(dir) {
+        r.fire(key, mask | if isdir { IN_ISDIR } else { 0 }, cookie, name, |_| false);
+    }
+}
+
+/// `name` was made in `dir` (`IN_CREATE`).
+pub fn created(dir: &dyn Node, name: &[u8], isdir: bool) {
+    if registry().any() {
+        dir_event(dir, IN_CREATE, 0, name, isdir);
+    }
+}
+
+/// `name` in `dir` became another name of `target` (`link`): the link
+/// count changed (`IN_ATTRIB`), then the name appeared (`IN_CREATE`).
+pub fn linked(dir: &dyn Node, name: &[u8], target: &dyn Node) {
+    if registry().any() {
+        inode_event(target, IN_ATTRIB);
+        dir_event(dir, IN_CREATE, 0, name, false);
+    }
+}
+
+/// `name` in `dir`, which was `victim`, was removed; `last` when that was
+/// the victim's last link (a directory's always is). As Linux's
+/// `vfs_unlink`/`vfs_rmdir`: a file's link count changed (`IN_ATTRIB`), a
+/// gone inode reports `IN_DELETE_SELF` and loses its watches
+/// (`IN_IGNORED`), then the directory reports `IN_DELETE`.
+pub fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir: bool, last: bool) {
+    let r = registry();
+    if !r.any() {
+        return;
+    }
+    if let Some(key) = victim_key {
+        if !isdir {
+            r.fire(key, IN_ATTRIB, 0, b"", |_| false);
+        }
+        if last || isdir {
+            r.removed(key);
+        }
+    }
+    dir_event(dir, IN_DELETE, 0, name, isdir);
+}
+
+/// What a rename touched, taken before it ran.
+pub struct RenameSubjects {
+    pub source: Option<InodeKey>,
+    pub source_isdir: bool,
+    /// The replaced target: its inode, whether it was a directory, and
+    /// whether the rename removed its last link.
+    pub target: Option<(InodeKey, bool, bool)>,
+}
+
+/// `old_name` in `old_dir` is now `new_name` in `new_dir`: `IN_MOVED_FROM`
+/// and `IN_MOVED_TO` with one cookie, a replaced file's link count
+/// (`IN_ATTRIB`), the moved inode's `IN_MOVE_SELF`, then the replaced
+/// target's removal, in Linux's `fsnotify_move` order.
+pub fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, new_name: &[u8], s: &RenameSubjects) {
+    let r = registry();
+    if !r.any() {
+        return;
+    }
+    let cookie = next_cookie();
+    dir_event(old_dir, IN_MOVED_FROM, cookie, old_name, s.source_isdir);
+    dir_event(new_dir, IN_MOVED_TO, cookie, new_name, s.source_isdir);
+    if let Some((key, false, _)) = s.target {
+        r.fire(key, IN_ATTRIB, 0, b"", |_| false);
+    }
+    if let Some(key) = s.source {
+        r.fire(key, IN_MOVE_SELF, 0, b"", |_| false);
+    }
+    if let Some((key, isdir, last)) = s.target {
+        if last || isdir {
+            r.removed(key);
+        }
+    }
+}
+
+/// Whether hooks need to look at anything (a watch exists).
+pub fn active() -> bool {
+    registry().any()
+}
+
+/// The description of `d` was released: `IN_CLOSE_WRITE` if it was
+/// opened for writing, else `IN_CLOSE_NOWRITE`.
+pub fn closed(d: &Dentry, writable: bool) {
+    if active() {
+        file_event(d, if writable { IN_CLOSE_WRITE } else { IN_CLOSE_NOWRITE });
+    }
+}
+
+/// Makes a weak sink from an instance.
+pub fn weak_sink<S: Sink + 'static>(s: &Arc<S>) -> Weak<dyn Sink> {
+    let w: Weak<S> = Arc::downgrade(s);
+    w
+}
+
+/// A regular file's operations, reporting what its I/O does: a read that
+/// returned data is `IN_ACCESS`, a write that wrote, a truncation or an
+/// allocation that grew the file `IN_MODIFY` (Linux's `vfs_read`,
+/// `vfs_write`, `do_truncate`, `vfs_fallocate`). Every path that does I/O
+/// on an opened file (read, pread, readv, sendfile, splice) goes through
+/// its operations, so each reports as Linux's does.
+pub struct WatchedFile {
+    dentry: Arc<Dentry>,
+    inner: Arc<dyn FileOps>,
+}
+
+impl WatchedFile {
+    pub fn wrap(dentry: Arc<Dentry>, inner: Arc<dyn FileOps>) -> Arc<dyn FileOps> {
+        Arc::new(WatchedFile { dentry, inner })
+    }
+
+    fn report<T>(&self, r: Result<T, Errno>, mask: u32, did: impl Fn(&T) -> bool) -> Result<T, Errno> {
+        if let Ok(v) = &r {
+            if active() && did(v) {
+                file_event(&self.dentry, mask);
+            }
+        }
+        r
+    }
+}
+
+impl FileOps for WatchedFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        self.report(self.inner.read(buf, off), IN_ACCESS, |n| *n > 0)
+    }
+
+    fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.report(self.inner.write(buf, off), IN_MODIFY, |n| *n > 0)
+    }
+
+    fn seekable(&self) -> bool {
+        self.inner.seekable()
+    }
+
+    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+        self.inner.ioctl(mm, req, arg)
+    }
+
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        self.report(self.inner.truncate(len), IN_MODIFY, |_| true)
+    }
+
+    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        self.report(self.inner.allocate(off, len, keep_size), IN_MODIFY, |_| true)
+    }
+
+    fn fsync(&self) -> Result<(), Errno> {
+        self.inner.fsync()
+    }
+
+    fn poll_events(&self) -> u32 {
+        self.inner.poll_events()
+    }
+
+    fn event_register(&self, e: &crate::waiter::Entry) {
+        self.inner.event_register(e)
+    }
+
+    fn event_unregister(&self, e: &crate::waiter::Entry) {
+        self.inner.event_unregister(e)
+    }
+
+    fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
+        self.inner.io_timeout(write)
+    }
+
+    fn status_flags_changed(&self, flags: u32) {
+        self.inner.status_flags_changed(flags)
+    }
+
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        self.inner.mappable()
+    }
+}
