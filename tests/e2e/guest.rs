@@ -222,3 +222,8 @@ fn guest_inotify() {
 fn guest_inotify_on_the_root_overlay() {
     guest_test("inotify", &["/var/tmp"]);
 }
+
+#[test]
+fn guest_xattr() {
+    guest_test("xattr", &[]);
+}

@@ -61,6 +61,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "robust",
     "rlimit_cpu",
     "inotify",
+    "xattr",
     "escape_probe",
 ];
 

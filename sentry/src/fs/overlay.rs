@@ -290,7 +290,7 @@ impl OverlayNode {
         let dir = parent.copy_up(u64::MAX)?;
         let lower = self.lower.clone().ok_or(Errno::EIO)?;
         let times = dir.stat()?;
-        let upper = copy_node(&dir, &name, &lower, limit);
+        let upper = copy_node(&dir, &name, &lower, limit).and_then(|u| copy_xattrs(&lower, &u).map(|()| u));
         let restored = dir.setattr(&SetAttr {
             atime: Some(SetTime::At(times.atime)),
             mtime: Some(SetTime::At(times.mtime)),
@@ -595,6 +595,29 @@ impl Node for OverlayNode {
         self.copy_up(attr.size.unwrap_or(u64::MAX))?.setattr(attr)
     }
 
+    fn getxattr(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.layer()?.getxattr(name)
+    }
+
+    /// Stored on the upper layer, after a copy-up.
+    fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno> {
+        let _ns = self.fs.lock.lock();
+        self.copy_up(u64::MAX)?.setxattr(name, value, flags)
+    }
+
+    fn listxattr(&self) -> Result<Vec<Vec<u8>>, Errno> {
+        self.layer()?.listxattr()
+    }
+
+    fn removexattr(&self, name: &[u8]) -> Result<(), Errno> {
+        let _ns = self.fs.lock.lock();
+        if self.upper().is_none() {
+            // Nothing to copy up for a name the lower layer lacks.
+            self.layer()?.getxattr(name)?;
+        }
+        self.copy_up(u64::MAX)?.removexattr(name)
+    }
+
     fn statfs(&self) -> Result<StatFs, Errno> {
         let mut s = self.fs.upper_root.statfs()?;
         s.fs_type = OVERLAYFS_SUPER_MAGIC;
@@ -608,6 +631,19 @@ impl Node for OverlayNode {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Copies the extended attributes of a node being copied up (Linux's
+/// `ovl_copy_xattr`); a lower layer that has none has nothing to copy.
+fn copy_xattrs(lower: &Arc<dyn Node>, upper: &Arc<dyn Node>) -> Result<(), Errno> {
+    for name in lower.listxattr()? {
+        match lower.getxattr(&name) {
+            Ok(v) => upper.setxattr(&name, &v, 0)?,
+            Err(Errno::ENODATA) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `other` as a node of the same overlay as `node`, else `EXDEV`.
@@ -774,6 +810,29 @@ mod tests {
         at(&lower, "dev").mknod(b"null", nn(libc::S_IFCHR | 0o666), 0x103).unwrap();
         let ro = ReadOnly::wrap(lower.clone());
         (lower, new_overlay(Tmpfs::new(0o755, 0, 0), ro))
+    }
+
+    /// Extended attributes: the lower layer's show through, a change
+    /// copies the node up with them, and the lower layer keeps its own.
+    #[test]
+    fn xattrs_copy_up() {
+        let (lower, ov) = setup();
+        let lp = at(&lower, "etc/passwd");
+        lp.setxattr(b"user.a", b"1", 0).unwrap();
+        lp.setxattr(b"trusted.b", b"2", 0).unwrap();
+        let p = at(&ov, "etc/passwd");
+        assert_eq!(p.getxattr(b"user.a").unwrap(), b"1");
+        assert_eq!(err(p.removexattr(b"user.none")), Errno::ENODATA);
+        p.setxattr(b"user.c", b"3", 0).unwrap();
+        let mut names = p.listxattr().unwrap();
+        names.sort();
+        assert_eq!(names, [b"trusted.b".to_vec(), b"user.a".to_vec(), b"user.c".to_vec()]);
+        p.removexattr(b"user.a").unwrap();
+        assert_eq!(err(p.getxattr(b"user.a")), Errno::ENODATA);
+        assert_eq!(lp.getxattr(b"user.a").unwrap(), b"1", "the lower layer is never written");
+        assert_eq!(err(lp.getxattr(b"user.c")), Errno::ENODATA);
+        assert_eq!(err(p.setxattr(b"user.c", b"4", 1)), Errno::EEXIST, "XATTR_CREATE");
+        assert_eq!(err(p.setxattr(b"user.d", b"4", 2)), Errno::ENODATA, "XATTR_REPLACE");
     }
 
     #[test]

@@ -67,6 +67,18 @@ impl Node for ReadOnly {
     fn setattr(&self, _: &SetAttr) -> Result<(), Errno> {
         Err(Errno::EROFS)
     }
+    fn getxattr(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.0.getxattr(name)
+    }
+    fn setxattr(&self, _: &[u8], _: &[u8], _: u32) -> Result<(), Errno> {
+        Err(Errno::EROFS)
+    }
+    fn listxattr(&self) -> Result<Vec<Vec<u8>>, Errno> {
+        self.0.listxattr()
+    }
+    fn removexattr(&self, _: &[u8]) -> Result<(), Errno> {
+        Err(Errno::EROFS)
+    }
     fn statfs(&self) -> Result<StatFs, Errno> {
         self.0.statfs()
     }

@@ -52,6 +52,10 @@ const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
 /// directories and symlinks are bounded by the limit too.
 const INODE_COST: u64 = 512;
 
+/// setxattr(2)'s flags.
+const XATTR_CREATE: u32 = 1;
+const XATTR_REPLACE: u32 = 2;
+
 /// What each hard link past a node's first name costs: an entry and the
 /// longest name, whatever its own, so that unlinking any of the names
 /// returns the same amount.
@@ -430,6 +434,9 @@ struct TmpNode {
     /// The node and its hard links past the first name, charged to the
     /// sandbox's memory and disk budget.
     charges: Mutex<(Charge, DiskCharge)>,
+    /// Extended attributes by full name, charged (name and value) with
+    /// the node.
+    xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
 }
 
 impl Drop for TmpNode {
@@ -478,6 +485,7 @@ impl TmpNode {
             body,
             cache: Mutex::new(None),
             charges: Mutex::new(charges),
+            xattrs: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -955,6 +963,56 @@ impl Node for TmpNode {
         let dst = self.same_fs(new_dir)?;
         let _shape = self.fs.rename_lock.lock();
         self.rename_locked(name, &dst, new_name, flags)
+    }
+
+    fn getxattr(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.xattrs.lock().get(name).cloned().ok_or(Errno::ENODATA)
+    }
+
+    /// As Linux's `simple_xattr_set`; the name and value are charged to
+    /// the sandbox's memory and disk budget (ENOSPC past either).
+    fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno> {
+        let mut x = self.xattrs.lock();
+        let old = x.get(name).map(|v| (name.len() + v.len()) as u64);
+        if flags & XATTR_CREATE != 0 && old.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if flags & XATTR_REPLACE != 0 && old.is_none() {
+            return Err(Errno::ENODATA);
+        }
+        let new = (name.len() + value.len()) as u64;
+        {
+            let mut c = self.charges.lock();
+            let (memory, disk) = &mut *c;
+            if !memory.grow(new) {
+                return Err(Errno::ENOSPC);
+            }
+            if !disk.grow(new) {
+                memory.shrink(new);
+                return Err(Errno::ENOSPC);
+            }
+            if let Some(o) = old {
+                memory.shrink(o);
+                disk.shrink(o);
+            }
+        }
+        x.insert(name.to_vec(), value.to_vec());
+        self.meta.lock().ctime = now();
+        Ok(())
+    }
+
+    fn listxattr(&self) -> Result<Vec<Vec<u8>>, Errno> {
+        Ok(self.xattrs.lock().keys().cloned().collect())
+    }
+
+    fn removexattr(&self, name: &[u8]) -> Result<(), Errno> {
+        let v = self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
+        let n = (name.len() + v.len()) as u64;
+        let mut c = self.charges.lock();
+        c.0.shrink(n);
+        c.1.shrink(n);
+        self.meta.lock().ctime = now();
+        Ok(())
     }
 
     fn setattr(&self, attr: &SetAttr) -> Result<(), Errno> {

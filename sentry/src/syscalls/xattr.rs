@@ -1,16 +1,26 @@
-//! System calls: extended attributes. No filesystem of the sandbox stores
-//! them yet: reads find none, listing is empty, and setting is refused the
-//! way Linux refuses it on a filesystem without xattr support.
+//! System calls: extended attributes. tmpfs (/tmp, /dev/shm, the overlay's
+//! upper layer) stores them; the overlay shows the upper layer's, or the
+//! lower one's until a change copies the node up. The namespaces' rules
+//! are Linux's `xattr_permission` and commoncap's: `user.*` on regular
+//! files and directories with read or write permission, `trusted.*` with
+//! CAP_SYS_ADMIN, `security.*` written with CAP_SYS_ADMIN
+//! (`security.capability` with CAP_SETFCAP). Files the gofer serves
+//! directly (`--overlay=none`) and the synthetic filesystems store none.
 
 use super::args::{self};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::{Errno, SysResult};
+use crate::auth::caps::{CAP_FOWNER, CAP_SYS_ADMIN};
 use crate::kernel::Task;
-use crate::vfs::Dentry;
+use crate::vfs::notify::{self, IN_ATTRIB};
+use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
+use crate::vfs::{Dentry, S_IFDIR, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
-const NOTE: &str = "extended attributes are not stored: get finds none, set fails with EOPNOTSUPP";
+const NOTE: &str = "stored on tmpfs and the overlay (copied up with the node), user/trusted/security \
+    namespaces as Linux; POSIX ACLs (system.posix_acl_*) are not supported (EOPNOTSUPP) and not \
+    evaluated; gofer-served files (--overlay=none) store none: get finds none, set fails with EOPNOTSUPP";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getxattr, sys_getxattr, Partial(NOTE)),
@@ -29,6 +39,10 @@ pub(super) const ENTRIES: Entries = &[
 
 /// The longest attribute name Linux accepts.
 const XATTR_NAME_MAX: usize = 255;
+/// The largest value (and the most a get or list copies out).
+const XATTR_SIZE_MAX: usize = 65536;
+/// The capability that writes `security.capability`.
+const CAP_SETFCAP: u32 = 31;
 
 fn by_path(task: &Task, addr: u64, follow: bool) -> Result<Arc<Dentry>, Errno> {
     let path = args::path(task, addr)?;
@@ -58,72 +72,195 @@ fn name(task: &Task, addr: u64) -> Result<Vec<u8>, Errno> {
     Ok(n)
 }
 
-fn get(task: &Task, _d: Arc<Dentry>, name_addr: u64) -> SysResult {
-    name(task, name_addr)?;
-    Err(Errno::ENODATA)
+/// The namespaces of attribute names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Namespace {
+    User,
+    Trusted,
+    Security,
 }
 
-fn list(_d: Arc<Dentry>) -> SysResult {
-    Ok(0)
-}
-
-fn set(task: &Task, _d: Arc<Dentry>, name_addr: u64, flags: u64) -> SysResult {
-    if flags & !3 != 0 {
-        return Err(Errno::EINVAL);
+/// The namespace of `name`: EOPNOTSUPP for one no filesystem here has
+/// (`system.*`, POSIX ACLs among them, and unknown prefixes), EINVAL for
+/// a prefix with nothing after it (Linux's `xattr_resolve_name`).
+fn namespace(name: &[u8]) -> Result<Namespace, Errno> {
+    for (prefix, ns) in
+        [(&b"user."[..], Namespace::User), (b"trusted.", Namespace::Trusted), (b"security.", Namespace::Security)]
+    {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return if rest.is_empty() { Err(Errno::EINVAL) } else { Ok(ns) };
+        }
     }
-    name(task, name_addr)?;
     Err(Errno::EOPNOTSUPP)
 }
 
-fn remove(task: &Task, _d: Arc<Dentry>, name_addr: u64) -> SysResult {
-    name(task, name_addr)?;
-    Err(Errno::ENODATA)
+/// Linux's `xattr_permission` and commoncap's `cap_inode_setxattr` /
+/// `cap_inode_removexattr` for access `want` (MAY_READ or MAY_WRITE).
+fn may_access(task: &Task, d: &Dentry, ns: Namespace, name: &[u8], want: u32) -> Result<(), Errno> {
+    let write = want & MAY_WRITE != 0;
+    if write && (d.mount.read_only || d.node.read_only()) {
+        return Err(Errno::EROFS);
+    }
+    let creds = task.thread.creds();
+    let st = d.node.stat()?;
+    match ns {
+        Namespace::Trusted => {
+            if creds.capable(CAP_SYS_ADMIN) {
+                Ok(())
+            } else if write {
+                Err(Errno::EPERM)
+            } else {
+                Err(Errno::ENODATA)
+            }
+        }
+        Namespace::Security => {
+            if !write {
+                return Ok(());
+            }
+            let cap = if name == b"security.capability" { CAP_SETFCAP } else { CAP_SYS_ADMIN };
+            if creds.capable(cap) {
+                Ok(())
+            } else {
+                Err(Errno::EPERM)
+            }
+        }
+        Namespace::User => {
+            let kind = st.mode & S_IFMT;
+            if kind != S_IFREG && kind != S_IFDIR {
+                return Err(if write { Errno::EPERM } else { Errno::ENODATA });
+            }
+            let sticky = kind == S_IFDIR && st.mode & 0o1000 != 0;
+            if write && sticky && creds.fsuid != st.uid && !creds.capable(CAP_FOWNER) {
+                return Err(Errno::EPERM);
+            }
+            perm::check(&creds, &st, want)
+        }
+    }
+}
+
+/// Copies `data` out as getxattr and listxattr do: its length for a size
+/// of 0, ERANGE if it does not fit.
+fn copy_out(task: &Task, addr: u64, size: u64, data: &[u8]) -> SysResult {
+    if size == 0 {
+        return Ok(data.len() as u64);
+    }
+    let size = usize::try_from(size).unwrap_or(usize::MAX).min(XATTR_SIZE_MAX);
+    if data.len() > size {
+        return Err(Errno::ERANGE);
+    }
+    task.thread.mm().copy_out(addr, data)?;
+    Ok(data.len() as u64)
+}
+
+fn get(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
+    let n = name(task, a[1])?;
+    let ns = namespace(&n)?;
+    may_access(task, &d, ns, &n, MAY_READ)?;
+    let v = d.node.getxattr(&n)?;
+    copy_out(task, a[2], a[3], &v)
+}
+
+fn list(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
+    let trusted = task.thread.creds().capable(CAP_SYS_ADMIN);
+    let mut out = Vec::new();
+    for n in d.node.listxattr()? {
+        if !trusted && n.starts_with(b"trusted.") {
+            continue;
+        }
+        out.extend_from_slice(&n);
+        out.push(0);
+    }
+    copy_out(task, a[1], a[2], &out)
+}
+
+fn set(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
+    let flags = a[4];
+    if flags & !3 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let n = name(task, a[1])?;
+    let size = usize::try_from(a[3]).unwrap_or(usize::MAX);
+    if size > XATTR_SIZE_MAX {
+        return Err(Errno::E2BIG);
+    }
+    let mut value = vec![0u8; size];
+    task.thread.mm().copy_in(a[2], &mut value)?;
+    let ns = namespace(&n)?;
+    may_access(task, &d, ns, &n, MAY_WRITE)?;
+    d.node.setxattr(&n, &value, u32::try_from(flags).unwrap_or(0))?;
+    notify::file_event(&d, IN_ATTRIB);
+    Ok(0)
+}
+
+fn remove(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
+    let n = name(task, a[1])?;
+    let ns = namespace(&n)?;
+    may_access(task, &d, ns, &n, MAY_WRITE)?;
+    d.node.removexattr(&n)?;
+    notify::file_event(&d, IN_ATTRIB);
+    Ok(0)
 }
 
 fn sys_getxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    get(task, by_path(task, a[0], true)?, a[1])
+    get(task, by_path(task, a[0], true)?, a)
 }
 
 fn sys_lgetxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    get(task, by_path(task, a[0], false)?, a[1])
+    get(task, by_path(task, a[0], false)?, a)
 }
 
 fn sys_fgetxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    get(task, by_fd(task, a[0])?, a[1])
+    get(task, by_fd(task, a[0])?, a)
 }
 
 fn sys_listxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    list(by_path(task, a[0], true)?)
+    list(task, by_path(task, a[0], true)?, a)
 }
 
 fn sys_llistxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    list(by_path(task, a[0], false)?)
+    list(task, by_path(task, a[0], false)?, a)
 }
 
 fn sys_flistxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    list(by_fd(task, a[0])?)
+    list(task, by_fd(task, a[0])?, a)
 }
 
 fn sys_setxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    set(task, by_path(task, a[0], true)?, a[1], a[4])
+    set(task, by_path(task, a[0], true)?, a)
 }
 
 fn sys_lsetxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    set(task, by_path(task, a[0], false)?, a[1], a[4])
+    set(task, by_path(task, a[0], false)?, a)
 }
 
 fn sys_fsetxattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    set(task, by_fd(task, a[0])?, a[1], a[4])
+    set(task, by_fd(task, a[0])?, a)
 }
 
 fn sys_removexattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    remove(task, by_path(task, a[0], true)?, a[1])
+    remove(task, by_path(task, a[0], true)?, a)
 }
 
 fn sys_lremovexattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    remove(task, by_path(task, a[0], false)?, a[1])
+    remove(task, by_path(task, a[0], false)?, a)
 }
 
 fn sys_fremovexattr(task: &mut Task, a: [u64; 6]) -> SysResult {
-    remove(task, by_fd(task, a[0])?, a[1])
+    remove(task, by_fd(task, a[0])?, a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces() {
+        assert_eq!(namespace(b"user.x"), Ok(Namespace::User));
+        assert_eq!(namespace(b"trusted.x"), Ok(Namespace::Trusted));
+        assert_eq!(namespace(b"security.selinux"), Ok(Namespace::Security));
+        assert_eq!(namespace(b"user."), Err(Errno::EINVAL));
+        assert_eq!(namespace(b"system.posix_acl_access"), Err(Errno::EOPNOTSUPP));
+        assert_eq!(namespace(b"other.x"), Err(Errno::EOPNOTSUPP));
+        assert_eq!(namespace(b"user"), Err(Errno::EOPNOTSUPP));
+    }
 }

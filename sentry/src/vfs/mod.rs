@@ -119,6 +119,29 @@ pub trait Node: Send + Sync {
         Err(Errno::EPERM)
     }
 
+    /// The value of extended attribute `name` (the full name, namespace
+    /// prefix included; the system call checked who may read it). A
+    /// filesystem that stores none finds none.
+    fn getxattr(&self, _name: &[u8]) -> Result<Vec<u8>, Errno> {
+        Err(Errno::ENODATA)
+    }
+
+    /// Sets extended attribute `name`: `XATTR_CREATE` fails with EEXIST
+    /// if it exists, `XATTR_REPLACE` with ENODATA if it does not.
+    fn setxattr(&self, _name: &[u8], _value: &[u8], _flags: u32) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// The names of the node's extended attributes.
+    fn listxattr(&self) -> Result<Vec<Vec<u8>>, Errno> {
+        Ok(Vec::new())
+    }
+
+    /// Removes extended attribute `name`: ENODATA if there is none.
+    fn removexattr(&self, _name: &[u8]) -> Result<(), Errno> {
+        Err(Errno::ENODATA)
+    }
+
     fn statfs(&self) -> Result<StatFs, Errno> {
         Ok(StatFs { fs_type: 0x0102_1994, bsize: 4096, namelen: 255, frsize: 4096, ..StatFs::default() })
     }
