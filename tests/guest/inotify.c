@@ -8,6 +8,7 @@
  * /proc/sys/fs/inotify/max_queued_events. In /tmp, or in the directory
  * argv[1] names (under husk: /var/tmp is on the root overlay). */
 #include "check.h"
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -214,6 +215,18 @@ int main(int argc, char **argv) {
     EXPECT(2, fwd, IN_IGNORED, "");
     EXPECT(3, dwd, IN_DELETE, "g");
     CHECK_ERR(inotify_rm_watch(fd, fwd), EINVAL);
+
+    /* Listing the directory: its own open, access (each getdents, the
+     * identical ones merged) and close, flagged IN_ISDIR. */
+    DIR *dp = opendir(d);
+    CHECK(dp != NULL);
+    while (readdir(dp) != NULL)
+        ;
+    CHECK_OK(closedir(dp));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_OPEN | IN_ISDIR, "");
+    EXPECT(1, dwd, IN_ACCESS | IN_ISDIR, "");
+    EXPECT(2, dwd, IN_CLOSE_NOWRITE | IN_ISDIR, "");
 
     /* rm_watch reports IN_IGNORED; a new watch gets a new wd. */
     CHECK_OK(inotify_rm_watch(fd, dwd));

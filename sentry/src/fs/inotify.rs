@@ -278,6 +278,25 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(buf[100..104].try_into().unwrap()), IN_Q_OVERFLOW);
     }
 
+    /// max_user_instances and max_user_watches, per user: EMFILE and
+    /// ENOSPC past them, room again once instances go.
+    #[test]
+    fn per_user_limits() {
+        let uid = 4_000_001;
+        let all: Vec<_> =
+            (0..MAX_USER_INSTANCES).map(|n| Inotify::new(n as u64, TimeSpec::default(), uid).unwrap()).collect();
+        assert_eq!(Inotify::new(0, TimeSpec::default(), uid).err(), Some(Errno::EMFILE));
+        assert!(Inotify::new(0, TimeSpec::default(), uid + 1).is_ok(), "another user's count");
+        let fs_id = usize::MAX - 77;
+        for ino in 0..MAX_USER_WATCHES as u64 {
+            all[0].add_watch((fs_id, ino), IN_ATTRIB).unwrap();
+        }
+        assert_eq!(all[1].add_watch((fs_id, u64::MAX), IN_ATTRIB), Err(Errno::ENOSPC));
+        drop(all);
+        let again = Inotify::new(0, TimeSpec::default(), uid).unwrap();
+        assert_eq!(again.add_watch((fs_id, 0), IN_ATTRIB), Ok(1), "the closed instances' watches are gone");
+    }
+
     const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };
 
     fn drain(i: &Inotify) -> Vec<Event> {
