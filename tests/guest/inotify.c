@@ -14,6 +14,8 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -227,6 +229,17 @@ int main(int argc, char **argv) {
     EXPECT(0, dwd, IN_OPEN | IN_ISDIR, "");
     EXPECT(1, dwd, IN_ACCESS | IN_ISDIR, "");
     EXPECT(2, dwd, IN_CLOSE_NOWRITE | IN_ISDIR, "");
+
+    /* Binding a Unix socket makes its name (IN_CREATE). */
+    int us = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", at(d, "sock"));
+    CHECK_OK(bind(us, (struct sockaddr *)&sa, sizeof sa));
+    CHECK_OK(close(us));
+    CHECK_OK(unlink(at(d, "sock")));
+    CHECK_EQ(drain(fd), 2);
+    EXPECT(0, dwd, IN_CREATE, "sock");
+    EXPECT(1, dwd, IN_DELETE, "sock");
 
     /* rm_watch reports IN_IGNORED; a new watch gets a new wd. */
     CHECK_OK(inotify_rm_watch(fd, dwd));

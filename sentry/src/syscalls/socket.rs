@@ -260,6 +260,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
             let creds = task.thread.creds();
             let mode = crate::vfs::S_IFSOCK | (0o777 & !task.thread.fs().umask());
             pn.parent.node.mknod(&pn.name, crate::vfs::NewNode { mode, uid: creds.fsuid, gid: creds.fsgid }, 0)?;
+            crate::vfs::notify::created(pn.parent.node.as_ref(), &pn.name, false);
             let st = pn.parent.node.lookup(&pn.name)?.stat()?;
             UnixName::File { dev: st.dev, ino: st.ino, path }
         }
