@@ -7,7 +7,7 @@
 
 use crate::abi::Errno;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
-use crate::waiter::{Entry, Registered, Waiter};
+use crate::waiter::{Entry, Queue, Registered, Waiter};
 use std::time::Instant;
 
 /// Whether the description's I/O must not wait.
@@ -45,6 +45,36 @@ pub(super) fn wait_until<T>(
     mask: u32,
     dontwait: bool,
     deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let register = |e: &Entry| f.ops.event_register(e);
+    wait_on(register, |e| f.ops.event_unregister(e), mask, dontwait, deadline, attempt)
+}
+
+/// `wait_io` on `queue` rather than a file's: for a send whose room
+/// comes from another object (a datagram's destination).
+pub(super) fn wait_io_on<T>(
+    queue: &Queue,
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match wait_on(|e| queue.register(e), |e| queue.unregister(e), mask, dontwait, deadline, attempt) {
+        Err(Errno::ETIMEDOUT) => Err(Errno::EAGAIN),
+        Err(Errno::ERESTARTSYS) if deadline.is_some() => Err(Errno::EINTR),
+        r => r,
+    }
+}
+
+/// The wait itself: `register` and `unregister` put an entry for `mask`
+/// on the queue to wait on and take it off.
+fn wait_on<T>(
+    register: impl FnOnce(&Entry),
+    unregister: impl FnMut(&Entry),
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
     mut attempt: impl FnMut() -> Result<T, Errno>,
 ) -> Result<T, Errno> {
     match attempt() {
@@ -52,8 +82,7 @@ pub(super) fn wait_until<T>(
         r => return r,
     }
     let w = Waiter::new();
-    let _registered =
-        Registered::new(Entry::new(mask, w.clone()), |e| f.ops.event_register(e), |e| f.ops.event_unregister(e));
+    let _registered = Registered::new(Entry::new(mask, w.clone()), register, unregister);
     loop {
         match attempt() {
             Err(Errno::EAGAIN) => w.wait(deadline)?,
@@ -85,9 +114,19 @@ pub(super) fn read_unless(
 pub(super) fn write(
     f: &FileDescription,
     buf: &[u8],
+    attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    write_unless(f, false, buf, attempt)
+}
+
+/// `write`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK).
+pub(super) fn write_unless(
+    f: &FileDescription,
+    dontwait: bool,
+    buf: &[u8],
     mut attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
-    let dontwait = nonblocking(f);
+    let dontwait = dontwait || nonblocking(f);
     let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
     let mut done = 0;
     while done < buf.len() {

@@ -75,7 +75,11 @@ fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Res
     super::audit_files::create(task, dirfd, path, flags)?;
     let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| vfs::open_at(w, at, path, how))
+    let file = args::with_walker(task, |w| vfs::open_at(w, at, path, how))?;
+    // A FIFO's open waits for its partner here, interruptibly (the end
+    // goes with the description if it is).
+    super::block::wait_until(&file, crate::waiter::ALL, false, None, || file.ops.open_ready())?;
+    Ok(file)
 }
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -186,6 +186,14 @@ pub trait FileOps: Send + Sync + AsAny {
     /// Undoes `event_register`.
     fn event_unregister(&self, _e: &crate::waiter::Entry) {}
 
+    /// Whether the open that made this file is complete. A file whose
+    /// open must wait for something (a FIFO end for its partner, as
+    /// Linux's `fifo_open`) fails with EAGAIN until then, and the opener
+    /// waits on the file's queue: files never block.
+    fn open_ready(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
     /// How long a blocking read (`write` false) or write may wait before
     /// it fails with EAGAIN (a socket's SO_RCVTIMEO, SO_SNDTIMEO).
     fn io_timeout(&self, _write: bool) -> Option<std::time::Duration> {
