@@ -16,7 +16,8 @@ use crate::fs::devpts::Devpts;
 use crate::fs::tty::terminal::{Terminal, TtyFile};
 use crate::fs::tty::termios::{Winsize, WINSIZE_SIZE};
 use crate::kernel::Kernel;
-use crate::vfs::FileOps;
+use crate::vfs::{FileOps, WRITE_EVENTS};
+use crate::waiter::{Entry, Registered, Waiter};
 use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -115,12 +116,29 @@ impl Console {
                     _ => break,
                 }
             };
-            if len == 0 || self.master.write(&buf[..len], 0).is_err() {
+            if len == 0 || self.type_in(&buf[..len]).is_err() {
                 break;
             }
         }
         log::debug!("console {}: the host terminal closed", self.master.term.name());
         self.master.term.hang_up();
+    }
+
+    /// Types `data` into the terminal, waiting for room in its line
+    /// discipline as a blocking write does; fails when the terminal takes
+    /// no more.
+    fn type_in(&self, mut data: &[u8]) -> Result<(), Errno> {
+        let w = Waiter::new();
+        let register = |e: &Entry| self.master.event_register(e);
+        let _r = Registered::new(Entry::new(WRITE_EVENTS, w.clone()), register, |e| self.master.event_unregister(e));
+        while !data.is_empty() {
+            match self.master.write(data, 0) {
+                Ok(n) => data = &data[n..],
+                Err(Errno::EAGAIN) => w.wait(None)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Terminal output to the host, until the host terminal goes away.

@@ -367,7 +367,7 @@ impl Terminal {
 
     /// TIOCSTI: `c` as if typed (its echo and signals included).
     pub fn simulate_input(self: &Arc<Terminal>, c: u8) {
-        if let Err(e) = self.master_write(&[c], true) {
+        if let Err(e) = self.master_write(&[c]) {
             log::debug!("TIOCSTI on {}: {e}", self.name());
         }
     }
@@ -412,14 +412,16 @@ impl Terminal {
 
     /// Takes output without waiting (0 when there is none).
     pub fn read_output(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
-        match self.master_read(buf, true) {
+        match self.master_read(buf) {
             Err(Errno::EAGAIN) => Ok(0),
             other => other,
         }
     }
 
-    /// The typed input `buf` from the master; returns how much was taken.
-    fn master_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// The typed input `buf` from the master: how much the line
+    /// discipline took, EAGAIN when it has no room (the writer waits on
+    /// the terminal's queue).
+    fn master_write(self: &Arc<Terminal>, buf: &[u8]) -> Result<usize, Errno> {
         let mut done = 0;
         let mut s = self.state.lock();
         loop {
@@ -448,38 +450,33 @@ impl Terminal {
             if s.gone() || s.replica_closed() {
                 return Ok(buf.len());
             }
-            if nonblock {
+            if !s.ld.has_room() {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
-            block_on(&mut s, &self.cond, self.waker(), None, |s| s.ld.has_room() || s.gone() || s.replica_closed())?;
         }
     }
 
-    fn master_read(self: &Arc<Terminal>, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+    /// The replica's output for the master; EAGAIN when there is none.
+    fn master_read(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut s = self.state.lock();
-        loop {
-            if !s.output.is_empty() && !s.ld.stopped() {
-                let n = buf.len().min(s.output.len());
-                for (dst, src) in buf.iter_mut().zip(s.output.drain(..n)) {
-                    *dst = src;
-                }
-                drop(s);
-                self.changed();
-                return Ok(n);
+        if !s.output.is_empty() && !s.ld.stopped() {
+            let n = buf.len().min(s.output.len());
+            for (dst, src) in buf.iter_mut().zip(s.output.drain(..n)) {
+                *dst = src;
             }
-            if s.replica_closed() {
-                return Err(Errno::EIO);
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            block_on(&mut s, &self.cond, self.waker(), None, |s| {
-                (!s.output.is_empty() && !s.ld.stopped()) || s.replica_closed()
-            })?;
+            drop(s);
+            self.changed();
+            return Ok(n);
         }
+        if s.replica_closed() {
+            return Err(Errno::EIO);
+        }
+        Err(Errno::EAGAIN)
     }
 
-    fn replica_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// Output from the replica: what fits, EAGAIN when nothing does (the
+    /// writer waits on the terminal's queue).
+    fn replica_write(self: &Arc<Terminal>, buf: &[u8]) -> Result<usize, Errno> {
         if self.termios().lflag(TOSTOP) {
             self.check_background(libc::SIGTTOU)?;
         }
@@ -491,16 +488,7 @@ impl Terminal {
             }
             let room = OUTPUT_CAPACITY.saturating_sub(s.output.len());
             if room == 0 || s.ld.stopped() {
-                if nonblock {
-                    return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
-                }
-                let r = block_on(&mut s, &self.cond, self.waker(), None, |s| {
-                    s.gone() || (s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped())
-                });
-                if let Err(e) = r {
-                    return if done > 0 { Ok(done) } else { Err(e) };
-                }
-                continue;
+                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
             let n = room.min(buf.len() - done);
             let mut out = Vec::with_capacity(n);
@@ -653,7 +641,7 @@ impl TtyFile {
 impl FileOps for TtyFile {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
         if self.master {
-            self.term.master_read(buf, self.nonblocking())
+            self.term.master_read(buf)
         } else {
             self.term.replica_read(buf, self.nonblocking())
         }
@@ -661,9 +649,9 @@ impl FileOps for TtyFile {
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
         if self.master {
-            self.term.master_write(buf, self.nonblocking())
+            self.term.master_write(buf)
         } else {
-            self.term.replica_write(buf, self.nonblocking())
+            self.term.replica_write(buf)
         }
     }
 
