@@ -321,7 +321,37 @@ static void a_master_read_is_restarted(void) {
     int st;
     CHECK_EQ(waitpid(c, &st, 0), c);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* The replica's read too (canonical: a line). */
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        struct timespec ts = {0, 400 * 1000000L};
+        nanosleep(&ts, NULL);
+        _exit(write(m, "line\n", 5) == 5 ? 0 : 1);
+    }
+    alarms = 0;
+    CHECK_OK(setitimer(ITIMER_REAL, &it, NULL));
+    CHECK_EQ(read(s, buf, sizeof buf), 5);
+    CHECK_MEM(buf, "line\n", 5);
+    CHECK_EQ(alarms, 1);
+    CHECK_EQ(waitpid(c, &st, 0), c);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     signal(SIGALRM, SIG_DFL);
+
+    /* O_NONBLOCK in raw mode: what is there, short of VMIN, else EAGAIN. */
+    struct termios t;
+    CHECK_OK(tcgetattr(s, &t));
+    cfmakeraw(&t);
+    t.c_cc[VMIN] = 3;
+    t.c_cc[VTIME] = 0;
+    CHECK_OK(tcsetattr(s, TCSANOW, &t));
+    CHECK_OK(fcntl(s, F_SETFL, O_NONBLOCK));
+    CHECK_ERR(read(s, buf, sizeof buf), EAGAIN);
+    write_all(m, "x");
+    /* Not readable for poll, short of VMIN: give the byte a moment. */
+    struct timespec moment = {0, 200 * 1000000L};
+    nanosleep(&moment, NULL);
+    CHECK_EQ(read(s, buf, sizeof buf), 1);
     close(s);
     close(m);
 }

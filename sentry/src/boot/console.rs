@@ -61,7 +61,7 @@ impl Console {
     /// console and the terminal's replica, for the process's stdio.
     pub fn start(kernel: &Kernel, host: OwnedFd) -> std::io::Result<(Arc<Console>, Arc<TtyFile>)> {
         make_raw(&host)?;
-        let master = kernel.ext::<Devpts>().new_terminal(0, libc::O_RDWR, crate::fs::tmpfs::now());
+        let master = kernel.ext::<Devpts>().new_terminal(0, crate::fs::tmpfs::now());
         let term = master.term.clone();
         term.set_locked(false);
         let replica = term.open_replica(libc::O_RDWR | libc::O_NOCTTY).map_err(io_error)?;

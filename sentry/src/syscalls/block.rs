@@ -6,7 +6,7 @@
 //! `sys_read_write.go`.
 
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
+use crate::vfs::{FileDescription, ReadCall, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::{Entry, Queue, Registered, Waiter};
 use std::time::Instant;
 
@@ -93,18 +93,49 @@ fn wait_on<T>(
 
 /// A read of `f` that waits for data unless the description is
 /// non-blocking, until the file's read timeout if it has one.
-pub(super) fn read(f: &FileDescription, attempt: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+pub(super) fn read(
+    f: &FileDescription,
+    attempt: impl FnMut(&mut ReadCall) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
     read_unless(f, false, attempt)
 }
 
-/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK).
+/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK). An
+/// attempt may ask to be made again at a time of its own (a terminal's
+/// VTIME: `ReadCall::retry_at`) as well as at an event.
 pub(super) fn read_unless(
     f: &FileDescription,
     dontwait: bool,
-    attempt: impl FnMut() -> Result<usize, Errno>,
+    mut attempt: impl FnMut(&mut ReadCall) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
-    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
-    wait_io(f, READ_EVENTS, dontwait || nonblocking(f), deadline, attempt)
+    let dontwait = dontwait || nonblocking(f);
+    let timeout = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    let mut call = ReadCall::new(dontwait);
+    match attempt(&mut call) {
+        Err(Errno::EAGAIN) if !dontwait => {}
+        r => return r,
+    }
+    let w = Waiter::new();
+    let register = |e: &Entry| f.ops.event_register(e);
+    let _registered = Registered::new(Entry::new(READ_EVENTS, w.clone()), register, |e| f.ops.event_unregister(e));
+    loop {
+        match attempt(&mut call) {
+            Err(Errno::EAGAIN) => {}
+            r => return r,
+        }
+        let at = match (timeout, call.retry_at) {
+            (Some(t), Some(r)) => Some(t.min(r)),
+            (t, r) => t.or(r),
+        };
+        match w.wait(at) {
+            Ok(()) => {}
+            // SO_RCVTIMEO passed: EAGAIN; the file's own time: attempt.
+            Err(Errno::ETIMEDOUT) if timeout.is_some_and(|t| Instant::now() >= t) => return Err(Errno::EAGAIN),
+            Err(Errno::ETIMEDOUT) => {}
+            Err(Errno::ERESTARTSYS) if timeout.is_some() => return Err(Errno::EINTR),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A write of all of `buf` to `f`, waiting for room as often as needed

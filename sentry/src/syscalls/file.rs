@@ -188,7 +188,9 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     if !f.ops.seekable() {
-        return read_into(task, a[1], count(a[2]), true, |buf, _| super::block::read(&f, || f.read(buf)));
+        return read_into(task, a[1], count(a[2]), true, |buf, _| {
+            super::block::read(&f, |call| f.read_call(buf, call))
+        });
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
@@ -327,7 +329,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some((f, s)) = super::inet::socket_of(&f) {
             return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
         }
-        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, || f.read(buf)));
+        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, |call| f.read_call(buf, call)));
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }

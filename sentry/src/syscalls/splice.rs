@@ -116,7 +116,7 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut buf = vec![0u8; len];
     let moved = match pin {
         Some(p) => {
-            let n = read_unless(&input, nonblock, || p.try_read(&mut buf, true))?;
+            let n = read_unless(&input, nonblock, |_| p.try_read(&mut buf, true))?;
             if n == 0 {
                 return Ok(0);
             }
@@ -130,7 +130,13 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
             let pout = pout.ok_or(Errno::EINVAL)?;
             let mut copy = |off: u64| -> SysResult {
                 // A socket waits for data, unless either says not to.
-                let n = read_unless(&input, nonblock, || input.ops.read(&mut buf, off))?;
+                let n = read_unless(&input, nonblock, |call| {
+                    if input.ops.seekable() {
+                        input.ops.read(&mut buf, off)
+                    } else {
+                        input.ops.read_call(&mut buf, call)
+                    }
+                })?;
                 if n == 0 {
                     return Ok(0);
                 }
@@ -170,7 +176,7 @@ fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
     let mut buf = vec![0u8; len.min(room(task, &out, &pout, nonblock)?)];
-    let n = read_unless(&input, nonblock, || pin.try_read(&mut buf, true))?;
+    let n = read_unless(&input, nonblock, |_| pin.try_read(&mut buf, true))?;
     if n == 0 {
         return Ok(0);
     }
@@ -200,7 +206,7 @@ fn sys_vmsplice(task: &mut Task, a: [u64; 6]) -> SysResult {
             }),
         )
     } else if f.readable() {
-        readv_into(task, &iov, true, |buf, _| read_unless(&f, nonblock, || p.try_read(buf, false)))
+        readv_into(task, &iov, true, |buf, _| read_unless(&f, nonblock, |_| p.try_read(buf, false)))
     } else {
         Err(Errno::EBADF)
     }
