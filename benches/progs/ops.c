@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -26,6 +28,7 @@
 
 #define BLOCK (64 * 1024)
 #define IDLE_PIPES 400
+#define POLLERS 100
 
 static const char *dir = "/tmp";
 static char block[BLOCK];
@@ -198,6 +201,92 @@ static double op_pipe_pingpong(long n) {
     int a[2], b[2];
     if (pipe(a) < 0 || pipe(b) < 0) die("pipe");
     return ping_pong(n, a, b);
+}
+
+/* Waits with select until `fd` is readable. */
+static void select_readable(int fd) {
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(fd, &r);
+    if (select(fd + 1, &r, NULL, NULL, NULL) != 1) die("select");
+}
+
+/* pipe ping-pong where each side selects before it reads. */
+static double op_select_pingpong(long n) {
+    int a[2], b[2];
+    char c = 'x';
+    if (pipe(a) < 0 || pipe(b) < 0) die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        for (long i = 0; i < n; i++) {
+            select_readable(a[0]);
+            full_read(a[0], &c, 1);
+            full_write(b[1], &c, 1);
+        }
+        _exit(0);
+    }
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        full_write(a[1], &c, 1);
+        select_readable(b[0]);
+        full_read(b[0], &c, 1);
+    }
+    double t = now_us() - t0;
+    waitpid(pid, NULL, 0);
+    return t;
+}
+
+struct poller {
+    int in;     /* its own pipe's read end */
+    int answer; /* the shared answer pipe's write end */
+};
+
+/* Polls its own pipe; answers each byte with one on the shared pipe
+ * until the driver closes its pipe. */
+static void *poller(void *arg) {
+    struct poller *p = arg;
+    char c;
+    for (;;) {
+        struct pollfd pfd = {.fd = p->in, .events = POLLIN};
+        if (poll(&pfd, 1, -1) != 1) die("poll");
+        ssize_t r = read(p->in, &c, 1);
+        if (r == 0) return NULL;
+        if (r < 0) die("read");
+        full_write(p->answer, &c, 1);
+    }
+}
+
+/* POLLERS threads each poll a pipe of their own; the driver writes one
+ * pipe at a time and waits for that poller's answer. With a wait queue
+ * per pipe a write wakes one poller, not all of them. */
+static double op_pollers_100(long n) {
+    static struct poller ps[POLLERS];
+    pthread_t ts[POLLERS];
+    int out[POLLERS], answer[2];
+    if (pipe(answer) < 0) die("pipe");
+    for (int i = 0; i < POLLERS; i++) {
+        int p[2];
+        if (pipe(p) < 0) die("pipe");
+        ps[i] = (struct poller){.in = p[0], .answer = answer[1]};
+        out[i] = p[1];
+        if (pthread_create(&ts[i], NULL, poller, &ps[i]) != 0) die("pthread_create");
+    }
+    char c = 'x';
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        full_write(out[i % POLLERS], &c, 1);
+        full_read(answer[0], &c, 1);
+    }
+    double t = now_us() - t0;
+    for (int i = 0; i < POLLERS; i++) {
+        close(out[i]);
+        pthread_join(ts[i], NULL);
+        close(ps[i].in);
+    }
+    close(answer[0]);
+    close(answer[1]);
+    return t;
 }
 
 static double op_unix_pingpong(long n) {
@@ -458,6 +547,8 @@ static const struct op ops[] = {
     {"rand_write", NULL, op_rand_write},
     {"pipe_pingpong", NULL, op_pipe_pingpong},
     {"unix_pingpong", NULL, op_unix_pingpong},
+    {"select_pingpong", NULL, op_select_pingpong},
+    {"pollers_100", NULL, op_pollers_100},
     {"fork_wait", op_fork_wait, NULL},
     {"fork_exec_wait", op_fork_exec_wait, NULL},
     {"page_fault", op_page_fault, NULL},

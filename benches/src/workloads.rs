@@ -223,6 +223,8 @@ pub fn all() -> Vec<Workload> {
         file_op("rand_write_root", "rand_write", "random write 4 KiB of 16 MiB, root fs (overlay/bind)", 5_000, Root),
         per_op("pipe_pingpong", "pipe ping-pong (round trip)", 5_000, N, true),
         per_op("unix_pingpong", "unix socket ping-pong (round trip)", 5_000, N, false),
+        per_op("select_pingpong", "pipe ping-pong, select before each read (round trip)", 5_000, N, false),
+        per_op("pollers_100", "100 pollers on their own pipes, one written at a time (round trip)", 5_000, N, false),
         per_op("fork_wait", "fork+wait", 300, N, false),
         per_op("fork_exec_wait", "fork+exec+wait /bin/true", 50, N, true),
         per_op("page_fault", "page fault (mmap+touch, per page)", 50_000, N, false),

@@ -2,7 +2,11 @@
  * from an empty Unix socket waits (EINTR on a signal) and SPLICE_F_NONBLOCK
  * or O_NONBLOCK make it fail at once; a socket wait with a timeout
  * (SO_RCVTIMEO) is not restarted by a signal with SA_RESTART (EINTR), and
- * accept honours SO_RCVTIMEO (EAGAIN at the timeout).
+ * accept honours SO_RCVTIMEO (EAGAIN at the timeout). A FIFO open that
+ * waits for its writer is restarted after a handler with SA_RESTART; a
+ * Unix stream send carrying descriptors honours SO_SNDTIMEO and sends
+ * them once there is room; a datagram sent to a full receiver waits for
+ * room (EINTR on a signal) and goes once the receiver reads.
  */
 #include "check.h"
 
@@ -10,8 +14,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 
 static volatile sig_atomic_t alarms;
@@ -118,9 +126,138 @@ static void accept_times_out(void) {
     close(l);
 }
 
+/* A child that sleeps `ms` and then runs `act` and exits 0 if it
+ * returned 0. */
+static pid_t later(long ms, int (*act)(void *), void *arg) {
+    pid_t p = CHECK_OK(fork());
+    if (p == 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        _exit(act(arg) == 0 ? 0 : 1);
+    }
+    return p;
+}
+
+static void reap_ok(pid_t p) {
+    int st;
+    CHECK_EQ(waitpid(p, &st, 0), p);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
+static int open_and_write(void *path) {
+    int fd = open(path, O_WRONLY);
+    return fd >= 0 && write(fd, "fifo", 4) == 4 ? 0 : 1;
+}
+
+static void a_fifo_open_is_restarted(void) {
+    const char *path = scratch_path("restart_fifo");
+    CHECK_OK(mkfifo(path, 0600));
+    handle_alarm(1);
+    alarms = 0;
+    pid_t c = later(400, open_and_write, (void *)path);
+    alarm_in(100);
+    int r = CHECK_OK(open(path, O_RDONLY));
+    CHECK_EQ(alarms, 1);
+    char buf[8];
+    CHECK_EQ(read(r, buf, sizeof buf), 4);
+    CHECK_MEM(buf, "fifo", 4);
+    close(r);
+    reap_ok(c);
+    CHECK_OK(unlink(path));
+}
+
+/* Sends one byte with descriptor `fd` over `s`. */
+static ssize_t send_fd(int s, int fd) {
+    char byte = 'r';
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    return sendmsg(s, &m, 0);
+}
+
+static void a_send_with_descriptors_honours_sndtimeo(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    char chunk[4096] = {0};
+    while (send(sv[0], chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
+    }
+    CHECK_EQ(errno, EAGAIN);
+    struct timeval tv = {0, 150000};
+    CHECK_OK(setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv));
+    /* A guard: without the timeout the alarm ends the wait (EINTR). */
+    handle_alarm(0);
+    alarm_in(3000);
+    double t0 = now();
+    CHECK_ERR(send_fd(sv[0], sv[0]), EAGAIN);
+    CHECK(now() - t0 > 0.1);
+    alarm_in(0);
+    /* Drained, the same send goes, and its descriptor arrives once. */
+    CHECK_OK(fcntl(sv[1], F_SETFL, O_NONBLOCK));
+    while (read(sv[1], chunk, sizeof chunk) > 0) {
+    }
+    CHECK_EQ(send_fd(sv[0], sv[0]), 1);
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    CHECK_EQ(recvmsg(sv[1], &m, 0), 1);
+    CHECK_EQ(byte, 'r');
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL && c->cmsg_type == SCM_RIGHTS);
+    int got;
+    memcpy(&got, CMSG_DATA(c), sizeof got);
+    CHECK_OK(close(got));
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static int read_one(void *fd) {
+    char buf[64];
+    return recv(*(int *)fd, buf, sizeof buf, 0) >= 0 ? 0 : 1;
+}
+
+static void a_datagram_waits_for_room_at_its_destination(void) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, "\0husk-blocking-io", 18);
+    socklen_t alen = offsetof(struct sockaddr_un, sun_path) + 18;
+    int rx = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM, 0));
+    CHECK_OK(bind(rx, (struct sockaddr *)&a, alen));
+    int tx = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM, 0));
+    while (sendto(tx, "d", 1, MSG_DONTWAIT, (struct sockaddr *)&a, alen) == 1) {
+    }
+    CHECK_EQ(errno, EAGAIN);
+    /* A signal ends the wait (no SA_RESTART: EINTR). */
+    handle_alarm(0);
+    alarms = 0;
+    alarm_in(100);
+    CHECK_ERR(sendto(tx, "d", 1, 0, (struct sockaddr *)&a, alen), EINTR);
+    CHECK_EQ(alarms, 1);
+    /* A receive makes room: the waiting send goes. */
+    pid_t c = later(150, read_one, &rx);
+    CHECK_EQ(sendto(tx, "d", 1, 0, (struct sockaddr *)&a, alen), 1);
+    reap_ok(c);
+    close(tx);
+    close(rx);
+}
+
 int main(void) {
     splice_waits_for_a_socket();
     a_timed_wait_is_not_restarted();
     accept_times_out();
+    a_fifo_open_is_restarted();
+    a_send_with_descriptors_honours_sndtimeo();
+    a_datagram_waits_for_room_at_its_destination();
     return 0;
 }

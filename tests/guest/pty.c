@@ -3,8 +3,9 @@
  * of file, output CR-LF) and raw mode (VMIN/VTIME), window size, the
  * signal characters reaching the foreground group, the controlling
  * terminal of a session (acquired on open, TIOCSCTTY, tcgetpgrp,
- * tcsetpgrp, tcgetsid, /dev/tty), SIGTTIN for a background reader, and
- * hangups when either side closes. */
+ * tcsetpgrp, tcgetsid, /dev/tty), SIGTTIN for a background reader,
+ * hangups when either side closes, and a blocking master read that a
+ * signal with SA_RESTART interrupts and restarts. */
 #include "check.h"
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -292,12 +294,75 @@ static void hangups(void) {
     CHECK_ERR(open(name, O_RDWR | O_NOCTTY), ENOENT); /* the pair is gone */
 }
 
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) { (void)sig; alarms++; }
+
+static void a_master_read_is_restarted(void) {
+    char name[64], buf[16];
+    int m = open_master(name, sizeof name);
+    int s = CHECK_OK(open(name, O_RDWR | O_NOCTTY));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    CHECK_OK(sigaction(SIGALRM, &sa, NULL));
+    pid_t c = CHECK_OK(fork());
+    if (c == 0) {
+        struct timespec ts = {0, 400 * 1000000L};
+        nanosleep(&ts, NULL);
+        _exit(write(s, "late", 4) == 4 ? 0 : 1);
+    }
+    alarms = 0;
+    struct itimerval it = {{0, 0}, {0, 100000}};
+    CHECK_OK(setitimer(ITIMER_REAL, &it, NULL));
+    CHECK_EQ(read(m, buf, sizeof buf), 4);
+    CHECK_MEM(buf, "late", 4);
+    CHECK_EQ(alarms, 1);
+    int st;
+    CHECK_EQ(waitpid(c, &st, 0), c);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* The replica's read too (canonical: a line). */
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        struct timespec ts = {0, 400 * 1000000L};
+        nanosleep(&ts, NULL);
+        _exit(write(m, "line\n", 5) == 5 ? 0 : 1);
+    }
+    alarms = 0;
+    CHECK_OK(setitimer(ITIMER_REAL, &it, NULL));
+    CHECK_EQ(read(s, buf, sizeof buf), 5);
+    CHECK_MEM(buf, "line\n", 5);
+    CHECK_EQ(alarms, 1);
+    CHECK_EQ(waitpid(c, &st, 0), c);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    signal(SIGALRM, SIG_DFL);
+
+    /* O_NONBLOCK in raw mode: what is there, short of VMIN, else EAGAIN. */
+    struct termios t;
+    CHECK_OK(tcgetattr(s, &t));
+    cfmakeraw(&t);
+    t.c_cc[VMIN] = 3;
+    t.c_cc[VTIME] = 0;
+    CHECK_OK(tcsetattr(s, TCSANOW, &t));
+    CHECK_OK(fcntl(s, F_SETFL, O_NONBLOCK));
+    CHECK_ERR(read(s, buf, sizeof buf), EAGAIN);
+    write_all(m, "x");
+    /* Not readable for poll, short of VMIN: give the byte a moment. */
+    struct timespec moment = {0, 200 * 1000000L};
+    nanosleep(&moment, NULL);
+    CHECK_EQ(read(s, buf, sizeof buf), 1);
+    close(s);
+    close(m);
+}
+
 int main(void) {
     names_and_numbers();
     canonical_mode();
     raw_mode();
     sessions();
     hangups();
+    a_master_read_is_restarted();
     printf("pty: ok\n");
     return 0;
 }

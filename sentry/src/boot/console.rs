@@ -4,8 +4,11 @@
 //! editing, echo, the signal characters and job control happen in the
 //! sentry's line discipline, for the guest's own sessions and process
 //! groups. Two threads move the bytes; a third concern, the window size,
-//! is polled from the host terminal (the shim resizes it there) and
-//! signalled to the foreground group when it changes.
+//! follows the host terminal's: the shim resizes it there, the host
+//! kernel sends the sentry (which leads the host terminal's session)
+//! SIGWINCH, and the host-signal thread has every console re-read its
+//! size ([`Consoles::host_resized`]), which a change of signals to the
+//! foreground group.
 
 use crate::abi::Errno;
 use crate::audit::redact::{RedactStream, IDLE_FLUSH};
@@ -13,20 +16,41 @@ use crate::fs::devpts::Devpts;
 use crate::fs::tty::terminal::{Terminal, TtyFile};
 use crate::fs::tty::termios::{Winsize, WINSIZE_SIZE};
 use crate::kernel::Kernel;
-use crate::vfs::FileOps;
+use crate::vfs::{FileOps, WRITE_EVENTS};
+use crate::waiter::{Entry, Registered, Waiter};
 use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-/// How often the host terminal's window size is compared.
-const RESIZE_POLL_MS: i32 = 250;
+/// The sandbox's bridged consoles, for the host-signal thread to tell of
+/// a resized host terminal (a kernel extension).
+#[derive(Default)]
+pub struct Consoles(Mutex<Vec<Weak<Console>>>);
+
+impl Consoles {
+    /// The host terminal may have changed size (host SIGWINCH): every
+    /// console passes a new size on to its terminal.
+    pub fn host_resized(&self) {
+        let live: Vec<Arc<Console>> = {
+            let mut v = self.0.lock();
+            v.retain(|c| c.strong_count() > 0);
+            v.iter().filter_map(Weak::upgrade).collect()
+        };
+        for c in live {
+            c.resized();
+        }
+    }
+}
 
 /// One bridged console.
 pub struct Console {
     host: OwnedFd,
     master: Arc<TtyFile>,
+    /// The host's size last passed on: only a change of it is, so a
+    /// guest's own TIOCSWINSZ (stty cols) stands.
+    host_size: Mutex<Option<Winsize>>,
     /// Held while output moves to the host, so a final flush keeps order;
     /// with secrets, the redaction of that output.
     writing: Mutex<Option<RedactStream>>,
@@ -37,14 +61,16 @@ impl Console {
     /// console and the terminal's replica, for the process's stdio.
     pub fn start(kernel: &Kernel, host: OwnedFd) -> std::io::Result<(Arc<Console>, Arc<TtyFile>)> {
         make_raw(&host)?;
-        let master = kernel.ext::<Devpts>().new_terminal(0, libc::O_RDWR, crate::fs::tmpfs::now());
+        let master = kernel.ext::<Devpts>().new_terminal(0, crate::fs::tmpfs::now());
         let term = master.term.clone();
         term.set_locked(false);
         let replica = term.open_replica(libc::O_RDWR | libc::O_NOCTTY).map_err(io_error)?;
-        if let Some(w) = host_winsize(&host) {
-            term.set_winsize(w);
-        }
-        let console = Arc::new(Console { host, master, writing: Mutex::new(crate::audit::redact::stream()) });
+        let writing = Mutex::new(crate::audit::redact::stream());
+        let console = Arc::new(Console { host, master, host_size: Mutex::new(None), writing });
+        // Registered before the first size is read, so that no resize
+        // falls between the two.
+        kernel.ext::<Consoles>().0.lock().push(Arc::downgrade(&console));
+        console.resized();
         let c = console.clone();
         std::thread::Builder::new().name("console-in".into()).spawn(move || c.pump_input())?;
         let c = console.clone();
@@ -56,42 +82,63 @@ impl Console {
         &self.master.term
     }
 
-    /// Host keystrokes to the terminal, and window size changes. Ends
-    /// when the host terminal goes away (its master closed): the sentry
-    /// terminal is then hung up, as Linux does with a vanished terminal.
+    /// Passes the host terminal's size on to the sentry's terminal if it
+    /// changed since last passed on.
+    fn resized(&self) {
+        let mut last = self.host_size.lock();
+        let now = host_winsize(&self.host);
+        if now != *last {
+            *last = now;
+            if let Some(w) = now {
+                self.master.term.set_winsize(w);
+            }
+        }
+    }
+
+    /// Host keystrokes to the terminal. Ends when the host terminal goes
+    /// away (its master closed): the sentry terminal is then hung up, as
+    /// Linux does with a vanished terminal.
     fn pump_input(&self) {
         let mut buf = [0u8; 4096];
-        // The host's size last passed on: only a change of it is, so a
-        // guest's own TIOCSWINSZ (stty cols) stands.
-        let mut host_size = host_winsize(&self.host);
         loop {
-            let mut p = libc::pollfd { fd: self.host.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd.
-            let n = unsafe { libc::poll(&mut p, 1, RESIZE_POLL_MS) };
-            let now = host_winsize(&self.host);
-            if now != host_size {
-                host_size = now;
-                if let Some(w) = now {
-                    self.master.term.set_winsize(w);
-                }
-            }
-            if n <= 0 {
-                continue;
-            }
             // SAFETY: read writes at most buf.len() bytes into `buf`.
             let r = unsafe { libc::read(self.host.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             let Ok(len) = usize::try_from(r) else {
-                if Errno::last_os_error() == Errno::EINTR {
-                    continue;
+                match Errno::last_os_error() {
+                    Errno::EINTR => continue,
+                    // A non-blocking host terminal: wait until it has input.
+                    Errno::EAGAIN => {
+                        let mut p = libc::pollfd { fd: self.host.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                        // SAFETY: one valid pollfd; no timeout.
+                        unsafe { libc::poll(&mut p, 1, -1) };
+                        continue;
+                    }
+                    _ => break,
                 }
-                break;
             };
-            if len == 0 || self.master.write(&buf[..len], 0).is_err() {
+            if len == 0 || self.type_in(&buf[..len]).is_err() {
                 break;
             }
         }
         log::debug!("console {}: the host terminal closed", self.master.term.name());
         self.master.term.hang_up();
+    }
+
+    /// Types `data` into the terminal, waiting for room in its line
+    /// discipline as a blocking write does; fails when the terminal takes
+    /// no more.
+    fn type_in(&self, mut data: &[u8]) -> Result<(), Errno> {
+        let w = Waiter::new();
+        let register = |e: &Entry| self.master.event_register(e);
+        let _r = Registered::new(Entry::new(WRITE_EVENTS, w.clone()), register, |e| self.master.event_unregister(e));
+        while !data.is_empty() {
+            match self.master.write(data, 0) {
+                Ok(n) => data = &data[n..],
+                Err(Errno::EAGAIN) => w.wait(None)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Terminal output to the host, until the host terminal goes away.
@@ -169,4 +216,52 @@ fn host_winsize(fd: &OwnedFd) -> Option<Winsize> {
     // SAFETY: TIOCGWINSZ writes one struct winsize, which `b` holds.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, b.as_mut_ptr()) };
     (r == 0).then(|| Winsize::decode(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::memory_file::MemoryFile;
+    use std::os::fd::FromRawFd;
+
+    /// A host pseudo-terminal pair: (master, replica).
+    fn host_pty() -> (OwnedFd, OwnedFd) {
+        let (mut m, mut r) = (-1, -1);
+        // SAFETY: openpty writes two descriptors; the other arguments may
+        // be null.
+        let rc = unsafe { libc::openpty(&mut m, &mut r, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: just opened and owned by nobody else.
+        let master = unsafe { OwnedFd::from_raw_fd(m) };
+        // SAFETY: as above.
+        let replica = unsafe { OwnedFd::from_raw_fd(r) };
+        (master, replica)
+    }
+
+    fn set_host_size(master: &OwnedFd, rows: u16, cols: u16) {
+        let w = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: TIOCSWINSZ reads one struct winsize.
+        assert_eq!(unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &w) }, 0);
+    }
+
+    #[test]
+    fn a_host_resize_reaches_the_terminal_when_announced_and_a_guest_size_stands_until_then() {
+        let k = crate::testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()));
+        let (master, replica) = host_pty();
+        set_host_size(&master, 24, 80);
+        let (console, _tty) = Console::start(&k, replica).unwrap();
+        let size = |c: &Console| {
+            let w = c.terminal().winsize();
+            (w.rows, w.cols)
+        };
+        assert_eq!(size(&console), (24, 80), "the host's size at start");
+        console.terminal().set_winsize(Winsize { rows: 10, cols: 20, xpixel: 0, ypixel: 0 });
+        k.ext::<Consoles>().host_resized();
+        assert_eq!(size(&console), (10, 20), "the host did not change: the guest's size stands");
+        set_host_size(&master, 50, 132);
+        assert_eq!(size(&console), (10, 20), "nothing is polled");
+        k.ext::<Consoles>().host_resized();
+        assert_eq!(size(&console), (50, 132), "the announced resize is passed on");
+        drop(master);
+    }
 }

@@ -56,8 +56,8 @@ pub const FORWARD_SIGNAL: i32 = 40;
 
 /// Starts the thread that waits for the forwarded signals and sends each
 /// to the guest's foreground process group. With a `bridged` console the
-/// sentry's own terminal signals window changes (see `console`), so the
-/// host's SIGWINCH is dropped.
+/// host's SIGWINCH is the host terminal's resize: the consoles re-read its
+/// size and their terminals signal the change (see `console`).
 ///
 /// Under `husk do` (not `container`) the sentry shares the runtime's
 /// process group, so a supervisor's signal to that group reaches both and
@@ -78,10 +78,11 @@ pub fn start_forwarder(kernel: Weak<Kernel>, container: bool, bridged: bool) -> 
             } else {
                 sig
             };
+            let Some(k) = kernel.upgrade() else { return };
             if bridged && sig == libc::SIGWINCH {
+                k.ext::<crate::boot::console::Consoles>().host_resized();
                 continue;
             }
-            let Some(k) = kernel.upgrade() else { return };
             let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);
             log::debug!("host signal {sig}: forwarded to process group {pgid}");
             for pid in k.procs.group_members(pgid) {

@@ -63,7 +63,7 @@ impl Devpts {
     /// `owner`; opens its master. A number stays taken until both sides
     /// of its terminal are closed, as in Linux; host terminals' numbers
     /// are taken too.
-    pub fn new_terminal(&self, owner: u32, flags: i32, now: TimeSpec) -> Arc<TtyFile> {
+    pub fn new_terminal(&self, owner: u32, now: TimeSpec) -> Arc<TtyFile> {
         let hosts = self.live_hosts();
         let kernel = self.kernel.get().cloned().unwrap_or_default();
         let mut terminals = self.terminals.lock();
@@ -74,7 +74,7 @@ impl Devpts {
         };
         let index = (0..).find(|&n| !taken(n)).unwrap_or(u32::MAX);
         let term = Terminal::new(index, kernel, owner, now);
-        let master = term.open_master(flags);
+        let master = term.open_master();
         terminals.insert(index, Arc::downgrade(&term));
         master
     }
@@ -168,9 +168,9 @@ impl Node for Ptmx {
         Ok(self.attr.stat())
     }
 
-    fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+    fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let owner = thread::current().map_or(0, |t| t.creds().euid);
-        Ok(self.devpts.new_terminal(owner, flags, crate::fs::tmpfs::now()))
+        Ok(self.devpts.new_terminal(owner, crate::fs::tmpfs::now()))
     }
 
     fn fs_id(&self) -> usize {

@@ -5,7 +5,7 @@ use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
 use crate::mm::MemoryManager;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, READ_EVENTS, S_IFIFO, WRITE_EVENTS};
+use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFIFO};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -75,18 +75,18 @@ impl Pipe {
 
     /// The read end (counted until dropped).
     pub fn reader(self: &Arc<Pipe>) -> Arc<PipeEnd> {
-        self.end(true, false, 0)
+        self.end(true, false, 0, None)
     }
 
     /// The write end (counted until dropped).
     pub fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
-        self.end(false, true, 0)
+        self.end(false, true, 0, None)
     }
 
     /// An end that reads, writes or both (a FIFO opened O_RDWR), counted
-    /// until dropped (see `PipeEnd::hup_after`). Openers waiting for a
-    /// partner are woken.
-    fn end(self: &Arc<Pipe>, read: bool, write: bool, hup_after: u64) -> Arc<PipeEnd> {
+    /// until dropped (see `PipeEnd::hup_after`, `PipeEnd::awaits`).
+    /// Openers waiting for a partner are woken.
+    fn end(self: &Arc<Pipe>, read: bool, write: bool, hup_after: u64, awaits: Option<u64>) -> Arc<PipeEnd> {
         {
             let mut s = self.state.lock();
             if read {
@@ -99,7 +99,7 @@ impl Pipe {
             }
         }
         self.queue.notify(waiter::ALL);
-        Arc::new(PipeEnd { pipe: self.clone(), read, write, hup_after })
+        Arc::new(PipeEnd { pipe: self.clone(), read, write, hup_after, awaits })
     }
 
     /// Its capacity in bytes (F_GETPIPE_SZ).
@@ -131,40 +131,35 @@ impl Pipe {
     }
 
     /// Opens an end as open(2) of a FIFO does (Linux's `fifo_open`): a
-    /// reader waits until a writer opens, a writer until a reader does,
-    /// unless O_NONBLOCK (then a writer without a reader fails with
-    /// ENXIO); O_RDWR never waits. The wait is interruptible
-    /// (ERESTARTSYS) and gives the end up.
+    /// reader must wait until a writer opens, a writer until a reader
+    /// does, unless O_NONBLOCK (then a writer without a reader fails with
+    /// ENXIO); O_RDWR never waits. The end does not wait itself: until
+    /// its partner came, its `open_ready` fails with EAGAIN and the opener
+    /// waits on the pipe's queue (giving the end up if interrupted).
     pub fn open_end(self: &Arc<Pipe>, flags: i32) -> Result<Arc<PipeEnd>, Errno> {
         let nonblock = flags & libc::O_NONBLOCK != 0;
         let (read, write) = match flags & libc::O_ACCMODE {
             libc::O_RDONLY => (true, false),
             libc::O_WRONLY => (false, true),
-            libc::O_RDWR => return Ok(self.end(true, true, 0)),
+            libc::O_RDWR => return Ok(self.end(true, true, 0, None)),
             _ => return Err(Errno::EINVAL),
         };
-        let partner = |s: &State| if read { (s.writers, s.opened_writers) } else { (s.readers, s.opened_readers) };
-        let (present, seen) = partner(&self.state.lock());
+        let (present, seen) = {
+            let s = self.state.lock();
+            if read {
+                (s.writers, s.opened_writers)
+            } else {
+                (s.readers, s.opened_readers)
+            }
+        };
         if write && nonblock && present == 0 {
             return Err(Errno::ENXIO);
         }
         // A reader that opens without waiting for a writer does not hang up
         // before one came and went.
         let hup_after = if read && nonblock && present == 0 { seen } else { 0 };
-        let end = self.end(read, write, hup_after);
-        if nonblock || present > 0 {
-            return Ok(end);
-        }
-        let came = || {
-            let (_, opened) = partner(&self.state.lock());
-            if opened != seen {
-                Ok(())
-            } else {
-                Err(Errno::EAGAIN)
-            }
-        };
-        waiter::until_ready(&self.queue, waiter::ALL, None, came)?;
-        Ok(end)
+        let awaits = (!nonblock && present == 0).then_some(seen);
+        Ok(self.end(read, write, hup_after, awaits))
     }
 }
 
@@ -225,6 +220,10 @@ pub struct PipeEnd {
     /// a writer does not hang up before one came (Linux's `f_pipe`); 0
     /// for other ends.
     hup_after: u64,
+    /// A FIFO end opened to wait for its partner: the partner kind's
+    /// ends ever opened when it opened (Linux's r_counter, w_counter);
+    /// the open completes once that count moves.
+    awaits: Option<u64>,
 }
 
 impl PipeEnd {
@@ -256,17 +255,9 @@ impl Drop for PipeEnd {
 }
 
 impl PipeEnd {
-    /// Reads; unless `dontwait` (MSG_DONTWAIT) waits for data; `peek`
+    /// Reads what is queued, EOF without writers, else EAGAIN; `peek`
     /// copies the bytes out but leaves them queued (MSG_PEEK).
-    pub fn read_with(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<usize, Errno> {
-        if dontwait {
-            return self.try_read(buf, peek);
-        }
-        waiter::until_ready(&self.pipe.queue, READ_EVENTS, None, || self.try_read(buf, peek))
-    }
-
-    /// Reads what is queued, EOF without writers, else EAGAIN.
-    fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+    pub fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
         if !self.read {
             return Err(Errno::EBADF);
         }
@@ -296,47 +287,24 @@ impl PipeEnd {
         Ok(n)
     }
 
-    /// Waits until the pipe has room (unless `dontwait`: EAGAIN) and
-    /// returns how much; EPIPE without readers. For splice, which moves
-    /// only what fits rather than blocking mid-transfer.
-    pub fn wait_room(&self, dontwait: bool) -> Result<usize, Errno> {
+    /// The room in the pipe now (EAGAIN when there is none); EPIPE
+    /// without readers. For splice, which moves only what fits rather
+    /// than blocking mid-transfer.
+    pub fn room(&self) -> Result<usize, Errno> {
         if !self.write {
             return Err(Errno::EBADF);
         }
-        let room = || {
-            let s = self.pipe.state.lock();
-            match s.capacity - s.buf.len() {
-                _ if s.readers == 0 => Err(Errno::EPIPE),
-                0 => Err(Errno::EAGAIN),
-                n => Ok(n),
-            }
-        };
-        if dontwait {
-            return room();
+        let s = self.pipe.state.lock();
+        match s.capacity - s.buf.len() {
+            _ if s.readers == 0 => Err(Errno::EPIPE),
+            0 => Err(Errno::EAGAIN),
+            n => Ok(n),
         }
-        waiter::until_ready(&self.pipe.queue, WRITE_EVENTS, None, room)
     }
 
     /// Whether `other` is an end of the same pipe.
     pub fn same_pipe(&self, other: &PipeEnd) -> bool {
         Arc::ptr_eq(&self.pipe, &other.pipe)
-    }
-
-    /// Writes; unless `dontwait`, waits for room until all of `buf` is
-    /// written (an interruption after some bytes returns their count).
-    pub fn write_with(&self, buf: &[u8], dontwait: bool) -> Result<usize, Errno> {
-        if dontwait {
-            return self.try_write(buf);
-        }
-        let mut done = 0;
-        while done < buf.len() {
-            match waiter::until_ready(&self.pipe.queue, WRITE_EVENTS, None, || self.try_write(&buf[done..])) {
-                Ok(n) => done += n,
-                Err(_) if done > 0 => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(done)
     }
 
     /// Writes what fits: all of a write of at most PIPE_BUF bytes or
@@ -377,6 +345,19 @@ impl FileOps for PipeEnd {
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
         self.try_write(buf)
+    }
+
+    /// A FIFO end is open once an end of the other kind opened after it
+    /// began to wait.
+    fn open_ready(&self) -> Result<(), Errno> {
+        let Some(seen) = self.awaits else { return Ok(()) };
+        let s = self.pipe.state.lock();
+        let opened = if self.read { s.opened_writers } else { s.opened_readers };
+        if opened != seen {
+            Ok(())
+        } else {
+            Err(Errno::EAGAIN)
+        }
     }
 
     fn seekable(&self) -> bool {
@@ -470,17 +451,21 @@ mod tests {
     }
 
     #[test]
-    fn blocking_reader_wakes_for_writer_in_another_thread() {
+    fn a_fifo_end_opens_once_its_partner_came() {
         let p = Pipe::new(1, TimeSpec::default());
-        let r = p.reader();
-        let w = p.writer();
-        let t = std::thread::spawn(move || {
-            let mut buf = [0u8; 3];
-            let n = r.read_with(&mut buf, false, false).unwrap();
-            buf[..n].to_vec()
-        });
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        w.write(b"abc", 0).unwrap();
-        assert_eq!(t.join().unwrap(), b"abc");
+        let r = p.open_end(libc::O_RDONLY).unwrap();
+        assert_eq!(r.open_ready(), Err(Errno::EAGAIN), "a reader waits for a writer");
+        let woken = Arc::new(crate::testing::Count::default());
+        let e = Entry::new(waiter::ALL, woken.clone());
+        r.event_register(&e);
+        let w = p.open_end(libc::O_WRONLY).unwrap();
+        assert_eq!(woken.get(), 1, "the writer's open wakes the waiting reader");
+        assert_eq!((r.open_ready(), w.open_ready()), (Ok(()), Ok(())), "a reader was there");
+        drop((r, w));
+        let nb = p.open_end(libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(nb.open_ready(), Ok(()), "O_NONBLOCK does not wait");
+        assert_eq!(p.open_end(libc::O_RDWR).unwrap().open_ready(), Ok(()));
+        drop(nb);
+        assert_eq!(p.open_end(libc::O_WRONLY | libc::O_NONBLOCK).err(), Some(Errno::ENXIO));
     }
 }

@@ -124,8 +124,11 @@ impl FileOps for ReadOnlyFile {
     fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
         self.0.io_timeout(write)
     }
-    fn status_flags_changed(&self, flags: u32) {
-        self.0.status_flags_changed(flags)
+    fn read_call(&self, buf: &mut [u8], call: &mut crate::vfs::ReadCall) -> Result<usize, Errno> {
+        self.0.read_call(buf, call)
+    }
+    fn open_ready(&self) -> Result<(), Errno> {
+        self.0.open_ready()
     }
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         self.0.mappable()

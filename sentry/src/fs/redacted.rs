@@ -27,9 +27,6 @@ use std::time::Instant;
 /// The most of one guest write taken at once.
 const MAX_TAKE: usize = 64 << 10;
 
-/// How long the flusher waits for room in the host at a time.
-const ROOM_POLL_MS: i32 = 100;
-
 /// A redacting writer of one host descriptor.
 pub struct RedactedOutput {
     shared: Arc<Shared>,
@@ -164,10 +161,12 @@ impl Shared {
         Ok(())
     }
 
-    /// Waits up to `ms` for room in the host (the lock released meanwhile).
-    fn wait_room(&self, st: &mut MutexGuard<'_, State>, ms: i32) {
+    /// Waits until the host has room or fails (the lock released
+    /// meanwhile). Nothing else need end the wait: writes only add to
+    /// the queue it is about to drain.
+    fn wait_room(&self, st: &mut MutexGuard<'_, State>) {
         MutexGuard::unlocked(st, || {
-            let _ = host::fd::poll_for(self.fd.as_fd(), libc::POLLOUT, ms);
+            let _ = host::fd::poll_for(self.fd.as_fd(), libc::POLLOUT, -1);
         });
     }
 
@@ -181,7 +180,7 @@ impl Shared {
                 return;
             }
             if !st.queue.is_empty() {
-                self.wait_room(&mut st, ROOM_POLL_MS);
+                self.wait_room(&mut st);
                 let _ = self.drain(&mut st);
             } else if st.stream.holding() {
                 let due = st.last_input.checked_add(IDLE_FLUSH).unwrap_or_else(Instant::now);
@@ -207,7 +206,7 @@ impl Shared {
         let rest = st.stream.flush();
         st.queue.extend_from_slice(&rest);
         while !st.queue.is_empty() && self.drain(&mut st).is_ok() && !st.queue.is_empty() {
-            self.wait_room(&mut st, ROOM_POLL_MS);
+            self.wait_room(&mut st);
         }
     }
 }

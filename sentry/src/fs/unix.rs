@@ -149,8 +149,6 @@ impl UnixStream {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
         let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
-        // The socket's own O_NONBLOCK is passed to every call, so the
-        // pipe ends themselves always block.
         let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue, cred| {
             Arc::new(UnixStream {
                 link: Link::Bytes {
@@ -203,70 +201,69 @@ impl UnixStream {
         }
     }
 
-    /// Reads like recv(2), with MSG_DONTWAIT when `dontwait` and MSG_PEEK
-    /// when `peek`: (bytes copied, the packet's whole length).
-    pub fn recv(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<(usize, usize), Errno> {
+    /// Reads like recv(2), MSG_PEEK when `peek`: (bytes copied, the
+    /// packet's whole length); EAGAIN when nothing is queued.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize), Errno> {
         match &self.link {
             Link::Bytes { rx, .. } => {
                 let Some(rx) = rx.lock().clone() else { return Ok((0, 0)) };
-                rx.read_with(buf, dontwait, peek).map(|n| (n, n))
+                rx.try_read(buf, peek).map(|n| (n, n))
             }
             Link::Packets { rx, .. } => {
                 let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else { return Ok((0, 0)) };
-                q.recv(buf, dontwait, peek).map(|r| (r.len, r.full))
+                q.recv(buf, peek).map(|r| (r.len, r.full))
             }
         }
     }
 
     /// sendmsg(2), with SCM_RIGHTS descriptors and explicit credentials
-    /// riding on the first byte of `buf` (a stream) or on the packet.
-    pub fn send_rights(
-        &self,
-        buf: &[u8],
-        dontwait: bool,
-        rights: Option<Rights>,
-        cred: SenderCred,
-    ) -> Result<usize, Errno> {
+    /// riding on the first byte sent of `buf` (a stream) or on the packet:
+    /// what fits now (a packet whole or not at all), else EAGAIN. The
+    /// descriptors are taken out of `rights` once sent and left there
+    /// when nothing was.
+    pub fn send_rights(&self, buf: &[u8], rights: &mut Option<Rights>, cred: SenderCred) -> Result<usize, Errno> {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
                 let explicit = cred.explicit.then_some(cred.cred);
                 if rights.is_none() && explicit.is_none() {
-                    return tx.write_with(buf, dontwait);
+                    return tx.write(buf, 0);
                 }
                 let at = tx.positions().0;
-                tx_rights.lock().push_back((at, Extras { rights, cred: explicit }));
-                let r = tx.write_with(buf, dontwait);
+                tx_rights.lock().push_back((at, Extras { rights: rights.take(), cred: explicit }));
+                let r = tx.write(buf, 0);
                 if r.is_err() {
-                    // Not sent: its extras go, dropped outside the lock.
-                    let dropped: VecDeque<(u64, Extras)> = {
-                        let mut q = tx_rights.lock();
-                        let (gone, kept) = std::mem::take(&mut *q).into_iter().partition(|(pos, _)| *pos == at);
-                        *q = kept;
-                        gone
-                    };
-                    drop(dropped);
+                    // Not sent: its extras come back to the caller.
+                    let mut q = tx_rights.lock();
+                    if let Some(i) = q.iter().position(|(pos, _)| *pos == at) {
+                        *rights = q.remove(i).and_then(|(_, e)| e.rights);
+                    }
                 }
                 r
             }
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
-                tx.0.send(Message { data: buf.to_vec(), from: None, rights, cred: cred.cred }, dontwait)
+                let mut msg = Some(Message { data: buf.to_vec(), from: None, rights: rights.take(), cred: cred.cred });
+                let r = tx.0.send(&mut msg);
+                if let Some(m) = msg {
+                    *rights = m.rights;
+                }
+                r
             }
         }
     }
 
-    /// recvmsg(2): the bytes read and the descriptors sent with them.
-    /// Descriptors whose bytes plain reads consumed are dropped here, as
-    /// Linux closes them.
-    pub fn recv_rights(&self, buf: &mut [u8], dontwait: bool) -> Result<Got, Errno> {
+    /// recvmsg(2): the bytes read and the descriptors sent with them;
+    /// EAGAIN when nothing is queued. Descriptors whose bytes plain reads
+    /// consumed are dropped here, as Linux closes them.
+    pub fn recv_rights(&self, buf: &mut [u8]) -> Result<Got, Errno> {
         match &self.link {
             Link::Bytes { rx, rx_rights, .. } => {
                 let Some(rx) = rx.lock().clone() else {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
                 let start = rx.positions().1;
-                let n = rx.read_with(buf, dontwait, false)?;
+                let n = rx.try_read(buf, false)?;
                 let end = start.wrapping_add(n as u64);
                 let mut got = Vec::new();
                 let mut cred = None;
@@ -291,7 +288,7 @@ impl UnixStream {
                 let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
-                let r = q.recv(buf, dontwait, false)?;
+                let r = q.recv(buf, false)?;
                 Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect(), cred: r.cred })
             }
         }
@@ -639,17 +636,18 @@ impl UnixSocket {
     }
 
     /// Sends one message: to `to` (a datagram's address) or the connected
-    /// destination or peer.
+    /// destination or peer; what fits now, else EAGAIN (the sender waits
+    /// on this socket's queue, or for `to` on `to.inbox()`'s). The
+    /// descriptors in `rights` are taken once sent.
     pub fn send_msg(
         &self,
         to: Option<&Arc<UnixSocket>>,
         data: &[u8],
-        dontwait: bool,
-        rights: Option<Rights>,
+        rights: &mut Option<Rights>,
         cred: SenderCred,
     ) -> Result<usize, Errno> {
         let Some(d) = &self.dgram else {
-            return self.stream()?.send_rights(data, dontwait, rights, cred);
+            return self.stream()?.send_rights(data, rights, cred);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Errno::EPIPE);
@@ -658,8 +656,13 @@ impl UnixSocket {
             Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
             None => d.peer.lock().as_ref().map(|p| p.queue.clone()).ok_or(Errno::ENOTCONN)?,
         };
-        let msg = Message { data: data.to_vec(), from: self.local_name(), rights, cred: cred.cred };
-        match dest.send(msg, dontwait) {
+        let mut msg =
+            Some(Message { data: data.to_vec(), from: self.local_name(), rights: rights.take(), cred: cred.cred });
+        let r = dest.send(&mut msg);
+        if let Some(m) = msg {
+            *rights = m.rights;
+        }
+        match r {
             // A destination whose socket is gone refuses, once; a connected
             // socket is then disconnected (ENOTCONN), as in Linux.
             Err(Errno::EPIPE) => {
@@ -673,10 +676,11 @@ impl UnixSocket {
     }
 
     /// Receives (or with `peek` looks at) the next data: a message of a
-    /// datagram or seqpacket socket, bytes of a stream.
-    pub fn recv_msg(&self, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Delivery, Errno> {
+    /// datagram or seqpacket socket, bytes of a stream; EAGAIN when
+    /// nothing is queued (the receiver waits on this socket's queue).
+    pub fn recv_msg(&self, buf: &mut [u8], peek: bool) -> Result<Delivery, Errno> {
         if let Some(d) = &self.dgram {
-            let r = d.inbox.0.recv(buf, dontwait, peek)?;
+            let r = d.inbox.0.recv(buf, peek)?;
             let cred = r.cred.unwrap_or(NO_PEER);
             return Ok(Delivery {
                 len: r.len,
@@ -690,10 +694,10 @@ impl UnixSocket {
         let from = self.peer_name().ok().flatten();
         let peer = stream.peer_cred;
         if peek {
-            let (len, full) = stream.recv(buf, dontwait, true)?;
+            let (len, full) = stream.recv(buf, true)?;
             return Ok(Delivery { len, full, from, rights: Vec::new(), cred: peer });
         }
-        let got = stream.recv_rights(buf, dontwait)?;
+        let got = stream.recv_rights(buf)?;
         Ok(Delivery { len: got.len, full: got.full, from, rights: got.rights, cred: got.cred.unwrap_or(peer) })
     }
 
@@ -714,6 +718,12 @@ impl UnixSocket {
                 Ok(())
             }
         }
+    }
+
+    /// A datagram socket's receive queue: where a sender to it waits for
+    /// room.
+    pub fn inbox(&self) -> Option<&Arc<MsgQueue>> {
+        self.dgram.as_ref().map(|d| &d.inbox.0)
     }
 
     /// The connected stream (ENOTCONN otherwise).
@@ -832,11 +842,11 @@ super::anon::socket_node!(UnixSocket);
 
 impl FileOps for UnixSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv_msg(buf, true, false).map(|d| d.len)
+        self.recv_msg(buf, false).map(|d| d.len)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
-        self.send_msg(None, buf, true, None, SenderCred::of_current())
+        self.send_msg(None, buf, &mut None, SenderCred::of_current())
     }
 
     fn seekable(&self) -> bool {

@@ -9,8 +9,7 @@ use super::unix::{PeerCred, Rights, UnixName};
 use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
-use crate::vfs::{READ_EVENTS, WRITE_EVENTS};
-use crate::waiter::{self, Queue, ALL};
+use crate::waiter::{Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -75,18 +74,11 @@ impl MsgQueue {
         Arc::new(MsgQueue { state: Mutex::new(state), queue: Queue::default() })
     }
 
-    /// Queues `msg`, waiting for room unless `dontwait` (EAGAIN). EPIPE
-    /// when the receiver is gone (the caller turns it into what its socket
-    /// type reports), EMSGSIZE when the message could never fit.
-    pub fn send(self: &Arc<MsgQueue>, msg: Message, dontwait: bool) -> Result<usize, Errno> {
-        let mut msg = Some(msg);
-        if dontwait {
-            return self.try_send(&mut msg);
-        }
-        waiter::until_ready(&self.queue, WRITE_EVENTS, None, || self.try_send(&mut msg))
-    }
-
-    fn try_send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
+    /// Queues the message `msg` holds (taking it), or fails and leaves it
+    /// there: EAGAIN without room (the sender waits on `queue`), EPIPE
+    /// when the receiver is gone (the caller turns it into what its
+    /// socket type reports), EMSGSIZE when the message could never fit.
+    pub fn send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
         let len = msg.as_ref().map_or(0, |m| m.data.len());
         if len > QUEUE_BYTES {
             return Err(Errno::EMSGSIZE);
@@ -111,17 +103,10 @@ impl MsgQueue {
         Ok(len)
     }
 
-    /// Takes (or with `peek` copies) the next message into `buf`, waiting
-    /// for one unless `dontwait` (EAGAIN). Once the senders are gone and
-    /// the queue is empty, a receive returns 0 bytes.
-    pub fn recv(self: &Arc<MsgQueue>, buf: &mut [u8], dontwait: bool, peek: bool) -> Result<Received, Errno> {
-        if dontwait {
-            return self.try_recv(buf, peek);
-        }
-        waiter::until_ready(&self.queue, READ_EVENTS, None, || self.try_recv(buf, peek))
-    }
-
-    fn try_recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+    /// Takes (or with `peek` copies) the next message into `buf`; EAGAIN
+    /// when there is none (the receiver waits on `queue`). Once the
+    /// senders are gone and the queue is empty, a receive returns 0 bytes.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         let got = {
             let mut s = self.state.lock();
             let Some(m) = s.msgs.front() else {
@@ -185,41 +170,41 @@ mod tests {
     #[test]
     fn messages_keep_their_boundaries() {
         let q = MsgQueue::new();
-        q.send(msg(b"hello"), true).unwrap();
-        q.send(msg(b"world!"), true).unwrap();
+        q.send(&mut Some(msg(b"hello"))).unwrap();
+        q.send(&mut Some(msg(b"world!"))).unwrap();
         let mut buf = [0u8; 3];
-        let r = q.recv(&mut buf, true, true).unwrap();
+        let r = q.recv(&mut buf, true).unwrap();
         assert_eq!((r.len, r.full, &buf), (3, 5, b"hel"), "peek leaves it");
-        let r = q.recv(&mut buf, true, false).unwrap();
+        let r = q.recv(&mut buf, false).unwrap();
         assert_eq!((r.len, r.full), (3, 5));
         assert_eq!(r.from, Some(UnixName::Abstract(b"me".to_vec())));
         let mut big = [0u8; 64];
-        let r = q.recv(&mut big, true, false).unwrap();
+        let r = q.recv(&mut big, false).unwrap();
         assert_eq!(&big[..r.len], b"world!", "the rest of the first is gone");
-        assert_eq!(q.recv(&mut big, true, false).err(), Some(Errno::EAGAIN));
+        assert_eq!(q.recv(&mut big, false).err(), Some(Errno::EAGAIN));
     }
 
     #[test]
     fn full_queues_and_closed_ends() {
         let q = MsgQueue::new();
-        assert_eq!(q.send(msg(&vec![0; QUEUE_BYTES + 1]), true).err(), Some(Errno::EMSGSIZE));
+        assert_eq!(q.send(&mut Some(msg(&vec![0; QUEUE_BYTES + 1]))).err(), Some(Errno::EMSGSIZE));
         let mut empties = 0;
-        while q.send(msg(b""), true).is_ok() {
+        while q.send(&mut Some(msg(b""))).is_ok() {
             empties += 1;
         }
         assert!((100..1000).contains(&empties), "empty messages are bounded too: {empties}");
         let mut buf = [0u8; 1];
-        while q.recv(&mut buf, true, false).is_ok() {}
-        q.send(msg(&vec![0; QUEUE_BYTES]), true).unwrap();
-        assert_eq!(q.send(msg(b"x"), true).err(), Some(Errno::EAGAIN));
+        while q.recv(&mut buf, false).is_ok() {}
+        q.send(&mut Some(msg(&vec![0; QUEUE_BYTES]))).unwrap();
+        assert_eq!(q.send(&mut Some(msg(b"x"))).err(), Some(Errno::EAGAIN));
         assert_eq!(q.readiness(), (true, false, false, false));
         q.close_receiver();
-        assert_eq!(q.send(msg(b"x"), true).err(), Some(Errno::EPIPE));
+        assert_eq!(q.send(&mut Some(msg(b"x"))).err(), Some(Errno::EPIPE));
         let q = MsgQueue::new();
-        q.send(msg(b"last"), true).unwrap();
+        q.send(&mut Some(msg(b"last"))).unwrap();
         q.close_senders();
         let mut buf = [0u8; 8];
-        assert_eq!(q.recv(&mut buf, false, false).unwrap().len, 4);
-        assert_eq!(q.recv(&mut buf, false, false).unwrap().full, 0, "then the end");
+        assert_eq!(q.recv(&mut buf, false).unwrap().len, 4);
+        assert_eq!(q.recv(&mut buf, false).unwrap().full, 0, "then the end");
     }
 }

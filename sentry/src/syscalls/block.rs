@@ -6,8 +6,8 @@
 //! `sys_read_write.go`.
 
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
-use crate::waiter::{Entry, Registered, Waiter};
+use crate::vfs::{FileDescription, ReadCall, READ_EVENTS, WRITE_EVENTS};
+use crate::waiter::{Entry, Queue, Registered, Waiter};
 use std::time::Instant;
 
 /// Whether the description's I/O must not wait.
@@ -45,6 +45,36 @@ pub(super) fn wait_until<T>(
     mask: u32,
     dontwait: bool,
     deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let register = |e: &Entry| f.ops.event_register(e);
+    wait_on(register, |e| f.ops.event_unregister(e), mask, dontwait, deadline, attempt)
+}
+
+/// `wait_io` on `queue` rather than a file's: for a send whose room
+/// comes from another object (a datagram's destination).
+pub(super) fn wait_io_on<T>(
+    queue: &Queue,
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match wait_on(|e| queue.register(e), |e| queue.unregister(e), mask, dontwait, deadline, attempt) {
+        Err(Errno::ETIMEDOUT) => Err(Errno::EAGAIN),
+        Err(Errno::ERESTARTSYS) if deadline.is_some() => Err(Errno::EINTR),
+        r => r,
+    }
+}
+
+/// The wait itself: `register` and `unregister` put an entry for `mask`
+/// on the queue to wait on and take it off.
+fn wait_on<T>(
+    register: impl FnOnce(&Entry),
+    unregister: impl FnMut(&Entry),
+    mask: u32,
+    dontwait: bool,
+    deadline: Option<Instant>,
     mut attempt: impl FnMut() -> Result<T, Errno>,
 ) -> Result<T, Errno> {
     match attempt() {
@@ -52,8 +82,7 @@ pub(super) fn wait_until<T>(
         r => return r,
     }
     let w = Waiter::new();
-    let _registered =
-        Registered::new(Entry::new(mask, w.clone()), |e| f.ops.event_register(e), |e| f.ops.event_unregister(e));
+    let _registered = Registered::new(Entry::new(mask, w.clone()), register, unregister);
     loop {
         match attempt() {
             Err(Errno::EAGAIN) => w.wait(deadline)?,
@@ -64,18 +93,49 @@ pub(super) fn wait_until<T>(
 
 /// A read of `f` that waits for data unless the description is
 /// non-blocking, until the file's read timeout if it has one.
-pub(super) fn read(f: &FileDescription, attempt: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+pub(super) fn read(
+    f: &FileDescription,
+    attempt: impl FnMut(&mut ReadCall) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
     read_unless(f, false, attempt)
 }
 
-/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK).
+/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK). An
+/// attempt may ask to be made again at a time of its own (a terminal's
+/// VTIME: `ReadCall::retry_at`) as well as at an event.
 pub(super) fn read_unless(
     f: &FileDescription,
     dontwait: bool,
-    attempt: impl FnMut() -> Result<usize, Errno>,
+    mut attempt: impl FnMut(&mut ReadCall) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
-    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
-    wait_io(f, READ_EVENTS, dontwait || nonblocking(f), deadline, attempt)
+    let dontwait = dontwait || nonblocking(f);
+    let timeout = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    let mut call = ReadCall::new(dontwait);
+    match attempt(&mut call) {
+        Err(Errno::EAGAIN) if !dontwait => {}
+        r => return r,
+    }
+    let w = Waiter::new();
+    let register = |e: &Entry| f.ops.event_register(e);
+    let _registered = Registered::new(Entry::new(READ_EVENTS, w.clone()), register, |e| f.ops.event_unregister(e));
+    loop {
+        match attempt(&mut call) {
+            Err(Errno::EAGAIN) => {}
+            r => return r,
+        }
+        let at = match (timeout, call.retry_at) {
+            (Some(t), Some(r)) => Some(t.min(r)),
+            (t, r) => t.or(r),
+        };
+        match w.wait(at) {
+            Ok(()) => {}
+            // SO_RCVTIMEO passed: EAGAIN; the file's own time: attempt.
+            Err(Errno::ETIMEDOUT) if timeout.is_some_and(|t| Instant::now() >= t) => return Err(Errno::EAGAIN),
+            Err(Errno::ETIMEDOUT) => {}
+            Err(Errno::ERESTARTSYS) if timeout.is_some() => return Err(Errno::EINTR),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A write of all of `buf` to `f`, waiting for room as often as needed
@@ -85,9 +145,19 @@ pub(super) fn read_unless(
 pub(super) fn write(
     f: &FileDescription,
     buf: &[u8],
+    attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    write_unless(f, false, buf, attempt)
+}
+
+/// `write`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK).
+pub(super) fn write_unless(
+    f: &FileDescription,
+    dontwait: bool,
+    buf: &[u8],
     mut attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
-    let dontwait = nonblocking(f);
+    let dontwait = dontwait || nonblocking(f);
     let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
     let mut done = 0;
     while done < buf.len() {

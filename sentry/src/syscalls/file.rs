@@ -75,7 +75,11 @@ fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Res
     super::audit_files::create(task, dirfd, path, flags)?;
     let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| vfs::open_at(w, at, path, how))
+    let file = args::with_walker(task, |w| vfs::open_at(w, at, path, how))?;
+    // A FIFO's open waits for its partner here, interruptibly (the end
+    // goes with the description if it is).
+    super::block::wait_until(&file, crate::waiter::ALL, false, None, || file.ops.open_ready())?;
+    Ok(file)
 }
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -184,7 +188,9 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     if !f.ops.seekable() {
-        return read_into(task, a[1], count(a[2]), true, |buf, _| super::block::read(&f, || f.read(buf)));
+        return read_into(task, a[1], count(a[2]), true, |buf, _| {
+            super::block::read(&f, |call| f.read_call(buf, call))
+        });
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
@@ -323,7 +329,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some((f, s)) = super::inet::socket_of(&f) {
             return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
         }
-        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, || f.read(buf)));
+        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, |call| f.read_call(buf, call)));
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }

@@ -40,7 +40,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
     (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
     (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
-    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS); SO_SNDTIMEO does not bound a Unix send that carries descriptors")),
+    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
     (libc::SYS_recvmsg, sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
     (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
     (
@@ -415,23 +415,56 @@ fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
     }
 }
 
-/// Runs a receive (or with `write`, a send) on Unix socket `f`:
-/// `attempt(dontwait)` waits in the socket itself, unless the socket has a
-/// timeout for it (SO_RCVTIMEO, SO_SNDTIMEO): then the call waits on the
-/// socket's queue until the timeout (EAGAIN), as `block::wait_io` does.
-fn unix_io<T>(
+/// Sends `data` on Unix socket `s` (description `f`), to `to` if given,
+/// with the descriptors in `rights` on its first byte: a message whole,
+/// a stream's bytes all, unless `nonblock` (then what fits). The call
+/// waits for room on the queue it comes from (`to`'s receive queue, else
+/// the socket's own), until SO_SNDTIMEO (EAGAIN) and interruptibly; a
+/// wait that ends after some of a stream's bytes returns their count, as
+/// Linux's unix_stream_sendmsg.
+fn unix_send(
     f: &FileDescription,
-    write: bool,
-    dontwait: bool,
-    mut attempt: impl FnMut(bool) -> Result<T, Errno>,
-) -> Result<T, Errno> {
-    match f.ops.io_timeout(write) {
-        Some(t) if !dontwait => {
-            let events = if write { WRITE_EVENTS } else { READ_EVENTS };
-            super::block::wait_io(f, events, false, Some(crate::waiter::deadline_in(t)), || attempt(true))
+    s: &UnixSocket,
+    to: Option<&Arc<UnixSocket>>,
+    data: &[u8],
+    nonblock: bool,
+    mut rights: Option<Rights>,
+    cred: SenderCred,
+) -> Result<usize, Errno> {
+    let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
+    let inbox = to.and_then(|t| t.inbox().cloned());
+    let mut done = 0;
+    loop {
+        let attempt = || s.send_msg(to, &data[done..], &mut rights, cred);
+        let r = match &inbox {
+            Some(q) => super::block::wait_io_on(&q.queue, WRITE_EVENTS, nonblock, deadline, attempt),
+            None => super::block::wait_io(f, WRITE_EVENTS, nonblock, deadline, attempt),
+        };
+        match r {
+            Ok(n) => {
+                done += n;
+                if n == 0 || done >= data.len() || nonblock || s.ty().has_messages() {
+                    return Ok(done);
+                }
+            }
+            Err(_) if done > 0 => return Ok(done),
+            Err(e) => return Err(e),
         }
-        _ => attempt(dontwait),
     }
+}
+
+/// Receives from Unix socket `s` (description `f`) into `buf`, waiting
+/// for data unless `dontwait`, until SO_RCVTIMEO (EAGAIN) and
+/// interruptibly.
+fn unix_recv(
+    f: &FileDescription,
+    s: &UnixSocket,
+    buf: &mut [u8],
+    dontwait: bool,
+    peek: bool,
+) -> Result<crate::fs::unix::Delivery, Errno> {
+    let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
+    super::block::wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv_msg(buf, peek))
 }
 
 /// Sends `len` bytes at `addr` (the whole, blocking, unless DONTWAIT),
@@ -449,7 +482,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
         }
         let mut buf = vec![0u8; len];
         task.thread.mm().copy_in(addr, &mut buf)?;
-        let r = unix_io(&f, true, nonblock, |dw| s.send_msg(to.as_ref(), &buf, dw, None, SenderCred::of_current()));
+        let r = unix_send(&f, &s, to.as_ref(), &buf, nonblock, None, SenderCred::of_current());
         sigpipe(task, &s, flags, &r);
         return r.map(|n| n as u64);
     }
@@ -459,7 +492,7 @@ fn send(task: &Task, fd: u64, addr: u64, len: usize, flags: u64, to: Option<Arc<
     while done < len || len == 0 {
         let n = (len - done).min(STREAM_CHUNK);
         task.thread.mm().copy_in(addr + done as u64, &mut buf[..n])?;
-        let r = unix_io(&f, true, nonblock, |dw| s.send_msg(None, &buf[..n], dw, None, SenderCred::of_current()));
+        let r = unix_send(&f, &s, None, &buf[..n], nonblock, None, SenderCred::of_current());
         match r {
             Ok(w) => {
                 done += w;
@@ -490,11 +523,11 @@ fn recv(task: &Task, fd: u64, addr: u64, len: usize, flags: u64) -> Result<(u64,
     // No message is longer than a queue; a stream read may return less.
     let len = len.min(buffer_cap(&s));
     let mut buf = vec![0u8; len];
-    let d = unix_io(&f, false, dontwait, |dw| s.recv_msg(&mut buf, dw, peek))?;
+    let d = unix_recv(&f, &s, &mut buf, dontwait, peek)?;
     let mut got = d.len;
     // MSG_WAITALL gathers more only when a stream's bytes are consumed.
     while s.ty() == SockType::Stream && flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
-        let n = match s.recv_msg(&mut buf[got..], false, false) {
+        let n = match unix_recv(&f, &s, &mut buf[got..], false, false) {
             Ok(more) => more.len,
             Err(_) => break,
         };
@@ -741,12 +774,7 @@ pub(super) fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     // message; an empty datagram or packet is a message of its own.
     let rights = rights.filter(|_| !data.is_empty() || s.ty().has_messages());
     let nonblock = nonblocking(&f, a[2]);
-    // Descriptors in flight go once: only a send without them retries
-    // under SO_SNDTIMEO.
-    let r = match rights {
-        None => unix_io(&f, true, nonblock, |dw| s.send_msg(to.as_ref(), &data, dw, None, cred)),
-        rights => s.send_msg(to.as_ref(), &data, nonblock, rights, cred),
-    };
+    let r = unix_send(&f, &s, to.as_ref(), &data, nonblock, rights, cred);
     sigpipe(task, &s, a[2], &r);
     r.map(|n| n as u64)
 }
@@ -765,7 +793,7 @@ pub(super) fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     let iov = iovec_list(task, &h)?;
     let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(buffer_cap(&s));
     let mut buf = vec![0u8; total];
-    let d = unix_io(&f, false, nonblocking(&f, a[2]), |dw| s.recv_msg(&mut buf, dw, a[2] & MSG_PEEK != 0))?;
+    let d = unix_recv(&f, &s, &mut buf, nonblocking(&f, a[2]), a[2] & MSG_PEEK != 0)?;
     let got = d.len;
     let mut at = 0;
     for (base, len) in iov {

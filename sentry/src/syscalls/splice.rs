@@ -5,7 +5,7 @@
 //! destination took, so nothing is lost when the destination takes less.
 
 use super::args;
-use super::block::nonblocking;
+use super::block::{nonblocking, read_unless, wait_io, write_unless};
 use super::file::{
     count, iovecs, offset_arg, readable_file, readv_into, sigpipe_on_epipe, writable_file, writev_from, CHUNK,
 };
@@ -13,7 +13,7 @@ use super::{Entries, Support::*};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::PipeEnd;
 use crate::kernel::Task;
-use crate::vfs::FileDescription;
+use crate::vfs::{FileDescription, FileOps, WRITE_EVENTS};
 use std::sync::Arc;
 
 const SPLICE_F_MOVE: u64 = 1;
@@ -35,10 +35,11 @@ fn pipe_end(f: &Arc<FileDescription>) -> Option<Arc<PipeEnd>> {
     f.ops.clone().into_any().downcast::<PipeEnd>().ok()
 }
 
-/// The room in pipe `p` now, waiting for some unless `nonblock`; a pipe
-/// without readers raises SIGPIPE (EPIPE).
-fn room(task: &Task, p: &PipeEnd, nonblock: bool) -> Result<usize, Errno> {
-    let r = p.wait_room(nonblock);
+/// The room in pipe `p` (the end `f` opens), waiting for some unless
+/// `nonblock` or the description is non-blocking; a pipe without readers
+/// raises SIGPIPE (EPIPE).
+fn room(task: &Task, f: &FileDescription, p: &PipeEnd, nonblock: bool) -> Result<usize, Errno> {
+    let r = wait_io(f, WRITE_EVENTS, nonblock || nonblocking(f), None, || p.room());
     if r == Err(Errno::EPIPE) {
         task.kernel.raise_sigpipe(&task.thread);
     }
@@ -60,7 +61,7 @@ fn read_offset(task: &Task, addr: u64) -> Result<Option<u64>, Errno> {
 /// `nonblock`.
 fn put(task: &Task, out: &Arc<FileDescription>, off_addr: u64, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
     if let Some(p) = pipe_end(out) {
-        return p.write_with(buf, nonblock || nonblocking(out));
+        return write_unless(out, nonblock, buf, |b| p.write(b, 0));
     }
     match read_offset(task, off_addr)? {
         Some(off) => {
@@ -109,31 +110,38 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
     // Into a pipe, only what fits now moves (Linux does not block halfway
     // either); nothing is read that could not be written.
     let len = match &pout {
-        Some(p) => len.min(room(task, p, nonblock || nonblocking(&out))?),
+        Some(p) => len.min(room(task, &out, p, nonblock)?),
         None => len,
     };
     let mut buf = vec![0u8; len];
     let moved = match pin {
         Some(p) => {
-            let n = p.read_with(&mut buf, nonblock || nonblocking(&input), true)?;
+            let n = read_unless(&input, nonblock, |_| p.try_read(&mut buf, true))?;
             if n == 0 {
                 return Ok(0);
             }
             let w = put(task, &out, off_out, &buf[..n], nonblock);
             let w = sigpipe_on_epipe(task, w.map(|w| w as u64))?;
             let taken = usize::try_from(w).map_err(|_| Errno::EINVAL)?;
-            p.read_with(&mut buf[..taken], true, false)?;
+            p.try_read(&mut buf[..taken], false)?;
             w
         }
         None => {
             let pout = pout.ok_or(Errno::EINVAL)?;
             let mut copy = |off: u64| -> SysResult {
                 // A socket waits for data, unless either says not to.
-                let n = super::block::read_unless(&input, nonblock, || input.ops.read(&mut buf, off))?;
+                let n = read_unless(&input, nonblock, |call| {
+                    if input.ops.seekable() {
+                        input.ops.read(&mut buf, off)
+                    } else {
+                        input.ops.read_call(&mut buf, call)
+                    }
+                })?;
                 if n == 0 {
                     return Ok(0);
                 }
-                sigpipe_on_epipe(task, pout.write_with(&buf[..n], nonblock || nonblocking(&out)).map(|w| w as u64))
+                let w = write_unless(&out, nonblock, &buf[..n], |b| pout.write(b, 0));
+                sigpipe_on_epipe(task, w.map(|w| w as u64))
             };
             match read_offset(task, off_in)? {
                 Some(off) => {
@@ -167,13 +175,12 @@ fn sys_tee(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Ok(0);
     }
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
-    let (nb_in, nb_out) = (nonblock || nonblocking(&input), nonblock || nonblocking(&out));
-    let mut buf = vec![0u8; len.min(room(task, &pout, nb_out)?)];
-    let n = pin.read_with(&mut buf, nb_in, true)?;
+    let mut buf = vec![0u8; len.min(room(task, &out, &pout, nonblock)?)];
+    let n = read_unless(&input, nonblock, |_| pin.try_read(&mut buf, true))?;
     if n == 0 {
         return Ok(0);
     }
-    sigpipe_on_epipe(task, pout.write_with(&buf[..n], nb_out).map(|w| w as u64))
+    sigpipe_on_epipe(task, write_unless(&out, nonblock, &buf[..n], |b| pout.write(b, 0)).map(|w| w as u64))
 }
 
 /// vmsplice(fd, iov, nr_segs, flags): guest memory into a pipe's write
@@ -184,22 +191,22 @@ fn sys_vmsplice(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let f = args::file(task, a[0])?;
     let p = pipe_end(&f).ok_or(Errno::EBADF)?;
-    let nonblock = a[3] & SPLICE_F_NONBLOCK != 0 || nonblocking(&f);
+    let nonblock = a[3] & SPLICE_F_NONBLOCK != 0;
     let iov = iovecs(task, a[1], a[2])?;
     if f.writable() {
         // Only what fits now moves, as with splice.
-        let mut left = room(task, &p, nonblock)?;
+        let mut left = room(task, &f, &p, nonblock)?;
         sigpipe_on_epipe(
             task,
             writev_from(task, &iov, |buf, _| {
                 let n = buf.len().min(left);
-                let w = p.write_with(&buf[..n], nonblock)?;
+                let w = write_unless(&f, nonblock, &buf[..n], |b| p.write(b, 0))?;
                 left -= w;
                 Ok(w)
             }),
         )
     } else if f.readable() {
-        readv_into(task, &iov, true, |buf, _| p.read_with(buf, nonblock, false))
+        readv_into(task, &iov, true, |buf, _| read_unless(&f, nonblock, |_| p.try_read(buf, false)))
     } else {
         Err(Errno::EBADF)
     }

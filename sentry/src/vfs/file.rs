@@ -79,7 +79,6 @@ impl FileDescription {
         let old = self.flags();
         let new = (old & !SETFL_MASK) | (flags & SETFL_MASK);
         self.flags.store(new, Ordering::Relaxed);
-        self.ops.status_flags_changed(new);
     }
 
     fn access(&self) -> u32 {
@@ -125,6 +124,17 @@ impl FileDescription {
     }
 
     /// Reads at the file position, advancing it.
+    /// One attempt of a stream's read call (`FileOps::read_call`).
+    pub fn read_call(&self, buf: &mut [u8], call: &mut super::ReadCall) -> Result<usize, Errno> {
+        if !self.readable() {
+            return Err(Errno::EBADF);
+        }
+        if !self.ops.seekable() {
+            return self.ops.read_call(buf, call);
+        }
+        self.read(buf)
+    }
+
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         if !self.readable() {
             return Err(Errno::EBADF);

@@ -160,10 +160,38 @@ pub trait Node: Send + Sync {
 }
 
 /// An open file's operations. Offsets are managed by `FileDescription`.
+/// What one read call keeps across its attempts: whether it may wait
+/// (O_NONBLOCK, MSG_DONTWAIT), and the state of a read that also ends
+/// by time (a terminal's VMIN/VTIME timers).
+pub struct ReadCall {
+    /// The call must not wait: an attempt takes what there is.
+    pub nonblock: bool,
+    /// When the call began.
+    pub started: std::time::Instant,
+    /// The bytes the file held at the last attempt, and since when.
+    pub seen: Option<(usize, std::time::Instant)>,
+    /// Set by an attempt that failed with EAGAIN: when to attempt again
+    /// even if no event comes.
+    pub retry_at: Option<std::time::Instant>,
+}
+
+impl ReadCall {
+    pub fn new(nonblock: bool) -> ReadCall {
+        ReadCall { nonblock, started: std::time::Instant::now(), seen: None, retry_at: None }
+    }
+}
+
 pub trait FileOps: Send + Sync + AsAny {
     /// Reads at `off` (ignored by streams).
     fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
+    }
+
+    /// One attempt of a stream's read call (see [`ReadCall`]): files
+    /// whose reads depend on more than their data (a terminal's timers)
+    /// implement it; others read.
+    fn read_call(&self, buf: &mut [u8], _call: &mut ReadCall) -> Result<usize, Errno> {
+        self.read(buf, 0)
     }
 
     /// Writes at `off` (ignored by streams).
@@ -210,15 +238,19 @@ pub trait FileOps: Send + Sync + AsAny {
     /// Undoes `event_register`.
     fn event_unregister(&self, _e: &crate::waiter::Entry) {}
 
+    /// Whether the open that made this file is complete. A file whose
+    /// open must wait for something (a FIFO end for its partner, as
+    /// Linux's `fifo_open`) fails with EAGAIN until then, and the opener
+    /// waits on the file's queue: files never block.
+    fn open_ready(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
     /// How long a blocking read (`write` false) or write may wait before
     /// it fails with EAGAIN (a socket's SO_RCVTIMEO, SO_SNDTIMEO).
     fn io_timeout(&self, _write: bool) -> Option<std::time::Duration> {
         None
     }
-
-    /// The description's status flags changed (`fcntl(F_SETFL)`,
-    /// `FIONBIO`); streams that block look at `O_NONBLOCK`.
-    fn status_flags_changed(&self, _flags: u32) {}
 
     /// For private mappings of this file.
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {

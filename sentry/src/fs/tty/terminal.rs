@@ -10,11 +10,10 @@ use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM
 use crate::abi::signal::SIG_IGN;
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel};
-use crate::vfs::{FileOps, Stat, TimeSpec};
+use crate::vfs::{FileOps, ReadCall, Stat, TimeSpec};
 use crate::waiter::{block_on, Entry, Queue, Waker, ALL};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -174,9 +173,9 @@ impl Terminal {
     }
 
     /// Opens the master side (once, by /dev/ptmx).
-    pub fn open_master(self: &Arc<Terminal>, flags: i32) -> Arc<TtyFile> {
+    pub fn open_master(self: &Arc<Terminal>) -> Arc<TtyFile> {
         self.state.lock().masters += 1;
-        Arc::new(TtyFile { term: self.clone(), master: true, nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0) })
+        Arc::new(TtyFile { term: self.clone(), master: true })
     }
 
     /// Opens the replica. A session leader without a controlling terminal
@@ -203,11 +202,7 @@ impl Terminal {
         }
         drop(s);
         self.changed();
-        Ok(Arc::new(TtyFile {
-            term: self.clone(),
-            master: false,
-            nonblock: AtomicBool::new(flags & libc::O_NONBLOCK != 0),
-        }))
+        Ok(Arc::new(TtyFile { term: self.clone(), master: false }))
     }
 
     /// The session whose controlling terminal this is.
@@ -367,7 +362,7 @@ impl Terminal {
 
     /// TIOCSTI: `c` as if typed (its echo and signals included).
     pub fn simulate_input(self: &Arc<Terminal>, c: u8) {
-        if let Err(e) = self.master_write(&[c], true) {
+        if let Err(e) = self.master_write(&[c]) {
             log::debug!("TIOCSTI on {}: {e}", self.name());
         }
     }
@@ -412,14 +407,16 @@ impl Terminal {
 
     /// Takes output without waiting (0 when there is none).
     pub fn read_output(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
-        match self.master_read(buf, true) {
+        match self.master_read(buf) {
             Err(Errno::EAGAIN) => Ok(0),
             other => other,
         }
     }
 
-    /// The typed input `buf` from the master; returns how much was taken.
-    fn master_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// The typed input `buf` from the master: how much the line
+    /// discipline took, EAGAIN when it has no room (the writer waits on
+    /// the terminal's queue).
+    fn master_write(self: &Arc<Terminal>, buf: &[u8]) -> Result<usize, Errno> {
         let mut done = 0;
         let mut s = self.state.lock();
         loop {
@@ -448,38 +445,33 @@ impl Terminal {
             if s.gone() || s.replica_closed() {
                 return Ok(buf.len());
             }
-            if nonblock {
+            if !s.ld.has_room() {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
-            block_on(&mut s, &self.cond, self.waker(), None, |s| s.ld.has_room() || s.gone() || s.replica_closed())?;
         }
     }
 
-    fn master_read(self: &Arc<Terminal>, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+    /// The replica's output for the master; EAGAIN when there is none.
+    fn master_read(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut s = self.state.lock();
-        loop {
-            if !s.output.is_empty() && !s.ld.stopped() {
-                let n = buf.len().min(s.output.len());
-                for (dst, src) in buf.iter_mut().zip(s.output.drain(..n)) {
-                    *dst = src;
-                }
-                drop(s);
-                self.changed();
-                return Ok(n);
+        if !s.output.is_empty() && !s.ld.stopped() {
+            let n = buf.len().min(s.output.len());
+            for (dst, src) in buf.iter_mut().zip(s.output.drain(..n)) {
+                *dst = src;
             }
-            if s.replica_closed() {
-                return Err(Errno::EIO);
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            block_on(&mut s, &self.cond, self.waker(), None, |s| {
-                (!s.output.is_empty() && !s.ld.stopped()) || s.replica_closed()
-            })?;
+            drop(s);
+            self.changed();
+            return Ok(n);
         }
+        if s.replica_closed() {
+            return Err(Errno::EIO);
+        }
+        Err(Errno::EAGAIN)
     }
 
-    fn replica_write(self: &Arc<Terminal>, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// Output from the replica: what fits, EAGAIN when nothing does (the
+    /// writer waits on the terminal's queue).
+    fn replica_write(self: &Arc<Terminal>, buf: &[u8]) -> Result<usize, Errno> {
         if self.termios().lflag(TOSTOP) {
             self.check_background(libc::SIGTTOU)?;
         }
@@ -491,16 +483,7 @@ impl Terminal {
             }
             let room = OUTPUT_CAPACITY.saturating_sub(s.output.len());
             if room == 0 || s.ld.stopped() {
-                if nonblock {
-                    return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
-                }
-                let r = block_on(&mut s, &self.cond, self.waker(), None, |s| {
-                    s.gone() || (s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped())
-                });
-                if let Err(e) = r {
-                    return if done > 0 { Ok(done) } else { Err(e) };
-                }
-                continue;
+                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
             let n = room.min(buf.len() - done);
             let mut out = Vec::with_capacity(n);
@@ -512,56 +495,54 @@ impl Terminal {
         Ok(done)
     }
 
-    fn replica_read(self: &Arc<Terminal>, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+    /// One attempt of the replica's read call `call`: a line
+    /// (canonical), or VMIN bytes, or what came before VTIME ran out (one
+    /// timer for the call with VMIN 0; else an inter-byte timer, running
+    /// while input is queued and restarted by each new byte); with
+    /// O_NONBLOCK what there is. Otherwise EAGAIN, with the time the
+    /// timer runs out in `call.retry_at`.
+    fn replica_read(self: &Arc<Terminal>, buf: &mut [u8], call: &mut ReadCall) -> Result<usize, Errno> {
         self.check_background(libc::SIGTTIN)?;
         if buf.is_empty() {
             return Ok(0);
         }
         let mut s = self.state.lock();
+        if s.gone() {
+            return Ok(0);
+        }
         let t = *s.ld.termios();
         let (vmin, vtime) = (usize::from(t.cc[VMIN]), u64::from(t.cc[VTIME]));
         let canonical = t.lflag(ICANON);
         // How many bytes end the wait: a line (canonical), else VMIN.
         let want = if canonical { 1 } else { vmin.min(buf.len()).max(1) };
         let interval = Duration::from_millis(vtime * 100);
-        // VMIN 0, VTIME > 0: one timer for the whole read. VMIN > 0,
-        // VTIME > 0: an inter-byte timer, running while input is queued
-        // and restarted by each new byte.
         let inter_byte = !canonical && vmin > 0 && vtime > 0;
-        let mut deadline = (!canonical && vmin == 0 && vtime > 0).then(|| Instant::now() + interval);
-        let mut last = 0;
-        loop {
-            if s.gone() {
-                return Ok(0);
-            }
-            let have = s.ld.readable();
-            if inter_byte {
-                if have == 0 {
-                    deadline = None;
-                } else if have != last {
-                    deadline = Some(Instant::now() + interval);
-                }
-                last = have;
-            }
-            let enough = if canonical { s.ld.has_input() } else { have >= want };
-            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
-            let immediate = !canonical && vmin == 0 && vtime == 0;
-            if enough || immediate || (timed_out && (have > 0 || vmin == 0)) || (nonblock && have > 0 && !canonical) {
-                let n = s.ld.read(buf);
-                drop(s);
-                self.changed();
-                return Ok(n);
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            match block_on(&mut s, &self.cond, self.waker(), deadline, |s| {
-                s.gone() || s.ld.readable() != have || (canonical && s.ld.has_input())
-            }) {
-                Ok(()) | Err(Errno::ETIMEDOUT) => {}
-                Err(e) => return Err(e),
-            }
+        let have = s.ld.readable();
+        let now = Instant::now();
+        let deadline = if !canonical && vmin == 0 && vtime > 0 {
+            Some(call.started + interval)
+        } else if inter_byte && have > 0 {
+            let since = match call.seen {
+                Some((n, at)) if n == have => at,
+                _ => now,
+            };
+            call.seen = Some((have, since));
+            Some(since + interval)
+        } else {
+            call.seen = None;
+            None
+        };
+        let enough = if canonical { s.ld.has_input() } else { have >= want };
+        let timed_out = deadline.is_some_and(|d| now >= d);
+        let immediate = !canonical && vmin == 0 && vtime == 0;
+        if enough || immediate || (timed_out && (have > 0 || vmin == 0)) || (call.nonblock && have > 0 && !canonical) {
+            let n = s.ld.read(buf);
+            drop(s);
+            self.changed();
+            return Ok(n);
         }
+        call.retry_at = deadline;
+        Err(Errno::EAGAIN)
     }
 
     fn poll(&self, master: bool) -> u32 {
@@ -611,7 +592,6 @@ pub struct TtyFile {
     pub term: Arc<Terminal>,
     /// The master side (else the replica).
     pub master: bool,
-    nonblock: AtomicBool,
 }
 
 impl Drop for TtyFile {
@@ -634,10 +614,6 @@ impl Drop for TtyFile {
 }
 
 impl TtyFile {
-    fn nonblocking(&self) -> bool {
-        self.nonblock.load(Ordering::Relaxed)
-    }
-
     /// Job control for a call that changes the terminal (modes, the
     /// foreground group, flushing) from the replica side; the master, the
     /// terminal's owner, is never in the background.
@@ -651,19 +627,24 @@ impl TtyFile {
 }
 
 impl FileOps for TtyFile {
+    /// One attempt, of a read call that may wait.
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        self.read_call(buf, &mut ReadCall::new(false))
+    }
+
+    fn read_call(&self, buf: &mut [u8], call: &mut ReadCall) -> Result<usize, Errno> {
         if self.master {
-            self.term.master_read(buf, self.nonblocking())
+            self.term.master_read(buf)
         } else {
-            self.term.replica_read(buf, self.nonblocking())
+            self.term.replica_read(buf, call)
         }
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
         if self.master {
-            self.term.master_write(buf, self.nonblocking())
+            self.term.master_write(buf)
         } else {
-            self.term.replica_write(buf, self.nonblocking())
+            self.term.replica_write(buf)
         }
     }
 
@@ -681,9 +662,5 @@ impl FileOps for TtyFile {
 
     fn event_unregister(&self, e: &Entry) {
         self.term.events.unregister(e);
-    }
-
-    fn status_flags_changed(&self, flags: u32) {
-        self.nonblock.store(crate::fs::anon::nonblocking(flags), Ordering::Relaxed);
     }
 }
