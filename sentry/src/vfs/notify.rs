@@ -492,10 +492,6 @@ impl FileOps for WatchedFile {
         self.inner.io_timeout(write)
     }
 
-    fn status_flags_changed(&self, flags: u32) {
-        self.inner.status_flags_changed(flags)
-    }
-
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         self.inner.mappable()
     }
