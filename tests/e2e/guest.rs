@@ -212,3 +212,18 @@ fn guest_proc_self() {
 fn guest_auxv() {
     guest_test("auxv", &["one", "two words"]);
 }
+
+#[test]
+fn guest_sysv_shm() {
+    guest_test("sysv_shm", &[]);
+}
+
+#[test]
+fn guest_sysv_sem() {
+    guest_test("sysv_sem", &[]);
+}
+
+#[test]
+fn guest_sysv_msg() {
+    guest_test("sysv_msg", &[]);
+}

@@ -60,6 +60,9 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "pipe_size",
     "robust",
     "rlimit_cpu",
+    "sysv_shm",
+    "sysv_sem",
+    "sysv_msg",
     "escape_probe",
 ];
 

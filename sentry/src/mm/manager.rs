@@ -207,6 +207,57 @@ impl MemoryManager {
         Ok(start)
     }
 
+    /// `shmdt`: unmaps the attachment whose first page is mapped at
+    /// `addr`, as Linux does: the first SysV shared memory area at or
+    /// above `addr` whose offset is its distance from `addr`, then every
+    /// area of the same attachment so placed within the segment's size.
+    /// EINVAL when there is none.
+    pub fn shm_detach(&self, addr: u64) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let placed = |v: &Vma| match &v.backing {
+            Backing::SharedFile { file, offset, .. } if v.start - addr == *offset => {
+                file.sysv_shm_size().map(|size| (file.clone(), size))
+            }
+            _ => None,
+        };
+        let mut l = self.layout.lock();
+        let (first, file, size) =
+            l.vmas.range(addr..).find_map(|(&at, v)| placed(v).map(|(f, s)| (at, f, s))).ok_or(Errno::EINVAL)?;
+        let size = page_up(size).ok_or(Errno::EINVAL)?;
+        let ranges: Vec<(u64, u64)> = l
+            .vmas
+            .range(first..)
+            .filter(|(_, v)| placed(v).is_some_and(|(f, _)| Arc::ptr_eq(&f, &file)))
+            .filter(|(&at, v)| at == first || v.end - addr <= size)
+            .map(|(_, v)| (v.start, v.end))
+            .collect();
+        let result = ranges.into_iter().try_for_each(|(start, end)| self.remove_range(&mut l, start, end));
+        drop(l);
+        // The attachment's last reference may go here, outside the
+        // layout's lock.
+        drop(file);
+        result
+    }
+
+    /// Unmaps every SysV shared memory attachment: the process is exiting,
+    /// and Linux's `exit_mm` drops them before its parent hears of it.
+    pub fn shm_detach_all(&self) {
+        let mut l = self.layout.lock();
+        let ranges: Vec<(u64, u64)> = l
+            .vmas
+            .values()
+            .filter(|v| matches!(&v.backing, Backing::SharedFile { file, .. } if file.sysv_shm_size().is_some()))
+            .map(|v| (v.start, v.end))
+            .collect();
+        for (start, end) in ranges {
+            if let Err(e) = self.remove_range(&mut l, start, end) {
+                log::warn!("detaching shared memory at exit failed: {e:?}");
+            }
+        }
+    }
+
     /// `munmap`.
     pub fn munmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
         if addr % PAGE_SIZE != 0 || len == 0 {

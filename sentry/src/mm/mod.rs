@@ -29,4 +29,10 @@ pub trait Mappable: Send + Sync {
     fn shared_pages(&self, _mf: &std::sync::Arc<MemoryFile>) -> Option<std::sync::Arc<dyn page_cache::SharedPages>> {
         None
     }
+
+    /// For the file of a SysV shared memory attachment, the segment's
+    /// size: `shmdt` unmaps such areas (Linux tells them by `shm_vm_ops`).
+    fn sysv_shm_size(&self) -> Option<u64> {
+        None
+    }
 }

@@ -39,6 +39,9 @@ mod socket;
 mod splice;
 mod stat;
 mod sysinfo;
+mod sysv_msg;
+mod sysv_sem;
+mod sysv_shm;
 mod thread;
 mod time;
 mod timer;
@@ -54,7 +57,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 27] = [
+const FAMILIES: [Entries; 30] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -82,6 +85,9 @@ const FAMILIES: [Entries; 27] = [
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,
+    sysv_shm::ENTRIES,
+    sysv_sem::ENTRIES,
+    sysv_msg::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.
