@@ -131,6 +131,9 @@ int main(int argc, char **argv) {
     CHECK_STR(ro, "parent");
     int st = in_child(store, id, ro);
     CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    /* Nor can it be made writable. */
+    CHECK_ERR(mprotect(ro, PAGE, PROT_READ | PROT_WRITE), EACCES);
+    CHECK_OK(mprotect(ro, PAGE, PROT_READ));
     CHECK_EQ(nattch(id), 2);
 
     /* A fork child shares the attachments; its exit drops its copies. */

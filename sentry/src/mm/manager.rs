@@ -281,6 +281,10 @@ impl MemoryManager {
         if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
         }
+        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { file, .. } if !file.shared_writable());
+        if perms.write && l.vmas.range(..end).any(|(_, v)| v.end > addr && read_only(v)) {
+            return Err(Errno::EACCES);
+        }
         split_at(&mut l, addr);
         split_at(&mut l, end);
         for vma in l.vmas.range_mut(addr..end).map(|(_, v)| v) {

@@ -83,7 +83,7 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let mm = task.thread.mm();
-    let attachment = seg.attach(task.thread.tgid);
+    let attachment = seg.attach(task.thread.tgid, !rdonly);
     drop(seg);
     let pages = attachment.shared_pages(mm.memory_file()).ok_or(Errno::EINVAL)?;
     let req = MapRequest {
