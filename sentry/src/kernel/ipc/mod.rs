@@ -42,8 +42,6 @@ pub const MAY_WRITE: u16 = 0o222;
 
 /// IPCMNI: indexes per registry, and the id's sequence multiplier.
 const IPCMNI: u32 = 32768;
-/// IPCID_SEQ_MAX: sequence numbers wrap past this.
-const SEQ_MAX: u16 = u16::MAX;
 
 /// The size of `struct ipc64_perm` on x86-64.
 pub const IPC_PERM_SIZE: usize = 48;
@@ -196,7 +194,8 @@ impl<T> Table<T> {
         let seq = inner.next_seq;
         let id = make_id(index, seq);
         let obj = make(id, &mut inner.slots.values())?;
-        inner.next_seq = if seq >= SEQ_MAX { 0 } else { seq + 1 };
+        // Past IPCID_SEQ_MAX (65535 with IPCMNI 32768) the sequence wraps.
+        inner.next_seq = seq.wrapping_add(1);
         let mode = u16::try_from(req.flags & 0o777).unwrap_or(0);
         inner.slots.insert(index, Slot { perm: Perm::new(req.key, mode, creds, seq), obj: Arc::new(obj) });
         Ok(id)

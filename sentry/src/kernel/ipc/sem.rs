@@ -6,9 +6,11 @@
 
 use super::{Slot, Table};
 use crate::abi::Errno;
+use crate::mm::accounting::{Accountant, Charge};
 use crate::waiter::{Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The limits of `/proc/sys/kernel/sem`, at Linux's defaults.
@@ -19,6 +21,9 @@ pub const SEMMNI: u32 = 32000;
 /// The largest value a semaphore holds, and the largest adjustment.
 pub const SEMVMX: i32 = 32767;
 const SEMAEM: i32 = SEMVMX;
+/// What a semaphore, and a process's adjustment of one, cost the sandbox.
+const SEM_BYTES: u64 = std::mem::size_of::<Sem>() as u64;
+const ADJ_BYTES: u64 = std::mem::size_of::<i32>() as u64;
 
 /// `sem_flg` bits.
 pub const SEM_UNDO: i16 = 0x1000;
@@ -48,6 +53,8 @@ struct State {
     removed: bool,
     /// The SEM_UNDO adjustments of each process, by tgid.
     undo: HashMap<i32, Vec<i32>>,
+    /// The set's semaphores and adjustments, charged to the sandbox.
+    charge: Charge,
 }
 
 /// One semaphore set.
@@ -64,15 +71,16 @@ struct Waiting {
 }
 
 impl Set {
-    fn new(nsems: usize) -> Set {
-        let state = State {
-            sems: vec![Sem::default(); nsems],
-            otime: 0,
-            ctime: super::now(),
-            removed: false,
-            undo: HashMap::new(),
-        };
-        Set { state: Mutex::new(state), queue: Queue::default() }
+    /// A set of `nsems` semaphores charged to `acct` (ENOMEM past its
+    /// limit).
+    fn new(nsems: usize, acct: Arc<Accountant>) -> Result<Set, Errno> {
+        let mut charge = Charge::new(acct);
+        if !charge.grow(nsems as u64 * SEM_BYTES) {
+            return Err(Errno::ENOMEM);
+        }
+        let sems = vec![Sem::default(); nsems];
+        let state = State { sems, otime: 0, ctime: super::now(), removed: false, undo: HashMap::new(), charge };
+        Ok(Set { state: Mutex::new(state), queue: Queue::default() })
     }
 
     pub fn nsems(&self) -> usize {
@@ -146,6 +154,9 @@ impl Set {
             s.sems[usize::from(op.num)].pid = pid;
         }
         if ops.iter().any(|o| o.flags & SEM_UNDO != 0) {
+            if !s.undo.contains_key(&pid) && !s.charge.grow(nsems as u64 * ADJ_BYTES) {
+                return Err(Errno::ENOMEM);
+            }
             s.undo.insert(pid, adj);
         }
         s.otime = super::now();
@@ -192,7 +203,9 @@ impl Set {
             return Err(Errno::ERANGE);
         }
         let mut s = self.state.lock();
+        let held = s.undo.len() as u64 * s.sems.len() as u64 * ADJ_BYTES;
         s.undo.clear();
+        s.charge.shrink(held);
         for (sem, &v) in s.sems.iter_mut().zip(vals) {
             sem.val = i32::from(v);
             sem.pid = pid;
@@ -219,6 +232,7 @@ impl Set {
     fn undo_exit(&self, pid: i32) {
         let mut s = self.state.lock();
         let Some(adj) = s.undo.remove(&pid) else { return };
+        s.charge.shrink(adj.len() as u64 * ADJ_BYTES);
         for (sem, a) in s.sems.iter_mut().zip(adj) {
             if a != 0 {
                 sem.val = (sem.val + a).clamp(0, SEMVMX);
@@ -259,7 +273,13 @@ impl Registry {
     /// `semget` of `nsems` semaphores: EINVAL outside 0..=SEMMSL (and 0
     /// when creating), or more than an existing set has; ENOSPC past
     /// SEMMNS semaphores in all.
-    pub fn get(&self, req: super::GetRequest, nsems: i32, creds: &crate::auth::Credentials) -> Result<i32, Errno> {
+    pub fn get(
+        &self,
+        req: super::GetRequest,
+        nsems: i32,
+        creds: &crate::auth::Credentials,
+        acct: &Arc<Accountant>,
+    ) -> Result<i32, Errno> {
         if !(0..=SEMMSL).contains(&nsems) {
             return Err(Errno::EINVAL);
         }
@@ -272,7 +292,7 @@ impl Registry {
             if used + n as u64 > SEMMNS {
                 return Err(Errno::ENOSPC);
             }
-            Ok(Set::new(n))
+            Set::new(n, acct.clone())
         };
         let existing = |s: &Slot<Set>| if n > s.obj.nsems() { Err(Errno::EINVAL) } else { Ok(()) };
         self.table.get(req, creds, SEMMNI, existing, make)
@@ -328,11 +348,10 @@ mod tests {
     use super::*;
     use crate::auth::Credentials;
     use crate::kernel::ipc::{GetRequest, IPC_PRIVATE};
-    use std::sync::Arc;
     use std::time::Duration;
 
     fn set(n: usize) -> Arc<Set> {
-        Arc::new(Set::new(n))
+        Arc::new(Set::new(n, Accountant::unlimited()).unwrap())
     }
 
     const fn op(num: u16, op: i16, flags: i16) -> SemOp {
@@ -372,7 +391,9 @@ mod tests {
     #[test]
     fn removal_wakes_waiters_with_eidrm() {
         let r = Registry::default();
-        let id = r.get(GetRequest { key: IPC_PRIVATE, flags: 0o600 }, 1, &Credentials::new(0, 0)).unwrap();
+        let id = r
+            .get(GetRequest { key: IPC_PRIVATE, flags: 0o600 }, 1, &Credentials::new(0, 0), &Accountant::unlimited())
+            .unwrap();
         let s = r.table.with(id, |s| Ok(s.obj.clone())).unwrap();
         s.set_val(0, 1, 1).unwrap();
         let s2 = s.clone();
@@ -388,9 +409,14 @@ mod tests {
     fn undo_is_applied_at_exit_and_cleared_by_setval() {
         let r = Registry::default();
         let c = Credentials::new(0, 0);
-        assert_eq!(r.get(GetRequest { key: IPC_PRIVATE, flags: 0 }, 0, &c), Err(Errno::EINVAL));
-        assert_eq!(r.get(GetRequest { key: IPC_PRIVATE, flags: 0 }, SEMMSL + 1, &c), Err(Errno::EINVAL));
-        let id = r.get(GetRequest { key: IPC_PRIVATE, flags: 0o600 }, 2, &c).unwrap();
+        let acct = Accountant::new(1 << 20);
+        let get = |nsems, acct| r.get(GetRequest { key: IPC_PRIVATE, flags: 0o600 }, nsems, &c, acct);
+        assert_eq!(get(0, &acct), Err(Errno::EINVAL));
+        assert_eq!(get(SEMMSL + 1, &acct), Err(Errno::EINVAL));
+        // A set larger than the sandbox's memory is refused.
+        let small = Accountant::new(4096);
+        assert_eq!(get(SEMMSL, &small), Err(Errno::ENOMEM));
+        let id = get(2, &acct).unwrap();
         let s = r.table.with(id, |s| Ok(s.obj.clone())).unwrap();
         s.set_val(0, 5, 1).unwrap();
         s.semop(&[op(0, -2, SEM_UNDO), op(1, 3, SEM_UNDO)], 10, None).unwrap();
@@ -401,5 +427,9 @@ mod tests {
         s.set_val(1, 0, 1).unwrap();
         r.undo_exit(11);
         assert_eq!(s.values(), vec![5, 0], "SETVAL cleared 11's adjustment");
+        assert_eq!(acct.charged(), 2 * SEM_BYTES, "the adjustments are uncharged");
+        drop(s);
+        r.remove(id).unwrap();
+        assert_eq!(acct.charged(), 0);
     }
 }
