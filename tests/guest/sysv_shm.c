@@ -24,9 +24,12 @@ static unsigned long nattch(int id) {
     return ds.shm_nattch;
 }
 
+static pid_t last_child;
+
 /* The exit status of a child running `f`. */
 static int in_child(void (*f)(int, void *), int id, void *p) {
     pid_t pid = CHECK_OK(fork());
+    last_child = pid;
     if (pid == 0) {
         f(id, p);
         _exit(0);
@@ -139,6 +142,8 @@ int main(int argc, char **argv) {
     /* A fork child shares the attachments; its exit drops its copies. */
     st = in_child(child_sees_and_writes, id, p);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_OK(shmctl(id, IPC_STAT, &ds));
+    CHECK_EQ(ds.shm_lpid, last_child); /* detached at its exit */
     CHECK_STR(p, "child");
     CHECK_STR(ro, "child");
     CHECK_EQ(nattch(id), 2);
@@ -181,6 +186,7 @@ int main(int argc, char **argv) {
     CHECK_EQ(nattch(id), 0);
     CHECK_OK(shmctl(id, IPC_STAT, &ds));
     CHECK(ds.shm_dtime > 0);
+    CHECK_EQ(ds.shm_lpid, getpid());
 
     /* IPC_SET, SHM_LOCK. */
     ds.shm_perm.mode = 0640;

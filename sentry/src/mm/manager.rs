@@ -3,7 +3,7 @@
 //! (pages are mapped into the platform on first fault).
 
 use super::vma::{Backing, PageEntry, Vma, VmaName};
-use super::MemoryFile;
+use super::{Mappable, MemoryFile};
 use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
 use crate::platform::{AddressSpace, Perms};
 use parking_lot::Mutex;
@@ -211,8 +211,9 @@ impl MemoryManager {
     /// `addr`, as Linux does: the first SysV shared memory area at or
     /// above `addr` whose offset is its distance from `addr`, then every
     /// area of the same attachment so placed within the segment's size.
-    /// EINVAL when there is none.
-    pub fn shm_detach(&self, addr: u64) -> Result<(), Errno> {
+    /// EINVAL when there is none. Returns the attachment's file, which
+    /// may hold its last reference.
+    pub fn shm_detach(&self, addr: u64) -> Result<Arc<dyn Mappable>, Errno> {
         if addr % PAGE_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
@@ -233,29 +234,34 @@ impl MemoryManager {
             .filter(|(&at, v)| at == first || v.end - addr <= size)
             .map(|(_, v)| (v.start, v.end))
             .collect();
-        let result = ranges.into_iter().try_for_each(|(start, end)| self.remove_range(&mut l, start, end));
-        drop(l);
-        // The attachment's last reference may go here, outside the
-        // layout's lock.
-        drop(file);
-        result
+        ranges.into_iter().try_for_each(|(start, end)| self.remove_range(&mut l, start, end))?;
+        Ok(file)
     }
 
     /// Unmaps every SysV shared memory attachment: the process is exiting,
     /// and Linux's `exit_mm` drops them before its parent hears of it.
-    pub fn shm_detach_all(&self) {
+    /// Returns the attachments' files, which may hold their last
+    /// references.
+    pub fn shm_detach_all(&self) -> Vec<Arc<dyn Mappable>> {
         let mut l = self.layout.lock();
-        let ranges: Vec<(u64, u64)> = l
-            .vmas
-            .values()
-            .filter(|v| matches!(&v.backing, Backing::SharedFile { file, .. } if file.sysv_shm_size().is_some()))
-            .map(|v| (v.start, v.end))
-            .collect();
+        let mut files: Vec<Arc<dyn Mappable>> = Vec::new();
+        let mut ranges = Vec::new();
+        for v in l.vmas.values() {
+            if let Backing::SharedFile { file, .. } = &v.backing {
+                if file.sysv_shm_size().is_some() {
+                    ranges.push((v.start, v.end));
+                    if !files.iter().any(|f| Arc::ptr_eq(f, file)) {
+                        files.push(file.clone());
+                    }
+                }
+            }
+        }
         for (start, end) in ranges {
             if let Err(e) = self.remove_range(&mut l, start, end) {
                 log::warn!("detaching shared memory at exit failed: {e:?}");
             }
         }
+        files
     }
 
     /// `munmap`.

@@ -20,7 +20,7 @@ pub(super) const ENTRIES: Entries = &[
         Partial("SHM_HUGETLB is ENOMEM (no huge page pool); limits are Linux's defaults, shown in /proc/sys/kernel"),
     ),
     (libc::SYS_shmat, sys_shmat, Full),
-    (libc::SYS_shmdt, sys_shmdt, Partial("shm_lpid is not updated by shmdt or exit (shm_dtime is)")),
+    (libc::SYS_shmdt, sys_shmdt, Full),
     (libc::SYS_shmctl, sys_shmctl, Partial("SHM_LOCK only marks the segment: the sentry never swaps guest memory")),
 ];
 
@@ -105,7 +105,8 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_shmdt(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.thread.mm().shm_detach(a[0])?;
+    let file = task.thread.mm().shm_detach(a[0])?;
+    registry(task).detached_by(vec![file], task.thread.tgid);
     Ok(0)
 }
 

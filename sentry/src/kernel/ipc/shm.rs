@@ -64,6 +64,11 @@ impl Segment {
         self.pages.frames()
     }
 
+    /// Whether `file` is one of this segment's attachments.
+    fn owns(&self, file: &Arc<dyn Mappable>) -> bool {
+        self.attachments.lock().iter().any(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(file)))
+    }
+
     /// A new attachment by process `pid`, for one `shmat`.
     pub fn attach(self: &Arc<Self>, pid: i32, writable: bool) -> Arc<Attachment> {
         let a = Arc::new(Attachment { segment: self.clone(), writable });
@@ -191,6 +196,22 @@ impl Registry {
             self.table.remove(id, &seg);
         }
         Ok(())
+    }
+
+    /// Process `pid` detached `files` (shmdt, or its exit): their segments
+    /// record it as their last user (`shm_lpid`) before the files go.
+    pub fn detached_by(&self, files: Vec<Arc<dyn Mappable>>, pid: i32) {
+        if files.is_empty() {
+            return;
+        }
+        let now = super::now();
+        for (_, _, seg) in self.table.all() {
+            if files.iter().any(|f| seg.owns(f)) {
+                let mut t = seg.times.lock();
+                t.lpid = pid;
+                t.dtime = now;
+            }
+        }
     }
 
     /// An attachment went: a removed segment with none left goes.
