@@ -1,7 +1,7 @@
 /* sysv_msg: SysV message queues as Linux (man 2 msgget, msgsnd, msgrcv,
  * msgctl). msgsnd's checks (mtype, msgmax from /proc/sys/kernel),
  * msgrcv's selection by type (0, > 0, < 0, MSG_EXCEPT), E2BIG and
- * MSG_NOERROR, ENOMSG and EAGAIN with IPC_NOWAIT, a full queue
+ * MSG_NOERROR, MSG_COPY, ENOMSG and EAGAIN with IPC_NOWAIT, a full queue
  * (msg_qbytes) blocking a sender until a receiver makes room, a receiver
  * blocking until a sender comes, EINTR from a signal handler, EIDRM when
  * the queue is removed under a waiter, IPC_STAT/IPC_SET (msg_qbytes
@@ -155,6 +155,12 @@ int main(void) {
     /* Too long: E2BIG leaves it queued; MSG_NOERROR cuts it. */
     CHECK_OK(send(id, 7, "0123456789", 0));
     struct m small;
+    /* MSG_COPY: a copy by position, left queued; only with IPC_NOWAIT. */
+    CHECK_EQ(msgrcv(id, &small, 100, 0, MSG_COPY | IPC_NOWAIT), 10);
+    CHECK_EQ(small.mtype, 7);
+    CHECK_ERR(msgrcv(id, &small, 100, 1, MSG_COPY | IPC_NOWAIT), ENOMSG);
+    CHECK_ERR(msgrcv(id, &small, 100, 0, MSG_COPY), EINVAL);
+    CHECK_ERR(msgrcv(id, &small, 4, 0, MSG_COPY | IPC_NOWAIT), E2BIG);
     CHECK_ERR(msgrcv(id, &small, 4, 0, 0), E2BIG);
     CHECK_EQ(qnum(id), 1);
     CHECK_EQ(msgrcv(id, &small, 4, 0, MSG_NOERROR), 4);

@@ -16,11 +16,7 @@ use std::sync::Arc;
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_msgget, sys_msgget, Partial("limits are Linux's defaults, shown in /proc/sys/kernel/msg*")),
     (libc::SYS_msgsnd, sys_msgsnd, Full),
-    (
-        libc::SYS_msgrcv,
-        sys_msgrcv,
-        Partial("MSG_COPY is ENOSYS, as in a kernel built without CONFIG_CHECKPOINT_RESTORE"),
-    ),
+    (libc::SYS_msgrcv, sys_msgrcv, Full),
     (libc::SYS_msgctl, sys_msgctl, Full),
 ];
 
@@ -69,10 +65,16 @@ fn sys_msgrcv(task: &mut Task, a: [u64; 6]) -> SysResult {
     if id < 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & MSG_COPY != 0 {
-        return Err(Errno::ENOSYS);
-    }
-    let sel = Select::new(i64::from_le_bytes(msgtyp.to_le_bytes()), flags & MSG_EXCEPT != 0);
+    let msgtyp = i64::from_le_bytes(msgtyp.to_le_bytes());
+    let sel = if flags & MSG_COPY != 0 {
+        // MSG_COPY: msgtyp is a position; the call never waits.
+        if flags & MSG_EXCEPT != 0 || flags & IPC_NOWAIT == 0 {
+            return Err(Errno::EINVAL);
+        }
+        Select::Nth(usize::try_from(msgtyp).unwrap_or(usize::MAX))
+    } else {
+        Select::new(msgtyp, flags & MSG_EXCEPT != 0)
+    };
     let (_, q) = registry(task).msg.table.lookup(id, &task.thread.creds(), MAY_READ)?;
     let noerror = flags & MSG_NOERROR != 0;
     let (mtype, text) = q.receive(sel, max, noerror, flags & IPC_NOWAIT != 0, task.thread.tgid)?;

@@ -31,6 +31,8 @@ pub enum Select {
     Except(i64),
     /// < 0: the first of the lowest type at most |msgtyp|.
     AtMost(i64),
+    /// MSG_COPY: the one at this position.
+    Nth(usize),
 }
 
 impl Select {
@@ -53,6 +55,7 @@ impl Select {
                 let low = msgs.iter().map(|m| m.mtype).filter(|&m| m <= t).min()?;
                 msgs.iter().position(|m| m.mtype == low)
             }
+            Select::Nth(n) => (n < msgs.len()).then_some(n),
         }
     }
 }
@@ -142,6 +145,9 @@ impl MsgQueue {
         nowait: bool,
         pid: i32,
     ) -> Result<(i64, Vec<u8>), Errno> {
+        if let Select::Nth(_) = sel {
+            return self.copy(sel, max, noerror);
+        }
         let r = super::wait_for(&self.waiters, None, || {
             let mut s = self.state.lock();
             if s.removed {
@@ -165,6 +171,21 @@ impl MsgQueue {
             Ok(Some((m.mtype, m.text)))
         });
         restart_no_handler(r)
+    }
+
+    /// MSG_COPY (never waits): a copy of the message `sel` names, left
+    /// queued; ENOMSG when there is none, E2BIG for one longer than `max`
+    /// without `noerror`, and EINVAL with it (Linux's `copy_msg`).
+    fn copy(&self, sel: Select, max: usize, noerror: bool) -> Result<(i64, Vec<u8>), Errno> {
+        let s = self.state.lock();
+        if s.removed {
+            return Err(Errno::EIDRM);
+        }
+        let m = sel.find(&s.msgs).map(|i| &s.msgs[i]).ok_or(Errno::ENOMSG)?;
+        if m.text.len() > max {
+            return Err(if noerror { Errno::EINVAL } else { Errno::E2BIG });
+        }
+        Ok((m.mtype, m.text.clone()))
     }
 
     /// IPC_SET: the queue's byte limit (checked by the caller) and ctime.
@@ -283,6 +304,19 @@ mod tests {
         assert_eq!(recv(Select::new(0, false)), Ok((1, "a2".into())));
         assert_eq!(recv(Select::new(0, false)), Err(Errno::ENOMSG));
         assert_eq!(Select::new(i64::MIN, false), Select::AtMost(i64::MAX));
+    }
+
+    #[test]
+    fn msg_copy_leaves_the_message_queued() {
+        let (_, q) = queue();
+        q.send(4, b"first".to_vec(), true, 1).unwrap();
+        q.send(5, b"second".to_vec(), true, 1).unwrap();
+        assert_eq!(q.receive(Select::Nth(1), 64, false, true, 2), Ok((5, b"second".to_vec())));
+        assert_eq!(q.receive(Select::Nth(2), 64, false, true, 2), Err(Errno::ENOMSG));
+        assert_eq!(q.receive(Select::Nth(0), 2, false, true, 2), Err(Errno::E2BIG));
+        assert_eq!(q.receive(Select::Nth(0), 2, true, true, 2), Err(Errno::EINVAL));
+        let st = q.stat();
+        assert_eq!((st.qnum, st.lrpid), (2, 0));
     }
 
     #[test]
