@@ -11,7 +11,8 @@
  * or fails with ENOMEM, and the ENOMEM pages form the end of the space
  * (nothing usable lies above one); munmap there gives EINVAL; mremap of
  * one of our pages onto it MREMAP_FIXED gives EINVAL; madvise,
- * mprotect, mincore, mlock give ENOMEM; a load faults with SEGV_MAPERR
+ * mprotect, mincore, mlock give ENOMEM; shmat of a SysV segment there
+ * gives ENOMEM as well (as Linux's do_mmap past TASK_SIZE); a load faults with SEGV_MAPERR
  * (on a CPU without protection keys one execute-only page may read);
  * /proc/self/mem reads (where served) give EIO. Afterwards the sandbox still works: a
  * child maps and touches memory and runs /bin/true. Passes natively.
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <cpuid.h>
 
@@ -100,6 +102,8 @@ int main(void) {
     char *own = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(own != MAP_FAILED);
     own[0] = 42;
+    int shm = shmget(IPC_PRIVATE, PAGE, 0600);
+    CHECK(shm >= 0);
 
     uintptr_t first_enomem = 0;
     int readable_pages = 0;
@@ -138,6 +142,8 @@ int main(void) {
         unsigned char vec;
         CHECK_ERR(mincore((void *)a, PAGE, &vec), ENOMEM);
         CHECK_ERR(mlock((void *)a, PAGE), ENOMEM);
+        CHECK(shmat(shm, (void *)a, 0) == (void *)-1 && errno == ENOMEM);
+        CHECK(shmat(shm, (void *)a, SHM_REMAP) == (void *)-1 && errno == ENOMEM);
         char buf[8];
         if (mem >= 0)
             CHECK_ERR(pread(mem, buf, sizeof buf, (off_t)a), EIO);
@@ -153,6 +159,7 @@ int main(void) {
     CHECK(first_enomem != 0);
     /* A range that ends past the end is refused whole. */
     CHECK_ERR(madvise((void *)(first_enomem - PAGE), 2 * PAGE, MADV_DONTNEED), ENOMEM);
+    CHECK_OK(shmctl(shm, IPC_RMID, NULL));
     still_works();
     return 0;
 }

@@ -214,6 +214,7 @@ fn guest_auxv() {
 }
 
 #[test]
+<<<<<<< HEAD
 fn guest_inotify() {
     guest_test("inotify", &[]);
 }
@@ -226,4 +227,18 @@ fn guest_inotify_on_the_root_overlay() {
 #[test]
 fn guest_xattr() {
     guest_test("xattr", &[]);
+=======
+fn guest_sysv_shm() {
+    guest_test("sysv_shm", &[]);
+}
+
+#[test]
+fn guest_sysv_sem() {
+    guest_test("sysv_sem", &[]);
+}
+
+#[test]
+fn guest_sysv_msg() {
+    guest_test("sysv_msg", &[]);
+>>>>>>> d-sysvipc
 }

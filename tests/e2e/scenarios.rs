@@ -497,6 +497,7 @@ fn nothing_is_left_behind_after_many_threads_and_processes() {
     assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
 }
 
+<<<<<<< HEAD
 /// `tail -f` (GNU coreutils watches with inotify) sees lines another process
 /// appends to a file on the sentry's tmpfs (/tmp). `-s 30`: tail's polling
 /// fallback would sleep 30 s between looks, so lines arriving within the
@@ -522,4 +523,46 @@ fn tail_follow_sees_appended_lines() {
          cat $o; rm -f $f $o\n";
     let (_, sbx) = assert_same_as_native(&["sh", "-c", script], None);
     assert_eq!(sbx.stdout_str(), "first\nsecond\nthird\n");
+=======
+#[test]
+fn python_sysv_shm_through_ctypes() {
+    // SysV shared memory from Python (ctypes on libc's shmget/shmat, not
+    // multiprocessing.shared_memory, which is POSIX shm): a fork child's
+    // store is seen by its parent.
+    let script = "import ctypes, os\n\
+                  libc = ctypes.CDLL(None, use_errno=True)\n\
+                  libc.shmat.restype = ctypes.c_void_p\n\
+                  libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n\
+                  libc.shmdt.argtypes = [ctypes.c_void_p]\n\
+                  sid = libc.shmget(0, 4096, 0o600)\n\
+                  assert sid >= 0, ctypes.get_errno()\n\
+                  addr = libc.shmat(sid, None, 0)\n\
+                  buf = (ctypes.c_char * 16).from_address(addr)\n\
+                  pid = os.fork()\n\
+                  if pid == 0:\n    buf.value = b'from child'\n    os._exit(0)\n\
+                  os.waitpid(pid, 0)\n\
+                  print(buf.value.decode())\n\
+                  assert libc.shmdt(addr) == 0 and libc.shmctl(sid, 0, None) == 0\n";
+    let (nat, _) = assert_same_as_native(&["/usr/bin/python3", "-c", script], None);
+    nat.assert_code(0);
+    assert_eq!(nat.stdout_str(), "from child\n");
+}
+
+#[test]
+fn ipcs_shows_sysv_objects() {
+    // util-linux's ipcmk, ipcs and ipcrm against the sandbox's ipc namespace.
+    let script = "id=$(ipcmk -M 8192 | sed 's/.*: //') && ipcs -m -i \"$id\" && ipcrm -m \"$id\" \
+                  && ipcmk -S 3 >/dev/null && ipcmk -Q >/dev/null && ipcs -s && ipcs -q && cat /proc/sysvipc/shm";
+    let sbx = run(husk_do(&[], &["sh", "-c", script]), None);
+    sbx.assert_code(0);
+    let out = sbx.stdout_str();
+    for want in ["bytes=8192", "nattch=0", "mode=0644"] {
+        assert!(out.contains(want), "ipcs -m -i does not show {want}\n{}", sbx.describe());
+    }
+    let sems = out.lines().filter(|l| l.starts_with("0x") && l.split_whitespace().nth(4) == Some("3")).count();
+    assert_eq!(sems, 1, "ipcs -s lists the set of 3\n{}", sbx.describe());
+    assert!(out.contains("Message Queues"), "{}", sbx.describe());
+    let shm_rows = out.lines().skip_while(|l| !l.trim_start().starts_with("key      shmid")).skip(1).count();
+    assert_eq!(shm_rows, 0, "the removed segment is gone from /proc/sysvipc/shm\n{}", sbx.describe());
+>>>>>>> d-sysvipc
 }

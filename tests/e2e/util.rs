@@ -62,6 +62,9 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "rlimit_cpu",
     "inotify",
     "xattr",
+    "sysv_shm",
+    "sysv_sem",
+    "sysv_msg",
     "escape_probe",
 ];
 

@@ -89,6 +89,8 @@ errnos!(
     EDESTADDRREQ,
     ECONNRESET,
     EDOM,
+    ENOMSG,
+    EIDRM,
 );
 
 impl Errno {

@@ -11,6 +11,7 @@ pub const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
 pub const RLIMIT_STACK: usize = 3;
 pub const RLIMIT_NOFILE: usize = 7;
+pub const RLIMIT_MEMLOCK: usize = 8;
 /// `sysctl fs.nr_open`: the ceiling of RLIMIT_NOFILE.
 pub const NR_OPEN: u64 = 1 << 20;
 

@@ -9,6 +9,7 @@ pub mod flock;
 pub mod fork;
 pub mod fs_context;
 pub mod futex;
+pub mod ipc;
 pub mod limits;
 pub mod pids;
 pub mod process;

@@ -233,6 +233,15 @@ impl Task {
         if last {
             self.thread.fds().clear();
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
+            let ipc = k.ext::<super::ipc::Namespace>();
+            ipc.process_exited(tgid);
+            // Its SysV shared memory attachments go now, unless another
+            // process (a vfork parent) shares the address space; the rest
+            // of the address space goes when the last reference does.
+            let mm = self.thread.mm();
+            if Arc::strong_count(&mm) == 2 {
+                ipc.shm.detached_by(mm.shm_detach_all(), tgid);
+            }
             k.timers.drop_owned_by(tgid);
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).

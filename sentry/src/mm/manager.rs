@@ -3,7 +3,7 @@
 //! (pages are mapped into the platform on first fault).
 
 use super::vma::{Backing, PageEntry, Vma, VmaName};
-use super::MemoryFile;
+use super::{Mappable, MemoryFile};
 use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
 use crate::platform::{AddressSpace, Perms};
 use parking_lot::Mutex;
@@ -207,6 +207,63 @@ impl MemoryManager {
         Ok(start)
     }
 
+    /// `shmdt`: unmaps the attachment whose first page is mapped at
+    /// `addr`, as Linux does: the first SysV shared memory area at or
+    /// above `addr` whose offset is its distance from `addr`, then every
+    /// area of the same attachment so placed within the segment's size.
+    /// EINVAL when there is none. Returns the attachment's file, which
+    /// may hold its last reference.
+    pub fn shm_detach(&self, addr: u64) -> Result<Arc<dyn Mappable>, Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let placed = |v: &Vma| match &v.backing {
+            Backing::SharedFile { file, offset, .. } if v.start - addr == *offset => {
+                file.sysv_shm_size().map(|size| (file.clone(), size))
+            }
+            _ => None,
+        };
+        let mut l = self.layout.lock();
+        let (first, file, size) =
+            l.vmas.range(addr..).find_map(|(&at, v)| placed(v).map(|(f, s)| (at, f, s))).ok_or(Errno::EINVAL)?;
+        let size = page_up(size).ok_or(Errno::EINVAL)?;
+        let ranges: Vec<(u64, u64)> = l
+            .vmas
+            .range(first..)
+            .filter(|(_, v)| placed(v).is_some_and(|(f, _)| Arc::ptr_eq(&f, &file)))
+            .filter(|(&at, v)| at == first || v.end - addr <= size)
+            .map(|(_, v)| (v.start, v.end))
+            .collect();
+        ranges.into_iter().try_for_each(|(start, end)| self.remove_range(&mut l, start, end))?;
+        Ok(file)
+    }
+
+    /// Unmaps every SysV shared memory attachment: the process is exiting,
+    /// and Linux's `exit_mm` drops them before its parent hears of it.
+    /// Returns the attachments' files, which may hold their last
+    /// references.
+    pub fn shm_detach_all(&self) -> Vec<Arc<dyn Mappable>> {
+        let mut l = self.layout.lock();
+        let mut files: Vec<Arc<dyn Mappable>> = Vec::new();
+        let mut ranges = Vec::new();
+        for v in l.vmas.values() {
+            if let Backing::SharedFile { file, .. } = &v.backing {
+                if file.sysv_shm_size().is_some() {
+                    ranges.push((v.start, v.end));
+                    if !files.iter().any(|f| Arc::ptr_eq(f, file)) {
+                        files.push(file.clone());
+                    }
+                }
+            }
+        }
+        for (start, end) in ranges {
+            if let Err(e) = self.remove_range(&mut l, start, end) {
+                log::warn!("detaching shared memory at exit failed: {e:?}");
+            }
+        }
+        files
+    }
+
     /// `munmap`.
     pub fn munmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
         if addr % PAGE_SIZE != 0 || len == 0 {
@@ -229,6 +286,10 @@ impl MemoryManager {
         let mut l = self.layout.lock();
         if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
+        }
+        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { file, .. } if !file.shared_writable());
+        if perms.write && l.vmas.range(..end).any(|(_, v)| v.end > addr && read_only(v)) {
+            return Err(Errno::EACCES);
         }
         split_at(&mut l, addr);
         split_at(&mut l, end);

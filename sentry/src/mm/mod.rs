@@ -29,4 +29,17 @@ pub trait Mappable: Send + Sync {
     fn shared_pages(&self, _mf: &std::sync::Arc<MemoryFile>) -> Option<std::sync::Arc<dyn page_cache::SharedPages>> {
         None
     }
+
+    /// Whether shared mappings of this file may be made writable (false
+    /// for a SysV segment attached SHM_RDONLY: mprotect then answers
+    /// EACCES, as Linux's VM_MAYWRITE does).
+    fn shared_writable(&self) -> bool {
+        true
+    }
+
+    /// For the file of a SysV shared memory attachment, the segment's
+    /// size: `shmdt` unmaps such areas (Linux tells them by `shm_vm_ops`).
+    fn sysv_shm_size(&self) -> Option<u64> {
+        None
+    }
 }

@@ -56,6 +56,11 @@ impl PageCache {
         Ok(frame)
     }
 
+    /// How many pages have a frame.
+    pub fn frames(&self) -> u64 {
+        u64::try_from(self.pages.lock().len()).unwrap_or(u64::MAX)
+    }
+
     /// Whether page `index` has a frame (mappings may store to it).
     pub fn holds(&self, index: u64) -> bool {
         self.pages.lock().contains_key(&index)

@@ -40,6 +40,9 @@ mod socket;
 mod splice;
 mod stat;
 mod sysinfo;
+mod sysv_msg;
+mod sysv_sem;
+mod sysv_shm;
 mod thread;
 mod time;
 mod timer;
@@ -55,7 +58,11 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
+<<<<<<< HEAD
 const FAMILIES: [Entries; 28] = [
+=======
+const FAMILIES: [Entries; 30] = [
+>>>>>>> d-sysvipc
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -83,7 +90,13 @@ const FAMILIES: [Entries; 28] = [
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,
+<<<<<<< HEAD
     inotify::ENTRIES,
+=======
+    sysv_shm::ENTRIES,
+    sysv_sem::ENTRIES,
+    sysv_msg::ENTRIES,
+>>>>>>> d-sysvipc
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.

@@ -12,7 +12,7 @@ mod task_files;
 
 use super::synthetic::{path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link};
 use crate::abi::Errno;
-use crate::kernel::{thread, Kernel, Thread};
+use crate::kernel::{ipc, thread, Kernel, Thread};
 use crate::vfs::{DirEntry, Node, TimeSpec, S_IFDIR, S_IFLNK, S_IFREG};
 use host::Host;
 use std::sync::{Arc, Weak};
@@ -53,6 +53,11 @@ fn file(p: &Arc<Proc>, path: &str, gen: Generator) -> Entry {
 
 fn text(p: &Arc<Proc>, path: &str, content: &'static str) -> Entry {
     file(p, path, Box::new(move || Ok(content.as_bytes().to_vec())))
+}
+
+/// A file showing a number.
+fn shown(p: &Arc<Proc>, path: &str, value: impl std::fmt::Display + Send + Sync + 'static) -> Entry {
+    file(p, path, Box::new(move || Ok(format!("{value}\n").into_bytes())))
 }
 
 fn dir(p: &Arc<Proc>, path: &str, entries: Vec<Entry>) -> Entry {
@@ -124,6 +129,15 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             system::format_stat(&p.host.cpu_lines(), btime, processes, 1).into_bytes()
         }),
         sys_dir(p),
+        dir(
+            p,
+            "/sysvipc",
+            vec![
+                kernel_file(p, "/sysvipc/msg", |_, k| k.ext::<ipc::Namespace>().msg.proc_text().into_bytes()),
+                kernel_file(p, "/sysvipc/sem", |_, k| k.ext::<ipc::Namespace>().sem.proc_text().into_bytes()),
+                kernel_file(p, "/sysvipc/shm", |_, k| k.ext::<ipc::Namespace>().shm.proc_text().into_bytes()),
+            ],
+        ),
         (b"thread-self".to_vec(), Link::dynamic(p.attr("/thread-self", S_IFLNK | 0o777), Box::new(|| self_link(true)))),
         kernel_file(p, "/uptime", |_, k| {
             let up = k.uptime();
@@ -144,6 +158,9 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         vec![
             kernel_file(p, "/sys/kernel/domainname", |_, k| line(&k.domainname.lock())),
             kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname.lock())),
+            shown(p, "/sys/kernel/msgmax", ipc::msg::MSGMAX),
+            shown(p, "/sys/kernel/msgmnb", ipc::msg::MSGMNB),
+            shown(p, "/sys/kernel/msgmni", ipc::msg::MSGMNI),
             text(p, "/sys/kernel/ngroups_max", "65536\n"),
             host_file(p, "/sys/kernel/osrelease", |h| &h.osrelease),
             text(p, "/sys/kernel/ostype", "Linux\n"),
@@ -164,6 +181,13 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
                     ),
                 ],
             ),
+            file(p, "/sys/kernel/sem", {
+                use ipc::sem::{SEMMNI, SEMMNS, SEMMSL, SEMOPM};
+                Box::new(|| Ok(format!("{SEMMSL}\t{SEMMNS}\t{SEMOPM}\t{SEMMNI}\n").into_bytes()))
+            }),
+            shown(p, "/sys/kernel/shmall", ipc::shm::SHMALL),
+            shown(p, "/sys/kernel/shmmax", ipc::shm::SHMMAX),
+            shown(p, "/sys/kernel/shmmni", ipc::shm::SHMMNI),
         ],
     );
     let pipe_max =
