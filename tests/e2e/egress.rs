@@ -422,3 +422,184 @@ fn egress_names_resolve_only_through_the_sandbox_resolver() {
     assert!(seen.contains("198.18.0.2:8080 from 198.18.0.1"), "{seen}");
     assert!(!seen.contains("198.18.0.3") && !seen.contains("198.18.0.2:8081"), "a denied address was reached:\n{seen}");
 }
+
+/// The net.* records of an audit log, parsed.
+fn audit_records(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn egress_policy_file_carries_the_rules_of_the_flags() {
+    let Some(net) = Internet::new() else { return };
+    let dir = TempDir::new("egress-policy");
+    let file = dir.path().join("policy.toml");
+    std::fs::write(&file, "# the API and nothing else\nallow = [\"198.18.0.0/24:8080\"]\ndeny = [\"198.18.0.3\"]\n")
+        .unwrap();
+    let probe = "import socket\n\
+        for host in ('198.18.0.2', '198.18.0.3'):\n\
+        \x20   try:\n\
+        \x20       socket.create_connection((host, 8080), timeout=5).close(); print('reached', host)\n\
+        \x20   except PermissionError: print('eperm', host)\n";
+    let r = net.husk_do(&["--egress-policy", file.to_str().unwrap()], &[python(), "-c", probe]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert_eq!(r.stdout_str(), "reached 198.18.0.2\neperm 198.18.0.3\n", "{}", r.describe());
+    // The file adds to the flags: the flag's rule opens 8081 too.
+    let probe81 = "import socket; socket.create_connection(('198.18.0.2', 8081), timeout=5).close(); print('ok')";
+    let flags = ["--egress-policy", file.to_str().unwrap(), "--egress-allow", "198.18.0.2:8081"];
+    let r = net.husk_do(&flags, &[python(), "-c", probe81]);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "ok\n"), "{}", r.describe());
+    let seen = net.connections();
+    assert!(seen.contains("198.18.0.2:8080 from") && seen.contains("198.18.0.2:8081 from"), "{seen}");
+    assert!(!seen.contains("198.18.0.3"), "a denied host was reached:\n{seen}");
+}
+
+#[test]
+fn egress_malformed_policy_files_fail_at_start_naming_the_token() {
+    let dir = TempDir::new("egress-policy-bad");
+    for (text, token) in [
+        ("alow = [\"api.test\"]", "alow"),
+        ("allow = [\"198.18.0.2:0\"]", "\"0\""),
+        ("max-conns = 0", "\"0\""),
+        ("rate = \"5Q\"", "\"Q\""),
+        ("allow = [\"x.test\"", "allow"),
+    ] {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let mut cmd = Command::new(husk_bin());
+        cmd.arg("--egress-policy").arg(&file).args(["do", "--", "/bin/true"]);
+        let r = run(cmd, None);
+        assert_eq!(r.code, 125, "{text}: {}", r.describe());
+        let err = r.stderr_str();
+        assert_eq!(err.lines().count(), 1, "{text}: one line: {err}");
+        assert!(err.contains(token) && err.contains("bad.toml"), "{text}: {token} not named: {err}");
+    }
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["--egress-policy", "/nonexistent/policy.toml", "do", "--", "/bin/true"]);
+    let r = run(cmd, None);
+    assert_eq!(r.code, 125, "{}", r.describe());
+    assert!(r.stderr_str().contains("/nonexistent/policy.toml"), "{}", r.describe());
+    for (flag, value) in [("--egress-max-conns", "0"), ("--egress-max-conns", "many"), ("--egress-rate", "1Z")] {
+        let mut cmd = Command::new(husk_bin());
+        cmd.args([flag, value, "do", "--", "/bin/true"]);
+        let r = run(cmd, None);
+        assert_ne!(r.code, 0, "{flag} {value}: {}", r.describe());
+        assert!(r.stderr_str().contains(value), "{flag} {value} not named: {}", r.describe());
+    }
+}
+
+#[test]
+fn egress_max_conns_refuses_connections_past_the_limit_at_once() {
+    let Some(net) = Internet::new() else { return };
+    let dir = TempDir::new("egress-conns");
+    let audit = dir.path().join("audit.jsonl");
+    // Two connections held open (the eof listener waits for the end of
+    // the stream); the third is refused at once; once one is closed, a
+    // new one goes through.
+    let probe = "import socket, time\n\
+        a = socket.create_connection(('198.18.0.2', 8081), timeout=5)\n\
+        b = socket.create_connection(('198.18.0.2', 8081), timeout=5)\n\
+        t = time.monotonic()\n\
+        try:\n\
+        \x20   socket.create_connection(('198.18.0.2', 8081), timeout=5); print('third reached')\n\
+        except PermissionError: print('third eperm', round(time.monotonic() - t) == 0)\n\
+        a.close()\n\
+        c = socket.create_connection(('198.18.0.2', 8081), timeout=5); print('after close ok')\n";
+    let flags =
+        ["--egress-allow", "198.18.0.2:8081", "--egress-max-conns", "2", "--audit-log", audit.to_str().unwrap()];
+    let r = net.husk_do(&flags, &[python(), "-c", probe]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert_eq!(r.stdout_str(), "third eperm True\nafter close ok\n", "{}", r.describe());
+    let records = audit_records(&audit);
+    let denied: Vec<_> = records.iter().filter(|r| r["type"] == "net.denied").collect();
+    assert_eq!(denied.len(), 1, "{records:?}");
+    assert!(denied[0]["reason"].as_str().unwrap().contains("limit of 2 connections"), "{}", denied[0]);
+    assert_eq!(records.iter().filter(|r| r["type"] == "net.connect").count(), 3, "{records:?}");
+    assert_eq!(
+        records.iter().filter(|r| r["type"] == "net.close").count(),
+        3,
+        "every carried connection's end: {records:?}"
+    );
+    assert_eq!(net.connections().matches("198.18.0.2:8081 from").count(), 3, "{}", net.connections());
+}
+
+#[test]
+fn egress_rate_holds_a_download_and_an_upload_to_the_rate() {
+    let Some(net) = Internet::new() else { return };
+    // 10 MiB down from the bulk listener, 3 MiB up to the eof listener,
+    // at 1 MiB a second each way: about 10 s and 3 s. The one place a
+    // time is part of the spec, with a generous margin.
+    let probe = "import socket, time\n\
+        t = time.monotonic()\n\
+        s = socket.create_connection(('198.18.0.2', 8090), timeout=30)\n\
+        s.sendall(b'10485760')\n\
+        n = 0\n\
+        while True:\n\
+        \x20   d = s.recv(1 << 20)\n\
+        \x20   if not d: break\n\
+        \x20   n += len(d)\n\
+        print('down', n, time.monotonic() - t)\n\
+        t = time.monotonic()\n\
+        s = socket.create_connection(('198.18.0.2', 8081), timeout=30)\n\
+        s.sendall(b'x' * (3 << 20))\n\
+        s.shutdown(socket.SHUT_WR)\n\
+        print('up', s.recv(64).decode(), time.monotonic() - t)\n";
+    let dir = TempDir::new("egress-rate");
+    let audit = dir.path().join("audit.jsonl");
+    let flags =
+        ["--egress-allow", "198.18.0.2:8081,8090", "--egress-rate", "1M", "--audit-log", audit.to_str().unwrap()];
+    let r = net.husk_do(&flags, &[python(), "-c", probe]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let out = r.stdout_str();
+    let field = |prefix: &str| -> Vec<String> {
+        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{}", r.describe()));
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    let down = field("down ");
+    assert_eq!(down[1], "10485760", "{out}");
+    let secs: f64 = down[2].parse().unwrap();
+    assert!((7.0..=13.0).contains(&secs), "10 MiB at 1M took {secs} s");
+    let up = field("up ");
+    assert_eq!((up[1].as_str(), up[2].as_str()), ("got", "3145728"), "{out}");
+    let secs: f64 = up[3].parse().unwrap();
+    assert!((2.1..=3.9).contains(&secs), "3 MiB up at 1M took {secs} s");
+    // Each connection's end is recorded with the bytes it carried.
+    let records = audit_records(&audit);
+    let closed = |port: u16| {
+        let c = records.iter().find(|r| r["type"] == "net.close" && r["port"] == port);
+        c.unwrap_or_else(|| panic!("no net.close of port {port}: {records:?}")).clone()
+    };
+    let (down, up) = (closed(8090), closed(8081));
+    assert_eq!((&down["sent"], &down["received"], &down["protocol"]), (&8.into(), &10485760.into(), &"tcp".into()));
+    assert_eq!((&up["sent"], &up["received"]), (&3145728.into(), &"got 3145728".len().into()));
+    assert!(down["duration_ms"].as_u64().unwrap() >= 7000, "{down}");
+}
+
+#[test]
+fn egress_network_host_is_unfiltered_and_says_so() {
+    let Some(net) = Internet::new() else { return };
+    let dir = TempDir::new("egress-host");
+    let audit = dir.path().join("audit.jsonl");
+    // The servers the sandbox network never lets a guest reach, and a
+    // DNS-port destination, which needs no rule here.
+    let probe = "import socket\n\
+        for host, port in (('169.254.169.254', 80), ('10.77.0.1', 80), ('198.18.0.2', 8080)):\n\
+        \x20   socket.create_connection((host, port), timeout=5).close(); print('reached', host)\n";
+    let flags = ["--network", "host", "--audit-log", audit.to_str().unwrap()];
+    let r = net.husk_do(&flags, &[python(), "-c", probe]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert_eq!(r.stdout_str(), "reached 169.254.169.254\nreached 10.77.0.1\nreached 198.18.0.2\n", "{}", r.describe());
+    let seen = net.connections();
+    assert!(seen.contains("169.254.169.254:80 from") && seen.contains("10.77.0.1:80 from"), "{seen}");
+    let records = audit_records(&audit);
+    let create = records.iter().find(|r| r["type"] == "sandbox.create").expect("no sandbox.create");
+    assert!(create.to_string().contains("host: unfiltered"), "{create}");
+    let c = records.iter().find(|r| r["type"] == "net.connect" && r["address"] == "10.77.0.1").expect("no net.connect");
+    assert_eq!(c["rule"], "--network host", "{c}");
+    // Rules with it would read as a filter that is not there.
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["--network", "host", "--egress-allow", "api.test", "do", "--", "/bin/true"]);
+    let r = run(cmd, None);
+    assert_eq!(r.code, 125, "{}", r.describe());
+    assert!(r.stderr_str().contains("--network host is unfiltered"), "{}", r.describe());
+}
