@@ -440,6 +440,27 @@ static double op_tcp_egress(long n) {
     return t;
 }
 
+/* n connections to `tcp_sink` at ADDR, each closed at once (the sink
+ * answers 0 bytes got): the gateway's cost per connection, its policy
+ * check and host socket included. */
+static double op_tcp_egress_connect(long n) {
+    struct sockaddr_in a = egress_addr();
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+        if (shutdown(c, SHUT_WR) < 0) die("shutdown");
+        uint64_t got;
+        full_read(c, &got, sizeof got);
+        if (got != 0) {
+            fprintf(stderr, "ops: the server got %llu bytes of none\n", (unsigned long long)got);
+            exit(1);
+        }
+        close(c);
+    }
+    return now_us() - t0;
+}
+
 struct op {
     const char *name;
     void (*plain)(long);     /* timed around the whole loop */
@@ -468,6 +489,7 @@ static const struct op ops[] = {
     {"tcp_connect", NULL, op_tcp_connect},
     {"tcp_sink", op_tcp_sink, NULL},
     {"tcp_egress", NULL, op_tcp_egress},
+    {"tcp_egress_connect", NULL, op_tcp_egress_connect},
 };
 
 int main(int argc, char **argv) {
