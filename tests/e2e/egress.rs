@@ -132,7 +132,7 @@ impl Internet {
     }
 
     /// Starts dnsmasq on 198.18.0.2:53 in the internet namespace with a
-    /// query log: api.test and the names under exfil.test are 198.18.0.2,
+    /// query log: api.test, pypi.test and the names under exfil.test are 198.18.0.2,
     /// other.test is 198.18.0.3. None (after printing why) without
     /// dnsmasq.
     fn dnsmasq(&self) -> Option<Dnsmasq> {
@@ -148,6 +148,7 @@ impl Internet {
             .arg(format!("--log-facility={}", log.display()))
             .args(["--address=/api.test/198.18.0.2", "--address=/other.test/198.18.0.3"])
             .arg("--address=/exfil.test/198.18.0.2")
+            .arg("--address=/pypi.test/198.18.0.2")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -602,4 +603,135 @@ fn egress_network_host_is_unfiltered_and_says_so() {
     let r = run(cmd, None);
     assert_eq!(r.code, 125, "{}", r.describe());
     assert!(r.stderr_str().contains("--network host is unfiltered"), "{}", r.describe());
+}
+
+/// A package index of one tiny wheel (demo-pkg 1.0, whose module says
+/// `VALUE = 42`), served by `python3 -m http.server` on 198.18.0.2:8000
+/// in the internet namespace (its directory listings are the simple
+/// index pip reads), killed when dropped.
+struct Index {
+    server: Child,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+impl Index {
+    fn start(net: &Internet) -> Index {
+        let dir = TempDir::new("pypi");
+        let project = dir.path().join("simple/demo-pkg");
+        std::fs::create_dir_all(&project).unwrap();
+        let wheel = project.join("demo_pkg-1.0-py3-none-any.whl");
+        let build = "import sys, zipfile\n\
+            files = {'demo_pkg/__init__.py': 'VALUE = 42\\n',\n\
+            \x20        'demo_pkg-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\\nName: demo-pkg\\nVersion: 1.0\\n',\n\
+            \x20        'demo_pkg-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: husk-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'}\n\
+            record = ''.join(n + ',,\\n' for n in files) + 'demo_pkg-1.0.dist-info/RECORD,,\\n'\n\
+            with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+            \x20   for n, t in files.items(): z.writestr(n, t)\n\
+            \x20   z.writestr('demo_pkg-1.0.dist-info/RECORD', record)\n";
+        let status = Command::new(python()).args(["-c", build]).arg(&wheel).status().unwrap();
+        assert!(status.success(), "building the wheel");
+        let log = dir.path().join("requests.log");
+        let server = Command::new("ip")
+            .args(["netns", "exec", &net.internet_ns, python(), "-m", "http.server", "8000", "--bind", INTERNET])
+            .arg("--directory")
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let index = Index { server, log, _dir: dir };
+        // Ready once it answers from the sandbox side.
+        let probe =
+            format!("import urllib.request; urllib.request.urlopen('http://{INTERNET}:8000/simple/', timeout=2)");
+        let start = Instant::now();
+        loop {
+            let mut cmd = Command::new("ip");
+            let ok =
+                cmd.args(["netns", "exec", &net.sandbox_ns, python(), "-c", &probe]).stderr(Stdio::null()).status();
+            if ok.is_ok_and(|s| s.success()) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "the index did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        index
+    }
+
+    /// The requests it served ("GET /path").
+    fn requests(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+#[test]
+fn egress_pip_curl_and_wget_reach_an_allowed_index_and_fail_clearly_when_not() {
+    let Some(net) = Internet::new() else { return };
+    let Some(_dns) = net.dnsmasq() else { return };
+    let index = Index::start(&net);
+    let url = "http://pypi.test:8000/simple";
+    let allowed = ["--egress-allow", "pypi.test:8000", "--dns-upstream", INTERNET];
+    let denied = ["--egress-allow", "api.test:8000", "--dns-upstream", INTERNET];
+    let pip = |flags: &[&str], args: &[&str]| {
+        // (pip ignores a plain-HTTP index that is not on loopback unless
+        // it is trusted.)
+        let common = ["-m", "pip", "--no-cache-dir", "--disable-pip-version-check", "--retries", "0", "--timeout", "5"];
+        let common = [&common[..], &["--trusted-host", "pypi.test"]].concat();
+        net.husk_do(flags, &[&[python()][..], &common[..], args].concat())
+    };
+    let before = index.requests().matches("GET /simple/demo-pkg/").count();
+    // pip download, then pip install into a directory the guest imports from.
+    let r = pip(&allowed, &["download", "--no-deps", "--index-url", url, "-d", "/root/dl", "demo-pkg"]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(r.stdout_str().contains("Saved /root/dl/demo_pkg-1.0-py3-none-any.whl"), "{}", r.describe());
+    let script = format!(
+        "{py} -m pip --no-cache-dir --disable-pip-version-check install --trusted-host pypi.test --no-deps --index-url {url} --target /opt/demo demo-pkg \
+         && {py} -c 'import sys; sys.path.insert(0, \"/opt/demo\"); import demo_pkg; print(\"value\", demo_pkg.VALUE)'",
+        py = python()
+    );
+    let r = net.husk_do(&allowed, &["/bin/sh", "-c", &script]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(r.stdout_str().contains("value 42"), "{}", r.describe());
+    let served = index.requests().matches("GET /simple/demo-pkg/").count();
+    assert!(served >= before + 2, "the index served no pip request:\n{}", index.requests());
+    // Not allowed: pypi.test is NXDOMAIN at the sandbox's resolver, and
+    // pip says it cannot reach the index, fast, with nothing served.
+    let start = Instant::now();
+    let r = pip(&denied, &["download", "--no-deps", "--index-url", url, "-d", "/root/dl", "demo-pkg"]);
+    assert_ne!(r.code, 0, "{}", r.describe());
+    let said = format!("{}{}", r.stdout_str(), r.stderr_str());
+    assert!(said.contains("No matching distribution found for demo-pkg"), "{}", r.describe());
+    assert!(start.elapsed() < Duration::from_secs(60), "a denied index must fail fast");
+    assert_eq!(index.requests().matches("GET /simple/demo-pkg/").count(), served, "a denied request was served");
+    let page = format!("{url}/demo-pkg/");
+    for (tool, ok_args, denied_code) in [
+        ("curl", vec!["-sS", "--max-time", "10", &page[..]], 6),
+        ("wget", vec!["-q", "-T", "10", "-O", "-", &page[..]], 4),
+    ] {
+        if !Path::new("/usr/bin").join(tool).exists() {
+            println!("skipped {tool}: not on the host (husk do runs the host's own)");
+            continue;
+        }
+        let argv = [&[tool][..], &ok_args].concat();
+        let r = net.husk_do(&allowed, &argv);
+        assert_eq!(r.code, 0, "{tool}: {}", r.describe());
+        assert!(r.stdout_str().contains("demo_pkg-1.0-py3-none-any.whl"), "{tool}: {}", r.describe());
+        // curl: 6 (could not resolve host); wget: 4 (network failure).
+        let r = net.husk_do(&denied, &argv);
+        assert_eq!(r.code, denied_code, "{tool} denied: {}", r.describe());
+        if tool == "curl" {
+            assert!(r.stderr_str().contains("pypi.test"), "{}", r.describe());
+        }
+    }
+    let after = index.requests().matches("GET /simple/demo-pkg/").count();
+    let curls = ["curl", "wget"].iter().filter(|t| Path::new("/usr/bin").join(t).exists()).count();
+    assert_eq!(after, served + curls, "only the allowed fetches were served:\n{}", index.requests());
 }
