@@ -176,15 +176,21 @@ impl Internet {
     /// names the sandbox-side namespace (as a container engine wires
     /// one), running the guest script with `checks`.
     fn husk_run(&self, flags: &[&str], checks: &str) -> Run {
+        let guest = script("guest.py");
+        self.husk_run_argv(flags, &[python(), guest.to_str().unwrap(), checks], serde_json::json!({}))
+    }
+
+    /// `husk [flags] run` of a bundle running `argv`, with `annotations`.
+    fn husk_run_argv(&self, flags: &[&str], argv: &[&str], annotations: serde_json::Value) -> Run {
         let dir = TempDir::new("egress-oci");
         let bundle = dir.path().join("bundle");
         std::fs::create_dir_all(&bundle).unwrap();
-        let guest = script("guest.py");
         let config = serde_json::json!({
             "ociVersion": "1.0.2",
             "root": { "path": "/" },
+            "annotations": annotations,
             "process": {
-                "args": [python(), guest.to_str().unwrap(), checks],
+                "args": argv,
                 "cwd": "/",
                 "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
                 "user": { "uid": 0, "gid": 0 },
@@ -734,4 +740,32 @@ fn egress_pip_curl_and_wget_reach_an_allowed_index_and_fail_clearly_when_not() {
     let after = index.requests().matches("GET /simple/demo-pkg/").count();
     let curls = ["curl", "wget"].iter().filter(|t| Path::new("/usr/bin").join(t).exists()).count();
     assert_eq!(after, served + curls, "only the allowed fetches were served:\n{}", index.requests());
+}
+
+#[test]
+fn egress_containers_narrow_their_egress_by_annotation() {
+    let Some(net) = Internet::new() else { return };
+    let probe = "import socket\n\
+        for port in (8080, 8081):\n\
+        \x20   try:\n\
+        \x20       socket.create_connection(('198.18.0.2', port), timeout=5).close(); print('reached', port)\n\
+        \x20   except PermissionError: print('eperm', port)\n";
+    let argv = [python(), "-c", probe];
+    let operator = ["--egress-allow", "198.18.0.2:8080,8081"];
+    // A deny rule needs no consent from the operator.
+    let deny = serde_json::json!({ "dev.husk.flag.egress-deny": "198.18.0.2:8081" });
+    let r = net.husk_run_argv(&operator, &argv, deny);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "reached 8080\neperm 8081\n"), "{}", r.describe());
+    // An allow rule does: ignored without it, honoured with it.
+    let allow = serde_json::json!({ "dev.husk.flag.egress-allow": "198.18.0.2:8081" });
+    let r = net.husk_run_argv(&["--egress-allow", "198.18.0.2:8080"], &argv, allow.clone());
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "reached 8080\neperm 8081\n"), "{}", r.describe());
+    let consent = ["--egress-allow", "198.18.0.2:8080", "--allow-flag-override"];
+    let r = net.husk_run_argv(&consent, &argv, allow);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "reached 8080\nreached 8081\n"), "{}", r.describe());
+    // A bad one fails the container's start, naming the token.
+    let bad = serde_json::json!({ "dev.husk.flag.egress-deny": "bad!host" });
+    let r = net.husk_run_argv(&operator, &argv, bad);
+    assert_ne!(r.code, 0, "{}", r.describe());
+    assert!(r.stderr_str().contains("\"bad!host\""), "{}", r.describe());
 }
