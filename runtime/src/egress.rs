@@ -148,8 +148,52 @@ fn lower(flag: Option<u64>, file: Option<u64>) -> Option<u64> {
 
 fn limits(g: &GlobalArgs, file: &PolicyFile) -> anyhow::Result<Limits> {
     let rate = file.rate.as_ref().map(Rate::bytes).transpose().map_err(anyhow::Error::msg)?;
-    let max_conns = usize::try_from(lower(g.egress_max_conns, file.max_conns).unwrap_or(DEFAULT_MAX_CONNS))?;
-    Ok(Limits { max_conns, rate: lower(g.egress_rate, rate) })
+    let max_conns = fit_max_conns(lower(g.egress_max_conns, file.max_conns), nofile_ceiling())?;
+    Ok(Limits { max_conns: usize::try_from(max_conns)?, rate: lower(g.egress_rate, rate) })
+}
+
+/// The sentry's host descriptor ceiling: RLIMIT_NOFILE's hard limit,
+/// which `husk boot` raises its soft limit to (`raise_nofile`).
+fn nofile_ceiling() -> u64 {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit struct, which `r` is.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return u64::MAX;
+    }
+    r.rlim_max
+}
+
+/// Raises this process's soft RLIMIT_NOFILE to its hard one: the
+/// sentry's carried connections are host descriptors, counted by
+/// `fit_max_conns` against the hard limit.
+pub fn raise_nofile() {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit struct, which `r` is.
+    let mut ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    if ok {
+        r.rlim_cur = r.rlim_max;
+        // SAFETY: setrlimit reads one rlimit struct.
+        ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0;
+    }
+    if !ok {
+        log::warn!("cannot raise the sentry's descriptor limit: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// The connections a sandbox may hold at once, given the sentry's
+/// descriptor ceiling `hard`: half of it at most, so that a guest
+/// holding all its connections leaves the sentry descriptors for its own
+/// files and pipes. An explicit limit above that is an error; the
+/// default is lowered to it.
+fn fit_max_conns(asked: Option<u64>, hard: u64) -> anyhow::Result<u64> {
+    let room = hard / 2;
+    match asked {
+        Some(n) if n > room => bail!(
+            "--egress-max-conns {n}: the sentry may hold {hard} descriptors (RLIMIT_NOFILE), and its connections at most half of them ({room})"
+        ),
+        Some(n) => Ok(n),
+        None => Ok(DEFAULT_MAX_CONNS.min(room).max(1)),
+    }
 }
 
 /// The resolver's half of the rules: those naming hosts by DNS name, and
@@ -240,6 +284,16 @@ mod tests {
         assert_eq!(lower(None, Some(5)), Some(5));
         assert_eq!(lower(Some(5), None), Some(5));
         assert_eq!(lower(None, None), None);
+    }
+
+    #[test]
+    fn connections_leave_the_sentry_half_its_descriptors() {
+        assert_eq!(fit_max_conns(None, 1 << 20).unwrap(), DEFAULT_MAX_CONNS);
+        assert_eq!(fit_max_conns(None, 1024).unwrap(), 512, "the default lowered to fit");
+        assert_eq!(fit_max_conns(Some(4000), 8192).unwrap(), 4000);
+        let e = fit_max_conns(Some(4000), 4096).unwrap_err().to_string();
+        assert!(e.contains("--egress-max-conns 4000") && e.contains("2048"), "{e}");
+        assert_eq!(fit_max_conns(Some(9), u64::MAX).unwrap(), 9, "no limit at all");
     }
 
     #[test]
