@@ -19,8 +19,8 @@ pub enum Measure {
     DockerStart,
     /// `ops OP ITERATIONS 198.18.0.2` in the bench's own client
     /// namespace, natively and under `husk do` through its egress
-    /// gateway: microseconds per 64 KiB (tcp_egress) or per connection
-    /// (tcp_egress_connect).
+    /// gateway: microseconds per 64 KiB (tcp_egress), per connection
+    /// (tcp_egress_connect) or per query (dns_lookup).
     Egress { op: &'static str, iters: u32 },
 }
 
@@ -243,6 +243,13 @@ pub fn all() -> Vec<Workload> {
             key: "tcp_egress_connect",
             title: "egress TCP connect+close through the gateway",
             measure: Measure::Egress { op: "tcp_egress_connect", iters: 500 },
+            quick: false,
+            needs: &[],
+        },
+        Workload {
+            key: "dns_lookup",
+            title: "DNS lookup of an allowed name (the sandbox's resolver vs dnsmasq directly)",
+            measure: Measure::Egress { op: "dns_lookup", iters: 500 },
             quick: false,
             needs: &[],
         },
