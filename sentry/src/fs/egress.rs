@@ -349,13 +349,21 @@ impl HostConn {
         let events = self.events();
         let Some(s) = &self.shaper else { return events };
         let mut hidden = 0;
-        if events & (POLLIN | POLLRDNORM) != 0 && !s.ready(&s.rate.down) {
+        if events & (POLLIN | POLLRDNORM) != 0 && !self.at_end(events) && !s.ready(&s.rate.down) {
             hidden |= POLLIN | POLLRDNORM;
         }
         if events & (POLLOUT | POLLWRNORM) != 0 && !s.ready(&s.rate.up) {
             hidden |= POLLOUT | POLLWRNORM;
         }
         events & !hidden
+    }
+
+    /// Whether a stream's next read sees only its end (the peer shut
+    /// down and nothing is left): that is not paced, or a guest waiting
+    /// for it would find the end readable and its read failing until the
+    /// bucket refilled.
+    fn at_end(&self, events: u32) -> bool {
+        events & POLLRDHUP != 0 && self.readable_bytes().is_ok_and(|n| n == 0)
     }
 
     /// Runs `io` on at most the bytes `want` the rate grants in
@@ -500,8 +508,8 @@ impl HostConn {
     /// A stream's receive of what the rate grants now (a peek takes
     /// nothing from it).
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
-        if peek {
-            return host::recv(self.fd.as_fd(), buf, true);
+        if peek || (self.shaper.is_some() && self.at_end(self.events())) {
+            return host::recv(self.fd.as_fd(), buf, peek);
         }
         let r = self.paced(false, buf.len(), false, |n| {
             let end = n.min(buf.len());
@@ -749,6 +757,43 @@ mod tests {
         assert_eq!(past, Some(OpenError::Errno(Errno::ENOBUFS)), "past the memory limit");
         drop(first);
         small.open(false, Kind::Stream).unwrap();
+    }
+
+    #[test]
+    fn a_paced_stream_waits_for_its_bucket_but_not_for_its_end() {
+        use std::io::Write;
+        let limits = Limits { max_conns: 4, rate: Some(16 * 1024) };
+        let policy = Policy::parse(&["*"], &[] as &[&str]).unwrap();
+        let resolver = Resolver::new(NamePolicy::from_rules(["*"], []).unwrap(), Vec::new(), Config::default());
+        let g = Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap(), limits);
+        let queue = Arc::new(Queue::default());
+        let c = HostConn::leased(g.open(false, Kind::Stream).unwrap(), &queue);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _ = c.dial(|| Ok(l.local_addr().unwrap()));
+        outcome(&c).unwrap();
+        let (mut peer, _) = l.accept().unwrap();
+        peer.write_all(&[7u8; 20 * 1024]).unwrap();
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = vec![0u8; 64 * 1024];
+        assert_eq!(c.recv(&mut buf, false), Ok(16 * 1024), "the burst");
+        assert_eq!(c.recv(&mut buf, false), Err(Errno::EAGAIN), "the rest waits for the bucket");
+        assert_eq!(c.paced_events() & POLLIN, 0, "and does not read as ready");
+        let start = Instant::now();
+        let rest = loop {
+            match c.recv(&mut buf, false) {
+                Err(Errno::EAGAIN) if start.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                r => break r,
+            }
+        };
+        assert_eq!(rest, Ok(4 * 1024));
+        assert!(start.elapsed() >= Duration::from_millis(150), "4K at 16K a second came early");
+        // The bucket is empty again, but the end is not paced.
+        assert_ne!(c.paced_events() & POLLIN, 0, "the end reads as ready");
+        assert_eq!(c.recv(&mut buf, false), Ok(0));
+        assert_eq!((c.sent.load(Ordering::Relaxed), c.received.load(Ordering::Relaxed)), (0, 20 * 1024));
     }
 
     #[test]
