@@ -529,6 +529,70 @@ static double op_tcp_egress(long n) {
     return t;
 }
 
+/* n connections to `tcp_sink` at ADDR, each closed at once (the sink
+ * answers 0 bytes got): the gateway's cost per connection, its policy
+ * check and host socket included. */
+static double op_tcp_egress_connect(long n) {
+    struct sockaddr_in a = egress_addr();
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+        if (shutdown(c, SHUT_WR) < 0) die("shutdown");
+        uint64_t got;
+        full_read(c, &got, sizeof got);
+        if (got != 0) {
+            fprintf(stderr, "ops: the server got %llu bytes of none\n", (unsigned long long)got);
+            exit(1);
+        }
+        close(c);
+    }
+    return now_us() - t0;
+}
+
+/* n A queries for bench.test to the first nameserver of /etc/resolv.conf
+ * (under husk do the sandbox's resolver, which forwards an allowed name
+ * upstream; natively the bench's dnsmasq itself), one at a time, each
+ * of which must be answered NOERROR with an answer. */
+static double op_dns_lookup(long n) {
+    FILE *f = fopen("/etc/resolv.conf", "r");
+    if (!f) die("/etc/resolv.conf");
+    char line[256], ns[64] = "";
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, " nameserver %63s", ns) == 1) break;
+    fclose(f);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+    if (inet_pton(AF_INET, ns, &a.sin_addr) != 1) {
+        fprintf(stderr, "ops: no IPv4 nameserver in /etc/resolv.conf\n");
+        exit(1);
+    }
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = 5};
+    if (s < 0 || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) die("dns socket");
+    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) die("dns connect");
+    unsigned char q[] = {0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+                         5, 'b', 'e', 'n', 'c', 'h', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+    unsigned char r[512];
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) {
+        q[0] = (unsigned char)(i >> 8);
+        q[1] = (unsigned char)i;
+        if (send(s, q, sizeof q, 0) != (ssize_t)sizeof q) die("dns send");
+        ssize_t got;
+        do {
+            got = recv(s, r, sizeof r, 0);
+            if (got < 0) die("dns recv");
+        } while (got < 12 || r[0] != q[0] || r[1] != q[1]);
+        if ((r[3] & 0xf) != 0 || (r[6] | r[7]) == 0) {
+            fprintf(stderr, "ops: bench.test answered rcode %d with %d answers\n", r[3] & 0xf, r[6] << 8 | r[7]);
+            exit(1);
+        }
+    }
+    double t = now_us() - t0;
+    close(s);
+    return t;
+}
+
 struct op {
     const char *name;
     void (*plain)(long);     /* timed around the whole loop */
@@ -559,6 +623,8 @@ static const struct op ops[] = {
     {"tcp_connect", NULL, op_tcp_connect},
     {"tcp_sink", op_tcp_sink, NULL},
     {"tcp_egress", NULL, op_tcp_egress},
+    {"tcp_egress_connect", NULL, op_tcp_egress_connect},
+    {"dns_lookup", NULL, op_dns_lookup},
 };
 
 int main(int argc, char **argv) {

@@ -5,7 +5,10 @@
 //! for the client (husk's gateway uses the sockets of the namespace husk
 //! runs in) with 198.18.0.1/30, and one for the server with 198.18.0.2/30.
 //! Nothing else is reachable from either; both are deleted at the end of
-//! the run, whatever happened.
+//! the run, whatever happened. For the DNS row, dnsmasq (when the host
+//! has it) answers `bench.test` on the server's address, and the client
+//! namespace's /etc/resolv.conf (`/etc/netns/NS/resolv.conf`, which `ip
+//! netns exec` mounts, removed at the end) names it.
 
 use crate::runner;
 use crate::runtimes::{Kind, Runtime};
@@ -18,6 +21,10 @@ pub const SERVER: &str = "198.18.0.2";
 const IP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the server has to start listening.
 const SERVER_START: Duration = Duration::from_secs(10);
+/// Where `ip netns exec NS` finds files to mount over /etc's.
+const NETNS_ETC: &str = "/etc/netns";
+/// The name the DNS row asks for, the only one the guest may resolve.
+pub const DNS_NAME: &str = "bench.test";
 
 /// The two namespaces and the server in the far one.
 pub struct Egress {
@@ -25,6 +32,11 @@ pub struct Egress {
     /// The namespaces made so far, deleted on drop.
     made: Vec<String>,
     server: Option<runner::Server>,
+    /// dnsmasq for the DNS row, or why there is none.
+    dns: Result<runner::Server, String>,
+    /// The client namespace's resolv.conf folder, removed on drop, and
+    /// whether /etc/netns was made for it (then removed too).
+    netns_etc: Option<(std::path::PathBuf, bool)>,
     work: std::path::PathBuf,
 }
 
@@ -40,6 +52,8 @@ impl Egress {
             client_ns: format!("husk-bench-{pid}-cli"),
             made: Vec::new(),
             server: None,
+            dns: Err("unavailable: the network is not built".into()),
+            netns_etc: None,
             work: work.to_path_buf(),
         };
         // Interface names have at most 15 bytes.
@@ -58,6 +72,7 @@ impl Egress {
         let ops = ops.to_string_lossy().into_owned();
         let server = ["ip", "netns", "exec", &far_ns, &ops, "tcp_sink", "1", SERVER].map(str::to_string);
         net.server = Some(runner::Server::start(&server, work)?);
+        net.dns = net.start_dns(&far_ns);
         // Ready once a native client gets its answer.
         let probe = net.in_client_ns(vec![ops, "tcp_egress".into(), "1".into(), SERVER.into()]);
         let start = Instant::now();
@@ -70,14 +85,50 @@ impl Egress {
         Ok(net)
     }
 
+    /// dnsmasq on the server's address answering `bench.test`, and the
+    /// client namespace's resolv.conf naming it.
+    fn start_dns(&mut self, far_ns: &str) -> Result<runner::Server, String> {
+        let bin = ["/usr/sbin/dnsmasq", "/usr/bin/dnsmasq"].into_iter().find(|p| Path::new(p).exists());
+        let bin = bin.ok_or("unavailable: no dnsmasq (Debian's dnsmasq-base) to answer")?;
+        let etc = Path::new(NETNS_ETC).join(&self.client_ns);
+        let made_parent = !Path::new(NETNS_ETC).exists();
+        std::fs::create_dir_all(&etc).map_err(|e| format!("{}: {e}", etc.display()))?;
+        self.netns_etc = Some((etc.clone(), made_parent));
+        std::fs::write(etc.join("resolv.conf"), format!("nameserver {SERVER}\n"))
+            .map_err(|e| format!("{}/resolv.conf: {e}", etc.display()))?;
+        let argv = [
+            "ip",
+            "netns",
+            "exec",
+            far_ns,
+            bin,
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            &format!("--listen-address={SERVER}"),
+            "--user=root",
+            "--pid-file=",
+            &format!("--address=/{DNS_NAME}/{SERVER}"),
+        ]
+        .map(str::to_string);
+        runner::Server::start(&argv, &self.work)
+    }
+
     /// `argv` (the client) under `rt` in the client namespace: natively,
-    /// or under `husk do` allowed to reach the server alone.
+    /// or under `husk do` allowed to reach the server and resolve
+    /// bench.test alone.
     pub fn command(&self, rt: &Runtime, argv: &[String]) -> Result<Vec<String>, String> {
         applies(rt)?;
+        if argv.get(1).is_some_and(|op| op == "dns_lookup") {
+            self.dns.as_ref().map_err(Clone::clone)?;
+        }
         let mut cmd = Vec::new();
         if let Kind::HuskDo { husk, platform } = &rt.kind {
             cmd.extend([husk.to_string_lossy().into_owned(), format!("--platform={platform}")]);
-            cmd.extend(["--egress-allow".into(), SERVER.into(), "do".into(), "--".into()]);
+            cmd.extend(["--egress-allow".into(), SERVER.into(), "--egress-allow".into(), DNS_NAME.into()]);
+            cmd.extend(["--dns-upstream".into(), SERVER.into(), "do".into(), "--".into()]);
         }
         cmd.extend(argv.iter().cloned());
         Ok(self.in_client_ns(cmd))
@@ -101,6 +152,15 @@ impl Drop for Egress {
     /// with them).
     fn drop(&mut self) {
         self.server = None;
+        self.dns = Err(String::new());
+        if let Some((etc, made_parent)) = self.netns_etc.take() {
+            if let Err(why) = std::fs::remove_dir_all(&etc) {
+                eprintln!("husk-bench: {} left in place: {why}", etc.display());
+            }
+            if made_parent {
+                let _ = std::fs::remove_dir(NETNS_ETC);
+            }
+        }
         for ns in std::mem::take(&mut self.made) {
             if let Err(why) = self.ip(&["netns", "del", &ns]) {
                 eprintln!("husk-bench: network namespace {ns} left in place: {why}");

@@ -133,10 +133,10 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
         Measure::Wall(argv) => argv(files),
         Measure::IdlePss => vec!["/bin/sleep".into(), "60".into()],
         Measure::DockerStart => vec!["/bin/true".into()],
-        Measure::Egress { iters } => {
+        Measure::Egress { op, iters } => {
             let iters = if quick { (iters / 10).max(1) } else { *iters };
             let ops = files.ops.to_string_lossy().into_owned();
-            vec![ops, "tcp_egress".into(), iters.to_string(), egress::SERVER.into()]
+            vec![ops, (*op).into(), iters.to_string(), egress::SERVER.into()]
         }
     }
 }

@@ -17,10 +17,11 @@ pub enum Measure {
     /// Wall time of `docker run --rm --runtime=X … /bin/true`, in
     /// milliseconds, for the docker runtime standing for each column.
     DockerStart,
-    /// `ops tcp_egress ITERATIONS 198.18.0.2` in the bench's own client
+    /// `ops OP ITERATIONS 198.18.0.2` in the bench's own client
     /// namespace, natively and under `husk do` through its egress
-    /// gateway: microseconds per 64 KiB.
-    Egress { iters: u32 },
+    /// gateway: microseconds per 64 KiB (tcp_egress), per connection
+    /// (tcp_egress_connect) or per query (dns_lookup).
+    Egress { op: &'static str, iters: u32 },
 }
 
 /// Where the file workloads write.
@@ -236,7 +237,21 @@ pub fn all() -> Vec<Workload> {
         Workload {
             key: "tcp_egress",
             title: "egress TCP through the gateway, per 64 KiB",
-            measure: Measure::Egress { iters: 1_000 },
+            measure: Measure::Egress { op: "tcp_egress", iters: 1_000 },
+            quick: false,
+            needs: &[],
+        },
+        Workload {
+            key: "tcp_egress_connect",
+            title: "egress TCP connect+close through the gateway",
+            measure: Measure::Egress { op: "tcp_egress_connect", iters: 500 },
+            quick: false,
+            needs: &[],
+        },
+        Workload {
+            key: "dns_lookup",
+            title: "DNS lookup of an allowed name (the sandbox's resolver vs dnsmasq directly)",
+            measure: Measure::Egress { op: "dns_lookup", iters: 500 },
             quick: false,
             needs: &[],
         },

@@ -84,6 +84,7 @@ fn read_env(fd: OwnedFd) -> anyhow::Result<Vec<Vec<u8>>> {
 pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
     // First: the descriptor is closed before anything else starts.
     let secrets = args.secrets_fd.map(inherited_fd).transpose()?.map(crate::secrets::read_fd).transpose()?;
+    crate::egress::raise_nofile();
     let cfg = BootConfig {
         gofer: inherited_fd(args.gofer_fd)?,
         init: ProcessSpec {

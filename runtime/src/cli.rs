@@ -79,7 +79,8 @@ pub struct GlobalArgs {
     pub nofile: Option<u64>,
     /// The sandbox's network: a stack of its own whose outbound traffic
     /// passes the egress gateway (sandbox), loopback only (none), or the
-    /// host's sockets (host).
+    /// host's sockets, unfiltered (host: the gateway lets every
+    /// destination out; the sandbox's loopback stays its own).
     #[arg(long, global = true, value_enum, default_value_t = NetworkMode::Sandbox)]
     pub network: NetworkMode,
     /// Let the sandbox reach HOST[:PORTS] (repeatable, or a comma list):
@@ -96,6 +97,19 @@ pub struct GlobalArgs {
     /// /etc/resolv.conf.
     #[arg(long = "dns-upstream", global = true, value_name = "ADDR[:PORT]")]
     pub dns_upstream: Vec<String>,
+    /// A TOML file with egress rules and limits (`allow`, `deny`,
+    /// `dns-upstream`, `max-conns`, `rate`), added to the flags' rules;
+    /// of a limit set both here and by a flag, the lower holds.
+    #[arg(long = "egress-policy", global = true, value_name = "FILE")]
+    pub egress_policy: Option<PathBuf>,
+    /// Connections and datagram flows the sandbox may carry out at once
+    /// (default 1024); past it a connect fails with EPERM.
+    #[arg(long = "egress-max-conns", global = true, value_name = "N", value_parser = crate::egress::parse_max_conns)]
+    pub egress_max_conns: Option<u64>,
+    /// Bytes per second the sandbox may send out, and as many received
+    /// (each direction on its own), with a K, M or G suffix (binary).
+    #[arg(long = "egress-rate", global = true, value_name = "RATE", value_parser = crate::egress::parse_rate)]
+    pub egress_rate: Option<u64>,
     /// Accepted for runc compatibility; husk manages cgroupfs paths.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,

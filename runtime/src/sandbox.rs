@@ -47,6 +47,18 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     for upstream in &g.dns_upstream {
         cmd.arg("--dns-upstream").arg(upstream);
     }
+    if let Some(p) = &g.egress_policy {
+        // The helper may start elsewhere (a container's sentry, in the
+        // bundle): the file by its full path.
+        let p = std::path::absolute(p).with_context(|| format!("--egress-policy {}", p.display()))?;
+        cmd.arg("--egress-policy").arg(p);
+    }
+    if let Some(n) = g.egress_max_conns {
+        cmd.arg("--egress-max-conns").arg(n.to_string());
+    }
+    if let Some(n) = g.egress_rate {
+        cmd.arg("--egress-rate").arg(n.to_string());
+    }
     if let Some(n) = g.disk_limit {
         cmd.arg("--disk-limit").arg(n.to_string());
     }

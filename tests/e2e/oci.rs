@@ -981,3 +981,38 @@ fn limits_hold_in_containers_and_their_state_names_them() {
     assert_eq!(s["limits"][0]["type"], "limit.timeout", "{s}");
     oci.husk(&["delete", &id]).assert_code(0);
 }
+
+/// `husk state` names a container's network (and that `host` is
+/// unfiltered); `husk events --stats` counts its egress from the audit
+/// log's net.* records.
+#[test]
+fn state_names_the_network_and_events_count_egress() {
+    // A connect no rule allows: refused at once, and counted. (198.18.0.0/15
+    // only, and it never leaves: there is no allow rule.)
+    let probe = "import socket, time\n\
+        try: socket.create_connection(('198.18.0.9', 80), timeout=5)\n\
+        except PermissionError: print('eperm', flush=True)\n\
+        time.sleep(60)\n";
+    let oci = Oci::new(&["python3", "-c", probe], serde_json::json!({}));
+    let id = unique("net-state");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "eperm");
+    let s = oci.state(&id);
+    assert_eq!((&s["network"], s.get("egress")), (&"sandbox".into(), None), "{s}");
+    let ev = oci.husk(&["events", "--stats", &id]);
+    if ev.code == 0 {
+        let ev: serde_json::Value = serde_json::from_slice(&ev.stdout).unwrap();
+        assert_eq!((&ev["network"]["denied"], &ev["network"]["connections"]), (&1.into(), &0.into()), "{ev}");
+    } else {
+        assert!(ev.stderr_str().contains("no cgroup"), "{}", ev.describe());
+    }
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+
+    let oci = Oci::new(&["sleep", "60"], serde_json::json!({}));
+    let id = unique("net-host");
+    oci.create_with(&["--network", "host"], &id);
+    let s = oci.state(&id);
+    assert_eq!((&s["network"], &s["egress"]), (&"host".into(), &"unfiltered".into()), "{s}");
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+}

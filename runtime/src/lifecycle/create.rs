@@ -106,6 +106,7 @@ pub fn create(g: &GlobalArgs, args: &CreateArgs) -> anyhow::Result<Created> {
         cgroup: sandbox.cgroup.as_ref().map(|c| c.path().to_path_buf()),
         cgroup_owned: sandbox.cgroup.as_ref().is_some_and(Cgroup::owned),
         audit_log: crate::audit_cmd::container_log_path(g, &args.id),
+        network: Some(g.network.as_str().into()),
     };
     let container = match reservation.commit(record) {
         Ok(c) => c,

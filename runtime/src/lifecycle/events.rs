@@ -1,7 +1,8 @@
 //! `husk events`: a container's resource usage as runc's JSON events —
 //! one with --stats, else one every --interval until the container stops;
 //! each with the limits the sandbox met so far (`limits`: the audit log's
-//! `limit.*` records).
+//! `limit.*` records) and its egress counters (`network`: from its
+//! `net.*` records).
 
 use crate::cli::{EventsArgs, GlobalArgs};
 use crate::oci::state::{StateRoot, Status};
@@ -34,10 +35,14 @@ pub fn run(g: &GlobalArgs, args: EventsArgs) -> anyhow::Result<i32> {
         }
         let cgroup = c.cgroup().context("the container has no cgroup")?;
         let limits = c.record.audit_log.as_deref().map(|l| crate::audit_cmd::limit_report(l, &args.id).0);
+        let network = c.record.audit_log.as_deref().map(|l| network_report(l, &args.id));
         drop(c);
         let mut event = serde_json::json!({ "type": "stats", "id": args.id, "data": cgroup.stats() });
         if let Some(l) = limits.filter(|l| !l.is_empty()) {
             event["limits"] = l.into();
+        }
+        if let Some(n) = network {
+            event["network"] = serde_json::to_value(n)?;
         }
         println!("{event}");
         if args.stats {
@@ -47,9 +52,80 @@ pub fn run(g: &GlobalArgs, args: EventsArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// A sandbox's egress so far, counted from its audit log.
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetworkStats {
+    /// Connections and datagram flows the gateway let out (net.connect).
+    pub connections: u64,
+    /// Those that ended (net.close), and the bytes they moved each way.
+    pub closed: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Connections and datagrams refused (net.denied).
+    pub denied: u64,
+    /// Queries the sandbox's resolver answered (net.dns).
+    pub dns_queries: u64,
+}
+
+impl NetworkStats {
+    fn add(&mut self, r: &serde_json::Value) {
+        let n = |f: &str| r[f].as_u64().unwrap_or(0);
+        match r["type"].as_str() {
+            Some("net.connect") => self.connections += 1,
+            Some("net.close") => {
+                self.closed += 1;
+                self.bytes_out = self.bytes_out.saturating_add(n("sent"));
+                self.bytes_in = self.bytes_in.saturating_add(n("received"));
+            }
+            Some("net.denied") => self.denied += 1,
+            Some("net.dns") => self.dns_queries += 1,
+            _ => {}
+        }
+    }
+}
+
+/// The `net.*` records of sandbox `id` in the log at `path`, counted (a
+/// log that cannot be read counts nothing).
+pub fn network_report(path: &std::path::Path, id: &str) -> NetworkStats {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut stats = NetworkStats::default();
+    for r in text.lines().filter(|l| l.contains("\"type\":\"net.")) {
+        match serde_json::from_str::<serde_json::Value>(r) {
+            Ok(r) if r["sandbox"] == id => stats.add(&r),
+            _ => {}
+        }
+    }
+    stats
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn network_counters_come_from_the_sandboxs_net_records() {
+        let dir = std::env::temp_dir().join(format!("husk-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("audit.jsonl");
+        let lines = [
+            r#"{"sandbox":"a","type":"net.connect","address":"198.18.0.2","port":80}"#,
+            r#"{"sandbox":"a","type":"net.close","sent":100,"received":2000}"#,
+            r#"{"sandbox":"a","type":"net.connect","address":"198.18.0.2","port":80}"#,
+            r#"{"sandbox":"a","type":"net.close","sent":5,"received":7}"#,
+            r#"{"sandbox":"a","type":"net.denied","address":"10.0.0.1","port":80}"#,
+            r#"{"sandbox":"a","type":"net.dns","name":"api.test"}"#,
+            r#"{"sandbox":"b","type":"net.connect","address":"198.18.0.2","port":80}"#,
+            r#"{"sandbox":"a","type":"process.exec","argv":["net.connect"]}"#,
+            r#"{"sandbox":"a","type":"net.close","sent":1,"recei"#,
+        ];
+        std::fs::write(&log, lines.join("\n")).unwrap();
+        let stats = network_report(&log, "a");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let expect =
+            NetworkStats { connections: 2, closed: 2, bytes_out: 105, bytes_in: 2007, denied: 1, dns_queries: 1 };
+        assert_eq!(stats, expect);
+        assert_eq!(network_report(std::path::Path::new("/nonexistent/audit.jsonl"), "a"), NetworkStats::default());
+    }
 
     #[test]
     fn intervals() {

@@ -12,6 +12,14 @@ use anyhow::Context as _;
 pub fn run(g: &GlobalArgs, args: IdArgs) -> anyhow::Result<i32> {
     let c = StateRoot::new(&g.root).open(&args.id)?;
     let mut state = serde_json::to_value(c.oci_state()).context("formatting the state")?;
+    // The network it was given: `host` is unfiltered, which an operator
+    // looking at a container should not have to guess.
+    if let Some(n) = &c.record.network {
+        state["network"] = n.as_str().into();
+        if n == "host" {
+            state["egress"] = "unfiltered".into();
+        }
+    }
     // Beyond the OCI fields: the limits the sandbox met, and why it ended.
     if let Some(log) = &c.record.audit_log {
         let (limits, reason) = crate::audit_cmd::limit_report(log, &args.id);

@@ -3,6 +3,9 @@
 //! do), but only when the operator allows it with --allow-flag-override;
 //! otherwise such annotations are ignored with a warning. Besides the
 //! diagnostics switches, a container may set its limits this way.
+//! What can only narrow a container's egress it may always set: deny
+//! rules (`egress-deny`) and lower egress limits (`egress-max-conns`,
+//! `egress-rate`); allow rules (`egress-allow`) need the consent.
 
 use crate::cli::GlobalArgs;
 use crate::limits::parse_duration;
@@ -34,12 +37,38 @@ fn lower<T: Ord>(current: Option<T>, new: T) -> Option<T> {
     })
 }
 
+/// The annotations a container may always set: each can only narrow
+/// what its sandbox may reach or use, below the operator's flags.
+const NARROWING: &[(&str, Setter)] = &[
+    ("egress-deny", |g, v| {
+        husk_netstack::egress::Rule::parse_list(v).map_err(|e| e.to_string())?;
+        g.egress_deny.push(v.to_owned());
+        Ok(())
+    }),
+    ("egress-max-conns", |g, v| {
+        let n = crate::egress::parse_max_conns(v)?;
+        let ceiling = g.egress_max_conns.unwrap_or(crate::egress::DEFAULT_MAX_CONNS);
+        g.egress_max_conns = Some(n.min(ceiling));
+        Ok(())
+    }),
+    ("egress-rate", |g, v| crate::egress::parse_rate(v).map(|n| g.egress_rate = lower(g.egress_rate, n))),
+];
+
+/// The flags a container may set only with the operator's consent and
+/// that add to the flags' values.
+const ADDING: &[(&str, Setter)] = &[("egress-allow", |g, v| {
+    husk_netstack::egress::Rule::parse_list(v).map_err(|e| e.to_string())?;
+    g.egress_allow.push(v.to_owned());
+    Ok(())
+})];
+
 fn count(v: &str) -> Result<u64, String> {
     v.parse().map_err(|_| format!("{v:?} is not a number"))
 }
 
 fn names() -> String {
-    OVERRIDABLE.iter().map(|(n, _)| *n).chain(VALUED.iter().map(|(n, _)| *n)).collect::<Vec<_>>().join(", ")
+    let valued = VALUED.iter().chain(NARROWING).chain(ADDING).map(|(n, _)| *n);
+    OVERRIDABLE.iter().map(|(n, _)| *n).chain(valued).collect::<Vec<_>>().join(", ")
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -62,11 +91,15 @@ pub fn apply(g: &GlobalArgs, annotations: &HashMap<String, String>) -> Result<Gl
         if crate::secrets::FLAG_ANNOTATIONS.contains(&name) {
             continue; // `secrets::apply_annotations` takes them.
         }
+        if let Some((_, set)) = NARROWING.iter().find(|(n, _)| *n == name) {
+            set(&mut out, value).map_err(|e| OverrideError::Invalid(name.into(), e))?;
+            continue;
+        }
         if !g.allow_flag_override {
             log::warn!("annotation {PREFIX}{name} ignored: the operator did not pass --allow-flag-override");
             continue;
         }
-        if let Some((_, set)) = VALUED.iter().find(|(n, _)| *n == name) {
+        if let Some((_, set)) = VALUED.iter().chain(ADDING).find(|(n, _)| *n == name) {
             set(&mut out, value).map_err(|e| OverrideError::Invalid(name.into(), e))?;
             continue;
         }
@@ -147,6 +180,49 @@ mod tests {
         let lower = notes(&[("dev.husk.flag.pids-limit", "8"), ("dev.husk.flag.timeout", "2s")]);
         let g = apply(&op, &lower).unwrap();
         assert_eq!((g.pids_limit, g.timeout), (Some(8), Some(std::time::Duration::from_secs(2))));
+    }
+
+    #[test]
+    fn a_container_may_always_narrow_its_egress_and_widen_it_only_with_consent() {
+        let a = notes(&[
+            ("dev.husk.flag.egress-deny", "198.18.0.3,*.evil.test:443"),
+            ("dev.husk.flag.egress-max-conns", "8"),
+            ("dev.husk.flag.egress-rate", "1M"),
+            ("dev.husk.flag.egress-allow", "api.test:443"),
+        ]);
+        let op = globals(&["--egress-allow", "*", "--egress-rate", "10M"]);
+        let g = apply(&op, &a).unwrap();
+        assert_eq!(g.egress_deny, ["198.18.0.3,*.evil.test:443"]);
+        assert_eq!((g.egress_max_conns, g.egress_rate), (Some(8), Some(1 << 20)));
+        assert_eq!(g.egress_allow, ["*"], "an allow rule without the operator's consent");
+        let g = apply(&globals(&["--allow-flag-override"]), &a).unwrap();
+        assert_eq!(g.egress_allow, ["api.test:443"]);
+    }
+
+    #[test]
+    fn egress_annotations_cannot_raise_the_operators_limits() {
+        let raise = notes(&[("dev.husk.flag.egress-max-conns", "60000"), ("dev.husk.flag.egress-rate", "1G")]);
+        let g = apply(&globals(&["--egress-max-conns", "16", "--egress-rate", "1M"]), &raise).unwrap();
+        assert_eq!((g.egress_max_conns, g.egress_rate), (Some(16), Some(1 << 20)));
+        let g = apply(&globals(&[]), &raise).unwrap();
+        assert_eq!(g.egress_max_conns, Some(crate::egress::DEFAULT_MAX_CONNS), "nor the default");
+        assert_eq!(g.egress_rate, Some(1 << 30), "no rate set: any is lower");
+    }
+
+    #[test]
+    fn bad_egress_annotations_name_their_token() {
+        for (flag, value, token) in [
+            ("egress-deny", "bad!host", "\"bad!host\""),
+            ("egress-max-conns", "0", "\"0\""),
+            ("egress-rate", "9Q", "\"Q\""),
+        ] {
+            let a = notes(&[(&format!("dev.husk.flag.{flag}"), value)]);
+            let e = apply(&globals(&[]), &a).unwrap_err().to_string();
+            assert!(e.contains(flag) && e.contains(token), "{e}");
+        }
+        let a = notes(&[("dev.husk.flag.egress-allow", "1.2.3.4:0")]);
+        let e = apply(&globals(&["--allow-flag-override"]), &a).unwrap_err().to_string();
+        assert!(e.contains("egress-allow") && e.contains("\"0\""), "{e}");
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub struct Record {
     /// The audit log's file, which husk closes when it kills the sentry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_log: Option<PathBuf>,
+    /// The sandbox's --network (sandbox, none, or host: unfiltered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// The OCI state of a container (runtime-spec "state"), as `husk state`
@@ -417,6 +420,7 @@ mod tests {
             cgroup: None,
             cgroup_owned: false,
             audit_log: None,
+            network: None,
         };
         let c = r.commit(record).unwrap();
         assert_eq!(c.status(), Status::Created);

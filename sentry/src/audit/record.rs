@@ -168,6 +168,20 @@ pub enum Record {
         /// Why: the deny rule, the reserved range or no allow rule.
         reason: String,
     },
+    /// A connection or datagram flow the egress gateway carried ended
+    /// (its socket closed): the bytes each way and how long it lasted.
+    #[serde(rename = "net.close")]
+    NetClose {
+        pid: i32,
+        protocol: String,
+        /// The destination (a datagram flow's first).
+        address: String,
+        port: u16,
+        /// Bytes out of the sandbox and into it.
+        sent: u64,
+        received: u64,
+        duration_ms: u64,
+    },
 }
 
 impl Record {

@@ -72,6 +72,9 @@ fn network_summary(network: &super::Network) -> String {
         |rules: &[husk_netstack::egress::Rule]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
     match network {
         super::Network::None => "none".into(),
+        super::Network::Sandbox(p) if p.unfiltered => {
+            "host: unfiltered host sockets (every destination, the always-denied ranges too)".into()
+        }
         super::Network::Sandbox(p) => {
             format!("sandbox; egress allow [{}] deny [{}]", list(p.policy.allow_rules()), list(p.policy.deny_rules()))
         }

@@ -102,6 +102,12 @@ pub struct EgressConfig {
     pub names: husk_netstack::dns::NamePolicy,
     /// Where the resolver forwards allowed names, in order.
     pub upstreams: Vec<std::net::SocketAddr>,
+    /// Connections at once and bytes a second.
+    pub limits: crate::fs::egress::Limits,
+    /// `--network host`: every destination is allowed, the always-denied
+    /// ranges and other DNS servers included; the sandbox's loopback
+    /// stays its own.
+    pub unfiltered: bool,
 }
 
 /// Why a sandbox could not start.
@@ -259,7 +265,8 @@ fn boot_with(
             let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
                 .map_err(BootError::Egress)?;
             let resolver = Resolver::new(egress.names, egress.upstreams, ResolverConfig::default());
-            Some(Uplink::new(Gateway::new(egress.policy, resolver, outer)))
+            let gateway = Gateway::new(egress.policy, resolver, outer, egress.limits);
+            Some(Uplink::new(if egress.unfiltered { gateway.unfiltered() } else { gateway }))
         }
         Network::None => None,
     };

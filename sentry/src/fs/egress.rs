@@ -11,6 +11,8 @@ use crate::abi::socket::{
     IPPROTO_TCP, SOL_SOCKET, SO_KEEPALIVE, SO_RCVBUF, SO_SNDBUF, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY,
 };
 use crate::abi::Errno;
+use crate::audit::{AuditLog, Record};
+use crate::fs::egress_rate::{Rate, Shaper};
 use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
 use crate::mm::accounting::{self, Accountant, Charge};
@@ -21,7 +23,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -53,9 +55,41 @@ pub fn valid_option(opt: (i32, i32), value: i32) -> bool {
     }
 }
 
-/// The most host sockets a sandbox holds at once; beyond it a connect or
-/// datagram out fails with ENOBUFS, as Linux's do when out of buffers.
+/// The most host sockets a sandbox holds at once unless
+/// `--egress-max-conns` says otherwise: each is a descriptor of the
+/// sentry, so a guest may not take them all.
 pub const HOST_SOCKETS: usize = 1024;
+
+/// What the operator limits a sandbox's egress to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Host sockets (connections, datagram flows) open at once; past it
+    /// a connect or datagram out is refused (EPERM, net.denied).
+    pub max_conns: usize,
+    /// Bytes a second each way, for the whole sandbox.
+    pub rate: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_conns: HOST_SOCKETS, rate: None }
+    }
+}
+
+/// Why the gateway opened no host socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenError {
+    /// The sandbox holds `--egress-max-conns` (the number) already.
+    Limit(usize),
+    /// The host's or the memory limit's failure.
+    Errno(Errno),
+}
+
+impl From<Errno> for OpenError {
+    fn from(e: Errno) -> OpenError {
+        OpenError::Errno(e)
+    }
+}
 
 /// Each host socket's SO_SNDBUF and SO_RCVBUF. Linux doubles what is set
 /// (for its bookkeeping), so a socket may hold twice both: that is what
@@ -79,6 +113,10 @@ pub struct Gateway {
     budget: usize,
     /// The sandbox's memory, which host socket buffers are charged to.
     memory: Arc<Accountant>,
+    /// `--egress-rate`'s buckets.
+    rate: Option<Arc<Rate>>,
+    /// `--network host`: no policy at all.
+    unfiltered: bool,
 }
 
 /// A host socket's place in the sandbox's budget and its buffers' charge,
@@ -86,6 +124,8 @@ pub struct Gateway {
 pub struct Lease {
     live: Arc<AtomicUsize>,
     charge: Charge,
+    /// The sandbox's rate, which the connection is paced by.
+    rate: Option<Arc<Rate>>,
 }
 
 impl Drop for Lease {
@@ -101,15 +141,23 @@ pub struct Opened {
 }
 
 impl Gateway {
-    pub fn new(policy: Policy, resolver: Resolver, outer: Outer) -> Gateway {
+    pub fn new(policy: Policy, resolver: Resolver, outer: Outer, limits: Limits) -> Gateway {
         Gateway {
             policy,
             resolver: Arc::new(resolver),
             outer: Arc::new(outer),
             live: Arc::default(),
-            budget: HOST_SOCKETS,
+            budget: limits.max_conns,
             memory: accounting::sandbox(),
+            rate: limits.rate.map(Rate::new),
+            unfiltered: false,
         }
+    }
+
+    /// The gateway of `--network host`: it lets every destination out
+    /// (the limits still hold).
+    pub fn unfiltered(self) -> Gateway {
+        Gateway { unfiltered: true, ..self }
     }
 
     /// The verdict on a connection or datagram to `dest`: allowed when an
@@ -121,6 +169,9 @@ impl Gateway {
     /// verdict, the allowed name the address came from when that is what
     /// lets it through.
     pub fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
+        if self.unfiltered {
+            return (Verdict::Allowed { rule: "--network host".into() }, None);
+        }
         let verdict = self.policy.check(dest);
         let dns = DNS_PORTS.contains(&dest.port());
         match &verdict {
@@ -159,16 +210,17 @@ impl Gateway {
     }
 
     /// A new host socket in the outer namespace, IPv6 or IPv4, with
-    /// bounded buffers; ENOBUFS past the sandbox's budget of sockets or
-    /// its memory limit.
-    pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, Errno> {
+    /// bounded buffers; refused past the sandbox's budget of sockets
+    /// (`--egress-max-conns`), ENOBUFS past its memory limit.
+    pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, OpenError> {
         let taken = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.budget).then_some(n + 1));
         if taken.is_err() {
-            return Err(Errno::ENOBUFS);
+            return Err(OpenError::Limit(self.budget));
         }
-        let mut lease = Lease { live: self.live.clone(), charge: Charge::new(self.memory.clone()) };
+        let charge = Charge::new(self.memory.clone());
+        let mut lease = Lease { live: self.live.clone(), charge, rate: self.rate.clone() };
         if !lease.charge.grow(HOST_CHARGE) {
-            return Err(Errno::ENOBUFS);
+            return Err(OpenError::Errno(Errno::ENOBUFS));
         }
         let fd = self.outer.socket(v6, kind)?;
         for &(level, name) in BUFFER_OPTIONS {
@@ -215,6 +267,23 @@ pub struct HostConn {
     peers: Mutex<VecDeque<SocketAddr>>,
     /// The gateway's lease on the host socket, when it opened it.
     _lease: Option<Lease>,
+    /// The sandbox's rate, when it has one.
+    shaper: Option<Shaper>,
+    /// What its net.close record says, once the gateway let it out.
+    flow: OnceLock<Flow>,
+    /// Bytes out and in so far.
+    sent: AtomicU64,
+    received: AtomicU64,
+}
+
+/// A carried connection or datagram flow, for the net.close record its
+/// end writes.
+pub struct Flow {
+    pub log: Option<Arc<AuditLog>>,
+    pub pid: i32,
+    pub protocol: String,
+    pub dest: SocketAddr,
+    pub start: Instant,
 }
 
 /// How many peers a datagram socket accepts replies from.
@@ -244,13 +313,75 @@ impl HostConn {
         if !crate::waiter::host::watch(fd.as_raw_fd(), queue) {
             log::warn!("the host-descriptor notifier cannot watch an egress socket");
         }
+        let shaper = lease.as_ref().and_then(|l| l.rate.clone()).map(|r| Shaper::new(r, queue));
         HostConn {
             fd,
             connected: AtomicBool::new(false),
             dialed: Mutex::new(None),
             peers: Mutex::default(),
             _lease: lease,
+            shaper,
+            flow: OnceLock::new(),
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
         }
+    }
+
+    /// Records the connection's end (net.close) when it closes; the
+    /// first call wins (a datagram flow's first destination).
+    pub fn track(&self, flow: Flow) {
+        let _ = self.flow.set(flow);
+    }
+
+    /// Counts bytes moved by a successful transfer.
+    fn count<T>(&self, up: bool, r: Result<T, Errno>, n: impl FnOnce(&T) -> usize) -> Result<T, Errno> {
+        if let Ok(v) = &r {
+            let counter = if up { &self.sent } else { &self.received };
+            counter.fetch_add(u64::try_from(n(v)).unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// The host socket's readiness as the guest sees it: under a rate, not
+    /// readable or writable while the direction's bucket is short (an
+    /// alarm then wakes the socket's waiters).
+    pub fn paced_events(&self) -> u32 {
+        let events = self.events();
+        let Some(s) = &self.shaper else { return events };
+        let mut hidden = 0;
+        if events & (POLLIN | POLLRDNORM) != 0 && !self.at_end(events) && !s.ready(&s.rate.down) {
+            hidden |= POLLIN | POLLRDNORM;
+        }
+        if events & (POLLOUT | POLLWRNORM) != 0 && !s.ready(&s.rate.up) {
+            hidden |= POLLOUT | POLLWRNORM;
+        }
+        events & !hidden
+    }
+
+    /// Whether a stream's next read sees only its end (the peer shut
+    /// down and nothing is left): that is not paced, or a guest waiting
+    /// for it would find the end readable and its read failing until the
+    /// bucket refilled.
+    fn at_end(&self, events: u32) -> bool {
+        events & POLLRDHUP != 0 && self.readable_bytes().is_ok_and(|n| n == 0)
+    }
+
+    /// Runs `io` on at most the bytes `want` the rate grants in
+    /// `direction` (all of them when `whole`), returning what it did not
+    /// move; EAGAIN while the bucket is short.
+    fn paced(
+        &self,
+        up: bool,
+        want: usize,
+        whole: bool,
+        io: impl FnOnce(usize) -> Result<usize, Errno>,
+    ) -> Result<usize, Errno> {
+        let Some(s) = &self.shaper else { return io(want) };
+        let bucket = if up { &s.rate.up } else { &s.rate.down };
+        let granted = s.take(bucket, want, whole).ok_or(Errno::EAGAIN)?;
+        let r = io(granted);
+        bucket.refund(granted - r.as_ref().map_or(0, |&n| n.min(granted)));
+        r
     }
 
     /// The host socket's readiness now, as poll bits.
@@ -326,18 +457,28 @@ impl HostConn {
 
     pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
         self.heard_from(to);
-        host::send_to(self.fd.as_fd(), buf, to)
+        let r = self.paced(true, buf.len(), true, |_| host::send_to(self.fd.as_fd(), buf, to));
+        self.count(true, r, |&n| n)
     }
 
     /// One datagram from a peer the socket sent to or connected to:
     /// bytes copied, its whole length, its sender. Datagrams from anyone
     /// else are dropped unseen.
     pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+        if let Some(s) = &self.shaper {
+            if !s.ready(&s.rate.down) {
+                return Err(Errno::EAGAIN);
+            }
+        }
         loop {
             let got = host::recv_from(self.fd.as_fd(), buf, peek)?;
             let known = got.2.is_some_and(|from| self.peers.lock().contains(&plain(from)));
             if known {
-                return Ok(got);
+                if let Some(s) = self.shaper.as_ref().filter(|_| !peek) {
+                    s.rate.down.charge(got.1);
+                }
+                let moved = if peek { 0 } else { got.1 };
+                return self.count(false, Ok(got), |_| moved);
             }
             if peek {
                 host::recv_from(self.fd.as_fd(), &mut [], false)?;
@@ -356,12 +497,25 @@ impl HostConn {
         }
     }
 
+    /// A stream's send of what the rate grants now; a datagram socket's
+    /// (connected outside) of the whole datagram.
     pub fn send(&self, buf: &[u8]) -> Result<usize, Errno> {
-        host::send(self.fd.as_fd(), buf)
+        let whole = self.is_connected();
+        let r = self.paced(true, buf.len(), whole, |n| host::send(self.fd.as_fd(), &buf[..n.min(buf.len())]));
+        self.count(true, r, |&n| n)
     }
 
+    /// A stream's receive of what the rate grants now (a peek takes
+    /// nothing from it).
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
-        host::recv(self.fd.as_fd(), buf, peek)
+        if peek || (self.shaper.is_some() && self.at_end(self.events())) {
+            return host::recv(self.fd.as_fd(), buf, peek);
+        }
+        let r = self.paced(false, buf.len(), false, |n| {
+            let end = n.min(buf.len());
+            host::recv(self.fd.as_fd(), &mut buf[..end], false)
+        });
+        self.count(false, r, |&n| n)
     }
 
     pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
@@ -399,6 +553,21 @@ impl HostConn {
 impl Drop for HostConn {
     fn drop(&mut self) {
         crate::waiter::host::unwatch(self.fd.as_raw_fd());
+        let Some(flow) = self.flow.take() else { return };
+        if let Some(log) = &flow.log {
+            let record = Record::NetClose {
+                pid: flow.pid,
+                protocol: flow.protocol,
+                address: flow.dest.ip().to_string(),
+                port: flow.dest.port(),
+                sent: self.sent.load(Ordering::Relaxed),
+                received: self.received.load(Ordering::Relaxed),
+                duration_ms: u64::try_from(flow.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+            };
+            // A log that fails has stopped the sandbox already (it fails
+            // closed); a close has nobody to report to.
+            let _ = log.write(&record);
+        }
     }
 }
 
@@ -440,7 +609,7 @@ mod tests {
         let policy = Policy::parse(allow, &["198.18.0.66"]).unwrap();
         let names = NamePolicy::from_rules(allow.iter().copied(), []).unwrap();
         let resolver = Resolver::new(names, vec!["192.0.2.53:53".parse().unwrap()], Config::default());
-        Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap())
+        Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap(), Limits::default())
     }
 
     fn allowed(g: &Gateway, dest: &str) -> bool {
@@ -461,6 +630,14 @@ mod tests {
         assert!(!allowed(&g, "198.18.0.2:8081"), "a port the name's rule does not open");
         assert!(!allowed(&g, "198.18.0.3:8080"), "an address the name did not resolve to");
         assert!(!allowed(&g, "198.18.0.2:53"), "DNS on an allowed name's host");
+    }
+
+    #[test]
+    fn an_unfiltered_gateway_lets_everything_out() {
+        let g = gateway(&[]).unfiltered();
+        for dest in ["169.254.169.254:80", "10.0.0.1:80", "198.18.0.66:443", "198.18.0.5:53", "[::1]:22"] {
+            assert_eq!(g.decide(dest.parse().unwrap()), (Verdict::Allowed { rule: "--network host".into() }, None));
+        }
     }
 
     #[test]
@@ -566,7 +743,7 @@ mod tests {
         let memory = Accountant::new(1 << 30);
         let g = budgeted(3, memory.clone());
         let open: Vec<Opened> = (0..3).map(|_| g.open(false, Kind::Stream).unwrap()).collect();
-        assert_eq!(g.open(false, Kind::Datagram).err(), Some(Errno::ENOBUFS), "past the budget");
+        assert_eq!(g.open(false, Kind::Datagram).err(), Some(OpenError::Limit(3)), "past the budget");
         assert_eq!(memory.charged(), 3 * HOST_CHARGE);
         let sndbuf = nix::sys::socket::getsockopt(&open[0].fd, nix::sys::socket::sockopt::SndBuf).unwrap();
         assert_eq!(sndbuf, 2 * 64 * 1024, "Linux doubles what is set");
@@ -576,9 +753,47 @@ mod tests {
         drop(again);
         let small = budgeted(10, Accountant::new(2 * HOST_CHARGE));
         let first = small.open(false, Kind::Stream).unwrap();
-        assert_eq!(small.open(false, Kind::Stream).err(), Some(Errno::ENOBUFS), "past the memory limit");
+        let past = small.open(false, Kind::Stream).err();
+        assert_eq!(past, Some(OpenError::Errno(Errno::ENOBUFS)), "past the memory limit");
         drop(first);
         small.open(false, Kind::Stream).unwrap();
+    }
+
+    #[test]
+    fn a_paced_stream_waits_for_its_bucket_but_not_for_its_end() {
+        use std::io::Write;
+        let limits = Limits { max_conns: 4, rate: Some(16 * 1024) };
+        let policy = Policy::parse(&["*"], &[] as &[&str]).unwrap();
+        let resolver = Resolver::new(NamePolicy::from_rules(["*"], []).unwrap(), Vec::new(), Config::default());
+        let g = Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap(), limits);
+        let queue = Arc::new(Queue::default());
+        let c = HostConn::leased(g.open(false, Kind::Stream).unwrap(), &queue);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _ = c.dial(|| Ok(l.local_addr().unwrap()));
+        outcome(&c).unwrap();
+        let (mut peer, _) = l.accept().unwrap();
+        peer.write_all(&[7u8; 20 * 1024]).unwrap();
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = vec![0u8; 64 * 1024];
+        assert_eq!(c.recv(&mut buf, false), Ok(16 * 1024), "the burst");
+        assert_eq!(c.recv(&mut buf, false), Err(Errno::EAGAIN), "the rest waits for the bucket");
+        assert_eq!(c.paced_events() & POLLIN, 0, "and does not read as ready");
+        let start = Instant::now();
+        let rest = loop {
+            match c.recv(&mut buf, false) {
+                Err(Errno::EAGAIN) if start.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                r => break r,
+            }
+        };
+        assert_eq!(rest, Ok(4 * 1024));
+        assert!(start.elapsed() >= Duration::from_millis(150), "4K at 16K a second came early");
+        // The bucket is empty again, but the end is not paced.
+        assert_ne!(c.paced_events() & POLLIN, 0, "the end reads as ready");
+        assert_eq!(c.recv(&mut buf, false), Ok(0));
+        assert_eq!((c.sent.load(Ordering::Relaxed), c.received.load(Ordering::Relaxed)), (0, 20 * 1024));
     }
 
     #[test]

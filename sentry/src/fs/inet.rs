@@ -168,9 +168,9 @@ impl FileOps for InetSocket {
 
     fn poll_events(&self) -> u32 {
         match (&self.endpoint, self.outside()) {
-            (Endpoint::Tcp(_), Some(h)) => h.events(),
+            (Endpoint::Tcp(_), Some(h)) => h.paced_events(),
             (Endpoint::Tcp(t), None) => t.events(),
-            (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::events),
+            (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::paced_events),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod disk;
 pub mod dns;
 pub mod dns_tcp;
 pub mod egress;
+pub mod egress_rate;
 pub mod epoll;
 pub mod eventfd;
 pub mod gofer;

@@ -11,7 +11,7 @@ use super::block::wait_io;
 use super::socket::nonblocking;
 use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
-use crate::fs::egress::{Egress, Gateway, HostConn, FORWARDED_OPTIONS};
+use crate::fs::egress::{Egress, Flow, Gateway, HostConn, OpenError, Opened, FORWARDED_OPTIONS};
 use crate::fs::inet::{Endpoint, InetSocket};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
@@ -48,11 +48,22 @@ pub(super) fn takes(task: &Task, s: &InetSocket, to: SocketAddr) -> bool {
     fresh && outbound(to) && task.kernel.ext::<Egress>().gateway().is_some()
 }
 
+/// A destination the policy allowed: by which rule, and the allowed name
+/// its address came from when that is what let it through.
+struct Allowed {
+    dest: SocketAddr,
+    rule: String,
+    name: Option<String>,
+}
+
+fn protocol(s: &InetSocket) -> String {
+    if s.is_stream() { "tcp" } else { "udp" }.to_owned()
+}
+
 /// The policy's word on `to` for socket `s`: EPERM when it is denied,
 /// ENETUNREACH for IPv4 through a v6-only socket (as in the netstack). A
-/// denial is recorded (net.denied), and so is an allowed connect
-/// (net.connect, with `connecting`).
-fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connecting: bool) -> Result<(), Errno> {
+/// denial is recorded (net.denied).
+fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Result<Allowed, Errno> {
     let (family, v6only) = match &s.endpoint {
         Endpoint::Tcp(t) => (t.family(), t.share_opts().v6only),
         Endpoint::Udp(u) => (u.family(), u.share_opts().v6only),
@@ -61,21 +72,52 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connec
         return Err(Errno::ENETUNREACH);
     }
     let dest = unmapped(to);
-    let protocol = if s.is_stream() { "tcp" } else { "udp" }.to_owned();
-    let pid = task.thread.tgid;
     match gateway.decide(dest) {
-        (Verdict::Allowed { rule }, name) => {
-            if connecting {
-                let address = dest.ip().to_string();
-                task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: dest.port(), name, rule })?;
-            }
-            Ok(())
-        }
+        (Verdict::Allowed { rule }, name) => Ok(Allowed { dest, rule, name }),
         (verdict, _) => {
             log::debug!("egress: {to} {verdict}");
-            let (address, reason) = (dest.ip().to_string(), verdict.to_string());
-            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason })?;
-            Err(Errno::EPERM)
+            deny(task, s, dest, verdict.to_string())
+        }
+    }
+}
+
+/// Records a refusal (net.denied) and fails with EPERM.
+fn deny<T>(task: &Task, s: &InetSocket, dest: SocketAddr, reason: String) -> Result<T, Errno> {
+    let (pid, protocol, address) = (task.thread.tgid, protocol(s), dest.ip().to_string());
+    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason })?;
+    Err(Errno::EPERM)
+}
+
+/// What the net.close of a connection to `dest` will say.
+fn flow(task: &Task, s: &InetSocket, dest: SocketAddr) -> Flow {
+    let log = task.kernel.audit_log().cloned();
+    Flow { log, pid: task.thread.tgid, protocol: protocol(s), dest, start: std::time::Instant::now() }
+}
+
+/// Records an allowed connect (net.connect).
+fn record_connect(task: &Task, s: &InetSocket, a: Allowed) -> Result<(), Errno> {
+    let (pid, protocol, address) = (task.thread.tgid, protocol(s), a.dest.ip().to_string());
+    let (port, name, rule) = (a.dest.port(), a.name, a.rule);
+    task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name, rule })?;
+    Ok(())
+}
+
+/// A host socket from the gateway for a connection or flow to `dest`;
+/// past `--egress-max-conns` the guest gets EPERM at once and the log a
+/// net.denied naming the limit.
+fn open(task: &Task, gateway: &Gateway, s: &InetSocket, dest: SocketAddr, kind: Kind) -> Result<Opened, Errno> {
+    let v6 = match kind {
+        Kind::Stream => dest.is_ipv6(),
+        // Of the guest socket's family, so that a reply's sender reads
+        // as the guest expects.
+        Kind::Datagram => matches!(&s.endpoint, Endpoint::Udp(u) if u.family() == Family::V6),
+    };
+    match gateway.open(v6, kind) {
+        Ok(o) => Ok(o),
+        Err(OpenError::Errno(e)) => Err(e),
+        Err(OpenError::Limit(n)) => {
+            log::debug!("egress: {dest}: {n} connections open already");
+            deny(task, s, dest, format!("denied: the limit of {n} connections at once (--egress-max-conns)"))
         }
     }
 }
@@ -84,13 +126,18 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connec
 pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: SocketAddr) -> SysResult {
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
-    permit(task, gateway, s, to, true)?;
+    let allowed = permit(task, gateway, s, to)?;
+    let dest = allowed.dest;
     if !s.is_stream() {
-        datagram_conn(gateway, s)?.connect_datagrams(to)?;
+        let conn = datagram_conn(task, gateway, s, dest)?;
+        record_connect(task, s, allowed)?;
+        conn.connect_datagrams(to)?;
         return Ok(0);
     }
-    let dest = unmapped(to);
-    let conn = s.carry_outside(gateway.open(dest.is_ipv6(), Kind::Stream)?)?;
+    let opened = open(task, gateway, s, dest, Kind::Stream)?;
+    record_connect(task, s, allowed)?;
+    let conn = s.carry_outside(opened)?;
+    conn.track(flow(task, s, dest));
     // A thread that connected the socket first wins; this one then gets
     // the host's answer about that connection (EALREADY, EISCONN).
     let stored = s.stored.lock().clone();
@@ -103,17 +150,23 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: Sock
 }
 
 /// The host socket a datagram socket sends out of the sandbox on, made
-/// on its first datagram out: of the guest socket's family, so that a
-/// reply's sender reads as the guest expects.
-fn datagram_conn<'a>(gateway: &Gateway, s: &'a InetSocket) -> Result<&'a HostConn, Errno> {
+/// on its first datagram out (to `dest`).
+fn datagram_conn<'a>(
+    task: &Task,
+    gateway: &Gateway,
+    s: &'a InetSocket,
+    dest: SocketAddr,
+) -> Result<&'a HostConn, Errno> {
     if let Some(conn) = s.outside() {
         return Ok(conn);
     }
-    let v6 = matches!(&s.endpoint, Endpoint::Udp(u) if u.family() == Family::V6);
-    let fd = gateway.open(v6, Kind::Datagram)?;
+    let fd = open(task, gateway, s, dest, Kind::Datagram)?;
     // A racing thread may have made one first: then that one serves.
     match s.carry_outside(fd) {
-        Ok(conn) => Ok(conn),
+        Ok(conn) => {
+            conn.track(flow(task, s, dest));
+            Ok(conn)
+        }
         Err(_) => s.outside().ok_or(Errno::EISCONN),
     }
 }
@@ -145,7 +198,10 @@ pub(super) fn send_datagram(
         Some(to) if outbound(to) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
-            Some(permit(task, gateway, s, to, false).and_then(|()| datagram_conn(gateway, s)?.send_to(data, to)))
+            let sent = permit(task, gateway, s, to)
+                .and_then(|a| datagram_conn(task, gateway, s, a.dest))
+                .and_then(|conn| conn.send_to(data, to));
+            Some(sent)
         }
         None => s.outside().filter(|c| c.is_connected()).map(|c| c.send(data)),
         Some(_) => None,
@@ -215,7 +271,9 @@ pub(super) fn reconnect(
         if !outbound(to) {
             return Err(Errno::ENETUNREACH);
         }
-        permit(task, gateway, s, to, true).map(|()| unmapped(to))
+        let allowed = permit(task, gateway, s, to)?;
+        let dest = allowed.dest;
+        record_connect(task, s, allowed).map(|()| dest)
     };
     finish(f, s, conn, conn.dial(admit))
 }
