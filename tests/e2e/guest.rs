@@ -214,7 +214,6 @@ fn guest_auxv() {
 }
 
 #[test]
-<<<<<<< HEAD
 fn guest_inotify() {
     guest_test("inotify", &[]);
 }
@@ -227,7 +226,9 @@ fn guest_inotify_on_the_root_overlay() {
 #[test]
 fn guest_xattr() {
     guest_test("xattr", &[]);
-=======
+}
+
+#[test]
 fn guest_sysv_shm() {
     guest_test("sysv_shm", &[]);
 }
@@ -240,5 +241,4 @@ fn guest_sysv_sem() {
 #[test]
 fn guest_sysv_msg() {
     guest_test("sysv_msg", &[]);
->>>>>>> d-sysvipc
 }

@@ -497,7 +497,6 @@ fn nothing_is_left_behind_after_many_threads_and_processes() {
     assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
 }
 
-<<<<<<< HEAD
 /// `tail -f` (GNU coreutils watches with inotify) sees lines another process
 /// appends to a file on the sentry's tmpfs (/tmp). `-s 30`: tail's polling
 /// fallback would sleep 30 s between looks, so lines arriving within the
@@ -523,7 +522,8 @@ fn tail_follow_sees_appended_lines() {
          cat $o; rm -f $f $o\n";
     let (_, sbx) = assert_same_as_native(&["sh", "-c", script], None);
     assert_eq!(sbx.stdout_str(), "first\nsecond\nthird\n");
-=======
+}
+
 #[test]
 fn python_sysv_shm_through_ctypes() {
     // SysV shared memory from Python (ctypes on libc's shmget/shmat, not
@@ -564,5 +564,4 @@ fn ipcs_shows_sysv_objects() {
     assert!(out.contains("Message Queues"), "{}", sbx.describe());
     let shm_rows = out.lines().skip_while(|l| !l.trim_start().starts_with("key      shmid")).skip(1).count();
     assert_eq!(shm_rows, 0, "the removed segment is gone from /proc/sysvipc/shm\n{}", sbx.describe());
->>>>>>> d-sysvipc
 }

@@ -58,11 +58,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-<<<<<<< HEAD
-const FAMILIES: [Entries; 28] = [
-=======
-const FAMILIES: [Entries; 30] = [
->>>>>>> d-sysvipc
+const FAMILIES: [Entries; 31] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -90,13 +86,10 @@ const FAMILIES: [Entries; 30] = [
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,
-<<<<<<< HEAD
     inotify::ENTRIES,
-=======
     sysv_shm::ENTRIES,
     sysv_sem::ENTRIES,
     sysv_msg::ENTRIES,
->>>>>>> d-sysvipc
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.
