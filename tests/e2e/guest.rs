@@ -212,3 +212,8 @@ fn guest_proc_self() {
 fn guest_auxv() {
     guest_test("auxv", &["one", "two words"]);
 }
+
+#[test]
+fn guest_seccomp() {
+    guest_test("seccomp", &[]);
+}

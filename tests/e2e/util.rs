@@ -61,6 +61,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "robust",
     "rlimit_cpu",
     "escape_probe",
+    "seccomp",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -209,6 +209,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         attrs.pdeathsig = 0;
         *t.attrs.lock() = attrs;
     }
+    t.seccomp.inherit(&p.seccomp);
     for sig in 1..=NSIG {
         let a = p.sigactions.swap(sig, None);
         t.sigactions.swap(sig, Some(a));
@@ -257,6 +258,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     *t.auxv.lock() = p.auxv.lock().clone();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     *t.attrs.lock() = p.attrs.lock().clone();
+    t.seccomp.inherit(&p.seccomp);
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     if f & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(args.child_tid, std::sync::atomic::Ordering::Relaxed);
@@ -271,6 +273,8 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
     kernel.add_thread(t.clone());
+    // A TSYNC that raced with this clone reaches the new thread too.
+    t.seccomp.catch_up(&p.seccomp);
     // A stop of the process that raced with this clone parks the new
     // thread too.
     if kernel.procs.stopped_by(t.tgid).is_some() {

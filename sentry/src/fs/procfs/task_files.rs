@@ -207,6 +207,7 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
         sigq_max: t.rlimit(RLIMIT_SIGPENDING).cur,
         sigs: sig_sets(t),
         no_new_privs: t.attrs.lock().no_new_privs,
+        seccomp: (t.seccomp.mode(), t.seccomp.filter_count()),
         host_lines: &host_lines,
     };
     process::format_status(&s)
