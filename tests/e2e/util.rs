@@ -62,6 +62,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "rlimit_cpu",
     "escape_probe",
     "seccomp",
+    "pidfd",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -27,6 +27,7 @@ mod mmap;
 mod mmsg;
 mod mqueue;
 mod netlink;
+mod pidfd;
 mod poll;
 mod prctl;
 mod process;
@@ -55,7 +56,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 28] = [
+const FAMILIES: [Entries; 29] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -84,6 +85,7 @@ const FAMILIES: [Entries; 28] = [
     splice::ENTRIES,
     mqueue::ENTRIES,
     seccomp::ENTRIES,
+    pidfd::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.
