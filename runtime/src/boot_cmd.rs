@@ -61,6 +61,31 @@ fn rlimits(args: &[String]) -> anyhow::Result<Vec<(usize, Rlimit)>> {
         .collect()
 }
 
+/// `--seccomp-filter HEX`: the program, checked as the kernel checks a
+/// guest's.
+fn seccomp_program(hex: &str, log: bool) -> anyhow::Result<husk_sentry::boot::ContainerSeccomp> {
+    use husk_sentry::kernel::seccomp::bpf::{Insn, Program};
+    let bad = || format!("--seccomp-filter: want hex of 8-byte instructions, got {} characters", hex.len());
+    if !hex.is_ascii() || hex.len() % (2 * Insn::SIZE) != 0 {
+        anyhow::bail!(bad());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .with_context(bad)?;
+    let insns = bytes
+        .chunks_exact(Insn::SIZE)
+        .map(|c| {
+            let mut b = [0u8; Insn::SIZE];
+            b.copy_from_slice(c);
+            Insn::decode(&b)
+        })
+        .collect();
+    let program = Program::new(insns).context("--seccomp-filter")?;
+    Ok(husk_sentry::boot::ContainerSeccomp { program, log })
+}
+
 /// `--tmpfs PATH=MODE` arguments.
 fn tmpfs(args: &[String]) -> anyhow::Result<Vec<(Vec<u8>, u32)>> {
     args.iter()
@@ -167,6 +192,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             _ => None,
         },
         secrets: secrets.unwrap_or_default(),
+        seccomp: args.seccomp_filter.as_deref().map(|h| seccomp_program(h, args.seccomp_log)).transpose()?,
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),

@@ -467,6 +467,13 @@ pub struct BootArgs {
     /// The process may gain no privileges (noNewPrivileges).
     #[arg(long)]
     pub no_new_privs: bool,
+    /// HEX: a classic BPF seccomp program (sock_filter bytes) installed
+    /// on every container process (linux.seccomp, compiled).
+    #[arg(long)]
+    pub seccomp_filter: Option<String>,
+    /// The seccomp program's actions are logged (SECCOMP_FILTER_FLAG_LOG).
+    #[arg(long)]
+    pub seccomp_log: bool,
     /// KEY=VALUE: a sysctl of the sandbox's (repeatable).
     #[arg(long = "sysctl")]
     pub sysctls: Vec<String>,

@@ -242,3 +242,32 @@ fn guest_sysv_sem() {
 fn guest_sysv_msg() {
     guest_test("sysv_msg", &[]);
 }
+
+#[test]
+fn guest_seccomp() {
+    guest_test("seccomp", &[]);
+}
+
+#[test]
+fn guest_pidfd() {
+    guest_test("pidfd", &[]);
+}
+
+/// Python's `os.pidfd_open` and `select`, as asyncio's pidfd child
+/// watcher uses them: not readable while the child runs, readable once it
+/// exited, then reaped with `waitid(P_PIDFD)`.
+#[test]
+fn python_waits_for_a_child_through_a_pidfd() {
+    let script = "import os, select, subprocess\n\
+                  p = subprocess.Popen(['sleep', '0.3'])\n\
+                  fd = os.pidfd_open(p.pid)\n\
+                  assert select.select([fd], [], [], 0)[0] == []\n\
+                  assert select.select([fd], [], [], 20)[0] == [fd]\n\
+                  r = os.waitid(os.P_PIDFD, fd, os.WEXITED)\n\
+                  print(r.si_pid == p.pid, r.si_status)\n";
+    let argv = ["/usr/bin/python3", "-c", script];
+    let nat = run(native(&argv), None);
+    assert_eq!((nat.code, nat.stdout_str().as_str()), (0, "True 0\n"), "natively: {}", nat.describe());
+    let sbx = run(husk_do(&[], &argv), None);
+    assert_eq!((sbx.code, sbx.stdout_str().as_str()), (0, "True 0\n"), "under husk: {}", sbx.describe());
+}

@@ -1016,3 +1016,39 @@ fn state_names_the_network_and_events_count_egress() {
     assert_eq!((&s["network"], &s["egress"]), (&"host".into(), &"unfiltered".into()), "{s}");
     oci.husk(&["delete", "--force", &id]).assert_code(0);
 }
+
+/// linux.seccomp filters the container's calls as runc's libseccomp
+/// filter would: mkdir fails with the profile's errno, unshare kills the
+/// process that calls it (the shell sees SIGSYS, 128 + 31), the rest runs,
+/// and the filter shows in /proc/self/status. A malformed profile is a
+/// clear error before anything runs.
+#[test]
+fn the_seccomp_profile_filters_the_containers_calls() {
+    let script = "mkdir /tmp/x 2>/dev/null; echo mkdir $?; grep -E '^Seccomp' /proc/self/status; \
+                  unshare -U true; echo unshare $?; echo still here";
+    let profile = serde_json::json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "syscalls": [
+            { "names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1 },
+            { "names": ["unshare"], "action": "SCMP_ACT_KILL_PROCESS" },
+        ],
+    });
+    let oci = Oci::new(&["sh", "-c", script], serde_json::json!({ "linux": { "seccomp": profile } }));
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &unique("seccomp")]);
+    r.assert_code(0);
+    assert_eq!(
+        r.stdout_str(),
+        "mkdir 1\nSeccomp:\t2\nSeccomp_filters:\t1\nunshare 159\nstill here\n",
+        "{}",
+        r.describe()
+    );
+
+    let bad = serde_json::json!({ "defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+        { "names": ["read"], "action": "SCMP_ACT_ALLOW", "args": [{ "index": 9, "value": 0, "op": "SCMP_CMP_EQ" }] },
+    ]});
+    let oci = Oci::new(&["true"], serde_json::json!({ "linux": { "seccomp": bad } }));
+    let r = oci.husk(&["run", "--bundle", oci.bundle.to_str().unwrap(), &unique("seccomp-bad")]);
+    assert_ne!(r.code, 0, "{}", r.describe());
+    assert!(r.stderr_str().contains("linux.seccomp: syscalls[0] has an argument index 9"), "{}", r.describe());
+}

@@ -66,6 +66,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sysv_sem",
     "sysv_msg",
     "escape_probe",
+    "seccomp",
+    "pidfd",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -290,6 +290,12 @@ fn start_sentry(
     if launch.no_new_privs {
         boot_args.push("--no-new-privs".into());
     }
+    if let Some(filter) = &launch.seccomp {
+        boot_args.extend(["--seccomp-filter".into(), filter.encode().into()]);
+        if filter.log {
+            boot_args.push("--seccomp-log".into());
+        }
+    }
     if let Some((quota, period)) = launch.cpu_max {
         boot_args.extend(["--cpu-max".into(), format!("{quota}:{period}").into()]);
     }

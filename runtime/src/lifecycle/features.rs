@@ -17,9 +17,17 @@ pub fn run(_: &GlobalArgs) -> anyhow::Result<i32> {
             // Emulated by the sentry, every one of them.
             "capabilities": husk_sentry::auth::caps::all_names(),
             "cgroup": { "v1": true, "v2": true, "systemd": false, "systemdUser": false },
-            // Guest system calls never reach the host: there is nothing for
-            // a spec's seccomp filter to filter.
-            "seccomp": { "enabled": false },
+            // Compiled by the runtime, run by the sentry on guest calls.
+            "seccomp": {
+                "enabled": true,
+                "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS",
+                            "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG", "SCMP_ACT_TRACE", "SCMP_ACT_TRAP"],
+                "operators": ["SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_LE", "SCMP_CMP_LT",
+                              "SCMP_CMP_MASKED_EQ", "SCMP_CMP_NE"],
+                "archs": ["SCMP_ARCH_X86_64"],
+                "knownFlags": ["SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_TSYNC"],
+                "supportedFlags": ["SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_TSYNC"],
+            },
             "apparmor": { "enabled": false },
             "selinux": { "enabled": false },
         },

@@ -65,6 +65,8 @@ pub struct Launch {
     pub caps: Option<Capabilities>,
     /// process.noNewPrivileges.
     pub no_new_privs: bool,
+    /// linux.seccomp, compiled for the sentry to install.
+    pub seccomp: Option<super::seccomp::Compiled>,
     /// linux.sysctl, in key order.
     pub sysctls: Vec<(String, String)>,
     /// linux.resources' CPU quota and period (µs), if limited.
@@ -132,6 +134,13 @@ impl Bundle {
             terminal,
             caps: process_caps(process)?,
             no_new_privs: process.no_new_privileges().unwrap_or(false),
+            seccomp: spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.seccomp().as_ref())
+                .map(super::seccomp::compile)
+                .transpose()
+                .map_err(|e| BundleError::Invalid(e.to_string()))?,
             sysctls: spec
                 .linux()
                 .as_ref()
@@ -161,11 +170,6 @@ impl Bundle {
         if let Some(p) = spec.process() {
             if p.oom_score_adj().is_some() {
                 ignored.push("process.oomScoreAdj".into());
-            }
-        }
-        if let Some(linux) = spec.linux() {
-            if linux.seccomp().is_some() {
-                ignored.push("linux.seccomp (guest system calls never reach the host)".into());
             }
         }
         for m in spec.mounts().iter().flatten() {

@@ -7,4 +7,5 @@ pub mod control;
 pub mod hooks;
 pub mod json;
 pub mod overrides;
+pub mod seccomp;
 pub mod state;

@@ -47,6 +47,10 @@ pub struct ProcessSpec {
     pub console: bool,
 }
 
+/// The container's seccomp program, once the sandbox booted with one.
+#[derive(Default)]
+pub struct ContainerFilter(pub parking_lot::Mutex<Option<super::ContainerSeccomp>>);
+
 /// Why a process could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -58,6 +62,8 @@ pub enum LaunchError {
     NoCommand,
     #[error("console: {0}")]
     Console(std::io::Error),
+    #[error("the container's seccomp filter cannot be installed: {0:?}")]
+    Seccomp(crate::kernel::seccomp::AttachError),
 }
 
 /// Why a program did not start, in the words runc uses (Docker maps them
@@ -100,6 +106,11 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
     thread.attrs.lock().no_new_privs = spec.no_new_privs;
+    if let Some(f) = kernel.ext::<ContainerFilter>().0.lock().clone() {
+        // As runc's: in place before the process's first instruction.
+        // Failing closed: no process runs without it.
+        crate::kernel::seccomp::attach(&thread, f.program, f.log, false).map_err(LaunchError::Seccomp)?;
+    }
     for (resource, limit) in spec.rlimits {
         // The runtime's limits are set as given; an unknown one is ignored.
         let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));

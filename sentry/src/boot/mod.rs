@@ -81,6 +81,16 @@ pub struct BootConfig {
     pub audit: Option<audit::AuditConfig>,
     /// Secrets for /run/secrets, redacted from all that leaves.
     pub secrets: Vec<secrets::SecretSpec>,
+    /// The container's seccomp profile (OCI linux.seccomp), compiled:
+    /// installed on every process the runtime starts in the sandbox.
+    pub seccomp: Option<ContainerSeccomp>,
+}
+
+/// A container's seccomp program and whether its actions are logged.
+#[derive(Clone, Debug)]
+pub struct ContainerSeccomp {
+    pub program: crate::kernel::seccomp::bpf::Program,
+    pub log: bool,
 }
 
 /// The sandbox's network beyond its own loopback.
@@ -250,6 +260,7 @@ fn boot_with(
         mount_at(&kernel, &path, Tmpfs::with_disk(disk.clone(), mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
     mount_secrets(&kernel, cfg.secrets, &mut cfg.init)?;
+    *kernel.ext::<launch::ContainerFilter>().0.lock() = cfg.seccomp.take();
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
     crate::host::prime_info();
     let stdio_names = [host_fd_name(0), host_fd_name(1), host_fd_name(2)];

@@ -22,6 +22,7 @@ pub mod mqueue;
 pub mod netdev;
 pub mod netlink;
 pub mod overlay;
+pub mod pidfd;
 pub mod pipe;
 pub mod procfs;
 pub mod read_only;

@@ -42,6 +42,12 @@ pub struct CloneArgs {
     pub tls: u64,
 }
 
+/// Makes the parent's pidfd of a new child process (CLONE_PIDFD): the
+/// layer above the kernel owns the file type. It runs once the child
+/// exists, before clone returns; an error ends the child (SIGKILL) and is
+/// clone's.
+pub type PidfdMaker<'a> = &'a mut dyn FnMut(&Arc<ThreadGroup>) -> Result<(), Errno>;
+
 impl CloneArgs {
     /// The child's registers: the caller's, returning 0 from clone, on the
     /// new stack and TLS when given.
@@ -75,7 +81,15 @@ struct ChildStart {
 /// memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK)
 /// is not supported.
 pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
+    clone_with_pidfd(task, args, None)
+}
+
+/// `clone_process`, with CLONE_PIDFD's pidfd made by `pidfd`.
+pub fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<PidfdMaker<'_>>) -> SysResult {
     let f = args.flags;
+    if (f & CLONE_PIDFD != 0) != pidfd.is_some() || (f & CLONE_PIDFD != 0 && f & (CLONE_THREAD | CLONE_DETACHED) != 0) {
+        return Err(Errno::EINVAL);
+    }
     if f & (CLONE_THREAD | CLONE_SIGHAND) != 0 && f & CLONE_VM == 0 {
         return Err(Errno::EINVAL);
     }
@@ -94,7 +108,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         // A separate process sharing memory with its parent.
         return Err(Errno::ENOSYS);
     }
-    if f & (NAMESPACE_FLAGS | CLONE_PIDFD | CLONE_FILES | CLONE_FS) != 0 {
+    if f & (NAMESPACE_FLAGS | CLONE_FILES | CLONE_FS) != 0 {
         return Err(Errno::EINVAL);
     }
     if f & 0xff != 17 && f & 0xff != 0 {
@@ -114,7 +128,7 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     // A new process: a new group, with its parent's limits.
     let group = task.thread.group().fork(tid);
     kernel.procs.add(group.clone(), ppid);
-    let start = ChildStart { tid, group, image: Some(image), cpu, parent: task.thread.clone(), args };
+    let start = ChildStart { tid, group: group.clone(), image: Some(image), cpu, parent: task.thread.clone(), args };
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     let spawned = std::thread::Builder::new()
@@ -137,6 +151,12 @@ pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
         }
     }
     drop(slot);
+    if let Some(make) = pidfd {
+        if let Err(e) = make(&group) {
+            kernel.exit_group(tid, ExitStatus::Signal(libc::SIGKILL));
+            return Err(e);
+        }
+    }
     if f & CLONE_VFORK != 0 {
         let me = task.thread.clone();
         kernel.procs.wait_vfork(tid, || {
@@ -209,6 +229,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         attrs.pdeathsig = 0;
         *t.attrs.lock() = attrs;
     }
+    t.seccomp.inherit(&p.seccomp);
     for sig in 1..=NSIG {
         let a = p.sigactions.swap(sig, None);
         t.sigactions.swap(sig, Some(a));
@@ -257,6 +278,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     *t.auxv.lock() = p.auxv.lock().clone();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     *t.attrs.lock() = p.attrs.lock().clone();
+    t.seccomp.inherit(&p.seccomp);
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     if f & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(args.child_tid, std::sync::atomic::Ordering::Relaxed);
@@ -271,6 +293,8 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
     kernel.add_thread(t.clone());
+    // A TSYNC that raced with this clone reaches the new thread too.
+    t.seccomp.catch_up(&p.seccomp);
     // A stop of the process that raced with this clone parks the new
     // thread too.
     if kernel.procs.stopped_by(t.tgid).is_some() {

@@ -16,6 +16,7 @@ pub mod process;
 pub mod record_lock;
 pub mod rlimit_cpu;
 pub mod robust;
+pub mod seccomp;
 pub mod siginfo;
 pub mod signal;
 pub mod signal_frame;

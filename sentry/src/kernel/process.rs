@@ -299,8 +299,10 @@ impl ProcessTable {
     pub fn exit(&self, pid: i32, status: ExitStatus, tell: impl FnOnce(i32, &[Reparented])) -> Vec<Reparented> {
         let mut p = self.procs.lock();
         let mut ppid = 0;
+        let mut group = None;
         if let Some(e) = p.get_mut(&pid) {
             e.update(|s| s.status = Some(status));
+            group = Some(e.group.clone());
             e.vfork_released = true;
             ppid = e.ppid;
         }
@@ -319,6 +321,10 @@ impl ProcessTable {
         }
         tell(ppid, &moved);
         self.changed.notify_all();
+        drop(p);
+        if let Some(g) = group {
+            g.exited.notify(crate::abi::poll::POLLIN | crate::abi::poll::POLLRDNORM);
+        }
         moved
     }
 

@@ -7,6 +7,8 @@
 use crate::abi::layout::{Decoder, Encoder};
 
 pub const SIGINFO_SIZE: usize = 128;
+/// The si_code of a seccomp TRAP's SIGSYS.
+pub const SYS_SECCOMP: i32 = 1;
 pub use crate::abi::signal::{
     CLD_CONTINUED, CLD_EXITED, CLD_KILLED, CLD_STOPPED, SI_KERNEL, SI_MESGQ, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER,
 };
@@ -20,6 +22,15 @@ impl SigInfo {
     pub fn fault(signo: i32, code: i32, addr: u64) -> SigInfo {
         let mut e = Encoder::with_capacity(SIGINFO_SIZE);
         e.i32(signo).i32(0).i32(code).i32(0).u64(addr);
+        SigInfo::from(e)
+    }
+
+    /// A seccomp TRAP's SIGSYS (SYS_SECCOMP): the filter's data as
+    /// si_errno, the address after the call's instruction, its number
+    /// and architecture.
+    pub fn seccomp(errno: i32, call_addr: u64, nr: i32, arch: u32) -> SigInfo {
+        let mut e = Encoder::with_capacity(SIGINFO_SIZE);
+        e.i32(libc::SIGSYS).i32(errno).i32(SYS_SECCOMP).i32(0).u64(call_addr).i32(nr).u32(arch);
         SigInfo::from(e)
     }
 

@@ -347,6 +347,9 @@ impl Task {
             _ => None,
         };
         self.thread.interrupted.store(false, Ordering::SeqCst);
+        if self.thread.seccomp.mode() != super::seccomp::MODE_DISABLED && !super::seccomp::permits(self, nr, &args) {
+            return;
+        }
         let result = if self.kernel.syscall_observers.any() {
             syscall_hooks::dispatch_observed(self, nr, args)
         } else {

@@ -86,6 +86,8 @@ pub struct Thread {
     /// The mask rt_sigsuspend replaced; a handler frame saves this one
     /// instead of the temporary mask.
     pub saved_sigmask: Mutex<Option<u64>>,
+    /// Its guest seccomp mode and filters.
+    pub seccomp: super::seccomp::Seccomp,
 }
 
 impl Thread {
@@ -136,6 +138,7 @@ impl Thread {
             signal_events: crate::waiter::Queue::default(),
             saved_sigmask: Mutex::new(None),
             cpu: ThreadCpu::default(),
+            seccomp: super::seccomp::Seccomp::default(),
         }
     }
 

@@ -66,6 +66,8 @@ pub struct ThreadGroup {
     pub shared_pending: SigQueue,
     /// CPU time beyond the live threads'.
     pub cpu: GroupCpu,
+    /// Notified when the process exits (its pidfds become readable).
+    pub exited: crate::waiter::Queue,
 }
 
 impl ThreadGroup {
@@ -89,6 +91,7 @@ impl ThreadGroup {
             }),
             shared_pending: SigQueue::default(),
             cpu: GroupCpu::default(),
+            exited: crate::waiter::Queue::default(),
         })
     }
 

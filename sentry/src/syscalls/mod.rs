@@ -28,12 +28,14 @@ mod mmap;
 mod mmsg;
 mod mqueue;
 mod netlink;
+mod pidfd;
 mod poll;
 mod prctl;
 mod process;
 mod random;
 mod rlimit;
 mod sched;
+mod seccomp;
 mod session;
 mod signal;
 mod socket;
@@ -58,7 +60,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 31] = [
+const FAMILIES: [Entries; 33] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -90,6 +92,8 @@ const FAMILIES: [Entries; 31] = [
     sysv_shm::ENTRIES,
     sysv_sem::ENTRIES,
     sysv_msg::ENTRIES,
+    seccomp::ENTRIES,
+    pidfd::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.

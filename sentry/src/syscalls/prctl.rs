@@ -19,7 +19,7 @@ pub(super) const ENTRIES: Entries = &[
         Support::Partial(
             "supports SET/GET_NAME, SET/GET_PDEATHSIG (sent when the parent process exits, not its forking \
              thread), SET/GET_DUMPABLE, SET/GET_KEEPCAPS, SET/GET_NO_NEW_PRIVS, CAPBSET_READ/DROP, CAP_AMBIENT, \
-             SET/GET_CHILD_SUBREAPER and GET_SECCOMP; \
+             SET/GET_CHILD_SUBREAPER and SET/GET_SECCOMP; \
              other options return EINVAL",
         ),
     ),
@@ -55,6 +55,7 @@ const PR_SET_KEEPCAPS: i32 = 8;
 const PR_SET_NAME: i32 = 15;
 const PR_GET_NAME: i32 = 16;
 const PR_GET_SECCOMP: i32 = 21;
+const PR_SET_SECCOMP: i32 = 22;
 const PR_CAPBSET_READ: i32 = 23;
 const PR_CAPBSET_DROP: i32 = 24;
 const PR_CAP_AMBIENT: i32 = 47;
@@ -124,7 +125,8 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             task.thread.mm().copy_out(arg2, e.as_bytes())?;
             Ok(0)
         }
-        PR_GET_SECCOMP => Ok(0),
+        PR_GET_SECCOMP => Ok(u64::from(task.thread.seccomp.mode())),
+        PR_SET_SECCOMP => super::seccomp::prctl_set(task, arg2, rest[0]),
         PR_CAPBSET_READ => Ok(u64::from(task.thread.creds().caps.bounding & valid_bit(arg2)? != 0)),
         PR_CAPBSET_DROP => {
             let bit = valid_bit(arg2)?;

@@ -3,7 +3,7 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
-use crate::abi::layout::Encoder;
+use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
@@ -17,10 +17,10 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_execveat, sys_execveat, Full),
     (libc::SYS_fork, sys_fork, Full),
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
-    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces, CLONE_FILES/CLONE_FS between processes and pidfds with EINVAL")),
-    (libc::SYS_clone3, sys_clone3, Unimplemented("glibc falls back to clone")),
+    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces and CLONE_FILES/CLONE_FS between processes with EINVAL; CLONE_PIDFD for processes")),
+    (libc::SYS_clone3, sys_clone3, Partial("as clone, with the versioned struct (E2BIG past this kernel's size unless zero) and CLONE_PIDFD; set_tid returns EPERM, CLONE_INTO_CGROUP and CLONE_CLEAR_SIGHAND EINVAL")),
     (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
-    (libc::SYS_waitid, sys_waitid, Partial("P_PIDFD is not supported; rusage has only the CPU times")),
+    (libc::SYS_waitid, sys_waitid, Partial("rusage has only the CPU times")),
 ];
 
 fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -97,12 +97,91 @@ fn sys_vfork(task: &mut Task, _a: [u64; 6]) -> SysResult {
 }
 
 /// clone(flags, stack, parent_tid, child_tid, tls) — the x86-64 order.
+/// With CLONE_PIDFD the pidfd goes where parent_tid points, so the two
+/// cannot go together (EINVAL).
 fn sys_clone(task: &mut Task, a: [u64; 6]) -> SysResult {
-    fork::clone_process(task, CloneArgs { flags: a[0], stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] })
+    let args = CloneArgs { flags: a[0], stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] };
+    if args.flags & fork::CLONE_PIDFD == 0 {
+        return fork::clone_process(task, args);
+    }
+    if args.flags & fork::CLONE_PARENT_SETTID != 0 {
+        return Err(Errno::EINVAL);
+    }
+    clone_pidfd(task, args, a[2])
 }
 
-fn sys_clone3(_task: &mut Task, _a: [u64; 6]) -> SysResult {
-    Err(Errno::ENOSYS)
+/// A clone whose pidfd is written to `addr` (checked writable first, so a
+/// bad pointer fails before a child exists).
+fn clone_pidfd(task: &mut Task, args: CloneArgs, addr: u64) -> SysResult {
+    task.thread.mm().copy_out(addr, &0i32.to_le_bytes())?;
+    let parent = task.thread.clone();
+    let kernel = task.kernel.clone();
+    let mut make =
+        |g: &std::sync::Arc<crate::kernel::ThreadGroup>| super::pidfd::install_for_child_of(&kernel, &parent, g, addr);
+    fork::clone_with_pidfd(task, args, Some(&mut make))
+}
+
+/// `struct clone_args`' sizes: the first version's and this kernel's
+/// (version 2, with `cgroup`).
+const CLONE_ARGS_SIZE_VER0: u64 = 64;
+const CLONE_ARGS_SIZE: usize = 88;
+const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+const MAX_PID_NS_LEVEL: u64 = 32;
+
+/// clone3(args, size): clone with a versioned argument struct. A larger
+/// struct than this kernel's is accepted when its extra bytes are zero
+/// (E2BIG otherwise, or beyond a page).
+fn sys_clone3(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (uargs, size) = (a[0], a[1]);
+    if size < CLONE_ARGS_SIZE_VER0 {
+        return Err(Errno::EINVAL);
+    }
+    if size > 4096 {
+        return Err(Errno::E2BIG);
+    }
+    let size = usize::try_from(size).map_err(|_| Errno::E2BIG)?;
+    let mut raw = vec![0u8; size.max(CLONE_ARGS_SIZE)];
+    task.thread.mm().copy_in(uargs, &mut raw[..size])?;
+    if raw[CLONE_ARGS_SIZE..].iter().any(|&b| b != 0) {
+        return Err(Errno::E2BIG);
+    }
+    let mut d = Decoder::new(&raw);
+    let (flags, pidfd, child_tid, parent_tid, exit_signal) = (d.u64(), d.u64(), d.u64(), d.u64(), d.u64());
+    let (stack, stack_size, tls, set_tid, set_tid_size) = (d.u64(), d.u64(), d.u64(), d.u64(), d.u64());
+    let known = 0xffff_ffff | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP;
+    if flags & !known != 0 || flags & (0xff | fork::CLONE_DETACHED) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLONE_CLEAR_SIGHAND != 0 && flags & fork::CLONE_SIGHAND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if exit_signal > 64 || (stack == 0) != (stack_size == 0) {
+        return Err(Errno::EINVAL);
+    }
+    if set_tid_size > MAX_PID_NS_LEVEL || (set_tid == 0) != (set_tid_size == 0) {
+        return Err(Errno::EINVAL);
+    }
+    // Not supported (see the table's note): choosing the child's pid, a
+    // cgroup to start in, clearing the handlers.
+    if set_tid_size != 0 {
+        return Err(Errno::EPERM);
+    }
+    if flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let args = CloneArgs {
+        flags: flags | exit_signal,
+        stack: stack.checked_add(stack_size).ok_or(Errno::EINVAL)?,
+        parent_tid,
+        child_tid,
+        tls,
+    };
+    if flags & fork::CLONE_PIDFD != 0 {
+        clone_pidfd(task, args, pidfd)
+    } else {
+        fork::clone_process(task, args)
+    }
 }
 
 const WNOHANG: u64 = 1;
@@ -150,6 +229,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     const P_ALL: u64 = 0;
     const P_PID: u64 = 1;
     const P_PGID: u64 = 2;
+    const P_PIDFD: u64 = 3;
     let (idtype, id, infop, options) = (a[0], int(a[1]), a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
@@ -158,7 +238,15 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let me = task.thread.tgid;
+    // A pidfd's process, which must be the caller's child; an O_NONBLOCK
+    // pidfd does not wait (EAGAIN, as Linux).
+    let mut nonblocking_pidfd = false;
     let target = match idtype {
+        P_PIDFD => {
+            let (f, p) = super::pidfd::pidfd(task, a[1])?;
+            nonblocking_pidfd = f.flags() & crate::abi::fcntl::O_NONBLOCK != 0;
+            WaitTarget::Pid(p.pid())
+        }
         P_ALL => WaitTarget::Any,
         P_PID if id > 0 => WaitTarget::Pid(id),
         P_PGID if id >= 0 => WaitTarget::Group(if id == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { id }),
@@ -169,9 +257,12 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         stopped: options & WUNTRACED != 0,
         continued: options & WCONTINUED != 0,
     };
-    let block = options & WNOHANG == 0;
+    let block = options & WNOHANG == 0 && !nonblocking_pidfd;
     let peek = options & WNOWAIT != 0;
     let r = task.kernel.procs.wait_usage(me, target, what, block, peek).map_err(wait_errno)?;
+    if r.is_none() && nonblocking_pidfd && options & WNOHANG == 0 {
+        return Err(Errno::EAGAIN);
+    }
     let mut info = Encoder::with_capacity(128);
     let mut usage = None;
     if let Some((pid, event, used)) = r {

@@ -348,7 +348,7 @@ fn may_signal(task: &Task, target: &Thread) -> bool {
 /// Sends `sig` to `target`'s process, or with `directed` to that thread,
 /// carrying the caller's process id and real uid (SI_USER, or SI_TKILL
 /// when directed).
-fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
+pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
     let code = if directed { SI_TKILL } else { SI_USER };
     let info = SigInfo::user(sig, code, task.thread.tgid, task.thread.creds().uid);
     send_info(task, target, directed, info)
@@ -356,7 +356,7 @@ fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysRe
 
 /// Sends the signal `info` describes (0 only checks) to `target`'s
 /// process, or with `directed` to that thread.
-fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> SysResult {
+pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> SysResult {
     let idx = match info.signo() {
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
@@ -395,7 +395,7 @@ fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo
 /// The siginfo rt_sigqueueinfo's caller gave at `addr` for `sig` to a
 /// thread of process `tgid`: a code claiming the kernel or kill(2) is
 /// refused (EPERM) unless the caller signals itself, as in Linux.
-fn given_info(task: &Task, addr: u64, sig: i32, tgid: i32) -> Result<SigInfo, Errno> {
+pub(super) fn given_info(task: &Task, addr: u64, sig: i32, tgid: i32) -> Result<SigInfo, Errno> {
     let mut raw = [0u8; SIGINFO_SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let info = SigInfo::queued(raw, sig);

@@ -122,6 +122,8 @@ pub(super) struct Status<'a> {
     pub sigq_max: u64,
     pub sigs: SigSets,
     pub no_new_privs: bool,
+    /// The seccomp mode and the number of filters attached.
+    pub seccomp: (u8, usize),
     /// "Key:\tvalue\n" lines passed through from the host (CPU and memory
     /// node affinity, speculation mitigations).
     pub host_lines: &'a str,
@@ -201,6 +203,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     let (threads, sigq, host) = (s.threads, s.sigq_max, s.host_lines);
     let SigSets { pending, shared, blocked, ignored, caught } = s.sigs;
     let nnp = u8::from(s.no_new_privs);
+    let (seccomp, filters) = s.seccomp;
     let _ = write!(
         out,
         "CoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\n\
@@ -208,7 +211,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
          SigBlk:\t{blocked:016x}\nSigIgn:\t{ignored:016x}\nSigCgt:\t{caught:016x}\n\
          CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\n\
          CapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
-         NoNewPrivs:\t{nnp}\nSeccomp:\t0\nSeccomp_filters:\t0\n{host}\
+         NoNewPrivs:\t{nnp}\nSeccomp:\t{seccomp}\nSeccomp_filters:\t{filters}\n{host}\
          voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
         caps.inheritable, caps.permitted, caps.effective, caps.bounding, caps.ambient,
     );
@@ -479,6 +482,7 @@ mod tests {
             sigq_max: 63_668,
             sigs: SigSets { pending: 1 << 9, shared: 0, blocked: 1 << 1, ignored: 1 << 12, caught: 1 << 16 },
             no_new_privs: creds.uid == 0,
+            seccomp: (2, 3),
             host_lines: "Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\n",
         };
         String::from_utf8(format_status(&s)).unwrap()
@@ -568,6 +572,7 @@ mod tests {
         assert_eq!(lines[44], "CapPrm:\t000001ffffffffff");
         assert_eq!(lines[45], "CapEff:\t000001ffffffffff");
         assert_eq!(lines[48], "NoNewPrivs:\t1");
+        assert_eq!((lines[49], lines[50]), ("Seccomp:\t2", "Seccomp_filters:\t3"));
         assert_eq!(lines[51], "Cpus_allowed:\t3");
     }
 

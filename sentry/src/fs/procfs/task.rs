@@ -257,7 +257,13 @@ impl FdEntries {
     fn fdinfo_file(&self, dir: &Attr, fd: i32) -> Arc<dyn Node> {
         let path = format!("{}/{fd}", self.path);
         let task = self.task.clone();
-        GenFile::new(child_attr(dir, &path, S_IFREG | 0o444), Box::new(move || fdinfo(&task.get()?.1, fd)))
+        GenFile::new(
+            child_attr(dir, &path, S_IFREG | 0o444),
+            Box::new(move || {
+                let (k, t) = task.get()?;
+                fdinfo(&k, &t, fd)
+            }),
+        )
     }
 }
 

@@ -75,12 +75,18 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<
 }
 
 /// /proc/[pid]/fdinfo/`fd`.
-pub(super) fn fdinfo(t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> {
+pub(super) fn fdinfo(k: &Kernel, t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> {
     let fds = t.fds();
     let file = fds.get(fd).map_err(|_| Errno::ENOENT)?;
     let cloexec = if fds.cloexec(fd)? { libc::O_CLOEXEC.unsigned_abs() } else { 0 };
     let ino = file.stat().map_or(0, |s| s.ino);
-    let text = process::format_fdinfo(file.offset(), file.flags() | cloexec, file.dentry.mount.id, ino);
+    let mut text = process::format_fdinfo(file.offset(), file.flags() | cloexec, file.dentry.mount.id, ino);
+    if let Ok(p) = file.ops.clone().into_any().downcast::<crate::fs::pidfd::PidFd>() {
+        // As Linux: the process's pid, or -1 once it was reaped.
+        let reaped = p.group().process().status.is_some() && k.procs.pgid(p.pid()).is_none();
+        let pid = if reaped { -1 } else { p.pid() };
+        text.push_str(&format!("Pid:\t{pid}\nNSpid:\t{pid}\n"));
+    }
     Ok(text.into_bytes())
 }
 
@@ -207,6 +213,7 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
         sigq_max: t.rlimit(RLIMIT_SIGPENDING).cur,
         sigs: sig_sets(t),
         no_new_privs: t.attrs.lock().no_new_privs,
+        seccomp: (t.seccomp.mode(), t.seccomp.filter_count()),
         host_lines: &host_lines,
     };
     process::format_status(&s)

@@ -1,0 +1,68 @@
+//! A pidfd (`pidfd_open`): a descriptor naming one process. It becomes
+//! readable when the process exits, so poll, select and epoll can wait
+//! for a process that is not one's child; `pidfd_send_signal` and
+//! `waitid(P_PIDFD)` act on the process it names.
+
+use crate::abi::poll::{POLLIN, POLLRDNORM};
+use crate::abi::Errno;
+use crate::kernel::ThreadGroup;
+use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::waiter::Entry;
+use std::sync::Arc;
+
+pub struct PidFd {
+    ino: u64,
+    created: TimeSpec,
+    group: Arc<ThreadGroup>,
+}
+
+impl PidFd {
+    pub fn new(ino: u64, created: TimeSpec, group: Arc<ThreadGroup>) -> Arc<PidFd> {
+        Arc::new(PidFd { ino, created, group })
+    }
+
+    /// The process it names.
+    pub fn group(&self) -> &Arc<ThreadGroup> {
+        &self.group
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.group.tgid()
+    }
+}
+
+impl Node for PidFd {
+    fn stat(&self) -> Result<Stat, Errno> {
+        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
+    }
+
+    fn fs_id(&self) -> usize {
+        usize::MAX - 9
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl FileOps for PidFd {
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn poll_events(&self) -> u32 {
+        if self.group.process().status.is_some() {
+            POLLIN | POLLRDNORM
+        } else {
+            0
+        }
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.group.exited.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.group.exited.unregister(e);
+    }
+}
