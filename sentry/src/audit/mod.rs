@@ -18,6 +18,7 @@
 //! `Record`.
 
 pub mod glob;
+pub mod package;
 mod record;
 pub mod redact;
 mod time;

@@ -168,6 +168,22 @@ pub enum Record {
         /// Why: the deny rule, the reserved range or no allow rule.
         reason: String,
     },
+    /// A package manager run installed a package (written when the
+    /// process whose exec began the run exits). `package` and `version`
+    /// are what the manager wrote to its database; `source` and `sha256`
+    /// only what the sentry saw (an archive it hashed as the run read it,
+    /// the run's connections), else `unknown`; `evidence` lists both.
+    #[serde(rename = "package.install")]
+    PackageInstall {
+        pid: i32,
+        manager: String,
+        package: String,
+        version: String,
+        source: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        evidence: Vec<super::package::Evidence>,
+    },
 }
 
 impl Record {

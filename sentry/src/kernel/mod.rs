@@ -10,6 +10,7 @@ pub mod fork;
 pub mod fs_context;
 pub mod futex;
 pub mod limits;
+pub mod package;
 pub mod pids;
 pub mod process;
 pub mod record_lock;

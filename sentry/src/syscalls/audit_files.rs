@@ -106,6 +106,15 @@ pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     if !logging(task) || f.dentry.parent.is_none() || !f.first_write() {
         return Ok(());
     }
+    task.kernel.package_wrote(task, &f.dentry);
     let pid = task.thread.tgid;
     record(task, Some(path_of(task, &f.dentry)), |path| Record::FileWrite { pid, path })
+}
+
+/// An open of `f`: a package manager's run reading an archive has it
+/// hashed (kernel/package.rs).
+pub(super) fn opened(task: &Task, f: &FileDescription) {
+    if logging(task) {
+        task.kernel.package_opened(task, f);
+    }
 }

@@ -67,6 +67,7 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connec
         (Verdict::Allowed { rule }, name) => {
             if connecting {
                 let address = dest.ip().to_string();
+                task.kernel.package_connected(task, &address, dest.port(), name.as_deref());
                 task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: dest.port(), name, rule })?;
             }
             Ok(())

@@ -75,7 +75,9 @@ fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Res
     super::audit_files::create(task, dirfd, path, flags)?;
     let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| vfs::open_at(w, at, path, how))
+    let file = args::with_walker(task, |w| vfs::open_at(w, at, path, how))?;
+    super::audit_files::opened(task, &file);
+    Ok(file)
 }
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
