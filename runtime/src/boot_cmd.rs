@@ -166,6 +166,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             _ => None,
         },
         secrets: secrets.unwrap_or_default(),
+        package_registry_allow: g.package_registry_allow.clone(),
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),

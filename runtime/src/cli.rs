@@ -117,6 +117,12 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Let package managers (pip, npm, apt, dpkg, cargo, known from the
+    /// exec chain) connect only to HOST, a name or an address
+    /// (repeatable); their other connections, and anyone's to a known
+    /// public registry not named, fail with EPERM (`package.denied`).
+    #[arg(long = "package-registry-allow", global = true, value_name = "HOST")]
+    pub package_registry_allow: Vec<String>,
     /// Deliver a secret as /run/secrets/NAME (repeatable): NAME=VALUE,
     /// NAME=@FILE (the file's contents) or NAME=env:VAR (our variable
     /// VAR). Its value (at least 8 bytes) is redacted from the guest's

@@ -47,6 +47,9 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     for upstream in &g.dns_upstream {
         cmd.arg("--dns-upstream").arg(upstream);
     }
+    for host in &g.package_registry_allow {
+        cmd.arg("--package-registry-allow").arg(host);
+    }
     if let Some(n) = g.disk_limit {
         cmd.arg("--disk-limit").arg(n.to_string());
     }

@@ -209,3 +209,66 @@ fn a_fake_metadata_claims_no_install_and_no_source() {
     assert!(rec.get("sha256").is_none(), "{rec}");
     assert_eq!(kinds(rec), ["exec", "wrote"], "{rec}");
 }
+
+/// Connects to 198.18.0.2:8080 and 198.18.0.3:8080 and prints what came
+/// of each (`ok` or the errno's name).
+const PROBE: &str = r#"
+import errno, socket
+for host in ("198.18.0.2", "198.18.0.3"):
+    s = socket.socket()
+    s.settimeout(10)
+    try:
+        s.connect((host, 8080))
+        print(host, "ok")
+    except OSError as e:
+        print(host, errno.errorcode.get(e.errno, e.errno))
+    s.close()
+"#;
+
+#[test]
+fn package_registry_allow_refuses_a_managers_other_destinations() {
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIP: no /usr/bin/python3");
+        return;
+    }
+    let Some(net) = crate::egress::Internet::new() else { return };
+    let dir = TempDir::new("audit-registry");
+    let d = dir.path();
+    // The same probe as a program named pip (its exec chain makes it a
+    // manager) and as probe.py.
+    std::fs::write(d.join("pip"), format!("#!/usr/bin/python3\n{PROBE}")).unwrap();
+    std::fs::set_permissions(d.join("pip"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(d.join("probe.py"), PROBE).unwrap();
+    let log = d.join("audit.log");
+    let (pip, probe) = (d.join("pip"), d.join("probe.py"));
+    let script = format!("{} install x; /usr/bin/python3 {}", pip.display(), probe.display());
+    let flags = [
+        "--egress-allow",
+        "198.18.0.2:8080",
+        "--egress-allow",
+        "198.18.0.3:8080",
+        "--package-registry-allow",
+        "198.18.0.3",
+        "--audit-log",
+        log.to_str().unwrap(),
+    ];
+    let r = net.husk_do(&flags, &["/bin/sh", "-c", &script]);
+    r.assert_code(0);
+    // The manager reaches only its registry; anyone else reaches both.
+    assert_eq!(r.stdout_str(), "198.18.0.2 EPERM\n198.18.0.3 ok\n198.18.0.2 ok\n198.18.0.3 ok\n", "{}", r.describe());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let denied: Vec<&Value> = recs.iter().filter(|r| r["type"] == "package.denied").collect();
+    assert_eq!(denied.len(), 1, "{recs:#?}");
+    let rec = denied[0];
+    assert_eq!(
+        (&rec["manager"], &rec["address"], &rec["port"], &rec["protocol"]),
+        (&"pip".into(), &"198.18.0.2".into(), &8080.into(), &"tcp".into()),
+        "{rec}"
+    );
+    let exec = recs.iter().find(|r| r["type"] == "process.exec" && r["pid"] == rec["pid"]).unwrap();
+    assert!(exec["argv"].as_array().unwrap().iter().any(|a| a.as_str() == pip.to_str()), "{exec}");
+    let mut verify = Command::new(husk_bin());
+    verify.args(["audit", "verify"]).arg(&log);
+    run(verify, None).assert_code(0);
+}

@@ -86,6 +86,36 @@ pub fn manager_of(argv: &[Vec<u8>]) -> Option<Manager> {
     None
 }
 
+/// The public registries of the managers husk knows (pip, npm, apt,
+/// cargo): a connection to one is a package download whoever makes it,
+/// so renaming a manager does not get past `--package-registry-allow`.
+pub const KNOWN_REGISTRIES: &[&str] = &[
+    "pypi.org",
+    "files.pythonhosted.org",
+    "pypi.python.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "deb.debian.org",
+    "security.debian.org",
+    "archive.ubuntu.com",
+    "security.ubuntu.com",
+    "crates.io",
+    "static.crates.io",
+    "index.crates.io",
+];
+
+/// Whether a destination (its address, and the name it was resolved
+/// from) is one of the `allow` hosts (names compared without case).
+pub fn registry_allowed(allow: &[String], address: &str, name: Option<&str>) -> bool {
+    allow.iter().any(|h| h == address || name.is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(h)))
+}
+
+/// Whether `name` is a known public registry (or a host under one).
+pub fn is_known_registry(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    KNOWN_REGISTRIES.iter().any(|r| name == *r || name.strip_suffix(r).is_some_and(|rest| rest.ends_with('.')))
+}
+
 /// What a file a manager writes is to its package database.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -365,6 +395,17 @@ mod tests {
         assert_eq!(m(&["python3", "script.py"]), None);
         assert_eq!(m(&["pipe"]), None);
         assert_eq!(m(&[]), None);
+    }
+
+    #[test]
+    fn registries_are_allowed_by_address_or_name() {
+        let allow = vec!["pypi.internal".to_string(), "198.18.0.2".to_string()];
+        assert!(registry_allowed(&allow, "198.18.0.2", None));
+        assert!(registry_allowed(&allow, "10.0.0.1", Some("PyPI.internal.")));
+        assert!(!registry_allowed(&allow, "10.0.0.1", Some("evil.internal")));
+        assert!(!registry_allowed(&[], "198.18.0.2", None));
+        assert!(is_known_registry("files.pythonhosted.org") && is_known_registry("eu.archive.ubuntu.com"));
+        assert!(!is_known_registry("notpypi.org") && !is_known_registry("example.com"));
     }
 
     #[test]

@@ -184,6 +184,21 @@ pub enum Record {
         sha256: Option<String>,
         evidence: Vec<super::package::Evidence>,
     },
+    /// A package manager's connection to a destination that
+    /// `--package-registry-allow` does not name, refused (EPERM).
+    #[serde(rename = "package.denied")]
+    PackageDenied {
+        pid: i32,
+        /// The manager whose run made it (from the exec chain), or
+        /// `unknown` for a known registry reached outside any run.
+        manager: String,
+        protocol: String,
+        address: String,
+        port: u16,
+        /// The name the address was resolved from, when there is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
 }
 
 impl Record {

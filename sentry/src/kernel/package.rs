@@ -9,14 +9,19 @@
 //! Nothing is kept without an audit log, and nothing at all outside a
 //! run: a guest that writes a `METADATA` outside a manager's run makes no
 //! record.
+//!
+//! With `--package-registry-allow`, a connection out of a run (and any
+//! connection to a known public registry, whoever makes it) to a host the
+//! list does not name is refused and recorded as `package.denied`.
 
 use super::{Kernel, Task};
-use crate::audit::package::{self, Evidence, FileKind, Observed};
+use crate::audit::package::{self, Evidence, FileKind, Manager, Observed};
+use crate::audit::Record;
 use crate::vfs::{Dentry, FileDescription};
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// How far up the parent chain a run is looked for.
 const MAX_DEPTH: usize = 64;
@@ -28,6 +33,8 @@ const MAX_ARCHIVE: u64 = 1 << 30;
 /// One run, keyed by the pid whose exec began it.
 #[derive(Default)]
 struct Run {
+    /// The manager whose exec began the run.
+    manager: Option<Manager>,
     seen: Observed,
     /// The database files written: path, kind and the dentry written
     /// (read back at the end, after any rename over it).
@@ -38,6 +45,15 @@ struct Run {
 #[derive(Default)]
 pub struct PackageRuns {
     runs: Mutex<HashMap<i32, Run>>,
+    /// The hosts package managers may reach (`--package-registry-allow`);
+    /// unset or empty, no such limit.
+    allow: OnceLock<Vec<String>>,
+}
+
+impl PackageRuns {
+    fn allow(&self) -> &[String] {
+        self.allow.get().map_or(&[], Vec::as_slice)
+    }
 }
 
 fn text(b: &[u8]) -> String {
@@ -115,17 +131,59 @@ impl Kernel {
     /// An exec of `argv` (after `#!` resolution) by `task`: a package
     /// manager's begins a run, or joins the run it is part of.
     pub(super) fn package_exec(&self, task: &Task, argv: &[Vec<u8>]) {
-        if self.audit_log().is_none() || package::manager_of(argv).is_none() {
+        let Some(manager) = package::manager_of(argv) else { return };
+        let pr = self.ext::<PackageRuns>();
+        if self.audit_log().is_none() && pr.allow().is_empty() {
             return;
         }
         let tgid = task.thread.tgid;
         let exec = Evidence::Exec { pid: tgid, argv: argv.iter().map(|a| text(a)).collect() };
-        let pr = self.ext::<PackageRuns>();
         let mut runs = pr.runs.lock();
         let pid = self.run_of(&runs, tgid).unwrap_or(tgid);
         let run = runs.entry(pid).or_default();
+        run.manager.get_or_insert(manager);
         run.seen.pid = pid;
         run.seen.execs.push(exec);
+    }
+
+    /// Limits package managers to the registries `allow` names; the first
+    /// call wins.
+    pub fn set_package_registry_allow(&self, allow: Vec<String>) {
+        let _ = self.ext::<PackageRuns>().allow.set(allow);
+    }
+
+    /// Whether `--package-registry-allow` refuses `task` a connection to
+    /// `address` (resolved from `name`): when the task is part of a
+    /// manager's run, or the destination is a known public registry, and
+    /// the list does not name it. A refusal is recorded
+    /// (`package.denied`, with the manager); EIO when the log cannot take
+    /// it.
+    pub fn package_registry_refuses(
+        &self,
+        task: &Task,
+        protocol: &str,
+        address: &str,
+        port: u16,
+        name: Option<&str>,
+    ) -> Result<bool, crate::abi::Errno> {
+        let pr = self.ext::<PackageRuns>();
+        let allow = pr.allow();
+        if allow.is_empty() || package::registry_allowed(allow, address, name) {
+            return Ok(false);
+        }
+        let manager = {
+            let runs = pr.runs.lock();
+            self.run_of(&runs, task.thread.tgid).and_then(|pid| runs.get(&pid)).and_then(|r| r.manager)
+        };
+        let manager = match manager {
+            Some(m) => m.name().to_string(),
+            None if name.is_some_and(package::is_known_registry) => "unknown".to_string(),
+            None => return Ok(false),
+        };
+        let (pid, protocol, address, name) =
+            (task.thread.tgid, protocol.to_string(), address.to_string(), name.map(str::to_string));
+        self.audit(|| Record::PackageDenied { pid, manager, protocol, address, port, name })?;
+        Ok(true)
     }
 
     /// `task` wrote (for the first time through a description) the file
@@ -173,10 +231,10 @@ impl Kernel {
     /// Process `tgid` exits: if it began a run, the run's records are
     /// written (before its `process.exit`).
     pub(super) fn package_exit(&self, tgid: i32) {
+        let Some(run) = self.ext::<PackageRuns>().runs.lock().remove(&tgid) else { return };
         if self.audit_log().is_none() {
             return;
         }
-        let Some(run) = self.ext::<PackageRuns>().runs.lock().remove(&tgid) else { return };
         let mut seen = run.seen;
         seen.files = run
             .written

@@ -65,8 +65,11 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr, connec
     let pid = task.thread.tgid;
     match gateway.decide(dest) {
         (Verdict::Allowed { rule }, name) => {
+            let address = dest.ip().to_string();
+            if task.kernel.package_registry_refuses(task, &protocol, &address, dest.port(), name.as_deref())? {
+                return Err(Errno::EPERM);
+            }
             if connecting {
-                let address = dest.ip().to_string();
                 task.kernel.package_connected(task, &address, dest.port(), name.as_deref());
                 task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: dest.port(), name, rule })?;
             }
