@@ -152,6 +152,9 @@ impl Sink {
         if g.audit_fail_open {
             args.push("--audit-fail-open".into());
         }
+        if g.audit_fork {
+            args.push("--audit-fork".into());
+        }
         for glob in &g.audit_watch {
             args.extend(["--audit-watch".into(), glob.into()]);
         }

@@ -155,6 +155,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 sink: inherited_fd(fd)?,
                 sandbox,
                 fail_open: g.audit_fail_open,
+                fork: g.audit_fork,
                 rootfs: args.audit_rootfs,
                 env: args.audit_env,
                 watch: if g.audit_watch.is_empty() {

@@ -117,6 +117,9 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Also record every new process (`process.fork`: parent and child).
+    #[arg(long, global = true)]
+    pub audit_fork: bool,
     /// Let package managers (pip, npm, apt, dpkg, cargo, known from the
     /// exec chain) connect only to HOST, a name or an address
     /// (repeatable); their other connections, and anyone's to a known

@@ -328,3 +328,51 @@ fn wait_bounded(child: &mut std::process::Child, pgid: u32) -> std::process::Exi
         panic!("husk did not end")
     })
 }
+
+#[test]
+fn owners_links_forks_and_policy_refusals_are_recorded() {
+    let dir = TempDir::new("audit-more");
+    let log = dir.path().join("audit.log");
+    // chown, a hard link and a symlink under /etc (watched by default),
+    // two mounts (refused for policy: one record per process) and, with
+    // --audit-fork, the subshell's fork.
+    let script = "echo x > /etc/probe; chown 12:34 /etc/probe; ln /etc/probe /etc/hard; ln -s /etc/probe /etc/soft; \
+                  ln -s /etc/probe /tmp/unwatched; mount -t tmpfs none /mnt; mount -t tmpfs none /mnt; \
+                  (exit 0); true";
+    let r = audited(dir.path(), &log, &["--audit-fork"], script);
+    r.assert_code(0);
+    let recs = records(&log);
+    let find = |t: &str| recs.iter().find(|r| r["type"] == t).unwrap_or_else(|| panic!("no {t}: {recs:#?}"));
+    let chown = find("file.chown");
+    assert_eq!((&chown["path"], &chown["uid"], &chown["gid"]), (&"/etc/probe".into(), &12.into(), &34.into()));
+    let link = find("file.link");
+    assert_eq!((&link["target"], &link["path"]), (&"/etc/probe".into(), &"/etc/hard".into()));
+    let symlinks: Vec<_> = recs.iter().filter(|r| r["type"] == "file.symlink").collect();
+    assert_eq!(symlinks.len(), 1, "only the watched name: {recs:#?}");
+    assert_eq!((&symlinks[0]["target"], &symlinks[0]["path"]), (&"/etc/probe".into(), &"/etc/soft".into()));
+    let denied: Vec<_> = recs.iter().filter(|r| r["type"] == "policy.denied").collect();
+    assert_eq!(denied.len(), 2, "once per process and call: {recs:#?}");
+    assert_ne!(denied[0]["pid"], denied[1]["pid"]);
+    assert_eq!((&denied[0]["operation"], &denied[0]["comm"]), (&"mount".into(), &"mount".into()));
+    assert!(
+        r.stderr_str().contains("permission denied") || r.stderr_str().contains("Operation not permitted"),
+        "{}",
+        r.describe()
+    );
+    // Every process but the first was forked, and its fork is recorded
+    // before anything it did.
+    let execs: Vec<_> = recs.iter().filter(|r| r["type"] == "process.exec" && r["pid"] != 1).collect();
+    assert!(!execs.is_empty());
+    for exec in execs {
+        let fork = recs.iter().position(|r| r["type"] == "process.fork" && r["child"] == exec["pid"]);
+        let at = recs.iter().position(|r| r == exec).unwrap();
+        assert!(fork.is_some_and(|f| f < at), "no fork before {exec}: {recs:#?}");
+    }
+    assert_eq!(recs[0]["config"]["audit_fork"], true);
+    verify(&log).assert_code(0);
+
+    // Without --audit-fork: no fork records.
+    let log = dir.path().join("nofork.log");
+    audited(dir.path(), &log, &[], "(exit 0); /bin/true").assert_code(0);
+    assert!(!records(&log).iter().any(|r| r["type"] == "process.fork"));
+}

@@ -27,6 +27,7 @@ mod mmap;
 mod mmsg;
 mod mqueue;
 mod netlink;
+mod policy;
 mod poll;
 mod prctl;
 mod process;
@@ -54,7 +55,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 27] = [
+const FAMILIES: [Entries; 28] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -82,6 +83,7 @@ const FAMILIES: [Entries; 27] = [
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,
+    policy::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.
