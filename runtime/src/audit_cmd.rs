@@ -21,6 +21,8 @@ pub struct Sink {
     fd: OwnedFd,
     /// The file's host path, when it is a file, to hide from the guest.
     host_path: Option<PathBuf>,
+    /// A unix datagram socket connected to `--audit-syslog PATH`.
+    syslog: Option<OwnedFd>,
 }
 
 /// Opens `spec`: `fd:N` (an inherited descriptor, used as it is) or a
@@ -42,7 +44,7 @@ pub fn open(spec: &str) -> anyhow::Result<Sink> {
     };
     let host_path =
         std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok().filter(|p| p.is_absolute() && p.is_file());
-    Ok(Sink { fd, host_path })
+    Ok(Sink { fd, host_path, syslog: None })
 }
 
 /// A container's own log, `--root/@audit/ID.log`; a log left by an
@@ -142,6 +144,24 @@ impl Sink {
         self.fd.as_raw_fd()
     }
 
+    /// The descriptors the sentry inherits: the log's and the syslog
+    /// socket's.
+    pub fn raw_fds(&self) -> Vec<i32> {
+        std::iter::once(self.raw_fd()).chain(self.syslog.as_ref().map(AsRawFd::as_raw_fd)).collect()
+    }
+
+    /// Also sends every record to the unix datagram socket at
+    /// `--audit-syslog PATH`, connected now: a socket nobody listens on
+    /// stops the start.
+    pub fn with_syslog(mut self, g: &GlobalArgs) -> anyhow::Result<Sink> {
+        if let Some(path) = &g.audit_syslog {
+            let socket = std::os::unix::net::UnixDatagram::unbound().context("a syslog socket")?;
+            socket.connect(path).with_context(|| format!("--audit-syslog {}", path.display()))?;
+            self.syslog = Some(socket.into());
+        }
+        Ok(self)
+    }
+
     /// The `husk boot` arguments that hand this log to the sentry of
     /// sandbox `id`, whose root filesystem is `rootfs` and whose other
     /// host folders are `mounts` (host, guest). The log's file, seen
@@ -154,6 +174,9 @@ impl Sink {
         }
         if g.audit_fork {
             args.push("--audit-fork".into());
+        }
+        if let Some(socket) = &self.syslog {
+            args.extend(["--audit-syslog-fd".into(), socket.as_raw_fd().to_string().into()]);
         }
         for glob in &g.audit_watch {
             args.extend(["--audit-watch".into(), glob.into()]);

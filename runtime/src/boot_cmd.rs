@@ -156,6 +156,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 sandbox,
                 fail_open: g.audit_fail_open,
                 fork: g.audit_fork,
+                syslog: args.audit_syslog_fd.map(inherited_fd).transpose()?,
                 rootfs: args.audit_rootfs,
                 env: args.audit_env,
                 watch: if g.audit_watch.is_empty() {

@@ -117,6 +117,10 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Also send every audit record, as an RFC 5424 message, to the unix
+    /// datagram socket at PATH (a syslog daemon's, e.g. /dev/log).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub audit_syslog: Option<PathBuf>,
     /// Also record every new process (`process.fork`: parent and child).
     #[arg(long, global = true)]
     pub audit_fork: bool,
@@ -523,6 +527,9 @@ pub struct BootArgs {
     /// How the guest's environment was made, for the audit log.
     #[arg(long)]
     pub audit_env: Option<String>,
+    /// A connected unix datagram socket every record also goes to.
+    #[arg(long, requires = "audit_fd")]
+    pub audit_syslog_fd: Option<i32>,
     /// The sandbox's secrets, on an inherited descriptor (never argv).
     #[arg(long)]
     pub secrets_fd: Option<i32>,

@@ -376,3 +376,34 @@ fn owners_links_forks_and_policy_refusals_are_recorded() {
     audited(dir.path(), &log, &[], "(exit 0); /bin/true").assert_code(0);
     assert!(!records(&log).iter().any(|r| r["type"] == "process.fork"));
 }
+
+#[test]
+fn every_record_also_reaches_a_syslog_socket_as_rfc5424() {
+    let dir = TempDir::new("audit-syslog");
+    let log = dir.path().join("audit.log");
+    let path = dir.path().join("syslog.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let r = audited(dir.path(), &log, &["--audit-syslog", path.to_str().unwrap()], "/bin/true; exit 4");
+    r.assert_code(4);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 5, "{text}");
+    let sandbox = records(&log)[0]["sandbox"].as_str().unwrap().to_string();
+    let mut buf = vec![0u8; 1 << 16];
+    for line in &lines {
+        let n = socket.recv(&mut buf).expect("a datagram per record");
+        let msg = std::str::from_utf8(&buf[..n]).unwrap();
+        let rec: Value = serde_json::from_str(line).unwrap();
+        let head =
+            format!("<110>1 {} - husk {sandbox} {} - ", rec["ts"].as_str().unwrap(), rec["type"].as_str().unwrap());
+        assert_eq!(msg, format!("{head}{line}"));
+    }
+    verify(&log).assert_code(0);
+
+    // Nobody listening: the sandbox does not start.
+    drop(socket);
+    let r = audited(dir.path(), &dir.path().join("b.log"), &["--audit-syslog", path.to_str().unwrap()], "echo ran");
+    assert_ne!(r.code, 0);
+    assert!(!r.stdout_str().contains("ran") && r.stderr_str().contains("--audit-syslog"), "{}", r.describe());
+}

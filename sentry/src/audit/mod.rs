@@ -21,6 +21,7 @@ pub mod glob;
 pub mod package;
 mod record;
 pub mod redact;
+pub mod syslog;
 mod time;
 pub mod verify;
 mod writer;

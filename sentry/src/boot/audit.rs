@@ -28,6 +28,9 @@ pub struct AuditConfig {
     pub watch: Vec<String>,
     /// Record new processes (`process.fork`).
     pub fork: bool,
+    /// A connected unix datagram socket every record also goes to, as
+    /// an RFC 5424 message (`--audit-syslog`).
+    pub syslog: Option<OwnedFd>,
     /// How the runtime made the first process's environment (`husk do`:
     /// clean, or inherited), for `sandbox.create`.
     pub env: Option<String>,
@@ -87,7 +90,10 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
     let Some(a) = cfg.audit.take() else { return Ok(None) };
     let mut config = security_config(cfg, &a.rootfs, &a.watch, a.env);
     config.audit_fork = a.fork;
-    let sink = Box::new(std::fs::File::from(a.sink));
+    let mut sink: Box<dyn crate::audit::Sink> = Box::new(std::fs::File::from(a.sink));
+    if let Some(socket) = a.syslog {
+        sink = Box::new(crate::audit::syslog::Tee::new(sink, socket, &a.sandbox));
+    }
     let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
     log.set_on_failure(Box::new(|e| {
         eprintln!("husk: {e}: stopping the sandbox (the audit log fails closed)");
