@@ -300,6 +300,19 @@ pub enum AuditCommand {
     Verify { file: PathBuf },
     /// Print the audit log of a container.
     Show { id: String },
+    /// Print a log's records as events of another schema, one JSON
+    /// object a line (`ocsf`: OCSF 1.1 classes).
+    Export {
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        file: PathBuf,
+    },
+}
+
+/// The schemas `husk audit export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Ocsf,
 }
 
 #[derive(Args, Debug)]

@@ -407,3 +407,54 @@ fn every_record_also_reaches_a_syslog_socket_as_rfc5424() {
     assert_ne!(r.code, 0);
     assert!(!r.stdout_str().contains("ran") && r.stderr_str().contains("--audit-syslog"), "{}", r.describe());
 }
+
+#[test]
+fn ocsf_export_maps_every_record_to_a_class_with_its_required_attributes() {
+    let dir = TempDir::new("audit-ocsf");
+    let log = dir.path().join("audit.log");
+    let script = "echo x > /etc/probe; mv /etc/probe /etc/probe2; /bin/true; exit 2";
+    audited(dir.path(), &log, &["--audit-fork"], script).assert_code(2);
+    let recs = records(&log);
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "export", "--format", "ocsf"]).arg(&log);
+    let r = run(cmd, None);
+    r.assert_code(0);
+    let events: Vec<Value> = r.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), recs.len());
+    let mut classes = std::collections::BTreeSet::new();
+    for (e, rec) in events.iter().zip(&recs) {
+        let class = e["class_uid"].as_u64().unwrap();
+        let activity = e["activity_id"].as_u64().unwrap();
+        classes.insert(class);
+        assert_eq!(e["category_uid"].as_u64(), Some(class / 1000), "{e}");
+        assert_eq!(e["type_uid"].as_u64(), Some(class * 100 + activity), "{e}");
+        assert!(e["time"].as_u64().is_some_and(|t| t > 1_600_000_000_000), "{e}");
+        assert!(e["severity_id"].is_u64(), "{e}");
+        assert!(e["metadata"]["version"].as_str().unwrap().starts_with("1."), "{e}");
+        assert_eq!(e["metadata"]["product"]["name"], "husk");
+        assert_eq!(&e["unmapped"], rec);
+        let required: &[&str] = match (rec["type"].as_str().unwrap().split('.').next().unwrap(), class) {
+            ("process", 1007) => &["actor", "device", "process"],
+            ("file", 1001) => &["actor", "device", "file"],
+            ("sandbox", 6002) => &["app"],
+            other => panic!("{other:?}: {e}"),
+        };
+        for k in required {
+            assert!(e[k].is_object(), "{k} missing: {e}");
+        }
+    }
+    assert_eq!(classes.into_iter().collect::<Vec<_>>(), [1001, 1007, 6002]);
+    let exec = events.iter().find(|e| e["unmapped"]["type"] == "process.exec").unwrap();
+    assert_eq!(exec["process"]["file"]["path"], exec["unmapped"]["exe"]);
+    assert_eq!(exec["process"]["cmd_line"], format!("/bin/sh -c {script}"));
+    let rename = events.iter().find(|e| e["unmapped"]["type"] == "file.rename").unwrap();
+    assert_eq!((&rename["activity_id"], &rename["file_result"]["path"]), (&5.into(), &"/etc/probe2".into()));
+
+    // Garbage is refused, naming the line.
+    std::fs::write(&log, "{\"type\":\"sandbox.start\"}\nnot json\n").unwrap();
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "export", "--format", "ocsf"]).arg(&log);
+    let r = run(cmd, None);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr_str().contains("line 2"), "{}", r.describe());
+}
