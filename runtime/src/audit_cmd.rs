@@ -21,6 +21,8 @@ pub struct Sink {
     fd: OwnedFd,
     /// The file's host path, when it is a file, to hide from the guest.
     host_path: Option<PathBuf>,
+    /// A unix datagram socket connected to `--audit-syslog PATH`.
+    syslog: Option<OwnedFd>,
 }
 
 /// Opens `spec`: `fd:N` (an inherited descriptor, used as it is) or a
@@ -42,7 +44,7 @@ pub fn open(spec: &str) -> anyhow::Result<Sink> {
     };
     let host_path =
         std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok().filter(|p| p.is_absolute() && p.is_file());
-    Ok(Sink { fd, host_path })
+    Ok(Sink { fd, host_path, syslog: None })
 }
 
 /// A container's own log, `--root/@audit/ID.log`; a log left by an
@@ -142,6 +144,24 @@ impl Sink {
         self.fd.as_raw_fd()
     }
 
+    /// The descriptors the sentry inherits: the log's and the syslog
+    /// socket's.
+    pub fn raw_fds(&self) -> Vec<i32> {
+        std::iter::once(self.raw_fd()).chain(self.syslog.as_ref().map(AsRawFd::as_raw_fd)).collect()
+    }
+
+    /// Also sends every record to the unix datagram socket at
+    /// `--audit-syslog PATH`, connected now: a socket nobody listens on
+    /// stops the start.
+    pub fn with_syslog(mut self, g: &GlobalArgs) -> anyhow::Result<Sink> {
+        if let Some(path) = &g.audit_syslog {
+            let socket = std::os::unix::net::UnixDatagram::unbound().context("a syslog socket")?;
+            socket.connect(path).with_context(|| format!("--audit-syslog {}", path.display()))?;
+            self.syslog = Some(socket.into());
+        }
+        Ok(self)
+    }
+
     /// The `husk boot` arguments that hand this log to the sentry of
     /// sandbox `id`, whose root filesystem is `rootfs` and whose other
     /// host folders are `mounts` (host, guest). The log's file, seen
@@ -151,6 +171,12 @@ impl Sink {
         args.extend(["--audit-sandbox".into(), id.into(), "--audit-rootfs".into(), rootfs.as_os_str().to_owned()]);
         if g.audit_fail_open {
             args.push("--audit-fail-open".into());
+        }
+        if g.audit_fork {
+            args.push("--audit-fork".into());
+        }
+        if let Some(socket) = &self.syslog {
+            args.extend(["--audit-syslog-fd".into(), socket.as_raw_fd().to_string().into()]);
         }
         for glob in &g.audit_watch {
             args.extend(["--audit-watch".into(), glob.into()]);
@@ -183,6 +209,7 @@ pub fn run(g: &GlobalArgs, args: AuditArgs) -> anyhow::Result<i32> {
                 }
             }
         }
+        AuditCommand::Export { format: crate::cli::ExportFormat::Ocsf, file } => export_ocsf(&file),
         AuditCommand::Show { id } => {
             let path = container_log(&g.root, &id);
             let data = std::fs::read(&path).with_context(|| format!("no audit log of container {id}"))?;
@@ -195,5 +222,29 @@ pub fn run(g: &GlobalArgs, args: AuditArgs) -> anyhow::Result<i32> {
                 other => other.map(|()| 0).map_err(Into::into),
             }
         }
+    }
+}
+
+/// Prints the records of the log `file` as OCSF events, one a line. A
+/// line that is not a record is an error naming it (verify the log for
+/// its integrity: export does not check the chain).
+fn export_ocsf(file: &Path) -> anyhow::Result<i32> {
+    use std::io::Write as _;
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (i, line) in text.lines().enumerate() {
+        let record: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", file.display(), i + 1))?;
+        let Some(event) = husk_sentry::audit::ocsf::event(&record) else {
+            bail!("{} line {}: not an audit record", file.display(), i + 1);
+        };
+        match writeln!(out, "{event}") {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(0),
+            other => other?,
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|()| 0).map_err(Into::into),
     }
 }

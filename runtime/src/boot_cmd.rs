@@ -181,6 +181,8 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 sink: inherited_fd(fd)?,
                 sandbox,
                 fail_open: g.audit_fail_open,
+                fork: g.audit_fork,
+                syslog: args.audit_syslog_fd.map(inherited_fd).transpose()?,
                 rootfs: args.audit_rootfs,
                 env: args.audit_env,
                 watch: if g.audit_watch.is_empty() {
@@ -193,6 +195,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         },
         secrets: secrets.unwrap_or_default(),
         seccomp: args.seccomp_filter.as_deref().map(|h| seccomp_program(h, args.seccomp_log)).transpose()?,
+        package_registry_allow: g.package_registry_allow.clone(),
     };
     match boot(cfg) {
         Ok(ExitStatus::Code(c)) => Ok(c),

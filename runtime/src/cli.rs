@@ -131,6 +131,19 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Also send every audit record, as an RFC 5424 message, to the unix
+    /// datagram socket at PATH (a syslog daemon's, e.g. /dev/log).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub audit_syslog: Option<PathBuf>,
+    /// Also record every new process (`process.fork`: parent and child).
+    #[arg(long, global = true)]
+    pub audit_fork: bool,
+    /// Let package managers (pip, npm, apt, dpkg, cargo, known from the
+    /// exec chain) connect only to HOST, a name or an address
+    /// (repeatable); their other connections, and anyone's to a known
+    /// public registry not named, fail with EPERM (`package.denied`).
+    #[arg(long = "package-registry-allow", global = true, value_name = "HOST")]
+    pub package_registry_allow: Vec<String>,
     /// Deliver a secret as /run/secrets/NAME (repeatable): NAME=VALUE,
     /// NAME=@FILE (the file's contents) or NAME=env:VAR (our variable
     /// VAR). Its value (at least 8 bytes) is redacted from the guest's
@@ -301,6 +314,19 @@ pub enum AuditCommand {
     Verify { file: PathBuf },
     /// Print the audit log of a container.
     Show { id: String },
+    /// Print a log's records as events of another schema, one JSON
+    /// object a line (`ocsf`: OCSF 1.1 classes).
+    Export {
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        file: PathBuf,
+    },
+}
+
+/// The schemas `husk audit export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Ocsf,
 }
 
 #[derive(Args, Debug)]
@@ -535,6 +561,9 @@ pub struct BootArgs {
     /// How the guest's environment was made, for the audit log.
     #[arg(long)]
     pub audit_env: Option<String>,
+    /// A connected unix datagram socket every record also goes to.
+    #[arg(long, requires = "audit_fd")]
+    pub audit_syslog_fd: Option<i32>,
     /// The sandbox's secrets, on an inherited descriptor (never argv).
     #[arg(long)]
     pub secrets_fd: Option<i32>,

@@ -65,7 +65,10 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         .collect();
     let env_fd = crate::lifecycle::create::env_file(&entries)?;
     // Opened before anything starts: a log that cannot be had stops here.
-    let audit = g.audit_log.as_deref().map(crate::audit_cmd::open).transpose()?;
+    if g.audit_syslog.is_some() && g.audit_log.is_none() {
+        anyhow::bail!("--audit-syslog copies the audit log: give --audit-log too");
+    }
+    let audit = g.audit_log.as_deref().map(|spec| crate::audit_cmd::open(spec)?.with_syslog(g)).transpose()?;
     let secrets = crate::secrets::boot_fd(&crate::secrets::specs(g)?)?;
     let pids = g.pids_limit.unwrap_or(crate::limits::DEFAULT_PIDS);
     let cgroup = crate::do_cgroup::DoCgroup::create(memory_mb, pids);
@@ -111,7 +114,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         .chain(&bind_ends)
         .chain(&secrets)
         .map(AsRawFd::as_raw_fd)
-        .chain(audit.iter().map(|s| s.raw_fd()))
+        .chain(audit.iter().flat_map(crate::audit_cmd::Sink::raw_fds))
         .collect();
     let mut sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, Session::Inherit, &join, Lifetime::Ours))?;
     drop((sentry_end, env_fd, bind_ends, secrets));

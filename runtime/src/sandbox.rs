@@ -59,6 +59,9 @@ pub fn husk_command(g: &GlobalArgs, args: impl IntoIterator<Item = OsString>) ->
     if let Some(n) = g.egress_rate {
         cmd.arg("--egress-rate").arg(n.to_string());
     }
+    for host in &g.package_registry_allow {
+        cmd.arg("--package-registry-allow").arg(host);
+    }
     if let Some(n) = g.disk_limit {
         cmd.arg("--disk-limit").arg(n.to_string());
     }

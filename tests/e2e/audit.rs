@@ -328,3 +328,133 @@ fn wait_bounded(child: &mut std::process::Child, pgid: u32) -> std::process::Exi
         panic!("husk did not end")
     })
 }
+
+#[test]
+fn owners_links_forks_and_policy_refusals_are_recorded() {
+    let dir = TempDir::new("audit-more");
+    let log = dir.path().join("audit.log");
+    // chown, a hard link and a symlink under /etc (watched by default),
+    // two mounts (refused for policy: one record per process) and, with
+    // --audit-fork, the subshell's fork.
+    let script = "echo x > /etc/probe; chown 12:34 /etc/probe; ln /etc/probe /etc/hard; ln -s /etc/probe /etc/soft; \
+                  ln -s /etc/probe /tmp/unwatched; mount -t tmpfs none /mnt; mount -t tmpfs none /mnt; \
+                  (exit 0); true";
+    let r = audited(dir.path(), &log, &["--audit-fork"], script);
+    r.assert_code(0);
+    let recs = records(&log);
+    let find = |t: &str| recs.iter().find(|r| r["type"] == t).unwrap_or_else(|| panic!("no {t}: {recs:#?}"));
+    let chown = find("file.chown");
+    assert_eq!((&chown["path"], &chown["uid"], &chown["gid"]), (&"/etc/probe".into(), &12.into(), &34.into()));
+    let link = find("file.link");
+    assert_eq!((&link["target"], &link["path"]), (&"/etc/probe".into(), &"/etc/hard".into()));
+    let symlinks: Vec<_> = recs.iter().filter(|r| r["type"] == "file.symlink").collect();
+    assert_eq!(symlinks.len(), 1, "only the watched name: {recs:#?}");
+    assert_eq!((&symlinks[0]["target"], &symlinks[0]["path"]), (&"/etc/probe".into(), &"/etc/soft".into()));
+    let denied: Vec<_> = recs.iter().filter(|r| r["type"] == "policy.denied").collect();
+    assert_eq!(denied.len(), 2, "once per process and call: {recs:#?}");
+    assert_ne!(denied[0]["pid"], denied[1]["pid"]);
+    assert_eq!((&denied[0]["operation"], &denied[0]["comm"]), (&"mount".into(), &"mount".into()));
+    assert!(
+        r.stderr_str().contains("permission denied") || r.stderr_str().contains("Operation not permitted"),
+        "{}",
+        r.describe()
+    );
+    // Every process but the first was forked, and its fork is recorded
+    // before anything it did.
+    let execs: Vec<_> = recs.iter().filter(|r| r["type"] == "process.exec" && r["pid"] != 1).collect();
+    assert!(!execs.is_empty());
+    for exec in execs {
+        let fork = recs.iter().position(|r| r["type"] == "process.fork" && r["child"] == exec["pid"]);
+        let at = recs.iter().position(|r| r == exec).unwrap();
+        assert!(fork.is_some_and(|f| f < at), "no fork before {exec}: {recs:#?}");
+    }
+    assert_eq!(recs[0]["config"]["audit_fork"], true);
+    verify(&log).assert_code(0);
+
+    // Without --audit-fork: no fork records.
+    let log = dir.path().join("nofork.log");
+    audited(dir.path(), &log, &[], "(exit 0); /bin/true").assert_code(0);
+    assert!(!records(&log).iter().any(|r| r["type"] == "process.fork"));
+}
+
+#[test]
+fn every_record_also_reaches_a_syslog_socket_as_rfc5424() {
+    let dir = TempDir::new("audit-syslog");
+    let log = dir.path().join("audit.log");
+    let path = dir.path().join("syslog.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let r = audited(dir.path(), &log, &["--audit-syslog", path.to_str().unwrap()], "/bin/true; exit 4");
+    r.assert_code(4);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 5, "{text}");
+    let sandbox = records(&log)[0]["sandbox"].as_str().unwrap().to_string();
+    let mut buf = vec![0u8; 1 << 16];
+    for line in &lines {
+        let n = socket.recv(&mut buf).expect("a datagram per record");
+        let msg = std::str::from_utf8(&buf[..n]).unwrap();
+        let rec: Value = serde_json::from_str(line).unwrap();
+        let head =
+            format!("<110>1 {} - husk {sandbox} {} - ", rec["ts"].as_str().unwrap(), rec["type"].as_str().unwrap());
+        assert_eq!(msg, format!("{head}{line}"));
+    }
+    verify(&log).assert_code(0);
+
+    // Nobody listening: the sandbox does not start.
+    drop(socket);
+    let r = audited(dir.path(), &dir.path().join("b.log"), &["--audit-syslog", path.to_str().unwrap()], "echo ran");
+    assert_ne!(r.code, 0);
+    assert!(!r.stdout_str().contains("ran") && r.stderr_str().contains("--audit-syslog"), "{}", r.describe());
+}
+
+#[test]
+fn ocsf_export_maps_every_record_to_a_class_with_its_required_attributes() {
+    let dir = TempDir::new("audit-ocsf");
+    let log = dir.path().join("audit.log");
+    let script = "echo x > /etc/probe; mv /etc/probe /etc/probe2; /bin/true; exit 2";
+    audited(dir.path(), &log, &["--audit-fork"], script).assert_code(2);
+    let recs = records(&log);
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "export", "--format", "ocsf"]).arg(&log);
+    let r = run(cmd, None);
+    r.assert_code(0);
+    let events: Vec<Value> = r.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), recs.len());
+    let mut classes = std::collections::BTreeSet::new();
+    for (e, rec) in events.iter().zip(&recs) {
+        let class = e["class_uid"].as_u64().unwrap();
+        let activity = e["activity_id"].as_u64().unwrap();
+        classes.insert(class);
+        assert_eq!(e["category_uid"].as_u64(), Some(class / 1000), "{e}");
+        assert_eq!(e["type_uid"].as_u64(), Some(class * 100 + activity), "{e}");
+        assert!(e["time"].as_u64().is_some_and(|t| t > 1_600_000_000_000), "{e}");
+        assert!(e["severity_id"].is_u64(), "{e}");
+        assert!(e["metadata"]["version"].as_str().unwrap().starts_with("1."), "{e}");
+        assert_eq!(e["metadata"]["product"]["name"], "husk");
+        assert_eq!(&e["unmapped"], rec);
+        let required: &[&str] = match (rec["type"].as_str().unwrap().split('.').next().unwrap(), class) {
+            ("process", 1007) => &["actor", "device", "process"],
+            ("file", 1001) => &["actor", "device", "file"],
+            ("sandbox", 6002) => &["app"],
+            other => panic!("{other:?}: {e}"),
+        };
+        for k in required {
+            assert!(e[k].is_object(), "{k} missing: {e}");
+        }
+    }
+    assert_eq!(classes.into_iter().collect::<Vec<_>>(), [1001, 1007, 6002]);
+    let exec = events.iter().find(|e| e["unmapped"]["type"] == "process.exec").unwrap();
+    assert_eq!(exec["process"]["file"]["path"], exec["unmapped"]["exe"]);
+    assert_eq!(exec["process"]["cmd_line"], format!("/bin/sh -c {script}"));
+    let rename = events.iter().find(|e| e["unmapped"]["type"] == "file.rename").unwrap();
+    assert_eq!((&rename["activity_id"], &rename["file_result"]["path"]), (&5.into(), &"/etc/probe2".into()));
+
+    // Garbage is refused, naming the line.
+    std::fs::write(&log, "{\"type\":\"sandbox.start\"}\nnot json\n").unwrap();
+    let mut cmd = Command::new(husk_bin());
+    cmd.args(["audit", "export", "--format", "ocsf"]).arg(&log);
+    let r = run(cmd, None);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr_str().contains("line 2"), "{}", r.describe());
+}

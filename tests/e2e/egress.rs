@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 const INTERNET: &str = "198.18.0.2";
 
 /// A sandbox-side and an internet-side namespace with listeners.
-struct Internet {
+pub(crate) struct Internet {
     sandbox_ns: String,
     internet_ns: String,
     server: Option<Child>,
@@ -48,7 +48,7 @@ fn script(name: &str) -> PathBuf {
 impl Internet {
     /// Builds the namespaces and starts the listeners; None (after
     /// printing why) when network namespaces cannot be made here.
-    fn new() -> Option<Internet> {
+    pub(crate) fn new() -> Option<Internet> {
         let tag = unique("e");
         // Interface names have 15 bytes: a short tag from the unique name.
         let short = format!("{:08x}", tag.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))));
@@ -124,7 +124,7 @@ impl Internet {
     }
 
     /// `husk [flags] do -- ARGV` in the sandbox-side namespace.
-    fn husk_do(&self, flags: &[&str], argv: &[&str]) -> Run {
+    pub(crate) fn husk_do(&self, flags: &[&str], argv: &[&str]) -> Run {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.sandbox_ns]).arg(husk_bin()).args(flags);
         cmd.arg("do").arg("--").args(argv).current_dir("/");

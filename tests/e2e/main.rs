@@ -23,6 +23,7 @@
 
 mod attacks;
 mod audit;
+mod audit_packages;
 mod confinement;
 mod egress;
 mod escape;

@@ -311,7 +311,8 @@ fn start_sentry(
     let audit = match &g.audit_log {
         Some(spec) => crate::audit_cmd::open(spec)?,
         None => crate::audit_cmd::open_container_log(&g.root, &res.id())?,
-    };
+    }
+    .with_syslog(g)?;
     let mounts: Vec<_> = launch.binds.iter().map(|b| (b.source.clone(), b.destination.clone())).collect();
     boot_args.extend(audit.boot_args(g, &res.id(), &launch.rootfs, &mounts));
     boot_args.push("--".into());
@@ -327,7 +328,7 @@ fn start_sentry(
     };
     let mut keep: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
     keep.extend(bind_ends.iter().map(AsRawFd::as_raw_fd));
-    keep.push(audit.raw_fd());
+    keep.extend(audit.raw_fds());
     let sentry = in_new_pid_namespace(|| spawn(&mut boot, &keep, session, join, Lifetime::Own))?;
     Ok((sentry, ready_r))
 }

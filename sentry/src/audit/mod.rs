@@ -18,8 +18,11 @@
 //! `Record`.
 
 pub mod glob;
+pub mod ocsf;
+pub mod package;
 mod record;
 pub mod redact;
+pub mod syslog;
 mod time;
 pub mod verify;
 mod writer;
@@ -27,5 +30,5 @@ mod writer;
 pub(crate) use writer::tests as writer_tests;
 
 pub use record::{ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
-pub use time::rfc3339;
+pub use time::{epoch_millis, rfc3339};
 pub use writer::{close_after_kill, AuditError, AuditLog, Sink};

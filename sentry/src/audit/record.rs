@@ -52,6 +52,11 @@ pub enum Record {
         /// The names of the environment's variables, never their values.
         env: Vec<String>,
     },
+    /// A process made a new process (fork, vfork, clone without
+    /// CLONE_THREAD), recorded before either runs on; only with
+    /// `--audit-fork`.
+    #[serde(rename = "process.fork")]
+    ProcessFork { pid: i32, child: i32 },
     /// A process ended (its last thread exited).
     #[serde(rename = "process.exit")]
     ProcessExit {
@@ -114,6 +119,23 @@ pub enum Record {
     /// A watched file's permissions change.
     #[serde(rename = "file.chmod")]
     FileChmod { pid: i32, path: String, mode: u32 },
+    /// A watched file's owner or group changes (absent: left as it is).
+    #[serde(rename = "file.chown")]
+    FileChown {
+        pid: i32,
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        uid: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gid: Option<u32>,
+    },
+    /// A hard link `path` to the file at `target` is made, one of them
+    /// watched.
+    #[serde(rename = "file.link")]
+    FileLink { pid: i32, target: String, path: String },
+    /// A symbolic link `path` holding `target` is made at a watched name.
+    #[serde(rename = "file.symlink")]
+    FileSymlink { pid: i32, target: String, path: String },
     /// A watched file is truncated.
     #[serde(rename = "file.truncate")]
     FileTruncate { pid: i32, path: String, length: u64 },
@@ -124,6 +146,10 @@ pub enum Record {
     /// (/run/secrets/NAME): its path, never its value.
     #[serde(rename = "file.read")]
     FileRead { pid: i32, path: String },
+    /// A system call or operation husk refused for policy (EPERM), once
+    /// per process and call.
+    #[serde(rename = "policy.denied")]
+    PolicyDenied { pid: i32, comm: String, operation: String, reason: String },
     /// A query the sandbox's resolver answered.
     #[serde(rename = "net.dns")]
     NetDns {
@@ -181,6 +207,37 @@ pub enum Record {
         sent: u64,
         received: u64,
         duration_ms: u64,
+    },
+    /// A package manager run installed a package (written when the
+    /// process whose exec began the run exits). `package` and `version`
+    /// are what the manager wrote to its database; `source` and `sha256`
+    /// only what the sentry saw (an archive it hashed as the run read it,
+    /// the run's connections), else `unknown`; `evidence` lists both.
+    #[serde(rename = "package.install")]
+    PackageInstall {
+        pid: i32,
+        manager: String,
+        package: String,
+        version: String,
+        source: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        evidence: Vec<super::package::Evidence>,
+    },
+    /// A package manager's connection to a destination that
+    /// `--package-registry-allow` does not name, refused (EPERM).
+    #[serde(rename = "package.denied")]
+    PackageDenied {
+        pid: i32,
+        /// The manager whose run made it (from the exec chain), or
+        /// `unknown` for a known registry reached outside any run.
+        manager: String,
+        protocol: String,
+        address: String,
+        port: u16,
+        /// The name the address was resolved from, when there is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
 }
 
@@ -259,6 +316,8 @@ pub struct SecurityConfig {
     pub secrets: Vec<SecretInfo>,
     /// Whether the sandbox runs on when the log cannot be written.
     pub audit_fail_open: bool,
+    /// Whether new processes are recorded (`process.fork`).
+    pub audit_fork: bool,
 }
 
 /// A secret as `sandbox.create` names it: what it is called and how long

@@ -11,6 +11,44 @@ pub fn rfc3339(t: SystemTime) -> String {
     format!("{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z", rem / 3600, rem / 60 % 60, rem % 60, d.subsec_nanos())
 }
 
+/// Milliseconds since the epoch of a `YYYY-MM-DDTHH:MM:SS[.frac]Z` time
+/// (as `rfc3339` writes them, from 1970 on); None for anything else.
+pub fn epoch_millis(ts: &str) -> Option<u64> {
+    let b = ts.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<u64> { std::str::from_utf8(b.get(r)?).ok()?.parse().ok() };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60
+    {
+        return None;
+    }
+    let rest = ts.get(19..)?.strip_suffix('Z')?;
+    let ms = match rest.strip_prefix('.') {
+        Some(frac) if !frac.is_empty() && frac.bytes().all(|c| c.is_ascii_digit()) => {
+            format!("{frac:0<3}")[..3].parse::<u64>().ok()?
+        }
+        None if rest.is_empty() => 0,
+        _ => return None,
+    };
+    let days = days_from_civil(y, m, d);
+    Some(((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms)
+}
+
+/// The day since 1970-01-01 of a date on or after it (Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(y: u64, m: u64, d: u64) -> u64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// The proleptic Gregorian date of day `days` since 1970-01-01 (Howard
 /// Hinnant's `civil_from_days`, for days on or after the epoch).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -38,5 +76,15 @@ mod tests {
         assert_eq!(rfc3339(t), "2000-02-29T01:01:01.000000005Z");
         let t = UNIX_EPOCH + Duration::new(1_798_761_599, 999_999_999);
         assert_eq!(rfc3339(t), "2026-12-31T23:59:59.999999999Z");
+    }
+
+    #[test]
+    fn parses_its_own_times_back_to_milliseconds() {
+        assert_eq!(epoch_millis("1970-01-01T00:00:00.000000000Z"), Some(0));
+        assert_eq!(epoch_millis("2000-02-29T01:01:01.250000005Z"), Some((951_782_400 + 3661) * 1000 + 250));
+        assert_eq!(epoch_millis("2026-12-31T23:59:59Z"), Some(1_798_761_599_000));
+        for bad in ["", "2026-12-31", "2026-13-01T00:00:00Z", "2026-12-31T23:59:59.Z", "2026-12-31T23:59:59+01:00"] {
+            assert_eq!(epoch_millis(bad), None, "{bad}");
+        }
     }
 }

@@ -64,6 +64,8 @@ pub struct AuditLog {
     on_failure: OnceLock<OnFailure>,
     /// The globs of watched paths.
     watch: Vec<Vec<u8>>,
+    /// Whether forks are recorded.
+    forks: bool,
 }
 
 /// A line: the envelope around a record, in the order the fields appear.
@@ -104,6 +106,7 @@ impl AuditLog {
         let watch = config.watch.iter().map(|g| g.as_bytes().to_vec()).collect();
         let log = AuditLog {
             watch,
+            forks: config.audit_fork,
             sandbox: sandbox.to_string(),
             fail_open,
             chain: Mutex::new(Chain { sink, seq: 0, prev, failed: false }),
@@ -125,6 +128,11 @@ impl AuditLog {
     /// wins.
     pub fn set_on_failure(&self, f: OnFailure) {
         let _ = self.on_failure.set(f);
+    }
+
+    /// Whether new processes are recorded (`process.fork`).
+    pub fn records_forks(&self) -> bool {
+        self.forks
     }
 
     /// Whether changes to `path` (absolute, in the guest) are recorded.

@@ -26,6 +26,11 @@ pub struct AuditConfig {
     pub rootfs: String,
     /// The globs of the paths whose changes are recorded.
     pub watch: Vec<String>,
+    /// Record new processes (`process.fork`).
+    pub fork: bool,
+    /// A connected unix datagram socket every record also goes to, as
+    /// an RFC 5424 message (`--audit-syslog`).
+    pub syslog: Option<OwnedFd>,
     /// How the runtime made the first process's environment (`husk do`:
     /// clean, or inherited), for `sandbox.create`.
     pub env: Option<String>,
@@ -59,6 +64,7 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option
             .map(|s| SecretInfo { name: s.name.clone(), ttl_ms: s.ttl.map(millis), env: s.env })
             .collect(),
         audit_fail_open: false,
+        audit_fork: false,
     }
 }
 
@@ -85,8 +91,12 @@ fn network_summary(network: &super::Network) -> String {
 /// the boot, whatever the fail-open choice.
 pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootError> {
     let Some(a) = cfg.audit.take() else { return Ok(None) };
-    let config = security_config(cfg, &a.rootfs, &a.watch, a.env);
-    let sink = Box::new(std::fs::File::from(a.sink));
+    let mut config = security_config(cfg, &a.rootfs, &a.watch, a.env);
+    config.audit_fork = a.fork;
+    let mut sink: Box<dyn crate::audit::Sink> = Box::new(std::fs::File::from(a.sink));
+    if let Some(socket) = a.syslog {
+        sink = Box::new(crate::audit::syslog::Tee::new(sink, socket, &a.sandbox));
+    }
     let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
     log.set_on_failure(Box::new(|e| {
         eprintln!("husk: {e}: stopping the sandbox (the audit log fails closed)");

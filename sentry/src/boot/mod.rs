@@ -81,6 +81,9 @@ pub struct BootConfig {
     pub audit: Option<audit::AuditConfig>,
     /// Secrets for /run/secrets, redacted from all that leaves.
     pub secrets: Vec<secrets::SecretSpec>,
+    /// The only hosts package managers may reach
+    /// (`--package-registry-allow`); empty: no such limit.
+    pub package_registry_allow: Vec<String>,
     /// The container's seccomp profile (OCI linux.seccomp), compiled:
     /// installed on every process the runtime starts in the sandbox.
     pub seccomp: Option<ContainerSeccomp>,
@@ -220,6 +223,7 @@ fn boot_with(
     if let Some(log) = audit_log {
         kernel.set_audit_log(log);
     }
+    kernel.set_package_registry_allow(cfg.package_registry_allow.clone());
     if let Some(d) = &disk {
         report_disk_breaches(&kernel, d);
     }

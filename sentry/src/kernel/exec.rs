@@ -70,6 +70,7 @@ pub fn execve(
     // Recorded before the new image can run; a record the log cannot
     // take (failing closed) leaves the old image in place.
     kernel.audit(|| super::audit::exec_record(task, &loaded.exe.dentry, &loaded.argv, &envp))?;
+    kernel.package_exec(task, &loaded.argv);
 
     // The point of no return.
     end_other_threads(task);

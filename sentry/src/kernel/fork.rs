@@ -185,6 +185,16 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
         }
     };
     task.cpu = start.cpu;
+    // Recorded before either side runs on (the parent waits for the
+    // send); a record the log cannot take fails the fork.
+    let (pid, child) = (start.parent.tgid, thread.tgid);
+    if kernel.audit_log().is_some_and(|l| l.records_forks())
+        && kernel.audit(|| crate::audit::Record::ProcessFork { pid, child }).is_err()
+    {
+        kernel.remove_thread(&thread);
+        let _ = tx.send(Err(Errno::EIO));
+        return;
+    }
     let _ = tx.send(Ok(()));
     run_to_exit(task);
 }

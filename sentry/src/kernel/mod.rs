@@ -11,6 +11,7 @@ pub mod fs_context;
 pub mod futex;
 pub mod ipc;
 pub mod limits;
+pub mod package;
 pub mod pids;
 pub mod process;
 pub mod record_lock;

@@ -250,6 +250,7 @@ impl Task {
             }
             let status = k.procs.group_exit(tgid).unwrap_or(status);
             // Before the parent can learn of it (and act on it).
+            k.package_exit(tgid);
             let _ = k.audit(|| crate::audit::Record::ProcessExit { pid: tgid, outcome: status.into() });
             let uid = self.thread.creds().uid;
             let mut told = Vec::new();

@@ -91,6 +91,39 @@ pub(super) fn chmod(task: &Task, d: &Arc<Dentry>, mode: u32) -> Result<(), Errno
     record(task, Some(path_of(task, d)), |path| Record::FileChmod { pid, path, mode })
 }
 
+/// A chown of `d` (`None`: that id left as it is).
+pub(super) fn chown(task: &Task, d: &Arc<Dentry>, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, Some(path_of(task, d)), |path| Record::FileChown { pid, path, uid, gid })
+}
+
+/// A hard link to `src` named `(dirfd, path)`: recorded when either is
+/// watched.
+pub(super) fn link(task: &Task, src: &Arc<Dentry>, dirfd: u64, path: &[u8]) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let Some(to) = name_at(task, dirfd, path) else { return Ok(()) };
+    let from = path_of(task, src);
+    if !watched(task, &from) && !watched(task, &to) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    task.kernel.audit(|| Record::FileLink { pid, target: text(&from), path: text(&to) })
+}
+
+/// A symbolic link holding `target` named `(dirfd, path)`.
+pub(super) fn symlink(task: &Task, target: &[u8], dirfd: u64, path: &[u8]) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, name_at(task, dirfd, path), |path| Record::FileSymlink { pid, target: text(target), path })
+}
+
 /// A truncation of `f` to `length`.
 pub(super) fn truncate(task: &Task, f: &FileDescription, length: u64) -> Result<(), Errno> {
     if !logging(task) {
@@ -106,6 +139,15 @@ pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     if !logging(task) || f.dentry.parent.is_none() || !f.first_write() {
         return Ok(());
     }
+    task.kernel.package_wrote(task, &f.dentry);
     let pid = task.thread.tgid;
     record(task, Some(path_of(task, &f.dentry)), |path| Record::FileWrite { pid, path })
+}
+
+/// An open of `f`: a package manager's run reading an archive has it
+/// hashed (kernel/package.rs).
+pub(super) fn opened(task: &Task, f: &FileDescription) {
+    if logging(task) {
+        task.kernel.package_opened(task, f);
+    }
 }

@@ -213,6 +213,7 @@ fn symlink(task: &Task, target_addr: u64, dirfd: u64, path_addr: u64) -> SysResu
     let path = args::path(task, path_addr)?;
     let creds = task.thread.creds();
     let new = NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid };
+    super::audit_files::symlink(task, &target, dirfd, &path)?;
     let at = args::dirfd(task, dirfd);
     args::with_walker(task, |w| names::symlink_at(w, &target, at, &path, new))?;
     Ok(0)
@@ -234,6 +235,7 @@ fn link(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64,
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
     let src = args::resolve_at(task, olddirfd, &old_path, follow, flags & AT_EMPTY_PATH != 0)?;
     let new_path = args::path(task, new_addr)?;
+    super::audit_files::link(task, &src, newdirfd, &new_path)?;
     let at = args::dirfd(task, newdirfd);
     args::with_walker(task, |w| names::link_at(w, &src, at, &new_path))?;
     Ok(0)
@@ -360,6 +362,7 @@ fn chown(task: &Task, d: &Arc<Dentry>, uid: u64, gid: u64) -> SysResult {
             return Err(Errno::EPERM);
         }
     }
+    super::audit_files::chown(task, d, new_uid, new_gid)?;
     d.node.setattr(&SetAttr { uid: new_uid, gid: new_gid, ..SetAttr::default() })?;
     if new_uid.is_some() || new_gid.is_some() {
         notify::file_event(d, notify::IN_ATTRIB);

@@ -73,7 +73,13 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Res
     }
     let dest = unmapped(to);
     match gateway.decide(dest) {
-        (Verdict::Allowed { rule }, name) => Ok(Allowed { dest, rule, name }),
+        (Verdict::Allowed { rule }, name) => {
+            let address = dest.ip().to_string();
+            if task.kernel.package_registry_refuses(task, &protocol(s), &address, dest.port(), name.as_deref())? {
+                return Err(Errno::EPERM);
+            }
+            Ok(Allowed { dest, rule, name })
+        }
         (verdict, _) => {
             log::debug!("egress: {to} {verdict}");
             deny(task, s, dest, verdict.to_string())
@@ -98,6 +104,7 @@ fn flow(task: &Task, s: &InetSocket, dest: SocketAddr) -> Flow {
 fn record_connect(task: &Task, s: &InetSocket, a: Allowed) -> Result<(), Errno> {
     let (pid, protocol, address) = (task.thread.tgid, protocol(s), a.dest.ip().to_string());
     let (port, name, rule) = (a.dest.port(), a.name, a.rule);
+    task.kernel.package_connected(task, &address, port, name.as_deref());
     task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name, rule })?;
     Ok(())
 }

@@ -29,6 +29,7 @@ mod mmsg;
 mod mqueue;
 mod netlink;
 mod pidfd;
+mod policy;
 mod poll;
 mod prctl;
 mod process;
@@ -60,7 +61,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 33] = [
+const FAMILIES: [Entries; 34] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -94,6 +95,7 @@ const FAMILIES: [Entries; 33] = [
     sysv_msg::ENTRIES,
     seccomp::ENTRIES,
     pidfd::ENTRIES,
+    policy::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.

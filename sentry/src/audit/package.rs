@@ -1,0 +1,500 @@
+//! `package.install` records: which package managers a process runs
+//! (from its argv), which of the files a manager writes are a package
+//! database's (pip's `*.dist-info`, npm's `node_modules/*/package.json`,
+//! dpkg's `status` and `info/*.list`), and the records derived from what
+//! the sentry saw of one manager run: the execs, the files written, the
+//! archives read (with their hashes) and the connections made.
+//!
+//! Each record names the evidence it rests on. The name and version come
+//! from the files the manager wrote (the guest's bytes: a claim); the
+//! source and `sha256` only from what the sentry itself saw: an archive
+//! the manager read, hashed by the sentry, or the connections it made. A
+//! record without either says `unknown`: writing a fake `METADATA`
+//! cannot make a record that claims a download.
+//!
+//! A leaf like the rest of `audit`: the kernel gathers the observations
+//! and the bytes; this module only reads them.
+
+use super::record::Record;
+use serde::Serialize;
+
+/// A package manager, as its exec names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Manager {
+    Pip,
+    Npm,
+    Dpkg,
+    Apt,
+    Cargo,
+}
+
+impl Manager {
+    pub fn name(self) -> &'static str {
+        match self {
+            Manager::Pip => "pip",
+            Manager::Npm => "npm",
+            Manager::Dpkg => "dpkg",
+            Manager::Apt => "apt",
+            Manager::Cargo => "cargo",
+        }
+    }
+}
+
+fn basename(p: &[u8]) -> &[u8] {
+    p.rsplit(|&b| b == b'/').next().unwrap_or(p)
+}
+
+/// The manager a program named `name` is, if any (`pip3.11` is pip).
+fn manager_named(name: &[u8]) -> Option<Manager> {
+    let versioned =
+        |stem: &[u8]| name.strip_prefix(stem).is_some_and(|rest| rest.iter().all(|&b| b.is_ascii_digit() || b == b'.'));
+    match name {
+        b"npm" | b"npm-cli.js" => Some(Manager::Npm),
+        b"dpkg" => Some(Manager::Dpkg),
+        b"apt" | b"apt-get" => Some(Manager::Apt),
+        b"cargo" => Some(Manager::Cargo),
+        _ if versioned(b"pip") => Some(Manager::Pip),
+        _ => None,
+    }
+}
+
+/// Whether `name` runs the program its arguments name (`env node npm`,
+/// `python3 -m pip`, `node npm-cli.js`, the shell of a `#!/bin/sh`
+/// script named `pip`).
+fn is_launcher(name: &[u8]) -> bool {
+    matches!(name, b"env" | b"node" | b"nodejs" | b"sh" | b"bash" | b"dash") || name.starts_with(b"python")
+}
+
+/// The manager an exec with `argv` runs: its program's name, or the
+/// program a launcher (`env`, `node`, `python -m`) runs.
+pub fn manager_of(argv: &[Vec<u8>]) -> Option<Manager> {
+    let first = basename(argv.first()?);
+    if let Some(m) = manager_named(first) {
+        return Some(m);
+    }
+    if !is_launcher(first) {
+        return None;
+    }
+    let mut args = argv.iter().skip(1).take(4).map(|a| a.as_slice());
+    while let Some(a) = args.next() {
+        match a {
+            b"-m" => return args.next().and_then(manager_named),
+            _ if a.starts_with(b"-") || is_launcher(basename(a)) => continue,
+            _ => return manager_named(basename(a)),
+        }
+    }
+    None
+}
+
+/// The public registries of the managers husk knows (pip, npm, apt,
+/// cargo): a connection to one is a package download whoever makes it,
+/// so renaming a manager does not get past `--package-registry-allow`.
+pub const KNOWN_REGISTRIES: &[&str] = &[
+    "pypi.org",
+    "files.pythonhosted.org",
+    "pypi.python.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "deb.debian.org",
+    "security.debian.org",
+    "archive.ubuntu.com",
+    "security.ubuntu.com",
+    "crates.io",
+    "static.crates.io",
+    "index.crates.io",
+];
+
+/// Whether a destination (its address, and the name it was resolved
+/// from) is one of the `allow` hosts (names compared without case).
+pub fn registry_allowed(allow: &[String], address: &str, name: Option<&str>) -> bool {
+    allow.iter().any(|h| h == address || name.is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(h)))
+}
+
+/// Whether `name` is a known public registry (or a host under one).
+pub fn is_known_registry(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    KNOWN_REGISTRIES.iter().any(|r| name == *r || name.strip_suffix(r).is_some_and(|rest| rest.ends_with('.')))
+}
+
+/// What a file a manager writes is to its package database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// `NAME-VERSION.dist-info/METADATA` (pip).
+    Metadata,
+    /// `*.dist-info/RECORD` or `direct_url.json` (pip).
+    DistInfo,
+    /// `node_modules/[@scope/]NAME/package.json` (npm).
+    NodePackage,
+    /// `package-lock.json`, `node_modules/.package-lock.json` (npm).
+    NpmLock,
+    /// dpkg's `status` (or the `status-new` it renames over it).
+    DpkgStatus,
+    /// dpkg's `info/PACKAGE.list` (or `.list-new`): the package's files.
+    DpkgList(String),
+    /// An archive a manager wrote (a download it kept).
+    Archive,
+}
+
+/// Whether `name` names a package archive.
+pub fn is_archive(name: &[u8]) -> bool {
+    [&b".whl"[..], b".tar.gz", b".tgz", b".zip", b".deb", b".crate"].iter().any(|ext| name.ends_with(ext))
+}
+
+/// The kind of the file at guest path `path`, if it is one a manager's
+/// package database is made of.
+pub fn kind_of(path: &[u8]) -> Option<FileKind> {
+    let mut parts = path.rsplit(|&b| b == b'/');
+    let name = parts.next()?;
+    let parent = parts.next().unwrap_or_default();
+    let grand = parts.next().unwrap_or_default();
+    let great = parts.next().unwrap_or_default();
+    if parent.ends_with(b".dist-info") {
+        return match name {
+            b"METADATA" => Some(FileKind::Metadata),
+            b"RECORD" | b"direct_url.json" => Some(FileKind::DistInfo),
+            _ => None,
+        };
+    }
+    if name == b"package.json" && (grand == b"node_modules" || (great == b"node_modules" && grand.starts_with(b"@"))) {
+        return Some(FileKind::NodePackage);
+    }
+    if name == b"package-lock.json" || (name == b".package-lock.json" && parent == b"node_modules") {
+        return Some(FileKind::NpmLock);
+    }
+    if path.starts_with(b"/var/lib/dpkg/") {
+        if path == b"/var/lib/dpkg/status" || path == b"/var/lib/dpkg/status-new" {
+            return Some(FileKind::DpkgStatus);
+        }
+        if parent == b"info" && grand == b"dpkg" {
+            let stem = name.strip_suffix(b".list-new").or_else(|| name.strip_suffix(b".list"))?;
+            let pkg = stem.split(|&b| b == b':').next().unwrap_or(stem);
+            return Some(FileKind::DpkgList(String::from_utf8_lossy(pkg).into_owned()));
+        }
+    }
+    is_archive(name).then_some(FileKind::Archive)
+}
+
+/// What a record rests on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Evidence {
+    /// An exec of the manager run (or of a manager it ran).
+    Exec { pid: i32, argv: Vec<String> },
+    /// A file of the package database the run wrote.
+    Wrote { path: String },
+    /// An archive the run read, hashed by the sentry as it was opened.
+    Read { path: String, sha256: String },
+    /// A connection the run made through the egress gateway.
+    Connect {
+        address: String,
+        port: u16,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+}
+
+/// What the sentry saw of one manager run: from the exec of a manager to
+/// that process's exit, with every process it started.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// The pid of the process whose exec began the run.
+    pub pid: i32,
+    /// The manager execs, in order (`Evidence::Exec`).
+    pub execs: Vec<Evidence>,
+    /// The database files written, with their bytes at the run's end.
+    pub files: Vec<(String, FileKind, Vec<u8>)>,
+    /// The archives read: path and hex SHA-256.
+    pub archives: Vec<(String, String)>,
+    /// Archives the run itself wrote (downloads), by path.
+    pub wrote_archives: Vec<String>,
+    /// The connections (`Evidence::Connect`).
+    pub connects: Vec<Evidence>,
+}
+
+/// `Key: value` of an RFC 822-style header block (METADATA, dpkg
+/// stanzas): the value of the first line starting `key:`.
+fn header<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(key).then(|| v.trim())
+    })
+}
+
+/// A wheel's or sdist's name part, as PEP 427/625 write it: lowercase,
+/// runs of `-_.` as `_`.
+fn normalized(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('_') {
+                out.push('_');
+            }
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+/// The archive of `package` `version`: the one whose file name begins
+/// `prefix`, or the only archive with extension `ext` when the run
+/// installed just one package.
+fn archive_for<'a>(seen: &'a Observed, prefix: &str, ext: &[&str], only: bool) -> Option<&'a (String, String)> {
+    let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_lowercase();
+    let of_kind: Vec<_> = seen.archives.iter().filter(|(p, _)| ext.iter().any(|e| p.ends_with(e))).collect();
+    of_kind
+        .iter()
+        .find(|(p, _)| file(p).starts_with(prefix))
+        .or_else(|| (only && of_kind.len() == 1).then(|| &of_kind[0]))
+        .copied()
+}
+
+/// One package found in the run's files, before its source is decided.
+struct Found {
+    manager: Manager,
+    package: String,
+    version: String,
+    /// The database files it rests on.
+    wrote: Vec<String>,
+    /// Its archive's file name starts with this.
+    prefix: String,
+    ext: &'static [&'static str],
+}
+
+fn pip_packages(seen: &Observed) -> Vec<Found> {
+    let mut found = Vec::new();
+    for (path, kind, bytes) in &seen.files {
+        if *kind != FileKind::Metadata {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let (Some(name), Some(version)) = (header(&text, "Name"), header(&text, "Version")) else { continue };
+        let dir = &path[..path.len() - "METADATA".len()];
+        let wrote = seen.files.iter().filter(|(p, ..)| p.starts_with(dir)).map(|(p, ..)| p.clone()).collect();
+        let prefix = format!("{}-{}", normalized(name), version);
+        let ext = &[".whl", ".tar.gz", ".zip"][..];
+        found.push(Found { manager: Manager::Pip, package: name.into(), version: version.into(), wrote, prefix, ext });
+    }
+    found
+}
+
+fn npm_packages(seen: &Observed) -> Vec<Found> {
+    let locks: Vec<String> =
+        seen.files.iter().filter(|(_, k, _)| *k == FileKind::NpmLock).map(|(p, ..)| p.clone()).collect();
+    let mut found = Vec::new();
+    for (path, kind, bytes) in &seen.files {
+        if *kind != FileKind::NodePackage {
+            continue;
+        }
+        let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) else { continue };
+        let (Some(name), Some(version)) = (json["name"].as_str(), json["version"].as_str()) else { continue };
+        let mut wrote = vec![path.clone()];
+        wrote.extend(locks.iter().cloned());
+        // `npm pack` names a scoped package's tarball `scope-name-V.tgz`.
+        let prefix = format!("{}-{}", name.trim_start_matches('@').replace('/', "-"), version);
+        let ext = &[".tgz", ".tar.gz"][..];
+        found.push(Found { manager: Manager::Npm, package: name.into(), version: version.into(), wrote, prefix, ext });
+    }
+    found
+}
+
+fn dpkg_packages(seen: &Observed) -> Vec<Found> {
+    let Some((status_path, _, status)) = seen.files.iter().rev().find(|(_, k, _)| *k == FileKind::DpkgStatus) else {
+        return Vec::new();
+    };
+    let status = String::from_utf8_lossy(status);
+    let mut found = Vec::new();
+    for (path, kind, _) in &seen.files {
+        let FileKind::DpkgList(pkg) = kind else { continue };
+        if found.iter().any(|f: &Found| &f.package == pkg) {
+            continue;
+        }
+        let stanza = status.split("\n\n").find(|s| header(s.trim_start(), "Package") == Some(pkg.as_str()));
+        let Some(stanza) = stanza.map(str::trim_start) else { continue };
+        if !header(stanza, "Status").is_some_and(|s| s.ends_with(" installed")) {
+            continue;
+        }
+        let Some(version) = header(stanza, "Version") else { continue };
+        let wrote = vec![path.clone(), status_path.clone()];
+        let prefix = format!("{pkg}_");
+        let ext = &[".deb"][..];
+        found.push(Found { manager: Manager::Dpkg, package: pkg.clone(), version: version.into(), wrote, prefix, ext });
+    }
+    found
+}
+
+/// The `package.install` records of a run the sentry saw.
+pub fn derive(seen: &Observed) -> Vec<Record> {
+    let mut found = pip_packages(seen);
+    found.extend(npm_packages(seen));
+    found.extend(dpkg_packages(seen));
+    let only = found.len() == 1;
+    let hosts: Vec<String> = seen
+        .connects
+        .iter()
+        .filter_map(|c| match c {
+            Evidence::Connect { address, port, name } => Some(format!("{}:{port}", name.as_deref().unwrap_or(address))),
+            _ => None,
+        })
+        .collect();
+    found
+        .into_iter()
+        .map(|f| {
+            let mut evidence = seen.execs.clone();
+            evidence.extend(f.wrote.into_iter().map(|path| Evidence::Wrote { path }));
+            let archive = archive_for(seen, &f.prefix, f.ext, only);
+            let (source, sha256) = match archive {
+                // A file the run downloaded and then read: fetched bytes.
+                Some((path, sha)) if seen.wrote_archives.contains(path) && !hosts.is_empty() => {
+                    (format!("download from {}", hosts.join(", ")), Some(sha.clone()))
+                }
+                Some((path, sha)) => (format!("file://{path}"), Some(sha.clone())),
+                None if !hosts.is_empty() => (format!("network {}", hosts.join(", ")), None),
+                None => ("unknown".to_string(), None),
+            };
+            if let Some((path, sha256)) = archive {
+                evidence.push(Evidence::Read { path: path.clone(), sha256: sha256.clone() });
+            }
+            if source.starts_with("download") || source.starts_with("network") {
+                evidence.extend(seen.connects.iter().cloned());
+            }
+            Record::PackageInstall {
+                pid: seen.pid,
+                manager: f.manager.name().to_string(),
+                package: f.package,
+                version: f.version,
+                source,
+                sha256,
+                evidence,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Vec<u8>> {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn managers_are_known_by_their_programs_and_launchers() {
+        let m = |w: &[&str]| manager_of(&argv(w));
+        assert_eq!(m(&["/usr/bin/pip3.11", "install", "x"]), Some(Manager::Pip));
+        assert_eq!(m(&["python3", "-m", "pip", "install", "x"]), Some(Manager::Pip));
+        assert_eq!(m(&["/usr/bin/env", "node", "/usr/bin/npm", "i"]), Some(Manager::Npm));
+        assert_eq!(m(&["node", "/usr/lib/node_modules/npm/bin/npm-cli.js"]), Some(Manager::Npm));
+        assert_eq!(m(&["dpkg", "-i", "a.deb"]), Some(Manager::Dpkg));
+        assert_eq!(m(&["apt-get", "install"]), Some(Manager::Apt));
+        assert_eq!(m(&["python3", "pip"]), Some(Manager::Pip));
+        assert_eq!(m(&["/bin/sh", "./pip", "install"]), Some(Manager::Pip));
+        assert_eq!(m(&["/bin/sh", "-c", "pip install x; echo"]), None, "a script, not a program");
+        assert_eq!(m(&["echo", "pip"]), None, "an argument of another program");
+        assert_eq!(m(&["python3", "script.py"]), None);
+        assert_eq!(m(&["pipe"]), None);
+        assert_eq!(m(&[]), None);
+    }
+
+    #[test]
+    fn registries_are_allowed_by_address_or_name() {
+        let allow = vec!["pypi.internal".to_string(), "198.18.0.2".to_string()];
+        assert!(registry_allowed(&allow, "198.18.0.2", None));
+        assert!(registry_allowed(&allow, "10.0.0.1", Some("PyPI.internal.")));
+        assert!(!registry_allowed(&allow, "10.0.0.1", Some("evil.internal")));
+        assert!(!registry_allowed(&[], "198.18.0.2", None));
+        assert!(is_known_registry("files.pythonhosted.org") && is_known_registry("eu.archive.ubuntu.com"));
+        assert!(!is_known_registry("notpypi.org") && !is_known_registry("example.com"));
+    }
+
+    #[test]
+    fn database_files_are_told_apart() {
+        let k = |p: &str| kind_of(p.as_bytes());
+        assert_eq!(k("/usr/lib/python3/site-packages/a-1.dist-info/METADATA"), Some(FileKind::Metadata));
+        assert_eq!(k("/x/a-1.dist-info/RECORD"), Some(FileKind::DistInfo));
+        assert_eq!(k("/x/a-1.dist-info/WHEEL"), None);
+        assert_eq!(k("/p/node_modules/left-pad/package.json"), Some(FileKind::NodePackage));
+        assert_eq!(k("/p/node_modules/@s/n/package.json"), Some(FileKind::NodePackage));
+        assert_eq!(k("/p/node_modules/a/lib/package.json"), None);
+        assert_eq!(k("/p/package.json"), None);
+        assert_eq!(k("/p/package-lock.json"), Some(FileKind::NpmLock));
+        assert_eq!(k("/var/lib/dpkg/status-new"), Some(FileKind::DpkgStatus));
+        assert_eq!(k("/var/lib/dpkg/info/tiny:amd64.list-new"), Some(FileKind::DpkgList("tiny".into())));
+        assert_eq!(k("/var/lib/dpkg/info/tiny.md5sums"), None);
+        assert_eq!(k("/tmp/x/a-1-py3-none-any.whl"), Some(FileKind::Archive));
+        assert_eq!(k("/etc/passwd"), None);
+    }
+
+    fn metadata(name: &str) -> (String, FileKind, Vec<u8>) {
+        let path = format!("/sp/{name}-1.0.dist-info/METADATA");
+        (path, FileKind::Metadata, format!("Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\nbody").into_bytes())
+    }
+
+    fn json(r: &Record) -> serde_json::Value {
+        serde_json::to_value(r).unwrap()
+    }
+
+    #[test]
+    fn a_wheel_read_by_the_run_is_the_source_and_its_hash_the_sha256() {
+        let seen = Observed {
+            pid: 5,
+            execs: vec![Evidence::Exec { pid: 5, argv: vec!["pip".into()] }],
+            files: vec![metadata("Tiny.Pkg")],
+            archives: vec![("/w/tiny_pkg-1.0-py3-none-any.whl".into(), "ab".into())],
+            ..Observed::default()
+        };
+        let recs = derive(&seen);
+        assert_eq!(recs.len(), 1);
+        let r = json(&recs[0]);
+        assert_eq!(
+            (&r["type"], &r["manager"], &r["package"], &r["version"]),
+            (&"package.install".into(), &"pip".into(), &"Tiny.Pkg".into(), &"1.0".into())
+        );
+        assert_eq!((&r["source"], &r["sha256"]), (&"file:///w/tiny_pkg-1.0-py3-none-any.whl".into(), &"ab".into()));
+        let kinds: Vec<&str> = r["evidence"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["exec", "wrote", "read"]);
+    }
+
+    #[test]
+    fn without_an_archive_or_a_connection_the_source_is_unknown() {
+        let seen = Observed { pid: 5, files: vec![metadata("fake")], ..Observed::default() };
+        let r = json(&derive(&seen)[0]);
+        assert_eq!((&r["source"], r.get("sha256")), (&"unknown".into(), None));
+        // A downloaded archive is a download only with a connection.
+        let seen = Observed {
+            files: vec![metadata("fake")],
+            archives: vec![("/tmp/d/fake-1.0.whl".into(), "cd".into())],
+            wrote_archives: vec!["/tmp/d/fake-1.0.whl".into()],
+            connects: vec![Evidence::Connect { address: "198.18.0.2".into(), port: 80, name: Some("idx".into()) }],
+            ..Observed::default()
+        };
+        let r = json(&derive(&seen)[0]);
+        assert_eq!((&r["source"], &r["sha256"]), (&"download from idx:80".into(), &"cd".into()));
+    }
+
+    #[test]
+    fn dpkg_and_npm_packages_come_from_their_databases() {
+        let status = "Package: other\nStatus: install ok installed\nVersion: 9\n\nPackage: tiny\nStatus: install ok installed\nVersion: 1:2.0-1\n";
+        let pkg = br#"{"name":"@s/left","version":"0.1.0"}"#.to_vec();
+        let seen = Observed {
+            files: vec![
+                ("/var/lib/dpkg/info/tiny.list-new".into(), FileKind::DpkgList("tiny".into()), Vec::new()),
+                ("/var/lib/dpkg/status-new".into(), FileKind::DpkgStatus, status.as_bytes().to_vec()),
+                ("/p/node_modules/@s/left/package.json".into(), FileKind::NodePackage, pkg),
+            ],
+            archives: vec![("/d/tiny_2.0-1_all.deb".into(), "11".into()), ("/d/s-left-0.1.0.tgz".into(), "22".into())],
+            ..Observed::default()
+        };
+        let recs: Vec<_> = derive(&seen).iter().map(json).collect();
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        assert_eq!(
+            (&recs[0]["package"], &recs[0]["version"], &recs[0]["sha256"]),
+            (&"@s/left".into(), &"0.1.0".into(), &"22".into())
+        );
+        assert_eq!(
+            (&recs[1]["manager"], &recs[1]["version"], &recs[1]["sha256"]),
+            (&"dpkg".into(), &"1:2.0-1".into(), &"11".into())
+        );
+    }
+}
