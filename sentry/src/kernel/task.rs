@@ -234,6 +234,7 @@ impl Task {
             self.thread.fds().clear();
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
             k.timers.drop_owned_by(tgid);
+            k.cpu_itimers.process_exited(tgid);
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).
             if k.procs.sid(tgid) == Some(tgid) {
