@@ -181,6 +181,11 @@ fn guest_rlimit_cpu() {
 }
 
 #[test]
+fn guest_itimer_cpu() {
+    guest_test("itimer_cpu", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -60,6 +60,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "pipe_size",
     "robust",
     "rlimit_cpu",
+    "itimer_cpu",
     "inotify",
     "xattr",
     "sysv_shm",

@@ -2,6 +2,7 @@
 //! credentials, limits and signal bookkeeping.
 
 pub mod audit;
+pub mod cpu_itimers;
 pub mod cputime;
 pub mod exec;
 pub mod extensions;
@@ -98,6 +99,8 @@ pub struct Kernel {
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
     pub timers: timers::Timers,
+    /// ITIMER_VIRTUAL and ITIMER_PROF (`cpu_itimers`).
+    pub cpu_itimers: cpu_itimers::CpuItimers,
     pub flocks: flock::Flocks,
     pub record_locks: record_lock::RecordLocks,
     next_tid: AtomicI32,
@@ -159,6 +162,7 @@ impl Kernel {
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
             timers: timers::Timers::default(),
+            cpu_itimers: cpu_itimers::CpuItimers::default(),
             flocks: flock::Flocks::default(),
             record_locks: record_lock::RecordLocks::default(),
             next_tid: AtomicI32::new(1),
@@ -273,10 +277,17 @@ impl Kernel {
     /// The CPU time process `group` has used: its threads' (their runs of
     /// guest code under way included) and its ended threads'.
     pub fn process_cpu_time(&self, group: &ThreadGroup) -> std::time::Duration {
+        self.process_cpu_times(group).total()
+    }
+
+    /// The user and system time process `group` has used, its threads'
+    /// runs of guest code under way counted as user time.
+    pub fn process_cpu_times(&self, group: &ThreadGroup) -> cputime::CpuTimes {
         let running = group.threads().iter().filter(|t| t.cpu.running()).fold(std::time::Duration::ZERO, |sum, t| {
             sum.saturating_add(t.cpu.running_user(t.mm().space().cpu_time()))
         });
-        group.cpu_times().total().saturating_add(running)
+        let own = group.cpu_times();
+        cputime::CpuTimes { user: own.user.saturating_add(running), system: own.system }
     }
 
     /// The tids of every live thread, in order.

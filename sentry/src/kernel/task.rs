@@ -243,6 +243,7 @@ impl Task {
                 ipc.shm.detached_by(mm.shm_detach_all(), tgid);
             }
             k.timers.drop_owned_by(tgid);
+            k.cpu_itimers.process_exited(tgid);
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).
             if k.procs.sid(tgid) == Some(tgid) {

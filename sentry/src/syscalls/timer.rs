@@ -7,6 +7,7 @@ use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD_ID};
 use crate::abi::time::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL, TIMER_ABSTIME};
 use crate::abi::{Errno, SysResult};
+use crate::kernel::cpu_itimers;
 use crate::kernel::timers::{Setting, Target};
 use crate::kernel::Task;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,13 +17,9 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_setitimer,
         sys_setitimer,
-        Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
+        Partial("ITIMER_VIRTUAL/PROF sample the process's CPU time at 4 ms granularity, not each tick"),
     ),
-    (
-        libc::SYS_getitimer,
-        sys_getitimer,
-        Partial("ITIMER_VIRTUAL and ITIMER_PROF (CPU-time timers) are not supported (ENOSYS)"),
-    ),
+    (libc::SYS_getitimer, sys_getitimer, Full),
     (libc::SYS_timer_create, sys_timer_create, Partial("CPU-time clocks are not supported (EINVAL)")),
     (libc::SYS_timer_settime, sys_timer_settime, Full),
     (libc::SYS_timer_gettime, sys_timer_gettime, Full),
@@ -93,8 +90,23 @@ fn sys_setitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
             }
             Ok(0)
         }
-        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        ITIMER_VIRTUAL | ITIMER_PROF => {
+            let old = task.kernel.set_cpu_itimer(task.thread.tgid, cpu_timer(which), value, interval);
+            if a[2] != 0 {
+                write_pair(task, a[2], Setting { value: old.value, interval: old.interval }, 1000)?;
+            }
+            Ok(0)
+        }
         _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The CPU-time timer `which` names (ITIMER_VIRTUAL or ITIMER_PROF).
+fn cpu_timer(which: i32) -> cpu_itimers::Which {
+    if which == ITIMER_VIRTUAL {
+        cpu_itimers::Which::Virtual
+    } else {
+        cpu_itimers::Which::Prof
     }
 }
 
@@ -105,7 +117,11 @@ fn sys_getitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
             write_pair(task, a[1], s, 1000)?;
             Ok(0)
         }
-        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        which @ (ITIMER_VIRTUAL | ITIMER_PROF) => {
+            let s = task.kernel.get_cpu_itimer(task.thread.tgid, cpu_timer(which));
+            write_pair(task, a[1], Setting { value: s.value, interval: s.interval }, 1000)?;
+            Ok(0)
+        }
         _ => Err(Errno::EINVAL),
     }
 }
