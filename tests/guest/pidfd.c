@@ -7,10 +7,12 @@
 #include "check.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <stdint.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -169,6 +171,40 @@ int main(void) {
     char b = 0;
     CHECK_EQ(read(q[0], &b, 1), 1);
     CHECK_EQ(b, 'z');
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    CHECK_EQ(waitid(P_PIDFD, fd, &si, WEXITED), 0);
+    CHECK_EQ(si.si_status, 0);
+    close(fd);
+
+    /* A process that made itself non-dumpable (as ssh-agent does) keeps
+     * its descriptors from its own user without CAP_SYS_PTRACE. */
+    int r[2];
+    CHECK_OK(pipe(p));
+    CHECK_OK(pipe(r));
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        CHECK_OK(prctl(PR_SET_DUMPABLE, 0));
+        CHECK_OK(dup2(r[1], 100));
+        close(p[1]);
+        CHECK_EQ(write(r[1], "r", 1), 1);
+        char b;
+        _exit(read(p[0], &b, 1) == 1 ? 0 : 1);
+    }
+    CHECK_EQ(read(r[0], &b, 1), 1);
+    fd = CHECK_OK(pidfd_open(c, 0));
+    pid_t checker = CHECK_OK(fork());
+    if (checker == 0) {
+        struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct d[2];
+        CHECK_OK(syscall(SYS_capget, &h, d));
+        d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+        CHECK_OK(syscall(SYS_capset, &h, d));
+        CHECK_ERR(pidfd_getfd(fd, 100, 0), EPERM);
+        _exit(0);
+    }
+    int status;
+    CHECK_EQ(waitpid(checker, &status, 0), checker);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK_EQ(write(p[1], "x", 1), 1);
     CHECK_EQ(waitid(P_PIDFD, fd, &si, WEXITED), 0);
     CHECK_EQ(si.si_status, 0);

@@ -6,7 +6,6 @@ use super::args::{self, int, uint};
 use super::{Entries, Support};
 use crate::abi::fcntl::{O_NONBLOCK, O_RDWR};
 use crate::abi::{Errno, SysResult};
-use crate::auth::caps::CAP_SYS_PTRACE;
 use crate::fs::pidfd::PidFd;
 use crate::kernel::{Kernel, Task, Thread, ThreadGroup};
 use crate::vfs::FileDescription;
@@ -108,7 +107,8 @@ fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// pidfd_getfd(pidfd, targetfd, flags): a copy of the process's
 /// descriptor `targetfd`, close-on-exec, if the caller may ptrace it
-/// (same real, effective and saved ids, or CAP_SYS_PTRACE).
+/// (same real, effective and saved ids and the target dumpable, or
+/// CAP_SYS_PTRACE).
 fn sys_pidfd_getfd(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (target_fd, flags) = (int(a[1]), uint(a[2]));
     let (_, p) = pidfd(task, a[0])?;
@@ -116,10 +116,10 @@ fn sys_pidfd_getfd(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let target = live_thread(&p)?;
-    let (me, them) = (task.thread.creds(), target.creds());
-    let same_user = [them.uid, them.euid, them.suid].iter().all(|&u| u == me.uid)
-        && [them.gid, them.egid, them.sgid].iter().all(|&g| g == me.gid);
-    if !same_user && !me.capable(CAP_SYS_PTRACE) {
+    // ptrace_may_access: a process that made itself non-dumpable (an ssh
+    // or gpg agent guarding its keys) is out of reach of its own user.
+    let dumpable = target.group().dumpable() != 0;
+    if target.tgid != task.thread.tgid && !task.thread.creds().may_read_process(&target.creds(), dumpable) {
         return Err(Errno::EPERM);
     }
     let f = target.fds().get(target_fd)?;
