@@ -34,7 +34,17 @@ fn set_frozen(g: &GlobalArgs, id: &str, frozen: bool) -> anyhow::Result<i32> {
         // A log that cannot take the record (failing closed) stops the
         // pause: nothing is frozen that the log does not show.
         control::call(&c.control_path(), Request::Pausing).context("recording sandbox.pause")?;
-        cgroup.freeze(true)?;
+        if let Err(e) = cgroup.freeze(true) {
+            // Not frozen after all: thaw what was, and let the log say the
+            // sandbox runs again.
+            if let Err(e) = cgroup.freeze(false) {
+                log::warn!("{e}");
+            }
+            if let Err(e) = control::call(&c.control_path(), Request::Resumed) {
+                log::warn!("recording sandbox.resume: {e}");
+            }
+            return Err(e.into());
+        }
     } else {
         cgroup.freeze(false)?;
         control::call(&c.control_path(), Request::Resumed).context("recording sandbox.resume")?;
