@@ -4,7 +4,7 @@
 
 use crate::cli::{AuditArgs, AuditCommand, GlobalArgs};
 use anyhow::{bail, Context as _};
-use husk_sentry::audit::{ExitReason, Outcome, Record};
+use husk_sentry::audit::{DeleteReason, ExitReason, Outcome, Record};
 use std::ffi::OsString;
 use std::io::Read as _;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -130,6 +130,16 @@ pub fn close_killed(path: &Path, reason: ExitReason) {
         closed_by: Some("runtime".into()),
     };
     if let Err(e) = husk_sentry::audit::close_after_kill(path, &record) {
+        log::warn!("{e}");
+    }
+}
+
+/// Appends `sandbox.delete` (reason `deleted`) to the log at `path` of a
+/// container whose sentry is gone. A log that is not closed, or is
+/// broken, is left as it is, with a warning.
+pub fn record_delete(path: &Path, force: bool) {
+    let record = Record::SandboxDelete { reason: DeleteReason::Deleted, force, closed_by: "runtime".into() };
+    if let Err(e) = husk_sentry::audit::append_delete(path, &record) {
         log::warn!("{e}");
     }
 }

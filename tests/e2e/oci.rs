@@ -884,15 +884,106 @@ fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
     oci.husk(&["kill", &id, "KILL"]).assert_code(0);
     oci.husk(&["delete", &id]).assert_code(0);
     let show = oci.husk(&["audit", "show", &id]);
-    let last: serde_json::Value = serde_json::from_str(show.stdout_str().lines().last().unwrap()).unwrap();
+    // The exit the runtime wrote for the killed sentry, then the delete.
+    let text = show.stdout_str();
+    let exit: serde_json::Value = serde_json::from_str(text.lines().rev().nth(1).unwrap()).unwrap();
     assert_eq!(
-        (&last["type"], &last["reason"], &last["signal"]),
+        (&exit["type"], &exit["reason"], &exit["signal"]),
         (&"sandbox.exit".into(), &"killed".into(), &9.into())
     );
-    assert_eq!(last["closed_by"], "runtime");
+    assert_eq!(exit["closed_by"], "runtime");
     let copy = oci.dir.path().join("killed.log");
     std::fs::write(&copy, show.stdout).unwrap();
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
+}
+
+/// The records of a container's log, parsed.
+fn audit_records(oci: &Oci, id: &str) -> (Vec<u8>, Vec<serde_json::Value>) {
+    let show = oci.husk(&["audit", "show", id]);
+    show.assert_code(0);
+    let recs = show.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (show.stdout, recs)
+}
+
+/// Runs `husk audit verify` on `bytes`; its exit code and output.
+fn verify_log(oci: &Oci, name: &str, bytes: &[u8]) -> (i32, String) {
+    let path = oci.dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let v = oci.husk(&["audit", "verify", path.to_str().unwrap()]);
+    (v.code, v.stdout_str())
+}
+
+#[test]
+fn pause_resume_and_delete_are_in_the_containers_audit_log() {
+    let oci = Oci::new(&["sh", "-c", "echo started; while :; do sleep 0.05; done"], serde_json::json!({}));
+    let id = unique("auditpause");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "started");
+    oci.husk(&["pause", &id]).assert_code(0);
+    assert_eq!(oci.state(&id)["status"], "paused");
+    // Frozen: the loop execs no more sleeps, so nothing is recorded.
+    let log = oci.root.join("@audit").join(format!("{id}.log"));
+    let paused = std::fs::read(&log).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read(&log).unwrap(), paused, "records were written while paused");
+    assert!(paused.ends_with(b"\n"));
+    let last = paused[..paused.len() - 1].rsplit(|&b| b == b'\n').next().unwrap();
+    let last: serde_json::Value = serde_json::from_slice(last).unwrap();
+    assert_eq!(last["type"], "sandbox.pause", "the pause record is the last before the freeze");
+    oci.husk(&["resume", &id]).assert_code(0);
+    assert_eq!(oci.state(&id)["status"], "running");
+    oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+    oci.husk(&["delete", &id]).assert_code(0);
+
+    let (bytes, recs) = audit_records(&oci, &id);
+    let lifecycle: Vec<&str> =
+        recs.iter().map(|r| r["type"].as_str().unwrap()).filter(|t| t.starts_with("sandbox.")).collect();
+    assert_eq!(
+        lifecycle,
+        ["sandbox.create", "sandbox.start", "sandbox.pause", "sandbox.resume", "sandbox.exit", "sandbox.delete"]
+    );
+    let n = recs.len();
+    assert_eq!(recs[n - 2]["type"], "sandbox.exit");
+    let delete = &recs[n - 1];
+    assert_eq!(
+        (&delete["reason"], &delete["force"], &delete["closed_by"], &delete["sandbox"]),
+        (&"deleted".into(), &false.into(), &"runtime".into(), &id.as_str().into())
+    );
+    assert_eq!(delete["seq"], n - 1);
+    let (code, text) = verify_log(&oci, "deleted.log", &bytes);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(&format!("{n} records")) && text.contains("(killed, signal 9; deleted)"), "{text}");
+
+    // Without its delete line the log is that of a sandbox that exited
+    // and was not deleted; without its exit too, it is open.
+    let cut = |lines: usize| -> Vec<u8> {
+        let text = std::str::from_utf8(&bytes).unwrap();
+        text.lines().take(n - lines).flat_map(|l| format!("{l}\n").into_bytes()).collect()
+    };
+    let (code, text) = verify_log(&oci, "no-delete.log", &cut(1));
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("(killed, signal 9)") && !text.contains("deleted"), "{text}");
+    let (code, text) = verify_log(&oci, "no-exit.log", &cut(2));
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&format!("seq {}): open", n - 3)), "{text}");
+
+    // A paused container deleted by force: thawed, killed, closed, deleted.
+    let id = unique("auditforce");
+    let out = oci.create(&id);
+    oci.husk(&["start", &id]).assert_code(0);
+    wait_output(&out, "started");
+    oci.husk(&["pause", &id]).assert_code(0);
+    oci.husk(&["delete", "--force", &id]).assert_code(0);
+    let (bytes, recs) = audit_records(&oci, &id);
+    let tail: Vec<(&str, &str)> = recs[recs.len() - 3..]
+        .iter()
+        .map(|r| (r["type"].as_str().unwrap(), r["reason"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(tail, [("sandbox.pause", ""), ("sandbox.exit", "killed"), ("sandbox.delete", "deleted")]);
+    assert_eq!(recs[recs.len() - 1]["force"], true);
+    let (code, text) = verify_log(&oci, "forced.log", &bytes);
+    assert_eq!(code, 0, "{text}");
 }
 
 /// With its audit log on a descriptor (`--audit-log fd:N`) the runtime

@@ -1,5 +1,8 @@
 //! `husk delete`: removes a container — after killing it with --force —
-//! and everything it left: processes, state, the control socket.
+//! and everything it left: processes, state, the control socket. Its
+//! audit log, when it is a file, outlives it and ends with
+//! `sandbox.delete`, appended once the sentry is gone (`husk run`
+//! removes its container without one: the log ends at `sandbox.exit`).
 
 use super::{run_hooks, HookStage};
 use crate::cli::{DeleteArgs, GlobalArgs};
@@ -22,7 +25,11 @@ pub fn run(g: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<i32> {
         s if args.force => log::debug!("deleting a {s} container"),
         s => bail!("cannot delete container {} that is not stopped: {s}", args.id),
     }
+    let log = c.record.audit_log.clone();
     delete(c);
+    if let Some(log) = log {
+        crate::audit_cmd::record_delete(&log, args.force);
+    }
     Ok(0)
 }
 

@@ -29,6 +29,6 @@ mod writer;
 #[cfg(test)]
 pub(crate) use writer::tests as writer_tests;
 
-pub use record::{ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
+pub use record::{DeleteReason, ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
 pub use time::{epoch_millis, rfc3339};
-pub use writer::{close_after_kill, AuditError, AuditLog, Sink};
+pub use writer::{append_delete, close_after_kill, AuditError, AuditLog, Sink};

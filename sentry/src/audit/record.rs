@@ -21,7 +21,15 @@ pub enum Record {
     /// The sandbox's first process starts running.
     #[serde(rename = "sandbox.start")]
     SandboxStart {},
-    /// The sandbox ended; always the last record of a closed log.
+    /// The sandbox is about to be frozen (`husk pause`): written and
+    /// synced by the sentry before the runtime freezes it.
+    #[serde(rename = "sandbox.pause")]
+    SandboxPause {},
+    /// The sandbox was thawed (`husk resume`).
+    #[serde(rename = "sandbox.resume")]
+    SandboxResume {},
+    /// The sandbox ended; the last record of a closed log, unless
+    /// `sandbox.delete` follows it.
     #[serde(rename = "sandbox.exit")]
     SandboxExit {
         reason: ExitReason,
@@ -34,6 +42,16 @@ pub enum Record {
         /// log, and the runtime closed it.
         #[serde(skip_serializing_if = "Option::is_none")]
         closed_by: Option<String>,
+    },
+    /// The container was deleted (`husk delete`): appended by the
+    /// runtime after `sandbox.exit`, once the sentry is gone.
+    #[serde(rename = "sandbox.delete")]
+    SandboxDelete {
+        reason: DeleteReason,
+        /// Deleted with `--force` (a running sandbox is killed first).
+        force: bool,
+        /// Always `runtime`: the sentry is gone when it is written.
+        closed_by: String,
     },
     /// A process replaced its image; written before the new image runs.
     #[serde(rename = "process.exec")]
@@ -245,7 +263,15 @@ impl Record {
     /// Lifecycle records are made durable at once: a crash of the host
     /// right after one keeps it.
     pub fn is_lifecycle(&self) -> bool {
-        matches!(self, Record::SandboxCreate { .. } | Record::SandboxStart {} | Record::SandboxExit { .. })
+        matches!(
+            self,
+            Record::SandboxCreate { .. }
+                | Record::SandboxStart {}
+                | Record::SandboxPause {}
+                | Record::SandboxResume {}
+                | Record::SandboxExit { .. }
+                | Record::SandboxDelete { .. }
+        )
     }
 }
 
@@ -274,6 +300,14 @@ pub enum ExitReason {
     Cpu,
     /// husk failed.
     Error,
+}
+
+/// Why a sandbox's container was removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeleteReason {
+    /// `husk delete`.
+    Deleted,
 }
 
 /// The configuration of a sandbox that matters for its security, as the
@@ -359,5 +393,12 @@ mod tests {
         assert_eq!(serde_json::to_string(&start).unwrap(), r#"{"type":"sandbox.start"}"#);
         assert!(start.is_lifecycle() && exit.is_lifecycle());
         assert!(!Record::ProcessExit { pid: 3, outcome: Outcome::Status(0) }.is_lifecycle());
+        assert_eq!(serde_json::to_string(&Record::SandboxPause {}).unwrap(), r#"{"type":"sandbox.pause"}"#);
+        let delete = Record::SandboxDelete { reason: DeleteReason::Deleted, force: false, closed_by: "runtime".into() };
+        assert_eq!(
+            serde_json::to_string(&delete).unwrap(),
+            r#"{"type":"sandbox.delete","reason":"deleted","force":false,"closed_by":"runtime"}"#
+        );
+        assert!(Record::SandboxResume {}.is_lifecycle() && delete.is_lifecycle());
     }
 }

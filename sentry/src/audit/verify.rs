@@ -1,7 +1,9 @@
 //! Checking a log (`husk audit verify`): every line a JSON record of the
 //! same sandbox, `seq` from 0 without gaps, each `prev` the hash of the
 //! line before (the first's, of its nonce), and the last record
-//! `sandbox.exit`. The first bad record is named with what is wrong.
+//! `sandbox.exit`, or `sandbox.delete` right after it (the runtime
+//! appends that when the container is deleted). The first bad record is
+//! named with what is wrong.
 //!
 //! The chain protects every record but the newest: the last line can be
 //! rewritten without breaking anything after it. The summary therefore
@@ -17,8 +19,11 @@ pub struct Summary {
     pub sandbox: String,
     pub first_ts: String,
     pub last_ts: String,
-    /// The last record's exit fields, as text (`exited, status 0`).
+    /// The exit record's fields, as text (`exited, status 0`), and the
+    /// delete record's reason after `; ` when one follows.
     pub exit: String,
+    /// The log ends with `sandbox.delete`.
+    pub deleted: bool,
     /// The hex SHA-256 of the last line.
     pub head: String,
 }
@@ -148,24 +153,35 @@ pub fn verify(data: &[u8]) -> Result<Summary, Defect> {
             return Err(bad(seq, format!("edited: sandbox {:?}, not {sandbox:?}", env.sandbox)));
         }
     }
+    let parse = |raw: &[u8]| serde_json::from_slice::<Value>(raw).unwrap_or_default();
     let last_raw = lines.last().copied().unwrap_or_default();
-    let last: Value = serde_json::from_slice(last_raw).unwrap_or_default();
+    let last = parse(last_raw);
     let env = envelope(&last).map_err(|what| Defect { line: lines.len(), seq: None, what })?;
-    if env.kind != "sandbox.exit" {
-        return Err(Defect {
-            line: lines.len(),
-            seq: Some(env.seq),
-            what: format!(
-                "open: the log ends with {}, not sandbox.exit (truncated, or the sandbox still runs)",
+    // A deleted container's log: its sandbox.exit is the line before.
+    let deleted = env.kind == "sandbox.delete";
+    let exit_at = if deleted { lines.len() - 1 } else { lines.len() };
+    let exit_record = if deleted && exit_at > 0 { parse(lines[exit_at - 1]) } else { last.clone() };
+    let exit_kind = exit_record.get("type").and_then(Value::as_str).unwrap_or("?");
+    if exit_kind != "sandbox.exit" {
+        let what = if deleted {
+            format!("edited: sandbox.delete follows {exit_kind}, not sandbox.exit")
+        } else {
+            format!(
+                "open: the log ends with {}, not sandbox.exit or sandbox.delete (truncated, or the sandbox still runs)",
                 env.kind
-            ),
-        });
+            )
+        };
+        return Err(Defect { line: lines.len(), seq: Some(env.seq), what });
     }
-    let mut exit = last.get("reason").and_then(Value::as_str).unwrap_or("?").to_string();
+    let mut exit = exit_record.get("reason").and_then(Value::as_str).unwrap_or("?").to_string();
     for k in ["status", "signal"] {
-        if let Some(n) = last.get(k) {
+        if let Some(n) = exit_record.get(k) {
             exit.push_str(&format!(", {k} {n}"));
         }
+    }
+    if deleted {
+        exit.push_str("; ");
+        exit.push_str(last.get("reason").and_then(Value::as_str).unwrap_or("?"));
     }
     Ok(Summary {
         records: lines.len(),
@@ -173,6 +189,7 @@ pub fn verify(data: &[u8]) -> Result<Summary, Defect> {
         first_ts,
         last_ts: env.ts.to_string(),
         exit,
+        deleted,
         head: sha256_hex(last_raw),
     })
 }
@@ -257,6 +274,45 @@ mod tests {
             assert_eq!((d.line, d.seq), (a + 1, Some(u64::try_from(a).unwrap() + 1)), "{d}");
             assert!(d.what.starts_with("reordered"), "{d}");
         }
+    }
+
+    /// `sample` with a `sandbox.delete` chained after its exit.
+    fn deleted_sample() -> Vec<u8> {
+        let mut log = sample();
+        let last = &log[last_start(&log)..log.len() - 1];
+        let v: Value = serde_json::from_slice(last).unwrap();
+        let line = format!(
+            r#"{{"ts":"2026-01-01T00:00:00.000000000Z","sandbox":"sb1","seq":{},"type":"sandbox.delete","reason":"deleted","force":false,"closed_by":"runtime","prev":"{}"}}"#,
+            v["seq"].as_u64().unwrap() + 1,
+            sha256_hex(last)
+        );
+        log.extend_from_slice(line.as_bytes());
+        log.push(b'\n');
+        log
+    }
+
+    #[test]
+    fn a_delete_after_the_exit_closes_the_log() {
+        let log = deleted_sample();
+        let s = verify(&log).unwrap();
+        assert_eq!((s.records, s.deleted, s.exit.as_str()), (7, true, "exited, status 0; deleted"));
+        // Without its delete line it is the log of an exited sandbox: the
+        // head names which one was kept.
+        let cut = verify(&log[..last_start(&log)]).unwrap();
+        assert_eq!((cut.records, cut.deleted), (6, false));
+        assert_ne!(cut.head, s.head);
+        // A delete in place of the exit (the exit line deleted and the
+        // chain remade) does not close it.
+        let all = lines(&log);
+        let mut no_exit = all[..all.len() - 2].to_vec();
+        let prev = sha256_hex(no_exit.last().unwrap());
+        let delete = String::from_utf8(all[all.len() - 1].clone()).unwrap();
+        let delete = delete.replace(r#""seq":6"#, r#""seq":5"#);
+        let at = delete.find(r#""prev":""#).unwrap() + 8;
+        no_exit.push(format!("{}{prev}\"}}", &delete[..at]).into_bytes());
+        let d = verify(&join(&no_exit)).unwrap_err();
+        assert_eq!((d.line, d.seq), (6, Some(5)), "{d}");
+        assert!(d.what.contains("sandbox.delete follows process.exit"), "{d}");
     }
 
     #[test]

@@ -190,16 +190,42 @@ impl AuditLog {
 /// one is left as it is. Two runtimes closing it at once (`husk run` and
 /// `husk kill`) take turns under an exclusive lock.
 pub fn close_after_kill(path: &std::path::Path, record: &Record) -> Result<(), AuditError> {
+    extend(path, record, |verdict| match verdict {
+        Ok(_) => Ok(false),
+        Err(d) if d.what.starts_with("open") => Ok(true),
+        Err(d) => Err(format!("not extended: {d}")),
+    })
+}
+
+/// Appends `record` (a `sandbox.delete`) to the log at `path` of a
+/// container whose sentry is gone. Only a log that verifies and ends
+/// with `sandbox.exit` is extended (a second delete leaves it as it is);
+/// the sentry keeps `seq` and `prev` in memory, so the runtime never
+/// appends while it lives.
+pub fn append_delete(path: &std::path::Path, record: &Record) -> Result<(), AuditError> {
+    extend(path, record, |verdict| match verdict {
+        Ok(s) => Ok(!s.deleted),
+        Err(d) => Err(format!("not extended: {d}")),
+    })
+}
+
+/// Appends `record` to the chain of the log at `path`, under an exclusive
+/// lock, when `wanted` says so of what `verify` makes of the log.
+fn extend(
+    path: &std::path::Path,
+    record: &Record,
+    wanted: impl FnOnce(Result<super::verify::Summary, super::verify::Defect>) -> Result<bool, String>,
+) -> Result<(), AuditError> {
     let fail = |e: std::io::Error| AuditError(format!("{}: {e}", path.display()));
     let file = std::fs::OpenOptions::new().read(true).append(true).open(path).map_err(fail)?;
     let mut f = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| fail(std::io::Error::from_raw_os_error(e as i32)))?;
     let mut data = Vec::new();
     f.read_to_end(&mut data).map_err(fail)?;
-    match super::verify::verify(&data) {
-        Ok(_) => return Ok(()),
-        Err(d) if d.what.starts_with("open") => {}
-        Err(d) => return Err(AuditError(format!("{}: not extended: {d}", path.display()))),
+    match wanted(super::verify::verify(&data)) {
+        Ok(true) => {}
+        Ok(false) => return Ok(()),
+        Err(what) => return Err(AuditError(format!("{}: {what}", path.display()))),
     }
     let last = data[..data.len().saturating_sub(1)].rsplit(|&b| b == b'\n').next().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_slice(last).map_err(|e| AuditError(e.to_string()))?;
@@ -307,6 +333,34 @@ pub(crate) mod tests {
         std::fs::write(&path, &broken).unwrap();
         assert!(close_after_kill(&path, &exit).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), broken);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_deleted_containers_log_ends_with_the_runtimes_delete_record() {
+        let closed = sample();
+        let path = std::env::temp_dir().join(format!("husk-audit-delete-{}", std::process::id()));
+        std::fs::write(&path, &closed).unwrap();
+        let delete = Record::SandboxDelete {
+            reason: crate::audit::DeleteReason::Deleted,
+            force: false,
+            closed_by: "runtime".into(),
+        };
+        append_delete(&path, &delete).unwrap();
+        let deleted = std::fs::read(&path).unwrap();
+        let summary = crate::audit::verify::verify(&deleted).unwrap();
+        assert_eq!((summary.records, summary.deleted), (7, true));
+        assert_eq!(summary.exit, "exited, status 0; deleted");
+        let last: serde_json::Value = serde_json::from_slice(&deleted[closed.len()..]).unwrap();
+        assert_eq!((last["seq"].as_u64(), last["reason"].as_str()), (Some(6), Some("deleted")));
+        // Deleted already: left alone.
+        append_delete(&path, &delete).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), deleted);
+        // Still open (the sentry may be writing): refused, untouched.
+        let open = &closed[..closed[..closed.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1];
+        std::fs::write(&path, open).unwrap();
+        assert!(append_delete(&path, &delete).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), open);
         std::fs::remove_file(&path).unwrap();
     }
 

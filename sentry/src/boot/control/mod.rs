@@ -385,6 +385,17 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             }
             Ok(Vec::new())
         }
+        // Written and synced (lifecycle records are) before the reply, so
+        // the runtime freezes only a sandbox whose log says so. A log
+        // failing closed refuses: the sandbox is being stopped.
+        Request::Pausing => k
+            .audit(|| crate::audit::Record::SandboxPause {})
+            .map(|()| Vec::new())
+            .map_err(|e| (e.0, "cannot record sandbox.pause".into())),
+        Request::Resumed => k
+            .audit(|| crate::audit::Record::SandboxResume {})
+            .map(|()| Vec::new())
+            .map_err(|e| (e.0, "cannot record sandbox.resume".into())),
         Request::Exec(_) | Request::Wait => Err((libc::EINVAL, "served on its own".into())),
     }
 }

@@ -117,6 +117,11 @@ pub enum Request {
     /// The host cgroup's limits changed (`update`): each is None to keep
     /// it, Some(None) for "max".
     Limits { cpu_max: Option<Option<(u64, u64)>>, pids_max: Option<Option<u64>>, memory_max: Option<Option<u64>> },
+    /// The runtime is about to freeze the sandbox (`pause`): write and
+    /// sync `sandbox.pause` first, since a frozen sentry cannot.
+    Pausing,
+    /// The runtime thawed the sandbox (`resume`): write `sandbox.resume`.
+    Resumed,
 }
 
 /// A request line that is not one of ours.
@@ -141,6 +146,8 @@ impl Request {
             }
             Request::Processes => b"ps\n".to_vec(),
             Request::Wait => b"wait\n".to_vec(),
+            Request::Pausing => b"pausing\n".to_vec(),
+            Request::Resumed => b"resumed\n".to_vec(),
             Request::Limits { cpu_max, pids_max, memory_max } => {
                 let cpu = match cpu_max {
                     None => "keep".to_string(),
@@ -166,6 +173,8 @@ impl Request {
             ["start"] => Request::Start,
             ["ps"] => Request::Processes,
             ["wait"] => Request::Wait,
+            ["pausing"] => Request::Pausing,
+            ["resumed"] => Request::Resumed,
             ["exec", len] => {
                 let len = len.parse::<usize>().map_err(|_| bad())?;
                 return if len <= MAX_PAYLOAD { Ok(Header::Exec(len)) } else { Err(bad()) };
@@ -329,6 +338,8 @@ mod tests {
             Request::Start,
             Request::Processes,
             Request::Wait,
+            Request::Pausing,
+            Request::Resumed,
             Request::Signal { sig: 15, all: true },
             Request::Signal { sig: 9, all: false },
             Request::Limits { cpu_max: Some(Some((50_000, 100_000))), pids_max: None, memory_max: Some(Some(1 << 26)) },
@@ -392,7 +403,7 @@ mod tests {
 
     #[test]
     fn garbage_is_refused() {
-        for line in ["", "stop", "signal", "signal x init", "signal 9 some", "start now"] {
+        for line in ["", "stop", "signal", "signal x init", "signal 9 some", "start now", "pausing now"] {
             assert!(Request::decode(line).is_err(), "{line:?}");
         }
     }
