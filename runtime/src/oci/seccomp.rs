@@ -25,8 +25,6 @@ pub enum ProfileError {
     ArgIndex(usize, usize),
     #[error("linux.seccomp: syscalls[{0}] has no names")]
     NoNames(usize),
-    #[error("linux.seccomp: SCMP_CMP_MASKED_EQ in syscalls[{0}] needs valueTwo")]
-    NoValueTwo(usize),
     #[error("linux.seccomp: the profile compiles to {0} instructions, more than the {MAX_INSNS} a filter may have")]
     TooLong(usize),
 }
@@ -88,12 +86,12 @@ fn halves(v: u64) -> (u32, u32) {
 
 /// A condition on a 64-bit argument, compared as its two 32-bit halves:
 /// falls through when it holds, jumps to FAIL otherwise.
-fn condition(arg: &LinuxSeccompArg, rule: usize) -> Result<Vec<Insn>, ProfileError> {
+fn condition(arg: &LinuxSeccompArg) -> Vec<Insn> {
     let (hi, lo) = arg_words(arg.index());
     let (vh, vl) = halves(arg.value());
     let ld = |k| Insn::stmt(op::LD_W_ABS, k);
     let j = Insn::jump;
-    Ok(match arg.op() {
+    match arg.op() {
         LinuxSeccompOperator::ScmpCmpEq => {
             vec![ld(hi), j(op::JEQ_K, vh, 0, FAIL), ld(lo), j(op::JEQ_K, vl, 0, FAIL)]
         }
@@ -114,7 +112,9 @@ fn condition(arg: &LinuxSeccompArg, rule: usize) -> Result<Vec<Insn>, ProfileErr
         }
         LinuxSeccompOperator::ScmpCmpMaskedEq => {
             let (mh, ml) = (vh, vl);
-            let (wh, wl) = halves(arg.value_two().ok_or(ProfileError::NoValueTwo(rule))?);
+            // runtime-spec's valueTwo is a plain uint64 that JSON may leave
+            // out (Docker's clone rule does): absent is 0, as in runc.
+            let (wh, wl) = halves(arg.value_two().unwrap_or(0));
             vec![
                 ld(hi),
                 Insn::stmt(op::ALU_AND_K, mh),
@@ -124,7 +124,7 @@ fn condition(arg: &LinuxSeccompArg, rule: usize) -> Result<Vec<Insn>, ProfileErr
                 j(op::JEQ_K, wl, 0, FAIL),
             ]
         }
-    })
+    }
 }
 
 /// One rule's block: the call number, its conditions, its verdict; any
@@ -188,7 +188,7 @@ pub fn compile(profile: &LinuxSeccomp) -> Result<Compiled, ProfileError> {
         if let Some(a) = args.iter().find(|a| a.index() > 5) {
             return Err(ProfileError::ArgIndex(i, a.index()));
         }
-        let conds = args.iter().map(|a| condition(a, i)).collect::<Result<Vec<_>, _>>()?;
+        let conds: Vec<Vec<Insn>> = args.iter().map(condition).collect();
         let mut indexes: Vec<usize> = args.iter().map(LinuxSeccompArg::index).collect();
         indexes.sort_unstable();
         let repeated = indexes.windows(2).any(|w| w[0] == w[1]);
@@ -304,10 +304,17 @@ mod tests {
         assert!(matches!(compile(&profile(notify)), Err(ProfileError::Notify(_))));
         let no_names = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":[],"action":"SCMP_ACT_ALLOW"}]}"#;
         assert_eq!(compile(&profile(no_names)), Err(ProfileError::NoNames(0)));
-        let masked = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW",
-                          "args":[{"index":0,"value":1,"op":"SCMP_CMP_MASKED_EQ"}]}]}"#;
-        assert_eq!(compile(&profile(masked)), Err(ProfileError::NoValueTwo(0)));
         assert!(serde_json::from_str::<LinuxSeccomp>(r#"{"defaultAction":"SCMP_ACT_MAYBE"}"#).is_err());
+    }
+
+    #[test]
+    fn a_masked_comparison_without_value_two_compares_with_zero() {
+        // Docker writes its clone rule without valueTwo.
+        let masked = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["clone"],"action":"SCMP_ACT_ALLOW",
+                          "args":[{"index":0,"value":2114060288,"op":"SCMP_CMP_MASKED_EQ"}]}]}"#;
+        let c = compile(&profile(masked)).unwrap();
+        assert_eq!(run(&c, 56, [0x1200011, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(run(&c, 56, [0x1200011 | 0x2000_0000, 0, 0, 0, 0, 0]), RET_ERRNO | 1);
     }
 
     #[test]
