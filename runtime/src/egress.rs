@@ -192,8 +192,25 @@ fn fit_max_conns(asked: Option<u64>, hard: u64) -> anyhow::Result<u64> {
             "--egress-max-conns {n}: the sentry may hold {hard} descriptors (RLIMIT_NOFILE), and its connections at most half of them ({room})"
         ),
         Some(n) => Ok(n),
-        None => Ok(DEFAULT_MAX_CONNS.min(room).max(1)),
+        None => Ok(default_max_conns(hard)),
     }
+}
+
+/// The limit without `--egress-max-conns`, given the sentry's descriptor
+/// ceiling `hard`: the default lowered to fit half of it.
+fn default_max_conns(hard: u64) -> u64 {
+    DEFAULT_MAX_CONNS.min(hard / 2).max(1)
+}
+
+/// The connection limit a container's annotation asking for `n` gets:
+/// never above the operator's `--egress-max-conns` or, without one, the
+/// default that fits this host (`fit_max_conns` refuses more).
+pub fn annotated_max_conns(n: u64, operator: Option<u64>) -> u64 {
+    cap_max_conns(n, operator, nofile_ceiling())
+}
+
+fn cap_max_conns(n: u64, operator: Option<u64>, hard: u64) -> u64 {
+    n.min(operator.unwrap_or_else(|| default_max_conns(hard)))
 }
 
 /// The resolver's half of the rules: those naming hosts by DNS name, and
@@ -294,6 +311,12 @@ mod tests {
         let e = fit_max_conns(Some(4000), 4096).unwrap_err().to_string();
         assert!(e.contains("--egress-max-conns 4000") && e.contains("2048"), "{e}");
         assert_eq!(fit_max_conns(Some(9), u64::MAX).unwrap(), 9, "no limit at all");
+        // A container's annotation is held below what fit_max_conns takes.
+        for (n, operator, hard, want) in [(900, None, 1024, 512), (8, None, 1024, 8), (900, Some(100), 1024, 100)] {
+            let capped = cap_max_conns(n, operator, hard);
+            assert_eq!(capped, want);
+            assert_eq!(fit_max_conns(Some(capped), hard).unwrap(), want);
+        }
     }
 
     #[test]

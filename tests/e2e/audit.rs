@@ -409,6 +409,30 @@ fn every_record_also_reaches_a_syslog_socket_as_rfc5424() {
 }
 
 #[test]
+fn a_record_too_big_for_a_datagram_does_not_stop_the_sandbox() {
+    let dir = TempDir::new("audit-syslog-huge");
+    let log = dir.path().join("audit.log");
+    let path = dir.path().join("syslog.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    // A process.exec of 300 KB of argv (three arguments, each under
+    // MAX_ARG_STRLEN): above any datagram's limit.
+    let script = "a=$(head -c 100000 /dev/zero | tr '\\0' a); /bin/true $a $a $a; echo went on";
+    let r = audited(dir.path(), &log, &["--audit-syslog", path.to_str().unwrap()], script);
+    r.assert_code(0);
+    assert!(r.stdout_str().contains("went on"), "{}", r.describe());
+    let exec = records(&log).into_iter().find(|r| r["type"] == "process.exec" && argv(r)[0] == "/bin/true").unwrap();
+    assert_eq!(argv(&exec)[1..].concat().len(), 300_000, "the log keeps the record whole");
+    verify(&log).assert_code(0);
+    // The socket got its copy, cut.
+    let mut buf = vec![0u8; 1 << 20];
+    let cut = std::iter::from_fn(|| socket.recv(&mut buf).ok().map(|n| buf[..n].to_vec()))
+        .find(|m| m.windows(12).any(|w| w == b"process.exec") && m.len() > 60_000)
+        .expect("the exec's message");
+    assert!(cut.len() <= 60 * 1024 && cut.ends_with(b" [husk: truncated]"), "{}", cut.len());
+}
+
+#[test]
 fn ocsf_export_maps_every_record_to_a_class_with_its_required_attributes() {
     let dir = TempDir::new("audit-ocsf");
     let log = dir.path().join("audit.log");

@@ -42,13 +42,18 @@ fn lower<T: Ord>(current: Option<T>, new: T) -> Option<T> {
 const NARROWING: &[(&str, Setter)] = &[
     ("egress-deny", |g, v| {
         husk_netstack::egress::Rule::parse_list(v).map_err(|e| e.to_string())?;
+        // The operator chose unfiltered host networking, which takes no
+        // rules: a container's cannot refuse its own start.
+        if g.network == crate::cli::NetworkMode::Host {
+            log::warn!("annotation {PREFIX}egress-deny ignored: --network host is unfiltered");
+            return Ok(());
+        }
         g.egress_deny.push(v.to_owned());
         Ok(())
     }),
     ("egress-max-conns", |g, v| {
         let n = crate::egress::parse_max_conns(v)?;
-        let ceiling = g.egress_max_conns.unwrap_or(crate::egress::DEFAULT_MAX_CONNS);
-        g.egress_max_conns = Some(n.min(ceiling));
+        g.egress_max_conns = Some(crate::egress::annotated_max_conns(n, g.egress_max_conns));
         Ok(())
     }),
     ("egress-rate", |g, v| crate::egress::parse_rate(v).map(|n| g.egress_rate = lower(g.egress_rate, n))),
@@ -197,6 +202,21 @@ mod tests {
         assert_eq!(g.egress_allow, ["*"], "an allow rule without the operator's consent");
         let g = apply(&globals(&["--allow-flag-override"]), &a).unwrap();
         assert_eq!(g.egress_allow, ["api.test:443"]);
+    }
+
+    #[test]
+    fn an_egress_annotation_never_makes_its_own_start_fail() {
+        // A connection limit above what the host fits is lowered to it.
+        let many = notes(&[("dev.husk.flag.egress-max-conns", "65536")]);
+        let g = apply(&globals(&[]), &many).unwrap();
+        assert!(g.egress_max_conns.unwrap() <= crate::egress::DEFAULT_MAX_CONNS);
+        crate::egress::network(&g).unwrap();
+        // Deny rules under unfiltered host networking are ignored.
+        let deny = notes(&[("dev.husk.flag.egress-deny", "198.18.0.3")]);
+        let g = apply(&globals(&["--network", "host"]), &deny).unwrap();
+        assert!(g.egress_deny.is_empty());
+        crate::egress::network(&g).unwrap();
+        assert_eq!(apply(&globals(&[]), &deny).unwrap().egress_deny, ["198.18.0.3"]);
     }
 
     #[test]

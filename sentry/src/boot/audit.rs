@@ -95,7 +95,9 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
     config.audit_fork = a.fork;
     let mut sink: Box<dyn crate::audit::Sink> = Box::new(std::fs::File::from(a.sink));
     if let Some(socket) = a.syslog {
-        sink = Box::new(crate::audit::syslog::Tee::new(sink, socket, &a.sandbox));
+        let tee = crate::audit::syslog::Tee::new(sink, socket, &a.sandbox)
+            .map_err(|e| crate::audit::AuditError(format!("the syslog socket: {e}")))?;
+        sink = Box::new(tee);
     }
     let log = Arc::new(AuditLog::open(&a.sandbox, sink, config, a.fail_open)?);
     log.set_on_failure(Box::new(|e| {
