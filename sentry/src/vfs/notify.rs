@@ -590,24 +590,25 @@ mod tests {
     #[test]
     fn sandbox_limits_bound_every_uid_together() {
         let r = Registry::default();
-        let per_uid = |n: usize| n / MAX_USER_INSTANCES;
+        let users = u32::try_from(MAX_SANDBOX_INSTANCES / MAX_USER_INSTANCES).unwrap();
         let mut made = Vec::new();
-        for n in 0..MAX_SANDBOX_INSTANCES {
-            let uid = per_uid(n) as u32;
-            made.push((r.new_instance(uid).unwrap(), uid));
+        for uid in 0..users {
+            for _ in 0..MAX_USER_INSTANCES {
+                made.push((r.new_instance(uid).unwrap(), uid));
+            }
         }
-        let fresh = per_uid(MAX_SANDBOX_INSTANCES) as u32 + 1;
+        let fresh = users + 1;
         assert_eq!(r.new_instance(fresh), None, "a uid with no instance yet is refused too");
         let (first, first_uid) = made[0];
         r.release_instance(first, first_uid);
         let spare = r.new_instance(fresh).unwrap();
         let per = MAX_USER_WATCHES / 2;
-        for (k, (i, uid)) in made[1..].iter().take(MAX_SANDBOX_WATCHES / per).enumerate() {
+        for (uid, (i, _)) in (10_000..).zip(made[1..].iter().take(MAX_SANDBOX_WATCHES / per)) {
             for ino in 0..per as u64 {
-                r.add_watch(*i, *uid + 10_000 * k as u32, sink(), (9, ino), IN_ATTRIB).unwrap();
+                r.add_watch(*i, uid, sink(), (9, ino), IN_ATTRIB).unwrap();
             }
         }
-        assert_eq!(r.add_watch(spare, fresh + 20_000, sink(), (9, 0), IN_ATTRIB), Err(AddError::NoSpace));
+        assert_eq!(r.add_watch(spare, 20_000, sink(), (9, 0), IN_ATTRIB), Err(AddError::NoSpace));
         assert!(r.watches_fs(9));
         assert!(!r.watches_fs(10));
     }
