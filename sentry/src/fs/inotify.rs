@@ -7,6 +7,7 @@
 use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
+use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::MemoryManager;
 use crate::vfs::notify::{self, InodeKey, Sink, IN_Q_OVERFLOW, MAX_QUEUED_EVENTS};
 use crate::vfs::{FileOps, Node, Stat, TimeSpec};
@@ -17,6 +18,10 @@ use std::sync::Arc;
 
 /// `sizeof(struct inotify_event)` without its name.
 pub const EVENT_HEADER: usize = 16;
+
+/// What a queued event costs besides its header and name: the queue's
+/// slot and the event's allocation.
+pub const EVENT_OVERHEAD: usize = 64;
 
 /// One queued event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +49,16 @@ impl Event {
         EVENT_HEADER + self.name_len()
     }
 
+    /// What the event is charged while queued; the overflow event is
+    /// not charged (Linux keeps one per instance beforehand).
+    fn cost(&self) -> u64 {
+        if self.mask == IN_Q_OVERFLOW {
+            0
+        } else {
+            (EVENT_HEADER + self.name.len() + EVENT_OVERHEAD) as u64
+        }
+    }
+
     fn encode(&self, out: &mut [u8]) {
         let len = self.name_len();
         out[0..4].copy_from_slice(&self.wd.to_ne_bytes());
@@ -55,33 +70,45 @@ impl Event {
     }
 }
 
-/// The queue of events, bounded as Linux bounds it.
+/// The queue of events, bounded as Linux bounds it, each event charged
+/// to the sandbox's memory until it is read or the instance closed.
 pub struct EventQueue {
     events: VecDeque<Event>,
     max: usize,
+    charge: Charge,
 }
 
 impl EventQueue {
-    pub fn new(max: usize) -> EventQueue {
-        EventQueue { events: VecDeque::new(), max }
+    pub fn new(max: usize, acct: Arc<Accountant>) -> EventQueue {
+        EventQueue { events: VecDeque::new(), max, charge: Charge::new(acct) }
     }
 
     /// Queues `e` as Linux's `fsnotify_insert_event` with inotify's
     /// merge: a full queue takes one `IN_Q_OVERFLOW` (wd -1) and nothing
-    /// more; an event identical to the last queued one is dropped.
-    /// Returns whether the queue changed.
+    /// more; an event identical to the last queued one is dropped. An
+    /// event the sandbox's memory cannot hold overflows the queue too, as
+    /// a failed allocation does in Linux. Returns whether the queue
+    /// changed.
     pub fn push(&mut self, e: Event) -> bool {
         if self.events.len() >= self.max {
-            if self.events.back().is_some_and(|l| l.mask == IN_Q_OVERFLOW) {
-                return false;
-            }
-            self.events.push_back(Event { wd: -1, mask: IN_Q_OVERFLOW, cookie: 0, name: Vec::new() });
-            return true;
+            return self.overflow();
         }
         if self.events.back() == Some(&e) {
             return false;
         }
+        if !self.charge.grow(e.cost()) {
+            return self.overflow();
+        }
         self.events.push_back(e);
+        true
+    }
+
+    /// Ends the queue with one `IN_Q_OVERFLOW` (wd -1) unless it does.
+    fn overflow(&mut self) -> bool {
+        if self.events.back().is_some_and(|l| l.mask == IN_Q_OVERFLOW) {
+            return false;
+        }
+        self.events.push_back(Event { wd: -1, mask: IN_Q_OVERFLOW, cookie: 0, name: Vec::new() });
         true
     }
 
@@ -100,7 +127,9 @@ impl EventQueue {
             }
             e.encode(&mut buf[done..done + n]);
             done += n;
+            let cost = e.cost();
             self.events.pop_front();
+            self.charge.shrink(cost);
         }
         Ok(done)
     }
@@ -126,7 +155,8 @@ pub struct Inotify {
 }
 
 impl Inotify {
-    /// A new instance for `uid`: EMFILE past max_user_instances.
+    /// A new instance for `uid`: EMFILE past max_user_instances or the
+    /// sandbox's limit.
     pub fn new(ino: u64, created: TimeSpec, uid: u32) -> Result<Arc<Inotify>, Errno> {
         let id = notify::registry().new_instance(uid).ok_or(Errno::EMFILE)?;
         Ok(Arc::new(Inotify {
@@ -134,7 +164,7 @@ impl Inotify {
             created,
             id,
             uid,
-            events: Mutex::new(EventQueue::new(MAX_QUEUED_EVENTS)),
+            events: Mutex::new(EventQueue::new(MAX_QUEUED_EVENTS, accounting::sandbox())),
             queue: Queue::default(),
         }))
     }
@@ -243,7 +273,7 @@ mod tests {
 
     #[test]
     fn records_padding_and_short_buffers() {
-        let mut q = EventQueue::new(10);
+        let mut q = EventQueue::new(10, Accountant::unlimited());
         q.push(ev(1, IN_CREATE, 0, "abc"));
         q.push(ev(1, IN_DELETE, 0, "0123456789abcdef"));
         q.push(ev(2, IN_ATTRIB, 0, ""));
@@ -265,7 +295,7 @@ mod tests {
 
     #[test]
     fn coalescing_and_overflow() {
-        let mut q = EventQueue::new(3);
+        let mut q = EventQueue::new(3, Accountant::unlimited());
         assert!(q.push(ev(1, IN_MODIFY, 0, "f")));
         assert!(!q.push(ev(1, IN_MODIFY, 0, "f")), "identical to the last: merged");
         assert!(q.push(ev(1, IN_ACCESS, 0, "f")));
@@ -278,23 +308,90 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(buf[100..104].try_into().unwrap()), IN_Q_OVERFLOW);
     }
 
-    /// max_user_instances and max_user_watches, per user: EMFILE and
-    /// ENOSPC past them, room again once instances go.
+    /// Each queued event is charged to the sandbox's memory: an event
+    /// the memory cannot hold overflows the queue; reading returns its
+    /// charge and closing returns the rest.
     #[test]
-    fn per_user_limits() {
-        let uid = 4_000_001;
-        let all: Vec<_> =
-            (0..MAX_USER_INSTANCES).map(|n| Inotify::new(n as u64, TimeSpec::default(), uid).unwrap()).collect();
-        assert_eq!(Inotify::new(0, TimeSpec::default(), uid).err(), Some(Errno::EMFILE));
-        assert!(Inotify::new(0, TimeSpec::default(), uid + 1).is_ok(), "another user's count");
-        let fs_id = usize::MAX - 77;
-        for ino in 0..MAX_USER_WATCHES as u64 {
-            all[0].add_watch((fs_id, ino), IN_ATTRIB).unwrap();
+    fn events_are_charged_until_read() {
+        let one = (EVENT_HEADER + 3 + EVENT_OVERHEAD) as u64;
+        let acct = Accountant::new(2 * one * 16 / 15 + 1);
+        let mut q = EventQueue::new(MAX_QUEUED_EVENTS, acct.clone());
+        assert!(q.push(ev(1, IN_CREATE, 0, "abc")));
+        assert!(q.push(ev(1, IN_DELETE, 0, "abc")));
+        assert_eq!(acct.charged(), 2 * one);
+        assert!(q.push(ev(1, IN_CREATE, 0, "abc")), "no memory: the overflow event");
+        assert!(!q.push(ev(1, IN_ATTRIB, 0, "")), "one overflow event only");
+        assert_eq!(acct.charged(), 2 * one, "the overflow event is not charged");
+        let mut buf = [0u8; 32];
+        assert_eq!(q.read(&mut buf), Ok(32));
+        assert_eq!(acct.charged(), one, "a read event is uncharged");
+        drop(q);
+        assert_eq!(acct.charged(), 0, "a closed queue is uncharged");
+    }
+
+    /// A node of a filesystem of its own that counts its stats and, when
+    /// looked up in, records whether the registry's lock was free.
+    struct Probe {
+        fs: usize,
+        ino: u64,
+        child: Option<(&'static [u8], Arc<dyn Node>)>,
+        stats: std::sync::atomic::AtomicUsize,
+        lookups: Mutex<Vec<bool>>,
+    }
+
+    impl Probe {
+        fn new(fs: usize, ino: u64, child: Option<(&'static [u8], Arc<dyn Node>)>) -> Arc<Probe> {
+            Arc::new(Probe { fs, ino, child, stats: Default::default(), lookups: Mutex::new(Vec::new()) })
         }
-        assert_eq!(all[1].add_watch((fs_id, u64::MAX), IN_ATTRIB), Err(Errno::ENOSPC));
-        drop(all);
-        let again = Inotify::new(0, TimeSpec::default(), uid).unwrap();
-        assert_eq!(again.add_watch((fs_id, 0), IN_ATTRIB), Ok(1), "the closed instances' watches are gone");
+    }
+
+    impl Node for Probe {
+        fn stat(&self) -> Result<Stat, Errno> {
+            self.stats.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mode = if self.child.is_some() { crate::vfs::S_IFDIR } else { crate::vfs::S_IFREG };
+            Ok(Stat { ino: self.ino, mode: mode | 0o755, ..Stat::default() })
+        }
+
+        fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+            self.lookups.lock().push(notify::registry().lock_free_for_tests());
+            match &self.child {
+                Some((n, c)) if *n == name => Ok(c.clone()),
+                _ => Err(Errno::ENOENT),
+            }
+        }
+
+        fn fs_id(&self) -> usize {
+            self.fs
+        }
+
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    /// A close stats nothing on a filesystem without watches, and the
+    /// `IN_EXCL_UNLINK` lookup of the name runs without the registry's
+    /// lock (the lookup may take a filesystem's locks or ask the gofer).
+    #[test]
+    fn close_events_look_up_without_the_lock() {
+        let ns = MountNamespace::new(Tmpfs::new(0o755, 0, 0), "tmpfs", "root");
+        let fs = usize::MAX - 78;
+        let f = Probe::new(fs, 2, None);
+        let p = Probe::new(fs, 1, Some((b"f", f.clone() as Arc<dyn Node>)));
+        let pd = ns.root().child(b"p", p.clone());
+        let linked = pd.child(b"f", f.clone());
+        let gone = pd.child(b"gone", f.clone());
+        let i = Inotify::new(1, TimeSpec::default(), 0).unwrap();
+        let elsewhere = i.add_watch((usize::MAX - 79, 1), IN_ALL_EVENTS).unwrap();
+        notify::closed(&linked, false);
+        assert_eq!(f.stats.load(std::sync::atomic::Ordering::Relaxed), 0, "no watch on its filesystem: no stat");
+        assert_eq!(p.stats.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let wd = i.add_watch((fs, 1), IN_CLOSE_NOWRITE | IN_EXCL_UNLINK).unwrap();
+        assert_ne!(wd, elsewhere);
+        notify::closed(&linked, false);
+        notify::closed(&gone, false);
+        assert_eq!(drain(&i), vec![ev(wd, IN_CLOSE_NOWRITE, 0, "f")], "the unlinked name is excluded");
+        assert_eq!(*p.lookups.lock(), vec![true, true], "looked up once per event, without the lock");
     }
 
     const DIR: NewNode = NewNode { mode: 0o755, uid: 0, gid: 0 };

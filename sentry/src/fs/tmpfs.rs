@@ -52,6 +52,19 @@ const ATIME_MAX_AGE: i64 = 24 * 60 * 60;
 /// directories and symlinks are bounded by the limit too.
 const INODE_COST: u64 = 512;
 
+/// The bookkeeping an extended attribute costs besides its name and
+/// value (the map entry and two allocations).
+const XATTR_ENTRY_COST: u64 = 96;
+/// What an inode's extended attributes, in all namespaces, may take
+/// together: room for one value of the largest size (64 KiB) with its
+/// name, as Linux tmpfs bounds its inodes' xattr space.
+const XATTR_INODE_MAX: u64 = 128 * 1024;
+
+/// What the extended attribute `name` = `value` is charged.
+fn xattr_cost(name: &[u8], value: &[u8]) -> u64 {
+    (name.len() + value.len()) as u64 + XATTR_ENTRY_COST
+}
+
 /// setxattr(2)'s flags.
 const XATTR_CREATE: u32 = 1;
 const XATTR_REPLACE: u32 = 2;
@@ -969,18 +982,24 @@ impl Node for TmpNode {
         self.xattrs.lock().get(name).cloned().ok_or(Errno::ENODATA)
     }
 
-    /// As Linux's `simple_xattr_set`; the name and value are charged to
-    /// the sandbox's memory and disk budget (ENOSPC past either).
+    /// As Linux's `simple_xattr_set`; each entry (name, value and
+    /// [`XATTR_ENTRY_COST`] of bookkeeping) is charged to the sandbox's
+    /// memory and disk budget, and an inode's entries together may take
+    /// at most [`XATTR_INODE_MAX`] (ENOSPC past any of these).
     fn setxattr(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno> {
         let mut x = self.xattrs.lock();
-        let old = x.get(name).map(|v| (name.len() + v.len()) as u64);
+        let old = x.get(name).map(|v| xattr_cost(name, v));
         if flags & XATTR_CREATE != 0 && old.is_some() {
             return Err(Errno::EEXIST);
         }
         if flags & XATTR_REPLACE != 0 && old.is_none() {
             return Err(Errno::ENODATA);
         }
-        let new = (name.len() + value.len()) as u64;
+        let new = xattr_cost(name, value);
+        let held: u64 = x.iter().map(|(n, v)| xattr_cost(n, v)).sum();
+        if held - old.unwrap_or(0) + new > XATTR_INODE_MAX {
+            return Err(Errno::ENOSPC);
+        }
         {
             let mut c = self.charges.lock();
             let (memory, disk) = &mut *c;
@@ -1007,7 +1026,7 @@ impl Node for TmpNode {
 
     fn removexattr(&self, name: &[u8]) -> Result<(), Errno> {
         let v = self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
-        let n = (name.len() + v.len()) as u64;
+        let n = xattr_cost(name, &v);
         let mut c = self.charges.lock();
         c.0.shrink(n);
         c.1.shrink(n);
@@ -1529,6 +1548,35 @@ mod tests {
         drop(f);
         assert_eq!(a.statfs().unwrap().bfree, before.bfree);
         assert_ne!(get_ino(&a, "x"), get_ino(&a, "y"));
+    }
+
+    /// Each extended attribute is charged with its bookkeeping and
+    /// returned when removed; an inode's attributes are bounded together
+    /// (ENOSPC), however small each one is.
+    #[test]
+    fn xattrs_are_charged_and_bounded_per_inode() {
+        let acct = Accountant::unlimited();
+        let root = Tmpfs::charged_to(acct.clone(), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let base = acct.charged();
+        n.setxattr(b"user.a", b"xyz", 0).unwrap();
+        assert_eq!(acct.charged(), base + 6 + 3 + XATTR_ENTRY_COST);
+        n.removexattr(b"user.a").unwrap();
+        assert_eq!(acct.charged(), base);
+        n.setxattr(b"user.big", &vec![7; 65536], 0).unwrap();
+        let mut made = 0;
+        let err = loop {
+            match n.setxattr(format!("user.{made}").as_bytes(), &[0; 200], 0) {
+                Ok(()) => made += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err, Errno::ENOSPC);
+        let held = acct.charged() - base;
+        assert!(held <= XATTR_INODE_MAX && held + 220 + XATTR_ENTRY_COST > XATTR_INODE_MAX, "{held}");
+        assert!(made > 0 && made < 300, "{made}");
+        let other = root.create(b"g", nn(0o644)).unwrap();
+        other.setxattr(b"user.a", b"1", 0).unwrap();
     }
 
     #[test]

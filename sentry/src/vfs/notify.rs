@@ -51,6 +51,11 @@ pub const MAX_QUEUED_EVENTS: usize = 16384;
 pub const MAX_USER_INSTANCES: usize = 128;
 /// /proc/sys/fs/inotify/max_user_watches.
 pub const MAX_USER_WATCHES: usize = 65536;
+/// Instances in the whole sandbox: the per-user limits count the guest's
+/// own uids, which a guest that may change its uid multiplies.
+pub const MAX_SANDBOX_INSTANCES: usize = 1024;
+/// Watches in the whole sandbox, for the same reason.
+pub const MAX_SANDBOX_WATCHES: usize = 65536;
 
 /// An inode: (filesystem identity, inode number).
 pub type InodeKey = (usize, u64);
@@ -78,6 +83,10 @@ struct Table {
     last_wd: HashMap<u64, i32>,
     watches_of: HashMap<u32, usize>,
     instances_of: HashMap<u32, usize>,
+    /// Instances in the sandbox.
+    instances: usize,
+    /// Watches per filesystem: what a hook looks up before it stats.
+    watches_on_fs: HashMap<usize, usize>,
 }
 
 /// The watches of the sandbox.
@@ -99,7 +108,7 @@ pub fn registry() -> &'static Registry {
 pub enum AddError {
     /// `IN_MASK_CREATE` and the inode is watched already.
     Exists,
-    /// max_user_watches reached.
+    /// max_user_watches or the sandbox's limit reached.
     NoSpace,
 }
 
@@ -107,15 +116,20 @@ pub enum AddError {
 type Pending = (Arc<dyn Sink>, i32, u32, u32, Vec<u8>);
 
 impl Registry {
-    /// A new instance for `uid`; None past max_user_instances.
+    /// A new instance for `uid`; None past max_user_instances or the
+    /// sandbox's limit.
     pub fn new_instance(&self, uid: u32) -> Option<u64> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let mut t = self.table.lock();
+        if t.instances >= MAX_SANDBOX_INSTANCES {
+            return None;
+        }
         let n = t.instances_of.entry(uid).or_default();
         if *n >= MAX_USER_INSTANCES {
             return None;
         }
         *n += 1;
+        t.instances += 1;
         Some(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -130,6 +144,7 @@ impl Registry {
         if let Some(n) = t.instances_of.get_mut(&uid) {
             *n = n.saturating_sub(1);
         }
+        t.instances = t.instances.saturating_sub(1);
     }
 
     /// Adds a watch on `key` for `instance`, or changes the instance's
@@ -153,7 +168,7 @@ impl Registry {
             return Ok(w.wd);
         }
         let n = t.watches_of.get(&uid).copied().unwrap_or(0);
-        if n >= MAX_USER_WATCHES {
+        if n >= MAX_USER_WATCHES || self.count.load(Ordering::Relaxed) >= MAX_SANDBOX_WATCHES {
             return Err(AddError::NoSpace);
         }
         let mut wd = t.last_wd.get(&instance).copied().unwrap_or(0);
@@ -167,6 +182,7 @@ impl Registry {
         t.by_wd.insert((instance, wd), key);
         t.by_inode.entry(key).or_default().push(Watch { instance, wd, mask: kept, uid, sink });
         *t.watches_of.entry(uid).or_default() += 1;
+        *t.watches_on_fs.entry(key.0).or_default() += 1;
         self.count.fetch_add(1, Ordering::Relaxed);
         Ok(wd)
     }
@@ -198,6 +214,12 @@ impl Registry {
         if let Some(n) = t.watches_of.get_mut(&w.uid) {
             *n = n.saturating_sub(1);
         }
+        if let Some(n) = t.watches_on_fs.get_mut(&key.0) {
+            *n -= 1;
+            if *n == 0 {
+                t.watches_on_fs.remove(&key.0);
+            }
+        }
         count.fetch_sub(1, Ordering::Relaxed);
         Some(w)
     }
@@ -208,24 +230,49 @@ impl Registry {
         self.table.lock().by_inode.get(&key).map_or(0, Vec::len)
     }
 
+    /// Whether the table's lock is free: waits for other threads to let
+    /// it go, fails when this thread holds it.
+    #[cfg(test)]
+    pub fn lock_free_for_tests(&self) -> bool {
+        self.table.try_lock_for(std::time::Duration::from_secs(10)).is_some()
+    }
+
     /// Whether any watch exists.
     pub fn any(&self) -> bool {
         self.count.load(Ordering::Relaxed) != 0
     }
 
+    /// Whether any watch is on an inode of filesystem `fs_id`: the cheap
+    /// look a hook takes before it stats anything.
+    pub fn watches_fs(&self, fs_id: usize) -> bool {
+        self.any() && self.table.lock().watches_on_fs.contains_key(&fs_id)
+    }
+
+    /// Whether a watch of `key` asks for `mask`: None if none does, else
+    /// whether one of them excludes unlinked children (and so needs the
+    /// caller to look the name up, which it does without the lock).
+    fn wants(&self, key: InodeKey, mask: u32) -> Option<bool> {
+        let t = self.table.lock();
+        let mut asking = t.by_inode.get(&key)?.iter().filter(|w| w.mask & mask & IN_ALL_EVENTS != 0).peekable();
+        asking.peek()?;
+        Some(asking.any(|w| w.mask & IN_EXCL_UNLINK != 0))
+    }
+
     /// Fires `mask` (with `name` and `cookie`) at the watches of `key`
-    /// that ask for it; `skip` leaves out the watches it returns true for
-    /// (`IN_EXCL_UNLINK`). One-shot watches are removed after their event.
+    /// that ask for it, leaving out those with `IN_EXCL_UNLINK` when
+    /// `unlinked` (found before, outside the lock: the lock is the
+    /// sandbox's, and the lookup may take a filesystem's locks or a gofer
+    /// round trip). One-shot watches are removed after their event.
     /// Every sink reference taken under the lock is dropped after it: the
     /// last one going runs the instance's release, which takes the lock.
-    fn fire(&self, key: InodeKey, mask: u32, cookie: u32, name: &[u8], skip: impl Fn(u32) -> bool) {
+    fn fire(&self, key: InodeKey, mask: u32, cookie: u32, name: &[u8], unlinked: bool) {
         let mut out: Vec<Pending> = Vec::new();
         {
             let mut t = self.table.lock();
             let Some(list) = t.by_inode.get(&key) else { return };
             let mut oneshots = Vec::new();
             for w in list {
-                if w.mask & mask & IN_ALL_EVENTS == 0 || skip(w.mask) {
+                if w.mask & mask & IN_ALL_EVENTS == 0 || (unlinked && w.mask & IN_EXCL_UNLINK != 0) {
                     continue;
                 }
                 if let Some(s) = w.sink.upgrade() {
@@ -278,13 +325,6 @@ pub fn key_of(node: &dyn Node) -> Option<InodeKey> {
     node.stat().ok().map(|st| (node.fs_id(), st.ino))
 }
 
-fn isdir_bit(node: &dyn Node) -> u32 {
-    match node.stat() {
-        Ok(st) if st.mode & S_IFMT == S_IFDIR => IN_ISDIR,
-        _ => 0,
-    }
-}
-
 /// A fresh cookie tying an `IN_MOVED_FROM` to its `IN_MOVED_TO`.
 fn next_cookie() -> u32 {
     static NEXT: AtomicU32 = AtomicU32::new(1);
@@ -294,31 +334,45 @@ fn next_cookie() -> u32 {
 /// An event on the file `d` names (Linux's `fsnotify_parent` then the
 /// inode's own watches): the parent directory's watches see it with the
 /// name, unless they exclude unlinked children and the name is gone; then
-/// the inode's watches see it.
+/// the inode's watches see it. Nothing is stat'ed unless a watch is on
+/// the file's or the parent's filesystem, and the name is looked up only
+/// for a watch excluding unlinked children, once, without the
+/// registry's lock.
 pub fn file_event(d: &Dentry, mask: u32) {
     let r = registry();
     if !r.any() {
         return;
     }
-    let mask = mask | isdir_bit(d.node.as_ref());
-    let Some(key) = key_of(d.node.as_ref()) else { return };
-    if let Some(parent) = &d.parent {
-        if let Some(pkey) = key_of(parent.node.as_ref()) {
-            let unlinked = || match parent.node.lookup(&d.name) {
-                Ok(n) => key_of(n.as_ref()) != Some(key),
-                Err(_) => true,
-            };
-            r.fire(pkey, mask, 0, &d.name, |wmask| wmask & IN_EXCL_UNLINK != 0 && unlinked());
+    let parent = d.parent.as_ref().filter(|p| r.watches_fs(p.node.fs_id()));
+    let own = r.watches_fs(d.node.fs_id());
+    if parent.is_none() && !own {
+        return;
+    }
+    let Ok(st) = d.node.stat() else { return };
+    let key = (d.node.fs_id(), st.ino);
+    let mask = mask | if st.mode & S_IFMT == S_IFDIR { IN_ISDIR } else { 0 };
+    if let Some(p) = parent {
+        if let Some(pkey) = key_of(p.node.as_ref()) {
+            if let Some(excluding) = r.wants(pkey, mask) {
+                let unlinked = excluding
+                    && match p.node.lookup(&d.name) {
+                        Ok(n) => key_of(n.as_ref()) != Some(key),
+                        Err(_) => true,
+                    };
+                r.fire(pkey, mask, 0, &d.name, unlinked);
+            }
         }
     }
-    r.fire(key, mask, 0, b"", |_| false);
+    if own {
+        r.fire(key, mask, 0, b"", false);
+    }
 }
 
 /// An event on a node alone (a link count's `IN_ATTRIB`), with no name
 /// and, as Linux reports these, no `IN_ISDIR`.
 fn inode_event(node: &dyn Node, mask: u32) {
     if let Some(key) = key_of(node) {
-        registry().fire(key, mask, 0, b"", |_| false);
+        registry().fire(key, mask, 0, b"", false);
     }
 }
 
@@ -327,7 +381,7 @@ fn inode_event(node: &dyn Node, mask: u32) {
 fn dir_event(dir: &dyn Node, mask: u32, cookie: u32, name: &[u8], isdir: bool) {
     let r = registry();
     if let Some(key) = key_of(dir) {
-        r.fire(key, mask | if isdir { IN_ISDIR } else { 0 }, cookie, name, |_| false);
+        r.fire(key, mask | if isdir { IN_ISDIR } else { 0 }, cookie, name, false);
     }
 }
 
@@ -359,7 +413,7 @@ pub fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir:
     }
     if let Some(key) = victim_key {
         if !isdir {
-            r.fire(key, IN_ATTRIB, 0, b"", |_| false);
+            r.fire(key, IN_ATTRIB, 0, b"", false);
         }
         if last || isdir {
             r.removed(key);
@@ -390,10 +444,10 @@ pub fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, new_name
     dir_event(old_dir, IN_MOVED_FROM, cookie, old_name, s.source_isdir);
     dir_event(new_dir, IN_MOVED_TO, cookie, new_name, s.source_isdir);
     if let Some((key, false, _)) = s.target {
-        r.fire(key, IN_ATTRIB, 0, b"", |_| false);
+        r.fire(key, IN_ATTRIB, 0, b"", false);
     }
     if let Some(key) = s.source {
-        r.fire(key, IN_MOVE_SELF, 0, b"", |_| false);
+        r.fire(key, IN_MOVE_SELF, 0, b"", false);
     }
     if let Some((key, isdir, last)) = s.target {
         if last || isdir {
@@ -494,5 +548,68 @@ impl FileOps for WatchedFile {
 
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         self.inner.mappable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nobody;
+
+    impl Sink for Nobody {
+        fn deliver(&self, _wd: i32, _mask: u32, _cookie: u32, _name: &[u8]) {}
+    }
+
+    fn sink() -> Weak<dyn Sink> {
+        Weak::<Nobody>::new()
+    }
+
+    /// max_user_instances and max_user_watches, per user: None and
+    /// NoSpace past them, room again once instances go.
+    #[test]
+    fn per_user_limits() {
+        let r = Registry::default();
+        let uid = 1000;
+        let all: Vec<u64> = (0..MAX_USER_INSTANCES).map(|_| r.new_instance(uid).unwrap()).collect();
+        assert_eq!(r.new_instance(uid), None);
+        assert!(r.new_instance(uid + 1).is_some(), "another user's count");
+        for ino in 0..MAX_USER_WATCHES as u64 {
+            r.add_watch(all[0], uid, sink(), (7, ino), IN_ATTRIB).unwrap();
+        }
+        assert_eq!(r.add_watch(all[1], uid, sink(), (7, u64::MAX), IN_ATTRIB), Err(AddError::NoSpace));
+        for i in all {
+            r.release_instance(i, uid);
+        }
+        let again = r.new_instance(uid).unwrap();
+        assert_eq!(r.add_watch(again, uid, sink(), (7, 0), IN_ATTRIB), Ok(1), "the closed instances' watches are gone");
+    }
+
+    /// The sandbox's limits hold whatever uids the guest takes on: the
+    /// per-user counts alone would let each new uid start over.
+    #[test]
+    fn sandbox_limits_bound_every_uid_together() {
+        let r = Registry::default();
+        let users = u32::try_from(MAX_SANDBOX_INSTANCES / MAX_USER_INSTANCES).unwrap();
+        let mut made = Vec::new();
+        for uid in 0..users {
+            for _ in 0..MAX_USER_INSTANCES {
+                made.push((r.new_instance(uid).unwrap(), uid));
+            }
+        }
+        let fresh = users + 1;
+        assert_eq!(r.new_instance(fresh), None, "a uid with no instance yet is refused too");
+        let (first, first_uid) = made[0];
+        r.release_instance(first, first_uid);
+        let spare = r.new_instance(fresh).unwrap();
+        let per = MAX_USER_WATCHES / 2;
+        for (uid, (i, _)) in (10_000..).zip(made[1..].iter().take(MAX_SANDBOX_WATCHES / per)) {
+            for ino in 0..per as u64 {
+                r.add_watch(*i, uid, sink(), (9, ino), IN_ATTRIB).unwrap();
+            }
+        }
+        assert_eq!(r.add_watch(spare, 20_000, sink(), (9, 0), IN_ATTRIB), Err(AddError::NoSpace));
+        assert!(r.watches_fs(9));
+        assert!(!r.watches_fs(10));
     }
 }
