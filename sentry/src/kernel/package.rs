@@ -186,9 +186,7 @@ impl Kernel {
     /// Runs `f` on the run `task` belongs to, if the sandbox keeps a log
     /// and there is one.
     fn with_run<T>(&self, task: &Task, f: impl FnOnce(&mut Run) -> T) -> Option<T> {
-        if self.audit_log().is_none() {
-            return None;
-        }
+        self.audit_log()?;
         let pr = self.ext::<PackageRuns>();
         let mut runs = pr.runs.lock();
         if runs.is_empty() {
@@ -373,8 +371,8 @@ mod tests {
         written.extend(files(1, MAX_DB_FILE, FileKind::Metadata));
         written.extend(files(1, MAX_STATUS_FILE, FileKind::DpkgStatus));
         read_back(written, &mut seen);
-        let sizes: Vec<usize> = seen.files.iter().map(|(_, _, b)| b.len()).collect();
-        assert_eq!(sizes, [MAX_DB_FILE as usize, MAX_STATUS_FILE as usize], "too large ones are left out");
+        let sizes: Vec<u64> = seen.files.iter().map(|(_, _, b)| b.len() as u64).collect();
+        assert_eq!(sizes, [MAX_DB_FILE, MAX_STATUS_FILE], "too large ones are left out");
         assert!(seen.limits.is_empty());
 
         let mut seen = Observed::default();
