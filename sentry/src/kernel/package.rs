@@ -17,7 +17,8 @@
 //! What a run keeps is bounded (not charged to the sandbox's accountant;
 //! the caps bound it instead): at most `MAX_ENTRIES` execs (argv at most
 //! `MAX_ARGV` bytes each), database files, archives, downloads and
-//! connections, so well under 16 MiB of paths and argv per run, and at
+//! connections, so at most about 17 MiB of argv and paths (PATH_MAX each)
+//! per run (runs are bounded by the sandbox's processes), and at
 //! its end at most `MAX_READ_BACK` bytes of files read back. Archives are
 //! hashed without the runs' lock held, at most `MAX_ARCHIVE` bytes each
 //! and once per file version per run. A cap reached is named in every
