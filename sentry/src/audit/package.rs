@@ -17,6 +17,12 @@
 
 use super::record::Record;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// The most bytes of an exec's argv an `Exec` keeps; past it the argv is
+/// cut (at an argument boundary, or inside the argument that crosses it)
+/// and marked `truncated`.
+pub const MAX_ARGV: usize = 4 << 10;
 
 /// A package manager, as its exec names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,11 +185,24 @@ pub fn kind_of(path: &[u8]) -> Option<FileKind> {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Evidence {
     /// An exec of the manager run (or of a manager it ran).
-    Exec { pid: i32, argv: Vec<String> },
+    Exec {
+        pid: i32,
+        argv: Vec<String>,
+        /// The argv was longer than `MAX_ARGV` and is cut.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
     /// A file of the package database the run wrote.
     Wrote { path: String },
-    /// An archive the run read, hashed by the sentry as it was opened.
-    Read { path: String, sha256: String },
+    /// An archive the run read, hashed by the sentry as it was opened
+    /// (no hash when it was too large to hash: `note` says so).
+    Read {
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// A connection the run made through the egress gateway.
     Connect {
         address: String,
@@ -191,6 +210,30 @@ pub enum Evidence {
         #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
+    /// What the sentry kept of the run reached a limit (`what`): the
+    /// evidence, and so the records, may be incomplete.
+    Limit { what: String },
+}
+
+impl Evidence {
+    /// The `Exec` of `argv`, cut to `MAX_ARGV` bytes in all.
+    pub fn exec(pid: i32, argv: &[Vec<u8>]) -> Evidence {
+        let mut left = MAX_ARGV;
+        let mut kept = Vec::new();
+        let mut truncated = false;
+        for a in argv {
+            if a.len() > left {
+                truncated = true;
+                if left > 0 {
+                    kept.push(String::from_utf8_lossy(&a[..left]).into_owned());
+                }
+                break;
+            }
+            left -= a.len();
+            kept.push(String::from_utf8_lossy(a).into_owned());
+        }
+        Evidence::Exec { pid, argv: kept, truncated }
+    }
 }
 
 /// What the sentry saw of one manager run: from the exec of a manager to
@@ -203,12 +246,15 @@ pub struct Observed {
     pub execs: Vec<Evidence>,
     /// The database files written, with their bytes at the run's end.
     pub files: Vec<(String, FileKind, Vec<u8>)>,
-    /// The archives read: path and hex SHA-256.
-    pub archives: Vec<(String, String)>,
+    /// The archives read: path and hex SHA-256 (None: too large to hash).
+    pub archives: Vec<(String, Option<String>)>,
     /// Archives the run itself wrote (downloads), by path.
     pub wrote_archives: Vec<String>,
     /// The connections (`Evidence::Connect`).
     pub connects: Vec<Evidence>,
+    /// The limits the run reached (what was left out), in every record's
+    /// evidence.
+    pub limits: Vec<String>,
 }
 
 /// `Key: value` of an RFC 822-style header block (METADATA, dpkg
@@ -239,7 +285,7 @@ fn normalized(name: &str) -> String {
 /// The archive of `package` `version`: the one whose file name begins
 /// `prefix`, or the only archive with extension `ext` when the run
 /// installed just one package.
-fn archive_for<'a>(seen: &'a Observed, prefix: &str, ext: &[&str], only: bool) -> Option<&'a (String, String)> {
+fn archive_for<'a>(seen: &'a Observed, prefix: &str, ext: &[&str], only: bool) -> Option<&'a (String, Option<String>)> {
     let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_lowercase();
     let of_kind: Vec<_> = seen.archives.iter().filter(|(p, _)| ext.iter().any(|e| p.ends_with(e))).collect();
     of_kind
@@ -262,6 +308,13 @@ struct Found {
 }
 
 fn pip_packages(seen: &Observed) -> Vec<Found> {
+    // The files by their `*.dist-info/` directory, so each package's are
+    // found in one look-up.
+    let mut by_dir: HashMap<&str, Vec<String>> = HashMap::new();
+    for (p, ..) in &seen.files {
+        let dir = p.rfind('/').map_or("", |i| &p[..=i]);
+        by_dir.entry(dir).or_default().push(p.clone());
+    }
     let mut found = Vec::new();
     for (path, kind, bytes) in &seen.files {
         if *kind != FileKind::Metadata {
@@ -270,7 +323,7 @@ fn pip_packages(seen: &Observed) -> Vec<Found> {
         let text = String::from_utf8_lossy(bytes);
         let (Some(name), Some(version)) = (header(&text, "Name"), header(&text, "Version")) else { continue };
         let dir = &path[..path.len() - "METADATA".len()];
-        let wrote = seen.files.iter().filter(|(p, ..)| p.starts_with(dir)).map(|(p, ..)| p.clone()).collect();
+        let wrote = by_dir.get(dir).cloned().unwrap_or_default();
         let prefix = format!("{}-{}", normalized(name), version);
         let ext = &[".whl", ".tar.gz", ".zip"][..];
         found.push(Found { manager: Manager::Pip, package: name.into(), version: version.into(), wrote, prefix, ext });
@@ -303,14 +356,21 @@ fn dpkg_packages(seen: &Observed) -> Vec<Found> {
         return Vec::new();
     };
     let status = String::from_utf8_lossy(status);
+    // Each package's stanza, by name (the first one, as a search would).
+    let mut stanzas: HashMap<&str, &str> = HashMap::new();
+    for s in status.split("\n\n").map(str::trim_start) {
+        if let Some(pkg) = header(s, "Package") {
+            stanzas.entry(pkg).or_insert(s);
+        }
+    }
+    let mut done = HashSet::new();
     let mut found = Vec::new();
     for (path, kind, _) in &seen.files {
         let FileKind::DpkgList(pkg) = kind else { continue };
-        if found.iter().any(|f: &Found| &f.package == pkg) {
+        if !done.insert(pkg.as_str()) {
             continue;
         }
-        let stanza = status.split("\n\n").find(|s| header(s.trim_start(), "Package") == Some(pkg.as_str()));
-        let Some(stanza) = stanza.map(str::trim_start) else { continue };
+        let Some(&stanza) = stanzas.get(pkg.as_str()) else { continue };
         if !header(stanza, "Status").is_some_and(|s| s.ends_with(" installed")) {
             continue;
         }
@@ -346,18 +406,20 @@ pub fn derive(seen: &Observed) -> Vec<Record> {
             let (source, sha256) = match archive {
                 // A file the run downloaded and then read: fetched bytes.
                 Some((path, sha)) if seen.wrote_archives.contains(path) && !hosts.is_empty() => {
-                    (format!("download from {}", hosts.join(", ")), Some(sha.clone()))
+                    (format!("download from {}", hosts.join(", ")), sha.clone())
                 }
-                Some((path, sha)) => (format!("file://{path}"), Some(sha.clone())),
+                Some((path, sha)) => (format!("file://{path}"), sha.clone()),
                 None if !hosts.is_empty() => (format!("network {}", hosts.join(", ")), None),
                 None => ("unknown".to_string(), None),
             };
             if let Some((path, sha256)) = archive {
-                evidence.push(Evidence::Read { path: path.clone(), sha256: sha256.clone() });
+                let note = sha256.is_none().then(|| "too large to hash".to_string());
+                evidence.push(Evidence::Read { path: path.clone(), sha256: sha256.clone(), note });
             }
             if source.starts_with("download") || source.starts_with("network") {
                 evidence.extend(seen.connects.iter().cloned());
             }
+            evidence.extend(seen.limits.iter().map(|what| Evidence::Limit { what: what.clone() }));
             Record::PackageInstall {
                 pid: seen.pid,
                 manager: f.manager.name().to_string(),
@@ -439,9 +501,9 @@ mod tests {
     fn a_wheel_read_by_the_run_is_the_source_and_its_hash_the_sha256() {
         let seen = Observed {
             pid: 5,
-            execs: vec![Evidence::Exec { pid: 5, argv: vec!["pip".into()] }],
+            execs: vec![Evidence::exec(5, &argv(&["pip"]))],
             files: vec![metadata("Tiny.Pkg")],
-            archives: vec![("/w/tiny_pkg-1.0-py3-none-any.whl".into(), "ab".into())],
+            archives: vec![("/w/tiny_pkg-1.0-py3-none-any.whl".into(), Some("ab".into()))],
             ..Observed::default()
         };
         let recs = derive(&seen);
@@ -464,7 +526,7 @@ mod tests {
         // A downloaded archive is a download only with a connection.
         let seen = Observed {
             files: vec![metadata("fake")],
-            archives: vec![("/tmp/d/fake-1.0.whl".into(), "cd".into())],
+            archives: vec![("/tmp/d/fake-1.0.whl".into(), Some("cd".into()))],
             wrote_archives: vec!["/tmp/d/fake-1.0.whl".into()],
             connects: vec![Evidence::Connect { address: "198.18.0.2".into(), port: 80, name: Some("idx".into()) }],
             ..Observed::default()
@@ -483,7 +545,10 @@ mod tests {
                 ("/var/lib/dpkg/status-new".into(), FileKind::DpkgStatus, status.as_bytes().to_vec()),
                 ("/p/node_modules/@s/left/package.json".into(), FileKind::NodePackage, pkg),
             ],
-            archives: vec![("/d/tiny_2.0-1_all.deb".into(), "11".into()), ("/d/s-left-0.1.0.tgz".into(), "22".into())],
+            archives: vec![
+                ("/d/tiny_2.0-1_all.deb".into(), Some("11".into())),
+                ("/d/s-left-0.1.0.tgz".into(), Some("22".into())),
+            ],
             ..Observed::default()
         };
         let recs: Vec<_> = derive(&seen).iter().map(json).collect();
@@ -496,5 +561,59 @@ mod tests {
             (&recs[1]["manager"], &recs[1]["version"], &recs[1]["sha256"]),
             (&"dpkg".into(), &"1:2.0-1".into(), &"11".into())
         );
+    }
+
+    #[test]
+    fn a_long_argv_is_cut_and_marked() {
+        let short = json_of(&Evidence::exec(1, &argv(&["pip", "install", "x"])));
+        assert_eq!(short["argv"], serde_json::json!(["pip", "install", "x"]));
+        assert_eq!(short.get("truncated"), None);
+        let long: Vec<Vec<u8>> = std::iter::once(b"pip".to_vec()).chain((0..2000).map(|_| vec![b'a'; 100])).collect();
+        let Evidence::Exec { argv, truncated, .. } = Evidence::exec(1, &long) else { unreachable!() };
+        assert!(truncated);
+        assert_eq!(argv.iter().map(String::len).sum::<usize>(), MAX_ARGV);
+        assert_eq!(argv[0], "pip");
+        assert_eq!(json_of(&Evidence::exec(1, &long))["truncated"], true);
+    }
+
+    fn json_of(e: &Evidence) -> serde_json::Value {
+        serde_json::to_value(e).unwrap()
+    }
+
+    #[test]
+    fn an_archive_too_large_to_hash_and_the_limits_are_in_the_evidence() {
+        let seen = Observed {
+            files: vec![metadata("big")],
+            archives: vec![("/w/big-1.0-py3-none-any.whl".into(), None)],
+            limits: vec!["execs".into()],
+            ..Observed::default()
+        };
+        let r = json(&derive(&seen)[0]);
+        assert_eq!((&r["source"], r.get("sha256")), (&"file:///w/big-1.0-py3-none-any.whl".into(), None));
+        let ev = r["evidence"].as_array().unwrap();
+        let read = ev.iter().find(|e| e["kind"] == "read").unwrap();
+        assert_eq!((read.get("sha256"), &read["note"]), (None, &"too large to hash".into()));
+        assert_eq!(ev.last().unwrap(), &serde_json::json!({"kind": "limit", "what": "execs"}));
+    }
+
+    #[test]
+    fn each_package_gets_its_own_dist_info_files_and_status_stanza() {
+        let mut files: Vec<_> = (0..3).map(|i| metadata(&format!("p{i}"))).collect();
+        files.push(("/sp/p1-1.0.dist-info/RECORD".into(), FileKind::DistInfo, Vec::new()));
+        files.push(("/sp/p1-1.0.dist-info.bak/RECORD".into(), FileKind::DistInfo, Vec::new()));
+        let recs: Vec<_> = derive(&Observed { files, ..Observed::default() }).iter().map(json).collect();
+        let wrote = |r: &serde_json::Value| r["evidence"].as_array().unwrap().len();
+        assert_eq!(recs.iter().map(wrote).collect::<Vec<_>>(), [1, 2, 1]);
+        let status = "Package: a\nStatus: install ok installed\nVersion: 1\n\nPackage: a\nVersion: 2\n\n\nPackage: b\nStatus: deinstall ok config-files\nVersion: 3\n";
+        let list = |p: &str| (format!("/var/lib/dpkg/info/{p}.list"), FileKind::DpkgList(p.into()), Vec::new());
+        let files = vec![
+            list("a"),
+            list("b"),
+            list("a"),
+            ("/var/lib/dpkg/status".into(), FileKind::DpkgStatus, status.as_bytes().to_vec()),
+        ];
+        let recs: Vec<_> = derive(&Observed { files, ..Observed::default() }).iter().map(json).collect();
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        assert_eq!((&recs[0]["package"], &recs[0]["version"]), (&"a".into(), &"1".into()));
     }
 }

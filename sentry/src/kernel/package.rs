@@ -13,6 +13,16 @@
 //! With `--package-registry-allow`, a connection out of a run (and any
 //! connection to a known public registry, whoever makes it) to a host the
 //! list does not name is refused and recorded as `package.denied`.
+//!
+//! What a run keeps is bounded (not charged to the sandbox's accountant;
+//! the caps bound it instead): at most `MAX_ENTRIES` execs (argv at most
+//! `MAX_ARGV` bytes each), database files, archives, downloads and
+//! connections, so at most about 17 MiB of argv and paths (PATH_MAX each)
+//! per run (runs are bounded by the sandbox's processes), and at
+//! its end at most `MAX_READ_BACK` bytes of files read back. Archives are
+//! hashed without the runs' lock held, at most `MAX_ARCHIVE` bytes each
+//! and once per file version per run. A cap reached is named in every
+//! record's evidence (`limit`).
 
 use super::{Kernel, Task};
 use crate::audit::package::{self, Evidence, FileKind, Manager, Observed};
@@ -25,10 +35,21 @@ use std::sync::{Arc, OnceLock};
 
 /// How far up the parent chain a run is looked for.
 const MAX_DEPTH: usize = 64;
-/// The most bytes of a database file read back.
-const MAX_DB_FILE: u64 = 16 << 20;
+/// The most bytes of dpkg's `status` read back (it holds every package).
+const MAX_STATUS_FILE: u64 = 8 << 20;
+/// The most bytes of any other database file read back (`METADATA`,
+/// `package.json`, a `.list`); a larger one is left out.
+const MAX_DB_FILE: u64 = 1 << 20;
+/// The most bytes of all the files of one run read back at its end.
+const MAX_READ_BACK: u64 = 32 << 20;
 /// The most bytes of an archive hashed; a larger one gets no hash.
-const MAX_ARCHIVE: u64 = 1 << 30;
+const MAX_ARCHIVE: u64 = 256 << 20;
+/// The most execs, database files, archives (read or written) and
+/// connections one run keeps of each.
+const MAX_ENTRIES: usize = 1024;
+
+/// A version of a file: its identity, size and modification time.
+type Version = (u64, u64, u64, i64, i64);
 
 /// One run, keyed by the pid whose exec began it.
 #[derive(Default)]
@@ -39,6 +60,31 @@ struct Run {
     /// The database files written: path, kind and the dentry written
     /// (read back at the end, after any rename over it).
     written: Vec<(String, FileKind, Arc<Dentry>)>,
+    /// The archive versions hashed in this run, and their hash (None:
+    /// too large), at most `MAX_ENTRIES`.
+    hashed: HashMap<Version, Option<String>>,
+}
+
+impl Run {
+    /// Whether a list holding `len` entries may take one more; when not,
+    /// the limit `what` is noted (once).
+    fn room(&mut self, len: usize, what: &str) -> bool {
+        if len < MAX_ENTRIES {
+            return true;
+        }
+        if !self.seen.limits.iter().any(|l| l == what) {
+            self.seen.limits.push(what.to_string());
+        }
+        false
+    }
+
+    /// Notes `archive` read with `sha` (replacing an earlier read of it).
+    fn read_archive(&mut self, path: String, sha: Option<String>) {
+        self.seen.archives.retain(|(p, _)| *p != path);
+        if self.room(self.seen.archives.len(), "archives") {
+            self.seen.archives.push((path, sha));
+        }
+    }
 }
 
 /// The sandbox's runs in progress.
@@ -63,6 +109,9 @@ fn text(b: &[u8]) -> String {
 /// The bytes of the node behind `d` (at most `limit`); None when it
 /// cannot be read.
 fn contents(d: &Dentry, limit: u64) -> Option<Vec<u8>> {
+    if d.node.stat().ok()?.size > limit {
+        return None;
+    }
     let ops = d.node.open(libc::O_RDONLY).ok()?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -78,7 +127,30 @@ fn contents(d: &Dentry, limit: u64) -> Option<Vec<u8>> {
     }
 }
 
-/// The hex SHA-256 of what `f` holds (at most `MAX_ARCHIVE` bytes).
+/// Reads the database files `written` back into `seen.files`: each at
+/// most `MAX_DB_FILE` (dpkg's status `MAX_STATUS_FILE`) bytes, a larger
+/// one left out; all together at most `MAX_READ_BACK`, past which the
+/// rest is left out and the limit noted.
+fn read_back(written: Vec<(String, FileKind, Arc<Dentry>)>, seen: &mut Observed) {
+    let mut budget = MAX_READ_BACK;
+    for (path, kind, d) in written {
+        let cap = if kind == FileKind::DpkgStatus { MAX_STATUS_FILE } else { MAX_DB_FILE };
+        match contents(&d, cap.min(budget)) {
+            Some(bytes) => {
+                budget -= bytes.len() as u64;
+                seen.files.push((path, kind, bytes));
+            }
+            None if budget < cap => {
+                seen.limits.push("files read back".to_string());
+                return;
+            }
+            None => {}
+        }
+    }
+}
+
+/// The hex SHA-256 of what `f` holds; None past `MAX_ARCHIVE` bytes or
+/// when it cannot be read.
 fn hash_of(f: &FileDescription) -> Option<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -114,16 +186,21 @@ impl Kernel {
 
     /// Runs `f` on the run `task` belongs to, if the sandbox keeps a log
     /// and there is one.
-    fn with_run(&self, task: &Task, f: impl FnOnce(&mut Run)) {
-        if self.audit_log().is_none() {
-            return;
-        }
+    fn with_run<T>(&self, task: &Task, f: impl FnOnce(&mut Run) -> T) -> Option<T> {
+        self.audit_log()?;
         let pr = self.ext::<PackageRuns>();
         let mut runs = pr.runs.lock();
         if runs.is_empty() {
-            return;
+            return None;
         }
-        if let Some(run) = self.run_of(&runs, task.thread.tgid).and_then(|pid| runs.get_mut(&pid)) {
+        let pid = self.run_of(&runs, task.thread.tgid)?;
+        runs.get_mut(&pid).map(f)
+    }
+
+    /// Like `with_run`, on the run that began with the exec of `pid`
+    /// (still in progress).
+    fn with_run_of(&self, pid: i32, f: impl FnOnce(&mut Run)) {
+        if let Some(run) = self.ext::<PackageRuns>().runs.lock().get_mut(&pid) {
             f(run);
         }
     }
@@ -137,13 +214,15 @@ impl Kernel {
             return;
         }
         let tgid = task.thread.tgid;
-        let exec = Evidence::Exec { pid: tgid, argv: argv.iter().map(|a| text(a)).collect() };
+        let exec = Evidence::exec(tgid, argv);
         let mut runs = pr.runs.lock();
         let pid = self.run_of(&runs, tgid).unwrap_or(tgid);
         let run = runs.entry(pid).or_default();
         run.manager.get_or_insert(manager);
         run.seen.pid = pid;
-        run.seen.execs.push(exec);
+        if run.room(run.seen.execs.len(), "execs") {
+            run.seen.execs.push(exec);
+        }
     }
 
     /// Limits package managers to the registries `allow` names; the first
@@ -194,27 +273,48 @@ impl Kernel {
             let Some(kind) = package::kind_of(&path) else { return };
             let path = text(&path);
             if kind == FileKind::Archive {
-                run.seen.wrote_archives.push(path);
+                if run.room(run.seen.wrote_archives.len(), "downloads") {
+                    run.seen.wrote_archives.push(path);
+                }
             } else {
                 // A file written again (dpkg's status-new) is read back
                 // from its latest version.
                 run.written.retain(|(p, ..)| *p != path);
-                run.written.push((path, kind, d.clone()));
+                if run.room(run.written.len(), "files written") {
+                    run.written.push((path, kind, d.clone()));
+                }
             }
         });
     }
 
     /// `task` opened `f`: an archive opened for reading is hashed now,
-    /// as the run is about to read it.
+    /// as the run is about to read it: outside the runs' lock (which every
+    /// exec, connection and first write in the sandbox takes), once per
+    /// version of the file per run.
     pub fn package_opened(&self, task: &Task, f: &FileDescription) {
         if !f.readable() || f.writable() || !package::is_archive(&f.dentry.name) {
             return;
         }
-        self.with_run(task, |run| {
-            let path = text(&f.dentry.path_from(&task.thread.fs().root()));
-            let Some(sha) = hash_of(f) else { return };
-            run.seen.archives.retain(|(p, _)| *p != path);
-            run.seen.archives.push((path, sha));
+        let Ok(st) = f.stat() else { return };
+        let version: Version = (st.dev, st.ino, st.size, st.mtime.sec, st.mtime.nsec);
+        let path = text(&f.dentry.path_from(&task.thread.fs().root()));
+        let known = self.with_run(task, |run| (run.seen.pid, run.hashed.get(&version).cloned()));
+        let Some((pid, known)) = known else { return };
+        if let Some(sha) = known {
+            self.with_run_of(pid, |run| run.read_archive(path, sha));
+            return;
+        }
+        let sha = if st.size > MAX_ARCHIVE { None } else { hash_of(f) };
+        // A file that grew past the cap as it was read is too large too;
+        // one that could not be read is left out.
+        if sha.is_none() && st.size <= MAX_ARCHIVE && f.stat().is_ok_and(|s| s.size <= MAX_ARCHIVE) {
+            return;
+        }
+        self.with_run_of(pid, |run| {
+            if run.hashed.len() < MAX_ENTRIES {
+                run.hashed.insert(version, sha.clone());
+            }
+            run.read_archive(path, sha);
         });
     }
 
@@ -222,7 +322,7 @@ impl Kernel {
     pub fn package_connected(&self, task: &Task, address: &str, port: u16, name: Option<&str>) {
         self.with_run(task, |run| {
             let c = Evidence::Connect { address: address.into(), port, name: name.map(str::to_string) };
-            if !run.seen.connects.contains(&c) {
+            if !run.seen.connects.contains(&c) && run.room(run.seen.connects.len(), "connections") {
                 run.seen.connects.push(c);
             }
         });
@@ -236,13 +336,62 @@ impl Kernel {
             return;
         }
         let mut seen = run.seen;
-        seen.files = run
-            .written
-            .into_iter()
-            .filter_map(|(path, kind, d)| contents(&d, MAX_DB_FILE).map(|bytes| (path, kind, bytes)))
-            .collect();
+        read_back(run.written, &mut seen);
         for record in package::derive(&seen) {
             let _ = self.audit(|| record);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::tmpfs::Tmpfs;
+    use crate::vfs::{MountNamespace, NewNode, SetAttr};
+
+    const FILE: NewNode = NewNode { mode: 0o644, uid: 0, gid: 0 };
+
+    /// `n` files of `size` (sparse) bytes each, as a run wrote them.
+    fn files(n: usize, size: u64, kind: FileKind) -> Vec<(String, FileKind, Arc<Dentry>)> {
+        let root = Tmpfs::new(0o755, 0, 0);
+        let ns = MountNamespace::new(root.clone(), "tmpfs", "root");
+        (0..n)
+            .map(|i| {
+                let name = format!("f{i}");
+                let node = root.create(name.as_bytes(), FILE).unwrap();
+                node.setattr(&SetAttr { size: Some(size), ..SetAttr::default() }).unwrap();
+                (name.clone(), kind.clone(), ns.root().child(name.as_bytes(), node))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn files_read_back_are_capped_each_and_together() {
+        let mut seen = Observed::default();
+        let mut written = files(2, MAX_DB_FILE + 1, FileKind::Metadata);
+        written.extend(files(1, MAX_DB_FILE, FileKind::Metadata));
+        written.extend(files(1, MAX_STATUS_FILE, FileKind::DpkgStatus));
+        read_back(written, &mut seen);
+        let sizes: Vec<u64> = seen.files.iter().map(|(_, _, b)| b.len() as u64).collect();
+        assert_eq!(sizes, [MAX_DB_FILE, MAX_STATUS_FILE], "too large ones are left out");
+        assert!(seen.limits.is_empty());
+
+        let mut seen = Observed::default();
+        read_back(files(40, MAX_DB_FILE, FileKind::Metadata), &mut seen);
+        assert_eq!(seen.files.len() as u64, MAX_READ_BACK / MAX_DB_FILE);
+        assert_eq!(seen.limits, ["files read back"]);
+    }
+
+    #[test]
+    fn a_run_keeps_at_most_max_entries_of_each_and_says_so() {
+        let mut run = Run::default();
+        for i in 0..MAX_ENTRIES + 10 {
+            run.read_archive(format!("/a/{i}.whl"), Some("00".into()));
+        }
+        run.read_archive("/a/0.whl".into(), None);
+        assert_eq!(run.seen.archives.len(), MAX_ENTRIES);
+        assert!(run.room(MAX_ENTRIES - 1, "execs"));
+        assert!(!run.room(MAX_ENTRIES, "execs") && !run.room(MAX_ENTRIES, "execs"));
+        assert_eq!(run.seen.limits, ["archives", "execs"]);
     }
 }
