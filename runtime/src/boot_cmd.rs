@@ -74,14 +74,7 @@ fn seccomp_program(hex: &str, log: bool) -> anyhow::Result<husk_sentry::boot::Co
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
         .collect::<Result<Vec<u8>, _>>()
         .with_context(bad)?;
-    let insns = bytes
-        .chunks_exact(Insn::SIZE)
-        .map(|c| {
-            let mut b = [0u8; Insn::SIZE];
-            b.copy_from_slice(c);
-            Insn::decode(&b)
-        })
-        .collect();
+    let insns = Insn::decode_all(&bytes);
     let program = Program::new(insns).context("--seccomp-filter")?;
     Ok(husk_sentry::boot::ContainerSeccomp { program, log })
 }

@@ -116,6 +116,14 @@ expect "Docker's default capabilities are the container's" 0 "CapEff:	00000000a8
   $DOCKER "${RUN[@]}" --rm husk-busybox grep CapEff /proc/self/status
 expect "--cap-drop takes one away" 1 "Operation not permitted" \
   $DOCKER "${RUN[@]}" --rm --cap-drop CHOWN husk-busybox chown 1 /tmp
+# Docker's default seccomp profile reaches the sentry and is enforced
+# (runc answers these the same way), and so does a profile of one's own.
+expect "Docker's default seccomp profile denies unshare, as under runc" 1 "Operation not permitted" \
+  $DOCKER "${RUN[@]}" --rm husk-busybox unshare -u true
+printf '%s' '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}' \
+  >"$WORK/deny-mkdir.json"
+expect "--security-opt seccomp=PROFILE is the container's filter" 1 "Operation not permitted" \
+  $DOCKER "${RUN[@]}" --rm --security-opt seccomp="$WORK/deny-mkdir.json" husk-busybox mkdir /tmp/d
 expect "--cpus and --pids-limit show in the sandbox's /sys/fs/cgroup" 0 "50000 100000 64" \
   $DOCKER "${RUN[@]}" --rm --cpus 0.5 --pids-limit 64 husk-busybox sh -c 'echo $(cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max)'
 

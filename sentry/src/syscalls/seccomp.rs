@@ -115,14 +115,7 @@ fn read_program(task: &Task, addr: u64) -> Result<Program, Errno> {
     }
     let mut raw = vec![0u8; len * Insn::SIZE];
     task.thread.mm().copy_in(filter, &mut raw)?;
-    let insns = raw
-        .chunks_exact(Insn::SIZE)
-        .map(|c| {
-            let mut b = [0u8; Insn::SIZE];
-            b.copy_from_slice(c);
-            Insn::decode(&b)
-        })
-        .collect();
+    let insns = Insn::decode_all(&raw);
     Program::new(insns).map_err(|e| {
         log::debug!("task {}: seccomp filter refused: {e}", task.thread.tid);
         Errno::EINVAL

@@ -62,6 +62,18 @@ pub struct Insn {
 impl Insn {
     pub const SIZE: usize = 8;
 
+    /// The instructions of a `sock_filter` array's bytes (a trailing
+    /// partial instruction is left out).
+    pub fn decode_all(raw: &[u8]) -> Vec<Insn> {
+        raw.chunks_exact(Self::SIZE)
+            .map(|c| {
+                let mut b = [0u8; Self::SIZE];
+                b.copy_from_slice(c);
+                Insn::decode(&b)
+            })
+            .collect()
+    }
+
     /// An instruction from its 8 bytes in guest memory.
     pub fn decode(b: &[u8; Self::SIZE]) -> Insn {
         Insn {
