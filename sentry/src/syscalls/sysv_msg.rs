@@ -8,7 +8,7 @@ use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CAP_SYS_RESOURCE;
 use crate::kernel::ipc::msg::{self, MsgQueue, Select};
 use crate::kernel::ipc::{
-    self, GetRequest, Perm, IPC_INFO, IPC_NOWAIT, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE,
+    self, GetRequest, Perm, PermSet, IPC_INFO, IPC_NOWAIT, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE,
 };
 use crate::kernel::Task;
 use std::sync::Arc;
@@ -132,16 +132,14 @@ fn sys_msgctl(task: &mut Task, a: [u64; 6]) -> SysResult {
         IPC_SET => {
             let mut raw = [0u8; MSQID_DS_SIZE];
             mm.copy_in(buf, &mut raw)?;
-            let mut d = Decoder::new(&raw);
-            let (uid, gid) = (d.skip(4).u32(), d.u32());
-            let mode = d.skip(8).u16();
+            let new = PermSet::decode(&raw);
             let qbytes = Decoder::new(&raw[88..]).u64();
             r.table.with(id, |s| {
                 s.perm.check_owner(&creds)?;
                 if qbytes > msg::MSGMNB && !creds.capable(CAP_SYS_RESOURCE) {
                     return Err(Errno::EPERM);
                 }
-                s.perm.set(uid, gid, mode)?;
+                s.perm.set(new)?;
                 s.obj.set_qbytes(qbytes);
                 Ok(0)
             })

@@ -6,7 +6,7 @@ use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::ipc::sem::{self, SemOp, Set};
-use crate::kernel::ipc::{self, GetRequest, Perm, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE};
+use crate::kernel::ipc::{self, GetRequest, Perm, PermSet, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE};
 use crate::kernel::Task;
 use std::sync::Arc;
 
@@ -128,12 +128,10 @@ fn sys_semctl(task: &mut Task, a: [u64; 6]) -> SysResult {
         IPC_SET => {
             let mut raw = [0u8; SEMID_DS_SIZE];
             mm.copy_in(arg, &mut raw)?;
-            let mut d = Decoder::new(&raw);
-            let (uid, gid) = (d.skip(4).u32(), d.u32());
-            let mode = d.skip(8).u16();
+            let new = PermSet::decode(&raw);
             r.table.with(id, |s| {
                 s.perm.check_owner(&creds)?;
-                s.perm.set(uid, gid, mode)?;
+                s.perm.set(new)?;
                 s.obj.touch();
                 Ok(0)
             })

@@ -3,11 +3,11 @@
 
 use super::args::int;
 use super::{Entries, Support::*};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult, PAGE_SIZE};
 use crate::auth::caps::CAP_IPC_LOCK;
 use crate::kernel::ipc::shm::{self, Segment, SHM_LOCKED};
-use crate::kernel::ipc::{self, GetRequest, Perm, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE};
+use crate::kernel::ipc::{self, GetRequest, Perm, PermSet, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE};
 use crate::kernel::Task;
 use crate::mm::{Backing, MapRequest, Mappable, VmaName};
 use crate::platform::Perms;
@@ -156,12 +156,10 @@ fn sys_shmctl(task: &mut Task, a: [u64; 6]) -> SysResult {
         IPC_SET => {
             let mut raw = [0u8; SHMID_DS_SIZE];
             mm.copy_in(buf, &mut raw)?;
-            let mut d = Decoder::new(&raw);
-            let (uid, gid) = (d.skip(4).u32(), d.u32());
-            let mode = d.skip(8).u16();
+            let new = PermSet::decode(&raw);
             r.table.with(id, |s| {
                 s.perm.check_owner(&creds)?;
-                s.perm.set(uid, gid, mode)?;
+                s.perm.set(new)?;
                 s.obj.times.lock().ctime = ipc::now();
                 Ok(0)
             })

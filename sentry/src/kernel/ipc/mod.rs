@@ -12,7 +12,7 @@ pub mod msg;
 pub mod sem;
 pub mod shm;
 
-use crate::abi::layout::Encoder;
+use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::Errno;
 use crate::auth::caps::{CAP_IPC_OWNER, CAP_SYS_ADMIN};
 use crate::auth::Credentials;
@@ -93,13 +93,13 @@ impl Perm {
 
     /// IPC_SET: the new owner and permission bits. An id that maps to no
     /// user (-1) is EINVAL.
-    pub fn set(&mut self, uid: u32, gid: u32, mode: u16) -> Result<(), Errno> {
-        if uid == u32::MAX || gid == u32::MAX {
+    pub fn set(&mut self, new: PermSet) -> Result<(), Errno> {
+        if new.uid == u32::MAX || new.gid == u32::MAX {
             return Err(Errno::EINVAL);
         }
-        self.uid = uid;
-        self.gid = gid;
-        self.mode = (self.mode & !MODE_BITS) | (mode & MODE_BITS);
+        self.uid = new.uid;
+        self.gid = new.gid;
+        self.mode = (self.mode & !MODE_BITS) | (new.mode & MODE_BITS);
         Ok(())
     }
 
@@ -107,6 +107,24 @@ impl Perm {
     pub fn encode(&self, e: &mut Encoder) {
         e.i32(self.key).u32(self.uid).u32(self.gid).u32(self.cuid).u32(self.cgid);
         e.u16(self.mode).u16(0).u16(self.seq).u16(0).zeros(4).u64(0).u64(0);
+    }
+}
+
+/// What IPC_SET reads from the `struct ipc64_perm` that begins every
+/// `*id_ds`: the new owner and mode.
+#[derive(Clone, Copy, Debug)]
+pub struct PermSet {
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u16,
+}
+
+impl PermSet {
+    /// From the bytes of a `*id_ds` (at least the `ipc64_perm`).
+    pub fn decode(ds: &[u8]) -> PermSet {
+        let mut d = Decoder::new(ds);
+        let (uid, gid) = (d.skip(4).u32(), d.u32());
+        PermSet { uid, gid, mode: d.skip(8).u16() }
     }
 }
 
