@@ -215,6 +215,12 @@ impl FifoSlot {
 /// open, as Linux's `inode->i_pipe`.
 pub struct FifoTable<K>(Mutex<BTreeMap<K, Weak<Pipe>>>);
 
+impl<K: Ord> Default for FifoTable<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<K: Ord> FifoTable<K> {
     pub const fn new() -> FifoTable<K> {
         FifoTable(Mutex::new(BTreeMap::new()))
