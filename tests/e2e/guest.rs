@@ -287,6 +287,12 @@ fn guest_acl() {
     guest_test("acl", &[]);
 }
 
+/// ACLs on the overlay (the image's /var/tmp, copied up).
+#[test]
+fn guest_acl_overlay() {
+    guest_test("acl", &["/var/tmp"]);
+}
+
 #[test]
 fn guest_hugetlb() {
     guest_test("hugetlb", &[]);

@@ -6,7 +6,8 @@
  * only the owner sets one; a default ACL only on directories, inherited
  * by new files and directories with the create mode and without the
  * umask. Runs as root and checks access in children that become uid
- * 1000/1001. */
+ * 1000/1001. Usage: acl [DIR] — in a fresh directory under DIR (a
+ * directory of the overlay under husk), else under /tmp. */
 #include "check.h"
 #include <fcntl.h>
 #include <grp.h>
@@ -69,21 +70,45 @@ static int setxattr_as(unsigned id, const char *path, const char *name, const ch
     return WEXITSTATUS(st);
 }
 
+static char base[4096];
+
+/* "<base>/<name>" in a fresh heap string. */
+static const char *in_base(const char *name) {
+    char *b = NULL;
+    if (asprintf(&b, "%s/%s", base, name) < 0)
+        FAILF("asprintf: out of memory");
+    return b;
+}
+
+static void remove_base(void) {
+    const char *names[] = {"sub/plain", "sub/f", "sub/d", "sub", "file"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        remove(in_base(names[i]));
+    rmdir(base);
+}
+
 static mode_t mode_of(const char *path) {
     struct stat st;
     CHECK_OK(stat(path, &st));
     return st.st_mode & 07777;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     if (getuid() != 0) {
         printf("not root: nothing to check\n");
         return 0;
     }
     umask(022);
-    const char *dir = scratch_dir();
-    CHECK_OK(chmod(dir, 0755));
-    const char *file = scratch_path("file");
+    if (argc > 1) {
+        snprintf(base, sizeof base, "%s/husk-acl-XXXXXX", argv[1]);
+        if (mkdtemp(base) == NULL)
+            FAILF("mkdtemp: %s", strerror(errno));
+        atexit(remove_base);
+    } else {
+        snprintf(base, sizeof base, "%s", scratch_dir());
+    }
+    CHECK_OK(chmod(base, 0755));
+    const char *file = in_base("file");
     close(CHECK_OK(open(file, O_RDWR | O_CREAT, 0640)));
     char buf[256], got[256];
 
@@ -135,13 +160,13 @@ int main(void) {
     struct entry def[] = {{USER_OBJ, 7, 0}, {USER, 7, 1000}, {GROUP_OBJ, 5, 0}, {MASK, 7, 0}, {OTHER, 5, 0}};
     n = acl(buf, def, 5);
     CHECK_ERR(setxattr(file, DEFAULT, buf, n, 0), EACCES);
-    const char *sub = scratch_path("sub");
+    const char *sub = in_base("sub");
     CHECK_OK(mkdir(sub, 0755));
     CHECK_OK(setxattr(sub, DEFAULT, buf, n, 0));
     CHECK_EQ(mode_of(sub), 0755);
     CHECK_EQ(getxattr(sub, DEFAULT, got, sizeof got), (ssize_t)n);
     umask(077);
-    const char *inner = scratch_path("sub/f");
+    const char *inner = in_base("sub/f");
     close(CHECK_OK(open(inner, O_RDWR | O_CREAT, 0666)));
     CHECK_EQ(mode_of(inner), 0664); /* the mask: rwx & rw-; others r-x & rw- */
     CHECK_EQ(open_as(1000, inner, O_RDWR), 0);
@@ -153,7 +178,7 @@ int main(void) {
     CHECK_EQ(e[1].perm, 7); /* the named entry as inherited, */
     CHECK_EQ(e[3].perm, 6); /* limited by the mask */
     CHECK_ERR(getxattr(inner, DEFAULT, got, sizeof got), ENODATA);
-    const char *innerdir = scratch_path("sub/d");
+    const char *innerdir = in_base("sub/d");
     CHECK_OK(mkdir(innerdir, 0777));
     CHECK_EQ(mode_of(innerdir), 0775);
     CHECK_EQ(getxattr(innerdir, DEFAULT, got, sizeof got), (ssize_t)n);
@@ -163,7 +188,7 @@ int main(void) {
     /* Removing the default ACL: new files get the umask again. */
     CHECK_OK(removexattr(sub, DEFAULT));
     CHECK_ERR(getxattr(sub, DEFAULT, got, sizeof got), ENODATA);
-    const char *plain = scratch_path("sub/plain");
+    const char *plain = in_base("sub/plain");
     close(CHECK_OK(open(plain, O_RDWR | O_CREAT, 0666)));
     CHECK_EQ(mode_of(plain), 0644);
     CHECK_ERR(getxattr(plain, ACCESS, got, sizeof got), ENODATA);
