@@ -276,3 +276,47 @@ fn python_waits_for_a_child_through_a_pidfd() {
     let sbx = run(husk_do(&[], &argv), None);
     assert_eq!((sbx.code, sbx.stdout_str().as_str()), (0, "True 0\n"), "under husk: {}", sbx.describe());
 }
+
+#[test]
+fn guest_sync_file_range() {
+    guest_test("sync_file_range", &[]);
+}
+
+#[test]
+fn guest_acl() {
+    guest_test("acl", &[]);
+}
+
+/// ACLs on the overlay (the image's /var/tmp, copied up).
+#[test]
+fn guest_acl_overlay() {
+    guest_test("acl", &["/var/tmp"]);
+}
+
+#[test]
+fn guest_hugetlb() {
+    guest_test("hugetlb", &[]);
+}
+
+/// FIFOs that are files a gofer serves: one made in a volume (and a hard
+/// link to it), and one the host made in the root filesystem's image
+/// (seen through the overlay). The volume shows at the same path in the
+/// guest, so native and sandboxed runs take the same arguments.
+#[test]
+fn guest_fifo_files() {
+    let vol = crate::util::TempDir::new("fifo-vol");
+    let img = crate::util::TempDir::new("fifo-img");
+    let fifo = img.path().join("fifo");
+    let made = run(native(&[std::ffi::OsStr::new("mkfifo"), fifo.as_os_str()]), None);
+    assert_eq!(made.code, 0, "mkfifo: {}", made.describe());
+    let (vol_s, fifo_s) = (vol.path().to_string_lossy().into_owned(), fifo.to_string_lossy().into_owned());
+    let argv = [guest_bin("fifo_files").to_string_lossy().into_owned(), vol_s.clone(), fifo_s];
+    let nat = run(native(&argv), None);
+    assert_eq!(nat.code, 0, "fifo_files FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
+    let volume = format!("{vol_s}:{vol_s}");
+    let sbx = run(husk_do(&["-v", &volume], &argv), None);
+    assert_eq!(sbx.code, 0, "fifo_files failed under husk do\n{}", sbx.describe());
+    // A FIFO in the overlay's upper layer, linked there too.
+    let sbx = run(husk_do(&[], &[argv[0].as_str(), "/var/tmp"]), None);
+    assert_eq!(sbx.code, 0, "fifo_files in the overlay failed under husk do\n{}", sbx.describe());
+}

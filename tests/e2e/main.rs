@@ -10,6 +10,7 @@
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
+//! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -31,6 +32,7 @@ mod guest;
 mod idle;
 mod limits;
 mod oci;
+mod postgres;
 mod scenarios;
 mod secrets;
 mod util;

@@ -69,6 +69,10 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "escape_probe",
     "seccomp",
     "pidfd",
+    "fifo_files",
+    "sync_file_range",
+    "hugetlb",
+    "acl",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -3,9 +3,11 @@
 //! through host descriptors the gofer donates.
 
 use super::host_file::HostFile;
+use super::pipe;
+use super::tmpfs::now;
 use crate::abi::Errno;
 use crate::vfs::file::DirFile;
-use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFMT, S_IFREG};
+use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG};
 use husk_gofer::{Client, Fid};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -97,8 +99,9 @@ impl Drop for GoferNode {
     }
 }
 
-/// A special file (fifo, socket, device) found in the image: opening it
-/// is not supported through the gofer.
+/// Only regular files are opened through the gofer: a FIFO is a sentry
+/// pipe (`pipe::open_host_fifo`), and opening a socket or device found on
+/// the host fails with ENXIO.
 fn is_regular(mode: u32) -> bool {
     mode & S_IFMT == S_IFREG
 }
@@ -135,6 +138,10 @@ impl Node for GoferNode {
         let mode = self.stat.lock().mode;
         if mode & S_IFMT == S_IFDIR {
             return Ok(Arc::new(DirFile));
+        }
+        if mode & S_IFMT == S_IFIFO {
+            let st = *self.stat.lock();
+            return pipe::open_host_fifo(st.dev, st.ino, now(), flags);
         }
         if !is_regular(mode) {
             return Err(Errno::ENXIO);

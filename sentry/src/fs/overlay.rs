@@ -8,11 +8,14 @@
 //! created where a whiteout was are opaque (their node has no lower layer).
 //! Namespace changes and copy-ups of one overlay are serialized.
 
-use super::tmpfs::{anon_dev, new_fs_id, open_writes, DirPair};
+use super::pipe::FifoTable;
+use super::tmpfs::{anon_dev, new_fs_id, now, open_writes, DirPair};
 use crate::abi::Errno;
 use crate::mm::{Mappable, MemoryManager};
 use crate::vfs::rename::{self, Rename, RenameNode};
-use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::vfs::{
+    DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
+};
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -31,7 +34,13 @@ const UPPER_INO_TAG: u64 = 1 << 62;
 /// root directory.
 pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
     let id = new_fs_id();
-    let fs = Arc::new(OverlayFs { id, dev: anon_dev(id), lock: Mutex::new(()), upper_root: upper.clone() });
+    let fs = Arc::new(OverlayFs {
+        id,
+        dev: anon_dev(id),
+        lock: Mutex::new(()),
+        upper_root: upper.clone(),
+        fifos: FifoTable::new(),
+    });
     let ino = match (lower.stat(), upper.stat()) {
         (Ok(l), _) => l.ino,
         (Err(_), Ok(u)) => upper_ino(u.ino),
@@ -61,6 +70,10 @@ struct OverlayFs {
     /// Serializes namespace changes and copy-ups.
     lock: Mutex<()>,
     upper_root: Arc<dyn Node>,
+    /// The pipes of its FIFOs, by overlay inode number, as Linux's
+    /// overlayfs opens a special file on the overlay inode: the same pipe
+    /// from either layer, across a copy-up and through hard links.
+    fifos: FifoTable<u64>,
 }
 
 /// Where a node is: its directory (none for the root) and name there.
@@ -505,6 +518,9 @@ impl Node for OverlayNode {
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         if self.is_dir() && open_writes(flags) {
             return Err(Errno::EISDIR);
+        }
+        if self.kind == S_IFIFO {
+            return self.fs.fifos.open(self.ino, self.ino, now(), flags);
         }
         let (ops, settled) = if self.kind == S_IFREG && open_writes(flags) {
             let _ns = self.fs.lock.lock();
@@ -1037,5 +1053,26 @@ mod tests {
         assert_eq!(err(at(&ov, "etc/empty").open(libc::O_RDWR)), Errno::EISDIR);
         let dir = at(&ov, "etc").open(libc::O_RDONLY).unwrap();
         assert_eq!(err(dir.read(&mut [0; 4], 0)), Errno::EISDIR);
+    }
+
+    /// A FIFO's pipe is the overlay node's: opens of the lower FIFO, of a
+    /// hard link to it and after the copy-up the link made meet at one
+    /// pipe.
+    #[test]
+    fn a_fifo_is_one_pipe_across_layers_and_links() {
+        let (lower, ov) = setup();
+        at(&lower, "dev").mknod(b"fifo", nn(libc::S_IFIFO | 0o600), 0).unwrap();
+        let reader = at(&ov, "dev/fifo").open(libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        ov.link(b"again", &at(&ov, "dev/fifo")).unwrap();
+        let writer = at(&ov, "again").open(libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(writer.write(b"one", 0).unwrap(), 3);
+        let mut buf = [0; 8];
+        assert_eq!(reader.read(&mut buf, 0).unwrap(), 3);
+        assert_eq!(&buf[..3], b"one");
+        let writer2 = at(&ov, "dev/fifo").open(libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(writer2.write(b"two", 0).unwrap(), 3);
+        assert_eq!(reader.read(&mut buf, 0).unwrap(), 3);
+        drop((reader, writer, writer2));
+        assert_eq!(err(at(&ov, "again").open(libc::O_WRONLY | libc::O_NONBLOCK)), Errno::ENXIO);
     }
 }

@@ -8,7 +8,7 @@ use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFIFO};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 /// Linux's default pipe capacity.
@@ -207,6 +207,53 @@ impl FifoSlot {
         let end: Arc<dyn FileOps> = pipe.open_end(flags)?;
         Ok(end)
     }
+}
+
+/// The pipes of FIFOs whose filesystem keeps no per-inode state the
+/// pipe could live in, by the FIFO's identity: every open of one FIFO,
+/// by any path or hard link, meets at one pipe while an end of it is
+/// open, as Linux's `inode->i_pipe`.
+pub struct FifoTable<K>(Mutex<BTreeMap<K, Weak<Pipe>>>);
+
+impl<K: Ord> Default for FifoTable<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Ord> FifoTable<K> {
+    pub const fn new() -> FifoTable<K> {
+        FifoTable(Mutex::new(BTreeMap::new()))
+    }
+
+    /// Opens the FIFO `key` (inode `ino`) as `Pipe::open_end` does.
+    pub fn open(&self, key: K, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        let pipe = {
+            let mut fifos = self.0.lock();
+            fifos.retain(|_, p| p.strong_count() > 0);
+            match fifos.get(&key).and_then(Weak::upgrade) {
+                Some(p) => p,
+                None => {
+                    let p = Pipe::new(ino, now);
+                    fifos.insert(key, Arc::downgrade(&p));
+                    p
+                }
+            }
+        };
+        let end: Arc<dyn FileOps> = pipe.open_end(flags)?;
+        Ok(end)
+    }
+}
+
+/// The FIFOs of files a gofer serves, by the host file's (device, inode),
+/// whichever gofer serves them. The host FIFO itself is never opened: a
+/// sandbox's FIFO does not reach host processes that open the same file
+/// outside it.
+static HOST_FIFOS: FifoTable<(u64, u64)> = FifoTable::new();
+
+/// Opens the FIFO that is the host file `(dev, ino)`.
+pub fn open_host_fifo(dev: u64, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+    HOST_FIFOS.open((dev, ino), ino, now, flags)
 }
 
 /// One end of a pipe. It never blocks: an end that is not ready fails

@@ -34,8 +34,8 @@ pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescripti
         return Err(Errno::EACCES);
     }
     let creds = task.thread.creds();
-    perm::check(&creds, &st, MAY_EXEC)?;
-    perm::check(&creds, &st, MAY_READ)?;
+    perm::check_node(&creds, d.node.as_ref(), &st, MAY_EXEC)?;
+    perm::check_node(&creds, d.node.as_ref(), &st, MAY_READ)?;
     let ops = d.node.open(libc::O_RDONLY)?;
     Ok(FileDescription::new(d, ops, 0))
 }

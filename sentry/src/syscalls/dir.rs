@@ -113,16 +113,19 @@ fn sys_getdents(task: &mut Task, a: [u64; 6]) -> SysResult {
     getdents(task, a[0], a[1], a[2], false)
 }
 
+/// A new node of `mode`, before the umask (which the directory's default
+/// ACL, if any, replaces).
 fn new_node(task: &Task, mode: u32) -> NewNode {
     let creds = task.thread.creds();
-    NewNode { mode: mode & !task.thread.fs().umask(), uid: creds.fsuid, gid: creds.fsgid }
+    NewNode { mode, uid: creds.fsuid, gid: creds.fsgid }
 }
 
 fn mkdir(task: &Task, dirfd: u64, path_addr: u64, mode: u64) -> SysResult {
     let path = args::path(task, path_addr)?;
     let new = new_node(task, args::uint(mode) & 0o7777);
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| names::mkdir_at(w, at, &path, new))?;
+    let umask = task.thread.fs().umask();
+    args::with_walker(task, |w| names::mkdir_masked_at(w, at, &path, new, umask))?;
     Ok(0)
 }
 
@@ -146,7 +149,8 @@ fn mknod(task: &Task, dirfd: u64, path_addr: u64, mode: u64, dev: u64) -> SysRes
     let mut new = new_node(task, mode & 0o7777);
     new.mode |= kind;
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| names::mknod_at(w, at, &path, new, dev))?;
+    let umask = task.thread.fs().umask();
+    args::with_walker(task, |w| names::mknod_masked_at(w, at, &path, new, dev, umask))?;
     Ok(0)
 }
 

@@ -69,8 +69,11 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         _ => return Err(Errno::EINVAL),
     };
+    // Linux's ksys_mmap_pgoff: an anonymous huge-page mapping needs pages
+    // from the huge page pool, which the sandbox has none of (its
+    // /proc/meminfo: HugePages_Total 0); a file must be on hugetlbfs.
     if flags & MAP_HUGETLB != 0 {
-        return Err(Errno::EINVAL);
+        return Err(if flags & MAP_ANONYMOUS != 0 { Errno::ENOMEM } else { Errno::EINVAL });
     }
     let len = page_up(len).ok_or(Errno::ENOMEM)?;
     off.checked_add(len).ok_or(Errno::EOVERFLOW)?;

@@ -170,7 +170,7 @@ fn access(task: &Task, dirfd: u64, path_addr: u64, mode: u64, flags: u64) -> Sys
     if mode & 1 != 0 {
         want |= MAY_EXEC;
     }
-    perm::check(&creds, &st, want)?;
+    perm::check_node(&creds, d.node.as_ref(), &st, want)?;
     Ok(0)
 }
 

@@ -4,23 +4,31 @@
 //! are Linux's `xattr_permission` and commoncap's: `user.*` on regular
 //! files and directories with read or write permission, `trusted.*` with
 //! CAP_SYS_ADMIN, `security.*` written with CAP_SYS_ADMIN
-//! (`security.capability` with CAP_SETFCAP). Files the gofer serves
-//! directly (`--overlay=none`) and the synthetic filesystems store none.
+//! (`security.capability` with CAP_SETFCAP). POSIX ACLs
+//! (`system.posix_acl_access`, `system.posix_acl_default`) as Linux's
+//! `vfs_set_acl`: validated (EINVAL), set by the owner or with CAP_FOWNER,
+//! an access ACL sets the mode's bits (and is kept only where the mode
+//! cannot say it all), a default ACL only on directories (`vfs::acl`
+//! evaluates and inherits them). Files the gofer serves directly
+//! (`--overlay=none`) and the synthetic filesystems store none.
 
 use super::args::{self};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::{Errno, SysResult};
-use crate::auth::caps::{CAP_FOWNER, CAP_SYS_ADMIN};
+use crate::auth::caps::{CAP_FOWNER, CAP_FSETID, CAP_SYS_ADMIN};
 use crate::kernel::Task;
+use crate::vfs::acl::{Acl, ACL_ACCESS, ACL_DEFAULT};
 use crate::vfs::notify::{self, IN_ATTRIB};
 use crate::vfs::perm::{self, MAY_READ, MAY_WRITE};
-use crate::vfs::{Dentry, S_IFDIR, S_IFMT, S_IFREG};
+use crate::vfs::{Dentry, SetAttr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
 const NOTE: &str = "stored on tmpfs and the overlay (copied up with the node), user/trusted/security \
-    namespaces as Linux; POSIX ACLs (system.posix_acl_*) are not supported (EOPNOTSUPP) and not \
-    evaluated; gofer-served files (--overlay=none) store none: get finds none, set fails with EOPNOTSUPP";
+    namespaces as Linux; POSIX ACLs (system.posix_acl_access/default) validated, honored in permission \
+    checks and inherited as Linux; other system.* names EOPNOTSUPP; gofer-served files (--overlay=none) \
+    store none: get finds none (ENODATA, where Linux's host filesystem may have some), set fails with \
+    EOPNOTSUPP";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getxattr, sys_getxattr, Partial(NOTE)),
@@ -78,12 +86,17 @@ enum Namespace {
     User,
     Trusted,
     Security,
+    /// `system.posix_acl_access` or `system.posix_acl_default`.
+    Acl,
 }
 
 /// The namespace of `name`: EOPNOTSUPP for one no filesystem here has
-/// (`system.*`, POSIX ACLs among them, and unknown prefixes), EINVAL for
-/// a prefix with nothing after it (Linux's `xattr_resolve_name`).
+/// (`system.*` but POSIX ACLs, and unknown prefixes), EINVAL for a prefix
+/// with nothing after it (Linux's `xattr_resolve_name`).
 fn namespace(name: &[u8]) -> Result<Namespace, Errno> {
+    if name == ACL_ACCESS || name == ACL_DEFAULT {
+        return Ok(Namespace::Acl);
+    }
     for (prefix, ns) in
         [(&b"user."[..], Namespace::User), (b"trusted.", Namespace::Trusted), (b"security.", Namespace::Security)]
     {
@@ -104,6 +117,8 @@ fn may_access(task: &Task, d: &Dentry, ns: Namespace, name: &[u8], want: u32) ->
     let creds = task.thread.creds();
     let st = d.node.stat()?;
     match ns {
+        // Who may set an ACL is `set_acl`'s question.
+        Namespace::Acl => Ok(()),
         Namespace::Trusted => {
             if creds.capable(CAP_SYS_ADMIN) {
                 Ok(())
@@ -156,7 +171,13 @@ fn get(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
     let n = name(task, a[1])?;
     let ns = namespace(&n)?;
     may_access(task, &d, ns, &n, MAY_READ)?;
-    let v = d.node.getxattr(&n)?;
+    let mut v = d.node.getxattr(&n)?;
+    if n == ACL_ACCESS {
+        // The entries the mode mirrors are the mode's (chmod changed it).
+        if let Ok(Some(acl)) = Acl::from_xattr(&v) {
+            v = acl.with_mode(d.node.stat()?.mode).to_xattr();
+        }
+    }
     copy_out(task, a[2], a[3], &v)
 }
 
@@ -187,16 +208,69 @@ fn set(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
     task.thread.mm().copy_in(a[2], &mut value)?;
     let ns = namespace(&n)?;
     may_access(task, &d, ns, &n, MAY_WRITE)?;
-    d.node.setxattr(&n, &value, u32::try_from(flags).unwrap_or(0))?;
+    if ns == Namespace::Acl {
+        let acl = Acl::from_xattr(&value)?;
+        set_acl(task, &d, &n, acl)?;
+    } else {
+        d.node.setxattr(&n, &value, u32::try_from(flags).unwrap_or(0))?;
+    }
     notify::file_event(&d, IN_ATTRIB);
     Ok(0)
+}
+
+/// Linux's `set_posix_acl` (`None` removes the ACL): none on symlinks
+/// (EOPNOTSUPP), a default ACL only on a directory (EACCES), only by the
+/// owner or with CAP_FOWNER (EPERM). An access ACL sets the mode's
+/// permission bits (dropping the set-group-ID bit as chmod would) and is
+/// stored only when the mode cannot say it all.
+fn set_acl(task: &Task, d: &Dentry, name: &[u8], acl: Option<Acl>) -> Result<(), Errno> {
+    let st = d.node.stat()?;
+    let kind = st.mode & S_IFMT;
+    if kind == S_IFLNK {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if name == ACL_DEFAULT && kind != S_IFDIR {
+        return if acl.is_some() { Err(Errno::EACCES) } else { Ok(()) };
+    }
+    let creds = task.thread.creds();
+    if creds.fsuid != st.uid && !creds.capable(CAP_FOWNER) {
+        return Err(Errno::EPERM);
+    }
+    let (stored, mode) = match acl {
+        Some(mut acl) if name == ACL_ACCESS => {
+            let (bits, equiv) = acl.mode();
+            let mut mode = st.mode & 0o7000 | bits;
+            if !creds.in_group(st.gid) && !creds.capable(CAP_FSETID) {
+                mode &= !0o2000;
+            }
+            ((!equiv).then(|| acl.to_xattr()), (mode != st.mode & 0o7777).then_some(mode))
+        }
+        acl => (acl.map(|a| a.to_xattr()), None),
+    };
+    // Stored first: a filesystem without extended attributes refuses
+    // (EOPNOTSUPP) before the mode changes.
+    match stored {
+        Some(v) => d.node.setxattr(name, &v, 0)?,
+        None => match d.node.removexattr(name) {
+            Ok(()) | Err(Errno::ENODATA) => {}
+            Err(e) => return Err(e),
+        },
+    }
+    if let Some(mode) = mode {
+        d.node.setattr(&SetAttr { mode: Some(mode), ..SetAttr::default() })?;
+    }
+    Ok(())
 }
 
 fn remove(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
     let n = name(task, a[1])?;
     let ns = namespace(&n)?;
     may_access(task, &d, ns, &n, MAY_WRITE)?;
-    d.node.removexattr(&n)?;
+    if ns == Namespace::Acl {
+        set_acl(task, &d, &n, None)?;
+    } else {
+        d.node.removexattr(&n)?;
+    }
     notify::file_event(&d, IN_ATTRIB);
     Ok(0)
 }
@@ -259,7 +333,9 @@ mod tests {
         assert_eq!(namespace(b"trusted.x"), Ok(Namespace::Trusted));
         assert_eq!(namespace(b"security.selinux"), Ok(Namespace::Security));
         assert_eq!(namespace(b"user."), Err(Errno::EINVAL));
-        assert_eq!(namespace(b"system.posix_acl_access"), Err(Errno::EOPNOTSUPP));
+        assert_eq!(namespace(b"system.posix_acl_access"), Ok(Namespace::Acl));
+        assert_eq!(namespace(b"system.posix_acl_default"), Ok(Namespace::Acl));
+        assert_eq!(namespace(b"system.other"), Err(Errno::EOPNOTSUPP));
         assert_eq!(namespace(b"other.x"), Err(Errno::EOPNOTSUPP));
         assert_eq!(namespace(b"user"), Err(Errno::EOPNOTSUPP));
     }

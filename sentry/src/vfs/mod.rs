@@ -1,6 +1,7 @@
 //! The virtual file system: nodes and files that filesystems implement,
 //! mounts and dentries, path resolution, file descriptions and fd tables.
 
+pub mod acl;
 pub mod at;
 pub mod dentry;
 pub mod fd_table;

@@ -7,7 +7,7 @@ use super::at::DirFd;
 use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_WRITE};
 use super::walk::{ParentAndName, Walker};
-use super::{Dentry, NewNode, S_IFDIR, S_IFMT};
+use super::{acl, Dentry, NewNode, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
 use crate::auth::caps::CAP_FOWNER;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Checks that the walker's credentials may add or remove names in `dir`.
 fn may_modify_dir(w: &Walker<'_>, dir: &Dentry) -> Result<(), Errno> {
     let st = dir.node.stat()?;
-    perm::check(w.creds, &st, MAY_WRITE | MAY_EXEC)
+    perm::check_node(w.creds, dir.node.as_ref(), &st, MAY_WRITE | MAY_EXEC)
 }
 
 /// The sticky bit of a directory's mode.
@@ -192,16 +192,39 @@ fn new_name_at(w: &Walker<'_>, at: DirFd, path: &[u8], dots: bool) -> Result<Par
 
 /// mkdirat(2).
 pub fn mkdir_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
+    mkdir_masked_at(w, at, path, new, 0)
+}
+
+/// mkdirat(2): `new.mode` less `umask`, or what the directory's default
+/// ACL gives (`acl::inherit`).
+pub fn mkdir_masked_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, umask: u32) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, true)?;
-    pn.parent.node.mkdir(&pn.name, new)?;
+    let inherited = acl::inherit(pn.parent.node.as_ref(), new, umask, true);
+    pn.parent.node.mkdir(&pn.name, inherited.new)?;
+    inherited.apply(pn.parent.node.lookup(&pn.name)?.as_ref())?;
     notify::created(pn.parent.node.as_ref(), &pn.name, true);
     Ok(())
 }
 
 /// mknodat(2) of the node type in `new.mode`.
 pub fn mknod_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
+    mknod_masked_at(w, at, path, new, rdev, 0)
+}
+
+/// mknodat(2): `new.mode` less `umask`, or what the directory's default
+/// ACL gives (`acl::inherit`).
+pub fn mknod_masked_at(
+    w: &Walker<'_>,
+    at: DirFd,
+    path: &[u8],
+    new: NewNode,
+    rdev: u64,
+    umask: u32,
+) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, false)?;
-    pn.parent.node.mknod(&pn.name, new, rdev)?;
+    let inherited = acl::inherit(pn.parent.node.as_ref(), new, umask, false);
+    pn.parent.node.mknod(&pn.name, inherited.new, rdev)?;
+    inherited.apply(pn.parent.node.lookup(&pn.name)?.as_ref())?;
     notify::created(pn.parent.node.as_ref(), &pn.name, false);
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! permission the access mode needs, and `O_PATH` descriptors. Handlers
 //! decode arguments, call `open_at` and install the description.
 
+use super::acl;
 use super::at::DirFd;
 use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
@@ -72,7 +73,7 @@ pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resul
     if is_path {
         return Ok(description(dentry, Arc::new(PathOnly), flags));
     }
-    may_open(w, &st, kind, flags)?;
+    may_open(w, dentry.node.as_ref(), &st, kind, flags)?;
     let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
     let ops = dentry.node.open(open_flags)?;
     let f = opened(dentry, ops, flags, kind);
@@ -113,10 +114,14 @@ fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: 
         Ok(d) => Ok(Created::Existing(d)),
         Err(Errno::ENOENT) => {
             let pst = pn.parent.node.stat()?;
-            perm::check(w.creds, &pst, MAY_WRITE | MAY_EXEC)?;
-            let new = NewNode { mode: how.mode & 0o7777 & !how.umask, uid: w.creds.fsuid, gid: w.creds.fsgid };
-            match pn.parent.node.create(&pn.name, new) {
-                Ok(node) => Ok(Created::New(pn.parent.child(&pn.name, node))),
+            perm::check_node(w.creds, pn.parent.node.as_ref(), &pst, MAY_WRITE | MAY_EXEC)?;
+            let new = NewNode { mode: how.mode & 0o7777, uid: w.creds.fsuid, gid: w.creds.fsgid };
+            let inherited = acl::inherit(pn.parent.node.as_ref(), new, how.umask, false);
+            match pn.parent.node.create(&pn.name, inherited.new) {
+                Ok(node) => {
+                    inherited.apply(node.as_ref())?;
+                    Ok(Created::New(pn.parent.child(&pn.name, node)))
+                }
                 // Another open made the name between the lookup and the
                 // create: open what it made, as Linux's lookup-or-create
                 // (done under the directory's lock) would have.
@@ -133,7 +138,7 @@ fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: 
 /// `may_open`: a directory is not opened for writing (or with `O_CREAT`),
 /// and the access mode needs read and write permission on the node
 /// (`O_TRUNC` needs write permission on a regular file).
-fn may_open(w: &Walker<'_>, st: &super::Stat, kind: u32, flags: i32) -> Result<(), Errno> {
+fn may_open(w: &Walker<'_>, node: &dyn super::Node, st: &super::Stat, kind: u32, flags: i32) -> Result<(), Errno> {
     let access = flags & libc::O_ACCMODE;
     let wants_write = access == libc::O_WRONLY || access == libc::O_RDWR;
     if kind == S_IFDIR && (wants_write || flags & libc::O_CREAT != 0) {
@@ -146,7 +151,7 @@ fn may_open(w: &Walker<'_>, st: &super::Stat, kind: u32, flags: i32) -> Result<(
     if wants_write || (flags & libc::O_TRUNC != 0 && kind == S_IFREG) {
         want |= MAY_WRITE;
     }
-    perm::check(w.creds, st, want)
+    perm::check_node(w.creds, node, st, want)
 }
 
 fn description(d: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: i32) -> Arc<FileDescription> {

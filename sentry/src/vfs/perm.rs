@@ -1,6 +1,6 @@
 //! Permission checks of file modes against a task's credentials.
 
-use super::{Stat, S_IFDIR, S_IFMT};
+use super::{acl, Node, Stat, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
 use crate::auth::{caps, Credentials};
 
@@ -14,9 +14,25 @@ pub const MAY_READ: u32 = 4;
 /// with no execute bit at all, and `CAP_DAC_READ_SEARCH` reading files
 /// and reading or searching directories.
 pub fn check(creds: &Credentials, st: &Stat, want: u32) -> Result<(), Errno> {
+    check_with(creds, st, want, || None)
+}
+
+/// `check` for `node` (whose stat is `st`), honoring its POSIX access ACL
+/// as Linux's `acl_permission_check`: for a caller that is not the owner,
+/// when the mode's group class has any bit, the ACL decides.
+pub fn check_node(creds: &Credentials, node: &dyn Node, st: &Stat, want: u32) -> Result<(), Errno> {
+    check_with(creds, st, want, || acl::access(node, st))
+}
+
+fn check_with(creds: &Credentials, st: &Stat, want: u32, acl: impl FnOnce() -> Option<acl::Acl>) -> Result<(), Errno> {
     let mode = st.mode;
     let is_dir = mode & S_IFMT == S_IFDIR;
-    if class_allows(creds, st, want) {
+    let allowed = if creds.fsuid != st.uid && mode & 0o070 != 0 {
+        acl().map_or_else(|| class_allows(creds, st, want), |a| a.permits(creds, st, want))
+    } else {
+        class_allows(creds, st, want)
+    };
+    if allowed {
         return Ok(());
     }
     if creds.capable(caps::CAP_DAC_OVERRIDE) && (want & MAY_EXEC == 0 || is_dir || mode & 0o111 != 0) {

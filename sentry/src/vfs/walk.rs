@@ -99,7 +99,7 @@ impl Walker<'_> {
         if st.mode & super::S_IFMT != super::S_IFDIR {
             return Err(Errno::ENOTDIR);
         }
-        perm::check(self.creds, &st, MAY_EXEC)?;
+        perm::check_node(self.creds, dir.node.as_ref(), &st, MAY_EXEC)?;
         match name {
             b"." => return Ok(dir.clone()),
             b".." => return Ok(self.parent_of(dir)),
