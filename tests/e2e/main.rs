@@ -29,6 +29,7 @@ mod egress;
 mod escape;
 mod guest;
 mod idle;
+mod inbound;
 mod limits;
 mod oci;
 mod scenarios;

@@ -271,7 +271,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
-        Some(Other::Inet((_, s))) => return inet::listen(&s),
+        Some(Other::Inet((_, s))) => return inet::listen(task, &s),
         Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
         None => {}
     }
