@@ -206,8 +206,7 @@ nc exited 1" \
 # -p: Docker sends the host port to the container's address (DNAT, or its
 # proxy for loopback); the sentry listens there on every port a guest
 # listener holds, as the host kernel does under runc.
-id=$($DOCKER "${RUN[@]}" -d -p 127.0.0.1:18080:80 --hostname husk-published husk-python \
-  python3 -m http.server 80 --bind 0.0.0.0 --directory /etc)
+id=$($DOCKER "${RUN[@]}" -d -p 127.0.0.1:18080:80 --hostname husk-published husk-busybox httpd -f -p 80 -h /etc)
 expect "docker run -p 18080:80 reaches a guest HTTP server from the host" 0 "husk-published" sh -c \
   'for i in $(seq 100); do out=$(curl -sS --max-time 5 http://127.0.0.1:18080/hostname 2>&1) && { echo "$out"; exit 0; }; sleep 0.2; done; echo "$out"; exit 1'
 $DOCKER rm -f "$id" >/dev/null
