@@ -107,7 +107,7 @@ print("done", flush=True)
 "#;
 
 /// A client in the internet namespace: sends `hello`, half-closes, reads
-/// the answer to its end; or says `refused`.
+/// the answer to its end; or says `refused` (no listener) or `reset`.
 const CLIENT: &str = r#"
 import socket, sys
 try:
@@ -115,15 +115,20 @@ try:
 except ConnectionRefusedError:
     print("refused")
     sys.exit(0)
-s.sendall(b"hello")
-s.shutdown(socket.SHUT_WR)
+port = s.getsockname()[1]
 data = b""
-while True:
-    d = s.recv(100)
-    if not d:
-        break
-    data += d
-print("got", data.decode(), "from", s.getsockname()[1])
+try:
+    s.sendall(b"hello")
+    s.shutdown(socket.SHUT_WR)
+    while True:
+        d = s.recv(100)
+        if not d:
+            break
+        data += d
+except (ConnectionResetError, BrokenPipeError):
+    print("reset")
+    sys.exit(0)
+print("got", data.decode(), "from", port)
 "#;
 
 fn client(net: &Internet, port: u16) -> String {
@@ -212,4 +217,57 @@ fn inbound_malformed_publish_fails_at_start_naming_the_token() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(err.contains(token), "{token} not named: {err}");
     }
+}
+
+/// A guest server that holds its first connection and then waits 3 s for
+/// a second one.
+const HOLD_FIRST: &str = r#"
+import socket, sys
+l = socket.socket()
+l.bind(("0.0.0.0", 8000))
+l.listen(8)
+print("ready", flush=True)
+c1, _ = l.accept()
+print("first", flush=True)
+l.settimeout(3)
+try:
+    c2, _ = l.accept()
+    print("second accepted", flush=True)
+except socket.timeout:
+    print("second not accepted", flush=True)
+"#;
+
+#[test]
+fn inbound_connections_count_against_egress_max_conns() {
+    let Some(net) = Internet::new() else { return };
+    let dir = TempDir::new("inbound-max");
+    let log = dir.path().join("audit.jsonl");
+    let log_arg = log.to_str().unwrap();
+    let args = ["--egress-max-conns", "1", "--audit-log", log_arg, "do", "-p", "18082:8000", "--"];
+    let mut guest = Guest::start(&net, &[&args[..], &["python3", "-c", HOLD_FIRST]].concat());
+    guest.expect("ready");
+    // The first connection stays open (its client waits) and holds the
+    // sandbox's one place.
+    let mut first = net.in_internet(&[
+        "python3",
+        "-c",
+        "import socket, time; s = socket.create_connection(('198.18.0.1', 18082)); time.sleep(30)",
+    ]);
+    first.stdin(Stdio::null()).process_group(0);
+    let mut first = first.spawn().unwrap();
+    guest.expect("first");
+    let second = client(&net, 18082);
+    kill_group(first.id());
+    let _ = first.wait();
+    assert!(second == "reset" || second.starts_with("got  from "), "the second was answered: {second}");
+    assert_eq!(guest.expect("second"), "second not accepted");
+    assert_eq!(guest.wait(), Some(0));
+    let records = std::fs::read_to_string(&log).unwrap();
+    let denied = records
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["type"] == "net.denied")
+        .unwrap_or_else(|| panic!("no net.denied:\n{records}"));
+    assert_eq!(denied["address"], "198.18.0.2");
+    assert!(denied["reason"].as_str().unwrap().contains("--egress-max-conns"), "{denied}");
 }

@@ -2,7 +2,8 @@
 //! socket.rs come here when the descriptor is a netstack endpoint. The
 //! netstack has loopback only, so these reach the sandbox's own sockets;
 //! a stream that connects out of the sandbox passes the egress gateway
-//! (`egress.rs`) and is carried on a host connection from then on.
+//! (`egress.rs`) and is carried on a host connection from then on; a
+//! listener's accept also takes connections from outside (`inbound.rs`).
 
 use super::args::{self, int};
 use super::block::wait_io;
