@@ -330,6 +330,41 @@ mod tests {
     }
 
     #[test]
+    fn a_container_listener_gets_a_host_listener_on_its_port_for_as_long_as_it_listens() {
+        use crate::fs::egress::{Gateway, Limits, OpenError};
+        use husk_netstack::dns::{Config, NamePolicy, Resolver};
+        let names = NamePolicy::from_rules(["*"], []).unwrap();
+        let resolver = Resolver::new(names, Vec::new(), Config::default());
+        let policy = husk_netstack::egress::Policy::parse(&["*"], &[] as &[&str]).unwrap();
+        let limits = Limits { max_conns: 1, rate: None };
+        let g = Gateway::new(policy, resolver, Outer::start(|| Ok(())).unwrap(), limits);
+        let i = Inbound::new(Mode::Mirror, g.outer()).unwrap();
+        let open = |v6| {
+            let o = g.open(v6, Kind::Stream).map_err(|e| match e {
+                OpenError::Limit(_) => Errno::EMFILE,
+                OpenError::Errno(e) => e,
+            })?;
+            Ok((o.fd, o.lease))
+        };
+        let q = Arc::new(Queue::default());
+        let port = free_port();
+        let to = format!("127.0.0.1:{port}");
+        assert!(i.listen(format!("127.0.0.1:{port}").parse().unwrap(), &q, open).is_empty(), "loopback stays inside");
+        let ls = i.listen(format!("[::]:{port}").parse().unwrap(), &q, open);
+        assert_eq!(ls.len(), 1);
+        assert!(i.listen("0.0.0.0:1".parse().unwrap(), &q, open).is_empty(), "each listener is a host socket");
+        std::net::TcpStream::connect(&to).unwrap();
+        let start = std::time::Instant::now();
+        while events(&ls) == 0 && start.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::yield_now();
+        }
+        assert_eq!(ls[0].accept().unwrap().1.ip().to_canonical().to_string(), "127.0.0.1", "a dual-stack listener");
+        drop(ls);
+        assert!(std::net::TcpStream::connect(&to).is_err(), "closed with the guest listener");
+        assert_eq!(i.listen(format!("0.0.0.0:{port}").parse().unwrap(), &q, open).len(), 1, "its place returned");
+    }
+
+    #[test]
     fn a_host_port_in_use_fails_the_start_naming_the_mapping() {
         let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let at = held.local_addr().unwrap();
