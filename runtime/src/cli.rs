@@ -466,7 +466,8 @@ pub struct DoArgs {
     /// network namespace husk was started in reach the guest's listener on
     /// GUESTPORT (on the wildcard or eth0 address); with no guest listener
     /// they are refused. HOSTIP defaults to every IPv4 address; an IPv6
-    /// one goes in brackets. Repeatable; needs --network sandbox or host.
+    /// one goes in brackets and reaches IPv6 guest listeners only.
+    /// Repeatable; needs --network sandbox or host.
     #[arg(long = "publish", short = 'p', value_name = "HOSTPORT:GUESTPORT")]
     pub publish: Vec<String>,
     /// The command and its arguments.

@@ -271,3 +271,28 @@ fn inbound_connections_count_against_egress_max_conns() {
     assert_eq!(denied["address"], "198.18.0.2");
     assert!(denied["reason"].as_str().unwrap().contains("--egress-max-conns"), "{denied}");
 }
+
+#[test]
+fn inbound_publish_on_an_ipv6_host_address_reaches_an_ipv6_guest_listener() {
+    let Some(net) = Internet::new() else { return };
+    let guest_script = r#"
+import socket
+l = socket.socket(socket.AF_INET6)
+l.bind(("::", 8000))
+l.listen(8)
+print("ready", flush=True)
+c, peer = l.accept()
+print("peer", peer[0], flush=True)
+c.sendall(c.recv(100).upper())
+c.close()
+"#;
+    let mut guest = Guest::start(&net, &["do", "-p", "[2001:2::1]:18083:8000", "--", "python3", "-c", guest_script]);
+    guest.expect("ready");
+    let client = "import socket; s = socket.create_connection(('2001:2::1', 18083), timeout=20); \
+                  s.sendall(b'six'); print(s.recv(100).decode())";
+    let r = run(net.in_internet(&["python3", "-c", client]), None);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert_eq!(r.stdout_str().trim(), "SIX");
+    assert_eq!(guest.expect("peer"), "peer 2001:2::2");
+    assert_eq!(guest.wait(), Some(0));
+}

@@ -156,6 +156,11 @@ impl Inbound {
             Mode::Publish(list) => {
                 let mut idle = self.idle.lock();
                 for (i, p) in list.iter().enumerate().filter(|(_, p)| p.guest_port == local.port()) {
+                    // An IPv6 peer has no place in an IPv4 socket's accept.
+                    if p.host.is_ipv6() && local.is_ipv4() {
+                        log::warn!("--publish {p}: the guest listener on {local} is IPv4 and takes no IPv6 peers");
+                        continue;
+                    }
                     let Some(fd) = idle.get_mut(i).and_then(Option::take) else { continue };
                     let l = Listener {
                         fd: Some(fd),
@@ -327,6 +332,15 @@ mod tests {
         let again = i.listen("[::]:80".parse().unwrap(), &q, no_open);
         assert_eq!(again.len(), 1, "the port serves the next guest listener");
         std::net::TcpStream::connect(&to).unwrap();
+    }
+
+    #[test]
+    fn an_ipv6_host_address_feeds_only_an_ipv6_guest_listener() {
+        let port = free_port();
+        let i = inbound(vec![p(&format!("[::1]:{port}"), 80)]);
+        let q = Arc::new(Queue::default());
+        assert!(i.listen("0.0.0.0:80".parse().unwrap(), &q, no_open).is_empty());
+        assert_eq!(i.listen("[::]:80".parse().unwrap(), &q, no_open).len(), 1);
     }
 
     #[test]
