@@ -165,6 +165,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         read_only_root: args.read_only_root,
         netns: args.netns_fd.map(inherited_fd).transpose()?,
         network: crate::egress::network(g)?,
+        publish: crate::egress::publish(g, &args.publish)?,
         control: match (args.control_fd, args.ready_fd) {
             (Some(c), Some(r)) => Some(ControlConfig { listener: inherited_fd(c)?, ready: inherited_fd(r)? }),
             _ => None,

@@ -462,6 +462,14 @@ pub struct DoArgs {
     /// environment).
     #[arg(long = "env-keep", value_name = "NAME")]
     pub env_keep: Vec<String>,
+    /// [HOSTIP:]HOSTPORT:GUESTPORT[/tcp]: connections to HOSTPORT in the
+    /// network namespace husk was started in reach the guest's listener on
+    /// GUESTPORT (on the wildcard or eth0 address); with no guest listener
+    /// they are refused. HOSTIP defaults to every IPv4 address; an IPv6
+    /// one goes in brackets and reaches IPv6 guest listeners only.
+    /// Repeatable; needs --network sandbox or host.
+    #[arg(long = "publish", short = 'p', value_name = "HOSTPORT:GUESTPORT")]
+    pub publish: Vec<String>,
     /// The command and its arguments.
     #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -539,6 +547,9 @@ pub struct BootArgs {
     /// A network namespace (an open descriptor) to join instead of a new one.
     #[arg(long)]
     pub netns_fd: Option<i32>,
+    /// `husk do --publish`'s mappings (repeatable).
+    #[arg(long)]
+    pub publish: Vec<String>,
     /// The root filesystem refuses writes (EROFS) instead of keeping them
     /// in memory.
     #[arg(long)]

@@ -39,6 +39,7 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
     }
     let rootfs = rootfs.canonicalize().with_context(|| format!("{}", rootfs.display()))?;
     let volumes = args.volumes.iter().map(|v| volume::parse(v)).collect::<anyhow::Result<Vec<_>>>()?;
+    crate::egress::publish(g, &args.publish)?;
     let guest_cwd = match &args.cwd {
         Some(dir) if !dir.is_absolute() => bail!("--cwd {}: not an absolute path", dir.display()),
         Some(dir) => dir.clone(),
@@ -91,6 +92,9 @@ pub fn run(g: &GlobalArgs, args: DoArgs) -> anyhow::Result<i32> {
         boot_args.extend(["--bind".into(), bind]);
     }
     boot_args.extend(["--cwd".into(), guest_cwd.into_os_string()]);
+    for p in &args.publish {
+        boot_args.extend(["--publish".into(), p.into()]);
+    }
     boot_args.extend(crate::limits::boot_args(g, memory_mb, Some(pids)));
     if let Some(sink) = &audit {
         let mounts: Vec<_> = volumes.iter().map(|v| (v.host.clone(), v.guest.to_string_lossy().into_owned())).collect();

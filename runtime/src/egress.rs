@@ -10,6 +10,7 @@ use husk_netstack::dns::{parse_upstream, upstreams_from_resolv_conf, NamePolicy}
 use husk_netstack::egress::Policy;
 use husk_sentry::boot::{EgressConfig, Network};
 use husk_sentry::fs::egress::{Limits, HOST_SOCKETS};
+use husk_sentry::fs::inbound::Publish;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -136,6 +137,15 @@ pub fn network(g: &GlobalArgs) -> anyhow::Result<Network> {
             Ok(Network::Sandbox(EgressConfig { policy, names, upstreams, limits, unfiltered: true }))
         }
     }
+}
+
+/// `husk do --publish`'s mappings, each checked (a bad one is named), for
+/// a network that has a way in.
+pub fn publish(g: &GlobalArgs, tokens: &[String]) -> anyhow::Result<Vec<Publish>> {
+    if !tokens.is_empty() && g.network == NetworkMode::None {
+        bail!("--publish needs a network: --network none takes no connections in");
+    }
+    tokens.iter().map(|t| Publish::parse(t).map_err(|e| anyhow::anyhow!("--publish {t:?}: {e}"))).collect()
 }
 
 /// The lower of a limit set by flag and by file.

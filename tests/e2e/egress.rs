@@ -131,6 +131,20 @@ impl Internet {
         run(cmd, None)
     }
 
+    /// `ip netns exec` of `argv` in the internet namespace.
+    pub(crate) fn in_internet(&self, argv: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.internet_ns]).args(argv);
+        cmd
+    }
+
+    /// `ip netns exec` of husk with `args` in the sandbox-side namespace.
+    pub(crate) fn husk_in_sandbox_ns(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.sandbox_ns]).arg(husk_bin()).args(args).current_dir("/");
+        cmd
+    }
+
     /// Starts dnsmasq on 198.18.0.2:53 in the internet namespace with a
     /// query log: api.test, pypi.test and the names under exfil.test are 198.18.0.2,
     /// other.test is 198.18.0.3. None (after printing why) without

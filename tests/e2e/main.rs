@@ -30,6 +30,7 @@ mod egress;
 mod escape;
 mod guest;
 mod idle;
+mod inbound;
 mod limits;
 mod oci;
 mod postgres;

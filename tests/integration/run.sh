@@ -203,6 +203,14 @@ nc exited 1" \
    nc -l -p 5000 & sleep 0.5; echo hi | nc 127.0.0.1 5000; wait
    echo x | nc 10.1.1.1 80 2>&1; echo "nc exited $?"'
 
+# -p: Docker sends the host port to the container's address (DNAT, or its
+# proxy for loopback); the sentry listens there on every port a guest
+# listener holds, as the host kernel does under runc.
+id=$($DOCKER "${RUN[@]}" -d -p 127.0.0.1:18080:80 --hostname husk-published husk-busybox httpd -f -p 80 -h /etc)
+expect "docker run -p 18080:80 reaches a guest HTTP server from the host" 0 "husk-published" sh -c \
+  'for i in $(seq 100); do out=$(curl -sS --max-time 5 http://127.0.0.1:18080/hostname 2>&1) && { echo "$out"; exit 0; }; sleep 0.2; done; echo "$out"; exit 1'
+$DOCKER rm -f "$id" >/dev/null
+
 # Docker bind-mounts single files: /etc/hosts, /etc/hostname, /etc/resolv.conf.
 expect "docker run --add-host and --hostname reach /etc/hosts and /etc/hostname" 0 "$(printf '1.2.3.4\tmyhost-alias\nmyhost')" \
   $DOCKER "${RUN[@]}" --rm --hostname myhost --add-host myhost-alias:1.2.3.4 husk-busybox \

@@ -199,8 +199,13 @@ pub enum Record {
         /// what let it through.
         #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        /// The allow rule that decided.
+        /// The allow rule that decided (for a connection into the
+        /// sandbox, the `--publish` mapping or container port).
         rule: String,
+        /// `inbound` for a connection from outside to a guest listener
+        /// (`address` and `port` are its peer's); absent for one out.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        direction: Option<String>,
     },
     /// A connection or datagram the egress gateway refused (EPERM).
     #[serde(rename = "net.denied")]
@@ -225,6 +230,9 @@ pub enum Record {
         sent: u64,
         received: u64,
         duration_ms: u64,
+        /// `inbound` for a connection into the sandbox, as its net.connect.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        direction: Option<String>,
     },
     /// A package manager run installed a package (written when the
     /// process whose exec began the run exits). `package` and `version`

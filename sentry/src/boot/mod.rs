@@ -20,6 +20,7 @@ use crate::boot::control::{ControlConfig, Lifecycle};
 use crate::fs::devpts::Devpts;
 use crate::fs::disk::DiskBudget;
 use crate::fs::egress::{Egress, Gateway};
+use crate::fs::inbound::Mode;
 use crate::fs::read_only::ReadOnly;
 use crate::fs::{devfs, gofer, overlay, procfs, tmpfs::Tmpfs};
 use crate::host::outer::Outer;
@@ -71,6 +72,9 @@ pub struct BootConfig {
     pub netns: Option<OwnedFd>,
     /// What the sandbox's sockets may reach besides each other.
     pub network: Network,
+    /// `husk do --publish`: the host ports that reach guest listeners (a
+    /// container's listeners are all reachable, as under runc).
+    pub publish: Vec<crate::fs::inbound::Publish>,
     /// Mount the root filesystem's gofer directly, without the in-memory
     /// upper layer: writes fail with EROFS.
     pub read_only_root: bool,
@@ -272,6 +276,9 @@ fn boot_with(
     if let Some(ns) = cfg.netns {
         crate::boot::confine::join_network(ns)?;
     }
+    if container {
+        mirror_port_sysctl(&cfg.sysctls);
+    }
     // The gateway's thread stays in the outer network namespace when the
     // sentry leaves it; whether the sandbox gets a way out is decided when
     // its init starts (see `Uplink`).
@@ -280,7 +287,12 @@ fn boot_with(
             let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
                 .map_err(BootError::Egress)?;
             let resolver = Resolver::new(egress.names, egress.upstreams, ResolverConfig::default());
-            let gateway = Gateway::new(egress.policy, resolver, outer, egress.limits);
+            let mut gateway = Gateway::new(egress.policy, resolver, outer, egress.limits);
+            if container {
+                gateway = gateway.with_inbound(Mode::Mirror).map_err(BootError::Egress)?;
+            } else if !cfg.publish.is_empty() {
+                gateway = gateway.with_inbound(Mode::Publish(cfg.publish)).map_err(BootError::Egress)?;
+            }
             Some(Uplink::new(if egress.unfiltered { gateway.unfiltered() } else { gateway }))
         }
         Network::None => None,
@@ -339,6 +351,21 @@ impl Uplink {
         }
         kernel.ext::<Egress>().install(self.gateway);
         husk_netstack::iface::install_uplink(husk_netstack::iface::Uplink::SANDBOX);
+    }
+}
+
+/// A container's `net.ipv4.ip_unprivileged_port_start` (Docker sets 0)
+/// applied to its outer network namespace too, as runc applies it there:
+/// the host listeners that make the guest's ports reachable (`inbound`)
+/// are bound there by the sentry, which holds no capabilities.
+fn mirror_port_sysctl(sysctls: &[(String, String)]) {
+    const KEY: &str = "net.ipv4.ip_unprivileged_port_start";
+    let Some((_, value)) = sysctls.iter().find(|(k, _)| k == KEY) else { return };
+    if value.trim().parse::<u16>().is_err() {
+        return;
+    }
+    if let Err(e) = std::fs::write("/proc/sys/net/ipv4/ip_unprivileged_port_start", value.trim()) {
+        log::warn!("{KEY}={value} in the container's network namespace: {e}");
     }
 }
 

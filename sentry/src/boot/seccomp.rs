@@ -129,7 +129,7 @@ fn args_in(a: u8, xs: &[u64], b: u8, ys: &[u64]) -> Result<Vec<SeccompRule>, sec
 /// The egress gateway's host calls: it opens non-blocking IPv4/IPv6
 /// stream and datagram sockets only (protocol 0: TCP or UDP), connects
 /// and carries them, reads their pending error and sets the int options
-/// it forwards.
+/// it forwards; for connections in, it binds and listens.
 fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), seccompiler::BackendError> {
     let u = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
     let families = [u(libc::AF_INET), u(libc::AF_INET6)];
@@ -149,9 +149,17 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), secco
     for nr in [libc::SYS_getpeername, libc::SYS_getsockname] {
         rules.insert(nr, Vec::new());
     }
+    // Connections in (fs/inbound.rs): host listeners bound to the
+    // published ports, listening while a guest listener is there; their
+    // connections are taken with accept4, which the control socket
+    // already needs.
+    for nr in [libc::SYS_bind, libc::SYS_listen] {
+        rules.insert(nr, Vec::new());
+    }
     rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
     let mut set = Vec::new();
-    for &(level, name) in crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS) {
+    let options = crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS);
+    for &(level, name) in options.chain(&[(libc::SOL_SOCKET, libc::SO_REUSEADDR)]) {
         set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
     }
     rules.insert(libc::SYS_setsockopt, set);

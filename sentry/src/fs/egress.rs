@@ -13,6 +13,7 @@ use crate::abi::socket::{
 use crate::abi::Errno;
 use crate::audit::{AuditLog, Record};
 use crate::fs::egress_rate::{Rate, Shaper};
+use crate::fs::inbound::{Inbound, Mode};
 use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
 use crate::mm::accounting::{self, Accountant, Charge};
@@ -117,6 +118,8 @@ pub struct Gateway {
     rate: Option<Arc<Rate>>,
     /// `--network host`: no policy at all.
     unfiltered: bool,
+    /// Connections into the sandbox (`--publish`, a container's ports).
+    inbound: Option<Arc<Inbound>>,
 }
 
 /// A host socket's place in the sandbox's budget and its buffers' charge,
@@ -151,6 +154,7 @@ impl Gateway {
             memory: accounting::sandbox(),
             rate: limits.rate.map(Rate::new),
             unfiltered: false,
+            inbound: None,
         }
     }
 
@@ -213,6 +217,16 @@ impl Gateway {
     /// bounded buffers; refused past the sandbox's budget of sockets
     /// (`--egress-max-conns`), ENOBUFS past its memory limit.
     pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, OpenError> {
+        let lease = self.lease()?;
+        let fd = self.outer.socket(v6, kind)?;
+        bound_buffers(&fd)?;
+        Ok(Opened { fd, lease })
+    }
+
+    /// A place in the sandbox's budget of host sockets
+    /// (`--egress-max-conns`), with their buffers' charge to its memory
+    /// (ENOBUFS past its limit).
+    pub fn lease(&self) -> Result<Lease, OpenError> {
         let taken = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.budget).then_some(n + 1));
         if taken.is_err() {
             return Err(OpenError::Limit(self.budget));
@@ -222,12 +236,36 @@ impl Gateway {
         if !lease.charge.grow(HOST_CHARGE) {
             return Err(OpenError::Errno(Errno::ENOBUFS));
         }
-        let fd = self.outer.socket(v6, kind)?;
-        for &(level, name) in BUFFER_OPTIONS {
-            host::set_int_option(fd.as_fd(), level, name, HOST_BUFFER)?;
-        }
+        Ok(lease)
+    }
+
+    /// Carries a connection a host listener accepted (`inbound`): it takes
+    /// a lease like a connection out, and the same bounded buffers.
+    pub fn admit(&self, fd: OwnedFd) -> Result<Opened, OpenError> {
+        let lease = self.lease()?;
+        bound_buffers(&fd)?;
         Ok(Opened { fd, lease })
     }
+
+    /// Connections into the sandbox, when it takes any.
+    pub fn inbound(&self) -> Option<&Arc<Inbound>> {
+        self.inbound.as_ref()
+    }
+
+    /// Lets connections in as `mode` says (binding `--publish`'s ports
+    /// now); a port that cannot be had is the error.
+    pub fn with_inbound(self, mode: Mode) -> Result<Gateway, String> {
+        let inbound = Inbound::new(mode, &self.outer)?;
+        Ok(Gateway { inbound: Some(inbound), ..self })
+    }
+}
+
+/// Bounds a host socket's buffers (`HOST_BUFFER`), which its lease charges.
+fn bound_buffers(fd: &OwnedFd) -> Result<(), Errno> {
+    for &(level, name) in BUFFER_OPTIONS {
+        host::set_int_option(fd.as_fd(), level, name, HOST_BUFFER)?;
+    }
+    Ok(())
 }
 
 /// The kernel extension (`Kernel::ext`) that holds the sandbox's gateway;
@@ -267,6 +305,9 @@ pub struct HostConn {
     peers: Mutex<VecDeque<SocketAddr>>,
     /// The gateway's lease on the host socket, when it opened it.
     _lease: Option<Lease>,
+    /// A connection a host listener accepted into the sandbox: the port
+    /// of the guest listener it was handed to, which getsockname shows.
+    guest_port: Option<u16>,
     /// The sandbox's rate, when it has one.
     shaper: Option<Shaper>,
     /// What its net.close record says, once the gateway let it out.
@@ -284,6 +325,8 @@ pub struct Flow {
     pub protocol: String,
     pub dest: SocketAddr,
     pub start: Instant,
+    /// A connection into the sandbox (`dest` is its peer).
+    pub inbound: bool,
 }
 
 /// How many peers a datagram socket accepts replies from.
@@ -304,6 +347,21 @@ impl HostConn {
         HostConn::with_lease(opened.fd, queue, Some(opened.lease))
     }
 
+    /// Carries a connection a host listener accepted from `peer` for the
+    /// guest listener on `guest_port`: connected from the start.
+    pub fn accepted(opened: Opened, queue: &Arc<Queue>, peer: SocketAddr, guest_port: u16) -> HostConn {
+        let mut c = HostConn::with_lease(opened.fd, queue, Some(opened.lease));
+        c.guest_port = Some(guest_port);
+        *c.dialed.get_mut() = Some(peer);
+        c
+    }
+
+    /// The guest listener's port, for a connection accepted into the
+    /// sandbox.
+    pub fn guest_port(&self) -> Option<u16> {
+        self.guest_port
+    }
+
     /// Carries a connection on `fd`; `queue` hears of its readiness.
     pub fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
         HostConn::with_lease(fd, queue, None)
@@ -320,6 +378,7 @@ impl HostConn {
             dialed: Mutex::new(None),
             peers: Mutex::default(),
             _lease: lease,
+            guest_port: None,
             shaper,
             flow: OnceLock::new(),
             sent: AtomicU64::new(0),
@@ -563,6 +622,7 @@ impl Drop for HostConn {
                 sent: self.sent.load(Ordering::Relaxed),
                 received: self.received.load(Ordering::Relaxed),
                 duration_ms: u64::try_from(flow.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                direction: flow.inbound.then(|| "inbound".to_owned()),
             };
             // A log that fails has stopped the sandbox already (it fails
             // closed); a close has nobody to report to.

@@ -8,6 +8,7 @@
 use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
+use crate::fs::inbound::Listener;
 use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
@@ -43,6 +44,9 @@ pub struct InetSocket {
     /// it (the netstack has no route there: the syscall layer carries its
     /// datagrams).
     pub resolver_peer: Mutex<Option<std::net::SocketAddr>>,
+    /// A listener's host listeners in the outer namespace, whose
+    /// connections its accept takes too (`inbound.rs`).
+    pub inbound: Mutex<Vec<Listener>>,
 }
 
 /// The errno Linux returns for a netstack failure.
@@ -92,6 +96,7 @@ impl InetSocket {
             timeouts: Mutex::default(),
             outside: OnceLock::new(),
             resolver_peer: Mutex::new(None),
+            inbound: Mutex::default(),
         })
     }
 
@@ -106,6 +111,28 @@ impl InetSocket {
     pub fn carry_outside(&self, host: Opened) -> Result<&HostConn, Errno> {
         self.outside.set(HostConn::leased(host, &self.events)).map_err(|_| Errno::EISCONN)?;
         self.outside.get().ok_or(Errno::EISCONN)
+    }
+
+    /// Carries this fresh socket on a connection a host listener accepted
+    /// from `peer` for the guest listener on `guest_port`.
+    pub fn carry_accepted(
+        &self,
+        host: Opened,
+        peer: std::net::SocketAddr,
+        guest_port: u16,
+    ) -> Result<&HostConn, Errno> {
+        let conn = HostConn::accepted(host, &self.events, peer, guest_port);
+        self.outside.set(conn).map_err(|_| Errno::EISCONN)?;
+        self.outside.get().ok_or(Errno::EISCONN)
+    }
+
+    /// Feeds this listener the connections of `listeners` too, waking its
+    /// waiters when one arrives.
+    pub fn listen_outside(&self, listen: impl FnOnce(&Arc<Queue>) -> Vec<Listener>) {
+        let mut inbound = self.inbound.lock();
+        if inbound.is_empty() {
+            *inbound = listen(&self.events);
+        }
     }
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
@@ -169,7 +196,7 @@ impl FileOps for InetSocket {
     fn poll_events(&self) -> u32 {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.paced_events(),
-            (Endpoint::Tcp(t), None) => t.events(),
+            (Endpoint::Tcp(t), None) => t.events() | super::inbound::events(&self.inbound.lock()),
             (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::paced_events),
         }
     }

@@ -16,6 +16,7 @@ pub mod epoll;
 pub mod eventfd;
 pub mod gofer;
 pub mod host_file;
+pub mod inbound;
 pub mod inet;
 pub mod inotify;
 pub mod mqueue;

@@ -6,7 +6,7 @@
 use crate::abi::Errno;
 use nix::sys::socket::{self, MsgFlags, SockaddrStorage};
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 fn errno(e: nix::errno::Errno) -> Errno {
     Errno(e as i32)
@@ -110,6 +110,28 @@ pub fn peer(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
 pub fn local(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
     let a: SockaddrStorage = retry(|| socket::getsockname(fd.as_raw_fd()))?;
     address(&a).ok_or(Errno::EINVAL)
+}
+
+/// bind(2) of a host socket of the outer namespace to `to` (a published
+/// port).
+pub fn bind(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
+    retry(|| socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(to)))
+}
+
+/// listen(2) with Linux's default backlog bound (net.core.somaxconn).
+pub fn listen(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    retry(|| socket::listen(&fd, socket::Backlog::MAXCONN))
+}
+
+/// accept4(2) without waiting: a non-blocking, close-on-exec connection
+/// and its peer (EAGAIN when none is queued).
+pub fn accept(fd: BorrowedFd<'_>) -> Result<(OwnedFd, SocketAddr), Errno> {
+    let flags = socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC;
+    let raw = retry(|| socket::accept4(fd.as_raw_fd(), flags))?;
+    // SAFETY: accept4 returned a new descriptor that nothing else owns.
+    let conn = unsafe { OwnedFd::from_raw_fd(raw) };
+    let peer = peer(conn.as_fd())?;
+    Ok((conn, peer))
 }
 
 /// SO_ERROR: the pending error (a refused or timed-out connect), cleared.

@@ -97,7 +97,7 @@ fn deny<T>(task: &Task, s: &InetSocket, dest: SocketAddr, reason: String) -> Res
 /// What the net.close of a connection to `dest` will say.
 fn flow(task: &Task, s: &InetSocket, dest: SocketAddr) -> Flow {
     let log = task.kernel.audit_log().cloned();
-    Flow { log, pid: task.thread.tgid, protocol: protocol(s), dest, start: std::time::Instant::now() }
+    Flow { log, pid: task.thread.tgid, protocol: protocol(s), dest, start: std::time::Instant::now(), inbound: false }
 }
 
 /// Records an allowed connect (net.connect).
@@ -105,7 +105,7 @@ fn record_connect(task: &Task, s: &InetSocket, a: Allowed) -> Result<(), Errno> 
     let (pid, protocol, address) = (task.thread.tgid, protocol(s), a.dest.ip().to_string());
     let (port, name, rule) = (a.dest.port(), a.name, a.rule);
     task.kernel.package_connected(task, &address, port, name.as_deref());
-    task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name, rule })?;
+    task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name, rule, direction: None })?;
     Ok(())
 }
 
@@ -250,7 +250,10 @@ pub(super) fn connect_resolver_stream(
 /// address (eth0's) with the connection's port; an IPv6 connection, which
 /// eth0 has no address for, shows the outer namespace's.
 pub(super) fn sandbox_local(conn: &HostConn) -> Result<SocketAddr, Errno> {
-    let local = conn.local()?;
+    let mut local = conn.local()?;
+    if let Some(port) = conn.guest_port() {
+        local.set_port(port);
+    }
     Ok(match husk_netstack::iface::uplink() {
         Some(u) if local.is_ipv4() => SocketAddr::new(IpAddr::V4(u.addr), local.port()),
         _ => local,

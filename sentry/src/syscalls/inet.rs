@@ -2,7 +2,8 @@
 //! socket.rs come here when the descriptor is a netstack endpoint. The
 //! netstack has loopback only, so these reach the sandbox's own sockets;
 //! a stream that connects out of the sandbox passes the egress gateway
-//! (`egress.rs`) and is carried on a host connection from then on.
+//! (`egress.rs`) and is carried on a host connection from then on; a
+//! listener's accept also takes connections from outside (`inbound.rs`).
 
 use super::args::{self, int};
 use super::block::wait_io;
@@ -141,10 +142,14 @@ pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-pub(super) fn listen(s: &InetSocket) -> SysResult {
+pub(super) fn listen(task: &Task, s: &InetSocket) -> SysResult {
     match &s.endpoint {
         _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
-        Endpoint::Tcp(t) => t.listen().map_err(errno).map(|()| 0),
+        Endpoint::Tcp(t) => {
+            t.listen().map_err(errno)?;
+            super::inbound::listened(task, s);
+            Ok(0)
+        }
         Endpoint::Udp(_) => Err(Errno::EOPNOTSUPP),
     }
 }
@@ -181,10 +186,17 @@ pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 
     let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::EOPNOTSUPP) };
     // SO_RCVTIMEO bounds the wait (EAGAIN), as in inet_csk_accept.
     let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
-    let conn = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, || t.accept().map_err(errno))?;
-    let peer = conn.peer_addr().map_err(errno)?;
+    // The sandbox's own connections first, then those from outside.
+    let take = || match t.accept() {
+        Ok(conn) => {
+            let peer = conn.peer_addr().map_err(errno)?;
+            Ok((InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn)), peer))
+        }
+        Err(husk_netstack::Error::WouldBlock) => super::inbound::accept(task, s),
+        Err(e) => Err(errno(e)),
+    };
+    let (sock, peer) = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, take)?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
-    let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
     let fd = super::socket::install(task, sock, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
     if a[1] != 0 {
         write_sockaddr(task, a[1], a[2], &encode(peer))?;

@@ -22,6 +22,7 @@ mod fd;
 mod file;
 mod futex;
 mod ids;
+mod inbound;
 mod inet;
 mod inotify;
 mod mmap;

@@ -25,7 +25,7 @@ use crate::vfs::FileOps;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
 
-const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; loopback only) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
+const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
@@ -271,7 +271,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
-        Some(Other::Inet((_, s))) => return inet::listen(&s),
+        Some(Other::Inet((_, s))) => return inet::listen(task, &s),
         Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
         None => {}
     }
