@@ -6,7 +6,8 @@
 # through them; chroot and pivot_root (in a mount namespace of its own)
 # followed by `..` and /proc links; and against /run/secrets: unmounting
 # or moving it to see what lies beneath, remounting it writable, binding
-# it elsewhere to write, in its own mount namespace too. Nothing it reads
+# it elsewhere to write, a bind of its parent without it, in its own mount
+# namespace too. Nothing it reads
 # holds the host secret, /run/secrets stays as the runtime made it, and
 # the host tree around DIR is unchanged.
 . "$ATTACK_SRC/lib.sh"
@@ -55,6 +56,9 @@ static void binds(void) {
             umount2("/mnt", MNT_DETACH);
         }
     must_fail(mount("/proc/self/fd/1", "/mnt", NULL, MS_BIND, NULL), "bind of a host descriptor");
+    /* A bind without MS_REC would show what the runtime's mounts cover. */
+    must_fail(mount("/", "/mnt", NULL, MS_BIND, NULL), "a bind of / without the runtime's mounts");
+    must_fail(mount("/run", "/mnt", NULL, MS_BIND, NULL), "a bind of /run without /run/secrets");
 }
 static void host_types(void) {
     const char *types[][3] = {{"/dev/sda", "ext4", NULL}, {"/dev/vda", "ext4", NULL},

@@ -2,7 +2,8 @@
  * privileged guest uses them: a tmpfs with size=/mode= (ENOSPC past the
  * size), bind mounts and a read-only remount (EROFS), noexec (EACCES at
  * execve), propagation in /proc/self/mountinfo, MS_MOVE, EBUSY and
- * MNT_DETACH, ENODEV for an unknown type, chroot with ".." confined, a
+ * MNT_DETACH, ENODEV for an unknown type, sysfs, cgroup2, mqueue and
+ * proc, chroot with ".." confined, a
  * mount made after unshare(CLONE_NEWNS) invisible to the parent, own UTS
  * and IPC namespaces, and EPERM without privilege.
  *
@@ -168,6 +169,31 @@ static void umount_and_move(void) {
     CHECK_ERR(mount("none", a, "nosuchfs", 0, NULL), ENODEV);
 }
 
+/* The other filesystems the sandbox serves: each mounts, shows what it
+ * is, and unmounts. */
+static void other_filesystems(void) {
+    char path[128];
+    CHECK_OK(mount("sysfs", a, "sysfs", MS_RDONLY, NULL));
+    snprintf(path, sizeof path, "%s/fs/cgroup", a);
+    struct stat st;
+    CHECK_OK(stat(path, &st));
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK(strstr(mountinfo_of(a), " - sysfs sysfs ") != NULL);
+    CHECK_OK(umount2(a, 0));
+    CHECK_OK(mount("cgroup2", a, "cgroup2", 0, NULL));
+    snprintf(path, sizeof path, "%s/cgroup.controllers", a);
+    CHECK_OK(access(path, R_OK));
+    CHECK_OK(umount2(a, 0));
+    CHECK_OK(mount("mqueue", a, "mqueue", 0, NULL));
+    CHECK(strstr(mountinfo_of(a), " - mqueue mqueue ") != NULL);
+    CHECK_OK(umount2(a, 0));
+    CHECK_OK(mount("proc", a, "proc", 0, NULL));
+    snprintf(path, sizeof path, "%s/self/status", a);
+    CHECK_OK(access(path, R_OK));
+    CHECK_OK(umount2(a, 0));
+    CHECK_ERR(mount("proc", a, "proc", 0, "bogus=1"), EINVAL);
+}
+
 static char root[96];
 
 static int chrooted(void) {
@@ -269,6 +295,7 @@ int main(int argc, char **argv) {
     bind_and_read_only();
     noexec();
     umount_and_move();
+    other_filesystems();
     chroot_confines();
     namespaces();
     CHECK_EQ(in_child(unprivileged), 0);

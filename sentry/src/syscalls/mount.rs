@@ -262,7 +262,7 @@ fn check_options(fs_type: &str, data: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The root of the sandbox's first mount of type `fs_type` at `path`.
+/// The root of the sandbox's first mount of type `fs_type`.
 fn sandbox_fs(task: &Task, fs_type: &str) -> Result<Arc<dyn Node>, Errno> {
     let m = task.kernel.mounts.all().into_iter().find(|m| m.fs_type == fs_type).ok_or(Errno::ENODEV)?;
     Ok(m.root.clone())
@@ -376,14 +376,25 @@ fn bind(ns: &MountNamespace, from: &Arc<Dentry>, at: &Arc<Dentry>, flags: u64) -
     if src.opts.propagation == Propagation::Unbindable {
         return Err(Errno::EINVAL);
     }
+    let covered: Vec<_> = ns
+        .descendants(src.id)
+        .into_iter()
+        .filter(|c| c.mountpoint.as_ref().is_some_and(|mp| Dentry::is_under(mp, from)))
+        .collect();
+    // Without MS_REC the copy would show what the runtime's mounts below
+    // cover (a masked or read-only path): refused, as Linux refuses a
+    // bind that would uncover locked mounts.
+    if flags & MS_REC == 0 && covered.iter().any(|c| c.opts.locked) {
+        return Err(Errno::EINVAL);
+    }
     let mut fs_root = src.opts.fs_root.clone();
     fs_root.extend_from_slice(&from.path_in_mount());
     let top = ns.mount_with(at, from.node.clone(), &src.fs_type, &src.source, inherited(&src.opts, fs_root))?;
     if flags & MS_REC != 0 {
         let mut copies = vec![(src.id, top)];
-        for c in ns.descendants(src.id) {
+        for c in covered {
             let Some(mp) = &c.mountpoint else { continue };
-            if !Dentry::is_under(mp, from) || c.opts.propagation == Propagation::Unbindable {
+            if c.opts.propagation == Propagation::Unbindable && !c.opts.locked {
                 continue;
             }
             let Some(parent_copy) = copies.iter().find(|(id, _)| *id == mp.mount.id).map(|(_, m)| m.clone()) else {
@@ -391,7 +402,9 @@ fn bind(ns: &MountNamespace, from: &Arc<Dentry>, at: &Arc<Dentry>, flags: u64) -
             };
             let stop = if mp.mount.id == src.id { from.clone() } else { Dentry::mount_root(&mp.mount) };
             let place = below(&Dentry::mount_root(&parent_copy), mp, &stop);
-            let copy = inherited(&c.opts, c.opts.fs_root.clone());
+            // A runtime mount stays locked in the copy: unmounting it there
+            // would uncover what it covers.
+            let copy = MountOpts { locked: c.opts.locked, ..inherited(&c.opts, c.opts.fs_root.clone()) };
             let m = ns.mount_with(&place, c.root.clone(), &c.fs_type, &c.source, copy)?;
             copies.push((c.id, m));
         }

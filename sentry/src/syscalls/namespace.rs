@@ -14,11 +14,18 @@ use crate::kernel::fork::{CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_SIGHAND, CLO
 use crate::kernel::{ipc, namespaces, Task};
 use std::sync::Arc;
 
-pub(super) const ENTRIES: Entries = &[(
-    libc::SYS_unshare,
-    sys_unshare,
-    Support::Partial("CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, FS, FILES; other namespaces (and NEWUSER) EPERM"),
-)];
+pub(super) const ENTRIES: Entries = &[
+    (
+        libc::SYS_unshare,
+        sys_unshare,
+        Support::Partial("CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, FS, FILES; other namespaces (and NEWUSER) EPERM"),
+    ),
+    (
+        libc::SYS_setns,
+        sys_setns,
+        Support::Unimplemented("no /proc/PID/ns files (nor pidfds) name a namespace yet: EBADF or EINVAL as Linux"),
+    ),
+];
 
 const CLONE_NEWUTS: u64 = libc::CLONE_NEWUTS as u64;
 const CLONE_NEWIPC: u64 = libc::CLONE_NEWIPC as u64;
@@ -65,6 +72,14 @@ fn implied(mut f: u64) -> u64 {
         f |= CLONE_FS;
     }
     f
+}
+
+/// No descriptor names a namespace the guest could join: a bad one is
+/// EBADF, any other EINVAL, as Linux answers for a file that is no
+/// namespace.
+fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
+    super::args::file(task, a[0])?;
+    Err(Errno::EINVAL)
 }
 
 fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {

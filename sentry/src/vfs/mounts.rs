@@ -257,13 +257,13 @@ impl MountNamespace {
 /// moved) on dentries of the new object, so that "..", paths and flags
 /// seen from them are `top`'s as it is now.
 fn refresh_below(table: &mut MountTable, top: &Arc<Mount>) {
-    let children: Vec<((u64, Vec<u8>), Arc<Mount>)> =
-        table.iter().filter(|(k, _)| k.0 == top.id).map(|(k, m)| (k.clone(), m.clone())).collect();
-    for (key, c) in children {
+    let children: Vec<Arc<Mount>> = table.iter().filter(|(k, _)| k.0 == top.id).map(|(_, m)| m.clone()).collect();
+    for c in children {
         let Some(mp) = &c.mountpoint else { continue };
         if Arc::ptr_eq(&mp.mount, top) || c.id == top.id {
             continue;
         }
+        let key = (mp.mount.id, mp.path_in_mount());
         let new = Arc::new(Mount {
             id: c.id,
             root: c.root.clone(),
