@@ -45,7 +45,7 @@ fn task() -> (Task, u64) {
         })
         .expect("mmap");
     mm.copy_out(scratch, &vec![0u8; 1 << 20]).expect("first touch");
-    let fs = Arc::new(FsContext::new(kernel.mounts.root(), kernel.mounts.root()));
+    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), kernel.mounts.root(), kernel.mounts.root()));
     let thread = Arc::new(Thread::new_init(1, Credentials::new(0, 0), mm, fs));
     (Task::new(kernel, thread).expect("task"), scratch)
 }

@@ -142,6 +142,7 @@ attacks!(
     proc_host_pids,
     rootfs_proc_links,
     namespaces,
+    mount_escape,
     oom_kills_largest,
     fork_bomb,
     thread_bomb,

@@ -334,10 +334,10 @@ fn owners_links_forks_and_policy_refusals_are_recorded() {
     let dir = TempDir::new("audit-more");
     let log = dir.path().join("audit.log");
     // chown, a hard link and a symlink under /etc (watched by default),
-    // two mounts (refused for policy: one record per process) and, with
-    // --audit-fork, the subshell's fork.
+    // two mounts of a host filesystem type (refused for policy: one record
+    // per process) and, with --audit-fork, the subshell's fork.
     let script = "echo x > /etc/probe; chown 12:34 /etc/probe; ln /etc/probe /etc/hard; ln -s /etc/probe /etc/soft; \
-                  ln -s /etc/probe /tmp/unwatched; mount -t tmpfs none /mnt; mount -t tmpfs none /mnt; \
+                  ln -s /etc/probe /tmp/unwatched; mount -t debugfs none /mnt; mount -t debugfs none /mnt; \
                   (exit 0); true";
     let r = audited(dir.path(), &log, &["--audit-fork"], script);
     r.assert_code(0);

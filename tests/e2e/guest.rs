@@ -320,3 +320,8 @@ fn guest_fifo_files() {
     let sbx = run(husk_do(&[], &[argv[0].as_str(), "/var/tmp"]), None);
     assert_eq!(sbx.code, 0, "fifo_files in the overlay failed under husk do\n{}", sbx.describe());
 }
+
+#[test]
+fn guest_mounts() {
+    guest_test("mounts", &[]);
+}

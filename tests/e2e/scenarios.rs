@@ -565,3 +565,20 @@ fn ipcs_shows_sysv_objects() {
     let shm_rows = out.lines().skip_while(|l| !l.trim_start().starts_with("key      shmid")).skip(1).count();
     assert_eq!(shm_rows, 0, "the removed segment is gone from /proc/sysvipc/shm\n{}", sbx.describe());
 }
+
+#[test]
+fn a_root_guest_mounts_a_scratch_tmpfs() {
+    // What a test setup does: mount a sized tmpfs, use it, look at it with
+    // findmnt, df and mount, unmount it. Natively in a mount namespace of
+    // its own (so the host's /mnt is untouched), and under husk.
+    let script = "mount -t tmpfs -o size=1m none /mnt && echo x > /mnt/f && cat /mnt/f \
+                  && findmnt -n -o FSTYPE,SOURCE,TARGET,VFS-OPTIONS,PROPAGATION /mnt \
+                  && df -k --output=size /mnt | tail -1 && mount | grep -c ' on /mnt type tmpfs ' \
+                  && umount /mnt && ! findmnt /mnt && ! test -e /mnt/f && echo done";
+    let nat = run(native(&["unshare", "-m", "sh", "-c", script]), None);
+    nat.assert_code(0);
+    let sbx = run(husk_do(&[], &["sh", "-c", script]), None);
+    sbx.assert_code(0);
+    assert_eq!(sbx.stdout_str(), nat.stdout_str(), "{}", sbx.describe());
+    assert!(sbx.stdout_str().starts_with("x\ntmpfs "), "{}", sbx.describe());
+}

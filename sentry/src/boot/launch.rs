@@ -102,7 +102,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
         w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
     };
-    let fs = Arc::new(FsContext::new(root, cwd));
+    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
     thread.attrs.lock().no_new_privs = spec.no_new_privs;

@@ -230,6 +230,7 @@ fn boot_with(
     kernel.set_package_registry_allow(cfg.package_registry_allow.clone());
     if let Some(d) = &disk {
         report_disk_breaches(&kernel, d);
+        let _ = kernel.ext::<crate::fs::disk::SandboxDisk>().0.set(d.clone());
     }
     if cfg.strace {
         kernel.attach_syscall_observer(Arc::new(crate::syscalls::strace::Strace));

@@ -37,16 +37,30 @@ pub struct DiskBudget {
     /// Inside a breach episode (reported already).
     breached: AtomicBool,
     on_breach: OnceLock<OnBreach>,
+    /// The budget this one is a part of (a guest's `tmpfs -o size=`
+    /// within the sandbox's): a charge must pass both.
+    within: Option<Arc<DiskBudget>>,
 }
+
+/// The sandbox's disk budget, if it has one, for the tmpfs mounts the
+/// guest makes (set at boot).
+#[derive(Default)]
+pub struct SandboxDisk(pub OnceLock<Arc<DiskBudget>>);
 
 impl DiskBudget {
     /// A budget of `limit` bytes.
     pub fn new(limit: u64) -> Arc<DiskBudget> {
+        DiskBudget::within(limit, None)
+    }
+
+    /// A budget of `limit` bytes that are charged to `outer` as well.
+    pub fn within(limit: u64, outer: Option<Arc<DiskBudget>>) -> Arc<DiskBudget> {
         Arc::new(DiskBudget {
             limit,
             charged: AtomicU64::new(0),
             breached: AtomicBool::new(false),
             on_breach: OnceLock::new(),
+            within: outer,
         })
     }
 
@@ -78,7 +92,13 @@ impl DiskBudget {
             .charged
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_add(bytes).filter(|&n| n <= self.limit));
         match r {
-            Ok(_) => true,
+            Ok(_) => match &self.within {
+                Some(outer) if !outer.try_charge(bytes) => {
+                    self.charged.fetch_sub(bytes, Ordering::AcqRel);
+                    false
+                }
+                _ => true,
+            },
             Err(usage) => {
                 if !self.breached.swap(true, Ordering::AcqRel) {
                     if let Some(f) = self.on_breach.get() {
@@ -95,6 +115,9 @@ impl DiskBudget {
     fn uncharge(&self, bytes: u64) {
         let r = self.charged.fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| Some(c.saturating_sub(bytes)));
         let now = r.map_or(0, |c| c.saturating_sub(bytes));
+        if let Some(outer) = &self.within {
+            outer.uncharge(bytes);
+        }
         if now < self.limit / 8 * RELIEF {
             self.breached.store(false, Ordering::Release);
         }
@@ -166,6 +189,23 @@ mod tests {
         assert_eq!(b.usage(), 40, "a shrink returns at most what is held");
         drop(y);
         assert_eq!(b.usage(), 0, "a dropped charge returns its bytes");
+    }
+
+    #[test]
+    fn a_budget_within_another_passes_both_limits() {
+        let outer = DiskBudget::new(100);
+        let inner = DiskBudget::within(50, Some(outer.clone()));
+        let mut other = DiskCharge::new(Some(outer.clone()));
+        let mut c = DiskCharge::new(Some(inner.clone()));
+        assert!(!c.grow(51), "the inner limit");
+        assert!(c.grow(50));
+        assert_eq!((inner.usage(), outer.usage()), (50, 50), "charged to both");
+        assert!(!other.grow(51), "the outer limit counts the inner's bytes");
+        c.shrink(20);
+        assert_eq!((inner.usage(), outer.usage()), (30, 30));
+        assert!(other.grow(70));
+        assert!(!c.grow(1), "the outer budget is full");
+        assert_eq!(inner.usage(), 30, "a refusal by the outer budget leaves the inner as it was");
     }
 
     #[test]

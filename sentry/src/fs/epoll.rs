@@ -469,6 +469,7 @@ mod tests {
             fs_type: "t".into(),
             source: "t".into(),
             read_only: false,
+            opts: crate::vfs::MountOpts::default(),
         });
         FileDescription::new(Dentry::mount_root(&m), ops, crate::abi::fcntl::O_RDWR)
     }

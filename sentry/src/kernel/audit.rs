@@ -99,7 +99,7 @@ mod tests {
         let log = AuditLog::open("k", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap();
         kernel.set_audit_log(Arc::new(log));
         let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 30));
-        let fs = Arc::new(FsContext::new(kernel.mounts.root(), kernel.mounts.root()));
+        let fs = Arc::new(FsContext::new(kernel.mounts.clone(), kernel.mounts.root(), kernel.mounts.root()));
         let thread = Arc::new(Thread::new_init(7, Credentials::new(1000, 100), mm, fs));
         *thread.comm.lock() = b"prog".to_vec();
         (kernel, thread, sink)

@@ -23,14 +23,16 @@ pub const MAX_ARG_STRLEN: usize = 131_072;
 /// the working directory, following symlinks.
 pub fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
     let creds = task.thread.creds();
-    let w = Walker { ns: &task.kernel.mounts, root: task.thread.fs().root(), creds: &creds };
-    w.resolve_at(DirFd::Cwd(task.thread.fs().cwd()), path, true, false)
+    let fs = task.thread.fs();
+    let ns = fs.mounts();
+    let w = Walker { ns: &ns, root: fs.root(), creds: &creds };
+    w.resolve_at(DirFd::Cwd(fs.cwd()), path, true, false)
 }
 
 /// Opens an already-resolved dentry for execution.
 pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
     let st = d.node.stat()?;
-    if st.mode & S_IFMT != S_IFREG {
+    if st.mode & S_IFMT != S_IFREG || d.mount.opts.noexec {
         return Err(Errno::EACCES);
     }
     let creds = task.thread.creds();

@@ -6,7 +6,6 @@ use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
 use super::thread_group::ThreadGroup;
-use super::FsContext;
 use crate::abi::{Errno, SysResult};
 use crate::mm::MemoryManager;
 use crate::platform::CpuState;
@@ -222,9 +221,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         mm.copy_out(s.args.child_tid, &s.tid.to_le_bytes())?;
     }
     let p = &s.parent;
-    let pfs = p.fs();
-    let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
-    fs.swap_umask(pfs.umask());
+    let fs = Arc::new(p.fs().copy());
     let t = Thread::new(s.tid, s.group.clone(), Arc::new(SigActions::default()), p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = Arc::new(p.fds().fork());
@@ -240,6 +237,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         *t.attrs.lock() = attrs;
     }
     t.seccomp.inherit(&p.seccomp);
+    *t.namespaces.lock() = p.namespaces.lock().clone();
     for sig in 1..=NSIG {
         let a = p.sigactions.swap(sig, None);
         t.sigactions.swap(sig, Some(a));
@@ -271,14 +269,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
         Errno::EAGAIN
     })?;
     let tid = kernel.alloc_tid();
-    let fs = if f & CLONE_FS != 0 {
-        p.fs()
-    } else {
-        let pfs = p.fs();
-        let fs = Arc::new(FsContext::new(pfs.root(), pfs.cwd()));
-        fs.swap_umask(pfs.umask());
-        fs
-    };
+    let fs = if f & CLONE_FS != 0 { p.fs() } else { Arc::new(p.fs().copy()) };
     // A new thread of the caller's process: its group, its handlers.
     let t = Thread::new(tid, p.group().clone(), p.sigactions.clone(), p.creds(), mm.clone(), fs);
     *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
@@ -289,6 +280,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
     *t.attrs.lock() = p.attrs.lock().clone();
     t.seccomp.inherit(&p.seccomp);
+    *t.namespaces.lock() = p.namespaces.lock().clone();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
     if f & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(args.child_tid, std::sync::atomic::Ordering::Relaxed);

@@ -1,6 +1,9 @@
-//! A process's filesystem context: root, working directory and umask.
+//! A process's filesystem context: root, working directory, umask and
+//! mount namespace. The namespace lives here because leaving it
+//! (`unshare(CLONE_NEWNS)`) unshares the rest of the context too, as in
+//! Linux.
 
-use crate::vfs::Dentry;
+use crate::vfs::{Dentry, MountNamespace};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -9,11 +12,24 @@ pub struct FsContext {
     root: Mutex<Arc<Dentry>>,
     cwd: Mutex<Arc<Dentry>>,
     umask: AtomicU32,
+    mounts: Mutex<Arc<MountNamespace>>,
 }
 
 impl FsContext {
-    pub fn new(root: Arc<Dentry>, cwd: Arc<Dentry>) -> FsContext {
-        FsContext { root: Mutex::new(root), cwd: Mutex::new(cwd), umask: AtomicU32::new(0o022) }
+    pub fn new(mounts: Arc<MountNamespace>, root: Arc<Dentry>, cwd: Arc<Dentry>) -> FsContext {
+        FsContext {
+            root: Mutex::new(root),
+            cwd: Mutex::new(cwd),
+            umask: AtomicU32::new(0o022),
+            mounts: Mutex::new(mounts),
+        }
+    }
+
+    /// A copy for a new process or an unsharing thread.
+    pub fn copy(&self) -> FsContext {
+        let c = FsContext::new(self.mounts(), self.root(), self.cwd());
+        c.swap_umask(self.umask());
+        c
     }
 
     pub fn root(&self) -> Arc<Dentry> {
@@ -24,12 +40,27 @@ impl FsContext {
         self.cwd.lock().clone()
     }
 
+    /// The mount namespace paths resolve in.
+    pub fn mounts(&self) -> Arc<MountNamespace> {
+        self.mounts.lock().clone()
+    }
+
     pub fn set_cwd(&self, d: Arc<Dentry>) {
         *self.cwd.lock() = d;
     }
 
     pub fn set_root(&self, d: Arc<Dentry>) {
         *self.root.lock() = d;
+    }
+
+    /// Moves the context into namespace `ns`, its root and working
+    /// directory to the same places there.
+    pub fn set_mounts(&self, ns: Arc<MountNamespace>) {
+        let root = ns.rebase(&self.root());
+        let cwd = ns.rebase(&self.cwd());
+        self.set_root(root);
+        self.set_cwd(cwd);
+        *self.mounts.lock() = ns;
     }
 
     pub fn umask(&self) -> u32 {

@@ -12,6 +12,7 @@ pub mod fs_context;
 pub mod futex;
 pub mod ipc;
 pub mod limits;
+pub mod namespaces;
 pub mod package;
 pub mod pids;
 pub mod process;
@@ -85,7 +86,9 @@ struct ThreadTable {
 pub struct Kernel {
     pub platform: Arc<dyn Platform>,
     pub memory: Arc<MemoryFile>,
-    pub mounts: MountNamespace,
+    /// The sandbox's first mount namespace (a process may have a copy:
+    /// `FsContext::mounts`).
+    pub mounts: Arc<MountNamespace>,
     /// The pseudo-filesystem that holds anonymous files (pipes …).
     pub anon: Arc<Mount>,
     /// The sandbox's network stack (IP sockets).
@@ -149,11 +152,12 @@ impl Kernel {
             fs_type: "anon_inodefs".into(),
             source: "anon_inodefs".into(),
             read_only: false,
+            opts: crate::vfs::MountOpts::default(),
         });
         Kernel {
             platform,
             memory,
-            mounts: MountNamespace::new(root, "overlay", "root"),
+            mounts: Arc::new(MountNamespace::new(root, "overlay", "root")),
             anon,
             net: husk_netstack::Stack::new(),
             extensions: extensions::Extensions::default(),

@@ -127,7 +127,7 @@ mod tests {
         let kernel = testing::kernel(memory.clone());
         kernel.register_syscall_table(&TABLE);
         let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 30));
-        let fs = Arc::new(FsContext::new(kernel.mounts.root(), kernel.mounts.root()));
+        let fs = Arc::new(FsContext::new(kernel.mounts.clone(), kernel.mounts.root(), kernel.mounts.root()));
         let thread = Arc::new(Thread::new_init(7, Credentials::new(1000, 100), mm, fs));
         *thread.comm.lock() = b"prog".to_vec();
         let mut task = Task::new(kernel, thread).unwrap();

@@ -233,7 +233,7 @@ impl Task {
         if last {
             self.thread.fds().clear();
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
-            let ipc = k.ext::<super::ipc::Namespace>();
+            let ipc = super::namespaces::ipc_ns(&k, &self.thread);
             ipc.process_exited(tgid);
             // Its SysV shared memory attachments go now, unless another
             // process (a vfork parent) shares the address space; the rest

@@ -88,6 +88,8 @@ pub struct Thread {
     pub saved_sigmask: Mutex<Option<u64>>,
     /// Its guest seccomp mode and filters.
     pub seccomp: super::seccomp::Seccomp,
+    /// The UTS and IPC namespaces it is in.
+    pub namespaces: Mutex<super::namespaces::Namespaces>,
 }
 
 impl Thread {
@@ -139,6 +141,7 @@ impl Thread {
             saved_sigmask: Mutex::new(None),
             cpu: ThreadCpu::default(),
             seccomp: super::seccomp::Seccomp::default(),
+            namespaces: Mutex::default(),
         }
     }
 

@@ -44,7 +44,9 @@ pub fn path(task: &Task, addr: u64) -> Result<Vec<u8>, Errno> {
 /// Runs `f` with a walker that uses the task's root and credentials.
 pub fn with_walker<R>(task: &Task, f: impl FnOnce(&Walker<'_>) -> R) -> R {
     let creds = task.thread.creds();
-    let w = Walker { ns: &task.kernel.mounts, root: task.thread.fs().root(), creds: &creds };
+    let fs = task.thread.fs();
+    let ns = fs.mounts();
+    let w = Walker { ns: &ns, root: fs.root(), creds: &creds };
     f(&w)
 }
 

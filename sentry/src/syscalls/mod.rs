@@ -27,7 +27,9 @@ mod inet;
 mod inotify;
 mod mmap;
 mod mmsg;
+mod mount;
 mod mqueue;
+mod namespace;
 mod netlink;
 mod pidfd;
 mod policy;
@@ -62,7 +64,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 34] = [
+const FAMILIES: [Entries; 36] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -97,6 +99,8 @@ const FAMILIES: [Entries; 34] = [
     seccomp::ENTRIES,
     pidfd::ENTRIES,
     policy::ENTRIES,
+    mount::ENTRIES,
+    namespace::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.

@@ -1,5 +1,5 @@
 //! System calls husk refuses for policy: they would reach past the
-//! sandbox (mounts, modules, kexec, reboot, swap, raw I/O ports, BPF,
+//! sandbox (modules, kexec, reboot, swap, raw I/O ports, BPF,
 //! perf, process accounting, tracing other processes). Each fails with
 //! EPERM, as under a container runtime's default seccomp profile, and is
 //! recorded as `policy.denied` once per process and call.
@@ -19,7 +19,7 @@ const WHY: Support = Support::Unimplemented("refused for policy: EPERM, recorded
 struct Recorded(Mutex<HashSet<(i32, usize)>>);
 
 /// Refuses call `nr` to `task`.
-fn refuse(task: &Task, nr: libc::c_long) -> SysResult {
+pub(super) fn refuse(task: &Task, nr: libc::c_long) -> SysResult {
     let nr = usize::try_from(nr).unwrap_or_default();
     let pid = task.thread.tgid;
     if task.kernel.audit_log().is_some() && task.kernel.ext::<Recorded>().0.lock().insert((pid, nr)) {
@@ -41,9 +41,6 @@ macro_rules! refused {
 }
 
 refused! {
-    sys_mount: SYS_mount,
-    sys_umount2: SYS_umount2,
-    sys_pivot_root: SYS_pivot_root,
     sys_swapon: SYS_swapon,
     sys_swapoff: SYS_swapoff,
     sys_reboot: SYS_reboot,

@@ -8,6 +8,7 @@ use super::{Entries, Support};
 use crate::abi::layout::Encoder;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
+use crate::kernel::namespaces::{set_uts_name, uts_names};
 use crate::kernel::Task;
 
 pub(super) const ENTRIES: Entries = &[
@@ -35,8 +36,7 @@ fn encode_utsname(fields: [&[u8]; 6]) -> Vec<u8> {
 
 fn sys_uname(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (release, version) = crate::host::uts();
-    let hostname = task.kernel.hostname.lock().clone();
-    let domainname = task.kernel.domainname.lock().clone();
+    let (hostname, domainname) = uts_names(&task.kernel, &task.thread);
     let buf = encode_utsname([b"Linux", &hostname, release, version, b"x86_64", &domainname]);
     task.thread.mm().copy_out(a[0], &buf)?;
     Ok(0)
@@ -55,13 +55,13 @@ fn read_uts_name(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, Errno> {
 
 fn sys_sethostname(task: &mut Task, a: [u64; 6]) -> SysResult {
     let name = read_uts_name(task, a[0], a[1])?;
-    *task.kernel.hostname.lock() = name;
+    set_uts_name(&task.kernel, &task.thread, false, name);
     Ok(0)
 }
 
 fn sys_setdomainname(task: &mut Task, a: [u64; 6]) -> SysResult {
     let name = read_uts_name(task, a[0], a[1])?;
-    *task.kernel.domainname.lock() = name;
+    set_uts_name(&task.kernel, &task.thread, true, name);
     Ok(0)
 }
 

@@ -33,7 +33,7 @@ const MSQID_DS_SIZE: usize = 120;
 const MSGINFO_SIZE: usize = 32;
 
 fn registry(task: &Task) -> Arc<ipc::Namespace> {
-    task.kernel.ext::<ipc::Namespace>()
+    crate::kernel::namespaces::ipc_ns(&task.kernel, &task.thread)
 }
 
 fn sys_msgget(task: &mut Task, a: [u64; 6]) -> SysResult {

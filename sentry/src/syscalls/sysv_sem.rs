@@ -41,7 +41,7 @@ const SEMID_DS_SIZE: usize = 104;
 const SEMBUF_SIZE: usize = 6;
 
 fn registry(task: &Task) -> Arc<ipc::Namespace> {
-    task.kernel.ext::<ipc::Namespace>()
+    crate::kernel::namespaces::ipc_ns(&task.kernel, &task.thread)
 }
 
 fn sys_semget(task: &mut Task, a: [u64; 6]) -> SysResult {

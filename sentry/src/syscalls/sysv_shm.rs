@@ -42,7 +42,7 @@ const SHM_STAT_ANY: i32 = 15;
 const SHMID_DS_SIZE: usize = 112;
 
 fn registry(task: &Task) -> Arc<shm::Registry> {
-    task.kernel.ext::<ipc::Namespace>().shm.clone()
+    crate::kernel::namespaces::ipc_ns(&task.kernel, &task.thread).shm.clone()
 }
 
 fn sys_shmget(task: &mut Task, a: [u64; 6]) -> SysResult {

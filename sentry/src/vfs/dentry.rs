@@ -17,6 +17,40 @@ pub struct Mount {
     pub fs_type: String,
     pub source: String,
     pub read_only: bool,
+    /// The per-mount flags and state that `mount(2)` sets (`mounts`).
+    pub opts: MountOpts,
+}
+
+/// How a mount receives and passes on mount events (recorded and shown
+/// in mountinfo; events are not propagated between peers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Propagation {
+    #[default]
+    Private,
+    /// A member of peer group `n`.
+    Shared(u64),
+    /// Receives from peer group `n`.
+    Slave(u64),
+    Unbindable,
+}
+
+/// A mount's flags beyond read-only, and what `mount(2)` needs to change
+/// them.
+#[derive(Clone, Default)]
+pub struct MountOpts {
+    pub nosuid: bool,
+    pub nodev: bool,
+    pub noexec: bool,
+    pub propagation: Propagation,
+    /// The directory of the filesystem the mount shows ("" for its root,
+    /// a bind mount's source otherwise), mountinfo's fourth field.
+    pub fs_root: Vec<u8>,
+    /// Set up by the runtime: the guest may not unmount it, move it or
+    /// make it writable (Linux's MNT_LOCKED for mounts a less privileged
+    /// namespace inherits).
+    pub locked: bool,
+    /// For a mount the guest made read-only: its writable root.
+    pub rw_root: Option<Arc<dyn Node>>,
 }
 
 /// A node reached through a path: Linux's `struct path` and dentry in one.
@@ -84,6 +118,22 @@ impl Dentry {
         out
     }
 
+    /// Whether `root` is this dentry or one of the places above it
+    /// (through mount points).
+    pub fn is_under(self: &Arc<Dentry>, root: &Arc<Dentry>) -> bool {
+        let mut d = self.clone();
+        loop {
+            if same(&d, root) {
+                return true;
+            }
+            d = match (&d.parent, &d.mount.mountpoint) {
+                (Some(p), _) => p.clone(),
+                (None, Some(mp)) => mp.clone(),
+                (None, None) => return false,
+            };
+        }
+    }
+
     pub fn mode(&self) -> Result<u32, Errno> {
         Ok(self.node.stat()?.mode)
     }
@@ -103,13 +153,14 @@ pub fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
 }
 
 /// Mounts by where they sit: (parent mount id, path in the parent mount).
-type MountTable = HashMap<(u64, Vec<u8>), Arc<Mount>>;
+pub(super) type MountTable = HashMap<(u64, Vec<u8>), Arc<Mount>>;
 
 /// The mounts of a sandbox.
 pub struct MountNamespace {
-    root: Arc<Mount>,
-    mounts: RwLock<MountTable>,
-    next_id: AtomicU64,
+    pub(super) root: RwLock<Arc<Mount>>,
+    pub(super) mounts: RwLock<MountTable>,
+    /// Mount ids and peer group ids, shared by every copy of the namespace.
+    pub(super) next_id: Arc<AtomicU64>,
 }
 
 impl MountNamespace {
@@ -120,18 +171,37 @@ impl MountNamespace {
             fs_type: fs_type.to_string(),
             source: source.to_string(),
             read_only: root.read_only(),
+            opts: MountOpts { locked: true, ..MountOpts::default() },
             root,
         });
-        MountNamespace { root, mounts: RwLock::new(HashMap::new()), next_id: AtomicU64::new(2) }
+        MountNamespace {
+            root: RwLock::new(root),
+            mounts: RwLock::new(HashMap::new()),
+            next_id: Arc::new(AtomicU64::new(2)),
+        }
     }
 
     pub fn root(&self) -> Arc<Dentry> {
-        Dentry::mount_root(&self.root)
+        Dentry::mount_root(&self.root.read())
     }
 
-    /// Mounts `fs` on `at`: a directory on a directory, a non-directory
-    /// (a bind-mounted file) on a non-directory, as Linux requires.
+    /// Mounts `fs` on `at` for the runtime (the mount is locked against
+    /// the guest): a directory on a directory, a non-directory (a
+    /// bind-mounted file) on a non-directory, as Linux requires.
     pub fn mount(&self, at: &Arc<Dentry>, fs: Arc<dyn Node>, fs_type: &str, source: &str) -> Result<(), Errno> {
+        let opts = MountOpts { locked: true, ..MountOpts::default() };
+        self.mount_with(at, fs, fs_type, source, opts).map(drop)
+    }
+
+    /// Mounts `fs` on `at` with `opts`, returning the new mount.
+    pub fn mount_with(
+        &self,
+        at: &Arc<Dentry>,
+        fs: Arc<dyn Node>,
+        fs_type: &str,
+        source: &str,
+        opts: MountOpts,
+    ) -> Result<Arc<Mount>, Errno> {
         let fs_is_dir = fs.stat()?.mode & super::S_IFMT == super::S_IFDIR;
         if at.is_dir() != fs_is_dir {
             return Err(if fs_is_dir { Errno::ENOTDIR } else { Errno::EISDIR });
@@ -145,9 +215,10 @@ impl MountNamespace {
             mountpoint: Some(at),
             fs_type: fs_type.to_string(),
             source: source.to_string(),
+            opts,
         });
-        self.mounts.write().insert(key, m);
-        Ok(())
+        self.mounts.write().insert(key, m.clone());
+        Ok(m)
     }
 
     /// Follows mounts stacked on `d` down to the topmost one's root.
@@ -169,7 +240,7 @@ impl MountNamespace {
     pub fn all(&self) -> Vec<Arc<Mount>> {
         let mut v: Vec<Arc<Mount>> = self.mounts.read().values().cloned().collect();
         v.sort_by_key(|m| m.id);
-        v.insert(0, self.root.clone());
+        v.insert(0, self.root.read().clone());
         v
     }
 }

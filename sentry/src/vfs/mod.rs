@@ -6,6 +6,7 @@ pub mod at;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;
+pub mod mounts;
 pub mod names;
 pub mod notify;
 pub mod open;
@@ -13,7 +14,7 @@ pub mod perm;
 pub mod rename;
 pub mod walk;
 
-pub use dentry::{Dentry, Mount, MountNamespace};
+pub use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
 pub use fd_table::FdTable;
 pub use file::FileDescription;
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};

@@ -9,7 +9,7 @@ use super::at::DirFd;
 use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::walk::Walker;
-use super::{Dentry, FileDescription, FileOps, NewNode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use super::{Dentry, FileDescription, FileOps, NewNode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use crate::abi::Errno;
 use std::sync::Arc;
 
@@ -74,6 +74,9 @@ pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resul
         return Ok(description(dentry, Arc::new(PathOnly), flags));
     }
     may_open(w, dentry.node.as_ref(), &st, kind, flags)?;
+    if matches!(kind, S_IFCHR | S_IFBLK) && dentry.mount.opts.nodev {
+        return Err(Errno::EACCES);
+    }
     let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
     let ops = dentry.node.open(open_flags)?;
     let f = opened(dentry, ops, flags, kind);

@@ -44,7 +44,7 @@ fn sandbox() -> Sandbox {
 
     let space = platform.new_address_space().unwrap();
     let mm = Arc::new(MemoryManager::new(memory, space, TASK_SIZE - (1 << 30)));
-    let fs = Arc::new(FsContext::new(ns_root.clone(), etc.clone()));
+    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), ns_root.clone(), etc.clone()));
     let init = Arc::new(Thread::new_init(1, Credentials::new(0, 0), mm.clone(), fs));
     *init.comm.lock() = b"prog".to_vec();
     let addr = mm

@@ -376,6 +376,12 @@ pub(super) struct MountRow {
     pub fs_type: String,
     pub source: String,
     pub read_only: bool,
+    /// The per-mount options after rw/ro (",nosuid,nodev,noexec").
+    pub flags: String,
+    /// The directory of the filesystem the mount shows ("/" but for binds).
+    pub fs_root: Vec<u8>,
+    /// mountinfo's optional fields ("shared:3 ", "master:3 ", "unbindable ").
+    pub propagation: String,
 }
 
 /// Escapes space, tab, newline and backslash as `\ooo` (Linux's `mangle`).
@@ -408,9 +414,10 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
         out.extend_from_slice(&mangle(&r.path));
         let _ = writeln!(
             out,
-            " {} {},relatime 0 0",
+            " {} {}{},relatime 0 0",
             String::from_utf8_lossy(&mangle(r.fs_type.as_bytes())),
-            rw(r.read_only)
+            rw(r.read_only),
+            r.flags
         );
     }
     out
@@ -420,9 +427,11 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
 pub(super) fn format_mountinfo(rows: &[MountRow]) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rows {
-        let _ = write!(out, "{} {} {}:{} / ", r.id, r.parent, libc::major(r.dev), libc::minor(r.dev));
+        let _ = write!(out, "{} {} {}:{} ", r.id, r.parent, libc::major(r.dev), libc::minor(r.dev));
+        out.extend_from_slice(&mangle(&r.fs_root));
+        out.push(b' ');
         out.extend_from_slice(&mangle(&r.path));
-        let _ = write!(out, " {},relatime - ", rw(r.read_only));
+        let _ = write!(out, " {}{},relatime {}- ", rw(r.read_only), r.flags, r.propagation);
         out.extend_from_slice(&mangle(r.fs_type.as_bytes()));
         out.push(b' ');
         out.extend_from_slice(&mangle(r.source.as_bytes()));
@@ -678,6 +687,9 @@ mod tests {
                 fs_type: "overlay".into(),
                 source: "root".into(),
                 read_only: false,
+                flags: String::new(),
+                fs_root: b"/".to_vec(),
+                propagation: String::new(),
             },
             MountRow {
                 id: 3,
@@ -687,6 +699,9 @@ mod tests {
                 fs_type: "tmpfs".into(),
                 source: "tmpfs".into(),
                 read_only: true,
+                flags: ",nosuid,noexec".into(),
+                fs_root: b"/sub dir".to_vec(),
+                propagation: "shared:7 ".into(),
             },
         ]
     }
@@ -695,7 +710,7 @@ mod tests {
     fn mounts_format() {
         assert_eq!(
             String::from_utf8(format_mounts(&rows())).unwrap(),
-            "root / overlay rw,relatime 0 0\ntmpfs /my\\040dir tmpfs ro,relatime 0 0\n"
+            "root / overlay rw,relatime 0 0\ntmpfs /my\\040dir tmpfs ro,nosuid,noexec,relatime 0 0\n"
         );
     }
 
@@ -703,7 +718,8 @@ mod tests {
     fn mountinfo_format() {
         assert_eq!(
             String::from_utf8(format_mountinfo(&rows())).unwrap(),
-            "1 1 0:40 / / rw,relatime - overlay root rw\n3 1 0:41 / /my\\040dir ro,relatime - tmpfs tmpfs ro\n"
+            "1 1 0:40 / / rw,relatime - overlay root rw\n\
+             3 1 0:41 /sub\\040dir /my\\040dir ro,nosuid,noexec,relatime shared:7 - tmpfs tmpfs ro\n"
         );
     }
 }

@@ -7,7 +7,7 @@ use super::{line, Proc};
 use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
 use crate::kernel::{thread, Kernel, Thread};
-use crate::vfs::Dentry;
+use crate::vfs::{Dentry, MountOpts, Propagation};
 use std::sync::Arc;
 
 const RLIMIT_RSS: usize = 5;
@@ -66,8 +66,8 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<
         FileKind::Stat => stat(k, t),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
         FileKind::Maps => t.mm().maps_text().into_bytes(),
-        FileKind::Mounts => process::format_mounts(&mount_rows(k, t)),
-        FileKind::MountInfo => process::format_mountinfo(&mount_rows(k, t)),
+        FileKind::Mounts => process::format_mounts(&mount_rows(t)),
+        FileKind::MountInfo => process::format_mountinfo(&mount_rows(t)),
         FileKind::Cgroup => b"0::/\n".to_vec(),
         FileKind::OomScoreAdj => b"0\n".to_vec(),
         FileKind::LoginUid => b"4294967295".to_vec(),
@@ -244,12 +244,15 @@ fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
     process::format_stat(&f)
 }
 
-/// The sandbox's mounts as `t` sees them from its root.
-fn mount_rows(k: &Kernel, t: &Thread) -> Vec<MountRow> {
-    let root = t.fs().root();
-    k.mounts
+/// The mounts of `t`'s namespace that it can reach from its root, as it
+/// sees them.
+fn mount_rows(t: &Thread) -> Vec<MountRow> {
+    let fs = t.fs();
+    let root = fs.root();
+    fs.mounts()
         .all()
         .iter()
+        .filter(|m| Dentry::mount_root(m).is_under(&root))
         .map(|m| MountRow {
             id: m.id,
             parent: m.mountpoint.as_ref().map_or(m.id, |mp| mp.mount.id),
@@ -258,6 +261,25 @@ fn mount_rows(k: &Kernel, t: &Thread) -> Vec<MountRow> {
             fs_type: m.fs_type.clone(),
             source: m.source.clone(),
             read_only: m.read_only,
+            flags: mount_flags(&m.opts),
+            fs_root: if m.opts.fs_root.is_empty() { b"/".to_vec() } else { m.opts.fs_root.clone() },
+            propagation: match m.opts.propagation {
+                Propagation::Private => String::new(),
+                Propagation::Shared(n) => format!("shared:{n} "),
+                Propagation::Slave(n) => format!("master:{n} "),
+                Propagation::Unbindable => "unbindable ".into(),
+            },
         })
         .collect()
+}
+
+/// The per-mount options after rw/ro, as Linux's `show_mnt_opts` lists them.
+fn mount_flags(o: &MountOpts) -> String {
+    let mut s = String::new();
+    for (on, name) in [(o.nosuid, ",nosuid"), (o.nodev, ",nodev"), (o.noexec, ",noexec")] {
+        if on {
+            s.push_str(name);
+        }
+    }
+    s
 }

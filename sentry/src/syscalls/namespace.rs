@@ -1,0 +1,120 @@
+//! System calls: `unshare` (and `setns`) for the namespaces the sentry
+//! emulates. A new mount namespace is a copy of the caller's mount table
+//! (its working directory and root move along); a new UTS namespace has
+//! its own host and domain names; a new IPC namespace its own SysV
+//! objects. Network, pid, cgroup and time namespaces are not emulated:
+//! EPERM, as for a container without the privilege. CLONE_NEWUSER is
+//! EPERM too, as under Docker's default seccomp profile: a user namespace
+//! would promise capabilities the sandbox does not map.
+
+use super::{Entries, Support};
+use crate::abi::{Errno, SysResult};
+use crate::auth::caps::CAP_SYS_ADMIN;
+use crate::kernel::fork::{CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VM};
+use crate::kernel::{ipc, namespaces, Task};
+use std::sync::Arc;
+
+pub(super) const ENTRIES: Entries = &[
+    (
+        libc::SYS_unshare,
+        sys_unshare,
+        Support::Partial("CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, FS, FILES; other namespaces (and NEWUSER) EPERM"),
+    ),
+    (
+        libc::SYS_setns,
+        sys_setns,
+        Support::Unimplemented("no /proc/PID/ns files (nor pidfds) name a namespace yet: EBADF or EINVAL as Linux"),
+    ),
+];
+
+const CLONE_NEWUTS: u64 = libc::CLONE_NEWUTS as u64;
+const CLONE_NEWIPC: u64 = libc::CLONE_NEWIPC as u64;
+const CLONE_NEWUSER: u64 = libc::CLONE_NEWUSER as u64;
+const CLONE_NEWPID: u64 = libc::CLONE_NEWPID as u64;
+const CLONE_NEWNET: u64 = libc::CLONE_NEWNET as u64;
+const CLONE_NEWCGROUP: u64 = libc::CLONE_NEWCGROUP as u64;
+const CLONE_NEWTIME: u64 = 0x80;
+
+/// Every flag unshare(2) takes.
+const UNSHARE_FLAGS: u64 = CLONE_THREAD
+    | CLONE_FS
+    | CLONE_NEWNS
+    | CLONE_SIGHAND
+    | CLONE_VM
+    | CLONE_FILES
+    | CLONE_SYSVSEM
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWNET
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWCGROUP
+    | CLONE_NEWTIME;
+
+/// The namespaces that need CAP_SYS_ADMIN.
+const PRIVILEGED: u64 =
+    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWCGROUP | CLONE_NEWTIME;
+/// The namespaces the sentry does not emulate.
+const NOT_EMULATED: u64 = CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWCGROUP | CLONE_NEWTIME | CLONE_NEWUSER;
+
+/// The flags with what they imply, as Linux's `ksys_unshare`.
+fn implied(mut f: u64) -> u64 {
+    if f & CLONE_NEWUSER != 0 {
+        f |= CLONE_THREAD | CLONE_FS;
+    }
+    if f & CLONE_VM != 0 {
+        f |= CLONE_SIGHAND;
+    }
+    if f & CLONE_SIGHAND != 0 {
+        f |= CLONE_THREAD;
+    }
+    if f & CLONE_NEWNS != 0 {
+        f |= CLONE_FS;
+    }
+    f
+}
+
+/// No descriptor names a namespace the guest could join: a bad one is
+/// EBADF, any other EINVAL, as Linux answers for a file that is no
+/// namespace.
+fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
+    super::args::file(task, a[0])?;
+    Err(Errno::EINVAL)
+}
+
+fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
+    if a[0] & !UNSHARE_FLAGS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = implied(a[0]);
+    // Sharing a thread group, its handlers or its memory cannot be undone
+    // by one thread of many.
+    if f & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM) != 0 && task.thread.group().thread_count() > 1 {
+        return Err(Errno::EINVAL);
+    }
+    if f & PRIVILEGED != 0 && !task.thread.creds().capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    if f & NOT_EMULATED != 0 {
+        return Err(Errno::EPERM);
+    }
+    let t = &task.thread;
+    if f & CLONE_FS != 0 {
+        let fs = t.fs().copy();
+        if f & CLONE_NEWNS != 0 {
+            fs.set_mounts(Arc::new(fs.mounts().copy()));
+        }
+        *t.fs.lock() = Arc::new(fs);
+    }
+    if f & CLONE_FILES != 0 {
+        let fds = Arc::new(t.fds().fork());
+        *t.fds.lock() = fds;
+    }
+    if f & CLONE_NEWUTS != 0 {
+        namespaces::unshare_uts(&task.kernel, t);
+    }
+    if f & CLONE_NEWIPC != 0 {
+        t.namespaces.lock().ipc = Some(Arc::new(ipc::Namespace::default()));
+    }
+    Ok(0)
+}
