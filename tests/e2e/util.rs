@@ -69,6 +69,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "escape_probe",
     "seccomp",
     "pidfd",
+    "tty_pgrp",
+    "fionread",
 ];
 
 /// The `husk` binary cargo built for this test.

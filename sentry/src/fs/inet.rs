@@ -8,8 +8,7 @@
 use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
-use crate::mm::MemoryManager;
-use crate::vfs::{FileOps, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
@@ -194,7 +193,8 @@ impl FileOps for InetSocket {
 
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;
     /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        let mm = ctx.mm();
         let (inq, outq) = match &self.endpoint {
             _ if self.stream_outside().is_some() && req == FIONREAD => {
                 let n = self.stream_outside().map_or(Ok(0), HostConn::readable_bytes)?;

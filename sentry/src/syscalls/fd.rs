@@ -10,8 +10,8 @@ use crate::abi::fcntl::{
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::pipe::{Pipe, PipeEnd};
-use crate::fs::tty::terminal::TtyFile;
+use crate::fs::pipe::Pipe;
+use crate::kernel::caller::Caller;
 use crate::kernel::record_lock::{file_id, Kind, Lock, Owner};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, TimeSpec};
@@ -29,7 +29,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),
@@ -217,16 +217,11 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         F_GETOWN => Ok(0),
         F_SETOWN => Ok(0),
-        F_GETPIPE_SZ | F_SETPIPE_SZ => {
-            let end = f.ops.clone().into_any().downcast::<PipeEnd>().map_err(|_| Errno::EBADF)?;
-            let size = if cmd == F_GETPIPE_SZ {
-                end.pipe().capacity()
-            } else {
-                let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
-                let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
-                end.pipe().set_capacity(want, privileged)?
-            };
-            Ok(u64::try_from(size).unwrap_or(0))
+        F_GETPIPE_SZ => Ok(u64::try_from(f.ops.pipe_capacity(None)?).unwrap_or(0)),
+        F_SETPIPE_SZ => {
+            let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
+            let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
+            Ok(u64::try_from(f.ops.pipe_capacity(Some((want, privileged)))?).unwrap_or(0))
         }
         F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
         _ => Err(Errno::EINVAL),
@@ -255,10 +250,7 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             f.set_status_flags(flags | nb);
             Ok(0)
         }
-        _ => match f.ops.clone().into_any().downcast::<TtyFile>() {
-            Ok(tty) => super::tty::ioctl(task, &tty, req, a[2]),
-            Err(_) => f.ops.ioctl(&task.thread.mm(), req, a[2]),
-        },
+        _ => f.ops.ioctl(&Caller::new(task.kernel.clone(), task.thread.clone()), req, a[2]),
     }
 }
 
