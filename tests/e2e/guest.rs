@@ -286,3 +286,8 @@ fn guest_tty_pgrp() {
 fn guest_fionread() {
     guest_test("fionread", &[]);
 }
+
+#[test]
+fn guest_rw_vectors() {
+    guest_test("rw_vectors", &[]);
+}

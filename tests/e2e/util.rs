@@ -71,6 +71,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "pidfd",
     "tty_pgrp",
     "fionread",
+    "rw_vectors",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -132,8 +132,10 @@ impl InetSocket {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
             (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
-            // Datagrams out of the sandbox are the syscall layer's: each
-            // passes the gateway's policy.
+            // A socket connected outside sends there (its connect passed
+            // the gateway's policy); datagrams to an address outside are
+            // the syscall layer's: each passes the policy.
+            (Endpoint::Udp(_), Some(h)) if to.is_none() && h.is_connected() => h.send(buf),
             (Endpoint::Udp(u), _) => u.send_to(to, buf).map_err(errno),
         }
     }
