@@ -3,9 +3,10 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{
-    FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS,
-    F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ,
-    F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+    CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE, EFD_SEMAPHORE, FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC,
+    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK,
+    F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ, F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN,
+    O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
 };
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
@@ -297,8 +298,6 @@ pub fn now() -> TimeSpec {
 }
 
 fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const CLOSE_RANGE_UNSHARE: u64 = 2;
-    const CLOSE_RANGE_CLOEXEC: u64 = 4;
     let (first, last) = (args::uint(a[0]), args::uint(a[1]));
     if a[2] & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
         return Err(Errno::EINVAL);
@@ -325,7 +324,6 @@ fn sys_pipe2(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
-    const EFD_SEMAPHORE: i32 = 1;
     if flags & !(EFD_SEMAPHORE | libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }

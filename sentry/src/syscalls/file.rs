@@ -541,12 +541,7 @@ fn sys_fadvise64(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const MFD_CLOEXEC: u32 = 1;
-    const MFD_ALLOW_SEALING: u32 = 2;
-    const MFD_NOEXEC_SEAL: u32 = 8;
-    const MFD_EXEC: u32 = 0x10;
-    /// NAME_MAX minus "memfd:".
-    const MFD_NAME_MAX: usize = 249;
+    use crate::abi::fcntl::{MFD_ALLOW_SEALING, MFD_CLOEXEC, MFD_EXEC, MFD_NAME_MAX, MFD_NOEXEC_SEAL};
     let flags = args::uint(a[1]);
     if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0 {
         return Err(Errno::EINVAL);
