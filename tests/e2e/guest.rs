@@ -325,3 +325,18 @@ fn guest_fifo_files() {
 fn guest_mounts() {
     guest_test("mounts", &[]);
 }
+
+#[test]
+fn guest_tty_pgrp() {
+    guest_test("tty_pgrp", &[]);
+}
+
+#[test]
+fn guest_fionread() {
+    guest_test("fionread", &[]);
+}
+
+#[test]
+fn guest_rw_vectors() {
+    guest_test("rw_vectors", &[]);
+}

@@ -74,6 +74,9 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "hugetlb",
     "acl",
     "mounts",
+    "tty_pgrp",
+    "fionread",
+    "rw_vectors",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -69,9 +69,35 @@ pub const AT_EMPTY_PATH: u64 = 0x1000;
 /// `statx`: the mask of the sync-type bits.
 pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
 
+/// eventfd2(2)'s own flag (`linux/eventfd.h`; the others are O_CLOEXEC
+/// and O_NONBLOCK).
+pub const EFD_SEMAPHORE: i32 = 1;
+
+/// memfd_create(2)'s flags (`linux/memfd.h`) and the longest name it takes
+/// (NAME_MAX minus "memfd:").
+pub const MFD_CLOEXEC: u32 = 0x1;
+pub const MFD_ALLOW_SEALING: u32 = 0x2;
+pub const MFD_NOEXEC_SEAL: u32 = 0x8;
+pub const MFD_EXEC: u32 = 0x10;
+pub const MFD_NAME_MAX: usize = 249;
+
+/// close_range(2)'s flags (`linux/close_range.h`).
+pub const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
+pub const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptor_making_flags_match_linux() {
+        assert_eq!(EFD_SEMAPHORE, libc::EFD_SEMAPHORE);
+        assert_eq!(CLOSE_RANGE_UNSHARE, u64::from(libc::CLOSE_RANGE_UNSHARE));
+        assert_eq!(CLOSE_RANGE_CLOEXEC, u64::from(libc::CLOSE_RANGE_CLOEXEC));
+        // Not in libc for glibc targets: memfd.h's values.
+        assert_eq!([MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_NOEXEC_SEAL, MFD_EXEC], [1, 2, 8, 16]);
+        assert_eq!(MFD_NAME_MAX, 255 - "memfd:".len());
+    }
 
     #[test]
     fn match_linux() {

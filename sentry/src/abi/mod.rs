@@ -7,6 +7,7 @@ pub mod ioctl;
 pub mod layout;
 pub mod limits;
 pub mod poll;
+pub mod sched;
 pub mod signal;
 pub mod socket;
 pub mod stat;

@@ -1,6 +1,9 @@
 //! `poll` and `epoll` event bits and `epoll_ctl` operations (Linux's
 //! `include/uapi/asm-generic/poll.h`, `eventpoll.h`). The epoll bits below
-//! 0x100 are the poll bits.
+//! 0x100 are the poll bits. With `struct pollfd` and `struct
+//! epoll_event`.
+
+use super::layout::{Decoder, Encoder, Layout};
 
 pub const POLLIN: u32 = 0x1;
 pub const POLLPRI: u32 = 0x2;
@@ -21,9 +24,63 @@ pub const EPOLL_CTL_ADD: i32 = libc::EPOLL_CTL_ADD;
 pub const EPOLL_CTL_DEL: i32 = libc::EPOLL_CTL_DEL;
 pub const EPOLL_CTL_MOD: i32 = libc::EPOLL_CTL_MOD;
 
+/// A `struct pollfd`: the descriptor, the events asked for and those
+/// that happened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollFd {
+    pub fd: i32,
+    pub events: u16,
+    pub revents: u16,
+}
+
+impl Layout for PollFd {
+    const SIZE: usize = 8;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.i32(self.fd).u16(self.events).u16(self.revents);
+    }
+
+    fn decode_from(d: &mut Decoder) -> PollFd {
+        PollFd { fd: d.i32(), events: d.u16(), revents: d.u16() }
+    }
+}
+
+/// A `struct epoll_event` (packed on x86-64: 12 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EpollEvent {
+    pub events: u32,
+    pub data: u64,
+}
+
+impl Layout for EpollEvent {
+    const SIZE: usize = 12;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u32(self.events).u64(self.data);
+    }
+
+    fn decode_from(d: &mut Decoder) -> EpollEvent {
+        EpollEvent { events: d.u32(), data: d.u64() }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn structs_match_linux() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(PollFd::SIZE, size_of::<libc::pollfd>());
+        assert_eq!(EpollEvent::SIZE, size_of::<libc::epoll_event>());
+        assert_eq!(offset_of!(libc::epoll_event, u64), 4);
+        assert_eq!(offset_of!(libc::pollfd, revents), 6);
+        let p = PollFd { fd: -1, events: 1, revents: 4 };
+        assert_eq!(PollFd::decode(&p.encode()), p);
+        let e = EpollEvent { events: EPOLLET | POLLIN, data: 0x1122_3344_5566_7788 };
+        assert_eq!(e.encode()[4..], 0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(EpollEvent::decode(&e.encode()), e);
+    }
 
     #[test]
     fn match_linux() {

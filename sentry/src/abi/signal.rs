@@ -8,6 +8,9 @@
 pub const NSIG: usize = 64;
 pub const SIGKILL: i32 = libc::SIGKILL;
 pub const SIGSTOP: i32 = libc::SIGSTOP;
+/// The first realtime signal, as the kernel numbers it (glibc keeps two
+/// for itself, so its SIGRTMIN is 34).
+pub const SIGRTMIN: i32 = 32;
 
 /// The handler values that mean "default action" and "ignore".
 pub const SIG_DFL: u64 = 0;

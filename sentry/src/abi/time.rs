@@ -107,9 +107,122 @@ impl Timeval {
     }
 }
 
+impl Timeval {
+    /// The same time as a timespec (an out-of-range `usec` stays out of
+    /// range, for `Timespec::is_valid` to refuse).
+    pub fn to_timespec(self) -> Timespec {
+        Timespec { sec: self.sec, nsec: self.usec.saturating_mul(1000) }
+    }
+}
+
+/// A `struct itimerval` (setitimer, getitimer): the reload interval, then
+/// the time to the next expiry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Itimerval {
+    pub interval: Timeval,
+    pub value: Timeval,
+}
+
+impl Layout for Itimerval {
+    const SIZE: usize = 32;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        self.interval.encode_to(e);
+        self.value.encode_to(e);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Itimerval {
+        let interval = Timeval::decode_from(d);
+        Itimerval { interval, value: Timeval::decode_from(d) }
+    }
+}
+
+/// A `struct itimerspec` (timer_settime, timerfd_settime): as itimerval,
+/// to the nanosecond.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Itimerspec {
+    pub interval: Timespec,
+    pub value: Timespec,
+}
+
+impl Layout for Itimerspec {
+    const SIZE: usize = 32;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        self.interval.encode_to(e);
+        self.value.encode_to(e);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Itimerspec {
+        let interval = Timespec::decode_from(d);
+        Itimerspec { interval, value: Timespec::decode_from(d) }
+    }
+}
+
+/// A `struct rusage` (getrusage, wait4): the user and system CPU times
+/// and the peak resident set in KiB; the sentry keeps none of its other
+/// fourteen counters, which read as zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rusage {
+    pub utime: Timeval,
+    pub stime: Timeval,
+    pub maxrss: i64,
+}
+
+impl Layout for Rusage {
+    const SIZE: usize = 144;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        self.utime.encode_to(e);
+        self.stime.encode_to(e);
+        e.i64(self.maxrss).zeros(13 * 8);
+    }
+
+    fn decode_from(d: &mut Decoder) -> Rusage {
+        let (utime, stime) = (Timeval::decode_from(d), Timeval::decode_from(d));
+        Rusage { utime, stime, maxrss: d.i64() }
+    }
+}
+
+/// getrusage(2)'s `who` (`linux/resource.h`).
+pub const RUSAGE_SELF: i32 = 0;
+pub const RUSAGE_CHILDREN: i32 = -1;
+pub const RUSAGE_THREAD: i32 = 1;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timer_settings_match_linux() {
+        assert_eq!(Itimerval::SIZE, std::mem::size_of::<libc::itimerval>());
+        assert_eq!(Itimerspec::SIZE, std::mem::size_of::<libc::itimerspec>());
+        let v = Itimerval { interval: Timeval { sec: 1, usec: 2 }, value: Timeval { sec: 3, usec: 4 } };
+        assert_eq!(v.encode()[16..24], 3i64.to_le_bytes(), "it_value follows it_interval");
+        assert_eq!(Itimerval::decode(&v.encode()), v);
+        let s = Itimerspec { interval: Timespec { sec: 5, nsec: 6 }, value: Timespec { sec: 7, nsec: 8 } };
+        assert_eq!(Itimerspec::decode(&s.encode()), s);
+        assert!(!Timeval { sec: 0, usec: 1_000_000 }.to_timespec().is_valid());
+        assert!(!Timeval { sec: 0, usec: i64::MAX }.to_timespec().is_valid());
+        assert_eq!(Timeval { sec: 1, usec: 999_999 }.to_timespec(), Timespec { sec: 1, nsec: 999_999_000 });
+    }
+
+    #[test]
+    fn rusage_matches_linux() {
+        assert_eq!(Rusage::SIZE, std::mem::size_of::<libc::rusage>());
+        let r = Rusage { utime: Timeval { sec: 1, usec: 2 }, stime: Timeval { sec: 3, usec: 4 }, maxrss: 5 };
+        let b = r.encode();
+        assert_eq!(b.len(), Rusage::SIZE);
+        assert_eq!(b[32..40], 5i64.to_le_bytes(), "ru_maxrss follows the two timevals");
+        assert_eq!(Rusage::decode(&b), r);
+    }
+
+    #[test]
+    fn rusage_who_matches_linux() {
+        assert_eq!(RUSAGE_SELF, libc::RUSAGE_SELF);
+        assert_eq!(RUSAGE_CHILDREN, libc::RUSAGE_CHILDREN);
+        assert_eq!(RUSAGE_THREAD, 1);
+    }
 
     #[test]
     fn timespec_validity() {

@@ -148,7 +148,13 @@ impl Watched {
         Watched { fd, queue }
     }
 
-    /// `attempt` until it stops failing with EAGAIN, waiting for `mask`.
+    /// `attempt` until it stops failing with EAGAIN, waiting for `mask`,
+    /// ETIMEDOUT at `deadline`. This is no file's wait: the guest's socket
+    /// never blocks (its query is sent at once and its reply arrives as a
+    /// datagram it waits for on its own queue, in the syscall layer). Only
+    /// the query's own sentry thread waits here, for a host socket, and
+    /// always until a deadline (the resolver's per-upstream timeout), so
+    /// it ends even though no guest signal can interrupt it.
     fn until<T>(&self, mask: u32, deadline: Instant, attempt: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
         until_ready(&self.queue, mask, Some(deadline), attempt)
     }

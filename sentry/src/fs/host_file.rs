@@ -7,7 +7,7 @@ use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
 use crate::abi::Errno;
 use crate::host;
 use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::FileOps;
+use crate::vfs::{FileOps, IoctlContext};
 use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
@@ -175,7 +175,8 @@ impl FileOps for HostStream {
         self.events.unregister(e);
     }
 
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        let mm = ctx.mm();
         match req {
             TCGETS => self.ioctl_out(mm, req, arg, TERMIOS_SIZE),
             TCSETS | TCSETSW | TCSETSF => self.ioctl_in(mm, req, arg, TERMIOS_SIZE),

@@ -10,7 +10,7 @@ use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
 use crate::mm::MemoryManager;
-use crate::vfs::{FileOps, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
@@ -160,8 +160,10 @@ impl InetSocket {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
             (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
-            // Datagrams out of the sandbox are the syscall layer's: each
-            // passes the gateway's policy.
+            // A socket connected outside sends there (its connect passed
+            // the gateway's policy); datagrams to an address outside are
+            // the syscall layer's: each passes the policy.
+            (Endpoint::Udp(_), Some(h)) if to.is_none() && h.is_connected() => h.send(buf),
             (Endpoint::Udp(u), _) => u.send_to(to, buf).map_err(errno),
         }
     }
@@ -221,7 +223,8 @@ impl FileOps for InetSocket {
 
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;
     /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        let mm = ctx.mm();
         let (inq, outq) = match &self.endpoint {
             _ if self.stream_outside().is_some() && req == FIONREAD => {
                 let n = self.stream_outside().map_or(Ok(0), HostConn::readable_bytes)?;

@@ -8,9 +8,8 @@ use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Accountant, Charge};
-use crate::mm::MemoryManager;
 use crate::vfs::notify::{self, InodeKey, Sink, IN_Q_OVERFLOW, MAX_QUEUED_EVENTS};
-use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, Node, Stat, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -231,7 +230,8 @@ impl FileOps for Inotify {
         false
     }
 
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        let mm = ctx.mm();
         if req != FIONREAD {
             return Err(Errno::ENOTTY);
         }

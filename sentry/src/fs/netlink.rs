@@ -3,7 +3,7 @@
 
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -95,7 +95,7 @@ impl FileOps for NetlinkSocket {
         self.events.unregister(e);
     }
 
-    fn ioctl(&self, mm: &crate::mm::MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        super::netdev::ioctl(mm, req, arg)
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        super::netdev::ioctl(ctx.mm(), req, arg)
     }
 }

@@ -11,10 +11,11 @@
 use super::pipe::FifoTable;
 use super::tmpfs::{anon_dev, new_fs_id, now, open_writes, DirPair};
 use crate::abi::Errno;
-use crate::mm::{Mappable, MemoryManager};
+use crate::mm::Mappable;
 use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
-    DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
+    DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT,
+    S_IFREG,
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
@@ -729,8 +730,8 @@ impl FileOps for OverlayFile {
         self.0.cur.lock().ops.seekable()
     }
 
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        self.0.ops()?.ioctl(mm, req, arg)
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        self.0.ops()?.ioctl(ctx, req, arg)
     }
 
     fn truncate(&self, len: u64) -> Result<(), Errno> {

@@ -4,8 +4,7 @@ use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
-use crate::mm::MemoryManager;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec, S_IFIFO};
+use crate::vfs::{FileOps, IoctlContext, Node, Stat, TimeSpec, S_IFIFO};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
@@ -385,6 +384,13 @@ impl PipeEnd {
     }
 }
 
+impl PipeEnd {
+    /// The bytes waiting to be read (FIONREAD).
+    pub fn buffered(&self) -> usize {
+        self.pipe.state.lock().buf.len()
+    }
+}
+
 impl FileOps for PipeEnd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
         self.try_read(buf, false)
@@ -433,13 +439,21 @@ impl FileOps for PipeEnd {
     }
 
     /// FIONREAD: the bytes waiting to be read.
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        let mm = ctx.mm();
         if req != FIONREAD {
             return Err(Errno::ENOTTY);
         }
-        let n = u32::try_from(self.pipe.state.lock().buf.len()).unwrap_or(u32::MAX);
+        let n = u32::try_from(self.buffered()).unwrap_or(u32::MAX);
         mm.copy_out(arg, &n.to_le_bytes())?;
         Ok(0)
+    }
+
+    fn pipe_capacity(&self, set: Option<(usize, bool)>) -> Result<usize, Errno> {
+        match set {
+            None => Ok(self.pipe.capacity()),
+            Some((size, privileged)) => self.pipe.set_capacity(size, privileged),
+        }
     }
 
     fn event_register(&self, e: &Entry) {

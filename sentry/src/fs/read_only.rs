@@ -4,8 +4,8 @@
 
 use super::tmpfs::open_writes;
 use crate::abi::Errno;
-use crate::mm::{Mappable, MemoryManager};
-use crate::vfs::{Dentry, DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs};
+use crate::mm::Mappable;
+use crate::vfs::{Dentry, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, Stat, StatFs};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -103,8 +103,8 @@ impl FileOps for ReadOnlyFile {
     fn seekable(&self) -> bool {
         self.0.seekable()
     }
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        self.0.ioctl(mm, req, arg)
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        self.0.ioctl(ctx, req, arg)
     }
     fn truncate(&self, _: u64) -> Result<(), Errno> {
         Err(Errno::EROFS)
@@ -123,6 +123,9 @@ impl FileOps for ReadOnlyFile {
     }
     fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
         self.0.io_timeout(write)
+    }
+    fn pipe_capacity(&self, set: Option<(usize, bool)>) -> Result<usize, Errno> {
+        self.0.pipe_capacity(set)
     }
     fn read_call(&self, buf: &mut [u8], call: &mut crate::vfs::ReadCall) -> Result<usize, Errno> {
         self.0.read_call(buf, call)

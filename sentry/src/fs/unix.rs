@@ -10,7 +10,7 @@ use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
 use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, TimeSpec};
+use crate::vfs::{FileDescription, FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -312,6 +312,15 @@ impl UnixStream {
                     t.0.queue.register(&e);
                 }
             }
+        }
+    }
+
+    /// The bytes waiting to be read, of every message of a seqpacket
+    /// (Linux's unix_inq_len).
+    fn unread(&self) -> usize {
+        match &self.link {
+            Link::Bytes { rx, .. } => rx.lock().as_ref().map_or(0, |r| r.buffered()),
+            Link::Packets { rx, .. } => rx.lock().as_ref().map_or(0, |r| r.0.data_len(true)),
         }
     }
 
@@ -893,9 +902,23 @@ impl FileOps for UnixSocket {
         }
     }
 
-    /// Any socket answers the interface ioctls (glibc asks a Unix one).
-    fn ioctl(&self, mm: &crate::mm::MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        super::netdev::ioctl(mm, req, arg)
+    /// FIONREAD (SIOCINQ): the unread bytes of a stream or seqpacket
+    /// socket, the next datagram's size, EINVAL on a listening socket
+    /// (Linux's unix_ioctl). Any socket answers the interface ioctls
+    /// (glibc asks a Unix one).
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req != crate::abi::ioctl::FIONREAD {
+            return super::netdev::ioctl(ctx.mm(), req, arg);
+        }
+        if self.is_listening() {
+            return Err(Errno::EINVAL);
+        }
+        let n = match &self.dgram {
+            Some(d) => d.inbox.0.data_len(false),
+            None => self.stream().map_or(0, |s| s.unread()),
+        };
+        ctx.mm().copy_out(arg, &i32::try_from(n).unwrap_or(i32::MAX).to_le_bytes())?;
+        Ok(0)
     }
 }
 

@@ -152,6 +152,18 @@ impl MsgQueue {
         self.queue.notify(ALL);
     }
 
+    /// The bytes of data waiting, for FIONREAD: of every message when
+    /// `all` (a seqpacket socket's), else of the next one (a datagram
+    /// socket's).
+    pub fn data_len(&self, all: bool) -> usize {
+        let s = self.state.lock();
+        if all {
+            s.msgs.iter().map(|m| m.data.len()).sum()
+        } else {
+            s.msgs.front().map_or(0, |m| m.data.len())
+        }
+    }
+
     /// (readable, writable, receiver gone, senders gone).
     pub fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();

@@ -39,7 +39,7 @@ pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescripti
     perm::check_node(&creds, d.node.as_ref(), &st, MAY_EXEC)?;
     perm::check_node(&creds, d.node.as_ref(), &st, MAY_READ)?;
     let ops = d.node.open(libc::O_RDONLY)?;
-    Ok(FileDescription::new(d, ops, 0))
+    Ok(FileDescription::new(d, ops, crate::abi::fcntl::O_RDONLY))
 }
 
 /// Loads `file` (named `path`, as the program will see in AT_EXECFN) and,

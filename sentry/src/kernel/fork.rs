@@ -12,24 +12,12 @@ use crate::platform::CpuState;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-pub const CLONE_VM: u64 = 0x100;
-pub const CLONE_FS: u64 = 0x200;
-pub const CLONE_FILES: u64 = 0x400;
-pub const CLONE_SIGHAND: u64 = 0x800;
-pub const CLONE_PIDFD: u64 = 0x1000;
-pub const CLONE_PTRACE: u64 = 0x2000;
-pub const CLONE_VFORK: u64 = 0x4000;
-pub const CLONE_PARENT: u64 = 0x8000;
-pub const CLONE_THREAD: u64 = 0x10000;
-pub const CLONE_NEWNS: u64 = 0x20000;
-pub const CLONE_SYSVSEM: u64 = 0x40000;
-pub const CLONE_SETTLS: u64 = 0x80000;
-pub const CLONE_PARENT_SETTID: u64 = 0x100000;
-pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
-pub const CLONE_DETACHED: u64 = 0x400000;
-pub const CLONE_UNTRACED: u64 = 0x800000;
-pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
-pub const CLONE_IO: u64 = 0x8000_0000;
+pub use crate::abi::sched::{
+    CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS, CLONE_IO, CLONE_NEWNS,
+    CLONE_PARENT, CLONE_PARENT_SETTID, CLONE_PIDFD, CLONE_PTRACE, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM,
+    CLONE_THREAD, CLONE_UNTRACED, CLONE_VFORK, CLONE_VM,
+};
+
 const NAMESPACE_FLAGS: u64 = 0x7e02_0000;
 
 /// The arguments of clone, decoded.

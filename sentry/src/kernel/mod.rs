@@ -2,6 +2,7 @@
 //! credentials, limits and signal bookkeeping.
 
 pub mod audit;
+pub mod caller;
 pub mod cpu_itimers;
 pub mod cputime;
 pub mod exec;

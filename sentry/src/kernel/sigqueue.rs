@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The first real-time signal: from here on, signals queue.
-const SIGRTMIN: i32 = 32;
+// From the first real-time signal (SIGRTMIN) on, signals queue.
+use crate::abi::signal::SIGRTMIN;
 /// The most signal instances queued on one queue (Linux's default
 /// RLIMIT_SIGPENDING is of this order).
 const MAX_QUEUED: usize = 1024;

@@ -4,8 +4,8 @@ use super::args::{self, int};
 use super::poll::with_sigmask;
 use super::{Entries, Support::*};
 use crate::abi::fcntl::O_RDWR;
-use crate::abi::layout::{Decoder, Encoder, Layout};
-use crate::abi::poll::{EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::poll::{EpollEvent, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, POLLIN};
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::fs::epoll::Epoll;
@@ -74,10 +74,10 @@ fn sys_epoll_ctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let op = int(a[1]);
     let event = || -> Result<(u32, u64), Errno> {
-        let mut raw = [0u8; 12];
+        let mut raw = [0u8; EpollEvent::SIZE];
         task.thread.mm().copy_in(a[3], &mut raw)?;
-        let mut d = Decoder::new(&raw);
-        Ok((d.u32(), d.u64()))
+        let e = EpollEvent::decode(&raw);
+        Ok((e.events, e.data))
     };
     match op {
         EPOLL_CTL_ADD => {
@@ -100,12 +100,12 @@ fn wait(task: &Task, epfd: u64, events: u64, max: u64, deadline: Option<Instant>
         return Err(Errno::EINVAL);
     }
     let max = usize::try_from(max).map_err(|_| Errno::EINVAL)?;
-    args::user_range(events, max * 12)?;
+    args::user_range(events, max * EpollEvent::SIZE)?;
     let (_, ep) = epoll_of(task, epfd)?;
     let got = wait_ready(task, &ep, max, deadline)?;
-    let mut out = Encoder::with_capacity(got.len() * 12);
-    for (ev, data) in &got {
-        out.u32(*ev).u64(*data);
+    let mut out = Encoder::with_capacity(got.len() * EpollEvent::SIZE);
+    for &(events, data) in &got {
+        EpollEvent { events, data }.encode_to(&mut out);
     }
     task.thread.mm().copy_out(events, out.as_bytes())?;
     Ok(got.len() as u64)

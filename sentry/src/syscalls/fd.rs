@@ -3,15 +3,16 @@
 use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{
-    FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS,
-    F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ,
-    F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+    CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE, EFD_SEMAPHORE, FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC,
+    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK,
+    F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ, F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN,
+    O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
 };
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
-use crate::fs::pipe::{Pipe, PipeEnd};
-use crate::fs::tty::terminal::TtyFile;
+use crate::fs::pipe::Pipe;
+use crate::kernel::caller::Caller;
 use crate::kernel::record_lock::{file_id, Kind, Lock, Owner};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, TimeSpec};
@@ -29,7 +30,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),
@@ -217,16 +218,11 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         F_GETOWN => Ok(0),
         F_SETOWN => Ok(0),
-        F_GETPIPE_SZ | F_SETPIPE_SZ => {
-            let end = f.ops.clone().into_any().downcast::<PipeEnd>().map_err(|_| Errno::EBADF)?;
-            let size = if cmd == F_GETPIPE_SZ {
-                end.pipe().capacity()
-            } else {
-                let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
-                let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
-                end.pipe().set_capacity(want, privileged)?
-            };
-            Ok(u64::try_from(size).unwrap_or(0))
+        F_GETPIPE_SZ => Ok(u64::try_from(f.ops.pipe_capacity(None)?).unwrap_or(0)),
+        F_SETPIPE_SZ => {
+            let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
+            let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
+            Ok(u64::try_from(f.ops.pipe_capacity(Some((want, privileged)))?).unwrap_or(0))
         }
         F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
         _ => Err(Errno::EINVAL),
@@ -255,10 +251,7 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             f.set_status_flags(flags | nb);
             Ok(0)
         }
-        _ => match f.ops.clone().into_any().downcast::<TtyFile>() {
-            Ok(tty) => super::tty::ioctl(task, &tty, req, a[2]),
-            Err(_) => f.ops.ioctl(&task.thread.mm(), req, a[2]),
-        },
+        _ => f.ops.ioctl(&Caller::new(task.kernel.clone(), task.thread.clone()), req, a[2]),
     }
 }
 
@@ -305,8 +298,6 @@ pub fn now() -> TimeSpec {
 }
 
 fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const CLOSE_RANGE_UNSHARE: u64 = 2;
-    const CLOSE_RANGE_CLOEXEC: u64 = 4;
     let (first, last) = (args::uint(a[0]), args::uint(a[1]));
     if a[2] & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
         return Err(Errno::EINVAL);
@@ -333,7 +324,6 @@ fn sys_pipe2(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn eventfd(task: &Task, initval: u64, flags: i32) -> SysResult {
-    const EFD_SEMAPHORE: i32 = 1;
     if flags & !(EFD_SEMAPHORE | libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }

@@ -194,11 +194,82 @@ pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     if !f.ops.seekable() {
-        return read_into(task, a[1], count(a[2]), true, |buf, _| {
-            super::block::read(&f, |call| f.read_call(buf, call))
-        });
+        let len = count(a[2]);
+        args::user_range(a[1], len)?;
+        return stream_read(task, &f, &[(a[1], len)]);
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
+}
+
+/// read(2) and readv(2) of a file without a position (a pipe, socket,
+/// terminal, eventfd …), whatever its type: one read of up to CHUNK bytes,
+/// waiting on the file's queue as `block::read` does, scattered over the
+/// guest's buffers `iov`. So a datagram is received whole by one call,
+/// however the buffers divide it.
+fn stream_read(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysResult {
+    let total = iov.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(CHUNK);
+    if total == 0 {
+        return Ok(0);
+    }
+    let mut buf = vec![0u8; total];
+    let n = super::block::read(f, |call| f.read_call(&mut buf, call))?;
+    let mm = task.thread.mm();
+    let mut at = 0;
+    for &(base, len) in iov {
+        let k = len.min(n - at);
+        let copied = mm.copy_out_partial(base, &buf[at..at + k]);
+        at += copied;
+        if copied < k && at == 0 {
+            return Err(Errno::EFAULT);
+        }
+        if copied < k || at == n {
+            break;
+        }
+    }
+    Ok(at as u64)
+}
+
+/// write(2) and writev(2) of a file without a position, whatever its
+/// type: the guest's buffers `iov` gathered in pieces of up to CHUNK
+/// bytes, each written as `block::write` does (one piece is one
+/// datagram), until a piece goes short or the guest's memory faults.
+fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysResult {
+    let mm = task.thread.mm();
+    let total = iov.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
+    let mut buf = Vec::with_capacity(total.min(CHUNK));
+    let (mut index, mut offset, mut done) = (0, 0, 0u64);
+    loop {
+        buf.clear();
+        let mut faulted = false;
+        while buf.len() < CHUNK && index < iov.len() {
+            let (base, len) = iov[index];
+            let start = buf.len();
+            let want = (len - offset).min(CHUNK - start);
+            buf.resize(start + want, 0);
+            let got = mm.copy_in_partial(base + offset as u64, &mut buf[start..]);
+            buf.truncate(start + got);
+            offset += got;
+            if got < want {
+                faulted = true;
+                break;
+            }
+            if offset == len {
+                (index, offset) = (index + 1, 0);
+            }
+        }
+        if buf.is_empty() {
+            return if faulted && done == 0 { Err(Errno::EFAULT) } else { Ok(done) };
+        }
+        let n = match super::block::write(f, &buf, |b| f.write(b)) {
+            Ok(n) => n,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => return Ok(done),
+        };
+        done += n as u64;
+        if n < buf.len() || faulted {
+            return Ok(done);
+        }
+    }
 }
 
 /// A write to a pipe without readers also raises SIGPIPE, as Linux does.
@@ -227,7 +298,9 @@ fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     if !f.ops.seekable() {
-        let put = write_from(task, a[1], count(a[2]), |buf, _| super::block::write(&f, buf, |b| f.write(b)));
+        let len = count(a[2]);
+        args::user_range(a[1], len)?;
+        let put = stream_write(task, &f, &[(a[1], len)]);
         return sigpipe_unless_packets(task, &f, put);
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
@@ -332,10 +405,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        if let Some((f, s)) = super::inet::socket_of(&f) {
-            return super::inet::recv(task, &f, &s, &iov, 0).map(|(n, _, _)| n);
-        }
-        return readv_into(task, &iov, true, |buf, _| super::block::read(&f, |call| f.read_call(buf, call)));
+        return stream_read(task, &f, &iov);
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }
@@ -344,11 +414,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        // A socket sends the iovecs as one message (one datagram).
-        if let Some((f, s)) = super::inet::socket_of(&f) {
-            return super::inet::send(task, &f, &s, &iov, 0, None);
-        }
-        let put = writev_from(task, &iov, |buf, _| super::block::write(&f, buf, |b| f.write(b)));
+        let put = stream_write(task, &f, &iov);
         return sigpipe_unless_packets(task, &f, put);
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
@@ -507,12 +573,7 @@ fn sys_sync_file_range(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const MFD_CLOEXEC: u32 = 1;
-    const MFD_ALLOW_SEALING: u32 = 2;
-    const MFD_NOEXEC_SEAL: u32 = 8;
-    const MFD_EXEC: u32 = 0x10;
-    /// NAME_MAX minus "memfd:".
-    const MFD_NAME_MAX: usize = 249;
+    use crate::abi::fcntl::{MFD_ALLOW_SEALING, MFD_CLOEXEC, MFD_EXEC, MFD_NAME_MAX, MFD_NOEXEC_SEAL};
     let flags = args::uint(a[1]);
     if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0 {
         return Err(Errno::EINVAL);

@@ -337,8 +337,8 @@ pub(super) fn send(
 }
 
 /// Receives into the guest's `bufs`: the count (a datagram's whole length
-/// with MSG_TRUNC), whether the datagram was cut, and its sender. read and
-/// readv on an IP socket come here too.
+/// with MSG_TRUNC), whether the datagram was cut, and its sender (read and
+/// readv take the path of every file: `FileOps::read`).
 pub(super) fn recv(
     task: &Task,
     f: &FileDescription,

@@ -52,7 +52,6 @@ mod sysv_shm;
 mod thread;
 mod time;
 mod timer;
-mod tty;
 mod xattr;
 
 use crate::kernel::Kernel;

@@ -2,7 +2,8 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Decoder, Encoder, Layout};
+use crate::abi::poll::PollFd;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::signal::sigbit;
@@ -87,13 +88,13 @@ fn poll(task: &Task, addr: u64, nfds: u64, deadline: Option<Instant>) -> SysResu
     if n as u64 > task.thread.nofile() {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; n * 8];
+    let mut raw = vec![0u8; n * PollFd::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let mut fds: Vec<(i32, u32)> = raw
-        .chunks_exact(8)
+        .chunks_exact(PollFd::SIZE)
         .map(|c| {
-            let mut d = Decoder::new(c);
-            (d.i32(), u32::from(d.u16()))
+            let p = PollFd::decode(c);
+            (p.fd, u32::from(p.events))
         })
         .collect();
     let mut revents = vec![0u32; n];
@@ -118,9 +119,10 @@ fn poll(task: &Task, addr: u64, nfds: u64, deadline: Option<Instant>) -> SysResu
             Ok(count)
         },
     )?;
-    let mut out = Encoder::with_capacity(n * 8);
+    let mut out = Encoder::with_capacity(n * PollFd::SIZE);
     for ((fd, ev), r) in fds.iter().zip(&revents) {
-        out.i32(*fd).u16(u16::try_from(*ev).unwrap_or(0)).u16(u16::try_from(*r).unwrap_or(0));
+        let p = PollFd { fd: *fd, events: u16::try_from(*ev).unwrap_or(0), revents: u16::try_from(*r).unwrap_or(0) };
+        p.encode_to(&mut out);
     }
     task.thread.mm().copy_out(addr, out.as_bytes())?;
     Ok(ready as u64)

@@ -4,6 +4,7 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::sched::{CLONE_ARGS_SIZE, CLONE_ARGS_SIZE_VER0, CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP, SIGCHLD_FLAG};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
@@ -85,14 +86,12 @@ fn sys_execveat(task: &mut Task, a: [u64; 6]) -> SysResult {
     do_execve(task, a[0], a[1], a[2], a[3], a[4])
 }
 
-const SIGCHLD: u64 = 17;
-
 fn sys_fork(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    fork::clone_process(task, CloneArgs { flags: SIGCHLD, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
+    fork::clone_process(task, CloneArgs { flags: SIGCHLD_FLAG, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
 }
 
 fn sys_vfork(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    let flags = fork::CLONE_VM | fork::CLONE_VFORK | SIGCHLD;
+    let flags = fork::CLONE_VM | fork::CLONE_VFORK | SIGCHLD_FLAG;
     fork::clone_process(task, CloneArgs { flags, stack: 0, parent_tid: 0, child_tid: 0, tls: 0 })
 }
 
@@ -121,12 +120,6 @@ fn clone_pidfd(task: &mut Task, args: CloneArgs, addr: u64) -> SysResult {
     fork::clone_with_pidfd(task, args, Some(&mut make))
 }
 
-/// `struct clone_args`' sizes: the first version's and this kernel's
-/// (version 2, with `cgroup`).
-const CLONE_ARGS_SIZE_VER0: u64 = 64;
-const CLONE_ARGS_SIZE: usize = 88;
-const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 const MAX_PID_NS_LEVEL: u64 = 32;
 
 /// clone3(args, size): clone with a versioned argument struct. A larger

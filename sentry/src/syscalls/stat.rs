@@ -6,11 +6,13 @@ use super::{Entries, Support::*};
 use crate::abi::fcntl::{
     AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD_ARG, AT_NO_AUTOMOUNT, AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW,
 };
-use crate::abi::layout::Encoder;
+use crate::abi::layout::Layout;
+use crate::abi::stat::{StatBuf, StatFsBuf, Statx, STATX_BASIC_STATS, STATX_MNT_ID};
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
-use crate::vfs::{Dentry, Stat, StatFs, S_IFLNK, S_IFMT};
+use crate::vfs::{Dentry, Stat, StatFs, TimeSpec, S_IFLNK, S_IFMT};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -28,14 +30,25 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_readlinkat, sys_readlinkat, Full),
 ];
 
-/// `struct stat` (x86-64, 144 bytes).
+/// `struct stat` of `st`.
 pub fn encode_stat(st: &Stat) -> Vec<u8> {
-    let mut e = Encoder::with_capacity(144);
-    e.u64(st.dev).u64(st.ino).u64(st.nlink).u32(st.mode).u32(st.uid).u32(st.gid).u32(0);
-    e.u64(st.rdev).u64(st.size).u64(st.blksize).u64(st.blocks);
-    e.i64(st.atime.sec).i64(st.atime.nsec).i64(st.mtime.sec).i64(st.mtime.nsec);
-    e.i64(st.ctime.sec).i64(st.ctime.nsec).zeros(24);
-    e.finish()
+    let ts = |t: TimeSpec| Timespec { sec: t.sec, nsec: t.nsec };
+    StatBuf {
+        dev: st.dev,
+        ino: st.ino,
+        nlink: st.nlink,
+        mode: st.mode,
+        uid: st.uid,
+        gid: st.gid,
+        rdev: st.rdev,
+        size: st.size,
+        blksize: st.blksize,
+        blocks: st.blocks,
+        atime: ts(st.atime),
+        mtime: ts(st.mtime),
+        ctime: ts(st.ctime),
+    }
+    .encode()
 }
 
 fn major(dev: u64) -> u32 {
@@ -46,35 +59,45 @@ fn minor(dev: u64) -> u32 {
     u32::try_from((dev & 0xff) | ((dev >> 12) & !0xff)).unwrap_or(0)
 }
 
-const STATX_BASIC_STATS: u32 = 0x7ff;
-const STATX_MNT_ID: u32 = 0x1000;
-
-/// `struct statx` (256 bytes).
+/// `struct statx` of `st` on mount `mnt_id` (no birth time).
 pub fn encode_statx(st: &Stat, mnt_id: u64) -> Vec<u8> {
-    let ts = |e: &mut Encoder, sec: i64, nsec: i64| {
-        e.i64(sec).u32(u32::try_from(nsec).unwrap_or(0)).u32(0);
-    };
-    let mut e = Encoder::with_capacity(256);
-    e.u32(STATX_BASIC_STATS | STATX_MNT_ID).u32(u32::try_from(st.blksize).unwrap_or(4096)).u64(0);
-    e.u32(u32::try_from(st.nlink).unwrap_or(u32::MAX)).u32(st.uid).u32(st.gid);
-    e.u16(u16::try_from(st.mode & 0xffff).unwrap_or(0)).u16(0);
-    e.u64(st.ino).u64(st.size).u64(st.blocks).u64(0);
-    ts(&mut e, st.atime.sec, st.atime.nsec);
-    ts(&mut e, 0, 0);
-    ts(&mut e, st.ctime.sec, st.ctime.nsec);
-    ts(&mut e, st.mtime.sec, st.mtime.nsec);
-    e.u32(major(st.rdev)).u32(minor(st.rdev)).u32(major(st.dev)).u32(minor(st.dev));
-    e.u64(mnt_id);
-    e.zeros(256 - e.len());
-    e.finish()
+    let ts = |t: TimeSpec| Timespec { sec: t.sec, nsec: t.nsec };
+    Statx {
+        mask: STATX_BASIC_STATS | STATX_MNT_ID,
+        blksize: u32::try_from(st.blksize).unwrap_or(4096),
+        nlink: u32::try_from(st.nlink).unwrap_or(u32::MAX),
+        uid: st.uid,
+        gid: st.gid,
+        mode: u16::try_from(st.mode & 0xffff).unwrap_or(0),
+        ino: st.ino,
+        size: st.size,
+        blocks: st.blocks,
+        atime: ts(st.atime),
+        btime: Timespec::default(),
+        ctime: ts(st.ctime),
+        mtime: ts(st.mtime),
+        rdev: (major(st.rdev), minor(st.rdev)),
+        dev: (major(st.dev), minor(st.dev)),
+        mnt_id,
+    }
+    .encode()
 }
 
-/// `struct statfs` (120 bytes).
+/// `struct statfs` of `s`.
 pub fn encode_statfs(s: &StatFs) -> Vec<u8> {
-    let mut e = Encoder::with_capacity(120);
-    e.u64(s.fs_type).u64(s.bsize).u64(s.blocks).u64(s.bfree).u64(s.bavail).u64(s.files).u64(s.ffree);
-    e.u64(0).u64(s.namelen).u64(s.frsize).u64(s.flags).zeros(32);
-    e.finish()
+    StatFsBuf {
+        fs_type: s.fs_type,
+        bsize: s.bsize,
+        blocks: s.blocks,
+        bfree: s.bfree,
+        bavail: s.bavail,
+        files: s.files,
+        ffree: s.ffree,
+        namelen: s.namelen,
+        frsize: s.frsize,
+        flags: s.flags,
+    }
+    .encode()
 }
 
 fn put_stat(task: &Task, d: &Arc<Dentry>, addr: u64) -> SysResult {

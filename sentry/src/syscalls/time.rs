@@ -5,7 +5,7 @@
 use super::args::int;
 use super::{Entries, Support};
 use crate::abi::layout::{Encoder, Layout};
-use crate::abi::time::{Timespec, Timeval, USEC_PER_SEC};
+use crate::abi::time::{Rusage, Timespec, Timeval, RUSAGE_CHILDREN, RUSAGE_SELF, RUSAGE_THREAD, USEC_PER_SEC};
 use crate::abi::time::{
     CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC_RAW,
     CLOCK_PROCESS_CPUTIME_ID, CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_REALTIME_COARSE, CLOCK_TAI,
@@ -309,23 +309,10 @@ fn sys_times(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(ret(up_ticks))
 }
 
-const RUSAGE_SELF: i32 = 0;
-const RUSAGE_CHILDREN: i32 = -1;
-const RUSAGE_THREAD: i32 = 1;
-
-/// A time as a `struct timeval`'s (seconds, microseconds).
-fn timeval(d: Duration) -> (i64, i64) {
-    (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), i64::from(d.subsec_micros()))
-}
-
-/// `struct rusage` (144 bytes): two timevals and fourteen longs, of which
-/// the CPU times and the peak resident set are kept.
+/// `struct rusage` of CPU times `t` and peak resident set `maxrss_kb`.
 pub(super) fn encode_rusage(t: CpuTimes, maxrss_kb: i64) -> Vec<u8> {
-    let (utime, stime) = (timeval(t.user), timeval(t.system));
-    let mut e = Encoder::with_capacity(144);
-    e.i64(utime.0).i64(utime.1).i64(stime.0).i64(stime.1).i64(maxrss_kb);
-    e.zeros(13 * 8);
-    e.finish()
+    let (utime, stime) = (Timeval::from_duration(t.user), Timeval::from_duration(t.system));
+    Rusage { utime, stime, maxrss: maxrss_kb }.encode()
 }
 
 fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -3,9 +3,11 @@
 use super::args::{int, uint};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{O_NONBLOCK, O_RDWR};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Decoder, Layout};
 use crate::abi::signal::{SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD_ID};
-use crate::abi::time::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL, TIMER_ABSTIME};
+use crate::abi::time::{
+    Itimerspec, Itimerval, Timespec, Timeval, ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL, TIMER_ABSTIME,
+};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::cpu_itimers;
 use crate::kernel::timers::{Setting, Target};
@@ -39,32 +41,33 @@ pub(super) const ENTRIES: Entries = &[
 /// TIMER_ABSTIME as the raw flags argument is compared.
 const ABSTIME: u64 = TIMER_ABSTIME.unsigned_abs() as u64;
 
-/// Reads a pair of (sec, sub-second) values; `unit` is the sub-second
-/// unit in nanoseconds (1000 for timeval, 1 for timespec).
-fn read_pair(task: &Task, addr: u64, unit: u64) -> Result<(Duration, Duration), Errno> {
-    let mut raw = [0u8; 32];
+/// Reads a `struct itimerspec` (`unit` 1, nanoseconds) or `struct
+/// itimerval` (`unit` 1000, microseconds): (interval, value), EINVAL when
+/// either is out of range.
+fn read_pair(task: &Task, addr: u64, unit: u32) -> Result<(Duration, Duration), Errno> {
+    let mut raw = [0u8; Itimerspec::SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    let mut d = Decoder::new(&raw);
-    let mut one = || -> Result<Duration, Errno> {
-        let (sec, sub) = (d.i64(), d.i64());
-        let limit = i64::try_from(1_000_000_000 / unit).unwrap_or(i64::MAX);
-        if sec < 0 || !(0..limit).contains(&sub) {
-            return Err(Errno::EINVAL);
-        }
-        let nanos = u64::try_from(sub).unwrap_or(0) * unit;
-        Ok(Duration::new(u64::try_from(sec).unwrap_or(0), u32::try_from(nanos).unwrap_or(0)))
+    let t = if unit == 1 {
+        Itimerspec::decode(&raw)
+    } else {
+        let v = Itimerval::decode(&raw);
+        Itimerspec { interval: v.interval.to_timespec(), value: v.value.to_timespec() }
     };
-    let interval = one()?;
-    let value = one()?;
-    Ok((interval, value))
+    if !t.interval.is_valid() || !t.value.is_valid() {
+        return Err(Errno::EINVAL);
+    }
+    Ok((t.interval.duration(), t.value.duration()))
 }
 
+/// Writes setting `s` as a `struct itimerspec` (`unit` 1) or `struct
+/// itimerval` (`unit` 1000).
 fn write_pair(task: &Task, addr: u64, s: Setting, unit: u32) -> Result<(), Errno> {
-    let mut e = Encoder::with_capacity(32);
-    for d in [s.interval, s.value] {
-        e.i64(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).i64(i64::from(d.subsec_nanos() / unit));
-    }
-    task.thread.mm().copy_out(addr, e.as_bytes())
+    let raw = if unit == 1 {
+        Itimerspec { interval: Timespec::from_duration(s.interval), value: Timespec::from_duration(s.value) }.encode()
+    } else {
+        Itimerval { interval: Timeval::from_duration(s.interval), value: Timeval::from_duration(s.value) }.encode()
+    };
+    task.thread.mm().copy_out(addr, &raw)
 }
 
 fn sys_alarm(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -6,6 +6,7 @@ pub mod at;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;
+pub mod ioctl;
 pub mod mounts;
 pub mod names;
 pub mod notify;
@@ -18,11 +19,12 @@ pub use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
 pub use fd_table::FdTable;
 pub use file::FileDescription;
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
+pub use ioctl::IoctlContext;
 pub use open::{open_at, OpenHow};
 
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::mm::{Mappable, MemoryManager};
+use crate::mm::Mappable;
 use std::sync::Arc;
 
 /// File type bits of `st_mode`, which every filesystem uses.
@@ -206,9 +208,19 @@ pub trait FileOps: Send + Sync + AsAny {
         true
     }
 
-    /// An ioctl; the file copies its argument in and out of `mm` itself.
-    fn ioctl(&self, _mm: &MemoryManager, _req: u64, _arg: u64) -> Result<u64, Errno> {
+    /// An ioctl of the file's own (the descriptor's generic ones are the
+    /// syscall layer's): the file copies its argument in and out of the
+    /// caller's memory and asks `ctx` what it needs of the caller (a
+    /// terminal: the session and process group, for job control).
+    fn ioctl(&self, _ctx: &dyn IoctlContext, _req: u64, _arg: u64) -> Result<u64, Errno> {
         Err(Errno::ENOTTY)
+    }
+
+    /// F_GETPIPE_SZ (`set` None) and F_SETPIPE_SZ (`set` the size asked
+    /// for and whether the caller has CAP_SYS_RESOURCE), which answers the
+    /// capacity set. EBADF for a file that is no pipe, as in Linux.
+    fn pipe_capacity(&self, _set: Option<(usize, bool)>) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
     }
 
     fn truncate(&self, _len: u64) -> Result<(), Errno> {

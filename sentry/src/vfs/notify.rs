@@ -10,9 +10,9 @@
 //! added, fired and removed under one lock (instances only queue events
 //! under theirs, taken after it).
 
-use super::{Dentry, FileOps, Node, S_IFDIR, S_IFMT};
+use super::{Dentry, FileOps, IoctlContext, Node, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
-use crate::mm::{Mappable, MemoryManager};
+use crate::mm::Mappable;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -514,8 +514,8 @@ impl FileOps for WatchedFile {
         self.inner.seekable()
     }
 
-    fn ioctl(&self, mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
-        self.inner.ioctl(mm, req, arg)
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        self.inner.ioctl(ctx, req, arg)
     }
 
     fn truncate(&self, len: u64) -> Result<(), Errno> {
@@ -544,6 +544,10 @@ impl FileOps for WatchedFile {
 
     fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
         self.inner.io_timeout(write)
+    }
+
+    fn pipe_capacity(&self, set: Option<(usize, bool)>) -> Result<usize, Errno> {
+        self.inner.pipe_capacity(set)
     }
 
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {

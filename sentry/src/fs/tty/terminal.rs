@@ -7,10 +7,10 @@
 use super::line_discipline::{Effects, LineDiscipline};
 use super::termios::{Termios, Winsize, ICANON, TOSTOP, VMIN, VTIME};
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use crate::abi::signal::SIG_IGN;
 use crate::abi::Errno;
-use crate::kernel::{thread, Kernel};
-use crate::vfs::{FileOps, ReadCall, Stat, TimeSpec};
+use crate::kernel::caller::Caller;
+use crate::kernel::Kernel;
+use crate::vfs::{FileOps, IoctlContext, ReadCall, Stat, TimeSpec};
 use crate::waiter::{block_on, Entry, Queue, Waker, ALL};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -71,14 +71,6 @@ pub struct Terminal {
     created: TimeSpec,
 }
 
-/// Who is asking, for job control: the calling guest process.
-struct Caller {
-    kernel: Arc<Kernel>,
-    thread: Arc<thread::Thread>,
-    pgid: i32,
-    sid: i32,
-}
-
 impl Terminal {
     pub fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec) -> Arc<Terminal> {
         Arc::new(Terminal {
@@ -127,12 +119,15 @@ impl Terminal {
         })
     }
 
+    /// The calling guest process, for a read, write or open (an ioctl is
+    /// told its caller).
     fn caller(&self) -> Option<Caller> {
-        let thread = thread::current()?;
-        let kernel = self.kernel.upgrade()?;
-        let pgid = kernel.procs.pgid(thread.tgid)?;
-        let sid = kernel.procs.sid(thread.tgid)?;
-        Some(Caller { kernel, thread, pgid, sid })
+        Caller::current(&self.kernel)
+    }
+
+    /// The kernel, while it runs (for the replica's dentry).
+    pub fn kernel(&self) -> Option<Arc<Kernel>> {
+        self.kernel.upgrade()
     }
 
     /// Sends `sig` to every process of group `pgid` (SI_KERNEL, as the
@@ -143,32 +138,36 @@ impl Terminal {
         }
     }
 
-    /// Job control for a caller using its controlling terminal from a
+    /// Job control for a read or write of the calling process.
+    fn check_background(&self, sig: i32) -> Result<(), Errno> {
+        match self.caller() {
+            Some(c) => self.job_control(&c, sig),
+            None => Ok(()),
+        }
+    }
+
+    /// Job control for caller `c` using its controlling terminal from a
     /// background group (Linux's tty_check_change and job_control): with
     /// SIGTTIN (reads) an ignored or blocked signal or an orphaned group
     /// means EIO; with SIGTTOU (writes with TOSTOP, mode changes) an
     /// ignored or blocked signal lets the call through. Otherwise the
     /// group is sent the signal and the call restarts after it.
-    fn check_background(&self, sig: i32) -> Result<(), Errno> {
+    pub fn job_control(&self, c: &dyn IoctlContext, sig: i32) -> Result<(), Errno> {
         let (session, fg) = {
             let s = self.state.lock();
             (s.session, s.foreground)
         };
-        let Some(c) = self.caller() else { return Ok(()) };
         let Some(fg) = fg else { return Ok(()) };
-        if session != Some(c.sid) || fg == c.pgid {
+        if session != Some(c.sid()) || fg == c.pgid() {
             return Ok(());
         }
-        let Ok(idx) = usize::try_from(sig) else { return Ok(()) };
-        let ignored = c.thread.sigactions.swap(idx, None).handler == SIG_IGN;
-        let blocked = c.thread.sigmask() & crate::kernel::signal::sigbit(sig) != 0;
-        if ignored || blocked {
+        if c.signal_held(sig) {
             return if sig == libc::SIGTTIN { Err(Errno::EIO) } else { Ok(()) };
         }
-        if c.kernel.procs.group_orphaned(c.pgid) {
+        if c.group_orphaned() {
             return Err(Errno::EIO);
         }
-        self.signal_group(c.pgid, sig);
+        c.signal_group(c.pgid(), sig);
         Err(Errno::ERESTARTSYS)
     }
 
@@ -182,23 +181,31 @@ impl Terminal {
     /// that opens one without O_NOCTTY acquires it, as in Linux.
     pub fn open_replica(self: &Arc<Terminal>, flags: i32) -> Result<Arc<TtyFile>, Errno> {
         let caller = self.caller();
+        self.open_replica_by(flags, caller.as_ref().map(|c| c as &dyn IoctlContext))
+    }
+
+    /// `open_replica` by `caller` (None: the sentry itself).
+    pub fn open_replica_by(
+        self: &Arc<Terminal>,
+        flags: i32,
+        caller: Option<&dyn IoctlContext>,
+    ) -> Result<Arc<TtyFile>, Errno> {
         // Whether the caller may acquire it (asked before taking our lock:
         // the registry looks at every terminal, this one too).
-        let acquire = caller.as_ref().filter(|c| {
-            flags & libc::O_NOCTTY == 0 && c.sid == c.thread.tgid && !c.kernel.has_controlling_terminal(c.sid)
-        });
+        let acquire =
+            caller.filter(|c| flags & libc::O_NOCTTY == 0 && c.sid() == c.tgid() && !c.session_has_terminal());
         let mut s = self.state.lock();
         if s.locked || s.gone() {
             return Err(Errno::EIO);
         }
-        if s.exclusive && caller.as_ref().is_none_or(|c| !c.thread.creds().capable(crate::auth::caps::CAP_SYS_ADMIN)) {
+        if s.exclusive && caller.is_none_or(|c| !c.capable(crate::auth::caps::CAP_SYS_ADMIN)) {
             return Err(Errno::EBUSY);
         }
         s.replicas += 1;
         s.replica_opened = true;
         if let Some(c) = acquire.filter(|_| s.session.is_none()) {
-            s.session = Some(c.sid);
-            s.foreground = Some(c.pgid);
+            s.session = Some(c.sid());
+            s.foreground = Some(c.pgid());
         }
         drop(s);
         self.changed();
@@ -253,14 +260,12 @@ impl Terminal {
         }
     }
 
-    /// TIOCSPGRP: `pgid` must be a group of the terminal's session.
-    pub fn set_foreground(&self, pgid: i32) -> Result<(), Errno> {
-        let k = self.kernel.upgrade().ok_or(Errno::ESRCH)?;
-        let members = k.procs.group_members(pgid);
-        let Some(&member) = members.first() else { return Err(Errno::ESRCH) };
-        let sid = k.procs.sid(member);
+    /// TIOCSPGRP: `pgid` must be a group of the terminal's session
+    /// (`c` finds the group's).
+    pub fn set_foreground(&self, c: &dyn IoctlContext, pgid: i32) -> Result<(), Errno> {
+        let sid = c.session_of_group(pgid).ok_or(Errno::ESRCH)?;
         let mut s = self.state.lock();
-        if s.session.is_none() || sid != s.session {
+        if s.session != Some(sid) {
             return Err(Errno::EPERM);
         }
         s.foreground = Some(pgid);
@@ -617,11 +622,11 @@ impl TtyFile {
     /// Job control for a call that changes the terminal (modes, the
     /// foreground group, flushing) from the replica side; the master, the
     /// terminal's owner, is never in the background.
-    pub fn check_change(&self) -> Result<(), Errno> {
+    pub fn check_change(&self, c: &dyn IoctlContext) -> Result<(), Errno> {
         if self.master {
             Ok(())
         } else {
-            self.term.check_background(libc::SIGTTOU)
+            self.term.job_control(c, libc::SIGTTOU)
         }
     }
 }
@@ -662,5 +667,9 @@ impl FileOps for TtyFile {
 
     fn event_unregister(&self, e: &Entry) {
         self.term.events.unregister(e);
+    }
+
+    fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        super::ioctl::ioctl(self, ctx, req, arg)
     }
 }
