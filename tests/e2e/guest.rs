@@ -276,3 +276,13 @@ fn python_waits_for_a_child_through_a_pidfd() {
     let sbx = run(husk_do(&[], &argv), None);
     assert_eq!((sbx.code, sbx.stdout_str().as_str()), (0, "True 0\n"), "under husk: {}", sbx.describe());
 }
+
+#[test]
+fn guest_proc_load() {
+    guest_test("proc_load", &[]);
+}
+
+#[test]
+fn guest_kill_exiting() {
+    guest_test("kill_exiting", &[]);
+}

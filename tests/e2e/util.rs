@@ -69,6 +69,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "escape_probe",
     "seccomp",
     "pidfd",
+    "proc_load",
+    "kill_exiting",
 ];
 
 /// The `husk` binary cargo built for this test.
