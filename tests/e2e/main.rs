@@ -10,6 +10,7 @@
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
+//! * `stress`: the multiprocess stress harness of `tests/stress/`.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -33,5 +34,6 @@ mod limits;
 mod oci;
 mod scenarios;
 mod secrets;
+mod stress;
 mod util;
 mod workspace;
