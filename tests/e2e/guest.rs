@@ -340,3 +340,13 @@ fn guest_fionread() {
 fn guest_rw_vectors() {
     guest_test("rw_vectors", &[]);
 }
+
+#[test]
+fn guest_proc_load() {
+    guest_test("proc_load", &[]);
+}
+
+#[test]
+fn guest_kill_exiting() {
+    guest_test("kill_exiting", &[]);
+}

@@ -11,6 +11,7 @@
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
+//! * `stress`: the multiprocess stress harness of `tests/stress/`.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -36,5 +37,6 @@ mod oci;
 mod postgres;
 mod scenarios;
 mod secrets;
+mod stress;
 mod util;
 mod workspace;

@@ -77,6 +77,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tty_pgrp",
     "fionread",
     "rw_vectors",
+    "proc_load",
+    "kill_exiting",
 ];
 
 /// The `husk` binary cargo built for this test.

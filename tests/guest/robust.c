@@ -1,10 +1,12 @@
 /* robust.c — robust mutexes whose owner dies: the next locker gets
  * EOWNERDEAD (and may make the mutex consistent) whether it tried after
  * the death or was already waiting for the lock, for a thread that exits
- * and for a process-shared mutex whose owning process exits. An alarm
- * ends a hang. */
+ * for a process-shared mutex whose owning process exits, and for one whose
+ * owning process execs (Linux releases the robust list at exec as at
+ * exit, while the process lives on). An alarm ends a hang. */
 #include "check.h"
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,7 +44,12 @@ static void recover(pthread_mutex_t *mx) {
     CHECK_EQ(pthread_mutex_unlock(mx), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "idle") == 0) {
+        /* The image the owner execs: it outlives the parent's check. */
+        nap_ms(20000);
+        return 0;
+    }
     alarm(20);
     init_robust(&m, 0);
 
@@ -82,5 +89,25 @@ int main(void) {
     int st;
     CHECK_EQ(waitpid(c, &st, 0), c);
     CHECK_EQ(st, 0);
+
+    /* The owning process execs: the lock is the next locker's, with
+     * EOWNERDEAD, long before the new image ends. */
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        if (pthread_mutex_lock(sm) != 0 || write(ready[1], "l", 1) != 1)
+            _exit(1);
+        char *idle[] = {"/proc/self/exe", "idle", NULL};
+        execv(idle[0], idle);
+        _exit(1);
+    }
+    CHECK_EQ(read(ready[0], &b, 1), 1);
+    struct timespec until;
+    CHECK_OK(clock_gettime(CLOCK_REALTIME, &until));
+    until.tv_sec += 10;
+    CHECK_EQ(pthread_mutex_timedlock(sm, &until), EOWNERDEAD);
+    recover(sm);
+    CHECK_OK(kill(c, SIGKILL));
+    CHECK_EQ(waitpid(c, &st, 0), c);
+    CHECK(WIFSIGNALED(st));
     return 0;
 }

@@ -76,6 +76,10 @@ pub fn execve(
 
     // The point of no return.
     end_other_threads(task);
+    // Locks on the old image's robust list are released as at exit
+    // (Linux's exec_mm_release); the new image registers its own list.
+    let robust_head = std::mem::take(&mut *task.thread.robust_list.lock()).0;
+    super::robust::exit_robust_list(&task.thread.mm(), &kernel.futexes, task.thread.tid, robust_head);
     *task.thread.mm.lock() = mm;
     for f in task.thread.fds().close_on_exec() {
         task.kernel.record_locks.closed(task.thread.tgid, &f);

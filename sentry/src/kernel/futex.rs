@@ -70,6 +70,7 @@ impl Futexes {
             q.entry(key).or_default().push(w.clone());
         }
         let mut woken = w.woken.lock();
+        let _asleep = crate::waiter::Asleep::begin();
         loop {
             match *woken {
                 Wake::Woken => return Ok(()),

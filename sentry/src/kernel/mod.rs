@@ -14,6 +14,7 @@ pub mod futex;
 pub mod ipc;
 pub mod limits;
 pub mod namespaces;
+pub mod loadavg;
 pub mod package;
 pub mod pids;
 pub mod process;
@@ -80,7 +81,7 @@ struct ThreadTable {
     /// Tasks being created, counted against the pids limit (`pids`).
     reserved: u64,
     /// The CPU time of every thread that left the table.
-    exited_cpu: std::time::Duration,
+    exited_cpu: cputime::CpuTimes,
 }
 
 /// The state of one sandbox.
@@ -102,6 +103,8 @@ pub struct Kernel {
     threads: Mutex<ThreadTable>,
     pub procs: process::ProcessTable,
     pub futexes: futex::Futexes,
+    /// Runnable guest threads and the load average (/proc/loadavg).
+    pub load: Arc<loadavg::LoadAvg>,
     pub timers: timers::Timers,
     /// ITIMER_VIRTUAL and ITIMER_PROF (`cpu_itimers`).
     pub cpu_itimers: cpu_itimers::CpuItimers,
@@ -155,6 +158,7 @@ impl Kernel {
             read_only: false,
             opts: crate::vfs::MountOpts::default(),
         });
+        let boot_instant = Instant::now();
         Kernel {
             platform,
             memory,
@@ -166,13 +170,14 @@ impl Kernel {
             threads: Mutex::default(),
             procs: process::ProcessTable::default(),
             futexes: futex::Futexes::default(),
+            load: Arc::new(loadavg::LoadAvg::new(boot_instant)),
             timers: timers::Timers::default(),
             cpu_itimers: cpu_itimers::CpuItimers::default(),
             flocks: flock::Flocks::default(),
             record_locks: record_lock::RecordLocks::default(),
             next_tid: AtomicI32::new(1),
             next_anon_ino: AtomicU64::new(1),
-            boot_instant: Instant::now(),
+            boot_instant,
             boot_time: SystemTime::now(),
             hostname: Mutex::new(opts.hostname.clone()),
             domainname: Mutex::new(b"(none)".to_vec()),
@@ -219,6 +224,12 @@ impl Kernel {
         self.next_tid.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The last tid given out (tids are not reused): how many processes
+    /// and threads were created since boot.
+    pub fn last_tid(&self) -> i32 {
+        self.next_tid.load(Ordering::Relaxed) - 1
+    }
+
     /// An inode number for an anonymous file.
     pub fn anon_ino(&self) -> u64 {
         self.next_anon_ino.fetch_add(1, Ordering::Relaxed)
@@ -248,7 +259,7 @@ impl Kernel {
     pub fn remove_thread(&self, t: &Thread) -> bool {
         let mut table = self.threads.lock();
         if table.threads.remove(&t.tid).is_some() {
-            table.exited_cpu = table.exited_cpu.saturating_add(t.cpu.times().total());
+            table.exited_cpu = table.exited_cpu.plus(t.cpu.times());
         }
         let last = t.group().leave(t.tid);
         if last {
@@ -266,6 +277,12 @@ impl Kernel {
     /// live threads' (their runs of guest code under way included) and
     /// every ended one's.
     pub fn cpu_time(&self) -> std::time::Duration {
+        self.cpu_times().total()
+    }
+
+    /// The user and system time the sandbox's guest has used (`cpu_time`
+    /// split; runs of guest code under way count as user time).
+    pub fn cpu_times(&self) -> cputime::CpuTimes {
         // One snapshot of the table, read without its lock held (a thread
         // that ends meanwhile is counted once, by its final times).
         let (live, exited): (Vec<Arc<Thread>>, _) = {
@@ -275,7 +292,8 @@ impl Kernel {
         live.iter().fold(exited, |sum, t| {
             let running =
                 if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Default::default() };
-            sum.saturating_add(t.cpu.times().total()).saturating_add(running)
+            let own = t.cpu.times();
+            sum.plus(cputime::CpuTimes { user: own.user.saturating_add(running), system: own.system })
         })
     }
 

@@ -277,6 +277,16 @@ impl ProcessTable {
         Ok(pid)
     }
 
+    /// Whether `pid` exists: alive, exiting or a zombie not yet reaped.
+    pub fn exists(&self, pid: i32) -> bool {
+        self.procs.lock().contains_key(&pid)
+    }
+
+    /// Whether process group `pgid` has a member, zombies included.
+    pub fn group_exists(&self, pgid: i32) -> bool {
+        self.procs.lock().values().any(|e| e.state().pgid == pgid)
+    }
+
     /// Every live process in process group `pgid`.
     pub fn group_members(&self, pgid: i32) -> Vec<i32> {
         let p = self.procs.lock();

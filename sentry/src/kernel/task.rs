@@ -84,10 +84,14 @@ impl Task {
 
     /// Runs the guest until it exits.
     pub fn run(&mut self) -> Result<ExitStatus, PlatformError> {
+        let load = self.kernel.load.clone();
+        let _ = self.thread.load.set(load.clone());
+        load.thread_runs(true);
         thread::set_current(Some(self.thread.clone()));
         self.thread.cpu.start();
         let result = self.run_loop();
         thread::set_current(None);
+        load.thread_runs(false);
         result
     }
 

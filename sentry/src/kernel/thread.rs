@@ -83,6 +83,10 @@ pub struct Thread {
     pub signal_events: crate::waiter::Queue,
     /// Its CPU time.
     pub cpu: ThreadCpu,
+    /// It sleeps in a wait (not runnable).
+    pub sleeping: AtomicBool,
+    /// The sandbox's run-state counters, once its task runs.
+    pub load: std::sync::OnceLock<Arc<super::loadavg::LoadAvg>>,
     /// The mask rt_sigsuspend replaced; a handler frame saves this one
     /// instead of the temporary mask.
     pub saved_sigmask: Mutex<Option<u64>>,
@@ -140,6 +144,8 @@ impl Thread {
             signal_events: crate::waiter::Queue::default(),
             saved_sigmask: Mutex::new(None),
             cpu: ThreadCpu::default(),
+            sleeping: AtomicBool::new(false),
+            load: std::sync::OnceLock::new(),
             seccomp: super::seccomp::Seccomp::default(),
             namespaces: Mutex::default(),
         }
@@ -261,5 +267,12 @@ impl crate::waiter::Interruptible for Thread {
 
     fn set_waker(&self, w: Option<crate::waiter::Waker>) {
         *self.waker.lock() = w;
+    }
+
+    fn set_sleeping(&self, sleeping: bool) {
+        self.sleeping.store(sleeping, Ordering::Relaxed);
+        if let Some(load) = self.load.get() {
+            load.thread_sleeps(sleeping);
+        }
     }
 }

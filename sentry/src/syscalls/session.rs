@@ -42,8 +42,12 @@ fn sys_setpgid(task: &mut Task, a: [u64; 6]) -> SysResult {
         0 => me,
         p => p,
     };
-    let target = find_thread(task, pid)?;
-    let pid = target.tgid;
+    let pid = match find_thread(task, pid) {
+        Ok(target) => target.tgid,
+        // A child that is exiting or a zombie is still in its group.
+        Err(_) if task.kernel.procs.exists(pid) => pid,
+        Err(e) => return Err(e),
+    };
     if pid != me && task.kernel.procs.ppid(pid) != me {
         return Err(Errno::ESRCH);
     }

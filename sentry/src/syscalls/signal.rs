@@ -413,6 +413,12 @@ fn lookup(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
     task.kernel.thread(tid).ok_or(Errno::ESRCH)
 }
 
+/// A live thread by which to signal `pid`'s process: `pid` itself, or
+/// another thread of its process once its leader thread has exited.
+fn process_thread(task: &Task, pid: i32) -> Option<Arc<Thread>> {
+    lookup(task, pid).ok().or_else(|| task.kernel.thread_group(pid)?.threads().into_iter().next())
+}
+
 /// `kill(-1, sig)`: every process but init and the caller's.
 fn kill_all(task: &mut Task, sig: i32) -> SysResult {
     let others: Vec<Arc<Thread>> =
@@ -436,29 +442,45 @@ fn kill_all(task: &mut Task, sig: i32) -> SysResult {
     Ok(0)
 }
 
+/// A signal to a process that is exiting (its last thread is gone) or a
+/// zombie: it is there until reaped, and the signal does nothing.
+fn to_exiting(sig: i32) -> SysResult {
+    if sig != 0 && valid_signal(sig).is_none() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
 fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (pid, sig) = (int(a[0]), int(a[1]));
     match pid {
-        p if p > 0 => {
-            let target = lookup(task, p)?;
-            send(task, target, sig, false)
-        }
+        p if p > 0 => match process_thread(task, p) {
+            Some(target) => send(task, target, sig, false),
+            None if task.kernel.procs.exists(p) => to_exiting(sig),
+            None => Err(Errno::ESRCH),
+        },
         -1 => kill_all(task, sig),
         i32::MIN => Err(Errno::ESRCH),
         p => {
-            // A process group: every process in it.
+            // A process group: every process in it, zombies included.
             let me = task.thread.tgid;
             let pgid = if p == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { -p };
             let members = task.kernel.procs.group_members(pgid);
             if members.is_empty() {
-                return Err(Errno::ESRCH);
+                return if task.kernel.procs.group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
+            }
+            if sig != 0 && valid_signal(sig).is_none() {
+                return Err(Errno::EINVAL);
             }
             let mut result = Err(Errno::EPERM);
             for pid in members {
-                if let Ok(t) = lookup(task, pid) {
-                    if send(task, t, sig, false).is_ok() {
-                        result = Ok(0);
+                match process_thread(task, pid) {
+                    Some(t) => {
+                        if send(task, t, sig, false).is_ok() {
+                            result = Ok(0);
+                        }
                     }
+                    None => result = Ok(0),
                 }
             }
             result

@@ -130,6 +130,9 @@ pub trait Interruptible: Send + Sync {
     fn interrupt_pending(&self) -> bool;
     /// Sets (or clears) the hook an interruption calls.
     fn set_waker(&self, w: Option<Waker>);
+    /// The thread goes to sleep in a wait (`true`) or wakes from it: it is
+    /// not runnable meanwhile (/proc's state, the load average).
+    fn set_sleeping(&self, _sleeping: bool) {}
 }
 
 thread_local! {
@@ -144,6 +147,31 @@ pub fn set_current(t: Option<Arc<dyn Interruptible>>) {
 
 fn current() -> Option<Arc<dyn Interruptible>> {
     CURRENT.with(|c| c.borrow().clone())
+}
+
+/// The calling guest thread sleeps until this is dropped (see
+/// `Interruptible::set_sleeping`).
+pub struct Asleep(Option<Arc<dyn Interruptible>>);
+
+impl Asleep {
+    pub fn begin() -> Asleep {
+        Asleep::of(current())
+    }
+
+    fn of(t: Option<Arc<dyn Interruptible>>) -> Asleep {
+        if let Some(t) = &t {
+            t.set_sleeping(true);
+        }
+        Asleep(t)
+    }
+}
+
+impl Drop for Asleep {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            t.set_sleeping(false);
+        }
+    }
 }
 
 /// Clears the thread's wake-up hook when the wait ends.
@@ -193,6 +221,7 @@ pub fn block_on<T>(
         if registration.0.as_ref().is_some_and(|t| t.interrupt_pending()) {
             return Err(Errno::ERESTARTSYS);
         }
+        let asleep = Asleep::of(registration.0.clone());
         match deadline {
             Some(d) => {
                 if cond.wait_until(guard, d).timed_out() && !ready(guard) {
@@ -201,6 +230,7 @@ pub fn block_on<T>(
             }
             None => cond.wait(guard),
         }
+        drop(asleep);
     }
 }
 

@@ -18,7 +18,7 @@ pub(super) struct Host {
     /// The sentry's own /proc/self/status, for the CPU and memory-node
     /// affinity and speculation-mitigation lines.
     status: String,
-    /// /proc/stat at boot, for its CPU lines.
+    /// /proc/stat at boot, for its number of CPUs.
     stat: String,
 }
 
@@ -48,8 +48,13 @@ impl Host {
         self.status.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
     }
 
-    /// The `cpu` lines of the host's /proc/stat as they were at boot.
-    pub fn cpu_lines(&self) -> String {
-        self.stat.lines().filter(|l| l.starts_with("cpu")).flat_map(|l| [l, "\n"]).collect()
+    /// The CPUs the host's /proc/stat lists (as /proc/cpuinfo shows
+    /// them), or those the sentry may run on if it could not be read.
+    pub fn cpu_count(&self) -> u32 {
+        let listed = self.stat.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")).count();
+        match u32::try_from(listed) {
+            Ok(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1)),
+        }
     }
 }

@@ -45,7 +45,7 @@ fn sandbox() -> Sandbox {
     let space = platform.new_address_space().unwrap();
     let mm = Arc::new(MemoryManager::new(memory, space, TASK_SIZE - (1 << 30)));
     let fs = Arc::new(FsContext::new(kernel.mounts.clone(), ns_root.clone(), etc.clone()));
-    let init = Arc::new(Thread::new_init(1, Credentials::new(0, 0), mm.clone(), fs));
+    let init = Arc::new(Thread::new_init(kernel.alloc_tid(), Credentials::new(0, 0), mm.clone(), fs));
     *init.comm.lock() = b"prog".to_vec();
     let addr = mm
         .mmap(MapRequest {
@@ -221,7 +221,8 @@ fn an_exited_process_disappears() {
 #[test]
 fn system_files_reflect_the_sandbox() {
     let s = sandbox();
-    assert_eq!(read_text(&s.proc, "loadavg"), "0.00 0.00 0.00 1/1 1\n");
+    // No task runs here: nothing is runnable.
+    assert_eq!(read_text(&s.proc, "loadavg"), "0.00 0.00 0.00 0/1 1\n");
     assert_eq!(read_text(&s.proc, "sys/kernel/hostname"), "box\n");
     assert_eq!(read_text(&s.proc, "sys/kernel/domainname"), "(none)\n");
     let stat = read_text(&s.proc, "stat");

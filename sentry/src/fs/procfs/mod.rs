@@ -99,8 +99,9 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
         host_file(p, "/cpuinfo", |h| &h.cpuinfo),
         text(p, "/filesystems", system::FILESYSTEMS),
         kernel_file(p, "/loadavg", |_, k| {
-            let (total, last) = thread_counts(k);
-            system::format_loadavg(1, total, last).into_bytes()
+            let (total, last) = (k.tids().len(), k.last_tid());
+            let load = k.load.snapshot(std::time::Instant::now());
+            system::format_loadavg(load.avenrun, load.runnable, total, last).into_bytes()
         }),
         kernel_file(p, "/meminfo", |p, k| {
             let total = system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0);
@@ -123,10 +124,18 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
         ),
         (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
         kernel_file(p, "/stat", |p, k| {
-            let (_, last) = thread_counts(k);
             let btime = k.boot_time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let processes = u64::try_from(last).unwrap_or(0);
-            system::format_stat(&p.host.cpu_lines(), btime, processes, 1).into_bytes()
+            let load = k.load.snapshot(std::time::Instant::now());
+            system::format_stat(&system::StatCounters {
+                cpus: p.host.cpu_count(),
+                cpu: k.cpu_times(),
+                uptime: k.uptime(),
+                ctxt: load.switches,
+                btime,
+                processes: u64::try_from(k.last_tid()).unwrap_or(0),
+                running: load.runnable,
+            })
+            .into_bytes()
         }),
         sys_dir(p),
         dir(
@@ -139,10 +148,9 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             ],
         ),
         (b"thread-self".to_vec(), Link::dynamic(p.attr("/thread-self", S_IFLNK | 0o777), Box::new(|| self_link(true)))),
-        kernel_file(p, "/uptime", |_, k| {
+        kernel_file(p, "/uptime", |p, k| {
             let up = k.uptime();
-            let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
-            system::format_uptime(up, up * cpus).into_bytes()
+            system::format_uptime(up, (up * p.host.cpu_count()).saturating_sub(k.cpu_time())).into_bytes()
         }),
         host_file(p, "/version", |h| &h.version),
     ]
@@ -237,12 +245,6 @@ fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
     let t = thread::current().ok_or(Errno::ENOENT)?;
     let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
     Ok(text.into_bytes())
-}
-
-/// The number of threads in the sandbox and the highest thread id.
-fn thread_counts(k: &Kernel) -> (usize, i32) {
-    let tids = k.tids();
-    (tids.len(), tids.last().copied().unwrap_or(0))
 }
 
 /// A process id or fd as /proc names it: decimal without leading zeros.

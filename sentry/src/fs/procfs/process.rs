@@ -264,6 +264,8 @@ pub(super) struct StatFields<'a> {
     pub threads: usize,
     /// Start time in clock ticks since boot.
     pub start_ticks: u64,
+    /// utime, stime, cutime, cstime in clock ticks.
+    pub times: [u64; 4],
     pub vm: VmCounts,
     /// RLIMIT_RSS.
     pub rsslim: u64,
@@ -284,11 +286,15 @@ pub(super) fn format_stat(f: &StatFields<'_>) -> Vec<u8> {
     let a = &f.args;
     let _ = writeln!(
         out,
-        ") {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 {} {} {} 0 {} {} {} {} {} {} 0 0 0 {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} {} {} {} {} 0",
+        ") {} {} {} {} 0 -1 0 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} {} {} {} 0 0 0 {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} {} {} {} {} 0",
         f.state,
         f.ppid,
         f.pgid,
         f.sid,
+        f.times[0],
+        f.times[1],
+        f.times[2],
+        f.times[3],
         20 + f.nice,
         f.nice,
         f.threads,
@@ -609,6 +615,7 @@ mod tests {
             sid: 1,
             threads: 1,
             start_ticks: 250,
+            times: [11, 12, 13, 14],
             vm: VmCounts { size: 8192, rss: 4096, start_code: 10, end_code: 20, start_brk: 30, ..VmCounts::default() },
             rsslim: RLIM_INFINITY,
             sigs: SigSets { pending: 0, shared: 0, blocked: 1 << 40 | 3, ignored: 0, caught: 0 },
@@ -626,6 +633,7 @@ mod tests {
         assert_eq!(at(3), "R");
         assert_eq!(at(4), "1");
         assert_eq!(at(8), "-1");
+        assert_eq!((at(14), at(15), at(16), at(17)), ("11", "12", "13", "14"), "utime stime cutime cstime");
         assert_eq!(at(18), "25", "priority");
         assert_eq!(at(19), "5", "nice");
         assert_eq!(at(20), "1");

@@ -1,5 +1,6 @@
 //! The text of /proc's system-wide files, as pure functions of plain data.
 
+use crate::kernel::cputime::CpuTimes;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -93,16 +94,51 @@ pub(super) fn format_net_route(uplink: Option<&husk_netstack::iface::Uplink>) ->
 /// /proc/net/if_inet6: loopback's ::1/128, host scope, permanent.
 pub(super) const IF_INET6: &str = "00000000000000000000000000000001 01 80 10 80       lo\n";
 
-/// /proc/loadavg, with no load history kept.
-pub(super) fn format_loadavg(running: usize, total: usize, last_pid: i32) -> String {
-    format!("0.00 0.00 0.00 {running}/{total} {last_pid}\n")
+/// /proc/loadavg: the 1, 5 and 15-minute averages (Linux's fixed point),
+/// runnable/total threads, the last pid given out.
+pub(super) fn format_loadavg(avenrun: [u64; 3], running: u64, total: usize, last_pid: i32) -> String {
+    let [a, b, c] = avenrun.map(crate::kernel::loadavg::format_load);
+    format!("{a} {b} {c} {running}/{total} {last_pid}\n")
 }
 
-/// /proc/stat: the host's `cpu` lines, then the sandbox's counters.
-pub(super) fn format_stat(cpu_lines: &str, btime: u64, processes: u64, running: usize) -> String {
-    format!(
-        "{cpu_lines}intr 0\nctxt 0\nbtime {btime}\nprocesses {processes}\nprocs_running {running}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n"
-    )
+/// Clock ticks (USER_HZ) in `d`.
+pub(super) fn ticks(d: Duration) -> u64 {
+    let t = d.as_nanos() / u128::from(1_000_000_000 / super::process::CLOCK_TICKS);
+    u64::try_from(t).unwrap_or(u64::MAX)
+}
+
+/// What /proc/stat counts.
+pub(super) struct StatCounters {
+    pub cpus: u32,
+    /// The guest's CPU time since boot.
+    pub cpu: CpuTimes,
+    pub uptime: Duration,
+    /// Times guest threads went to sleep.
+    pub ctxt: u64,
+    pub btime: u64,
+    /// Processes and threads created since boot.
+    pub processes: u64,
+    pub running: u64,
+}
+
+/// /proc/stat: the guest's user and system time (its total, then each
+/// CPU's share: the sentry does not track which CPU ran what), the rest
+/// of the CPUs' time since boot as idle, and the sandbox's counters.
+pub(super) fn format_stat(c: &StatCounters) -> String {
+    let cpus = u64::from(c.cpus.max(1));
+    let (user, system) = (ticks(c.cpu.user), ticks(c.cpu.system));
+    let idle = (ticks(c.uptime) * cpus).saturating_sub(user + system);
+    let share = |total: u64, i: u64| total / cpus + u64::from(i < total % cpus);
+    let mut out = format!("cpu  {user} 0 {system} {idle} 0 0 0 0 0 0\n");
+    for i in 0..cpus {
+        let _ = writeln!(out, "cpu{i} {} 0 {} {} 0 0 0 0 0 0", share(user, i), share(system, i), share(idle, i));
+    }
+    let _ = write!(
+        out,
+        "intr 0\nctxt {}\nbtime {}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+        c.ctxt, c.btime, c.processes, c.running
+    );
+    out
 }
 
 /// A random (version 4) UUID as /proc/sys/kernel/random/uuid shows it.
@@ -169,18 +205,30 @@ mod tests {
 
     #[test]
     fn loadavg_line() {
-        assert_eq!(format_loadavg(1, 3, 42), "0.00 0.00 0.00 1/3 42\n");
+        assert_eq!(format_loadavg([0; 3], 1, 3, 42), "0.00 0.00 0.00 1/3 42\n");
+        assert_eq!(format_loadavg([2048, 1024, 2600], 2, 3, 42), "1.00 0.50 1.27 2/3 42\n");
     }
 
     #[test]
-    fn stat_appends_sandbox_counters() {
-        let s = format_stat("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 1_700_000_000, 7, 1);
+    fn stat_counts_guest_time_per_cpu_and_the_rest_as_idle() {
+        let c = StatCounters {
+            cpus: 2,
+            cpu: CpuTimes { user: Duration::from_millis(1230), system: Duration::from_millis(50) },
+            uptime: Duration::from_secs(10),
+            ctxt: 99,
+            btime: 1_700_000_000,
+            processes: 7,
+            running: 3,
+        };
+        let s = format_stat(&c);
         let lines: Vec<&str> = s.lines().collect();
-        assert_eq!(lines[0], "cpu  1 2 3 4 5 6 7 8 9 10");
-        assert_eq!(lines[2], "intr 0");
-        assert!(lines.contains(&"btime 1700000000"));
-        assert!(lines.contains(&"processes 7"));
-        assert!(lines.contains(&"procs_running 1"));
+        assert_eq!(lines[0], "cpu  123 0 5 1872 0 0 0 0 0 0");
+        assert_eq!(lines[1], "cpu0 62 0 3 936 0 0 0 0 0 0");
+        assert_eq!(lines[2], "cpu1 61 0 2 936 0 0 0 0 0 0");
+        assert_eq!(lines[3], "intr 0");
+        for want in ["ctxt 99", "btime 1700000000", "processes 7", "procs_running 3", "procs_blocked 0"] {
+            assert!(lines.contains(&want), "{want} in {s}");
+        }
         assert_eq!(lines.last(), Some(&"softirq 0 0 0 0 0 0 0 0 0 0 0"));
     }
 

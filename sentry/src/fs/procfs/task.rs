@@ -169,13 +169,16 @@ impl ProcessEntries {
                     Box::new(move || link_dentry(l, &target.get()?.1)),
                 )
             }
-            Kind::File(f) => GenFile::new(
-                attr,
-                Box::new(move || {
-                    let (k, t) = task.get()?;
-                    Ok(generate(f, &task.proc, &k, &t))
-                }),
-            ),
+            Kind::File(f) => {
+                let leader = self.leader;
+                GenFile::new(
+                    attr,
+                    Box::new(move || {
+                        let (k, t) = task.get()?;
+                        Ok(generate(f, &task.proc, &k, &t, leader))
+                    }),
+                )
+            }
         }
     }
 }

@@ -6,9 +6,11 @@ use super::task::{FileKind, LinkKind};
 use super::{line, Proc};
 use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
+use crate::kernel::cputime::CpuTimes;
 use crate::kernel::{thread, Kernel, Thread};
 use crate::vfs::{Dentry, MountOpts, Propagation};
 use std::sync::Arc;
+use std::time::Duration;
 
 const RLIMIT_RSS: usize = 5;
 const RLIMIT_SIGPENDING: usize = 11;
@@ -49,7 +51,9 @@ fn unlinked(d: &Dentry) -> bool {
 }
 
 /// The content of a process directory's file.
-pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
+/// `process`: the file of /proc/[pid] (the whole process), not of
+/// /proc/[pid]/task/[tid] (one thread).
+pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
     match kind {
         FileKind::Auxv => t.auxv.lock().clone(),
         FileKind::Environ => {
@@ -63,7 +67,7 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread) -> Vec<
         FileKind::Status => status(p, k, t),
         FileKind::Limits => process::format_limits(&t.group().rlimits()).into_bytes(),
         FileKind::Comm => line(&t.comm.lock()),
-        FileKind::Stat => stat(k, t),
+        FileKind::Stat => stat(k, t, process),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
         FileKind::Maps => t.mm().maps_text().into_bytes(),
         FileKind::Mounts => process::format_mounts(&mount_rows(t)),
@@ -137,10 +141,10 @@ fn sig_sets(t: &Thread) -> SigSets {
 fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
     if k.procs.stopped_by(t.tgid).is_some() {
         ('T', "T (stopped)")
-    } else if thread::current().is_some_and(|c| c.tid == t.tid) {
-        ('R', "R (running)")
-    } else {
+    } else if t.sleeping.load(std::sync::atomic::Ordering::Relaxed) {
         ('S', "S (sleeping)")
+    } else {
+        ('R', "R (running)")
     }
 }
 
@@ -219,7 +223,7 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
     process::format_status(&s)
 }
 
-fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
+fn stat(k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
     let name = t.comm.lock().clone();
     let since_boot = t.start.saturating_duration_since(k.boot_instant);
     let start_ticks =
@@ -234,6 +238,7 @@ fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
         sid,
         threads: thread_count(k, t),
         start_ticks,
+        times: cpu_ticks(k, t, process),
         vm: vm(t),
         rsslim: t.rlimit(RLIMIT_RSS).cur,
         sigs: sig_sets(t),
@@ -242,6 +247,21 @@ fn stat(k: &Kernel, t: &Thread) -> Vec<u8> {
         nice: t.nice.load(std::sync::atomic::Ordering::Relaxed),
     };
     process::format_stat(&f)
+}
+
+/// utime, stime, cutime and cstime of `t`'s process (or of `t` alone), in
+/// clock ticks; a run of guest code under way counts as user time.
+fn cpu_ticks(k: &Kernel, t: &Thread, process: bool) -> [u64; 4] {
+    let group = t.group();
+    let own = if process {
+        k.process_cpu_times(group)
+    } else {
+        let running = if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Duration::ZERO };
+        let mine = t.cpu.times();
+        CpuTimes { user: mine.user.saturating_add(running), system: mine.system }
+    };
+    let children = group.cpu.children();
+    [own.user, own.system, children.user, children.system].map(super::system::ticks)
 }
 
 /// The mounts of `t`'s namespace that it can reach from its root, as it
