@@ -66,6 +66,9 @@ struct Chain {
     batch_from: u64,
     /// Where a line is serialised (kept to reuse its allocation).
     scratch: Vec<u8>,
+    /// Between `sandbox.pause` and `sandbox.resume`: records other than
+    /// lifecycle ones wait, and so do the actions they describe.
+    held: bool,
 }
 
 /// What stops the sandbox when its log fails closed.
@@ -78,6 +81,8 @@ pub struct AuditLog {
     chain: Mutex<Chain>,
     /// Wakes the flusher when a batch starts.
     batch_started: Condvar,
+    /// Wakes writers held by a pause.
+    released: Condvar,
     /// Called once, when a write fails under fail-closed: stops the
     /// sandbox (set by the boot code).
     on_failure: OnceLock<OnFailure>,
@@ -142,7 +147,16 @@ impl AuditLog {
         let prev = sha256_hex_bytes(nonce.as_bytes());
         config.audit_fail_open = fail_open;
         let watch = super::glob::GlobSet::new(&config.watch);
-        let chain = Chain { sink, seq: 0, prev, failed: false, batch: Vec::new(), batch_from: 0, scratch: Vec::new() };
+        let chain = Chain {
+            sink,
+            seq: 0,
+            prev,
+            failed: false,
+            batch: Vec::new(),
+            batch_from: 0,
+            scratch: Vec::new(),
+            held: false,
+        };
         let log = AuditLog {
             watch,
             forks: config.audit_fork,
@@ -150,6 +164,7 @@ impl AuditLog {
             fail_open,
             chain: Mutex::new(chain),
             batch_started: Condvar::new(),
+            released: Condvar::new(),
             on_failure: OnceLock::new(),
         };
         // The first record cannot be lost quietly, even failing open:
@@ -216,6 +231,9 @@ impl AuditLog {
     /// host kernel's, for a file) when this returns.
     pub fn write(&self, record: &Record) -> Result<(), AuditError> {
         let mut c = self.chain.lock();
+        while c.held && !record.is_lifecycle() {
+            self.released.wait(&mut c);
+        }
         if c.failed && !self.fail_open {
             return Err(AuditError("the log failed earlier".into()));
         }
@@ -244,6 +262,18 @@ impl AuditLog {
             return Ok(());
         }
         let written = Self::hand_over(&mut c).and_then(|()| if record.is_lifecycle() { c.sink.sync() } else { Ok(()) });
+        // From `sandbox.pause` (under the same lock) every other record
+        // waits, with the thread writing it, so the guest does nothing the
+        // log would show before the freeze; `sandbox.resume` releases them,
+        // after it.
+        match record {
+            Record::SandboxPause {} => c.held = true,
+            Record::SandboxResume {} => {
+                c.held = false;
+                self.released.notify_all();
+            }
+            _ => {}
+        }
         self.settle(c, written)
     }
 
@@ -546,6 +576,23 @@ pub(crate) mod tests {
         sink.broken.store(true, std::sync::atomic::Ordering::Relaxed);
         let err = log.write(&Record::FileUnlink { pid: 1, path: "/etc/x".into() }).unwrap_err();
         assert!(err.0.starts_with("writing records 1-2:"), "{err}");
+    }
+
+    #[test]
+    fn between_pause_and_resume_only_lifecycle_records_are_written() {
+        let sink = Memory::default();
+        let log = Arc::new(AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap());
+        log.write(&Record::SandboxPause {}).unwrap();
+        let writer = {
+            let log = log.clone();
+            std::thread::spawn(move || log.write(&Record::FileUnlink { pid: 1, path: "/etc/x".into() }))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(lines(&sink).len(), 2, "the unlink waits");
+        log.write(&Record::SandboxResume {}).unwrap();
+        writer.join().unwrap().unwrap();
+        let types: Vec<String> = lines(&sink).iter().map(|r| r["type"].as_str().unwrap().to_string()).collect();
+        assert_eq!(types, ["sandbox.create", "sandbox.pause", "sandbox.resume", "file.unlink"]);
     }
 
     #[test]
