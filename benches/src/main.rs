@@ -37,7 +37,8 @@ struct Options {
     extra: Vec<(String, PathBuf)>,
     runs: usize,
     quick: bool,
-    /// Only the workloads whose key or title contains this.
+    /// Only the workloads whose key or title contains this (or one of
+    /// its comma-separated parts).
     filter: Option<String>,
     runtimes: Option<Vec<String>>,
     timeout: Duration,
@@ -141,9 +142,10 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
     }
 }
 
-/// One measurement of `argv` under `rt`: the figure, and the peak RSS
-/// in KiB where the run reports one (not for the idle-memory row, whose
-/// sandbox is killed).
+/// One measurement of `argv` under `rt` (with `audit`: under husk,
+/// keeping an audit log): the figure, and the peak RSS in KiB where the
+/// run reports one (not for the idle-memory row, whose sandbox is
+/// killed).
 fn measure_once(
     w: &Workload,
     rt: &Runtime,
@@ -151,16 +153,40 @@ fn measure_once(
     ctx: &Context,
     bundle: Option<&Path>,
     timeout: Duration,
+    audit: Option<&workloads::Audit>,
 ) -> Result<(f64, Option<u64>), String> {
+    // An audited run's log, a fresh one per run.
+    let audit_log = audit.map(|_| ctx.work.join(format!("audit-{}.log", rt.name)));
+    if let Some(log) = &audit_log {
+        let _ = std::fs::remove_file(log);
+    }
     let cmd = match w.measure {
         Measure::DockerStart => {
             let docker = ctx.docker.as_ref().map_err(Clone::clone)?;
             docker.command(docker.runtime_for(rt)?)
         }
         Measure::Egress { .. } => ctx.egress.as_ref().map_err(Clone::clone)?.command(rt, argv)?,
-        _ => rt.command(argv, ctx.oci.as_ref(), bundle)?,
+        _ => match (audit, &audit_log) {
+            (Some(a), Some(log)) => rt.husk_command(argv, ctx.oci.as_ref(), bundle, &a.flags(log))?,
+            _ => rt.command(argv, ctx.oci.as_ref(), bundle)?,
+        },
     };
     match w.measure {
+        Measure::PerOp { .. } if audit_log.is_some() => {
+            let log = audit_log.as_deref().unwrap_or(Path::new(""));
+            let out = runner::run(&cmd, &ctx.work, timeout);
+            // The log must have been kept: a run that wrote none measured
+            // nothing of it.
+            let records = std::fs::read(log).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+            let _ = std::fs::remove_file(log);
+            let out = out?;
+            if records < 3 {
+                return Err(format!("its audit log has {records} record(s)"));
+            }
+            let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
+            Ok((figure, Some(out.peak_rss_kib)))
+        }
         Measure::PerOp { .. } | Measure::Egress { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
@@ -287,7 +313,7 @@ fn main() -> anyhow::Result<()> {
     let chosen: Vec<&Workload> = all
         .iter()
         .filter(|w| !opts.quick || w.quick)
-        .filter(|w| opts.filter.as_ref().is_none_or(|f| w.key.contains(f.as_str()) || w.title.contains(f.as_str())))
+        .filter(|w| opts.filter.as_ref().is_none_or(|f| f.split(',').any(|f| w.key.contains(f) || w.title.contains(f))))
         .collect();
     let docker = if chosen.iter().any(|w| matches!(w.measure, Measure::DockerStart)) {
         docker::Docker::new(&work)
@@ -316,6 +342,9 @@ fn main() -> anyhow::Result<()> {
             if let (true, Some(p)) = (rt.ready(), absent) {
                 cell.error = Some(format!("unavailable: {p} is not installed (not on PATH)"));
             }
+            if let (true, Some(_), false) = (rt.ready(), &w.audit, rt.is_husk()) {
+                cell.error = Some("not applicable: the audit log is husk's".into());
+            }
             if let (true, Measure::DockerStart) = (rt.ready(), &w.measure) {
                 cell.error = ctx.docker.as_ref().map_err(Clone::clone).and_then(|d| d.runtime_for(rt)).err();
             }
@@ -330,9 +359,22 @@ fn main() -> anyhow::Result<()> {
                 if !rt.ready() || cell.error.is_some() {
                     continue;
                 }
-                match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout) {
+                // An audited run is paired with one without the log just
+                // before it, so a change in the machine's load lands on both.
+                let paired = match &w.audit {
+                    Some(_) => match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout, None) {
+                        Ok((v, _)) => Some(v),
+                        Err(why) => {
+                            cell.error = Some(format!("without the log: {why}"));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout, w.audit.as_ref()) {
                     Ok((v, rss)) if round > 0 => {
                         cell.samples.push(v);
+                        cell.paired.extend(paired);
                         cell.peak_rss_kib.extend(rss.map(|kib| kib as f64));
                     }
                     Ok(_) => {}

@@ -17,6 +17,9 @@ pub struct Cell {
     pub samples: Vec<f64>,
     /// Per measured run, the peak RSS in KiB (see `runner::Outcome`).
     pub peak_rss_kib: Vec<f64>,
+    /// Of a row with an audit log: per measured run, the same workload
+    /// without the log, run just before it.
+    pub paired: Vec<f64>,
     pub error: Option<String>,
 }
 
@@ -107,9 +110,30 @@ impl Report<'_> {
         (a > 0.0).then(|| v / a)
     }
 
+    /// Of a row with an audit log: under runtime `i`, the median over the
+    /// measured runs of each run's figure divided by that of its paired
+    /// run without the log.
+    pub fn audit_ratio(&self, row: &Row, i: usize) -> Option<f64> {
+        row.workload.audit.as_ref()?;
+        let cell = row.cells.get(i)?;
+        cell.error.is_none().then_some(())?;
+        let ratios: Vec<f64> =
+            cell.samples.iter().zip(&cell.paired).filter(|(_, b)| **b > 0.0).map(|(v, b)| v / b).collect();
+        median_of(&ratios)
+    }
+
     /// "husk-do-ptrace ahead of runsc-do-ptrace by 2.3×", per husk runtime
-    /// with a figure and an anchor.
+    /// with a figure and an anchor; of a row with an audit log, what the
+    /// log adds per husk runtime.
     pub fn verdict(&self, row: &Row) -> String {
+        if row.workload.audit.is_some() {
+            let parts: Vec<String> = (0..self.runtimes.len())
+                .filter_map(|i| {
+                    Some(format!("{}: the log adds {}", self.runtimes[i].name, extra(self.audit_ratio(row, i)?)))
+                })
+                .collect();
+            return if parts.is_empty() { "no row without the log to compare".into() } else { parts.join("; ") };
+        }
         let parts: Vec<String> = self
             .runtimes
             .iter()
@@ -201,6 +225,9 @@ impl Report<'_> {
                         ratios.push_str(&format!("  {:>7} {label}", times(r)));
                     }
                 }
+                if let Some(r) = self.audit_ratio(row, i) {
+                    ratios.push_str(&format!("  {:>7} without the log ({})", times(r), extra(r)));
+                }
                 if let Some(kib) = cell.peak_rss() {
                     ratios.push_str(&format!("  peak RSS {} MiB", num(kib / 1024.0)));
                 }
@@ -254,6 +281,7 @@ impl Report<'_> {
                             "vs_native": self.ratio(row, i, "native"),
                             "vs_runsc": self.ratio(row, i, rt.runsc_anchor),
                             "vs_runc": self.ratio(row, i, "runc"),
+                            "without_audit_log": c.paired, "vs_without_audit_log": self.audit_ratio(row, i),
                         });
                         (rt.name.clone(), v)
                     })
@@ -300,6 +328,11 @@ pub fn num(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// What a ratio adds, in percent: "+7.5 %", "-1.2 %".
+pub fn extra(r: f64) -> String {
+    format!("{:+.1} %", (r - 1.0) * 100.0)
 }
 
 /// A ratio: "2.3×", "41×", "0.18×", "0.003×".

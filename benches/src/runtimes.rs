@@ -62,11 +62,38 @@ impl Runtime {
     /// The command line that runs `argv` under this runtime. `bundle` is
     /// the OCI bundle made for `argv` (for OCI runtimes).
     pub fn command(&self, argv: &[String], oci: Option<&Oci>, bundle: Option<&Path>) -> Result<Vec<String>, String> {
+        self.command_with(argv, oci, bundle, &[])
+    }
+
+    /// `command`, with `husk_flags` (global flags of husk's) given to a
+    /// husk runtime; any other runtime has nothing to take them.
+    pub fn husk_command(
+        &self,
+        argv: &[String],
+        oci: Option<&Oci>,
+        bundle: Option<&Path>,
+        husk_flags: &[String],
+    ) -> Result<Vec<String>, String> {
+        if !self.is_husk() {
+            return Err("not applicable: the flags are husk's".into());
+        }
+        self.command_with(argv, oci, bundle, husk_flags)
+    }
+
+    fn command_with(
+        &self,
+        argv: &[String],
+        oci: Option<&Oci>,
+        bundle: Option<&Path>,
+        husk_flags: &[String],
+    ) -> Result<Vec<String>, String> {
         let mut cmd: Vec<String> = Vec::new();
         match &self.kind {
             Kind::Native => {}
             Kind::HuskDo { husk, platform } => {
-                cmd.extend([path_str(husk), format!("--platform={platform}"), "do".into(), "--".into()]);
+                cmd.extend([path_str(husk), format!("--platform={platform}")]);
+                cmd.extend(husk_flags.iter().cloned());
+                cmd.extend(["do".into(), "--".into()]);
             }
             Kind::RunscDo { runsc, platform } => {
                 cmd.push(path_str(runsc));
@@ -76,7 +103,8 @@ impl Runtime {
             Kind::Oci { path, args } => {
                 let oci = oci.ok_or("needs root (its bundle bind-mounts the host's /)")?;
                 let bundle = bundle.ok_or("no bundle")?;
-                return Ok(oci.command(&self.name, path, args, bundle));
+                let args: Vec<String> = args.iter().chain(husk_flags).cloned().collect();
+                return Ok(oci.command(&self.name, path, &args, bundle));
             }
         }
         cmd.extend(argv.iter().cloned());

@@ -47,6 +47,27 @@ pub struct Workload {
     /// Programs the row runs that the host may lack (looked up on `PATH`):
     /// without one, the row is reported as unavailable, with the reason.
     pub needs: &'static [&'static str],
+    /// A row of husk with an audit log: husk's runtimes only, each run
+    /// paired with one without the log just before it, and reported also
+    /// as the ratio of the two.
+    pub audit: Option<Audit>,
+}
+
+/// How a row's husk runs keep an audit log.
+pub struct Audit {
+    /// `--audit-watch` globs (none: husk's defaults).
+    pub watch: &'static [&'static str],
+}
+
+impl Audit {
+    /// The global flags that make husk keep the log in `log`.
+    pub fn flags(&self, log: &Path) -> Vec<String> {
+        let mut f = vec!["--audit-log".to_string(), log.to_string_lossy().into_owned()];
+        for g in self.watch {
+            f.extend(["--audit-watch".to_string(), (*g).to_string()]);
+        }
+        f
+    }
 }
 
 impl Workload {
@@ -195,7 +216,14 @@ const GIT_CONFIG: &[&str] =
     &["-c", "user.name=husk-bench", "-c", "user.email=bench@localhost", "-c", "safe.directory=*"];
 
 fn per_op(key: &'static str, title: &'static str, iters: u32, dir: Dir, quick: bool) -> Workload {
-    Workload { key, title, measure: Measure::PerOp { op: key, iters, dir }, quick, needs: &[] }
+    Workload { key, title, measure: Measure::PerOp { op: key, iters, dir }, quick, needs: &[], audit: None }
+}
+
+/// `base`'s workload again, under husk with an audit log (`watch`: its
+/// `--audit-watch` globs), keyed `key`.
+fn audited(key: &'static str, title: &'static str, base: Workload, watch: &'static [&'static str]) -> Workload {
+    let audit = Some(Audit { watch });
+    Workload { key, title, audit, ..base }
 }
 
 /// A per-operation row of program operation `op` on one file system,
@@ -214,6 +242,18 @@ pub fn all() -> Vec<Workload> {
         per_op("open_close", "open+close /etc/passwd", 5_000, N, true),
         per_op("stat", "stat /etc/passwd", 5_000, N, false),
         per_op("create_unlink", "create+write+unlink, /tmp", 2_000, Tmp, false),
+        audited(
+            "create_unlink_audit",
+            "create+write+unlink, /tmp, with --audit-log (default watch list: /tmp not watched)",
+            per_op("create_unlink", "", 2_000, Tmp, false),
+            &[],
+        ),
+        audited(
+            "create_unlink_watched",
+            "create+write+unlink, /tmp, with --audit-log --audit-watch '/tmp/**' (3 records per loop)",
+            per_op("create_unlink", "", 2_000, Tmp, false),
+            &["/tmp/**"],
+        ),
         file_op("seq_write_tmp", "seq_write", "sequential write 64 KiB, /tmp", 1_000, Tmp),
         file_op("seq_read_tmp", "seq_read", "sequential read 64 KiB, /tmp", 1_000, Tmp),
         file_op("seq_write_root", "seq_write", "sequential write 64 KiB, root fs (overlay/bind)", 1_000, Root),
@@ -228,6 +268,12 @@ pub fn all() -> Vec<Workload> {
         per_op("pollers_100", "100 pollers on their own pipes, one written at a time (round trip)", 5_000, N, false),
         per_op("fork_wait", "fork+wait", 300, N, false),
         per_op("fork_exec_wait", "fork+exec+wait /bin/true", 50, N, true),
+        audited(
+            "fork_exec_wait_audit",
+            "fork+exec+wait /bin/true, with --audit-log (process.exec and process.exit records)",
+            per_op("fork_exec_wait", "", 50, N, true),
+            &[],
+        ),
         per_op("page_fault", "page fault (mmap+touch, per page)", 50_000, N, false),
         per_op("thread_create_join", "thread create+join", 1_000, N, false),
         per_op("futex_pingpong", "futex ping-pong (round trip)", 5_000, N, false),
@@ -240,6 +286,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Egress { op: "tcp_egress", iters: 1_000 },
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "tcp_egress_connect",
@@ -247,6 +294,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Egress { op: "tcp_egress_connect", iters: 500 },
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "dns_lookup",
@@ -254,6 +302,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Egress { op: "dns_lookup", iters: 500 },
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "start_true",
@@ -261,6 +310,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Wall(|_| argv(&["/bin/true"])),
             quick: true,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "docker_start",
@@ -268,6 +318,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::DockerStart,
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "python_pass",
@@ -275,6 +326,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Wall(|_| argv(&[PYTHON, "-c", "pass"])),
             quick: true,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "python_work",
@@ -282,6 +334,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Wall(|f| vec![PYTHON.into(), f.pywork.to_string_lossy().into_owned()]),
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "node_start",
@@ -289,6 +342,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::Wall(|f| vec![f.node.to_string_lossy().into_owned(), "-e".into(), "0".into()]),
             quick: false,
             needs: &["node"],
+            audit: None,
         },
         Workload {
             key: "make_j2",
@@ -302,6 +356,7 @@ pub fn all() -> Vec<Workload> {
             }),
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "git",
@@ -317,6 +372,7 @@ pub fn all() -> Vec<Workload> {
             }),
             quick: false,
             needs: &["git"],
+            audit: None,
         },
         Workload {
             key: "pip_install",
@@ -332,6 +388,7 @@ pub fn all() -> Vec<Workload> {
             }),
             quick: false,
             needs: &[],
+            audit: None,
         },
         Workload {
             key: "idle_pss",
@@ -339,6 +396,7 @@ pub fn all() -> Vec<Workload> {
             measure: Measure::IdlePss,
             quick: false,
             needs: &[],
+            audit: None,
         },
     ]
 }

@@ -856,10 +856,19 @@ fn a_container_keeps_an_audit_log_that_outlives_it() {
     show.assert_code(0);
     let recs: Vec<serde_json::Value> = show.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let types: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["sandbox.create", "process.exec", "sandbox.start", "process.exit", "sandbox.exit"]);
+    // `husk run` deletes its container as `husk delete` does: the log
+    // ends with the runtime's `sandbox.delete`.
+    assert_eq!(
+        types,
+        ["sandbox.create", "process.exec", "sandbox.start", "process.exit", "sandbox.exit", "sandbox.delete"]
+    );
     assert!(recs.iter().all(|r| r["sandbox"] == id.as_str()));
     assert_eq!(recs[1]["argv"], serde_json::json!(["sh", "-c", "echo hi; exit 4"]));
     assert_eq!((&recs[4]["reason"], &recs[4]["status"]), (&"exited".into(), &4.into()));
+    assert_eq!(
+        (&recs[5]["reason"], &recs[5]["force"], &recs[5]["closed_by"]),
+        (&"deleted".into(), &false.into(), &"runtime".into())
+    );
     let copy = oci.dir.path().join("shown.log");
     std::fs::write(&copy, show.stdout).unwrap();
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
@@ -871,7 +880,7 @@ fn a_container_keeps_an_audit_log_that_outlives_it() {
         .assert_code(4);
     let v = oci.husk(&["audit", "verify", log.to_str().unwrap()]);
     v.assert_code(0);
-    assert!(v.stdout_str().contains(&format!("5 records of sandbox {id}")), "{}", v.describe());
+    assert!(v.stdout_str().contains(&format!("6 records of sandbox {id}")), "{}", v.describe());
 }
 
 #[test]
@@ -980,7 +989,7 @@ fn pause_resume_and_delete_are_in_the_containers_audit_log() {
         .iter()
         .map(|r| (r["type"].as_str().unwrap(), r["reason"].as_str().unwrap_or("")))
         .collect();
-    assert_eq!(tail, [("sandbox.pause", ""), ("sandbox.exit", "killed"), ("sandbox.delete", "deleted")]);
+    assert_eq!(tail, [("sandbox.pause", ""), ("sandbox.exit", "killed"), ("sandbox.delete", "deleted")], "{recs:#?}");
     assert_eq!(recs[recs.len() - 1]["force"], true);
     let (code, text) = verify_log(&oci, "forced.log", &bytes);
     assert_eq!(code, 0, "{text}");

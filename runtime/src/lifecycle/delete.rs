@@ -2,7 +2,7 @@
 //! and everything it left: processes, state, the control socket. Its
 //! audit log, when it is a file, outlives it and ends with
 //! `sandbox.delete`, appended once the sentry is gone (`husk run`
-//! removes its container without one: the log ends at `sandbox.exit`).
+//! appends it the same way when it removes its container).
 
 use super::{run_hooks, HookStage};
 use crate::cli::{DeleteArgs, GlobalArgs};

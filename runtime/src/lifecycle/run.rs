@@ -5,14 +5,14 @@ use super::create::{create, Created};
 use super::delete::delete;
 use super::start::{poststart, start};
 use crate::cli::{GlobalArgs, RunArgs};
-use crate::oci::state::StateRoot;
+use crate::oci::state::{Container, StateRoot};
 use crate::sandbox::{exit_code, forward_signals};
 use anyhow::Context as _;
 
 pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
     let Created { mut container, bundle, mut sandbox } = create(g, &args.create)?;
     if let Err(e) = start(&mut container) {
-        delete(container);
+        delete_recorded(container);
         return Err(e);
     }
     poststart(&container, &bundle);
@@ -31,8 +31,18 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> anyhow::Result<i32> {
     }
     // Someone may have deleted it meanwhile.
     match StateRoot::new(&g.root).open(&args.create.id) {
-        Ok(c) => delete(c),
+        Ok(c) => delete_recorded(c),
         Err(e) => log::debug!("{e}"),
     }
     Ok(exit_code(status))
+}
+
+/// Deletes the container as `husk delete` does, its log (when a file)
+/// ending with `sandbox.delete` once the sentry is gone.
+fn delete_recorded(c: Container) {
+    let log = c.record.audit_log.clone();
+    delete(c);
+    if let Some(log) = log {
+        crate::audit_cmd::record_delete(&log, false);
+    }
 }

@@ -19,6 +19,64 @@ pub fn matches(pattern: &[u8], path: &[u8]) -> bool {
     }
 }
 
+/// Whether some path that starts with `prefix` matches `pattern`: the
+/// same walk as [`matches`], with a prefix that ends early matching.
+fn may_match_from(pattern: &[u8], prefix: &[u8]) -> bool {
+    if prefix.is_empty() {
+        return true;
+    }
+    match pattern.split_first() {
+        None => false,
+        Some((b'*', rest)) if rest.first() == Some(&b'*') => {
+            let rest = &rest[1..];
+            (0..=prefix.len()).any(|i| may_match_from(rest, &prefix[i..]))
+        }
+        Some((b'*', rest)) => {
+            let end = prefix.iter().position(|&c| c == b'/').unwrap_or(prefix.len());
+            (0..=end).any(|i| may_match_from(rest, &prefix[i..]))
+        }
+        Some((b'?', rest)) => prefix[0] != b'/' && may_match_from(rest, &prefix[1..]),
+        Some((c, rest)) => prefix[0] == *c && may_match_from(rest, &prefix[1..]),
+    }
+}
+
+/// A sandbox's globs, compiled once: each with its literal head (the
+/// bytes before its first wildcard), which a path must start with, so
+/// most paths are turned away by one comparison per glob.
+pub struct GlobSet {
+    globs: Vec<(Vec<u8>, usize)>,
+}
+
+impl GlobSet {
+    pub fn new(globs: &[String]) -> GlobSet {
+        let globs = globs
+            .iter()
+            .map(|g| {
+                let g = g.as_bytes().to_vec();
+                let head = g.iter().position(|c| matches!(c, b'*' | b'?')).unwrap_or(g.len());
+                (g, head)
+            })
+            .collect();
+        GlobSet { globs }
+    }
+
+    /// Whether `path` matches one of the globs.
+    pub fn matches(&self, path: &[u8]) -> bool {
+        self.globs.iter().any(|(g, head)| path.starts_with(&g[..*head]) && matches(g, path))
+    }
+
+    /// Whether a path below the folder `dir` (`dir/…`) may match one of
+    /// the globs.
+    pub fn may_match_below(&self, dir: &[u8]) -> bool {
+        let mut prefix = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
+        prefix.push(b'/');
+        self.globs.iter().any(|(g, head)| {
+            let n = prefix.len().min(*head);
+            prefix[..n] == g[..n] && may_match_from(g, &prefix)
+        })
+    }
+}
+
 /// The paths watched when no `--audit-watch` is given (the issue's list).
 pub const DEFAULT_WATCH: &[&str] = &[
     "/etc/**",
@@ -34,7 +92,27 @@ pub const DEFAULT_WATCH: &[&str] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::matches;
+    use super::{matches, GlobSet, DEFAULT_WATCH};
+
+    #[test]
+    fn a_set_matches_as_its_globs_and_knows_which_folders_to_skip() {
+        let set = GlobSet::new(&DEFAULT_WATCH.iter().map(|g| (*g).to_string()).collect::<Vec<_>>());
+        for p in ["/etc/passwd", "/home/ann/.bashrc", "/lib64/ld.so", "/run/secrets/k"] {
+            assert!(set.matches(p.as_bytes()), "{p}");
+        }
+        for p in ["/tmp/x", "/etcetera", "/home/ann/x", "/"] {
+            assert!(!set.matches(p.as_bytes()), "{p}");
+        }
+        for d in ["/", "/etc", "/etc/ssh/", "/home", "/home/ann", "/home/ann/.ssh", "/lib", "/lib64", "/run"] {
+            assert!(set.may_match_below(d.as_bytes()), "{d}");
+        }
+        for d in ["/tmp", "/tmp/etc", "/home/ann/src", "/var/lib", "/run/user", "/proc"] {
+            assert!(!set.may_match_below(d.as_bytes()), "{d}");
+        }
+        let anywhere = GlobSet::new(&["**/.ssh/id_*".to_string()]);
+        assert!(anywhere.may_match_below(b"/tmp") && anywhere.matches(b"/tmp/.ssh/id_rsa"));
+        assert!(!GlobSet::new(&[]).may_match_below(b"/"));
+    }
 
     #[test]
     fn stars_match_within_or_across_components() {

@@ -268,6 +268,29 @@ pub enum Record {
 }
 
 impl Record {
+    /// Whether the record may wait in the writer's batch (for at most
+    /// `FLUSH_DELAY`, or until a record that may not): it describes a
+    /// change whose record need not be in the host kernel's hands before
+    /// the change is made. Every other record — exec, connect, unlink,
+    /// rename, DNS, denials, limits, packages, lifecycle — is handed over
+    /// before the action it describes takes effect.
+    pub fn may_wait(&self) -> bool {
+        matches!(
+            self,
+            Record::FileCreate { .. }
+                | Record::FileWrite { .. }
+                | Record::FileRead { .. }
+                | Record::FileChmod { .. }
+                | Record::FileChown { .. }
+                | Record::FileTruncate { .. }
+                | Record::FileLink { .. }
+                | Record::FileSymlink { .. }
+                | Record::ProcessFork { .. }
+                | Record::ProcessExit { .. }
+                | Record::NetClose { .. }
+        )
+    }
+
     /// Lifecycle records are made durable at once: a crash of the host
     /// right after one keeps it.
     pub fn is_lifecycle(&self) -> bool {

@@ -1,9 +1,10 @@
 //! `--audit-syslog`: every record of the log, also sent as an RFC 5424
 //! message to a unix datagram socket (the runtime connects it; the
-//! sentry writes one datagram per record). Facility 13 (log audit),
-//! severity 6 (informational); the timestamp is the record's `ts`, the
-//! APP-NAME `husk`, the PROCID the sandbox's id, the MSGID the record's
-//! type and the MSG the record's line, whose hash chain it keeps.
+//! sentry writes one datagram per record, as batches reach the log).
+//! Facility 13 (log audit), severity 6 (informational); the timestamp is
+//! the record's `ts`, the APP-NAME `husk`, the PROCID the sandbox's id,
+//! the MSGID the record's type and the MSG the record's line, whose hash
+//! chain it keeps.
 //!
 //! The socket is a best-effort copy; the log is the authoritative record.
 //! It is written without blocking, under the log's lock on a guest's
@@ -79,21 +80,22 @@ impl Tee {
 }
 
 impl Sink for Tee {
-    fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.log.append(line)?;
-        let text = line.strip_suffix(b"\n").unwrap_or(line);
-        // One write: one datagram; never waits.
-        let sent = match self.socket.write(&message(text, &self.sandbox)) {
-            Ok(0) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
-            Ok(_) => Ok(()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = sent {
-            self.dropped += 1;
-            // The first drop and then every power of two: a stalled reader
-            // does not flood the sentry's log.
-            if self.dropped.is_power_of_two() {
-                log::warn!("audit syslog: {} message(s) dropped, the log keeps them ({e})", self.dropped);
+    fn append(&mut self, lines: &[u8]) -> std::io::Result<()> {
+        self.log.append(lines)?;
+        for text in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            // One write: one datagram; never waits.
+            let sent = match self.socket.write(&message(text, &self.sandbox)) {
+                Ok(0) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                self.dropped += 1;
+                // The first drop and then every power of two: a stalled
+                // reader does not flood the sentry's log.
+                if self.dropped.is_power_of_two() {
+                    log::warn!("audit syslog: {} message(s) dropped, the log keeps them ({e})", self.dropped);
+                }
             }
         }
         Ok(())

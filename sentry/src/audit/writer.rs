@@ -1,28 +1,39 @@
-//! The writer: one per sandbox, shared by every task thread. Each record
-//! becomes one line written with one call to the sink, so a record the
-//! writer returned from is in the host kernel's hands and survives a
-//! SIGKILL of the sentry; lifecycle records are also synced to disk.
+//! The writer: one per sandbox, shared by every task thread. Records are
+//! chained and appended to a batch under one lock; the batch goes to the
+//! sink in one call (one write(2) for a file) before any record that
+//! must be in the host kernel's hands before the action it describes
+//! (see [`Record::may_wait`]), at every lifecycle record (also synced to
+//! disk), when it grows past [`MAX_BATCH`], at exit, and at the latest
+//! [`FLUSH_DELAY`] after its first record (the flusher thread). A record
+//! the sink took survives a SIGKILL of the sentry.
 
 use super::record::Record;
 use super::time::rfc3339;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
-use std::sync::OnceLock;
-use std::time::SystemTime;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+
+/// How long a record that may wait stays in the batch at most.
+pub const FLUSH_DELAY: Duration = Duration::from_millis(5);
+/// A batch this large goes to the sink at once.
+pub const MAX_BATCH: usize = 64 * 1024;
+/// How often an idle flusher looks whether its log is gone.
+const IDLE_LOOK: Duration = Duration::from_secs(1);
 
 /// Where lines go.
 pub trait Sink: Send {
-    /// Appends one whole line (newline included).
-    fn append(&mut self, line: &[u8]) -> std::io::Result<()>;
+    /// Appends whole lines (each with its newline), in one call.
+    fn append(&mut self, lines: &[u8]) -> std::io::Result<()>;
     /// Makes what was appended durable.
     fn sync(&mut self) -> std::io::Result<()>;
 }
 
 impl Sink for std::fs::File {
-    fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.write_all(line)
+    fn append(&mut self, lines: &[u8]) -> std::io::Result<()> {
+        self.write_all(lines)
     }
 
     fn sync(&mut self) -> std::io::Result<()> {
@@ -46,9 +57,18 @@ struct Chain {
     sink: Box<dyn Sink>,
     seq: u64,
     /// The hex SHA-256 of the last line.
-    prev: String,
+    prev: [u8; 64],
     /// The sink failed; under fail-closed nothing more is written.
     failed: bool,
+    /// Chained lines the sink has not taken yet, in `seq` order.
+    batch: Vec<u8>,
+    /// The `seq` of the first line in `batch`.
+    batch_from: u64,
+    /// Where a line is serialised (kept to reuse its allocation).
+    scratch: Vec<u8>,
+    /// Between `sandbox.pause` and `sandbox.resume`: records other than
+    /// lifecycle ones wait, and so do the actions they describe.
+    held: bool,
 }
 
 /// What stops the sandbox when its log fails closed.
@@ -59,11 +79,15 @@ pub struct AuditLog {
     sandbox: String,
     fail_open: bool,
     chain: Mutex<Chain>,
+    /// Wakes the flusher when a batch starts.
+    batch_started: Condvar,
+    /// Wakes writers held by a pause.
+    released: Condvar,
     /// Called once, when a write fails under fail-closed: stops the
     /// sandbox (set by the boot code).
     on_failure: OnceLock<OnFailure>,
     /// The globs of watched paths.
-    watch: Vec<Vec<u8>>,
+    watch: super::glob::GlobSet,
     /// Whether forks are recorded.
     forks: bool,
 }
@@ -71,7 +95,7 @@ pub struct AuditLog {
 /// A line: the envelope around a record, in the order the fields appear.
 #[derive(Serialize)]
 struct Line<'a> {
-    ts: String,
+    ts: &'a str,
     sandbox: &'a str,
     seq: u64,
     #[serde(flatten)]
@@ -81,14 +105,33 @@ struct Line<'a> {
 
 /// Lowercase hex of SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    String::from_utf8_lossy(&sha256_hex_bytes(bytes)).into_owned()
+}
+
+/// The same, as bytes.
+fn sha256_hex_bytes(bytes: &[u8]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    hex_into(&Sha256::digest(bytes), &mut out);
+    out
+}
+
+/// Writes the lowercase hex of `bytes` into the start of `out` (twice
+/// as long).
+fn hex_into(bytes: &[u8], out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0xf)];
+    }
 }
 
 /// 16 random bytes from the host, in hex.
 fn random_nonce() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let mut hex = [0u8; 32];
+    hex_into(&bytes, &mut hex);
+    Ok(String::from_utf8_lossy(&hex).into_owned())
 }
 
 impl AuditLog {
@@ -101,15 +144,27 @@ impl AuditLog {
         fail_open: bool,
     ) -> Result<AuditLog, AuditError> {
         let nonce = random_nonce().map_err(|e| AuditError(format!("a random nonce: {e}")))?;
-        let prev = sha256_hex(nonce.as_bytes());
+        let prev = sha256_hex_bytes(nonce.as_bytes());
         config.audit_fail_open = fail_open;
-        let watch = config.watch.iter().map(|g| g.as_bytes().to_vec()).collect();
+        let watch = super::glob::GlobSet::new(&config.watch);
+        let chain = Chain {
+            sink,
+            seq: 0,
+            prev,
+            failed: false,
+            batch: Vec::new(),
+            batch_from: 0,
+            scratch: Vec::new(),
+            held: false,
+        };
         let log = AuditLog {
             watch,
             forks: config.audit_fork,
             sandbox: sandbox.to_string(),
             fail_open,
-            chain: Mutex::new(Chain { sink, seq: 0, prev, failed: false }),
+            chain: Mutex::new(chain),
+            batch_started: Condvar::new(),
+            released: Condvar::new(),
             on_failure: OnceLock::new(),
         };
         // The first record cannot be lost quietly, even failing open:
@@ -122,6 +177,26 @@ impl AuditLog {
             }
         })?;
         Ok(log)
+    }
+
+    /// Starts the thread that hands a batch to the sink at most
+    /// [`FLUSH_DELAY`] after its first record; it ends soon after the log.
+    pub fn start_flusher(log: &Arc<AuditLog>) -> std::io::Result<()> {
+        let weak = Arc::downgrade(log);
+        std::thread::Builder::new().name("audit-flush".into()).spawn(move || {
+            while let Some(log) = weak.upgrade() {
+                {
+                    let mut c = log.chain.lock();
+                    if c.batch.is_empty() {
+                        log.batch_started.wait_for(&mut c, IDLE_LOOK);
+                    }
+                }
+                std::thread::sleep(FLUSH_DELAY);
+                // A failure has stopped the sandbox already (or is let pass).
+                let _ = log.flush();
+            }
+        })?;
+        Ok(())
     }
 
     /// What stops the sandbox when the log fails closed; the first call
@@ -137,34 +212,94 @@ impl AuditLog {
 
     /// Whether changes to `path` (absolute, in the guest) are recorded.
     pub fn watches(&self, path: &[u8]) -> bool {
-        self.watch.iter().any(|g| super::glob::matches(g, path))
+        self.watch.matches(path)
+    }
+
+    /// Whether some path in the folder `dir` (absolute, in the guest) or
+    /// below it may be watched: when not, its names need not be spelled
+    /// out.
+    pub fn may_watch_below(&self, dir: &[u8]) -> bool {
+        self.watch.may_match_below(dir)
     }
 
     /// Appends `record`. An error means the record is not in the log and
     /// the log fails closed: the action the record describes must not
     /// happen, and the sandbox is being stopped. Failing open, a lost
-    /// record still takes its `seq`, so the log shows the gap.
+    /// record still takes its `seq`, so the log shows the gap. A record
+    /// that may wait ([`Record::may_wait`]) is chained now and reaches the
+    /// sink with the next batch; any other is in the sink's hands (the
+    /// host kernel's, for a file) when this returns.
     pub fn write(&self, record: &Record) -> Result<(), AuditError> {
         let mut c = self.chain.lock();
+        while c.held && !record.is_lifecycle() {
+            self.released.wait(&mut c);
+        }
         if c.failed && !self.fail_open {
             return Err(AuditError("the log failed earlier".into()));
         }
         let seq = c.seq;
-        let line = Line { ts: rfc3339(SystemTime::now()), sandbox: &self.sandbox, seq, record, prev: &c.prev };
-        let bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
+        let ts = rfc3339(SystemTime::now());
+        let mut line = std::mem::take(&mut c.scratch);
+        line.clear();
+        let prev = c.prev;
+        let envelope =
+            Line { ts: &ts, sandbox: &self.sandbox, seq, record, prev: std::str::from_utf8(&prev).unwrap_or_default() };
+        serde_json::to_writer(&mut line, &envelope).map_err(|e| AuditError(e.to_string()))?;
         // Secret values never reach the log; the chain covers the line
         // as written.
-        let mut bytes = super::redact::redact_bytes(&bytes).into_owned();
-        let hash = sha256_hex(&bytes);
-        bytes.push(b'\n');
-        let written = c.sink.append(&bytes).and_then(|()| if record.is_lifecycle() { c.sink.sync() } else { Ok(()) });
+        let redacted = super::redact::redact_bytes(&line);
+        c.prev = sha256_hex_bytes(&redacted);
+        if c.batch.is_empty() {
+            c.batch_from = seq;
+            self.batch_started.notify_one();
+        }
+        c.batch.extend_from_slice(&redacted);
+        c.batch.push(b'\n');
+        drop(redacted);
+        c.scratch = line;
         c.seq += 1;
-        c.prev = hash;
+        if record.may_wait() && c.batch.len() < MAX_BATCH {
+            return Ok(());
+        }
+        let written = Self::hand_over(&mut c).and_then(|()| if record.is_lifecycle() { c.sink.sync() } else { Ok(()) });
+        // From `sandbox.pause` (under the same lock) every other record
+        // waits, with the thread writing it, so the guest does nothing the
+        // log would show before the freeze; `sandbox.resume` releases them,
+        // after it.
+        match record {
+            Record::SandboxPause {} => c.held = true,
+            Record::SandboxResume {} => {
+                c.held = false;
+                self.released.notify_all();
+            }
+            _ => {}
+        }
+        self.settle(c, written)
+    }
+
+    /// Hands the batch to the sink in one call. Its lines are gone either
+    /// way: failing open, the lost ones leave a gap in `seq`.
+    fn hand_over(c: &mut Chain) -> std::io::Result<()> {
+        if c.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut c.batch);
+        let result = c.sink.append(&batch);
+        c.batch = batch;
+        c.batch.clear();
+        result
+    }
+
+    /// What a hand-over that gave `written` means: on a failure, the log
+    /// fails (closed: the sandbox stops; open: it goes on, records lost).
+    fn settle(&self, mut c: MutexGuard<'_, Chain>, written: std::io::Result<()>) -> Result<(), AuditError> {
         let Err(e) = written else { return Ok(()) };
         let first = !c.failed;
         c.failed = true;
+        let (from, to) = (c.batch_from, c.seq.saturating_sub(1));
         drop(c);
-        let err = AuditError(format!("writing record {seq}: {e}"));
+        let which = if from == to { format!("record {from}") } else { format!("records {from}-{to}") };
+        let err = AuditError(format!("writing {which}: {e}"));
         if self.fail_open {
             if first {
                 log::error!("{err}; the sandbox goes on (--audit-fail-open): records are lost");
@@ -178,9 +313,30 @@ impl AuditLog {
         Err(err)
     }
 
+    /// Hands every record chained so far to the sink.
+    pub fn flush(&self) -> Result<(), AuditError> {
+        let mut c = self.chain.lock();
+        if c.batch.is_empty() || (c.failed && !self.fail_open) {
+            return Ok(());
+        }
+        let written = Self::hand_over(&mut c);
+        self.settle(c, written)
+    }
+
     /// Makes every record written so far durable (at exit).
     pub fn sync(&self) -> Result<(), AuditError> {
+        self.flush()?;
         self.chain.lock().sink.sync().map_err(|e| AuditError(format!("syncing: {e}")))
+    }
+}
+
+impl Drop for AuditLog {
+    /// Records still in a batch reach the sink.
+    fn drop(&mut self) {
+        let c = self.chain.get_mut();
+        if !c.failed || self.fail_open {
+            let _ = Self::hand_over(c);
+        }
     }
 }
 
@@ -232,7 +388,7 @@ fn extend(
     let seq = v.get("seq").and_then(serde_json::Value::as_u64).unwrap_or_default() + 1;
     let sandbox = v.get("sandbox").and_then(serde_json::Value::as_str).unwrap_or_default();
     let prev = sha256_hex(last);
-    let line = Line { ts: rfc3339(SystemTime::now()), sandbox, seq, record, prev: &prev };
+    let line = Line { ts: &rfc3339(SystemTime::now()), sandbox, seq, record, prev: &prev };
     let mut bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
     bytes.push(b'\n');
     f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(fail)
@@ -249,14 +405,17 @@ pub(crate) mod tests {
     pub(crate) struct Memory {
         pub bytes: Arc<Mutex<Vec<u8>>>,
         pub broken: Arc<std::sync::atomic::AtomicBool>,
+        /// How many times it was handed lines.
+        pub appends: Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl Sink for Memory {
-        fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
+        fn append(&mut self, lines: &[u8]) -> std::io::Result<()> {
             if self.broken.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
             }
-            self.bytes.lock().extend_from_slice(line);
+            self.appends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.bytes.lock().extend_from_slice(lines);
             Ok(())
         }
         fn sync(&mut self) -> std::io::Result<()> {
@@ -364,6 +523,78 @@ pub(crate) mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
+    fn lines(sink: &Memory) -> Vec<serde_json::Value> {
+        sink.bytes
+            .lock()
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn records_that_may_wait_leave_with_the_next_that_may_not_in_one_write() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let sink = Memory::default();
+        let log = AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap();
+        let appends = sink.appends.load(Relaxed);
+        log.write(&Record::FileCreate { pid: 1, path: "/etc/x".into() }).unwrap();
+        log.write(&Record::FileWrite { pid: 1, path: "/etc/x".into() }).unwrap();
+        assert_eq!((lines(&sink).len(), sink.appends.load(Relaxed)), (1, appends), "still in the batch");
+        // An unlink is in the sink's hands before it happens, and the
+        // batch before it, in the same call.
+        log.write(&Record::FileUnlink { pid: 1, path: "/etc/x".into() }).unwrap();
+        assert_eq!(sink.appends.load(Relaxed), appends + 1);
+        let types: Vec<String> = lines(&sink).iter().map(|r| r["type"].as_str().unwrap().to_string()).collect();
+        assert_eq!(types, ["sandbox.create", "file.create", "file.write", "file.unlink"]);
+        log.write(&Record::ProcessExit { pid: 1, outcome: Outcome::Status(0) }).unwrap();
+        log.write(&Record::SandboxExit { reason: ExitReason::Exited, outcome: None, error: None, closed_by: None })
+            .unwrap();
+        let summary = crate::audit::verify::verify(&sink.bytes.lock()).unwrap();
+        assert_eq!(summary.records, 6);
+    }
+
+    #[test]
+    fn the_flusher_hands_a_waiting_batch_over_soon() {
+        let sink = Memory::default();
+        let log = Arc::new(AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap());
+        AuditLog::start_flusher(&log).unwrap();
+        log.write(&Record::FileChmod { pid: 1, path: "/etc/x".into(), mode: 0o600 }).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lines(&sink).len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the batch never left");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(lines(&sink)[1]["type"], "file.chmod");
+    }
+
+    #[test]
+    fn a_batch_that_cannot_be_written_fails_closed_naming_its_records() {
+        let sink = Memory::default();
+        let log = AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap();
+        log.write(&Record::FileCreate { pid: 1, path: "/etc/x".into() }).unwrap();
+        sink.broken.store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = log.write(&Record::FileUnlink { pid: 1, path: "/etc/x".into() }).unwrap_err();
+        assert!(err.0.starts_with("writing records 1-2:"), "{err}");
+    }
+
+    #[test]
+    fn between_pause_and_resume_only_lifecycle_records_are_written() {
+        let sink = Memory::default();
+        let log = Arc::new(AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap());
+        log.write(&Record::SandboxPause {}).unwrap();
+        let writer = {
+            let log = log.clone();
+            std::thread::spawn(move || log.write(&Record::FileUnlink { pid: 1, path: "/etc/x".into() }))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(lines(&sink).len(), 2, "the unlink waits");
+        log.write(&Record::SandboxResume {}).unwrap();
+        writer.join().unwrap().unwrap();
+        let types: Vec<String> = lines(&sink).iter().map(|r| r["type"].as_str().unwrap().to_string()).collect();
+        assert_eq!(types, ["sandbox.create", "sandbox.pause", "sandbox.resume", "file.unlink"]);
+    }
+
     #[test]
     fn two_logs_start_from_different_nonces() {
         let a = sample();
@@ -396,6 +627,7 @@ pub(crate) mod tests {
         assert!(log.write(&Record::SandboxStart {}).is_ok());
         sink.broken.store(false, std::sync::atomic::Ordering::Relaxed);
         log.write(&Record::ProcessExit { pid: 1, outcome: Outcome::Status(0) }).unwrap();
+        log.flush().unwrap();
         let bytes = sink.bytes.lock().clone();
         let text = String::from_utf8(bytes).unwrap();
         assert!(text.contains(r#""audit_fail_open":true"#), "{text}");

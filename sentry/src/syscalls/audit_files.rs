@@ -48,25 +48,40 @@ fn record(task: &Task, path: Option<Vec<u8>>, make: impl FnOnce(String) -> Recor
     }
 }
 
-/// An open with O_CREAT of a name that does not exist yet.
-pub(super) fn create(task: &Task, dirfd: u64, path: &[u8], flags: i32) -> Result<(), Errno> {
-    if !logging(task) || flags & libc::O_CREAT == 0 {
-        return Ok(());
+/// The path of `name` in the folder `dir`, when changes to it may be
+/// recorded: a folder no watched path can lie in is turned away before
+/// the name is spelled out.
+fn name_in(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Option<Vec<u8>> {
+    let log = task.kernel.audit_log()?;
+    let mut full = path_of(task, dir);
+    if !log.may_watch_below(&full) {
+        return None;
     }
-    if args::resolve_at(task, dirfd, path, true, false).is_ok() {
-        return Ok(());
+    if full != b"/" {
+        full.push(b'/');
     }
-    let pid = task.thread.tgid;
-    record(task, name_at(task, dirfd, path), |path| Record::FileCreate { pid, path })
+    full.extend_from_slice(name);
+    Some(full)
 }
 
-/// An unlink or rmdir.
-pub(super) fn unlink(task: &Task, dirfd: u64, path: &[u8]) -> Result<(), Errno> {
+/// An open with O_CREAT about to make `name` in `dir` (told by the VFS,
+/// which resolved them for the open itself).
+pub(super) fn create(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), Errno> {
     if !logging(task) {
         return Ok(());
     }
     let pid = task.thread.tgid;
-    record(task, name_at(task, dirfd, path), |path| Record::FileUnlink { pid, path })
+    record(task, name_in(task, dir, name), |path| Record::FileCreate { pid, path })
+}
+
+/// An unlink or rmdir about to remove `name` from `dir` (told by the
+/// VFS).
+pub(super) fn unlink(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    record(task, name_in(task, dir, name), |path| Record::FileUnlink { pid, path })
 }
 
 /// A rename from or onto a watched name.

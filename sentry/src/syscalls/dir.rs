@@ -164,9 +164,9 @@ fn sys_mknodat(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn remove(task: &Task, dirfd: u64, path_addr: u64, dir: bool) -> SysResult {
     let path = args::path(task, path_addr)?;
-    super::audit_files::unlink(task, dirfd, &path)?;
     let at = args::dirfd(task, dirfd);
-    args::with_walker(task, |w| names::remove_at(w, at, &path, dir))?;
+    let unlink = |parent: &Arc<Dentry>, name: &[u8]| super::audit_files::unlink(task, parent, name);
+    args::with_walker(task, |w| names::remove_at_noting(w, at, &path, dir, &unlink))?;
     Ok(0)
 }
 

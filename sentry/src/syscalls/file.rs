@@ -77,10 +77,10 @@ fn open_at(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> SysRe
 /// Opens a file description through the VFS with the task's credentials
 /// and umask.
 fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Result<Arc<FileDescription>, Errno> {
-    super::audit_files::create(task, dirfd, path, flags)?;
     let how = OpenHow { flags, mode, umask: task.thread.fs().umask() };
     let at = args::dirfd(task, dirfd);
-    let file = args::with_walker(task, |w| vfs::open_at(w, at, path, how))?;
+    let create = |dir: &Arc<vfs::Dentry>, name: &[u8]| super::audit_files::create(task, dir, name);
+    let file = args::with_walker(task, |w| vfs::open::open_at_noting(w, at, path, how, &create))?;
     // A FIFO's open waits for its partner here, interruptibly (the end
     // goes with the description if it is).
     super::block::wait_until(&file, crate::waiter::ALL, false, None, || file.ops.open_ready())?;

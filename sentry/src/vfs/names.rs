@@ -118,6 +118,18 @@ fn rename_subjects(src: &Dentry, new: &ParentAndName, flags: u32) -> notify::Ren
 /// order: the name's form, then permission and the sticky rule, then the
 /// node's type.
 pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<(), Errno> {
+    remove_at_noting(w, at, path, dir, &|_, _| Ok(()))
+}
+
+/// `remove_at`, telling `before_remove` of the name it is about to look
+/// up and remove (an attempt the checks then refuse is told too).
+pub fn remove_at_noting(
+    w: &Walker<'_>,
+    at: DirFd,
+    path: &[u8],
+    dir: bool,
+    before_remove: super::open::BeforeChange<'_>,
+) -> Result<(), Errno> {
     let pn = w.parent_at(at, path)?;
     match pn.name.as_slice() {
         b"" => return Err(Errno::EBUSY),
@@ -126,6 +138,7 @@ pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<()
         b"." | b".." => return Err(Errno::EISDIR),
         _ => {}
     }
+    before_remove(&pn.parent, &pn.name)?;
     let node = pn.parent.node.lookup(&pn.name)?;
     let victim = pn.parent.child(&pn.name, node);
     let is_dir = victim.node.stat()?.mode & S_IFMT == S_IFDIR;

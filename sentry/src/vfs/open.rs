@@ -42,6 +42,23 @@ pub struct OpenHow {
 /// Opens `(dirfd, path)` with the walker's credentials, creating the file
 /// if asked. `O_CLOEXEC` is the caller's (it belongs to the descriptor).
 pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Result<Arc<FileDescription>, Errno> {
+    open_at_noting(w, dirfd, path, how, &|_, _| Ok(()))
+}
+
+/// What is told of a name about to be made or removed, with its folder
+/// (as resolved by the call itself), before the change; an error stops
+/// the call with it (the audit log's hook: no second resolution).
+pub type BeforeChange<'a> = &'a dyn Fn(&Arc<Dentry>, &[u8]) -> Result<(), Errno>;
+
+/// `open_at`, telling `before_create` of a name `O_CREAT` is about to
+/// make.
+pub fn open_at_noting(
+    w: &Walker<'_>,
+    dirfd: DirFd,
+    path: &[u8],
+    how: OpenHow,
+    before_create: BeforeChange<'_>,
+) -> Result<Arc<FileDescription>, Errno> {
     if how.flags & libc::O_TMPFILE == libc::O_TMPFILE {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -49,7 +66,7 @@ pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resul
     let flags = if is_path { how.flags & PATH_FLAGS } else { how.flags };
     let nofollow = flags & libc::O_NOFOLLOW != 0;
     let dentry = if flags & libc::O_CREAT != 0 && !is_path {
-        match lookup_or_create(w, dirfd, path, flags, how)? {
+        match lookup_or_create(w, dirfd, path, flags, how, before_create)? {
             Created::Existing(d) => d,
             Created::New(d) => {
                 if let Some(parent) = &d.parent {
@@ -105,7 +122,14 @@ enum Created {
 /// Looks the last component up (not following a symlink with `O_EXCL`
 /// or `O_NOFOLLOW`), failing with `EEXIST` under `O_EXCL`, or creates it
 /// (write and search permission on the parent needed).
-fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: OpenHow) -> Result<Created, Errno> {
+fn lookup_or_create(
+    w: &Walker<'_>,
+    dirfd: DirFd,
+    path: &[u8],
+    flags: i32,
+    how: OpenHow,
+    before_create: BeforeChange<'_>,
+) -> Result<Created, Errno> {
     let pn = w.parent_at(dirfd, path)?;
     if pn.name.is_empty() || pn.trailing_slash {
         return Err(Errno::EISDIR);
@@ -116,6 +140,7 @@ fn lookup_or_create(w: &Walker<'_>, dirfd: DirFd, path: &[u8], flags: i32, how: 
         Ok(_) if exclusive => Err(Errno::EEXIST),
         Ok(d) => Ok(Created::Existing(d)),
         Err(Errno::ENOENT) => {
+            before_create(&pn.parent, &pn.name)?;
             let pst = pn.parent.node.stat()?;
             perm::check_node(w.creds, pn.parent.node.as_ref(), &pst, MAY_WRITE | MAY_EXEC)?;
             let new = NewNode { mode: how.mode & 0o7777, uid: w.creds.fsuid, gid: w.creds.fsgid };

@@ -386,12 +386,15 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             Ok(Vec::new())
         }
         // Written and synced (lifecycle records are) before the reply, so
-        // the runtime freezes only a sandbox whose log says so. A log
+        // the runtime freezes only a sandbox whose log says so; until the
+        // freeze, whatever the guest would do that the log records waits
+        // (AuditLog::write holds it), so no record follows the pause's. A log
         // failing closed refuses: the sandbox is being stopped.
         Request::Pausing => k
             .audit(|| crate::audit::Record::SandboxPause {})
             .map(|()| Vec::new())
             .map_err(|e| (e.0, "cannot record sandbox.pause".into())),
+        // The resume's record first, then what waited for it.
         Request::Resumed => k
             .audit(|| crate::audit::Record::SandboxResume {})
             .map(|()| Vec::new())
