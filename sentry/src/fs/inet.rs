@@ -9,7 +9,6 @@ use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
-use crate::mm::MemoryManager;
 use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
 use husk_netstack::waiter::Notifier;
