@@ -36,6 +36,8 @@ pub struct InetSocket {
     pub stored: Mutex<HashMap<(i32, i32), Vec<u8>>>,
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
+    /// The other socket-level options.
+    pub opts: crate::fs::sockopt::SockOpts,
     /// The host connection carrying this socket once it connected out of
     /// the sandbox through the egress gateway.
     outside: OnceLock<HostConn>,
@@ -90,6 +92,7 @@ impl InetSocket {
             events,
             stored: Mutex::default(),
             timeouts: Mutex::default(),
+            opts: crate::fs::sockopt::SockOpts::default(),
             outside: OnceLock::new(),
             resolver_peer: Mutex::new(None),
         })

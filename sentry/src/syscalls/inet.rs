@@ -6,16 +6,17 @@
 
 use super::args::{self, int};
 use super::block::wait_io;
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
-use crate::abi::layout::{Encoder, Layout};
+use super::socket::{
+    iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
+};
+use super::sockopt::{self, Sock};
+use crate::abi::layout::Encoder;
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
     IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
-    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE, SO_LINGER,
-    SO_OOBINLINE, SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO,
-    SO_TYPE, TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
+    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_REUSEADDR, SO_REUSEPORT, TCP_CORK, TCP_KEEPCNT,
+    TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
 };
-use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::egress::HostConn;
@@ -26,7 +27,6 @@ use crate::waiter::deadline_in;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The most a stream send moves per step through the sentry's buffer.
 const STREAM_CHUNK: usize = 256 * 1024;
@@ -424,20 +424,14 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
 }
 
 /// Options accepted and reported back without effect, with Linux's
-/// defaults: SO_KEEPALIVE, SO_BROADCAST, SO_LINGER, SO_OOBINLINE,
-/// SO_PRIORITY, IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
-/// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_CORK, TCP_QUICKACK,
-/// TCP_USER_TIMEOUT, and the buffer sizes.
+/// defaults: IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
+/// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_CORK, TCP_QUICKACK and
+/// TCP_USER_TIMEOUT.
 fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
     let int = |v: i32| Some(v.to_le_bytes().to_vec());
     let stream = s.is_stream();
     match opt {
-        (SOL_SOCKET, SO_KEEPALIVE | SO_BROADCAST | SO_OOBINLINE | SO_PRIORITY)
-        | (IPPROTO_IP, IP_TOS | IP_RECVERR)
-        | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
-        (SOL_SOCKET, SO_LINGER) => Some(vec![0u8; 8]),
-        (SOL_SOCKET, SO_SNDBUF) => int(if stream { 16_384 } else { 212_992 }),
-        (SOL_SOCKET, SO_RCVBUF) => int(if stream { 131_072 } else { 212_992 }),
+        (IPPROTO_IP, IP_TOS | IP_RECVERR) | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
         (IPPROTO_IP, IP_TTL) => int(64),
         (IPPROTO_TCP, TCP_NODELAY | TCP_CORK | TCP_QUICKACK | TCP_USER_TIMEOUT) if stream => int(0),
         (IPPROTO_TCP, TCP_KEEPIDLE) if stream => int(7200),
@@ -447,6 +441,13 @@ fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
     }
 }
 
+/// The socket as the shared SOL_SOCKET options see it.
+fn sock(s: &InetSocket) -> Sock<'_> {
+    let (ty, protocol) = if s.is_stream() { (SOCK_STREAM, IPPROTO_TCP) } else { (SOCK_DGRAM, IPPROTO_UDP) };
+    let domain = if family(s) == Family::V6 { AF_INET6 } else { AF_INET };
+    Sock { domain, ty, protocol, opts: &s.opts, timeouts: &s.timeouts }
+}
+
 fn share_opts(s: &InetSocket) -> ShareOpts {
     match &s.endpoint {
         Endpoint::Tcp(t) => t.share_opts(),
@@ -454,25 +455,11 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
     }
 }
 
-/// A struct timeval as a duration; zero means no timeout.
-pub(super) fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
-    let Timeval { sec, usec } = Timeval::decode(raw);
-    if !(0..1_000_000).contains(&usec) {
-        return Err(Errno::EDOM);
-    }
-    let sec = u64::try_from(sec).unwrap_or(0);
-    let t = Duration::from_secs(sec) + Duration::from_micros(u64::try_from(usec).unwrap_or(0));
-    Ok((!t.is_zero()).then_some(t))
-}
-
 pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
+    let len = read_optlen(task, a)?;
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
-    let tv = |t: Option<Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
     let value = match opt {
-        (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
-        (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
-        (SOL_SOCKET, SO_DOMAIN) => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_ERROR) if s.stream_outside().is_some() => {
             s.stream_outside().map_or(Ok(0), HostConn::take_error)?.to_le_bytes().to_vec()
         }
@@ -486,9 +473,8 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_ACCEPTCONN) => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
         (SOL_SOCKET, SO_REUSEADDR) => flag(share_opts(s).reuse_addr),
         (SOL_SOCKET, SO_REUSEPORT) => flag(share_opts(s).reuse_port),
+        (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
-        (SOL_SOCKET, SO_RCVTIMEO) => tv(s.timeouts.lock().0),
-        (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
         _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(s, opt)) {
             Some(v) => v,
             None => return Err(Errno::ENOPROTOOPT),
@@ -499,6 +485,19 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
 
 pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
+    if opt.0 == SOL_SOCKET && opt.1 != SO_REUSEADDR && opt.1 != SO_REUSEPORT {
+        sockopt::set(task, &sock(s), opt.1, a[3], a[4])?;
+        // What the egress gateway carries over to the host socket.
+        if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {
+            let mut raw = [0u8; 4];
+            task.thread.mm().copy_in(a[3], &mut raw)?;
+            if let Some(conn) = s.stream_outside() {
+                conn.set_option(opt.0, opt.1, i32::from_le_bytes(raw))?;
+            }
+            s.stored.lock().insert(opt, raw.to_vec());
+        }
+        return Ok(0);
+    }
     let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
     if len > 256 {
         return Err(Errno::EINVAL);
@@ -531,20 +530,6 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             let v = on()?;
             set_share(&|o| o.v6only = v)?;
         }
-        (SOL_SOCKET, SO_RCVTIMEO) | (SOL_SOCKET, SO_SNDTIMEO) => {
-            let t = timeval(raw.get(..Timeval::SIZE).ok_or(Errno::EINVAL)?)?;
-            let mut timeouts = s.timeouts.lock();
-            if opt == (SOL_SOCKET, SO_RCVTIMEO) {
-                timeouts.0 = t;
-            } else {
-                timeouts.1 = t;
-            }
-        }
-        (SOL_SOCKET, SO_TYPE)
-        | (SOL_SOCKET, SO_PROTOCOL)
-        | (SOL_SOCKET, SO_DOMAIN)
-        | (SOL_SOCKET, SO_ERROR)
-        | (SOL_SOCKET, SO_ACCEPTCONN) => return Err(Errno::ENOPROTOOPT),
         _ => {
             if stored_default(s, opt).is_none() {
                 return Err(Errno::ENOPROTOOPT);

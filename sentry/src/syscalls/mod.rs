@@ -40,6 +40,7 @@ mod seccomp;
 mod session;
 mod signal;
 mod socket;
+mod sockopt;
 mod splice;
 mod stat;
 mod sysinfo;
