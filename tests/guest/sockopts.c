@@ -7,12 +7,16 @@
  * off), argument checks (short optlen, bad pointers, EDOM timeouts,
  * ENOPROTOOPT only where Linux has it), getsockopt's truncation to the
  * caller's length, and the privilege each option needs (CAP_NET_ADMIN for
- * SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6). */
+ * SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6); then the IPPROTO_TCP options
+ * (ranges, rounding, TCP_INFO's state, TCP_CONGESTION) and SO_LINGER's
+ * reset on close. */
 #include "check.h"
 #include <linux/capability.h>
 #include <linux/netlink.h>
 #include <net/if.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -447,6 +451,164 @@ static void acceptconn(void) {
     close(s);
 }
 
+/* A connected TCP pair over loopback of the current family. */
+static void tcp_pair(int *c, int *srv) {
+    int l = new_socket();
+    struct sockaddr_storage a = {0};
+    socklen_t alen;
+    if (cur->domain == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&a;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        alen = sizeof *in;
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr = in6addr_loopback;
+        alen = sizeof *in6;
+    }
+    CHECK_OK(bind(l, (struct sockaddr *)&a, alen));
+    CHECK_OK(getsockname(l, (struct sockaddr *)&a, &alen));
+    CHECK_OK(listen(l, 4));
+    *c = new_socket();
+    CHECK_OK(connect(*c, (struct sockaddr *)&a, alen));
+    *srv = CHECK_OK(accept(l, NULL, NULL));
+    close(l);
+}
+
+static int tcp_get(int s, int opt) {
+    int v = -12345;
+    socklen_t len = sizeof v;
+    if (getsockopt(s, IPPROTO_TCP, opt, &v, &len) != 0)
+        FAM_FAIL("getsockopt(TCP %d): %s", opt, strerror(errno));
+    return v;
+}
+
+static int tcp_set(int s, int opt, int v) {
+    return setsockopt(s, IPPROTO_TCP, opt, &v, sizeof v);
+}
+
+#define EXPECT_TCP(s, opt, want)                                              \
+    do {                                                                      \
+        int g_ = tcp_get(s, opt), w_ = (want);                                \
+        if (g_ != w_)                                                         \
+            FAM_FAIL("%s reads %d, want %d", #opt, g_, w_);                   \
+    } while (0)
+
+/* IPPROTO_TCP options: ranges, rounding and defaults as Linux. */
+static void tcp_options(void) {
+    if (!cur->inet || cur->type != SOCK_STREAM) {
+        if (cur->inet) {
+            int s = new_socket();
+            EXPECT_ERR(tcp_set(s, TCP_NODELAY, 1), ENOPROTOOPT);
+            close(s);
+        }
+        return;
+    }
+    int s = new_socket();
+    int bools[] = {TCP_NODELAY, TCP_CORK};
+    for (unsigned i = 0; i < 2; i++) {
+        EXPECT_TCP(s, bools[i], 0);
+        EXPECT_OK(tcp_set(s, bools[i], 5));
+        EXPECT_TCP(s, bools[i], 1);
+        EXPECT_OK(tcp_set(s, bools[i], 0));
+    }
+    int one = 1;
+    EXPECT_ERR(setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, 2), EINVAL);
+    EXPECT_TCP(s, TCP_KEEPIDLE, 7200);
+    EXPECT_TCP(s, TCP_KEEPINTVL, 75);
+    EXPECT_TCP(s, TCP_KEEPCNT, 9);
+    EXPECT_ERR(tcp_set(s, TCP_KEEPIDLE, 0), EINVAL);
+    EXPECT_ERR(tcp_set(s, TCP_KEEPIDLE, 32768), EINVAL);
+    EXPECT_ERR(tcp_set(s, TCP_KEEPINTVL, 0), EINVAL);
+    EXPECT_ERR(tcp_set(s, TCP_KEEPCNT, 128), EINVAL);
+    EXPECT_OK(tcp_set(s, TCP_KEEPIDLE, 30));
+    EXPECT_TCP(s, TCP_KEEPIDLE, 30);
+    EXPECT_ERR(tcp_set(s, TCP_USER_TIMEOUT, -1), EINVAL);
+    EXPECT_OK(tcp_set(s, TCP_USER_TIMEOUT, 1500));
+    EXPECT_TCP(s, TCP_USER_TIMEOUT, 1500);
+    /* TCP_MAXSEG: 0 or 88..32767; an unconnected socket reports it. */
+    EXPECT_TCP(s, TCP_MAXSEG, 536);
+    EXPECT_ERR(tcp_set(s, TCP_MAXSEG, 87), EINVAL);
+    EXPECT_ERR(tcp_set(s, TCP_MAXSEG, 32768), EINVAL);
+    EXPECT_OK(tcp_set(s, TCP_MAXSEG, 1000));
+    EXPECT_TCP(s, TCP_MAXSEG, 1000);
+    /* TCP_DEFER_ACCEPT: seconds rounded up to a retransmission count. */
+    EXPECT_TCP(s, TCP_DEFER_ACCEPT, 0);
+    EXPECT_OK(tcp_set(s, TCP_DEFER_ACCEPT, 5));
+    EXPECT_TCP(s, TCP_DEFER_ACCEPT, 7);
+    EXPECT_OK(tcp_set(s, TCP_DEFER_ACCEPT, -4));
+    EXPECT_TCP(s, TCP_DEFER_ACCEPT, 0);
+    /* TCP_LINGER2: the FIN timeout, 60 s by default, at most 120. */
+    EXPECT_TCP(s, TCP_LINGER2, 60);
+    EXPECT_OK(tcp_set(s, TCP_LINGER2, 200));
+    EXPECT_TCP(s, TCP_LINGER2, 120);
+    EXPECT_OK(tcp_set(s, TCP_LINGER2, -5));
+    EXPECT_TCP(s, TCP_LINGER2, -1);
+    EXPECT_OK(tcp_set(s, TCP_LINGER2, 0));
+    EXPECT_TCP(s, TCP_LINGER2, 60);
+    /* TCP_WINDOW_CLAMP: at least half SOCK_MIN_RCVBUF. */
+    EXPECT_TCP(s, TCP_WINDOW_CLAMP, 0);
+    EXPECT_OK(tcp_set(s, TCP_WINDOW_CLAMP, 100));
+    EXPECT_TCP(s, TCP_WINDOW_CLAMP, 1152);
+    EXPECT_OK(tcp_set(s, TCP_WINDOW_CLAMP, 0));
+    EXPECT_TCP(s, TCP_NOTSENT_LOWAT, 0);
+    EXPECT_OK(tcp_set(s, TCP_NOTSENT_LOWAT, 4096));
+    EXPECT_TCP(s, TCP_NOTSENT_LOWAT, 4096);
+    EXPECT_ERR(tcp_set(s, TCP_INQ, 2), EINVAL);
+    EXPECT_OK(tcp_set(s, TCP_INQ, 1));
+    EXPECT_TCP(s, TCP_INQ, 1);
+    EXPECT_TCP(s, TCP_SYNCNT, 6);
+    EXPECT_ERR(tcp_set(s, TCP_SYNCNT, 0), EINVAL);
+    EXPECT_ERR(tcp_set(s, TCP_SYNCNT, 128), EINVAL);
+    EXPECT_OK(tcp_set(s, TCP_SYNCNT, 3));
+    EXPECT_TCP(s, TCP_SYNCNT, 3);
+    EXPECT_ERR(tcp_set(s, 9999, 1), ENOPROTOOPT);
+    /* TCP_CONGESTION: a known algorithm by name, else ENOENT. */
+    char ca[16];
+    socklen_t len = sizeof ca;
+    memset(ca, 'x', sizeof ca);
+    EXPECT_OK(getsockopt(s, IPPROTO_TCP, TCP_CONGESTION, ca, &len));
+    CHECK_EQ(len, 16);
+    CHECK(strcmp(ca, "cubic") == 0 || strcmp(ca, "reno") == 0 || strcmp(ca, "bbr") == 0);
+    EXPECT_OK(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "reno", 4));
+    len = sizeof ca;
+    EXPECT_OK(getsockopt(s, IPPROTO_TCP, TCP_CONGESTION, ca, &len));
+    CHECK_STR(ca, "reno");
+    EXPECT_ERR(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "nosuchalgo", 10), ENOENT);
+    EXPECT_ERR(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "reno", 0), EINVAL);
+    /* TCP_INFO: the state, cut to the caller's length. */
+    struct tcp_info ti;
+    len = sizeof ti;
+    EXPECT_OK(getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &len));
+    CHECK_EQ(len, sizeof ti);
+    CHECK_EQ(ti.tcpi_state, TCP_CLOSE);
+    unsigned char st = 0xee;
+    len = 1;
+    EXPECT_OK(getsockopt(s, IPPROTO_TCP, TCP_INFO, &st, &len));
+    CHECK_EQ(len, 1);
+    CHECK_EQ(st, TCP_CLOSE);
+    CHECK_OK(listen(s, 1));
+    len = sizeof ti;
+    EXPECT_OK(getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &len));
+    CHECK_EQ(ti.tcpi_state, TCP_LISTEN);
+    close(s);
+
+    int c, srv;
+    tcp_pair(&c, &srv);
+    len = sizeof ti;
+    EXPECT_OK(getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &len));
+    CHECK_EQ(ti.tcpi_state, TCP_ESTABLISHED);
+    CHECK(ti.tcpi_snd_mss > 0);
+    /* SO_LINGER with a zero time: close resets the connection. */
+    struct linger l = {1, 0};
+    CHECK_OK(setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l));
+    CHECK_OK(close(c));
+    char b;
+    CHECK_ERR(recv(srv, &b, 1, 0), ECONNRESET);
+    close(srv);
+}
+
 int main(void) {
     for (unsigned i = 0; i < sizeof fams / sizeof fams[0]; i++) {
         cur = &fams[i];
@@ -460,6 +622,7 @@ int main(void) {
         bindtodevice();
         peer();
         acceptconn();
+        tcp_options();
     }
     unix_peer();
     return 0;

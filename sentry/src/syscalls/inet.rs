@@ -10,12 +10,12 @@ use super::socket::{
     iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
 };
 use super::sockopt::{self, Sock};
+use super::sockopt_tcp;
 use crate::abi::layout::Encoder;
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
     IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
-    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_REUSEADDR, SO_REUSEPORT, TCP_CORK, TCP_KEEPCNT,
-    TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
+    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -424,19 +424,12 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
 }
 
 /// Options accepted and reported back without effect, with Linux's
-/// defaults: IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
-/// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_CORK, TCP_QUICKACK and
-/// TCP_USER_TIMEOUT.
-fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
+/// defaults: IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR.
+fn stored_default(opt: (i32, i32)) -> Option<Vec<u8>> {
     let int = |v: i32| Some(v.to_le_bytes().to_vec());
-    let stream = s.is_stream();
     match opt {
         (IPPROTO_IP, IP_TOS | IP_RECVERR) | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
         (IPPROTO_IP, IP_TTL) => int(64),
-        (IPPROTO_TCP, TCP_NODELAY | TCP_CORK | TCP_QUICKACK | TCP_USER_TIMEOUT) if stream => int(0),
-        (IPPROTO_TCP, TCP_KEEPIDLE) if stream => int(7200),
-        (IPPROTO_TCP, TCP_KEEPINTVL) if stream => int(75),
-        (IPPROTO_TCP, TCP_KEEPCNT) if stream => int(9),
         _ => None,
     }
 }
@@ -474,8 +467,9 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_REUSEADDR) => flag(share_opts(s).reuse_addr),
         (SOL_SOCKET, SO_REUSEPORT) => flag(share_opts(s).reuse_port),
         (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
+        (IPPROTO_TCP, name) if s.is_stream() => sockopt_tcp::get(s, name)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
-        _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(s, opt)) {
+        _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(opt)) {
             Some(v) => v,
             None => return Err(Errno::ENOPROTOOPT),
         },
@@ -487,6 +481,10 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
     let opt = (int(a[1]), int(a[2]));
     if opt.0 == SOL_SOCKET && opt.1 != SO_REUSEADDR && opt.1 != SO_REUSEPORT {
         sockopt::set(task, &sock(s), opt.1, a[3], a[4])?;
+        if let (SO_LINGER, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
+            let (on, secs) = s.opts.get().linger;
+            t.set_reset_on_close(on && secs == 0);
+        }
         // What the egress gateway carries over to the host socket.
         if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {
             let mut raw = [0u8; 4];
@@ -497,6 +495,9 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             s.stored.lock().insert(opt, raw.to_vec());
         }
         return Ok(0);
+    }
+    if opt.0 == IPPROTO_TCP && s.is_stream() {
+        return sockopt_tcp::set(task, s, opt.1, a[3], a[4]).map(|()| 0);
     }
     let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
     if len > 256 {
@@ -531,7 +532,7 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             set_share(&|o| o.v6only = v)?;
         }
         _ => {
-            if stored_default(s, opt).is_none() {
+            if stored_default(opt).is_none() {
                 return Err(Errno::ENOPROTOOPT);
             }
             if raw.len() < 4 {

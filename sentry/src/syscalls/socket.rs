@@ -45,9 +45,9 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_getsockopt,
         sys_getsockopt,
-        Partial("every SOL_SOCKET option Linux has, on every family, with its argument checks (no SO_PEERSEC label, no SO_PEEK_OFF, no socket filters; SO_PEERGROUPS of a connected Unix socket is ENOPROTOOPT); IP: IPV6_V6ONLY and common IP/TCP options as they were set (no TCP_INFO)"),
+        Partial("every SOL_SOCKET option Linux has, on every family, with its argument checks (no SO_PEERSEC label, no SO_PEEK_OFF, no socket filters; SO_PEERGROUPS of a connected Unix socket is ENOPROTOOPT); TCP: every IPPROTO_TCP option with Linux's ranges and rounding, TCP_INFO with the connection's state (counters of a lossless path), TCP_CONGESTION cubic or reno; IP: IPV6_V6ONLY, IP_TOS, IP_TTL, IP_RECVERR as they were set"),
     ),
-    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, SO_LINGER, SO_RCVLOWAT, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
+    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO and SO_LINGER with a zero time (close resets) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, SO_RCVLOWAT, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
 ];
 
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
