@@ -8,8 +8,8 @@
  * ENOPROTOOPT only where Linux has it), getsockopt's truncation to the
  * caller's length, and the privilege each option needs (CAP_NET_ADMIN for
  * SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6); then the IPPROTO_TCP options
- * (ranges, rounding, TCP_INFO's state, TCP_CONGESTION) and SO_LINGER's
- * reset on close. */
+ * (ranges, rounding, TCP_INFO's state, TCP_CONGESTION), SO_LINGER's
+ * reset on close, and the control messages UDP's receive options ask for. */
 #include "check.h"
 #include <linux/capability.h>
 #include <linux/netlink.h>
@@ -609,6 +609,142 @@ static void tcp_options(void) {
     close(srv);
 }
 
+/* A UDP socket bound to loopback of the current family; its address. */
+static int udp_bound(struct sockaddr_storage *a, socklen_t *alen) {
+    int s = new_socket();
+    memset(a, 0, sizeof *a);
+    if (cur->domain == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)a;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *alen = sizeof *in;
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)a;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr = in6addr_loopback;
+        *alen = sizeof *in6;
+    }
+    CHECK_OK(bind(s, (struct sockaddr *)a, *alen));
+    CHECK_OK(getsockname(s, (struct sockaddr *)a, alen));
+    return s;
+}
+
+/* The ancillary data IP options ask for, in Linux's order and alignment:
+ * the timestamp, then IP_PKTINFO, IP_TTL, IP_TOS (IPV6_PKTINFO,
+ * IPV6_HOPLIMIT, IPV6_TCLASS); MSG_CTRUNC when the buffer is short. */
+static void udp_cmsgs(void) {
+    if (!cur->inet || cur->type != SOCK_DGRAM)
+        return;
+    int v6 = cur->domain == AF_INET6;
+    struct sockaddr_storage a;
+    socklen_t alen;
+    int r = udp_bound(&a, &alen);
+    int s = new_socket();
+    int one = 1;
+    CHECK_OK(setsockopt(r, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof one));
+    if (v6) {
+        int tc = 0x20, hops = 7;
+        CHECK_OK(setsockopt(s, IPPROTO_IPV6, IPV6_TCLASS, &tc, sizeof tc));
+        CHECK_OK(setsockopt(s, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops));
+        int bad = 256;
+        CHECK_ERR(setsockopt(s, IPPROTO_IPV6, IPV6_TCLASS, &bad, sizeof bad), EINVAL);
+        CHECK_OK(setsockopt(r, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one));
+        CHECK_OK(setsockopt(r, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one));
+        CHECK_OK(setsockopt(r, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one));
+    } else {
+        int tos = 0x10, ttl = 9;
+        CHECK_OK(setsockopt(s, IPPROTO_IP, IP_TOS, &tos, sizeof tos));
+        CHECK_OK(setsockopt(s, IPPROTO_IP, IP_TTL, &ttl, sizeof ttl));
+        int bad = 256;
+        CHECK_ERR(setsockopt(s, IPPROTO_IP, IP_TTL, &bad, sizeof bad), EINVAL);
+        int five = 5;
+        CHECK_OK(setsockopt(r, IPPROTO_IP, IP_PKTINFO, &five, sizeof five));
+        CHECK_OK(setsockopt(r, IPPROTO_IP, IP_RECVTTL, &one, sizeof one));
+        CHECK_OK(setsockopt(r, IPPROTO_IP, IP_RECVTOS, &one, sizeof one));
+        int v = -1;
+        socklen_t vl = sizeof v;
+        CHECK_OK(getsockopt(r, IPPROTO_IP, IP_PKTINFO, &v, &vl));
+        CHECK_EQ(v, 1);
+    }
+    struct timeval before, after;
+    gettimeofday(&before, NULL);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(sendto(s, "hi", 2, 0, (struct sockaddr *)&a, alen), 2);
+    char data[8];
+    union {
+        char buf[512];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {data, sizeof data};
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.buf;
+    m.msg_controllen = sizeof ctl.buf;
+    CHECK_EQ(recvmsg(r, &m, 0), 2);
+    gettimeofday(&after, NULL);
+    CHECK_EQ(m.msg_flags, 0);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_level, SOL_SOCKET);
+    CHECK_EQ(c->cmsg_type, SCM_TIMESTAMP);
+    CHECK_EQ(c->cmsg_len, CMSG_LEN(sizeof(struct timeval)));
+    struct timeval tv;
+    memcpy(&tv, CMSG_DATA(c), sizeof tv);
+    CHECK(timercmp(&tv, &before, >=) || tv.tv_sec == before.tv_sec);
+    CHECK(!timercmp(&tv, &after, >));
+    int want[3][3];
+    size_t sizes[3];
+    if (v6) {
+        int w[3][3] = {{IPPROTO_IPV6, IPV6_PKTINFO, 0}, {IPPROTO_IPV6, IPV6_HOPLIMIT, 7}, {IPPROTO_IPV6, IPV6_TCLASS, 0x20}};
+        memcpy(want, w, sizeof w);
+        sizes[0] = sizeof(struct in6_pktinfo);
+        sizes[1] = sizes[2] = sizeof(int);
+    } else {
+        int w[3][3] = {{IPPROTO_IP, IP_PKTINFO, 0}, {IPPROTO_IP, IP_TTL, 9}, {IPPROTO_IP, IP_TOS, 0x10}};
+        memcpy(want, w, sizeof w);
+        sizes[0] = sizeof(struct in_pktinfo);
+        sizes[1] = sizeof(int);
+        sizes[2] = 1;
+    }
+    for (int i = 0; i < 3; i++) {
+        c = CMSG_NXTHDR(&m, c);
+        CHECK(c != NULL);
+        CHECK_EQ(c->cmsg_level, want[i][0]);
+        CHECK_EQ(c->cmsg_type, want[i][1]);
+        CHECK_EQ(c->cmsg_len, CMSG_LEN(sizes[i]));
+        if (i == 0 && v6) {
+            struct in6_pktinfo pi;
+            memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            CHECK(IN6_IS_ADDR_LOOPBACK(&pi.ipi6_addr));
+            CHECK_EQ(pi.ipi6_ifindex, 1);
+        } else if (i == 0) {
+            struct in_pktinfo pi;
+            memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            CHECK_EQ(pi.ipi_ifindex, 1);
+            CHECK_EQ(ntohl(pi.ipi_addr.s_addr), INADDR_LOOPBACK);
+            CHECK_EQ(ntohl(pi.ipi_spec_dst.s_addr), INADDR_LOOPBACK);
+        } else if (sizes[i] == 1) {
+            CHECK_EQ(*(unsigned char *)CMSG_DATA(c), want[i][2]);
+        } else {
+            int v;
+            memcpy(&v, CMSG_DATA(c), sizeof v);
+            CHECK_EQ(v, want[i][2]);
+        }
+    }
+    CHECK(CMSG_NXTHDR(&m, c) == NULL);
+    CHECK_EQ(m.msg_controllen, (char *)c - ctl.buf + CMSG_SPACE(sizes[2]));
+    /* Room for the timestamp's header and part of its data only. */
+    m.msg_controllen = sizeof(struct cmsghdr) + 4;
+    CHECK_EQ(recvmsg(r, &m, 0), 2);
+    CHECK_EQ(m.msg_flags, MSG_CTRUNC);
+    CHECK_EQ(m.msg_controllen, sizeof(struct cmsghdr) + 4);
+    c = CMSG_FIRSTHDR(&m);
+    CHECK_EQ(c->cmsg_len, sizeof(struct cmsghdr) + 4);
+    close(r);
+    close(s);
+}
+
 int main(void) {
     for (unsigned i = 0; i < sizeof fams / sizeof fams[0]; i++) {
         cur = &fams[i];
@@ -623,6 +759,7 @@ int main(void) {
         peer();
         acceptconn();
         tcp_options();
+        udp_cmsgs();
     }
     unix_peer();
     return 0;

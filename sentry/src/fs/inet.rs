@@ -47,6 +47,10 @@ pub struct InetSocket {
     pub resolver_peer: Mutex<Option<std::net::SocketAddr>>,
 }
 
+/// What recv gives: bytes copied, the whole datagram's length, its sender
+/// and how it arrived.
+pub type Received = (usize, usize, Option<std::net::SocketAddr>, Option<husk_netstack::udp::Meta>);
+
 /// The errno Linux returns for a netstack failure.
 pub fn errno(e: NetError) -> Errno {
     match e {
@@ -113,19 +117,20 @@ impl InetSocket {
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
+    /// A datagram of the sandbox's own also says how it arrived.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         match (&self.endpoint, self.outside()) {
-            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None)),
+            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None, None)),
             // Datagrams from outside first, then the sandbox's own.
             (Endpoint::Udp(_), Some(h)) => match h.recv_from(buf, peek) {
                 Err(Errno::EAGAIN) => {}
-                r => return r,
+                r => return r.map(|(n, full, from)| (n, full, from, None)),
             },
             _ => {}
         }
         match &self.endpoint {
-            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None)),
-            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from))),
+            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None, None)),
+            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from), Some(d.meta))),
         }
         .map_err(errno)
     }
@@ -158,7 +163,7 @@ super::anon::socket_node!(InetSocket);
 
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, false).map(|(n, _, _)| n)
+        self.recv(buf, false).map(|(n, ..)| n)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {

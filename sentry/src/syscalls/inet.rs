@@ -10,12 +10,13 @@ use super::socket::{
     iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
 };
 use super::sockopt::{self, Sock};
+use super::sockopt_ip;
 use super::sockopt_tcp;
 use crate::abi::layout::Encoder;
 use crate::abi::socket::{
-    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
-    IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
-    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
+    MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET,
+    SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -24,6 +25,7 @@ use crate::fs::inet::{errno, Endpoint, InetSocket};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::deadline_in;
+use husk_netstack::udp::Meta;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -334,6 +336,17 @@ pub(super) fn recv(
     bufs: &[(u64, usize)],
     flags: u64,
 ) -> Result<(u64, bool, Option<SocketAddr>), Errno> {
+    recv_with_meta(task, f, s, bufs, flags).map(|(n, cut, from, _)| (n, cut, from))
+}
+
+/// recv, and how a datagram of the sandbox's own arrived.
+fn recv_with_meta(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+) -> Result<(u64, bool, Option<SocketAddr>, Option<Meta>), Errno> {
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -343,12 +356,12 @@ pub(super) fn recv(
     let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(cap);
     let mut buf = vec![0u8; total];
     let deadline = s.timeouts.lock().0.map(deadline_in);
-    let (n, full, from) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
+    let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
     let mut got = n;
     while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {
         match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false)) {
-            Ok((0, _, _)) | Err(_) => break,
-            Ok((more, _, _)) => got += more,
+            Ok((0, ..)) | Err(_) => break,
+            Ok((more, ..)) => got += more,
         }
     }
     let mm = task.thread.mm();
@@ -362,7 +375,7 @@ pub(super) fn recv(
         at += k;
     }
     let reported = if flags & MSG_TRUNC != 0 && !s.is_stream() { full } else { got };
-    Ok((reported as u64, got < full, from))
+    Ok((reported as u64, got < full, from, meta))
 }
 
 pub(super) fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
@@ -392,16 +405,19 @@ pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     send(task, f, s, &iovec_list(task, &h)?, a[2], to)
 }
 
-/// recvmsg(2); no control messages are produced.
+/// recvmsg(2); a datagram comes with the control messages its socket
+/// asked for (timestamps, IP_PKTINFO …).
 pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let h = read_msghdr(task, a[1])?;
-    let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
+    let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
         Some(from) => write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
         None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    write_msg_results(task, a[1], 0, flags)?;
+    write_msg_results(task, a[1], controllen, flags | ctrunc)?;
     Ok(n)
 }
 
@@ -421,17 +437,6 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
     }
     .map_err(errno)?;
     Ok(0)
-}
-
-/// Options accepted and reported back without effect, with Linux's
-/// defaults: IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR.
-fn stored_default(opt: (i32, i32)) -> Option<Vec<u8>> {
-    let int = |v: i32| Some(v.to_le_bytes().to_vec());
-    match opt {
-        (IPPROTO_IP, IP_TOS | IP_RECVERR) | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
-        (IPPROTO_IP, IP_TTL) => int(64),
-        _ => None,
-    }
 }
 
 /// The socket as the shared SOL_SOCKET options see it.
@@ -469,9 +474,9 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
         (IPPROTO_TCP, name) if s.is_stream() => sockopt_tcp::get(s, name)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
-        _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(opt)) {
+        _ => match s.stored.lock().get(&opt).cloned() {
             Some(v) => v,
-            None => return Err(Errno::ENOPROTOOPT),
+            None => sockopt_ip::default(family(s) == Family::V6, opt).ok_or(Errno::ENOPROTOOPT)?.to_le_bytes().to_vec(),
         },
     };
     write_sockopt(task, a, &value)
@@ -532,20 +537,17 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             set_share(&|o| o.v6only = v)?;
         }
         _ => {
-            if stored_default(opt).is_none() {
-                return Err(Errno::ENOPROTOOPT);
-            }
-            if raw.len() < 4 {
-                return Err(Errno::EINVAL);
-            }
-            let value = i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
-            if !crate::fs::egress::valid_option(opt, value) {
-                return Err(Errno::EINVAL);
-            }
-            if let Some(conn) = s.stream_outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
-                conn.set_option(opt.0, opt.1, value)?;
-            }
-            s.stored.lock().insert(opt, raw);
+            let v6 = family(s) == Family::V6;
+            sockopt_ip::default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
+            // IPv4 options also take a single byte.
+            let value = match raw.len() {
+                4.. => i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]),
+                1.. if opt.0 == IPPROTO_IP => i32::from(raw[0]),
+                _ => return Err(Errno::EINVAL),
+            };
+            let kept = sockopt_ip::check(v6, s.is_stream(), opt, value)?;
+            s.stored.lock().insert(opt, kept.to_le_bytes().to_vec());
+            sockopt_ip::update_header(s, v6);
         }
     }
     Ok(0)

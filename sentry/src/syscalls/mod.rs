@@ -41,6 +41,7 @@ mod session;
 mod signal;
 mod socket;
 mod sockopt;
+mod sockopt_ip;
 mod sockopt_tcp;
 mod splice;
 mod stat;
