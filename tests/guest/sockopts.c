@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <linux/netlink.h>
 #include <net/if.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -606,6 +607,23 @@ static void tcp_options(void) {
     CHECK_OK(close(c));
     char b;
     CHECK_ERR(recv(srv, &b, 1, 0), ECONNRESET);
+    close(srv);
+
+    /* SO_RCVLOWAT: readable once that many bytes wait; a blocking
+     * receive takes them all. The error queue is empty: EAGAIN. */
+    tcp_pair(&c, &srv);
+    int lowat = 10;
+    CHECK_OK(setsockopt(srv, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat));
+    CHECK_EQ(send(c, "12345", 5, 0), 5);
+    struct pollfd p = {srv, POLLIN, 0};
+    CHECK_EQ(poll(&p, 1, 100), 0);
+    CHECK_EQ(send(c, "67890", 5, 0), 5);
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    CHECK_EQ(p.revents, POLLIN);
+    char got[32];
+    CHECK_EQ(recv(srv, got, sizeof got, 0), 10);
+    CHECK_ERR(recv(srv, got, sizeof got, MSG_ERRQUEUE), EAGAIN);
+    close(c);
     close(srv);
 }
 

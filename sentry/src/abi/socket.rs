@@ -107,6 +107,7 @@ pub const SHUT_RDWR: i32 = libc::SHUT_RDWR;
 
 // Message flags.
 pub const MSG_OOB: u64 = 0x1;
+pub const MSG_ERRQUEUE: u64 = 0x2000;
 pub const MSG_PEEK: u64 = 0x2;
 /// Reported in `msg_flags`, which is an `int`.
 pub const MSG_CTRUNC: i32 = libc::MSG_CTRUNC;

@@ -135,6 +135,19 @@ impl InetSocket {
         .map_err(errno)
     }
 
+    /// A TCP endpoint's readiness with SO_RCVLOWAT: readable once that
+    /// many bytes wait, at EOF or on an error.
+    pub fn tcp_events(&self, t: &TcpEndpoint) -> u32 {
+        use husk_netstack::events::{ERR, HUP, IN, RDHUP, RDNORM};
+        let ev = t.events();
+        let lowat = usize::try_from(self.opts.get().rcvlowat).unwrap_or(1);
+        if lowat > 1 && ev & (RDHUP | ERR | HUP) == 0 && t.queued().0 < lowat {
+            ev & !(IN | RDNORM)
+        } else {
+            ev
+        }
+    }
+
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
     /// does); a datagram goes whole to `to` or the peer.
     pub fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
@@ -177,7 +190,7 @@ impl FileOps for InetSocket {
     fn poll_events(&self) -> u32 {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.paced_events(),
-            (Endpoint::Tcp(t), None) => t.events(),
+            (Endpoint::Tcp(t), None) => self.tcp_events(t),
             (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::paced_events),
         }
     }

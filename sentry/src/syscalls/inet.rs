@@ -15,8 +15,8 @@ use super::sockopt_tcp;
 use crate::abi::layout::Encoder;
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
-    MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET,
-    SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
+    MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
+    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -350,12 +350,35 @@ fn recv_with_meta(
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    // The error queue stays empty: loopback errors are reported through
+    // SO_ERROR and the next call.
+    if flags & MSG_ERRQUEUE != 0 {
+        return Err(Errno::EAGAIN);
+    }
     let dontwait = nonblocking(f, flags);
     let peek = flags & MSG_PEEK != 0;
     let cap = if s.is_stream() { STREAM_CHUNK } else { 1 << 16 };
     let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(cap);
     let mut buf = vec![0u8; total];
     let deadline = s.timeouts.lock().0.map(deadline_in);
+    if let (Endpoint::Tcp(t), None, false, false) = (&s.endpoint, s.outside(), dontwait, peek) {
+        // SO_RCVLOWAT: a blocking receive waits for that many bytes (at
+        // most the buffer's length); when its time runs out it takes
+        // what there is.
+        let target = usize::try_from(s.opts.get().rcvlowat).unwrap_or(1).min(total).max(1);
+        let enough = || {
+            use husk_netstack::events::{ERR, HUP, RDHUP};
+            if t.queued().0 >= target || t.events() & (RDHUP | ERR | HUP) != 0 {
+                Ok(())
+            } else {
+                Err(Errno::EAGAIN)
+            }
+        };
+        match wait_io(f, READ_EVENTS, false, deadline, enough) {
+            Ok(()) | Err(Errno::EAGAIN) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
     let mut got = n;
     while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {

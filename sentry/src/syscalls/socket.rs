@@ -38,7 +38,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getsockname, sys_getsockname, Partial(UNIX)),
     (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
     (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
-    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
+    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); MSG_ERRQUEUE on an IP socket is EAGAIN (its error queue stays empty)")),
     (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
     (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
     (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
@@ -47,7 +47,7 @@ pub(super) const ENTRIES: Entries = &[
         sys_getsockopt,
         Partial("every SOL_SOCKET option Linux has, on every family, with its argument checks (no SO_PEERSEC label, no SO_PEEK_OFF, no socket filters; SO_PEERGROUPS of a connected Unix socket is ENOPROTOOPT); TCP: every IPPROTO_TCP option with Linux's ranges and rounding, TCP_INFO with the connection's state (counters of a lossless path), TCP_CONGESTION cubic or reno; IP: IPV6_V6ONLY, and IP_TOS, IP_TTL, IPV6_TCLASS, IPV6_UNICAST_HOPS, the IP_RECV*/IPV6_RECV* flags and IP(V6)_MULTICAST_* with Linux's ranges and defaults"),
     ),
-    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO and SO_LINGER with a zero time (close resets) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, SO_RCVLOWAT, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
+    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER with a zero time (close resets) and SO_RCVLOWAT on TCP (readiness, blocking receives) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
 ];
 
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
