@@ -244,7 +244,7 @@ pub(super) fn set(task: &Task, s: &Sock, name: i32, optval: u64, optlen: u64) ->
                 val.max(0)
             } else {
                 let max = if send { WMEM_MAX } else { RMEM_MAX };
-                i32::try_from((val as u32).min(max)).unwrap_or(i32::MAX)
+                i32::try_from(u32::from_ne_bytes(val.to_ne_bytes()).min(max)).unwrap_or(i32::MAX)
             };
             let min = if send { MIN_SNDBUF } else { MIN_RCVBUF };
             let size = (asked.min(i32::MAX / 2) * 2).max(min);
@@ -260,7 +260,7 @@ pub(super) fn set(task: &Task, s: &Sock, name: i32, optval: u64, optlen: u64) ->
         }),
         SO_MARK if !admin && !net_raw => Err(Errno::EPERM),
         SO_MARK => s.opts.update(|v| {
-            v.mark = val as u32;
+            v.mark = u32::from_ne_bytes(val.to_ne_bytes());
             Ok(())
         }),
         SO_LINGER => {
@@ -310,7 +310,7 @@ pub(super) fn set(task: &Task, s: &Sock, name: i32, optval: u64, optlen: u64) ->
             Ok(())
         }),
         SO_TIMESTAMPING_OLD | SO_TIMESTAMPING_NEW => {
-            let f = val as u32;
+            let f = u32::from_ne_bytes(val.to_ne_bytes());
             // No hardware clock to bind to; OPT_ID_TCP refines OPT_ID.
             if f & !TSF_MASK != 0 || f & TSF_BIND_PHC != 0 || (f & TSF_OPT_ID_TCP != 0 && f & TSF_OPT_ID == 0) {
                 return Err(Errno::EINVAL);
