@@ -55,6 +55,8 @@ pub struct TcpEndpoint {
     me: Weak<TcpEndpoint>,
     queue: Arc<Queue>,
     inner: Mutex<Inner>,
+    /// SO_LINGER with a zero time: closing resets the connection.
+    reset_on_close: std::sync::atomic::AtomicBool,
 }
 
 impl TcpEndpoint {
@@ -69,6 +71,7 @@ impl TcpEndpoint {
             me: me.clone(),
             queue: Arc::default(),
             inner: Mutex::new(Inner { state, local: Local::default(), error: None }),
+            reset_on_close: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -153,6 +156,7 @@ impl TcpEndpoint {
                 local: Local::default(),
                 error: None,
             }),
+            reset_on_close: std::sync::atomic::AtomicBool::new(false),
         });
         if !listener.enqueue(server) {
             return Err(Error::ConnRefused);
@@ -339,6 +343,34 @@ impl TcpEndpoint {
         self.inner.lock().local.opts
     }
 
+    /// SO_LINGER with l_linger 0: the last close resets the connection
+    /// (the peer's reads fail with ECONNRESET) instead of ending it.
+    pub fn set_reset_on_close(&self, on: bool) {
+        self.reset_on_close.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The connection's state as Linux numbers it (TCP_ESTABLISHED = 1 …
+    /// TCP_LISTEN = 10), for TCP_INFO.
+    pub fn linux_state(&self) -> u8 {
+        const ESTABLISHED: u8 = 1;
+        const FIN_WAIT2: u8 = 5;
+        const TIME_WAIT: u8 = 6;
+        const CLOSE: u8 = 7;
+        const CLOSE_WAIT: u8 = 8;
+        const LISTEN: u8 = 10;
+        match &self.inner.lock().state {
+            State::Closed => CLOSE,
+            State::Listening { .. } => LISTEN,
+            State::Connected(c) if c.broken => CLOSE,
+            State::Connected(c) => match (c.rx.read_state().1, c.write_shut) {
+                (false, false) => ESTABLISHED,
+                (true, false) => CLOSE_WAIT,
+                (false, true) => FIN_WAIT2,
+                (true, true) => TIME_WAIT,
+            },
+        }
+    }
+
     pub fn set_share_opts(&self, opts: ShareOpts) -> Result<(), Error> {
         self.inner.lock().local.set_opts(self.family, opts)
     }
@@ -355,7 +387,8 @@ impl Drop for TcpEndpoint {
         let i = self.inner.get_mut();
         i.local.release(&self.stack.tcp);
         if let State::Connected(c) = &i.state {
-            if c.rx.close_reader() {
+            let unread = c.rx.close_reader();
+            if unread || self.reset_on_close.load(std::sync::atomic::Ordering::Relaxed) {
                 c.tx.reset();
             } else {
                 c.tx.finish();

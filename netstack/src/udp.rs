@@ -35,8 +35,10 @@ fn max_payload(f: Family) -> usize {
 struct Inner {
     local: Local,
     peer: Option<SocketAddr>,
-    inbox: VecDeque<(SocketAddr, Vec<u8>)>,
+    inbox: VecDeque<(SocketAddr, Meta, Vec<u8>)>,
     queued: usize,
+    /// What this socket's datagrams carry in their IP header.
+    header: Header,
     error: Option<Error>,
     read_shut: bool,
     write_shut: bool,
@@ -57,6 +59,30 @@ pub struct Datagram {
     pub len: usize,
     pub full: usize,
     pub from: SocketAddr,
+    pub meta: Meta,
+}
+
+/// The IP header fields a sender sets (IP_TOS/IPV6_TCLASS and
+/// IP_TTL/IPV6_UNICAST_HOPS) and its receiver may ask to see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub tos: u8,
+    pub ttl: u8,
+}
+
+impl Default for Header {
+    fn default() -> Header {
+        Header { tos: 0, ttl: 64 }
+    }
+}
+
+/// How a datagram arrived: the address it was sent to, its header and
+/// when it was queued (the receive timestamp).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub to: SocketAddr,
+    pub header: Header,
+    pub at: std::time::SystemTime,
 }
 
 impl UdpEndpoint {
@@ -71,6 +97,7 @@ impl UdpEndpoint {
                 peer: None,
                 inbox: VecDeque::new(),
                 queued: 0,
+                header: Header::default(),
                 error: None,
                 read_shut: false,
                 write_shut: false,
@@ -127,13 +154,14 @@ impl UdpEndpoint {
             return Err(Error::MsgSize);
         }
         let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        let i_header = i.header;
         let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
         let target = self.stack.udp.lock().lookup(dest, from, |_| true);
         match target {
             Some(t) => {
                 drop(i);
                 self.stack.count(data.len());
-                t.deliver(from, data);
+                t.deliver_to(from, dest, i_header, data);
             }
             None if connected => {
                 // The port-unreachable news wakes a blocked receiver.
@@ -150,13 +178,25 @@ impl UdpEndpoint {
     /// (dropped when the queue is full); the sandbox's resolver answers
     /// guest queries this way.
     pub fn deliver(&self, from: SocketAddr, data: &[u8]) {
+        let to = self.inner.lock().local.addr(self.family);
+        self.deliver_to(from, to, Header::default(), data);
+    }
+
+    /// Sets the header fields of this socket's datagrams.
+    pub fn set_header(&self, header: Header) {
+        self.inner.lock().header = header;
+    }
+
+    /// Queues a datagram from `from` sent to `to` with `header`.
+    fn deliver_to(&self, from: SocketAddr, to: SocketAddr, header: Header, data: &[u8]) {
         let mut i = self.inner.lock();
         // A full queue, or the sandbox's memory spent, drops the datagram.
         if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {
             return;
         }
         i.queued += cost(data.len());
-        i.inbox.push_back((addr::presented(self.family, from), data.to_vec()));
+        let meta = Meta { to: addr::presented(self.family, to), header, at: std::time::SystemTime::now() };
+        i.inbox.push_back((addr::presented(self.family, from), meta, data.to_vec()));
         drop(i);
         self.queue.notify();
     }
@@ -168,14 +208,16 @@ impl UdpEndpoint {
         if let Some(e) = i.error.take() {
             return Err(e);
         }
-        let Some((from, data)) = i.inbox.front() else {
+        let Some((from, meta, data)) = i.inbox.front() else {
             return if i.read_shut {
-                Ok(Datagram { len: 0, full: 0, from: SocketAddr::new(self.family.any(), 0) })
+                let none = SocketAddr::new(self.family.any(), 0);
+                let meta = Meta { to: none, header: Header::default(), at: std::time::SystemTime::now() };
+                Ok(Datagram { len: 0, full: 0, from: none, meta })
             } else {
                 Err(Error::WouldBlock)
             };
         };
-        let (from, full) = (*from, data.len());
+        let (from, meta, full) = (*from, *meta, data.len());
         let len = full.min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
         if !peek {
@@ -183,7 +225,7 @@ impl UdpEndpoint {
             i.queued -= cost(full);
             self.stack.uncharge(cost(full));
         }
-        Ok(Datagram { len, full, from })
+        Ok(Datagram { len, full, from, meta })
     }
 
     /// shutdown(2): ENOTCONN unless connected, as Linux.
@@ -226,7 +268,7 @@ impl UdpEndpoint {
 
     /// The size of the next datagram (FIONREAD).
     pub fn next_len(&self) -> usize {
-        self.inner.lock().inbox.front().map_or(0, |(_, d)| d.len())
+        self.inner.lock().inbox.front().map_or(0, |(_, _, d)| d.len())
     }
 
     pub fn share_opts(&self) -> ShareOpts {

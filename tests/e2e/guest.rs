@@ -76,6 +76,11 @@ fn guest_mmsg() {
 }
 
 #[test]
+fn guest_sockopts() {
+    guest_test("sockopts", &[]);
+}
+
+#[test]
 fn guest_siginfo() {
     guest_test("siginfo", &[]);
 }

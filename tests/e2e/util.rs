@@ -41,6 +41,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "unix_dgram",
     "inet_sockets",
     "mmsg",
+    "sockopts",
     "siginfo",
     "reaper",
     "record_locks",

@@ -50,6 +50,34 @@ pub const SO_SNDTIMEO: i32 = 21;
 pub const SO_ACCEPTCONN: i32 = libc::SO_ACCEPTCONN;
 pub const SO_PROTOCOL: i32 = libc::SO_PROTOCOL;
 pub const SO_DOMAIN: i32 = libc::SO_DOMAIN;
+// The rest of the SOL_SOCKET options (x86-64 numbers).
+pub const SO_DEBUG: i32 = 1;
+pub const SO_DONTROUTE: i32 = 5;
+pub const SO_NO_CHECK: i32 = 11;
+pub const SO_RCVLOWAT: i32 = 18;
+pub const SO_SNDLOWAT: i32 = 19;
+pub const SO_BINDTODEVICE: i32 = 25;
+pub const SO_TIMESTAMP_OLD: i32 = 29;
+pub const SO_PEERSEC: i32 = 31;
+pub const SO_PASSSEC: i32 = 34;
+pub const SO_TIMESTAMPNS_OLD: i32 = 35;
+pub const SO_MARK: i32 = 36;
+pub const SO_TIMESTAMPING_OLD: i32 = 37;
+pub const SO_RXQ_OVFL: i32 = 40;
+pub const SO_WIFI_STATUS: i32 = 41;
+pub const SO_NOFCS: i32 = 43;
+pub const SO_SELECT_ERR_QUEUE: i32 = 45;
+pub const SO_BUSY_POLL: i32 = 46;
+pub const SO_INCOMING_CPU: i32 = 49;
+pub const SO_COOKIE: i32 = 57;
+pub const SO_PEERGROUPS: i32 = 59;
+pub const SO_ZEROCOPY: i32 = 60;
+pub const SO_BINDTOIFINDEX: i32 = 62;
+pub const SO_TIMESTAMP_NEW: i32 = 63;
+pub const SO_TIMESTAMPNS_NEW: i32 = 64;
+pub const SO_TIMESTAMPING_NEW: i32 = 65;
+pub const SO_RCVTIMEO_NEW: i32 = 66;
+pub const SO_SNDTIMEO_NEW: i32 = 67;
 
 // IPPROTO_IP options.
 pub const IP_TOS: i32 = libc::IP_TOS;
@@ -79,6 +107,7 @@ pub const SHUT_RDWR: i32 = libc::SHUT_RDWR;
 
 // Message flags.
 pub const MSG_OOB: u64 = 0x1;
+pub const MSG_ERRQUEUE: u64 = 0x2000;
 pub const MSG_PEEK: u64 = 0x2;
 /// Reported in `msg_flags`, which is an `int`.
 pub const MSG_CTRUNC: i32 = libc::MSG_CTRUNC;

@@ -36,6 +36,8 @@ pub struct InetSocket {
     pub stored: Mutex<HashMap<(i32, i32), Vec<u8>>>,
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
+    /// The other socket-level options.
+    pub opts: crate::fs::sockopt::SockOpts,
     /// The host connection carrying this socket once it connected out of
     /// the sandbox through the egress gateway.
     outside: OnceLock<HostConn>,
@@ -47,6 +49,10 @@ pub struct InetSocket {
     /// connections its accept takes too (`inbound.rs`).
     pub inbound: Mutex<Vec<Listener>>,
 }
+
+/// What recv gives: bytes copied, the whole datagram's length, its sender
+/// and how it arrived.
+pub type Received = (usize, usize, Option<std::net::SocketAddr>, Option<husk_netstack::udp::Meta>);
 
 /// The errno Linux returns for a netstack failure.
 pub fn errno(e: NetError) -> Errno {
@@ -93,6 +99,7 @@ impl InetSocket {
             events,
             stored: Mutex::default(),
             timeouts: Mutex::default(),
+            opts: crate::fs::sockopt::SockOpts::default(),
             outside: OnceLock::new(),
             resolver_peer: Mutex::new(None),
             inbound: Mutex::default(),
@@ -136,21 +143,35 @@ impl InetSocket {
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<std::net::SocketAddr>), Errno> {
+    /// A datagram of the sandbox's own also says how it arrived.
+    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         match (&self.endpoint, self.outside()) {
-            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None)),
+            (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None, None)),
             // Datagrams from outside first, then the sandbox's own.
             (Endpoint::Udp(_), Some(h)) => match h.recv_from(buf, peek) {
                 Err(Errno::EAGAIN) => {}
-                r => return r,
+                r => return r.map(|(n, full, from)| (n, full, from, None)),
             },
             _ => {}
         }
         match &self.endpoint {
-            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None)),
-            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from))),
+            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None, None)),
+            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from), Some(d.meta))),
         }
         .map_err(errno)
+    }
+
+    /// A TCP endpoint's readiness with SO_RCVLOWAT: readable once that
+    /// many bytes wait, at EOF or on an error.
+    pub fn tcp_events(&self, t: &TcpEndpoint) -> u32 {
+        use husk_netstack::events::{ERR, HUP, IN, RDHUP, RDNORM};
+        let ev = t.events();
+        let lowat = usize::try_from(self.opts.get().rcvlowat).unwrap_or(1);
+        if lowat > 1 && ev & (RDHUP | ERR | HUP) == 0 && t.queued().0 < lowat {
+            ev & !(IN | RDNORM)
+        } else {
+            ev
+        }
     }
 
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
@@ -183,7 +204,7 @@ super::anon::socket_node!(InetSocket);
 
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, false).map(|(n, _, _)| n)
+        self.recv(buf, false).map(|(n, ..)| n)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
@@ -197,7 +218,7 @@ impl FileOps for InetSocket {
     fn poll_events(&self) -> u32 {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.paced_events(),
-            (Endpoint::Tcp(t), None) => t.events() | super::inbound::events(&self.inbound.lock()),
+            (Endpoint::Tcp(t), None) => self.tcp_events(t) | super::inbound::events(&self.inbound.lock()),
             (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::paced_events),
         }
     }

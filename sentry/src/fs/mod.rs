@@ -30,6 +30,7 @@ pub mod read_only;
 pub mod redacted;
 pub mod secrets;
 pub mod signalfd;
+pub mod sockopt;
 pub mod synthetic;
 pub mod timerfd;
 pub mod tmpfs;

@@ -24,16 +24,25 @@ pub struct NetlinkSocket {
     replies: Mutex<VecDeque<Vec<u8>>>,
     /// Receivers wait here for replies.
     events: Queue,
+    /// SOCK_RAW or SOCK_DGRAM, as created.
+    pub ty: i32,
+    /// SO_RCVTIMEO and SO_SNDTIMEO (None: none).
+    pub timeouts: Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>,
+    /// The other socket-level options.
+    pub opts: crate::fs::sockopt::SockOpts,
 }
 
 impl NetlinkSocket {
-    pub fn new(ino: u64, created: TimeSpec) -> Arc<NetlinkSocket> {
+    pub fn new(ino: u64, created: TimeSpec, ty: i32) -> Arc<NetlinkSocket> {
         Arc::new(NetlinkSocket {
             ino,
             created,
             port: AtomicU32::new(0),
             replies: Mutex::default(),
             events: Queue::default(),
+            ty,
+            timeouts: Mutex::default(),
+            opts: crate::fs::sockopt::SockOpts::default(),
         })
     }
 

@@ -532,6 +532,8 @@ pub struct UnixSocket {
     pub passcred: std::sync::atomic::AtomicBool,
     /// SO_RCVTIMEO and SO_SNDTIMEO (None: no timeout).
     pub timeouts: Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>,
+    /// The other socket-level options.
+    pub opts: crate::fs::sockopt::SockOpts,
 }
 
 impl UnixSocket {
@@ -560,6 +562,7 @@ impl UnixSocket {
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
             timeouts: Mutex::default(),
+            opts: crate::fs::sockopt::SockOpts::default(),
         })
     }
 

@@ -7,16 +7,18 @@
 
 use super::args::{self, int};
 use super::block::wait_io;
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
-use crate::abi::layout::{Encoder, Layout};
-use crate::abi::socket::{
-    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_RECVERR,
-    IPV6_V6ONLY, IP_RECVERR, IP_TOS, IP_TTL, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM,
-    SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE, SO_LINGER,
-    SO_OOBINLINE, SO_PRIORITY, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO,
-    SO_TYPE, TCP_CORK, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_NODELAY, TCP_QUICKACK, TCP_USER_TIMEOUT,
+use super::socket::{
+    iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
 };
-use crate::abi::time::Timeval;
+use super::sockopt::{self, Sock};
+use super::sockopt_ip;
+use super::sockopt_tcp;
+use crate::abi::layout::Encoder;
+use crate::abi::socket::{
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
+    MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
+    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::fs::egress::HostConn;
@@ -24,10 +26,10 @@ use crate::fs::inet::{errno, Endpoint, InetSocket};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::deadline_in;
+use husk_netstack::udp::Meta;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The most a stream send moves per step through the sentry's buffer.
 const STREAM_CHUNK: usize = 256 * 1024;
@@ -346,8 +348,24 @@ pub(super) fn recv(
     bufs: &[(u64, usize)],
     flags: u64,
 ) -> Result<(u64, bool, Option<SocketAddr>), Errno> {
+    recv_with_meta(task, f, s, bufs, flags).map(|(n, cut, from, _)| (n, cut, from))
+}
+
+/// recv, and how a datagram of the sandbox's own arrived.
+fn recv_with_meta(
+    task: &Task,
+    f: &FileDescription,
+    s: &InetSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+) -> Result<(u64, bool, Option<SocketAddr>, Option<Meta>), Errno> {
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
+    }
+    // The error queue stays empty: loopback errors are reported through
+    // SO_ERROR and the next call.
+    if flags & MSG_ERRQUEUE != 0 {
+        return Err(Errno::EAGAIN);
     }
     let dontwait = nonblocking(f, flags);
     let peek = flags & MSG_PEEK != 0;
@@ -355,12 +373,30 @@ pub(super) fn recv(
     let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(cap);
     let mut buf = vec![0u8; total];
     let deadline = s.timeouts.lock().0.map(deadline_in);
-    let (n, full, from) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
+    if let (Endpoint::Tcp(t), None, false, false) = (&s.endpoint, s.outside(), dontwait, peek) {
+        // SO_RCVLOWAT: a blocking receive waits for that many bytes (at
+        // most the buffer's length); when its time runs out it takes
+        // what there is.
+        let target = usize::try_from(s.opts.get().rcvlowat).unwrap_or(1).min(total).max(1);
+        let enough = || {
+            use husk_netstack::events::{ERR, HUP, RDHUP};
+            if t.queued().0 >= target || t.events() & (RDHUP | ERR | HUP) != 0 {
+                Ok(())
+            } else {
+                Err(Errno::EAGAIN)
+            }
+        };
+        match wait_io(f, READ_EVENTS, false, deadline, enough) {
+            Ok(()) | Err(Errno::EAGAIN) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
     let mut got = n;
     while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {
         match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false)) {
-            Ok((0, _, _)) | Err(_) => break,
-            Ok((more, _, _)) => got += more,
+            Ok((0, ..)) | Err(_) => break,
+            Ok((more, ..)) => got += more,
         }
     }
     let mm = task.thread.mm();
@@ -374,7 +410,7 @@ pub(super) fn recv(
         at += k;
     }
     let reported = if flags & MSG_TRUNC != 0 && !s.is_stream() { full } else { got };
-    Ok((reported as u64, got < full, from))
+    Ok((reported as u64, got < full, from, meta))
 }
 
 pub(super) fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
@@ -404,16 +440,19 @@ pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
     send(task, f, s, &iovec_list(task, &h)?, a[2], to)
 }
 
-/// recvmsg(2); no control messages are produced.
+/// recvmsg(2); a datagram comes with the control messages its socket
+/// asked for (timestamps, IP_PKTINFO …).
 pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let h = read_msghdr(task, a[1])?;
-    let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
+    let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
         Some(from) => write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
         None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
     let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    write_msg_results(task, a[1], 0, flags)?;
+    write_msg_results(task, a[1], controllen, flags | ctrunc)?;
     Ok(n)
 }
 
@@ -435,28 +474,11 @@ pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
     Ok(0)
 }
 
-/// Options accepted and reported back without effect, with Linux's
-/// defaults: SO_KEEPALIVE, SO_BROADCAST, SO_LINGER, SO_OOBINLINE,
-/// SO_PRIORITY, IP_TOS, IP_TTL, IP_RECVERR, IPV6_RECVERR, TCP_NODELAY,
-/// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_CORK, TCP_QUICKACK,
-/// TCP_USER_TIMEOUT, and the buffer sizes.
-fn stored_default(s: &InetSocket, opt: (i32, i32)) -> Option<Vec<u8>> {
-    let int = |v: i32| Some(v.to_le_bytes().to_vec());
-    let stream = s.is_stream();
-    match opt {
-        (SOL_SOCKET, SO_KEEPALIVE | SO_BROADCAST | SO_OOBINLINE | SO_PRIORITY)
-        | (IPPROTO_IP, IP_TOS | IP_RECVERR)
-        | (IPPROTO_IPV6, IPV6_RECVERR) => int(0),
-        (SOL_SOCKET, SO_LINGER) => Some(vec![0u8; 8]),
-        (SOL_SOCKET, SO_SNDBUF) => int(if stream { 16_384 } else { 212_992 }),
-        (SOL_SOCKET, SO_RCVBUF) => int(if stream { 131_072 } else { 212_992 }),
-        (IPPROTO_IP, IP_TTL) => int(64),
-        (IPPROTO_TCP, TCP_NODELAY | TCP_CORK | TCP_QUICKACK | TCP_USER_TIMEOUT) if stream => int(0),
-        (IPPROTO_TCP, TCP_KEEPIDLE) if stream => int(7200),
-        (IPPROTO_TCP, TCP_KEEPINTVL) if stream => int(75),
-        (IPPROTO_TCP, TCP_KEEPCNT) if stream => int(9),
-        _ => None,
-    }
+/// The socket as the shared SOL_SOCKET options see it.
+fn sock(s: &InetSocket) -> Sock<'_> {
+    let (ty, protocol) = if s.is_stream() { (SOCK_STREAM, IPPROTO_TCP) } else { (SOCK_DGRAM, IPPROTO_UDP) };
+    let domain = if family(s) == Family::V6 { AF_INET6 } else { AF_INET };
+    Sock { domain, ty, protocol, opts: &s.opts, timeouts: &s.timeouts }
 }
 
 fn share_opts(s: &InetSocket) -> ShareOpts {
@@ -466,25 +488,11 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
     }
 }
 
-/// A struct timeval as a duration; zero means no timeout.
-pub(super) fn timeval(raw: &[u8]) -> Result<Option<Duration>, Errno> {
-    let Timeval { sec, usec } = Timeval::decode(raw);
-    if !(0..1_000_000).contains(&usec) {
-        return Err(Errno::EDOM);
-    }
-    let sec = u64::try_from(sec).unwrap_or(0);
-    let t = Duration::from_secs(sec) + Duration::from_micros(u64::try_from(usec).unwrap_or(0));
-    Ok((!t.is_zero()).then_some(t))
-}
-
 pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
+    let len = read_optlen(task, a)?;
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
-    let tv = |t: Option<Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
     let value = match opt {
-        (SOL_SOCKET, SO_TYPE) => (if s.is_stream() { SOCK_STREAM } else { SOCK_DGRAM }).to_le_bytes().to_vec(),
-        (SOL_SOCKET, SO_PROTOCOL) => (if s.is_stream() { IPPROTO_TCP } else { IPPROTO_UDP }).to_le_bytes().to_vec(),
-        (SOL_SOCKET, SO_DOMAIN) => (if family(s) == Family::V6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_ERROR) if s.stream_outside().is_some() => {
             s.stream_outside().map_or(Ok(0), HostConn::take_error)?.to_le_bytes().to_vec()
         }
@@ -498,12 +506,12 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_ACCEPTCONN) => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
         (SOL_SOCKET, SO_REUSEADDR) => flag(share_opts(s).reuse_addr),
         (SOL_SOCKET, SO_REUSEPORT) => flag(share_opts(s).reuse_port),
+        (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
+        (IPPROTO_TCP, name) if s.is_stream() => sockopt_tcp::get(s, name)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
-        (SOL_SOCKET, SO_RCVTIMEO) => tv(s.timeouts.lock().0),
-        (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
-        _ => match s.stored.lock().get(&opt).cloned().or_else(|| stored_default(s, opt)) {
+        _ => match s.stored.lock().get(&opt).cloned() {
             Some(v) => v,
-            None => return Err(Errno::ENOPROTOOPT),
+            None => sockopt_ip::default(family(s) == Family::V6, opt).ok_or(Errno::ENOPROTOOPT)?.to_le_bytes().to_vec(),
         },
     };
     write_sockopt(task, a, &value)
@@ -511,6 +519,26 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
 
 pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
+    if opt.0 == SOL_SOCKET && opt.1 != SO_REUSEADDR && opt.1 != SO_REUSEPORT {
+        sockopt::set(task, &sock(s), opt.1, a[3], a[4])?;
+        if let (SO_LINGER, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
+            let (on, secs) = s.opts.get().linger;
+            t.set_reset_on_close(on && secs == 0);
+        }
+        // What the egress gateway carries over to the host socket.
+        if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {
+            let mut raw = [0u8; 4];
+            task.thread.mm().copy_in(a[3], &mut raw)?;
+            if let Some(conn) = s.stream_outside() {
+                conn.set_option(opt.0, opt.1, i32::from_le_bytes(raw))?;
+            }
+            s.stored.lock().insert(opt, raw.to_vec());
+        }
+        return Ok(0);
+    }
+    if opt.0 == IPPROTO_TCP && s.is_stream() {
+        return sockopt_tcp::set(task, s, opt.1, a[3], a[4]).map(|()| 0);
+    }
     let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
     if len > 256 {
         return Err(Errno::EINVAL);
@@ -543,35 +571,18 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             let v = on()?;
             set_share(&|o| o.v6only = v)?;
         }
-        (SOL_SOCKET, SO_RCVTIMEO) | (SOL_SOCKET, SO_SNDTIMEO) => {
-            let t = timeval(raw.get(..Timeval::SIZE).ok_or(Errno::EINVAL)?)?;
-            let mut timeouts = s.timeouts.lock();
-            if opt == (SOL_SOCKET, SO_RCVTIMEO) {
-                timeouts.0 = t;
-            } else {
-                timeouts.1 = t;
-            }
-        }
-        (SOL_SOCKET, SO_TYPE)
-        | (SOL_SOCKET, SO_PROTOCOL)
-        | (SOL_SOCKET, SO_DOMAIN)
-        | (SOL_SOCKET, SO_ERROR)
-        | (SOL_SOCKET, SO_ACCEPTCONN) => return Err(Errno::ENOPROTOOPT),
         _ => {
-            if stored_default(s, opt).is_none() {
-                return Err(Errno::ENOPROTOOPT);
-            }
-            if raw.len() < 4 {
-                return Err(Errno::EINVAL);
-            }
-            let value = i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
-            if !crate::fs::egress::valid_option(opt, value) {
-                return Err(Errno::EINVAL);
-            }
-            if let Some(conn) = s.stream_outside().filter(|_| crate::fs::egress::FORWARDED_OPTIONS.contains(&opt)) {
-                conn.set_option(opt.0, opt.1, value)?;
-            }
-            s.stored.lock().insert(opt, raw);
+            let v6 = family(s) == Family::V6;
+            sockopt_ip::default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
+            // IPv4 options also take a single byte.
+            let value = match raw.len() {
+                4.. => i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]),
+                1.. if opt.0 == IPPROTO_IP => i32::from(raw[0]),
+                _ => return Err(Errno::EINVAL),
+            };
+            let kept = sockopt_ip::check(v6, s.is_stream(), opt, value)?;
+            s.stored.lock().insert(opt, kept.to_le_bytes().to_vec());
+            sockopt_ip::update_header(s, v6);
         }
     }
     Ok(0)

@@ -4,10 +4,10 @@
 
 use super::args::{self, int};
 use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use super::sockopt::Sock;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::socket::{
-    MsgHdr, AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET, SO_DOMAIN,
-    SO_ERROR, SO_PROTOCOL, SO_RCVBUF, SO_RCVBUFFORCE, SO_SNDBUF, SO_SNDBUFFORCE, SO_TYPE,
+    MsgHdr, AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET,
 };
 use crate::abi::{Errno, SysResult};
 use crate::fs::netlink::NetlinkSocket;
@@ -32,7 +32,7 @@ pub(super) fn socket(task: &Task, kind: i32, protocol: i32) -> Result<Arc<Netlin
     if protocol != NETLINK_ROUTE {
         return Err(Errno::EPROTONOSUPPORT);
     }
-    Ok(NetlinkSocket::new(task.kernel.anon_ino(), super::fd::now()))
+    Ok(NetlinkSocket::new(task.kernel.anon_ino(), super::fd::now(), kind))
 }
 
 /// A sockaddr_nl for port `pid` (0: the kernel).
@@ -122,7 +122,10 @@ fn recv(
     let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(1 << 20);
     let mut buf = vec![0u8; total];
     let peek = flags & MSG_PEEK != 0;
-    let (n, full) = super::block::wait_io(f, READ_EVENTS, nonblocking(f, flags), None, || s.recv(&mut buf, peek))?;
+    let (n, full) = {
+        let deadline = s.timeouts.lock().0.map(crate::waiter::deadline_in);
+        super::block::wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, || s.recv(&mut buf, peek))?
+    };
     let mut at = 0;
     for &(base, len) in bufs {
         if at >= n {
@@ -168,23 +171,28 @@ pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u
     Ok(n)
 }
 
-pub(super) fn getsockopt(task: &Task, a: [u64; 6]) -> SysResult {
-    let value: i32 = match (int(a[1]), int(a[2])) {
-        (SOL_SOCKET, SO_TYPE) => SOCK_RAW,
-        (SOL_SOCKET, SO_DOMAIN) => AF_NETLINK,
-        (SOL_SOCKET, SO_PROTOCOL) => NETLINK_ROUTE,
-        (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => 212_992,
-        (SOL_SOCKET, SO_ERROR) => 0,
-        _ => return Err(Errno::ENOPROTOOPT),
-    };
-    write_sockopt(task, a, &value.to_le_bytes())
+/// The socket as the shared SOL_SOCKET options see it.
+fn sock(s: &NetlinkSocket) -> Sock<'_> {
+    Sock { domain: AF_NETLINK, ty: s.ty, protocol: NETLINK_ROUTE, opts: &s.opts, timeouts: &s.timeouts }
 }
 
-/// setsockopt(2): buffer sizes and the SOL_NETLINK flags (extended acks,
-/// strict checking, group membership) are accepted without effect.
-pub(super) fn setsockopt(a: [u64; 6]) -> SysResult {
-    match (int(a[1]), int(a[2])) {
-        (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF | SO_SNDBUFFORCE | SO_RCVBUFFORCE) | (SOL_NETLINK, 1..=12) => Ok(0),
+/// getsockopt(2): the shared socket-level options; no SOL_NETLINK ones.
+pub(super) fn getsockopt(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    if int(a[1]) != SOL_SOCKET {
+        return Err(Errno::ENOPROTOOPT);
+    }
+    let len = super::socket::read_optlen(task, a)?;
+    let value = super::sockopt::get(&sock(s), int(a[2]), len)?;
+    write_sockopt(task, a, &value)
+}
+
+/// setsockopt(2): the shared socket-level options; the SOL_NETLINK flags
+/// (extended acks, strict checking, group membership) are accepted
+/// without effect.
+pub(super) fn setsockopt(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
+    match int(a[1]) {
+        SOL_SOCKET => super::sockopt::set(task, &sock(s), int(a[2]), a[3], a[4]).map(|()| 0),
+        SOL_NETLINK if (1..=12).contains(&int(a[2])) => Ok(0),
         _ => Err(Errno::ENOPROTOOPT),
     }
 }

@@ -4,6 +4,7 @@
 //! a family it does not have.
 
 use super::args::{self, int};
+use super::sockopt::{self, Sock};
 use super::{inet, netlink};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK, O_RDWR};
@@ -11,10 +12,8 @@ use crate::abi::layout::{Encoder, Layout};
 use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC,
     MSG_DONTWAIT, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS,
-    SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_PASSCRED,
-    SO_PEERCRED, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
+    SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
 };
-use crate::abi::time::Timeval;
 use crate::abi::uio::Iovec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -39,16 +38,16 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getsockname, sys_getsockname, Partial(UNIX)),
     (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
     (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
-    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP)")),
+    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); MSG_ERRQUEUE on an IP socket is EAGAIN (its error queue stays empty)")),
     (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    (libc::SYS_recvmsg, sys_recvmsg, Partial("IP sockets return no control messages; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
+    (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
     (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
     (
         libc::SYS_getsockopt,
         sys_getsockopt,
-        Partial("Unix: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, SO_RCVBUF, SO_SNDBUF, SO_PEERCRED, SO_PASSCRED, SO_ACCEPTCONN, SO_RCVTIMEO, SO_SNDTIMEO; IP: those, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, and common IP/TCP options as they were set (no TCP_INFO)"),
+        Partial("every SOL_SOCKET option Linux has, on every family, with its argument checks (no SO_PEERSEC label, no SO_PEEK_OFF, no socket filters; SO_PEERGROUPS of a connected Unix socket is ENOPROTOOPT); TCP: every IPPROTO_TCP option with Linux's ranges and rounding, TCP_INFO with the connection's state (counters of a lossless path), TCP_CONGESTION cubic or reno; IP: IPV6_V6ONLY, and IP_TOS, IP_TTL, IPV6_TCLASS, IPV6_UNICAST_HOPS, the IP_RECV*/IPV6_RECV* flags and IP(V6)_MULTICAST_* with Linux's ranges and defaults"),
     ),
-    (libc::SYS_setsockopt, sys_setsockopt, Partial("SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO take effect; buffer sizes, keepalive, TCP_NODELAY and similar are accepted without effect")),
+    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER with a zero time (close resets) and SO_RCVLOWAT on TCP (readiness, blocking receives) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
 ];
 
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
@@ -844,36 +843,42 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::getsockopt(task, &s, a),
-        Some(Other::Netlink((_, _))) => return netlink::getsockopt(task, a),
+        Some(Other::Netlink((_, s))) => return netlink::getsockopt(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }
+    let len = read_optlen(task, a)?;
     let mut value = Encoder::new();
     match int(a[2]) {
-        opt @ (SO_RCVTIMEO | SO_SNDTIMEO) => {
-            let t = s.timeouts.lock();
-            let t = if opt == SO_RCVTIMEO { t.0 } else { t.1 };
-            Timeval::from_duration(t.unwrap_or_default()).encode_to(&mut value);
-            &mut value
-        }
-        SO_TYPE => value.i32(s.ty().number()),
-        SO_ERROR | SO_PROTOCOL => value.i32(0),
         SO_ACCEPTCONN => value.i32(i32::from(s.is_listening())),
         SO_PASSCRED => value.i32(i32::from(s.passcred.load(std::sync::atomic::Ordering::Relaxed))),
-        SO_DOMAIN => value.i32(AF_UNIX),
-        SO_SNDBUF | SO_RCVBUF => value.i32(212_992),
         SO_PEERCRED => {
             // An unconnected socket has no peer: pid 0, the overflow ids.
             let (pid, uid, gid) = s.peer_cred();
             Ucred { pid, uid, gid }.encode_to(&mut value);
             &mut value
         }
-        _ => return Err(Errno::ENOPROTOOPT),
+        // The peer's supplementary groups are not recorded at connect.
+        SO_PEERGROUPS if s.peer_cred().0 != 0 => return Err(Errno::ENOPROTOOPT),
+        opt => value.bytes(&sockopt::get(&unix_sock(&s), opt, len)?),
     };
     write_sockopt(task, a, value.as_bytes())
+}
+
+/// A Unix socket as the shared SOL_SOCKET options see it.
+fn unix_sock(s: &UnixSocket) -> Sock<'_> {
+    Sock { domain: AF_UNIX, ty: s.ty().number(), protocol: 0, opts: &s.opts, timeouts: &s.timeouts }
+}
+
+/// getsockopt's length argument: EFAULT when unreadable, EINVAL when
+/// negative.
+pub(super) fn read_optlen(task: &Task, a: [u64; 6]) -> Result<usize, Errno> {
+    let mut len = [0u8; 4];
+    task.thread.mm().copy_in(a[4], &mut len)?;
+    usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)
 }
 
 /// Writes getsockopt's `value` to the guest: as much as its length
@@ -892,35 +897,21 @@ pub(super) fn write_sockopt(task: &Task, a: [u64; 6], value: &[u8]) -> SysResult
 fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::setsockopt(task, &s, a),
-        Some(Other::Netlink((_, _))) => return netlink::setsockopt(a),
+        Some(Other::Netlink((_, s))) => return netlink::setsockopt(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
     if int(a[1]) != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }
-    if int(a[4]) < 4 {
-        return Err(Errno::EINVAL);
-    }
-    let opt = int(a[2]);
-    if opt == SO_RCVTIMEO || opt == SO_SNDTIMEO {
-        let mut raw = [0u8; Timeval::SIZE];
-        if usize::try_from(args::uint(a[4])).map_or(true, |n| n < Timeval::SIZE) {
+    if int(a[2]) == SO_PASSCRED {
+        if int(a[4]) < 4 {
             return Err(Errno::EINVAL);
         }
-        task.thread.mm().copy_in(a[3], &mut raw)?;
-        let t = inet::timeval(&raw)?;
-        let mut timeouts = s.timeouts.lock();
-        if opt == SO_RCVTIMEO {
-            timeouts.0 = t;
-        } else {
-            timeouts.1 = t;
-        }
-    }
-    if opt == SO_PASSCRED {
         let mut raw = [0u8; 4];
         task.thread.mm().copy_in(a[3], &mut raw)?;
         s.passcred.store(i32::from_le_bytes(raw) != 0, std::sync::atomic::Ordering::Relaxed);
+        return Ok(0);
     }
-    Ok(0)
+    sockopt::set(task, &unix_sock(&s), int(a[2]), a[3], a[4]).map(|()| 0)
 }

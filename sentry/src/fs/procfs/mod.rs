@@ -10,6 +10,7 @@ mod system;
 mod task;
 mod task_files;
 
+use super::sockopt;
 use super::synthetic::{path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link};
 use crate::abi::Errno;
 use crate::kernel::{ipc, thread, Kernel, Thread};
@@ -226,7 +227,18 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             kernel_file(p, "/sys/net/ipv4/ping_group_range", |_, k| k.net_sysctls.ping_group_range().into_bytes()),
         ],
     );
-    let core = dir(p, "/sys/net/core", vec![text(p, "/sys/net/core/somaxconn", "4096\n")]);
+    let mem = |name: &str, v: i64| shown(p, &format!("/sys/net/core/{name}"), v);
+    let core = dir(
+        p,
+        "/sys/net/core",
+        vec![
+            text(p, "/sys/net/core/somaxconn", "4096\n"),
+            mem("rmem_default", sockopt::RMEM_DEFAULT.into()),
+            mem("rmem_max", sockopt::RMEM_MAX.into()),
+            mem("wmem_default", sockopt::WMEM_DEFAULT.into()),
+            mem("wmem_max", sockopt::WMEM_MAX.into()),
+        ],
+    );
     let net = dir(p, "/sys/net", vec![core, ipv4]);
     let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
     dir(p, "/sys", vec![fs, kernel, net, vm])

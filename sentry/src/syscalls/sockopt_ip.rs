@@ -1,0 +1,201 @@
+//! The IPPROTO_IP and IPPROTO_IPV6 options of an IP socket, checked and
+//! read back as Linux's do_ip_setsockopt and do_ipv6_setsockopt do, and
+//! the control messages they make recvmsg deliver with a UDP datagram
+//! (IP_PKTINFO, IP_TTL, IP_TOS; IPV6_PKTINFO, IPV6_HOPLIMIT, IPV6_TCLASS),
+//! after the socket-level receive timestamps.
+
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::socket::{
+    cmsg_align, CmsgHdr, MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_RECVERR, IP_RECVERR, IP_TOS, IP_TTL, MSG_CTRUNC,
+    SOL_SOCKET,
+};
+use crate::abi::time::{Timespec, Timeval};
+use crate::abi::Errno;
+use crate::fs::inet::{Endpoint, InetSocket};
+use crate::fs::sockopt::Stamping;
+use crate::kernel::Task;
+use husk_netstack::udp::{Header, Meta};
+use std::net::IpAddr;
+
+const IP_PKTINFO: i32 = 8;
+const IP_RECVTTL: i32 = 12;
+const IP_RECVTOS: i32 = 13;
+const IP_MULTICAST_IF: i32 = 32;
+const IP_MULTICAST_TTL: i32 = 33;
+const IP_MULTICAST_LOOP: i32 = 34;
+const IPV6_UNICAST_HOPS: i32 = 16;
+const IPV6_MULTICAST_IF: i32 = 17;
+const IPV6_MULTICAST_HOPS: i32 = 18;
+const IPV6_MULTICAST_LOOP: i32 = 19;
+const IPV6_RECVPKTINFO: i32 = 49;
+const IPV6_PKTINFO: i32 = 50;
+const IPV6_RECVHOPLIMIT: i32 = 51;
+const IPV6_HOPLIMIT: i32 = 52;
+const IPV6_RECVTCLASS: i32 = 66;
+const IPV6_TCLASS: i32 = 67;
+/// SO_TIMESTAMP's and SO_TIMESTAMPNS's message types, old and new.
+const SCM_TIMESTAMP_OLD: i32 = 29;
+const SCM_TIMESTAMPNS_OLD: i32 = 35;
+const SCM_TIMESTAMP_NEW: i32 = 63;
+const SCM_TIMESTAMPNS_NEW: i32 = 64;
+/// The default hop limit (net.ipv4.ip_default_ttl, hop_limit).
+const DEFAULT_TTL: i32 = 64;
+/// INET_ECN_MASK: the ECN bits a TCP socket's IP_TOS keeps for itself.
+const ECN_MASK: i32 = 3;
+
+/// Whether `opt` is a flag (read back as 0 or 1).
+fn is_flag(opt: (i32, i32)) -> bool {
+    matches!(
+        opt,
+        (IPPROTO_IP, IP_PKTINFO | IP_RECVTTL | IP_RECVTOS | IP_RECVERR | IP_MULTICAST_LOOP)
+            | (
+                IPPROTO_IPV6,
+                IPV6_RECVPKTINFO | IPV6_RECVHOPLIMIT | IPV6_RECVTCLASS | IPV6_RECVERR | IPV6_MULTICAST_LOOP
+            )
+    )
+}
+
+/// The value an option reads before it is set; None for one the socket
+/// does not have.
+pub(super) fn default(v6: bool, opt: (i32, i32)) -> Option<i32> {
+    match opt {
+        (IPPROTO_IP, IP_MULTICAST_LOOP) => Some(1),
+        (IPPROTO_IPV6, IPV6_MULTICAST_LOOP) if v6 => Some(1),
+        o if is_flag(o) && (o.0 == IPPROTO_IP || v6) => Some(0),
+        (IPPROTO_IP, IP_TOS | IP_MULTICAST_IF) => Some(0),
+        (IPPROTO_IP, IP_TTL) => Some(DEFAULT_TTL),
+        (IPPROTO_IP, IP_MULTICAST_TTL) => Some(1),
+        (IPPROTO_IPV6, IPV6_TCLASS | IPV6_MULTICAST_IF) if v6 => Some(0),
+        (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if v6 => Some(DEFAULT_TTL),
+        (IPPROTO_IPV6, IPV6_MULTICAST_HOPS) if v6 => Some(1),
+        _ => None,
+    }
+}
+
+/// The value Linux keeps for `val` set on option `opt` (EINVAL out of
+/// range, ENOPROTOOPT for an option the socket does not have).
+pub(super) fn check(v6: bool, stream: bool, opt: (i32, i32), val: i32) -> Result<i32, Errno> {
+    default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
+    Ok(match opt {
+        o if is_flag(o) => i32::from(val != 0),
+        (IPPROTO_IP, IP_TOS) if stream => val & !ECN_MASK & 0xff,
+        (IPPROTO_IP, IP_TOS) => val & 0xff,
+        (IPPROTO_IP, IP_TTL) if val == -1 => DEFAULT_TTL,
+        (IPPROTO_IP, IP_TTL) if !(1..=255).contains(&val) => return Err(Errno::EINVAL),
+        (IPPROTO_IP, IP_MULTICAST_TTL) if val == -1 => 1,
+        (IPPROTO_IP, IP_MULTICAST_TTL) if !(0..=255).contains(&val) => return Err(Errno::EINVAL),
+        (IPPROTO_IPV6, IPV6_TCLASS) if !(-1..=255).contains(&val) => return Err(Errno::EINVAL),
+        (IPPROTO_IPV6, IPV6_TCLASS) => val.max(0),
+        (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if !(-1..=255).contains(&val) => return Err(Errno::EINVAL),
+        (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if val == -1 => DEFAULT_TTL,
+        (IPPROTO_IPV6, IPV6_MULTICAST_HOPS) if !(-1..=255).contains(&val) => return Err(Errno::EINVAL),
+        (IPPROTO_IPV6, IPV6_MULTICAST_HOPS) if val == -1 => 1,
+        _ => val,
+    })
+}
+
+/// The option's current value.
+fn value(s: &InetSocket, v6: bool, opt: (i32, i32)) -> i32 {
+    s.stored
+        .lock()
+        .get(&opt)
+        .and_then(|v| v.get(..4))
+        .map(|v| i32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+        .or_else(|| default(v6, opt))
+        .unwrap_or(0)
+}
+
+/// Passes a UDP socket's IP_TOS/IP_TTL (IPV6_TCLASS/IPV6_UNICAST_HOPS on
+/// an IPv6 socket) on to the datagrams it sends.
+pub(super) fn update_header(s: &InetSocket, v6: bool) {
+    if let Endpoint::Udp(u) = &s.endpoint {
+        let (tos, ttl) = if v6 { (IPV6_TCLASS, IPV6_UNICAST_HOPS) } else { (IP_TOS, IP_TTL) };
+        let level = if v6 { IPPROTO_IPV6 } else { IPPROTO_IP };
+        let byte = |v: i32| u8::try_from(v & 0xff).unwrap_or(0);
+        u.set_header(Header { tos: byte(value(s, v6, (level, tos))), ttl: byte(value(s, v6, (level, ttl))) });
+    }
+}
+
+/// The control messages a received datagram comes with, in Linux's order:
+/// (level, type, data).
+pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta) -> Vec<(i32, i32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let since = meta.at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    if let Some(Stamping { ns, new }) = s.opts.get().stamping {
+        let ty = match (ns, new) {
+            (false, false) => SCM_TIMESTAMP_OLD,
+            (true, false) => SCM_TIMESTAMPNS_OLD,
+            (false, true) => SCM_TIMESTAMP_NEW,
+            (true, true) => SCM_TIMESTAMPNS_NEW,
+        };
+        let data = if ns { Timespec::from_duration(since).encode() } else { Timeval::from_duration(since).encode() };
+        out.push((SOL_SOCKET, ty, data));
+    }
+    let on = |opt: (i32, i32)| value(s, v6, opt) != 0;
+    let Header { tos, ttl } = meta.header;
+    if !v6 {
+        if on((IPPROTO_IP, IP_PKTINFO)) {
+            // struct in_pktinfo: the interface, the local address, the
+            // header's destination.
+            let dst = match meta.to.ip() {
+                IpAddr::V4(a) => a.octets(),
+                IpAddr::V6(a) => a.to_ipv4_mapped().map_or([0; 4], |a| a.octets()),
+            };
+            let mut e = Encoder::new();
+            e.i32(1).bytes(&dst).bytes(&dst);
+            out.push((IPPROTO_IP, IP_PKTINFO, e.as_bytes().to_vec()));
+        }
+        if on((IPPROTO_IP, IP_RECVTTL)) {
+            out.push((IPPROTO_IP, IP_TTL, i32::from(ttl).to_le_bytes().to_vec()));
+        }
+        if on((IPPROTO_IP, IP_RECVTOS)) {
+            out.push((IPPROTO_IP, IP_TOS, vec![tos]));
+        }
+        return out;
+    }
+    if on((IPPROTO_IPV6, IPV6_RECVPKTINFO)) {
+        let dst = match meta.to.ip() {
+            IpAddr::V6(a) => a.octets(),
+            IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        };
+        let mut e = Encoder::new();
+        e.bytes(&dst).i32(1);
+        out.push((IPPROTO_IPV6, IPV6_PKTINFO, e.as_bytes().to_vec()));
+    }
+    if on((IPPROTO_IPV6, IPV6_RECVHOPLIMIT)) {
+        out.push((IPPROTO_IPV6, IPV6_HOPLIMIT, i32::from(ttl).to_le_bytes().to_vec()));
+    }
+    if on((IPPROTO_IPV6, IPV6_RECVTCLASS)) {
+        out.push((IPPROTO_IPV6, IPV6_TCLASS, i32::from(tos).to_le_bytes().to_vec()));
+    }
+    out
+}
+
+/// Writes control messages `msgs` into the recvmsg buffer of `h` as
+/// Linux's put_cmsg does: each padded to CMSG_SPACE, the one that does not
+/// fit cut (its cmsg_len saying so) with MSG_CTRUNC. Returns the control
+/// bytes used and the flags.
+pub(super) fn write_control(task: &Task, h: &MsgHdr, msgs: &[(i32, i32, Vec<u8>)]) -> Result<(u64, i32), Errno> {
+    let mm = task.thread.mm();
+    let mut room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
+    let (mut at, mut flags) = (0usize, 0);
+    for (level, ty, data) in msgs {
+        if room < CmsgHdr::SIZE {
+            flags |= MSG_CTRUNC;
+            break;
+        }
+        let full = CmsgHdr::SIZE + data.len();
+        let len = full.min(room);
+        if len < full {
+            flags |= MSG_CTRUNC;
+        }
+        let mut e = Encoder::new();
+        CmsgHdr { len: len as u64, level: *level, ty: *ty }.encode_to(&mut e);
+        e.bytes(&data[..len - CmsgHdr::SIZE]);
+        mm.copy_out(h.control + at as u64, e.as_bytes())?;
+        let space = cmsg_align(full).min(room);
+        at += space;
+        room -= space;
+    }
+    Ok((at as u64, flags))
+}
