@@ -73,6 +73,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sync_file_range",
     "hugetlb",
     "acl",
+    "tool_calls",
 ];
 
 /// The `husk` binary cargo built for this test.
