@@ -3,7 +3,8 @@
 //! schedule guest threads itself (the host does, with the sentry's own
 //! priority), so a nice value is recorded and reported — /proc shows it,
 //! children inherit it — the only policy is SCHED_OTHER, and an affinity
-//! mask is recorded, within the host's online CPUs.
+//! mask is recorded, within the host's online CPUs; `sched_rr_get_interval`
+//! reports no quantum (0).
 
 use super::args::{int, uint};
 use super::common::{capable, find_thread, put_u32};
