@@ -288,6 +288,11 @@ fn guest_sync_file_range() {
 }
 
 #[test]
+fn guest_tool_calls() {
+    guest_test("tool_calls", &[]);
+}
+
+#[test]
 fn guest_acl() {
     guest_test("acl", &[]);
 }

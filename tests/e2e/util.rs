@@ -80,6 +80,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "rw_vectors",
     "proc_load",
     "kill_exiting",
+    "tool_calls",
 ];
 
 /// The `husk` binary cargo built for this test.

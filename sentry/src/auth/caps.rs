@@ -30,6 +30,7 @@ pub const CAP_SYS_RESOURCE: u32 = 24;
 pub const CAP_SYS_TIME: u32 = 25;
 pub const CAP_MKNOD: u32 = 27;
 pub const CAP_MAC_OVERRIDE: u32 = 32;
+pub const CAP_SYSLOG: u32 = 34;
 pub const CAP_WAKE_ALARM: u32 = 35;
 pub const CAP_LAST_CAP: u32 = 40;
 

@@ -34,6 +34,11 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_syncfs, sys_syncfs, Full),
     (libc::SYS_fadvise64, sys_fadvise64, Full),
     (
+        libc::SYS_readahead,
+        sys_readahead,
+        Partial("validated as Linux; reads nothing ahead: sentry files are in memory and gofer-served files are cached by the host"),
+    ),
+    (
         libc::SYS_sync_file_range,
         sys_sync_file_range,
         Partial("validated as Linux; starts no writeback: the sentry's filesystems hold files in memory, and gofer-served files are written through host descriptors whose writeback is the host's (fsync reaches it)"),
@@ -540,6 +545,24 @@ fn sys_fadvise64(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ESPIPE);
     }
     if a[3] > 5 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// readahead(2) with Linux's checks in Linux's order: a descriptor open
+/// for reading (EBADF), a regular file (EINVAL), then the count as
+/// `POSIX_FADV_WILLNEED` takes it, a signed length (EINVAL if negative).
+/// The offset may be anything.
+fn sys_readahead(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let f = args::file(task, a[0])?;
+    if !f.readable() {
+        return Err(Errno::EBADF);
+    }
+    if f.stat()?.mode & S_IFMT != S_IFREG {
+        return Err(Errno::EINVAL);
+    }
+    if i64::from_ne_bytes(a[2].to_ne_bytes()) < 0 {
         return Err(Errno::EINVAL);
     }
     Ok(0)

@@ -30,6 +30,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_mlock, sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
     (libc::SYS_munlock, sys_mlock, Partial("memory is never locked")),
     (libc::SYS_mlockall, sys_mlockall, Partial("memory is never locked")),
+    (libc::SYS_mlock2, sys_mlock2, Partial("memory is never locked; flags (MLOCK_ONFAULT) and the range are validated as Linux")),
     (libc::SYS_munlockall, sys_munlockall, Partial("memory is never locked")),
 ];
 
@@ -189,6 +190,15 @@ fn sys_mlock(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     Ok(0)
+}
+
+/// mlock2(2): mlock(2) with flags; MLOCK_ONFAULT is the only one.
+fn sys_mlock2(task: &mut Task, a: [u64; 6]) -> SysResult {
+    const MLOCK_ONFAULT: u64 = 1;
+    if a[2] & !MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    sys_mlock(task, a)
 }
 
 fn sys_mlockall(_task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -3,12 +3,14 @@
 //! schedule guest threads itself (the host does, with the sentry's own
 //! priority), so a nice value is recorded and reported — /proc shows it,
 //! children inherit it — the only policy is SCHED_OTHER, and an affinity
-//! mask is recorded, within the host's online CPUs.
+//! mask is recorded, within the host's online CPUs; `sched_rr_get_interval`
+//! reports no quantum (0).
 
 use super::args::{int, uint};
 use super::common::{capable, find_thread, put_u32};
 use super::{Entries, Support::*};
-use crate::abi::layout::Decoder;
+use crate::abi::layout::{Decoder, Layout};
+use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::{Task, Thread};
@@ -45,6 +47,11 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_sched_getaffinity, sys_sched_getaffinity, Full),
     (libc::SYS_sched_setaffinity, sys_sched_setaffinity, Partial("affinity is recorded, not enforced")),
     (libc::SYS_sched_yield, sys_sched_yield, Full),
+    (
+        libc::SYS_sched_rr_get_interval,
+        sys_sched_rr_get_interval,
+        Partial("every thread is SCHED_OTHER and the host, not the sentry, slices its time: the interval is 0, as Linux reports for a policy without a fixed quantum"),
+    ),
     (
         libc::SYS_getcpu,
         sys_getcpu,
@@ -148,6 +155,15 @@ fn sys_sched_getparam(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     task.thread.mm().copy_out(a[1], &0i32.to_le_bytes())?;
+    Ok(0)
+}
+
+/// sched_rr_get_interval(2): the target is checked as Linux (EINVAL for
+/// a negative pid, ESRCH for none), then the quantum is written: 0, see
+/// the table's note.
+fn sys_sched_rr_get_interval(task: &mut Task, a: [u64; 6]) -> SysResult {
+    sched_target(task, int(a[0]))?;
+    task.thread.mm().copy_out(a[1], &Timespec { sec: 0, nsec: 0 }.encode())?;
     Ok(0)
 }
 

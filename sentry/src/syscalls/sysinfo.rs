@@ -1,6 +1,7 @@
 //! System calls: the system's names and state — `uname` (the host's
 //! kernel release and version, the sandbox's own host and domain names),
-//! `sethostname`/`setdomainname` and `sysinfo`.
+//! `sethostname`/`setdomainname`, `sysinfo` and `syslog` (the sandbox's
+//! kernel log ring, always empty: the sentry logs to the host, not to it).
 
 use super::args::int;
 use super::common::capable;
@@ -10,6 +11,8 @@ use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::namespaces::{set_uts_name, uts_names};
 use crate::kernel::Task;
+use crate::waiter;
+use std::time::{Duration, Instant};
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_uname, sys_uname, Support::Full),
@@ -20,7 +23,54 @@ pub(super) const ENTRIES: Entries = &[
         sys_sysinfo,
         Support::Partial("load averages, shared and buffer memory and swap are 0; totalram is the host's RAM"),
     ),
+    (
+        libc::SYS_syslog,
+        sys_syslog,
+        Support::Partial("the kernel log ring is the sandbox's own and always empty: reads return 0 bytes (SYSLOG_ACTION_READ waits, as Linux on an empty ring); arguments and CAP_SYSLOG are checked as Linux"),
+    ),
 ];
+
+/// syslog(2) actions (`SYSLOG_ACTION_*`).
+const SYSLOG_ACTION_CLOSE: i32 = 0;
+const SYSLOG_ACTION_READ: i32 = 2;
+const SYSLOG_ACTION_READ_ALL: i32 = 3;
+const SYSLOG_ACTION_READ_CLEAR: i32 = 4;
+const SYSLOG_ACTION_CONSOLE_LEVEL: i32 = 8;
+const SYSLOG_ACTION_SIZE_UNREAD: i32 = 9;
+const SYSLOG_ACTION_SIZE_BUFFER: i32 = 10;
+/// The ring's size SYSLOG_ACTION_SIZE_BUFFER reports: Linux's default
+/// `log_buf_len` (1 << CONFIG_LOG_BUF_SHIFT, 17 on x86_64 distributions).
+const LOG_BUF_LEN: u64 = 1 << 17;
+
+/// syslog(2) on an empty ring, checked as Linux's do_syslog: reading the
+/// whole ring and its size are open to all (`dmesg_restrict` is 0), the
+/// rest needs CAP_SYSLOG (or, as Linux still allows, CAP_SYS_ADMIN);
+/// then the buffer of the read actions and the console level.
+fn sys_syslog(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let action = int(a[0]);
+    let len = int(a[2]);
+    let open_to_all = matches!(action, SYSLOG_ACTION_READ_ALL | SYSLOG_ACTION_SIZE_BUFFER);
+    if !open_to_all && !capable(task, caps::CAP_SYSLOG) && !capable(task, caps::CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    match action {
+        SYSLOG_ACTION_READ | SYSLOG_ACTION_READ_ALL | SYSLOG_ACTION_READ_CLEAR => {
+            if a[1] == 0 || len < 0 {
+                return Err(Errno::EINVAL);
+            }
+            if action == SYSLOG_ACTION_READ && len > 0 {
+                // Nothing is ever logged: wait, as Linux does, until a
+                // signal interrupts.
+                waiter::sleep_until(Instant::now() + Duration::from_secs(1 << 40))?;
+            }
+            Ok(0)
+        }
+        SYSLOG_ACTION_CONSOLE_LEVEL if !(1..=8).contains(&len) => Err(Errno::EINVAL),
+        SYSLOG_ACTION_CLOSE..=SYSLOG_ACTION_SIZE_UNREAD => Ok(0),
+        SYSLOG_ACTION_SIZE_BUFFER => Ok(LOG_BUF_LEN),
+        _ => Err(Errno::EINVAL),
+    }
+}
 
 /// `__NEW_UTS_LEN`.
 const UTS_LEN: usize = 64;
