@@ -15,6 +15,7 @@ pub mod limits;
 pub mod package;
 pub mod pids;
 pub mod process;
+pub mod ptrace;
 pub mod record_lock;
 pub mod rlimit_cpu;
 pub mod robust;

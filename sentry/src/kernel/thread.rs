@@ -88,6 +88,9 @@ pub struct Thread {
     pub saved_sigmask: Mutex<Option<u64>>,
     /// Its guest seccomp mode and filters.
     pub seccomp: super::seccomp::Seccomp,
+    /// A guest ptrace tracer traces it (`ptrace`): the task loop asks the
+    /// relation about stops only then.
+    pub ptraced: AtomicBool,
 }
 
 impl Thread {
@@ -139,6 +142,7 @@ impl Thread {
             saved_sigmask: Mutex::new(None),
             cpu: ThreadCpu::default(),
             seccomp: super::seccomp::Seccomp::default(),
+            ptraced: AtomicBool::new(false),
         }
     }
 

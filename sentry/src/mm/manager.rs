@@ -105,6 +105,18 @@ enum Source {
 enum Want {
     Read,
     Write,
+    /// A debugger's read or write (Linux's FOLL_FORCE): any mapped area
+    /// is read; a private one is written through its copy-on-write copy
+    /// even if read-only (a breakpoint in text), a shared one only if
+    /// writable.
+    ForceRead,
+    ForceWrite,
+}
+
+impl Want {
+    fn writes(self) -> bool {
+        matches!(self, Want::Write | Want::ForceWrite)
+    }
 }
 
 impl MemoryManager {
@@ -542,6 +554,29 @@ impl MemoryManager {
         })
     }
 
+    /// Reads guest memory as a debugger does (ptrace's PEEK*, FOLL_FORCE):
+    /// any mapped page, whatever its protection.
+    pub fn copy_in_forced(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, buf.len(), Want::ForceRead, |src, n| {
+            let ok = self.read_source(src, &mut buf[done..done + n]);
+            done += n;
+            ok
+        })
+    }
+
+    /// Writes guest memory as a debugger does (ptrace's POKE*,
+    /// FOLL_FORCE): read-only private pages (program text) get a private
+    /// copy that is written; shared mappings must be writable.
+    pub fn copy_out_forced(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, data.len(), Want::ForceWrite, |src, n| {
+            let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
+            done += n;
+            ok
+        })
+    }
+
     /// Copies as much of `data` to `addr` as is writable, stopping at the
     /// first bad page; returns the bytes copied (reads and writes into a
     /// partly bad buffer report the good part, as Linux's do).
@@ -709,15 +744,17 @@ impl MemoryManager {
             let allowed = match want {
                 Want::Read => vma.perms.read,
                 Want::Write => vma.perms.write,
+                Want::ForceRead => true,
+                Want::ForceWrite => vma.perms.write || !vma.shared,
             };
             if !allowed {
                 return Err(Errno::EFAULT);
             }
             let untouched = !vma.pages.contains_key(&page) && !vma.shared && matches!(vma.backing, Backing::Anon);
-            let src = if want == Want::Read && untouched {
+            let src = if !want.writes() && untouched {
                 Source::Zero
             } else {
-                Source::Frame(self.frame_for(vma, page, want == Want::Write)? + (at - page))
+                Source::Frame(self.frame_for(vma, page, want.writes())? + (at - page))
             };
             let n = (page + PAGE_SIZE).min(end) - at;
             let n_usize = usize::try_from(n).map_err(|_| Errno::EFAULT)?;

@@ -33,6 +33,7 @@ mod policy;
 mod poll;
 mod prctl;
 mod process;
+mod ptrace;
 mod random;
 mod rlimit;
 mod sched;
@@ -61,7 +62,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 34] = [
+const FAMILIES: [Entries; 35] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -86,6 +87,7 @@ const FAMILIES: [Entries; 34] = [
     time::ENTRIES,
     signal::ENTRIES,
     process::ENTRIES,
+    ptrace::ENTRIES,
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,

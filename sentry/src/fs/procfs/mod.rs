@@ -188,6 +188,8 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             shown(p, "/sys/kernel/shmall", ipc::shm::SHMALL),
             shown(p, "/sys/kernel/shmmax", ipc::shm::SHMMAX),
             shown(p, "/sys/kernel/shmmni", ipc::shm::SHMMNI),
+            // Classic ptrace permissions: what the sentry's ptrace enforces.
+            dir(p, "/sys/kernel/yama", vec![shown(p, "/sys/kernel/yama/ptrace_scope", 0)]),
         ],
     );
     let pipe_max =
