@@ -70,7 +70,15 @@ pub enum Resume {
     Syscall,
     /// PTRACE_LISTEN: stay in the group-stop, not reported again.
     Listen,
+    /// PTRACE_SINGLESTEP: run one instruction (the trap flag), then stop
+    /// with SIGTRAP.
+    Step,
 }
+
+/// The trap flag of eflags.
+const TF: u64 = 0x100;
+/// si_code of a single-step's SIGTRAP.
+const TRAP_TRACE: i32 = 2;
 
 /// A tracee in a ptrace-stop, as its tracer sees and changes it.
 pub struct Stop {
@@ -97,6 +105,8 @@ pub struct Tracee {
     syscalls: bool,
     /// A PTRACE_INTERRUPT (or a seized child's first stop) is due.
     interrupt: bool,
+    /// Resumed with PTRACE_SINGLESTEP: the trap flag the sentry set.
+    stepping: bool,
     pub stop: Option<Stop>,
 }
 
@@ -246,6 +256,7 @@ impl Ptrace {
             event_msg: 0,
             syscalls: false,
             interrupt: false,
+            stepping: false,
             stop: None,
         };
         s.tracees.insert(target.tid, t);
@@ -266,6 +277,10 @@ impl Ptrace {
             }
             st.resumed = Some((how, sig));
             t.syscalls = how == Resume::Syscall;
+            t.stepping = how == Resume::Step;
+            if t.stepping {
+                st.cpu.regs.eflags |= TF;
+            }
             Ok(())
         })?;
         self.changed.notify_all();
@@ -421,6 +436,29 @@ pub fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) -> Outcom
     Outcome::Resumed { sig, siginfo }
 }
 
+/// A single step of `task` ended (its trap, or a system call it stepped
+/// over): the trap flag the sentry set is cleared, and true returned.
+pub fn end_step(task: &mut Task) -> bool {
+    if !task.thread.ptraced.load(Ordering::SeqCst) {
+        return false;
+    }
+    let stepped = of(&task.kernel)
+        .state
+        .lock()
+        .tracees
+        .get_mut(&task.thread.tid)
+        .is_some_and(|t| std::mem::take(&mut t.stepping));
+    if stepped {
+        task.cpu.regs.eflags &= !TF;
+    }
+    stepped
+}
+
+/// The SIGTRAP a finished single step reports.
+pub fn step_trap(rip: u64) -> SigInfo {
+    SigInfo::fault(libc::SIGTRAP, TRAP_TRACE, rip)
+}
+
 /// A signal-delivery-stop for `info` (never SIGKILL): the signal the
 /// tracer lets through, if any (None also when untraced: Some(info)).
 pub fn signal_stop(task: &mut Task, info: SigInfo) -> Option<SigInfo> {
@@ -516,6 +554,7 @@ pub fn attach_child(k: &Kernel, parent: &Thread, child: &Thread, flags: u64) {
             event_msg: 0,
             syscalls: false,
             interrupt: t.seized,
+            stepping: false,
             stop: None,
         };
         let seized = new.seized;

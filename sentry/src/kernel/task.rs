@@ -126,6 +126,9 @@ impl Task {
                     }
                 },
                 Event::Exception { signo, code, addr } => {
+                    if signo == libc::SIGTRAP {
+                        super::ptrace::end_step(self);
+                    }
                     log::debug!(
                         "task {}: exception signal {signo} code {code} addr {addr:#x} rip {:#x}",
                         self.thread.tid,
@@ -448,6 +451,10 @@ impl Task {
         }
         if ptrace::of(&self.kernel).syscall_stops(self.thread.tid) {
             self.syscall_exit_stop();
+        }
+        // A step over a system call ends after it, as Linux's.
+        if ptrace::end_step(self) {
+            self.deliver_fault(ptrace::step_trap(self.cpu.regs.rip));
         }
     }
 

@@ -20,7 +20,7 @@ pub(super) const ENTRIES: Entries = &[(
          ATTACH, SEIZE, INTERRUPT, LISTEN, DETACH, KILL, CONT, SYSCALL, PEEK*/POKE* (FOLL_FORCE), PEEKUSER/POKEUSER, \
          GETREGS/SETREGS, GETFPREGS/SETFPREGS, GETREGSET/SETREGSET (NT_PRSTATUS, NT_PRFPREG, NT_X86_XSTATE), \
          GETSIGINFO/SETSIGINFO, GETSIGMASK/SETSIGMASK, GETEVENTMSG, GET_SYSCALL_INFO, ARCH_PRCTL, every \
-         PTRACE_O_* but TRACESECCOMP and TRACEVFORKDONE; SINGLESTEP, SYSEMU and SINGLEBLOCK return EIO, hardware \
+         PTRACE_O_* but TRACESECCOMP and TRACEVFORKDONE, SINGLESTEP (the trap flag); SYSEMU and SINGLEBLOCK return EIO, hardware \
          debug registers read 0 and only 0 may be written, segment selectors cannot be changed (EIO)",
     ),
 )];
@@ -34,6 +34,7 @@ const POKEDATA: u64 = 5;
 const POKEUSR: u64 = 6;
 const CONT: u64 = 7;
 const KILL: u64 = 8;
+const SINGLESTEP: u64 = 9;
 const GETREGS: u64 = 12;
 const SETREGS: u64 = 13;
 const GETFPREGS: u64 = 14;
@@ -95,6 +96,7 @@ fn request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) -> SysResu
     match req {
         CONT => p.resume(me, pid, Resume::Cont, sig()?).map(|()| 0),
         SYSCALL => p.resume(me, pid, Resume::Syscall, sig()?).map(|()| 0),
+        SINGLESTEP => p.resume(me, pid, Resume::Step, sig()?).map(|()| 0),
         LISTEN => p.resume(me, pid, Resume::Listen, 0).map(|()| 0),
         DETACH => p.detach(&k, me, pid, sig()?).map(|()| 0),
         INTERRUPT => p.interrupt(&k, me, pid).map(|()| 0),
@@ -228,7 +230,7 @@ fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) ->
             u64::try_from(info.len()).map_err(|_| Errno::EIO)
         }
         ARCH_PRCTL => p.with_tracee(me, pid, true, |t| arch_prctl(task, t, addr, data)),
-        // Single-stepping, SYSEMU and block-stepping are not emulated.
+        // SYSEMU and block-stepping are not emulated.
         _ => {
             p.with_tracee(me, pid, false, |_| Ok(()))?;
             Err(Errno::EIO)
@@ -283,11 +285,16 @@ fn stop(t: &mut Tracee) -> Result<&mut ptrace::Stop, Errno> {
     t.stop.as_mut().ok_or(Errno::ESRCH)
 }
 
+/// The selectors every guest thread runs with (64-bit user code and
+/// stack; ds, es, fs and gs 0), as Linux reports them for x86-64 tasks.
+const USER_CS: u64 = 0x33;
+const USER_SS: u64 = 0x2b;
+
 /// The registers in `user_regs_struct` order.
 fn reg_words(r: &libc::user_regs_struct) -> [u64; 27] {
     [
         r.r15, r.r14, r.r13, r.r12, r.rbp, r.rbx, r.r11, r.r10, r.r9, r.r8, r.rax, r.rcx, r.rdx, r.rsi, r.rdi,
-        r.orig_rax, r.rip, r.cs, r.eflags, r.rsp, r.ss, r.fs_base, r.gs_base, r.ds, r.es, r.fs, r.gs,
+        r.orig_rax, r.rip, USER_CS, r.eflags, r.rsp, USER_SS, r.fs_base, r.gs_base, 0, 0, 0, 0,
     ]
 }
 
