@@ -98,7 +98,10 @@ impl Task {
             super::ptrace::interrupt_stop(self);
         }
         loop {
-            let space = self.thread.mm().space().clone();
+            let mm = self.thread.mm();
+            mm.unmap_stale();
+            let space = mm.space().clone();
+            drop(mm);
             let (start, stub_start) = (std::time::Instant::now(), space.cpu_time());
             self.thread.cpu.run_started(start, stub_start);
             let event = self.ctx.switch(&space, &mut self.cpu)?;
