@@ -69,6 +69,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "escape_probe",
     "seccomp",
     "pidfd",
+    "ptrace",
 ];
 
 /// The `husk` binary cargo built for this test.
