@@ -116,7 +116,7 @@ impl Tracee {
         let trap = libc::SIGTRAP;
         let code = match kind {
             StopKind::Signal(sig) => sig,
-            StopKind::Group(sig) if self.seized => sig | (EVENT_STOP << 8) as i32,
+            StopKind::Group(sig) if self.seized => sig | i32::try_from(EVENT_STOP << 8).unwrap_or(0),
             StopKind::Group(sig) => sig,
             StopKind::SyscallEnter | StopKind::SyscallExit if self.options & O_TRACESYSGOOD != 0 => trap | 0x80,
             StopKind::SyscallEnter | StopKind::SyscallExit => trap,
@@ -408,7 +408,7 @@ pub fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) -> Outcom
             if let Some(st) = s.released.remove(&me.tid) {
                 return Some(st);
             }
-            let Some(t) = s.tracees.get_mut(&me.tid) else { return None };
+            let t = s.tracees.get_mut(&me.tid)?;
             if killed(&me, kind) {
                 t.stop = None;
                 return None;
