@@ -575,13 +575,9 @@ pub fn interrupt_stop(task: &mut Task) {
 }
 
 /// Thread `t` ends with `status`: its tracer (if not its parent, which
-/// learns of the process's exit the usual way) is told; if `t` was the
-/// last thread of its process, that process's own tracees are detached,
-/// or killed (PTRACE_O_EXITKILL).
-pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus, last: bool) {
+/// learns of the process's exit the usual way) is told.
+pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus) {
     let p = of(k);
-    let mut kill = Vec::new();
-    let mut detached = Vec::new();
     // Read before the table's lock: the process table's lock comes first.
     let ppid = k.procs.ppid(t.tgid);
     {
@@ -592,24 +588,33 @@ pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus, last: bool) {
                 s.exited.push(Exited { tid: t.tid, tgid: t.tgid, tracer: tr.tracer, status });
             }
         }
-        t.ptraced.store(false, Ordering::SeqCst);
-        if last {
-            let tgid = t.tgid;
-            s.exited.retain(|e| e.tracer != tgid);
-            let mine: Vec<i32> = s.tracees.iter().filter(|(_, tr)| tr.tracer == tgid).map(|(&tid, _)| tid).collect();
-            for tid in mine {
-                let Some(mut tr) = s.tracees.remove(&tid) else { continue };
-                if tr.options & O_EXITKILL != 0 {
-                    kill.push(tr.tgid);
-                }
-                if let Some(mut st) = tr.stop.take() {
-                    st.resumed = Some((Resume::Cont, 0));
-                    s.released.insert(tid, st);
-                }
-                detached.push(tid);
-            }
-        }
         s.released.remove(&t.tid);
+        t.ptraced.store(false, Ordering::SeqCst);
+    }
+    k.procs.notify();
+}
+
+/// The last thread of process `tgid` is gone: its tracees are detached
+/// (a stopped one goes on), or killed (PTRACE_O_EXITKILL).
+pub fn tracer_exited(k: &Kernel, tgid: i32) {
+    let p = of(k);
+    let mut kill = Vec::new();
+    let mut detached = Vec::new();
+    {
+        let mut s = p.state.lock();
+        s.exited.retain(|e| e.tracer != tgid);
+        let mine: Vec<i32> = s.tracees.iter().filter(|(_, tr)| tr.tracer == tgid).map(|(&tid, _)| tid).collect();
+        for tid in mine {
+            let Some(mut tr) = s.tracees.remove(&tid) else { continue };
+            if tr.options & O_EXITKILL != 0 {
+                kill.push(tr.tgid);
+            }
+            if let Some(mut st) = tr.stop.take() {
+                st.resumed = Some((Resume::Cont, 0));
+                s.released.insert(tid, st);
+            }
+            detached.push(tid);
+        }
     }
     p.changed.notify_all();
     for tid in detached {
@@ -620,5 +625,4 @@ pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus, last: bool) {
     for tgid in kill {
         k.signal_process(tgid, libc::SIGKILL);
     }
-    k.procs.notify();
 }

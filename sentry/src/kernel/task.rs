@@ -263,8 +263,11 @@ impl Task {
         // Locks it held on its robust list are released to their waiters.
         let robust_head = self.thread.robust_list.lock().0;
         super::robust::exit_robust_list(&self.thread.mm(), &k.futexes, self.thread.tid, robust_head);
-        super::ptrace::thread_exited(&k, &self.thread, status, self.thread.group().thread_count() <= 1);
+        super::ptrace::thread_exited(&k, &self.thread, status);
         let last = k.remove_thread(&self.thread);
+        if last {
+            super::ptrace::tracer_exited(&k, tgid);
+        }
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
         if ctid != 0 {
