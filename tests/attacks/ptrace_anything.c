@@ -1,9 +1,11 @@
-/* ptrace_anything: ptrace and process_vm_readv/writev of any process —
- * the sandbox's init, our parent, a child, ourselves — must not give a
- * guest a way to read or write another process's memory behind the
- * sentry's back (the stubs are real host processes that their sentry
- * threads trace). Each attempt fails, and a secret in the parent's memory
- * stays unread and unchanged. Not run natively (as root it succeeds).
+/* ptrace_anything: ptrace and process_vm_readv/writev must not give a
+ * guest a way to read or write memory behind the sentry's back (the stubs
+ * are real host processes that their sentry threads trace). ptrace is the
+ * sentry's emulation, guest-on-guest only: a pid outside the sandbox
+ * cannot be named, a user cannot trace root's processes, a process that
+ * is not a tracee cannot be peeked, and a TRACEME stop is seen by the
+ * parent alone; process_vm_* fail. The parent's secret stays unread and
+ * unchanged. Not run natively (as root it succeeds).
  */
 // native: skip
 #include "check.h"
@@ -27,13 +29,18 @@ int main(void) {
         struct iovec le = {evil, sizeof evil};
         if (process_vm_writev(parent, &le, 1, &r, 1, 0) != -1)
             bad |= 2;
-        if (ptrace(PTRACE_ATTACH, parent, 0, 0) != -1)
-            bad |= 4;
-        if (ptrace(PTRACE_SEIZE, 1, 0, 0) != -1)
+        /* Pids the sandbox does not have (a host's, a stub's). */
+        pid_t outside[] = {99999, 4194303, -1, 0};
+        for (unsigned i = 0; i < sizeof outside / sizeof outside[0]; i++)
+            if (ptrace(PTRACE_SEIZE, outside[i], 0, 0) != -1 || errno != ESRCH)
+                bad |= 4;
+        if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+            bad |= 32;
+        if (ptrace(PTRACE_ATTACH, parent, 0, 0) != -1 || errno != EPERM)
             bad |= 8;
         errno = 0;
         long w = ptrace(PTRACE_PEEKDATA, parent, (void *)secret, 0);
-        if (errno == 0 && w != -1)
+        if (errno != ESRCH || w != -1)
             bad |= 16;
         _exit(bad);
     }
@@ -42,15 +49,17 @@ int main(void) {
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK_STR((const char *)secret, "the parent's secret");
-    /* PTRACE_TRACEME then exec: the child must not be traced by anyone. */
+    /* PTRACE_TRACEME: the child's stop is its parent's to see and end. */
     kid = CHECK_OK(fork());
     if (kid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) == 0) {
-            /* Then a tracer would see this stop; nobody may. */
-            raise(SIGSTOP);
-        }
+        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+            _exit(1);
+        raise(SIGSTOP);
         _exit(0);
     }
+    CHECK_EQ(waitpid(kid, &st, 0), kid);
+    CHECK(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+    CHECK_EQ(ptrace(PTRACE_CONT, kid, 0, 0), 0);
     CHECK_EQ(waitpid(kid, &st, 0), kid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     return 0;

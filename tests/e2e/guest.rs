@@ -263,6 +263,11 @@ fn guest_pidfd() {
     guest_test("pidfd", &[]);
 }
 
+#[test]
+fn guest_ptrace() {
+    guest_test("ptrace", &[]);
+}
+
 /// Python's `os.pidfd_open` and `select`, as asyncio's pidfd child
 /// watcher uses them: not readable while the child runs, readable once it
 /// exited, then reaped with `waitid(P_PIDFD)`.

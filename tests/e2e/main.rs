@@ -7,6 +7,7 @@
 //! * `escape`: a guest confined with `--rootfs` must not reach host files.
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
+//! * `debuggers`: strace and gdb inside the sandbox (guest ptrace).
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
@@ -27,6 +28,7 @@ mod attacks;
 mod audit;
 mod audit_packages;
 mod confinement;
+mod debuggers;
 mod egress;
 mod escape;
 mod guest;

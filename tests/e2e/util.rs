@@ -81,6 +81,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "proc_load",
     "kill_exiting",
     "tool_calls",
+    "ptrace",
 ];
 
 /// The `husk` binary cargo built for this test.

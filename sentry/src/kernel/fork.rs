@@ -235,6 +235,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     }
     let t = Arc::new(t);
     kernel.add_thread(t.clone());
+    super::ptrace::attach_child(kernel, p, &t, s.args.flags);
     Ok(t)
 }
 
@@ -283,6 +284,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let cpu = args.child_cpu(&task.cpu);
     let t = Arc::new(t);
     kernel.add_thread(t.clone());
+    super::ptrace::attach_child(&kernel, &p, &t, f);
     // A TSYNC that raced with this clone reaches the new thread too.
     t.seccomp.catch_up(&p.seccomp);
     // A stop of the process that raced with this clone parks the new

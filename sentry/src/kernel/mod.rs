@@ -18,6 +18,7 @@ pub mod loadavg;
 pub mod package;
 pub mod pids;
 pub mod process;
+pub mod ptrace;
 pub mod record_lock;
 pub mod rlimit_cpu;
 pub mod robust;

@@ -416,6 +416,26 @@ impl ProcessTable {
         block: bool,
         peek: bool,
     ) -> Result<Option<(i32, ChildEvent, CpuTimes)>, WaitError> {
+        let none = |_: &dyn Fn(i32, i32) -> bool| (false, None::<()>);
+        Ok(self.wait_with(parent, target, what, block, peek, none)?.and_then(|w| match w {
+            Waited::Child(pid, ev, usage) => Some((pid, ev, usage)),
+            Waited::Other(()) => None,
+        }))
+    }
+
+    /// `wait_usage`, also asking `others` (under the table's lock, before
+    /// the children) for news of processes the parent waits for without
+    /// being their parent (its ptrace tracees): given a matcher of (tid,
+    /// tgid) by `target`, it returns whether there are any and the news.
+    pub fn wait_with<T>(
+        &self,
+        parent: i32,
+        target: WaitTarget,
+        what: WaitFor,
+        block: bool,
+        peek: bool,
+        mut others: impl FnMut(&dyn Fn(i32, i32) -> bool) -> (bool, Option<T>),
+    ) -> Result<Option<Waited<T>>, WaitError> {
         let mut p = self.procs.lock();
         loop {
             let matches = |pid: i32, e: &Entry| {
@@ -426,7 +446,19 @@ impl ProcessTable {
                         WaitTarget::Group(g) => e.state().pgid == g,
                     }
             };
-            let mut any = false;
+            let (other_any, news) = {
+                let procs = &*p;
+                let other_matches = |tid: i32, tgid: i32| match target {
+                    WaitTarget::Any => true,
+                    WaitTarget::Pid(t) => t == tid,
+                    WaitTarget::Group(g) => procs.get(&tgid).is_some_and(|e| e.state().pgid == g),
+                };
+                others(&other_matches)
+            };
+            if let Some(news) = news {
+                return Ok(Some(Waited::Other(news)));
+            }
+            let mut any = other_any;
             let mut found = None;
             for (&pid, e) in p.iter() {
                 if matches(pid, e) {
@@ -454,7 +486,7 @@ impl ProcessTable {
                         }
                     }
                 }
-                return Ok(Some((pid, ev, usage)));
+                return Ok(Some(Waited::Child(pid, ev, usage)));
             }
             if !any {
                 return Err(WaitError::NoChildren);
@@ -465,6 +497,22 @@ impl ProcessTable {
             wait_once(&mut p, &self.changed, self.waker()).map_err(WaitError::Interrupted)?;
         }
     }
+
+    /// Wakes the waits on the table: news they ask `wait_with`'s `others`
+    /// for has come.
+    pub fn notify(&self) {
+        let _g = self.procs.lock();
+        self.changed.notify_all();
+    }
+}
+
+/// What `wait_with` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited<T> {
+    /// A child changed (its pid, the change, its CPU time).
+    Child(i32, ChildEvent, CpuTimes),
+    /// News from `others`.
+    Other(T),
 }
 
 #[cfg(test)]

@@ -96,8 +96,16 @@ impl Task {
     }
 
     fn run_loop(&mut self) -> Result<ExitStatus, PlatformError> {
+        if self.thread.ptraced.load(Ordering::SeqCst) {
+            // An auto-attached child stops before its first instruction.
+            self.deliver_pending();
+            super::ptrace::interrupt_stop(self);
+        }
         loop {
-            let space = self.thread.mm().space().clone();
+            let mm = self.thread.mm();
+            mm.unmap_stale();
+            let space = mm.space().clone();
+            drop(mm);
             let (start, stub_start) = (std::time::Instant::now(), space.cpu_time());
             self.thread.cpu.run_started(start, stub_start);
             let event = self.ctx.switch(&space, &mut self.cpu)?;
@@ -115,22 +123,25 @@ impl Task {
                     Err(Segv::Bus) => {
                         self.spurious_faults = 0;
                         log::debug!("task {}: SIGBUS at {addr:#x}: its filesystem is full", self.thread.tid);
-                        signal_frame::deliver(self, &SigInfo::fault(libc::SIGBUS, libc::BUS_ADRERR, addr), true);
+                        self.deliver_fault(SigInfo::fault(libc::SIGBUS, libc::BUS_ADRERR, addr));
                     }
                     result => {
                         self.spurious_faults = 0;
                         let code = if result == Err(Segv::MapErr) { 1 } else { 2 };
                         log::debug!("task {}: SIGSEGV at {addr:#x}, rip {:#x}", self.thread.tid, self.cpu.regs.rip);
-                        signal_frame::deliver(self, &SigInfo::fault(libc::SIGSEGV, code, addr), true);
+                        self.deliver_fault(SigInfo::fault(libc::SIGSEGV, code, addr));
                     }
                 },
                 Event::Exception { signo, code, addr } => {
+                    if signo == libc::SIGTRAP {
+                        super::ptrace::end_step(self);
+                    }
                     log::debug!(
                         "task {}: exception signal {signo} code {code} addr {addr:#x} rip {:#x}",
                         self.thread.tid,
                         self.cpu.regs.rip
                     );
-                    signal_frame::deliver(self, &SigInfo::fault(signo, code, addr), true);
+                    self.deliver_fault(SigInfo::fault(signo, code, addr));
                 }
                 Event::Interrupted => {}
                 Event::CompatSyscall => {
@@ -159,6 +170,7 @@ impl Task {
             }
             if self.exit.is_none() {
                 self.deliver_pending();
+                super::ptrace::interrupt_stop(self);
             }
             // A temporary mask (rt_sigsuspend, ppoll …) is undone only after
             // delivery ran under it, as Linux's restore_saved_sigmask: a
@@ -173,14 +185,27 @@ impl Task {
                 && self.thread.stop_requested.swap(false, Ordering::SeqCst)
             {
                 // Job control: parked until SIGCONT, SIGKILL or the
-                // process's exit; then pending signals are acted on.
+                // process's exit; then pending signals are acted on. A
+                // tracee's group-stop is a ptrace-stop its tracer ends.
                 let t = self.thread.clone();
-                self.kernel.procs.wait_while_stopped(t.tgid, || {
-                    t.pending() & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
-                });
+                let sig = self.kernel.procs.stopped_by(t.tgid).unwrap_or(libc::SIGSTOP);
+                let traced = t.ptraced.load(Ordering::SeqCst)
+                    && !matches!(
+                        super::ptrace::stop(self, super::ptrace::StopKind::Group(sig), None),
+                        super::ptrace::Outcome::NotTraced
+                    );
+                if !traced {
+                    self.kernel.procs.wait_while_stopped(t.tgid, || {
+                        t.pending() & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
+                    });
+                }
                 self.deliver_pending();
             }
             if let Some(status) = self.exit {
+                if self.thread.ptraced.load(Ordering::SeqCst) {
+                    let msg = u64::try_from(status.wait_status()).unwrap_or_default();
+                    super::ptrace::event(self, super::ptrace::EVENT_EXIT, super::ptrace::O_TRACEEXIT, msg);
+                }
                 return Ok(status);
             }
         }
@@ -199,8 +224,25 @@ impl Task {
             // A SIGCONT sent after this point cancels the stop.
             self.stop_continues = self.kernel.procs.continues(self.thread.tgid);
         }
-        if let Some(info) = self.thread.take_any(bit) {
-            signal_frame::deliver(self, &info, false);
+        let Some(info) = self.thread.take_any(bit) else { return };
+        // A tracee's tracer sees the signal first and decides.
+        let Some(info) = super::ptrace::signal_stop(self, info) else { return };
+        let sig = info.signo();
+        if sig != libc::SIGKILL && self.thread.sigmask() & sigbit(sig) != 0 {
+            // The tracer put a blocked signal in its place: it waits.
+            self.thread.queue_signal(info);
+            return;
+        }
+        signal_frame::deliver(self, &info, false);
+    }
+
+    /// A synchronous fault's signal: forced on the thread (fatal when
+    /// blocked or ignored), after its tracer, if any, let it through.
+    fn deliver_fault(&mut self, info: SigInfo) {
+        let sig = info.signo();
+        if let Some(info) = super::ptrace::signal_stop(self, info) {
+            let forced = info.signo() == sig;
+            signal_frame::deliver(self, &info, forced);
         }
     }
 
@@ -225,7 +267,11 @@ impl Task {
         // Locks it held on its robust list are released to their waiters.
         let robust_head = self.thread.robust_list.lock().0;
         super::robust::exit_robust_list(&self.thread.mm(), &k.futexes, self.thread.tid, robust_head);
+        super::ptrace::thread_exited(&k, &self.thread, status);
         let last = k.remove_thread(&self.thread);
+        if last {
+            super::ptrace::tracer_exited(&k, tgid);
+        }
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
         if ctid != 0 {
@@ -345,6 +391,23 @@ impl Task {
     /// Services the system call the guest stopped at and puts its result
     /// in rax (or restarts it).
     pub(super) fn syscall(&mut self) {
+        let traced = self.thread.ptraced.load(Ordering::SeqCst);
+        let stops = traced && super::ptrace::of(&self.kernel).syscall_stops(self.thread.tid);
+        if stops {
+            // As Linux's syscall entry: rax reads -ENOSYS at the stop; the
+            // tracer may change the number (-1 skips the call) and args.
+            self.cpu.regs.rax = errno_to_rax(Errno::ENOSYS);
+            if matches!(
+                super::ptrace::stop(self, super::ptrace::StopKind::SyscallEnter, None),
+                super::ptrace::Outcome::Killed
+            ) {
+                return;
+            }
+            if self.cpu.regs.orig_rax == u64::MAX {
+                self.syscall_exit_stop();
+                return;
+            }
+        }
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
         // A kept deadline belongs to the restart of the same instruction.
@@ -369,6 +432,44 @@ impl Task {
             Err(e) if e.is_restart() => self.restart_or_eintr(e),
             Err(e) => errno_to_rax(e),
         };
+        if traced {
+            self.ptrace_after_syscall(nr, &args, result);
+        }
+    }
+
+    /// A tracee's events at the end of a system call: exec and fork
+    /// events, then the syscall-exit stop, where the tracer may change the
+    /// result.
+    fn ptrace_after_syscall(&mut self, nr: u64, args: &[u64; 6], result: Result<u64, Errno>) {
+        use super::ptrace;
+        const CLONE_VFORK: u64 = 0x4000;
+        let nr = i64::try_from(nr).unwrap_or(-1);
+        match (nr, result) {
+            (libc::SYS_execve | libc::SYS_execveat, Ok(_)) => ptrace::exec_done(self, self.thread.tid),
+            (libc::SYS_fork, Ok(child)) => ptrace::clone_done(self, 17, child),
+            (libc::SYS_vfork, Ok(child)) => ptrace::clone_done(self, CLONE_VFORK | 17, child),
+            (libc::SYS_clone, Ok(child)) => ptrace::clone_done(self, args[0], child),
+            (libc::SYS_clone3, Ok(child)) => {
+                let mut raw = [0u8; 8];
+                let flags = self.thread.mm().copy_in(args[0], &mut raw).map(|()| u64::from_le_bytes(raw));
+                // The exit signal is the struct's fourth word.
+                let mut sig = [0u8; 8];
+                let exit_signal = self.thread.mm().copy_in(args[0] + 32, &mut sig).map(|()| u64::from_le_bytes(sig));
+                ptrace::clone_done(self, flags.unwrap_or(0) | exit_signal.unwrap_or(0), child);
+            }
+            _ => {}
+        }
+        if ptrace::of(&self.kernel).syscall_stops(self.thread.tid) {
+            self.syscall_exit_stop();
+        }
+        // A step over a system call ends after it, as Linux's.
+        if ptrace::end_step(self) {
+            self.deliver_fault(ptrace::step_trap(self.cpu.regs.rip));
+        }
+    }
+
+    fn syscall_exit_stop(&mut self) {
+        super::ptrace::stop(self, super::ptrace::StopKind::SyscallExit, None);
     }
 
     /// An interrupted system call: it ends with EINTR if the signal about

@@ -94,6 +94,9 @@ pub struct Thread {
     pub seccomp: super::seccomp::Seccomp,
     /// The UTS and IPC namespaces it is in.
     pub namespaces: Mutex<super::namespaces::Namespaces>,
+    /// A guest ptrace tracer traces it (`ptrace`): the task loop asks the
+    /// relation about stops only then.
+    pub ptraced: AtomicBool,
 }
 
 impl Thread {
@@ -148,6 +151,7 @@ impl Thread {
             load: std::sync::OnceLock::new(),
             seccomp: super::seccomp::Seccomp::default(),
             namespaces: Mutex::default(),
+            ptraced: AtomicBool::new(false),
         }
     }
 

@@ -89,6 +89,11 @@ pub struct MemoryManager {
     mf: Arc<MemoryFile>,
     space: Arc<dyn AddressSpace>,
     layout: Mutex<Layout>,
+    /// Pages a debugger's write gave a private copy while the platform
+    /// still maps the old frame: only a thread running this space may
+    /// change its mappings, so the next one to run unmaps them
+    /// (`unmap_stale`).
+    stale: Mutex<Vec<u64>>,
 }
 
 /// Where one piece of a copy reads or writes.
@@ -105,13 +110,25 @@ enum Source {
 enum Want {
     Read,
     Write,
+    /// A debugger's read or write (Linux's FOLL_FORCE): any mapped area
+    /// is read; a private one is written through its copy-on-write copy
+    /// even if read-only (a breakpoint in text), a shared one only if
+    /// writable.
+    ForceRead,
+    ForceWrite,
+}
+
+impl Want {
+    fn writes(self) -> bool {
+        matches!(self, Want::Write | Want::ForceWrite)
+    }
 }
 
 impl MemoryManager {
     /// An empty address space; `mmap_top` is where top-down placement starts.
     pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
         let layout = Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top };
-        MemoryManager { mf, space, layout: Mutex::new(layout) }
+        MemoryManager { mf, space, layout: Mutex::new(layout), stale: Mutex::new(Vec::new()) }
     }
 
     /// Shares every page with a child (copy-on-write for private areas)
@@ -155,7 +172,7 @@ impl MemoryManager {
     pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
         let layout =
             image.layout.take().unwrap_or_else(|| Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top: 0 });
-        MemoryManager { mf: image.mf.clone(), space, layout: Mutex::new(layout) }
+        MemoryManager { mf: image.mf.clone(), space, layout: Mutex::new(layout), stale: Mutex::new(Vec::new()) }
     }
 
     pub fn space(&self) -> &Arc<dyn AddressSpace> {
@@ -457,7 +474,7 @@ impl MemoryManager {
         if !vma.shared {
             return Ok(None);
         }
-        let frame = self.frame_for(vma, page, false)?;
+        let frame = self.frame_for(vma, page, false, false)?;
         Ok(Some(frame + (addr - page)))
     }
 
@@ -500,7 +517,7 @@ impl MemoryManager {
             Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(fault_error),
             Some(e) if vma.perms.write && !e.mapped_writable() => {
                 // A write to a page mapped read-only for copy-on-write.
-                self.make_writable(vma, page).map_err(fault_error)?;
+                self.make_writable(vma, page, false).map_err(fault_error)?;
                 self.map_run(vma, page).map(|()| true).map_err(fault_error)
             }
             // Mapped with every access the area allows: either another
@@ -536,6 +553,48 @@ impl MemoryManager {
     pub fn copy_out(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
         let mut done = 0usize;
         self.for_each_page(addr, data.len(), Want::Write, |src, n| {
+            let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
+            done += n;
+            ok
+        })
+    }
+
+    /// Called by a thread about to run this space: unmaps the old frames
+    /// of pages a debugger wrote (`copy_out_forced`), unless a fault has
+    /// mapped the new one since.
+    pub fn unmap_stale(&self) {
+        // Taken before the layout's lock, which a debugger's write holds
+        // while it adds to the list.
+        let stale = std::mem::take(&mut *self.stale.lock());
+        if stale.is_empty() {
+            return;
+        }
+        let l = self.layout.lock();
+        for page in stale {
+            let remapped = find(&l, page).and_then(|v| v.pages.get(&page)).is_some_and(|e| e.mapped());
+            if !remapped {
+                let _ = self.space_unmap(page, PAGE_SIZE);
+            }
+        }
+    }
+
+    /// Reads guest memory as a debugger does (ptrace's PEEK*, FOLL_FORCE):
+    /// any mapped page, whatever its protection.
+    pub fn copy_in_forced(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, buf.len(), Want::ForceRead, |src, n| {
+            let ok = self.read_source(src, &mut buf[done..done + n]);
+            done += n;
+            ok
+        })
+    }
+
+    /// Writes guest memory as a debugger does (ptrace's POKE*,
+    /// FOLL_FORCE): read-only private pages (program text) get a private
+    /// copy that is written; shared mappings must be writable.
+    pub fn copy_out_forced(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, data.len(), Want::ForceWrite, |src, n| {
             let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
             done += n;
             ok
@@ -709,15 +768,17 @@ impl MemoryManager {
             let allowed = match want {
                 Want::Read => vma.perms.read,
                 Want::Write => vma.perms.write,
+                Want::ForceRead => true,
+                Want::ForceWrite => vma.perms.write || !vma.shared,
             };
             if !allowed {
                 return Err(Errno::EFAULT);
             }
             let untouched = !vma.pages.contains_key(&page) && !vma.shared && matches!(vma.backing, Backing::Anon);
-            let src = if want == Want::Read && untouched {
+            let src = if !want.writes() && untouched {
                 Source::Zero
             } else {
-                Source::Frame(self.frame_for(vma, page, want == Want::Write)? + (at - page))
+                Source::Frame(self.frame_for(vma, page, want.writes(), want == Want::ForceWrite)? + (at - page))
             };
             let n = (page + PAGE_SIZE).min(end) - at;
             let n_usize = usize::try_from(n).map_err(|_| Errno::EFAULT)?;
@@ -730,8 +791,8 @@ impl MemoryManager {
     }
 
     /// The frame behind `page`, populated if needed; for a write, a private
-    /// copy.
-    fn frame_for(&self, vma: &mut Vma, page: u64, write: bool) -> Result<u64, Errno> {
+    /// copy (`foreign`: for a thread that does not run this space).
+    fn frame_for(&self, vma: &mut Vma, page: u64, write: bool, foreign: bool) -> Result<u64, Errno> {
         if !vma.pages.contains_key(&page) {
             let frame = match shared_frame(vma, page)? {
                 Some(f) => f,
@@ -744,13 +805,15 @@ impl MemoryManager {
             vma.pages.insert(page, PageEntry::new(frame));
         }
         if write && !vma.shared {
-            self.make_writable(vma, page)?;
+            self.make_writable(vma, page, foreign)?;
         }
         vma.pages.get(&page).map(|e| e.frame()).ok_or(Errno::EFAULT)
     }
 
-    /// Breaks copy-on-write sharing of a private page.
-    fn make_writable(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+    /// Breaks copy-on-write sharing of a private page. The platform's
+    /// mapping of the old frame goes now, or (`foreign`) when a thread of
+    /// the space next runs.
+    fn make_writable(&self, vma: &mut Vma, page: u64, foreign: bool) -> Result<(), Errno> {
         let Some(e) = vma.pages.get(&page).copied() else {
             return Ok(());
         };
@@ -764,7 +827,9 @@ impl MemoryManager {
         }
         self.mf.decref(e.frame());
         vma.pages.insert(page, PageEntry::new(new));
-        if e.mapped() {
+        if e.mapped() && foreign {
+            self.stale.lock().push(page);
+        } else if e.mapped() {
             self.space_unmap(page, PAGE_SIZE)?;
         }
         Ok(())

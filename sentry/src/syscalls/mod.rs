@@ -36,6 +36,7 @@ mod policy;
 mod poll;
 mod prctl;
 mod process;
+mod ptrace;
 mod random;
 mod rlimit;
 mod sched;
@@ -66,7 +67,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 36] = [
+const FAMILIES: [Entries; 37] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -91,6 +92,7 @@ const FAMILIES: [Entries; 36] = [
     time::ENTRIES,
     signal::ENTRIES,
     process::ENTRIES,
+    ptrace::ENTRIES,
     sched::ENTRIES,
     splice::ENTRIES,
     mqueue::ENTRIES,

@@ -1,6 +1,6 @@
 //! System calls husk refuses for policy: they would reach past the
 //! sandbox (modules, kexec, reboot, swap, raw I/O ports, BPF,
-//! perf, process accounting, tracing other processes). Each fails with
+//! perf, process accounting). Each fails with
 //! EPERM, as under a container runtime's default seccomp profile, and is
 //! recorded as `policy.denied` once per process and call.
 
@@ -54,5 +54,4 @@ refused! {
     sys_iopl: SYS_iopl,
     sys_ioperm: SYS_ioperm,
     sys_acct: SYS_acct,
-    sys_ptrace: SYS_ptrace,
 }

@@ -6,9 +6,11 @@ use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::sched::{CLONE_ARGS_SIZE, CLONE_ARGS_SIZE_VER0, CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP, SIGCHLD_FLAG};
 use crate::abi::{Errno, SysResult};
+use crate::kernel::cputime::CpuTimes;
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
-use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget};
+use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget, Waited};
+use crate::kernel::ptrace;
 use crate::kernel::{ExitStatus, Task};
 
 pub(super) const ENTRIES: Entries = &[
@@ -199,16 +201,17 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p => WaitTarget::Pid(p),
     };
     let what = WaitFor { exited: true, stopped: options & WUNTRACED != 0, continued: options & WCONTINUED != 0 };
-    let r = task.kernel.procs.wait_usage(me, target, what, options & WNOHANG == 0, false).map_err(wait_errno)?;
+    let r = wait_any(task, target, what, options & WNOHANG == 0, false)?;
     let Some((child, event, usage)) = r else {
         return Ok(0);
     };
     let mm = task.thread.mm();
     if status_addr != 0 {
         let status: i32 = match event {
-            ChildEvent::Exited(status) => status.wait_status(),
-            ChildEvent::Stopped(sig) => (sig << 8) | 0x7f,
-            ChildEvent::Continued => 0xffff,
+            Reported::Child(ChildEvent::Exited(status)) => status.wait_status(),
+            Reported::Child(ChildEvent::Stopped(sig)) => (sig << 8) | 0x7f,
+            Reported::Child(ChildEvent::Continued) => 0xffff,
+            Reported::Tracee(r) => r.wait_status(),
         };
         mm.copy_out(status_addr, &status.to_le_bytes())?;
     }
@@ -252,7 +255,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let block = options & WNOHANG == 0 && !nonblocking_pidfd;
     let peek = options & WNOWAIT != 0;
-    let r = task.kernel.procs.wait_usage(me, target, what, block, peek).map_err(wait_errno)?;
+    let r = wait_any(task, target, what, block, peek)?;
     if r.is_none() && nonblocking_pidfd && options & WNOHANG == 0 {
         return Err(Errno::EAGAIN);
     }
@@ -262,10 +265,11 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         usage = Some(used);
         // si_code: CLD_EXITED, CLD_KILLED, CLD_STOPPED, CLD_CONTINUED.
         let (code, value) = match event {
-            ChildEvent::Exited(ExitStatus::Code(c)) => (1, c),
-            ChildEvent::Exited(ExitStatus::Signal(s)) => (2, s),
-            ChildEvent::Stopped(sig) => (5, sig),
-            ChildEvent::Continued => (6, libc::SIGCONT),
+            Reported::Child(ChildEvent::Exited(ExitStatus::Code(c))) => (1, c),
+            Reported::Child(ChildEvent::Exited(ExitStatus::Signal(s))) => (2, s),
+            Reported::Child(ChildEvent::Stopped(sig)) => (5, sig),
+            Reported::Child(ChildEvent::Continued) => (6, libc::SIGCONT),
+            Reported::Tracee(r) => r.siginfo_code(),
         };
         let uid = task.thread.creds().uid;
         info.i32(17).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(value);
@@ -280,6 +284,32 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         task.thread.mm().copy_out(a[4], &super::time::encode_rusage(used, 0))?;
     }
     Ok(0)
+}
+
+/// What a wait reports: a child's change, or a ptrace tracee's.
+enum Reported {
+    Child(ChildEvent),
+    Tracee(ptrace::Report),
+}
+
+/// Waits for a change of a child of the caller's process or of one of its
+/// ptrace tracees (whose stops are reported whatever `what` says, as
+/// Linux's, and exits only when `what.exited`).
+fn wait_any(
+    task: &Task,
+    target: WaitTarget,
+    what: WaitFor,
+    block: bool,
+    peek: bool,
+) -> Result<Option<(i32, Reported, CpuTimes)>, Errno> {
+    let me = task.thread.tgid;
+    let traces = ptrace::of(&task.kernel);
+    let tracees = |m: &dyn Fn(i32, i32) -> bool| traces.wait_report(me, m, what.exited, peek);
+    let r = task.kernel.procs.wait_with(me, target, what, block, peek, tracees).map_err(wait_errno)?;
+    Ok(r.map(|w| match w {
+        Waited::Child(pid, ev, usage) => (pid, Reported::Child(ev), usage),
+        Waited::Other((tid, report)) => (tid, Reported::Tracee(report), CpuTimes::default()),
+    }))
 }
 
 fn wait_errno(e: WaitError) -> Errno {

@@ -197,6 +197,8 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
             shown(p, "/sys/kernel/shmall", ipc::shm::SHMALL),
             shown(p, "/sys/kernel/shmmax", ipc::shm::SHMMAX),
             shown(p, "/sys/kernel/shmmni", ipc::shm::SHMMNI),
+            // Classic ptrace permissions: what the sentry's ptrace enforces.
+            dir(p, "/sys/kernel/yama", vec![shown(p, "/sys/kernel/yama/ptrace_scope", 0)]),
         ],
     );
     let pipe_max =
@@ -367,6 +369,7 @@ mod tests {
         let read = |p: &str| read_all(&walk(&root, p).unwrap()).unwrap();
         assert_eq!(read("sys/kernel/ostype"), "Linux\n");
         assert_eq!(read("sys/kernel/pid_max"), "4194304\n");
+        assert_eq!(read("sys/kernel/yama/ptrace_scope"), "0\n", "the classic ptrace checks guest ptrace makes");
         assert_eq!(read("sys/vm/overcommit_memory"), "0\n");
         assert_eq!(read("sys/net/core/somaxconn"), "4096\n");
         assert_eq!(read("sys/kernel/ngroups_max"), "65536\n");

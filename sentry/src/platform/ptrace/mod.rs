@@ -396,7 +396,8 @@ impl Context for PtraceContext {
         let regs = &mut state.regs;
         regs.cs = 0x33;
         regs.ss = 0x2b;
-        regs.eflags = (regs.eflags & 0xcd5) | 0x202;
+        // The trap flag passes: a guest debugger single-steps with it.
+        regs.eflags = (regs.eflags & 0xdd5) | 0x202;
         // The sentry validates what it loads (sigreturn, arch_prctl,
         // clone's TLS) as Linux does; a state the host still refuses ends
         // the guest process, never the sandbox.
