@@ -8,6 +8,7 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `icmp`: ICMP echo (unprivileged ping) through the gateway, likewise.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
@@ -29,6 +30,7 @@ mod confinement;
 mod egress;
 mod escape;
 mod guest;
+mod icmp;
 mod idle;
 mod inbound;
 mod limits;

@@ -73,6 +73,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sync_file_range",
     "hugetlb",
     "acl",
+    "ping_socket",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -30,6 +30,7 @@ mod mmsg;
 mod mqueue;
 mod netlink;
 mod pidfd;
+mod ping;
 mod policy;
 mod poll;
 mod prctl;
