@@ -68,6 +68,10 @@ fn icmp_ping_reaches_an_allowed_destination_and_is_recorded() {
     let addresses: Vec<_> = connects.iter().map(|r| r["address"].as_str().unwrap()).collect();
     assert_eq!(addresses, ["198.18.0.2", "2001:2::2"], "one record per destination: {connects:?}");
     assert_eq!(connects[0]["rule"], "198.18.0.2", "{connects:?}");
+    let closes = records(&audit, "net.close");
+    assert_eq!(closes.len(), 2, "each socket's end: {closes:?}");
+    assert_eq!(closes[1]["sent"], 2 * 12, "two echo requests of 8 + 4 bytes: {closes:?}");
+    assert_eq!(closes[1]["received"], 2 * 12, "and their replies: {closes:?}");
 }
 
 #[test]

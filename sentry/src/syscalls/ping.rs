@@ -17,7 +17,7 @@ use crate::abi::socket::{
 use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
-use crate::fs::egress::{Egress, OpenError};
+use crate::fs::egress::{Egress, Flow, OpenError};
 use crate::fs::ping::PingSocket;
 use crate::host::outer::Kind;
 use crate::kernel::Task;
@@ -124,6 +124,11 @@ fn permit(task: &Task, s: &PingSocket, ip: IpAddr) -> Result<(), Errno> {
     match gateway.decide(SocketAddr::new(ip, 0)) {
         (Verdict::Allowed { rule }, name) => {
             if s.recorded.lock().insert(ip) {
+                // The socket's net.close (bytes each way) names its first destination.
+                let log = task.kernel.audit_log().cloned();
+                let start = std::time::Instant::now();
+                let dest = SocketAddr::new(ip, 0);
+                s.host()?.track(Flow { log, pid, protocol: protocol.clone(), dest, start, inbound: false });
                 let direction = None;
                 task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: 0, name, rule, direction })?;
             }
