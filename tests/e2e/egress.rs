@@ -138,6 +138,13 @@ impl Internet {
         cmd
     }
 
+    /// `ip netns exec` of `argv` in the sandbox-side namespace.
+    pub(crate) fn in_sandbox(&self, argv: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.sandbox_ns]).args(argv).current_dir("/");
+        cmd
+    }
+
     /// `ip netns exec` of husk with `args` in the sandbox-side namespace.
     pub(crate) fn husk_in_sandbox_ns(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("ip");

@@ -9,6 +9,7 @@
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `debuggers`: strace and gdb inside the sandbox (guest ptrace).
 //! * `egress`: the egress gateway, in network namespaces the tests build.
+//! * `icmp`: ICMP echo (unprivileged ping) through the gateway, likewise.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
@@ -32,6 +33,7 @@ mod debuggers;
 mod egress;
 mod escape;
 mod guest;
+mod icmp;
 mod idle;
 mod inbound;
 mod limits;

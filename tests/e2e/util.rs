@@ -82,6 +82,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "kill_exiting",
     "tool_calls",
     "ptrace",
+    "ping_socket",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -127,7 +127,8 @@ fn args_in(a: u8, xs: &[u64], b: u8, ys: &[u64]) -> Result<Vec<SeccompRule>, sec
 }
 
 /// The egress gateway's host calls: it opens non-blocking IPv4/IPv6
-/// stream and datagram sockets only (protocol 0: TCP or UDP), connects
+/// stream and datagram sockets only (protocol 0: TCP or UDP, or the ICMP
+/// echo sockets of the family's ICMP), connects
 /// and carries them, reads their pending error and sets the int options
 /// it forwards; for connections in, it binds and listens.
 fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), seccompiler::BackendError> {
@@ -141,6 +142,11 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), secco
         for &ty in &types {
             sockets.push(SeccompRule::new(vec![eq(0, family)?, eq(1, ty)?, eq(2, 0)?])?);
         }
+    }
+    // ICMP echo sockets (fs/ping.rs): SOCK_DGRAM with the family's ICMP.
+    for (family, protocol) in [(libc::AF_INET, libc::IPPROTO_ICMP), (libc::AF_INET6, libc::IPPROTO_ICMPV6)] {
+        let ty = u(libc::SOCK_DGRAM | flags);
+        sockets.push(SeccompRule::new(vec![eq(0, u(family))?, eq(1, ty)?, eq(2, u(protocol))?])?);
     }
     rules.insert(libc::SYS_socket, sockets);
     for nr in [libc::SYS_connect, libc::SYS_sendto, libc::SYS_recvfrom, libc::SYS_shutdown] {

@@ -586,6 +586,11 @@ impl HostConn {
         host::peer(self.fd.as_fd())
     }
 
+    /// bind(2) of the host socket (an ICMP echo socket's id).
+    pub fn bind(&self, to: SocketAddr) -> Result<(), Errno> {
+        host::bind(self.fd.as_fd(), to)
+    }
+
     /// The host socket's own address (its port is the connection's).
     pub fn local(&self) -> Result<SocketAddr, Errno> {
         host::local(self.fd.as_fd())

@@ -24,6 +24,7 @@ pub mod netdev;
 pub mod netlink;
 pub mod overlay;
 pub mod pidfd;
+pub mod ping;
 pub mod pipe;
 pub mod procfs;
 pub mod read_only;

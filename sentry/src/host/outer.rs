@@ -5,10 +5,10 @@
 //! call on it can come from any sentry thread. The thread confines itself
 //! first (the caller's `prepare`: an empty root of its own, no
 //! capabilities) and is bound by the sentry's seccomp filter like every
-//! other thread; it only ever makes `socket` calls.
+//! other thread; it only ever makes `socket` calls (TCP, UDP, ICMP echo).
 
 use crate::abi::Errno;
-use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockProtocol, SockType};
 use parking_lot::Mutex;
 use std::os::fd::OwnedFd;
 use std::sync::mpsc;
@@ -18,6 +18,10 @@ use std::sync::mpsc;
 pub enum Kind {
     Stream,
     Datagram,
+    /// An ICMP (ICMPv6) echo socket: SOCK_DGRAM with IPPROTO_ICMP
+    /// (IPPROTO_ICMPV6), which the outer namespace's
+    /// `net.ipv4.ping_group_range` may refuse (EACCES).
+    Ping,
 }
 
 struct Request {
@@ -33,11 +37,13 @@ pub struct Outer {
 
 fn open(v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
     let family = if v6 { AddressFamily::Inet6 } else { AddressFamily::Inet };
-    let ty = match kind {
-        Kind::Stream => SockType::Stream,
-        Kind::Datagram => SockType::Datagram,
+    let (ty, protocol) = match kind {
+        Kind::Stream => (SockType::Stream, None),
+        Kind::Datagram => (SockType::Datagram, None),
+        Kind::Ping if v6 => (SockType::Datagram, Some(SockProtocol::IcmpV6)),
+        Kind::Ping => (SockType::Datagram, Some(SockProtocol::Icmp)),
     };
-    socket(family, ty, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None).map_err(|e| Errno(e as i32))
+    socket(family, ty, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, protocol).map_err(|e| Errno(e as i32))
 }
 
 impl Outer {
@@ -65,7 +71,7 @@ impl Outer {
     }
 
     /// A new non-blocking, close-on-exec host socket in the outer
-    /// namespace: IPv6 or IPv4, stream or datagram.
+    /// namespace: IPv6 or IPv4, stream, datagram or ICMP echo.
     pub fn socket(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.requests.lock().send(Request { v6, kind, reply }).map_err(|_| Errno::ENETUNREACH)?;

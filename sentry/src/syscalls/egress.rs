@@ -114,7 +114,7 @@ fn record_connect(task: &Task, s: &InetSocket, a: Allowed) -> Result<(), Errno> 
 /// net.denied naming the limit.
 fn open(task: &Task, gateway: &Gateway, s: &InetSocket, dest: SocketAddr, kind: Kind) -> Result<Opened, Errno> {
     let v6 = match kind {
-        Kind::Stream => dest.is_ipv6(),
+        Kind::Stream | Kind::Ping => dest.is_ipv6(),
         // Of the guest socket's family, so that a reply's sender reads
         // as the guest expects.
         Kind::Datagram => matches!(&s.endpoint, Endpoint::Udp(u) if u.family() == Family::V6),

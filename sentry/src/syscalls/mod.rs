@@ -32,6 +32,7 @@ mod mqueue;
 mod namespace;
 mod netlink;
 mod pidfd;
+mod ping;
 mod policy;
 mod poll;
 mod prctl;

@@ -5,7 +5,7 @@
 
 use super::args::{self, int};
 use super::sockopt::{self, Sock};
-use super::{inet, netlink};
+use super::{inet, netlink, ping};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK, O_RDWR};
 use crate::abi::layout::{Encoder, Layout};
@@ -24,7 +24,7 @@ use crate::vfs::FileOps;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
 
-const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
+const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports; ICMP echo sockets, SOCK_DGRAM with IPPROTO_ICMP/IPPROTO_ICMPV6 as unprivileged ping uses, carried on host ping sockets of the outer namespace, so EACCES when its net.ipv4.ping_group_range refuses them, each echo request checked against the egress policy (EPERM when denied), with --network none sends fail with ENETUNREACH, their options other than SO_RCVTIMEO/SO_SNDTIMEO are ENOPROTOOPT; raw and packet sockets EPERM) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
@@ -67,12 +67,16 @@ fn socket_of(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<UnixSock
 enum Other {
     Inet(inet::Open),
     Netlink(netlink::Open),
+    Ping(ping::Open),
 }
 
 /// The IP or netlink socket behind descriptor `fd`, if it is one.
 fn other(task: &Task, fd: u64) -> Result<Option<Other>, Errno> {
     let f = args::file(task, fd)?;
-    Ok(inet::socket_of(&f).map(Other::Inet).or_else(|| netlink::socket_of(&f).map(Other::Netlink)))
+    Ok(inet::socket_of(&f)
+        .map(Other::Inet)
+        .or_else(|| netlink::socket_of(&f).map(Other::Netlink))
+        .or_else(|| ping::socket_of(&f).map(Other::Ping)))
 }
 
 /// Does socket description `f` (or this one call's flags) not block?
@@ -133,6 +137,9 @@ fn install_new<S: FileOps + crate::vfs::Node + 'static>(
 
 fn sys_socket(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (domain, ty) = (int(a[0]), int(a[1]));
+    if ping::wants(domain, ty, int(a[2])) {
+        return install_new(task, ty, |_| ping::socket(task, domain));
+    }
     if domain == AF_INET || domain == AF_INET6 {
         return install_new(task, ty, |kind| inet::socket(task, domain, kind, int(a[2])));
     }
@@ -231,6 +238,7 @@ fn sys_bind(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::bind(task, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::bind(task, &s, a),
+        Some(Other::Ping((_, s))) => return ping::bind(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -272,6 +280,7 @@ fn sys_listen(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::listen(task, &s),
         Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        Some(Other::Ping((_, _))) => return Err(Errno::EOPNOTSUPP),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -318,6 +327,7 @@ fn sys_connect(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::connect(task, &f, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::connect(task, &s, a),
+        Some(Other::Ping((_, s))) => return ping::connect(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -344,6 +354,7 @@ fn accept(task: &Task, a: [u64; 6], flags: i32) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::accept(task, &f, &s, a, flags),
         Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        Some(Other::Ping((_, _))) => return Err(Errno::EOPNOTSUPP),
         None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
@@ -372,6 +383,7 @@ fn sys_getsockname(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::getsockname(task, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::getsockname(task, &s, a),
+        Some(Other::Ping((_, s))) => return ping::getsockname(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -383,6 +395,7 @@ fn sys_getpeername(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::getpeername(task, &s, a),
         Some(Other::Netlink((_, _))) => return netlink::getpeername(task, a),
+        Some(Other::Ping(_)) => return ping::getpeername(),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -544,6 +557,7 @@ fn sys_sendto(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::sendto(task, &f, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::sendto(task, &s, a),
+        Some(Other::Ping((f, s))) => return ping::sendto(task, &f, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -569,6 +583,7 @@ fn sys_recvfrom(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::recvfrom(task, &f, &s, a),
         Some(Other::Netlink((f, s))) => return netlink::recvfrom(task, &f, &s, a),
+        Some(Other::Ping((f, s))) => return ping::recvfrom(task, &f, &s, a),
         None => {}
     }
     let (n, from) = recv(task, a[0], a[1], super::file::count(a[2]), a[3])?;
@@ -750,6 +765,7 @@ pub(super) fn sys_sendmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::sendmsg(task, &f, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::sendmsg(task, &s, a),
+        Some(Other::Ping((f, s))) => return ping::sendmsg(task, &f, &s, a),
         None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
@@ -782,6 +798,7 @@ pub(super) fn sys_recvmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((f, s))) => return inet::recvmsg(task, &f, &s, a),
         Some(Other::Netlink((f, s))) => return netlink::recvmsg(task, &f, &s, a),
+        Some(Other::Ping((f, s))) => return ping::recvmsg(task, &f, &s, a),
         None => {}
     }
     let (f, s) = socket_of(task, a[0])?;
@@ -828,6 +845,7 @@ fn sys_shutdown(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::shutdown(&s, int(a[1])),
         Some(Other::Netlink((_, _))) => return Err(Errno::EOPNOTSUPP),
+        Some(Other::Ping((_, s))) => return ping::shutdown(&s, int(a[1])),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -844,6 +862,7 @@ fn sys_getsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::getsockopt(task, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::getsockopt(task, &s, a),
+        Some(Other::Ping((_, s))) => return ping::getsockopt(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;
@@ -898,6 +917,7 @@ fn sys_setsockopt(task: &mut Task, a: [u64; 6]) -> SysResult {
     match other(task, a[0])? {
         Some(Other::Inet((_, s))) => return inet::setsockopt(task, &s, a),
         Some(Other::Netlink((_, s))) => return netlink::setsockopt(task, &s, a),
+        Some(Other::Ping((_, s))) => return ping::setsockopt(task, &s, a),
         None => {}
     }
     let (_, s) = socket_of(task, a[0])?;

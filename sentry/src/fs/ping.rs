@@ -1,0 +1,94 @@
+//! ICMP echo sockets (SOCK_DGRAM with IPPROTO_ICMP or IPPROTO_ICMPV6),
+//! as unprivileged `ping` uses them. Each is carried on a host ping
+//! socket the egress gateway opens in the outer network namespace, so
+//! the host kernel assigns echo ids, checks the ICMP header and routes
+//! replies exactly as Linux's ping sockets do; the guest only ever holds
+//! this file. Without a gateway (`--network none`) the socket exists but
+//! has no way out: sends fail with ENETUNREACH, as with no route.
+
+use crate::abi::poll::{POLLOUT, POLLWRNORM};
+use crate::abi::Errno;
+use crate::fs::egress::{HostConn, Opened};
+use crate::vfs::{FileOps, TimeSpec};
+use crate::waiter::{Entry, Queue};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A guest ICMP echo socket.
+pub struct PingSocket {
+    ino: u64,
+    created: TimeSpec,
+    /// An ICMPv6 socket (AF_INET6), else ICMP (AF_INET).
+    pub v6: bool,
+    /// The host ping socket; None without a gateway.
+    host: Option<HostConn>,
+    /// Waiters for the host socket's readiness.
+    events: Arc<Queue>,
+    /// Destinations this socket's echo requests to were recorded for
+    /// (one net.connect per destination).
+    pub recorded: Mutex<HashSet<IpAddr>>,
+    /// SO_RCVTIMEO and SO_SNDTIMEO.
+    pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
+}
+
+impl PingSocket {
+    pub fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
+        let events = Arc::new(Queue::default());
+        let host = host.map(|o| HostConn::leased(o, &events));
+        Arc::new(PingSocket { ino, created, v6, host, events, recorded: Mutex::default(), timeouts: Mutex::default() })
+    }
+
+    /// The host socket the echo requests leave on: ENETUNREACH without
+    /// a gateway.
+    pub fn host(&self) -> Result<&HostConn, Errno> {
+        self.host.as_ref().ok_or(Errno::ENETUNREACH)
+    }
+}
+
+super::anon::socket_node!(PingSocket);
+
+impl FileOps for PingSocket {
+    /// One echo reply (with its ICMP header); EAGAIN without one.
+    fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        let host = self.host.as_ref().ok_or(Errno::EAGAIN)?;
+        host.recv_from(buf, false).map(|(n, _, _)| n)
+    }
+
+    /// An echo request to the connected peer (whose connect the policy
+    /// allowed); the host checks its header.
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        let host = self.host()?;
+        if !host.is_connected() {
+            return Err(Errno::EDESTADDRREQ);
+        }
+        host.send(buf)
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn poll_events(&self) -> u32 {
+        self.host.as_ref().map_or(POLLOUT | POLLWRNORM, HostConn::paced_events)
+    }
+
+    fn event_register(&self, e: &Entry) {
+        self.events.register(e);
+    }
+
+    fn event_unregister(&self, e: &Entry) {
+        self.events.unregister(e);
+    }
+
+    fn io_timeout(&self, write: bool) -> Option<Duration> {
+        let t = self.timeouts.lock();
+        if write {
+            t.1
+        } else {
+            t.0
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! System calls on ICMP echo sockets (`fs/ping.rs`): socket(AF_INET,
+//! SOCK_DGRAM, IPPROTO_ICMP) and its ICMPv6 twin, as unprivileged `ping`
+//! uses them. Every echo request is checked against the egress policy as
+//! a connect is (denied: EPERM at once and a net.denied record; allowed:
+//! a net.connect record with protocol icmp, once per destination) and
+//! then sent on the socket's host ping socket; replies come back with
+//! their ICMP header, as Linux's ping sockets return them.
+
+use super::args::{self, int};
+use super::block::wait_io;
+use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use crate::abi::layout::{Encoder, Layout};
+use crate::abi::socket::{
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET, SO_DOMAIN, SO_ERROR,
+    SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
+};
+use crate::abi::time::Timeval;
+use crate::abi::{Errno, SysResult};
+use crate::audit::Record;
+use crate::fs::egress::{Egress, Flow, OpenError};
+use crate::fs::ping::PingSocket;
+use crate::host::outer::Kind;
+use crate::kernel::Task;
+use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
+use crate::waiter::deadline_in;
+use husk_netstack::egress::Verdict;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+/// An open ICMP echo socket: its description (flags) and the socket.
+pub(super) type Open = (Arc<FileDescription>, Arc<PingSocket>);
+
+/// The largest datagram a ping socket takes (Linux: EMSGSIZE past it).
+const MAX_DATAGRAM: usize = 0xFFFF;
+
+/// An ICMP header: type, code, checksum, id, sequence.
+const HEADER: usize = 8;
+
+/// The ICMP echo socket that open file `f` is, if it is one.
+pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
+    f.ops.clone().into_any().downcast::<PingSocket>().ok().map(|s| (f.clone(), s))
+}
+
+/// Whether socket(2) with these arguments asks for an ICMP echo socket.
+pub(super) fn wants(domain: i32, ty: i32, protocol: i32) -> bool {
+    let kind = ty & 0xf;
+    kind == SOCK_DGRAM
+        && ((domain == AF_INET && protocol == libc::IPPROTO_ICMP)
+            || (domain == AF_INET6 && protocol == libc::IPPROTO_ICMPV6))
+}
+
+/// socket(2): a host ping socket in the outer namespace carries it. The
+/// host's refusal is the guest's: EACCES when the outer namespace's
+/// `net.ipv4.ping_group_range` excludes the sentry, as an unprivileged
+/// ping gets on that host. Past `--egress-max-conns`: ENOBUFS. Without
+/// a gateway the socket has no way out (sends: ENETUNREACH).
+pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno> {
+    let v6 = domain == AF_INET6;
+    let egress = task.kernel.ext::<Egress>();
+    let host = match egress.gateway() {
+        None => None,
+        Some(g) => match g.open(v6, Kind::Ping) {
+            Ok(o) => Some(o),
+            Err(OpenError::Errno(e)) => return Err(e),
+            Err(OpenError::Limit(n)) => {
+                log::debug!("egress: an ICMP socket past the limit of {n} host sockets");
+                return Err(Errno::ENOBUFS);
+            }
+        },
+    };
+    Ok(PingSocket::new(task.kernel.anon_ino(), super::fd::now(), v6, host))
+}
+
+/// Reads the sockaddr at `addr` (`len` bytes) for socket `s`: its
+/// address and port (the echo id for bind); None for AF_UNSPEC.
+fn read_addr(task: &Task, s: &PingSocket, addr: u64, len: u64) -> Result<Option<(IpAddr, u16)>, Errno> {
+    let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+    let need = if s.v6 { 24 } else { 16 };
+    if !(2..=128).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; len];
+    task.thread.mm().copy_in(addr, &mut raw)?;
+    let fam = i32::from(u16::from_le_bytes([raw[0], raw[1]]));
+    if fam == i32::from(AF_UNSPEC) {
+        return Ok(None);
+    }
+    let r = raw.get(..need).ok_or(Errno::EINVAL)?;
+    let port = u16::from_be_bytes([r[2], r[3]]);
+    match (s.v6, fam) {
+        (false, AF_INET) => Ok(Some((IpAddr::V4(Ipv4Addr::new(r[4], r[5], r[6], r[7])), port))),
+        (true, AF_INET6) => {
+            let mut ip = [0u8; 16];
+            ip.copy_from_slice(&r[8..24]);
+            Ok(Some((IpAddr::V6(Ipv6Addr::from(ip)), port)))
+        }
+        _ => Err(Errno::EAFNOSUPPORT),
+    }
+}
+
+/// The sockaddr bytes of `ip` with `port`.
+fn encode(ip: IpAddr, port: u16) -> Vec<u8> {
+    let mut e = Encoder::new();
+    match ip {
+        IpAddr::V4(v4) => {
+            e.u16(2).bytes(&port.to_be_bytes()).bytes(&v4.octets()).bytes(&[0u8; 8]);
+        }
+        IpAddr::V6(v6) => {
+            e.u16(10).bytes(&port.to_be_bytes()).u32(0).bytes(&v6.octets()).u32(0);
+        }
+    }
+    e.as_bytes().to_vec()
+}
+
+/// The policy's word on an echo request to `ip`: EPERM and a net.denied
+/// record when it is denied; allowed, a net.connect record the first
+/// time this socket sends there. ICMP has no port: a rule allows it when
+/// it allows the address on any port.
+fn permit(task: &Task, s: &PingSocket, ip: IpAddr) -> Result<(), Errno> {
+    let egress = task.kernel.ext::<Egress>();
+    let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
+    let ip = ip.to_canonical();
+    let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), ip.to_string());
+    match gateway.decide(SocketAddr::new(ip, 0)) {
+        (Verdict::Allowed { rule }, name) => {
+            if s.recorded.lock().insert(ip) {
+                // The socket's net.close (bytes each way) names its first destination.
+                let log = task.kernel.audit_log().cloned();
+                let start = std::time::Instant::now();
+                let dest = SocketAddr::new(ip, 0);
+                s.host()?.track(Flow { log, pid, protocol: protocol.clone(), dest, start, inbound: false });
+                let direction = None;
+                task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port: 0, name, rule, direction })?;
+            }
+            Ok(())
+        }
+        (verdict, _) => {
+            log::debug!("egress: icmp to {ip} {verdict}");
+            let reason = verdict.to_string();
+            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason })?;
+            Err(Errno::EPERM)
+        }
+    }
+}
+
+/// Sends one echo request: Linux's checks in its order (size, then the
+/// ICMP header, then the address), then the policy's.
+fn send(task: &Task, f: &FileDescription, s: &PingSocket, data: &[u8], to: Option<IpAddr>, flags: u64) -> SysResult {
+    let echo = if s.v6 { 128 } else { 8 };
+    if data.len() < HEADER || data[0] != echo || data[1] != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let host = s.host()?;
+    let deadline = s.timeouts.lock().1.map(deadline_in);
+    let n = match to {
+        None if !host.is_connected() => return Err(Errno::EDESTADDRREQ),
+        None => wait_io(f, WRITE_EVENTS, nonblocking(f, flags), deadline, || host.send(data))?,
+        Some(ip) => {
+            permit(task, s, ip)?;
+            let to = SocketAddr::new(ip, 0);
+            wait_io(f, WRITE_EVENTS, nonblocking(f, flags), deadline, || host.send_to(data, to))?
+        }
+    };
+    u64::try_from(n).map_err(|_| Errno::EINVAL)
+}
+
+/// The guest's `bufs` gathered into one datagram.
+fn gather(task: &Task, bufs: &[(u64, usize)]) -> Result<Vec<u8>, Errno> {
+    let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add);
+    if total > MAX_DATAGRAM {
+        return Err(Errno::EMSGSIZE);
+    }
+    let mut data = Vec::with_capacity(total);
+    for &(base, len) in bufs {
+        let at = data.len();
+        data.resize(at + len, 0);
+        task.thread.mm().copy_in(base, &mut data[at..])?;
+    }
+    Ok(data)
+}
+
+/// The destination address of a send, if it names one.
+fn destination(task: &Task, s: &PingSocket, addr: u64, len: u64) -> Result<Option<IpAddr>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let (ip, _) = read_addr(task, s, addr, len)?.ok_or(Errno::EAFNOSUPPORT)?;
+    Ok(Some(ip))
+}
+
+pub(super) fn sendto(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    let data = gather(task, &[(a[1], len)])?;
+    let to = destination(task, s, a[4], a[5])?;
+    send(task, f, s, &data, to, a[3])
+}
+
+pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    let data = gather(task, &iovec_list(task, &h)?)?;
+    let to = destination(task, s, h.name, u64::from(h.namelen))?;
+    send(task, f, s, &data, to, a[2])
+}
+
+/// Receives one echo reply into the guest's `bufs`: (count, or the whole
+/// length with MSG_TRUNC; whether it was cut; its sender).
+fn recv(
+    task: &Task,
+    f: &FileDescription,
+    s: &PingSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+) -> Result<(u64, bool, Option<SocketAddr>), Errno> {
+    let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(MAX_DATAGRAM);
+    let mut buf = vec![0u8; total];
+    let peek = flags & MSG_PEEK != 0;
+    let deadline = s.timeouts.lock().0.map(deadline_in);
+    let attempt = || match s.host() {
+        Ok(host) => host.recv_from(&mut buf, peek),
+        Err(_) => Err(Errno::EAGAIN),
+    };
+    let (n, full, from) = wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, attempt)?;
+    let mut at = 0;
+    for &(base, len) in bufs {
+        if at >= n {
+            break;
+        }
+        let k = len.min(n - at);
+        task.thread.mm().copy_out(base, &buf[at..at + k])?;
+        at += k;
+    }
+    let reported = if flags & MSG_TRUNC != 0 { full } else { n };
+    Ok((u64::try_from(reported).unwrap_or(0), n < full, from))
+}
+
+/// How socket `s` shows a sender: port 0, as Linux's ping sockets do.
+fn sender(s: &PingSocket, from: Option<SocketAddr>) -> Vec<u8> {
+    let ip = from.map_or(if s.v6 { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() }, |a| a.ip());
+    encode(ip, 0)
+}
+
+pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let len = super::file::count(a[2]);
+    args::user_range(a[1], len)?;
+    let (n, _, from) = recv(task, f, s, &[(a[1], len)], a[3])?;
+    if a[4] != 0 && a[5] != 0 {
+        write_sockaddr(task, a[4], a[5], &sender(s, from))?;
+    }
+    Ok(n)
+}
+
+pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let h = read_msghdr(task, a[1])?;
+    let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    if h.name != 0 {
+        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sender(s, from))?;
+    }
+    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
+    write_msg_results(task, a[1], 0, flags)?;
+    Ok(n)
+}
+
+/// bind(2): the port is the echo id; the address may only be "any" or
+/// the sandbox's own (eth0's), which the host socket binds as "any".
+pub(super) fn bind(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let (ip, id) = read_addr(task, s, a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
+    let own = husk_netstack::iface::uplink().is_some_and(|u| IpAddr::V4(u.addr) == ip);
+    if !ip.is_unspecified() && !own {
+        return Err(Errno::EADDRNOTAVAIL);
+    }
+    let any = if s.v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+    s.host()?.bind(SocketAddr::new(any, id))?;
+    Ok(0)
+}
+
+/// connect(2): echo requests without an address go to the peer, which
+/// the policy must allow; AF_UNSPEC forgets it.
+pub(super) fn connect(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let to = read_addr(task, s, a[1], a[2])?;
+    let host = s.host()?;
+    match to {
+        None => host.disconnect_datagrams()?,
+        Some((ip, _)) => {
+            permit(task, s, ip)?;
+            host.connect_datagrams(SocketAddr::new(ip, 0))?;
+        }
+    }
+    Ok(0)
+}
+
+/// getsockname(2): the echo id as the port; the address is "any" unless
+/// bound, as Linux shows an unbound ping socket's.
+pub(super) fn getsockname(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let any = if s.v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+    let local = match s.host() {
+        Ok(h) => h.local()?,
+        Err(_) => SocketAddr::new(any, 0),
+    };
+    write_sockaddr(task, a[1], a[2], &encode(any, local.port()))?;
+    Ok(0)
+}
+
+/// getpeername(2): ENOTCONN even when connected, as in Linux, whose
+/// inet_getname finds no peer port on a ping socket.
+pub(super) fn getpeername() -> SysResult {
+    Err(Errno::ENOTCONN)
+}
+
+pub(super) fn getsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let tv = |t: Option<std::time::Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
+    let value: Vec<u8> = match (int(a[1]), int(a[2])) {
+        (SOL_SOCKET, SO_TYPE) => SOCK_DGRAM.to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_DOMAIN) => (if s.v6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_PROTOCOL) => {
+            (if s.v6 { libc::IPPROTO_ICMPV6 } else { libc::IPPROTO_ICMP }).to_le_bytes().to_vec()
+        }
+        (SOL_SOCKET, SO_ERROR) => s.host().map_or(Ok(0), |h| h.take_error())?.to_le_bytes().to_vec(),
+        (SOL_SOCKET, SO_RCVTIMEO) => tv(s.timeouts.lock().0),
+        (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
+        _ => return Err(Errno::ENOPROTOOPT),
+    };
+    write_sockopt(task, a, &value)
+}
+
+/// setsockopt(2): the timeouts; other options are not carried yet
+/// (ENOPROTOOPT, which ping reports as a warning and goes on).
+pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+    let opt = (int(a[1]), int(a[2]));
+    if opt != (SOL_SOCKET, SO_RCVTIMEO) && opt != (SOL_SOCKET, SO_SNDTIMEO) {
+        return Err(Errno::ENOPROTOOPT);
+    }
+    let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
+    if len < Timeval::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; Timeval::SIZE];
+    task.thread.mm().copy_in(a[3], &mut raw)?;
+    let t = super::inet::timeval(&raw)?;
+    let mut timeouts = s.timeouts.lock();
+    if opt.1 == SO_RCVTIMEO {
+        timeouts.0 = t;
+    } else {
+        timeouts.1 = t;
+    }
+    Ok(0)
+}
+
+/// shutdown(2): as a UDP socket's, ENOTCONN unless connected.
+pub(super) fn shutdown(s: &PingSocket, how: i32) -> SysResult {
+    let (read, write) = match how {
+        libc::SHUT_RD => (true, false),
+        libc::SHUT_WR => (false, true),
+        libc::SHUT_RDWR => (true, true),
+        _ => return Err(Errno::EINVAL),
+    };
+    let host = s.host().map_err(|_| Errno::ENOTCONN)?;
+    if !host.is_connected() {
+        return Err(Errno::ENOTCONN);
+    }
+    host.shutdown(read, write)?;
+    Ok(0)
+}

@@ -1,0 +1,120 @@
+/* ping_socket.c — ICMP echo sockets as unprivileged ping uses them
+ * (SOCK_DGRAM, IPPROTO_ICMP): Linux's checks of the ICMP header, the echo
+ * id the socket is given on its first send (getsockname's port) or by
+ * bind, replies with their ICMP header and that id, poll readiness,
+ * MSG_DONTWAIT, connect (and getpeername's ENOTCONN even then). argv[1]: an IPv4 address that
+ * answers echo requests. Run where net.ipv4.ping_group_range admits the
+ * caller (the e2e test's network namespace sets it). */
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+static const char payload[] = "husk-ping";
+
+/* An echo request of type `type` with sequence `seq` and the payload. */
+static size_t request(unsigned char *buf, int type, int seq) {
+    struct icmphdr h = {.type = type, .code = 0};
+    h.un.echo.sequence = htons(seq);
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, payload, sizeof payload);
+    return sizeof h + sizeof payload;
+}
+
+static unsigned short local_id(int s, struct in_addr *addr) {
+    struct sockaddr_in me;
+    socklen_t len = sizeof me;
+    CHECK_OK(getsockname(s, (struct sockaddr *)&me, &len));
+    CHECK_EQ(len, sizeof me);
+    CHECK_EQ(me.sin_family, AF_INET);
+    *addr = me.sin_addr;
+    return ntohs(me.sin_port);
+}
+
+/* Waits for and checks the reply to sequence `seq` from `dest`, whose id
+ * must be `id`. */
+static void reply(int s, const struct sockaddr_in *dest, int seq, unsigned short id) {
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    CHECK(p.revents & POLLIN);
+    unsigned char buf[256];
+    struct sockaddr_in from;
+    socklen_t len = sizeof from;
+    memset(&from, 0xaa, sizeof from);
+    ssize_t n = CHECK_OK(recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len));
+    CHECK_EQ(n, sizeof(struct icmphdr) + sizeof payload);
+    struct icmphdr h;
+    memcpy(&h, buf, sizeof h);
+    CHECK_EQ(h.type, ICMP_ECHOREPLY);
+    CHECK_EQ(h.code, 0);
+    CHECK_EQ(ntohs(h.un.echo.id), id);
+    CHECK_EQ(ntohs(h.un.echo.sequence), seq);
+    CHECK(memcmp(buf + sizeof h, payload, sizeof payload) == 0);
+    CHECK_EQ(len, sizeof from);
+    CHECK_EQ(from.sin_family, AF_INET);
+    CHECK_EQ(from.sin_addr.s_addr, dest->sin_addr.s_addr);
+    CHECK_EQ(from.sin_port, 0);
+    CHECK_ERR(recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2)
+        FAILF("usage: ping_socket ADDRESS");
+    struct sockaddr_in dest = {.sin_family = AF_INET};
+    CHECK_EQ(inet_pton(AF_INET, argv[1], &dest.sin_addr), 1);
+    unsigned char buf[256];
+
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP));
+    int v = 0;
+    socklen_t vl = sizeof v;
+    CHECK_OK(getsockopt(s, SOL_SOCKET, SO_TYPE, &v, &vl));
+    CHECK_EQ(v, SOCK_DGRAM);
+    CHECK_OK(getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &v, &vl));
+    CHECK_EQ(v, IPPROTO_ICMP);
+    /* No id before the first send. */
+    struct in_addr addr;
+    CHECK_EQ(local_id(s, &addr), 0);
+    CHECK_EQ(addr.s_addr, htonl(INADDR_ANY));
+
+    /* Linux's checks: a whole ICMP header, an echo request, an address. */
+    size_t n = request(buf, ICMP_ECHO, 1);
+    CHECK_ERR(sendto(s, buf, 4, 0, (struct sockaddr *)&dest, sizeof dest), EINVAL);
+    request(buf, ICMP_TIMESTAMP, 1);
+    CHECK_ERR(sendto(s, buf, n, 0, (struct sockaddr *)&dest, sizeof dest), EINVAL);
+    request(buf, ICMP_ECHO, 1);
+    CHECK_ERR(send(s, buf, n, 0), EDESTADDRREQ);
+    struct sockaddr_in6 wrong = {.sin6_family = AF_INET6};
+    CHECK_ERR(sendto(s, buf, n, 0, (struct sockaddr *)&wrong, sizeof wrong), EAFNOSUPPORT);
+    CHECK_ERR(recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+
+    /* An echo and its reply, which carries the id the socket was given. */
+    CHECK_EQ(sendto(s, buf, n, 0, (struct sockaddr *)&dest, sizeof dest), (ssize_t)n);
+    unsigned short id = local_id(s, &addr);
+    CHECK(id != 0);
+    CHECK_EQ(addr.s_addr, htonl(INADDR_ANY));
+    reply(s, &dest, 1, id);
+    struct sockaddr_in peer;
+    socklen_t pl = sizeof peer;
+    CHECK_ERR(getpeername(s, (struct sockaddr *)&peer, &pl), ENOTCONN);
+
+    /* bind chooses the id; connect the destination of plain sends. */
+    int b = CHECK_OK(socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(4242)};
+    CHECK_OK(bind(b, (struct sockaddr *)&any, sizeof any));
+    CHECK_EQ(local_id(b, &addr), 4242);
+    CHECK_ERR(bind(b, (struct sockaddr *)&any, sizeof any), EINVAL);
+    CHECK_OK(connect(b, (struct sockaddr *)&dest, sizeof dest));
+    /* A ping socket has no peer port, so Linux shows no peer at all. */
+    pl = sizeof peer;
+    CHECK_ERR(getpeername(b, (struct sockaddr *)&peer, &pl), ENOTCONN);
+    n = request(buf, ICMP_ECHO, 2);
+    CHECK_EQ(write(b, buf, n), (ssize_t)n);
+    reply(b, &dest, 2, 4242);
+    close(b);
+    close(s);
+    puts("ok");
+    return 0;
+}
