@@ -336,7 +336,7 @@ pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult 
     }
     let mut raw = [0u8; Timeval::SIZE];
     task.thread.mm().copy_in(a[3], &mut raw)?;
-    let t = super::inet::timeval(&raw)?;
+    let t = super::sockopt::timeout(&raw)?;
     let mut timeouts = s.timeouts.lock();
     if opt.1 == SO_RCVTIMEO {
         timeouts.0 = t;
