@@ -184,6 +184,11 @@ impl AuditLog {
     pub fn start_flusher(log: &Arc<AuditLog>) -> std::io::Result<()> {
         let weak = Arc::downgrade(log);
         std::thread::Builder::new().name("audit-flush".into()).spawn(move || {
+            // It may start before the sentry blocks the host signals it
+            // waits for (SIGWINCH, the forwarded ones): a thread that left
+            // them open would take them, and their default action (ignore,
+            // or end the process) is not the sentry's.
+            let _ = nix::sys::signal::SigSet::all().thread_block();
             while let Some(log) = weak.upgrade() {
                 {
                     let mut c = log.chain.lock();
