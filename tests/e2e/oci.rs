@@ -906,6 +906,51 @@ fn a_container_killed_with_sigkill_has_its_audit_log_closed() {
     oci.husk(&["audit", "verify", copy.to_str().unwrap()]).assert_code(0);
 }
 
+#[test]
+fn sigkill_and_forced_delete_lose_no_batched_audit_record() {
+    // file.create records wait in a batch for up to 5 ms; a guest making
+    // files as fast as it can always has some waiting. Each is chained
+    // before its file exists, so every file the kill left on the host has
+    // its record in the log.
+    for forced_delete in [false, true] {
+        let host = TempDir::new("flushkill");
+        let data = host.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let script = "i=0; while :; do i=$((i+1)); : > /data/f$i; [ $i = 50 ] && echo made 50; done";
+        let extra = serde_json::json!({
+            "root": { "path": "/", "readonly": true },
+            "mounts": [{ "destination": "/data", "type": "bind", "source": &data, "options": ["rbind"] }],
+        });
+        let oci = Oci::new(&["sh", "-c", script], extra);
+        let id = unique("flushkill");
+        let out = oci.create_with(&["--audit-watch", "/data/**"], &id);
+        oci.husk(&["start", &id]).assert_code(0);
+        wait_output(&out, "made 50");
+        if forced_delete {
+            oci.husk(&["delete", "--force", &id]).assert_code(0);
+        } else {
+            oci.husk(&["kill", &id, "KILL"]).assert_code(0);
+            oci.husk(&["delete", &id]).assert_code(0);
+        }
+        let (bytes, recs) = audit_records(&oci, &id);
+        let (code, text) = verify_log(&oci, "flushkill.log", &bytes);
+        assert_eq!(code, 0, "{text}");
+        let created: std::collections::HashSet<&str> =
+            recs.iter().filter(|r| r["type"] == "file.create").filter_map(|r| r["path"].as_str()).collect();
+        let mut files: Vec<String> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| format!("/data/{}", e.unwrap().file_name().to_string_lossy()))
+            .collect();
+        files.sort_by_key(|f| f[7..].parse::<u64>().unwrap());
+        assert!(files.len() >= 50, "{files:?}");
+        assert!(created.contains("/data/f50"), "the known create is not in the log");
+        let missing: Vec<&String> = files.iter().filter(|f| !created.contains(f.as_str())).collect();
+        assert!(missing.is_empty(), "files made without their record in the log: {missing:?} (of {})", files.len());
+        let exit = &recs[recs.len() - 2];
+        assert_eq!((&exit["type"], &exit["reason"]), (&"sandbox.exit".into(), &"killed".into()));
+    }
+}
+
 /// The records of a container's log, parsed.
 fn audit_records(oci: &Oci, id: &str) -> (Vec<u8>, Vec<serde_json::Value>) {
     let show = oci.husk(&["audit", "show", id]);

@@ -22,7 +22,10 @@ pub fn run(g: &GlobalArgs, args: DeleteArgs) -> anyhow::Result<i32> {
     };
     match c.status() {
         Status::Stopped | Status::Created => {}
-        s if args.force => log::debug!("deleting a {s} container"),
+        s if args.force => {
+            log::debug!("deleting a {s} container");
+            super::kill::flush_before_kill(&c);
+        }
         s => bail!("cannot delete container {} that is not stopped: {s}", args.id),
     }
     let log = c.record.audit_log.clone();

@@ -52,9 +52,27 @@ pub fn run(g: &GlobalArgs, args: KillArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// How long a sentry about to be killed may take to write out its audit
+/// log's batch.
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Asks the sentry of `c`, about to be SIGKILLed, to write out the audit
+/// records it holds in a batch (and to hold none from now on), so that the
+/// kill loses none. Best effort and bounded: a frozen sentry cannot answer
+/// and is not asked; a wedged one is killed all the same.
+pub(super) fn flush_before_kill(c: &Container) {
+    if !matches!(c.status(), Status::Running | Status::Created) {
+        return;
+    }
+    if let Err(e) = control::call_within(&c.control_path(), Request::Flush, Some(FLUSH_WAIT)) {
+        log::warn!("the sandbox did not write out its audit records before the kill: {e}");
+    }
+}
+
 /// Kills the sentry (its stubs die with it: it is their pid namespace's
 /// init) and the gofers, and waits (bounded) until they are gone.
 fn end_sandbox(c: &Container) -> anyhow::Result<()> {
+    flush_before_kill(c);
     c.record.sentry.signal(Signal::SIGKILL).context("killing the sandbox")?;
     for p in std::iter::once(&c.record.sentry).chain(&c.record.gofers) {
         super::delete::end(p);

@@ -69,6 +69,9 @@ struct Chain {
     /// Between `sandbox.pause` and `sandbox.resume`: records other than
     /// lifecycle ones wait, and so do the actions they describe.
     held: bool,
+    /// The sentry is about to be killed ([`AuditLog::flush_for_kill`]):
+    /// no record waits in a batch any more.
+    unbatched: bool,
 }
 
 /// What stops the sandbox when its log fails closed.
@@ -156,6 +159,7 @@ impl AuditLog {
             batch_from: 0,
             scratch: Vec::new(),
             held: false,
+            unbatched: false,
         };
         let log = AuditLog {
             watch,
@@ -263,7 +267,7 @@ impl AuditLog {
         drop(redacted);
         c.scratch = line;
         c.seq += 1;
-        if record.may_wait() && c.batch.len() < MAX_BATCH {
+        if record.may_wait() && !c.unbatched && c.batch.len() < MAX_BATCH {
             return Ok(());
         }
         let written = Self::hand_over(&mut c).and_then(|()| if record.is_lifecycle() { c.sink.sync() } else { Ok(()) });
@@ -326,6 +330,15 @@ impl AuditLog {
         }
         let written = Self::hand_over(&mut c);
         self.settle(c, written)
+    }
+
+    /// Hands the batch to the sink and stops batching: the runtime is
+    /// about to SIGKILL the sentry (`husk kill ID KILL`, `delete --force`),
+    /// so every record, this batch's and any written until the kill, must
+    /// be in the host kernel's hands when its write returns.
+    pub fn flush_for_kill(&self) -> Result<(), AuditError> {
+        self.chain.lock().unbatched = true;
+        self.flush()
     }
 
     /// Makes every record written so far durable (at exit).
@@ -557,6 +570,23 @@ pub(crate) mod tests {
             .unwrap();
         let summary = crate::audit::verify::verify(&sink.bytes.lock()).unwrap();
         assert_eq!(summary.records, 6);
+    }
+
+    #[test]
+    fn a_flush_before_a_kill_writes_the_batch_and_every_record_after_it_at_once() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let sink = Memory::default();
+        let log = AuditLog::open("sb", Box::new(sink.clone()), SecurityConfig::default(), false).unwrap();
+        log.write(&Record::FileCreate { pid: 1, path: "/etc/a".into() }).unwrap();
+        assert_eq!(lines(&sink).len(), 1, "still in the batch");
+        log.flush_for_kill().unwrap();
+        assert_eq!(lines(&sink).len(), 2);
+        let appends = sink.appends.load(Relaxed);
+        log.write(&Record::FileCreate { pid: 1, path: "/etc/b".into() }).unwrap();
+        log.write(&Record::ProcessExit { pid: 1, outcome: Outcome::Status(0) }).unwrap();
+        assert_eq!(sink.appends.load(Relaxed), appends + 2, "one write each, none waits");
+        let paths: Vec<String> = lines(&sink).iter().filter_map(|r| r["path"].as_str().map(str::to_string)).collect();
+        assert_eq!(paths, ["/etc/a", "/etc/b"]);
     }
 
     #[test]

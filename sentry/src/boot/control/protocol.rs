@@ -122,6 +122,10 @@ pub enum Request {
     Pausing,
     /// The runtime thawed the sandbox (`resume`): write `sandbox.resume`.
     Resumed,
+    /// The runtime is about to SIGKILL the sentry (`kill ID KILL`,
+    /// `delete --force`): hand the audit log's batch to the host and write
+    /// every later record at once, then reply.
+    Flush,
 }
 
 /// A request line that is not one of ours.
@@ -148,6 +152,7 @@ impl Request {
             Request::Wait => b"wait\n".to_vec(),
             Request::Pausing => b"pausing\n".to_vec(),
             Request::Resumed => b"resumed\n".to_vec(),
+            Request::Flush => b"flush\n".to_vec(),
             Request::Limits { cpu_max, pids_max, memory_max } => {
                 let cpu = match cpu_max {
                     None => "keep".to_string(),
@@ -175,6 +180,7 @@ impl Request {
             ["wait"] => Request::Wait,
             ["pausing"] => Request::Pausing,
             ["resumed"] => Request::Resumed,
+            ["flush"] => Request::Flush,
             ["exec", len] => {
                 let len = len.parse::<usize>().map_err(|_| bad())?;
                 return if len <= MAX_PAYLOAD { Ok(Header::Exec(len)) } else { Err(bad()) };
@@ -340,6 +346,7 @@ mod tests {
             Request::Wait,
             Request::Pausing,
             Request::Resumed,
+            Request::Flush,
             Request::Signal { sig: 15, all: true },
             Request::Signal { sig: 9, all: false },
             Request::Limits { cpu_max: Some(Some((50_000, 100_000))), pids_max: None, memory_max: Some(Some(1 << 26)) },
@@ -403,7 +410,7 @@ mod tests {
 
     #[test]
     fn garbage_is_refused() {
-        for line in ["", "stop", "signal", "signal x init", "signal 9 some", "start now", "pausing now"] {
+        for line in ["", "stop", "signal", "signal x init", "signal 9 some", "start now", "pausing now", "flush now"] {
             assert!(Request::decode(line).is_err(), "{line:?}");
         }
     }
