@@ -64,6 +64,34 @@ fn name_in(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Option<Vec<u8>> {
     Some(full)
 }
 
+/// What a `file.mount` record says of a change of the task's view.
+pub(super) struct ViewChange<'a> {
+    pub operation: &'a str,
+    /// The mount point, new root, or none (unshare).
+    pub at: Option<&'a Arc<Dentry>>,
+    /// A bind or move's source, or pivot_root's put_old.
+    pub from: Option<&'a Arc<Dentry>>,
+    /// A new mount's device string.
+    pub device: Option<&'a [u8]>,
+    pub fs_type: Option<&'a [u8]>,
+    pub flags: u64,
+}
+
+/// A change of the task's view of the filesystem about to be made, which
+/// changes the paths later records name (`file.mount`): recorded whether
+/// or not a watched path is involved.
+pub(super) fn view_change(task: &Task, c: &ViewChange<'_>) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    let path = c.at.map(|d| text(&path_of(task, d)));
+    let source = c.from.map(|d| text(&path_of(task, d))).or_else(|| c.device.map(text));
+    let fs_type = c.fs_type.map(text);
+    let (operation, flags) = (c.operation.to_owned(), c.flags);
+    task.kernel.audit(|| Record::FileMount { pid, operation, path, source, fs_type, flags })
+}
+
 /// An open with O_CREAT about to make `name` in `dir` (told by the VFS,
 /// which resolved them for the open itself).
 pub(super) fn create(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), Errno> {
