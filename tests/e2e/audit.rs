@@ -331,7 +331,8 @@ fn wait_bounded(child: &mut std::process::Child, pgid: u32) -> std::process::Exi
 
 /// A bind mount, an unmount, a chroot and unshare(CLONE_NEWNS) change
 /// which paths the watched globs see; each is recorded (file.mount)
-/// before it takes effect, whether or not a watched path is involved.
+/// before it takes effect, whether or not a watched path is involved, and
+/// paths are spelled from the mount namespace's root, not a chroot's.
 #[test]
 fn changes_of_the_filesystem_view_are_recorded_before_they_take_effect() {
     let dir = TempDir::new("audit-mount");
@@ -347,6 +348,7 @@ open("/tmp/e/via_bind", "w").write("x")
 ok(libc.umount2(b"/tmp/e", 0))
 ok(libc.unshare(0x20000))  # CLONE_NEWNS
 os.chroot("/etc")
+open("/via_chroot", "w").write("x")
 print("chrooted", os.path.exists("/hostname"), flush=True)
 "#;
     let mut cmd = husk_do(&["--audit-log", log.to_str().unwrap()], &["python3", "-c", script]);
@@ -368,6 +370,8 @@ print("chrooted", os.path.exists("/hostname"), flush=True)
     assert_ne!(recs[unshare]["flags"].as_u64().unwrap() & 0x20000, 0, "CLONE_NEWNS");
     let chroot = at("chroot", Some("/etc"));
     assert!(bind < umount && umount < unshare && unshare < chroot, "{recs:#?}");
+    let created = recs.iter().position(|r| r["type"] == "file.create" && r["path"] == "/etc/via_chroot");
+    assert!(created.is_some_and(|c| c > chroot), "a watched file made after a chroot keeps its path: {recs:#?}");
     verify(&log).assert_code(0);
 }
 

@@ -15,9 +15,11 @@ fn logging(task: &Task) -> bool {
     task.kernel.audit_log().is_some()
 }
 
-/// `d`'s path as the task sees it.
+/// `d`'s path from the root of the task's mount namespace, whatever
+/// root the task chrooted to: a chroot does not move a watched file out
+/// of the globs' sight.
 fn path_of(task: &Task, d: &Arc<Dentry>) -> Vec<u8> {
-    d.path_from(&task.thread.fs().root())
+    d.path_from(&task.thread.fs().mounts().root())
 }
 
 /// The path `(dirfd, path)` names, its directories resolved and its last

@@ -102,7 +102,8 @@ fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
     if f & CLONE_NEWNS != 0 {
         // Recorded (file.mount) before it is made: mounts in the new
         // namespace change what the process's paths name.
-        let change = ViewChange { operation: "unshare", at: None, from: None, device: None, fs_type: None, flags: a[0] };
+        let change =
+            ViewChange { operation: "unshare", at: None, from: None, device: None, fs_type: None, flags: a[0] };
         view_change(task, &change)?;
     }
     let t = &task.thread;
