@@ -370,6 +370,11 @@ print("chrooted", os.path.exists("/hostname"), flush=True)
     assert_ne!(recs[unshare]["flags"].as_u64().unwrap() & 0x20000, 0, "CLONE_NEWNS");
     let chroot = at("chroot", Some("/etc"));
     assert!(bind < umount && umount < unshare && unshare < chroot, "{recs:#?}");
+    let via_bind = recs.iter().position(|r| r["type"] == "file.create" && r["path"] == "/usr/via_bind");
+    assert!(
+        via_bind.is_some_and(|c| bind < c && c < umount),
+        "a file made through a bind is named by its source: {recs:#?}"
+    );
     let created = recs.iter().position(|r| r["type"] == "file.create" && r["path"] == "/etc/via_chroot");
     assert!(created.is_some_and(|c| c > chroot), "a watched file made after a chroot keeps its path: {recs:#?}");
     verify(&log).assert_code(0);

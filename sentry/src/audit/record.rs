@@ -168,10 +168,10 @@ pub enum Record {
     /// umount2, chroot, pivot_root, unshare(CLONE_NEWNS)), and with it the
     /// spelling of the paths `--audit-watch` matches and later `file.*`
     /// records name: recorded for every such call a permitted process
-    /// makes, watched paths or not, before it takes effect. Paths are
-    /// spelled, as in every `file.*` record, from the root of the
-    /// process's mount namespace (a chroot does not change them), before
-    /// the change; `source` is a bind or
+    /// makes, watched paths or not, before it takes effect. Its paths are
+    /// as the process sees them before the change (the other `file.*`
+    /// records spell theirs from the mount namespace's root, through
+    /// binds' sources); `source` is a bind or
     /// move's source, a new mount's device string, or pivot_root's
     /// put_old.
     #[serde(rename = "file.mount")]

@@ -16,10 +16,11 @@ fn logging(task: &Task) -> bool {
 }
 
 /// `d`'s path from the root of the task's mount namespace, whatever
-/// root the task chrooted to: a chroot does not move a watched file out
-/// of the globs' sight.
+/// root the task chrooted to, with binds spelled from their source
+/// (`MountNamespace::source_path`): neither a chroot nor a bind mount
+/// moves a watched file out of the globs' sight.
 fn path_of(task: &Task, d: &Arc<Dentry>) -> Vec<u8> {
-    d.path_from(&task.thread.fs().mounts().root())
+    task.thread.fs().mounts().source_path(d)
 }
 
 /// The path `(dirfd, path)` names, its directories resolved and its last
@@ -87,8 +88,10 @@ pub(super) fn view_change(task: &Task, c: &ViewChange<'_>) -> Result<(), Errno> 
         return Ok(());
     }
     let pid = task.thread.tgid;
-    let path = c.at.map(|d| text(&path_of(task, d)));
-    let source = c.from.map(|d| text(&path_of(task, d))).or_else(|| c.device.map(text));
+    // As the task sees them: the record says what the guest asked for.
+    let root = task.thread.fs().root();
+    let path = c.at.map(|d| text(&d.path_from(&root)));
+    let source = c.from.map(|d| text(&d.path_from(&root))).or_else(|| c.device.map(text));
     let fs_type = c.fs_type.map(text);
     let (operation, flags) = (c.operation.to_owned(), c.flags);
     task.kernel.audit(|| Record::FileMount { pid, operation, path, source, fs_type, flags })
