@@ -3,7 +3,7 @@
 //! logs; an exec record that outlives its process's SIGKILL; a log the
 //! guest can neither see nor write; an OOM kill's record; a failing log
 //! stopping the sandbox, or not with --audit-fail-open; changes to
-//! watched paths.
+//! watched paths and to the filesystem view.
 
 use crate::util::{husk_bin, husk_do, kill_group, run, Run, TempDir, TIMEOUT};
 use serde_json::Value;
@@ -327,6 +327,57 @@ fn wait_bounded(child: &mut std::process::Child, pgid: u32) -> std::process::Exi
         let _ = child.wait();
         panic!("husk did not end")
     })
+}
+
+/// A bind mount, an unmount, a chroot and unshare(CLONE_NEWNS) change
+/// which paths the watched globs see; each is recorded (file.mount)
+/// before it takes effect, whether or not a watched path is involved, and
+/// paths are spelled from the mount namespace's root, not a chroot's.
+#[test]
+fn changes_of_the_filesystem_view_are_recorded_before_they_take_effect() {
+    let dir = TempDir::new("audit-mount");
+    let log = dir.path().join("audit.log");
+    let script = r#"
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def ok(r):
+    assert r == 0, os.strerror(ctypes.get_errno())
+os.makedirs("/tmp/e", exist_ok=True)
+ok(libc.mount(b"/usr", b"/tmp/e", None, 4096, None))  # MS_BIND
+open("/tmp/e/via_bind", "w").write("x")
+ok(libc.umount2(b"/tmp/e", 0))
+ok(libc.unshare(0x20000))  # CLONE_NEWNS
+os.chroot("/etc")
+open("/via_chroot", "w").write("x")
+print("chrooted", os.path.exists("/hostname"), flush=True)
+"#;
+    let mut cmd = husk_do(&["--audit-log", log.to_str().unwrap()], &["python3", "-c", script]);
+    cmd.current_dir(dir.path());
+    let r = run(cmd, None);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str().trim(), "chrooted True", "{}", r.describe());
+    let recs = records(&log);
+    let at = |op: &str, path: Option<&str>| {
+        recs.iter()
+            .position(|r| r["type"] == "file.mount" && r["operation"] == op && r["path"].as_str() == path)
+            .unwrap_or_else(|| panic!("no file.mount {op} {path:?}: {recs:#?}"))
+    };
+    let bind = at("mount", Some("/tmp/e"));
+    assert_eq!(recs[bind]["source"], "/usr");
+    assert_ne!(recs[bind]["flags"].as_u64().unwrap() & 4096, 0, "MS_BIND");
+    let umount = at("umount2", Some("/tmp/e"));
+    let unshare = at("unshare", None);
+    assert_ne!(recs[unshare]["flags"].as_u64().unwrap() & 0x20000, 0, "CLONE_NEWNS");
+    let chroot = at("chroot", Some("/etc"));
+    assert!(bind < umount && umount < unshare && unshare < chroot, "{recs:#?}");
+    let via_bind = recs.iter().position(|r| r["type"] == "file.create" && r["path"] == "/usr/via_bind");
+    assert!(
+        via_bind.is_some_and(|c| bind < c && c < umount),
+        "a file made through a bind is named by its source: {recs:#?}"
+    );
+    let created = recs.iter().position(|r| r["type"] == "file.create" && r["path"] == "/etc/via_chroot");
+    assert!(created.is_some_and(|c| c > chroot), "a watched file made after a chroot keeps its path: {recs:#?}");
+    verify(&log).assert_code(0);
 }
 
 #[test]

@@ -91,7 +91,7 @@ l.bind(("0.0.0.0", 8000))
 l.listen(8)
 print("ready", flush=True)
 c, peer = l.accept()
-print("peer", peer[0], peer[1], "local", c.getsockname()[1], flush=True)
+print("peer", peer[0], peer[1], "local", *c.getsockname(), flush=True)
 data = b""
 while True:
     d = c.recv(100)
@@ -106,12 +106,13 @@ sys.stdin.readline()
 print("done", flush=True)
 "#;
 
-/// A client in the internet namespace: sends `hello`, half-closes, reads
+/// A client (of 198.18.0.1, or of the address in argv[2]): sends `hello`, half-closes, reads
 /// the answer to its end; or says `refused` (no listener) or `reset`.
 const CLIENT: &str = r#"
 import socket, sys
 try:
-    s = socket.create_connection(("198.18.0.1", int(sys.argv[1])), timeout=20)
+    host = sys.argv[2] if len(sys.argv) > 2 else "198.18.0.1"
+    s = socket.create_connection((host, int(sys.argv[1])), timeout=20)
 except ConnectionRefusedError:
     print("refused")
     sys.exit(0)
@@ -151,7 +152,11 @@ fn inbound_publish_hands_connections_to_the_guest_listener_and_refuses_without_o
     let got = client(&net, 18080);
     let from = got.strip_prefix("got HELLO from ").unwrap_or_else(|| panic!("client: {got}"));
     let peer = guest.expect("peer");
-    assert_eq!(peer, format!("peer 198.18.0.2 {from} local 8000"), "the guest's accept sees the real peer");
+    assert_eq!(
+        peer,
+        format!("peer 198.18.0.2 {from} local 10.0.2.15 8000"),
+        "the guest's accept sees the real peer, and its own address (eth0's) as the local one"
+    );
     guest.expect("closed");
     assert_eq!(client(&net, 18080), "refused", "with no guest listener the host refuses at once");
     guest.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
@@ -171,6 +176,37 @@ fn inbound_publish_hands_connections_to_the_guest_listener_and_refuses_without_o
     assert_eq!(connect["rule"], "--publish 0.0.0.0:18080:8000");
     let close = find("net.close");
     assert_eq!((close["sent"].as_u64(), close["received"].as_u64()), (Some(5), Some(5)));
+}
+
+/// A host-side client on the outer namespace's loopback shows in the
+/// guest as the gateway (10.0.2.2), as docker-proxy shows the bridge's
+/// gateway, never as the guest's own loopback a guest service may trust;
+/// the audit log keeps the real peer.
+#[test]
+fn inbound_publish_shows_a_loopback_peer_as_the_gateway() {
+    let Some(net) = Internet::new() else { return };
+    let dir = TempDir::new("inbound-lo");
+    let log = dir.path().join("audit.jsonl");
+    let log_arg = log.to_str().unwrap();
+    let mut guest =
+        Guest::start(&net, &["--audit-log", log_arg, "do", "--publish", "18083:8000", "--", "python3", "-c", ECHO]);
+    guest.expect("ready");
+    let r = run(net.in_sandbox(&["python3", "-c", CLIENT, "18083", "127.0.0.1"]), None);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let got = r.stdout_str().trim().to_string();
+    let from = got.strip_prefix("got HELLO from ").unwrap_or_else(|| panic!("client: {got}"));
+    assert_eq!(guest.expect("peer"), format!("peer 10.0.2.2 {from} local 10.0.2.15 8000"));
+    guest.expect("closed");
+    guest.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    guest.expect("done");
+    assert_eq!(guest.wait(), Some(0));
+    let records = std::fs::read_to_string(&log).unwrap();
+    let connect = records
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["type"] == "net.connect" && r["direction"] == "inbound")
+        .unwrap_or_else(|| panic!("no inbound net.connect:\n{records}"));
+    assert_eq!((connect["address"].as_str(), connect["port"].to_string()), (Some("127.0.0.1"), from.to_owned()));
 }
 
 #[test]

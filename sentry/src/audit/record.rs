@@ -164,6 +164,28 @@ pub enum Record {
     /// (/run/secrets/NAME): its path, never its value.
     #[serde(rename = "file.read")]
     FileRead { pid: i32, path: String },
+    /// A process's view of the filesystem is about to change (mount,
+    /// umount2, chroot, pivot_root, unshare(CLONE_NEWNS)), and with it the
+    /// spelling of the paths `--audit-watch` matches and later `file.*`
+    /// records name: recorded for every such call a permitted process
+    /// makes, watched paths or not, before it takes effect. Its paths are
+    /// as the process sees them before the change (the other `file.*`
+    /// records spell theirs from the mount namespace's root, through
+    /// binds' sources); `source` is a bind or
+    /// move's source, a new mount's device string, or pivot_root's
+    /// put_old.
+    #[serde(rename = "file.mount")]
+    FileMount {
+        pid: i32,
+        operation: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fs_type: Option<String>,
+        flags: u64,
+    },
     /// A system call or operation husk refused for policy (EPERM), once
     /// per process and call.
     #[serde(rename = "policy.denied")]

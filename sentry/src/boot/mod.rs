@@ -283,6 +283,11 @@ fn boot_with(
     // The gateway's thread stays in the outer network namespace when the
     // sentry leaves it; whether the sandbox gets a way out is decided when
     // its init starts (see `Uplink`).
+    let net = match &cfg.network {
+        Network::Sandbox(_) if container || !cfg.publish.is_empty() => crate::boot::seccomp::Net::Inbound,
+        Network::Sandbox(_) => crate::boot::seccomp::Net::Egress,
+        Network::None => crate::boot::seccomp::Net::None,
+    };
     let uplink = match cfg.network {
         Network::Sandbox(egress) => {
             let outer = Outer::start(|| crate::boot::confine::confine_thread().map_err(|e| e.to_string()))
@@ -304,7 +309,7 @@ fn boot_with(
     if let (Some(l), Some(g)) = (listener, &life) {
         crate::boot::control::serve(Arc::downgrade(&kernel), l, g.clone()).map_err(BootError::Thread)?;
     }
-    crate::boot::seccomp::confine_sentry(uplink.is_some())?;
+    crate::boot::seccomp::confine_sentry(net)?;
 
     let init = cfg.init;
     let limits = cfg.limits;

@@ -130,8 +130,9 @@ fn args_in(a: u8, xs: &[u64], b: u8, ys: &[u64]) -> Result<Vec<SeccompRule>, sec
 /// stream and datagram sockets only (protocol 0: TCP or UDP, or the ICMP
 /// echo sockets of the family's ICMP), connects
 /// and carries them, reads their pending error and sets the int options
-/// it forwards; for connections in, it binds and listens.
-fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), seccompiler::BackendError> {
+/// it forwards; binds (an ICMP echo socket's id, a published port) and,
+/// only with `inbound` (`--publish`, a container), listens.
+fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, inbound: bool) -> Result<(), seccompiler::BackendError> {
     let u = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
     let families = [u(libc::AF_INET), u(libc::AF_INET6)];
     let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
@@ -155,17 +156,21 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), secco
     for nr in [libc::SYS_getpeername, libc::SYS_getsockname] {
         rules.insert(nr, Vec::new());
     }
-    // Connections in (fs/inbound.rs): host listeners bound to the
-    // published ports, listening while a guest listener is there; their
+    // bind: a guest ping socket's bind sets its host socket's ICMP id
+    // (fs/ping.rs). Connections in (fs/inbound.rs), in a sandbox with
+    // inbound only: host listeners bound to the published ports (with
+    // SO_REUSEADDR), listening while a guest listener is there; their
     // connections are taken with accept4, which the control socket
-    // already needs.
-    for nr in [libc::SYS_bind, libc::SYS_listen] {
-        rules.insert(nr, Vec::new());
+    // already needs. Without inbound the sentry cannot listen at all.
+    rules.insert(libc::SYS_bind, Vec::new());
+    if inbound {
+        rules.insert(libc::SYS_listen, Vec::new());
     }
     rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
     let mut set = Vec::new();
     let options = crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS);
-    for &(level, name) in options.chain(&[(libc::SOL_SOCKET, libc::SO_REUSEADDR)]) {
+    let reuse: &[(i32, i32)] = if inbound { &[(libc::SOL_SOCKET, libc::SO_REUSEADDR)] } else { &[] };
+    for &(level, name) in options.chain(reuse) {
         set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
     }
     rules.insert(libc::SYS_setsockopt, set);
@@ -179,9 +184,21 @@ fn compile(
     SeccompFilter::new(rules, mismatch, SeccompAction::Allow, TargetArch::x86_64)?.try_into()
 }
 
+/// What of the network the sentry serves, for its filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Net {
+    /// `--network none`: no host sockets.
+    None,
+    /// The egress gateway (`--network sandbox`): connections out.
+    Egress,
+    /// The gateway with connections in too (`--publish`, a container).
+    Inbound,
+}
+
 /// The sentry's filter: its allow list, with the egress gateway's calls
-/// only when it has a gateway (`--network sandbox`); anything else traps.
-pub fn sentry_filter(egress: bool) -> Result<BpfProgram, SeccompError> {
+/// only when it has a gateway (`--network sandbox`) and listen only with
+/// inbound; anything else traps.
+pub fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = SENTRY_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
     rules.insert(libc::SYS_prctl, arg_in(0, PRCTLS)?);
@@ -192,8 +209,8 @@ pub fn sentry_filter(egress: bool) -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_epoll_create1, arg_in(0, &[u64::try_from(libc::EPOLL_CLOEXEC).unwrap_or(0)])?);
     rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
     rules.insert(libc::SYS_epoll_wait, Vec::new());
-    if egress {
-        egress_rules(&mut rules)?;
+    if net != Net::None {
+        egress_rules(&mut rules, net == Net::Inbound)?;
     }
     Ok(compile(rules, SeccompAction::Trap)?)
 }
@@ -229,9 +246,9 @@ extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
 }
 
 /// Confines the calling process (every thread) to the sentry filter
-/// (with the gateway's calls when `egress`).
-pub fn confine_sentry(egress: bool) -> Result<(), SeccompError> {
-    let filter = sentry_filter(egress)?;
+/// (with the gateway's calls as `net` needs).
+pub fn confine_sentry(net: Net) -> Result<(), SeccompError> {
+    let filter = sentry_filter(net)?;
     let no_open = open_filter()?;
     // SAFETY: a zeroed sigaction is valid; the handler only makes
     // async-signal-safe calls.
@@ -253,8 +270,32 @@ mod tests {
 
     #[test]
     fn filters_compile() {
-        assert!(sentry_filter(false).unwrap().len() > SENTRY_SYSCALLS.len());
-        assert!(sentry_filter(true).unwrap().len() > sentry_filter(false).unwrap().len());
+        assert!(sentry_filter(Net::None).unwrap().len() > SENTRY_SYSCALLS.len());
+        assert!(sentry_filter(Net::Egress).unwrap().len() > sentry_filter(Net::None).unwrap().len());
+        assert!(sentry_filter(Net::Inbound).unwrap().len() > sentry_filter(Net::Egress).unwrap().len());
         assert!(!open_filter().unwrap().is_empty());
+    }
+
+    /// Whether `filter` lets system call `nr` (all arguments zero) through,
+    /// run on the sentry's own classic-BPF interpreter.
+    fn allows(filter: &BpfProgram, nr: i64) -> bool {
+        use crate::kernel::seccomp::{bpf, AUDIT_ARCH_X86_64, RET_ALLOW};
+        let insns = filter.iter().map(|f| bpf::Insn { code: f.code, jt: f.jt, jf: f.jf, k: f.k }).collect();
+        let prog = bpf::Program::new(insns).unwrap();
+        let mut data = [0u8; bpf::DATA_LEN as usize];
+        data[..4].copy_from_slice(&u32::try_from(nr).unwrap().to_le_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH_X86_64.to_le_bytes());
+        prog.run(&data) == RET_ALLOW
+    }
+
+    /// Only a sandbox with inbound (--publish, a container) may listen;
+    /// bind (a ping socket's id) comes with any gateway.
+    #[test]
+    fn listen_only_with_inbound() {
+        let [none, egress, inbound] = [Net::None, Net::Egress, Net::Inbound].map(|n| sentry_filter(n).unwrap());
+        assert!(!allows(&none, libc::SYS_bind) && !allows(&none, libc::SYS_listen));
+        assert!(allows(&egress, libc::SYS_bind) && !allows(&egress, libc::SYS_listen));
+        assert!(allows(&inbound, libc::SYS_bind) && allows(&inbound, libc::SYS_listen));
+        assert!(allows(&none, libc::SYS_accept4), "the control socket's");
     }
 }

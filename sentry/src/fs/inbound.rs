@@ -24,6 +24,7 @@ use crate::fs::egress::Lease;
 use crate::host::outer::{Kind, Outer};
 use crate::host::{fd as host_fd, socket as host};
 use crate::waiter::Queue;
+use husk_netstack::iface::Uplink;
 use parking_lot::Mutex;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -205,6 +206,21 @@ fn reachable(ip: IpAddr) -> bool {
     ip.is_unspecified() || husk_netstack::iface::uplink().is_some_and(|u| ip == IpAddr::V4(u.addr))
 }
 
+/// The peer a guest sees for a connection from `peer` outside, as
+/// Docker's userland proxy shows it: a peer on the outer namespace's
+/// loopback, or one claiming the sandbox's own address, shows as the
+/// uplink's gateway (10.0.2.2), so a host user never passes a guest's
+/// "trust loopback" check; any other peer as it is. The net.connect
+/// record keeps the real peer.
+pub fn shown_peer(peer: SocketAddr, uplink: &Uplink) -> SocketAddr {
+    let ip = peer.ip().to_canonical();
+    if ip.is_loopback() || ip == IpAddr::V4(uplink.addr) {
+        SocketAddr::new(IpAddr::V4(uplink.gateway), peer.port())
+    } else {
+        SocketAddr::new(ip, peer.port())
+    }
+}
+
 impl Listener {
     fn watched(self, queue: &Arc<Queue>) -> Listener {
         if let Some(fd) = &self.fd {
@@ -291,6 +307,20 @@ mod tests {
         ] {
             assert!(Publish::parse(bad).is_err(), "{bad:?} passed");
         }
+    }
+
+    #[test]
+    fn loopback_and_own_address_peers_show_as_the_gateway() {
+        let u = Uplink::SANDBOX;
+        let shown = |peer: &str| shown_peer(peer.parse().unwrap(), &u).to_string();
+        assert_eq!(shown("127.0.0.1:40000"), "10.0.2.2:40000");
+        assert_eq!(shown("127.3.4.5:1"), "10.0.2.2:1");
+        assert_eq!(shown("[::1]:40000"), "10.0.2.2:40000");
+        assert_eq!(shown("[::ffff:127.0.0.1]:40000"), "10.0.2.2:40000");
+        assert_eq!(shown("10.0.2.15:5"), "10.0.2.2:5");
+        assert_eq!(shown("198.18.0.2:40000"), "198.18.0.2:40000");
+        assert_eq!(shown("[::ffff:198.18.0.2]:7"), "198.18.0.2:7");
+        assert_eq!(shown("[2001:2::2]:40000"), "[2001:2::2]:40000");
     }
 
     fn inbound(list: Vec<Publish>) -> Arc<Inbound> {

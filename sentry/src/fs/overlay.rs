@@ -30,6 +30,9 @@ const COPY_CHUNK: usize = 64 * 1024;
 /// Marks the inode numbers of upper-only nodes, so they cannot collide with
 /// the lower layer's (which are shown unchanged).
 const UPPER_INO_TAG: u64 = 1 << 62;
+/// The device a tagged (upper-only) inode number is unique on, in a node's
+/// identity: the lower layer's are its files' own host devices.
+const UPPER_DEV: u64 = u64::MAX;
 
 /// A union of `upper` (writable) over `lower` (never written); returns the
 /// root directory.
@@ -42,12 +45,12 @@ pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> 
         upper_root: upper.clone(),
         fifos: FifoTable::new(),
     });
-    let ino = match (lower.stat(), upper.stat()) {
-        (Ok(l), _) => l.ino,
-        (Err(_), Ok(u)) => upper_ino(u.ino),
-        (Err(_), Err(_)) => UPPER_INO_TAG,
+    let id = match (lower.stat(), upper.stat()) {
+        (Ok(l), _) => (l.dev, l.ino),
+        (Err(_), Ok(u)) => (UPPER_DEV, upper_ino(u.ino)),
+        (Err(_), Err(_)) => (UPPER_DEV, UPPER_INO_TAG),
     };
-    let layers = Layers { upper: Some(upper), lower: Some(lower), kind: S_IFDIR, ino };
+    let layers = Layers { upper: Some(upper), lower: Some(lower), kind: S_IFDIR, id };
     OverlayNode::build(&fs, Place::default(), layers)
 }
 
@@ -71,10 +74,11 @@ struct OverlayFs {
     /// Serializes namespace changes and copy-ups.
     lock: Mutex<()>,
     upper_root: Arc<dyn Node>,
-    /// The pipes of its FIFOs, by overlay inode number, as Linux's
-    /// overlayfs opens a special file on the overlay inode: the same pipe
-    /// from either layer, across a copy-up and through hard links.
-    fifos: FifoTable<u64>,
+    /// The pipes of its FIFOs, by node identity (device, inode number), as
+    /// Linux's overlayfs opens a special file on the overlay inode: the
+    /// same pipe from either layer, across a copy-up and through hard
+    /// links, and never one pipe for two FIFOs of different host devices.
+    fifos: FifoTable<(u64, u64)>,
 }
 
 /// Where a node is: its directory (none for the root) and name there.
@@ -98,7 +102,9 @@ struct Layers {
     lower: Option<Arc<dyn Node>>,
     /// The file type bits.
     kind: u32,
-    ino: u64,
+    /// Its identity: the inode number it shows and the device that number
+    /// is unique on (a lower file's host device, or UPPER_DEV).
+    id: (u64, u64),
 }
 
 struct OverlayNode {
@@ -106,6 +112,9 @@ struct OverlayNode {
     me: Weak<OverlayNode>,
     kind: u32,
     ino: u64,
+    /// The device `ino` is unique on (see `Layers::id`): the rootfs of
+    /// `husk do` spans several host filesystems.
+    ino_dev: u64,
     place: Mutex<Place>,
     upper: Mutex<Option<Arc<dyn Node>>>,
     lower: Option<Arc<dyn Node>>,
@@ -118,7 +127,8 @@ impl OverlayNode {
             fs: fs.clone(),
             me: me.clone(),
             kind: layers.kind,
-            ino: layers.ino,
+            ino: layers.id.1,
+            ino_dev: layers.id.0,
             place: Mutex::new(place),
             upper: Mutex::new(layers.upper),
             lower: layers.lower,
@@ -220,10 +230,12 @@ impl OverlayNode {
         let layers = match (upper, upper_st, lower, lower_st) {
             (Some(u), Some(us), l, ls) => {
                 let merged = ls.filter(|s| s.mode & S_IFMT == S_IFDIR);
-                let ino = merged.map_or(upper_ino(us.ino), |s| s.ino);
-                Layers { upper: Some(u), lower: merged.and(l), kind: us.mode & S_IFMT, ino }
+                let id = merged.map_or((UPPER_DEV, upper_ino(us.ino)), |s| (s.dev, s.ino));
+                Layers { upper: Some(u), lower: merged.and(l), kind: us.mode & S_IFMT, id }
             }
-            (None, _, Some(l), Some(ls)) => Layers { upper: None, lower: Some(l), kind: ls.mode & S_IFMT, ino: ls.ino },
+            (None, _, Some(l), Some(ls)) => {
+                Layers { upper: None, lower: Some(l), kind: ls.mode & S_IFMT, id: (ls.dev, ls.ino) }
+            }
             _ => return Err(Errno::ENOENT),
         };
         let node = self.child(name, layers);
@@ -258,12 +270,12 @@ impl OverlayNode {
     }
 
     /// Makes a new entry in the upper directory with `make` and caches its
-    /// node; `ino` keeps the identity of a hard link's target. The overlay
+    /// node; `id` keeps the identity of a hard link's target. The overlay
     /// lock must be held and `name` must not be visible.
     fn add_entry(
         &self,
         name: &[u8],
-        ino: Option<u64>,
+        id: Option<(u64, u64)>,
         make: impl FnOnce(&Arc<dyn Node>) -> Result<Arc<dyn Node>, Errno>,
     ) -> Result<Arc<OverlayNode>, Errno> {
         let dir = self.copy_up(u64::MAX)?;
@@ -271,8 +283,8 @@ impl OverlayNode {
         let upper = make(&dir)?;
         let ust = upper.stat()?;
         st.whiteouts.remove(name);
-        let ino = ino.unwrap_or(upper_ino(ust.ino));
-        let node = self.child(name, Layers { upper: Some(upper), lower: None, kind: ust.mode & S_IFMT, ino });
+        let id = id.unwrap_or((UPPER_DEV, upper_ino(ust.ino)));
+        let node = self.child(name, Layers { upper: Some(upper), lower: None, kind: ust.mode & S_IFMT, id });
         st.children.insert(name.to_vec(), node.clone());
         Ok(node)
     }
@@ -521,7 +533,7 @@ impl Node for OverlayNode {
             return Err(Errno::EISDIR);
         }
         if self.kind == S_IFIFO {
-            return self.fs.fifos.open(self.ino, self.ino, now(), flags);
+            return self.fs.fifos.open((self.ino_dev, self.ino), self.ino, now(), flags);
         }
         let (ops, settled) = if self.kind == S_IFREG && open_writes(flags) {
             let _ns = self.fs.lock.lock();
@@ -572,7 +584,7 @@ impl Node for OverlayNode {
             return Err(Errno::EPERM);
         }
         let upper = target.copy_up(u64::MAX)?;
-        self.add_entry(name, Some(target.ino), |dir| {
+        self.add_entry(name, Some((target.ino_dev, target.ino)), |dir| {
             dir.link(name, &upper)?;
             dir.lookup(name)
         })
@@ -1075,5 +1087,52 @@ mod tests {
         assert_eq!(reader.read(&mut buf, 0).unwrap(), 3);
         drop((reader, writer, writer2));
         assert_eq!(err(at(&ov, "again").open(libc::O_WRONLY | libc::O_NONBLOCK)), Errno::ENXIO);
+    }
+
+    /// A lower layer spanning two host devices, as `husk do`'s host root
+    /// does: its entries are FIFOs with the same inode number on each.
+    struct TwoDevices {
+        st: Stat,
+    }
+
+    impl Node for TwoDevices {
+        fn stat(&self) -> Result<Stat, Errno> {
+            Ok(self.st)
+        }
+
+        fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+            let dev = match name {
+                b"a" => 1,
+                b"b" => 2,
+                _ => return Err(Errno::ENOENT),
+            };
+            Ok(Arc::new(TwoDevices { st: Stat { dev, ino: 7, mode: libc::S_IFIFO | 0o600, ..self.st } }))
+        }
+
+        fn fs_id(&self) -> usize {
+            0
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    /// Two lower FIFOs with one inode number on different devices are two
+    /// pipes, as on Linux.
+    #[test]
+    fn fifos_of_different_lower_devices_are_different_pipes() {
+        let lower = TwoDevices { st: Stat { dev: 1, ino: 2, mode: S_IFDIR | 0o755, ..Stat::default() } };
+        let ov = new_overlay(Tmpfs::new(0o755, 0, 0), Arc::new(lower));
+        let reader = at(&ov, "a").open(libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(
+            err(at(&ov, "b").open(libc::O_WRONLY | libc::O_NONBLOCK)),
+            Errno::ENXIO,
+            "b has no reader: a's reader is another FIFO's"
+        );
+        let writer = at(&ov, "a").open(libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+        assert_eq!(writer.write(b"x", 0).unwrap(), 1);
+        let mut buf = [0; 2];
+        assert_eq!(reader.read(&mut buf, 0).unwrap(), 1);
     }
 }

@@ -15,9 +15,12 @@ fn logging(task: &Task) -> bool {
     task.kernel.audit_log().is_some()
 }
 
-/// `d`'s path as the task sees it.
+/// `d`'s path from the root of the task's mount namespace, whatever
+/// root the task chrooted to, with binds spelled from their source
+/// (`MountNamespace::source_path`): neither a chroot nor a bind mount
+/// moves a watched file out of the globs' sight.
 fn path_of(task: &Task, d: &Arc<Dentry>) -> Vec<u8> {
-    d.path_from(&task.thread.fs().root())
+    task.thread.fs().mounts().source_path(d)
 }
 
 /// The path `(dirfd, path)` names, its directories resolved and its last
@@ -62,6 +65,36 @@ fn name_in(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Option<Vec<u8>> {
     }
     full.extend_from_slice(name);
     Some(full)
+}
+
+/// What a `file.mount` record says of a change of the task's view.
+pub(super) struct ViewChange<'a> {
+    pub operation: &'a str,
+    /// The mount point, new root, or none (unshare).
+    pub at: Option<&'a Arc<Dentry>>,
+    /// A bind or move's source, or pivot_root's put_old.
+    pub from: Option<&'a Arc<Dentry>>,
+    /// A new mount's device string.
+    pub device: Option<&'a [u8]>,
+    pub fs_type: Option<&'a [u8]>,
+    pub flags: u64,
+}
+
+/// A change of the task's view of the filesystem about to be made, which
+/// changes the paths later records name (`file.mount`): recorded whether
+/// or not a watched path is involved.
+pub(super) fn view_change(task: &Task, c: &ViewChange<'_>) -> Result<(), Errno> {
+    if !logging(task) {
+        return Ok(());
+    }
+    let pid = task.thread.tgid;
+    // As the task sees them: the record says what the guest asked for.
+    let root = task.thread.fs().root();
+    let path = c.at.map(|d| text(&d.path_from(&root)));
+    let source = c.from.map(|d| text(&d.path_from(&root))).or_else(|| c.device.map(text));
+    let fs_type = c.fs_type.map(text);
+    let (operation, flags) = (c.operation.to_owned(), c.flags);
+    task.kernel.audit(|| Record::FileMount { pid, operation, path, source, fs_type, flags })
 }
 
 /// An open with O_CREAT about to make `name` in `dir` (told by the VFS,

@@ -260,6 +260,22 @@ pub(super) fn sandbox_local(conn: &HostConn) -> Result<SocketAddr, Errno> {
     })
 }
 
+/// The peer a guest sees for a connection accepted from outside (see
+/// `fs::inbound::shown_peer`).
+pub(super) fn sandbox_peer(peer: SocketAddr) -> SocketAddr {
+    crate::fs::inbound::shown_peer(
+        peer,
+        husk_netstack::iface::uplink().unwrap_or(&husk_netstack::iface::Uplink::SANDBOX),
+    )
+}
+
+/// getpeername(2) of a connection carried outside: the host socket's
+/// peer, shown as `sandbox_peer` shows it when it was accepted from outside.
+pub(super) fn outside_peer(conn: &HostConn) -> Result<SocketAddr, Errno> {
+    let peer = conn.peer()?;
+    Ok(if conn.guest_port().is_some() { sandbox_peer(peer) } else { peer })
+}
+
 /// connect(2) again on a socket already carried outside: the host's
 /// answer (EALREADY while connecting, EISCONN once connected, 0 the first
 /// time after a non-blocking connect completed, the failure then

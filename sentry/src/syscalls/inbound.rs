@@ -35,7 +35,8 @@ pub(super) fn listened(task: &Task, s: &InetSocket) {
 }
 
 /// A connection from outside waiting on one of listener `s`'s host
-/// listeners, as a new guest socket, and its peer; EAGAIN when none
+/// listeners, as a new guest socket, and its peer as the guest sees it
+/// (`fs::inbound::shown_peer`: never loopback); EAGAIN when none
 /// waits. Past `--egress-max-conns` a connection is closed at once and
 /// recorded (net.denied).
 pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, SocketAddr), Errno> {
@@ -83,9 +84,10 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
             carried.track(Flow { log, pid, protocol: "tcp".into(), dest: peer, start, inbound: true });
             let (protocol, rule, direction) = ("tcp".to_owned(), l.rule.clone(), Some("inbound".to_owned()));
             task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name: None, rule, direction })?;
-            let shown = match (t.family(), peer.ip()) {
-                (Family::V6, std::net::IpAddr::V4(v4)) => SocketAddr::new(v4.to_ipv6_mapped().into(), peer.port()),
-                _ => peer,
+            let seen = super::egress::sandbox_peer(peer);
+            let shown = match (t.family(), seen.ip()) {
+                (Family::V6, std::net::IpAddr::V4(v4)) => SocketAddr::new(v4.to_ipv6_mapped().into(), seen.port()),
+                _ => seen,
             };
             return Ok((sock, shown));
         }

@@ -220,7 +220,7 @@ pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
 
 pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
-        write_sockaddr(task, a[1], a[2], &encode(presented(s, conn.peer()?)))?;
+        write_sockaddr(task, a[1], a[2], &encode(presented(s, super::egress::outside_peer(conn)?)))?;
         return Ok(0);
     }
     if let Some(resolver) = *s.resolver_peer.lock() {

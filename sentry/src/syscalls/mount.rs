@@ -10,6 +10,7 @@
 //! becomes reachable.
 
 use super::args;
+use super::audit_files::{view_change, ViewChange};
 use super::policy;
 use super::{Entries, Support};
 use crate::abi::fcntl::AT_FDCWD_ARG;
@@ -144,19 +145,30 @@ fn sys_mount(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let ns = task.thread.fs().mounts();
+    // Recorded (file.mount) before it is made, as the paths later records
+    // name may change with it.
+    let note = |from: Option<&Arc<Dentry>>, device: Option<&[u8]>| {
+        let (at, fs_type) = (Some(&at), fs_type.as_deref());
+        view_change(task, &ViewChange { operation: "mount", at, from, device, fs_type, flags })
+    };
     if flags & MS_REMOUNT != 0 {
+        note(None, None)?;
         remount(&ns, &at, flags, &data)
     } else if flags & MS_BIND != 0 {
         let source = source.ok_or(Errno::EFAULT)?;
         let from = args::resolve_at(task, AT_FDCWD_ARG, &source, true, false)?;
+        note(Some(&from), None)?;
         bind(&ns, &from, &at, flags)
     } else if flags & PROPAGATION != 0 {
+        note(None, None)?;
         change_type(&ns, &at, flags)
     } else if flags & MS_MOVE != 0 {
         let source = source.ok_or(Errno::EFAULT)?;
         let from = args::resolve_at(task, AT_FDCWD_ARG, &source, true, false)?;
+        note(Some(&from), None)?;
         ns.move_mount(&from, &at).map(|()| 0)
     } else {
+        note(None, Some(source.as_deref().unwrap_or(b"none")))?;
         let fs_type = fs_type.ok_or(Errno::EINVAL)?;
         let fs_type = String::from_utf8(fs_type).map_err(|_| Errno::ENODEV)?;
         let source = String::from_utf8_lossy(&source.unwrap_or_else(|| b"none".to_vec())).into_owned();
@@ -475,6 +487,8 @@ fn sys_umount2(task: &mut Task, a: [u64; 6]) -> SysResult {
     // The topmost mount there ("." after pivot_root(".", ".") is the old
     // root stacked on the new).
     let d = ns.crossed(d);
+    let change = ViewChange { operation: "umount2", at: Some(&d), from: None, device: None, fs_type: None, flags };
+    view_change(task, &change)?;
     ns.umount(&d, flags & MNT_DETACH != 0)?;
     Ok(0)
 }
@@ -490,6 +504,8 @@ fn sys_chroot(task: &mut Task, a: [u64; 6]) -> SysResult {
     if !task.thread.creds().capable(CAP_SYS_CHROOT) {
         return Err(Errno::EPERM);
     }
+    let change = ViewChange { operation: "chroot", at: Some(&d), from: None, device: None, fs_type: None, flags: 0 };
+    view_change(task, &change)?;
     task.thread.fs().set_root(d);
     Ok(0)
 }
@@ -503,6 +519,8 @@ fn sys_pivot_root(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fs = task.thread.fs();
     let ns = fs.mounts();
     let old_root = fs.root();
+    let (at, from) = (Some(&new_root), Some(&put_old));
+    view_change(task, &ViewChange { operation: "pivot_root", at, from, device: None, fs_type: None, flags: 0 })?;
     let new = ns.pivot(&new_root, &put_old, &old_root)?;
     // Every process of the namespace whose root or working directory was
     // the old root moves to the new one, as Linux's chroot_fs_refs.

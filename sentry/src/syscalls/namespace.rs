@@ -7,6 +7,7 @@
 //! EPERM too, as under Docker's default seccomp profile: a user namespace
 //! would promise capabilities the sandbox does not map.
 
+use super::audit_files::{view_change, ViewChange};
 use super::{Entries, Support};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CAP_SYS_ADMIN;
@@ -97,6 +98,13 @@ fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     if f & NOT_EMULATED != 0 {
         return Err(Errno::EPERM);
+    }
+    if f & CLONE_NEWNS != 0 {
+        // Recorded (file.mount) before it is made: mounts in the new
+        // namespace change what the process's paths name.
+        let change =
+            ViewChange { operation: "unshare", at: None, from: None, device: None, fs_type: None, flags: a[0] };
+        view_change(task, &change)?;
     }
     let t = &task.thread;
     if f & CLONE_FS != 0 {

@@ -185,6 +185,57 @@ impl MountNamespace {
         Dentry::mount_root(&self.root.read())
     }
 
+    /// `d`'s path from this namespace's root with every bind mount on the
+    /// way spelled from where its filesystem is mounted whole: a file
+    /// reached through a bind of /etc at /tmp/e is /etc/FILE, so the audit
+    /// log's watched-path globs see it whatever binds a guest makes. A
+    /// bind whose filesystem is mounted whole nowhere keeps its own place.
+    pub fn source_path(&self, d: &Arc<Dentry>) -> Vec<u8> {
+        let top = self.root.read().clone();
+        let mut path = self.place(d, &top, 0).unwrap_or_else(|| d.path_from(&Dentry::mount_root(&top)));
+        if path.is_empty() {
+            path.push(b'/');
+        }
+        path
+    }
+
+    /// `source_path` without its leading "/" for the root; None past
+    /// `MAX_HOPS` mounts (a cycle pivot_root can leave).
+    fn place(&self, d: &Dentry, top: &Arc<Mount>, hops: usize) -> Option<Vec<u8>> {
+        const MAX_HOPS: usize = 64;
+        if hops > MAX_HOPS {
+            return None;
+        }
+        let is_whole = |m: &Mount| m.opts.fs_root.is_empty() || m.opts.fs_root == b"/";
+        let m = &d.mount;
+        let mut base = if m.id == top.id {
+            Vec::new()
+        } else if is_whole(m) {
+            match &m.mountpoint {
+                Some(mp) => self.place(mp, top, hops + 1)?,
+                None => Vec::new(),
+            }
+        } else {
+            // A bind: where its filesystem's first whole mount is.
+            let fs = m.root.fs_id();
+            let first = std::iter::once(top.clone())
+                .chain(self.mounts.read().values().cloned())
+                .filter(|w| is_whole(w) && w.root.fs_id() == fs)
+                .min_by_key(|w| w.id);
+            match (first, &m.mountpoint) {
+                (Some(w), _) => {
+                    let mut p = self.place(&Dentry::mount_root(&w), top, hops + 1)?;
+                    p.extend_from_slice(&m.opts.fs_root);
+                    p
+                }
+                (None, Some(mp)) => self.place(mp, top, hops + 1)?,
+                (None, None) => Vec::new(),
+            }
+        };
+        base.extend_from_slice(&d.path_in_mount());
+        Some(base)
+    }
+
     /// Mounts `fs` on `at` for the runtime (the mount is locked against
     /// the guest): a directory on a directory, a non-directory (a
     /// bind-mounted file) on a non-directory, as Linux requires.

@@ -330,6 +330,23 @@ mod tests {
         MountNamespace::new(root, "tmpfs", "root")
     }
 
+    /// The audit log's spelling: a bind is named from its source, a whole
+    /// mount from its place.
+    #[test]
+    fn source_paths_name_binds_by_their_source() {
+        let ns = setup();
+        guest_mount(&ns, b"/a");
+        let sub = resolve(&ns, b"/a/sub");
+        let opts = MountOpts { fs_root: b"/sub".to_vec(), ..MountOpts::default() };
+        ns.mount_with(&resolve(&ns, b"/b"), sub.node.clone(), "tmpfs", "none", opts).unwrap();
+        let b = resolve(&ns, b"/b");
+        assert_eq!(b.path_from(&ns.root()), b"/b");
+        assert_eq!(ns.source_path(&b), b"/a/sub");
+        assert_eq!(ns.source_path(&b.child(b"f", sub.node.clone())), b"/a/sub/f");
+        assert_eq!(ns.source_path(&resolve(&ns, b"/a")), b"/a");
+        assert_eq!(ns.source_path(&ns.root()), b"/");
+    }
+
     #[test]
     fn a_copy_does_not_see_later_mounts_of_the_original_nor_the_reverse() {
         let ns = setup();
