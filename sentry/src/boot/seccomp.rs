@@ -165,6 +165,7 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), secco
     rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
     let mut set = Vec::new();
     let options = crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS);
+    let options = options.chain(crate::fs::ping::HOST_OPTIONS);
     for &(level, name) in options.chain(&[(libc::SOL_SOCKET, libc::SO_REUSEADDR)]) {
         set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
     }
