@@ -61,9 +61,21 @@ fn icmp_ping_reaches_an_allowed_destination_and_is_recorded() {
     let r = net.husk_do(&flags, &[ping, "-c", "1", "-W", "2", "198.18.0.2"]);
     assert_eq!(r.code, 0, "{}", r.describe());
     assert!(r.stdout_str().contains("1 received"), "{}", r.describe());
-    // ICMPv6 (iputils' ping -6 needs IPV6_RECVERR, which is not carried).
+    // The options ping sets (IP_RECVERR, IP_RECVTTL, IP_RETOPTS, SO_TIMESTAMP
+    // …) are all taken, and the reply's TTL comes with it (IP_RECVTTL's
+    // control message), as natively.
+    let out = format!("{}{}", r.stdout_str(), r.stderr_str());
+    assert!(!out.contains("Warning") && !out.contains("WARNING"), "{}", r.describe());
+    assert!(!out.contains("ttl=0 "), "{}", r.describe());
+    let ttl = out.split("ttl=").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse::<u8>().ok());
+    assert!(ttl.is_some_and(|t| t > 0), "a real ttl: {}", r.describe());
     let r = net.husk_do(&flags, &[python(), "-c", PROBE, "6", "2001:2::2", "2001:2::2"]);
     assert_eq!((r.code, r.stdout_str().as_str()), (0, "2001:2::2 reply\n2001:2::2 reply\n"), "{}", r.describe());
+    // iputils' ping -6 (IPV6_RECVERR, IPV6_RECVHOPLIMIT, ICMP6_FILTER …).
+    let r = net.husk_do(&flags[..2], &[ping, "-6", "-c", "1", "-W", "2", "2001:2::2"]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let out = format!("{}{}", r.stdout_str(), r.stderr_str());
+    assert!(out.contains("1 received") && !out.contains("Warning") && !out.contains("ttl=0 "), "{}", r.describe());
     let connects = records(&audit, "net.connect");
     let addresses: Vec<_> = connects.iter().map(|r| r["address"].as_str().unwrap()).collect();
     assert_eq!(addresses, ["198.18.0.2", "2001:2::2"], "one record per destination: {connects:?}");

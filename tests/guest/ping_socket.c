@@ -2,7 +2,9 @@
  * (SOCK_DGRAM, IPPROTO_ICMP): Linux's checks of the ICMP header, the echo
  * id the socket is given on its first send (getsockname's port) or by
  * bind, replies with their ICMP header and that id, poll readiness,
- * MSG_DONTWAIT, connect (and getpeername's ENOTCONN even then). argv[1]: an IPv4 address that
+ * MSG_DONTWAIT, connect (and getpeername's ENOTCONN even then), IP_RECVTTL's
+ * control message (MSG_CTRUNC without room for it), IP_RECVERR's empty
+ * error queue (EAGAIN). argv[1]: an IPv4 address that
  * answers echo requests. Run where net.ipv4.ping_group_range admits the
  * caller (the e2e test's network namespace sets it). */
 #include "check.h"
@@ -60,6 +62,44 @@ static void reply(int s, const struct sockaddr_in *dest, int seq, unsigned short
     CHECK_ERR(recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
 }
 
+/* With IP_RECVTTL, the reply to sequence `seq` carries its TTL (IP_TTL,
+ * an int); with too little room for it, MSG_CTRUNC and no control data. */
+static void reply_ttl(int s, const struct sockaddr_in *dest, int seq) {
+    unsigned char buf[256];
+    size_t n = request(buf, ICMP_ECHO, seq);
+    CHECK_EQ(sendto(s, buf, n, 0, (const struct sockaddr *)dest, sizeof *dest), (ssize_t)n);
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    union {
+        char bytes[CMSG_SPACE(sizeof(int)) + 64];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.bytes,
+                       .msg_controllen = sizeof control.bytes};
+    CHECK_EQ(recvmsg(s, &m, 0), (ssize_t)n);
+    CHECK_EQ(m.msg_flags, 0);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_level, SOL_IP);
+    CHECK_EQ(c->cmsg_type, IP_TTL);
+    CHECK_EQ(c->cmsg_len, CMSG_LEN(sizeof(int)));
+    int ttl;
+    memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
+    CHECK(ttl > 0 && ttl <= 255);
+    CHECK(CMSG_NXTHDR(&m, c) == NULL);
+
+    /* No room for the header: cut, nothing written. */
+    request(buf, ICMP_ECHO, seq + 1);
+    CHECK_EQ(sendto(s, buf, n, 0, (const struct sockaddr *)dest, sizeof *dest), (ssize_t)n);
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    m.msg_controllen = sizeof(struct cmsghdr) - 1;
+    m.msg_flags = 0;
+    CHECK_EQ(recvmsg(s, &m, 0), (ssize_t)n);
+    CHECK_EQ(m.msg_flags, MSG_CTRUNC);
+    CHECK_EQ(m.msg_controllen, 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2)
         FAILF("usage: ping_socket ADDRESS");
@@ -113,6 +153,17 @@ int main(int argc, char **argv) {
     n = request(buf, ICMP_ECHO, 2);
     CHECK_EQ(write(b, buf, n), (ssize_t)n);
     reply(b, &dest, 2, 4242);
+
+    /* IP_RECVTTL: the reply's TTL; IP_RECVERR: an empty error queue. */
+    int on = 1;
+    CHECK_OK(setsockopt(s, SOL_IP, IP_RECVTTL, &on, sizeof on));
+    CHECK_OK(setsockopt(s, SOL_IP, IP_RECVERR, &on, sizeof on));
+    reply_ttl(s, &dest, 3);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE | MSG_DONTWAIT), EAGAIN);
+    CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE), EAGAIN);
+    CHECK_ERR(setsockopt(s, SOL_IP, IP_TTL, &on, -1), EINVAL);
     close(b);
     close(s);
     puts("ok");

@@ -169,6 +169,7 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, inbound: bool) -> R
     rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
     let mut set = Vec::new();
     let options = crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS);
+    let options = options.chain(crate::fs::ping::HOST_OPTIONS);
     let reuse: &[(i32, i32)] = if inbound { &[(libc::SOL_SOCKET, libc::SO_REUSEADDR)] } else { &[] };
     for &(level, name) in options.chain(reuse) {
         set.extend(args_in(1, &[u(level)], 2, &[u(name)])?);

@@ -524,25 +524,37 @@ impl HostConn {
     /// bytes copied, its whole length, its sender. Datagrams from anyone
     /// else are dropped unseen.
     pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+        self.recv_msg(buf, peek, &mut []).map(|r| (r.copied, r.full, r.from))
+    }
+
+    /// recv_from with the host's control messages into `control` (the
+    /// options the socket was given decide which).
+    pub fn recv_msg(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
         if let Some(s) = &self.shaper {
             if !s.ready(&s.rate.down) {
                 return Err(Errno::EAGAIN);
             }
         }
         loop {
-            let got = host::recv_from(self.fd.as_fd(), buf, peek)?;
-            let known = got.2.is_some_and(|from| self.peers.lock().contains(&plain(from)));
+            let got = host::recv_msg(self.fd.as_fd(), buf, peek, false, control)?;
+            let known = got.from.is_some_and(|from| self.peers.lock().contains(&plain(from)));
             if known {
                 if let Some(s) = self.shaper.as_ref().filter(|_| !peek) {
-                    s.rate.down.charge(got.1);
+                    s.rate.down.charge(got.full);
                 }
-                let moved = if peek { 0 } else { got.1 };
+                let moved = if peek { 0 } else { got.full };
                 return self.count(false, Ok(got), |_| moved);
             }
             if peek {
                 host::recv_from(self.fd.as_fd(), &mut [], false)?;
             }
         }
+    }
+
+    /// One entry of the host socket's error queue (MSG_ERRQUEUE) with its
+    /// control messages; EAGAIN when it is empty. Never blocks.
+    pub fn recv_error(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
+        host::recv_msg(self.fd.as_fd(), buf, peek, true, control)
     }
 
     /// A started connect's outcome: EAGAIN while it is under way.
@@ -604,6 +616,11 @@ impl HostConn {
     /// An int option the host socket honors (TCP_NODELAY, SO_KEEPALIVE …).
     pub fn set_option(&self, level: i32, name: i32, value: i32) -> Result<(), Errno> {
         host::set_int_option(self.fd.as_fd(), level, name, value)
+    }
+
+    /// An option given as bytes (ping sockets' IP_TTL, ICMP6_FILTER …).
+    pub fn set_option_bytes(&self, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
+        host::set_option(self.fd.as_fd(), level, name, value)
     }
 
     /// FIONREAD: bytes waiting to be read.

@@ -89,6 +89,86 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<(usiz
     Ok((full.min(len), full, from))
 }
 
+/// What one host recvmsg(2) with a control buffer returned.
+pub struct Received {
+    /// Bytes copied into the buffer.
+    pub copied: usize,
+    /// The datagram's whole length.
+    pub full: usize,
+    /// Its sender (for the error queue: the original destination).
+    pub from: Option<SocketAddr>,
+    /// Control bytes the host wrote (at most the buffer's length).
+    pub control: usize,
+    /// The host's msg_flags (MSG_CTRUNC when control data did not fit).
+    pub flags: i32,
+}
+
+/// recvmsg(2) of one datagram with its control messages into `control`,
+/// non-blocking; `errqueue` reads the socket's error queue instead.
+pub fn recv_msg(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    peek: bool,
+    errqueue: bool,
+    control: &mut [u8],
+) -> Result<Received, Errno> {
+    let mut flags = libc::MSG_DONTWAIT | libc::MSG_TRUNC;
+    if peek {
+        flags |= libc::MSG_PEEK;
+    }
+    if errqueue {
+        flags |= libc::MSG_ERRQUEUE;
+    }
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut name: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: all-zero is a valid msghdr; its pointers are set below.
+    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+    h.msg_name = std::ptr::from_mut(&mut name).cast();
+    h.msg_namelen = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr_storage>()).unwrap_or(0);
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    if !control.is_empty() {
+        h.msg_control = control.as_mut_ptr().cast();
+        h.msg_controllen = control.len();
+    }
+    let full = loop {
+        // SAFETY: `h` points at `name`, `iov` (over `buf`) and `control`,
+        // all alive and of the lengths given for the call.
+        let r = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut h, flags) };
+        if r >= 0 {
+            break usize::try_from(r).unwrap_or(0);
+        }
+        let e = Errno::last_os_error();
+        if e != Errno::EINTR {
+            return Err(e);
+        }
+    };
+    // SAFETY: the kernel filled `name` with `msg_namelen` bytes of a sockaddr.
+    let from = unsafe {
+        <SockaddrStorage as socket::SockaddrLike>::from_raw(std::ptr::from_ref(&name).cast(), Some(h.msg_namelen))
+    };
+    let control_len = if control.is_empty() { 0 } else { h.msg_controllen.min(control.len()) };
+    Ok(Received {
+        copied: full.min(buf.len()),
+        full,
+        from: from.as_ref().and_then(address),
+        control: control_len,
+        flags: h.msg_flags,
+    })
+}
+
+/// setsockopt(2) with `value`'s bytes, for options that are not an int.
+pub fn set_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
+    let len = libc::socklen_t::try_from(value.len()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: the kernel reads `len` bytes from `value`, alive for the call.
+    let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
+    if r < 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(())
+}
+
 /// shutdown(2) of the reading side, the writing side or both.
 pub fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno> {
     let how = match (read, write) {

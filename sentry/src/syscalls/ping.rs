@@ -11,14 +11,14 @@ use super::block::wait_io;
 use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
 use crate::abi::layout::{Encoder, Layout};
 use crate::abi::socket::{
-    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET, SO_DOMAIN, SO_ERROR,
-    SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_CTRUNC, MSG_ERRQUEUE, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET,
+    SO_DOMAIN, SO_ERROR, SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
 };
 use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
 use crate::fs::egress::{Egress, Flow, OpenError};
-use crate::fs::ping::PingSocket;
+use crate::fs::ping::{PingSocket, HOST_CONTROL, HOST_OPTIONS};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
@@ -203,35 +203,84 @@ pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64;
     send(task, f, s, &data, to, a[2])
 }
 
-/// Receives one echo reply into the guest's `bufs`: (count, or the whole
-/// length with MSG_TRUNC; whether it was cut; its sender).
+/// The most control bytes one recvmsg passes on (Linux bounds them by
+/// the socket's optmem; these options need far less).
+const CONTROL_MAX: usize = 4096;
+
+/// What one receive got: the count (or the whole length with MSG_TRUNC),
+/// msg_flags, the sender and the control bytes to pass on.
+struct Got {
+    count: u64,
+    flags: i32,
+    from: Option<SocketAddr>,
+    control: Vec<u8>,
+}
+
+/// Receives one echo reply (MSG_ERRQUEUE: one error-queue entry, never
+/// waiting) into the guest's `bufs`, with up to `control` bytes of the
+/// host's control messages that HOST_CONTROL allows.
 fn recv(
     task: &Task,
     f: &FileDescription,
     s: &PingSocket,
     bufs: &[(u64, usize)],
     flags: u64,
-) -> Result<(u64, bool, Option<SocketAddr>), Errno> {
+    control: usize,
+) -> Result<Got, Errno> {
     let total = bufs.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(MAX_DATAGRAM);
     let mut buf = vec![0u8; total];
+    let mut cbuf = vec![0u8; control.min(CONTROL_MAX)];
     let peek = flags & MSG_PEEK != 0;
-    let deadline = s.timeouts.lock().0.map(deadline_in);
-    let attempt = || match s.host() {
-        Ok(host) => host.recv_from(&mut buf, peek),
-        Err(_) => Err(Errno::EAGAIN),
+    let got = if flags & MSG_ERRQUEUE != 0 {
+        s.host().map_err(|_| Errno::EAGAIN)?.recv_error(&mut buf, peek, &mut cbuf)?
+    } else {
+        let deadline = s.timeouts.lock().0.map(deadline_in);
+        let attempt = || match s.host() {
+            Ok(host) => host.recv_msg(&mut buf, peek, &mut cbuf),
+            Err(_) => Err(Errno::EAGAIN),
+        };
+        wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, attempt)?
     };
-    let (n, full, from) = wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, attempt)?;
     let mut at = 0;
     for &(base, len) in bufs {
-        if at >= n {
+        if at >= got.copied {
             break;
         }
-        let k = len.min(n - at);
+        let k = len.min(got.copied - at);
         task.thread.mm().copy_out(base, &buf[at..at + k])?;
         at += k;
     }
-    let reported = if flags & MSG_TRUNC != 0 { full } else { n };
-    Ok((u64::try_from(reported).unwrap_or(0), n < full, from))
+    let reported = if flags & MSG_TRUNC != 0 { got.full } else { got.copied };
+    let (control, dropped) = allowed_control(&cbuf[..got.control]);
+    let mut out = got.flags & (MSG_CTRUNC | libc::MSG_ERRQUEUE);
+    if got.copied < got.full {
+        out |= i32::try_from(MSG_TRUNC).unwrap_or(0);
+    }
+    if dropped {
+        out |= MSG_CTRUNC;
+    }
+    Ok(Got { count: u64::try_from(reported).unwrap_or(0), flags: out, from: got.from, control })
+}
+
+/// A control message's header: cmsg_len (u64), cmsg_level, cmsg_type.
+const CMSG_HDR: usize = 16;
+
+/// The leading well-formed control messages of `raw` (the host's) that
+/// HOST_CONTROL allows, and whether any were left out.
+fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
+    let mut at = 0;
+    while raw.len() - at >= CMSG_HDR {
+        let h = &raw[at..at + CMSG_HDR];
+        let len = u64::from_le_bytes(h[..8].try_into().unwrap_or_default());
+        let level = i32::from_le_bytes(h[8..12].try_into().unwrap_or_default());
+        let ty = i32::from_le_bytes(h[12..16].try_into().unwrap_or_default());
+        let Ok(len) = usize::try_from(len) else { break };
+        if len < CMSG_HDR || len > raw.len() - at || !HOST_CONTROL.contains(&(level, ty)) {
+            break;
+        }
+        at = (at + len).next_multiple_of(8).min(raw.len());
+    }
+    (raw[..at].to_vec(), at < raw.len())
 }
 
 /// How socket `s` shows a sender: port 0, as Linux's ping sockets do.
@@ -243,22 +292,25 @@ fn sender(s: &PingSocket, from: Option<SocketAddr>) -> Vec<u8> {
 pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
     let len = super::file::count(a[2]);
     args::user_range(a[1], len)?;
-    let (n, _, from) = recv(task, f, s, &[(a[1], len)], a[3])?;
+    let got = recv(task, f, s, &[(a[1], len)], a[3], 0)?;
     if a[4] != 0 && a[5] != 0 {
-        write_sockaddr(task, a[4], a[5], &sender(s, from))?;
+        write_sockaddr(task, a[4], a[5], &sender(s, got.from))?;
     }
-    Ok(n)
+    Ok(got.count)
 }
 
 pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
     let h = read_msghdr(task, a[1])?;
-    let (n, cut, from) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+    let room = if h.control == 0 { 0 } else { usize::try_from(h.controllen).unwrap_or(usize::MAX) };
+    let got = recv(task, f, s, &iovec_list(task, &h)?, a[2], room)?;
     if h.name != 0 {
-        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sender(s, from))?;
+        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sender(s, got.from))?;
     }
-    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    write_msg_results(task, a[1], 0, flags)?;
-    Ok(n)
+    if !got.control.is_empty() {
+        task.thread.mm().copy_out(h.control, &got.control)?;
+    }
+    write_msg_results(task, a[1], u64::try_from(got.control.len()).unwrap_or(0), got.flags)?;
+    Ok(got.count)
 }
 
 /// bind(2): the port is the echo id; the address may only be "any" or
@@ -323,14 +375,24 @@ pub(super) fn getsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult 
     write_sockopt(task, a, &value)
 }
 
-/// setsockopt(2): the timeouts; other options are not carried yet
-/// (ENOPROTOOPT, which ping reports as a warning and goes on).
+/// The most bytes of an option value passed on to the host (the largest
+/// carried, ICMP6_FILTER's, is 32; Linux reads no more than its size).
+const OPTION_MAX: usize = 64;
+
+/// setsockopt(2): the timeouts, held here; the options of HOST_OPTIONS on
+/// the host socket, whose answer is the guest's; others ENOPROTOOPT.
 pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
     let opt = (int(a[1]), int(a[2]));
+    let len = usize::try_from(int(a[4])).map_err(|_| Errno::EINVAL)?;
+    if HOST_OPTIONS.contains(&opt) {
+        let mut value = vec![0u8; len.min(OPTION_MAX)];
+        task.thread.mm().copy_in(a[3], &mut value)?;
+        s.host().map_err(|_| Errno::ENOPROTOOPT)?.set_option_bytes(opt.0, opt.1, &value)?;
+        return Ok(0);
+    }
     if opt != (SOL_SOCKET, SO_RCVTIMEO) && opt != (SOL_SOCKET, SO_SNDTIMEO) {
         return Err(Errno::ENOPROTOOPT);
     }
-    let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
     if len < Timeval::SIZE {
         return Err(Errno::EINVAL);
     }
@@ -360,4 +422,43 @@ pub(super) fn shutdown(s: &PingSocket, how: i32) -> SysResult {
     }
     host.shutdown(read, write)?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&u64::try_from(CMSG_HDR + data.len()).unwrap().to_le_bytes());
+        m.extend_from_slice(&level.to_le_bytes());
+        m.extend_from_slice(&ty.to_le_bytes());
+        m.extend_from_slice(data);
+        m.resize(m.len().next_multiple_of(8), 0);
+        m
+    }
+
+    #[test]
+    fn allowed_control_messages_pass_whole() {
+        let mut raw = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
+        raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMP, &[7; 16]));
+        assert_eq!(allowed_control(&raw), (raw.clone(), false));
+        assert_eq!(allowed_control(&[]), (Vec::new(), false));
+    }
+
+    #[test]
+    fn others_and_malformed_ones_end_what_is_passed() {
+        let ttl = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
+        let mut raw = ttl.clone();
+        raw.extend(cmsg(libc::SOL_IPV6, libc::IPV6_PKTINFO, &[1; 20]));
+        raw.extend(ttl.clone());
+        assert_eq!(allowed_control(&raw), (ttl.clone(), true));
+        let mut long = ttl.clone();
+        long[..8].copy_from_slice(&4096u64.to_le_bytes());
+        assert_eq!(allowed_control(&long), (Vec::new(), true));
+        let mut short = ttl.clone();
+        short[..8].copy_from_slice(&3u64.to_le_bytes());
+        assert_eq!(allowed_control(&short), (Vec::new(), true));
+        assert_eq!(allowed_control(&ttl[..10]), (Vec::new(), true));
+    }
 }
