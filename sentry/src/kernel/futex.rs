@@ -67,6 +67,14 @@ impl Futexes {
             if !check()? {
                 return Err(Errno::EAGAIN);
             }
+            // A signal (or exit) that came before the waiter is queued
+            // found no waiter to interrupt: see it here, under the lock
+            // `interrupt` takes after making it pending, or it is lost
+            // and the thread sleeps on with it pending (as Linux's
+            // schedule() does not sleep with a signal pending).
+            if crate::waiter::interrupt_pending() {
+                return Err(Errno::EINTR);
+            }
             q.entry(key).or_default().push(w.clone());
         }
         let mut woken = w.woken.lock();
@@ -233,6 +241,33 @@ mod tests {
         f.interrupt(7);
         assert_eq!(h.join().unwrap(), Err(Errno::EINTR));
         assert_eq!(f.wake(K, 1, u32::MAX), 0, "the interrupted waiter left the queue");
+    }
+
+    #[test]
+    fn a_signal_sent_before_the_waiter_is_queued_ends_the_wait() {
+        use crate::kernel::thread::set_current;
+        use crate::kernel::thread_group::ThreadGroup;
+        let k = crate::testing::kernel(Arc::new(crate::mm::MemoryFile::new(1 << 24).unwrap()));
+        let t = crate::testing::thread(&k, 1, ThreadGroup::new(1, crate::kernel::limits::defaults()));
+        set_current(Some(t.clone()));
+        let soon = || Some(Instant::now() + Duration::from_secs(5));
+        // kill(2) of the process while its thread is between the futex
+        // call's entry and its queueing: the interruption finds no waiter.
+        k.signal_process(1, libc::SIGTERM);
+        assert_eq!(k.futexes.wait(K, 1, u32::MAX, soon(), || Ok(true)), Err(Errno::EINTR));
+        // Sent even before the call, whose entry cleared the interruption:
+        // the pending signal alone ends the wait.
+        t.interrupted.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(k.futexes.wait(K, 1, u32::MAX, soon(), || Ok(true)), Err(Errno::EINTR));
+        assert_eq!(k.futexes.wait(K, 1, u32::MAX, soon(), || Ok(false)), Err(Errno::EAGAIN), "a changed word first");
+        // A blocked signal does not end it.
+        t.discard_signals(u64::MAX);
+        t.sigmask.store(crate::kernel::signal::sigbit(libc::SIGTERM), std::sync::atomic::Ordering::SeqCst);
+        k.signal_process(1, libc::SIGTERM);
+        t.interrupted.store(false, std::sync::atomic::Ordering::SeqCst);
+        let d = Instant::now() + Duration::from_millis(10);
+        assert_eq!(k.futexes.wait(K, 1, u32::MAX, Some(d), || Ok(true)), Err(Errno::ETIMEDOUT));
+        set_current(None);
     }
 
     #[test]

@@ -149,6 +149,13 @@ fn current() -> Option<Arc<dyn Interruptible>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Whether the calling guest thread's wait must give up before it
+/// sleeps (see `Interruptible::interrupt_pending`); false on a host
+/// thread that runs no guest thread.
+pub fn interrupt_pending() -> bool {
+    current().is_some_and(|t| t.interrupt_pending())
+}
+
 /// The calling guest thread sleeps until this is dropped (see
 /// `Interruptible::set_sleeping`).
 pub struct Asleep(Option<Arc<dyn Interruptible>>);
