@@ -109,7 +109,7 @@ print("done", flush=True)
 /// A client (of 198.18.0.1, or of the address in argv[2]): sends `hello`, half-closes, reads
 /// the answer to its end; or says `refused` (no listener) or `reset`.
 const CLIENT: &str = r#"
-import socket, sys
+import errno, socket, sys
 try:
     host = sys.argv[2] if len(sys.argv) > 2 else "198.18.0.1"
     s = socket.create_connection((host, int(sys.argv[1])), timeout=20)
@@ -127,6 +127,12 @@ try:
             break
         data += d
 except (ConnectionResetError, BrokenPipeError):
+    print("reset")
+    sys.exit(0)
+except OSError as e:
+    # A reset that came before shutdown(): ENOTCONN, as Linux says.
+    if e.errno != errno.ENOTCONN:
+        raise
     print("reset")
     sys.exit(0)
 print("got", data.decode(), "from", port)
