@@ -233,12 +233,7 @@ impl FileOps for InetSocket {
 
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     fn io_timeout(&self, write: bool) -> Option<Duration> {
-        let t = self.timeouts.lock();
-        if write {
-            t.1
-        } else {
-            t.0
-        }
+        crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }
 
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;

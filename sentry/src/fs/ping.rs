@@ -121,11 +121,6 @@ impl FileOps for PingSocket {
     }
 
     fn io_timeout(&self, write: bool) -> Option<Duration> {
-        let t = self.timeouts.lock();
-        if write {
-            t.1
-        } else {
-            t.0
-        }
+        crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }
 }

@@ -17,6 +17,19 @@ pub const RMEM_DEFAULT: i32 = 212_992;
 /// net.ipv4.tcp_rmem's maximum: bounds a TCP socket's SO_RCVLOWAT.
 pub const TCP_RMEM_MAX: i32 = 6_291_456;
 
+/// SO_RCVTIMEO and SO_SNDTIMEO as a socket holds them: (receive, send).
+pub type Timeouts = Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>;
+
+/// The timeout of a write (`write`) or a read, for `FileOps::io_timeout`.
+pub fn io_timeout(t: &Timeouts, write: bool) -> Option<std::time::Duration> {
+    let t = t.lock();
+    if write {
+        t.1
+    } else {
+        t.0
+    }
+}
+
 /// Which form of receive timestamps SO_TIMESTAMP* asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamping {

@@ -897,12 +897,7 @@ impl FileOps for UnixSocket {
 
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
-        let t = self.timeouts.lock();
-        if write {
-            t.1
-        } else {
-            t.0
-        }
+        crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }
 
     /// FIONREAD (SIOCINQ): the unread bytes of a stream or seqpacket
