@@ -234,10 +234,11 @@ fn stream_read(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysRes
     Ok(at as u64)
 }
 
-/// write(2) and writev(2) of a file without a position, whatever its
-/// type: the guest's buffers `iov` gathered in pieces of up to CHUNK
-/// bytes, each written as `block::write` does (one piece is one
-/// datagram), until a piece goes short or the guest's memory faults.
+/// write(2) and writev(2) of a file without a position that is not a
+/// socket (a pipe, terminal, eventfd …; a socket's write is its send):
+/// the guest's buffers `iov` gathered in pieces of up to CHUNK bytes,
+/// each written as `block::write` does, until a piece goes short or the
+/// guest's memory faults.
 fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysResult {
     let mm = task.thread.mm();
     let total = iov.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
@@ -285,28 +286,16 @@ pub(super) fn sigpipe_on_epipe(task: &Task, r: SysResult) -> SysResult {
     r
 }
 
-/// write(2)'s SIGPIPE: for pipes and stream sockets, not for datagram and
-/// seqpacket sockets, whose sends just fail (as in Linux).
-fn sigpipe_unless_packets(task: &Task, f: &Arc<FileDescription>, r: SysResult) -> SysResult {
-    if r != Err(Errno::EPIPE) {
-        return r;
-    }
-    let packets =
-        f.ops.clone().into_any().downcast::<crate::fs::unix::UnixSocket>().is_ok_and(|s| s.ty().has_messages());
-    if packets {
-        r
-    } else {
-        sigpipe_on_epipe(task, r)
-    }
-}
-
 fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     if !f.ops.seekable() {
         let len = count(a[2]);
         args::user_range(a[1], len)?;
-        let put = stream_write(task, &f, &[(a[1], len)]);
-        return sigpipe_unless_packets(task, &f, put);
+        // A socket's write is a send without flags (its SIGPIPE included).
+        if let Some(s) = super::socket_ops::of(&f) {
+            return s.write(task, &f, &[(a[1], len)]);
+        }
+        return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)]));
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
@@ -419,8 +408,10 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = writable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        let put = stream_write(task, &f, &iov);
-        return sigpipe_unless_packets(task, &f, put);
+        if let Some(s) = super::socket_ops::of(&f) {
+            return s.write(task, &f, &iov);
+        }
+        return sigpipe_on_epipe(task, stream_write(task, &f, &iov));
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }

@@ -5,11 +5,12 @@
 //! (`egress.rs`) and is carried on a host connection from then on; a
 //! listener's accept also takes connections from outside (`inbound.rs`).
 
-use super::args::{self, int};
+use super::args;
 use super::block::wait_io;
 use super::socket::{
-    iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
+    iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt, Cursor,
 };
+use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::{self, Sock};
 use super::sockopt_ip;
 use super::sockopt_tcp;
@@ -33,14 +34,6 @@ use std::sync::Arc;
 
 /// The most a stream send moves per step through the sentry's buffer.
 const STREAM_CHUNK: usize = 256 * 1024;
-
-/// An open socket: its description (flags) and the socket itself.
-pub(super) type Open = (Arc<FileDescription>, Arc<InetSocket>);
-
-/// The IP socket that open file `f` is, if it is one.
-pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
-    f.ops.clone().into_any().downcast::<InetSocket>().ok().map(|s| (f.clone(), s))
-}
 
 /// socket(2) for AF_INET/AF_INET6: type `kind` (SOCK_STREAM or
 /// SOCK_DGRAM) and `protocol` (0 or the matching IPPROTO).
@@ -123,8 +116,8 @@ fn encode(a: SocketAddr) -> Vec<u8> {
     e.as_bytes().to_vec()
 }
 
-pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let to = read_addr(task, family(s), a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
+fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
+    let to = read_addr(task, family(s), addr.addr, addr.len)?.ok_or(Errno::EAFNOSUPPORT)?;
     if s.stream_outside().is_some() {
         return Err(Errno::EINVAL);
     }
@@ -144,7 +137,7 @@ pub(super) fn bind(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-pub(super) fn listen(task: &Task, s: &InetSocket) -> SysResult {
+fn listen(task: &Task, s: &InetSocket) -> SysResult {
     match &s.endpoint {
         _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
         Endpoint::Tcp(t) => {
@@ -156,8 +149,8 @@ pub(super) fn listen(task: &Task, s: &InetSocket) -> SysResult {
     }
 }
 
-pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let to = read_addr(task, family(s), a[1], a[2])?;
+fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) -> SysResult {
+    let to = read_addr(task, family(s), addr.addr, addr.len)?;
     if let Some(conn) = s.stream_outside() {
         return super::egress::reconnect(task, f, s, conn, to);
     }
@@ -184,7 +177,7 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64;
 }
 
 /// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
-pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6], flags: i32) -> SysResult {
+fn accept(task: &Task, f: &FileDescription, s: &InetSocket, out: SockAddrArg, flags: i32) -> SysResult {
     let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::EOPNOTSUPP) };
     // SO_RCVTIMEO bounds the wait (EAGAIN), as in inet_csk_accept.
     let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
@@ -200,13 +193,13 @@ pub(super) fn accept(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 
     let (sock, peer) = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, take)?;
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let fd = super::socket::install(task, sock, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
-    if a[1] != 0 {
-        write_sockaddr(task, a[1], a[2], &encode(peer))?;
+    if out.addr != 0 {
+        write_sockaddr(task, out.addr, out.len, &encode(peer))?;
     }
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
 
-pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+fn getsockname(task: &Task, s: &InetSocket, out: SockAddrArg) -> SysResult {
     let local = match &s.endpoint {
         _ if s.stream_outside().is_some() => {
             presented(s, s.stream_outside().map_or(Err(Errno::EINVAL), super::egress::sandbox_local)?)
@@ -214,17 +207,17 @@ pub(super) fn getsockname(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
         Endpoint::Tcp(t) => t.local_addr(),
         Endpoint::Udp(u) => u.local_addr(),
     };
-    write_sockaddr(task, a[1], a[2], &encode(local))?;
+    write_sockaddr(task, out.addr, out.len, &encode(local))?;
     Ok(0)
 }
 
-pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
+fn getpeername(task: &Task, s: &InetSocket, out: SockAddrArg) -> SysResult {
     if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
-        write_sockaddr(task, a[1], a[2], &encode(presented(s, super::egress::outside_peer(conn)?)))?;
+        write_sockaddr(task, out.addr, out.len, &encode(presented(s, super::egress::outside_peer(conn)?)))?;
         return Ok(0);
     }
     if let Some(resolver) = *s.resolver_peer.lock() {
-        write_sockaddr(task, a[1], a[2], &encode(presented(s, resolver)))?;
+        write_sockaddr(task, out.addr, out.len, &encode(presented(s, resolver)))?;
         return Ok(0);
     }
     let peer = match &s.endpoint {
@@ -232,7 +225,7 @@ pub(super) fn getpeername(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult
         Endpoint::Udp(u) => u.peer_addr(),
     }
     .map_err(errno)?;
-    write_sockaddr(task, a[1], a[2], &encode(peer))?;
+    write_sockaddr(task, out.addr, out.len, &encode(peer))?;
     Ok(0)
 }
 
@@ -245,50 +238,10 @@ fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Optio
     read_addr(task, family(s), addr, len)
 }
 
-/// A position in a list of guest buffers (address, length).
-struct Cursor<'a> {
-    bufs: &'a [(u64, usize)],
-    index: usize,
-    offset: usize,
-}
-
-impl Cursor<'_> {
-    /// Copies up to `max` bytes from the position into `out` (cleared
-    /// first), without moving.
-    fn peek(&self, mm: &crate::mm::MemoryManager, out: &mut Vec<u8>, max: usize) -> Result<(), Errno> {
-        out.clear();
-        let mut off = self.offset;
-        for &(base, len) in &self.bufs[self.index..] {
-            let n = (len - off).min(max - out.len());
-            let at = out.len();
-            out.resize(at + n, 0);
-            mm.copy_in(base + off as u64, &mut out[at..])?;
-            if out.len() == max {
-                break;
-            }
-            off = 0;
-        }
-        Ok(())
-    }
-
-    fn advance(&mut self, mut n: usize) {
-        while n > 0 && self.index < self.bufs.len() {
-            let left = self.bufs[self.index].1 - self.offset;
-            if n < left {
-                self.offset += n;
-                return;
-            }
-            n -= left;
-            self.index += 1;
-            self.offset = 0;
-        }
-    }
-}
-
 /// Sends the guest's `bufs` (address, length): a datagram whole, a stream
 /// a chunk at a time until all is sent (or, not blocking, what fits).
 /// write and writev on an IP socket come here too.
-pub(super) fn send(
+fn send(
     task: &Task,
     f: &FileDescription,
     s: &InetSocket,
@@ -303,7 +256,7 @@ pub(super) fn send(
     let mm = task.thread.mm();
     let total: usize = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
     let mut data = Vec::new();
-    let mut cursor = Cursor { bufs, index: 0, offset: 0 };
+    let mut cursor = Cursor::new(bufs);
     if !s.is_stream() {
         if total > 1 << 16 {
             return Err(Errno::EMSGSIZE);
@@ -341,7 +294,7 @@ pub(super) fn send(
 /// Receives into the guest's `bufs`: the count (a datagram's whole length
 /// with MSG_TRUNC), whether the datagram was cut, and its sender (read and
 /// readv take the path of every file: `FileOps::read`).
-pub(super) fn recv(
+fn recv(
     task: &Task,
     f: &FileDescription,
     s: &InetSocket,
@@ -413,50 +366,48 @@ fn recv_with_meta(
     Ok((reported as u64, got < full, from, meta))
 }
 
-pub(super) fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    let to = destination(task, s, a[4], a[5])?;
-    send(task, f, s, &[(a[1], len)], a[3], to)
+fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    let to = destination(task, s, to.addr, to.len)?;
+    send(task, f, s, &[buf], flags, to)
 }
 
-pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    let (n, _, from) = recv(task, f, s, &[(a[1], len)], a[3])?;
-    if a[4] != 0 && a[5] != 0 {
+fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, out: SockAddrArg) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    let (n, _, from) = recv(task, f, s, &[buf], flags)?;
+    if out.addr != 0 && out.len != 0 {
         match from {
-            Some(from) => write_sockaddr(task, a[4], a[5], &encode(from))?,
-            None => task.thread.mm().copy_out(a[5], &0u32.to_le_bytes())?,
+            Some(from) => write_sockaddr(task, out.addr, out.len, &encode(from))?,
+            None => task.thread.mm().copy_out(out.len, &0u32.to_le_bytes())?,
         }
     }
     Ok(n)
 }
 
 /// sendmsg(2); control messages (IP_PKTINFO, IP_TOS …) are ignored.
-pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
+fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
     let to = destination(task, s, h.name, u64::from(h.namelen))?;
-    send(task, f, s, &iovec_list(task, &h)?, a[2], to)
+    send(task, f, s, &iovec_list(task, &h)?, flags, to)
 }
 
 /// recvmsg(2); a datagram comes with the control messages its socket
 /// asked for (timestamps, IP_PKTINFO …).
-pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
-    let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, a[2])?;
+fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
+    let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, flags)?;
     let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
     let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
-        Some(from) => write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
-        None => task.thread.mm().copy_out(a[1] + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
+        Some(from) => write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
+        None => task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
-    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    write_msg_results(task, a[1], controllen, flags | ctrunc)?;
+    let out_flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
+    write_msg_results(task, msg, controllen, out_flags | ctrunc)?;
     Ok(n)
 }
 
-pub(super) fn shutdown(s: &InetSocket, how: i32) -> SysResult {
+fn shutdown(s: &InetSocket, how: i32) -> SysResult {
     let (read, write) = match how {
         0 => (true, false),
         1 => (false, true),
@@ -488,9 +439,9 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
     }
 }
 
-pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let opt = (int(a[1]), int(a[2]));
-    let len = read_optlen(task, a)?;
+fn getsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
+    let opt = (arg.level, arg.name);
+    let len = read_optlen(task, arg)?;
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
     let value = match opt {
         (SOL_SOCKET, SO_ERROR) if s.stream_outside().is_some() => {
@@ -514,13 +465,13 @@ pub(super) fn getsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
             None => sockopt_ip::default(family(s) == Family::V6, opt).ok_or(Errno::ENOPROTOOPT)?.to_le_bytes().to_vec(),
         },
     };
-    write_sockopt(task, a, &value)
+    write_sockopt(task, arg, &value)
 }
 
-pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult {
-    let opt = (int(a[1]), int(a[2]));
+fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
+    let opt = (arg.level, arg.name);
     if opt.0 == SOL_SOCKET && opt.1 != SO_REUSEADDR && opt.1 != SO_REUSEPORT {
-        sockopt::set(task, &sock(s), opt.1, a[3], a[4])?;
+        sockopt::set(task, &sock(s), opt.1, arg.val, arg.len)?;
         if let (SO_LINGER, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
             let (on, secs) = s.opts.get().linger;
             t.set_reset_on_close(on && secs == 0);
@@ -528,7 +479,7 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         // What the egress gateway carries over to the host socket.
         if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {
             let mut raw = [0u8; 4];
-            task.thread.mm().copy_in(a[3], &mut raw)?;
+            task.thread.mm().copy_in(arg.val, &mut raw)?;
             if let Some(conn) = s.stream_outside() {
                 conn.set_option(opt.0, opt.1, i32::from_le_bytes(raw))?;
             }
@@ -537,14 +488,14 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         return Ok(0);
     }
     if opt.0 == IPPROTO_TCP && s.is_stream() {
-        return sockopt_tcp::set(task, s, opt.1, a[3], a[4]).map(|()| 0);
+        return sockopt_tcp::set(task, s, opt.1, arg.val, arg.len).map(|()| 0);
     }
-    let len = usize::try_from(args::uint(a[4])).map_err(|_| Errno::EINVAL)?;
+    let len = usize::try_from(args::uint(arg.len)).map_err(|_| Errno::EINVAL)?;
     if len > 256 {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; len];
-    task.thread.mm().copy_in(a[3], &mut raw)?;
+    task.thread.mm().copy_in(arg.val, &mut raw)?;
     let on = || -> Result<bool, Errno> {
         let v = raw.get(..4).ok_or(Errno::EINVAL)?;
         Ok(i32::from_le_bytes([v[0], v[1], v[2], v[3]]) != 0)
@@ -586,4 +537,64 @@ pub(super) fn setsockopt(task: &Task, s: &InetSocket, a: [u64; 6]) -> SysResult 
         }
     }
     Ok(0)
+}
+
+impl SocketOps for Arc<InetSocket> {
+    fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
+        bind(task, self, addr)
+    }
+
+    fn listen(&self, task: &Task, _backlog: i32) -> SysResult {
+        listen(task, self)
+    }
+
+    fn accept(&self, task: &Task, f: &FileDescription, peer: SockAddrArg, flags: i32) -> SysResult {
+        accept(task, f, self, peer, flags)
+    }
+
+    fn connect(&self, task: &Task, f: &FileDescription, addr: SockAddrArg) -> SysResult {
+        connect(task, f, self, addr)
+    }
+
+    fn getsockname(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getsockname(task, self, out)
+    }
+
+    fn getpeername(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getpeername(task, self, out)
+    }
+
+    fn sendto(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
+        sendto(task, f, self, buf, flags, to)
+    }
+
+    fn recvfrom(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, from: SockAddrArg) -> SysResult {
+        recvfrom(task, f, self, buf, flags, from)
+    }
+
+    fn sendmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        sendmsg(task, f, self, msg, flags)
+    }
+
+    fn recvmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        recvmsg(task, f, self, msg, flags)
+    }
+
+    /// write and writev take send's path: a datagram socket connected to
+    /// the sandbox's resolver reaches it as a send(2) does.
+    fn write(&self, task: &Task, f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
+        send(task, f, self, bufs, 0, None)
+    }
+
+    fn shutdown(&self, _task: &Task, how: i32) -> SysResult {
+        shutdown(self, how)
+    }
+
+    fn getsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        getsockopt(task, self, opt)
+    }
+
+    fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        setsockopt(task, self, opt)
+    }
 }

@@ -2,7 +2,7 @@
 //! as sendmsg or recvmsg would take it (glibc's resolver sends its A and
 //! AAAA queries together with sendmmsg).
 
-use super::socket::{sys_recvmsg, sys_sendmsg};
+use super::socket_ops::of_fd;
 use super::{Entries, Support::*};
 use crate::abi::layout::Layout;
 use crate::abi::socket::{MsgHdr, MSG_DONTWAIT};
@@ -44,13 +44,15 @@ fn each(task: &mut Task, a: [u64; 6], mut one: impl FnMut(&mut Task, u64, usize)
 }
 
 fn sys_sendmmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
-    each(task, a, |task, hdr, _| sys_sendmsg(task, [a[0], hdr, a[3], 0, 0, 0]))
+    let (f, s) = of_fd(task, a[0])?;
+    each(task, a, |task, hdr, _| s.sendmsg(task, &f, hdr, a[3]))
 }
 
 fn sys_recvmmsg(task: &mut Task, a: [u64; 6]) -> SysResult {
+    let (f, s) = of_fd(task, a[0])?;
     let flags = a[3] & !MSG_WAITFORONE;
     each(task, a, |task, hdr, i| {
         let flags = if i == 0 { flags } else { flags | MSG_DONTWAIT };
-        sys_recvmsg(task, [a[0], hdr, flags, 0, 0, 0])
+        s.recvmsg(task, &f, hdr, flags)
     })
 }

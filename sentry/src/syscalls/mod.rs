@@ -45,6 +45,7 @@ mod seccomp;
 mod session;
 mod signal;
 mod socket;
+mod socket_ops;
 mod sockopt;
 mod sockopt_ip;
 mod sockopt_tcp;
@@ -57,6 +58,7 @@ mod sysv_shm;
 mod thread;
 mod time;
 mod timer;
+mod unix;
 mod xattr;
 
 use crate::kernel::Kernel;

@@ -2,8 +2,11 @@
 //! socket calls of socket.rs come here for a netlink descriptor. Requests
 //! are answered at once by the netstack's read-only route replies.
 
-use super::args::{self, int};
-use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use super::args;
+use super::socket::{
+    iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt,
+};
+use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::Sock;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::socket::{
@@ -15,14 +18,6 @@ use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// An open netlink socket: its description (flags) and the socket.
-pub(super) type Open = (Arc<FileDescription>, Arc<NetlinkSocket>);
-
-/// The netlink socket that open file `f` is, if it is one.
-pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
-    f.ops.clone().into_any().downcast::<NetlinkSocket>().ok().map(|s| (f.clone(), s))
-}
 
 /// socket(2) for AF_NETLINK: SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE.
 pub(super) fn socket(task: &Task, kind: i32, protocol: i32) -> Result<Arc<NetlinkSocket>, Errno> {
@@ -51,12 +46,12 @@ fn autobind(task: &Task, s: &NetlinkSocket) {
 
 /// bind(2): a port id (0 picks the process id); multicast groups are
 /// accepted but no events are ever sent.
-pub(super) fn bind(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    if a[2] < 12 {
+fn bind(task: &Task, s: &NetlinkSocket, addr: SockAddrArg) -> SysResult {
+    if addr.len < 12 {
         return Err(Errno::EINVAL);
     }
     let mut raw = [0u8; 12];
-    task.thread.mm().copy_in(a[1], &mut raw)?;
+    task.thread.mm().copy_in(addr.addr, &mut raw)?;
     let mut d = Decoder::new(&raw);
     if i32::from(d.u16()) != AF_NETLINK {
         return Err(Errno::EINVAL);
@@ -71,12 +66,12 @@ pub(super) fn bind(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
 }
 
 /// connect(2): only to the kernel (port 0).
-pub(super) fn connect(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    if a[2] < 12 {
+fn connect(task: &Task, s: &NetlinkSocket, addr: SockAddrArg) -> SysResult {
+    if addr.len < 12 {
         return Err(Errno::EINVAL);
     }
     let mut raw = [0u8; 12];
-    task.thread.mm().copy_in(a[1], &mut raw)?;
+    task.thread.mm().copy_in(addr.addr, &mut raw)?;
     if Decoder::new(&raw[4..]).u32() != 0 {
         return Err(Errno::ECONNREFUSED);
     }
@@ -84,13 +79,13 @@ pub(super) fn connect(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult 
     Ok(0)
 }
 
-pub(super) fn getsockname(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    write_sockaddr(task, a[1], a[2], &sockaddr_nl(s.port.load(Ordering::Relaxed)))?;
+fn getsockname(task: &Task, s: &NetlinkSocket, out: SockAddrArg) -> SysResult {
+    write_sockaddr(task, out.addr, out.len, &sockaddr_nl(s.port.load(Ordering::Relaxed)))?;
     Ok(0)
 }
 
-pub(super) fn getpeername(task: &Task, a: [u64; 6]) -> SysResult {
-    write_sockaddr(task, a[1], a[2], &sockaddr_nl(0))?;
+fn getpeername(task: &Task, out: SockAddrArg) -> SysResult {
+    write_sockaddr(task, out.addr, out.len, &sockaddr_nl(0))?;
     Ok(0)
 }
 
@@ -139,35 +134,40 @@ fn recv(
     Ok((reported as u64, n < full))
 }
 
-pub(super) fn sendto(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    send(task, s, &[(a[1], len)])
+fn sendto(task: &Task, s: &NetlinkSocket, buf: UserBuf) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    send(task, s, &[buf])
 }
 
-pub(super) fn sendmsg(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
+fn sendmsg(task: &Task, s: &NetlinkSocket, msg: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
     send(task, s, &iovec_list(task, &h)?)
 }
 
-pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    let (n, _) = recv(task, f, s, &[(a[1], len)], a[3])?;
-    if a[4] != 0 && a[5] != 0 {
-        write_sockaddr(task, a[4], a[5], &sockaddr_nl(0))?;
+fn recvfrom(
+    task: &Task,
+    f: &FileDescription,
+    s: &NetlinkSocket,
+    buf: UserBuf,
+    flags: u64,
+    out: SockAddrArg,
+) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    let (n, _) = recv(task, f, s, &[buf], flags)?;
+    if out.addr != 0 && out.len != 0 {
+        write_sockaddr(task, out.addr, out.len, &sockaddr_nl(0))?;
     }
     Ok(n)
 }
 
-pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
-    let (n, cut) = recv(task, f, s, &iovec_list(task, &h)?, a[2])?;
+fn recvmsg(task: &Task, f: &FileDescription, s: &NetlinkSocket, msg: u64, flags: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
+    let (n, cut) = recv(task, f, s, &iovec_list(task, &h)?, flags)?;
     if h.name != 0 {
-        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sockaddr_nl(0))?;
+        write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &sockaddr_nl(0))?;
     }
-    let flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
-    write_msg_results(task, a[1], 0, flags)?;
+    let out_flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
+    write_msg_results(task, msg, 0, out_flags)?;
     Ok(n)
 }
 
@@ -177,22 +177,74 @@ fn sock(s: &NetlinkSocket) -> Sock<'_> {
 }
 
 /// getsockopt(2): the shared socket-level options; no SOL_NETLINK ones.
-pub(super) fn getsockopt(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    if int(a[1]) != SOL_SOCKET {
+fn getsockopt(task: &Task, s: &NetlinkSocket, opt: OptArg) -> SysResult {
+    if opt.level != SOL_SOCKET {
         return Err(Errno::ENOPROTOOPT);
     }
-    let len = super::socket::read_optlen(task, a)?;
-    let value = super::sockopt::get(&sock(s), int(a[2]), len)?;
-    write_sockopt(task, a, &value)
+    let len = read_optlen(task, opt)?;
+    let value = super::sockopt::get(&sock(s), opt.name, len)?;
+    write_sockopt(task, opt, &value)
 }
 
 /// setsockopt(2): the shared socket-level options; the SOL_NETLINK flags
 /// (extended acks, strict checking, group membership) are accepted
 /// without effect.
-pub(super) fn setsockopt(task: &Task, s: &NetlinkSocket, a: [u64; 6]) -> SysResult {
-    match int(a[1]) {
-        SOL_SOCKET => super::sockopt::set(task, &sock(s), int(a[2]), a[3], a[4]).map(|()| 0),
-        SOL_NETLINK if (1..=12).contains(&int(a[2])) => Ok(0),
+fn setsockopt(task: &Task, s: &NetlinkSocket, opt: OptArg) -> SysResult {
+    match opt.level {
+        SOL_SOCKET => super::sockopt::set(task, &sock(s), opt.name, opt.val, opt.len).map(|()| 0),
+        SOL_NETLINK if (1..=12).contains(&opt.name) => Ok(0),
         _ => Err(Errno::ENOPROTOOPT),
+    }
+}
+
+/// A netlink socket neither listens nor accepts nor shuts down
+/// (EOPNOTSUPP, the interface's defaults).
+impl SocketOps for Arc<NetlinkSocket> {
+    fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
+        bind(task, self, addr)
+    }
+
+    fn connect(&self, task: &Task, _f: &FileDescription, addr: SockAddrArg) -> SysResult {
+        connect(task, self, addr)
+    }
+
+    fn getsockname(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getsockname(task, self, out)
+    }
+
+    fn getpeername(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getpeername(task, out)
+    }
+
+    fn sendto(&self, task: &Task, _f: &FileDescription, buf: UserBuf, _flags: u64, _to: SockAddrArg) -> SysResult {
+        sendto(task, self, buf)
+    }
+
+    fn recvfrom(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, from: SockAddrArg) -> SysResult {
+        recvfrom(task, f, self, buf, flags, from)
+    }
+
+    fn sendmsg(&self, task: &Task, _f: &FileDescription, msg: u64, _flags: u64) -> SysResult {
+        sendmsg(task, self, msg)
+    }
+
+    fn recvmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        recvmsg(task, f, self, msg, flags)
+    }
+
+    fn write(&self, task: &Task, _f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
+        send(task, self, bufs)
+    }
+
+    fn shutdown(&self, _task: &Task, _how: i32) -> SysResult {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    fn getsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        getsockopt(task, self, opt)
+    }
+
+    fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        setsockopt(task, self, opt)
     }
 }

@@ -9,6 +9,7 @@
 use super::args::{self, int};
 use super::block::wait_io;
 use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
+use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use crate::abi::layout::{Encoder, Layout};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_CTRUNC, MSG_ERRQUEUE, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET,
@@ -27,19 +28,11 @@ use husk_netstack::egress::Verdict;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-/// An open ICMP echo socket: its description (flags) and the socket.
-pub(super) type Open = (Arc<FileDescription>, Arc<PingSocket>);
-
 /// The largest datagram a ping socket takes (Linux: EMSGSIZE past it).
 const MAX_DATAGRAM: usize = 0xFFFF;
 
 /// An ICMP header: type, code, checksum, id, sequence.
 const HEADER: usize = 8;
-
-/// The ICMP echo socket that open file `f` is, if it is one.
-pub(super) fn socket_of(f: &Arc<FileDescription>) -> Option<Open> {
-    f.ops.clone().into_any().downcast::<PingSocket>().ok().map(|s| (f.clone(), s))
-}
 
 /// Whether socket(2) with these arguments asks for an ICMP echo socket.
 pub(super) fn wants(domain: i32, ty: i32, protocol: i32) -> bool {
@@ -188,19 +181,18 @@ fn destination(task: &Task, s: &PingSocket, addr: u64, len: u64) -> Result<Optio
     Ok(Some(ip))
 }
 
-pub(super) fn sendto(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    let data = gather(task, &[(a[1], len)])?;
-    let to = destination(task, s, a[4], a[5])?;
-    send(task, f, s, &data, to, a[3])
+fn sendto(task: &Task, f: &FileDescription, s: &PingSocket, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    let data = gather(task, &[buf])?;
+    let to = destination(task, s, to.addr, to.len)?;
+    send(task, f, s, &data, to, flags)
 }
 
-pub(super) fn sendmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
+fn sendmsg(task: &Task, f: &FileDescription, s: &PingSocket, msg: u64, flags: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
     let data = gather(task, &iovec_list(task, &h)?)?;
     let to = destination(task, s, h.name, u64::from(h.namelen))?;
-    send(task, f, s, &data, to, a[2])
+    send(task, f, s, &data, to, flags)
 }
 
 /// The most control bytes one recvmsg passes on (Linux bounds them by
@@ -289,34 +281,33 @@ fn sender(s: &PingSocket, from: Option<SocketAddr>) -> Vec<u8> {
     encode(ip, 0)
 }
 
-pub(super) fn recvfrom(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let len = super::file::count(a[2]);
-    args::user_range(a[1], len)?;
-    let got = recv(task, f, s, &[(a[1], len)], a[3], 0)?;
-    if a[4] != 0 && a[5] != 0 {
-        write_sockaddr(task, a[4], a[5], &sender(s, got.from))?;
+fn recvfrom(task: &Task, f: &FileDescription, s: &PingSocket, buf: UserBuf, flags: u64, out: SockAddrArg) -> SysResult {
+    args::user_range(buf.0, buf.1)?;
+    let got = recv(task, f, s, &[buf], flags, 0)?;
+    if out.addr != 0 && out.len != 0 {
+        write_sockaddr(task, out.addr, out.len, &sender(s, got.from))?;
     }
     Ok(got.count)
 }
 
-pub(super) fn recvmsg(task: &Task, f: &FileDescription, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let h = read_msghdr(task, a[1])?;
+fn recvmsg(task: &Task, f: &FileDescription, s: &PingSocket, msg: u64, flags: u64) -> SysResult {
+    let h = read_msghdr(task, msg)?;
     let room = if h.control == 0 { 0 } else { usize::try_from(h.controllen).unwrap_or(usize::MAX) };
-    let got = recv(task, f, s, &iovec_list(task, &h)?, a[2], room)?;
+    let got = recv(task, f, s, &iovec_list(task, &h)?, flags, room)?;
     if h.name != 0 {
-        write_sockaddr(task, h.name, a[1] + MsgHdr::NAMELEN_OFFSET, &sender(s, got.from))?;
+        write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &sender(s, got.from))?;
     }
     if !got.control.is_empty() {
         task.thread.mm().copy_out(h.control, &got.control)?;
     }
-    write_msg_results(task, a[1], u64::try_from(got.control.len()).unwrap_or(0), got.flags)?;
+    write_msg_results(task, msg, u64::try_from(got.control.len()).unwrap_or(0), got.flags)?;
     Ok(got.count)
 }
 
 /// bind(2): the port is the echo id; the address may only be "any" or
 /// the sandbox's own (eth0's), which the host socket binds as "any".
-pub(super) fn bind(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let (ip, id) = read_addr(task, s, a[1], a[2])?.ok_or(Errno::EAFNOSUPPORT)?;
+fn bind(task: &Task, s: &PingSocket, addr: SockAddrArg) -> SysResult {
+    let (ip, id) = read_addr(task, s, addr.addr, addr.len)?.ok_or(Errno::EAFNOSUPPORT)?;
     let own = husk_netstack::iface::uplink().is_some_and(|u| IpAddr::V4(u.addr) == ip);
     if !ip.is_unspecified() && !own {
         return Err(Errno::EADDRNOTAVAIL);
@@ -328,8 +319,8 @@ pub(super) fn bind(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
 
 /// connect(2): echo requests without an address go to the peer, which
 /// the policy must allow; AF_UNSPEC forgets it.
-pub(super) fn connect(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let to = read_addr(task, s, a[1], a[2])?;
+fn connect(task: &Task, s: &PingSocket, addr: SockAddrArg) -> SysResult {
+    let to = read_addr(task, s, addr.addr, addr.len)?;
     let host = s.host()?;
     match to {
         None => host.disconnect_datagrams()?,
@@ -343,25 +334,25 @@ pub(super) fn connect(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
 
 /// getsockname(2): the echo id as the port; the address is "any" unless
 /// bound, as Linux shows an unbound ping socket's.
-pub(super) fn getsockname(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+fn getsockname(task: &Task, s: &PingSocket, out: SockAddrArg) -> SysResult {
     let any = if s.v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
     let local = match s.host() {
         Ok(h) => h.local()?,
         Err(_) => SocketAddr::new(any, 0),
     };
-    write_sockaddr(task, a[1], a[2], &encode(any, local.port()))?;
+    write_sockaddr(task, out.addr, out.len, &encode(any, local.port()))?;
     Ok(0)
 }
 
 /// getpeername(2): ENOTCONN even when connected, as in Linux, whose
 /// inet_getname finds no peer port on a ping socket.
-pub(super) fn getpeername() -> SysResult {
+fn getpeername() -> SysResult {
     Err(Errno::ENOTCONN)
 }
 
-pub(super) fn getsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
+fn getsockopt(task: &Task, s: &PingSocket, opt: OptArg) -> SysResult {
     let tv = |t: Option<std::time::Duration>| Timeval::from_duration(t.unwrap_or_default()).encode();
-    let value: Vec<u8> = match (int(a[1]), int(a[2])) {
+    let value: Vec<u8> = match (opt.level, opt.name) {
         (SOL_SOCKET, SO_TYPE) => SOCK_DGRAM.to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_DOMAIN) => (if s.v6 { AF_INET6 } else { AF_INET }).to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_PROTOCOL) => {
@@ -372,7 +363,7 @@ pub(super) fn getsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult 
         (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
         _ => return Err(Errno::ENOPROTOOPT),
     };
-    write_sockopt(task, a, &value)
+    write_sockopt(task, opt, &value)
 }
 
 /// The most bytes of an option value passed on to the host (the largest
@@ -381,12 +372,12 @@ const OPTION_MAX: usize = 64;
 
 /// setsockopt(2): the timeouts, held here; the options of HOST_OPTIONS on
 /// the host socket, whose answer is the guest's; others ENOPROTOOPT.
-pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult {
-    let opt = (int(a[1]), int(a[2]));
-    let len = usize::try_from(int(a[4])).map_err(|_| Errno::EINVAL)?;
+fn setsockopt(task: &Task, s: &PingSocket, arg: OptArg) -> SysResult {
+    let opt = (arg.level, arg.name);
+    let len = usize::try_from(int(arg.len)).map_err(|_| Errno::EINVAL)?;
     if HOST_OPTIONS.contains(&opt) {
         let mut value = vec![0u8; len.min(OPTION_MAX)];
-        task.thread.mm().copy_in(a[3], &mut value)?;
+        task.thread.mm().copy_in(arg.val, &mut value)?;
         s.host().map_err(|_| Errno::ENOPROTOOPT)?.set_option_bytes(opt.0, opt.1, &value)?;
         return Ok(0);
     }
@@ -397,7 +388,7 @@ pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult 
         return Err(Errno::EINVAL);
     }
     let mut raw = [0u8; Timeval::SIZE];
-    task.thread.mm().copy_in(a[3], &mut raw)?;
+    task.thread.mm().copy_in(arg.val, &mut raw)?;
     let t = super::sockopt::timeout(&raw)?;
     let mut timeouts = s.timeouts.lock();
     if opt.1 == SO_RCVTIMEO {
@@ -409,7 +400,7 @@ pub(super) fn setsockopt(task: &Task, s: &PingSocket, a: [u64; 6]) -> SysResult 
 }
 
 /// shutdown(2): as a UDP socket's, ENOTCONN unless connected.
-pub(super) fn shutdown(s: &PingSocket, how: i32) -> SysResult {
+fn shutdown(s: &PingSocket, how: i32) -> SysResult {
     let (read, write) = match how {
         libc::SHUT_RD => (true, false),
         libc::SHUT_WR => (false, true),
@@ -460,5 +451,57 @@ mod tests {
         short[..8].copy_from_slice(&3u64.to_le_bytes());
         assert_eq!(allowed_control(&short), (Vec::new(), true));
         assert_eq!(allowed_control(&ttl[..10]), (Vec::new(), true));
+    }
+}
+
+/// An ICMP echo socket neither listens nor accepts (EOPNOTSUPP, the
+/// interface's defaults).
+impl SocketOps for Arc<PingSocket> {
+    fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
+        bind(task, self, addr)
+    }
+
+    fn connect(&self, task: &Task, _f: &FileDescription, addr: SockAddrArg) -> SysResult {
+        connect(task, self, addr)
+    }
+
+    fn getsockname(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getsockname(task, self, out)
+    }
+
+    fn getpeername(&self, _task: &Task, _out: SockAddrArg) -> SysResult {
+        getpeername()
+    }
+
+    fn sendto(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
+        sendto(task, f, self, buf, flags, to)
+    }
+
+    fn recvfrom(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, from: SockAddrArg) -> SysResult {
+        recvfrom(task, f, self, buf, flags, from)
+    }
+
+    fn sendmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        sendmsg(task, f, self, msg, flags)
+    }
+
+    fn recvmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        recvmsg(task, f, self, msg, flags)
+    }
+
+    fn write(&self, task: &Task, f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
+        send(task, f, self, &gather(task, bufs)?, None, 0)
+    }
+
+    fn shutdown(&self, _task: &Task, how: i32) -> SysResult {
+        shutdown(self, how)
+    }
+
+    fn getsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        getsockopt(task, self, opt)
+    }
+
+    fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        setsockopt(task, self, opt)
     }
 }
