@@ -398,6 +398,7 @@ fn egress_names_resolve_only_through_the_sandbox_resolver() {
         "name_port_not_allowed",
         "exfil_nxdomain",
         "resolver_udp",
+        "resolver_udp_write",
         "resolver_tcp",
         "direct_dns_udp",
         "direct_dns_tcp",

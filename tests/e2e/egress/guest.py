@@ -1,6 +1,6 @@
 # Runs inside the sandbox: each check prints "ok NAME" or raises.
 # argv[1] is the check set: allowed, none_allowed, reserved, no_network, dns.
-import errno, select, socket, struct, sys, time, urllib.request
+import errno, os, select, socket, struct, sys, time, urllib.request
 
 INTERNET = "198.18.0.2"
 
@@ -274,6 +274,21 @@ def dns():
     assert reply[:2] == b"\x12\x34" and reply.endswith(socket.inet_aton(INTERNET)), reply
     s.close()
     print("ok resolver_udp")
+    # write() and writev() on a socket connected to the resolver are
+    # sends: each query reaches it and gets its answer.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.connect(("10.0.2.2", 53))
+    q = dns_query("api.test", 0x5678)
+    assert os.write(s.fileno(), q) == len(q)
+    reply = s.recv(4096)
+    assert reply[:2] == b"\x56\x78" and reply.endswith(socket.inet_aton(INTERNET)), reply
+    q = dns_query("api.test", 0x5679)
+    assert os.writev(s.fileno(), [q[:7], q[7:]]) == len(q)
+    reply = s.recv(4096)
+    assert reply[:2] == b"\x56\x79" and reply.endswith(socket.inet_aton(INTERNET)), reply
+    s.close()
+    print("ok resolver_udp_write")
     # And over TCP, as glibc asks again for a truncated answer: two
     # queries on one connection, an allowed name and a denied one.
     s = socket.create_connection(("10.0.2.2", 53), timeout=5)
