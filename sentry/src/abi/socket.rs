@@ -116,6 +116,8 @@ pub const MSG_DONTWAIT: u64 = 0x40;
 pub const MSG_WAITALL: u64 = 0x100;
 pub const MSG_NOSIGNAL: u64 = 0x4000;
 pub const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+/// recvmmsg(2): stop waiting once one message arrived.
+pub const MSG_WAITFORONE: u64 = 0x10000;
 
 // Control messages (SOL_SOCKET).
 pub const SCM_RIGHTS: i32 = libc::SCM_RIGHTS;
@@ -222,6 +224,7 @@ mod tests {
             (MSG_WAITALL, libc::MSG_WAITALL),
             (MSG_NOSIGNAL, libc::MSG_NOSIGNAL),
             (MSG_CMSG_CLOEXEC, libc::MSG_CMSG_CLOEXEC),
+            (MSG_WAITFORONE, libc::MSG_WAITFORONE),
         ];
         for (ours, linux) in flags {
             assert_eq!(Ok(ours), u64::try_from(linux));

@@ -3,30 +3,23 @@
 //! loopback (127.0.0.1/8, MTU 65536), and `eth0` when the sandbox has a
 //! way out, as `ifconfig` and `if_nametoindex` see them in Linux.
 
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::{Decoder, Encoder, Layout};
+use crate::abi::netdevice::{
+    IfReq, IFNAMSIZ, SIOCGIFADDR, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFHWADDR, SIOCGIFINDEX, SIOCGIFMTU, SIOCGIFNAME,
+    SIOCGIFNETMASK, SIOCGIFTXQLEN,
+};
+use crate::abi::sockaddr::SockaddrIn;
 use crate::abi::Errno;
 use crate::mm::MemoryManager;
 use husk_netstack::iface::{self, Interface};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
-const SIOCGIFNAME: u64 = 0x8910;
-const SIOCGIFCONF: u64 = 0x8912;
-const SIOCGIFFLAGS: u64 = 0x8913;
-const SIOCGIFADDR: u64 = 0x8915;
-const SIOCGIFNETMASK: u64 = 0x891b;
-const SIOCGIFMTU: u64 = 0x8921;
-const SIOCGIFHWADDR: u64 = 0x8927;
-const SIOCGIFINDEX: u64 = 0x8933;
-const SIOCGIFTXQLEN: u64 = 0x8942;
-/// sizeof(struct ifreq).
-const IFREQ: usize = 40;
-const IFNAMSIZ: usize = 16;
 const TXQLEN: i32 = 1000;
 
 /// A sockaddr_in for `ip` (port 0), as ifreq carries addresses.
 fn sockaddr_in(ip: [u8; 4]) -> Encoder {
     let mut e = Encoder::new();
-    e.u16(2).u16(0).bytes(&ip).bytes(&[0u8; 8]);
+    SockaddrIn(SocketAddrV4::new(Ipv4Addr::from(ip), 0)).encode_to(&mut e);
     e
 }
 
@@ -43,9 +36,9 @@ fn ipv4(i: &Interface) -> (Ipv4Addr, u8) {
 
 /// An ifreq: the name, then the union's bytes.
 fn ifreq(name: &str, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![0u8; IFREQ];
+    let mut v = vec![0u8; IfReq::SIZE];
     v[..name.len()].copy_from_slice(name.as_bytes());
-    v[IFNAMSIZ..IFNAMSIZ + body.len()].copy_from_slice(body);
+    v[IfReq::UNION_OFFSET..IfReq::UNION_OFFSET + body.len()].copy_from_slice(body);
     v
 }
 
@@ -68,11 +61,11 @@ pub fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
     if !known.contains(&req) {
         return Err(Errno::ENOTTY);
     }
-    let mut raw = [0u8; IFREQ];
+    let mut raw = [0u8; IfReq::SIZE];
     mm.copy_in(arg, &mut raw)?;
     let interfaces = iface::current();
     let i = if req == SIOCGIFNAME {
-        let index = Decoder::new(&raw[IFNAMSIZ..]).u32();
+        let index = Decoder::new(&raw[IfReq::UNION_OFFSET..]).u32();
         interfaces.iter().find(|i| i.index == index)
     } else {
         let end = raw[..IFNAMSIZ].iter().position(|&b| b == 0).unwrap_or(IFNAMSIZ);
@@ -119,9 +112,9 @@ fn ifconf(mm: &MemoryManager, arg: u64) -> Result<u64, Errno> {
     let all: Vec<Vec<u8>> =
         iface::current().iter().map(|i| ifreq(i.name, sockaddr_in(ipv4(i).0.octets()).as_bytes())).collect();
     let used = if buf == 0 {
-        all.len() * IFREQ
+        all.len() * IfReq::SIZE
     } else {
-        let fit: Vec<u8> = all.into_iter().take(room / IFREQ).flatten().collect();
+        let fit: Vec<u8> = all.into_iter().take(room / IfReq::SIZE).flatten().collect();
         mm.copy_out(buf, &fit)?;
         fit.len()
     };

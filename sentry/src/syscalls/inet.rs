@@ -14,7 +14,8 @@ use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::{self, Sock};
 use super::sockopt_ip;
 use super::sockopt_tcp;
-use crate::abi::layout::Encoder;
+use crate::abi::layout::Layout;
+use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
     MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
@@ -29,7 +30,7 @@ use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::deadline_in;
 use husk_netstack::udp::Meta;
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 /// The most a stream send moves per step through the sentry's buffer.
@@ -67,28 +68,27 @@ fn read_addr(task: &Task, f: Family, addr: u64, len: u64) -> Result<Option<Socke
     }
     let mut raw = vec![0u8; len];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    let fam = u16::from_le_bytes([raw[0], raw[1]]);
+    let fam = family_of(&raw);
     if fam == AF_UNSPEC {
         return Ok(None);
     }
-    // Linux checks the length for the socket's family before the family.
-    let port = |r: &[u8]| u16::from_be_bytes([r[2], r[3]]);
+    // Linux checks the length for the socket's family before the family;
+    // it takes neither the flow label nor the scope of an IPv6 address.
     match f {
         Family::V4 => {
-            let r = raw.get(..16).ok_or(Errno::EINVAL)?;
+            let r = raw.get(..SockaddrIn::SIZE).ok_or(Errno::EINVAL)?;
             if i32::from(fam) != AF_INET {
                 return Err(Errno::EAFNOSUPPORT);
             }
-            Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::new(r[4], r[5], r[6], r[7])), port(r))))
+            Ok(Some(SocketAddr::V4(SockaddrIn::decode(r).0)))
         }
         Family::V6 => {
             let r = raw.get(..24).ok_or(Errno::EINVAL)?;
             if i32::from(fam) != AF_INET6 {
                 return Err(Errno::EAFNOSUPPORT);
             }
-            let mut ip = [0u8; 16];
-            ip.copy_from_slice(&r[8..24]);
-            Ok(Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port(r))))
+            let a = SockaddrIn6::decode(r).0;
+            Ok(Some(SocketAddr::new(IpAddr::V6(*a.ip()), a.port())))
         }
     }
 }
@@ -100,20 +100,6 @@ fn presented(s: &InetSocket, a: SocketAddr) -> SocketAddr {
         (Family::V6, IpAddr::V4(v4)) => SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), a.port()),
         _ => a,
     }
-}
-
-/// The sockaddr_in or sockaddr_in6 bytes of `a`.
-fn encode(a: SocketAddr) -> Vec<u8> {
-    let mut e = Encoder::new();
-    match a {
-        SocketAddr::V4(v4) => {
-            e.u16(2).bytes(&v4.port().to_be_bytes()).bytes(&v4.ip().octets()).bytes(&[0u8; 8]);
-        }
-        SocketAddr::V6(v6) => {
-            e.u16(10).bytes(&v6.port().to_be_bytes()).u32(v6.flowinfo()).bytes(&v6.ip().octets()).u32(v6.scope_id());
-        }
-    }
-    e.as_bytes().to_vec()
 }
 
 fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
@@ -194,7 +180,7 @@ fn accept(task: &Task, f: &FileDescription, s: &InetSocket, out: SockAddrArg, fl
     let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let fd = super::socket::install(task, sock, nonblock, flags & libc::SOCK_CLOEXEC != 0)?;
     if out.addr != 0 {
-        write_sockaddr(task, out.addr, out.len, &encode(peer))?;
+        write_sockaddr(task, out.addr, out.len, &encode_inet(peer))?;
     }
     u64::try_from(fd).map_err(|_| Errno::EMFILE)
 }
@@ -207,17 +193,17 @@ fn getsockname(task: &Task, s: &InetSocket, out: SockAddrArg) -> SysResult {
         Endpoint::Tcp(t) => t.local_addr(),
         Endpoint::Udp(u) => u.local_addr(),
     };
-    write_sockaddr(task, out.addr, out.len, &encode(local))?;
+    write_sockaddr(task, out.addr, out.len, &encode_inet(local))?;
     Ok(0)
 }
 
 fn getpeername(task: &Task, s: &InetSocket, out: SockAddrArg) -> SysResult {
     if let Some(conn) = s.outside().filter(|c| s.is_stream() || c.is_connected()) {
-        write_sockaddr(task, out.addr, out.len, &encode(presented(s, super::egress::outside_peer(conn)?)))?;
+        write_sockaddr(task, out.addr, out.len, &encode_inet(presented(s, super::egress::outside_peer(conn)?)))?;
         return Ok(0);
     }
     if let Some(resolver) = *s.resolver_peer.lock() {
-        write_sockaddr(task, out.addr, out.len, &encode(presented(s, resolver)))?;
+        write_sockaddr(task, out.addr, out.len, &encode_inet(presented(s, resolver)))?;
         return Ok(0);
     }
     let peer = match &s.endpoint {
@@ -225,7 +211,7 @@ fn getpeername(task: &Task, s: &InetSocket, out: SockAddrArg) -> SysResult {
         Endpoint::Udp(u) => u.peer_addr(),
     }
     .map_err(errno)?;
-    write_sockaddr(task, out.addr, out.len, &encode(peer))?;
+    write_sockaddr(task, out.addr, out.len, &encode_inet(peer))?;
     Ok(0)
 }
 
@@ -377,7 +363,7 @@ fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flag
     let (n, _, from) = recv(task, f, s, &[buf], flags)?;
     if out.addr != 0 && out.len != 0 {
         match from {
-            Some(from) => write_sockaddr(task, out.addr, out.len, &encode(from))?,
+            Some(from) => write_sockaddr(task, out.addr, out.len, &encode_inet(from))?,
             None => task.thread.mm().copy_out(out.len, &0u32.to_le_bytes())?,
         }
     }
@@ -399,7 +385,7 @@ fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
     let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
     let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
-        Some(from) => write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode(from))?,
+        Some(from) => write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode_inet(from))?,
         None => task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?,
     }
     let out_flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };

@@ -5,7 +5,7 @@
 use super::socket_ops::of_fd;
 use super::{Entries, Support::*};
 use crate::abi::layout::Layout;
-use crate::abi::socket::{MsgHdr, MSG_DONTWAIT};
+use crate::abi::socket::{MsgHdr, MSG_DONTWAIT, MSG_WAITFORONE};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 
@@ -21,8 +21,6 @@ const MMSGHDR: u64 = 64;
 const MSG_LEN: u64 = MsgHdr::SIZE as u64;
 /// Linux's cap on the messages of one call (UIO_MAXIOV).
 const MAX_MESSAGES: u64 = 1024;
-/// recvmmsg: stop waiting once one message arrived.
-const MSG_WAITFORONE: u64 = 0x10000;
 
 /// Runs `one` on each mmsghdr in turn, storing each count in its msg_len:
 /// the number of messages done, or the first one's error.

@@ -8,7 +8,8 @@ use super::socket::{
 };
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::Sock;
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::layout::Layout;
+use crate::abi::sockaddr::{family_of, SockaddrNl};
 use crate::abi::socket::{
     MsgHdr, AF_NETLINK, MSG_PEEK, MSG_TRUNC, NETLINK_ROUTE, SOCK_DGRAM, SOCK_RAW, SOL_NETLINK, SOL_SOCKET,
 };
@@ -32,9 +33,7 @@ pub(super) fn socket(task: &Task, kind: i32, protocol: i32) -> Result<Arc<Netlin
 
 /// A sockaddr_nl for port `pid` (0: the kernel).
 fn sockaddr_nl(pid: u32) -> Vec<u8> {
-    let mut e = Encoder::new();
-    e.u16(16).u16(0).u32(pid).u32(0);
-    e.as_bytes().to_vec()
+    SockaddrNl { pid, groups: 0 }.encode()
 }
 
 /// Binds the process's own port id when the socket has none yet, as Linux
@@ -47,17 +46,15 @@ fn autobind(task: &Task, s: &NetlinkSocket) {
 /// bind(2): a port id (0 picks the process id); multicast groups are
 /// accepted but no events are ever sent.
 fn bind(task: &Task, s: &NetlinkSocket, addr: SockAddrArg) -> SysResult {
-    if addr.len < 12 {
+    if addr.len < SockaddrNl::SIZE as u64 {
         return Err(Errno::EINVAL);
     }
-    let mut raw = [0u8; 12];
+    let mut raw = [0u8; SockaddrNl::SIZE];
     task.thread.mm().copy_in(addr.addr, &mut raw)?;
-    let mut d = Decoder::new(&raw);
-    if i32::from(d.u16()) != AF_NETLINK {
+    if i32::from(family_of(&raw)) != AF_NETLINK {
         return Err(Errno::EINVAL);
     }
-    d.skip(2);
-    let pid = d.u32();
+    let pid = SockaddrNl::decode(&raw).pid;
     if pid != 0 {
         s.port.store(pid, Ordering::Relaxed);
     }
@@ -67,12 +64,12 @@ fn bind(task: &Task, s: &NetlinkSocket, addr: SockAddrArg) -> SysResult {
 
 /// connect(2): only to the kernel (port 0).
 fn connect(task: &Task, s: &NetlinkSocket, addr: SockAddrArg) -> SysResult {
-    if addr.len < 12 {
+    if addr.len < SockaddrNl::SIZE as u64 {
         return Err(Errno::EINVAL);
     }
-    let mut raw = [0u8; 12];
+    let mut raw = [0u8; SockaddrNl::SIZE];
     task.thread.mm().copy_in(addr.addr, &mut raw)?;
-    if Decoder::new(&raw[4..]).u32() != 0 {
+    if SockaddrNl::decode(&raw).pid != 0 {
         return Err(Errno::ECONNREFUSED);
     }
     autobind(task, s);

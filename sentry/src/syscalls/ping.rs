@@ -10,7 +10,8 @@ use super::args::{self, int};
 use super::block::wait_io;
 use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, write_sockaddr, write_sockopt};
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
-use crate::abi::layout::{Encoder, Layout};
+use crate::abi::layout::Layout;
+use crate::abi::sockaddr::{encode_ip, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_CTRUNC, MSG_ERRQUEUE, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET,
     SO_DOMAIN, SO_ERROR, SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
@@ -68,41 +69,28 @@ pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno>
 /// address and port (the echo id for bind); None for AF_UNSPEC.
 fn read_addr(task: &Task, s: &PingSocket, addr: u64, len: u64) -> Result<Option<(IpAddr, u16)>, Errno> {
     let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
-    let need = if s.v6 { 24 } else { 16 };
+    let need = if s.v6 { 24 } else { SockaddrIn::SIZE };
     if !(2..=128).contains(&len) {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; len];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    let fam = i32::from(u16::from_le_bytes([raw[0], raw[1]]));
-    if fam == i32::from(AF_UNSPEC) {
+    let fam = family_of(&raw);
+    if fam == AF_UNSPEC {
         return Ok(None);
     }
     let r = raw.get(..need).ok_or(Errno::EINVAL)?;
-    let port = u16::from_be_bytes([r[2], r[3]]);
-    match (s.v6, fam) {
-        (false, AF_INET) => Ok(Some((IpAddr::V4(Ipv4Addr::new(r[4], r[5], r[6], r[7])), port))),
+    match (s.v6, i32::from(fam)) {
+        (false, AF_INET) => {
+            let a = SockaddrIn::decode(r).0;
+            Ok(Some((IpAddr::V4(*a.ip()), a.port())))
+        }
         (true, AF_INET6) => {
-            let mut ip = [0u8; 16];
-            ip.copy_from_slice(&r[8..24]);
-            Ok(Some((IpAddr::V6(Ipv6Addr::from(ip)), port)))
+            let a = SockaddrIn6::decode(r).0;
+            Ok(Some((IpAddr::V6(*a.ip()), a.port())))
         }
         _ => Err(Errno::EAFNOSUPPORT),
     }
-}
-
-/// The sockaddr bytes of `ip` with `port`.
-fn encode(ip: IpAddr, port: u16) -> Vec<u8> {
-    let mut e = Encoder::new();
-    match ip {
-        IpAddr::V4(v4) => {
-            e.u16(2).bytes(&port.to_be_bytes()).bytes(&v4.octets()).bytes(&[0u8; 8]);
-        }
-        IpAddr::V6(v6) => {
-            e.u16(10).bytes(&port.to_be_bytes()).u32(0).bytes(&v6.octets()).u32(0);
-        }
-    }
-    e.as_bytes().to_vec()
 }
 
 /// The policy's word on an echo request to `ip`: EPERM and a net.denied
@@ -278,7 +266,7 @@ fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
 /// How socket `s` shows a sender: port 0, as Linux's ping sockets do.
 fn sender(s: &PingSocket, from: Option<SocketAddr>) -> Vec<u8> {
     let ip = from.map_or(if s.v6 { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() }, |a| a.ip());
-    encode(ip, 0)
+    encode_ip(ip, 0)
 }
 
 fn recvfrom(task: &Task, f: &FileDescription, s: &PingSocket, buf: UserBuf, flags: u64, out: SockAddrArg) -> SysResult {
@@ -340,7 +328,7 @@ fn getsockname(task: &Task, s: &PingSocket, out: SockAddrArg) -> SysResult {
         Ok(h) => h.local()?,
         Err(_) => SocketAddr::new(any, 0),
     };
-    write_sockaddr(task, out.addr, out.len, &encode(any, local.port()))?;
+    write_sockaddr(task, out.addr, out.len, &encode_ip(any, local.port()))?;
     Ok(0)
 }
 

@@ -11,10 +11,11 @@ use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::{self, Sock};
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK};
 use crate::abi::layout::{Encoder, Layout};
+use crate::abi::sockaddr::{family_of, SockaddrUn};
 use crate::abi::socket::{
-    cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_UNIX, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK,
-    MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_TYPE_MASK,
-    SOL_SOCKET, SO_ACCEPTCONN, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
+    cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_UNIX, AF_UNSPEC, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_NOSIGNAL, MSG_OOB,
+    MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR,
+    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -89,15 +90,15 @@ pub(super) fn socketpair(task: &Task, a: [u64; 6]) -> SysResult {
 /// Reads a sockaddr_un: None for an unnamed address (autobind).
 fn read_unix_addr(task: &Task, addr: u64, len: u64) -> Result<Option<(bool, Vec<u8>)>, Errno> {
     let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
-    if !(2..=110).contains(&len) {
+    if !(SockaddrUn::PATH_OFFSET..=SockaddrUn::SIZE).contains(&len) {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; len];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    if u16::from_le_bytes([raw[0], raw[1]]) != 1 {
+    if family_of(&raw) != SockaddrUn::FAMILY {
         return Err(Errno::EINVAL);
     }
-    let path = &raw[2..];
+    let path = &raw[SockaddrUn::PATH_OFFSET..];
     if path.is_empty() {
         return Ok(None);
     }
@@ -110,12 +111,8 @@ fn read_unix_addr(task: &Task, addr: u64, len: u64) -> Result<Option<(bool, Vec<
 
 /// Writes a sockaddr_un for `name` (family only when unnamed).
 fn write_unix_addr(task: &Task, addr: u64, len_addr: u64, name: Option<&UnixName>) -> Result<(), Errno> {
-    let mut e = Encoder::new();
-    e.u16(1);
-    if let Some(n) = name {
-        e.bytes(&n.sun_path());
-    }
-    write_sockaddr(task, addr, len_addr, e.as_bytes())
+    let path = name.map(UnixName::sun_path).unwrap_or_default();
+    write_sockaddr(task, addr, len_addr, &SockaddrUn::encode(&path))
 }
 
 fn bind(task: &Task, s: &Arc<UnixSocket>, addr: SockAddrArg) -> SysResult {
@@ -186,12 +183,8 @@ fn family(task: &Task, addr: u64, len: u64) -> Result<u16, Errno> {
     }
     let mut raw = [0u8; 2];
     task.thread.mm().copy_in(addr, &mut raw)?;
-    Ok(u16::from_ne_bytes(raw))
+    Ok(family_of(&raw))
 }
-
-/// sa_family_t's "no family": a datagram socket's connect(2) to it
-/// disconnects.
-const AF_UNSPEC: u16 = 0;
 
 fn connect(task: &Task, s: &UnixSocket, addr: SockAddrArg) -> SysResult {
     if s.ty() == SockType::Dgram && family(task, addr.addr, addr.len)? == AF_UNSPEC {
