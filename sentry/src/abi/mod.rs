@@ -15,6 +15,7 @@ pub mod socket;
 pub mod stat;
 pub mod time;
 pub mod uio;
+pub mod xattr;
 
 pub use errno::{Errno, SysResult};
 

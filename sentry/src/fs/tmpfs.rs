@@ -13,6 +13,7 @@
 use super::disk::{DiskBudget, DiskCharge};
 use super::pipe::FifoSlot;
 use crate::abi::limits::NAME_MAX;
+use crate::abi::xattr::{XATTR_CREATE, XATTR_REPLACE};
 use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
@@ -64,10 +65,6 @@ const XATTR_INODE_MAX: u64 = 128 * 1024;
 fn xattr_cost(name: &[u8], value: &[u8]) -> u64 {
     (name.len() + value.len()) as u64 + XATTR_ENTRY_COST
 }
-
-/// setxattr(2)'s flags.
-const XATTR_CREATE: u32 = 1;
-const XATTR_REPLACE: u32 = 2;
 
 /// What each hard link past a node's first name costs: an entry and the
 /// longest name, whatever its own, so that unlinking any of the names

@@ -15,6 +15,7 @@
 use super::args::{self};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::AT_FDCWD_ARG;
+use crate::abi::xattr::{XATTR_CREATE, XATTR_NAME_MAX, XATTR_REPLACE, XATTR_SIZE_MAX};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::{CAP_FOWNER, CAP_FSETID, CAP_SYS_ADMIN};
 use crate::kernel::Task;
@@ -45,10 +46,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_fremovexattr, sys_fremovexattr, Partial(NOTE)),
 ];
 
-/// The longest attribute name Linux accepts.
-const XATTR_NAME_MAX: usize = 255;
-/// The largest value (and the most a get or list copies out).
-const XATTR_SIZE_MAX: usize = 65536;
 /// The capability that writes `security.capability`.
 const CAP_SETFCAP: u32 = 31;
 
@@ -196,7 +193,7 @@ fn list(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
 
 fn set(task: &Task, d: Arc<Dentry>, a: [u64; 6]) -> SysResult {
     let flags = a[4];
-    if flags & !3 != 0 {
+    if flags & !u64::from(XATTR_CREATE | XATTR_REPLACE) != 0 {
         return Err(Errno::EINVAL);
     }
     let n = name(task, a[1])?;
