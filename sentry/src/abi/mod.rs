@@ -4,6 +4,7 @@
 pub mod errno;
 pub mod fcntl;
 pub mod ioctl;
+pub mod ipc;
 pub mod layout;
 pub mod limits;
 pub mod netdevice;

@@ -3,7 +3,8 @@
 
 use super::args::int;
 use super::{Entries, Support::*};
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::ipc::{Msqid64Ds, MSGINFO_SIZE, MSG_COPY, MSG_EXCEPT, MSG_INFO, MSG_NOERROR, MSG_STAT, MSG_STAT_ANY};
+use crate::abi::layout::{Encoder, Layout};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CAP_SYS_RESOURCE;
 use crate::kernel::ipc::msg::{self, MsgQueue, Select};
@@ -19,18 +20,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_msgrcv, sys_msgrcv, Full),
     (libc::SYS_msgctl, sys_msgctl, Full),
 ];
-
-const MSG_NOERROR: i32 = 0o10000;
-const MSG_EXCEPT: i32 = 0o20000;
-const MSG_COPY: i32 = 0o40000;
-
-const MSG_STAT: i32 = 11;
-const MSG_INFO: i32 = 12;
-const MSG_STAT_ANY: i32 = 13;
-
-/// The size of `struct msqid64_ds` on x86-64, and of `struct msginfo`.
-const MSQID_DS_SIZE: usize = 120;
-const MSGINFO_SIZE: usize = 32;
 
 fn registry(task: &Task) -> Arc<ipc::Namespace> {
     crate::kernel::namespaces::ipc_ns(&task.kernel, &task.thread)
@@ -86,12 +75,18 @@ fn sys_msgrcv(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn encode_queue(perm: &Perm, q: &MsgQueue) -> Vec<u8> {
     let st = q.stat();
-    let mut e = Encoder::with_capacity(MSQID_DS_SIZE);
-    perm.encode(&mut e);
-    e.i64(st.stime).i64(st.rtime).i64(st.ctime).u64(st.cbytes).u64(st.qnum).u64(st.qbytes);
-    e.i32(st.lspid).i32(st.lrpid);
-    e.zeros(MSQID_DS_SIZE - e.len());
-    e.as_bytes().to_vec()
+    Msqid64Ds {
+        perm: perm.to_abi(),
+        stime: st.stime,
+        rtime: st.rtime,
+        ctime: st.ctime,
+        cbytes: st.cbytes,
+        qnum: st.qnum,
+        qbytes: st.qbytes,
+        lspid: st.lspid,
+        lrpid: st.lrpid,
+    }
+    .encode()
 }
 
 fn sys_msgctl(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -130,10 +125,10 @@ fn sys_msgctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
         IPC_SET => {
-            let mut raw = [0u8; MSQID_DS_SIZE];
+            let mut raw = [0u8; Msqid64Ds::SIZE];
             mm.copy_in(buf, &mut raw)?;
             let new = PermSet::decode(&raw);
-            let qbytes = Decoder::new(&raw[88..]).u64();
+            let qbytes = Msqid64Ds::decode(&raw).qbytes;
             r.table.with(id, |s| {
                 s.perm.check_owner(&creds)?;
                 if qbytes > msg::MSGMNB && !creds.capable(CAP_SYS_RESOURCE) {

@@ -12,7 +12,8 @@ pub mod msg;
 pub mod sem;
 pub mod shm;
 
-use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::ipc::Ipc64Perm;
+use crate::abi::layout::Layout;
 use crate::abi::Errno;
 use crate::auth::caps::{CAP_IPC_OWNER, CAP_SYS_ADMIN};
 use crate::auth::Credentials;
@@ -22,17 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `IPC_PRIVATE`: a key that always makes a new object.
-pub const IPC_PRIVATE: i32 = 0;
-pub const IPC_CREAT: i32 = 0o1000;
-pub const IPC_EXCL: i32 = 0o2000;
-pub const IPC_NOWAIT: i32 = 0o4000;
-
-/// The `ctl` commands the three families share.
-pub const IPC_RMID: i32 = 0;
-pub const IPC_SET: i32 = 1;
-pub const IPC_STAT: i32 = 2;
-pub const IPC_INFO: i32 = 3;
+pub use crate::abi::ipc::{IPC_CREAT, IPC_EXCL, IPC_INFO, IPC_NOWAIT, IPC_PRIVATE, IPC_RMID, IPC_SET, IPC_STAT};
 
 /// The permission bits of `mode` (S_IRWXUGO).
 pub const MODE_BITS: u16 = 0o777;
@@ -42,9 +33,6 @@ pub const MAY_WRITE: u16 = 0o222;
 
 /// IPCMNI: indexes per registry, and the id's sequence multiplier.
 const IPCMNI: u32 = 32768;
-
-/// The size of `struct ipc64_perm` on x86-64.
-pub const IPC_PERM_SIZE: usize = 48;
 
 /// An object's `ipc_perm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,10 +91,15 @@ impl Perm {
         Ok(())
     }
 
-    /// `struct ipc64_perm`.
-    pub fn encode(&self, e: &mut Encoder) {
-        e.i32(self.key).u32(self.uid).u32(self.gid).u32(self.cuid).u32(self.cgid);
-        e.u16(self.mode).u16(0).u16(self.seq).u16(0).zeros(4).u64(0).u64(0);
+    /// The guest's `struct ipc64_perm`.
+    pub fn to_abi(&self) -> Ipc64Perm {
+        let Perm { key, uid, gid, cuid, cgid, mode, seq } = *self;
+        Ipc64Perm { key, uid, gid, cuid, cgid, mode, seq }
+    }
+
+    /// Appends the `struct ipc64_perm` that begins a `*id64_ds`.
+    pub fn encode(&self, e: &mut crate::abi::layout::Encoder) {
+        self.to_abi().encode_to(e);
     }
 }
 
@@ -122,9 +115,8 @@ pub struct PermSet {
 impl PermSet {
     /// From the bytes of a `*id_ds` (at least the `ipc64_perm`).
     pub fn decode(ds: &[u8]) -> PermSet {
-        let mut d = Decoder::new(ds);
-        let (uid, gid) = (d.skip(4).u32(), d.u32());
-        PermSet { uid, gid, mode: d.skip(8).u16() }
+        let p = Ipc64Perm::decode(ds);
+        PermSet { uid: p.uid, gid: p.gid, mode: p.mode }
     }
 }
 
