@@ -10,6 +10,7 @@ pub mod limits;
 pub mod netdevice;
 pub mod poll;
 pub mod sched;
+pub mod seccomp;
 pub mod signal;
 pub mod sockaddr;
 pub mod socket;

@@ -6,6 +6,10 @@ use super::args::uint;
 use super::common::{capable, read_array};
 use super::{Entries, Support};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::seccomp::{
+    FLAG_LOG, FLAG_NEW_LISTENER, FLAG_SPEC_ALLOW, FLAG_TSYNC, FLAG_TSYNC_ESRCH, FLAG_WAIT_KILLABLE_RECV,
+    GET_ACTION_AVAIL, GET_NOTIF_SIZES, SET_MODE_FILTER, SET_MODE_STRICT,
+};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CAP_SYS_ADMIN;
 use crate::kernel::seccomp::bpf::{Insn, Program, MAX_INSNS};
@@ -22,17 +26,6 @@ pub(super) const ENTRIES: Entries = &[(
     ),
 )];
 
-pub const SET_MODE_STRICT: u32 = 0;
-pub const SET_MODE_FILTER: u32 = 1;
-const GET_ACTION_AVAIL: u32 = 2;
-const GET_NOTIF_SIZES: u32 = 3;
-
-const FLAG_TSYNC: u32 = 1;
-const FLAG_LOG: u32 = 2;
-const FLAG_SPEC_ALLOW: u32 = 4;
-const FLAG_NEW_LISTENER: u32 = 8;
-const FLAG_TSYNC_ESRCH: u32 = 16;
-const FLAG_WAIT_KILLABLE_RECV: u32 = 32;
 const FLAGS_KNOWN: u32 =
     FLAG_TSYNC | FLAG_LOG | FLAG_SPEC_ALLOW | FLAG_NEW_LISTENER | FLAG_TSYNC_ESRCH | FLAG_WAIT_KILLABLE_RECV;
 

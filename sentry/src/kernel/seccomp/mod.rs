@@ -20,24 +20,11 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-pub const MODE_DISABLED: u8 = 0;
-pub const MODE_STRICT: u8 = 1;
-pub const MODE_FILTER: u8 = 2;
+pub use crate::abi::seccomp::{
+    AUDIT_ARCH_X86_64, MODE_DISABLED, MODE_FILTER, MODE_STRICT, RET_ACTION, RET_ALLOW, RET_DATA, RET_ERRNO,
+    RET_KILL_PROCESS, RET_KILL_THREAD, RET_LOG, RET_TRACE, RET_TRAP, RET_USER_NOTIF,
+};
 
-pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
-pub const RET_KILL_THREAD: u32 = 0;
-pub const RET_TRAP: u32 = 0x0003_0000;
-pub const RET_ERRNO: u32 = 0x0005_0000;
-pub const RET_USER_NOTIF: u32 = 0x7fc0_0000;
-pub const RET_TRACE: u32 = 0x7ff0_0000;
-pub const RET_LOG: u32 = 0x7ffc_0000;
-pub const RET_ALLOW: u32 = 0x7fff_0000;
-/// `SECCOMP_RET_ACTION_FULL`: the action part of a verdict.
-pub const RET_ACTION: u32 = 0xffff_0000;
-/// `SECCOMP_RET_DATA`.
-pub const RET_DATA: u32 = 0x0000_ffff;
-/// `AUDIT_ARCH_X86_64`, the only architecture a guest's calls have.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 /// `MAX_INSNS_PER_PATH`: the instructions of a whole chain, each filter
 /// counted with 4 more (Linux's penalty), beyond which attaching fails
 /// with ENOMEM.
