@@ -1,6 +1,7 @@
 //! The Linux x86-64 ABI as the guest sees it: errnos, constants and the
 //! layouts of structures copied in and out of guest memory.
 
+pub mod arch;
 pub mod errno;
 pub mod fcntl;
 pub mod ioctl;

@@ -16,6 +16,7 @@ use super::signal::sigbit;
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
 use super::Kernel;
+use crate::abi::sched::{CLONE_THREAD, CLONE_VFORK};
 use crate::abi::Errno;
 use crate::platform::CpuState;
 use parking_lot::{Condvar, Mutex};
@@ -42,8 +43,6 @@ pub const O_MASK: u32 = 0x30_00ff;
 
 /// si_code of a tracer's SIGCHLD for a ptrace-stop.
 const CLD_TRAPPED: i32 = 4;
-const CLONE_VFORK: u64 = 0x4000;
-const CLONE_THREAD: u64 = 0x1_0000;
 const CSIGNAL: u64 = 0xff;
 
 /// Why a tracee is stopped.

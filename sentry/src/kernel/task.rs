@@ -442,7 +442,7 @@ impl Task {
     /// result.
     fn ptrace_after_syscall(&mut self, nr: u64, args: &[u64; 6], result: Result<u64, Errno>) {
         use super::ptrace;
-        const CLONE_VFORK: u64 = 0x4000;
+        use crate::abi::sched::CLONE_VFORK;
         let nr = i64::try_from(nr).unwrap_or(-1);
         match (nr, result) {
             (libc::SYS_execve | libc::SYS_execveat, Ok(_)) => ptrace::exec_done(self, self.thread.tid),

@@ -5,6 +5,7 @@
 use super::args::int;
 use super::common::put_u64;
 use super::{Entries, Support};
+use crate::abi::arch::{ARCH_GET_CPUID, ARCH_GET_FS, ARCH_GET_GS, ARCH_SET_CPUID, ARCH_SET_FS, ARCH_SET_GS};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 
@@ -16,13 +17,6 @@ pub(super) const ENTRIES: Entries = &[(
          options return EINVAL",
     ),
 )];
-
-const ARCH_SET_GS: i32 = 0x1001;
-const ARCH_SET_FS: i32 = 0x1002;
-const ARCH_GET_FS: i32 = 0x1003;
-const ARCH_GET_GS: i32 = 0x1004;
-const ARCH_GET_CPUID: i32 = 0x1011;
-const ARCH_SET_CPUID: i32 = 0x1012;
 
 fn sys_arch_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let addr = a[1];

@@ -5,6 +5,7 @@
 
 use super::args::int;
 use super::{Entries, Support::Partial};
+use crate::abi::arch::{ARCH_GET_FS, ARCH_GET_GS, ARCH_SET_FS, ARCH_SET_GS, NT_PRFPREG, NT_PRSTATUS, NT_X86_XSTATE};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult, TASK_SIZE_MAX};
 use crate::kernel::ptrace::{self, Resume, StopKind, Tracee};
@@ -56,9 +57,6 @@ const GETSIGMASK: u64 = 0x420a;
 const SETSIGMASK: u64 = 0x420b;
 const GET_SYSCALL_INFO: u64 = 0x420e;
 
-const NT_PRSTATUS: u64 = 1;
-const NT_PRFPREG: u64 = 2;
-const NT_X86_XSTATE: u64 = 0x202;
 /// `struct user_regs_struct`: 27 words.
 const REGS_SIZE: usize = 27 * 8;
 /// `struct user_fpregs_struct` (the FXSAVE area).
@@ -487,10 +485,8 @@ fn syscall_info(st: &ptrace::Stop) -> Vec<u8> {
 
 /// PTRACE_ARCH_PRCTL: the tracee's fs and gs bases.
 fn arch_prctl(task: &Task, t: &mut Tracee, addr: u64, code: u64) -> SysResult {
-    const ARCH_SET_GS: u64 = 0x1001;
-    const ARCH_SET_FS: u64 = 0x1002;
-    const ARCH_GET_FS: u64 = 0x1003;
-    const ARCH_GET_GS: u64 = 0x1004;
+    // Linux's do_arch_prctl_64 takes the code as an int.
+    let code = i32::try_from(code).map_err(|_| Errno::EINVAL)?;
     let regs = &mut stop(t)?.cpu.regs;
     match code {
         ARCH_SET_FS | ARCH_SET_GS if addr >= TASK_SIZE_MAX => Err(Errno::EPERM),

@@ -4,8 +4,7 @@
 use crate::platform::{PlatformError, Result};
 use std::mem::MaybeUninit;
 
-/// `NT_X86_XSTATE`: the XSAVE area as a regset.
-const NT_X86_XSTATE: usize = 0x202;
+use crate::abi::arch::NT_X86_XSTATE;
 
 fn check(ret: libc::c_long, what: &'static str) -> Result<libc::c_long> {
     if ret < 0 {
