@@ -4,6 +4,8 @@
 //! values and flags are compared against raw 64-bit words, so they are
 //! `u64`; numbers and codes are `int` in the guest's structures.
 
+use super::layout::{Decoder, Encoder, Layout};
+
 /// The number of signals (1..=64).
 pub const NSIG: usize = 64;
 pub const SIGKILL: i32 = libc::SIGKILL;
@@ -31,6 +33,29 @@ pub const SA_ONSTACK: u64 = 0x0800_0000;
 pub const SA_RESTART: u64 = 0x1000_0000;
 pub const SA_NODEFER: u64 = 0x4000_0000;
 pub const SA_RESETHAND: u64 = 0x8000_0000;
+
+/// One `struct sigaction` as the kernel takes it (rt_sigaction(2)): the
+/// handler, the flags, the restorer and an 8-byte mask, unlike glibc's
+/// own `struct sigaction`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigAction {
+    pub handler: u64,
+    pub flags: u64,
+    pub restorer: u64,
+    pub mask: u64,
+}
+
+impl Layout for SigAction {
+    const SIZE: usize = 32;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u64(self.handler).u64(self.flags).u64(self.restorer).u64(self.mask);
+    }
+
+    fn decode_from(d: &mut Decoder) -> SigAction {
+        SigAction { handler: d.u64(), flags: d.u64(), restorer: d.u64(), mask: d.u64() }
+    }
+}
 
 /// `sigaltstack` flags.
 pub const SS_ONSTACK: u32 = 1;

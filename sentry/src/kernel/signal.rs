@@ -64,14 +64,7 @@ pub struct AltStack {
     pub flags: u32,
 }
 
-/// One `struct sigaction` as the guest passed it (kernel layout).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SigAction {
-    pub handler: u64,
-    pub flags: u64,
-    pub restorer: u64,
-    pub mask: u64,
-}
+pub use crate::abi::signal::SigAction;
 
 /// The dispositions of a thread group.
 pub struct SigActions {

@@ -75,17 +75,6 @@ fn read_u64(task: &Task, addr: u64) -> Result<u64, Errno> {
 
 // ---- dispositions ----
 
-fn encode_sigaction(a: &SigAction) -> Vec<u8> {
-    let mut e = Encoder::with_capacity(32);
-    e.u64(a.handler).u64(a.flags).u64(a.restorer).u64(a.mask);
-    e.finish()
-}
-
-fn decode_sigaction(b: &[u8]) -> SigAction {
-    let mut d = Decoder::new(b);
-    SigAction { handler: d.u64(), flags: d.u64(), restorer: d.u64(), mask: d.u64() }
-}
-
 /// What a signal does under its current handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Disposition {
@@ -145,9 +134,9 @@ fn sys_rt_sigaction(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let new = if a[1] != 0 {
-        let mut b = [0u8; 32];
+        let mut b = [0u8; SigAction::SIZE];
         task.thread.mm().copy_in(a[1], &mut b)?;
-        Some(decode_sigaction(&b))
+        Some(SigAction::decode(&b))
     } else {
         None
     };
@@ -165,7 +154,7 @@ fn sys_rt_sigaction(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     if a[2] != 0 {
         old.flags &= SA_KNOWN;
-        task.thread.mm().copy_out(a[2], &encode_sigaction(&old))?;
+        task.thread.mm().copy_out(a[2], &old.encode())?;
     }
     Ok(0)
 }
@@ -661,10 +650,10 @@ mod tests {
     #[test]
     fn sigaction_layout() {
         let act = SigAction { handler: 0x1000, flags: SA_SIGINFO | SA_RESTORER, restorer: 0x2000, mask: 1 << 9 };
-        let b = encode_sigaction(&act);
+        let b = act.encode();
         assert_eq!(b.len(), 32);
         assert_eq!(&b[8..16], &(SA_SIGINFO | SA_RESTORER).to_le_bytes());
-        assert_eq!(decode_sigaction(&b), act);
+        assert_eq!(SigAction::decode(&b), act);
         assert_eq!(SA_KNOWN & 0x400, 0, "SA_UNSUPPORTED is cleared");
     }
 
