@@ -191,6 +191,9 @@ impl Sink {
         for glob in &g.audit_watch {
             args.extend(["--audit-watch".into(), glob.into()]);
         }
+        for glob in &g.audit_read {
+            args.extend(["--audit-read".into(), glob.into()]);
+        }
         let Some(host) = &self.host_path else { return args };
         let root = (rootfs.canonicalize().unwrap_or_else(|_| rootfs.to_path_buf()), "/".to_string());
         for (dir, guest) in std::iter::once(&root).chain(mounts) {

@@ -184,6 +184,11 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 } else {
                     g.audit_watch.clone()
                 },
+                read: if g.audit_read.is_empty() {
+                    husk_sentry::audit::glob::DEFAULT_READ.iter().map(|g| g.to_string()).collect()
+                } else {
+                    g.audit_read.clone()
+                },
             }),
             _ => None,
         },

@@ -131,6 +131,11 @@ pub struct GlobalArgs {
     /// /home/*/.*rc, /usr/**, /bin/**, /sbin/**, /lib*/**, /run/secrets/**.
     #[arg(long, global = true, value_name = "GLOB")]
     pub audit_watch: Vec<String>,
+    /// Record opens for reading (`file.read`) of the paths matching GLOB
+    /// (repeatable; `**` crosses folders). Default: /run/secrets/**,
+    /// /etc/shadow, **/.ssh/id_*, **/.aws/credentials, **/.netrc.
+    #[arg(long, global = true, value_name = "GLOB")]
+    pub audit_read: Vec<String>,
     /// Also send every audit record, as an RFC 5424 message, to the unix
     /// datagram socket at PATH (a syslog daemon's, e.g. /dev/log).
     #[arg(long, global = true, value_name = "PATH")]

@@ -133,6 +133,40 @@ fn a_process_killed_right_after_exec_leaves_its_exec_record() {
     verify(&log).assert_code(0);
 }
 
+/// The paths of the `file.read` records of `log`, in order.
+fn reads(log: &Path) -> Vec<String> {
+    records(log).iter().filter(|r| r["type"] == "file.read").map(|r| r["path"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn opens_for_reading_of_credentials_are_file_read_records() {
+    let dir = TempDir::new("audit-read");
+    let d = dir.path();
+    for sub in [".ssh", ".aws"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    for f in [".ssh/id_rsa", ".aws/credentials", ".netrc", "notes.txt"] {
+        std::fs::write(d.join(f), "x\n").unwrap();
+    }
+    // Reads, an open for writing only, a stat, a directory listing: only
+    // the opens for reading of matching paths are records, in order.
+    let script = "cat .ssh/id_rsa .netrc notes.txt >/dev/null; echo y >> .ssh/id_rsa; test -e .aws/credentials; \
+                  ls .ssh >/dev/null; cat /etc/shadow >/dev/null; cat .aws/credentials >/dev/null";
+    let at = |p: &str| d.join(p).to_str().unwrap().to_string();
+    let log = d.join("default.log");
+    audited(d, &log, &[], script).assert_code(0);
+    assert_eq!(reads(&log), [at(".ssh/id_rsa"), at(".netrc"), "/etc/shadow".into(), at(".aws/credentials")]);
+    let create = &records(&log)[0];
+    assert_eq!(create["config"]["read"][1], "/etc/shadow", "{create}");
+    verify(&log).assert_code(0);
+    // Globs given replace the defaults.
+    let log = d.join("given.log");
+    let glob = format!("{}/*.txt", d.display());
+    audited(d, &log, &["--audit-read", &glob], script).assert_code(0);
+    assert_eq!(reads(&log), [at("notes.txt")]);
+    verify(&log).assert_code(0);
+}
+
 #[test]
 fn the_guest_can_neither_see_nor_write_the_log() {
     let dir = TempDir::new("audit-hidden");

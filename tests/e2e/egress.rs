@@ -22,7 +22,7 @@ const INTERNET: &str = "198.18.0.2";
 
 /// A sandbox-side and an internet-side namespace with listeners.
 pub(crate) struct Internet {
-    sandbox_ns: String,
+    pub(crate) sandbox_ns: String,
     internet_ns: String,
     server: Option<Child>,
     log: PathBuf,
@@ -637,14 +637,14 @@ fn egress_network_host_is_unfiltered_and_says_so() {
 /// `VALUE = 42`), served by `python3 -m http.server` on 198.18.0.2:8000
 /// in the internet namespace (its directory listings are the simple
 /// index pip reads), killed when dropped.
-struct Index {
+pub(crate) struct Index {
     server: Child,
     log: PathBuf,
     _dir: TempDir,
 }
 
 impl Index {
-    fn start(net: &Internet) -> Index {
+    pub(crate) fn start(net: &Internet) -> Index {
         let dir = TempDir::new("pypi");
         let project = dir.path().join("simple/demo-pkg");
         std::fs::create_dir_all(&project).unwrap();

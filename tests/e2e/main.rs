@@ -8,6 +8,8 @@
 //! * `confinement`: the sentry, its stubs and the gofer run under seccomp.
 //! * `idle`: a guest blocked on idle files costs the sentry no CPU time.
 //! * `debuggers`: strace and gdb inside the sandbox (guest ptrace).
+//! * `audit_session`: one agent session through `husk do` and `husk run`,
+//!   the same audit records both ways.
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `icmp`: ICMP echo (unprivileged ping) through the gateway, likewise.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
@@ -28,6 +30,7 @@
 mod attacks;
 mod audit;
 mod audit_packages;
+mod audit_session;
 mod confinement;
 mod debuggers;
 mod egress;

@@ -90,9 +90,14 @@ pub const DEFAULT_WATCH: &[&str] = &[
     "/run/secrets/**",
 ];
 
+/// The paths whose opens for reading are recorded when no
+/// `--audit-read` is given (the issue's list).
+pub const DEFAULT_READ: &[&str] =
+    &["/run/secrets/**", "/etc/shadow", "**/.ssh/id_*", "**/.aws/credentials", "**/.netrc"];
+
 #[cfg(test)]
 mod tests {
-    use super::{matches, GlobSet, DEFAULT_WATCH};
+    use super::{matches, GlobSet, DEFAULT_READ, DEFAULT_WATCH};
 
     #[test]
     fn a_set_matches_as_its_globs_and_knows_which_folders_to_skip() {
@@ -112,6 +117,18 @@ mod tests {
         let anywhere = GlobSet::new(&["**/.ssh/id_*".to_string()]);
         assert!(anywhere.may_match_below(b"/tmp") && anywhere.matches(b"/tmp/.ssh/id_rsa"));
         assert!(!GlobSet::new(&[]).may_match_below(b"/"));
+    }
+
+    #[test]
+    fn the_default_reads_are_secrets_and_credentials_anywhere() {
+        let set = GlobSet::new(&DEFAULT_READ.iter().map(|g| (*g).to_string()).collect::<Vec<_>>());
+        for p in ["/run/secrets/API_KEY", "/etc/shadow", "/root/.ssh/id_ed25519", "/w/a/.aws/credentials", "/x/.netrc"]
+        {
+            assert!(set.matches(p.as_bytes()), "{p}");
+        }
+        for p in ["/etc/passwd", "/etc/shadow-", "/root/.ssh/known_hosts", "/x/.aws/config", "/x/netrc", "/run/x"] {
+            assert!(!set.matches(p.as_bytes()), "{p}");
+        }
     }
 
     #[test]

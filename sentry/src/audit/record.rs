@@ -160,8 +160,9 @@ pub enum Record {
     /// The first write through one open description of a watched file.
     #[serde(rename = "file.write")]
     FileWrite { pid: i32, path: String },
-    /// The first read through one open description of a secret
-    /// (/run/secrets/NAME): its path, never its value.
+    /// An open for reading of a path matching `--audit-read` (a secret
+    /// in /run/secrets, a private key …), before the open is made: its
+    /// path, never its contents.
     #[serde(rename = "file.read")]
     FileRead { pid: i32, path: String },
     /// A process's view of the filesystem is about to change (mount,
@@ -394,6 +395,9 @@ pub struct SecurityConfig {
     pub mounts: Vec<Mount>,
     /// The globs of the paths whose changes are recorded (`file.*`).
     pub watch: Vec<String>,
+    /// The globs of the paths whose opens for reading are recorded
+    /// (`file.read`).
+    pub read: Vec<String>,
     /// How the first process's environment was made (`husk do`: `clean`,
     /// with the names kept and set, or `inherited (--env-keep '*')`).
     #[serde(skip_serializing_if = "Option::is_none")]

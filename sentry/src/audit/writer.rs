@@ -91,6 +91,8 @@ pub struct AuditLog {
     on_failure: OnceLock<OnFailure>,
     /// The globs of watched paths.
     watch: super::glob::GlobSet,
+    /// The globs of the paths whose opens for reading are recorded.
+    read: super::glob::GlobSet,
     /// Whether forks are recorded.
     forks: bool,
 }
@@ -150,6 +152,7 @@ impl AuditLog {
         let prev = sha256_hex_bytes(nonce.as_bytes());
         config.audit_fail_open = fail_open;
         let watch = super::glob::GlobSet::new(&config.watch);
+        let read = super::glob::GlobSet::new(&config.read);
         let chain = Chain {
             sink,
             seq: 0,
@@ -163,6 +166,7 @@ impl AuditLog {
         };
         let log = AuditLog {
             watch,
+            read,
             forks: config.audit_fork,
             sandbox: sandbox.to_string(),
             fail_open,
@@ -222,6 +226,12 @@ impl AuditLog {
     /// Whether changes to `path` (absolute, in the guest) are recorded.
     pub fn watches(&self, path: &[u8]) -> bool {
         self.watch.matches(path)
+    }
+
+    /// Whether opens for reading of `path` (absolute, in the guest) are
+    /// recorded.
+    pub fn records_reads_of(&self, path: &[u8]) -> bool {
+        self.read.matches(path)
     }
 
     /// Whether some path in the folder `dir` (absolute, in the guest) or

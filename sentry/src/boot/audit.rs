@@ -26,6 +26,8 @@ pub struct AuditConfig {
     pub rootfs: String,
     /// The globs of the paths whose changes are recorded.
     pub watch: Vec<String>,
+    /// The globs of the paths whose opens for reading are recorded.
+    pub read: Vec<String>,
     /// Record new processes (`process.fork`).
     pub fork: bool,
     /// A connected unix datagram socket every record also goes to, as
@@ -57,6 +59,7 @@ fn security_config(cfg: &BootConfig, rootfs: &str, watch: &[String], env: Option
         disk_limit: cfg.disk_limit,
         mounts: binds.chain(tmpfs).chain(masked).chain(readonly).collect(),
         watch: watch.to_vec(),
+        read: Vec::new(),
         env,
         secrets: cfg
             .secrets
@@ -93,6 +96,7 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
     let Some(a) = cfg.audit.take() else { return Ok(None) };
     let mut config = security_config(cfg, &a.rootfs, &a.watch, a.env);
     config.audit_fork = a.fork;
+    config.read = a.read;
     let mut sink: Box<dyn crate::audit::Sink> = Box::new(std::fs::File::from(a.sink));
     if let Some(socket) = a.syslog {
         let tee = crate::audit::syslog::Tee::new(sink, socket, &a.sandbox)

@@ -481,7 +481,7 @@ fn mount_secrets(
         files.push(crate::fs::secrets::Secret { name: s.name, value: s.value, expires });
     }
     env.apply(&mut init.env);
-    let fs = crate::fs::secrets::new_secretfs(Arc::downgrade(kernel), files, init.uid, init.gid);
+    let fs = crate::fs::secrets::new_secretfs(files, init.uid, init.gid);
     let path = crate::fs::secrets::MOUNT_POINT;
     mount_at(kernel, path, ReadOnly::wrap(fs), "tmpfs")
         .map_err(|e| BootError::Mount(String::from_utf8_lossy(path).into_owned(), e))

@@ -4,18 +4,15 @@
 //! sentry's memory alone: nothing of it is written to the host or to the
 //! overlay. A secret with a time to live is gone once it passes (lookups
 //! fail with ENOENT, directory listings leave it out) and descriptors
-//! opened before then read EIO. The first read through each open
-//! description is a `file.read` audit record naming the path, never the
-//! value.
+//! opened before then read EIO. Opening one is a `file.read` audit
+//! record naming the path, never the value, as for every path
+//! `--audit-read` names (its default names /run/secrets/**).
 
 use super::synthetic::{dir_entry, Attr, Dir, Entries, FsInfo};
 use super::tmpfs::{open_writes, TMPFS_MAGIC};
 use crate::abi::Errno;
-use crate::audit::Record;
-use crate::kernel::{thread, Kernel};
 use crate::vfs::{DirEntry, FileOps, Node, Stat, StatFs, S_IFDIR, S_IFREG};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 /// Where the filesystem is mounted.
@@ -32,7 +29,7 @@ pub struct Secret {
 
 /// The filesystem's root: a directory of `secrets`, each owned by
 /// `uid`:`gid`.
-pub fn new_secretfs(kernel: Weak<Kernel>, secrets: Vec<Secret>, uid: u32, gid: u32) -> Arc<dyn Node> {
+pub fn new_secretfs(secrets: Vec<Secret>, uid: u32, gid: u32) -> Arc<dyn Node> {
     let fs = FsInfo::new(TMPFS_MAGIC, SystemTime::now());
     let files = secrets
         .into_iter()
@@ -41,9 +38,8 @@ pub fn new_secretfs(kernel: Weak<Kernel>, secrets: Vec<Secret>, uid: u32, gid: u
             let mut attr = Attr::new(&fs, u64::try_from(i).unwrap_or(u64::MAX).saturating_add(2), S_IFREG | 0o400);
             (attr.uid, attr.gid) = (uid, gid);
             attr.size = u64::try_from(s.value.len()).unwrap_or(u64::MAX);
-            let path = [MOUNT_POINT, b"/", s.name.as_bytes()].concat();
             let value = Arc::new(Value { bytes: s.value, expires: s.expires });
-            Arc::new(SecretNode { attr, name: s.name.into_bytes(), path, value, kernel: kernel.clone() })
+            Arc::new(SecretNode { attr, name: s.name.into_bytes(), value })
         })
         .collect();
     Dir::new(Attr::new(&fs, 1, S_IFDIR | 0o755), Live(files))
@@ -80,10 +76,7 @@ impl Entries for Live {
 struct SecretNode {
     attr: Attr,
     name: Vec<u8>,
-    /// /run/secrets/NAME, for the audit record.
-    path: Vec<u8>,
     value: Arc<Value>,
-    kernel: Weak<Kernel>,
 }
 
 impl Node for SecretNode {
@@ -98,13 +91,7 @@ impl Node for SecretNode {
         if !self.value.live() {
             return Err(Errno::ENOENT);
         }
-        let path = String::from_utf8_lossy(&self.path).into_owned();
-        Ok(Arc::new(SecretFile {
-            value: self.value.clone(),
-            path,
-            kernel: self.kernel.clone(),
-            recorded: AtomicBool::new(false),
-        }))
+        Ok(Arc::new(SecretFile { value: self.value.clone() }))
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -127,22 +114,6 @@ impl Node for SecretNode {
 /// An open secret.
 struct SecretFile {
     value: Arc<Value>,
-    path: String,
-    kernel: Weak<Kernel>,
-    /// The first read was recorded.
-    recorded: AtomicBool,
-}
-
-impl SecretFile {
-    /// Records the first read through this description; an audit log
-    /// that fails closed refuses it.
-    fn record(&self) -> Result<(), Errno> {
-        if self.recorded.swap(true, Ordering::Relaxed) {
-            return Ok(());
-        }
-        let (Some(kernel), Some(t)) = (self.kernel.upgrade(), thread::current()) else { return Ok(()) };
-        kernel.audit(|| Record::FileRead { pid: t.tgid, path: self.path.clone() })
-    }
 }
 
 impl FileOps for SecretFile {
@@ -150,7 +121,6 @@ impl FileOps for SecretFile {
         if !self.value.live() {
             return Err(Errno::EIO);
         }
-        self.record()?;
         let bytes = &self.value.bytes;
         let start = usize::try_from(off).unwrap_or(usize::MAX).min(bytes.len());
         let n = buf.len().min(bytes.len() - start);
@@ -167,7 +137,7 @@ mod tests {
     fn fs(ttl: Option<Duration>) -> Arc<dyn Node> {
         let expires = ttl.map(|t| Instant::now() + t);
         let s = Secret { name: "API_KEY".into(), value: b"0123456789abcdef".to_vec(), expires };
-        new_secretfs(Weak::new(), vec![s], 1000, 1001)
+        new_secretfs(vec![s], 1000, 1001)
     }
 
     #[test]

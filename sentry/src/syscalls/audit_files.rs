@@ -192,10 +192,20 @@ pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     record(task, Some(path_of(task, &f.dentry)), |path| Record::FileWrite { pid, path })
 }
 
-/// An open of `f`: a package manager's run reading an archive has it
-/// hashed (kernel/package.rs).
-pub(super) fn opened(task: &Task, f: &FileDescription) {
-    if logging(task) {
-        task.kernel.package_opened(task, f);
+/// An open of `f`, before the guest has its descriptor: an open for
+/// reading of a path `--audit-read` names is a `file.read` record (one
+/// the log refuses fails the open), and a package manager's run reading
+/// an archive has it hashed (kernel/package.rs).
+pub(super) fn opened(task: &Task, f: &FileDescription) -> Result<(), Errno> {
+    let Some(log) = task.kernel.audit_log() else { return Ok(()) };
+    // Named files only: not pipes, sockets or other anonymous ones.
+    if f.readable() && f.dentry.parent.is_some() {
+        let path = path_of(task, &f.dentry);
+        if log.records_reads_of(&path) {
+            let pid = task.thread.tgid;
+            task.kernel.audit(|| Record::FileRead { pid, path: text(&path) })?;
+        }
     }
+    task.kernel.package_opened(task, f);
+    Ok(())
 }

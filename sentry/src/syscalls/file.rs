@@ -89,7 +89,7 @@ fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Res
     // A FIFO's open waits for its partner here, interruptibly (the end
     // goes with the description if it is).
     super::block::wait_until(&file, crate::waiter::ALL, false, None, || file.ops.open_ready())?;
-    super::audit_files::opened(task, &file);
+    super::audit_files::opened(task, &file)?;
     Ok(file)
 }
 
