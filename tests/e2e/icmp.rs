@@ -141,3 +141,22 @@ fn icmp_socket_semantics_match_linux() {
     let r = net.husk_do(&["--egress-allow", "198.18.0.2"], &[bin, "198.18.0.2"]);
     assert_eq!(r.code, 0, "{}", r.describe());
 }
+
+#[test]
+fn icmp_sockets_past_egress_max_conns_are_enobufs_and_recorded() {
+    let Some(net) = Internet::new() else { return };
+    allow_ping(&net);
+    let dir = TempDir::new("icmp");
+    let audit = dir.path().join("audit.jsonl");
+    let flags = ["--egress-allow", "198.18.0.2", "--egress-max-conns", "1", "--audit-log", audit.to_str().unwrap()];
+    let script = "import errno, socket\n\
+        a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n\
+        try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); print('opened')\n\
+        except OSError as e: print(errno.errorcode[e.errno])\n";
+    let r = net.husk_do(&flags, &[python(), "-c", script]);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "ENOBUFS\n"), "{}", r.describe());
+    let denied = records(&audit, "net.denied");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    let reason = denied[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("--egress-max-conns"), "the limit is the reason: {denied:?}");
+}

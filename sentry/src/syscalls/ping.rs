@@ -46,7 +46,8 @@ pub(super) fn wants(domain: i32, ty: i32, protocol: i32) -> bool {
 /// socket(2): a host ping socket in the outer namespace carries it. The
 /// host's refusal is the guest's: EACCES when the outer namespace's
 /// `net.ipv4.ping_group_range` excludes the sentry, as an unprivileged
-/// ping gets on that host. Past `--egress-max-conns`: ENOBUFS. Without
+/// ping gets on that host. Past `--egress-max-conns`: ENOBUFS and a
+/// net.denied record whose reason is the limit, as connect's. Without
 /// a gateway the socket has no way out (sends: ENETUNREACH).
 pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno> {
     let v6 = domain == AF_INET6;
@@ -58,6 +59,11 @@ pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno>
             Err(OpenError::Errno(e)) => return Err(e),
             Err(OpenError::Limit(n)) => {
                 log::debug!("egress: an ICMP socket past the limit of {n} host sockets");
+                // No destination yet: the record names the family's "any".
+                let any: IpAddr = if v6 { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() };
+                let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), any.to_string());
+                let reason = format!("denied: the limit of {n} connections at once (--egress-max-conns)");
+                task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason })?;
                 return Err(Errno::ENOBUFS);
             }
         },
