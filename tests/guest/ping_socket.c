@@ -4,12 +4,15 @@
  * bind, replies with their ICMP header and that id, poll readiness,
  * MSG_DONTWAIT, connect (and getpeername's ENOTCONN even then), IP_RECVTTL's
  * control message (MSG_CTRUNC without room for it), IP_RECVERR's empty
- * error queue (EAGAIN). argv[1]: an IPv4 address that
+ * error queue (EAGAIN), options read back as set, IP_PKTINFO's control
+ * message naming one of the receiving interface's own addresses. argv[1]: an IPv4 address that
  * answers echo requests. Run where net.ipv4.ping_group_range admits the
  * caller (the e2e test's network namespace sets it). */
 #include "check.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip_icmp.h>
 #include <poll.h>
@@ -100,6 +103,91 @@ static void reply_ttl(int s, const struct sockaddr_in *dest, int seq) {
     CHECK_EQ(m.msg_controllen, 0);
 }
 
+/* The options set on the socket read back as set (IP_TTL as an int, or
+ * as one byte when asked for less, as Linux's ip_getsockopt gives it). */
+static void options_read_back(int s) {
+    int v = -1;
+    socklen_t vl = sizeof v;
+    CHECK_OK(getsockopt(s, SOL_IP, IP_RECVTTL, &v, &vl));
+    CHECK_EQ(vl, sizeof v);
+    CHECK_EQ(v, 0);
+    int on = 1, ttl = 33;
+    CHECK_OK(setsockopt(s, SOL_IP, IP_RECVTTL, &on, sizeof on));
+    CHECK_OK(getsockopt(s, SOL_IP, IP_RECVTTL, &v, &vl));
+    CHECK_EQ(v, 1);
+    CHECK_OK(setsockopt(s, SOL_IP, IP_TTL, &ttl, sizeof ttl));
+    CHECK_OK(getsockopt(s, SOL_IP, IP_TTL, &v, &vl));
+    CHECK_EQ(v, 33);
+    unsigned char byte = 0;
+    vl = 1;
+    CHECK_OK(getsockopt(s, SOL_IP, IP_TTL, &byte, &vl));
+    CHECK_EQ(vl, 1);
+    CHECK_EQ(byte, 33);
+    vl = (socklen_t)-1;
+    CHECK_ERR(getsockopt(s, SOL_IP, IP_TTL, &v, &vl), EINVAL);
+    CHECK_OK(setsockopt(s, SOL_IP, IP_RECVERR, &on, sizeof on));
+    vl = sizeof v;
+    CHECK_OK(getsockopt(s, SOL_IP, IP_RECVERR, &v, &vl));
+    CHECK_EQ(v, 1);
+}
+
+/* With IP_PKTINFO, a reply names the interface it came in on and the
+ * address it was sent to: one of that interface's own addresses. */
+static void reply_pktinfo(const struct sockaddr_in *dest) {
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
+    int on = 1, v = 0;
+    socklen_t vl = sizeof v;
+    CHECK_OK(setsockopt(s, SOL_IP, IP_PKTINFO, &on, sizeof on));
+    CHECK_OK(getsockopt(s, SOL_IP, IP_PKTINFO, &v, &vl));
+    CHECK_EQ(v, 1);
+    unsigned char buf[256];
+    size_t n = request(buf, ICMP_ECHO, 9);
+    CHECK_EQ(sendto(s, buf, n, 0, (const struct sockaddr *)dest, sizeof *dest), (ssize_t)n);
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    union {
+        char bytes[CMSG_SPACE(sizeof(struct in_pktinfo))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.bytes,
+                       .msg_controllen = sizeof control.bytes};
+    CHECK_EQ(recvmsg(s, &m, 0), (ssize_t)n);
+    CHECK_EQ(m.msg_flags, 0);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_level, SOL_IP);
+    CHECK_EQ(c->cmsg_type, IP_PKTINFO);
+    CHECK_EQ(c->cmsg_len, CMSG_LEN(sizeof(struct in_pktinfo)));
+    struct in_pktinfo info;
+    memcpy(&info, CMSG_DATA(c), sizeof info);
+    /* Linux leaves ipi_spec_dst unset on a ping socket's replies. */
+    CHECK(info.ipi_spec_dst.s_addr == 0 || info.ipi_spec_dst.s_addr == info.ipi_addr.s_addr);
+    char name[IF_NAMESIZE];
+    CHECK(if_indextoname((unsigned)info.ipi_ifindex, name) != NULL);
+    struct ifaddrs *all;
+    CHECK_OK(getifaddrs(&all));
+    int found = 0;
+    for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, name) == 0) {
+            struct sockaddr_in a;
+            memcpy(&a, i->ifa_addr, sizeof a);
+            found |= a.sin_addr.s_addr == info.ipi_addr.s_addr;
+        }
+    }
+    freeifaddrs(all);
+    CHECK(found);
+    /* Too little room: cut, MSG_CTRUNC. */
+    request(buf, ICMP_ECHO, 10);
+    CHECK_EQ(sendto(s, buf, n, 0, (const struct sockaddr *)dest, sizeof *dest), (ssize_t)n);
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    m.msg_controllen = CMSG_LEN(4);
+    m.msg_flags = 0;
+    CHECK_EQ(recvmsg(s, &m, 0), (ssize_t)n);
+    CHECK_EQ(m.msg_flags, MSG_CTRUNC);
+    close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2)
         FAILF("usage: ping_socket ADDRESS");
@@ -164,6 +252,8 @@ int main(int argc, char **argv) {
     CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE | MSG_DONTWAIT), EAGAIN);
     CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE), EAGAIN);
     CHECK_ERR(setsockopt(s, SOL_IP, IP_TTL, &on, -1), EINVAL);
+    options_read_back(b);
+    reply_pktinfo(&dest);
     close(b);
     close(s);
     puts("ok");

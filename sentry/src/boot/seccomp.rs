@@ -166,7 +166,12 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, inbound: bool) -> R
     if inbound {
         rules.insert(libc::SYS_listen, Vec::new());
     }
-    rules.insert(libc::SYS_getsockopt, args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?);
+    // getsockopt: SO_ERROR, and the ping sockets' options read back.
+    let mut get = args_in(1, &[u(libc::SOL_SOCKET)], 2, &[u(libc::SO_ERROR)])?;
+    for &(level, name) in crate::fs::ping::HOST_OPTIONS {
+        get.extend(args_in(1, &[u(level)], 2, &[u(name)])?);
+    }
+    rules.insert(libc::SYS_getsockopt, get);
     let mut set = Vec::new();
     let options = crate::fs::egress::FORWARDED_OPTIONS.iter().chain(crate::fs::egress::BUFFER_OPTIONS);
     let options = options.chain(crate::fs::ping::HOST_OPTIONS);

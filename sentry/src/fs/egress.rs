@@ -623,6 +623,12 @@ impl HostConn {
         host::set_option(self.fd.as_fd(), level, name, value)
     }
 
+    /// An option's value as the host socket holds it (ping sockets'
+    /// options): the bytes of `value` the host filled.
+    pub fn option_bytes(&self, level: i32, name: i32, value: &mut [u8]) -> Result<usize, Errno> {
+        host::get_option(self.fd.as_fd(), level, name, value)
+    }
+
     /// FIONREAD: bytes waiting to be read.
     pub fn readable_bytes(&self) -> Result<i32, Errno> {
         let mut n = [0u8; 4];

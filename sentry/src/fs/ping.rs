@@ -20,9 +20,10 @@ use std::time::Duration;
 /// ICMPv6's type filter (struct icmp6_filter; netinet/icmp6.h).
 pub const ICMP6_FILTER: i32 = 1;
 
-/// The options a guest sets on its ping socket's host socket, as Linux's
-/// ping sockets take them (the host's answer, errno included, is the
-/// guest's); the sentry's seccomp filter allows exactly these.
+/// The options a guest sets on (and reads back from) its ping socket's
+/// host socket, as Linux's ping sockets take them (the host's answer,
+/// errno included, is the guest's); the sentry's seccomp filter allows
+/// exactly these.
 pub const HOST_OPTIONS: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_RECVTTL),
@@ -30,6 +31,7 @@ pub const HOST_OPTIONS: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_TOS),
     (libc::SOL_IP, libc::IP_MTU_DISCOVER),
     (libc::SOL_IP, libc::IP_RETOPTS),
+    (libc::SOL_IP, libc::IP_PKTINFO),
     (libc::SOL_SOCKET, libc::SO_TIMESTAMP),
     (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS),
     (libc::SOL_SOCKET, libc::SO_SNDBUF),
@@ -38,12 +40,14 @@ pub const HOST_OPTIONS: &[(i32, i32)] = &[
     (libc::SOL_IPV6, libc::IPV6_RECVERR),
     (libc::SOL_IPV6, libc::IPV6_RECVHOPLIMIT),
     (libc::SOL_IPV6, libc::IPV6_UNICAST_HOPS),
+    (libc::SOL_IPV6, libc::IPV6_RECVPKTINFO),
     (libc::SOL_ICMPV6, ICMP6_FILTER),
 ];
 
 /// The control messages the host's recvmsg may pass on to the guest
 /// (what the options above ask for); x86_64 host and guest share their
-/// layout.
+/// layout. The packet-info ones name the outer namespace's interface and
+/// address, which the guest sees as its own eth0's (`syscalls/ping.rs`).
 pub const HOST_CONTROL: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_TTL),
@@ -52,6 +56,8 @@ pub const HOST_CONTROL: &[(i32, i32)] = &[
     (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS),
     (libc::SOL_IPV6, libc::IPV6_RECVERR),
     (libc::SOL_IPV6, libc::IPV6_HOPLIMIT),
+    (libc::SOL_IP, libc::IP_PKTINFO),
+    (libc::SOL_IPV6, libc::IPV6_PKTINFO),
 ];
 
 /// A guest ICMP echo socket.

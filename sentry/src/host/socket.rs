@@ -158,6 +158,19 @@ pub fn recv_msg(
     })
 }
 
+/// getsockopt(2) into `value` (its length is the optlen given): the
+/// bytes the host wrote.
+pub fn get_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &mut [u8]) -> Result<usize, Errno> {
+    let mut len = libc::socklen_t::try_from(value.len()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: the kernel writes at most `len` bytes to `value`, alive for
+    // the call, and the length it wrote to `len`.
+    let r = unsafe { libc::getsockopt(fd.as_raw_fd(), level, name, value.as_mut_ptr().cast(), &mut len) };
+    if r < 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(usize::try_from(len).unwrap_or(0).min(value.len()))
+}
+
 /// setsockopt(2) with `value`'s bytes, for options that are not an int.
 pub fn set_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
     let len = libc::socklen_t::try_from(value.len()).map_err(|_| Errno::EINVAL)?;

@@ -252,8 +252,10 @@ fn recv(
 const CMSG_HDR: usize = 16;
 
 /// The leading well-formed control messages of `raw` (the host's) that
-/// HOST_CONTROL allows, and whether any were left out.
+/// HOST_CONTROL allows, as the guest sees them (`shown_pktinfo`), and
+/// whether any were left out.
 fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = raw.to_vec();
     let mut at = 0;
     while raw.len() - at >= CMSG_HDR {
         let h = &raw[at..at + CMSG_HDR];
@@ -264,9 +266,48 @@ fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
         if len < CMSG_HDR || len > raw.len() - at || !HOST_CONTROL.contains(&(level, ty)) {
             break;
         }
+        let data = &mut out[at + CMSG_HDR..at + len];
+        if !shown_pktinfo(level, ty, data, husk_netstack::iface::uplink()) {
+            break;
+        }
         at = (at + len).next_multiple_of(8).min(raw.len());
     }
-    (raw[..at].to_vec(), at < raw.len())
+    out.truncate(at);
+    (out, at < raw.len())
+}
+
+/// Rewrites a packet-info control message's `data` (IP_PKTINFO's
+/// in_pktinfo, IPV6_PKTINFO's in6_pktinfo), which names the outer
+/// namespace's interface and addresses, as the guest's own: eth0 (index
+/// 2) and its address (IPv6: none, `::`). False when its size is wrong;
+/// other messages are left as they are.
+fn shown_pktinfo(level: i32, ty: i32, data: &mut [u8], uplink: Option<&husk_netstack::iface::Uplink>) -> bool {
+    let index = uplink.map_or(0i32, |_| 2);
+    match (level, ty) {
+        (libc::SOL_IP, libc::IP_PKTINFO) => {
+            if data.len() != 12 {
+                return false;
+            }
+            let addr = uplink.map_or(Ipv4Addr::UNSPECIFIED, |u| u.addr).octets();
+            data[..4].copy_from_slice(&index.to_le_bytes());
+            // ipi_spec_dst, which Linux leaves unset on ping sockets, and ipi_addr.
+            for field in [4..8, 8..12] {
+                if data[field.clone()] != [0; 4] {
+                    data[field].copy_from_slice(&addr);
+                }
+            }
+            true
+        }
+        (libc::SOL_IPV6, libc::IPV6_PKTINFO) => {
+            if data.len() != 20 {
+                return false;
+            }
+            data[..16].copy_from_slice(&Ipv6Addr::UNSPECIFIED.octets());
+            data[16..20].copy_from_slice(&index.to_le_bytes());
+            true
+        }
+        _ => true,
+    }
 }
 
 /// How socket `s` shows a sender: port 0, as Linux's ping sockets do.
@@ -355,9 +396,25 @@ fn getsockopt(task: &Task, s: &PingSocket, opt: OptArg) -> SysResult {
         (SOL_SOCKET, SO_ERROR) => s.host().map_or(Ok(0), |h| h.take_error())?.to_le_bytes().to_vec(),
         (SOL_SOCKET, SO_RCVTIMEO) => tv(s.timeouts.lock().0),
         (SOL_SOCKET, SO_SNDTIMEO) => tv(s.timeouts.lock().1),
+        o if HOST_OPTIONS.contains(&o) => return host_option(task, s, opt),
         _ => return Err(Errno::ENOPROTOOPT),
     };
     write_sockopt(task, opt, &value)
+}
+
+/// getsockopt(2) of an option carried to the host socket: the host's
+/// value (and length, and errno), as setsockopt left it there.
+fn host_option(task: &Task, s: &PingSocket, opt: OptArg) -> SysResult {
+    let host = s.host().map_err(|_| Errno::ENOPROTOOPT)?;
+    let mm = task.thread.mm();
+    let mut len = [0u8; 4];
+    mm.copy_in(opt.len, &mut len)?;
+    let len = usize::try_from(i32::from_le_bytes(len)).map_err(|_| Errno::EINVAL)?;
+    let mut value = vec![0u8; len.min(OPTION_MAX)];
+    let n = host.option_bytes(opt.level, opt.name, &mut value)?;
+    mm.copy_out(opt.val, &value[..n])?;
+    mm.copy_out(opt.len, &u32::try_from(n).unwrap_or(0).to_le_bytes())?;
+    Ok(0)
 }
 
 /// The most bytes of an option value passed on to the host (the largest
@@ -412,6 +469,7 @@ fn shutdown(s: &PingSocket, how: i32) -> SysResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use husk_netstack::iface::Uplink;
 
     fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
@@ -432,10 +490,37 @@ mod tests {
     }
 
     #[test]
+    fn packet_info_names_the_sandbox_interface_not_the_outer_one() {
+        let mut info = Vec::new();
+        info.extend_from_slice(&7i32.to_le_bytes());
+        info.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 1]);
+        let mut data = info.clone();
+        assert!(shown_pktinfo(libc::SOL_IP, libc::IP_PKTINFO, &mut data, Some(&Uplink::SANDBOX)));
+        assert_eq!(data, [2, 0, 0, 0, 10, 0, 2, 15, 10, 0, 2, 15]);
+        let mut unset = info.clone();
+        unset[4..8].fill(0);
+        assert!(shown_pktinfo(libc::SOL_IP, libc::IP_PKTINFO, &mut unset, Some(&Uplink::SANDBOX)));
+        assert_eq!(unset, [2, 0, 0, 0, 0, 0, 0, 0, 10, 0, 2, 15], "an unset ipi_spec_dst stays unset");
+        assert!(!shown_pktinfo(libc::SOL_IP, libc::IP_PKTINFO, &mut info[..8], Some(&Uplink::SANDBOX)));
+        let mut v6 = [0x20u8; 20];
+        v6[16..].copy_from_slice(&7i32.to_le_bytes());
+        assert!(shown_pktinfo(libc::SOL_IPV6, libc::IPV6_PKTINFO, &mut v6, Some(&Uplink::SANDBOX)));
+        assert_eq!(v6[..16], [0; 16]);
+        assert_eq!(v6[16..], 2i32.to_le_bytes());
+        let mut ttl = 64i32.to_le_bytes();
+        assert!(shown_pktinfo(libc::SOL_IP, libc::IP_TTL, &mut ttl, None));
+        assert_eq!(ttl, 64i32.to_le_bytes());
+        // A malformed one ends what is passed on.
+        let mut raw = cmsg(libc::SOL_IP, libc::IP_PKTINFO, &[1; 8]);
+        raw.extend(cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes()));
+        assert_eq!(allowed_control(&raw), (Vec::new(), true));
+    }
+
+    #[test]
     fn others_and_malformed_ones_end_what_is_passed() {
         let ttl = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
         let mut raw = ttl.clone();
-        raw.extend(cmsg(libc::SOL_IPV6, libc::IPV6_PKTINFO, &[1; 20]));
+        raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS, &[1; 8]));
         raw.extend(ttl.clone());
         assert_eq!(allowed_control(&raw), (ttl.clone(), true));
         let mut long = ttl.clone();
