@@ -5,7 +5,8 @@
  * MSG_DONTWAIT, connect (and getpeername's ENOTCONN even then), IP_RECVTTL's
  * control message (MSG_CTRUNC without room for it), IP_RECVERR's empty
  * error queue (EAGAIN), options read back as set, IP_PKTINFO's control
- * message naming one of the receiving interface's own addresses. argv[1]: an IPv4 address that
+ * message naming one of the receiving interface's own addresses, echo
+ * replies from the machine's own addresses (loopback, 0.0.0.0). argv[1]: an IPv4 address that
  * answers echo requests. Run where net.ipv4.ping_group_range admits the
  * caller (the e2e test's network namespace sets it). */
 #include "check.h"
@@ -188,6 +189,77 @@ static void reply_pktinfo(const struct sockaddr_in *dest) {
     close(s);
 }
 
+/* The Internet checksum of `len` bytes at `p`. */
+static unsigned short checksum(const unsigned char *p, size_t len) {
+    unsigned long sum = 0;
+    for (size_t i = 0; i + 1 < len; i += 2)
+        sum += (unsigned long)(p[i] << 8 | p[i + 1]);
+    if (len & 1)
+        sum += (unsigned long)(p[len - 1] << 8);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (unsigned short)~sum;
+}
+
+/* The machine's own addresses answer: the reply (from `want_from`)
+ * carries the socket's id, the sequence, the payload, a valid checksum
+ * and TTL 64, as Linux's own stack answers. */
+static void local_echo(const char *to, const char *want_from) {
+    struct sockaddr_in dest = {.sin_family = AF_INET}, from;
+    CHECK_EQ(inet_pton(AF_INET, to, &dest.sin_addr), 1);
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
+    int on = 1;
+    CHECK_OK(setsockopt(s, SOL_IP, IP_RECVTTL, &on, sizeof on));
+    unsigned char buf[256];
+    size_t n = request(buf, ICMP_ECHO, 21);
+    buf[2] = 0x12; /* a wrong checksum: the kernel computes its own */
+    CHECK_EQ(sendto(s, buf, n, 0, (struct sockaddr *)&dest, sizeof dest), (ssize_t)n);
+    struct in_addr any;
+    unsigned short id = local_id(s, &any);
+    CHECK(id != 0);
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    CHECK_EQ(p.revents, POLLIN);
+    union {
+        char bytes[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1,
+                       .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
+    CHECK_EQ(recvmsg(s, &m, 0), (ssize_t)n);
+    CHECK_EQ(m.msg_flags, 0);
+    char shown[INET_ADDRSTRLEN];
+    CHECK(inet_ntop(AF_INET, &from.sin_addr, shown, sizeof shown) != NULL);
+    CHECK(strcmp(shown, want_from) == 0);
+    CHECK_EQ(from.sin_port, 0);
+    struct icmphdr h;
+    memcpy(&h, buf, sizeof h);
+    CHECK_EQ(h.type, ICMP_ECHOREPLY);
+    CHECK_EQ(h.code, 0);
+    CHECK_EQ(ntohs(h.un.echo.id), id);
+    CHECK_EQ(ntohs(h.un.echo.sequence), 21);
+    CHECK_EQ(checksum(buf, n), 0);
+    CHECK(memcmp(buf + sizeof h, payload, sizeof payload) == 0);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHECK(c != NULL);
+    CHECK_EQ(c->cmsg_type, IP_TTL);
+    int ttl;
+    memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
+    CHECK_EQ(ttl, 64);
+    CHECK_ERR(recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+    /* Connected to itself, plain writes are answered too. */
+    CHECK_OK(connect(s, (struct sockaddr *)&dest, sizeof dest));
+    n = request(buf, ICMP_ECHO, 22);
+    CHECK_EQ(write(s, buf, n), (ssize_t)n);
+    CHECK_EQ(poll(&p, 1, 5000), 1);
+    CHECK_EQ(read(s, buf, sizeof buf), (ssize_t)n);
+    memcpy(&h, buf, sizeof h);
+    CHECK_EQ(ntohs(h.un.echo.sequence), 22);
+    CHECK_EQ(ntohs(h.un.echo.id), id);
+    close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2)
         FAILF("usage: ping_socket ADDRESS");
@@ -254,6 +326,9 @@ int main(int argc, char **argv) {
     CHECK_ERR(setsockopt(s, SOL_IP, IP_TTL, &on, -1), EINVAL);
     options_read_back(b);
     reply_pktinfo(&dest);
+    local_echo("127.0.0.1", "127.0.0.1");
+    local_echo("127.1.2.3", "127.1.2.3");
+    local_echo("0.0.0.0", "127.0.0.1");
     close(b);
     close(s);
     puts("ok");

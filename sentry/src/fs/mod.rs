@@ -25,6 +25,7 @@ pub mod netlink;
 pub mod overlay;
 pub mod pidfd;
 pub mod ping;
+pub mod ping_local;
 pub mod pipe;
 pub mod procfs;
 pub mod read_only;

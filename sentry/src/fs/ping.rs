@@ -4,18 +4,22 @@
 //! the host kernel assigns echo ids, checks the ICMP header and routes
 //! replies exactly as Linux's ping sockets do; the guest only ever holds
 //! this file. Without a gateway (`--network none`) the socket exists but
-//! has no way out: sends fail with ENETUNREACH, as with no route.
+//! has no way out: sends fail with ENETUNREACH, as with no route. Echo
+//! requests to the sandbox's own addresses never leave: the sentry
+//! answers them (`fs/ping_local.rs`), gateway or not.
 
-use crate::abi::poll::{POLLOUT, POLLWRNORM};
+use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
+use crate::fs::ping_local;
 use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
-use std::collections::HashSet;
-use std::net::IpAddr;
+use std::collections::{HashSet, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// ICMPv6's type filter (struct icmp6_filter; netinet/icmp6.h).
 pub const ICMP6_FILTER: i32 = 1;
@@ -60,6 +64,24 @@ pub const HOST_CONTROL: &[(i32, i32)] = &[
     (libc::SOL_IPV6, libc::IPV6_PKTINFO),
 ];
 
+/// A reply from the sandbox itself, waiting to be received.
+pub struct LocalReply {
+    /// The address it comes from.
+    pub from: IpAddr,
+    /// The whole ICMP message.
+    pub data: Vec<u8>,
+    /// When it arrived (SO_TIMESTAMP's time).
+    pub at: SystemTime,
+}
+
+/// The most replies from the sandbox itself a socket holds unread; past
+/// it they are dropped, as a full receive buffer drops them.
+const LOCAL_KEPT: usize = 64;
+
+/// Echo ids for sockets without a host socket (`--network none`), which
+/// the sentry hands out itself.
+static NEXT_ID: AtomicU16 = AtomicU16::new(1);
+
 /// A guest ICMP echo socket.
 pub struct PingSocket {
     ino: u64,
@@ -75,13 +97,126 @@ pub struct PingSocket {
     pub recorded: Mutex<HashSet<IpAddr>>,
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
+    /// Replies from the sandbox itself, unread.
+    local: Mutex<VecDeque<LocalReply>>,
+    /// The peer when connected to one of the sandbox's own addresses.
+    local_peer: Mutex<Option<IpAddr>>,
+    /// The echo id without a host socket (0: none yet).
+    own_id: Mutex<u16>,
 }
 
 impl PingSocket {
     pub fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
         let events = Arc::new(Queue::default());
         let host = host.map(|o| HostConn::leased(o, &events));
-        Arc::new(PingSocket { ino, created, v6, host, events, recorded: Mutex::default(), timeouts: Mutex::default() })
+        Arc::new(PingSocket {
+            ino,
+            created,
+            v6,
+            host,
+            events,
+            recorded: Mutex::default(),
+            timeouts: Mutex::default(),
+            local: Mutex::default(),
+            local_peer: Mutex::default(),
+            own_id: Mutex::default(),
+        })
+    }
+
+    fn any(&self) -> IpAddr {
+        if self.v6 {
+            Ipv6Addr::UNSPECIFIED.into()
+        } else {
+            Ipv4Addr::UNSPECIFIED.into()
+        }
+    }
+
+    /// The socket's echo id, given it (as Linux's first send does) when it
+    /// has none: the host socket's, bound to one of the host's choosing,
+    /// or without a host socket one of the sentry's.
+    pub fn echo_id(&self) -> Result<u16, Errno> {
+        match &self.host {
+            Some(h) => match h.local()?.port() {
+                0 => {
+                    h.bind(SocketAddr::new(self.any(), 0))?;
+                    Ok(h.local()?.port())
+                }
+                id => Ok(id),
+            },
+            None => {
+                let mut id = self.own_id.lock();
+                while *id == 0 {
+                    *id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(*id)
+            }
+        }
+    }
+
+    /// The echo id as getsockname shows it: 0 before the socket has one.
+    pub fn bound_id(&self) -> Result<u16, Errno> {
+        match &self.host {
+            Some(h) => Ok(h.local()?.port()),
+            None => Ok(*self.own_id.lock()),
+        }
+    }
+
+    /// bind(2) to echo id `id` (0: one of the host's or sentry's choosing).
+    pub fn bind_id(&self, id: u16) -> Result<(), Errno> {
+        match &self.host {
+            Some(h) => h.bind(SocketAddr::new(self.any(), id)),
+            None => {
+                let mut own = self.own_id.lock();
+                if *own != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                *own = id;
+                drop(own);
+                self.echo_id().map(drop)
+            }
+        }
+    }
+
+    /// Answers echo request `request` to the sandbox's own address
+    /// `dest` (whose reply comes from `from`) as Linux's stack would:
+    /// the reply waits to be received here. Never reaches the host.
+    pub fn answer(&self, request: &[u8], from: IpAddr) -> Result<usize, Errno> {
+        let id = self.echo_id()?;
+        let data = ping_local::reply(request, id, from);
+        let mut local = self.local.lock();
+        if local.len() < LOCAL_KEPT {
+            local.push_back(LocalReply { from, data, at: SystemTime::now() });
+        }
+        drop(local);
+        self.events.notify(POLLIN | POLLRDNORM);
+        Ok(request.len())
+    }
+
+    /// The next reply from the sandbox itself, if any (kept with `peek`).
+    pub fn take_local(&self, peek: bool) -> Option<LocalReply> {
+        let mut local = self.local.lock();
+        if peek {
+            local.front().map(|r| LocalReply { from: r.from, data: r.data.clone(), at: r.at })
+        } else {
+            local.pop_front()
+        }
+    }
+
+    /// The sandbox's own address this socket is connected to, if it is.
+    pub fn local_peer(&self) -> Option<IpAddr> {
+        *self.local_peer.lock()
+    }
+
+    pub fn set_local_peer(&self, peer: Option<IpAddr>) {
+        *self.local_peer.lock() = peer;
+    }
+
+    /// Whether an int option carried to the host socket is on (off
+    /// without one).
+    pub fn option_on(&self, level: i32, name: i32) -> bool {
+        let mut v = [0u8; 4];
+        let Some(h) = &self.host else { return false };
+        matches!(h.option_bytes(level, name, &mut v), Ok(4) if i32::from_le_bytes(v) != 0)
     }
 
     /// The host socket the echo requests leave on: ENETUNREACH without
@@ -96,13 +231,26 @@ super::anon::socket_node!(PingSocket);
 impl FileOps for PingSocket {
     /// One echo reply (with its ICMP header); EAGAIN without one.
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        if let Some(r) = self.take_local(false) {
+            let n = r.data.len().min(buf.len());
+            buf[..n].copy_from_slice(&r.data[..n]);
+            return Ok(n);
+        }
         let host = self.host.as_ref().ok_or(Errno::EAGAIN)?;
         host.recv_from(buf, false).map(|(n, _, _)| n)
     }
 
     /// An echo request to the connected peer (whose connect the policy
-    /// allowed); the host checks its header.
+    /// allowed, or the sandbox itself); the host checks its header.
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        if let Some(peer) = self.local_peer() {
+            let echo = if self.v6 { 128 } else { 8 };
+            if buf.len() < 8 || buf[0] != echo || buf[1] != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let from = ping_local::own_source(peer, husk_netstack::iface::uplink()).unwrap_or(peer);
+            return self.answer(buf, from);
+        }
         let host = self.host()?;
         if !host.is_connected() {
             return Err(Errno::EDESTADDRREQ);
@@ -115,7 +263,8 @@ impl FileOps for PingSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        self.host.as_ref().map_or(POLLOUT | POLLWRNORM, HostConn::paced_events)
+        let local = if self.local.lock().is_empty() { 0 } else { POLLIN | POLLRDNORM };
+        local | self.host.as_ref().map_or(POLLOUT | POLLWRNORM, HostConn::paced_events)
     }
 
     fn event_register(&self, e: &Entry) {

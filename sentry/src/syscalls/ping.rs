@@ -20,7 +20,8 @@ use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
 use crate::fs::egress::{Egress, Flow, OpenError};
-use crate::fs::ping::{PingSocket, HOST_CONTROL, HOST_OPTIONS};
+use crate::fs::ping::{LocalReply, PingSocket, HOST_CONTROL, HOST_OPTIONS};
+use crate::fs::ping_local::{self, own_source, Cmsgs, CMSG_HDR};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
@@ -137,6 +138,11 @@ fn send(task: &Task, f: &FileDescription, s: &PingSocket, data: &[u8], to: Optio
     if data.len() < HEADER || data[0] != echo || data[1] != 0 {
         return Err(Errno::EINVAL);
     }
+    // The sandbox's own addresses answer themselves: no policy, no host.
+    let uplink = husk_netstack::iface::uplink();
+    if let Some(from) = to.map_or(s.local_peer(), Some).and_then(|ip| own_source(ip, uplink)) {
+        return u64::try_from(s.answer(data, from)?).map_err(|_| Errno::EINVAL);
+    }
     let host = s.host()?;
     let deadline = s.timeouts.lock().1.map(deadline_in);
     let n = match to {
@@ -221,11 +227,19 @@ fn recv(
         s.host().map_err(|_| Errno::EAGAIN)?.recv_error(&mut buf, peek, &mut cbuf)?
     } else {
         let deadline = s.timeouts.lock().0.map(deadline_in);
-        let attempt = || match s.host() {
-            Ok(host) => host.recv_msg(&mut buf, peek, &mut cbuf),
-            Err(_) => Err(Errno::EAGAIN),
+        let attempt = || {
+            if let Some(r) = s.take_local(peek) {
+                return Ok(Err(r));
+            }
+            match s.host() {
+                Ok(host) => host.recv_msg(&mut buf, peek, &mut cbuf).map(Ok),
+                Err(_) => Err(Errno::EAGAIN),
+            }
         };
-        wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, attempt)?
+        match wait_io(f, READ_EVENTS, nonblocking(f, flags), deadline, attempt)? {
+            Ok(got) => got,
+            Err(local) => return local_reply(task, s, bufs, flags, control, &local),
+        }
     };
     let mut at = 0;
     for &(base, len) in bufs {
@@ -248,8 +262,71 @@ fn recv(
     Ok(Got { count: u64::try_from(reported).unwrap_or(0), flags: out, from: got.from, control })
 }
 
-/// A control message's header: cmsg_len (u64), cmsg_level, cmsg_type.
-const CMSG_HDR: usize = 16;
+/// Receives `r`, a reply from the sandbox itself, into the guest's
+/// `bufs`, with the control messages the socket's options ask for, in
+/// Linux's order (the timestamp, then packet info, then TTL or hop
+/// limit) and cut to `room` bytes as Linux cuts them.
+fn local_reply(
+    task: &Task,
+    s: &PingSocket,
+    bufs: &[(u64, usize)],
+    flags: u64,
+    room: usize,
+    r: &LocalReply,
+) -> Result<Got, Errno> {
+    let mut at = 0;
+    for &(base, len) in bufs {
+        if at >= r.data.len() {
+            break;
+        }
+        let k = len.min(r.data.len() - at);
+        task.thread.mm().copy_out(base, &r.data[at..at + k])?;
+        at += k;
+    }
+    let mut c = Cmsgs::new(room.min(CONTROL_MAX));
+    let since = r.at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX).to_le_bytes();
+    if s.option_on(SOL_SOCKET, libc::SO_TIMESTAMPNS) {
+        let ns = i64::from(since.subsec_nanos()).to_le_bytes();
+        c.put(SOL_SOCKET, libc::SCM_TIMESTAMPNS, &[secs, ns].concat());
+    } else if s.option_on(SOL_SOCKET, libc::SO_TIMESTAMP) {
+        let us = i64::from(since.subsec_micros()).to_le_bytes();
+        c.put(SOL_SOCKET, libc::SCM_TIMESTAMP, &[secs, us].concat());
+    }
+    let index = ping_local::LOOPBACK_INDEX.to_le_bytes();
+    let ttl = ping_local::TTL.to_le_bytes();
+    match r.from {
+        IpAddr::V4(a) => {
+            if s.option_on(libc::SOL_IP, libc::IP_PKTINFO) {
+                // On a ping socket Linux leaves ipi_spec_dst unset.
+                c.put(libc::SOL_IP, libc::IP_PKTINFO, &[&index[..], &[0; 4], &a.octets()].concat());
+            }
+            if s.option_on(libc::SOL_IP, libc::IP_RECVTTL) {
+                c.put(libc::SOL_IP, libc::IP_TTL, &ttl);
+            }
+        }
+        IpAddr::V6(a) => {
+            if s.option_on(libc::SOL_IPV6, libc::IPV6_RECVPKTINFO) {
+                c.put(libc::SOL_IPV6, libc::IPV6_PKTINFO, &[&a.octets()[..], &index[..]].concat());
+            }
+            if s.option_on(libc::SOL_IPV6, libc::IPV6_RECVHOPLIMIT) {
+                c.put(libc::SOL_IPV6, libc::IPV6_HOPLIMIT, &ttl);
+            }
+        }
+    }
+    let copied = at;
+    let mut out = if c.truncated { MSG_CTRUNC } else { 0 };
+    if copied < r.data.len() {
+        out |= i32::try_from(MSG_TRUNC).unwrap_or(0);
+    }
+    let count = if flags & MSG_TRUNC != 0 { r.data.len() } else { copied };
+    Ok(Got {
+        count: u64::try_from(count).unwrap_or(0),
+        flags: out,
+        from: Some(SocketAddr::new(r.from, 0)),
+        control: c.bytes,
+    })
+}
 
 /// The leading well-formed control messages of `raw` (the host's) that
 /// HOST_CONTROL allows, as the guest sees them (`shown_pktinfo`), and
@@ -347,23 +424,33 @@ fn bind(task: &Task, s: &PingSocket, addr: SockAddrArg) -> SysResult {
     if !ip.is_unspecified() && !own {
         return Err(Errno::EADDRNOTAVAIL);
     }
-    let any = if s.v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
-    s.host()?.bind(SocketAddr::new(any, id))?;
+    s.bind_id(id)?;
     Ok(0)
 }
 
 /// connect(2): echo requests without an address go to the peer, which
-/// the policy must allow; AF_UNSPEC forgets it.
+/// the policy must allow unless it is the sandbox itself; AF_UNSPEC
+/// forgets it.
 fn connect(task: &Task, s: &PingSocket, addr: SockAddrArg) -> SysResult {
     let to = read_addr(task, s, addr.addr, addr.len)?;
-    let host = s.host()?;
-    match to {
-        None => host.disconnect_datagrams()?,
-        Some((ip, _)) => {
-            permit(task, s, ip)?;
-            host.connect_datagrams(SocketAddr::new(ip, 0))?;
+    if let Some((ip, _)) = to.filter(|&(ip, _)| own_source(ip, husk_netstack::iface::uplink()).is_some()) {
+        // The sandbox itself: sends stay here, the host socket forgets its peer.
+        if let Ok(host) = s.host() {
+            host.disconnect_datagrams()?;
         }
+        s.set_local_peer(Some(ip));
+        return Ok(0);
     }
+    s.set_local_peer(None);
+    let Some((ip, _)) = to else {
+        return match s.host() {
+            Ok(host) => host.disconnect_datagrams().map(|()| 0),
+            Err(_) => Ok(0),
+        };
+    };
+    let host = s.host()?;
+    permit(task, s, ip)?;
+    host.connect_datagrams(SocketAddr::new(ip, 0))?;
     Ok(0)
 }
 
@@ -371,11 +458,7 @@ fn connect(task: &Task, s: &PingSocket, addr: SockAddrArg) -> SysResult {
 /// bound, as Linux shows an unbound ping socket's.
 fn getsockname(task: &Task, s: &PingSocket, out: SockAddrArg) -> SysResult {
     let any = if s.v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
-    let local = match s.host() {
-        Ok(h) => h.local()?,
-        Err(_) => SocketAddr::new(any, 0),
-    };
-    write_sockaddr(task, out.addr, out.len, &encode_ip(any, local.port()))?;
+    write_sockaddr(task, out.addr, out.len, &encode_ip(any, s.bound_id()?))?;
     Ok(0)
 }
 

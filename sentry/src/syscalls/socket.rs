@@ -23,7 +23,7 @@ use crate::vfs::FileDescription;
 use crate::vfs::FileOps;
 use std::sync::Arc;
 
-const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports; ICMP echo sockets, SOCK_DGRAM with IPPROTO_ICMP/IPPROTO_ICMPV6 as unprivileged ping uses, carried on host ping sockets of the outer namespace, so EACCES when its net.ipv4.ping_group_range refuses them, each echo request checked against the egress policy (EPERM when denied), with --network none sends fail with ENETUNREACH, their options other than SO_RCVTIMEO/SO_SNDTIMEO are ENOPROTOOPT; raw and packet sockets EPERM) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
+const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports; ICMP echo sockets, SOCK_DGRAM with IPPROTO_ICMP/IPPROTO_ICMPV6 as unprivileged ping uses, carried on host ping sockets of the outer namespace, so EACCES when its net.ipv4.ping_group_range refuses them, each echo request checked against the egress policy (EPERM when denied), with --network none sends fail with ENETUNREACH, echo requests to the sandbox's own addresses (loopback, 0.0.0.0, eth0's) answered by the sentry without the host, the options iputils' ping sets carried to the host socket and read back from it, others ENOPROTOOPT; raw and packet sockets EPERM) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
 
 pub(super) const ENTRIES: Entries = &[
