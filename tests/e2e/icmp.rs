@@ -194,3 +194,43 @@ fn icmp_to_the_sandboxs_own_addresses_is_answered_inside_without_a_rule() {
     let r = net.husk_do(&["--network", "none"], &[python(), "-c", PROBE, "6", "::1"]);
     assert_eq!(r.stdout_str(), "::1 reply\n", "{}", r.describe());
 }
+
+/// A Python probe: one echo request with IP_RECVERR to argv[1], then
+/// its answer: `reply FROM` or `error DEST ERRNO ORIGIN TYPE CODE OFFENDER`
+/// from the error queue.
+const ERRQUEUE: &str = "import errno, select, socket, struct, sys\n\
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n\
+    s.setsockopt(socket.SOL_IP, 11, 1)  # IP_RECVERR\n\
+    s.sendto(bytes([8, 0, 0, 0, 0, 0, 0, 1]) + b'husk', (sys.argv[1], 0))\n\
+    p = select.poll(); p.register(s, select.POLLIN | select.POLLERR)\n\
+    ev = p.poll(8000)\n\
+    if ev and ev[0][1] & select.POLLIN:\n\
+    \x20   data, who = s.recvfrom(64); print('reply', who[0]); sys.exit(0)\n\
+    data, anc, flags, dest = s.recvmsg(64, 512, socket.MSG_ERRQUEUE)\n\
+    for lvl, ty, d in anc:\n\
+    \x20   e, origin, t, code = struct.unpack('=IBBB', d[:7])\n\
+    \x20   print('error', dest[0], errno.errorcode[e], origin, t, code, socket.inet_ntoa(d[20:24]))\n";
+
+#[test]
+fn icmp_addresses_of_the_outer_namespace_show_as_the_sandbox_gateway() {
+    let Some(net) = Internet::new() else { return };
+    allow_ping(&net);
+    let flags = ["--egress-allow", "198.18.0.0/24"];
+    // 198.18.0.99 has no host: the outer namespace itself (198.18.0.1)
+    // reports it unreachable; the guest sees its gateway report it.
+    let native = run(net.in_sandbox(&[python(), "-c", ERRQUEUE, "198.18.0.99"]), None);
+    assert_eq!(native.stdout_str(), "error 198.18.0.99 EHOSTUNREACH 2 3 1 198.18.0.1\n", "{}", native.describe());
+    let r = net.husk_do(&flags, &[python(), "-c", ERRQUEUE, "198.18.0.99"]);
+    assert_eq!(
+        (r.code, r.stdout_str().as_str()),
+        (0, "error 198.18.0.99 EHOSTUNREACH 2 3 1 10.0.2.2\n"),
+        "{}",
+        r.describe()
+    );
+    // An echo reply from the outer namespace's own address, too; a real
+    // remote peer's shows as itself.
+    let r = net.husk_do(&flags, &[python(), "-c", ERRQUEUE, "198.18.0.1"]);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "reply 10.0.2.2\n"), "{}", r.describe());
+    let r = net.husk_do(&flags, &[python(), "-c", ERRQUEUE, "198.18.0.2"]);
+    assert_eq!((r.code, r.stdout_str().as_str()), (0, "reply 198.18.0.2\n"), "{}", r.describe());
+}

@@ -6,11 +6,15 @@
 //! first (the caller's `prepare`: an empty root of its own, no
 //! capabilities) and is bound by the sentry's seccomp filter like every
 //! other thread; it only ever makes `socket` calls (TCP, UDP, ICMP echo).
+//! It also tells which addresses are the outer namespace's own, so that
+//! none of them reaches the guest (`is_own`).
 
 use crate::abi::Errno;
 use nix::sys::socket::{socket, AddressFamily, SockFlag, SockProtocol, SockType};
 use parking_lot::Mutex;
-use std::os::fd::OwnedFd;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc;
 
 /// What kind of host socket to open.
@@ -33,7 +37,12 @@ struct Request {
 /// The handle of the socket-opening thread.
 pub struct Outer {
     requests: Mutex<mpsc::Sender<Request>>,
+    /// Addresses found to be (or not to be) the outer namespace's own.
+    own: Mutex<HashMap<IpAddr, bool>>,
 }
+
+/// The most answers `Outer::is_own` keeps (then it starts afresh).
+const OWN_KEPT: usize = 256;
 
 fn open(v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
     let family = if v6 { AddressFamily::Inet6 } else { AddressFamily::Inet };
@@ -67,7 +76,31 @@ impl Outer {
             })
             .map_err(|e| format!("starting the egress thread: {e}"))?;
         ready_rx.recv().map_err(|_| "the egress thread ended".to_string())??;
-        Ok(Outer { requests: Mutex::new(tx) })
+        Ok(Outer { requests: Mutex::new(tx), own: Mutex::default() })
+    }
+
+    /// Whether `ip` is the outer namespace's own: its loopback, the
+    /// unspecified address, or an address a socket there can bind (one
+    /// of its interfaces'). When the answer cannot be had (no socket),
+    /// it is taken to be: the caller hides such addresses.
+    pub fn is_own(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        if ip.is_loopback() || ip.is_unspecified() {
+            return true;
+        }
+        if let Some(&own) = self.own.lock().get(&ip) {
+            return own;
+        }
+        let own = match self.socket(ip.is_ipv6(), Kind::Datagram) {
+            Ok(fd) => crate::host::socket::bind(fd.as_fd(), SocketAddr::new(ip, 0)) != Err(Errno::EADDRNOTAVAIL),
+            Err(_) => true,
+        };
+        let mut known = self.own.lock();
+        if known.len() >= OWN_KEPT {
+            known.clear();
+        }
+        known.insert(ip, own);
+        own
     }
 
     /// A new non-blocking, close-on-exec host socket in the outer
@@ -92,5 +125,19 @@ mod tests {
         assert_ne!(flags & libc::O_NONBLOCK, 0);
         outer.socket(true, Kind::Datagram).unwrap();
         assert!(Outer::start(|| Err("no".into())).is_err(), "a failed preparation is reported");
+    }
+
+    #[test]
+    fn own_addresses_are_those_a_socket_there_can_bind() {
+        let outer = Outer::start(|| Ok(())).unwrap();
+        for own in ["127.0.0.1", "127.9.9.9", "0.0.0.0", "::1", "::ffff:127.0.0.1"] {
+            assert!(outer.is_own(own.parse().unwrap()), "{own}");
+        }
+        // The benchmarking range is nobody's here (the tests never give it
+        // to the namespace they run in).
+        for other in ["198.18.255.254", "2001:2::fe"] {
+            assert!(!outer.is_own(other.parse().unwrap()), "{other}");
+            assert!(!outer.is_own(other.parse().unwrap()), "{other}, known");
+        }
     }
 }

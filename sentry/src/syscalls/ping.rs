@@ -251,7 +251,7 @@ fn recv(
         at += k;
     }
     let reported = if flags & MSG_TRUNC != 0 { got.full } else { got.copied };
-    let (control, dropped) = allowed_control(&cbuf[..got.control]);
+    let (control, dropped) = allowed_control(&cbuf[..got.control], &|ip| shown(task, ip));
     let mut out = got.flags & (MSG_CTRUNC | libc::MSG_ERRQUEUE);
     if got.copied < got.full {
         out |= i32::try_from(MSG_TRUNC).unwrap_or(0);
@@ -259,7 +259,26 @@ fn recv(
     if dropped {
         out |= MSG_CTRUNC;
     }
-    Ok(Got { count: u64::try_from(reported).unwrap_or(0), flags: out, from: got.from, control })
+    let from = got.from.map(|a| SocketAddr::new(shown(task, a.ip()), 0));
+    Ok(Got { count: u64::try_from(reported).unwrap_or(0), flags: out, from, control })
+}
+
+/// How the guest sees `ip`, an address from the outer namespace (a
+/// reply's sender, an ICMP error's offender): one that is the outer
+/// namespace's own (its loopback, its interfaces') as the sandbox's
+/// gateway, 10.0.2.2 (in an IPv6 socket's address, IPv4-mapped: the
+/// sandbox has no IPv6 gateway), as inbound peers on the host's loopback
+/// show; any other, a real remote peer, as it is.
+fn shown(task: &Task, ip: IpAddr) -> IpAddr {
+    let egress = task.kernel.ext::<Egress>();
+    let (Some(gateway), Some(uplink)) = (egress.gateway(), husk_netstack::iface::uplink()) else { return ip };
+    if !gateway.outer().is_own(ip) {
+        return ip;
+    }
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(uplink.gateway),
+        IpAddr::V6(_) => IpAddr::V6(uplink.gateway.to_ipv6_mapped()),
+    }
 }
 
 /// Receives `r`, a reply from the sandbox itself, into the guest's
@@ -329,9 +348,9 @@ fn local_reply(
 }
 
 /// The leading well-formed control messages of `raw` (the host's) that
-/// HOST_CONTROL allows, as the guest sees them (`shown_pktinfo`), and
-/// whether any were left out.
-fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
+/// HOST_CONTROL allows, as the guest sees them (`shown_pktinfo`, and
+/// `shown_offender` with `shown`), and whether any were left out.
+fn allowed_control(raw: &[u8], shown: &dyn Fn(IpAddr) -> IpAddr) -> (Vec<u8>, bool) {
     let mut out = raw.to_vec();
     let mut at = 0;
     while raw.len() - at >= CMSG_HDR {
@@ -344,13 +363,49 @@ fn allowed_control(raw: &[u8]) -> (Vec<u8>, bool) {
             break;
         }
         let data = &mut out[at + CMSG_HDR..at + len];
-        if !shown_pktinfo(level, ty, data, husk_netstack::iface::uplink()) {
+        if !shown_pktinfo(level, ty, data, husk_netstack::iface::uplink()) || !shown_offender(level, ty, data, shown) {
             break;
         }
         at = (at + len).next_multiple_of(8).min(raw.len());
     }
     out.truncate(at);
     (out, at < raw.len())
+}
+
+/// Rewrites the offender of an ICMP error's control message (IP_RECVERR,
+/// IPV6_RECVERR: a sock_extended_err, then the sockaddr of the host that
+/// sent the error, AF_UNSPEC for a local error) with `shown`. False when
+/// it is malformed; other messages are left as they are.
+fn shown_offender(level: i32, ty: i32, data: &mut [u8], shown: &dyn Fn(IpAddr) -> IpAddr) -> bool {
+    /// struct sock_extended_err's size.
+    const EXTENDED: usize = 16;
+    if (level, ty) != (libc::SOL_IP, libc::IP_RECVERR) && (level, ty) != (libc::SOL_IPV6, libc::IPV6_RECVERR) {
+        return true;
+    }
+    let Some(offender) = data.get_mut(EXTENDED..) else { return false };
+    let Some(family) = offender.get(..2).map(|f| i32::from(u16::from_le_bytes([f[0], f[1]]))) else {
+        return false;
+    };
+    match family {
+        AF_INET if offender.len() >= 8 => {
+            let ip = Ipv4Addr::new(offender[4], offender[5], offender[6], offender[7]);
+            let IpAddr::V4(v4) = shown(IpAddr::V4(ip)).to_canonical() else { return false };
+            offender[4..8].copy_from_slice(&v4.octets());
+            true
+        }
+        AF_INET6 if offender.len() >= 24 => {
+            let mut raw = [0u8; 16];
+            raw.copy_from_slice(&offender[8..24]);
+            let v6 = match shown(IpAddr::V6(Ipv6Addr::from(raw))) {
+                IpAddr::V6(a) => a,
+                IpAddr::V4(a) => a.to_ipv6_mapped(),
+            };
+            offender[8..24].copy_from_slice(&v6.octets());
+            true
+        }
+        AF_INET | AF_INET6 => false,
+        _ => true,
+    }
 }
 
 /// Rewrites a packet-info control message's `data` (IP_PKTINFO's
@@ -554,6 +609,47 @@ mod tests {
     use super::*;
     use husk_netstack::iface::Uplink;
 
+    fn same(ip: IpAddr) -> IpAddr {
+        ip
+    }
+
+    #[test]
+    fn an_icmp_errors_offender_is_shown_as_the_guest_sees_it() {
+        let outer: IpAddr = "198.18.0.1".parse().unwrap();
+        let gateway = |ip: IpAddr| if ip == outer { "10.0.2.2".parse().unwrap() } else { ip };
+        let mut err = vec![113, 0, 0, 0, 2, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        err.extend_from_slice(&2u16.to_le_bytes());
+        err.extend_from_slice(&[0, 0, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let raw = cmsg(libc::SOL_IP, libc::IP_RECVERR, &err);
+        let (shown, cut) = allowed_control(&raw, &gateway);
+        assert!(!cut);
+        assert_eq!(shown[CMSG_HDR + 20..CMSG_HDR + 24], [10, 0, 2, 2]);
+        assert_eq!(shown[..CMSG_HDR + 20], raw[..CMSG_HDR + 20], "the rest as it was");
+        // A remote peer stays itself.
+        let mut remote = err.clone();
+        remote[20..24].copy_from_slice(&[198, 18, 0, 9]);
+        let raw = cmsg(libc::SOL_IP, libc::IP_RECVERR, &remote);
+        assert_eq!(allowed_control(&raw, &gateway), (raw.clone(), false));
+        // A local error names no offender (AF_UNSPEC).
+        let mut local = err.clone();
+        local[16..18].fill(0);
+        let raw = cmsg(libc::SOL_IP, libc::IP_RECVERR, &local);
+        assert_eq!(allowed_control(&raw, &gateway), (raw.clone(), false));
+        // IPv6: the offender's address, mapped when shown as IPv4.
+        let mut err6 = vec![113, 0, 0, 0, 3, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        err6.extend_from_slice(&10u16.to_le_bytes());
+        err6.extend_from_slice(&[0; 6]);
+        err6.extend_from_slice(&"2001:2::1".parse::<Ipv6Addr>().unwrap().octets());
+        err6.extend_from_slice(&[0; 4]);
+        let own6 = |_: IpAddr| IpAddr::V4(Ipv4Addr::new(10, 0, 2, 2));
+        let (shown6, _) = allowed_control(&cmsg(libc::SOL_IPV6, libc::IPV6_RECVERR, &err6), &own6);
+        let want = Ipv4Addr::new(10, 0, 2, 2).to_ipv6_mapped().octets();
+        assert_eq!(shown6[CMSG_HDR + 24..CMSG_HDR + 40], want);
+        // Too short for its offender: malformed, left out.
+        let raw = cmsg(libc::SOL_IP, libc::IP_RECVERR, &err[..20]);
+        assert_eq!(allowed_control(&raw, &gateway), (Vec::new(), true));
+    }
+
     fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
         m.extend_from_slice(&u64::try_from(CMSG_HDR + data.len()).unwrap().to_le_bytes());
@@ -568,8 +664,8 @@ mod tests {
     fn allowed_control_messages_pass_whole() {
         let mut raw = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
         raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMP, &[7; 16]));
-        assert_eq!(allowed_control(&raw), (raw.clone(), false));
-        assert_eq!(allowed_control(&[]), (Vec::new(), false));
+        assert_eq!(allowed_control(&raw, &same), (raw.clone(), false));
+        assert_eq!(allowed_control(&[], &same), (Vec::new(), false));
     }
 
     #[test]
@@ -596,7 +692,7 @@ mod tests {
         // A malformed one ends what is passed on.
         let mut raw = cmsg(libc::SOL_IP, libc::IP_PKTINFO, &[1; 8]);
         raw.extend(cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes()));
-        assert_eq!(allowed_control(&raw), (Vec::new(), true));
+        assert_eq!(allowed_control(&raw, &same), (Vec::new(), true));
     }
 
     #[test]
@@ -605,14 +701,14 @@ mod tests {
         let mut raw = ttl.clone();
         raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS, &[1; 8]));
         raw.extend(ttl.clone());
-        assert_eq!(allowed_control(&raw), (ttl.clone(), true));
+        assert_eq!(allowed_control(&raw, &same), (ttl.clone(), true));
         let mut long = ttl.clone();
         long[..8].copy_from_slice(&4096u64.to_le_bytes());
-        assert_eq!(allowed_control(&long), (Vec::new(), true));
+        assert_eq!(allowed_control(&long, &same), (Vec::new(), true));
         let mut short = ttl.clone();
         short[..8].copy_from_slice(&3u64.to_le_bytes());
-        assert_eq!(allowed_control(&short), (Vec::new(), true));
-        assert_eq!(allowed_control(&ttl[..10]), (Vec::new(), true));
+        assert_eq!(allowed_control(&short, &same), (Vec::new(), true));
+        assert_eq!(allowed_control(&ttl[..10], &same), (Vec::new(), true));
     }
 }
 
