@@ -312,6 +312,7 @@ fn inbound_connections_count_against_egress_max_conns() {
         .unwrap_or_else(|| panic!("no net.denied:\n{records}"));
     assert_eq!(denied["address"], "198.18.0.2");
     assert!(denied["reason"].as_str().unwrap().contains("--egress-max-conns"), "{denied}");
+    assert_eq!(denied["direction"], "inbound", "a connection in, told apart from egress: {denied}");
 }
 
 #[test]

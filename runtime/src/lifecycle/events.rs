@@ -1,8 +1,8 @@
 //! `husk events`: a container's resource usage as runc's JSON events —
 //! one with --stats, else one every --interval until the container stops;
 //! each with the limits the sandbox met so far (`limits`: the audit log's
-//! `limit.*` records) and its egress counters (`network`: from its
-//! `net.*` records).
+//! `limit.*` records) and its network counters (`network`: from its
+//! `net.*` records; connections in apart, as `network.inbound`).
 
 use crate::cli::{EventsArgs, GlobalArgs};
 use crate::oci::state::{StateRoot, Status};
@@ -52,7 +52,9 @@ pub fn run(g: &GlobalArgs, args: EventsArgs) -> anyhow::Result<i32> {
     }
 }
 
-/// A sandbox's egress so far, counted from its audit log.
+/// A sandbox's egress so far, counted from its audit log; connections
+/// in (`--publish`, Docker's `-p`: records with `direction` `inbound`)
+/// apart, under `inbound`.
 #[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NetworkStats {
     /// Connections and datagram flows the gateway let out (net.connect).
@@ -65,19 +67,39 @@ pub struct NetworkStats {
     pub denied: u64,
     /// Queries the sandbox's resolver answered (net.dns).
     pub dns_queries: u64,
+    /// Connections from outside to guest listeners.
+    pub inbound: InboundStats,
+}
+
+/// Connections in: those handed to a guest listener (net.connect), those
+/// that ended (net.close) with the bytes each way (out: from the guest),
+/// and those turned away (net.denied).
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InboundStats {
+    pub connections: u64,
+    pub closed: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub denied: u64,
 }
 
 impl NetworkStats {
     fn add(&mut self, r: &serde_json::Value) {
         let n = |f: &str| r[f].as_u64().unwrap_or(0);
+        let i = &mut self.inbound;
+        let (connections, closed, bytes_out, bytes_in, denied) = if r["direction"] == "inbound" {
+            (&mut i.connections, &mut i.closed, &mut i.bytes_out, &mut i.bytes_in, &mut i.denied)
+        } else {
+            (&mut self.connections, &mut self.closed, &mut self.bytes_out, &mut self.bytes_in, &mut self.denied)
+        };
         match r["type"].as_str() {
-            Some("net.connect") => self.connections += 1,
+            Some("net.connect") => *connections += 1,
             Some("net.close") => {
-                self.closed += 1;
-                self.bytes_out = self.bytes_out.saturating_add(n("sent"));
-                self.bytes_in = self.bytes_in.saturating_add(n("received"));
+                *closed += 1;
+                *bytes_out = bytes_out.saturating_add(n("sent"));
+                *bytes_in = bytes_in.saturating_add(n("received"));
             }
-            Some("net.denied") => self.denied += 1,
+            Some("net.denied") => *denied += 1,
             Some("net.dns") => self.dns_queries += 1,
             _ => {}
         }
@@ -117,12 +139,24 @@ mod tests {
             r#"{"sandbox":"b","type":"net.connect","address":"198.18.0.2","port":80}"#,
             r#"{"sandbox":"a","type":"process.exec","argv":["net.connect"]}"#,
             r#"{"sandbox":"a","type":"net.close","sent":1,"recei"#,
+            r#"{"sandbox":"a","type":"net.connect","address":"10.0.2.2","port":4000,"direction":"inbound"}"#,
+            r#"{"sandbox":"a","type":"net.close","sent":30,"received":4,"direction":"inbound"}"#,
+            r#"{"sandbox":"a","type":"net.denied","address":"198.18.0.1","port":4001,"direction":"inbound"}"#,
+            r#"{"sandbox":"b","type":"net.connect","address":"10.0.2.2","port":4000,"direction":"inbound"}"#,
         ];
         std::fs::write(&log, lines.join("\n")).unwrap();
         let stats = network_report(&log, "a");
         std::fs::remove_dir_all(&dir).unwrap();
-        let expect =
-            NetworkStats { connections: 2, closed: 2, bytes_out: 105, bytes_in: 2007, denied: 1, dns_queries: 1 };
+        let inbound = InboundStats { connections: 1, closed: 1, bytes_out: 30, bytes_in: 4, denied: 1 };
+        let expect = NetworkStats {
+            connections: 2,
+            closed: 2,
+            bytes_out: 105,
+            bytes_in: 2007,
+            denied: 1,
+            dns_queries: 1,
+            inbound,
+        };
         assert_eq!(stats, expect);
         assert_eq!(network_report(std::path::Path::new("/nonexistent/audit.jsonl"), "a"), NetworkStats::default());
     }

@@ -239,6 +239,10 @@ pub enum Record {
         port: u16,
         /// Why: the deny rule, the reserved range or no allow rule.
         reason: String,
+        /// `inbound` for a connection from outside the sentry turned away
+        /// (`address` and `port` are its peer's); absent for one out.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        direction: Option<String>,
     },
     /// A connection or datagram flow the egress gateway carried ended
     /// (its socket closed): the bytes each way and how long it lasted.

@@ -90,7 +90,7 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Res
 /// Records a refusal (net.denied) and fails with EPERM.
 fn deny<T>(task: &Task, s: &InetSocket, dest: SocketAddr, reason: String) -> Result<T, Errno> {
     let (pid, protocol, address) = (task.thread.tgid, protocol(s), dest.ip().to_string());
-    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason })?;
+    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason, direction: None })?;
     Err(Errno::EPERM)
 }
 

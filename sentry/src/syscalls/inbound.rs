@@ -67,7 +67,8 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
                 Err(OpenError::Limit(n)) => {
                     let reason = format!("denied: the limit of {n} connections at once (--egress-max-conns)");
                     let protocol = "tcp".to_owned();
-                    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port, reason })?;
+                    let direction = Some("inbound".to_owned());
+                    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port, reason, direction })?;
                     continue;
                 }
                 Err(OpenError::Errno(e)) => {

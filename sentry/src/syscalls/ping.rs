@@ -64,7 +64,8 @@ pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno>
                 let any: IpAddr = if v6 { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() };
                 let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), any.to_string());
                 let reason = format!("denied: the limit of {n} connections at once (--egress-max-conns)");
-                task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason })?;
+                let direction = None;
+                task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason, direction })?;
                 return Err(Errno::ENOBUFS);
             }
         },
@@ -125,7 +126,7 @@ fn permit(task: &Task, s: &PingSocket, ip: IpAddr) -> Result<(), Errno> {
         (verdict, _) => {
             log::debug!("egress: icmp to {ip} {verdict}");
             let reason = verdict.to_string();
-            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason })?;
+            task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason, direction: None })?;
             Err(Errno::EPERM)
         }
     }
