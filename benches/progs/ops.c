@@ -58,6 +58,30 @@ static void full_write(int fd, const void *buf, size_t n) {
     }
 }
 
+/* full_write and full_read for the egress client's sockets, with send
+ * and recv: runsc's host-network sockets (runsc do --network=host, the
+ * egress rows' runsc column) fail a blocking write or read with EAGAIN
+ * once the host socket would block, but not send and recv. */
+static void full_send(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, 0);
+        if (w < 0) die("send");
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void full_recv(int fd, void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r <= 0) die("recv");
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
 static void full_read(int fd, void *buf, size_t n) {
     char *p = buf;
     while (n > 0) {
@@ -515,10 +539,10 @@ static double op_tcp_egress(long n) {
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
     double t0 = now_us();
-    for (long i = 0; i < n; i++) full_write(c, block, BLOCK);
+    for (long i = 0; i < n; i++) full_send(c, block, BLOCK);
     if (shutdown(c, SHUT_WR) < 0) die("shutdown");
     uint64_t got;
-    full_read(c, &got, sizeof got);
+    full_recv(c, &got, sizeof got);
     double t = now_us() - t0;
     if (got != (uint64_t)n * BLOCK) {
         fprintf(stderr, "ops: the server got %llu bytes of %llu\n", (unsigned long long)got,
@@ -540,7 +564,7 @@ static double op_tcp_egress_connect(long n) {
         if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
         if (shutdown(c, SHUT_WR) < 0) die("shutdown");
         uint64_t got;
-        full_read(c, &got, sizeof got);
+        full_recv(c, &got, sizeof got);
         if (got != 0) {
             fprintf(stderr, "ops: the server got %llu bytes of none\n", (unsigned long long)got);
             exit(1);

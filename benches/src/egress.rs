@@ -1,6 +1,7 @@
 //! The egress row: TCP throughput from a guest, through husk's egress
 //! gateway (`--egress-allow`), to a server on the far side of a veth pair,
-//! against the same client run natively. The bench builds that network
+//! against the same client run natively and under `runsc do` with the
+//! host's network (runsc's own sandbox network cannot be built here). The bench builds that network
 //! itself, from 198.18.0.0/15 (the benchmarking range) only: a namespace
 //! for the client (husk's gateway uses the sockets of the namespace husk
 //! runs in) with 198.18.0.1/30, and one for the server with 198.18.0.2/30.
@@ -125,10 +126,23 @@ impl Egress {
             self.dns.as_ref().map_err(Clone::clone)?;
         }
         let mut cmd = Vec::new();
-        if let Kind::HuskDo { husk, platform } = &rt.kind {
-            cmd.extend([husk.to_string_lossy().into_owned(), format!("--platform={platform}")]);
-            cmd.extend(["--egress-allow".into(), SERVER.into(), "--egress-allow".into(), DNS_NAME.into()]);
-            cmd.extend(["--dns-upstream".into(), SERVER.into(), "do".into(), "--".into()]);
+        match &rt.kind {
+            Kind::HuskDo { husk, platform } => {
+                cmd.extend([husk.to_string_lossy().into_owned(), format!("--platform={platform}")]);
+                cmd.extend(["--egress-allow".into(), SERVER.into(), "--egress-allow".into(), DNS_NAME.into()]);
+                cmd.extend(["--dns-upstream".into(), SERVER.into(), "do".into(), "--".into()]);
+            }
+            Kind::RunscDo { runsc, platform } => {
+                // runsc's own sandbox network needs iptables and a way out of
+                // the root namespace; with the host's network (`--rootless`
+                // keeps `do` from building one) its netstack is bypassed and
+                // the sentry's host sockets carry the traffic, unfiltered:
+                // the closest runsc has to a gateway.
+                cmd.push(runsc.to_string_lossy().into_owned());
+                cmd.extend(["--rootless", "--network=host", "--ignore-cgroups"].map(String::from));
+                cmd.extend([format!("--platform={platform}"), "do".into(), "-quiet".into()]);
+            }
+            _ => {}
         }
         cmd.extend(argv.iter().cloned());
         Ok(self.in_client_ns(cmd))
@@ -169,17 +183,15 @@ impl Drop for Egress {
     }
 }
 
-/// Whether the row runs under `rt`: natively and under `husk do`; the
-/// others have no gateway of husk's to compare.
+/// Whether the row runs under `rt`: natively, under `husk do` and under
+/// `runsc do` (with the host's network, unfiltered); the others have no
+/// gateway of husk's to compare.
 pub fn applies(rt: &Runtime) -> Result<(), String> {
     match &rt.kind {
-        Kind::Native | Kind::HuskDo { .. } => Ok(()),
+        Kind::Native | Kind::HuskDo { .. } | Kind::RunscDo { .. } => Ok(()),
         _ if rt.is_husk() => Err("not applicable: measured under husk do (the same gateway)".into()),
-        Kind::RunscDo { .. } => {
-            Err("not applicable: runsc runs with --network=none here, no gateway to compare".into())
-        }
         Kind::Oci { .. } if rt.name.starts_with("runsc") => {
-            Err("not applicable: runsc runs with --network=none here, no gateway to compare".into())
+            Err("not applicable: measured under runsc do (the same network)".into())
         }
         Kind::Oci { .. } => Err("not applicable: an OCI runtime's egress is the host kernel's path, as native".into()),
     }
