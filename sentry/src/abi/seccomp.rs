@@ -56,12 +56,6 @@ mod tests {
             (SET_MODE_FILTER, libc::SECCOMP_SET_MODE_FILTER),
             (GET_ACTION_AVAIL, libc::SECCOMP_GET_ACTION_AVAIL),
             (GET_NOTIF_SIZES, libc::SECCOMP_GET_NOTIF_SIZES),
-            (FLAG_TSYNC, libc::SECCOMP_FILTER_FLAG_TSYNC as u32),
-            (FLAG_LOG, libc::SECCOMP_FILTER_FLAG_LOG as u32),
-            (FLAG_SPEC_ALLOW, libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW as u32),
-            (FLAG_NEW_LISTENER, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32),
-            (FLAG_TSYNC_ESRCH, libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH as u32),
-            (FLAG_WAIT_KILLABLE_RECV, libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV as u32),
             (RET_KILL_PROCESS, libc::SECCOMP_RET_KILL_PROCESS),
             (RET_KILL_THREAD, libc::SECCOMP_RET_KILL_THREAD),
             (RET_TRAP, libc::SECCOMP_RET_TRAP),
@@ -75,6 +69,17 @@ mod tests {
         ];
         for (ours, linux) in values {
             assert_eq!(ours, linux);
+        }
+        let flags = [
+            (FLAG_TSYNC, libc::SECCOMP_FILTER_FLAG_TSYNC),
+            (FLAG_LOG, libc::SECCOMP_FILTER_FLAG_LOG),
+            (FLAG_SPEC_ALLOW, libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW),
+            (FLAG_NEW_LISTENER, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER),
+            (FLAG_TSYNC_ESRCH, libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH),
+            (FLAG_WAIT_KILLABLE_RECV, libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV),
+        ];
+        for (ours, linux) in flags {
+            assert_eq!(u64::from(ours), linux);
         }
     }
 }

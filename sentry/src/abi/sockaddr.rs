@@ -4,7 +4,7 @@
 //! guest's.
 
 use super::layout::{Decoder, Encoder, Layout};
-use super::socket::{AF_INET, AF_INET6, AF_NETLINK, AF_UNIX};
+use super::socket::{AF_INET, AF_INET6, AF_NETLINK};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// `sa_family_t` of a family number.
@@ -110,8 +110,8 @@ impl SockaddrUn {
     pub const PATH_OFFSET: usize = 2;
     /// sizeof(struct sockaddr_un): the longest address.
     pub const SIZE: usize = 110;
-    /// `sun_family`.
-    pub const FAMILY: u16 = AF_UNIX as u16;
+    /// `sun_family`: AF_UNIX (a test checks it).
+    pub const FAMILY: u16 = 1;
 
     /// The bytes of an address whose `sun_path` is `path` (the family
     /// alone for an unnamed socket).
@@ -145,7 +145,7 @@ mod tests {
         let raw = SockaddrIn(v4).encode();
         // What a C program builds for the same address.
         let mut c: libc::sockaddr_in = zeroed_in();
-        c.sin_family = libc::AF_INET as libc::sa_family_t;
+        c.sin_family = libc::sa_family_t::try_from(libc::AF_INET).unwrap();
         c.sin_port = 53u16.to_be();
         c.sin_addr.s_addr = u32::from_ne_bytes([10, 0, 2, 2]);
         assert_eq!(raw[..2], c.sin_family.to_ne_bytes());
@@ -154,11 +154,11 @@ mod tests {
         assert_eq!(SockaddrIn::decode(&raw), SockaddrIn(v4));
         let v6 = SocketAddrV6::new("fe80::1".parse().unwrap(), 8080, 7, 3);
         let raw = SockaddrIn6(v6).encode();
-        assert_eq!(family_of(&raw), libc::AF_INET6 as u16);
+        assert_eq!(i32::from(family_of(&raw)), libc::AF_INET6);
         assert_eq!(SockaddrIn6::decode(&raw), SockaddrIn6(v6));
         let nl = SockaddrNl { pid: 42, groups: 1 };
         assert_eq!(SockaddrNl::decode(&nl.encode()), nl);
-        assert_eq!(family_of(&nl.encode()), libc::AF_NETLINK as u16);
+        assert_eq!(i32::from(family_of(&nl.encode())), libc::AF_NETLINK);
         assert_eq!(SockaddrUn::encode(b"\0x"), vec![1, 0, 0, b'x']);
     }
 

@@ -605,6 +605,56 @@ fn shutdown(s: &PingSocket, how: i32) -> SysResult {
     Ok(0)
 }
 
+impl SocketOps for Arc<PingSocket> {
+    fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
+        bind(task, self, addr)
+    }
+
+    fn connect(&self, task: &Task, _f: &FileDescription, addr: SockAddrArg) -> SysResult {
+        connect(task, self, addr)
+    }
+
+    fn getsockname(&self, task: &Task, out: SockAddrArg) -> SysResult {
+        getsockname(task, self, out)
+    }
+
+    fn getpeername(&self, _task: &Task, _out: SockAddrArg) -> SysResult {
+        getpeername()
+    }
+
+    fn sendto(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
+        sendto(task, f, self, buf, flags, to)
+    }
+
+    fn recvfrom(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, from: SockAddrArg) -> SysResult {
+        recvfrom(task, f, self, buf, flags, from)
+    }
+
+    fn sendmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        sendmsg(task, f, self, msg, flags)
+    }
+
+    fn recvmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
+        recvmsg(task, f, self, msg, flags)
+    }
+
+    fn write(&self, task: &Task, f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
+        send(task, f, self, &gather(task, bufs)?, None, 0)
+    }
+
+    fn shutdown(&self, _task: &Task, how: i32) -> SysResult {
+        shutdown(self, how)
+    }
+
+    fn getsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        getsockopt(task, self, opt)
+    }
+
+    fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
+        setsockopt(task, self, opt)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -715,52 +765,3 @@ mod tests {
 
 /// An ICMP echo socket neither listens nor accepts (EOPNOTSUPP, the
 /// interface's defaults).
-impl SocketOps for Arc<PingSocket> {
-    fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
-        bind(task, self, addr)
-    }
-
-    fn connect(&self, task: &Task, _f: &FileDescription, addr: SockAddrArg) -> SysResult {
-        connect(task, self, addr)
-    }
-
-    fn getsockname(&self, task: &Task, out: SockAddrArg) -> SysResult {
-        getsockname(task, self, out)
-    }
-
-    fn getpeername(&self, _task: &Task, _out: SockAddrArg) -> SysResult {
-        getpeername()
-    }
-
-    fn sendto(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
-        sendto(task, f, self, buf, flags, to)
-    }
-
-    fn recvfrom(&self, task: &Task, f: &FileDescription, buf: UserBuf, flags: u64, from: SockAddrArg) -> SysResult {
-        recvfrom(task, f, self, buf, flags, from)
-    }
-
-    fn sendmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
-        sendmsg(task, f, self, msg, flags)
-    }
-
-    fn recvmsg(&self, task: &Task, f: &FileDescription, msg: u64, flags: u64) -> SysResult {
-        recvmsg(task, f, self, msg, flags)
-    }
-
-    fn write(&self, task: &Task, f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
-        send(task, f, self, &gather(task, bufs)?, None, 0)
-    }
-
-    fn shutdown(&self, _task: &Task, how: i32) -> SysResult {
-        shutdown(self, how)
-    }
-
-    fn getsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
-        getsockopt(task, self, opt)
-    }
-
-    fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
-        setsockopt(task, self, opt)
-    }
-}

@@ -5,6 +5,7 @@
 //! exits.
 
 use super::{Slot, Table};
+use crate::abi::ipc::IPC_NOWAIT;
 use crate::abi::Errno;
 use crate::mm::accounting::{Accountant, Charge};
 use crate::waiter::{Queue, ALL};
@@ -27,8 +28,6 @@ const ADJ_BYTES: u64 = std::mem::size_of::<i32>() as u64;
 
 /// `sem_flg` bits.
 pub const SEM_UNDO: i16 = 0x1000;
-/// IPC_NOWAIT as `sem_flg` (a short) carries it.
-const IPC_NOWAIT: i16 = crate::abi::ipc::IPC_NOWAIT as i16;
 
 /// One `struct sembuf`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +127,7 @@ impl Set {
             let cur = *vals.get(n).ok_or(Errno::EFBIG)?;
             let next = cur + i32::from(op.op);
             if (op.op == 0 && cur != 0) || next < 0 {
-                if op.flags & IPC_NOWAIT != 0 {
+                if i32::from(op.flags) & IPC_NOWAIT != 0 {
                     return Err(Errno::EAGAIN);
                 }
                 let w = Waiting { num: n, zero: op.op == 0 };
@@ -364,7 +363,10 @@ mod tests {
         let s = set(2);
         s.semop(&[op(0, 2, 0)], 7, None).unwrap();
         // The second would block: the first is not applied either.
-        assert_eq!(s.semop(&[op(0, -1, 0), op(1, -1, IPC_NOWAIT)], 8, None), Err(Errno::EAGAIN));
+        assert_eq!(
+            s.semop(&[op(0, -1, 0), op(1, -1, i16::try_from(IPC_NOWAIT).unwrap())], 8, None),
+            Err(Errno::EAGAIN)
+        );
         assert_eq!(s.values(), vec![2, 0]);
         assert_eq!(s.get(0).unwrap().1, 7, "the last operator's pid");
         assert_eq!(s.semop(&[op(0, 1, 0), op(0, i16::MAX, 0)], 7, None), Err(Errno::ERANGE));
