@@ -605,6 +605,8 @@ fn shutdown(s: &PingSocket, how: i32) -> SysResult {
     Ok(0)
 }
 
+/// An ICMP echo socket neither listens nor accepts (EOPNOTSUPP, the
+/// interface's defaults).
 impl SocketOps for Arc<PingSocket> {
     fn bind(&self, task: &Task, addr: SockAddrArg) -> SysResult {
         bind(task, self, addr)
@@ -762,6 +764,3 @@ mod tests {
         assert_eq!(allowed_control(&ttl[..10], &same), (Vec::new(), true));
     }
 }
-
-/// An ICMP echo socket neither listens nor accepts (EOPNOTSUPP, the
-/// interface's defaults).
