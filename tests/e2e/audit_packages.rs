@@ -272,3 +272,82 @@ fn package_registry_allow_refuses_a_managers_other_destinations() {
     verify.args(["audit", "verify"]).arg(&log);
     run(verify, None).assert_code(0);
 }
+
+/// The cargo of the host's toolchain (not rustup's proxy), if there is one.
+fn host_cargo() -> Option<std::path::PathBuf> {
+    let out = Command::new("rustc").args(["--print", "sysroot"]).output().ok()?;
+    let cargo = Path::new(String::from_utf8(out.stdout).ok()?.trim()).join("bin/cargo");
+    cargo.exists().then_some(cargo)
+}
+
+#[test]
+fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
+    let Some(cargo) = host_cargo() else {
+        eprintln!("SKIP: no cargo toolchain on this host");
+        return;
+    };
+    let dir = TempDir::new("audit-cargo");
+    let d = dir.path();
+    // The crate, packaged by cargo itself.
+    std::fs::create_dir_all(d.join("tinycrate/src")).unwrap();
+    std::fs::write(
+        d.join("tinycrate/Cargo.toml"),
+        "[package]\nname = \"tinycrate\"\nversion = \"0.4.2\"\nedition = \"2021\"\nlicense = \"MIT\"\ndescription = \"t\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("tinycrate/src/lib.rs"), "pub const X: u32 = 1;\n").unwrap();
+    let packaged = Command::new(&cargo)
+        .args(["package", "--offline", "--no-verify", "--allow-dirty"])
+        .current_dir(d.join("tinycrate"))
+        .env("CARGO_HOME", d.join("host-cargo-home"))
+        .env("CARGO_TARGET_DIR", d.join("tinycrate/target"))
+        .output()
+        .unwrap();
+    assert!(packaged.status.success(), "{}", String::from_utf8_lossy(&packaged.stderr));
+    // A local registry serving it: the .crate and its index entry.
+    let reg = d.join("reg");
+    std::fs::create_dir_all(reg.join("index/ti/ny")).unwrap();
+    let krate = reg.join("tinycrate-0.4.2.crate");
+    std::fs::copy(d.join("tinycrate/target/package/tinycrate-0.4.2.crate"), &krate).unwrap();
+    let entry = serde_json::json!({"name": "tinycrate", "vers": "0.4.2", "deps": [], "cksum": sha256(&krate),
+                                   "features": {}, "yanked": false});
+    std::fs::write(reg.join("index/ti/ny/tinycrate"), format!("{entry}\n")).unwrap();
+    // A project depending on it, its crates.io replaced by the registry.
+    std::fs::create_dir_all(d.join("app/src")).unwrap();
+    std::fs::create_dir_all(d.join("app/.cargo")).unwrap();
+    std::fs::write(
+        d.join("app/Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinycrate = \"0.4.2\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("app/src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(
+        d.join("app/.cargo/config.toml"),
+        format!(
+            "[source.crates-io]\nreplace-with = \"local\"\n\n[source.local]\nlocal-registry = \"{}\"\n",
+            reg.display()
+        ),
+    )
+    .unwrap();
+    let home = d.join("cargo-home");
+    let (r, recs) = install(
+        &d.join("app"),
+        &["/usr/bin/env", &format!("CARGO_HOME={}", home.display()), cargo.to_str().unwrap(), "fetch", "--offline"],
+    );
+    r.assert_code(0);
+    assert_installed(&recs, "cargo", "tinycrate", "0.4.2", &krate);
+    let rec = installs(&recs)[0];
+    let wrote: Vec<&str> = rec["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "wrote")
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    let src = home.join("registry/src");
+    let under = |p: &str, name: &str| p.starts_with(src.to_str().unwrap()) && p.ends_with(name);
+    assert!(wrote.iter().any(|p| under(p, "/tinycrate-0.4.2/Cargo.toml")), "{rec}");
+    assert!(wrote.iter().any(|p| under(p, "/tinycrate-0.4.2/.cargo-ok")), "{rec}");
+    // The crate is unpacked inside the sandbox only.
+    assert!(!src.exists());
+}

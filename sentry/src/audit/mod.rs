@@ -18,6 +18,7 @@
 //! `Record`.
 
 pub mod glob;
+mod line;
 pub mod ocsf;
 pub mod package;
 mod record;

@@ -1,7 +1,9 @@
 //! `package.install` records: which package managers a process runs
 //! (from its argv), which of the files a manager writes are a package
 //! database's (pip's `*.dist-info`, npm's `node_modules/*/package.json`,
-//! dpkg's `status` and `info/*.list`), and the records derived from what
+//! dpkg's `status` and `info/*.list`, cargo's unpacked
+//! `registry/src/*/NAME-VERSION/Cargo.toml` and `.cargo-ok`), and the
+//! records derived from what
 //! the sentry saw of one manager run: the execs, the files written, the
 //! archives read (with their hashes) and the connections made.
 //!
@@ -137,6 +139,12 @@ pub enum FileKind {
     DpkgStatus,
     /// dpkg's `info/PACKAGE.list` (or `.list-new`): the package's files.
     DpkgList(String),
+    /// `registry/src/INDEX/NAME-VERSION/Cargo.toml`: the manifest of a
+    /// crate cargo unpacked from its `.crate`.
+    CargoManifest,
+    /// `registry/src/INDEX/NAME-VERSION/.cargo-ok`: written last by
+    /// cargo, once the crate is unpacked whole.
+    CargoOk,
     /// An archive a manager wrote (a download it kept).
     Archive,
 }
@@ -154,6 +162,14 @@ pub fn kind_of(path: &[u8]) -> Option<FileKind> {
     let parent = parts.next().unwrap_or_default();
     let grand = parts.next().unwrap_or_default();
     let great = parts.next().unwrap_or_default();
+    let great2 = parts.next().unwrap_or_default();
+    if great == b"src" && great2 == b"registry" && !grand.is_empty() && !parent.is_empty() {
+        match name {
+            b"Cargo.toml" => return Some(FileKind::CargoManifest),
+            b".cargo-ok" => return Some(FileKind::CargoOk),
+            _ => {}
+        }
+    }
     if parent.ends_with(b".dist-info") {
         return match name {
             b"METADATA" => Some(FileKind::Metadata),
@@ -383,11 +399,71 @@ fn dpkg_packages(seen: &Observed) -> Vec<Found> {
     found
 }
 
+/// `key = "value"` in the `[package]` table of a Cargo.toml (as `cargo
+/// package` normalizes it: one key a line, basic strings).
+fn cargo_key<'a>(toml: &'a str, key: &str) -> Option<&'a str> {
+    let mut in_package = false;
+    for line in toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        if !in_package {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else { continue };
+        if k.trim() == key {
+            let v = v.trim().strip_prefix('"')?.strip_suffix('"')?;
+            return (!v.contains(['"', '\\'])).then_some(v);
+        }
+    }
+    None
+}
+
+/// The crates cargo unpacked into `registry/src`: each a `Cargo.toml`
+/// whose folder is named after the name and version it holds, with the
+/// `.cargo-ok` cargo writes once the unpack is whole.
+fn cargo_packages(seen: &Observed) -> Vec<Found> {
+    let folder = |p: &str| p.rfind('/').map_or(String::new(), |i| p[..i].to_string());
+    let ok: HashSet<String> =
+        seen.files.iter().filter(|(_, k, _)| *k == FileKind::CargoOk).map(|(p, ..)| folder(p)).collect();
+    let mut found = Vec::new();
+    for (path, kind, bytes) in &seen.files {
+        if *kind != FileKind::CargoManifest {
+            continue;
+        }
+        let dir = folder(path);
+        if !ok.contains(&dir) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let (Some(name), Some(version)) = (cargo_key(&text, "name"), cargo_key(&text, "version")) else { continue };
+        let stem = format!("{name}-{version}");
+        if !dir.ends_with(&format!("/{stem}")) {
+            continue;
+        }
+        let wrote = vec![path.clone(), format!("{dir}/.cargo-ok")];
+        // `cargo package` and the registries name it `NAME-VERSION.crate`.
+        let prefix = format!("{}.", stem.to_lowercase());
+        let ext = &[".crate"][..];
+        found.push(Found {
+            manager: Manager::Cargo,
+            package: name.into(),
+            version: version.into(),
+            wrote,
+            prefix,
+            ext,
+        });
+    }
+    found
+}
+
 /// The `package.install` records of a run the sentry saw.
 pub fn derive(seen: &Observed) -> Vec<Record> {
     let mut found = pip_packages(seen);
     found.extend(npm_packages(seen));
     found.extend(dpkg_packages(seen));
+    found.extend(cargo_packages(seen));
     let only = found.len() == 1;
     let hosts: Vec<String> = seen
         .connects
@@ -484,6 +560,12 @@ mod tests {
         assert_eq!(k("/var/lib/dpkg/status-new"), Some(FileKind::DpkgStatus));
         assert_eq!(k("/var/lib/dpkg/info/tiny:amd64.list-new"), Some(FileKind::DpkgList("tiny".into())));
         assert_eq!(k("/var/lib/dpkg/info/tiny.md5sums"), None);
+        let src = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tiny-0.1.0";
+        assert_eq!(k(&format!("{src}/Cargo.toml")), Some(FileKind::CargoManifest));
+        assert_eq!(k(&format!("{src}/.cargo-ok")), Some(FileKind::CargoOk));
+        assert_eq!(k(&format!("{src}/src/Cargo.toml")), None, "a file inside the crate");
+        assert_eq!(k("/w/proj/Cargo.toml"), None);
+        assert_eq!(k("/root/.cargo/registry/cache/index.crates.io-1/tiny-0.1.0.crate"), Some(FileKind::Archive));
         assert_eq!(k("/tmp/x/a-1-py3-none-any.whl"), Some(FileKind::Archive));
         assert_eq!(k("/etc/passwd"), None);
     }
@@ -561,6 +643,52 @@ mod tests {
             (&recs[1]["manager"], &recs[1]["version"], &recs[1]["sha256"]),
             (&"dpkg".into(), &"1:2.0-1".into(), &"11".into())
         );
+    }
+
+    fn cargo_files(dir: &str, toml: &str, ok: bool) -> Vec<(String, FileKind, Vec<u8>)> {
+        let src = format!("/h/.cargo/registry/src/local-0123/{dir}");
+        let mut files = vec![(format!("{src}/Cargo.toml"), FileKind::CargoManifest, toml.as_bytes().to_vec())];
+        if ok {
+            files.push((format!("{src}/.cargo-ok"), FileKind::CargoOk, br#"{"v":1}"#.to_vec()));
+        }
+        files
+    }
+
+    #[test]
+    fn a_crate_unpacked_whole_is_recorded_with_the_crate_file_it_came_from() {
+        let toml = "[package]\nedition = \"2021\"\nname = \"tiny_crate\"\nversion = \"0.2.0-rc.1\"\n\n[dependencies.x]\nversion = \"9\"\n";
+        let seen = Observed {
+            pid: 7,
+            execs: vec![Evidence::exec(7, &argv(&["cargo", "fetch"]))],
+            files: cargo_files("tiny_crate-0.2.0-rc.1", toml, true),
+            archives: vec![
+                ("/reg/tiny_crate-0.2.0-rc.10.crate".into(), Some("00".into())),
+                ("/reg/tiny_crate-0.2.0-rc.1.crate".into(), Some("ef".into())),
+            ],
+            ..Observed::default()
+        };
+        let recs: Vec<_> = derive(&seen).iter().map(json).collect();
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        let r = &recs[0];
+        assert_eq!(
+            (&r["manager"], &r["package"], &r["version"], &r["sha256"]),
+            (&"cargo".into(), &"tiny_crate".into(), &"0.2.0-rc.1".into(), &"ef".into())
+        );
+        assert_eq!(r["source"], "file:///reg/tiny_crate-0.2.0-rc.1.crate");
+        let wrote: Vec<&str> = r["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "wrote")
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        assert!(wrote[0].ends_with("/tiny_crate-0.2.0-rc.1/Cargo.toml") && wrote[1].ends_with("/.cargo-ok"), "{r}");
+        // Not whole (no .cargo-ok), or a manifest that does not name its
+        // folder: no record.
+        let half = Observed { files: cargo_files("tiny_crate-0.2.0-rc.1", toml, false), ..seen.clone() };
+        assert!(derive(&half).is_empty());
+        let other = Observed { files: cargo_files("evil-6.6.6", toml, true), ..seen };
+        assert!(derive(&other).is_empty());
     }
 
     #[test]

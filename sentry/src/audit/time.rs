@@ -4,7 +4,41 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `t` as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` (times before 1970 as 1970).
 pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let out = format(t.duration_since(UNIX_EPOCH).unwrap_or_default());
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The writer's clock: the text of the last second formatted, kept, so
+/// a record written in the same second as the one before it only has
+/// its nanoseconds spelled out.
+#[derive(Default)]
+pub struct Stamper {
+    /// The second of `text`, and `text` (its first 20 bytes:
+    /// `YYYY-MM-DDTHH:MM:SS.`).
+    second: Option<u64>,
+    text: [u8; 30],
+}
+
+impl Stamper {
+    /// Appends the time now, as `rfc3339` writes it, to `out`.
+    pub fn push_now(&mut self, out: &mut Vec<u8>) {
+        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        if self.second != Some(d.as_secs()) {
+            self.text = format(d);
+            self.second = Some(d.as_secs());
+        } else {
+            let mut v = d.subsec_nanos();
+            for slot in self.text[20..29].iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        }
+        out.extend_from_slice(&self.text);
+    }
+}
+
+/// The text of `d` after the epoch.
+fn format(d: std::time::Duration) -> [u8; 30] {
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, day) = civil_from_days(days);
@@ -26,7 +60,7 @@ pub fn rfc3339(t: SystemTime) -> String {
     for (at, c) in [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (29, b'Z')] {
         out[at] = c;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 /// Milliseconds since the epoch of a `YYYY-MM-DDTHH:MM:SS[.frac]Z` time
@@ -94,6 +128,27 @@ mod tests {
         assert_eq!(rfc3339(t), "2000-02-29T01:01:01.000000005Z");
         let t = UNIX_EPOCH + Duration::new(1_798_761_599, 999_999_999);
         assert_eq!(rfc3339(t), "2026-12-31T23:59:59.999999999Z");
+    }
+
+    #[test]
+    fn the_stamper_spells_the_time_as_rfc3339_does() {
+        let mut s = Stamper::default();
+        let mut out = Vec::new();
+        let before = SystemTime::now();
+        s.push_now(&mut out);
+        s.push_now(&mut out);
+        let after = SystemTime::now();
+        let text = String::from_utf8(out.clone()).unwrap();
+        let (a, b) = text.split_at(30);
+        for t in [a, b] {
+            assert!(rfc3339(before).as_str() <= t && t <= rfc3339(after).as_str(), "{t}");
+        }
+        assert!(a <= b);
+        // A new second is formatted whole.
+        s.second = Some(0);
+        out.clear();
+        s.push_now(&mut out);
+        assert!(std::str::from_utf8(&out).unwrap() >= b);
     }
 
     #[test]

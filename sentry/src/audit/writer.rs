@@ -7,10 +7,10 @@
 //! [`FLUSH_DELAY`] after its first record (the flusher thread). A record
 //! the sink took survives a SIGKILL of the sentry.
 
+use super::line::{push_line, push_str};
 use super::record::Record;
-use super::time::rfc3339;
+use super::time::{rfc3339, Stamper};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::sync::{Arc, OnceLock};
@@ -66,6 +66,8 @@ struct Chain {
     batch_from: u64,
     /// Where a line is serialised (kept to reuse its allocation).
     scratch: Vec<u8>,
+    /// The records' time stamps.
+    clock: Stamper,
     /// Between `sandbox.pause` and `sandbox.resume`: records other than
     /// lifecycle ones wait, and so do the actions they describe.
     held: bool,
@@ -79,7 +81,8 @@ pub type OnFailure = Box<dyn Fn(&AuditError) + Send + Sync>;
 
 /// The sandbox's audit log.
 pub struct AuditLog {
-    sandbox: String,
+    /// The sandbox's id as a JSON string, as every line carries it.
+    sandbox: Vec<u8>,
     fail_open: bool,
     chain: Mutex<Chain>,
     /// Wakes the flusher when a batch starts.
@@ -95,17 +98,6 @@ pub struct AuditLog {
     read: super::glob::GlobSet,
     /// Whether forks are recorded.
     forks: bool,
-}
-
-/// A line: the envelope around a record, in the order the fields appear.
-#[derive(Serialize)]
-struct Line<'a> {
-    ts: &'a str,
-    sandbox: &'a str,
-    seq: u64,
-    #[serde(flatten)]
-    record: &'a Record,
-    prev: &'a str,
 }
 
 /// Lowercase hex of SHA-256 of `bytes`.
@@ -161,14 +153,17 @@ impl AuditLog {
             batch: Vec::new(),
             batch_from: 0,
             scratch: Vec::new(),
+            clock: Stamper::default(),
             held: false,
             unbatched: false,
         };
+        let mut quoted = Vec::new();
+        push_str(&mut quoted, sandbox);
         let log = AuditLog {
             watch,
             read,
             forks: config.audit_fork,
-            sandbox: sandbox.to_string(),
+            sandbox: quoted,
             fail_open,
             chain: Mutex::new(chain),
             batch_started: Condvar::new(),
@@ -257,13 +252,12 @@ impl AuditLog {
             return Err(AuditError("the log failed earlier".into()));
         }
         let seq = c.seq;
-        let ts = rfc3339(SystemTime::now());
         let mut line = std::mem::take(&mut c.scratch);
         line.clear();
         let prev = c.prev;
-        let envelope =
-            Line { ts: &ts, sandbox: &self.sandbox, seq, record, prev: std::str::from_utf8(&prev).unwrap_or_default() };
-        serde_json::to_writer(&mut line, &envelope).map_err(|e| AuditError(e.to_string()))?;
+        let clock = &mut c.clock;
+        push_line(&mut line, |out| clock.push_now(out), &self.sandbox, seq, record, &prev)
+            .map_err(|e| AuditError(e.to_string()))?;
         // Secret values never reach the log; the chain covers the line
         // as written.
         let redacted = super::redact::redact_bytes(&line);
@@ -416,8 +410,12 @@ fn extend(
     let seq = v.get("seq").and_then(serde_json::Value::as_u64).unwrap_or_default() + 1;
     let sandbox = v.get("sandbox").and_then(serde_json::Value::as_str).unwrap_or_default();
     let prev = sha256_hex(last);
-    let line = Line { ts: &rfc3339(SystemTime::now()), sandbox, seq, record, prev: &prev };
-    let mut bytes = serde_json::to_vec(&line).map_err(|e| AuditError(e.to_string()))?;
+    let mut quoted = Vec::new();
+    push_str(&mut quoted, sandbox);
+    let ts = rfc3339(SystemTime::now());
+    let mut bytes = Vec::new();
+    push_line(&mut bytes, |out| out.extend_from_slice(ts.as_bytes()), &quoted, seq, record, prev.as_bytes())
+        .map_err(|e| AuditError(e.to_string()))?;
     bytes.push(b'\n');
     f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(fail)
 }
