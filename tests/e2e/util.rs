@@ -83,6 +83,9 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tool_calls",
     "ptrace",
     "ping_socket",
+    "process_vm",
+    "membarrier",
+    "sched_attr",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -222,6 +222,7 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     {
         let mut attrs = p.attrs.lock().clone();
         attrs.pdeathsig = 0;
+        inherit_sched(&mut attrs, &t);
         *t.attrs.lock() = attrs;
     }
     t.seccomp.inherit(&p.seccomp);
@@ -237,6 +238,15 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     kernel.add_thread(t.clone());
     super::ptrace::attach_child(kernel, p, &t, s.args.flags);
     Ok(t)
+}
+
+/// Applies SCHED_RESET_ON_FORK to a child's copy of its parent's
+/// attributes and to its nice value (already copied into `t`).
+fn inherit_sched(attrs: &mut super::thread::ThreadAttrs, t: &Thread) {
+    let nice = t.nice.load(std::sync::atomic::Ordering::Relaxed);
+    let (sched, nice) = super::thread::forked_sched(attrs.sched, nice);
+    attrs.sched = sched;
+    t.nice.store(nice, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A new thread in the caller's thread group: same memory, signal
@@ -267,7 +277,11 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
-    *t.attrs.lock() = p.attrs.lock().clone();
+    {
+        let mut attrs = p.attrs.lock().clone();
+        inherit_sched(&mut attrs, &t);
+        *t.attrs.lock() = attrs;
+    }
     t.seccomp.inherit(&p.seccomp);
     *t.namespaces.lock() = p.namespaces.lock().clone();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);
