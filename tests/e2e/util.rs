@@ -86,6 +86,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "process_vm",
     "membarrier",
     "sched_attr",
+    "namespaces",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -26,6 +26,7 @@ mod inbound;
 mod inet;
 mod inotify;
 mod ioprio;
+mod keys;
 mod membarrier;
 mod mmap;
 mod mmsg;
@@ -74,7 +75,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 41] = [
+const FAMILIES: [Entries; 42] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -116,6 +117,7 @@ const FAMILIES: [Entries; 41] = [
     process_vm::ENTRIES,
     sched_policy::ENTRIES,
     ioprio::ENTRIES,
+    keys::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.
