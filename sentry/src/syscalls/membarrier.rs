@@ -5,7 +5,8 @@
 //! seccomp filter allows), which makes every running thread on every CPU
 //! pass a full memory barrier — a superset of what the expedited commands
 //! promise, at the cost of an RCU grace period (milliseconds, where
-//! Linux's expedited commands take microseconds). Registrations are kept
+//! Linux's expedited commands take microseconds); a single-threaded
+//! caller's private barrier returns at once, as on Linux. Registrations are kept
 //! per address space, as Linux keeps them per mm: a fork's copy keeps
 //! them, an exec starts unregistered, and an unregistered private
 //! expedited barrier is EPERM.
@@ -71,6 +72,12 @@ fn sys_membarrier(task: &mut Task, a: [u64; 6]) -> SysResult {
         CMD_PRIVATE_EXPEDITED => {
             if registered.load(Ordering::Acquire) & reg(CMD_REGISTER_PRIVATE_EXPEDITED) == 0 {
                 return Err(Errno::EPERM);
+            }
+            // As Linux: with no other thread on the address space (a
+            // process sharing memory without being a thread does not
+            // exist in the sentry) there is nothing to order.
+            if task.thread.group().thread_count() == 1 {
+                return Ok(0);
             }
             barrier()
         }

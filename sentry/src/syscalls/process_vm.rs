@@ -132,7 +132,7 @@ fn transfer(
     dir: Dir,
     done: &mut u64,
 ) -> Result<(), Errno> {
-    let mut buf = vec![0u8; PAGE_SIZE as usize];
+    let mut buf = vec![0u8; usize::try_from(PAGE_SIZE).unwrap_or(4096)];
     for r in remote {
         let mut roff = 0u64;
         while roff < r.len {
