@@ -13,6 +13,8 @@
 //! * `egress`: the egress gateway, in network namespaces the tests build.
 //! * `icmp`: ICMP echo (unprivileged ping) through the gateway, likewise.
 //! * `limits`: --timeout, --cpu-limit, --pids-limit and --nofile.
+//! * `misc_syscalls`: process_vm_*, membarrier, sched_setattr, ioprio,
+//!   namespaces by clone and setns.
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
 //! * `stress`: the multiprocess stress harness of `tests/stress/`.
@@ -40,6 +42,7 @@ mod icmp;
 mod idle;
 mod inbound;
 mod limits;
+mod misc_syscalls;
 mod oci;
 mod postgres;
 mod scenarios;

@@ -83,6 +83,10 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tool_calls",
     "ptrace",
     "ping_socket",
+    "process_vm",
+    "membarrier",
+    "sched_attr",
+    "namespaces",
 ];
 
 /// The `husk` binary cargo built for this test.

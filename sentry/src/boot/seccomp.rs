@@ -183,6 +183,15 @@ fn egress_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, inbound: bool) -> R
     Ok(())
 }
 
+/// The guest's membarrier(2) (syscalls/membarrier.rs): the host's
+/// `MEMBARRIER_CMD_GLOBAL` with no flags and no CPU, nothing else (the
+/// boot-time QUERY runs before confinement).
+fn membarrier_rule() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let global = u64::try_from(crate::host::membarrier::CMD_GLOBAL).unwrap_or(u64::MAX);
+    let eq = |arg, v| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, v);
+    Ok(vec![SeccompRule::new(vec![eq(0, global)?, eq(1, 0)?, eq(2, 0)?])?])
+}
+
 fn compile(
     rules: BTreeMap<i64, Vec<SeccompRule>>,
     mismatch: SeccompAction,
@@ -219,6 +228,7 @@ pub fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_epoll_create1, arg_in(0, &[u64::try_from(libc::EPOLL_CLOEXEC).unwrap_or(0)])?);
     rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
     rules.insert(libc::SYS_epoll_wait, Vec::new());
+    rules.insert(libc::SYS_membarrier, membarrier_rule()?);
     if net != Net::None {
         egress_rules(&mut rules, net == Net::Inbound)?;
     }
@@ -307,5 +317,12 @@ mod tests {
         assert!(allows(&egress, libc::SYS_bind) && !allows(&egress, libc::SYS_listen));
         assert!(allows(&inbound, libc::SYS_bind) && allows(&inbound, libc::SYS_listen));
         assert!(allows(&none, libc::SYS_accept4), "the control socket's");
+    }
+
+    /// membarrier only as MEMBARRIER_CMD_GLOBAL: QUERY (all zero) traps.
+    #[test]
+    fn membarrier_only_global() {
+        let filter = sentry_filter(Net::None).unwrap();
+        assert!(!allows(&filter, libc::SYS_membarrier));
     }
 }

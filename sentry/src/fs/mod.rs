@@ -22,6 +22,7 @@ pub mod inotify;
 pub mod mqueue;
 pub mod netdev;
 pub mod netlink;
+pub mod nsfs;
 pub mod overlay;
 pub mod pidfd;
 pub mod ping;

@@ -11,6 +11,7 @@ pub fn prime_info() {
     uts();
     total_ram();
     cpus();
+    super::membarrier::have_global_barrier();
 }
 
 /// The host's kernel release and version, as uname reports them.

@@ -6,6 +6,7 @@
 mod clock;
 pub mod fd;
 mod info;
+pub mod membarrier;
 pub mod outer;
 pub mod socket;
 

@@ -1,6 +1,7 @@
 //! Creating processes: fork, vfork and clone without shared memory. The
 //! child runs on a host thread of its own, which creates (and so traces)
-//! the child's address space.
+//! the child's address space. A new process may get new mount, UTS and
+//! IPC namespaces (the ones the sentry emulates), as with `unshare`.
 
 use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
@@ -19,6 +20,35 @@ pub use crate::abi::sched::{
 };
 
 const NAMESPACE_FLAGS: u64 = 0x7e02_0000;
+const CLONE_NEWUTS: u64 = 0x0400_0000;
+const CLONE_NEWIPC: u64 = 0x0800_0000;
+const CLONE_NEWUSER: u64 = 0x1000_0000;
+/// The namespaces a new process may get: the ones the sentry emulates.
+const EMULATED_NAMESPACES: u64 = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+
+/// Whether a new process may have the namespaces `flags` ask for, in the
+/// order Linux's `copy_process` and `copy_namespaces` check: EINVAL for
+/// a new mount or user namespace with a shared filesystem context, EPERM
+/// without CAP_SYS_ADMIN (or for a namespace the sentry does not
+/// emulate: network, pid, cgroup, and user, as under Docker's default
+/// seccomp profile), EINVAL for a new IPC namespace with shared SysV
+/// semaphore undo lists.
+pub fn check_namespaces(t: &Thread, flags: u64) -> Result<(), Errno> {
+    let ns = flags & NAMESPACE_FLAGS;
+    if ns == 0 {
+        return Ok(());
+    }
+    if flags & CLONE_FS != 0 && ns & (CLONE_NEWNS | CLONE_NEWUSER) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !t.creds().capable(crate::auth::caps::CAP_SYS_ADMIN) || ns & !EMULATED_NAMESPACES != 0 {
+        return Err(Errno::EPERM);
+    }
+    if flags & CLONE_NEWIPC != 0 && flags & CLONE_SYSVSEM != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
 
 /// The arguments of clone, decoded.
 pub struct CloneArgs {
@@ -95,7 +125,8 @@ pub fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<PidfdMak
         // A separate process sharing memory with its parent.
         return Err(Errno::ENOSYS);
     }
-    if f & (NAMESPACE_FLAGS | CLONE_FILES | CLONE_FS) != 0 {
+    check_namespaces(&task.thread, f)?;
+    if f & (CLONE_FILES | CLONE_FS) != 0 {
         return Err(Errno::EINVAL);
     }
     if f & 0xff != 17 && f & 0xff != 0 {
@@ -209,7 +240,11 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
         mm.copy_out(s.args.child_tid, &s.tid.to_le_bytes())?;
     }
     let p = &s.parent;
-    let fs = Arc::new(p.fs().copy());
+    let fs = p.fs().copy();
+    if s.args.flags & CLONE_NEWNS != 0 {
+        fs.set_mounts(Arc::new(fs.mounts().copy()));
+    }
+    let fs = Arc::new(fs);
     let t = Thread::new(s.tid, s.group.clone(), Arc::new(SigActions::default()), p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = Arc::new(p.fds().fork());
@@ -222,10 +257,17 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     {
         let mut attrs = p.attrs.lock().clone();
         attrs.pdeathsig = 0;
+        inherit_sched(&mut attrs, &t);
         *t.attrs.lock() = attrs;
     }
     t.seccomp.inherit(&p.seccomp);
     *t.namespaces.lock() = p.namespaces.lock().clone();
+    if s.args.flags & CLONE_NEWUTS != 0 {
+        super::namespaces::unshare_uts(kernel, &t);
+    }
+    if s.args.flags & CLONE_NEWIPC != 0 {
+        super::namespaces::unshare_ipc(&t);
+    }
     for sig in 1..=NSIG {
         let a = p.sigactions.swap(sig, None);
         t.sigactions.swap(sig, Some(a));
@@ -237,6 +279,15 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     kernel.add_thread(t.clone());
     super::ptrace::attach_child(kernel, p, &t, s.args.flags);
     Ok(t)
+}
+
+/// Applies SCHED_RESET_ON_FORK to a child's copy of its parent's
+/// attributes and to its nice value (already copied into `t`).
+fn inherit_sched(attrs: &mut super::thread::ThreadAttrs, t: &Thread) {
+    let nice = t.nice.load(std::sync::atomic::Ordering::Relaxed);
+    let (sched, nice) = super::thread::forked_sched(attrs.sched, nice);
+    attrs.sched = sched;
+    t.nice.store(nice, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A new thread in the caller's thread group: same memory, signal
@@ -267,7 +318,11 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
     t.nice.store(p.nice.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
-    *t.attrs.lock() = p.attrs.lock().clone();
+    {
+        let mut attrs = p.attrs.lock().clone();
+        inherit_sched(&mut attrs, &t);
+        *t.attrs.lock() = attrs;
+    }
     t.seccomp.inherit(&p.seccomp);
     *t.namespaces.lock() = p.namespaces.lock().clone();
     t.sigmask.store(p.sigmask(), std::sync::atomic::Ordering::Relaxed);

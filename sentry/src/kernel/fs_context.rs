@@ -63,6 +63,15 @@ impl FsContext {
         *self.mounts.lock() = ns;
     }
 
+    /// Moves the context into namespace `ns` at its root, root and working
+    /// directory both (`setns` into a mount namespace).
+    pub fn enter(&self, ns: Arc<MountNamespace>) {
+        let root = ns.root();
+        self.set_root(root.clone());
+        self.set_cwd(root);
+        *self.mounts.lock() = ns;
+    }
+
     pub fn umask(&self) -> u32 {
         self.umask.load(Ordering::Relaxed)
     }

@@ -4,6 +4,7 @@
 //! `FsContext`.
 
 use super::{ipc, Kernel, Thread};
+use crate::vfs::nsid;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -11,6 +12,8 @@ use std::sync::Arc;
 pub struct Uts {
     pub hostname: Mutex<Vec<u8>>,
     pub domainname: Mutex<Vec<u8>>,
+    /// Its identity (`/proc/PID/ns/uts`).
+    pub ino: u64,
 }
 
 /// The namespaces a thread left the sandbox's first ones for (None: it
@@ -44,8 +47,18 @@ pub fn set_uts_name(k: &Kernel, t: &Thread, domain: bool, name: Vec<u8>) {
 /// A new UTS namespace for `t`, with the names it has now.
 pub fn unshare_uts(k: &Kernel, t: &Thread) {
     let (hostname, domainname) = uts_names(k, t);
-    let uts = Uts { hostname: Mutex::new(hostname), domainname: Mutex::new(domainname) };
+    let uts = Uts { hostname: Mutex::new(hostname), domainname: Mutex::new(domainname), ino: nsid::alloc() };
     t.namespaces.lock().uts = Some(Arc::new(uts));
+}
+
+/// A new IPC namespace for `t`, with no objects.
+pub fn unshare_ipc(t: &Thread) {
+    t.namespaces.lock().ipc = Some(Arc::new(ipc::Namespace::new_unshared()));
+}
+
+/// The identity of `t`'s UTS namespace.
+pub fn uts_ino(t: &Thread) -> u64 {
+    t.namespaces.lock().uts.as_ref().map_or(nsid::UTS_INIT_INO, |u| u.ino)
 }
 
 /// `t`'s SysV IPC namespace.

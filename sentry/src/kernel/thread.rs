@@ -35,6 +35,45 @@ pub struct ThreadAttrs {
     pub cpu_affinity: Option<Vec<u64>>,
     /// The execution domain and its flags (`personality`).
     pub personality: u32,
+    /// The scheduling policy (`sched_setscheduler`, `sched_setattr`).
+    pub sched: SchedPolicy,
+    /// The I/O priority (`ioprio_set`): class << 13 | data; 0 is
+    /// IOPRIO_CLASS_NONE (derived from the nice value).
+    pub ioprio: u16,
+}
+
+/// A thread's scheduling policy, recorded and reported (the host, not the
+/// sentry, schedules guest threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedPolicy {
+    /// SCHED_OTHER (0), SCHED_FIFO (1), SCHED_RR (2), SCHED_BATCH (3),
+    /// SCHED_IDLE (5).
+    pub policy: i32,
+    /// The real-time priority, 1..=99 for FIFO and RR, else 0.
+    pub priority: u32,
+    /// SCHED_RESET_ON_FORK: children start with a normal policy.
+    pub reset_on_fork: bool,
+}
+
+impl SchedPolicy {
+    /// Whether the policy is SCHED_FIFO or SCHED_RR.
+    pub fn realtime(&self) -> bool {
+        matches!(self.policy, 1 | 2)
+    }
+}
+
+/// What a child inherits of its parent's policy and nice value: all of
+/// it, unless SCHED_RESET_ON_FORK asks for a real-time policy to become
+/// SCHED_OTHER with nice 0, and any other a negative nice value 0
+/// (Linux's `sched_fork`).
+pub fn forked_sched(parent: SchedPolicy, nice: i32) -> (SchedPolicy, i32) {
+    if !parent.reset_on_fork {
+        return (parent, nice);
+    }
+    if parent.realtime() {
+        return (SchedPolicy::default(), 0);
+    }
+    (SchedPolicy { reset_on_fork: false, ..parent }, nice.max(0))
 }
 
 pub struct Thread {

@@ -9,6 +9,7 @@ use crate::platform::{AddressSpace, Perms};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// The lowest address a guest may map (vm.mmap_min_addr).
@@ -62,6 +63,8 @@ pub struct ForkImage {
     mf: Arc<MemoryFile>,
     /// Taken by the child; an image dropped unused releases its pages.
     layout: Option<Layout>,
+    /// The parent's membarrier registrations: a fork keeps them.
+    membarrier_registrations: u32,
 }
 
 impl Drop for ForkImage {
@@ -94,6 +97,10 @@ pub struct MemoryManager {
     /// change its mappings, so the next one to run unmaps them
     /// (`unmap_stale`).
     stale: Mutex<Vec<u64>>,
+    /// The membarrier(2) commands this address space registered for
+    /// (`MEMBARRIER_CMD_REGISTER_*` bits), as Linux's per-mm state: a
+    /// fork's copy keeps them, an exec's new space starts with none.
+    pub membarrier_registrations: AtomicU32,
 }
 
 /// Where one piece of a copy reads or writes.
@@ -116,11 +123,15 @@ enum Want {
     /// writable.
     ForceRead,
     ForceWrite,
+    /// A write by a thread that does not run this space
+    /// (`process_vm_writev`): the area must be writable, and a private
+    /// copy it makes is recorded as stale like a debugger's.
+    ForeignWrite,
 }
 
 impl Want {
     fn writes(self) -> bool {
-        matches!(self, Want::Write | Want::ForceWrite)
+        matches!(self, Want::Write | Want::ForceWrite | Want::ForeignWrite)
     }
 }
 
@@ -128,7 +139,13 @@ impl MemoryManager {
     /// An empty address space; `mmap_top` is where top-down placement starts.
     pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
         let layout = Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top };
-        MemoryManager { mf, space, layout: Mutex::new(layout), stale: Mutex::new(Vec::new()) }
+        MemoryManager {
+            mf,
+            space,
+            layout: Mutex::new(layout),
+            stale: Mutex::new(Vec::new()),
+            membarrier_registrations: AtomicU32::new(0),
+        }
     }
 
     /// Shares every page with a child (copy-on-write for private areas)
@@ -156,7 +173,8 @@ impl MemoryManager {
                 *e = e.with_mapping(false, false);
             }
         }
-        let image = ForkImage { mf: self.mf.clone(), layout: Some(child) };
+        let registrations = self.membarrier_registrations.load(std::sync::atomic::Ordering::Acquire);
+        let image = ForkImage { mf: self.mf.clone(), layout: Some(child), membarrier_registrations: registrations };
         // Still under the lock: until these pages really are read-only in
         // the platform, another thread of this process must not see their
         // entries as unmapped (it would copy a page while writes still go
@@ -172,7 +190,13 @@ impl MemoryManager {
     pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
         let layout =
             image.layout.take().unwrap_or_else(|| Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top: 0 });
-        MemoryManager { mf: image.mf.clone(), space, layout: Mutex::new(layout), stale: Mutex::new(Vec::new()) }
+        MemoryManager {
+            mf: image.mf.clone(),
+            space,
+            layout: Mutex::new(layout),
+            stale: Mutex::new(Vec::new()),
+            membarrier_registrations: AtomicU32::new(image.membarrier_registrations),
+        }
     }
 
     pub fn space(&self) -> &Arc<dyn AddressSpace> {
@@ -601,6 +625,18 @@ impl MemoryManager {
         })
     }
 
+    /// Writes `data` at `addr` from a thread that does not run this space
+    /// (`process_vm_writev`): as `copy_out`, but a copy-on-write copy it
+    /// makes is unmapped by the next thread to run the space.
+    pub fn copy_out_foreign(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        self.for_each_page(addr, data.len(), Want::ForeignWrite, |src, n| {
+            let ok = matches!(src, Source::Frame(off) if self.mf.write(off, &data[done..done + n]));
+            done += n;
+            ok
+        })
+    }
+
     /// Copies as much of `data` to `addr` as is writable, stopping at the
     /// first bad page; returns the bytes copied (reads and writes into a
     /// partly bad buffer report the good part, as Linux's do).
@@ -767,7 +803,7 @@ impl MemoryManager {
             let vma = find_mut(&mut l, page).ok_or(Errno::EFAULT)?;
             let allowed = match want {
                 Want::Read => vma.perms.read,
-                Want::Write => vma.perms.write,
+                Want::Write | Want::ForeignWrite => vma.perms.write,
                 Want::ForceRead => true,
                 Want::ForceWrite => vma.perms.write || !vma.shared,
             };
@@ -778,7 +814,10 @@ impl MemoryManager {
             let src = if !want.writes() && untouched {
                 Source::Zero
             } else {
-                Source::Frame(self.frame_for(vma, page, want.writes(), want == Want::ForceWrite)? + (at - page))
+                Source::Frame(
+                    self.frame_for(vma, page, want.writes(), matches!(want, Want::ForceWrite | Want::ForeignWrite))?
+                        + (at - page),
+                )
             };
             let n = (page + PAGE_SIZE).min(end) - at;
             let n_usize = usize::try_from(n).map_err(|_| Errno::EFAULT)?;

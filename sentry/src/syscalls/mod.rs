@@ -25,6 +25,9 @@ mod ids;
 mod inbound;
 mod inet;
 mod inotify;
+mod ioprio;
+mod keys;
+mod membarrier;
 mod mmap;
 mod mmsg;
 mod mount;
@@ -37,10 +40,12 @@ mod policy;
 mod poll;
 mod prctl;
 mod process;
+mod process_vm;
 mod ptrace;
 mod random;
 mod rlimit;
 mod sched;
+mod sched_policy;
 mod seccomp;
 mod session;
 mod signal;
@@ -70,7 +75,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 37] = [
+const FAMILIES: [Entries; 42] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -108,6 +113,11 @@ const FAMILIES: [Entries; 37] = [
     policy::ENTRIES,
     mount::ENTRIES,
     namespace::ENTRIES,
+    membarrier::ENTRIES,
+    process_vm::ENTRIES,
+    sched_policy::ENTRIES,
+    ioprio::ENTRIES,
+    keys::ENTRIES,
 ];
 
 /// A row per number, 0 to MAX_SYSCALL.

@@ -1,4 +1,4 @@
-//! System calls: `unshare` (and `setns`) for the namespaces the sentry
+//! System calls: `unshare` and `setns` for the namespaces the sentry
 //! emulates. A new mount namespace is a copy of the caller's mount table
 //! (its working directory and root move along); a new UTS namespace has
 //! its own host and domain names; a new IPC namespace its own SysV
@@ -6,13 +6,22 @@
 //! EPERM, as for a container without the privilege. CLONE_NEWUSER is
 //! EPERM too, as under Docker's default seccomp profile: a user namespace
 //! would promise capabilities the sandbox does not map.
+//!
+//! `setns` takes a /proc/PID/ns file: it joins that process's mount (at
+//! its root, as Linux), UTS or IPC namespace with CAP_SYS_ADMIN (and
+//! CAP_SYS_CHROOT for a mount namespace). Of the other types the sandbox
+//! has one namespace each, the caller's own: joining it is a no-op with
+//! the privilege, EINVAL for the user namespace as Linux answers for
+//! one's own.
 
+use super::args::int;
 use super::audit_files::{view_change, ViewChange};
 use super::{Entries, Support};
 use crate::abi::{Errno, SysResult};
-use crate::auth::caps::CAP_SYS_ADMIN;
+use crate::auth::caps::{CAP_SYS_ADMIN, CAP_SYS_CHROOT};
+use crate::fs::nsfs::{Kind, Namespace, NsFile};
 use crate::kernel::fork::{CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VM};
-use crate::kernel::{ipc, namespaces, Task};
+use crate::kernel::{namespaces, Task};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -24,7 +33,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_setns,
         sys_setns,
-        Support::Unimplemented("no /proc/PID/ns files (nor pidfds) name a namespace yet: EBADF or EINVAL as Linux"),
+        Support::Partial("a /proc/PID/ns file of a mount, UTS or IPC namespace; the others are the sandbox's single ones (joining them changes nothing); a pidfd is EINVAL"),
     ),
 ];
 
@@ -75,12 +84,49 @@ fn implied(mut f: u64) -> u64 {
     f
 }
 
-/// No descriptor names a namespace the guest could join: a bad one is
-/// EBADF, any other EINVAL, as Linux answers for a file that is no
-/// namespace.
 fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
-    super::args::file(task, a[0])?;
-    Err(Errno::EINVAL)
+    let f = super::args::file(task, a[0])?;
+    // The file's node names the namespace (its ops may be wrapped, as a
+    // regular file's are for inotify).
+    let ns = f.dentry.node.as_any().downcast_ref::<NsFile>().ok_or(Errno::EINVAL)?;
+    let nstype = int(a[1]);
+    if nstype != 0 && nstype != ns.kind.clone_flag() {
+        return Err(Errno::EINVAL);
+    }
+    let creds = task.thread.creds();
+    let t = &task.thread;
+    match &ns.ns {
+        Namespace::Single if ns.kind == Kind::User => Err(Errno::EINVAL),
+        _ if !creds.capable(CAP_SYS_ADMIN) => Err(Errno::EPERM),
+        Namespace::Single => Ok(0),
+        Namespace::Mnt(m) => {
+            if !creds.capable(CAP_SYS_CHROOT) {
+                return Err(Errno::EPERM);
+            }
+            // Linux's mntns_install: the filesystem context must be the
+            // caller's alone (no CLONE_FS thread shares it).
+            let fs = t.fs();
+            let sharing = t.group().threads().iter().filter(|o| Arc::ptr_eq(&o.fs(), &fs)).count();
+            if sharing > 1 {
+                return Err(Errno::EINVAL);
+            }
+            let change =
+                ViewChange { operation: "setns", at: None, from: None, device: None, fs_type: None, flags: a[1] };
+            view_change(task, &change)?;
+            let new = fs.copy();
+            new.enter(m.clone());
+            *t.fs.lock() = Arc::new(new);
+            Ok(0)
+        }
+        Namespace::Uts(u) => {
+            t.namespaces.lock().uts = u.clone();
+            Ok(0)
+        }
+        Namespace::Ipc(i) => {
+            t.namespaces.lock().ipc = i.clone();
+            Ok(0)
+        }
+    }
 }
 
 fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -122,7 +168,7 @@ fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
         namespaces::unshare_uts(&task.kernel, t);
     }
     if f & CLONE_NEWIPC != 0 {
-        t.namespaces.lock().ipc = Some(Arc::new(ipc::Namespace::default()));
+        namespaces::unshare_ipc(t);
     }
     Ok(0)
 }

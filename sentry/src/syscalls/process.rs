@@ -1,6 +1,7 @@
 //! System calls: process lifecycle — exit, execve, fork/vfork/clone, wait.
 
 use super::args::{self, int};
+use super::audit_files::{view_change, ViewChange};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::{Decoder, Encoder};
@@ -20,7 +21,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_execveat, sys_execveat, Full),
     (libc::SYS_fork, sys_fork, Full),
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
-    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; namespaces and CLONE_FILES/CLONE_FS between processes with EINVAL; CLONE_PIDFD for processes")),
+    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; new mount, UTS and IPC namespaces for a process (CAP_SYS_ADMIN); network, pid, user and cgroup ones EPERM, and namespaces for a thread EINVAL; CLONE_FILES/CLONE_FS between processes EINVAL; CLONE_PIDFD for processes")),
     (libc::SYS_clone3, sys_clone3, Partial("as clone, with the versioned struct (E2BIG past this kernel's size unless zero) and CLONE_PIDFD; set_tid returns EPERM, CLONE_INTO_CGROUP and CLONE_CLEAR_SIGHAND EINVAL")),
     (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
     (libc::SYS_waitid, sys_waitid, Partial("rusage has only the CPU times")),
@@ -102,6 +103,7 @@ fn sys_vfork(task: &mut Task, _a: [u64; 6]) -> SysResult {
 /// cannot go together (EINVAL).
 fn sys_clone(task: &mut Task, a: [u64; 6]) -> SysResult {
     let args = CloneArgs { flags: a[0], stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] };
+    record_new_mount_namespace(task, args.flags)?;
     if args.flags & fork::CLONE_PIDFD == 0 {
         return fork::clone_process(task, args);
     }
@@ -109,6 +111,18 @@ fn sys_clone(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     clone_pidfd(task, args, a[2])
+}
+
+/// A new process with a mount namespace of its own is recorded
+/// (file.mount) before it is made, as `unshare` records one: its mounts
+/// change what its paths name. Only a clone the kernel will allow.
+fn record_new_mount_namespace(task: &Task, flags: u64) -> Result<(), Errno> {
+    if flags & fork::CLONE_NEWNS == 0 || flags & fork::CLONE_THREAD != 0 {
+        return Ok(());
+    }
+    fork::check_namespaces(&task.thread, flags)?;
+    let change = ViewChange { operation: "clone", at: None, from: None, device: None, fs_type: None, flags };
+    view_change(task, &change)
 }
 
 /// A clone whose pidfd is written to `addr` (checked writable first, so a
@@ -172,6 +186,7 @@ fn sys_clone3(task: &mut Task, a: [u64; 6]) -> SysResult {
         child_tid,
         tls,
     };
+    record_new_mount_namespace(task, args.flags)?;
     if flags & fork::CLONE_PIDFD != 0 {
         clone_pidfd(task, args, pidfd)
     } else {

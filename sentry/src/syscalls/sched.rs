@@ -2,9 +2,9 @@
 //! policies, CPU affinity, `sched_yield` and `getcpu`. The sentry does not
 //! schedule guest threads itself (the host does, with the sentry's own
 //! priority), so a nice value is recorded and reported — /proc shows it,
-//! children inherit it — the only policy is SCHED_OTHER, and an affinity
-//! mask is recorded, within the host's online CPUs; `sched_rr_get_interval`
-//! reports no quantum (0).
+//! children inherit it — and an affinity mask is recorded, within the
+//! host's online CPUs; `sched_rr_get_interval` reports the quantum of the
+//! recorded policy. Policies are sched_policy.rs's.
 
 use super::args::{int, uint};
 use super::common::{capable, find_thread, put_u32};
@@ -22,7 +22,6 @@ const SCHED_FIFO: i32 = 1;
 const SCHED_RR: i32 = 2;
 const SCHED_BATCH: i32 = 3;
 const SCHED_IDLE: i32 = 5;
-const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
 
 const PRIO_PROCESS: i32 = 0;
 const PRIO_PGRP: i32 = 1;
@@ -32,16 +31,10 @@ const NICE_MIN: i32 = -20;
 const NICE_MAX: i32 = 19;
 
 const NOT_APPLIED: &str = "nice values are recorded and reported, not applied: the host schedules the sentry";
-const POLICIES: &str =
-    "SCHED_OTHER only: batch and idle are accepted as SCHED_OTHER is; real-time policies fail with EPERM";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getpriority, sys_getpriority, Partial(NOT_APPLIED)),
     (libc::SYS_setpriority, sys_setpriority, Partial(NOT_APPLIED)),
-    (libc::SYS_sched_getscheduler, sys_sched_getscheduler, Partial(POLICIES)),
-    (libc::SYS_sched_setscheduler, sys_sched_setscheduler, Partial(POLICIES)),
-    (libc::SYS_sched_getparam, sys_sched_getparam, Partial(POLICIES)),
-    (libc::SYS_sched_setparam, sys_sched_setparam, Partial(POLICIES)),
     (libc::SYS_sched_get_priority_max, sys_sched_get_priority_max, Full),
     (libc::SYS_sched_get_priority_min, sys_sched_get_priority_min, Full),
     (libc::SYS_sched_getaffinity, sys_sched_getaffinity, Full),
@@ -50,7 +43,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_sched_rr_get_interval,
         sys_sched_rr_get_interval,
-        Partial("every thread is SCHED_OTHER and the host, not the sentry, slices its time: the interval is 0, as Linux reports for a policy without a fixed quantum"),
+        Partial("the host, not the sentry, slices time: 100 ms (RR_TIMESLICE) for a thread whose recorded policy is SCHED_RR, else 0, as Linux reports for a policy without a fixed quantum"),
     ),
     (
         libc::SYS_getcpu,
@@ -61,7 +54,7 @@ pub(super) const ENTRIES: Entries = &[
 
 /// The threads `which` (PRIO_PROCESS, PRIO_PGRP, PRIO_USER) and `who`
 /// name; ESRCH if none.
-fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno> {
+pub(super) fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno> {
     let k = &task.kernel;
     let found: Vec<Arc<Thread>> = match which {
         PRIO_PROCESS if who == 0 => vec![task.thread.clone()],
@@ -113,63 +106,14 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// The thread sched_* calls name: pid 0 is the caller.
-fn sched_target(task: &Task, pid: i32) -> Result<Arc<Thread>, Errno> {
-    match pid {
-        0 => Ok(task.thread.clone()),
-        p if p < 0 => Err(Errno::EINVAL),
-        p => task.kernel.thread(p).ok_or(Errno::ESRCH),
-    }
-}
-
-fn sys_sched_getscheduler(task: &mut Task, a: [u64; 6]) -> SysResult {
-    sched_target(task, int(a[0]))?;
-    Ok(0)
-}
-
-/// Reads `struct sched_param` (one int) and checks it suits `policy`.
-fn read_param(task: &Task, addr: u64, policy: i32) -> Result<(), Errno> {
-    if addr == 0 {
-        return Err(Errno::EINVAL);
-    }
-    let mut raw = [0u8; 4];
-    task.thread.mm().copy_in(addr, &mut raw)?;
-    let prio = i32::from_le_bytes(raw);
-    match policy {
-        SCHED_FIFO | SCHED_RR if (1..=99).contains(&prio) => Err(Errno::EPERM),
-        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE if prio == 0 => Ok(()),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-fn sys_sched_setscheduler(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let policy = int(a[1]) & !SCHED_RESET_ON_FORK;
-    sched_target(task, int(a[0]))?;
-    read_param(task, a[2], policy)?;
-    Ok(0)
-}
-
-fn sys_sched_getparam(task: &mut Task, a: [u64; 6]) -> SysResult {
-    sched_target(task, int(a[0]))?;
-    if a[1] == 0 {
-        return Err(Errno::EINVAL);
-    }
-    task.thread.mm().copy_out(a[1], &0i32.to_le_bytes())?;
-    Ok(0)
-}
-
 /// sched_rr_get_interval(2): the target is checked as Linux (EINVAL for
 /// a negative pid, ESRCH for none), then the quantum is written: 0, see
 /// the table's note.
 fn sys_sched_rr_get_interval(task: &mut Task, a: [u64; 6]) -> SysResult {
-    sched_target(task, int(a[0]))?;
-    task.thread.mm().copy_out(a[1], &Timespec { sec: 0, nsec: 0 }.encode())?;
-    Ok(0)
-}
-
-fn sys_sched_setparam(task: &mut Task, a: [u64; 6]) -> SysResult {
-    sched_target(task, int(a[0]))?;
-    read_param(task, a[1], SCHED_OTHER)?;
+    let t = super::sched_policy::target(task, int(a[0]))?;
+    // Linux's RR_TIMESLICE (100 ms) for SCHED_RR.
+    let nsec = if t.attrs.lock().sched.policy == SCHED_RR { 100_000_000 } else { 0 };
+    task.thread.mm().copy_out(a[1], &Timespec { sec: 0, nsec }.encode())?;
     Ok(0)
 }
 

@@ -161,6 +161,8 @@ pub struct MountNamespace {
     pub(super) mounts: RwLock<MountTable>,
     /// Mount ids and peer group ids, shared by every copy of the namespace.
     pub(super) next_id: Arc<AtomicU64>,
+    /// Its identity (`/proc/PID/ns/mnt`).
+    pub ino: u64,
 }
 
 impl MountNamespace {
@@ -178,6 +180,7 @@ impl MountNamespace {
             root: RwLock::new(root),
             mounts: RwLock::new(HashMap::new()),
             next_id: Arc::new(AtomicU64::new(2)),
+            ino: super::nsid::MNT_INIT_INO,
         }
     }
 

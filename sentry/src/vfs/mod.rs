@@ -10,6 +10,7 @@ pub mod ioctl;
 pub mod mounts;
 pub mod names;
 pub mod notify;
+pub mod nsid;
 pub mod open;
 pub mod perm;
 pub mod rename;

@@ -70,7 +70,12 @@ impl MountNamespace {
                 table.insert((mp.mount.id, mp.path_in_mount()), m.clone());
             }
         }
-        MountNamespace { root: RwLock::new(root), mounts: RwLock::new(table), next_id: self.next_id.clone() }
+        MountNamespace {
+            root: RwLock::new(root),
+            mounts: RwLock::new(table),
+            next_id: self.next_id.clone(),
+            ino: super::nsid::alloc(),
+        }
     }
 
     /// `d` as a dentry of this namespace's mount of the same id (a working

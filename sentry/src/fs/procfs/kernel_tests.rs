@@ -201,8 +201,22 @@ fn task_directory_holds_the_threads() {
     assert!(!names(&thread_dir).contains(&"task".to_string()));
     assert!(names(&walk(&s.proc, "1").unwrap()).contains(&"task".to_string()));
     assert!(read_text(&s.proc, "1/task/1/status").contains("Pid:\t1\n"));
-    assert_eq!(walk(&s.proc, "1").unwrap().stat().unwrap().nlink, 5);
-    assert_eq!(thread_dir.stat().unwrap().nlink, 4);
+    assert_eq!(walk(&s.proc, "1").unwrap().stat().unwrap().nlink, 6, "task, fd, fdinfo, ns");
+    assert_eq!(thread_dir.stat().unwrap().nlink, 5);
+}
+
+#[test]
+fn ns_links_name_the_namespaces() {
+    let s = sandbox();
+    let ns = walk(&s.proc, "1/ns").unwrap();
+    assert_eq!(names(&ns).len(), 10);
+    assert_eq!(ns.lookup(b"uts").unwrap().readlink().unwrap(), b"uts:[4026531838]");
+    assert_eq!(ns.lookup(b"pid_for_children").unwrap().readlink().unwrap(), b"pid:[4026531836]");
+    let mnt = ns.lookup(b"mnt").unwrap();
+    let text = String::from_utf8(mnt.readlink().unwrap()).unwrap();
+    let target = mnt.magic_link().unwrap().unwrap();
+    assert_eq!(text, format!("mnt:[{}]", target.node.stat().unwrap().ino));
+    assert_eq!(ns.lookup(b"other").err(), Some(Errno::ENOENT));
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod host;
 #[cfg(test)]
 mod kernel_tests;
+mod ns_dir;
 mod process;
 mod system;
 mod task;

@@ -17,21 +17,21 @@ const FD_LINK_SIZE: u64 = 64;
 
 /// A thread that per-process nodes show, looked up again at each use.
 #[derive(Clone)]
-struct TaskRef {
+pub(super) struct TaskRef {
     proc: Arc<Proc>,
     tid: i32,
 }
 
 impl TaskRef {
     /// The kernel and the thread, or `ESRCH` once it has exited.
-    fn get(&self) -> Result<(Arc<Kernel>, Arc<Thread>), Errno> {
+    pub(super) fn get(&self) -> Result<(Arc<Kernel>, Arc<Thread>), Errno> {
         let k = self.proc.kernel()?;
         let t = k.thread(self.tid).ok_or(Errno::ESRCH)?;
         Ok((k, t))
     }
 
     /// As `get`, for lookups and listings (`ENOENT` once it has exited).
-    fn get_for_lookup(&self) -> Result<(Arc<Kernel>, Arc<Thread>), Errno> {
+    pub(super) fn get_for_lookup(&self) -> Result<(Arc<Kernel>, Arc<Thread>), Errno> {
         self.get().map_err(|_| Errno::ENOENT)
     }
 }
@@ -70,6 +70,8 @@ enum Kind {
     Tasks,
     Fd,
     FdInfo,
+    /// `ns/`: the namespace links.
+    Ns,
     Link(LinkKind),
     File(FileKind),
 }
@@ -79,6 +81,7 @@ impl Kind {
         match self {
             Kind::Tasks | Kind::FdInfo => S_IFDIR | 0o555,
             Kind::Fd => S_IFDIR | 0o500,
+            Kind::Ns => S_IFDIR | 0o511,
             Kind::Link(_) => S_IFLNK | 0o777,
             Kind::File(FileKind::Environ | FileKind::Auxv) => S_IFREG | 0o400,
             Kind::File(_) => S_IFREG | 0o444,
@@ -87,10 +90,11 @@ impl Kind {
 }
 
 /// The entries of a process directory, in Linux's order.
-const ENTRIES: [(&str, Kind); 20] = [
+const ENTRIES: [(&str, Kind); 21] = [
     ("task", Kind::Tasks),
     ("fd", Kind::Fd),
     ("fdinfo", Kind::FdInfo),
+    ("ns", Kind::Ns),
     ("auxv", Kind::File(FileKind::Auxv)),
     ("environ", Kind::File(FileKind::Environ)),
     ("status", Kind::File(FileKind::Status)),
@@ -116,7 +120,7 @@ fn entries(leader: bool) -> impl Iterator<Item = &'static (&'static str, Kind)> 
 }
 
 /// The attributes of the node at `path` in a directory with `parent`'s.
-fn child_attr(parent: &Attr, path: &str, mode: u32) -> Attr {
+pub(super) fn child_attr(parent: &Attr, path: &str, mode: u32) -> Attr {
     let mut a = parent.clone();
     a.ino = path_ino(path.as_bytes());
     a.mode = mode;
@@ -154,6 +158,7 @@ impl ProcessEntries {
         let task = self.task.clone();
         match kind {
             Kind::Tasks => Dir::new(attr, TaskEntries { task, path }),
+            Kind::Ns => Dir::new(attr, super::ns_dir::NsEntries { task, path }),
             Kind::Fd | Kind::FdInfo => {
                 let info = kind == Kind::FdInfo;
                 Dir::new(attr, FdEntries { task, path, info })

@@ -286,14 +286,32 @@ pub fn wait_for<T>(
 }
 
 /// The sandbox's ipc namespace: what the three families hold.
-#[derive(Default)]
 pub struct Namespace {
     pub shm: Arc<shm::Registry>,
     pub sem: sem::Registry,
     pub msg: msg::Registry,
+    /// Its identity (`/proc/PID/ns/ipc`).
+    pub ino: u64,
+}
+
+/// The sandbox's first ipc namespace.
+impl Default for Namespace {
+    fn default() -> Namespace {
+        Namespace {
+            shm: Arc::default(),
+            sem: sem::Registry::default(),
+            msg: msg::Registry::default(),
+            ino: crate::vfs::nsid::IPC_INIT_INO,
+        }
+    }
 }
 
 impl Namespace {
+    /// A new, empty namespace (`unshare`, `clone` with CLONE_NEWIPC).
+    pub fn new_unshared() -> Namespace {
+        Namespace { ino: crate::vfs::nsid::alloc(), ..Namespace::default() }
+    }
+
     /// Process `tgid` has exited: its semaphore adjustments (SEM_UNDO) are
     /// applied.
     pub fn process_exited(&self, tgid: i32) {
