@@ -83,6 +83,10 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tool_calls",
     "ptrace",
     "ping_socket",
+    "unix_scm",
+    "sock_shutdown",
+    "mmsg_exact",
+    "tcp_exact",
 ];
 
 /// The `husk` binary cargo built for this test.
