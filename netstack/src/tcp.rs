@@ -273,8 +273,10 @@ impl TcpEndpoint {
     pub fn events(&self) -> u32 {
         use events::*;
         let i = self.inner.lock();
+        // A refused connect leaves the socket closed and shut both ways
+        // (Linux's tcp_done).
         if i.error.is_some() {
-            return OUT | ERR | HUP;
+            return IN | RDNORM | RDHUP | OUT | ERR | HUP;
         }
         match &i.state {
             State::Closed => OUT | HUP,

@@ -949,8 +949,8 @@ impl FileOps for UnixSocket {
         // The directions this socket shut: reading shut reads as EOF
         // (POLLIN|POLLRDHUP), both as POLLHUP (Linux's unix_dgram_poll).
         let shut = self.shut.load(Ordering::Relaxed);
-        let shut_bits = if shut & 1 != 0 { POLLIN | POLLRDNORM | POLLRDHUP } else { 0 }
-            | if shut == 3 { POLLHUP } else { 0 };
+        let shut_bits =
+            if shut & 1 != 0 { POLLIN | POLLRDNORM | POLLRDHUP } else { 0 } | if shut == 3 { POLLHUP } else { 0 };
         if let Some(d) = &self.dgram {
             let (queued, _, _, _) = d.inbox.0.readiness();
             let writable = d.peer.lock().as_ref().is_none_or(|p| p.queue.readiness().1);
