@@ -22,6 +22,9 @@ struct State {
     reset: bool,
     /// The reader is gone: sends reach nobody.
     reader_gone: bool,
+    /// The writer reset the connection, reported or not: the connection
+    /// is gone (CLOSE).
+    was_reset: bool,
 }
 
 /// A byte queue from one endpoint to the other.
@@ -105,8 +108,20 @@ impl Direction {
         let mut s = self.state.lock();
         s.fin = true;
         s.reset = true;
+        s.was_reset = true;
         drop(s);
         self.reader.notify();
+    }
+
+    /// Takes the reset not yet reported (the reader's end then reports
+    /// ECONNRESET from a send instead of a receive, as Linux's sk_err).
+    pub fn take_reset(&self) -> bool {
+        std::mem::take(&mut self.state.lock().reset)
+    }
+
+    /// Whether the writer reset the connection.
+    pub fn was_reset(&self) -> bool {
+        self.state.lock().was_reset
     }
 
     /// The reader closed; returns whether it left bytes unread.

@@ -23,7 +23,7 @@ struct Conn {
     unreported: bool,
     /// Sent data has met a closed peer (its RST): later sends fail.
     broken: bool,
-    /// shutdown(SHUT_RD): receives return 0.
+    /// shutdown(SHUT_RD): receives return 0 once nothing is queued.
     read_shut: bool,
     write_shut: bool,
 }
@@ -201,7 +201,13 @@ impl TcpEndpoint {
             return Err(e);
         }
         let State::Connected(c) = &mut i.state else { return Err(Error::BrokenPipe) };
-        if c.write_shut || c.broken {
+        // A reset the peer sent fails the first send with ECONNRESET (as
+        // Linux reports sk_err), the later ones with EPIPE.
+        if c.rx.take_reset() {
+            c.broken = true;
+            return Err(Error::ConnReset);
+        }
+        if c.write_shut || c.broken || c.rx.was_reset() {
             return Err(Error::BrokenPipe);
         }
         let tx = c.tx.clone();
@@ -226,12 +232,14 @@ impl TcpEndpoint {
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Error> {
         let i = self.inner.lock();
         let State::Connected(c) = &i.state else { return Err(Error::NotConnected) };
-        if c.read_shut {
-            return Ok(0);
-        }
-        let rx = c.rx.clone();
+        let (rx, read_shut) = (c.rx.clone(), c.read_shut);
         drop(i);
-        rx.read(buf, peek)
+        // After SHUT_RD what arrived is still read, then 0 (Linux's
+        // tcp_recvmsg), never a wait.
+        match rx.read(buf, peek) {
+            Err(Error::WouldBlock) if read_shut => Ok(0),
+            r => r,
+        }
     }
 
     /// shutdown(2). Shutting a listener's reading side closes it: its
@@ -265,8 +273,10 @@ impl TcpEndpoint {
     pub fn events(&self) -> u32 {
         use events::*;
         let i = self.inner.lock();
+        // A refused connect leaves the socket closed and shut both ways
+        // (Linux's tcp_done).
         if i.error.is_some() {
-            return OUT | ERR | HUP;
+            return IN | RDNORM | RDHUP | OUT | ERR | HUP;
         }
         match &i.state {
             State::Closed => OUT | HUP,
@@ -281,18 +291,21 @@ impl TcpEndpoint {
                 let (readable, fin, _) = c.rx.read_state();
                 let (room, gone, _) = c.tx.write_state();
                 let mut ev = 0;
-                if readable || c.read_shut {
+                // The reading side is shut by the peer's FIN or our own
+                // SHUT_RD; the writing side by our SHUT_WR.
+                let read_shut = fin || c.read_shut;
+                if readable || read_shut {
                     ev |= IN | RDNORM;
                 }
-                if fin {
+                if read_shut {
                     ev |= RDHUP;
                 }
-                if (room && !c.write_shut) || gone {
+                if room || gone || c.write_shut {
                     ev |= OUT | WRNORM;
                 }
                 // HUP once both directions are shut (not in CLOSE_WAIT,
                 // where the peer is done but we may still send), or reset.
-                if (fin && c.write_shut) || c.broken {
+                if (read_shut && c.write_shut) || c.broken {
                     ev |= HUP;
                 }
                 if c.broken {
@@ -321,6 +334,8 @@ impl TcpEndpoint {
     /// getpeername(2).
     pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
         match &self.inner.lock().state {
+            // A reset connection is gone (Linux's TCP_CLOSE).
+            State::Connected(c) if c.broken || c.rx.was_reset() => Err(Error::NotConnected),
             State::Connected(c) => Ok(c.peer),
             _ => Err(Error::NotConnected),
         }

@@ -191,7 +191,7 @@ impl UdpEndpoint {
     fn deliver_to(&self, from: SocketAddr, to: SocketAddr, header: Header, data: &[u8]) {
         let mut i = self.inner.lock();
         // A full queue, or the sandbox's memory spent, drops the datagram.
-        if i.read_shut || i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {
+        if i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {
             return;
         }
         i.queued += cost(data.len());
@@ -228,25 +228,35 @@ impl UdpEndpoint {
         Ok(Datagram { len, full, from, meta })
     }
 
-    /// shutdown(2): ENOTCONN unless connected, as Linux.
+    /// shutdown(2): ENOTCONN unless connected, as Linux, which records
+    /// the shutdown all the same. Datagrams still arrive after SHUT_RD.
     pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Error> {
         let mut i = self.inner.lock();
-        if i.peer.is_none() {
-            return Err(Error::NotConnected);
-        }
         i.read_shut |= read;
         i.write_shut |= write;
+        let connected = i.peer.is_some();
         drop(i);
         self.queue.notify();
-        Ok(())
+        if connected {
+            Ok(())
+        } else {
+            Err(Error::NotConnected)
+        }
     }
 
+    /// Readiness, as Linux's udp_poll reports it.
     pub fn events(&self) -> u32 {
         use events::*;
         let i = self.inner.lock();
         let mut ev = OUT | WRNORM;
         if !i.inbox.is_empty() || i.read_shut || i.error.is_some() {
             ev |= IN | RDNORM;
+        }
+        if i.read_shut {
+            ev |= RDHUP;
+            if i.write_shut {
+                ev |= HUP;
+            }
         }
         if i.error.is_some() {
             ev |= ERR;

@@ -18,6 +18,8 @@
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
 //! * `stress`: the multiprocess stress harness of `tests/stress/`.
+//! * `sockets_exact`: socket corner cases (ancillary data, shutdown, mmsg,
+//!   TCP errors and binding rules) against Linux, natively and under husk.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -47,6 +49,7 @@ mod oci;
 mod postgres;
 mod scenarios;
 mod secrets;
+mod sockets_exact;
 mod stress;
 mod util;
 mod workspace;

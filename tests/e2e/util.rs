@@ -87,6 +87,10 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "membarrier",
     "sched_attr",
     "namespaces",
+    "unix_scm",
+    "sock_shutdown",
+    "mmsg_exact",
+    "tcp_exact",
 ];
 
 /// The `husk` binary cargo built for this test.

@@ -54,6 +54,7 @@ errnos!(
     EROFS,
     EMLINK,
     EPIPE,
+    ESHUTDOWN,
     ERANGE,
     ENAMETOOLONG,
     ENOSYS,

@@ -55,16 +55,66 @@ impl Drop for Rights {
     }
 }
 
-/// What rides on a stream position besides the bytes: descriptors and
-/// explicitly sent credentials.
-struct Extras {
-    rights: Option<Rights>,
-    cred: Option<PeerCred>,
+impl Rights {
+    /// The same descriptions again, in flight too (what MSG_PEEK installs
+    /// while the message keeps its own).
+    pub fn dup(&self) -> Rights {
+        self.inflight.0.fetch_add(self.files.len(), Ordering::AcqRel);
+        Rights { files: self.files.clone(), inflight: self.inflight.clone() }
+    }
 }
 
-/// The extras of one direction, by the stream position of the first byte
-/// they were sent with.
-type RightsQueue = Arc<Mutex<VecDeque<(u64, Extras)>>>;
+/// A mark on a stream direction: where one send began (`at`) and ended
+/// (`end`), the credentials it was sent with (explicit or the writer's
+/// own) and its descriptors. A send is marked when it carries descriptors
+/// or its credentials differ from the previous send's.
+struct Mark {
+    at: u64,
+    end: u64,
+    rights: Option<Rights>,
+    cred: PeerCred,
+}
+
+/// The marks of one direction, and the credentials in effect for its
+/// bytes: of the last send marked (the writer's side) and of the bytes at
+/// the read position (the reader's).
+#[derive(Default)]
+struct MarkQueue {
+    marks: VecDeque<Mark>,
+    written: Option<PeerCred>,
+    reading: Option<PeerCred>,
+}
+
+impl MarkQueue {
+    /// How many of the `len` bytes from `start` one receive may take, as
+    /// Linux's unix_stream_read_generic: never past the end of a send that
+    /// carried descriptors, and with `per_writer` (SO_PASSCRED) never
+    /// into another writer's bytes.
+    fn limit(&self, start: u64, len: usize, per_writer: bool) -> usize {
+        let mut cred = self.reading;
+        let mut limit = len as u64;
+        for m in &self.marks {
+            let Some(off) = m.at.checked_sub(start) else { continue };
+            if off >= limit {
+                break;
+            }
+            if off == 0 {
+                cred = Some(m.cred);
+            } else if per_writer && cred.is_some_and(|c| c != m.cred) {
+                limit = off;
+                break;
+            }
+            if m.rights.is_some() {
+                limit = limit.min(m.end.saturating_sub(start));
+                break;
+            }
+        }
+        usize::try_from(limit).unwrap_or(len)
+    }
+}
+
+/// The marks of one direction.
+type RightsQueue = Arc<Mutex<MarkQueue>>;
 
 /// The credentials a send carries (SCM_CREDENTIALS): given by the sender,
 /// or its own.
@@ -201,21 +251,6 @@ impl UnixStream {
         }
     }
 
-    /// Reads like recv(2), MSG_PEEK when `peek`: (bytes copied, the
-    /// packet's whole length); EAGAIN when nothing is queued.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize), Errno> {
-        match &self.link {
-            Link::Bytes { rx, .. } => {
-                let Some(rx) = rx.lock().clone() else { return Ok((0, 0)) };
-                rx.try_read(buf, peek).map(|n| (n, n))
-            }
-            Link::Packets { rx, .. } => {
-                let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else { return Ok((0, 0)) };
-                q.recv(buf, peek).map(|r| (r.len, r.full))
-            }
-        }
-    }
-
     /// sendmsg(2), with SCM_RIGHTS descriptors and explicit credentials
     /// riding on the first byte sent of `buf` (a stream) or on the packet:
     /// what fits now (a packet whole or not at all), else EAGAIN. The
@@ -225,21 +260,18 @@ impl UnixStream {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
-                let explicit = cred.explicit.then_some(cred.cred);
-                if rights.is_none() && explicit.is_none() {
-                    return tx.write(buf, 0);
-                }
+                // The marks stay locked across the write, so that a reader
+                // never sees bytes without the mark they were sent with.
+                let mut q = tx_rights.lock();
+                let mark = rights.is_some() || q.written != Some(cred.cred);
                 let at = tx.positions().0;
-                tx_rights.lock().push_back((at, Extras { rights: rights.take(), cred: explicit }));
-                let r = tx.write(buf, 0);
-                if r.is_err() {
-                    // Not sent: its extras come back to the caller.
-                    let mut q = tx_rights.lock();
-                    if let Some(i) = q.iter().position(|(pos, _)| *pos == at) {
-                        *rights = q.remove(i).and_then(|(_, e)| e.rights);
-                    }
+                let n = tx.write(buf, 0)?;
+                if mark && n > 0 {
+                    let end = at.wrapping_add(n as u64);
+                    q.marks.push_back(Mark { at, end, rights: rights.take(), cred: cred.cred });
+                    q.written = Some(cred.cred);
                 }
-                r
+                Ok(n)
             }
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
@@ -253,29 +285,48 @@ impl UnixStream {
         }
     }
 
-    /// recvmsg(2): the bytes read and the descriptors sent with them;
-    /// EAGAIN when nothing is queued. Descriptors whose bytes plain reads
-    /// consumed are dropped here, as Linux closes them.
-    pub fn recv_rights(&self, buf: &mut [u8]) -> Result<Got, Errno> {
+    /// recv(2)/recvmsg(2), MSG_PEEK when `peek`: the bytes read and the
+    /// descriptors sent with them (copies of them for a peek, as Linux
+    /// installs them then too); EAGAIN when nothing is queued. A stream
+    /// receive stops at the end of a send with descriptors and, with
+    /// `per_writer` (SO_PASSCRED), where another writer's bytes begin.
+    /// Descriptors whose bytes were consumed before are dropped here, as
+    /// Linux closes them.
+    pub fn recv_rights(&self, buf: &mut [u8], peek: bool, per_writer: bool) -> Result<Got, Errno> {
         match &self.link {
             Link::Bytes { rx, rx_rights, .. } => {
                 let Some(rx) = rx.lock().clone() else {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
-                let start = rx.positions().1;
-                let n = rx.try_read(buf, false)?;
-                let end = start.wrapping_add(n as u64);
-                let mut got = Vec::new();
-                let mut cred = None;
-                let mut skipped = Vec::new();
                 let mut q = rx_rights.lock();
-                while q.front().is_some_and(|(at, _)| *at < end) {
-                    if let Some((at, extras)) = q.pop_front() {
-                        if at >= start {
-                            got.extend(extras.rights);
-                            cred = cred.or(extras.cred);
+                let start = rx.positions().1;
+                let limit = q.limit(start, buf.len(), per_writer);
+                let n = rx.try_read(&mut buf[..limit], peek)?;
+                let end = start.wrapping_add(n as u64);
+                let mut cred = q.reading;
+                let mut got = Vec::new();
+                if peek {
+                    for m in q.marks.iter().take_while(|m| m.at < end) {
+                        if m.at == start {
+                            cred = Some(m.cred);
+                        }
+                        if m.at >= start {
+                            got.extend(m.rights.as_ref().map(Rights::dup));
+                        }
+                    }
+                    return Ok(Got { len: n, full: n, rights: got, cred });
+                }
+                let mut skipped = Vec::new();
+                while q.marks.front().is_some_and(|m| m.at < end) {
+                    if let Some(m) = q.marks.pop_front() {
+                        if m.at == start {
+                            cred = Some(m.cred);
+                        }
+                        q.reading = Some(m.cred);
+                        if m.at >= start {
+                            got.extend(m.rights);
                         } else {
-                            skipped.push(extras);
+                            skipped.extend(m.rights);
                         }
                     }
                 }
@@ -288,7 +339,7 @@ impl UnixStream {
                 let Some(q) = rx.lock().as_ref().map(|r| r.0.clone()) else {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
-                let r = q.recv(buf, false)?;
+                let r = q.recv(buf, peek)?;
                 Ok(Got { len: r.len, full: r.full, rights: r.rights.into_iter().collect(), cred: r.cred })
             }
         }
@@ -324,42 +375,50 @@ impl UnixStream {
         }
     }
 
-    /// Readiness of this end, as a socket reports it: a peer that closed
-    /// its end reads as EOF (POLLIN|POLLHUP).
+    /// Readiness of this end, as Linux's unix_poll reports it: a side is
+    /// shut by this end's shutdown(2) or the peer's (or its close); a shut
+    /// reading side reads as EOF (POLLIN|POLLRDHUP), both shut is POLLHUP,
+    /// and POLLOUT stays unless the peer's buffer is full.
     pub fn poll_events(&self) -> u32 {
-        use crate::abi::poll::{POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-        match &self.link {
+        use crate::abi::poll::{POLLERR, POLLHUP, POLLRDHUP};
+        let (readable, writable, rd_shut, wr_shut) = match &self.link {
             Link::Bytes { rx, tx, .. } => {
-                let rx = rx.lock().clone().map_or(POLLIN | POLLRDNORM, |r| r.poll_events());
-                let tx = tx.lock().clone().map_or(POLLHUP, |t| t.poll_events());
-                let hup = rx & POLLHUP != 0;
-                let tx = tx & !crate::abi::poll::POLLERR;
-                rx | tx | if hup { POLLIN | POLLRDNORM } else { 0 }
+                let (readable, rd_shut) = rx.lock().as_ref().map_or((false, true), |r| {
+                    let ev = r.poll_events();
+                    (r.buffered() > 0, ev & POLLHUP != 0)
+                });
+                let (writable, wr_shut) = tx.lock().as_ref().map_or((true, true), |t| {
+                    let ev = t.poll_events();
+                    (ev & POLLOUT != 0, ev & POLLERR != 0)
+                });
+                (readable, writable, rd_shut, wr_shut)
             }
             Link::Packets { rx, tx } => {
-                let mut ev = 0;
-                match rx.lock().as_ref().map(|r| r.0.readiness()) {
-                    Some((readable, _, _, ended)) => {
-                        if readable || ended {
-                            ev |= POLLIN | POLLRDNORM;
-                        }
-                        if ended {
-                            ev |= POLLHUP;
-                        }
-                    }
-                    None => ev |= POLLIN | POLLRDNORM,
-                }
-                match tx.lock().as_ref().map(|t| t.0.readiness()) {
-                    Some((_, room, gone, _)) if !gone => {
-                        if room {
-                            ev |= POLLOUT | POLLWRNORM;
-                        }
-                    }
-                    _ => ev |= POLLHUP,
-                }
-                ev
+                let (readable, rd_shut) = rx.lock().as_ref().map_or((false, true), |r| {
+                    let (queued, _, _, ended) = r.0.readiness();
+                    (queued, ended)
+                });
+                let (writable, wr_shut) = tx.lock().as_ref().map_or((true, true), |t| {
+                    let (_, room, gone, _) = t.0.readiness();
+                    (room, gone)
+                });
+                (readable, writable, rd_shut, wr_shut)
             }
+        };
+        let mut ev = 0;
+        if readable || rd_shut {
+            ev |= POLLIN | POLLRDNORM;
         }
+        if rd_shut {
+            ev |= POLLRDHUP;
+        }
+        if rd_shut && wr_shut {
+            ev |= POLLHUP;
+        }
+        if writable || wr_shut {
+            ev |= POLLOUT | POLLWRNORM;
+        }
+        ev
     }
 }
 
@@ -483,6 +542,10 @@ pub struct Delivery {
     pub rights: Vec<Rights>,
     /// The sender's credentials: as sent, or else the peer's.
     pub cred: PeerCred,
+    /// A datagram socket's receiving side is shut and empty: a blocking
+    /// receive returns 0, a non-blocking one EAGAIN (as Linux's
+    /// __skb_wait_for_more_packets).
+    pub ended: bool,
 }
 
 /// A datagram socket's default destination: its queue, its name, and the
@@ -530,6 +593,8 @@ pub struct UnixSocket {
     listen_cred: Mutex<Option<PeerCred>>,
     /// SO_PASSCRED: receives report the sender's credentials.
     pub passcred: std::sync::atomic::AtomicBool,
+    /// The directions shut down (1: reading, 2: writing).
+    shut: std::sync::atomic::AtomicU8,
     /// SO_RCVTIMEO and SO_SNDTIMEO (None: no timeout).
     pub timeouts: Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>,
     /// The other socket-level options.
@@ -561,6 +626,7 @@ impl UnixSocket {
             dgram,
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
+            shut: std::sync::atomic::AtomicU8::new(0),
             timeouts: Mutex::default(),
             opts: crate::fs::sockopt::SockOpts::default(),
         })
@@ -683,6 +749,8 @@ impl UnixSocket {
                 }
                 Err(Errno::ECONNREFUSED)
             }
+            // The destination shut down receiving.
+            Err(Errno::ESHUTDOWN) => Err(Errno::EPIPE),
             r => r,
         }
     }
@@ -700,36 +768,47 @@ impl UnixSocket {
                 from: r.from,
                 rights: r.rights.into_iter().collect(),
                 cred,
+                ended: r.ended,
             });
         }
         let stream = self.stream()?;
         let from = self.peer_name().ok().flatten();
         let peer = stream.peer_cred;
-        if peek {
-            let (len, full) = stream.recv(buf, true)?;
-            return Ok(Delivery { len, full, from, rights: Vec::new(), cred: peer });
-        }
-        let got = stream.recv_rights(buf)?;
-        Ok(Delivery { len: got.len, full: got.full, from, rights: got.rights, cred: got.cred.unwrap_or(peer) })
+        let per_writer = self.passcred.load(Ordering::Relaxed);
+        let got = stream.recv_rights(buf, peek, per_writer)?;
+        Ok(Delivery {
+            len: got.len,
+            full: got.full,
+            from,
+            rights: got.rights,
+            cred: got.cred.unwrap_or(peer),
+            ended: false,
+        })
     }
 
-    /// shutdown(2).
+    /// shutdown(2): of a connection's directions (the peer's opposite
+    /// ones with them), of a datagram socket's own sending or receiving;
+    /// on a socket not connected it is recorded for poll, as Linux.
     pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
+        let bits = u8::from(read) | (u8::from(write) << 1);
+        self.shut.fetch_or(bits, Ordering::Relaxed);
         match &self.dgram {
             Some(d) => {
                 if read {
-                    d.inbox.0.close_senders();
+                    d.inbox.0.shut_receiving();
                 }
                 if write {
-                    d.no_send.store(true, std::sync::atomic::Ordering::Relaxed);
+                    d.no_send.store(true, Ordering::Relaxed);
                 }
-                Ok(())
             }
             None => {
-                self.stream()?.shutdown(read, write);
-                Ok(())
+                if let Ok(stream) = self.stream() {
+                    stream.shutdown(read, write);
+                }
             }
         }
+        self.events.notify(ALL);
+        Ok(())
     }
 
     /// A datagram socket's receive queue: where a sender to it waits for
@@ -866,13 +945,18 @@ impl FileOps for UnixSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        use crate::abi::poll::{POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
+        // The directions this socket shut: reading shut reads as EOF
+        // (POLLIN|POLLRDHUP), both as POLLHUP (Linux's unix_dgram_poll).
+        let shut = self.shut.load(Ordering::Relaxed);
+        let shut_bits =
+            if shut & 1 != 0 { POLLIN | POLLRDNORM | POLLRDHUP } else { 0 } | if shut == 3 { POLLHUP } else { 0 };
         if let Some(d) = &self.dgram {
-            // After shutdown(SHUT_RD) a receive returns 0 at once: readable.
-            let (queued, _, _, ended) = d.inbox.0.readiness();
-            let readable = queued || ended;
+            let (queued, _, _, _) = d.inbox.0.readiness();
             let writable = d.peer.lock().as_ref().is_none_or(|p| p.queue.readiness().1);
-            return (if readable { POLLIN | POLLRDNORM } else { 0 }) | if writable { POLLOUT | POLLWRNORM } else { 0 };
+            return (if queued { POLLIN | POLLRDNORM } else { 0 })
+                | if writable { POLLOUT | POLLWRNORM } else { 0 }
+                | shut_bits;
         }
         if self.is_listening() {
             return if self.queue.lock().is_empty() {
@@ -883,7 +967,7 @@ impl FileOps for UnixSocket {
         }
         match self.stream() {
             Ok(s) => s.poll_events(),
-            Err(_) => crate::abi::poll::POLLOUT | crate::abi::poll::POLLHUP,
+            Err(_) => POLLOUT | POLLWRNORM | POLLHUP | shut_bits,
         }
     }
 

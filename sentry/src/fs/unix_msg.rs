@@ -42,6 +42,8 @@ pub struct Received {
     pub from: Option<UnixName>,
     pub rights: Option<Rights>,
     pub cred: Option<PeerCred>,
+    /// Nothing came: the senders are gone (or the receiver shut down).
+    pub ended: bool,
 }
 
 struct State {
@@ -54,6 +56,9 @@ struct State {
     /// Nobody sends any more (a closed SEQPACKET peer, shutdown): once
     /// empty, receives return 0.
     senders_gone: bool,
+    /// The receiver shut its receiving side (a datagram socket's
+    /// SHUT_RD): sends fail with ESHUTDOWN.
+    refusing: bool,
 }
 
 pub struct MsgQueue {
@@ -70,6 +75,7 @@ impl MsgQueue {
             charge: Charge::new(accounting::sandbox()),
             receiver_gone: false,
             senders_gone: false,
+            refusing: false,
         };
         Arc::new(MsgQueue { state: Mutex::new(state), queue: Queue::default() })
     }
@@ -77,7 +83,8 @@ impl MsgQueue {
     /// Queues the message `msg` holds (taking it), or fails and leaves it
     /// there: EAGAIN without room (the sender waits on `queue`), EPIPE
     /// when the receiver is gone (the caller turns it into what its
-    /// socket type reports), EMSGSIZE when the message could never fit.
+    /// socket type reports), ESHUTDOWN when it shut down receiving,
+    /// EMSGSIZE when the message could never fit.
     pub fn send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
         let len = msg.as_ref().map_or(0, |m| m.data.len());
         if len > QUEUE_BYTES {
@@ -87,6 +94,9 @@ impl MsgQueue {
             let mut s = self.state.lock();
             if s.receiver_gone {
                 return Err(Errno::EPIPE);
+            }
+            if s.refusing {
+                return Err(Errno::ESHUTDOWN);
             }
             if s.bytes + cost(len) > QUEUE_BYTES && !s.msgs.is_empty() {
                 return Err(Errno::EAGAIN);
@@ -111,7 +121,7 @@ impl MsgQueue {
             let mut s = self.state.lock();
             let Some(m) = s.msgs.front() else {
                 if s.senders_gone {
-                    return Ok(Received { len: 0, full: 0, from: None, rights: None, cred: None });
+                    return Ok(Received { len: 0, full: 0, from: None, rights: None, cred: None, ended: true });
                 }
                 return Err(Errno::EAGAIN);
             };
@@ -119,12 +129,14 @@ impl MsgQueue {
             buf[..len].copy_from_slice(&m.data[..len]);
             let full = m.data.len();
             if peek {
-                return Ok(Received { len, full, from: m.from.clone(), rights: None, cred: Some(m.cred) });
+                // Linux installs a peeked message's descriptors too.
+                let rights = m.rights.as_ref().map(Rights::dup);
+                return Ok(Received { len, full, from: m.from.clone(), rights, cred: Some(m.cred), ended: false });
             }
             let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
             s.bytes -= cost(full);
             s.charge.shrink(cost(full) as u64);
-            Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred) }
+            Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred), ended: false }
         };
         self.queue.notify(POLLOUT | POLLWRNORM);
         Ok(got)
@@ -149,6 +161,17 @@ impl MsgQueue {
     /// The sending side closed: receivers see the end once it is drained.
     pub fn close_senders(&self) {
         self.state.lock().senders_gone = true;
+        self.queue.notify(ALL);
+    }
+
+    /// The receiver shut down receiving (a datagram socket's SHUT_RD):
+    /// what is queued is still read, then receives end; sends fail.
+    pub fn shut_receiving(&self) {
+        {
+            let mut s = self.state.lock();
+            s.senders_gone = true;
+            s.refusing = true;
+        }
         self.queue.notify(ALL);
     }
 

@@ -39,8 +39,8 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
     (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); MSG_ERRQUEUE on an IP socket is EAGAIN (its error queue stays empty)")),
     (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket one read may take several sends' descriptors, and reports the first explicitly sent credentials (else the peer's); MSG_PEEK returns no descriptors; no MSG_OOB")),
-    (libc::SYS_shutdown, sys_shutdown, Partial("SHUT_RD of a datagram socket does not refuse senders")),
+    (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket a read stops at the end of a send with descriptors and, with SO_PASSCRED, where another writer's bytes begin (as Linux); MSG_PEEK installs descriptors too; no MSG_OOB")),
+    (libc::SYS_shutdown, sys_shutdown, Full),
     (
         libc::SYS_getsockopt,
         sys_getsockopt,

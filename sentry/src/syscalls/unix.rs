@@ -300,7 +300,13 @@ fn unix_recv(
     peek: bool,
 ) -> Result<crate::fs::unix::Delivery, Errno> {
     let deadline = f.ops.io_timeout(false).map(crate::waiter::deadline_in);
-    super::block::wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv_msg(buf, peek))
+    let d = super::block::wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv_msg(buf, peek))?;
+    // A datagram socket shut for reading: a blocking receive returns 0,
+    // a non-blocking one finds nothing (EAGAIN), as in Linux.
+    if d.ended && dontwait {
+        return Err(Errno::EAGAIN);
+    }
+    Ok(d)
 }
 
 /// Sends the guest's `bufs` (the whole, blocking, unless DONTWAIT), to
@@ -500,18 +506,14 @@ fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
 }
 
 /// Writes an SCM_CREDENTIALS message at the start of the recvmsg control
-/// buffer (Linux puts it first); returns (control bytes used, msg_flags).
+/// buffer (Linux puts it first), cut to the room as put_cmsg does;
+/// returns (control bytes used, msg_flags).
 fn write_cred(task: &Task, h: &MsgHdr, (pid, uid, gid): PeerCred) -> Result<(usize, i32), Errno> {
-    let cmsg_len = CMSG_HDR + Ucred::SIZE;
-    let room = usize::try_from(h.controllen).unwrap_or(usize::MAX);
-    if room < cmsg_len {
-        return Ok((0, MSG_CTRUNC));
-    }
     let mut e = Encoder::new();
-    CmsgHdr { len: cmsg_len as u64, level: SOL_SOCKET, ty: SCM_CREDENTIALS }.encode_to(&mut e);
     Ucred { pid, uid, gid }.encode_to(&mut e);
-    task.thread.mm().copy_out(h.control, e.as_bytes())?;
-    Ok((cmsg_align(cmsg_len).min(room), 0))
+    let msgs = [(SOL_SOCKET, SCM_CREDENTIALS, e.as_bytes().to_vec())];
+    let (used, flags) = super::sockopt_ip::write_control(task, h, &msgs)?;
+    Ok((usize::try_from(used).unwrap_or(usize::MAX), flags))
 }
 
 /// Installs received descriptors and writes their SCM_RIGHTS message into
