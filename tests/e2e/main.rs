@@ -16,6 +16,8 @@
 //! * `secrets`: /run/secrets, TTLs and the redaction of secret values.
 //! * `postgres`: PostgreSQL from Debian in a debootstrap root filesystem.
 //! * `stress`: the multiprocess stress harness of `tests/stress/`.
+//! * `files`: fallocate, preadv2/pwritev2, copy_file_range and O_TMPFILE
+//!   on tmpfs, the overlay and a gofer volume (`tests/guest/files.c`).
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -35,6 +37,7 @@ mod confinement;
 mod debuggers;
 mod egress;
 mod escape;
+mod files;
 mod guest;
 mod icmp;
 mod idle;

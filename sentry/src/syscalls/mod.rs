@@ -15,6 +15,7 @@ mod audit_files;
 mod block;
 mod capability;
 mod common;
+mod copy_range;
 mod dir;
 mod egress;
 mod epoll;
@@ -40,6 +41,7 @@ mod process;
 mod ptrace;
 mod random;
 mod rlimit;
+mod rw_flags;
 mod sched;
 mod seccomp;
 mod session;
@@ -70,7 +72,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 37] = [
+const FAMILIES: [Entries; 39] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -79,6 +81,8 @@ const FAMILIES: [Entries; 37] = [
     xattr::ENTRIES,
     futex::ENTRIES,
     file::ENTRIES,
+    rw_flags::ENTRIES,
+    copy_range::ENTRIES,
     stat::ENTRIES,
     dir::ENTRIES,
     fd::ENTRIES,
