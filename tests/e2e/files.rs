@@ -26,8 +26,8 @@ fn check(native_dir: &str, extra: &[&str], guest_dir: &str, sections: &[&str]) {
 /// punch holes but no ZERO_RANGE, no RWF_NOWAIT on regular files.
 #[test]
 fn files_on_tmpfs() {
-    check("/dev/shm", &[], "/dev/shm", &["fallocate", "nozero", "rw2", "nonowait", "cfr"]);
-    let sbx = run(husk_do(&[], &files("/tmp", &["fallocate", "nozero", "nonowait", "cfr"])), None);
+    check("/dev/shm", &[], "/dev/shm", &["fallocate", "nozero", "rw2", "nonowait", "cfr", "tmpfile"]);
+    let sbx = run(husk_do(&[], &files("/tmp", &["fallocate", "nozero", "nonowait", "cfr", "tmpfile"])), None);
     assert_eq!(sbx.code, 0, "files failed under husk in /tmp\n{}", sbx.describe());
 }
 
@@ -35,7 +35,7 @@ fn files_on_tmpfs() {
 /// filesystem: ZERO_RANGE works there too.
 #[test]
 fn files_on_the_overlay() {
-    check("/var/tmp", &[], "/var/tmp", &["fallocate", "zero", "rw2", "cfr"]);
+    check("/var/tmp", &[], "/var/tmp", &["fallocate", "zero", "rw2", "cfr", "tmpfile"]);
 }
 
 /// A gofer-served volume: fallocate through the gofer, RWF_NOWAIT reads

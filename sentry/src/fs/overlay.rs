@@ -552,6 +552,20 @@ impl Node for OverlayNode {
         Ok(node)
     }
 
+    /// An `O_TMPFILE` file of the upper layer, in this directory (copied
+    /// up); linking it links its upper file.
+    fn tmpfile(&self, new: NewNode, linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        let _ns = self.fs.lock.lock();
+        let upper = self.copy_up(u64::MAX)?.tmpfile(new, linkable)?;
+        let ust = upper.stat()?;
+        let name = format!("#{}", ust.ino).into_bytes();
+        let node: Arc<dyn Node> = self.child(
+            &name,
+            Layers { upper: Some(upper), lower: None, kind: S_IFREG, id: (UPPER_DEV, upper_ino(ust.ino)) },
+        );
+        Ok(node)
+    }
+
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
         self.create_entry(name, |dir| {
             dir.mkdir(name, new)?;

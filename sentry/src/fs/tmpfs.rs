@@ -432,6 +432,9 @@ struct Meta {
     rdev: u64,
     /// Hard links of a non-directory; for a directory 1, or 0 once removed.
     nlink: u64,
+    /// An `O_TMPFILE` file without `O_EXCL`: it may be linked while it
+    /// has no links (Linux's `I_LINKABLE`), once.
+    linkable: bool,
     atime: TimeSpec,
     mtime: TimeSpec,
     ctime: TimeSpec,
@@ -508,7 +511,17 @@ impl TmpNode {
     ) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
-        let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
+        let meta = Meta {
+            mode: new.mode,
+            uid: new.uid,
+            gid: new.gid,
+            rdev,
+            nlink: 1,
+            linkable: false,
+            atime: t,
+            mtime: t,
+            ctime: t,
+        };
         Arc::new_cyclic(|me| TmpNode {
             fs: fs.clone(),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
@@ -938,6 +951,23 @@ impl Node for TmpNode {
         Ok(node)
     }
 
+    /// An `O_TMPFILE` file: charged as a new file, in no directory.
+    fn tmpfile(&self, new: NewNode, linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        if self.entries().is_ok() && self.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        let new = self.child_owner(NewNode { mode: S_IFREG | (new.mode & 0o7777), ..new }, false);
+        let link = Link { parent: self.me.clone(), name: Vec::new() };
+        let node = TmpNode::alloc(&self.fs, new, 0, self.new_file(), link)?;
+        {
+            let mut m = node.meta.lock();
+            m.nlink = 0;
+            m.linkable = linkable;
+        }
+        let node: Arc<dyn Node> = node;
+        Ok(node)
+    }
+
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
         let new = NewNode { mode: S_IFDIR | (new.mode & 0o7777), ..new };
         self.add_child(name, new, 0, Body::Dir(Mutex::default())).map(drop)
@@ -981,20 +1011,26 @@ impl Node for TmpNode {
         }
         {
             let mut m = target.meta.lock();
-            if m.nlink == 0 {
+            if m.nlink == 0 && !m.linkable {
                 return Err(Errno::ENOENT);
             }
-            let mut charges = target.charges.lock();
-            if !charges.0.grow(LINK_COST) {
-                return Err(Errno::ENOSPC);
+            // An O_TMPFILE file's first link costs what its creation
+            // already charged.
+            if m.nlink > 0 {
+                let mut charges = target.charges.lock();
+                if !charges.0.grow(LINK_COST) {
+                    return Err(Errno::ENOSPC);
+                }
+                if !charges.1.grow(LINK_COST) {
+                    charges.0.shrink(LINK_COST);
+                    return Err(Errno::ENOSPC);
+                }
             }
-            if !charges.1.grow(LINK_COST) {
-                charges.0.shrink(LINK_COST);
-                return Err(Errno::ENOSPC);
-            }
+            m.linkable = false;
             m.nlink += 1;
             m.ctime = now();
         }
+        target.set_link(self, name);
         e.insert(name.to_vec(), target);
         self.modified();
         Ok(())

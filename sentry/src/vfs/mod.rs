@@ -114,6 +114,12 @@ pub trait Node: Send + Sync {
         Err(Errno::ENXIO)
     }
 
+    /// An `O_TMPFILE` regular file in this directory, with no name; it
+    /// may be linked later if `linkable`.
+    fn tmpfile(&self, _new: NewNode, _linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     fn create(&self, _name: &[u8], _new: NewNode) -> Result<Arc<dyn Node>, Errno> {
         Err(Errno::EPERM)
     }
