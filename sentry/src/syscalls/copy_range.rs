@@ -25,6 +25,16 @@ fn read_pos(task: &Task, addr: u64) -> Result<Option<i64>, Errno> {
     Ok(Some(i64::from_le_bytes(raw)))
 }
 
+/// The same 64 bits, unsigned.
+fn bits(v: i64) -> u64 {
+    u64::from_ne_bytes(v.to_ne_bytes())
+}
+
+/// The same 64 bits, signed.
+fn signed(v: u64) -> i64 {
+    i64::from_ne_bytes(v.to_ne_bytes())
+}
+
 /// The position a copy starts at: given, or the file's own.
 fn start(given: Option<i64>, f: &FileDescription) -> i64 {
     given.unwrap_or_else(|| i64::try_from(f.offset()).unwrap_or(i64::MAX))
@@ -56,16 +66,16 @@ fn sys_copy_file_range(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let (pos_in, pos_out) = (start(given_in, &fin), start(given_out, &fout));
     let len = count(a[4]) as u64;
-    let (uin, uout) = (pos_in.cast_unsigned(), pos_out.cast_unsigned());
+    let (uin, uout) = (bits(pos_in), bits(pos_out));
     if uin.checked_add(len).is_none() || uout.checked_add(len).is_none() {
         return Err(Errno::EOVERFLOW);
     }
-    let len = if pos_in >= sin.size.cast_signed() { 0 } else { len.min(sin.size.wrapping_sub(uin)) };
+    let len = if pos_in >= signed(sin.size) { 0 } else { len.min(sin.size.wrapping_sub(uin)) };
     let same = (sin.dev, sin.ino) == (sout.dev, sout.ino);
     if same && uout.wrapping_add(len) > uin && uout < uin.wrapping_add(len) {
         return Err(Errno::EINVAL);
     }
-    if pos_in < 0 || pos_out < 0 || uin.checked_add(len).is_none_or(|e| e.cast_signed() < 0) {
+    if pos_in < 0 || pos_out < 0 || uin.checked_add(len).is_none_or(|e| signed(e) < 0) {
         return Err(Errno::EINVAL);
     }
     if len == 0 {
@@ -79,7 +89,7 @@ fn sys_copy_file_range(task: &mut Task, a: [u64; 6]) -> SysResult {
         match given {
             Some(_) => mm.copy_out(addr, &end.to_le_bytes())?,
             None => {
-                f.seek(end.cast_signed(), SEEK_SET)?;
+                f.seek(signed(end), SEEK_SET)?;
             }
         }
     }
