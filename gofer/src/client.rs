@@ -221,6 +221,12 @@ impl Client {
         self.call_stat(&Request::SetAttr { fid, attr: *attr })
     }
 
+    /// `fallocate(2)` on the regular file `fid` (a mode of
+    /// [`crate::protocol::FALLOCATE_MODES`]).
+    pub fn fallocate(&self, fid: Fid, mode: i32, offset: u64, len: u64) -> Result<()> {
+        self.call_empty(&Request::Fallocate { fid, mode, offset, len })
+    }
+
     /// Releases `fid`. Failures are only logged: there is nothing a caller
     /// could do about them.
     pub fn clunk(&self, fid: Fid) {

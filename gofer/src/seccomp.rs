@@ -1,7 +1,9 @@
 //! The gofer's seccomp filter: file operations on the descriptors it holds
 //! and the socket it serves, nothing else. Anything else kills it.
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
 use std::collections::BTreeMap;
 
 const GOFER_SYSCALLS: &[libc::c_long] = &[
@@ -64,8 +66,21 @@ pub enum SeccompError {
 
 /// The gofer's filter.
 pub fn gofer_filter() -> Result<BpfProgram, SeccompError> {
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = GOFER_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = GOFER_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
+    rules.insert(libc::SYS_fallocate, fallocate_rules()?);
     Ok(SeccompFilter::new(rules, SeccompAction::KillProcess, SeccompAction::Allow, TargetArch::x86_64)?.try_into()?)
+}
+
+/// `fallocate` in the modes of the protocol's `Fallocate` request only.
+fn fallocate_rules() -> Result<Vec<SeccompRule>, SeccompError> {
+    crate::protocol::FALLOCATE_MODES
+        .iter()
+        .map(|&mode| {
+            let mode = u64::try_from(mode).unwrap_or(u64::MAX);
+            let cond = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, mode)?;
+            Ok(SeccompRule::new(vec![cond])?)
+        })
+        .collect()
 }
 
 /// Confines the calling thread, the one that serves (the gofer process

@@ -20,6 +20,8 @@
 //! * `stress`: the multiprocess stress harness of `tests/stress/`.
 //! * `sockets_exact`: socket corner cases (ancillary data, shutdown, mmsg,
 //!   TCP errors and binding rules) against Linux, natively and under husk.
+//! * `files`: fallocate, preadv2/pwritev2, copy_file_range and O_TMPFILE
+//!   on tmpfs, the overlay and a gofer volume (`tests/guest/files.c`).
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -39,6 +41,7 @@ mod confinement;
 mod debuggers;
 mod egress;
 mod escape;
+mod files;
 mod guest;
 mod icmp;
 mod idle;

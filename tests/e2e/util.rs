@@ -78,6 +78,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tty_pgrp",
     "fionread",
     "rw_vectors",
+    "files",
     "proc_load",
     "kill_exiting",
     "tool_calls",

@@ -47,13 +47,15 @@ pub enum Opcode {
     SetAttr = 15,
     /// Release a fid.
     Clunk = 16,
+    /// Allocate, punch or zero a range of a regular file (`fallocate`).
+    Fallocate = 17,
 }
 
 impl TryFrom<u16> for Opcode {
     type Error = Error;
 
     fn try_from(v: u16) -> Result<Opcode> {
-        const ALL: [Opcode; 16] = [
+        const ALL: [Opcode; 17] = [
             Opcode::Attach,
             Opcode::Walk,
             Opcode::Stat,
@@ -70,6 +72,7 @@ impl TryFrom<u16> for Opcode {
             Opcode::Rename,
             Opcode::SetAttr,
             Opcode::Clunk,
+            Opcode::Fallocate,
         ];
         ALL.into_iter().find(|&op| op as u16 == v).ok_or_else(|| Error::Protocol(format!("unknown opcode {v}")))
     }
@@ -215,6 +218,19 @@ pub enum Request {
         /// The fid.
         fid: Fid,
     },
+    /// `fallocate(2)` on the regular file `fid`.
+    Fallocate {
+        /// The file.
+        fid: Fid,
+        /// 0, `FALLOC_FL_KEEP_SIZE`, `FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE`
+        /// or `FALLOC_FL_ZERO_RANGE` (with or without `KEEP_SIZE`); the
+        /// server refuses any other mode.
+        mode: i32,
+        /// Start of the range.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
 }
 
 /// The shape of a successful reply; each request has exactly one.
@@ -291,15 +307,18 @@ impl Request {
             Request::Rename { .. } => Opcode::Rename,
             Request::SetAttr { .. } => Opcode::SetAttr,
             Request::Clunk { .. } => Opcode::Clunk,
+            Request::Fallocate { .. } => Opcode::Fallocate,
         }
     }
 
     /// The shape of this request's successful reply.
     pub fn reply_kind(&self) -> ReplyKind {
         match self {
-            Request::Open { .. } | Request::Unlink { .. } | Request::Rename { .. } | Request::Clunk { .. } => {
-                ReplyKind::Empty
-            }
+            Request::Open { .. }
+            | Request::Unlink { .. }
+            | Request::Rename { .. }
+            | Request::Clunk { .. }
+            | Request::Fallocate { .. } => ReplyKind::Empty,
             Request::Attach
             | Request::Walk { .. }
             | Request::Create { .. }
@@ -339,6 +358,7 @@ impl Request {
                 e.u64(*old_dir).bytes(old_name).u64(*new_dir).bytes(new_name).u32(*flags)
             }
             Request::SetAttr { fid, attr } => e.u64(*fid).set_attr(attr),
+            Request::Fallocate { fid, mode, offset, len } => e.u64(*fid).i32(*mode).u64(*offset).u64(*len),
         };
         e.finish()
     }
@@ -395,6 +415,7 @@ impl Request {
             },
             Opcode::SetAttr => Request::SetAttr { fid: d.u64()?, attr: d.set_attr()? },
             Opcode::Clunk => Request::Clunk { fid: d.u64()? },
+            Opcode::Fallocate => Request::Fallocate { fid: d.u64()?, mode: d.i32()?, offset: d.u64()?, len: d.u64()? },
         };
         d.finish()?;
         Ok(req)
@@ -530,6 +551,12 @@ mod tests {
                 },
             },
             Request::Clunk { fid: 17 },
+            Request::Fallocate {
+                fid: 18,
+                mode: libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset: 4096,
+                len: 1 << 40,
+            },
         ]
     }
 

@@ -22,6 +22,17 @@ pub use message::{Opcode, Reply, ReplyKind, Request, Response};
 /// The largest frame either side accepts, header included.
 pub const MAX_FRAME: usize = 1 << 20;
 
+/// The `fallocate(2)` modes a `Fallocate` request may ask for: allocate
+/// (growing the size or not), punch a hole, zero a range (growing the size
+/// or not).
+pub const FALLOCATE_MODES: [i32; 5] = [
+    0,
+    libc::FALLOC_FL_KEEP_SIZE,
+    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+    libc::FALLOC_FL_ZERO_RANGE,
+    libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+];
+
 /// A gofer serving one file (a file bind mount) serves a directory that
 /// holds just that file, under this name.
 pub const SINGLE_FILE: &[u8] = b"file";

@@ -133,6 +133,20 @@ pub(super) fn truncate(proc_fds: BorrowedFd<'_>, fd: BorrowedFd<'_>, size: u64) 
     nix::unistd::ftruncate(file, size)
 }
 
+/// `fallocate(2)` on the file `fd` refers to, reopened for writing.
+pub(super) fn fallocate(
+    proc_fds: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    mode: i32,
+    offset: u64,
+    len: u64,
+) -> Result<(), Errno> {
+    let offset = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+    let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
+    let file = reopen(proc_fds, fd, OFlag::O_WRONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)?;
+    nix::fcntl::fallocate(file.as_raw_fd(), nix::fcntl::FallocateFlags::from_bits_retain(mode), offset, len)
+}
+
 /// Makes a hard link `name` in `dir` to the file `fd` refers to, through its
 /// magic link in `proc_fds` (unlike `AT_EMPTY_PATH` this needs no
 /// `CAP_DAC_READ_SEARCH`).

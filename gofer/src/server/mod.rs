@@ -119,6 +119,7 @@ impl Server {
                 self.rename(old_dir, &old_name, new_dir, &new_name, flags)
             }
             Request::SetAttr { fid, attr } => self.setattr(fid, &attr),
+            Request::Fallocate { fid, mode, offset, len } => self.fallocate(fid, mode, offset, len),
         };
         reply.map(|reply| (reply, None))
     }

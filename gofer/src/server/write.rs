@@ -215,4 +215,19 @@ impl Server {
         }
         host::fstat(fd).map(Reply::Stat)
     }
+
+    /// `fallocate(2)` on a regular file, in the modes the protocol allows
+    /// (the seccomp filter allows no other).
+    pub(super) fn fallocate(&self, fid: Fid, mode: i32, offset: u64, len: u64) -> Result<Reply> {
+        let node = self.fids.get(fid)?;
+        self.writable()?;
+        if !crate::protocol::FALLOCATE_MODES.contains(&mode) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if node.file_type() != libc::S_IFREG {
+            return Err(Errno::ENODEV);
+        }
+        host::fallocate(self.proc_fds.as_fd(), node.fd(), mode, offset, len)?;
+        Ok(Reply::Empty)
+    }
 }

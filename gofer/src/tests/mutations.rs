@@ -207,3 +207,30 @@ fn symlink_stores_the_target_verbatim() {
     assert_eq!(errno(c.symlink(root, b"n", b"a\0b", 0, 0)), libc::EINVAL);
     f.finish().unwrap();
 }
+
+#[test]
+fn fallocate_allocates_punches_and_zeroes_in_the_allowed_modes_only() {
+    let f = Fixture::new();
+    std::fs::write(f.host("file"), vec![b'x'; 3 * 4096]).unwrap();
+    std::fs::create_dir(f.host("dir")).unwrap();
+    let c = f.client();
+    let (root, _) = c.attach().unwrap();
+    let (file, _) = c.walk(root, b"file").unwrap();
+    let (dir, _) = c.walk(root, b"dir").unwrap();
+    let (keep, punch) = (libc::FALLOC_FL_KEEP_SIZE, libc::FALLOC_FL_PUNCH_HOLE);
+    c.fallocate(file, punch | keep, 4096, 4096).unwrap();
+    let data = std::fs::read(f.host("file")).unwrap();
+    assert_eq!(data.len(), 3 * 4096);
+    assert!(data[4096..8192].iter().all(|&b| b == 0) && data[..4096].iter().all(|&b| b == b'x'));
+    c.fallocate(file, 0, 0, 5 * 4096).unwrap();
+    assert_eq!(std::fs::metadata(f.host("file")).unwrap().len(), 5 * 4096);
+    c.fallocate(file, libc::FALLOC_FL_ZERO_RANGE | keep, 0, 10).unwrap();
+    assert_eq!(std::fs::read(f.host("file")).unwrap()[..11], *b"\0\0\0\0\0\0\0\0\0\0x");
+    // Modes outside the protocol's never reach the host (its seccomp
+    // filter would kill the gofer).
+    for mode in [punch, libc::FALLOC_FL_COLLAPSE_RANGE, libc::FALLOC_FL_INSERT_RANGE, 0x100, -1] {
+        assert_eq!(errno(c.fallocate(file, mode, 0, 4096)), libc::EOPNOTSUPP, "mode {mode:#x}");
+    }
+    assert_eq!(errno(c.fallocate(dir, 0, 0, 10)), libc::ENODEV);
+    assert_eq!(errno(c.fallocate(file, 0, u64::MAX, 10)), libc::EINVAL);
+}

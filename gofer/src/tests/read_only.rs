@@ -25,6 +25,7 @@ fn every_mutation_is_erofs() {
     assert_eq!(errno(c.unlink(root, b"file", 0)), erofs);
     assert_eq!(errno(c.unlink(root, b"dir", libc::AT_REMOVEDIR)), erofs);
     assert_eq!(errno(c.rename(root, b"file", dir, b"n", 0)), erofs);
+    assert_eq!(errno(c.fallocate(file, 0, 0, 4096)), erofs);
     for attr in [
         SetAttr { size: Some(0), ..SetAttr::default() },
         SetAttr { mode: Some(0o777), ..SetAttr::default() },

@@ -6,8 +6,11 @@ use super::host_file::HostFile;
 use super::pipe;
 use super::tmpfs::now;
 use crate::abi::Errno;
+use crate::mm::Mappable;
 use crate::vfs::file::DirFile;
-use crate::vfs::{DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG};
+use crate::vfs::{
+    Allocate, DirEntry, FileOps, NewNode, Node, SetAttr, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG,
+};
 use husk_gofer::{Client, Fid};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -85,11 +88,52 @@ impl GoferNode {
 
     fn file_ops(&self, fd: Arc<OwnedFd>) -> Arc<dyn FileOps> {
         let st = *self.stat.lock();
-        Arc::new(HostFile::new(fd, self.path.clone(), st.dev, st.ino))
+        let host = HostFile::new(fd, self.path.clone(), st.dev, st.ino);
+        Arc::new(GoferFile { host, fs: self.fs.clone(), fid: self.fid })
     }
 
     fn downcast(node: &Arc<dyn Node>) -> Result<&GoferNode, Errno> {
         node.as_any().downcast_ref::<GoferNode>().ok_or(Errno::EXDEV)
+    }
+}
+
+/// An open regular file of the gofer: read and written through the host
+/// descriptor it donated; fallocate(2), which the sentry's seccomp filter
+/// does not allow on such descriptors, is a request to the gofer.
+struct GoferFile {
+    host: HostFile,
+    fs: Arc<GoferFs>,
+    /// The node's fid (the description keeps the node, so the fid lives).
+    fid: Fid,
+}
+
+impl FileOps for GoferFile {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        self.host.read(buf, off)
+    }
+
+    fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.host.write(buf, off)
+    }
+
+    fn truncate(&self, len: u64) -> Result<(), Errno> {
+        self.host.truncate(len)
+    }
+
+    fn allocate(&self, off: u64, len: u64, how: Allocate) -> Result<(), Errno> {
+        Ok(self.fs.client.fallocate(self.fid, how.mode(), off, len)?)
+    }
+
+    fn fsync(&self) -> Result<(), Errno> {
+        self.host.fsync()
+    }
+
+    fn nowait(&self) -> bool {
+        true
+    }
+
+    fn mappable(&self) -> Option<Arc<dyn Mappable>> {
+        self.host.mappable()
     }
 }
 
@@ -156,7 +200,10 @@ impl Node for GoferNode {
             *cached = Some(fd.clone());
             return Ok(self.file_ops(fd));
         }
-        let fd = Arc::new(self.fs.client.open(self.fid, flags & (libc::O_ACCMODE | libc::O_TRUNC | libc::O_APPEND))?);
+        // Not O_APPEND: the description appends (at the size it asks the
+        // gofer for), and a host descriptor with O_APPEND would append even
+        // where the guest asked not to (pwritev2's RWF_NOAPPEND).
+        let fd = Arc::new(self.fs.client.open(self.fid, flags & (libc::O_ACCMODE | libc::O_TRUNC))?);
         if flags & libc::O_TRUNC != 0 {
             self.refresh()?;
         }

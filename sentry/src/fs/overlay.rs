@@ -14,8 +14,8 @@ use crate::abi::Errno;
 use crate::mm::Mappable;
 use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
-    DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT,
-    S_IFREG,
+    Allocate, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, SetTime, Stat, StatFs, S_IFDIR, S_IFIFO,
+    S_IFLNK, S_IFMT, S_IFREG,
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
@@ -552,6 +552,20 @@ impl Node for OverlayNode {
         Ok(node)
     }
 
+    /// An `O_TMPFILE` file of the upper layer, in this directory (copied
+    /// up); linking it links its upper file.
+    fn tmpfile(&self, new: NewNode, linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        let _ns = self.fs.lock.lock();
+        let upper = self.copy_up(u64::MAX)?.tmpfile(new, linkable)?;
+        let ust = upper.stat()?;
+        let name = format!("#{}", ust.ino).into_bytes();
+        let node: Arc<dyn Node> = self.child(
+            &name,
+            Layers { upper: Some(upper), lower: None, kind: S_IFREG, id: (UPPER_DEV, upper_ino(ust.ino)) },
+        );
+        Ok(node)
+    }
+
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
         self.create_entry(name, |dir| {
             dir.mkdir(name, new)?;
@@ -750,8 +764,18 @@ impl FileOps for OverlayFile {
         self.0.ops()?.truncate(len)
     }
 
-    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
-        self.0.ops()?.allocate(off, len, keep_size)
+    /// The upper layer is a tmpfs, which (as Linux's) cannot zero a range
+    /// in one step; the overlay stands for a disk filesystem, which can:
+    /// it punches the hole and holds the range anew.
+    fn allocate(&self, off: u64, len: u64, how: Allocate) -> Result<(), Errno> {
+        let ops = self.0.ops()?;
+        match how {
+            Allocate::ZeroRange { keep_size } => {
+                ops.allocate(off, len, Allocate::PunchHole)?;
+                ops.allocate(off, len, Allocate::Reserve { keep_size })
+            }
+            how => ops.allocate(off, len, how),
+        }
     }
 
     fn fsync(&self) -> Result<(), Errno> {

@@ -21,8 +21,8 @@ use crate::mm::{Mappable, MemoryFile};
 use crate::vfs::file::DirFile;
 use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
-    dtype, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR, S_IFDIR,
-    S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
+    dtype, Allocate, DirEntry, FileOps, NewNode, Node, SetAttr, SetTime, Stat, StatFs, TimeSpec, S_IFBLK, S_IFCHR,
+    S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
@@ -266,6 +266,29 @@ impl FileData {
         Ok(())
     }
 
+    /// Zeroes `off..end`: the pages wholly inside are let go (with their
+    /// charges), the bytes of those at its edges are zeroed. Holes that
+    /// shared mappings hold stay held (their frames are zeroed instead).
+    fn punch(&mut self, off: u64, end: u64) {
+        let (first, last) = (off.div_ceil(PAGE_SIZE), end / PAGE_SIZE);
+        if first < last {
+            let gone: Vec<u64> = self.pages.range(first..last).map(|(&i, _)| i).collect();
+            for i in &gone {
+                self.pages.remove(i);
+            }
+            let bytes = gone.len() as u64 * PAGE_SIZE;
+            self.charge.shrink(bytes);
+            self.disk.shrink(bytes);
+        }
+        for index in [off / PAGE_SIZE, (end - 1) / PAGE_SIZE] {
+            let start = index * PAGE_SIZE;
+            let (a, b) = (off.max(start) - start, end.min(start + PAGE_SIZE) - start);
+            if let (Some(p), Ok(a), Ok(b)) = (self.pages.get_mut(&index), usize::try_from(a), usize::try_from(b)) {
+                p[a..b].fill(0);
+            }
+        }
+    }
+
     /// Sets the size: growth is a hole, shrinking frees the pages past the
     /// end and zeroes the tail of the last one. A page past the end that
     /// a shared mapping's frame holds (`framed`) keeps its disk charge:
@@ -409,6 +432,9 @@ struct Meta {
     rdev: u64,
     /// Hard links of a non-directory; for a directory 1, or 0 once removed.
     nlink: u64,
+    /// An `O_TMPFILE` file without `O_EXCL`: it may be linked while it
+    /// has no links (Linux's `I_LINKABLE`), once.
+    linkable: bool,
     atime: TimeSpec,
     mtime: TimeSpec,
     ctime: TimeSpec,
@@ -485,7 +511,17 @@ impl TmpNode {
     ) -> Arc<TmpNode> {
         let t = now();
         fs.inodes.fetch_add(1, Ordering::Relaxed);
-        let meta = Meta { mode: new.mode, uid: new.uid, gid: new.gid, rdev, nlink: 1, atime: t, mtime: t, ctime: t };
+        let meta = Meta {
+            mode: new.mode,
+            uid: new.uid,
+            gid: new.gid,
+            rdev,
+            nlink: 1,
+            linkable: false,
+            atime: t,
+            mtime: t,
+            ctime: t,
+        };
         Arc::new_cyclic(|me| TmpNode {
             fs: fs.clone(),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
@@ -734,6 +770,25 @@ impl TmpNode {
         Ok(())
     }
 
+    /// fallocate(2)'s hole punch: `off..off+len` reads as zeros; the
+    /// pages wholly inside it are let go and their charges given back.
+    fn punch(&self, off: u64, len: u64) -> Result<(), Errno> {
+        let end = off.saturating_add(len).min(MAX_FILE_SIZE);
+        if off >= end {
+            return Ok(());
+        }
+        let mut d = self.data()?;
+        let before = d.held();
+        d.punch(off, end);
+        self.fs.pages.fetch_sub(before - d.held(), Ordering::Relaxed);
+        if let Some(c) = self.cache.lock().as_ref() {
+            c.zero(off, end);
+        }
+        drop(d);
+        self.modified();
+        Ok(())
+    }
+
     /// The node's path from the filesystem's root, for `/proc/[pid]/maps`.
     fn path(&self) -> String {
         let mut parts = Vec::new();
@@ -896,6 +951,23 @@ impl Node for TmpNode {
         Ok(node)
     }
 
+    /// An `O_TMPFILE` file: charged as a new file, in no directory.
+    fn tmpfile(&self, new: NewNode, linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        if self.entries().is_ok() && self.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        let new = self.child_owner(NewNode { mode: S_IFREG | (new.mode & 0o7777), ..new }, false);
+        let link = Link { parent: self.me.clone(), name: Vec::new() };
+        let node = TmpNode::alloc(&self.fs, new, 0, self.new_file(), link)?;
+        {
+            let mut m = node.meta.lock();
+            m.nlink = 0;
+            m.linkable = linkable;
+        }
+        let node: Arc<dyn Node> = node;
+        Ok(node)
+    }
+
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
         let new = NewNode { mode: S_IFDIR | (new.mode & 0o7777), ..new };
         self.add_child(name, new, 0, Body::Dir(Mutex::default())).map(drop)
@@ -939,20 +1011,26 @@ impl Node for TmpNode {
         }
         {
             let mut m = target.meta.lock();
-            if m.nlink == 0 {
+            if m.nlink == 0 && !m.linkable {
                 return Err(Errno::ENOENT);
             }
-            let mut charges = target.charges.lock();
-            if !charges.0.grow(LINK_COST) {
-                return Err(Errno::ENOSPC);
+            // An O_TMPFILE file's first link costs what its creation
+            // already charged.
+            if m.nlink > 0 {
+                let mut charges = target.charges.lock();
+                if !charges.0.grow(LINK_COST) {
+                    return Err(Errno::ENOSPC);
+                }
+                if !charges.1.grow(LINK_COST) {
+                    charges.0.shrink(LINK_COST);
+                    return Err(Errno::ENOSPC);
+                }
             }
-            if !charges.1.grow(LINK_COST) {
-                charges.0.shrink(LINK_COST);
-                return Err(Errno::ENOSPC);
-            }
+            m.linkable = false;
             m.nlink += 1;
             m.ctime = now();
         }
+        target.set_link(self, name);
         e.insert(name.to_vec(), target);
         self.modified();
         Ok(())
@@ -1129,8 +1207,13 @@ impl FileOps for TmpFile {
         self.0.write_data(buf, off)
     }
 
-    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
-        self.0.allocate(off, len, keep_size)
+    /// Linux's tmpfs reserves and punches holes, but does not zero ranges.
+    fn allocate(&self, off: u64, len: u64, how: Allocate) -> Result<(), Errno> {
+        match how {
+            Allocate::Reserve { keep_size } => self.0.allocate(off, len, keep_size),
+            Allocate::PunchHole => self.0.punch(off, len),
+            Allocate::ZeroRange { .. } => Err(Errno::EOPNOTSUPP),
+        }
     }
 
     /// ftruncate(2): the times change even when the size does not.
@@ -1730,16 +1813,42 @@ mod tests {
         let f = n.open(RDWR).unwrap();
         f.write(b"keep", PAGE_SIZE).unwrap();
         let used = budget.usage();
-        assert_eq!(err(f.allocate(0, 9 * PAGE_SIZE, false)), Errno::ENOSPC);
+        assert_eq!(err(f.allocate(0, 9 * PAGE_SIZE, RESERVE)), Errno::ENOSPC);
         assert_eq!((budget.usage(), n.stat().unwrap().size), (used, PAGE_SIZE + 4), "a refusal holds nothing");
-        f.allocate(10, 3 * PAGE_SIZE, true).unwrap();
+        f.allocate(10, 3 * PAGE_SIZE, Allocate::Reserve { keep_size: true }).unwrap();
         let st = n.stat().unwrap();
         assert_eq!((st.size, st.blocks), (PAGE_SIZE + 4, 4 * 8), "pages 0..4 held, the size kept");
-        f.allocate(0, 5 * PAGE_SIZE + 1, false).unwrap();
+        f.allocate(0, 5 * PAGE_SIZE + 1, RESERVE).unwrap();
         assert_eq!(n.stat().unwrap().size, 5 * PAGE_SIZE + 1);
         assert_eq!(contents(&n)[usize::try_from(PAGE_SIZE).unwrap()..][..4], *b"keep", "held data stays");
         assert_eq!(budget.usage(), used + 5 * PAGE_SIZE);
-        assert_eq!(err(f.allocate(MAX_FILE_SIZE, 1, false)), Errno::EFBIG);
+        assert_eq!(err(f.allocate(MAX_FILE_SIZE, 1, RESERVE)), Errno::EFBIG);
+    }
+
+    const RESERVE: Allocate = Allocate::Reserve { keep_size: false };
+
+    #[test]
+    fn punching_a_hole_zeroes_and_gives_pages_back() {
+        let budget = DiskBudget::new(1 << 30);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        let page = usize::try_from(PAGE_SIZE).unwrap();
+        f.write(&vec![7u8; 4 * page], 0).unwrap();
+        let used = budget.usage();
+        f.allocate(100, 2 * PAGE_SIZE, Allocate::PunchHole).unwrap();
+        let data = contents(&n);
+        assert_eq!(data.len(), 4 * page, "the size stays");
+        assert!(data[..100].iter().all(|&b| b == 7) && data[100 + 2 * page..].iter().all(|&b| b == 7));
+        assert!(data[100..100 + 2 * page].iter().all(|&b| b == 0), "the range reads as zeros");
+        assert_eq!(budget.usage(), used - PAGE_SIZE, "the one page wholly inside is given back");
+        assert_eq!(n.stat().unwrap().blocks, 3 * 8);
+        // Past the end, and pages held past it by KEEP_SIZE.
+        f.allocate(4 * PAGE_SIZE, 4 * PAGE_SIZE, Allocate::Reserve { keep_size: true }).unwrap();
+        f.allocate(3 * PAGE_SIZE, u64::MAX / 2, Allocate::PunchHole).unwrap();
+        assert_eq!(n.stat().unwrap().blocks, 2 * 8);
+        assert_eq!(n.stat().unwrap().size, 4 * PAGE_SIZE);
+        assert_eq!(err(f.allocate(0, 1, Allocate::ZeroRange { keep_size: false })), Errno::EOPNOTSUPP);
     }
 
     #[test]

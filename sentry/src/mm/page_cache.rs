@@ -88,6 +88,17 @@ impl PageCache {
     }
 
     /// A write of `buf` at `off` to the file also reaches mapped pages.
+    /// Zeroes the bytes of `off..end` in the frames held.
+    pub fn zero(&self, off: u64, end: u64) {
+        let pages = self.pages.lock();
+        for (&index, &frame) in pages.range(off / PAGE_SIZE..end.div_ceil(PAGE_SIZE)) {
+            let page_start = index * PAGE_SIZE;
+            let (from, to) = (off.max(page_start), end.min(page_start + PAGE_SIZE));
+            let Ok(n) = usize::try_from(to - from) else { continue };
+            self.mf.write(frame + (from - page_start), &vec![0u8; n]);
+        }
+    }
+
     pub fn write_through(&self, off: u64, buf: &[u8]) {
         let pages = self.pages.lock();
         let end = off + buf.len() as u64;

@@ -92,15 +92,8 @@ fn wait_on<T>(
 }
 
 /// A read of `f` that waits for data unless the description is
-/// non-blocking, until the file's read timeout if it has one.
-pub(super) fn read(
-    f: &FileDescription,
-    attempt: impl FnMut(&mut ReadCall) -> Result<usize, Errno>,
-) -> Result<usize, Errno> {
-    read_unless(f, false, attempt)
-}
-
-/// `read`, not waiting either when `dontwait` (SPLICE_F_NONBLOCK). An
+/// non-blocking or `dontwait` (SPLICE_F_NONBLOCK, RWF_NOWAIT), until the
+/// file's read timeout if it has one. An
 /// attempt may ask to be made again at a time of its own (a terminal's
 /// VTIME: `ReadCall::retry_at`) as well as at an event.
 pub(super) fn read_unless(

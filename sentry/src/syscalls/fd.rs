@@ -25,7 +25,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits"),
+        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
@@ -225,6 +225,7 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(u64::try_from(f.ops.pipe_capacity(Some((want, privileged)))?).unwrap_or(0))
         }
         F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
+        // F_NOTIFY among them: dnotify is not offered (see the note).
         _ => Err(Errno::EINVAL),
     }
 }

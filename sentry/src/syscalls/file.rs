@@ -8,14 +8,14 @@ use crate::abi::uio::{Iovec, IOV_MAX};
 use crate::abi::{Errno, SysResult};
 use crate::fs::tmpfs::{Memfd, MemfdFs};
 use crate::kernel::Task;
-use crate::vfs::{self, FileDescription, NewNode, OpenHow, S_IFMT, S_IFREG};
+use crate::vfs::{self, Allocate, FileDescription, NewNode, OpenHow, S_IFMT, S_IFREG};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_read, sys_read, Full),
     (libc::SYS_write, sys_write, Full),
-    (libc::SYS_open, sys_open, Partial("O_TMPFILE is not supported")),
-    (libc::SYS_openat, sys_openat, Partial("O_TMPFILE is not supported")),
+    (libc::SYS_open, sys_open, Partial("O_TMPFILE on tmpfs and the overlay root only: gofer-served directories (volumes, --overlay=none) refuse it with EOPNOTSUPP")),
+    (libc::SYS_openat, sys_openat, Partial("O_TMPFILE on tmpfs and the overlay root only: gofer-served directories (volumes, --overlay=none) refuse it with EOPNOTSUPP")),
     (libc::SYS_creat, sys_creat, Full),
     (libc::SYS_close, sys_close, Full),
     (libc::SYS_lseek, sys_lseek, Full),
@@ -27,7 +27,7 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_pwritev, sys_pwritev, Full),
     (libc::SYS_ftruncate, sys_ftruncate, Full),
     (libc::SYS_truncate, sys_truncate, Full),
-    (libc::SYS_fallocate, sys_fallocate, Partial("sentry filesystems only (tmpfs, the overlay's upper layer): modes 0 and FALLOC_FL_KEEP_SIZE; elsewhere, and other modes, EOPNOTSUPP")),
+    (libc::SYS_fallocate, sys_fallocate, Partial("modes 0, KEEP_SIZE and PUNCH_HOLE on every regular file; ZERO_RANGE on the overlay root and gofer-served files (tmpfs refuses it as Linux's does); gofer files through a gofer request; COLLAPSE_RANGE, INSERT_RANGE, UNSHARE_RANGE and WRITE_ZEROES are EOPNOTSUPP (as on tmpfs)")),
     (libc::SYS_fsync, sys_fsync, Full),
     (libc::SYS_fdatasync, sys_fsync, Full),
     (libc::SYS_sync, sys_sync, Full),
@@ -201,7 +201,7 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
     if !f.ops.seekable() {
         let len = count(a[2]);
         args::user_range(a[1], len)?;
-        return stream_read(task, &f, &[(a[1], len)]);
+        return stream_read(task, &f, &[(a[1], len)], false);
     }
     f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
@@ -211,13 +211,13 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// waiting on the file's queue as `block::read` does, scattered over the
 /// guest's buffers `iov`. So a datagram is received whole by one call,
 /// however the buffers divide it.
-fn stream_read(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysResult {
+pub(super) fn stream_read(task: &Task, f: &FileDescription, iov: &[(u64, usize)], dontwait: bool) -> SysResult {
     let total = iov.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(CHUNK);
     if total == 0 {
         return Ok(0);
     }
     let mut buf = vec![0u8; total];
-    let n = super::block::read(f, |call| f.read_call(&mut buf, call))?;
+    let n = super::block::read_unless(f, dontwait, |call| f.read_call(&mut buf, call))?;
     let mm = task.thread.mm();
     let mut at = 0;
     for &(base, len) in iov {
@@ -239,7 +239,7 @@ fn stream_read(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysRes
 /// the guest's buffers `iov` gathered in pieces of up to CHUNK bytes,
 /// each written as `block::write` does, until a piece goes short or the
 /// guest's memory faults.
-fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysResult {
+pub(super) fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)], dontwait: bool) -> SysResult {
     let mm = task.thread.mm();
     let total = iov.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
     let mut buf = Vec::with_capacity(total.min(CHUNK));
@@ -266,7 +266,7 @@ fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)]) -> SysRe
         if buf.is_empty() {
             return if faulted && done == 0 { Err(Errno::EFAULT) } else { Ok(done) };
         }
-        let n = match super::block::write(f, &buf, |b| f.write(b)) {
+        let n = match super::block::write_unless(f, dontwait, &buf, |b| f.write(b)) {
             Ok(n) => n,
             Err(e) if done == 0 => return Err(e),
             Err(_) => return Ok(done),
@@ -295,7 +295,7 @@ fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some(s) = super::socket_ops::of(&f) {
             return s.write(task, &f, &[(a[1], len)]);
         }
-        return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)]));
+        return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)], false));
     }
     f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
 }
@@ -399,7 +399,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = readable_file(task, a[0])?;
     let iov = iovecs(task, a[1], a[2])?;
     if !f.ops.seekable() {
-        return stream_read(task, &f, &iov);
+        return stream_read(task, &f, &iov, false);
     }
     f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }
@@ -411,7 +411,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
         if let Some(s) = super::socket_ops::of(&f) {
             return s.write(task, &f, &iov);
         }
-        return sigpipe_on_epipe(task, stream_write(task, &f, &iov));
+        return sigpipe_on_epipe(task, stream_write(task, &f, &iov, false));
     }
     f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
 }
@@ -470,26 +470,46 @@ fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     truncate_file(&f, len)
 }
 
-/// The fallocate(2) modes Linux's VFS knows (`FALLOC_FL_SUPPORTED_MASK`).
-const FALLOC_FL_SUPPORTED: i32 = libc::FALLOC_FL_KEEP_SIZE
-    | libc::FALLOC_FL_PUNCH_HOLE
+/// `FALLOC_FL_WRITE_ZEROES` (Linux 6.17).
+const FALLOC_FL_WRITE_ZEROES: i32 = 0x80;
+/// The operations of fallocate(2)'s mode (`FALLOC_FL_MODE_MASK`): at most
+/// one, besides `FALLOC_FL_KEEP_SIZE`.
+const FALLOC_FL_MODE_MASK: i32 = libc::FALLOC_FL_PUNCH_HOLE
     | libc::FALLOC_FL_COLLAPSE_RANGE
     | libc::FALLOC_FL_ZERO_RANGE
     | libc::FALLOC_FL_INSERT_RANGE
-    | libc::FALLOC_FL_UNSHARE_RANGE;
+    | libc::FALLOC_FL_UNSHARE_RANGE
+    | FALLOC_FL_WRITE_ZEROES;
+
+/// fallocate(2)'s mode as Linux 6.x's vfs_fallocate checks it: one
+/// operation with the KEEP_SIZE it allows, else EOPNOTSUPP. `None`: a
+/// valid operation none of the sentry's filesystems does (collapse,
+/// insert, unshare, write zeroes).
+fn falloc_mode(mode: i32) -> Result<Option<Allocate>, Errno> {
+    use libc::{FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+    if mode & !(FALLOC_FL_MODE_MASK | FALLOC_FL_KEEP_SIZE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let keep_size = mode & FALLOC_FL_KEEP_SIZE != 0;
+    match mode & FALLOC_FL_MODE_MASK {
+        0 => Ok(Some(Allocate::Reserve { keep_size })),
+        libc::FALLOC_FL_ZERO_RANGE => Ok(Some(Allocate::ZeroRange { keep_size })),
+        libc::FALLOC_FL_UNSHARE_RANGE => Ok(None),
+        FALLOC_FL_PUNCH_HOLE if keep_size => Ok(Some(Allocate::PunchHole)),
+        FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE | FALLOC_FL_WRITE_ZEROES if !keep_size => Ok(None),
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
 
 /// fallocate(2), with Linux's checks in Linux's order (vfs_fallocate).
 fn sys_fallocate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = args::file(task, a[0])?;
     let mode = int(a[1]);
-    let off = offset_arg(a[2])?;
-    let len = offset_arg(a[3])?;
-    if len == 0 {
+    let (off, len) = (i64::from_ne_bytes(a[2].to_ne_bytes()), i64::from_ne_bytes(a[3].to_ne_bytes()));
+    if off < 0 || len <= 0 {
         return Err(Errno::EINVAL);
     }
-    if mode & !FALLOC_FL_SUPPORTED != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    let how = falloc_mode(mode)?;
     if !f.writable() || f.is_path() {
         return Err(Errno::EBADF);
     }
@@ -499,16 +519,12 @@ fn sys_fallocate(task: &mut Task, a: [u64; 6]) -> SysResult {
         S_IFREG => {}
         _ => return Err(Errno::ENODEV),
     }
-    if off.checked_add(len).is_none_or(|e| i64::try_from(e).is_err()) {
+    if off.checked_add(len).is_none() {
         return Err(Errno::EFBIG);
     }
-    // The modes that punch, zero, collapse or insert ranges: none of the
-    // sentry's filesystems does them yet.
-    if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    let how = how.ok_or(Errno::EOPNOTSUPP)?;
     super::audit_files::write(task, &f)?;
-    f.ops.allocate(off, len, mode & libc::FALLOC_FL_KEEP_SIZE != 0)?;
+    f.ops.allocate(off.unsigned_abs(), len.unsigned_abs(), how)?;
     Ok(0)
 }
 

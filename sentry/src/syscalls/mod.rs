@@ -15,6 +15,7 @@ mod audit_files;
 mod block;
 mod capability;
 mod common;
+mod copy_range;
 mod dir;
 mod egress;
 mod epoll;
@@ -44,6 +45,7 @@ mod process_vm;
 mod ptrace;
 mod random;
 mod rlimit;
+mod rw_flags;
 mod sched;
 mod sched_policy;
 mod seccomp;
@@ -75,7 +77,7 @@ pub use crate::kernel::{Handler, Support, Syscall};
 /// `libc::SYS_*` constant, so an entry names its call once.
 pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
 
-const FAMILIES: [Entries; 42] = [
+const FAMILIES: [Entries; 44] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -84,6 +86,8 @@ const FAMILIES: [Entries; 42] = [
     xattr::ENTRIES,
     futex::ENTRIES,
     file::ENTRIES,
+    rw_flags::ENTRIES,
+    copy_range::ENTRIES,
     stat::ENTRIES,
     dir::ENTRIES,
     fd::ENTRIES,

@@ -19,6 +19,32 @@ pub mod walk;
 pub use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
 pub use fd_table::FdTable;
 pub use file::FileDescription;
+
+/// What fallocate(2) does to a range of a regular file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocate {
+    /// Holds the range's blocks (mode 0); the size grows to cover it
+    /// unless `keep_size` (`FALLOC_FL_KEEP_SIZE`).
+    Reserve { keep_size: bool },
+    /// Lets the range's blocks go: it reads as zeros, the size stays
+    /// (`FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE`).
+    PunchHole,
+    /// Zeroes the range and holds its blocks; the size grows unless
+    /// `keep_size` (`FALLOC_FL_ZERO_RANGE`).
+    ZeroRange { keep_size: bool },
+}
+
+impl Allocate {
+    /// The fallocate(2) mode bits.
+    pub fn mode(self) -> i32 {
+        let keep = |k: bool| if k { libc::FALLOC_FL_KEEP_SIZE } else { 0 };
+        match self {
+            Allocate::Reserve { keep_size } => keep(keep_size),
+            Allocate::PunchHole => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            Allocate::ZeroRange { keep_size } => libc::FALLOC_FL_ZERO_RANGE | keep(keep_size),
+        }
+    }
+}
 pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
 pub use ioctl::IoctlContext;
 pub use open::{open_at, OpenHow};
@@ -87,6 +113,12 @@ pub trait Node: Send + Sync {
     /// Opens the node; `flags` are the open(2) flags after resolution.
     fn open(&self, _flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         Err(Errno::ENXIO)
+    }
+
+    /// An `O_TMPFILE` regular file in this directory, with no name; it
+    /// may be linked later if `linkable`.
+    fn tmpfile(&self, _new: NewNode, _linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        Err(Errno::EOPNOTSUPP)
     }
 
     fn create(&self, _name: &[u8], _new: NewNode) -> Result<Arc<dyn Node>, Errno> {
@@ -228,16 +260,23 @@ pub trait FileOps: Send + Sync + AsAny {
         Err(Errno::EINVAL)
     }
 
-    /// fallocate(2) of a regular file, the arguments checked: reserves the
-    /// blocks of `off..off+len`, growing the size unless `keep_size`.
-    /// EOPNOTSUPP where the file cannot (glibc's posix_fallocate then
-    /// writes zeros instead).
-    fn allocate(&self, _off: u64, _len: u64, _keep_size: bool) -> Result<(), Errno> {
+    /// fallocate(2) of a regular file, the arguments checked: does `how`
+    /// to the range `off..off+len`. EOPNOTSUPP where the file cannot
+    /// (glibc's posix_fallocate then writes zeros instead).
+    fn allocate(&self, _off: u64, _len: u64, _how: Allocate) -> Result<(), Errno> {
         Err(Errno::EOPNOTSUPP)
     }
 
     fn fsync(&self) -> Result<(), Errno> {
         Ok(())
+    }
+
+    /// Whether `RWF_NOWAIT` I/O is possible (Linux's `FMODE_NOWAIT`):
+    /// streams, which fail with EAGAIN instead of waiting, can; regular
+    /// files only where the filesystem serves them from a cache without
+    /// waiting (Linux's tmpfs and overlayfs cannot: EOPNOTSUPP).
+    fn nowait(&self) -> bool {
+        !self.seekable()
     }
 
     /// The poll events the file is ready for now (POLLIN, POLLOUT, POLLHUP

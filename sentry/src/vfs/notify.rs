@@ -522,12 +522,16 @@ impl FileOps for WatchedFile {
         self.report(self.inner.truncate(len), IN_MODIFY, |_| true)
     }
 
-    fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
-        self.report(self.inner.allocate(off, len, keep_size), IN_MODIFY, |_| true)
+    fn allocate(&self, off: u64, len: u64, how: super::Allocate) -> Result<(), Errno> {
+        self.report(self.inner.allocate(off, len, how), IN_MODIFY, |_| true)
     }
 
     fn fsync(&self) -> Result<(), Errno> {
         self.inner.fsync()
+    }
+
+    fn nowait(&self) -> bool {
+        self.inner.nowait()
     }
 
     fn poll_events(&self) -> u32 {

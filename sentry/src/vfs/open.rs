@@ -59,8 +59,8 @@ pub fn open_at_noting(
     how: OpenHow,
     before_create: BeforeChange<'_>,
 ) -> Result<Arc<FileDescription>, Errno> {
-    if how.flags & libc::O_TMPFILE == libc::O_TMPFILE {
-        return Err(Errno::EOPNOTSUPP);
+    if how.flags & O_TMPFILE_ONLY != 0 {
+        return open_tmpfile(w, dirfd, path, how);
     }
     let is_path = how.flags & libc::O_PATH != 0;
     let flags = if is_path { how.flags & PATH_FLAGS } else { how.flags };
@@ -102,6 +102,38 @@ pub fn open_at_noting(
         notify::file_event(&f.dentry, notify::IN_MODIFY);
     }
     Ok(f)
+}
+
+/// `__O_TMPFILE`: `O_TMPFILE` without the `O_DIRECTORY` it includes.
+const O_TMPFILE_ONLY: i32 = libc::O_TMPFILE & !libc::O_DIRECTORY;
+
+/// `O_TMPFILE`: a new regular file without a name in the directory
+/// `path` names, open for writing; linkat(2) may name it later unless
+/// `O_EXCL`. The flags are checked as Linux's `build_open_flags`, the
+/// directory as `vfs_tmpfile` (write and search permission).
+fn open_tmpfile(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Result<Arc<FileDescription>, Errno> {
+    let flags = how.flags;
+    if flags & (libc::O_TMPFILE | libc::O_CREAT) != libc::O_TMPFILE || flags & libc::O_PATH != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR) {
+        return Err(Errno::EINVAL);
+    }
+    let dir = w.resolve_at(dirfd, path, flags & libc::O_NOFOLLOW == 0, false)?;
+    let st = dir.node.stat()?;
+    if st.mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    perm::check_node(w.creds, dir.node.as_ref(), &st, MAY_WRITE | MAY_EXEC)?;
+    let new = NewNode { mode: how.mode & 0o7777, uid: w.creds.fsuid, gid: w.creds.fsgid };
+    let inherited = acl::inherit(dir.node.as_ref(), new, how.umask, false);
+    let node = dir.node.tmpfile(inherited.new, flags & libc::O_EXCL == 0)?;
+    inherited.apply(node.as_ref())?;
+    let name = format!("#{}", node.stat()?.ino);
+    let d = dir.child(name.as_bytes(), node);
+    let flags = flags & !(O_TMPFILE_ONLY | libc::O_DIRECTORY | libc::O_EXCL | libc::O_TRUNC);
+    let ops = d.node.open(flags)?;
+    Ok(opened(d, ops, flags, S_IFREG))
 }
 
 /// The description of a file just opened: a regular file's I/O reports
@@ -264,7 +296,10 @@ mod tests {
         assert!(open(&ns, "/l", 0).is_ok(), "links are followed");
         assert_eq!(open(&ns, "/f/", 0).err(), Some(Errno::ENOTDIR));
         assert_eq!(open(&ns, "/nope", 0).err(), Some(Errno::ENOENT));
-        assert_eq!(open(&ns, "/f", libc::O_TMPFILE).err(), Some(Errno::EOPNOTSUPP));
+        assert_eq!(open(&ns, "/f", libc::O_TMPFILE).err(), Some(Errno::EINVAL));
+        assert_eq!(open(&ns, "/f", libc::O_TMPFILE | libc::O_RDWR).err(), Some(Errno::ENOTDIR));
+        let tmp = open(&ns, "/d", libc::O_TMPFILE | libc::O_RDWR).unwrap();
+        assert_eq!(tmp.stat().unwrap().nlink, 0, "an O_TMPFILE file has no name");
     }
 
     #[test]
