@@ -9,13 +9,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use husk_netstack::{Family, Stack, TcpEndpoint};
-use husk_sentry::auth::Credentials;
-use husk_sentry::kernel::thread::Thread;
-use husk_sentry::kernel::{FsContext, Task};
-use husk_sentry::mm::{Backing, MapRequest, MemoryFile, MemoryManager, VmaName};
-use husk_sentry::platform::Perms;
-use husk_sentry::testing::{self, Idle};
-use husk_sentry::vfs::walk::Walker;
+use husk_sentry::testing::{
+    self, Backing, Credentials, FsContext, Idle, MapRequest, MemoryFile, MemoryManager, Perms, Task, Thread, VmaName,
+    Walker,
+};
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;

@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `t` as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` (times before 1970 as 1970).
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
@@ -31,7 +31,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 /// Milliseconds since the epoch of a `YYYY-MM-DDTHH:MM:SS[.frac]Z` time
 /// (as `rfc3339` writes them, from 1970 on); None for anything else.
-pub fn epoch_millis(ts: &str) -> Option<u64> {
+pub(crate) fn epoch_millis(ts: &str) -> Option<u64> {
     let b = ts.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<u64> { std::str::from_utf8(b.get(r)?).ok()?.parse().ok() };
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {

@@ -49,7 +49,7 @@ pub struct ProcessSpec {
 
 /// The container's seccomp program, once the sandbox booted with one.
 #[derive(Default)]
-pub struct ContainerFilter(pub parking_lot::Mutex<Option<super::ContainerSeccomp>>);
+pub(crate) struct ContainerFilter(pub parking_lot::Mutex<Option<super::ContainerSeccomp>>);
 
 /// Why a process could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +78,7 @@ fn exec_failure(name: &str, e: Errno) -> String {
 }
 
 /// A process whose program is loaded, not yet running.
-pub struct Launched {
+pub(crate) struct Launched {
     pub pid: i32,
     task: Task,
     console: Option<Arc<Console>>,
@@ -86,7 +86,11 @@ pub struct Launched {
 
 /// Creates the process and loads its program. `stdio_names` are what
 /// /proc/PID/fd shows for its standard streams.
-pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) -> Result<Launched, LaunchError> {
+pub(crate) fn load(
+    kernel: &Arc<Kernel>,
+    spec: ProcessSpec,
+    stdio_names: &[String; 3],
+) -> Result<Launched, LaunchError> {
     let argv0 = spec.argv.first().cloned().ok_or(LaunchError::NoCommand)?;
     let space = kernel.platform.new_address_space()?;
     let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
@@ -168,7 +172,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
 
 impl Launched {
     /// Runs the process until all its threads are gone; its status.
-    pub fn run(mut self) -> Result<ExitStatus, PlatformError> {
+    pub(crate) fn run(mut self) -> Result<ExitStatus, PlatformError> {
         let status = self.task.run()?;
         self.task.finish(status);
         let kernel = self.task.kernel.clone();

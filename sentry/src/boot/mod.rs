@@ -6,12 +6,12 @@
 //! above the kernel and may use any part of the sentry.
 
 pub mod audit;
-pub mod confine;
-pub mod console;
+pub(crate) mod confine;
+pub(crate) mod console;
 pub mod control;
 pub mod host_signals;
 pub mod launch;
-pub mod seccomp;
+pub(crate) mod seccomp;
 pub mod secrets;
 
 use crate::abi::Errno;

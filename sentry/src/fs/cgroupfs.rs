@@ -28,7 +28,7 @@ fn pids_text(l: &CgroupLimits) -> String {
 
 /// The cgroup v2 root of the sandbox; `limits` may change while it is
 /// mounted.
-pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> Arc<dyn Node> {
+pub(crate) fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> Arc<dyn Node> {
     let fs = FsInfo::new(CGROUP2_MAGIC, SystemTime::now());
     let fixed = |text: String| -> Generator { Box::new(move || Ok(text.clone().into_bytes())) };
     let live = |f: fn(&Kernel) -> String| -> Generator {

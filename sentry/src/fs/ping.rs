@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// ICMPv6's type filter (struct icmp6_filter; netinet/icmp6.h).
-pub const ICMP6_FILTER: i32 = 1;
+pub(crate) const ICMP6_FILTER: i32 = 1;
 
 /// The options a guest sets on its ping socket's host socket, as Linux's
 /// ping sockets take them (the host's answer, errno included, is the
 /// guest's); the sentry's seccomp filter allows exactly these.
-pub const HOST_OPTIONS: &[(i32, i32)] = &[
+pub(crate) const HOST_OPTIONS: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_RECVTTL),
     (libc::SOL_IP, libc::IP_TTL),
@@ -44,7 +44,7 @@ pub const HOST_OPTIONS: &[(i32, i32)] = &[
 /// The control messages the host's recvmsg may pass on to the guest
 /// (what the options above ask for); x86_64 host and guest share their
 /// layout.
-pub const HOST_CONTROL: &[(i32, i32)] = &[
+pub(crate) const HOST_CONTROL: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_TTL),
     (libc::SOL_IP, libc::IP_TOS),
@@ -55,7 +55,7 @@ pub const HOST_CONTROL: &[(i32, i32)] = &[
 ];
 
 /// A guest ICMP echo socket.
-pub struct PingSocket {
+pub(crate) struct PingSocket {
     ino: u64,
     created: TimeSpec,
     /// An ICMPv6 socket (AF_INET6), else ICMP (AF_INET).
@@ -72,7 +72,7 @@ pub struct PingSocket {
 }
 
 impl PingSocket {
-    pub fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
         let events = Arc::new(Queue::default());
         let host = host.map(|o| HostConn::leased(o, &events));
         Arc::new(PingSocket { ino, created, v6, host, events, recorded: Mutex::default(), timeouts: Mutex::default() })
@@ -80,7 +80,7 @@ impl PingSocket {
 
     /// The host socket the echo requests leave on: ENETUNREACH without
     /// a gateway.
-    pub fn host(&self) -> Result<&HostConn, Errno> {
+    pub(crate) fn host(&self) -> Result<&HostConn, Errno> {
         self.host.as_ref().ok_or(Errno::ENETUNREACH)
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The pid of the sandbox's init process.
-pub const INIT_PID: i32 = 1;
+pub(crate) const INIT_PID: i32 = 1;
 
 struct Entry {
     ppid: i32,

@@ -253,13 +253,13 @@ thread_local! {
 }
 
 /// The guest thread the calling host thread runs (for /proc/self).
-pub fn current() -> Option<Arc<Thread>> {
+pub(crate) fn current() -> Option<Arc<Thread>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
 /// Marks `t` as the calling host thread's guest thread: its waits end
 /// when it is interrupted.
-pub fn set_current(t: Option<Arc<Thread>>) {
+pub(crate) fn set_current(t: Option<Arc<Thread>>) {
     crate::waiter::set_current(t.clone().map(|t| -> Arc<dyn crate::waiter::Interruptible> { t }));
     CURRENT.with(|c| *c.borrow_mut() = t);
 }

@@ -292,7 +292,7 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
 }
 
 /// The realtime clock as a TimeSpec.
-pub fn now() -> TimeSpec {
+pub(super) fn now() -> TimeSpec {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }

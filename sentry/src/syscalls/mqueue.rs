@@ -65,7 +65,7 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let k = &task.kernel;
     let registry = k.ext::<mqueue::Registry>();
     let (queue, made) = registry.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
-    let node = registry.node(&name, queue.clone());
+    let node = registry.node(queue.clone());
     let access = oflag & libc::O_ACCMODE;
     if !made {
         let want = match access {

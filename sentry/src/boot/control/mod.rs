@@ -35,7 +35,7 @@ pub struct ControlConfig {
 /// A container's lifecycle as the control socket sees it: its process
 /// waits here between `create` and `start`, and `wait` requests wait here
 /// for its end.
-pub struct Lifecycle {
+pub(crate) struct Lifecycle {
     started: Mutex<bool>,
     cv: Condvar,
     ready: Mutex<Option<File>>,
@@ -55,7 +55,7 @@ fn exit_reply(status: ExitStatus) -> String {
 }
 
 impl Lifecycle {
-    pub fn new(ready: OwnedFd) -> Lifecycle {
+    pub(crate) fn new(ready: OwnedFd) -> Lifecycle {
         Lifecycle {
             started: Mutex::new(false),
             cv: Condvar::new(),
@@ -65,7 +65,7 @@ impl Lifecycle {
     }
 
     /// Tells every `wait` request how the container ended.
-    pub fn exited(&self, status: ExitStatus) {
+    pub(crate) fn exited(&self, status: ExitStatus) {
         let mut w = self.waiters.lock();
         w.exited = Some(status);
         for mut conn in w.conns.drain(..) {
@@ -85,7 +85,7 @@ impl Lifecycle {
     }
 
     /// Tells the runtime how creation went; only the first report counts.
-    pub fn report(&self, outcome: Result<(), String>) {
+    pub(crate) fn report(&self, outcome: Result<(), String>) {
         if let Some(mut f) = self.ready.lock().take() {
             let line = match outcome {
                 Ok(()) => "ready\n".to_string(),
@@ -98,7 +98,7 @@ impl Lifecycle {
     }
 
     /// Blocks until `start`.
-    pub fn wait_start(&self) {
+    pub(crate) fn wait_start(&self) {
         let mut s = self.started.lock();
         while !*s {
             self.cv.wait(&mut s);
@@ -117,7 +117,7 @@ impl Lifecycle {
 
 /// Starts the thread that serves the control socket for the sandbox's
 /// lifetime.
-pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> std::io::Result<()> {
+pub(crate) fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> std::io::Result<()> {
     std::thread::Builder::new().name("control".into()).spawn(move || loop {
         // SAFETY: accept4 on a listening socket we own; no address is
         // requested, so the pointers are null.

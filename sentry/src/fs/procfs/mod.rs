@@ -85,7 +85,7 @@ fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
 }
 
 /// The /proc root; `kernel` is weak because the kernel owns its mounts.
-pub fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
+pub(crate) fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
     let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time);
     let p = Arc::new(Proc { fs: FsInfo::new(PROC_MAGIC, boot), kernel, host: Host::read() });
     let statics = Fixed(root_entries(&p));
