@@ -42,7 +42,7 @@ fn task() -> (Task, u64) {
         })
         .expect("mmap");
     mm.copy_out(scratch, &vec![0u8; 1 << 20]).expect("first touch");
-    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), kernel.mounts.root(), kernel.mounts.root()));
+    let fs = Arc::new(FsContext::new(kernel.mounts().clone(), kernel.mounts().root(), kernel.mounts().root()));
     let thread = Arc::new(Thread::new_init(1, Credentials::new(0, 0), mm, fs));
     (Task::new(kernel, thread).expect("task"), scratch)
 }
@@ -107,8 +107,8 @@ fn path_walk(c: &mut Criterion) {
     let mut g = c.benchmark_group("vfs");
     let creds = Credentials::new(0, 0);
     let kernel = task.kernel.clone();
-    let root = kernel.mounts.root();
-    let walker = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
+    let root = kernel.mounts().root();
+    let walker = Walker { ns: kernel.mounts(), root: root.clone(), creds: &creds };
     g.bench_function("walk 5 components on tmpfs", |b| {
         b.iter(|| walker.resolve(&root, black_box(DEEP.as_bytes()), true).expect("resolves"))
     });

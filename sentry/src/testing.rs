@@ -95,9 +95,9 @@ pub fn kernel(memory: Arc<MemoryFile>) -> Arc<Kernel> {
 
 /// Thread `tid` of process `group` on `Idle`, added to `k`'s table.
 pub fn thread(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
-    let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
-    let root = k.mounts.root();
-    let fs = Arc::new(FsContext::new(k.mounts.clone(), root.clone(), root));
+    let mm = Arc::new(MemoryManager::new(k.memory().clone(), Arc::new(Idle), 1 << 40));
+    let root = k.mounts().root();
+    let fs = Arc::new(FsContext::new(k.mounts().clone(), root.clone(), root));
     let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
     k.add_thread(t.clone());
     t

@@ -83,9 +83,9 @@ pub(crate) fn start_forwarder(kernel: Weak<Kernel>, container: bool, bridged: bo
                 k.ext::<crate::boot::console::Consoles>().host_resized();
                 continue;
             }
-            let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);
+            let pgid = k.procs().pgid(INIT_PID).unwrap_or(INIT_PID);
             log::debug!("host signal {sig}: forwarded to process group {pgid}");
-            for pid in k.procs.group_members(pgid) {
+            for pid in k.procs().group_members(pgid) {
                 k.signal_from_outside(pid, sig);
             }
         }

@@ -92,9 +92,9 @@ pub(crate) fn load(
     stdio_names: &[String; 3],
 ) -> Result<Launched, LaunchError> {
     let argv0 = spec.argv.first().cloned().ok_or(LaunchError::NoCommand)?;
-    let space = kernel.platform.new_address_space()?;
-    let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
-    let root = kernel.mounts.root();
+    let space = kernel.platform().new_address_space()?;
+    let mm = Arc::new(MemoryManager::new(kernel.memory().clone(), space, MMAP_TOP));
+    let root = kernel.mounts().root();
     let mut creds = Credentials::new(spec.uid, spec.gid);
     creds.groups = spec.groups;
     if let Some(mut caps) = spec.caps {
@@ -103,10 +103,10 @@ pub(crate) fn load(
         creds.caps = caps;
     }
     let cwd = {
-        let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
+        let w = Walker { ns: kernel.mounts(), root: root.clone(), creds: &creds };
         w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
     };
-    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), root, cwd));
+    let fs = Arc::new(FsContext::new(kernel.mounts().clone(), root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
     thread.attrs.lock().no_new_privs = spec.no_new_privs;
@@ -119,18 +119,18 @@ pub(crate) fn load(
         // The runtime's limits are set as given; an unknown one is ignored.
         let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));
     }
-    let nofile = kernel.nofile.clamp(thread.rlimit(RLIMIT_NOFILE));
+    let nofile = kernel.nofile().clamp(thread.rlimit(RLIMIT_NOFILE));
     let _ = thread.group().set_rlimit(RLIMIT_NOFILE, nofile, |_, _| Ok(()));
     kernel.watch_rlimit_cpu(thread.rlimit(crate::kernel::rlimit_cpu::RLIMIT_CPU));
     kernel.add_thread(thread.clone());
-    kernel.procs.add(thread.group().clone(), 0);
+    kernel.procs().add(thread.group().clone(), 0);
     let console = if spec.console {
         let [host, _, _] = spec.stdio;
         let (console, replica) = match Console::start(kernel, host) {
             Ok(c) => c,
             Err(e) => {
                 kernel.remove_thread(&thread);
-                kernel.procs.remove(pid);
+                kernel.procs().remove(pid);
                 return Err(LaunchError::Console(e));
             }
         };
@@ -149,7 +149,7 @@ pub(crate) fn load(
         Ok(t) => t,
         Err(e) => {
             kernel.remove_thread(&thread);
-            kernel.procs.remove(pid);
+            kernel.procs().remove(pid);
             return Err(e.into());
         }
     };
@@ -164,7 +164,7 @@ pub(crate) fn load(
         Err(e) => {
             task.finish(ExitStatus::Code(127));
             // Nobody waits for a process that never ran.
-            kernel.procs.remove(pid);
+            kernel.procs().remove(pid);
             Err(LaunchError::Exec { name, errno: e })
         }
     }
@@ -176,7 +176,7 @@ impl Launched {
         let status = self.task.run()?;
         self.task.finish(status);
         let kernel = self.task.kernel.clone();
-        let status = kernel.procs.wait_exit(self.pid).unwrap_or(status);
+        let status = kernel.procs().wait_exit(self.pid).unwrap_or(status);
         if let Some(c) = &self.console {
             c.flush();
         }

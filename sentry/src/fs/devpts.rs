@@ -103,7 +103,7 @@ impl Terminals for Devpts {
 pub(crate) fn replica_dentry(kernel: &Kernel, term: &Arc<Terminal>) -> Arc<Dentry> {
     let name = term.name();
     let creds = Credentials::new(0, 0);
-    let w = Walker { ns: &kernel.mounts, root: kernel.mounts.root(), creds: &creds };
+    let w = Walker { ns: kernel.mounts(), root: kernel.mounts().root(), creds: &creds };
     w.resolve(&w.root, name.as_bytes(), true)
         .unwrap_or_else(|_| kernel.anon_dentry(name.as_bytes(), Arc::new(ReplicaNode(term.clone()))))
 }
@@ -191,7 +191,7 @@ impl Node for ControllingTty {
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let t = thread::current().ok_or(Errno::ENXIO)?;
         let k = self.devpts.kernel.get().and_then(Weak::upgrade).ok_or(Errno::ENXIO)?;
-        let sid = k.procs.sid(t.tgid).ok_or(Errno::ENXIO)?;
+        let sid = k.procs().sid(t.tgid).ok_or(Errno::ENXIO)?;
         let term = self.devpts.controlling(sid).ok_or(Errno::ENXIO)?;
         Ok(term.open_replica(flags | libc::O_NOCTTY)?)
     }

@@ -242,7 +242,7 @@ pub(super) fn connect_resolver_stream(
     let gateway = egress.gateway()?;
     log::debug!("dns: a TCP connection to {to}");
     let audit = task.kernel.audit_log().cloned();
-    let connected = crate::fs::dns_tcp::connect(gateway, audit, &task.kernel.net, t, nonblocking(f, 0));
+    let connected = crate::fs::dns_tcp::connect(gateway, audit, task.kernel.net(), t, nonblocking(f, 0));
     Some(connected.map(|()| 0).map_err(crate::fs::inet::errno))
 }
 

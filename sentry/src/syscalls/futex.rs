@@ -117,7 +117,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
     if realtime && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
     }
-    let futexes = &task.kernel.futexes;
+    let futexes = &task.kernel.futexes();
     match cmd {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
             let bitset = if cmd == FUTEX_WAIT { FUTEX_BITSET_MATCH_ANY } else { uint(a[5]) };

@@ -76,7 +76,7 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
                 }
             };
             let local = t.local_addr();
-            let conn = TcpEndpoint::new(&task.kernel.net, t.family());
+            let conn = TcpEndpoint::new(task.kernel.net(), t.family());
             let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
             let carried = sock.carry_accepted(opened, peer, local.port())?;
             let log = task.kernel.audit_log().cloned();

@@ -138,7 +138,7 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
     let nonblock = super::block::nonblocking(&f);
     let sent = super::block::wait_until(&f, WRITE_EVENTS, nonblock, deadline, || q.queue.send(&mut msg, prio))?;
     if let Some(n) = sent {
-        if n.signo != 0 && task.kernel.procs.alive(n.pid) {
+        if n.signo != 0 && task.kernel.procs().alive(n.pid) {
             let info = SigInfo::mesgq(n.signo, task.thread.tgid, task.thread.creds().uid, n.value);
             task.kernel.signal_process_info(n.pid, info);
         }
@@ -178,7 +178,7 @@ fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let f = args::file(task, a[0])?;
     let q = queue_of(&f)?;
-    let procs = &task.kernel.procs;
+    let procs = &task.kernel.procs();
     q.queue.set_notify(pid, notification, |p| procs.alive(p))?;
     Ok(0)
 }

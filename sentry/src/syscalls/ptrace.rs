@@ -239,7 +239,7 @@ fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) ->
 /// PTRACE_TRACEME: the caller's parent process traces it. ptrace_scope 0
 /// lets any parent do so.
 fn traceme(task: &mut Task) -> SysResult {
-    let parent = task.kernel.procs.ppid(task.thread.tgid);
+    let parent = task.kernel.procs().ppid(task.thread.tgid);
     if parent == 0 {
         return Err(Errno::EPERM);
     }

@@ -67,8 +67,8 @@ fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno>
         PRIO_PROCESS if who == 0 => vec![task.thread.clone()],
         PRIO_PROCESS => k.thread(who).into_iter().collect(),
         PRIO_PGRP => {
-            let pgid = if who == 0 { k.procs.pgid(task.thread.tgid).unwrap_or(task.thread.tgid) } else { who };
-            k.procs.group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
+            let pgid = if who == 0 { k.procs().pgid(task.thread.tgid).unwrap_or(task.thread.tgid) } else { who };
+            k.procs().group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
         }
         PRIO_USER => {
             let uid = if who == 0 { task.thread.creds().uid } else { u32::try_from(who).map_err(|_| Errno::ESRCH)? };

@@ -445,7 +445,7 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
     match pid {
         p if p > 0 => match process_thread(task, p) {
             Some(target) => send(task, target, sig, false),
-            None if task.kernel.procs.exists(p) => to_exiting(sig),
+            None if task.kernel.procs().exists(p) => to_exiting(sig),
             None => Err(Errno::ESRCH),
         },
         -1 => kill_all(task, sig),
@@ -453,10 +453,10 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
         p => {
             // A process group: every process in it, zombies included.
             let me = task.thread.tgid;
-            let pgid = if p == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { -p };
-            let members = task.kernel.procs.group_members(pgid);
+            let pgid = if p == 0 { task.kernel.procs().pgid(me).unwrap_or(me) } else { -p };
+            let members = task.kernel.procs().group_members(pgid);
             if members.is_empty() {
-                return if task.kernel.procs.group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
+                return if task.kernel.procs().group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
             }
             if sig != 0 && valid_signal(sig).is_none() {
                 return Err(Errno::EINVAL);

@@ -27,7 +27,7 @@ fn registry(task: &Task) -> Arc<ipc::Namespace> {
 
 fn sys_msgget(task: &mut Task, a: [u64; 6]) -> SysResult {
     let req = GetRequest { key: int(a[0]), flags: int(a[1]) };
-    let id = registry(task).msg.get(req, &task.thread.creds(), task.kernel.memory.accountant())?;
+    let id = registry(task).msg.get(req, &task.thread.creds(), task.kernel.memory().accountant())?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
 

@@ -51,7 +51,7 @@ fn sys_shmget(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let creds = task.thread.creds();
-    let id = registry(task).get(req, a[1], &creds, &task.kernel.memory, task.thread.tgid)?;
+    let id = registry(task).get(req, a[1], &creds, task.kernel.memory(), task.thread.tgid)?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
 

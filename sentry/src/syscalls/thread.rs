@@ -31,7 +31,7 @@ fn sys_gettid(task: &mut Task, _: [u64; 6]) -> SysResult {
 }
 
 fn sys_getppid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(ret(task.kernel.procs.ppid(task.thread.tgid)))
+    Ok(ret(task.kernel.procs().ppid(task.thread.tgid)))
 }
 
 fn sys_set_tid_address(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -307,7 +307,7 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
                 ExitLine::Signal(libc::SIGKILL)
             }
         };
-        kernel.procs.remove(pid);
+        kernel.procs().remove(pid);
         drop(kernel);
         let _ = conn.write_all(line.encode().as_bytes());
     });
@@ -327,7 +327,7 @@ fn program_name(argv: &[Vec<u8>]) -> String {
 
 /// Why an exec was refused at the pids limit, for the runtime's user.
 fn pids_refusal(k: &Kernel) -> String {
-    match k.cgroup_limits.lock().pids_max {
+    match k.cgroup_limits().lock().pids_max {
         Some(limit) => format!("the sandbox's pids limit ({limit}) is reached: no process can start"),
         None => "no process can start".into(),
     }
@@ -349,8 +349,8 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             Err((libc::EINVAL, format!("invalid signal {sig}")))
         }
         Request::Signal { sig, all } => {
-            let targets = if all { k.procs.live() } else { vec![INIT_PID] };
-            let targets: Vec<i32> = targets.into_iter().filter(|&p| k.procs.alive(p)).collect();
+            let targets = if all { k.procs().live() } else { vec![INIT_PID] };
+            let targets: Vec<i32> = targets.into_iter().filter(|&p| k.procs().alive(p)).collect();
             if targets.is_empty() {
                 return Err((libc::ESRCH, "the container process has exited".into()));
             }
@@ -360,7 +360,7 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             Ok(Vec::new())
         }
         Request::Processes => Ok(k
-            .procs
+            .procs()
             .live()
             .into_iter()
             .filter_map(|pid| {
@@ -369,11 +369,11 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
                     .chars()
                     .map(|c| if c.is_control() { '?' } else { c })
                     .collect();
-                Some(ProcessRow { pid, ppid: k.procs.ppid(pid), uid: t.creds().uid, comm }.encode())
+                Some(ProcessRow { pid, ppid: k.procs().ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),
         Request::Limits { cpu_max, pids_max, memory_max } => {
-            let mut l = k.cgroup_limits.lock();
+            let mut l = k.cgroup_limits().lock();
             if let Some(cpu) = cpu_max {
                 l.cpu_max = cpu;
             }

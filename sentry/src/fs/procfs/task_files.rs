@@ -87,7 +87,7 @@ pub(super) fn fdinfo(k: &Kernel, t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> 
     let mut text = process::format_fdinfo(file.offset(), file.flags() | cloexec, file.dentry.mount.id, ino);
     if let Ok(p) = file.ops.clone().into_any().downcast::<crate::fs::pidfd::PidFd>() {
         // As Linux: the process's pid, or -1 once it was reaped.
-        let reaped = p.group().process().status.is_some() && k.procs.pgid(p.pid()).is_none();
+        let reaped = p.group().process().status.is_some() && k.procs().pgid(p.pid()).is_none();
         let pid = if reaped { -1 } else { p.pid() };
         text.push_str(&format!("Pid:\t{pid}\nNSpid:\t{pid}\n"));
     }
@@ -139,7 +139,7 @@ fn sig_sets(t: &Thread) -> SigSets {
 /// The running state of `t`: stopped by job control, or running (only
 /// the reader itself is known to), or sleeping.
 fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
-    if k.procs.stopped_by(t.tgid).is_some() {
+    if k.procs().stopped_by(t.tgid).is_some() {
         ('T', "T (stopped)")
     } else if t.sleeping.load(std::sync::atomic::Ordering::Relaxed) {
         ('S', "S (sleeping)")
@@ -151,8 +151,8 @@ fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
 /// The parent, process group and session of `t`'s process.
 fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
     let pid = t.tgid;
-    match (k.procs.pgid(pid), k.procs.sid(pid)) {
-        (Some(pgid), Some(sid)) => (k.procs.ppid(pid), pgid, sid),
+    match (k.procs().pgid(pid), k.procs().sid(pid)) {
+        (Some(pgid), Some(sid)) => (k.procs().ppid(pid), pgid, sid),
         _ => (0, pid, pid),
     }
 }
@@ -225,7 +225,7 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
 
 fn stat(k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
     let name = t.comm.lock().clone();
-    let since_boot = t.start.saturating_duration_since(k.boot_instant);
+    let since_boot = t.start.saturating_duration_since(k.boot_instant());
     let start_ticks =
         since_boot.as_secs() * CLOCK_TICKS + u64::from(since_boot.subsec_nanos()) / (1_000_000_000 / CLOCK_TICKS);
     let (ppid, pgid, sid) = family(k, t);

@@ -134,7 +134,7 @@ impl Terminal {
     /// terminal driver's kill_pgrp).
     fn signal_group(&self, pgid: i32, sig: i32) {
         if let Some(k) = self.kernel.upgrade() {
-            k.signal_processes(&k.procs.group_members(pgid), sig);
+            k.signal_processes(&k.procs().group_members(pgid), sig);
         }
     }
 
@@ -385,7 +385,7 @@ impl Terminal {
         };
         self.changed();
         if let Some(sid) = session {
-            if let Some(k) = self.kernel.upgrade().filter(|k| k.procs.alive(sid)) {
+            if let Some(k) = self.kernel.upgrade().filter(|k| k.procs().alive(sid)) {
                 k.signal_process(sid, libc::SIGHUP);
                 k.signal_process(sid, libc::SIGCONT);
             }
