@@ -106,10 +106,6 @@ impl Encoder {
         self.buf.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }

@@ -109,7 +109,7 @@ pub(crate) fn load(
     let fs = Arc::new(FsContext::new(kernel.mounts().clone(), root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
-    thread.attrs.lock().no_new_privs = spec.no_new_privs;
+    thread.attrs().lock().no_new_privs = spec.no_new_privs;
     if let Some(f) = kernel.ext::<ContainerFilter>().0.lock().clone() {
         // As runc's: in place before the process's first instruction.
         // Failing closed: no process runs without it.

@@ -430,8 +430,8 @@ fn report_disk_breaches(kernel: &Arc<Kernel>, disk: &DiskBudget) {
         let Some(kernel) = k.upgrade() else { return };
         let t = crate::kernel::thread::current();
         let _ = kernel.audit(|| crate::audit::Record::LimitDisk {
-            pid: t.as_ref().map_or(0, |t| t.tgid),
-            comm: t.map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned()).unwrap_or_default(),
+            pid: t.as_ref().map_or(0, |t| t.tgid()),
+            comm: t.map(|t| String::from_utf8_lossy(&t.comm()).into_owned()).unwrap_or_default(),
             limit: b.limit,
             usage: b.usage,
         });

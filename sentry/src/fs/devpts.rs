@@ -191,7 +191,7 @@ impl Node for ControllingTty {
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let t = thread::current().ok_or(Errno::ENXIO)?;
         let k = self.devpts.kernel.get().and_then(Weak::upgrade).ok_or(Errno::ENXIO)?;
-        let sid = k.procs().sid(t.tgid).ok_or(Errno::ENXIO)?;
+        let sid = k.procs().sid(t.tgid()).ok_or(Errno::ENXIO)?;
         let term = self.devpts.controlling(sid).ok_or(Errno::ENXIO)?;
         Ok(term.open_replica(flags | libc::O_NOCTTY)?)
     }

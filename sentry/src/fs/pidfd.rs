@@ -59,10 +59,10 @@ impl FileOps for PidFd {
     }
 
     fn event_register(&self, e: &Entry) {
-        self.group.exited.register(e);
+        self.group.exited().register(e);
     }
 
     fn event_unregister(&self, e: &Entry) {
-        self.group.exited.unregister(e);
+        self.group.exited().unregister(e);
     }
 }

@@ -101,7 +101,7 @@ impl FileOps for SignalFd {
             let mut f = self.forwarded.lock();
             f.retain(|w| w.strong_count() > 0);
             if !f.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&t))) {
-                t.signal_events.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&self.events)))));
+                t.signal_events().register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&self.events)))));
                 f.push(Arc::downgrade(&t));
             }
         }

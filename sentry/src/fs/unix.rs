@@ -83,7 +83,7 @@ impl SenderCred {
     pub(crate) fn of_current() -> SenderCred {
         let cred = crate::kernel::thread::current().map_or(NO_PEER, |t| {
             let c = t.creds();
-            (t.tgid, c.uid, c.gid)
+            (t.tgid(), c.uid, c.gid)
         });
         SenderCred { cred, explicit: false }
     }

@@ -57,7 +57,7 @@ fn dup_to(task: &Task, old: i32, new: i32, cloexec: bool) -> SysResult {
         return Err(Errno::EBADF);
     }
     if let Some(replaced) = fds.install_at(new, f, cloexec, task.thread.nofile())? {
-        task.kernel.record_locks().closed(task.thread.tgid, &replaced);
+        task.kernel.record_locks().closed(task.thread.tgid(), &replaced);
     }
     fd_result(new)
 }
@@ -130,7 +130,7 @@ fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockReques
 /// the open file description's (whose l_pid must be 0).
 fn lock_owner(task: &Task, f: &Arc<FileDescription>, ofd: bool, r: &FlockRequest) -> Result<Owner, Errno> {
     if !ofd {
-        return Ok(Owner::Process(task.thread.tgid));
+        return Ok(Owner::Process(task.thread.tgid()));
     }
     if r.pid != 0 {
         return Err(Errno::EINVAL);
@@ -309,7 +309,7 @@ fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
             fds.set_cloexec(fd, true)?;
         } else {
             let f = fds.remove(fd)?;
-            task.kernel.record_locks().closed(task.thread.tgid, &f);
+            task.kernel.record_locks().closed(task.thread.tgid(), &f);
         }
     }
     Ok(0)

@@ -126,7 +126,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             }
             let k = key(task, addr, private)?;
             let until = deadline(task, a[3], cmd == FUTEX_WAIT_BITSET, realtime)?;
-            futexes.wait(k, task.thread.tid, bitset, until, || Ok(read_word(task, addr)? == val)).map_err(|e| {
+            futexes.wait(k, task.thread.tid(), bitset, until, || Ok(read_word(task, addr)? == val)).map_err(|e| {
                 if e == Errno::EINTR {
                     Errno::ERESTARTSYS
                 } else {

@@ -47,7 +47,7 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
     }
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::EAGAIN)?;
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     for l in listeners.iter() {
         loop {
             let (fd, peer) = match l.accept() {

@@ -139,7 +139,7 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
     let sent = super::block::wait_until(&f, WRITE_EVENTS, nonblock, deadline, || q.queue.send(&mut msg, prio))?;
     if let Some(n) = sent {
         if n.signo != 0 && task.kernel.procs().alive(n.pid) {
-            let info = SigInfo::mesgq(n.signo, task.thread.tgid, task.thread.creds().uid, n.value);
+            let info = SigInfo::mesgq(n.signo, task.thread.tgid(), task.thread.creds().uid, n.value);
             task.kernel.signal_process_info(n.pid, info);
         }
     }
@@ -160,7 +160,7 @@ fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     let notification = if a[1] == 0 {
         None
     } else {

@@ -112,17 +112,17 @@ fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
         if f & CLONE_NEWNS != 0 {
             fs.set_mounts(Arc::new(fs.mounts().copy()));
         }
-        *t.fs.lock() = Arc::new(fs);
+        t.set_fs(Arc::new(fs));
     }
     if f & CLONE_FILES != 0 {
         let fds = Arc::new(t.fds().fork());
-        *t.fds.lock() = fds;
+        t.set_fds(fds);
     }
     if f & CLONE_NEWUTS != 0 {
         namespaces::unshare_uts(&task.kernel, t);
     }
     if f & CLONE_NEWIPC != 0 {
-        t.namespaces.lock().ipc = Some(Arc::new(ipc::Namespace::default()));
+        t.namespaces().lock().ipc = Some(Arc::new(ipc::Namespace::default()));
     }
     Ok(0)
 }

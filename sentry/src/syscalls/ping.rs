@@ -101,7 +101,7 @@ fn permit(task: &Task, s: &PingSocket, ip: IpAddr) -> Result<(), Errno> {
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
     let ip = ip.to_canonical();
-    let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), ip.to_string());
+    let (pid, protocol, address) = (task.thread.tgid(), "icmp".to_owned(), ip.to_string());
     match gateway.decide(SocketAddr::new(ip, 0)) {
         (Verdict::Allowed { rule }, name) => {
             if s.recorded.lock().insert(ip) {

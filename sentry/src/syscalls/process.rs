@@ -193,7 +193,7 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let target = match pid {
         -1 => WaitTarget::Any,
         0 => WaitTarget::Group(task.kernel.procs().pgid(me).unwrap_or(me)),
@@ -233,7 +233,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     if options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     // A pidfd's process, which must be the caller's child; an O_NONBLOCK
     // pidfd does not wait (EAGAIN, as Linux).
     let mut nonblocking_pidfd = false;
@@ -302,7 +302,7 @@ fn wait_any(
     block: bool,
     peek: bool,
 ) -> Result<Option<(i32, Reported, CpuTimes)>, Errno> {
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let traces = ptrace::of(&task.kernel);
     let tracees = |m: &dyn Fn(i32, i32) -> bool| traces.wait_report(me, m, what.exited, peek);
     let r = task.kernel.procs().wait_with(me, target, what, block, peek, tracees).map_err(wait_errno)?;

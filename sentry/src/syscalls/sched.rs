@@ -67,7 +67,7 @@ fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno>
         PRIO_PROCESS if who == 0 => vec![task.thread.clone()],
         PRIO_PROCESS => k.thread(who).into_iter().collect(),
         PRIO_PGRP => {
-            let pgid = if who == 0 { k.procs().pgid(task.thread.tgid).unwrap_or(task.thread.tgid) } else { who };
+            let pgid = if who == 0 { k.procs().pgid(task.thread.tgid()).unwrap_or(task.thread.tgid()) } else { who };
             k.procs().group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
         }
         PRIO_USER => {
@@ -87,7 +87,7 @@ fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Thread>>, Errno>
 /// as the system call returns it: 20 - nice, in 1..=40.
 fn sys_getpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
     let threads = targets(task, int(a[0]), int(a[1]))?;
-    let nice = threads.iter().map(|t| t.nice.load(Ordering::Relaxed)).min().unwrap_or(0);
+    let nice = threads.iter().map(|t| t.nice().load(Ordering::Relaxed)).min().unwrap_or(0);
     u64::try_from(20 - nice).map_err(|_| Errno::EINVAL)
 }
 
@@ -103,12 +103,12 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
         if !privileged && !me.same_owner(&t.creds()) {
             return Err(Errno::EPERM);
         }
-        if !privileged && nice < t.nice.load(Ordering::Relaxed) {
+        if !privileged && nice < t.nice().load(Ordering::Relaxed) {
             return Err(Errno::EACCES);
         }
     }
     for t in threads {
-        t.nice.store(nice, Ordering::Relaxed);
+        t.nice().store(nice, Ordering::Relaxed);
     }
     Ok(0)
 }
@@ -209,7 +209,7 @@ fn sys_sched_getaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let target = find_thread(task, int(a[0]))?;
-    let mask = match &target.attrs.lock().cpu_affinity {
+    let mask = match &target.attrs().lock().cpu_affinity {
         Some(m) => and_masks(&host.online, m),
         None => host.online.clone(),
     };
@@ -234,7 +234,7 @@ fn sys_sched_setaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
     if mask.iter().all(|&w| w == 0) {
         return Err(Errno::EINVAL);
     }
-    target.attrs.lock().cpu_affinity = Some(mask);
+    target.attrs().lock().cpu_affinity = Some(mask);
     Ok(0)
 }
 

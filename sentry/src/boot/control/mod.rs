@@ -365,10 +365,8 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             .into_iter()
             .filter_map(|pid| {
                 let t = k.thread(pid)?;
-                let comm: String = String::from_utf8_lossy(&t.comm.lock())
-                    .chars()
-                    .map(|c| if c.is_control() { '?' } else { c })
-                    .collect();
+                let comm: String =
+                    String::from_utf8_lossy(&t.comm()).chars().map(|c| if c.is_control() { '?' } else { c }).collect();
                 Some(ProcessRow { pid, ppid: k.procs().ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),

@@ -46,7 +46,7 @@ fn sandbox() -> Sandbox {
     let mm = Arc::new(MemoryManager::new(memory, space, TASK_SIZE - (1 << 30)));
     let fs = Arc::new(FsContext::new(kernel.mounts().clone(), ns_root.clone(), etc.clone()));
     let init = Arc::new(Thread::new_init(kernel.alloc_tid(), Credentials::new(0, 0), mm.clone(), fs));
-    *init.comm.lock() = b"prog".to_vec();
+    init.set_comm(b"prog".to_vec());
     let addr = mm
         .mmap(MapRequest {
             addr: 0,
@@ -61,7 +61,7 @@ fn sandbox() -> Sandbox {
         .unwrap();
     mm.copy_out(addr, &[ARGS, ENV].concat()).unwrap();
     let end = addr + ARGS.len() as u64;
-    *init.args.lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
+    *init.args().lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
     kernel.add_thread(init.clone());
     kernel.procs().add(init.group().clone(), 0);
     set_current(Some(init.clone()));
@@ -142,7 +142,7 @@ fn links_resolve_to_the_sandbox_objects() {
     assert_eq!(walk(&s.proc, "1/root").unwrap().readlink().unwrap(), b"/");
     let exe = walk(&s.proc, "1/exe").unwrap();
     assert_eq!(exe.readlink().err(), Some(Errno::ENOENT));
-    *s.init.exe.lock() = Some(s.etc.clone());
+    *s.init.exe().lock() = Some(s.etc.clone());
     assert_eq!(exe.readlink().unwrap(), b"/etc");
 }
 

@@ -257,7 +257,7 @@ fn line(text: &[u8]) -> Vec<u8> {
 /// The text of /proc/self (`thread == false`) or /proc/thread-self.
 fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
     let t = thread::current().ok_or(Errno::ENOENT)?;
-    let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
+    let text = if thread { format!("{}/task/{}", t.tgid(), t.tid()) } else { t.tgid().to_string() };
     Ok(text.into_bytes())
 }
 
@@ -283,18 +283,18 @@ impl Entries for RootEntries {
         };
         let k = self.proc.kernel().map_err(|_| Errno::ENOENT)?;
         let t = k.thread(pid).ok_or(Errno::ENOENT)?;
-        Ok(process_dir(&self.proc, &k, &t, format!("/{pid}"), t.tid == t.tgid))
+        Ok(process_dir(&self.proc, &k, &t, format!("/{pid}"), t.tid() == t.tgid()))
     }
 
     fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let mut entries = self.statics.list(dir)?;
         if let Ok(k) = self.proc.kernel() {
             let threads = k.threads();
-            let leaders = threads.iter().filter(|t| t.tid == t.tgid);
+            let leaders = threads.iter().filter(|t| t.tid() == t.tgid());
             entries.extend(leaders.map(|t| DirEntry {
-                ino: path_ino(format!("/{}", t.tid).as_bytes()),
+                ino: path_ino(format!("/{}", t.tid()).as_bytes()),
                 kind: libc::DT_DIR,
-                name: t.tid.to_string().into_bytes(),
+                name: t.tid().to_string().into_bytes(),
             }));
         }
         Ok(entries)
@@ -303,7 +303,7 @@ impl Entries for RootEntries {
 
 /// The time a thread started, as a timestamp.
 fn start_time(k: &Kernel, t: &Thread) -> TimeSpec {
-    timespec(k.boot_time() + t.start.saturating_duration_since(k.boot_instant()))
+    timespec(k.boot_time() + t.start().saturating_duration_since(k.boot_instant()))
 }
 
 #[cfg(test)]
