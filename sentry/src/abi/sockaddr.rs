@@ -111,6 +111,7 @@ impl SockaddrUn {
     /// sizeof(struct sockaddr_un): the longest address.
     pub const SIZE: usize = 110;
     /// `sun_family`.
+    #[allow(clippy::cast_possible_truncation)] // AF_UNIX is 1
     pub const FAMILY: u16 = AF_UNIX as u16;
 
     /// The bytes of an address whose `sun_path` is `path` (the family
@@ -123,6 +124,7 @@ impl SockaddrUn {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // libc constants that fit
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};

@@ -403,45 +403,6 @@ fn shutdown(s: &PingSocket, how: i32) -> SysResult {
     Ok(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
-        let mut m = Vec::new();
-        m.extend_from_slice(&u64::try_from(CMSG_HDR + data.len()).unwrap().to_le_bytes());
-        m.extend_from_slice(&level.to_le_bytes());
-        m.extend_from_slice(&ty.to_le_bytes());
-        m.extend_from_slice(data);
-        m.resize(m.len().next_multiple_of(8), 0);
-        m
-    }
-
-    #[test]
-    fn allowed_control_messages_pass_whole() {
-        let mut raw = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
-        raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMP, &[7; 16]));
-        assert_eq!(allowed_control(&raw), (raw.clone(), false));
-        assert_eq!(allowed_control(&[]), (Vec::new(), false));
-    }
-
-    #[test]
-    fn others_and_malformed_ones_end_what_is_passed() {
-        let ttl = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
-        let mut raw = ttl.clone();
-        raw.extend(cmsg(libc::SOL_IPV6, libc::IPV6_PKTINFO, &[1; 20]));
-        raw.extend(ttl.clone());
-        assert_eq!(allowed_control(&raw), (ttl.clone(), true));
-        let mut long = ttl.clone();
-        long[..8].copy_from_slice(&4096u64.to_le_bytes());
-        assert_eq!(allowed_control(&long), (Vec::new(), true));
-        let mut short = ttl.clone();
-        short[..8].copy_from_slice(&3u64.to_le_bytes());
-        assert_eq!(allowed_control(&short), (Vec::new(), true));
-        assert_eq!(allowed_control(&ttl[..10]), (Vec::new(), true));
-    }
-}
-
 /// An ICMP echo socket neither listens nor accepts (EOPNOTSUPP, the
 /// interface's defaults).
 impl SocketOps for Arc<PingSocket> {
@@ -491,5 +452,44 @@ impl SocketOps for Arc<PingSocket> {
 
     fn setsockopt(&self, task: &Task, opt: OptArg) -> SysResult {
         setsockopt(task, self, opt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&u64::try_from(CMSG_HDR + data.len()).unwrap().to_le_bytes());
+        m.extend_from_slice(&level.to_le_bytes());
+        m.extend_from_slice(&ty.to_le_bytes());
+        m.extend_from_slice(data);
+        m.resize(m.len().next_multiple_of(8), 0);
+        m
+    }
+
+    #[test]
+    fn allowed_control_messages_pass_whole() {
+        let mut raw = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
+        raw.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMP, &[7; 16]));
+        assert_eq!(allowed_control(&raw), (raw.clone(), false));
+        assert_eq!(allowed_control(&[]), (Vec::new(), false));
+    }
+
+    #[test]
+    fn others_and_malformed_ones_end_what_is_passed() {
+        let ttl = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_le_bytes());
+        let mut raw = ttl.clone();
+        raw.extend(cmsg(libc::SOL_IPV6, libc::IPV6_PKTINFO, &[1; 20]));
+        raw.extend(ttl.clone());
+        assert_eq!(allowed_control(&raw), (ttl.clone(), true));
+        let mut long = ttl.clone();
+        long[..8].copy_from_slice(&4096u64.to_le_bytes());
+        assert_eq!(allowed_control(&long), (Vec::new(), true));
+        let mut short = ttl.clone();
+        short[..8].copy_from_slice(&3u64.to_le_bytes());
+        assert_eq!(allowed_control(&short), (Vec::new(), true));
+        assert_eq!(allowed_control(&ttl[..10]), (Vec::new(), true));
     }
 }

@@ -28,6 +28,7 @@ const ADJ_BYTES: u64 = std::mem::size_of::<i32>() as u64;
 /// `sem_flg` bits.
 pub const SEM_UNDO: i16 = 0x1000;
 /// IPC_NOWAIT as `sem_flg` (a short) carries it.
+#[allow(clippy::cast_possible_truncation)] // 0o4000 fits
 const IPC_NOWAIT: i16 = crate::abi::ipc::IPC_NOWAIT as i16;
 
 /// One `struct sembuf`.
