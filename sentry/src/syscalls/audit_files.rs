@@ -202,7 +202,7 @@ pub(super) fn opened(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     if f.readable() && f.dentry.parent.is_some() {
         let path = path_of(task, &f.dentry);
         if log.records_reads_of(&path) {
-            let pid = task.thread.tgid;
+            let pid = task.thread.tgid();
             task.kernel.audit(|| Record::FileRead { pid, path: text(&path) })?;
         }
     }
