@@ -9,13 +9,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use husk_netstack::{Family, Stack, TcpEndpoint};
-use husk_sentry::auth::Credentials;
-use husk_sentry::kernel::thread::Thread;
-use husk_sentry::kernel::{FsContext, Task};
-use husk_sentry::mm::{Backing, MapRequest, MemoryFile, MemoryManager, VmaName};
-use husk_sentry::platform::Perms;
-use husk_sentry::testing::{self, Idle};
-use husk_sentry::vfs::walk::Walker;
+use husk_sentry::testing::{
+    self, Backing, Credentials, FsContext, Idle, MapRequest, MemoryFile, MemoryManager, Perms, Task, Thread, VmaName,
+    Walker,
+};
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -45,7 +42,7 @@ fn task() -> (Task, u64) {
         })
         .expect("mmap");
     mm.copy_out(scratch, &vec![0u8; 1 << 20]).expect("first touch");
-    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), kernel.mounts.root(), kernel.mounts.root()));
+    let fs = Arc::new(FsContext::new(kernel.mounts().clone(), kernel.mounts().root(), kernel.mounts().root()));
     let thread = Arc::new(Thread::new_init(1, Credentials::new(0, 0), mm, fs));
     (Task::new(kernel, thread).expect("task"), scratch)
 }
@@ -110,8 +107,8 @@ fn path_walk(c: &mut Criterion) {
     let mut g = c.benchmark_group("vfs");
     let creds = Credentials::new(0, 0);
     let kernel = task.kernel.clone();
-    let root = kernel.mounts.root();
-    let walker = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
+    let root = kernel.mounts().root();
+    let walker = Walker { ns: kernel.mounts(), root: root.clone(), creds: &creds };
     g.bench_function("walk 5 components on tmpfs", |b| {
         b.iter(|| walker.resolve(&root, black_box(DEEP.as_bytes()), true).expect("resolves"))
     });

@@ -4,19 +4,19 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
-pub mod abi;
+pub(crate) mod abi;
 pub mod audit;
 pub mod auth;
 pub mod boot;
 pub mod fs;
 pub(crate) mod host;
 pub mod kernel;
-pub mod loader;
-pub mod mm;
-pub mod platform;
+pub(crate) mod loader;
+pub(crate) mod mm;
+pub(crate) mod platform;
 pub mod syscalls;
 /// What unit tests and the micro-benchmarks share (`--features testing`).
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod vfs;
-pub mod waiter;
+pub(crate) mod vfs;
+pub(crate) mod waiter;

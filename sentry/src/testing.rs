@@ -3,15 +3,23 @@
 //! roots (so the kernel's own tests need not name a filesystem), and a
 //! notifier that counts.
 
-use crate::auth::Credentials;
 use crate::fs::tmpfs::Tmpfs;
-use crate::kernel::thread::Thread;
-use crate::kernel::{FsContext, Kernel, KernelOptions, ThreadGroup};
-use crate::mm::{MemoryFile, MemoryManager};
-use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError};
+use crate::kernel::{Kernel, KernelOptions, ThreadGroup};
+use crate::platform::{self, AddressSpace, Context, CpuState, Event, Interrupter, Platform, PlatformError};
 use crate::waiter::Notify;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+// What the micro-benchmarks drive, which the crate does not export.
+pub use crate::auth::creds::Credentials;
+pub use crate::kernel::fs_context::FsContext;
+pub use crate::kernel::task::Task;
+pub use crate::kernel::thread::Thread;
+pub use crate::mm::manager::{MapRequest, MemoryManager};
+pub use crate::mm::memory_file::MemoryFile;
+pub use crate::mm::vma::{Backing, VmaName};
+pub use crate::platform::Perms;
+pub use crate::vfs::walk::Walker;
 
 /// A platform whose contexts never run guest code.
 pub struct Idle;
@@ -87,9 +95,9 @@ pub fn kernel(memory: Arc<MemoryFile>) -> Arc<Kernel> {
 
 /// Thread `tid` of process `group` on `Idle`, added to `k`'s table.
 pub fn thread(k: &Kernel, tid: i32, group: Arc<ThreadGroup>) -> Arc<Thread> {
-    let mm = Arc::new(MemoryManager::new(k.memory.clone(), Arc::new(Idle), 1 << 40));
-    let root = k.mounts.root();
-    let fs = Arc::new(FsContext::new(k.mounts.clone(), root.clone(), root));
+    let mm = Arc::new(MemoryManager::new(k.memory().clone(), Arc::new(Idle), 1 << 40));
+    let root = k.mounts().root();
+    let fs = Arc::new(FsContext::new(k.mounts().clone(), root.clone(), root));
     let t = Arc::new(Thread::new(tid, group, Arc::default(), Credentials::new(0, 0), mm, fs));
     k.add_thread(t.clone());
     t

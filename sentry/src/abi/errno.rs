@@ -138,4 +138,4 @@ impl From<std::io::Error> for Errno {
 }
 
 /// The result of a system call handler: the value for `rax`, or an errno.
-pub type SysResult = Result<u64, Errno>;
+pub(crate) type SysResult = Result<u64, Errno>;

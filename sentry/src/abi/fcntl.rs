@@ -6,84 +6,84 @@
 
 /// The open-file status flags as an open file description keeps them
 /// (`u32`); the `int` forms that system call arguments carry are `libc`'s.
-pub const O_ACCMODE: u32 = 0o3;
-pub const O_RDONLY: u32 = 0o0;
-pub const O_WRONLY: u32 = 0o1;
-pub const O_RDWR: u32 = 0o2;
-pub const O_APPEND: u32 = 0o2000;
-pub const O_NONBLOCK: u32 = 0o4000;
-pub const O_PATH: u32 = 0o10000000;
+pub(crate) const O_ACCMODE: u32 = 0o3;
+pub(crate) const O_RDONLY: u32 = 0o0;
+pub(crate) const O_WRONLY: u32 = 0o1;
+pub(crate) const O_RDWR: u32 = 0o2;
+pub(crate) const O_APPEND: u32 = 0o2000;
+pub(crate) const O_NONBLOCK: u32 = 0o4000;
+pub(crate) const O_PATH: u32 = 0o10000000;
 
 /// `fcntl` commands.
-pub const F_DUPFD: u32 = 0;
-pub const F_GETFD: u32 = 1;
-pub const F_SETFD: u32 = 2;
-pub const F_GETFL: u32 = 3;
-pub const F_SETFL: u32 = 4;
-pub const F_GETLK: u32 = 5;
-pub const F_SETLK: u32 = 6;
-pub const F_SETLKW: u32 = 7;
-pub const F_SETOWN: u32 = 8;
-pub const F_GETOWN: u32 = 9;
-pub const F_OFD_GETLK: u32 = 36;
-pub const F_OFD_SETLK: u32 = 37;
-pub const F_OFD_SETLKW: u32 = 38;
-pub const F_DUPFD_CLOEXEC: u32 = 1030;
-pub const F_SETPIPE_SZ: u32 = 1031;
-pub const F_GETPIPE_SZ: u32 = 1032;
-pub const F_ADD_SEALS: u32 = 1033;
-pub const F_GET_SEALS: u32 = 1034;
+pub(crate) const F_DUPFD: u32 = 0;
+pub(crate) const F_GETFD: u32 = 1;
+pub(crate) const F_SETFD: u32 = 2;
+pub(crate) const F_GETFL: u32 = 3;
+pub(crate) const F_SETFL: u32 = 4;
+pub(crate) const F_GETLK: u32 = 5;
+pub(crate) const F_SETLK: u32 = 6;
+pub(crate) const F_SETLKW: u32 = 7;
+pub(crate) const F_SETOWN: u32 = 8;
+pub(crate) const F_GETOWN: u32 = 9;
+pub(crate) const F_OFD_GETLK: u32 = 36;
+pub(crate) const F_OFD_SETLK: u32 = 37;
+pub(crate) const F_OFD_SETLKW: u32 = 38;
+pub(crate) const F_DUPFD_CLOEXEC: u32 = 1030;
+pub(crate) const F_SETPIPE_SZ: u32 = 1031;
+pub(crate) const F_GETPIPE_SZ: u32 = 1032;
+pub(crate) const F_ADD_SEALS: u32 = 1033;
+pub(crate) const F_GET_SEALS: u32 = 1034;
 /// The descriptor flag F_GETFD and F_SETFD carry.
-pub const FD_CLOEXEC: u64 = 1;
+pub(crate) const FD_CLOEXEC: u64 = 1;
 
 /// `struct flock`'s `l_type`.
-pub const F_RDLCK: i16 = 0;
-pub const F_WRLCK: i16 = 1;
-pub const F_UNLCK: i16 = 2;
+pub(crate) const F_RDLCK: i16 = 0;
+pub(crate) const F_WRLCK: i16 = 1;
+pub(crate) const F_UNLCK: i16 = 2;
 
 /// `flock` operations.
-pub const LOCK_SH: i32 = libc::LOCK_SH;
-pub const LOCK_EX: i32 = libc::LOCK_EX;
-pub const LOCK_NB: i32 = libc::LOCK_NB;
-pub const LOCK_UN: i32 = libc::LOCK_UN;
+pub(crate) const LOCK_SH: i32 = libc::LOCK_SH;
+pub(crate) const LOCK_EX: i32 = libc::LOCK_EX;
+pub(crate) const LOCK_NB: i32 = libc::LOCK_NB;
+pub(crate) const LOCK_UN: i32 = libc::LOCK_UN;
 
 /// `lseek`'s origins (and `struct flock`'s `l_whence`).
-pub const SEEK_SET: u32 = 0;
-pub const SEEK_CUR: u32 = 1;
-pub const SEEK_END: u32 = 2;
-pub const SEEK_DATA: u32 = 3;
-pub const SEEK_HOLE: u32 = 4;
+pub(crate) const SEEK_SET: u32 = 0;
+pub(crate) const SEEK_CUR: u32 = 1;
+pub(crate) const SEEK_END: u32 = 2;
+pub(crate) const SEEK_DATA: u32 = 3;
+pub(crate) const SEEK_HOLE: u32 = 4;
 
 /// The working directory as an `*at` call's directory descriptor.
-pub const AT_FDCWD: i32 = libc::AT_FDCWD;
+pub(crate) const AT_FDCWD: i32 = libc::AT_FDCWD;
 /// `AT_FDCWD` as a raw system call argument (the `int` zero-extended).
-pub const AT_FDCWD_ARG: u64 = 0xffff_ff9c;
+pub(crate) const AT_FDCWD_ARG: u64 = 0xffff_ff9c;
 
-pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
-pub const AT_REMOVEDIR: u64 = 0x200;
+pub(crate) const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+pub(crate) const AT_REMOVEDIR: u64 = 0x200;
 /// `faccessat`: check with the effective ids (same value as AT_REMOVEDIR).
-pub const AT_EACCESS: u64 = 0x200;
-pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
-pub const AT_NO_AUTOMOUNT: u64 = 0x800;
-pub const AT_EMPTY_PATH: u64 = 0x1000;
+pub(crate) const AT_EACCESS: u64 = 0x200;
+pub(crate) const AT_SYMLINK_FOLLOW: u64 = 0x400;
+pub(crate) const AT_NO_AUTOMOUNT: u64 = 0x800;
+pub(crate) const AT_EMPTY_PATH: u64 = 0x1000;
 /// `statx`: the mask of the sync-type bits.
-pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+pub(crate) const AT_STATX_SYNC_TYPE: u64 = 0x6000;
 
 /// eventfd2(2)'s own flag (`linux/eventfd.h`; the others are O_CLOEXEC
 /// and O_NONBLOCK).
-pub const EFD_SEMAPHORE: i32 = 1;
+pub(crate) const EFD_SEMAPHORE: i32 = 1;
 
 /// memfd_create(2)'s flags (`linux/memfd.h`) and the longest name it takes
 /// (NAME_MAX minus "memfd:").
-pub const MFD_CLOEXEC: u32 = 0x1;
-pub const MFD_ALLOW_SEALING: u32 = 0x2;
-pub const MFD_NOEXEC_SEAL: u32 = 0x8;
-pub const MFD_EXEC: u32 = 0x10;
-pub const MFD_NAME_MAX: usize = 249;
+pub(crate) const MFD_CLOEXEC: u32 = 0x1;
+pub(crate) const MFD_ALLOW_SEALING: u32 = 0x2;
+pub(crate) const MFD_NOEXEC_SEAL: u32 = 0x8;
+pub(crate) const MFD_EXEC: u32 = 0x10;
+pub(crate) const MFD_NAME_MAX: usize = 249;
 
 /// close_range(2)'s flags (`linux/close_range.h`).
-pub const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
-pub const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
+pub(crate) const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
+pub(crate) const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
 
 #[cfg(test)]
 mod tests {

@@ -2,46 +2,46 @@
 //! as the raw `u64` of the request argument.
 
 // Terminals: termios and window size.
-pub const TCGETS: u64 = 0x5401;
-pub const TCSETS: u64 = 0x5402;
-pub const TCSETSW: u64 = 0x5403;
-pub const TCSETSF: u64 = 0x5404;
-pub const TCSBRK: u64 = 0x5409;
-pub const TCXONC: u64 = 0x540a;
-pub const TCFLSH: u64 = 0x540b;
-pub const TIOCEXCL: u64 = 0x540c;
-pub const TIOCNXCL: u64 = 0x540d;
-pub const TIOCSCTTY: u64 = 0x540e;
-pub const TIOCGPGRP: u64 = 0x540f;
-pub const TIOCSPGRP: u64 = 0x5410;
+pub(crate) const TCGETS: u64 = 0x5401;
+pub(crate) const TCSETS: u64 = 0x5402;
+pub(crate) const TCSETSW: u64 = 0x5403;
+pub(crate) const TCSETSF: u64 = 0x5404;
+pub(crate) const TCSBRK: u64 = 0x5409;
+pub(crate) const TCXONC: u64 = 0x540a;
+pub(crate) const TCFLSH: u64 = 0x540b;
+pub(crate) const TIOCEXCL: u64 = 0x540c;
+pub(crate) const TIOCNXCL: u64 = 0x540d;
+pub(crate) const TIOCSCTTY: u64 = 0x540e;
+pub(crate) const TIOCGPGRP: u64 = 0x540f;
+pub(crate) const TIOCSPGRP: u64 = 0x5410;
 /// Bytes written but not yet read: a terminal's output queue, a socket's
 /// unacknowledged bytes (`SIOCOUTQ` is the same number).
-pub const TIOCOUTQ: u64 = 0x5411;
-pub const SIOCOUTQ: u64 = TIOCOUTQ;
-pub const TIOCSTI: u64 = 0x5412;
-pub const TIOCGWINSZ: u64 = 0x5413;
-pub const TIOCSWINSZ: u64 = 0x5414;
+pub(crate) const TIOCOUTQ: u64 = 0x5411;
+pub(crate) const SIOCOUTQ: u64 = TIOCOUTQ;
+pub(crate) const TIOCSTI: u64 = 0x5412;
+pub(crate) const TIOCGWINSZ: u64 = 0x5413;
+pub(crate) const TIOCSWINSZ: u64 = 0x5414;
 /// Bytes ready to read (`SIOCINQ` is the same number).
-pub const FIONREAD: u64 = 0x541b;
-pub const FIONBIO: u64 = 0x5421;
-pub const TIOCNOTTY: u64 = 0x5422;
-pub const TIOCSETD: u64 = 0x5423;
-pub const TIOCGETD: u64 = 0x5424;
-pub const TCSBRKP: u64 = 0x5425;
-pub const TIOCSBRK: u64 = 0x5427;
-pub const TIOCCBRK: u64 = 0x5428;
-pub const TIOCGSID: u64 = 0x5429;
-pub const TCGETS2: u64 = 0x802c_542a;
-pub const TCSETS2: u64 = 0x402c_542b;
-pub const TCSETSW2: u64 = 0x402c_542c;
-pub const TCSETSF2: u64 = 0x402c_542d;
-pub const TIOCGPTN: u64 = 0x8004_5430;
-pub const TIOCSPTLCK: u64 = 0x4004_5431;
-pub const TIOCGPTLCK: u64 = 0x8004_5439;
-pub const TIOCGEXCL: u64 = 0x8004_5440;
-pub const TIOCGPTPEER: u64 = 0x5441;
-pub const FIONCLEX: u64 = 0x5450;
-pub const FIOCLEX: u64 = 0x5451;
+pub(crate) const FIONREAD: u64 = 0x541b;
+pub(crate) const FIONBIO: u64 = 0x5421;
+pub(crate) const TIOCNOTTY: u64 = 0x5422;
+pub(crate) const TIOCSETD: u64 = 0x5423;
+pub(crate) const TIOCGETD: u64 = 0x5424;
+pub(crate) const TCSBRKP: u64 = 0x5425;
+pub(crate) const TIOCSBRK: u64 = 0x5427;
+pub(crate) const TIOCCBRK: u64 = 0x5428;
+pub(crate) const TIOCGSID: u64 = 0x5429;
+pub(crate) const TCGETS2: u64 = 0x802c_542a;
+pub(crate) const TCSETS2: u64 = 0x402c_542b;
+pub(crate) const TCSETSW2: u64 = 0x402c_542c;
+pub(crate) const TCSETSF2: u64 = 0x402c_542d;
+pub(crate) const TIOCGPTN: u64 = 0x8004_5430;
+pub(crate) const TIOCSPTLCK: u64 = 0x4004_5431;
+pub(crate) const TIOCGPTLCK: u64 = 0x8004_5439;
+pub(crate) const TIOCGEXCL: u64 = 0x8004_5440;
+pub(crate) const TIOCGPTPEER: u64 = 0x5441;
+pub(crate) const FIONCLEX: u64 = 0x5450;
+pub(crate) const FIOCLEX: u64 = 0x5451;
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 /// A guest structure with a fixed layout: one definition of its fields'
 /// order, sizes and padding serves both directions (gVisor's
 /// `marshal.Marshallable`, which `+marshal` generates).
-pub trait Layout: Sized {
+pub(crate) trait Layout: Sized {
     /// The structure's size in guest memory.
     const SIZE: usize;
 
@@ -106,10 +106,6 @@ impl Encoder {
         self.buf.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
@@ -120,13 +116,13 @@ impl Encoder {
 }
 
 /// Reads a guest structure field by field; reads past the end yield zero.
-pub struct Decoder<'a> {
+pub(crate) struct Decoder<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Decoder<'a> {
-    pub fn new(buf: &'a [u8]) -> Decoder<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Decoder<'a> {
         Decoder { buf, pos: 0 }
     }
 
@@ -139,31 +135,31 @@ impl<'a> Decoder<'a> {
         out
     }
 
-    pub fn u16(&mut self) -> u16 {
+    pub(crate) fn u16(&mut self) -> u16 {
         u16::from_le_bytes(self.take())
     }
 
-    pub fn i16(&mut self) -> i16 {
+    pub(crate) fn i16(&mut self) -> i16 {
         i16::from_le_bytes(self.take())
     }
 
-    pub fn u32(&mut self) -> u32 {
+    pub(crate) fn u32(&mut self) -> u32 {
         u32::from_le_bytes(self.take())
     }
 
-    pub fn i32(&mut self) -> i32 {
+    pub(crate) fn i32(&mut self) -> i32 {
         i32::from_le_bytes(self.take())
     }
 
-    pub fn u64(&mut self) -> u64 {
+    pub(crate) fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take())
     }
 
-    pub fn i64(&mut self) -> i64 {
+    pub(crate) fn i64(&mut self) -> i64 {
         i64::from_le_bytes(self.take())
     }
 
-    pub fn skip(&mut self, n: usize) -> &mut Self {
+    pub(crate) fn skip(&mut self, n: usize) -> &mut Self {
         self.pos += n;
         self
     }

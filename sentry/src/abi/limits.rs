@@ -1,9 +1,9 @@
 //! Limits of names and paths (Linux's `include/uapi/linux/limits.h`).
 
 /// The longest name of one path component.
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 /// The longest path accepted, with its terminating NUL.
-pub const PATH_MAX: usize = 4096;
+pub(crate) const PATH_MAX: usize = 4096;
 
 #[cfg(test)]
 mod tests {

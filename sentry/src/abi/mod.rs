@@ -1,26 +1,26 @@
 //! The Linux x86-64 ABI as the guest sees it: errnos, constants and the
 //! layouts of structures copied in and out of guest memory.
 
-pub mod arch;
-pub mod errno;
-pub mod fcntl;
-pub mod ioctl;
-pub mod ipc;
-pub mod layout;
-pub mod limits;
-pub mod netdevice;
-pub mod poll;
-pub mod sched;
-pub mod seccomp;
-pub mod signal;
-pub mod sockaddr;
-pub mod socket;
-pub mod stat;
-pub mod time;
-pub mod uio;
-pub mod xattr;
+pub(crate) mod arch;
+pub(crate) mod errno;
+pub(crate) mod fcntl;
+pub(crate) mod ioctl;
+pub(crate) mod ipc;
+pub(crate) mod layout;
+pub(crate) mod limits;
+pub(crate) mod netdevice;
+pub(crate) mod poll;
+pub(crate) mod sched;
+pub(crate) mod seccomp;
+pub(crate) mod signal;
+pub(crate) mod sockaddr;
+pub(crate) mod socket;
+pub(crate) mod stat;
+pub(crate) mod time;
+pub(crate) mod uio;
+pub(crate) mod xattr;
 
-pub use errno::{Errno, SysResult};
+pub(crate) use errno::{Errno, SysResult};
 
 /// The guest's page size.
 pub const PAGE_SIZE: u64 = 4096;

@@ -5,29 +5,29 @@
 
 use super::layout::{Decoder, Encoder, Layout};
 
-pub const POLLIN: u32 = 0x1;
-pub const POLLPRI: u32 = 0x2;
-pub const POLLOUT: u32 = 0x4;
-pub const POLLERR: u32 = 0x8;
-pub const POLLHUP: u32 = 0x10;
-pub const POLLNVAL: u32 = 0x20;
-pub const POLLRDNORM: u32 = 0x40;
-pub const POLLWRNORM: u32 = 0x100;
-pub const POLLRDHUP: u32 = 0x2000;
+pub(crate) const POLLIN: u32 = 0x1;
+pub(crate) const POLLPRI: u32 = 0x2;
+pub(crate) const POLLOUT: u32 = 0x4;
+pub(crate) const POLLERR: u32 = 0x8;
+pub(crate) const POLLHUP: u32 = 0x10;
+pub(crate) const POLLNVAL: u32 = 0x20;
+pub(crate) const POLLRDNORM: u32 = 0x40;
+pub(crate) const POLLWRNORM: u32 = 0x100;
+pub(crate) const POLLRDHUP: u32 = 0x2000;
 
-pub const EPOLLERR: u32 = POLLERR;
-pub const EPOLLHUP: u32 = POLLHUP;
-pub const EPOLLONESHOT: u32 = 1 << 30;
-pub const EPOLLET: u32 = 1 << 31;
+pub(crate) const EPOLLERR: u32 = POLLERR;
+pub(crate) const EPOLLHUP: u32 = POLLHUP;
+pub(crate) const EPOLLONESHOT: u32 = 1 << 30;
+pub(crate) const EPOLLET: u32 = 1 << 31;
 
-pub const EPOLL_CTL_ADD: i32 = libc::EPOLL_CTL_ADD;
-pub const EPOLL_CTL_DEL: i32 = libc::EPOLL_CTL_DEL;
-pub const EPOLL_CTL_MOD: i32 = libc::EPOLL_CTL_MOD;
+pub(crate) const EPOLL_CTL_ADD: i32 = libc::EPOLL_CTL_ADD;
+pub(crate) const EPOLL_CTL_DEL: i32 = libc::EPOLL_CTL_DEL;
+pub(crate) const EPOLL_CTL_MOD: i32 = libc::EPOLL_CTL_MOD;
 
 /// A `struct pollfd`: the descriptor, the events asked for and those
 /// that happened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PollFd {
+pub(crate) struct PollFd {
     pub fd: i32,
     pub events: u16,
     pub revents: u16,
@@ -47,7 +47,7 @@ impl Layout for PollFd {
 
 /// A `struct epoll_event` (packed on x86-64: 12 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EpollEvent {
+pub(crate) struct EpollEvent {
     pub events: u32,
     pub data: u64,
 }

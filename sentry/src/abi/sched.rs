@@ -2,35 +2,32 @@
 //! `include/uapi/linux/sched.h`). Flags are compared against the raw
 //! 64-bit argument, so they are `u64`.
 
-pub const CLONE_VM: u64 = 0x100;
-pub const CLONE_FS: u64 = 0x200;
-pub const CLONE_FILES: u64 = 0x400;
-pub const CLONE_SIGHAND: u64 = 0x800;
-pub const CLONE_PIDFD: u64 = 0x1000;
-pub const CLONE_PTRACE: u64 = 0x2000;
-pub const CLONE_VFORK: u64 = 0x4000;
-pub const CLONE_PARENT: u64 = 0x8000;
-pub const CLONE_THREAD: u64 = 0x10000;
-pub const CLONE_NEWNS: u64 = 0x20000;
-pub const CLONE_SYSVSEM: u64 = 0x40000;
-pub const CLONE_SETTLS: u64 = 0x80000;
-pub const CLONE_PARENT_SETTID: u64 = 0x100000;
-pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
-pub const CLONE_DETACHED: u64 = 0x400000;
-pub const CLONE_UNTRACED: u64 = 0x800000;
-pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
-pub const CLONE_IO: u64 = 0x8000_0000;
+pub(crate) const CLONE_VM: u64 = 0x100;
+pub(crate) const CLONE_FS: u64 = 0x200;
+pub(crate) const CLONE_FILES: u64 = 0x400;
+pub(crate) const CLONE_SIGHAND: u64 = 0x800;
+pub(crate) const CLONE_PIDFD: u64 = 0x1000;
+pub(crate) const CLONE_VFORK: u64 = 0x4000;
+pub(crate) const CLONE_PARENT: u64 = 0x8000;
+pub(crate) const CLONE_THREAD: u64 = 0x10000;
+pub(crate) const CLONE_NEWNS: u64 = 0x20000;
+pub(crate) const CLONE_SYSVSEM: u64 = 0x40000;
+pub(crate) const CLONE_SETTLS: u64 = 0x80000;
+pub(crate) const CLONE_PARENT_SETTID: u64 = 0x100000;
+pub(crate) const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+pub(crate) const CLONE_DETACHED: u64 = 0x400000;
+pub(crate) const CLONE_CHILD_SETTID: u64 = 0x1000000;
 /// clone3 only (beyond the 32 bits clone's flags have).
-pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+pub(crate) const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+pub(crate) const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// `struct clone_args`' sizes: the first version's and this kernel's
 /// (version 2, with `cgroup`).
-pub const CLONE_ARGS_SIZE_VER0: u64 = 64;
-pub const CLONE_ARGS_SIZE: usize = 88;
+pub(crate) const CLONE_ARGS_SIZE_VER0: u64 = 64;
+pub(crate) const CLONE_ARGS_SIZE: usize = 88;
 
 /// The exit signal fork(2) and vfork(2) give a child, in clone's flags.
-pub const SIGCHLD_FLAG: u64 = 17;
+pub(crate) const SIGCHLD_FLAG: u64 = 17;
 
 #[cfg(test)]
 mod tests {
@@ -45,7 +42,6 @@ mod tests {
             (CLONE_FILES, flag(libc::CLONE_FILES)),
             (CLONE_SIGHAND, flag(libc::CLONE_SIGHAND)),
             (CLONE_PIDFD, flag(libc::CLONE_PIDFD)),
-            (CLONE_PTRACE, flag(libc::CLONE_PTRACE)),
             (CLONE_VFORK, flag(libc::CLONE_VFORK)),
             (CLONE_PARENT, flag(libc::CLONE_PARENT)),
             (CLONE_THREAD, flag(libc::CLONE_THREAD)),
@@ -55,9 +51,7 @@ mod tests {
             (CLONE_PARENT_SETTID, flag(libc::CLONE_PARENT_SETTID)),
             (CLONE_CHILD_CLEARTID, flag(libc::CLONE_CHILD_CLEARTID)),
             (CLONE_DETACHED, flag(libc::CLONE_DETACHED)),
-            (CLONE_UNTRACED, flag(libc::CLONE_UNTRACED)),
             (CLONE_CHILD_SETTID, flag(libc::CLONE_CHILD_SETTID)),
-            (CLONE_IO, flag(libc::CLONE_IO)),
         ];
         for (ours, linux) in pairs {
             assert_eq!(ours, linux);

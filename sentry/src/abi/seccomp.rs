@@ -38,6 +38,7 @@ pub const RET_DATA: u32 = 0x0000_ffff;
 pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // libc constants that fit
 mod tests {
     use super::*;
 

@@ -7,32 +7,32 @@
 use super::layout::{Decoder, Encoder, Layout};
 
 /// The number of signals (1..=64).
-pub const NSIG: usize = 64;
-pub const SIGKILL: i32 = libc::SIGKILL;
-pub const SIGSTOP: i32 = libc::SIGSTOP;
+pub(crate) const NSIG: usize = 64;
+pub(crate) const SIGKILL: i32 = libc::SIGKILL;
+pub(crate) const SIGSTOP: i32 = libc::SIGSTOP;
 /// The first realtime signal, as the kernel numbers it (glibc keeps two
 /// for itself, so its SIGRTMIN is 34).
-pub const SIGRTMIN: i32 = 32;
+pub(crate) const SIGRTMIN: i32 = 32;
 
 /// The handler values that mean "default action" and "ignore".
-pub const SIG_DFL: u64 = 0;
-pub const SIG_IGN: u64 = 1;
+pub(crate) const SIG_DFL: u64 = 0;
+pub(crate) const SIG_IGN: u64 = 1;
 
 /// `sigprocmask`'s `how`.
-pub const SIG_BLOCK: i32 = libc::SIG_BLOCK;
-pub const SIG_UNBLOCK: i32 = libc::SIG_UNBLOCK;
-pub const SIG_SETMASK: i32 = libc::SIG_SETMASK;
+pub(crate) const SIG_BLOCK: i32 = libc::SIG_BLOCK;
+pub(crate) const SIG_UNBLOCK: i32 = libc::SIG_UNBLOCK;
+pub(crate) const SIG_SETMASK: i32 = libc::SIG_SETMASK;
 
 /// `sigaction` flags.
-pub const SA_NOCLDSTOP: u64 = 0x1;
-pub const SA_NOCLDWAIT: u64 = 0x2;
-pub const SA_SIGINFO: u64 = 0x4;
-pub const SA_EXPOSE_TAGBITS: u64 = 0x800;
-pub const SA_RESTORER: u64 = 0x0400_0000;
-pub const SA_ONSTACK: u64 = 0x0800_0000;
-pub const SA_RESTART: u64 = 0x1000_0000;
-pub const SA_NODEFER: u64 = 0x4000_0000;
-pub const SA_RESETHAND: u64 = 0x8000_0000;
+pub(crate) const SA_NOCLDSTOP: u64 = 0x1;
+pub(crate) const SA_NOCLDWAIT: u64 = 0x2;
+pub(crate) const SA_SIGINFO: u64 = 0x4;
+pub(crate) const SA_EXPOSE_TAGBITS: u64 = 0x800;
+pub(crate) const SA_RESTORER: u64 = 0x0400_0000;
+pub(crate) const SA_ONSTACK: u64 = 0x0800_0000;
+pub(crate) const SA_RESTART: u64 = 0x1000_0000;
+pub(crate) const SA_NODEFER: u64 = 0x4000_0000;
+pub(crate) const SA_RESETHAND: u64 = 0x8000_0000;
 
 /// One `struct sigaction` as the kernel takes it (rt_sigaction(2)): the
 /// handler, the flags, the restorer and an 8-byte mask, unlike glibc's
@@ -58,26 +58,25 @@ impl Layout for SigAction {
 }
 
 /// `sigaltstack` flags.
-pub const SS_ONSTACK: u32 = 1;
-pub const SS_DISABLE: u32 = 2;
-pub const SS_AUTODISARM: u32 = 1 << 31;
+pub(crate) const SS_ONSTACK: u32 = 1;
+pub(crate) const SS_DISABLE: u32 = 2;
+pub(crate) const SS_AUTODISARM: u32 = 1 << 31;
 
 /// `si_code` values.
-pub const SI_USER: i32 = libc::SI_USER;
-pub const SI_KERNEL: i32 = 0x80;
-pub const SI_QUEUE: i32 = libc::SI_QUEUE;
-pub const SI_TIMER: i32 = libc::SI_TIMER;
-pub const SI_MESGQ: i32 = libc::SI_MESGQ;
-pub const SI_TKILL: i32 = libc::SI_TKILL;
-pub const CLD_EXITED: i32 = libc::CLD_EXITED;
-pub const CLD_KILLED: i32 = libc::CLD_KILLED;
-pub const CLD_STOPPED: i32 = libc::CLD_STOPPED;
-pub const CLD_CONTINUED: i32 = libc::CLD_CONTINUED;
+pub(crate) const SI_USER: i32 = libc::SI_USER;
+pub(crate) const SI_KERNEL: i32 = 0x80;
+pub(crate) const SI_TIMER: i32 = libc::SI_TIMER;
+pub(crate) const SI_MESGQ: i32 = libc::SI_MESGQ;
+pub(crate) const SI_TKILL: i32 = libc::SI_TKILL;
+pub(crate) const CLD_EXITED: i32 = libc::CLD_EXITED;
+pub(crate) const CLD_KILLED: i32 = libc::CLD_KILLED;
+pub(crate) const CLD_STOPPED: i32 = libc::CLD_STOPPED;
+pub(crate) const CLD_CONTINUED: i32 = libc::CLD_CONTINUED;
 
 /// `sigevent`'s `sigev_notify`.
-pub const SIGEV_SIGNAL: i32 = libc::SIGEV_SIGNAL;
-pub const SIGEV_NONE: i32 = libc::SIGEV_NONE;
-pub const SIGEV_THREAD_ID: i32 = libc::SIGEV_THREAD_ID;
+pub(crate) const SIGEV_SIGNAL: i32 = libc::SIGEV_SIGNAL;
+pub(crate) const SIGEV_NONE: i32 = libc::SIGEV_NONE;
+pub(crate) const SIGEV_THREAD_ID: i32 = libc::SIGEV_THREAD_ID;
 
 #[cfg(test)]
 mod tests {

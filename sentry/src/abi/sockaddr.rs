@@ -111,7 +111,7 @@ impl SockaddrUn {
     /// sizeof(struct sockaddr_un): the longest address.
     pub const SIZE: usize = 110;
     /// `sun_family`: AF_UNIX (a test checks it).
-    pub const FAMILY: u16 = 1;
+    pub(crate) const FAMILY: u16 = 1;
 
     /// The bytes of an address whose `sun_path` is `path` (the family
     /// alone for an unnamed socket).
@@ -123,6 +123,7 @@ impl SockaddrUn {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // libc constants that fit
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};

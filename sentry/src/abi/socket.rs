@@ -14,7 +14,6 @@ pub const AF_NETLINK: i32 = libc::AF_NETLINK;
 pub const SOCK_STREAM: i32 = libc::SOCK_STREAM;
 pub const SOCK_DGRAM: i32 = libc::SOCK_DGRAM;
 pub const SOCK_RAW: i32 = libc::SOCK_RAW;
-pub const SOCK_SEQPACKET: i32 = libc::SOCK_SEQPACKET;
 /// The bits of `socket`'s type argument that are the type (the rest are
 /// SOCK_NONBLOCK and SOCK_CLOEXEC).
 pub const SOCK_TYPE_MASK: i32 = 0xf;
@@ -58,7 +57,6 @@ pub const SO_RCVLOWAT: i32 = 18;
 pub const SO_SNDLOWAT: i32 = 19;
 pub const SO_BINDTODEVICE: i32 = 25;
 pub const SO_TIMESTAMP_OLD: i32 = 29;
-pub const SO_PEERSEC: i32 = 31;
 pub const SO_PASSSEC: i32 = 34;
 pub const SO_TIMESTAMPNS_OLD: i32 = 35;
 pub const SO_MARK: i32 = 36;

@@ -5,23 +5,23 @@
 use super::layout::{Decoder, Encoder, Layout};
 use super::time::Timespec;
 
-pub const S_IFMT: u32 = 0o170000;
-pub const S_IFSOCK: u32 = 0o140000;
-pub const S_IFLNK: u32 = 0o120000;
-pub const S_IFREG: u32 = 0o100000;
-pub const S_IFBLK: u32 = 0o060000;
-pub const S_IFDIR: u32 = 0o040000;
-pub const S_IFCHR: u32 = 0o020000;
-pub const S_IFIFO: u32 = 0o010000;
+pub(crate) const S_IFMT: u32 = 0o170000;
+pub(crate) const S_IFSOCK: u32 = 0o140000;
+pub(crate) const S_IFLNK: u32 = 0o120000;
+pub(crate) const S_IFREG: u32 = 0o100000;
+pub(crate) const S_IFBLK: u32 = 0o060000;
+pub(crate) const S_IFDIR: u32 = 0o040000;
+pub(crate) const S_IFCHR: u32 = 0o020000;
+pub(crate) const S_IFIFO: u32 = 0o010000;
 
 /// statx(2)'s mask bits the sentry fills: the basic stats and the mount
 /// id.
-pub const STATX_BASIC_STATS: u32 = 0x7ff;
-pub const STATX_MNT_ID: u32 = 0x1000;
+pub(crate) const STATX_BASIC_STATS: u32 = 0x7ff;
+pub(crate) const STATX_MNT_ID: u32 = 0x1000;
 
 /// A `struct stat` (x86-64: 144 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatBuf {
+pub(crate) struct StatBuf {
     pub dev: u64,
     pub ino: u64,
     pub nlink: u64,
@@ -63,7 +63,7 @@ impl Layout for StatBuf {
 /// A `struct statx` (256 bytes) with the fields the sentry fills; the
 /// rest (attributes, the spare words) reads as zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Statx {
+pub(crate) struct Statx {
     pub mask: u32,
     pub blksize: u32,
     pub nlink: u32,
@@ -136,7 +136,7 @@ impl Layout for Statx {
 /// A `struct statfs` (x86-64: 120 bytes); f_fsid and the spare words read
 /// as zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatFsBuf {
+pub(crate) struct StatFsBuf {
     pub fs_type: u64,
     pub bsize: u64,
     pub blocks: u64,

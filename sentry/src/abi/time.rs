@@ -4,34 +4,34 @@
 use super::layout::{Decoder, Encoder, Layout};
 use std::time::Duration;
 
-pub const CLOCK_REALTIME: i32 = libc::CLOCK_REALTIME;
-pub const CLOCK_MONOTONIC: i32 = libc::CLOCK_MONOTONIC;
-pub const CLOCK_PROCESS_CPUTIME_ID: i32 = libc::CLOCK_PROCESS_CPUTIME_ID;
-pub const CLOCK_THREAD_CPUTIME_ID: i32 = libc::CLOCK_THREAD_CPUTIME_ID;
-pub const CLOCK_MONOTONIC_RAW: i32 = libc::CLOCK_MONOTONIC_RAW;
-pub const CLOCK_REALTIME_COARSE: i32 = libc::CLOCK_REALTIME_COARSE;
-pub const CLOCK_MONOTONIC_COARSE: i32 = libc::CLOCK_MONOTONIC_COARSE;
-pub const CLOCK_BOOTTIME: i32 = libc::CLOCK_BOOTTIME;
-pub const CLOCK_REALTIME_ALARM: i32 = libc::CLOCK_REALTIME_ALARM;
-pub const CLOCK_BOOTTIME_ALARM: i32 = libc::CLOCK_BOOTTIME_ALARM;
-pub const CLOCK_TAI: i32 = libc::CLOCK_TAI;
+pub(crate) const CLOCK_REALTIME: i32 = libc::CLOCK_REALTIME;
+pub(crate) const CLOCK_MONOTONIC: i32 = libc::CLOCK_MONOTONIC;
+pub(crate) const CLOCK_PROCESS_CPUTIME_ID: i32 = libc::CLOCK_PROCESS_CPUTIME_ID;
+pub(crate) const CLOCK_THREAD_CPUTIME_ID: i32 = libc::CLOCK_THREAD_CPUTIME_ID;
+pub(crate) const CLOCK_MONOTONIC_RAW: i32 = libc::CLOCK_MONOTONIC_RAW;
+pub(crate) const CLOCK_REALTIME_COARSE: i32 = libc::CLOCK_REALTIME_COARSE;
+pub(crate) const CLOCK_MONOTONIC_COARSE: i32 = libc::CLOCK_MONOTONIC_COARSE;
+pub(crate) const CLOCK_BOOTTIME: i32 = libc::CLOCK_BOOTTIME;
+pub(crate) const CLOCK_REALTIME_ALARM: i32 = libc::CLOCK_REALTIME_ALARM;
+pub(crate) const CLOCK_BOOTTIME_ALARM: i32 = libc::CLOCK_BOOTTIME_ALARM;
+pub(crate) const CLOCK_TAI: i32 = libc::CLOCK_TAI;
 
 /// `clock_nanosleep` and `timer_settime`: the time is absolute.
-pub const TIMER_ABSTIME: i32 = libc::TIMER_ABSTIME;
+pub(crate) const TIMER_ABSTIME: i32 = libc::TIMER_ABSTIME;
 
 /// `setitimer`'s timers.
-pub const ITIMER_REAL: i32 = libc::ITIMER_REAL;
-pub const ITIMER_VIRTUAL: i32 = libc::ITIMER_VIRTUAL;
-pub const ITIMER_PROF: i32 = libc::ITIMER_PROF;
+pub(crate) const ITIMER_REAL: i32 = libc::ITIMER_REAL;
+pub(crate) const ITIMER_VIRTUAL: i32 = libc::ITIMER_VIRTUAL;
+pub(crate) const ITIMER_PROF: i32 = libc::ITIMER_PROF;
 
-pub const NSEC_PER_SEC: i64 = 1_000_000_000;
-pub const USEC_PER_SEC: i64 = 1_000_000;
+pub(crate) const NSEC_PER_SEC: i64 = 1_000_000_000;
+pub(crate) const USEC_PER_SEC: i64 = 1_000_000;
 /// `TIME_SETTOD_SEC_MAX`: `KTIME_SEC_MAX` less 30 years of uptime.
-pub const SETTOD_SEC_MAX: i64 = 9_223_372_036 - 30 * 365 * 24 * 3600;
+pub(crate) const SETTOD_SEC_MAX: i64 = 9_223_372_036 - 30 * 365 * 24 * 3600;
 
 /// A `struct timespec`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timespec {
+pub(crate) struct Timespec {
     pub sec: i64,
     pub nsec: i64,
 }
@@ -50,32 +50,32 @@ impl Layout for Timespec {
 
 impl Timespec {
     /// A duration, the seconds saturating at `i64::MAX`.
-    pub fn from_duration(d: Duration) -> Timespec {
+    pub(crate) fn from_duration(d: Duration) -> Timespec {
         Timespec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
     }
 
     /// `timespec64_valid`.
-    pub fn is_valid(self) -> bool {
+    pub(crate) fn is_valid(self) -> bool {
         self.sec >= 0 && (0..NSEC_PER_SEC).contains(&self.nsec)
     }
 
     /// `timespec64_valid_settod`.
-    pub fn is_valid_settod(self) -> bool {
+    pub(crate) fn is_valid_settod(self) -> bool {
         self.is_valid() && self.sec < SETTOD_SEC_MAX
     }
 
-    pub fn nanos(self) -> i128 {
+    pub(crate) fn nanos(self) -> i128 {
         i128::from(self.sec) * i128::from(NSEC_PER_SEC) + i128::from(self.nsec)
     }
 
     /// The time from `now` until `self`, if any is left.
-    pub fn remaining_after(self, now: Timespec) -> Option<Duration> {
+    pub(crate) fn remaining_after(self, now: Timespec) -> Option<Duration> {
         let left = self.nanos() - now.nanos();
         (left > 0).then(|| Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)))
     }
 
     /// A valid timespec as a duration.
-    pub fn duration(self) -> Duration {
+    pub(crate) fn duration(self) -> Duration {
         let nanos = u32::try_from(self.nsec).unwrap_or(0);
         Duration::new(u64::try_from(self.sec).unwrap_or(0), nanos)
     }
@@ -83,7 +83,7 @@ impl Timespec {
 
 /// A `struct timeval`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timeval {
+pub(crate) struct Timeval {
     pub sec: i64,
     pub usec: i64,
 }
@@ -102,7 +102,7 @@ impl Layout for Timeval {
 
 impl Timeval {
     /// A duration to the microsecond, the seconds saturating at `i64::MAX`.
-    pub fn from_duration(d: Duration) -> Timeval {
+    pub(crate) fn from_duration(d: Duration) -> Timeval {
         Timeval { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), usec: i64::from(d.subsec_micros()) }
     }
 }
@@ -110,7 +110,7 @@ impl Timeval {
 impl Timeval {
     /// The same time as a timespec (an out-of-range `usec` stays out of
     /// range, for `Timespec::is_valid` to refuse).
-    pub fn to_timespec(self) -> Timespec {
+    pub(crate) fn to_timespec(self) -> Timespec {
         Timespec { sec: self.sec, nsec: self.usec.saturating_mul(1000) }
     }
 }
@@ -118,7 +118,7 @@ impl Timeval {
 /// A `struct itimerval` (setitimer, getitimer): the reload interval, then
 /// the time to the next expiry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Itimerval {
+pub(crate) struct Itimerval {
     pub interval: Timeval,
     pub value: Timeval,
 }
@@ -140,7 +140,7 @@ impl Layout for Itimerval {
 /// A `struct itimerspec` (timer_settime, timerfd_settime): as itimerval,
 /// to the nanosecond.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Itimerspec {
+pub(crate) struct Itimerspec {
     pub interval: Timespec,
     pub value: Timespec,
 }
@@ -163,7 +163,7 @@ impl Layout for Itimerspec {
 /// and the peak resident set in KiB; the sentry keeps none of its other
 /// fourteen counters, which read as zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rusage {
+pub(crate) struct Rusage {
     pub utime: Timeval,
     pub stime: Timeval,
     pub maxrss: i64,
@@ -185,9 +185,9 @@ impl Layout for Rusage {
 }
 
 /// getrusage(2)'s `who` (`linux/resource.h`).
-pub const RUSAGE_SELF: i32 = 0;
-pub const RUSAGE_CHILDREN: i32 = -1;
-pub const RUSAGE_THREAD: i32 = 1;
+pub(crate) const RUSAGE_SELF: i32 = 0;
+pub(crate) const RUSAGE_CHILDREN: i32 = -1;
+pub(crate) const RUSAGE_THREAD: i32 = 1;
 
 #[cfg(test)]
 mod tests {

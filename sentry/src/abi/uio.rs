@@ -3,11 +3,11 @@
 use super::layout::{Decoder, Encoder, Layout};
 
 /// The most iovecs one call takes (`UIO_MAXIOV`).
-pub const IOV_MAX: usize = 1024;
+pub(crate) const IOV_MAX: usize = 1024;
 
 /// A `struct iovec`: one buffer of a scatter/gather list.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Iovec {
+pub(crate) struct Iovec {
     pub base: u64,
     pub len: u64,
 }
@@ -26,7 +26,7 @@ impl Layout for Iovec {
 
 impl Iovec {
     /// The iovecs of an array read from the guest.
-    pub fn decode_all(raw: &[u8]) -> impl Iterator<Item = Iovec> + '_ {
+    pub(crate) fn decode_all(raw: &[u8]) -> impl Iterator<Item = Iovec> + '_ {
         raw.chunks_exact(Self::SIZE).map(Iovec::decode)
     }
 }

@@ -3,7 +3,7 @@
 //! path component; everything else itself.
 
 /// Whether `path` matches `pattern`.
-pub fn matches(pattern: &[u8], path: &[u8]) -> bool {
+pub(crate) fn matches(pattern: &[u8], path: &[u8]) -> bool {
     match pattern.split_first() {
         None => path.is_empty(),
         Some((b'*', rest)) if rest.first() == Some(&b'*') => {
@@ -43,12 +43,12 @@ fn may_match_from(pattern: &[u8], prefix: &[u8]) -> bool {
 /// A sandbox's globs, compiled once: each with its literal head (the
 /// bytes before its first wildcard), which a path must start with, so
 /// most paths are turned away by one comparison per glob.
-pub struct GlobSet {
+pub(crate) struct GlobSet {
     globs: Vec<(Vec<u8>, usize)>,
 }
 
 impl GlobSet {
-    pub fn new(globs: &[String]) -> GlobSet {
+    pub(crate) fn new(globs: &[String]) -> GlobSet {
         let globs = globs
             .iter()
             .map(|g| {
@@ -61,13 +61,13 @@ impl GlobSet {
     }
 
     /// Whether `path` matches one of the globs.
-    pub fn matches(&self, path: &[u8]) -> bool {
+    pub(crate) fn matches(&self, path: &[u8]) -> bool {
         self.globs.iter().any(|(g, head)| path.starts_with(&g[..*head]) && matches(g, path))
     }
 
     /// Whether a path below the folder `dir` (`dir/…`) may match one of
     /// the globs.
-    pub fn may_match_below(&self, dir: &[u8]) -> bool {
+    pub(crate) fn may_match_below(&self, dir: &[u8]) -> bool {
         let mut prefix = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
         prefix.push(b'/');
         self.globs.iter().any(|(g, head)| {

@@ -20,16 +20,18 @@
 pub mod glob;
 mod line;
 pub mod ocsf;
-pub mod package;
+pub(crate) mod package;
 mod record;
 pub mod redact;
-pub mod syslog;
+pub(crate) mod syslog;
 mod time;
 pub mod verify;
 mod writer;
 #[cfg(test)]
 pub(crate) use writer::tests as writer_tests;
 
-pub use record::{DeleteReason, ExitReason, Mount, Outcome, Record, SecretInfo, SecurityConfig};
-pub use time::{epoch_millis, rfc3339};
-pub use writer::{append_delete, close_after_kill, AuditError, AuditLog, Sink};
+pub use record::{DeleteReason, ExitReason, Outcome, Record};
+pub(crate) use record::{Mount, SecretInfo, SecurityConfig};
+pub(crate) use time::epoch_millis;
+pub use writer::{append_delete, close_after_kill};
+pub(crate) use writer::{AuditError, AuditLog, Sink};

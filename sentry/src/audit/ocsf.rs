@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 /// The OCSF schema version the events follow.
-pub const VERSION: &str = "1.1.0";
+pub(crate) const VERSION: &str = "1.1.0";
 
 const INFORMATIONAL: u64 = 1;
 const MEDIUM: u64 = 3;

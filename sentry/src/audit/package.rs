@@ -24,11 +24,11 @@ use std::collections::{HashMap, HashSet};
 /// The most bytes of an exec's argv an `Exec` keeps; past it the argv is
 /// cut (at an argument boundary, or inside the argument that crosses it)
 /// and marked `truncated`.
-pub const MAX_ARGV: usize = 4 << 10;
+pub(crate) const MAX_ARGV: usize = 4 << 10;
 
 /// A package manager, as its exec names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Manager {
+pub(crate) enum Manager {
     Pip,
     Npm,
     Dpkg,
@@ -37,7 +37,7 @@ pub enum Manager {
 }
 
 impl Manager {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Manager::Pip => "pip",
             Manager::Npm => "npm",
@@ -75,7 +75,7 @@ fn is_launcher(name: &[u8]) -> bool {
 
 /// The manager an exec with `argv` runs: its program's name, or the
 /// program a launcher (`env`, `node`, `python -m`) runs.
-pub fn manager_of(argv: &[Vec<u8>]) -> Option<Manager> {
+pub(crate) fn manager_of(argv: &[Vec<u8>]) -> Option<Manager> {
     let first = basename(argv.first()?);
     if let Some(m) = manager_named(first) {
         return Some(m);
@@ -97,7 +97,7 @@ pub fn manager_of(argv: &[Vec<u8>]) -> Option<Manager> {
 /// The public registries of the managers husk knows (pip, npm, apt,
 /// cargo): a connection to one is a package download whoever makes it,
 /// so renaming a manager does not get past `--package-registry-allow`.
-pub const KNOWN_REGISTRIES: &[&str] = &[
+pub(crate) const KNOWN_REGISTRIES: &[&str] = &[
     "pypi.org",
     "files.pythonhosted.org",
     "pypi.python.org",
@@ -114,19 +114,19 @@ pub const KNOWN_REGISTRIES: &[&str] = &[
 
 /// Whether a destination (its address, and the name it was resolved
 /// from) is one of the `allow` hosts (names compared without case).
-pub fn registry_allowed(allow: &[String], address: &str, name: Option<&str>) -> bool {
+pub(crate) fn registry_allowed(allow: &[String], address: &str, name: Option<&str>) -> bool {
     allow.iter().any(|h| h == address || name.is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(h)))
 }
 
 /// Whether `name` is a known public registry (or a host under one).
-pub fn is_known_registry(name: &str) -> bool {
+pub(crate) fn is_known_registry(name: &str) -> bool {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     KNOWN_REGISTRIES.iter().any(|r| name == *r || name.strip_suffix(r).is_some_and(|rest| rest.ends_with('.')))
 }
 
 /// What a file a manager writes is to its package database.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// `NAME-VERSION.dist-info/METADATA` (pip).
     Metadata,
     /// `*.dist-info/RECORD` or `direct_url.json` (pip).
@@ -150,13 +150,13 @@ pub enum FileKind {
 }
 
 /// Whether `name` names a package archive.
-pub fn is_archive(name: &[u8]) -> bool {
+pub(crate) fn is_archive(name: &[u8]) -> bool {
     [&b".whl"[..], b".tar.gz", b".tgz", b".zip", b".deb", b".crate"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// The kind of the file at guest path `path`, if it is one a manager's
 /// package database is made of.
-pub fn kind_of(path: &[u8]) -> Option<FileKind> {
+pub(crate) fn kind_of(path: &[u8]) -> Option<FileKind> {
     let mut parts = path.rsplit(|&b| b == b'/');
     let name = parts.next()?;
     let parent = parts.next().unwrap_or_default();
@@ -255,7 +255,7 @@ impl Evidence {
 /// What the sentry saw of one manager run: from the exec of a manager to
 /// that process's exit, with every process it started.
 #[derive(Clone, Debug, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// The pid of the process whose exec began the run.
     pub pid: i32,
     /// The manager execs, in order (`Evidence::Exec`).
@@ -459,7 +459,7 @@ fn cargo_packages(seen: &Observed) -> Vec<Found> {
 }
 
 /// The `package.install` records of a run the sentry saw.
-pub fn derive(seen: &Observed) -> Vec<Record> {
+pub(crate) fn derive(seen: &Observed) -> Vec<Record> {
     let mut found = pip_packages(seen);
     found.extend(npm_packages(seen));
     found.extend(dpkg_packages(seen));

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// The shortest value accepted (trailing whitespace aside): shorter ones
 /// (and their encodings) would match ordinary output far too often.
-pub const MIN_SECRET_LEN: usize = 8;
+pub(crate) const MIN_SECRET_LEN: usize = 8;
 
 /// How long a stream may hold back the start of a possible match while
 /// no more output comes: after that the held bytes go out as they are.
@@ -41,7 +41,7 @@ pub const MIN_SECRET_LEN: usize = 8;
 /// bytes that begin some spelling) waits at most this long. Output that
 /// cannot begin a match (a line ending in a newline, in practice) is
 /// never held at all.
-pub const IDLE_FLUSH: Duration = Duration::from_millis(200);
+pub(crate) const IDLE_FLUSH: Duration = Duration::from_millis(200);
 
 /// A secret's name and value, as the redactor knows it.
 #[derive(Clone)]
@@ -163,7 +163,7 @@ impl Redactor {
 
 /// One output stream's redaction: what it has passed on, less the tail
 /// that may still turn out to begin a value.
-pub struct RedactStream {
+pub(crate) struct RedactStream {
     redactor: Arc<Redactor>,
     /// Bytes held back: at most the longest pattern less one, and only
     /// while they begin a longer pattern.
@@ -171,7 +171,7 @@ pub struct RedactStream {
 }
 
 impl RedactStream {
-    pub fn new(redactor: Arc<Redactor>) -> RedactStream {
+    pub(crate) fn new(redactor: Arc<Redactor>) -> RedactStream {
         RedactStream { redactor, carry: Vec::new() }
     }
 
@@ -179,7 +179,7 @@ impl RedactStream {
     /// held back only while they begin a longer pattern; every match
     /// before them is decided by what was seen, so a value split across
     /// calls is caught as if it came in one.
-    pub fn feed(&mut self, input: &[u8]) -> Vec<u8> {
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Vec<u8> {
         let r = &self.redactor;
         let mut buf = std::mem::take(&mut self.carry);
         buf.extend_from_slice(input);
@@ -200,13 +200,13 @@ impl RedactStream {
 
     /// Ends the stream (or an idle spell): what was held, redacted as if
     /// nothing followed.
-    pub fn flush(&mut self) -> Vec<u8> {
+    pub(crate) fn flush(&mut self) -> Vec<u8> {
         let carry = std::mem::take(&mut self.carry);
         self.redactor.redact(&carry).into_owned()
     }
 
     /// Whether bytes are held back.
-    pub fn holding(&self) -> bool {
+    pub(crate) fn holding(&self) -> bool {
         !self.carry.is_empty()
     }
 }
@@ -220,12 +220,12 @@ pub fn install(r: Redactor) {
 }
 
 /// The process's redactor, if it has secrets.
-pub fn global() -> Option<&'static Arc<Redactor>> {
+pub(crate) fn global() -> Option<&'static Arc<Redactor>> {
     GLOBAL.get()
 }
 
 /// `data` redacted by the process's redactor.
-pub fn redact_bytes(data: &[u8]) -> Cow<'_, [u8]> {
+pub(crate) fn redact_bytes(data: &[u8]) -> Cow<'_, [u8]> {
     match global() {
         Some(r) => r.redact(data),
         None => Cow::Borrowed(data),
@@ -242,7 +242,7 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
 }
 
 /// A stream for one output of the process's redactor, if it has one.
-pub fn stream() -> Option<RedactStream> {
+pub(crate) fn stream() -> Option<RedactStream> {
     global().map(|r| RedactStream::new(r.clone()))
 }
 

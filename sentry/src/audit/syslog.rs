@@ -21,15 +21,15 @@ const PRI: u32 = 13 * 8 + 6;
 
 /// The longest message sent: well under the 64 KiB a datagram socket
 /// takes by default, so no record meets EMSGSIZE.
-pub const MAX_MESSAGE: usize = 60 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 60 * 1024;
 
 /// What ends a message cut to [`MAX_MESSAGE`] (its line then no longer
 /// parses or verifies: the log has it whole).
-pub const TRUNCATED: &[u8] = b" [husk: truncated]";
+pub(crate) const TRUNCATED: &[u8] = b" [husk: truncated]";
 
 /// The RFC 5424 message of the log line `line` (without its newline) of
 /// sandbox `sandbox`.
-pub fn message(line: &[u8], sandbox: &str) -> Vec<u8> {
+pub(crate) fn message(line: &[u8], sandbox: &str) -> Vec<u8> {
     let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
     // PRINTUSASCII without spaces, at most `max` of them, or NILVALUE.
     let field = |s: Option<&str>, max: usize| -> String {
@@ -53,7 +53,7 @@ pub fn message(line: &[u8], sandbox: &str) -> Vec<u8> {
 }
 
 /// A sink of records both to the log and to a syslog socket.
-pub struct Tee {
+pub(crate) struct Tee {
     log: Box<dyn Sink>,
     socket: std::fs::File,
     sandbox: String,
@@ -64,7 +64,7 @@ pub struct Tee {
 impl Tee {
     /// Tees `log` to `socket`, which it makes non-blocking (an error: it
     /// could not, and the socket could stall the guest).
-    pub fn new(log: Box<dyn Sink>, socket: std::os::fd::OwnedFd, sandbox: &str) -> std::io::Result<Tee> {
+    pub(crate) fn new(log: Box<dyn Sink>, socket: std::os::fd::OwnedFd, sandbox: &str) -> std::io::Result<Tee> {
         use nix::fcntl::{fcntl, FcntlArg, OFlag};
         use std::os::fd::AsRawFd;
         let fd = socket.as_raw_fd();
@@ -74,7 +74,8 @@ impl Tee {
     }
 
     /// How many messages were dropped so far.
-    pub fn dropped(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 }

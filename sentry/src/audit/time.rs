@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `t` as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` (times before 1970 as 1970).
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let out = format(t.duration_since(UNIX_EPOCH).unwrap_or_default());
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -12,7 +12,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 /// a record written in the same second as the one before it only has
 /// its nanoseconds spelled out.
 #[derive(Default)]
-pub struct Stamper {
+pub(crate) struct Stamper {
     /// The second of `text`, and `text` (its first 20 bytes:
     /// `YYYY-MM-DDTHH:MM:SS.`).
     second: Option<u64>,
@@ -21,7 +21,7 @@ pub struct Stamper {
 
 impl Stamper {
     /// Appends the time now, as `rfc3339` writes it, to `out`.
-    pub fn push_now(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn push_now(&mut self, out: &mut Vec<u8>) {
         let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         if self.second != Some(d.as_secs()) {
             self.text = format(d);
@@ -65,7 +65,7 @@ fn format(d: std::time::Duration) -> [u8; 30] {
 
 /// Milliseconds since the epoch of a `YYYY-MM-DDTHH:MM:SS[.frac]Z` time
 /// (as `rfc3339` writes them, from 1970 on); None for anything else.
-pub fn epoch_millis(ts: &str) -> Option<u64> {
+pub(crate) fn epoch_millis(ts: &str) -> Option<u64> {
     let b = ts.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<u64> { std::str::from_utf8(b.get(r)?).ok()?.parse().ok() };
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {

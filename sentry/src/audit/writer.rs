@@ -17,9 +17,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// How long a record that may wait stays in the batch at most.
-pub const FLUSH_DELAY: Duration = Duration::from_millis(5);
+pub(super) const FLUSH_DELAY: Duration = Duration::from_millis(5);
 /// A batch this large goes to the sink at once.
-pub const MAX_BATCH: usize = 64 * 1024;
+pub(super) const MAX_BATCH: usize = 64 * 1024;
 /// How often an idle flusher looks whether its log is gone.
 const IDLE_LOOK: Duration = Duration::from_secs(1);
 
@@ -77,7 +77,7 @@ struct Chain {
 }
 
 /// What stops the sandbox when its log fails closed.
-pub type OnFailure = Box<dyn Fn(&AuditError) + Send + Sync>;
+pub(super) type OnFailure = Box<dyn Fn(&AuditError) + Send + Sync>;
 
 /// The sandbox's audit log.
 pub struct AuditLog {
@@ -101,7 +101,7 @@ pub struct AuditLog {
 }
 
 /// Lowercase hex of SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&sha256_hex_bytes(bytes)).into_owned()
 }
 

@@ -8,7 +8,7 @@ use crate::abi::Errno;
 
 /// `(uid_t)-1` / `(gid_t)-1`: "leave unchanged" in the set*id calls, and
 /// never a valid id.
-pub const NO_ID: u32 = u32::MAX;
+pub(crate) const NO_ID: u32 = u32::MAX;
 
 /// The identity a task acts with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl IdKind {
 }
 
 /// Real, effective, saved and filesystem ids, in that order.
-pub type Ids = [u32; 4];
+pub(crate) type Ids = [u32; 4];
 
 impl Credentials {
     /// `uid`'s credentials, with the capabilities a process of that uid
@@ -168,7 +168,7 @@ impl Credentials {
 /// `setuid`/`setgid`: the new ids, or the errno Linux gives. A privileged
 /// task sets all four; anyone else may set the effective (and filesystem)
 /// id to its real or saved one.
-pub fn setid_rule(old: Ids, id: u32, privileged: bool) -> Result<Ids, Errno> {
+pub(crate) fn setid_rule(old: Ids, id: u32, privileged: bool) -> Result<Ids, Errno> {
     let [r, _, s, _] = old;
     if id == NO_ID {
         return Err(Errno::EINVAL);
@@ -186,7 +186,7 @@ pub fn setid_rule(old: Ids, id: u32, privileged: bool) -> Result<Ids, Errno> {
 /// real or effective one, the effective id to any of its real, effective
 /// or saved ones. The saved id follows the new effective one when the real
 /// id is set or the effective one becomes other than the (old) real id.
-pub fn setreid_rule(old: Ids, rid: u32, eid: u32, privileged: bool) -> Result<Ids, Errno> {
+pub(crate) fn setreid_rule(old: Ids, rid: u32, eid: u32, privileged: bool) -> Result<Ids, Errno> {
     let [r, e, s, _] = old;
     let mut new = old;
     if rid != NO_ID {
@@ -211,7 +211,7 @@ pub fn setreid_rule(old: Ids, rid: u32, eid: u32, privileged: bool) -> Result<Id
 /// `setresuid`/`setresgid`: an unprivileged task may set each id to any of
 /// its current real, effective or saved ones; the filesystem id follows
 /// the effective one.
-pub fn setresid_rule(old: Ids, rid: u32, eid: u32, sid: u32, privileged: bool) -> Result<Ids, Errno> {
+pub(crate) fn setresid_rule(old: Ids, rid: u32, eid: u32, sid: u32, privileged: bool) -> Result<Ids, Errno> {
     let [r, e, s, f] = old;
     let unchanged =
         (rid == NO_ID || rid == r) && (eid == NO_ID || (eid == e && eid == f)) && (sid == NO_ID || sid == s);
@@ -230,7 +230,7 @@ pub fn setresid_rule(old: Ids, rid: u32, eid: u32, sid: u32, privileged: bool) -
 /// `setfsuid`/`setfsgid`: the new ids (unchanged when refused). Anyone may
 /// set the filesystem id to one of its real, effective, saved or current
 /// filesystem ids; a privileged task to any.
-pub fn setfsid_rule(old: Ids, id: u32, privileged: bool) -> Ids {
+pub(crate) fn setfsid_rule(old: Ids, id: u32, privileged: bool) -> Ids {
     let [r, e, s, f] = old;
     let allowed = id != NO_ID && (privileged || id == r || id == e || id == s || id == f);
     if allowed {

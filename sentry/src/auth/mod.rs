@@ -3,6 +3,6 @@
 //! checks anywhere can use it without reaching into the kernel.
 
 pub mod caps;
-pub mod creds;
+pub(crate) mod creds;
 
-pub use creds::Credentials;
+pub(crate) use creds::Credentials;

@@ -27,13 +27,13 @@ fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> ConfineError {
 
 /// Joins the network namespace `netns` names (a container engine may
 /// have wired it already). Only the calling thread moves.
-pub fn join_network(netns: OwnedFd) -> Result<(), ConfineError> {
+pub(crate) fn join_network(netns: OwnedFd) -> Result<(), ConfineError> {
     nix::sched::setns(netns, CloneFlags::CLONE_NEWNET).map_err(fail("joining the network namespace"))
 }
 
 /// New namespaces (the network's too unless `new_netns` is false: the
 /// sentry joined one), an empty root, no capabilities.
-pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
+pub(crate) fn isolate(new_netns: bool) -> Result<(), ConfineError> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
     if new_netns {
         flags |= CloneFlags::CLONE_NEWNET;
@@ -49,7 +49,7 @@ pub fn isolate(new_netns: bool) -> Result<(), ConfineError> {
 /// shares with its group, such as the address space or a user
 /// namespace), the same empty root and no capabilities, so it keeps
 /// nothing of the host but that network namespace.
-pub fn confine_thread() -> Result<(), ConfineError> {
+pub(crate) fn confine_thread() -> Result<(), ConfineError> {
     let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
     empty_root()?;
@@ -74,7 +74,7 @@ fn empty_root() -> Result<(), ConfineError> {
 
 /// Empties the calling thread's bounding, ambient, effective, permitted
 /// and inheritable capability sets.
-pub fn drop_capabilities() -> Result<(), ConfineError> {
+pub(crate) fn drop_capabilities() -> Result<(), ConfineError> {
     for cap in 0..=CAP_LAST {
         // SAFETY: prctl with integer arguments.
         if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {

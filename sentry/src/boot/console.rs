@@ -27,12 +27,12 @@ use std::time::Instant;
 /// The sandbox's bridged consoles, for the host-signal thread to tell of
 /// a resized host terminal (a kernel extension).
 #[derive(Default)]
-pub struct Consoles(Mutex<Vec<Weak<Console>>>);
+pub(crate) struct Consoles(Mutex<Vec<Weak<Console>>>);
 
 impl Consoles {
     /// The host terminal may have changed size (host SIGWINCH): every
     /// console passes a new size on to its terminal.
-    pub fn host_resized(&self) {
+    pub(crate) fn host_resized(&self) {
         let live: Vec<Arc<Console>> = {
             let mut v = self.0.lock();
             v.retain(|c| c.strong_count() > 0);
@@ -45,7 +45,7 @@ impl Consoles {
 }
 
 /// One bridged console.
-pub struct Console {
+pub(crate) struct Console {
     host: OwnedFd,
     master: Arc<TtyFile>,
     /// The host's size last passed on: only a change of it is, so a
@@ -59,7 +59,7 @@ pub struct Console {
 impl Console {
     /// Bridges host terminal `host` to a new sentry terminal; returns the
     /// console and the terminal's replica, for the process's stdio.
-    pub fn start(kernel: &Kernel, host: OwnedFd) -> std::io::Result<(Arc<Console>, Arc<TtyFile>)> {
+    pub(crate) fn start(kernel: &Kernel, host: OwnedFd) -> std::io::Result<(Arc<Console>, Arc<TtyFile>)> {
         make_raw(&host)?;
         let master = kernel.ext::<Devpts>().new_terminal(0, crate::fs::tmpfs::now());
         let term = master.term.clone();
@@ -78,7 +78,7 @@ impl Console {
         Ok((console, replica))
     }
 
-    pub fn terminal(&self) -> &Arc<Terminal> {
+    pub(crate) fn terminal(&self) -> &Arc<Terminal> {
         &self.master.term
     }
 
@@ -180,7 +180,7 @@ impl Console {
 
     /// Moves all output not yet on the host there (also called when the
     /// console's process ended, so nothing it wrote is lost).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         self.pump();
         self.release_held();
     }

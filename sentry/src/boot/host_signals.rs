@@ -45,7 +45,7 @@ fn forwarded_set(console: bool) -> SigSet {
 
 /// Blocks the forwarded signals in the calling thread; every thread the
 /// sentry starts afterwards inherits the mask. Call before any thread.
-pub fn block(console: bool) -> nix::Result<()> {
+pub(crate) fn block(console: bool) -> nix::Result<()> {
     forwarded_set(console).thread_block()
 }
 
@@ -64,7 +64,7 @@ pub const FORWARD_SIGNAL: i32 = 40;
 /// the runtime passes its copy on: here only the terminal's (SI_KERNEL)
 /// and the runtime's ([`FORWARD_SIGNAL`]) count, and the guest gets each
 /// signal once.
-pub fn start_forwarder(kernel: Weak<Kernel>, container: bool, bridged: bool) -> std::io::Result<()> {
+pub(crate) fn start_forwarder(kernel: Weak<Kernel>, container: bool, bridged: bool) -> std::io::Result<()> {
     std::thread::Builder::new().name("host-signals".into()).spawn(move || {
         let set = forwarded_set(container);
         while let Some((sig, code, value)) = wait_info(&set) {
@@ -83,9 +83,9 @@ pub fn start_forwarder(kernel: Weak<Kernel>, container: bool, bridged: bool) -> 
                 k.ext::<crate::boot::console::Consoles>().host_resized();
                 continue;
             }
-            let pgid = k.procs.pgid(INIT_PID).unwrap_or(INIT_PID);
+            let pgid = k.procs().pgid(INIT_PID).unwrap_or(INIT_PID);
             log::debug!("host signal {sig}: forwarded to process group {pgid}");
-            for pid in k.procs.group_members(pgid) {
+            for pid in k.procs().group_members(pgid) {
                 k.signal_from_outside(pid, sig);
             }
         }

@@ -49,7 +49,7 @@ pub struct ProcessSpec {
 
 /// The container's seccomp program, once the sandbox booted with one.
 #[derive(Default)]
-pub struct ContainerFilter(pub parking_lot::Mutex<Option<super::ContainerSeccomp>>);
+pub(crate) struct ContainerFilter(pub parking_lot::Mutex<Option<super::ContainerSeccomp>>);
 
 /// Why a process could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +78,7 @@ fn exec_failure(name: &str, e: Errno) -> String {
 }
 
 /// A process whose program is loaded, not yet running.
-pub struct Launched {
+pub(crate) struct Launched {
     pub pid: i32,
     task: Task,
     console: Option<Arc<Console>>,
@@ -86,11 +86,15 @@ pub struct Launched {
 
 /// Creates the process and loads its program. `stdio_names` are what
 /// /proc/PID/fd shows for its standard streams.
-pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) -> Result<Launched, LaunchError> {
+pub(crate) fn load(
+    kernel: &Arc<Kernel>,
+    spec: ProcessSpec,
+    stdio_names: &[String; 3],
+) -> Result<Launched, LaunchError> {
     let argv0 = spec.argv.first().cloned().ok_or(LaunchError::NoCommand)?;
-    let space = kernel.platform.new_address_space()?;
-    let mm = Arc::new(MemoryManager::new(kernel.memory.clone(), space, MMAP_TOP));
-    let root = kernel.mounts.root();
+    let space = kernel.platform().new_address_space()?;
+    let mm = Arc::new(MemoryManager::new(kernel.memory().clone(), space, MMAP_TOP));
+    let root = kernel.mounts().root();
     let mut creds = Credentials::new(spec.uid, spec.gid);
     creds.groups = spec.groups;
     if let Some(mut caps) = spec.caps {
@@ -99,13 +103,13 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         creds.caps = caps;
     }
     let cwd = {
-        let w = Walker { ns: &kernel.mounts, root: root.clone(), creds: &creds };
+        let w = Walker { ns: kernel.mounts(), root: root.clone(), creds: &creds };
         w.resolve(&root, &spec.cwd, true).unwrap_or_else(|_| root.clone())
     };
-    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), root, cwd));
+    let fs = Arc::new(FsContext::new(kernel.mounts().clone(), root, cwd));
     let pid = kernel.alloc_tid();
     let thread = Arc::new(Thread::new_init(pid, creds, mm, fs));
-    thread.attrs.lock().no_new_privs = spec.no_new_privs;
+    thread.attrs().lock().no_new_privs = spec.no_new_privs;
     if let Some(f) = kernel.ext::<ContainerFilter>().0.lock().clone() {
         // As runc's: in place before the process's first instruction.
         // Failing closed: no process runs without it.
@@ -115,18 +119,18 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         // The runtime's limits are set as given; an unknown one is ignored.
         let _ = thread.group().set_rlimit(resource, limit, |_, _| Ok(()));
     }
-    let nofile = kernel.nofile.clamp(thread.rlimit(RLIMIT_NOFILE));
+    let nofile = kernel.nofile().clamp(thread.rlimit(RLIMIT_NOFILE));
     let _ = thread.group().set_rlimit(RLIMIT_NOFILE, nofile, |_, _| Ok(()));
     kernel.watch_rlimit_cpu(thread.rlimit(crate::kernel::rlimit_cpu::RLIMIT_CPU));
     kernel.add_thread(thread.clone());
-    kernel.procs.add(thread.group().clone(), 0);
+    kernel.procs().add(thread.group().clone(), 0);
     let console = if spec.console {
         let [host, _, _] = spec.stdio;
         let (console, replica) = match Console::start(kernel, host) {
             Ok(c) => c,
             Err(e) => {
                 kernel.remove_thread(&thread);
-                kernel.procs.remove(pid);
+                kernel.procs().remove(pid);
                 return Err(LaunchError::Console(e));
             }
         };
@@ -145,7 +149,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         Ok(t) => t,
         Err(e) => {
             kernel.remove_thread(&thread);
-            kernel.procs.remove(pid);
+            kernel.procs().remove(pid);
             return Err(e.into());
         }
     };
@@ -160,7 +164,7 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
         Err(e) => {
             task.finish(ExitStatus::Code(127));
             // Nobody waits for a process that never ran.
-            kernel.procs.remove(pid);
+            kernel.procs().remove(pid);
             Err(LaunchError::Exec { name, errno: e })
         }
     }
@@ -168,11 +172,11 @@ pub fn load(kernel: &Arc<Kernel>, spec: ProcessSpec, stdio_names: &[String; 3]) 
 
 impl Launched {
     /// Runs the process until all its threads are gone; its status.
-    pub fn run(mut self) -> Result<ExitStatus, PlatformError> {
+    pub(crate) fn run(mut self) -> Result<ExitStatus, PlatformError> {
         let status = self.task.run()?;
         self.task.finish(status);
         let kernel = self.task.kernel.clone();
-        let status = kernel.procs.wait_exit(self.pid).unwrap_or(status);
+        let status = kernel.procs().wait_exit(self.pid).unwrap_or(status);
         if let Some(c) = &self.console {
             c.flush();
         }

@@ -6,12 +6,12 @@
 //! above the kernel and may use any part of the sentry.
 
 pub mod audit;
-pub mod confine;
-pub mod console;
+pub(crate) mod confine;
+pub(crate) mod console;
 pub mod control;
 pub mod host_signals;
 pub mod launch;
-pub mod seccomp;
+pub(crate) mod seccomp;
 pub mod secrets;
 
 use crate::abi::Errno;
@@ -238,15 +238,15 @@ fn boot_with(
     let devpts = kernel.ext::<Devpts>();
     devpts.attach(Arc::downgrade(&kernel));
     kernel.set_terminals(devpts);
-    kernel.net.set_buffer_charge(memory_charge(&kernel));
+    kernel.net().set_buffer_charge(memory_charge(&kernel));
     for (key, value) in &cfg.sysctls {
         if let Err(e) = crate::kernel::sysctl::set(&kernel, key, value) {
             log::warn!("sysctl ignored: {e}");
         }
     }
-    *kernel.cgroup_limits.lock() = cfg.cgroup_limits;
+    *kernel.cgroup_limits().lock() = cfg.cgroup_limits;
     if let Some(n) = cfg.nofile {
-        kernel.nofile.set(n);
+        kernel.nofile().set(n);
     }
     mount_system_filesystems(&kernel, &disk);
     if resolver.is_some() {
@@ -410,7 +410,7 @@ impl husk_netstack::BufferCharge for NetCharge {
 }
 
 fn memory_charge(kernel: &Kernel) -> Arc<dyn husk_netstack::BufferCharge> {
-    Arc::new(NetCharge(kernel.memory.accountant().clone()))
+    Arc::new(NetCharge(kernel.memory().accountant().clone()))
 }
 
 /// A bind mount: a host directory or single file served by the gofer on
@@ -430,8 +430,8 @@ fn report_disk_breaches(kernel: &Arc<Kernel>, disk: &DiskBudget) {
         let Some(kernel) = k.upgrade() else { return };
         let t = crate::kernel::thread::current();
         let _ = kernel.audit(|| crate::audit::Record::LimitDisk {
-            pid: t.as_ref().map_or(0, |t| t.tgid),
-            comm: t.map(|t| String::from_utf8_lossy(&t.comm.lock()).into_owned()).unwrap_or_default(),
+            pid: t.as_ref().map_or(0, |t| t.tgid()),
+            comm: t.map(|t| String::from_utf8_lossy(&t.comm()).into_owned()).unwrap_or_default(),
             limit: b.limit,
             usage: b.usage,
         });
@@ -451,7 +451,7 @@ fn writable_root(lower: Arc<dyn Node>, disk: Option<Arc<DiskBudget>>) -> Result<
 
 /// Mounts `fs` on `path` (a directory on a directory, a file on a file).
 fn mount_at(kernel: &Kernel, path: &[u8], fs: Arc<dyn Node>, fs_type: &str) -> Result<(), Errno> {
-    let ns = &kernel.mounts;
+    let ns = &kernel.mounts();
     let creds = Credentials::new(0, 0);
     let w = Walker { ns, root: ns.root(), creds: &creds };
     let d = w.resolve(&w.root, path, true)?;
@@ -492,7 +492,7 @@ fn mount_secrets(
 /// tmpfs, anything else by /dev/null), as runc does; paths the sandbox
 /// lacks are skipped.
 fn restrict_paths(kernel: &Kernel, readonly: &[Vec<u8>], masked: &[Vec<u8>]) {
-    let ns = &kernel.mounts;
+    let ns = &kernel.mounts();
     let creds = Credentials::new(0, 0);
     let w = Walker { ns, root: ns.root(), creds: &creds };
     let null = w.resolve(&w.root, b"/dev/null", true).map(|d| d.node.clone());
@@ -559,7 +559,7 @@ fn make_file_mount_points<'a>(root: &Arc<dyn Node>, paths: impl Iterator<Item = 
 /// it, if it is missing there: the mount point of a bind below /tmp or
 /// /dev/shm, whose filesystems cover what was made in the root.
 fn make_mount_point_in_mounts(kernel: &Kernel, path: &[u8]) {
-    let ns = &kernel.mounts;
+    let ns = &kernel.mounts();
     let creds = Credentials::new(0, 0);
     let w = Walker { ns, root: ns.root(), creds: &creds };
     if let Err(e) = make_dirs(&w, path) {
@@ -621,7 +621,7 @@ fn mount_system_filesystems(kernel: &Arc<Kernel>, disk: &Option<Arc<DiskBudget>>
         log::warn!("/dev/mqueue not mounted: {e}");
     }
     let cgroup =
-        ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), kernel.cgroup_limits.clone()));
+        ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(kernel), kernel.cgroup_limits().clone()));
     if let Err(e) = cgroup_dir.and_then(|()| mount_at(kernel, b"/sys/fs/cgroup", cgroup, "cgroup2")) {
         log::warn!("/sys/fs/cgroup not mounted: {e}");
     }
@@ -650,7 +650,7 @@ fn run_init(
     // may still be running.
     let status = process.run()?;
     crate::fs::redacted::flush_all();
-    Ok((status, audit::reason(status, kernel.was_oom_killed(pid), kernel.watchdog.ended_by())))
+    Ok((status, audit::reason(status, kernel.was_oom_killed(pid), kernel.watchdog().ended_by())))
 }
 
 /// How /proc/self/fd names a standard stream: like the host names it

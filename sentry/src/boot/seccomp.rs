@@ -201,7 +201,7 @@ fn compile(
 
 /// What of the network the sentry serves, for its filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Net {
+pub(crate) enum Net {
     /// `--network none`: no host sockets.
     None,
     /// The egress gateway (`--network sandbox`): connections out.
@@ -213,7 +213,7 @@ pub enum Net {
 /// The sentry's filter: its allow list, with the egress gateway's calls
 /// only when it has a gateway (`--network sandbox`) and listen only with
 /// inbound; anything else traps.
-pub fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
+pub(crate) fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = SENTRY_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
     let mut prctls = arg_in(0, PRCTLS)?;
@@ -238,7 +238,7 @@ pub fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
 /// Stacked on the sentry's filter: opening files fails with EACCES. The
 /// sentry has everything it needs from the host by the time it is
 /// confined.
-pub fn open_filter() -> Result<BpfProgram, SeccompError> {
+pub(crate) fn open_filter() -> Result<BpfProgram, SeccompError> {
     let rules: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_openat, Vec::new()), (libc::SYS_open, Vec::new())].into();
     let eacces = u32::try_from(libc::EACCES).unwrap_or(13);
     Ok(SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(eacces), TargetArch::x86_64)?.try_into()?)
@@ -267,7 +267,7 @@ extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
 
 /// Confines the calling process (every thread) to the sentry filter
 /// (with the gateway's calls as `net` needs).
-pub fn confine_sentry(net: Net) -> Result<(), SeccompError> {
+pub(crate) fn confine_sentry(net: Net) -> Result<(), SeccompError> {
     let filter = sentry_filter(net)?;
     let no_open = open_filter()?;
     // SAFETY: a zeroed sigaction is valid; the handler only makes

@@ -32,7 +32,7 @@ pub struct SecretSpec {
 /// secret whose time to live has passed is left out, as its file is gone.
 /// A kernel extension, filled at boot.
 #[derive(Default)]
-pub struct SecretEnv(Mutex<Vec<EnvSecret>>);
+pub(crate) struct SecretEnv(Mutex<Vec<EnvSecret>>);
 
 /// A secret of [`SecretEnv`]: its variable's name and value, and when it
 /// stops being given.
@@ -44,14 +44,14 @@ struct EnvSecret {
 
 impl SecretEnv {
     /// Adds `name`'s `value`, set in environments until `expires`.
-    pub fn add(&self, name: &str, value: &[u8], expires: Option<Instant>) {
+    pub(crate) fn add(&self, name: &str, value: &[u8], expires: Option<Instant>) {
         self.0.lock().push(EnvSecret { name: name.into(), value: value.to_vec(), expires });
     }
 
     /// Sets each live secret's variable in `env`, in place of a variable
     /// of the same name the process's spec gives (the runtime's secret
     /// wins, for the first process as for an exec'd one).
-    pub fn apply(&self, env: &mut Vec<Vec<u8>>) {
+    pub(crate) fn apply(&self, env: &mut Vec<Vec<u8>>) {
         let now = Instant::now();
         for s in self.0.lock().iter() {
             let prefix = [s.name.as_bytes(), b"="].concat();
@@ -102,7 +102,7 @@ pub fn redacted(secrets: &[SecretSpec]) -> Vec<Redacted> {
 /// Keeps the sentry's memory, which holds the values, out of core dumps
 /// and from other host processes of its user (ptrace, /proc/PID/mem):
 /// the process is made non-dumpable.
-pub fn protect_memory() -> std::io::Result<()> {
+pub(crate) fn protect_memory() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments changes only a process flag.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } < 0 {
         return Err(std::io::Error::last_os_error());

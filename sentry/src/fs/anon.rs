@@ -6,12 +6,12 @@ use crate::vfs::{Stat, TimeSpec};
 
 /// The status of an anonymous file: one link, created (and last changed)
 /// at `created`, on the pseudo device `dev`.
-pub fn stat(dev: u64, ino: u64, mode: u32, created: TimeSpec) -> Stat {
+pub(crate) fn stat(dev: u64, ino: u64, mode: u32, created: TimeSpec) -> Stat {
     Stat { dev, ino, nlink: 1, mode, blksize: 4096, atime: created, mtime: created, ctime: created, ..Stat::default() }
 }
 
 /// Whether status flags ask for non-blocking I/O.
-pub fn nonblocking(flags: u32) -> bool {
+pub(crate) fn nonblocking(flags: u32) -> bool {
     flags & O_NONBLOCK != 0
 }
 

@@ -28,7 +28,7 @@ fn pids_text(l: &CgroupLimits) -> String {
 
 /// The cgroup v2 root of the sandbox; `limits` may change while it is
 /// mounted.
-pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> Arc<dyn Node> {
+pub(crate) fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> Arc<dyn Node> {
     let fs = FsInfo::new(CGROUP2_MAGIC, SystemTime::now());
     let fixed = |text: String| -> Generator { Box::new(move || Ok(text.clone().into_bytes())) };
     let live = |f: fn(&Kernel) -> String| -> Generator {
@@ -41,19 +41,19 @@ pub fn new_cgroupfs(kernel: Weak<Kernel>, limits: Arc<Mutex<CgroupLimits>>) -> A
     };
     let files: Vec<(&str, Generator)> = vec![
         ("cgroup.controllers", fixed("cpu memory pids\n".into())),
-        ("cgroup.procs", live(|k| lines(k.procs.live()))),
+        ("cgroup.procs", live(|k| lines(k.procs().live()))),
         ("cgroup.subtree_control", fixed("\n".into())),
         ("cgroup.threads", live(|k| lines(k.tids()))),
         ("cgroup.type", fixed("domain\n".into())),
         ("cpu.max", limit(cpu_text)),
-        ("memory.current", live(|k| format!("{}\n", k.memory.used()))),
+        ("memory.current", live(|k| format!("{}\n", k.memory().used()))),
         ("memory.max", {
             let (k, l) = (kernel.clone(), limits.clone());
             Box::new(move || {
                 // The lower of the host's limit and the guest memory the
                 // sentry allows: a runtime sizing its heap must fit both.
                 let host = l.lock().memory_max;
-                let sentry = k.upgrade().map(|k| k.memory.limit());
+                let sentry = k.upgrade().map(|k| k.memory().limit());
                 let bytes = match (host, sentry) {
                     (Some(h), Some(s)) => h.min(s),
                     (h, s) => h.or(s).unwrap_or(0),

@@ -60,7 +60,7 @@ const LINKS: [(&str, &str); 4] = [
 const DIRS: [&str; 2] = ["shm", "mqueue"];
 
 /// The /dev root.
-pub fn new_devfs(devpts: Arc<Devpts>) -> Arc<dyn Node> {
+pub(crate) fn new_devfs(devpts: Arc<Devpts>) -> Arc<dyn Node> {
     let fs = FsInfo::new(TMPFS_MAGIC, SystemTime::now());
     let mut entries: Vec<(Vec<u8>, Arc<dyn Node>)> = Vec::new();
     for dev in Device::ALL {

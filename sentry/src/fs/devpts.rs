@@ -20,7 +20,7 @@ type WeakEntry = (Vec<u8>, Weak<dyn Node>);
 
 /// The sandbox's terminals.
 #[derive(Default)]
-pub struct Devpts {
+pub(crate) struct Devpts {
     kernel: OnceLock<Weak<Kernel>>,
     host: Mutex<Vec<WeakEntry>>,
     terminals: Mutex<BTreeMap<u32, Weak<Terminal>>>,
@@ -29,14 +29,14 @@ pub struct Devpts {
 impl Devpts {
     /// Connects the registry to its kernel (terminals signal process
     /// groups); call once the kernel is shared.
-    pub fn attach(&self, kernel: Weak<Kernel>) {
+    pub(crate) fn attach(&self, kernel: Weak<Kernel>) {
         let _ = self.kernel.set(kernel);
     }
 
     /// Shows host terminal `node` as /dev/pts/`name`. A terminal may have
     /// several nodes (stdin, stdout, stderr): the name shows the oldest
     /// still open.
-    pub fn add_host(&self, name: &[u8], node: &Arc<dyn Node>) {
+    pub(crate) fn add_host(&self, name: &[u8], node: &Arc<dyn Node>) {
         let mut t = self.host.lock();
         t.retain(|(_, n)| n.strong_count() > 0);
         t.push((name.to_vec(), Arc::downgrade(node)));
@@ -63,7 +63,7 @@ impl Devpts {
     /// `owner`; opens its master. A number stays taken until both sides
     /// of its terminal are closed, as in Linux; host terminals' numbers
     /// are taken too.
-    pub fn new_terminal(&self, owner: u32, now: TimeSpec) -> Arc<TtyFile> {
+    pub(crate) fn new_terminal(&self, owner: u32, now: TimeSpec) -> Arc<TtyFile> {
         let hosts = self.live_hosts();
         let kernel = self.kernel.get().cloned().unwrap_or_default();
         let mut terminals = self.terminals.lock();
@@ -80,13 +80,8 @@ impl Devpts {
     }
 
     /// The controlling terminal of session `sid`.
-    pub fn controlling(&self, sid: i32) -> Option<Arc<Terminal>> {
+    pub(crate) fn controlling(&self, sid: i32) -> Option<Arc<Terminal>> {
         self.live_terminals().into_iter().find(|t| t.session() == Some(sid))
-    }
-
-    /// The terminal numbered `index`, while its master is open.
-    pub fn terminal(&self, index: u32) -> Option<Arc<Terminal>> {
-        self.live_terminals().into_iter().find(|t| t.index == index)
     }
 }
 
@@ -105,16 +100,16 @@ impl Terminals for Devpts {
 /// The dentry of terminal `term`'s replica: /dev/pts/N of the sandbox's
 /// /dev (so /proc/PID/fd and ttyname show that name), or an anonymous
 /// one of the same name where /dev is not mounted.
-pub fn replica_dentry(kernel: &Kernel, term: &Arc<Terminal>) -> Arc<Dentry> {
+pub(crate) fn replica_dentry(kernel: &Kernel, term: &Arc<Terminal>) -> Arc<Dentry> {
     let name = term.name();
     let creds = Credentials::new(0, 0);
-    let w = Walker { ns: &kernel.mounts, root: kernel.mounts.root(), creds: &creds };
+    let w = Walker { ns: kernel.mounts(), root: kernel.mounts().root(), creds: &creds };
     w.resolve(&w.root, name.as_bytes(), true)
         .unwrap_or_else(|_| kernel.anon_dentry(name.as_bytes(), Arc::new(ReplicaNode(term.clone()))))
 }
 
 /// /dev/pts/N of a sentry terminal.
-pub struct ReplicaNode(pub Arc<Terminal>);
+pub(crate) struct ReplicaNode(pub Arc<Terminal>);
 
 impl Node for ReplicaNode {
     fn stat(&self) -> Result<Stat, Errno> {
@@ -135,7 +130,7 @@ impl Node for ReplicaNode {
 }
 
 /// The /dev/pts directory.
-pub struct Pts(pub Arc<Devpts>);
+pub(crate) struct Pts(pub Arc<Devpts>);
 
 impl Pts {
     fn entries(&self) -> Vec<Entry> {
@@ -158,7 +153,7 @@ impl Entries for Pts {
 }
 
 /// /dev/ptmx: each open makes a new terminal and is its master.
-pub struct Ptmx {
+pub(crate) struct Ptmx {
     pub attr: Attr,
     pub devpts: Arc<Devpts>,
 }
@@ -183,7 +178,7 @@ impl Node for Ptmx {
 }
 
 /// /dev/tty: the caller's controlling terminal (ENXIO without one).
-pub struct ControllingTty {
+pub(crate) struct ControllingTty {
     pub attr: Attr,
     pub devpts: Arc<Devpts>,
 }
@@ -196,7 +191,7 @@ impl Node for ControllingTty {
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let t = thread::current().ok_or(Errno::ENXIO)?;
         let k = self.devpts.kernel.get().and_then(Weak::upgrade).ok_or(Errno::ENXIO)?;
-        let sid = k.procs.sid(t.tgid).ok_or(Errno::ENXIO)?;
+        let sid = k.procs().sid(t.tgid()).ok_or(Errno::ENXIO)?;
         let term = self.devpts.controlling(sid).ok_or(Errno::ENXIO)?;
         Ok(term.open_replica(flags | libc::O_NOCTTY)?)
     }

@@ -23,7 +23,7 @@ const RELIEF: u64 = 7;
 
 /// What a refusal reports: the limit and the usage, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Breach {
+pub(crate) struct Breach {
     pub limit: u64,
     pub usage: u64,
 }
@@ -31,7 +31,7 @@ pub struct Breach {
 type OnBreach = Box<dyn Fn(Breach) + Send + Sync>;
 
 /// A bounded count of bytes held by the sandbox's writable filesystems.
-pub struct DiskBudget {
+pub(crate) struct DiskBudget {
     limit: u64,
     charged: AtomicU64,
     /// Inside a breach episode (reported already).
@@ -45,16 +45,16 @@ pub struct DiskBudget {
 /// The sandbox's disk budget, if it has one, for the tmpfs mounts the
 /// guest makes (set at boot).
 #[derive(Default)]
-pub struct SandboxDisk(pub OnceLock<Arc<DiskBudget>>);
+pub(crate) struct SandboxDisk(pub OnceLock<Arc<DiskBudget>>);
 
 impl DiskBudget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: u64) -> Arc<DiskBudget> {
+    pub(crate) fn new(limit: u64) -> Arc<DiskBudget> {
         DiskBudget::within(limit, None)
     }
 
     /// A budget of `limit` bytes that are charged to `outer` as well.
-    pub fn within(limit: u64, outer: Option<Arc<DiskBudget>>) -> Arc<DiskBudget> {
+    pub(crate) fn within(limit: u64, outer: Option<Arc<DiskBudget>>) -> Arc<DiskBudget> {
         Arc::new(DiskBudget {
             limit,
             charged: AtomicU64::new(0),
@@ -66,22 +66,22 @@ impl DiskBudget {
 
     /// Calls `f` at the first refusal of each breach episode; the first
     /// call wins.
-    pub fn set_on_breach(&self, f: OnBreach) {
+    pub(crate) fn set_on_breach(&self, f: OnBreach) {
         let _ = self.on_breach.set(f);
     }
 
     /// The limit, in bytes.
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
     /// Bytes held now.
-    pub fn usage(&self) -> u64 {
+    pub(crate) fn usage(&self) -> u64 {
         self.charged.load(Ordering::Acquire)
     }
 
     /// Bytes that can still be charged.
-    pub fn available(&self) -> u64 {
+    pub(crate) fn available(&self) -> u64 {
         self.limit.saturating_sub(self.usage())
     }
 
@@ -126,19 +126,19 @@ impl DiskBudget {
 
 /// Bytes charged to a disk budget (if the filesystem has one), returned
 /// when this is dropped.
-pub struct DiskCharge {
+pub(crate) struct DiskCharge {
     budget: Option<Arc<DiskBudget>>,
     bytes: u64,
 }
 
 impl DiskCharge {
     /// No bytes yet, against `budget` (none: nothing is counted).
-    pub fn new(budget: Option<Arc<DiskBudget>>) -> DiskCharge {
+    pub(crate) fn new(budget: Option<Arc<DiskBudget>>) -> DiskCharge {
         DiskCharge { budget, bytes: 0 }
     }
 
     /// Adds `bytes`; false past the limit (nothing added).
-    pub fn grow(&mut self, bytes: u64) -> bool {
+    pub(crate) fn grow(&mut self, bytes: u64) -> bool {
         let Some(b) = &self.budget else { return true };
         if bytes == 0 || b.try_charge(bytes) {
             self.bytes += bytes;
@@ -148,7 +148,7 @@ impl DiskCharge {
     }
 
     /// Returns `bytes` (at most what is held).
-    pub fn shrink(&mut self, bytes: u64) {
+    pub(crate) fn shrink(&mut self, bytes: u64) {
         let bytes = bytes.min(self.bytes);
         if let (Some(b), true) = (&self.budget, bytes > 0) {
             self.bytes -= bytes;

@@ -30,25 +30,25 @@ const MAX_IN_FLIGHT: usize = 32;
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// The address the guest's resolv.conf names.
-pub fn resolver_addr() -> SocketAddr {
+pub(crate) fn resolver_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(husk_netstack::iface::Uplink::SANDBOX.gateway), 53)
 }
 
 /// Whether `to` (in any spelling) is the sandbox's resolver.
-pub fn is_resolver(to: SocketAddr) -> bool {
+pub(crate) fn is_resolver(to: SocketAddr) -> bool {
     let ip = husk_netstack::egress::canonical(to.ip());
     SocketAddr::new(ip, to.port()) == resolver_addr()
 }
 
 /// The text of the guest's /etc/resolv.conf.
-pub fn resolv_conf() -> String {
+pub(crate) fn resolv_conf() -> String {
     format!("# the sandbox's resolver (husk)\nnameserver {}\n", resolver_addr().ip())
 }
 
 /// Answers a query datagram `query` that a guest UDP socket (`reply_to`)
 /// sent to the resolver; the reply arrives on that socket later.
 /// Each answer is recorded in `audit` (net.dns).
-pub fn query(gateway: &Gateway, audit: Option<Arc<AuditLog>>, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
+pub(crate) fn query(gateway: &Gateway, audit: Option<Arc<AuditLog>>, reply_to: &Arc<UdpEndpoint>, query: &[u8]) {
     let resolver = gateway.resolver().clone();
     let pending = match resolver.begin(query, Proto::Udp, Instant::now()) {
         Step::Done(reply) => return answer(audit.as_deref(), reply_to, reply),

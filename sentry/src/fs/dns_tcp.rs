@@ -24,7 +24,7 @@ const IDLE: Duration = Duration::from_secs(10);
 /// Connects `guest` (connect(2) with `nonblock`, whose result this is) to
 /// a resolver connection served on a thread of its own; its answers are
 /// recorded in `audit` (net.dns).
-pub fn connect(
+pub(crate) fn connect(
     gateway: &Gateway,
     audit: Option<Arc<AuditLog>>,
     net: &Arc<Stack>,

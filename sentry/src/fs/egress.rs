@@ -31,7 +31,7 @@ use std::time::Instant;
 /// The int options a carried connection passes on to its host socket
 /// (set before the connect, they are applied when it goes out); the
 /// sentry's seccomp filter allows setting exactly these.
-pub const FORWARDED_OPTIONS: &[(i32, i32)] = &[
+pub(crate) const FORWARDED_OPTIONS: &[(i32, i32)] = &[
     (SOL_SOCKET, SO_KEEPALIVE),
     (IPPROTO_TCP, TCP_NODELAY),
     (IPPROTO_TCP, TCP_KEEPIDLE),
@@ -48,7 +48,7 @@ const DNS_PORTS: [u16; 2] = [53, 853];
 /// TCP_KEEPIDLE and TCP_KEEPINTVL 1..=32767 s, TCP_KEEPCNT 1..=127); a
 /// value the host would refuse must be refused when the guest sets it,
 /// not when a later connect forwards it.
-pub fn valid_option(opt: (i32, i32), value: i32) -> bool {
+pub(crate) fn valid_option(opt: (i32, i32), value: i32) -> bool {
     match opt {
         (IPPROTO_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL) => (1..=32767).contains(&value),
         (IPPROTO_TCP, TCP_KEEPCNT) => (1..=127).contains(&value),
@@ -79,7 +79,7 @@ impl Default for Limits {
 
 /// Why the gateway opened no host socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     /// The sandbox holds `--egress-max-conns` (the number) already.
     Limit(usize),
     /// The host's or the memory limit's failure.
@@ -95,17 +95,17 @@ impl From<Errno> for OpenError {
 /// Each host socket's SO_SNDBUF and SO_RCVBUF. Linux doubles what is set
 /// (for its bookkeeping), so a socket may hold twice both: that is what
 /// is charged to the sandbox's memory, so `--memory-mb` bounds it.
-pub const HOST_BUFFER: i32 = 64 * 1024;
+pub(crate) const HOST_BUFFER: i32 = 64 * 1024;
 const HOST_CHARGE: u64 = 4 * 64 * 1024;
 
 /// The setsockopt calls the gateway makes on each host socket it opens;
 /// the sentry's seccomp filter allows them.
-pub const BUFFER_OPTIONS: &[(i32, i32)] = &[(SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)];
+pub(crate) const BUFFER_OPTIONS: &[(i32, i32)] = &[(SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)];
 
 /// A sandbox's egress gateway: what may leave, the resolver that knows
 /// which addresses allowed names stand for, and the thread that opens host
 /// sockets in the outer network namespace.
-pub struct Gateway {
+pub(crate) struct Gateway {
     policy: Policy,
     resolver: Arc<Resolver>,
     outer: Arc<Outer>,
@@ -124,7 +124,7 @@ pub struct Gateway {
 
 /// A host socket's place in the sandbox's budget and its buffers' charge,
 /// both returned when it is dropped.
-pub struct Lease {
+pub(crate) struct Lease {
     live: Arc<AtomicUsize>,
     charge: Charge,
     /// The sandbox's rate, which the connection is paced by.
@@ -138,13 +138,13 @@ impl Drop for Lease {
 }
 
 /// A host socket the gateway opened, with its lease.
-pub struct Opened {
+pub(crate) struct Opened {
     pub fd: OwnedFd,
     pub lease: Lease,
 }
 
 impl Gateway {
-    pub fn new(policy: Policy, resolver: Resolver, outer: Outer, limits: Limits) -> Gateway {
+    pub(crate) fn new(policy: Policy, resolver: Resolver, outer: Outer, limits: Limits) -> Gateway {
         Gateway {
             policy,
             resolver: Arc::new(resolver),
@@ -160,7 +160,7 @@ impl Gateway {
 
     /// The gateway of `--network host`: it lets every destination out
     /// (the limits still hold).
-    pub fn unfiltered(self) -> Gateway {
+    pub(crate) fn unfiltered(self) -> Gateway {
         Gateway { unfiltered: true, ..self }
     }
 
@@ -172,7 +172,7 @@ impl Gateway {
     /// is not one), so DNS cannot carry data past the resolver. With the
     /// verdict, the allowed name the address came from when that is what
     /// lets it through.
-    pub fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
+    pub(crate) fn decide(&self, dest: SocketAddr) -> (Verdict, Option<String>) {
         if self.unfiltered {
             return (Verdict::Allowed { rule: "--network host".into() }, None);
         }
@@ -204,19 +204,19 @@ impl Gateway {
     }
 
     /// The sandbox's resolver.
-    pub fn resolver(&self) -> &Arc<Resolver> {
+    pub(crate) fn resolver(&self) -> &Arc<Resolver> {
         &self.resolver
     }
 
     /// The thread that opens host sockets in the outer namespace.
-    pub fn outer(&self) -> &Arc<Outer> {
+    pub(crate) fn outer(&self) -> &Arc<Outer> {
         &self.outer
     }
 
     /// A new host socket in the outer namespace, IPv6 or IPv4, with
     /// bounded buffers; refused past the sandbox's budget of sockets
     /// (`--egress-max-conns`), ENOBUFS past its memory limit.
-    pub fn open(&self, v6: bool, kind: Kind) -> Result<Opened, OpenError> {
+    pub(crate) fn open(&self, v6: bool, kind: Kind) -> Result<Opened, OpenError> {
         let lease = self.lease()?;
         let fd = self.outer.socket(v6, kind)?;
         bound_buffers(&fd)?;
@@ -226,7 +226,7 @@ impl Gateway {
     /// A place in the sandbox's budget of host sockets
     /// (`--egress-max-conns`), with their buffers' charge to its memory
     /// (ENOBUFS past its limit).
-    pub fn lease(&self) -> Result<Lease, OpenError> {
+    pub(crate) fn lease(&self) -> Result<Lease, OpenError> {
         let taken = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.budget).then_some(n + 1));
         if taken.is_err() {
             return Err(OpenError::Limit(self.budget));
@@ -241,20 +241,20 @@ impl Gateway {
 
     /// Carries a connection a host listener accepted (`inbound`): it takes
     /// a lease like a connection out, and the same bounded buffers.
-    pub fn admit(&self, fd: OwnedFd) -> Result<Opened, OpenError> {
+    pub(crate) fn admit(&self, fd: OwnedFd) -> Result<Opened, OpenError> {
         let lease = self.lease()?;
         bound_buffers(&fd)?;
         Ok(Opened { fd, lease })
     }
 
     /// Connections into the sandbox, when it takes any.
-    pub fn inbound(&self) -> Option<&Arc<Inbound>> {
+    pub(crate) fn inbound(&self) -> Option<&Arc<Inbound>> {
         self.inbound.as_ref()
     }
 
     /// Lets connections in as `mode` says (binding `--publish`'s ports
     /// now); a port that cannot be had is the error.
-    pub fn with_inbound(self, mode: Mode) -> Result<Gateway, String> {
+    pub(crate) fn with_inbound(self, mode: Mode) -> Result<Gateway, String> {
         let inbound = Inbound::new(mode, &self.outer)?;
         Ok(Gateway { inbound: Some(inbound), ..self })
     }
@@ -272,15 +272,15 @@ fn bound_buffers(fd: &OwnedFd) -> Result<(), Errno> {
 /// without one (`--network none`) nothing leaves the sandbox and every
 /// other destination stays unreachable.
 #[derive(Default)]
-pub struct Egress(OnceLock<Arc<Gateway>>);
+pub(crate) struct Egress(OnceLock<Arc<Gateway>>);
 
 impl Egress {
     /// Installs the gateway; the first call wins.
-    pub fn install(&self, g: Gateway) -> bool {
+    pub(crate) fn install(&self, g: Gateway) -> bool {
         self.0.set(Arc::new(g)).is_ok()
     }
 
-    pub fn gateway(&self) -> Option<&Arc<Gateway>> {
+    pub(crate) fn gateway(&self) -> Option<&Arc<Gateway>> {
         self.0.get()
     }
 }
@@ -288,7 +288,7 @@ impl Egress {
 /// A guest connection carried on a host socket of the outer namespace:
 /// a stream, or the datagrams a guest UDP socket sends out of the
 /// sandbox (its loopback datagrams stay in the netstack).
-pub struct HostConn {
+pub(crate) struct HostConn {
     fd: OwnedFd,
     /// A datagram socket connected outside: sends without an address
     /// go there.
@@ -319,7 +319,7 @@ pub struct HostConn {
 
 /// A carried connection or datagram flow, for the net.close record its
 /// end writes.
-pub struct Flow {
+pub(crate) struct Flow {
     pub log: Option<Arc<AuditLog>>,
     pub pid: i32,
     pub protocol: String,
@@ -343,13 +343,13 @@ const HOST_EVENTS: u32 = POLLIN | POLLOUT | POLLRDHUP | POLLRDNORM | POLLWRNORM;
 
 impl HostConn {
     /// Carries a connection on a socket the gateway opened.
-    pub fn leased(opened: Opened, queue: &Arc<Queue>) -> HostConn {
+    pub(crate) fn leased(opened: Opened, queue: &Arc<Queue>) -> HostConn {
         HostConn::with_lease(opened.fd, queue, Some(opened.lease))
     }
 
     /// Carries a connection a host listener accepted from `peer` for the
     /// guest listener on `guest_port`: connected from the start.
-    pub fn accepted(opened: Opened, queue: &Arc<Queue>, peer: SocketAddr, guest_port: u16) -> HostConn {
+    pub(crate) fn accepted(opened: Opened, queue: &Arc<Queue>, peer: SocketAddr, guest_port: u16) -> HostConn {
         let mut c = HostConn::with_lease(opened.fd, queue, Some(opened.lease));
         c.guest_port = Some(guest_port);
         *c.dialed.get_mut() = Some(peer);
@@ -358,12 +358,13 @@ impl HostConn {
 
     /// The guest listener's port, for a connection accepted into the
     /// sandbox.
-    pub fn guest_port(&self) -> Option<u16> {
+    pub(crate) fn guest_port(&self) -> Option<u16> {
         self.guest_port
     }
 
     /// Carries a connection on `fd`; `queue` hears of its readiness.
-    pub fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
+    #[cfg(test)]
+    pub(crate) fn new(fd: OwnedFd, queue: &Arc<Queue>) -> HostConn {
         HostConn::with_lease(fd, queue, None)
     }
 
@@ -388,7 +389,7 @@ impl HostConn {
 
     /// Records the connection's end (net.close) when it closes; the
     /// first call wins (a datagram flow's first destination).
-    pub fn track(&self, flow: Flow) {
+    pub(crate) fn track(&self, flow: Flow) {
         let _ = self.flow.set(flow);
     }
 
@@ -404,7 +405,7 @@ impl HostConn {
     /// The host socket's readiness as the guest sees it: under a rate, not
     /// readable or writable while the direction's bucket is short (an
     /// alarm then wakes the socket's waiters).
-    pub fn paced_events(&self) -> u32 {
+    pub(crate) fn paced_events(&self) -> u32 {
         let events = self.events();
         let Some(s) = &self.shaper else { return events };
         let mut hidden = 0;
@@ -444,7 +445,7 @@ impl HostConn {
     }
 
     /// The host socket's readiness now, as poll bits.
-    pub fn events(&self) -> u32 {
+    pub(crate) fn events(&self) -> u32 {
         let ask = i16::try_from(HOST_EVENTS).unwrap_or(0);
         match host_fd::poll_now(self.fd.as_fd(), ask) {
             Ok(r) => u32::from(u16::from_ne_bytes(r.to_ne_bytes())),
@@ -458,7 +459,7 @@ impl HostConn {
     /// so its answer is about that connection and it never goes
     /// anywhere else; only an unconnected socket takes a new destination,
     /// the one `admit` returns after checking it.
-    pub fn dial(&self, admit: impl FnOnce() -> Result<SocketAddr, Errno>) -> Result<(), Errno> {
+    pub(crate) fn dial(&self, admit: impl FnOnce() -> Result<SocketAddr, Errno>) -> Result<(), Errno> {
         let mut dialed = self.dialed.lock();
         let dest = match *dialed {
             Some(dest) => dest,
@@ -476,12 +477,12 @@ impl HostConn {
     /// which settles it as Linux's blocking connect does when it returns:
     /// connected (EISCONN from then on), or after a failure unconnected,
     /// so that the next connect is checked afresh.
-    pub fn settle(&self) {
+    pub(crate) fn settle(&self) {
         let _ = self.dial(|| Err(Errno::EALREADY));
     }
 
     /// connect(2) of a datagram socket: sends without an address go to `to`.
-    pub fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
+    pub(crate) fn connect_datagrams(&self, to: SocketAddr) -> Result<(), Errno> {
         host::connect(self.fd.as_fd(), to)?;
         self.heard_from(to);
         self.connected.store(true, Ordering::Release);
@@ -490,7 +491,7 @@ impl HostConn {
 
     /// connect(2) of a datagram socket to AF_UNSPEC or into the sandbox:
     /// sends without an address no longer go to the outside peer.
-    pub fn disconnect_datagrams(&self) -> Result<(), Errno> {
+    pub(crate) fn disconnect_datagrams(&self) -> Result<(), Errno> {
         if self.connected.swap(false, Ordering::AcqRel) {
             host::disconnect(self.fd.as_fd())?;
         }
@@ -510,11 +511,11 @@ impl HostConn {
     }
 
     /// Whether a datagram socket was connected outside.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         self.connected.load(Ordering::Acquire)
     }
 
-    pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+    pub(crate) fn send_to(&self, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
         self.heard_from(to);
         let r = self.paced(true, buf.len(), true, |_| host::send_to(self.fd.as_fd(), buf, to));
         self.count(true, r, |&n| n)
@@ -523,13 +524,13 @@ impl HostConn {
     /// One datagram from a peer the socket sent to or connected to:
     /// bytes copied, its whole length, its sender. Datagrams from anyone
     /// else are dropped unseen.
-    pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+    pub(crate) fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
         self.recv_msg(buf, peek, &mut []).map(|r| (r.copied, r.full, r.from))
     }
 
     /// recv_from with the host's control messages into `control` (the
     /// options the socket was given decide which).
-    pub fn recv_msg(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
+    pub(crate) fn recv_msg(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
         if let Some(s) = &self.shaper {
             if !s.ready(&s.rate.down) {
                 return Err(Errno::EAGAIN);
@@ -553,12 +554,12 @@ impl HostConn {
 
     /// One entry of the host socket's error queue (MSG_ERRQUEUE) with its
     /// control messages; EAGAIN when it is empty. Never blocks.
-    pub fn recv_error(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
+    pub(crate) fn recv_error(&self, buf: &mut [u8], peek: bool, control: &mut [u8]) -> Result<host::Received, Errno> {
         host::recv_msg(self.fd.as_fd(), buf, peek, true, control)
     }
 
     /// A started connect's outcome: EAGAIN while it is under way.
-    pub fn connected(&self) -> Result<(), Errno> {
+    pub(crate) fn connected(&self) -> Result<(), Errno> {
         if self.events() & (POLLOUT | POLLERR | POLLHUP) == 0 {
             return Err(Errno::EAGAIN);
         }
@@ -570,7 +571,7 @@ impl HostConn {
 
     /// A stream's send of what the rate grants now; a datagram socket's
     /// (connected outside) of the whole datagram.
-    pub fn send(&self, buf: &[u8]) -> Result<usize, Errno> {
+    pub(crate) fn send(&self, buf: &[u8]) -> Result<usize, Errno> {
         let whole = self.is_connected();
         let r = self.paced(true, buf.len(), whole, |n| host::send(self.fd.as_fd(), &buf[..n.min(buf.len())]));
         self.count(true, r, |&n| n)
@@ -578,7 +579,7 @@ impl HostConn {
 
     /// A stream's receive of what the rate grants now (a peek takes
     /// nothing from it).
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
         if peek || (self.shaper.is_some() && self.at_end(self.events())) {
             return host::recv(self.fd.as_fd(), buf, peek);
         }
@@ -589,37 +590,37 @@ impl HostConn {
         self.count(false, r, |&n| n)
     }
 
-    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
+    pub(crate) fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
         host::shutdown(self.fd.as_fd(), read, write)
     }
 
     /// The real peer.
-    pub fn peer(&self) -> Result<SocketAddr, Errno> {
+    pub(crate) fn peer(&self) -> Result<SocketAddr, Errno> {
         host::peer(self.fd.as_fd())
     }
 
     /// bind(2) of the host socket (an ICMP echo socket's id).
-    pub fn bind(&self, to: SocketAddr) -> Result<(), Errno> {
+    pub(crate) fn bind(&self, to: SocketAddr) -> Result<(), Errno> {
         host::bind(self.fd.as_fd(), to)
     }
 
     /// The host socket's own address (its port is the connection's).
-    pub fn local(&self) -> Result<SocketAddr, Errno> {
+    pub(crate) fn local(&self) -> Result<SocketAddr, Errno> {
         host::local(self.fd.as_fd())
     }
 
     /// SO_ERROR, cleared.
-    pub fn take_error(&self) -> Result<i32, Errno> {
+    pub(crate) fn take_error(&self) -> Result<i32, Errno> {
         host::take_error(self.fd.as_fd())
     }
 
     /// An int option the host socket honors (TCP_NODELAY, SO_KEEPALIVE …).
-    pub fn set_option(&self, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+    pub(crate) fn set_option(&self, level: i32, name: i32, value: i32) -> Result<(), Errno> {
         host::set_int_option(self.fd.as_fd(), level, name, value)
     }
 
     /// An option given as bytes (ping sockets' IP_TTL, ICMP6_FILTER …).
-    pub fn set_option_bytes(&self, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
+    pub(crate) fn set_option_bytes(&self, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
         host::set_option(self.fd.as_fd(), level, name, value)
     }
 
@@ -630,7 +631,7 @@ impl HostConn {
     }
 
     /// FIONREAD: bytes waiting to be read.
-    pub fn readable_bytes(&self) -> Result<i32, Errno> {
+    pub(crate) fn readable_bytes(&self) -> Result<i32, Errno> {
         let mut n = [0u8; 4];
         host_fd::tty_ioctl(self.fd.as_fd(), FIONREAD, &mut n)?;
         Ok(i32::from_le_bytes(n))

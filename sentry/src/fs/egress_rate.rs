@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const NANOS: u128 = 1_000_000_000;
 
 /// A token bucket: `rate` bytes a second, holding at most `burst`.
-pub struct Bucket {
+pub(crate) struct Bucket {
     rate: u64,
     burst: i64,
     /// Bytes a connection waits for before it is called ready: a quarter
@@ -27,7 +27,7 @@ pub struct Bucket {
 impl Bucket {
     /// A full bucket: a tenth of a second's worth (at least 16 KiB, so a
     /// 1K rate still takes a full-sized datagram's burst).
-    pub fn new(rate: u64, now: Instant) -> Bucket {
+    pub(crate) fn new(rate: u64, now: Instant) -> Bucket {
         let burst = i64::try_from((rate / 10).max(16 * 1024)).unwrap_or(i64::MAX);
         Bucket { rate: rate.max(1), burst, low: (burst / 4).max(1), state: Mutex::new((burst, now)) }
     }
@@ -67,7 +67,7 @@ impl Bucket {
     /// Takes up to `want` bytes (all of them with `whole`, which may
     /// leave the bucket in debt: a datagram is not cut): the bytes
     /// granted, or when to try again.
-    pub fn take(&self, want: usize, whole: bool, now: Instant) -> Result<usize, Instant> {
+    pub(crate) fn take(&self, want: usize, whole: bool, now: Instant) -> Result<usize, Instant> {
         let mut s = self.state.lock();
         self.refill(&mut s, now);
         let need = self.needed(want);
@@ -81,7 +81,7 @@ impl Bucket {
     }
 
     /// Whether an attempt of any size would go ahead now; if not, when.
-    pub fn ready(&self, now: Instant) -> Result<(), Instant> {
+    pub(crate) fn ready(&self, now: Instant) -> Result<(), Instant> {
         let mut s = self.state.lock();
         self.refill(&mut s, now);
         if s.0 >= self.low {
@@ -92,20 +92,20 @@ impl Bucket {
     }
 
     /// Returns granted bytes that were not moved.
-    pub fn refund(&self, n: usize) {
+    pub(crate) fn refund(&self, n: usize) {
         let mut s = self.state.lock();
         s.0 = s.0.saturating_add(i64::try_from(n).unwrap_or(i64::MAX)).min(self.burst);
     }
 
     /// Charges bytes moved without a grant first (a datagram received).
-    pub fn charge(&self, n: usize) {
+    pub(crate) fn charge(&self, n: usize) {
         let mut s = self.state.lock();
         s.0 = s.0.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX));
     }
 }
 
 /// The sandbox's two buckets.
-pub struct Rate {
+pub(crate) struct Rate {
     /// Bytes out of the sandbox.
     pub up: Bucket,
     /// Bytes into it.
@@ -113,7 +113,7 @@ pub struct Rate {
 }
 
 impl Rate {
-    pub fn new(bytes_per_second: u64) -> Arc<Rate> {
+    pub(crate) fn new(bytes_per_second: u64) -> Arc<Rate> {
         let now = Instant::now();
         Arc::new(Rate { up: Bucket::new(bytes_per_second, now), down: Bucket::new(bytes_per_second, now) })
     }
@@ -121,7 +121,7 @@ impl Rate {
 
 /// One connection's side of the rate: the buckets, and the alarm that
 /// wakes its queue when a bucket it found empty has refilled.
-pub struct Shaper {
+pub(crate) struct Shaper {
     pub rate: Arc<Rate>,
     wake: Arc<Wake>,
 }
@@ -143,13 +143,13 @@ impl Notify for Wake {
 }
 
 impl Shaper {
-    pub fn new(rate: Arc<Rate>, queue: &Arc<Queue>) -> Shaper {
+    pub(crate) fn new(rate: Arc<Rate>, queue: &Arc<Queue>) -> Shaper {
         Shaper { rate, wake: Arc::new(Wake { queue: Arc::downgrade(queue), armed: Mutex::new(None) }) }
     }
 
     /// Wakes the connection's waiters at `at` (an earlier alarm set
     /// already covers it).
-    pub fn wake_at(&self, at: Instant) {
+    pub(crate) fn wake_at(&self, at: Instant) {
         let mut armed = self.wake.armed.lock();
         if armed.is_some_and(|t| t <= at) {
             return;
@@ -162,7 +162,7 @@ impl Shaper {
     }
 
     /// `take` on `bucket`, with an alarm set when it must wait.
-    pub fn take(&self, bucket: &Bucket, want: usize, whole: bool) -> Option<usize> {
+    pub(crate) fn take(&self, bucket: &Bucket, want: usize, whole: bool) -> Option<usize> {
         match bucket.take(want, whole, Instant::now()) {
             Ok(n) => Some(n),
             Err(at) => {
@@ -173,7 +173,7 @@ impl Shaper {
     }
 
     /// `ready` on `bucket`, with an alarm set when it is not.
-    pub fn ready(&self, bucket: &Bucket) -> bool {
+    pub(crate) fn ready(&self, bucket: &Bucket) -> bool {
         match bucket.ready(Instant::now()) {
             Ok(()) => true,
             Err(at) => {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 
 /// How many levels of instances may sit below the top one (Linux's
 /// EP_MAX_NESTS): a chain holds at most five instances.
-pub const EP_MAX_NESTS: usize = 4;
+pub(crate) const EP_MAX_NESTS: usize = 4;
 
 /// Serializes the nesting checks with the links they allow, as Linux's
 /// `epnested_mutex`: two adds racing could otherwise close a loop.
@@ -59,7 +59,7 @@ struct State {
 }
 
 /// An epoll instance.
-pub struct Epoll {
+pub(crate) struct Epoll {
     ino: u64,
     created: TimeSpec,
     state: Mutex<State>,
@@ -101,7 +101,7 @@ fn entry_mask(events: u32) -> u32 {
 }
 
 impl Epoll {
-    pub fn new(ino: u64, created: TimeSpec) -> Arc<Epoll> {
+    pub(crate) fn new(ino: u64, created: TimeSpec) -> Arc<Epoll> {
         Arc::new_cyclic(|me| Epoll {
             ino,
             created,
@@ -198,7 +198,7 @@ impl Epoll {
 
     /// EPOLL_CTL_ADD. An instance to watch is checked for loops and depth
     /// first, and linked to this one under the same lock.
-    pub fn add(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
+    pub(crate) fn add(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
         let Some(inner) = Epoll::of(file) else { return self.insert(fd, file, events, data) };
         let _nesting = NESTING.lock();
         self.may_watch(&inner)?;
@@ -237,7 +237,7 @@ impl Epoll {
     }
 
     /// EPOLL_CTL_MOD.
-    pub fn modify(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
+    pub(crate) fn modify(&self, fd: i32, file: &Arc<FileDescription>, events: u32, data: u64) -> Result<(), Errno> {
         let k = key(fd, file);
         let (old, new) = {
             let mut s = self.state.lock();
@@ -262,7 +262,7 @@ impl Epoll {
 
     /// EPOLL_CTL_DEL. The interest leaves the ready list too: a later ADD
     /// of the same file queues it afresh, so it must not be there twice.
-    pub fn delete(&self, fd: i32, file: &Arc<FileDescription>) -> Result<(), Errno> {
+    pub(crate) fn delete(&self, fd: i32, file: &Arc<FileDescription>) -> Result<(), Errno> {
         let k = key(fd, file);
         let i = {
             let mut s = self.state.lock();
@@ -327,7 +327,7 @@ impl Epoll {
     }
 
     /// Collects up to `max` ready (events, data) pairs.
-    pub fn ready(&self, max: usize) -> Vec<(u32, u64)> {
+    pub(crate) fn ready(&self, max: usize) -> Vec<(u32, u64)> {
         let candidates = self.take_ready();
         // The files are asked outside the instance's lock: their queues
         // call back into it.
@@ -387,11 +387,11 @@ impl Epoll {
     }
 
     /// Registers a waiter for this instance's events.
-    pub fn register(&self, e: &Entry) {
+    pub(crate) fn register(&self, e: &Entry) {
         self.events.register(e);
     }
 
-    pub fn unregister(&self, e: &Entry) {
+    pub(crate) fn unregister(&self, e: &Entry) {
         self.events.unregister(e);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// An eventfd. It never blocks: a read of zero or a write that would
 /// overflow fails with EAGAIN, and the caller waits on its queue.
-pub struct EventFd {
+pub(crate) struct EventFd {
     ino: u64,
     created: TimeSpec,
     semaphore: bool,
@@ -20,7 +20,7 @@ pub struct EventFd {
 const MAX: u64 = u64::MAX - 1;
 
 impl EventFd {
-    pub fn new(ino: u64, created: TimeSpec, initial: u64, semaphore: bool) -> Arc<EventFd> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, initial: u64, semaphore: bool) -> Arc<EventFd> {
         Arc::new(EventFd { ino, created, semaphore, count: Mutex::new(initial), queue: Queue::default() })
     }
 }

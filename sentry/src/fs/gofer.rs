@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 static NEXT_FS_ID: AtomicUsize = AtomicUsize::new(1 << 20);
 
 /// One connection to a gofer.
-pub struct GoferFs {
+pub(crate) struct GoferFs {
     client: Client,
     id: usize,
     /// Whether files change behind the nodes' backs (a bind mount: written
@@ -31,7 +31,7 @@ pub struct GoferFs {
 }
 
 /// A file or directory served by the gofer.
-pub struct GoferNode {
+pub(crate) struct GoferNode {
     fs: Arc<GoferFs>,
     fid: Fid,
     /// Absolute path in the container, for /proc/[pid]/maps.
@@ -47,7 +47,7 @@ pub struct GoferNode {
 /// Attaches to the gofer on `sock` and returns the root directory: an
 /// image that stays as it is (the root filesystem's lower layer), or, when
 /// `live`, files that change (a bind mount).
-pub fn new_gofer_fs(sock: OwnedFd, live: bool) -> Result<Arc<dyn Node>, Errno> {
+pub(crate) fn new_gofer_fs(sock: OwnedFd, live: bool) -> Result<Arc<dyn Node>, Errno> {
     let id = NEXT_FS_ID.fetch_add(1, Ordering::Relaxed);
     let fs = Arc::new(GoferFs { client: Client::new(sock), id, live });
     let (fid, stat) = fs.client.attach()?;

@@ -13,7 +13,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 
 /// A regular file read and written with `pread`/`pwrite` on a host fd.
-pub struct HostFile {
+pub(crate) struct HostFile {
     fd: Arc<OwnedFd>,
     name: String,
     ids: (u64, u64),
@@ -21,13 +21,13 @@ pub struct HostFile {
 
 impl HostFile {
     /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows.
-    pub fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64) -> HostFile {
+    pub(crate) fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64) -> HostFile {
         HostFile { fd, name, ids: (dev, ino) }
     }
 }
 
 /// `pread` on a host fd.
-pub fn pread(fd: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+pub(crate) fn pread(fd: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
     host::fd::pread(fd.as_fd(), buf, off)
 }
 
@@ -73,7 +73,7 @@ impl Mappable for HostFile {
 /// caller waits on the host notifier, where an interruption reaches it.
 /// The descriptor itself stays as the runtime gave it (its O_NONBLOCK is
 /// shared with the host's other users of the same pipe or terminal).
-pub struct HostStream {
+pub(crate) struct HostStream {
     fd: Arc<OwnedFd>,
     /// The most one write hands the host: a pipe that polls writable has
     /// a free page, so a write of PIPE_BUF bytes does not block in the
@@ -90,7 +90,7 @@ pub struct HostStream {
 }
 
 impl HostStream {
-    pub fn new(fd: OwnedFd) -> HostStream {
+    pub(crate) fn new(fd: OwnedFd) -> HostStream {
         let regular = host::fd::fstat(fd.as_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
         let chunk = if regular { usize::MAX } else { libc::PIPE_BUF };
         let fd = Arc::new(fd);
@@ -190,17 +190,17 @@ impl FileOps for HostStream {
 
 /// The node behind a standard stream: `fstat` reports the host object
 /// (a pipe, a terminal or a file) as Linux would.
-pub struct HostStreamNode {
+pub(crate) struct HostStreamNode {
     stream: Arc<HostStream>,
 }
 
 impl HostStreamNode {
-    pub fn new(fd: OwnedFd) -> HostStreamNode {
+    pub(crate) fn new(fd: OwnedFd) -> HostStreamNode {
         HostStreamNode { stream: Arc::new(HostStream::new(fd)) }
     }
 
     /// The stream itself, to open it.
-    pub fn stream(&self) -> Arc<HostStream> {
+    pub(crate) fn stream(&self) -> Arc<HostStream> {
         self.stream.clone()
     }
 }

@@ -82,7 +82,7 @@ impl std::fmt::Display for Publish {
 
 /// Which guest listeners the outer namespace reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// `husk do --publish`: these mappings only.
     Publish(Vec<Publish>),
     /// A container: every port a guest listens on outside loopback.
@@ -91,7 +91,7 @@ pub enum Mode {
 
 /// A sandbox's inbound side: its mode and, for `--publish`, the host
 /// sockets bound at start that no guest listener holds now.
-pub struct Inbound {
+pub(crate) struct Inbound {
     mode: Mode,
     idle: Mutex<Vec<Option<OwnedFd>>>,
 }
@@ -108,7 +108,7 @@ enum Origin {
 }
 
 /// A host listener in the outer namespace that feeds one guest listener.
-pub struct Listener {
+pub(crate) struct Listener {
     fd: Option<OwnedFd>,
     origin: Origin,
     /// What the net.connect of a connection through it names as its rule.
@@ -119,7 +119,7 @@ impl Inbound {
     /// The inbound side of `mode`; `--publish`'s host ports are bound now
     /// (in the outer namespace, through `outer`), so that a port another
     /// process holds fails the start naming the mapping.
-    pub fn new(mode: Mode, outer: &Outer) -> Result<Arc<Inbound>, String> {
+    pub(crate) fn new(mode: Mode, outer: &Outer) -> Result<Arc<Inbound>, String> {
         let mut idle = Vec::new();
         if let Mode::Publish(list) = &mode {
             for p in list {
@@ -133,17 +133,13 @@ impl Inbound {
         Ok(Arc::new(Inbound { mode, idle: Mutex::new(idle) }))
     }
 
-    pub fn mode(&self) -> &Mode {
-        &self.mode
-    }
-
     /// The host listeners for a guest listener now bound to `local`:
     /// `--publish`'s sockets for its port, listening from now on, or in a
     /// container one new socket on the port, from `open` (the gateway's,
     /// which leases it). None for a listener on loopback or on an address
     /// that is not the sandbox's interface's. A host failure is logged
     /// and leaves the guest listener unreachable from outside, not failed.
-    pub fn listen(
+    pub(crate) fn listen(
         self: &Arc<Inbound>,
         local: SocketAddr,
         queue: &Arc<Queue>,
@@ -212,7 +208,7 @@ fn reachable(ip: IpAddr) -> bool {
 /// uplink's gateway (10.0.2.2), so a host user never passes a guest's
 /// "trust loopback" check; any other peer as it is. The net.connect
 /// record keeps the real peer.
-pub fn shown_peer(peer: SocketAddr, uplink: &Uplink) -> SocketAddr {
+pub(crate) fn shown_peer(peer: SocketAddr, uplink: &Uplink) -> SocketAddr {
     let ip = peer.ip().to_canonical();
     if ip.is_loopback() || ip == IpAddr::V4(uplink.addr) {
         SocketAddr::new(IpAddr::V4(uplink.gateway), peer.port())
@@ -232,19 +228,19 @@ impl Listener {
     }
 
     /// Whether a connection waits to be accepted.
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         let ask = i16::try_from(POLLIN).unwrap_or(0);
         self.fd.as_ref().is_some_and(|fd| host_fd::poll_now(fd.as_fd(), ask).is_ok_and(|r| r & ask != 0))
     }
 
     /// The next waiting connection and its peer; EAGAIN when none.
-    pub fn accept(&self) -> Result<(OwnedFd, SocketAddr), Errno> {
+    pub(crate) fn accept(&self) -> Result<(OwnedFd, SocketAddr), Errno> {
         host::accept(self.fd.as_ref().ok_or(Errno::EAGAIN)?.as_fd())
     }
 }
 
 /// What a listening guest socket's poll adds for its host listeners.
-pub fn events(listeners: &[Listener]) -> u32 {
+pub(crate) fn events(listeners: &[Listener]) -> u32 {
     if listeners.iter().any(Listener::ready) {
         POLLIN | POLLRDNORM
     } else {

@@ -19,13 +19,13 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 /// The netstack endpoint a socket is.
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     Tcp(Arc<TcpEndpoint>),
     Udp(Arc<UdpEndpoint>),
 }
 
 /// An AF_INET or AF_INET6 socket.
-pub struct InetSocket {
+pub(crate) struct InetSocket {
     ino: u64,
     created: TimeSpec,
     pub endpoint: Endpoint,
@@ -52,10 +52,10 @@ pub struct InetSocket {
 
 /// What recv gives: bytes copied, the whole datagram's length, its sender
 /// and how it arrived.
-pub type Received = (usize, usize, Option<std::net::SocketAddr>, Option<husk_netstack::udp::Meta>);
+pub(crate) type Received = (usize, usize, Option<std::net::SocketAddr>, Option<husk_netstack::udp::Meta>);
 
 /// The errno Linux returns for a netstack failure.
-pub fn errno(e: NetError) -> Errno {
+pub(crate) fn errno(e: NetError) -> Errno {
     match e {
         NetError::WouldBlock => Errno::EAGAIN,
         NetError::InProgress => Errno::EINPROGRESS,
@@ -85,7 +85,7 @@ impl Notifier for Forward {
 }
 
 impl InetSocket {
-    pub fn new(ino: u64, created: TimeSpec, endpoint: Endpoint) -> Arc<InetSocket> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, endpoint: Endpoint) -> Arc<InetSocket> {
         let events = Arc::new(Queue::default());
         let forward: Arc<dyn Notifier> = Arc::new(Forward(Arc::downgrade(&events)));
         match &endpoint {
@@ -108,20 +108,20 @@ impl InetSocket {
 
     /// The host connection this socket is carried on, if it left the
     /// sandbox.
-    pub fn outside(&self) -> Option<&HostConn> {
+    pub(crate) fn outside(&self) -> Option<&HostConn> {
         self.outside.get()
     }
 
     /// Carries this socket on the gateway's host socket from now on
     /// (EISCONN when it already is).
-    pub fn carry_outside(&self, host: Opened) -> Result<&HostConn, Errno> {
+    pub(crate) fn carry_outside(&self, host: Opened) -> Result<&HostConn, Errno> {
         self.outside.set(HostConn::leased(host, &self.events)).map_err(|_| Errno::EISCONN)?;
         self.outside.get().ok_or(Errno::EISCONN)
     }
 
     /// Carries this fresh socket on a connection a host listener accepted
     /// from `peer` for the guest listener on `guest_port`.
-    pub fn carry_accepted(
+    pub(crate) fn carry_accepted(
         &self,
         host: Opened,
         peer: std::net::SocketAddr,
@@ -134,7 +134,7 @@ impl InetSocket {
 
     /// Feeds this listener the connections of `listeners` too, waking its
     /// waiters when one arrives.
-    pub fn listen_outside(&self, listen: impl FnOnce(&Arc<Queue>) -> Vec<Listener>) {
+    pub(crate) fn listen_outside(&self, listen: impl FnOnce(&Arc<Queue>) -> Vec<Listener>) {
         let mut inbound = self.inbound.lock();
         if inbound.is_empty() {
             *inbound = listen(&self.events);
@@ -144,7 +144,7 @@ impl InetSocket {
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
     /// A datagram of the sandbox's own also says how it arrived.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None, None)),
             // Datagrams from outside first, then the sandbox's own.
@@ -163,7 +163,7 @@ impl InetSocket {
 
     /// A TCP endpoint's readiness with SO_RCVLOWAT: readable once that
     /// many bytes wait, at EOF or on an error.
-    pub fn tcp_events(&self, t: &TcpEndpoint) -> u32 {
+    pub(crate) fn tcp_events(&self, t: &TcpEndpoint) -> u32 {
         use husk_netstack::events::{ERR, HUP, IN, RDHUP, RDNORM};
         let ev = t.events();
         let lowat = usize::try_from(self.opts.get().rcvlowat).unwrap_or(1);
@@ -176,7 +176,7 @@ impl InetSocket {
 
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
     /// does); a datagram goes whole to `to` or the peer.
-    pub fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
+    pub(crate) fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
             (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
@@ -190,12 +190,12 @@ impl InetSocket {
 
     /// The host connection of a stream carried outside (a datagram
     /// socket's host socket carries only what it sends out).
-    pub fn stream_outside(&self) -> Option<&HostConn> {
+    pub(crate) fn stream_outside(&self) -> Option<&HostConn> {
         self.outside().filter(|_| self.is_stream())
     }
 
     /// Whether EPIPE from this socket raises SIGPIPE (a stream's does).
-    pub fn is_stream(&self) -> bool {
+    pub(crate) fn is_stream(&self) -> bool {
         matches!(self.endpoint, Endpoint::Tcp(_))
     }
 }

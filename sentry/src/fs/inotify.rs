@@ -16,15 +16,15 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// `sizeof(struct inotify_event)` without its name.
-pub const EVENT_HEADER: usize = 16;
+pub(crate) const EVENT_HEADER: usize = 16;
 
 /// What a queued event costs besides its header and name: the queue's
 /// slot and the event's allocation.
-pub const EVENT_OVERHEAD: usize = 64;
+pub(crate) const EVENT_OVERHEAD: usize = 64;
 
 /// One queued event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     pub wd: i32,
     pub mask: u32,
     pub cookie: u32,
@@ -44,7 +44,7 @@ impl Event {
     }
 
     /// The size of the record a read returns.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         EVENT_HEADER + self.name_len()
     }
 
@@ -71,14 +71,14 @@ impl Event {
 
 /// The queue of events, bounded as Linux bounds it, each event charged
 /// to the sandbox's memory until it is read or the instance closed.
-pub struct EventQueue {
+pub(crate) struct EventQueue {
     events: VecDeque<Event>,
     max: usize,
     charge: Charge,
 }
 
 impl EventQueue {
-    pub fn new(max: usize, acct: Arc<Accountant>) -> EventQueue {
+    pub(crate) fn new(max: usize, acct: Arc<Accountant>) -> EventQueue {
         EventQueue { events: VecDeque::new(), max, charge: Charge::new(acct) }
     }
 
@@ -88,7 +88,7 @@ impl EventQueue {
     /// event the sandbox's memory cannot hold overflows the queue too, as
     /// a failed allocation does in Linux. Returns whether the queue
     /// changed.
-    pub fn push(&mut self, e: Event) -> bool {
+    pub(crate) fn push(&mut self, e: Event) -> bool {
         if self.events.len() >= self.max {
             return self.overflow();
         }
@@ -113,7 +113,7 @@ impl EventQueue {
 
     /// Takes as many whole events as fit into `buf`: EINVAL when even the
     /// first does not, EAGAIN when there is none.
-    pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let first = self.events.front().ok_or(Errno::EAGAIN)?;
         if first.size() > buf.len() {
             return Err(Errno::EINVAL);
@@ -134,17 +134,17 @@ impl EventQueue {
     }
 
     /// The bytes a read would return with an unbounded buffer (FIONREAD).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.events.iter().map(Event::size).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 }
 
 /// One inotify instance.
-pub struct Inotify {
+pub(crate) struct Inotify {
     ino: u64,
     created: TimeSpec,
     id: u64,
@@ -156,7 +156,7 @@ pub struct Inotify {
 impl Inotify {
     /// A new instance for `uid`: EMFILE past max_user_instances or the
     /// sandbox's limit.
-    pub fn new(ino: u64, created: TimeSpec, uid: u32) -> Result<Arc<Inotify>, Errno> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, uid: u32) -> Result<Arc<Inotify>, Errno> {
         let id = notify::registry().new_instance(uid).ok_or(Errno::EMFILE)?;
         Ok(Arc::new(Inotify {
             ino,
@@ -170,7 +170,7 @@ impl Inotify {
 
     /// inotify_add_watch on the inode `key` (the caller resolved the path
     /// and checked the flags): the watch descriptor.
-    pub fn add_watch(self: &Arc<Self>, key: InodeKey, mask: u32) -> Result<i32, Errno> {
+    pub(crate) fn add_watch(self: &Arc<Self>, key: InodeKey, mask: u32) -> Result<i32, Errno> {
         let sink = notify::weak_sink(self);
         notify::registry().add_watch(self.id, self.uid, sink, key, mask).map_err(|e| match e {
             notify::AddError::Exists => Errno::EEXIST,
@@ -179,7 +179,7 @@ impl Inotify {
     }
 
     /// inotify_rm_watch: EINVAL for a wd the instance does not have.
-    pub fn rm_watch(&self, wd: i32) -> Result<(), Errno> {
+    pub(crate) fn rm_watch(&self, wd: i32) -> Result<(), Errno> {
         if notify::registry().rm_watch(self.id, wd) {
             Ok(())
         } else {

@@ -15,24 +15,24 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Priorities are below this (MQ_PRIO_MAX).
-pub const PRIO_MAX: u32 = 32768;
+pub(crate) const PRIO_MAX: u32 = 32768;
 /// The defaults and the ceilings for processes without CAP_SYS_RESOURCE
 /// (fs.mqueue.msg_default/msg_max, msgsize_default/msgsize_max).
-pub const DEFAULT_MAXMSG: u64 = 10;
-pub const DEFAULT_MSGSIZE: u64 = 8192;
+pub(crate) const DEFAULT_MAXMSG: u64 = 10;
+pub(crate) const DEFAULT_MSGSIZE: u64 = 8192;
 /// The ceilings for anyone (HARD_MSGMAX, HARD_MSGSIZEMAX).
-pub const HARD_MAXMSG: u64 = 65536;
-pub const HARD_MSGSIZE: u64 = 16 << 20;
+pub(crate) const HARD_MAXMSG: u64 = 65536;
+pub(crate) const HARD_MSGSIZE: u64 = 16 << 20;
 /// The bytes all the sandbox's queues may reserve together (each its
 /// maxmsg × (msgsize + overhead), as Linux charges RLIMIT_MSGQUEUE at
 /// mq_open): the sentry's memory outside guest memory stays bounded.
-pub const RESERVED_BYTES_MAX: u64 = 64 << 20;
+pub(crate) const RESERVED_BYTES_MAX: u64 = 64 << 20;
 /// What Linux charges a message slot beyond its bytes (struct msg_msg and
 /// its share of the priority tree).
 const SLOT_OVERHEAD: u64 = 64;
 /// The number of queues the sandbox may have (fs.mqueue.queues_max), and
 /// the ceiling even with CAP_SYS_RESOURCE.
-pub const QUEUES_MAX: usize = 256;
+pub(crate) const QUEUES_MAX: usize = 256;
 const HARD_QUEUES_MAX: usize = 4096;
 /// MQUEUE_MAGIC.
 const MQUEUE_MAGIC: u64 = 0x1980_0202;
@@ -40,7 +40,7 @@ const MQUEUE_MAGIC: u64 = 0x1980_0202;
 /// Who is told when a message arrives at an empty queue: process `pid`,
 /// with signal `signo` (0: nothing is sent) carrying `value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Notification {
+pub(crate) struct Notification {
     pub pid: i32,
     pub signo: i32,
     pub value: u64,
@@ -57,7 +57,7 @@ struct State {
 }
 
 /// One message queue.
-pub struct Queue {
+pub(crate) struct Queue {
     pub maxmsg: u64,
     pub msgsize: u64,
     pub mode: u32,
@@ -94,10 +94,10 @@ fn reservation(maxmsg: u64, msgsize: u64) -> u64 {
 }
 
 /// What a send did that the caller acts on: a notification to deliver.
-pub type Notify = Option<Notification>;
+pub(crate) type Notify = Option<Notification>;
 
 /// A receiver blocked on a queue (see [`Queue::receiver_waiting`]).
-pub struct WaitingReceiver(Arc<Queue>);
+pub(crate) struct WaitingReceiver(Arc<Queue>);
 
 impl Drop for WaitingReceiver {
     fn drop(&mut self) {
@@ -107,7 +107,7 @@ impl Drop for WaitingReceiver {
 
 impl Queue {
     /// Messages queued now.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.state.lock().count
     }
 
@@ -115,7 +115,7 @@ impl Queue {
     /// queue is full (the caller waits on the queue's events for room).
     /// Returns the notification to send, if the queue was empty and a
     /// process registered for it.
-    pub fn send(&self, msg: &mut Vec<u8>, prio: u32) -> Result<Notify, Errno> {
+    pub(crate) fn send(&self, msg: &mut Vec<u8>, prio: u32) -> Result<Notify, Errno> {
         let len = u64::try_from(msg.len()).map_err(|_| Errno::EMSGSIZE)?;
         if len > self.msgsize {
             return Err(Errno::EMSGSIZE);
@@ -139,7 +139,7 @@ impl Queue {
 
     /// Takes the oldest message of the highest priority; EAGAIN when there
     /// is none. `room` is the caller's buffer size.
-    pub fn receive(&self, room: u64) -> Result<(Vec<u8>, u32), Errno> {
+    pub(crate) fn receive(&self, room: u64) -> Result<(Vec<u8>, u32), Errno> {
         if room < self.msgsize {
             return Err(Errno::EMSGSIZE);
         }
@@ -160,7 +160,7 @@ impl Queue {
     /// Marks a receiver blocked on the queue for as long as the guard
     /// lives: a message arriving then goes to it, not to the registered
     /// notification (mq_notify(3)).
-    pub fn receiver_waiting(self: &Arc<Queue>) -> WaitingReceiver {
+    pub(crate) fn receiver_waiting(self: &Arc<Queue>) -> WaitingReceiver {
         self.state.lock().waiting_receivers += 1;
         WaitingReceiver(self.clone())
     }
@@ -168,7 +168,12 @@ impl Queue {
     /// mq_notify: registers `n` (None removes the caller's `pid`'s
     /// registration). EBUSY while a registration is held, unless its
     /// process is gone (`alive` says).
-    pub fn set_notify(&self, pid: i32, n: Option<Notification>, alive: impl Fn(i32) -> bool) -> Result<(), Errno> {
+    pub(crate) fn set_notify(
+        &self,
+        pid: i32,
+        n: Option<Notification>,
+        alive: impl Fn(i32) -> bool,
+    ) -> Result<(), Errno> {
         let mut s = self.state.lock();
         if s.notify.is_some_and(|old| !alive(old.pid)) {
             s.notify = None;
@@ -198,14 +203,14 @@ impl Queue {
 
 /// The sandbox's queues by name (without the leading slash).
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     queues: Mutex<BTreeMap<Vec<u8>, Arc<Queue>>>,
     fs: std::sync::OnceLock<Arc<FsInfo>>,
     budget: Arc<Budget>,
 }
 
 /// How mq_open should find or make a queue.
-pub struct OpenRequest<'a> {
+pub(crate) struct OpenRequest<'a> {
     pub name: &'a [u8],
     pub create: bool,
     pub exclusive: bool,
@@ -226,7 +231,7 @@ impl Registry {
 
     /// Checks a queue name as mq_open's kernel half does (glibc has taken
     /// the leading slash off).
-    pub fn check_name(name: &[u8]) -> Result<(), Errno> {
+    pub(crate) fn check_name(name: &[u8]) -> Result<(), Errno> {
         if name.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -243,7 +248,7 @@ impl Registry {
     }
 
     /// Finds or creates the queue `req` names; the bool says it was made.
-    pub fn open(&self, req: &OpenRequest<'_>, ino: u64, now: TimeSpec) -> Result<(Arc<Queue>, bool), Errno> {
+    pub(crate) fn open(&self, req: &OpenRequest<'_>, ino: u64, now: TimeSpec) -> Result<(Arc<Queue>, bool), Errno> {
         Self::check_name(req.name)?;
         let mut queues = self.queues.lock();
         if let Some(q) = queues.get(req.name) {
@@ -290,13 +295,13 @@ impl Registry {
     }
 
     /// The queue named `name`, for permission checks before mq_unlink.
-    pub fn get(&self, name: &[u8]) -> Option<Arc<Queue>> {
+    pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<Queue>> {
         self.queues.lock().get(name).cloned()
     }
 
     /// mq_unlink: the name goes if `allowed` lets the caller remove the
     /// queue (EPERM otherwise); the queue lives while descriptors do.
-    pub fn unlink(&self, name: &[u8], allowed: impl Fn(&Queue) -> bool) -> Result<(), Errno> {
+    pub(crate) fn unlink(&self, name: &[u8], allowed: impl Fn(&Queue) -> bool) -> Result<(), Errno> {
         Self::check_name(name)?;
         let mut queues = self.queues.lock();
         let q = queues.get(name).ok_or(Errno::ENOENT)?;
@@ -307,9 +312,9 @@ impl Registry {
         Ok(())
     }
 
-    /// The node of queue `q` named `name`.
-    pub fn node(&self, name: &[u8], q: Arc<Queue>) -> Arc<QueueNode> {
-        Arc::new(QueueNode { name: name.to_vec(), queue: q, fs: self.fs().clone() })
+    /// The node of queue `q`.
+    pub(crate) fn node(&self, q: Arc<Queue>) -> Arc<QueueNode> {
+        Arc::new(QueueNode { queue: q, fs: self.fs().clone() })
     }
 }
 
@@ -327,8 +332,7 @@ fn new_queue_size(attr: Option<(i64, i64)>, privileged: bool) -> Result<(u64, u6
 }
 
 /// A queue as a file: in /dev/mqueue, and behind an mq descriptor.
-pub struct QueueNode {
-    pub name: Vec<u8>,
+pub(crate) struct QueueNode {
     pub queue: Arc<Queue>,
     fs: Arc<FsInfo>,
 }
@@ -361,12 +365,12 @@ impl Node for QueueNode {
 }
 
 /// An open queue (an mq descriptor): reads give its status line.
-pub struct QueueFile {
+pub(crate) struct QueueFile {
     pub queue: Arc<Queue>,
 }
 
 impl QueueFile {
-    pub fn new(queue: Arc<Queue>) -> QueueFile {
+    pub(crate) fn new(queue: Arc<Queue>) -> QueueFile {
         QueueFile { queue }
     }
 }
@@ -402,20 +406,20 @@ impl FileOps for QueueFile {
 }
 
 /// The mqueue filesystem's root (/dev/mqueue): one file per queue.
-pub struct Root(pub Arc<Registry>);
+pub(crate) struct Root(pub Arc<Registry>);
 
 impl Root {
     fn entries(&self) -> Vec<Entry> {
         let queues: Vec<(Vec<u8>, Arc<Queue>)> =
             self.0.queues.lock().iter().map(|(n, q)| (n.clone(), q.clone())).collect();
-        queues.into_iter().map(|(n, q)| (n.clone(), self.0.node(&n, q) as Arc<dyn Node>)).collect()
+        queues.into_iter().map(|(n, q)| (n.clone(), self.0.node(q) as Arc<dyn Node>)).collect()
     }
 }
 
 impl Entries for Root {
     fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
         let q = self.0.get(name).ok_or(Errno::ENOENT)?;
-        Ok(self.0.node(name, q))
+        Ok(self.0.node(q))
     }
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
@@ -424,7 +428,7 @@ impl Entries for Root {
 }
 
 /// The /dev/mqueue filesystem of `registry`.
-pub fn new_mqueuefs(registry: &Arc<Registry>) -> Arc<dyn Node> {
+pub(crate) fn new_mqueuefs(registry: &Arc<Registry>) -> Arc<dyn Node> {
     let attr = Attr::new(registry.fs(), 1, crate::vfs::S_IFDIR | 0o1777);
     super::synthetic::Dir::new(attr, Root(registry.clone()))
 }

@@ -44,7 +44,7 @@ fn ifreq(name: &str, body: &[u8]) -> Vec<u8> {
 
 /// Answers an interface ioctl `req` with argument `arg`; ENOTTY for any
 /// other request, ENODEV for an interface the sandbox lacks.
-pub fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
+pub(crate) fn ioctl(mm: &MemoryManager, req: u64, arg: u64) -> Result<u64, Errno> {
     if req == SIOCGIFCONF {
         return ifconf(mm, arg);
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 const QUEUE_BYTES: usize = 1 << 20;
 
 /// A NETLINK_ROUTE socket.
-pub struct NetlinkSocket {
+pub(crate) struct NetlinkSocket {
     ino: u64,
     created: TimeSpec,
     /// The port id (nl_pid) bound, 0 until bound.
@@ -33,7 +33,7 @@ pub struct NetlinkSocket {
 }
 
 impl NetlinkSocket {
-    pub fn new(ino: u64, created: TimeSpec, ty: i32) -> Arc<NetlinkSocket> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, ty: i32) -> Arc<NetlinkSocket> {
         Arc::new(NetlinkSocket {
             ino,
             created,
@@ -47,7 +47,7 @@ impl NetlinkSocket {
     }
 
     /// Sends a datagram of requests to the kernel; their replies queue.
-    pub fn send(&self, data: &[u8]) -> Result<usize, Errno> {
+    pub(crate) fn send(&self, data: &[u8]) -> Result<usize, Errno> {
         let port = self.port.load(Ordering::Relaxed);
         let replies = husk_netstack::netlink::route_requests(data, port);
         let mut q = self.replies.lock();
@@ -63,7 +63,7 @@ impl NetlinkSocket {
     /// Receives the next reply datagram into `buf` (with `peek` leaving
     /// it queued): (bytes copied, its whole length); EAGAIN without
     /// replies.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize), Errno> {
+    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<(usize, usize), Errno> {
         let mut q = self.replies.lock();
         let Some(front) = q.front() else { return Err(Errno::EAGAIN) };
         let full = front.len();

@@ -110,9 +110,9 @@ impl NsFile {
                 let m = t.fs().mounts();
                 (m.ino, Namespace::Mnt(m))
             }
-            Kind::Uts => (uts_ino(t), Namespace::Uts(t.namespaces.lock().uts.clone())),
+            Kind::Uts => (uts_ino(t), Namespace::Uts(t.namespaces().lock().uts.clone())),
             Kind::Ipc => {
-                let i = t.namespaces.lock().ipc.clone();
+                let i = t.namespaces().lock().ipc.clone();
                 (i.as_ref().map_or(nsid::IPC_INIT_INO, |i| i.ino), Namespace::Ipc(i))
             }
             Kind::Cgroup => (nsid::CGROUP_INIT_INO, Namespace::Single),

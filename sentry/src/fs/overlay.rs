@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 /// The `f_type` of an overlay (`OVERLAYFS_SUPER_MAGIC`).
-pub const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
+pub(crate) const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
 
 /// Bytes copied per read during a copy-up.
 const COPY_CHUNK: usize = 64 * 1024;
@@ -36,7 +36,7 @@ const UPPER_DEV: u64 = u64::MAX;
 
 /// A union of `upper` (writable) over `lower` (never written); returns the
 /// root directory.
-pub fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
+pub(crate) fn new_overlay(upper: Arc<dyn Node>, lower: Arc<dyn Node>) -> Arc<dyn Node> {
     let id = new_fs_id();
     let fs = Arc::new(OverlayFs {
         id,

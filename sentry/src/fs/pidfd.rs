@@ -10,23 +10,23 @@ use crate::vfs::{FileOps, Node, Stat, TimeSpec};
 use crate::waiter::Entry;
 use std::sync::Arc;
 
-pub struct PidFd {
+pub(crate) struct PidFd {
     ino: u64,
     created: TimeSpec,
     group: Arc<ThreadGroup>,
 }
 
 impl PidFd {
-    pub fn new(ino: u64, created: TimeSpec, group: Arc<ThreadGroup>) -> Arc<PidFd> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, group: Arc<ThreadGroup>) -> Arc<PidFd> {
         Arc::new(PidFd { ino, created, group })
     }
 
     /// The process it names.
-    pub fn group(&self) -> &Arc<ThreadGroup> {
+    pub(crate) fn group(&self) -> &Arc<ThreadGroup> {
         &self.group
     }
 
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.group.tgid()
     }
 }
@@ -59,10 +59,10 @@ impl FileOps for PidFd {
     }
 
     fn event_register(&self, e: &Entry) {
-        self.group.exited.register(e);
+        self.group.exited().register(e);
     }
 
     fn event_unregister(&self, e: &Entry) {
-        self.group.exited.unregister(e);
+        self.group.exited().unregister(e);
     }
 }

@@ -22,13 +22,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// ICMPv6's type filter (struct icmp6_filter; netinet/icmp6.h).
-pub const ICMP6_FILTER: i32 = 1;
+pub(crate) const ICMP6_FILTER: i32 = 1;
 
 /// The options a guest sets on (and reads back from) its ping socket's
 /// host socket, as Linux's ping sockets take them (the host's answer,
 /// errno included, is the guest's); the sentry's seccomp filter allows
 /// exactly these.
-pub const HOST_OPTIONS: &[(i32, i32)] = &[
+pub(crate) const HOST_OPTIONS: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_RECVTTL),
     (libc::SOL_IP, libc::IP_TTL),
@@ -52,7 +52,7 @@ pub const HOST_OPTIONS: &[(i32, i32)] = &[
 /// (what the options above ask for); x86_64 host and guest share their
 /// layout. The packet-info ones name the outer namespace's interface and
 /// address, which the guest sees as its own eth0's (`syscalls/ping.rs`).
-pub const HOST_CONTROL: &[(i32, i32)] = &[
+pub(crate) const HOST_CONTROL: &[(i32, i32)] = &[
     (libc::SOL_IP, libc::IP_RECVERR),
     (libc::SOL_IP, libc::IP_TTL),
     (libc::SOL_IP, libc::IP_TOS),
@@ -83,7 +83,7 @@ const LOCAL_KEPT: usize = 64;
 static NEXT_ID: AtomicU16 = AtomicU16::new(1);
 
 /// A guest ICMP echo socket.
-pub struct PingSocket {
+pub(crate) struct PingSocket {
     ino: u64,
     created: TimeSpec,
     /// An ICMPv6 socket (AF_INET6), else ICMP (AF_INET).
@@ -106,7 +106,7 @@ pub struct PingSocket {
 }
 
 impl PingSocket {
-    pub fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, v6: bool, host: Option<Opened>) -> Arc<PingSocket> {
         let events = Arc::new(Queue::default());
         let host = host.map(|o| HostConn::leased(o, &events));
         Arc::new(PingSocket {
@@ -221,7 +221,7 @@ impl PingSocket {
 
     /// The host socket the echo requests leave on: ENETUNREACH without
     /// a gateway.
-    pub fn host(&self) -> Result<&HostConn, Errno> {
+    pub(crate) fn host(&self) -> Result<&HostConn, Errno> {
         self.host.as_ref().ok_or(Errno::ENETUNREACH)
     }
 }

@@ -11,15 +11,15 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 /// Linux's default pipe capacity.
-pub const PIPE_CAPACITY: usize = 65536;
+pub(crate) const PIPE_CAPACITY: usize = 65536;
 /// The most an unprivileged F_SETPIPE_SZ may ask for: Linux's default
 /// /proc/sys/fs/pipe-max-size.
-pub const PIPE_MAX_SIZE: usize = 1 << 20;
+pub(crate) const PIPE_MAX_SIZE: usize = 1 << 20;
 /// The largest capacity any F_SETPIPE_SZ may ask for (Linux's bound).
 const PIPE_SIZE_LIMIT: usize = 1 << 31;
 const PAGE: usize = 4096;
 /// Writes up to this size are atomic.
-pub const PIPE_BUF: usize = 4096;
+pub(crate) const PIPE_BUF: usize = 4096;
 
 struct State {
     buf: VecDeque<u8>,
@@ -42,7 +42,7 @@ struct State {
 }
 
 /// The shared buffer, which is also the pipe's inode.
-pub struct Pipe {
+pub(crate) struct Pipe {
     me: Weak<Pipe>,
     state: Mutex<State>,
     /// Readers wait here for data, writers for room.
@@ -52,7 +52,7 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    pub fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
+    pub(crate) fn new(ino: u64, now: TimeSpec) -> Arc<Pipe> {
         Arc::new_cyclic(|me| Pipe {
             me: me.clone(),
             state: Mutex::new(State {
@@ -73,12 +73,12 @@ impl Pipe {
     }
 
     /// The read end (counted until dropped).
-    pub fn reader(self: &Arc<Pipe>) -> Arc<PipeEnd> {
+    pub(crate) fn reader(self: &Arc<Pipe>) -> Arc<PipeEnd> {
         self.end(true, false, 0, None)
     }
 
     /// The write end (counted until dropped).
-    pub fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
+    pub(crate) fn writer(self: &Arc<Pipe>) -> Arc<PipeEnd> {
         self.end(false, true, 0, None)
     }
 
@@ -102,7 +102,7 @@ impl Pipe {
     }
 
     /// Its capacity in bytes (F_GETPIPE_SZ).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.state.lock().capacity
     }
 
@@ -110,7 +110,7 @@ impl Pipe {
     /// two pages (at least one) and returns it. EINVAL past 2 GiB, EPERM
     /// past pipe-max-size unless `privileged` (CAP_SYS_RESOURCE), EBUSY
     /// below the bytes queued.
-    pub fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
+    pub(crate) fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
         if size > PIPE_SIZE_LIMIT {
             return Err(Errno::EINVAL);
         }
@@ -135,7 +135,7 @@ impl Pipe {
     /// ENXIO); O_RDWR never waits. The end does not wait itself: until
     /// its partner came, its `open_ready` fails with EAGAIN and the opener
     /// waits on the pipe's queue (giving the end up if interrupted).
-    pub fn open_end(self: &Arc<Pipe>, flags: i32) -> Result<Arc<PipeEnd>, Errno> {
+    pub(crate) fn open_end(self: &Arc<Pipe>, flags: i32) -> Result<Arc<PipeEnd>, Errno> {
         let nonblock = flags & libc::O_NONBLOCK != 0;
         let (read, write) = match flags & libc::O_ACCMODE {
             libc::O_RDONLY => (true, false),
@@ -187,11 +187,11 @@ impl Node for Pipe {
 /// The pipe of a named FIFO: made by its first open and gone with its
 /// last end (with any bytes left in it), as Linux's `inode->i_pipe`.
 #[derive(Default)]
-pub struct FifoSlot(Mutex<Weak<Pipe>>);
+pub(crate) struct FifoSlot(Mutex<Weak<Pipe>>);
 
 impl FifoSlot {
     /// Opens the FIFO (inode `ino`) as `Pipe::open_end` does.
-    pub fn open(&self, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+    pub(crate) fn open(&self, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let pipe = {
             let mut slot = self.0.lock();
             match slot.upgrade() {
@@ -212,7 +212,7 @@ impl FifoSlot {
 /// pipe could live in, by the FIFO's identity: every open of one FIFO,
 /// by any path or hard link, meets at one pipe while an end of it is
 /// open, as Linux's `inode->i_pipe`.
-pub struct FifoTable<K>(Mutex<BTreeMap<K, Weak<Pipe>>>);
+pub(crate) struct FifoTable<K>(Mutex<BTreeMap<K, Weak<Pipe>>>);
 
 impl<K: Ord> Default for FifoTable<K> {
     fn default() -> Self {
@@ -221,12 +221,12 @@ impl<K: Ord> Default for FifoTable<K> {
 }
 
 impl<K: Ord> FifoTable<K> {
-    pub const fn new() -> FifoTable<K> {
+    pub(crate) const fn new() -> FifoTable<K> {
         FifoTable(Mutex::new(BTreeMap::new()))
     }
 
     /// Opens the FIFO `key` (inode `ino`) as `Pipe::open_end` does.
-    pub fn open(&self, key: K, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+    pub(crate) fn open(&self, key: K, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let pipe = {
             let mut fifos = self.0.lock();
             fifos.retain(|_, p| p.strong_count() > 0);
@@ -251,13 +251,13 @@ impl<K: Ord> FifoTable<K> {
 static HOST_FIFOS: FifoTable<(u64, u64)> = FifoTable::new();
 
 /// Opens the FIFO that is the host file `(dev, ino)`.
-pub fn open_host_fifo(dev: u64, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+pub(crate) fn open_host_fifo(dev: u64, ino: u64, now: TimeSpec, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
     HOST_FIFOS.open((dev, ino), ino, now, flags)
 }
 
 /// One end of a pipe. It never blocks: an end that is not ready fails
 /// with EAGAIN, and the caller waits on the pipe's queue.
-pub struct PipeEnd {
+pub(crate) struct PipeEnd {
     pipe: Arc<Pipe>,
     read: bool,
     write: bool,
@@ -273,13 +273,8 @@ pub struct PipeEnd {
 }
 
 impl PipeEnd {
-    /// The pipe this is an end of.
-    pub fn pipe(&self) -> &Arc<Pipe> {
-        &self.pipe
-    }
-
     /// (bytes ever written, bytes ever read).
-    pub fn positions(&self) -> (u64, u64) {
+    pub(crate) fn positions(&self) -> (u64, u64) {
         let s = self.pipe.state.lock();
         (s.produced, s.consumed)
     }
@@ -303,7 +298,7 @@ impl Drop for PipeEnd {
 impl PipeEnd {
     /// Reads what is queued, EOF without writers, else EAGAIN; `peek`
     /// copies the bytes out but leaves them queued (MSG_PEEK).
-    pub fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+    pub(crate) fn try_read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
         if !self.read {
             return Err(Errno::EBADF);
         }
@@ -336,7 +331,7 @@ impl PipeEnd {
     /// The room in the pipe now (EAGAIN when there is none); EPIPE
     /// without readers. For splice, which moves only what fits rather
     /// than blocking mid-transfer.
-    pub fn room(&self) -> Result<usize, Errno> {
+    pub(crate) fn room(&self) -> Result<usize, Errno> {
         if !self.write {
             return Err(Errno::EBADF);
         }
@@ -349,7 +344,7 @@ impl PipeEnd {
     }
 
     /// Whether `other` is an end of the same pipe.
-    pub fn same_pipe(&self, other: &PipeEnd) -> bool {
+    pub(crate) fn same_pipe(&self, other: &PipeEnd) -> bool {
         Arc::ptr_eq(&self.pipe, &other.pipe)
     }
 
@@ -386,7 +381,7 @@ impl PipeEnd {
 
 impl PipeEnd {
     /// The bytes waiting to be read (FIONREAD).
-    pub fn buffered(&self) -> usize {
+    pub(crate) fn buffered(&self) -> usize {
         self.pipe.state.lock().buf.len()
     }
 }

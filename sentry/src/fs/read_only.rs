@@ -10,10 +10,10 @@ use std::any::Any;
 use std::sync::Arc;
 
 /// `node` and everything below it, read-only.
-pub struct ReadOnly(Arc<dyn Node>);
+pub(crate) struct ReadOnly(Arc<dyn Node>);
 
 impl ReadOnly {
-    pub fn wrap(node: Arc<dyn Node>) -> Arc<dyn Node> {
+    pub(crate) fn wrap(node: Arc<dyn Node>) -> Arc<dyn Node> {
         Arc::new(ReadOnly(node))
     }
 }

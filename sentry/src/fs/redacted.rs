@@ -28,7 +28,7 @@ use std::time::Instant;
 const MAX_TAKE: usize = 64 << 10;
 
 /// A redacting writer of one host descriptor.
-pub struct RedactedOutput {
+pub(crate) struct RedactedOutput {
     shared: Arc<Shared>,
     /// The flusher runs (started the first time output waits).
     flusher: std::sync::Once,
@@ -64,7 +64,7 @@ static OUTPUTS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 impl RedactedOutput {
     /// A redacting writer of `fd`.
-    pub fn new(fd: Arc<OwnedFd>, chunk: usize, stream: RedactStream) -> RedactedOutput {
+    pub(crate) fn new(fd: Arc<OwnedFd>, chunk: usize, stream: RedactStream) -> RedactedOutput {
         let state = State {
             stream,
             queue: Vec::new(),
@@ -95,7 +95,7 @@ impl RedactedOutput {
 
     /// A guest write: takes up to `MAX_TAKE` bytes of `buf`; EAGAIN while
     /// earlier output still waits for the host.
-    pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
+    pub(crate) fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
         let sh = &self.shared;
         let mut st = sh.state.lock();
         sh.drain(&mut st)?;
@@ -213,7 +213,7 @@ impl Shared {
 
 /// At the sandbox's end: every redacted stream's remaining output goes
 /// to the host, which the sandbox waits for as its last writer would have.
-pub fn flush_all() {
+pub(crate) fn flush_all() {
     let all: Vec<Arc<Shared>> = OUTPUTS.lock().iter().filter_map(Weak::upgrade).collect();
     for s in all {
         s.finish();

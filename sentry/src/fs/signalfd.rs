@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 /// The size of `struct signalfd_siginfo`.
 const RECORD: usize = 128;
 
-pub struct SignalFd {
+pub(crate) struct SignalFd {
     ino: u64,
     created: TimeSpec,
     mask: AtomicU64,
@@ -25,7 +25,7 @@ pub struct SignalFd {
 }
 
 impl SignalFd {
-    pub fn new(ino: u64, created: TimeSpec, mask: u64) -> Arc<SignalFd> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, mask: u64) -> Arc<SignalFd> {
         Arc::new(SignalFd {
             ino,
             created,
@@ -37,7 +37,7 @@ impl SignalFd {
 
     /// Changes the mask (signalfd on this file) and wakes the pollers, as
     /// Linux does: a signal already pending may now make it readable.
-    pub fn set_mask(&self, mask: u64) {
+    pub(crate) fn set_mask(&self, mask: u64) {
         self.mask.store(mask, Ordering::Relaxed);
         self.events.notify(ALL);
     }
@@ -101,7 +101,7 @@ impl FileOps for SignalFd {
             let mut f = self.forwarded.lock();
             f.retain(|w| w.strong_count() > 0);
             if !f.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&t))) {
-                t.signal_events.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&self.events)))));
+                t.signal_events().register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&self.events)))));
                 f.push(Arc::downgrade(&t));
             }
         }

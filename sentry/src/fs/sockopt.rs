@@ -8,20 +8,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// net.core.wmem_max and rmem_max: the most SO_SNDBUF and SO_RCVBUF may
 /// ask for (Linux's defaults).
-pub const WMEM_MAX: u32 = 212_992;
-pub const RMEM_MAX: u32 = 212_992;
+pub(crate) const WMEM_MAX: u32 = 212_992;
+pub(crate) const RMEM_MAX: u32 = 212_992;
 /// net.core.wmem_default and rmem_default: a new socket's buffer sizes,
 /// TCP's aside.
-pub const WMEM_DEFAULT: i32 = 212_992;
-pub const RMEM_DEFAULT: i32 = 212_992;
+pub(crate) const WMEM_DEFAULT: i32 = 212_992;
+pub(crate) const RMEM_DEFAULT: i32 = 212_992;
 /// net.ipv4.tcp_rmem's maximum: bounds a TCP socket's SO_RCVLOWAT.
-pub const TCP_RMEM_MAX: i32 = 6_291_456;
+pub(crate) const TCP_RMEM_MAX: i32 = 6_291_456;
 
 /// SO_RCVTIMEO and SO_SNDTIMEO as a socket holds them: (receive, send).
-pub type Timeouts = Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>;
+pub(crate) type Timeouts = Mutex<(Option<std::time::Duration>, Option<std::time::Duration>)>;
 
 /// The timeout of a write (`write`) or a read, for `FileOps::io_timeout`.
-pub fn io_timeout(t: &Timeouts, write: bool) -> Option<std::time::Duration> {
+pub(crate) fn io_timeout(t: &Timeouts, write: bool) -> Option<std::time::Duration> {
     let t = t.lock();
     if write {
         t.1
@@ -32,7 +32,7 @@ pub fn io_timeout(t: &Timeouts, write: bool) -> Option<std::time::Duration> {
 
 /// Which form of receive timestamps SO_TIMESTAMP* asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamping {
+pub(crate) struct Stamping {
     /// Nanoseconds (SO_TIMESTAMPNS) rather than microseconds.
     pub ns: bool,
     /// The y2038-safe `_NEW` option and message types.
@@ -41,7 +41,7 @@ pub struct Stamping {
 
 /// The values, with Linux's defaults for a new socket.
 #[derive(Clone, Debug)]
-pub struct Values {
+pub(crate) struct Values {
     /// Boolean options by option number (bit n for option n < 64).
     pub flags: u64,
     /// SO_SNDBUF and SO_RCVBUF once set (None: the family's default).
@@ -84,7 +84,7 @@ impl Default for Values {
 
 /// A socket's SOL_SOCKET state.
 #[derive(Default)]
-pub struct SockOpts {
+pub(crate) struct SockOpts {
     values: Mutex<Values>,
     /// SO_COOKIE, given on first use (0: none yet), as sock_gen_cookie.
     cookie: AtomicU64,
@@ -95,12 +95,12 @@ static COOKIES: AtomicU64 = AtomicU64::new(0);
 
 impl SockOpts {
     /// A copy of the current values.
-    pub fn get(&self) -> Values {
+    pub(crate) fn get(&self) -> Values {
         self.values.lock().clone()
     }
 
     /// Changes the values with `f`, which may refuse (nothing changes).
-    pub fn update<E>(&self, f: impl FnOnce(&mut Values) -> Result<(), E>) -> Result<(), E> {
+    pub(crate) fn update<E>(&self, f: impl FnOnce(&mut Values) -> Result<(), E>) -> Result<(), E> {
         let mut v = self.values.lock();
         let mut next = v.clone();
         f(&mut next)?;
@@ -108,13 +108,8 @@ impl SockOpts {
         Ok(())
     }
 
-    /// Is boolean option `opt` on?
-    pub fn flag(&self, opt: i32) -> bool {
-        u32::try_from(opt).ok().filter(|&n| n < 64).is_some_and(|n| self.values.lock().flags & (1 << n) != 0)
-    }
-
     /// The socket's cookie: unique in the sandbox, never 0, fixed once read.
-    pub fn cookie(&self) -> u64 {
+    pub(crate) fn cookie(&self) -> u64 {
         let had = self.cookie.load(Ordering::Relaxed);
         if had != 0 {
             return had;

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One mounted instance of a synthetic filesystem: its identity, device
 /// number, `statfs` magic and the timestamps of its static entries.
-pub struct FsInfo {
+pub(crate) struct FsInfo {
     id: usize,
     magic: u64,
     time: TimeSpec,
@@ -22,47 +22,47 @@ pub struct FsInfo {
 impl FsInfo {
     /// A new instance; `magic` is its `f_type` and `time` is reported by
     /// its static entries.
-    pub fn new(magic: u64, time: SystemTime) -> Arc<FsInfo> {
+    pub(crate) fn new(magic: u64, time: SystemTime) -> Arc<FsInfo> {
         Arc::new(FsInfo { id: new_fs_id(), magic, time: timespec(time) })
     }
 
     /// The filesystem's identity for `Node::fs_id`.
-    pub fn id(&self) -> usize {
+    pub(crate) fn id(&self) -> usize {
         self.id
     }
 
     /// The `st_dev` of every node: an anonymous device.
-    pub fn dev(&self) -> u64 {
+    pub(crate) fn dev(&self) -> u64 {
         anon_dev(self.id)
     }
 
     /// The timestamp of static entries.
-    pub fn time(&self) -> TimeSpec {
+    pub(crate) fn time(&self) -> TimeSpec {
         self.time
     }
 
     /// What `statfs` reports for every node.
-    pub fn statfs(&self) -> StatFs {
+    pub(crate) fn statfs(&self) -> StatFs {
         StatFs { fs_type: self.magic, bsize: 4096, namelen: 255, frsize: 4096, ..StatFs::default() }
     }
 }
 
 /// A `SystemTime` as a `TimeSpec` (times before the epoch become 0).
-pub fn timespec(t: SystemTime) -> TimeSpec {
+pub(crate) fn timespec(t: SystemTime) -> TimeSpec {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }
 
 /// A stable inode number for the node at `path` inside a filesystem
 /// (FNV-1a); never 0 or 1, which is the root's.
-pub fn path_ino(path: &[u8]) -> u64 {
+pub(crate) fn path_ino(path: &[u8]) -> u64 {
     let h = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     h.max(2)
 }
 
 /// The attributes of a synthetic node.
 #[derive(Clone)]
-pub struct Attr {
+pub(crate) struct Attr {
     /// The filesystem the node belongs to.
     pub fs: Arc<FsInfo>,
     pub ino: u64,
@@ -82,12 +82,12 @@ pub struct Attr {
 
 impl Attr {
     /// Root-owned, one link, stamped with the filesystem's time.
-    pub fn new(fs: &Arc<FsInfo>, ino: u64, mode: u32) -> Attr {
+    pub(crate) fn new(fs: &Arc<FsInfo>, ino: u64, mode: u32) -> Attr {
         Attr { fs: fs.clone(), ino, mode, uid: 0, gid: 0, rdev: 0, size: 0, nlink: 1, blksize: 4096, time: fs.time() }
     }
 
     /// The attributes as `stat(2)` reports them.
-    pub fn stat(&self) -> Stat {
+    pub(crate) fn stat(&self) -> Stat {
         Stat {
             dev: self.fs.dev(),
             ino: self.ino,
@@ -113,11 +113,11 @@ pub(crate) fn dir_entry(name: &[u8], node: &dyn Node) -> Result<DirEntry, Errno>
 }
 
 /// A directory entry: name and node.
-pub type Entry = (Vec<u8>, Arc<dyn Node>);
+pub(crate) type Entry = (Vec<u8>, Arc<dyn Node>);
 
 /// The entries of a read-only directory. `dir` is the directory's own
 /// attributes (children usually inherit their owner and time).
-pub trait Entries: Send + Sync + 'static {
+pub(crate) trait Entries: Send + Sync + 'static {
     /// Looks up one name (never "." or "..").
     fn lookup(&self, dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno>;
 
@@ -126,11 +126,11 @@ pub trait Entries: Send + Sync + 'static {
 }
 
 /// A fixed list of entries, listed in order.
-pub struct Fixed(pub Vec<Entry>);
+pub(crate) struct Fixed(pub Vec<Entry>);
 
 impl Fixed {
     /// A directory's link count: 2 plus the number of subdirectories.
-    pub fn nlink(&self) -> u64 {
+    pub(crate) fn nlink(&self) -> u64 {
         let is_dir = |n: &Arc<dyn Node>| n.stat().is_ok_and(|s| s.mode & S_IFMT == S_IFDIR);
         2 + self.0.iter().filter(|(_, n)| is_dir(n)).count() as u64
     }
@@ -147,20 +147,20 @@ impl Entries for Fixed {
 }
 
 /// A read-only directory; every change to it fails with `EPERM`.
-pub struct Dir<E> {
+pub(crate) struct Dir<E> {
     attr: Attr,
     entries: E,
 }
 
 impl<E: Entries> Dir<E> {
-    pub fn new(attr: Attr, entries: E) -> Arc<Dir<E>> {
+    pub(crate) fn new(attr: Attr, entries: E) -> Arc<Dir<E>> {
         Arc::new(Dir { attr, entries })
     }
 }
 
 impl Dir<Fixed> {
     /// A directory of `entries`, with its link count set from them.
-    pub fn fixed(mut attr: Attr, entries: Vec<Entry>) -> Arc<Dir<Fixed>> {
+    pub(crate) fn fixed(mut attr: Attr, entries: Vec<Entry>) -> Arc<Dir<Fixed>> {
         let entries = Fixed(entries);
         attr.nlink = entries.nlink();
         Dir::new(attr, entries)
@@ -205,18 +205,18 @@ impl<E: Entries> Node for Dir<E> {
 }
 
 /// Produces a generated file's content.
-pub type Generator = Box<dyn Fn() -> Result<Vec<u8>, Errno> + Send + Sync>;
+pub(crate) type Generator = Box<dyn Fn() -> Result<Vec<u8>, Errno> + Send + Sync>;
 
 /// A read-only file whose content is generated when it is opened and then
 /// read from that snapshot. Opening it for writing fails with `EACCES`.
-pub struct GenFile {
+pub(crate) struct GenFile {
     attr: Attr,
     gen: Generator,
 }
 
 impl GenFile {
     /// A file whose content `gen` produces at each open.
-    pub fn new(attr: Attr, gen: Generator) -> Arc<GenFile> {
+    pub(crate) fn new(attr: Attr, gen: Generator) -> Arc<GenFile> {
         Arc::new(GenFile { attr, gen })
     }
 }
@@ -259,11 +259,11 @@ impl FileOps for Snapshot {
 }
 
 /// Resolves a magic link to the object itself.
-pub type LinkTarget = Box<dyn Fn() -> Result<Arc<Dentry>, Errno> + Send + Sync>;
+pub(crate) type LinkTarget = Box<dyn Fn() -> Result<Arc<Dentry>, Errno> + Send + Sync>;
 
 /// A symlink whose text is produced on each `readlink`; a magic link also
 /// resolves straight to a dentry during path walks.
-pub struct Link {
+pub(crate) struct Link {
     attr: Attr,
     text: Generator,
     target: Option<LinkTarget>,
@@ -271,19 +271,19 @@ pub struct Link {
 
 impl Link {
     /// A symlink to the fixed `target` (its size is the target's length).
-    pub fn fixed(mut attr: Attr, target: &[u8]) -> Arc<Link> {
+    pub(crate) fn fixed(mut attr: Attr, target: &[u8]) -> Arc<Link> {
         attr.size = target.len() as u64;
         let target = target.to_vec();
         Arc::new(Link { attr, text: Box::new(move || Ok(target.clone())), target: None })
     }
 
     /// A symlink whose text is computed at each `readlink`.
-    pub fn dynamic(attr: Attr, text: Generator) -> Arc<Link> {
+    pub(crate) fn dynamic(attr: Attr, text: Generator) -> Arc<Link> {
         Arc::new(Link { attr, text, target: None })
     }
 
     /// A magic link: `text` for `readlink`, `target` for path walks.
-    pub fn magic(attr: Attr, text: Generator, target: LinkTarget) -> Arc<Link> {
+    pub(crate) fn magic(attr: Attr, text: Generator, target: LinkTarget) -> Arc<Link> {
         Arc::new(Link { attr, text, target: Some(target) })
     }
 }

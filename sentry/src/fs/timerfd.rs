@@ -24,7 +24,7 @@ struct Timer {
     alarm: Option<alarm::Key>,
 }
 
-pub struct TimerFd {
+pub(crate) struct TimerFd {
     ino: u64,
     created: TimeSpec,
     /// The clock absolute settings are on (CLOCK_REALTIME or MONOTONIC).
@@ -54,7 +54,7 @@ impl Timer {
 }
 
 impl TimerFd {
-    pub fn new(ino: u64, created: TimeSpec, clock: i32) -> Arc<TimerFd> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, clock: i32) -> Arc<TimerFd> {
         Arc::new_cyclic(|me| TimerFd {
             ino,
             created,
@@ -66,7 +66,7 @@ impl TimerFd {
     }
 
     /// Arms (`value` zero disarms); returns the old (value, interval).
-    pub fn set(&self, value: Duration, interval: Duration) -> (Duration, Duration) {
+    pub(crate) fn set(&self, value: Duration, interval: Duration) -> (Duration, Duration) {
         let old = self.get();
         let mut t = self.timer.lock();
         t.deadline = (!value.is_zero()).then(|| waiter::deadline_in(value));
@@ -95,7 +95,7 @@ impl TimerFd {
     }
 
     /// The time left and the interval.
-    pub fn get(&self) -> (Duration, Duration) {
+    pub(crate) fn get(&self) -> (Duration, Duration) {
         let mut t = self.timer.lock();
         let now = Instant::now();
         t.advance(now);

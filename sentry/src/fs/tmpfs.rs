@@ -32,7 +32,7 @@ use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The `f_type` of a tmpfs (`TMPFS_MAGIC`).
-pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub(crate) const TMPFS_MAGIC: u64 = 0x0102_1994;
 
 /// What a directory's size grows by per entry ("." and ".." count too),
 /// as Linux's `BOGO_DIRENT_SIZE`.
@@ -76,24 +76,24 @@ const ANON_MINOR_BASE: u32 = 0x100;
 static NEXT_FS_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// A new filesystem identity for [`Node::fs_id`], unique in the sentry.
-pub fn new_fs_id() -> usize {
+pub(crate) fn new_fs_id() -> usize {
     NEXT_FS_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The anonymous device number (major 0) that filesystem `id` reports as
 /// `st_dev`.
-pub fn anon_dev(id: usize) -> u64 {
+pub(crate) fn anon_dev(id: usize) -> u64 {
     let minor = u32::try_from(id).map_or(u32::MAX, |i| i.saturating_add(ANON_MINOR_BASE));
     libc::makedev(0, minor)
 }
 
 /// Whether open(2) `flags` ask for write access (`O_TRUNC` does too).
-pub fn open_writes(flags: i32) -> bool {
+pub(crate) fn open_writes(flags: i32) -> bool {
     flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0
 }
 
 /// The current realtime clock.
-pub fn now() -> TimeSpec {
+pub(crate) fn now() -> TimeSpec {
     let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }
@@ -326,7 +326,7 @@ fn charge_page(memory: &mut Charge, disk: &mut DiskCharge) -> bool {
 
 /// The two directories of a rename, both locked (one lock when they are
 /// the same directory).
-pub struct DirPair<'a, T> {
+pub(crate) struct DirPair<'a, T> {
     src: MutexGuard<'a, T>,
     dst: Option<MutexGuard<'a, T>>,
 }
@@ -335,7 +335,7 @@ impl<'a, T> DirPair<'a, T> {
     /// Locks `src` and `dst` (`None`: the same as `src`); `dst` first when
     /// `dst_first`, so that an ancestor is always locked before its
     /// descendant.
-    pub fn lock(src: &'a Mutex<T>, dst: Option<&'a Mutex<T>>, dst_first: bool) -> Self {
+    pub(crate) fn lock(src: &'a Mutex<T>, dst: Option<&'a Mutex<T>>, dst_first: bool) -> Self {
         match dst {
             None => DirPair { src: src.lock(), dst: None },
             Some(d) if dst_first => {
@@ -350,12 +350,12 @@ impl<'a, T> DirPair<'a, T> {
     }
 
     /// The source directory.
-    pub fn src(&mut self) -> &mut T {
+    pub(crate) fn src(&mut self) -> &mut T {
         &mut self.src
     }
 
     /// The destination directory.
-    pub fn dst(&mut self) -> &mut T {
+    pub(crate) fn dst(&mut self) -> &mut T {
         match &mut self.dst {
             Some(d) => d,
             None => &mut self.src,
@@ -364,7 +364,7 @@ impl<'a, T> DirPair<'a, T> {
 }
 
 /// One tmpfs instance: its identity, inode numbers and usage.
-pub struct Tmpfs {
+pub(crate) struct Tmpfs {
     id: usize,
     dev: u64,
     next_ino: AtomicU64,
@@ -386,19 +386,19 @@ impl Tmpfs {
     /// A new, empty tmpfs whose pages are charged to the sandbox's
     /// memory; returns its root directory.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+    pub(crate) fn new(mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         Tmpfs::charged_to(accounting::sandbox(), mode, uid, gid)
     }
 
     /// A new, empty tmpfs whose pages are charged to `acct`.
-    pub fn charged_to(acct: Arc<Accountant>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+    pub(crate) fn charged_to(acct: Arc<Accountant>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         Tmpfs::build(acct, None, mode, uid, gid)
     }
 
     /// A new, empty tmpfs whose pages and nodes are charged to the
     /// sandbox's memory and to `disk` (shared with the sandbox's other
     /// writable filesystems).
-    pub fn with_disk(disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+    pub(crate) fn with_disk(disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
         Tmpfs::build(accounting::sandbox(), disk, mode, uid, gid)
     }
 
@@ -1265,7 +1265,7 @@ impl SharedPages for TmpShared {
 }
 
 /// The tmpfs that holds the sandbox's memfd_create files.
-pub struct MemfdFs {
+pub(crate) struct MemfdFs {
     root: Arc<dyn Node>,
     next: AtomicU64,
 }
@@ -1277,7 +1277,7 @@ impl Default for MemfdFs {
 }
 
 /// A memfd file: its node and its open file.
-pub struct Memfd {
+pub(crate) struct Memfd {
     pub node: Arc<dyn Node>,
     pub ops: Arc<dyn FileOps>,
 }
@@ -1285,7 +1285,7 @@ pub struct Memfd {
 impl MemfdFs {
     /// A new file with no name anywhere, opened for reading and writing:
     /// only descriptors keep it alive.
-    pub fn create(&self, new: NewNode) -> Result<Memfd, Errno> {
+    pub(crate) fn create(&self, new: NewNode) -> Result<Memfd, Errno> {
         let name = format!("memfd-{}", self.next.fetch_add(1, Ordering::Relaxed)).into_bytes();
         let node = self.root.create(&name, new)?;
         let ops = node.open(libc::O_RDWR)?;

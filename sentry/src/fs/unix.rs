@@ -19,12 +19,12 @@ use std::sync::{Arc, Weak};
 
 /// The sandbox-wide count of descriptors in flight in Unix sockets.
 #[derive(Default)]
-pub struct Inflight(AtomicUsize);
+pub(crate) struct Inflight(AtomicUsize);
 
 /// Descriptors sent with SCM_RIGHTS, counted in the sandbox-wide in-flight
 /// total until they are received or dropped. The total is what bounds
 /// sockets that are sent through themselves and so are never freed.
-pub struct Rights {
+pub(crate) struct Rights {
     files: Vec<Arc<FileDescription>>,
     inflight: Arc<Inflight>,
 }
@@ -32,7 +32,11 @@ pub struct Rights {
 impl Rights {
     /// Takes `files` in flight, or ETOOMANYREFS when that would put more
     /// than `limit` descriptors in flight.
-    pub fn new(files: Vec<Arc<FileDescription>>, inflight: &Arc<Inflight>, limit: usize) -> Result<Rights, Errno> {
+    pub(crate) fn new(
+        files: Vec<Arc<FileDescription>>,
+        inflight: &Arc<Inflight>,
+        limit: usize,
+    ) -> Result<Rights, Errno> {
         let n = files.len();
         inflight
             .0
@@ -42,7 +46,7 @@ impl Rights {
     }
 
     /// The descriptions, now out of flight.
-    pub fn take(mut self) -> Vec<Arc<FileDescription>> {
+    pub(crate) fn take(mut self) -> Vec<Arc<FileDescription>> {
         let files = std::mem::take(&mut self.files);
         self.inflight.0.fetch_sub(files.len(), Ordering::AcqRel);
         files
@@ -119,17 +123,17 @@ type RightsQueue = Arc<Mutex<MarkQueue>>;
 /// The credentials a send carries (SCM_CREDENTIALS): given by the sender,
 /// or its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SenderCred {
+pub(crate) struct SenderCred {
     pub cred: PeerCred,
     pub explicit: bool,
 }
 
 impl SenderCred {
     /// The calling guest thread's own: its process id and real ids.
-    pub fn of_current() -> SenderCred {
+    pub(crate) fn of_current() -> SenderCred {
         let cred = crate::kernel::thread::current().map_or(NO_PEER, |t| {
             let c = t.creds();
-            (t.tgid, c.uid, c.gid)
+            (t.tgid(), c.uid, c.gid)
         });
         SenderCred { cred, explicit: false }
     }
@@ -172,7 +176,7 @@ enum Link {
 /// What a receive got: `len` bytes copied of `full` (a packet's whole
 /// length; for a byte stream the same), descriptors sent with them, and
 /// the sender's credentials if known (a stream knows only explicit ones).
-pub struct Got {
+pub(crate) struct Got {
     pub len: usize,
     pub full: usize,
     pub rights: Vec<Rights>,
@@ -180,22 +184,26 @@ pub struct Got {
 }
 
 /// One end of a connected Unix socket pair (stream or seqpacket).
-pub struct UnixStream {
+pub(crate) struct UnixStream {
     link: Link,
     /// The peer's credentials (SO_PEERCRED).
     pub peer_cred: PeerCred,
 }
 
 /// A peer's (pid, uid, gid) as SO_PEERCRED reports it.
-pub type PeerCred = (i32, u32, u32);
+pub(crate) type PeerCred = (i32, u32, u32);
 
 /// What SO_PEERCRED reports without a peer: pid 0 and the overflow ids.
-pub const NO_PEER: PeerCred = (0, 65534, 65534);
+pub(crate) const NO_PEER: PeerCred = (0, 65534, 65534);
 
 impl UnixStream {
     /// A connected byte-stream pair; `inos` and `now` label its two pipe
     /// buffers; `creds` are what each end reports as its peer's.
-    pub fn pair(inos: (u64, u64), now: TimeSpec, creds: (PeerCred, PeerCred)) -> (Arc<UnixStream>, Arc<UnixStream>) {
+    pub(crate) fn pair(
+        inos: (u64, u64),
+        now: TimeSpec,
+        creds: (PeerCred, PeerCred),
+    ) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
         let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
@@ -217,7 +225,7 @@ impl UnixStream {
     }
 
     /// A connected SOCK_SEQPACKET pair; `creds` as for `pair`.
-    pub fn packet_pair(creds: (PeerCred, PeerCred)) -> (Arc<UnixStream>, Arc<UnixStream>) {
+    pub(crate) fn packet_pair(creds: (PeerCred, PeerCred)) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let (a_to_b, b_to_a) = (MsgQueue::new(), MsgQueue::new());
         let end = |rx: &Arc<MsgQueue>, tx: &Arc<MsgQueue>, cred| {
             Arc::new(UnixStream {
@@ -232,7 +240,7 @@ impl UnixStream {
     }
 
     /// shutdown(2): closes the reading and/or writing direction.
-    pub fn shutdown(&self, read: bool, write: bool) {
+    pub(crate) fn shutdown(&self, read: bool, write: bool) {
         match &self.link {
             Link::Bytes { rx, tx, .. } => {
                 if read {
@@ -256,7 +264,12 @@ impl UnixStream {
     /// what fits now (a packet whole or not at all), else EAGAIN. The
     /// descriptors are taken out of `rights` once sent and left there
     /// when nothing was.
-    pub fn send_rights(&self, buf: &[u8], rights: &mut Option<Rights>, cred: SenderCred) -> Result<usize, Errno> {
+    pub(crate) fn send_rights(
+        &self,
+        buf: &[u8],
+        rights: &mut Option<Rights>,
+        cred: SenderCred,
+    ) -> Result<usize, Errno> {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
@@ -292,7 +305,7 @@ impl UnixStream {
     /// `per_writer` (SO_PASSCRED), where another writer's bytes begin.
     /// Descriptors whose bytes were consumed before are dropped here, as
     /// Linux closes them.
-    pub fn recv_rights(&self, buf: &mut [u8], peek: bool, per_writer: bool) -> Result<Got, Errno> {
+    pub(crate) fn recv_rights(&self, buf: &mut [u8], peek: bool, per_writer: bool) -> Result<Got, Errno> {
         match &self.link {
             Link::Bytes { rx, rx_rights, .. } => {
                 let Some(rx) = rx.lock().clone() else {
@@ -379,7 +392,7 @@ impl UnixStream {
     /// shut by this end's shutdown(2) or the peer's (or its close); a shut
     /// reading side reads as EOF (POLLIN|POLLRDHUP), both shut is POLLHUP,
     /// and POLLOUT stays unless the peer's buffer is full.
-    pub fn poll_events(&self) -> u32 {
+    pub(crate) fn poll_events(&self) -> u32 {
         use crate::abi::poll::{POLLERR, POLLHUP, POLLRDHUP};
         let (readable, writable, rd_shut, wr_shut) = match &self.link {
             Link::Bytes { rx, tx, .. } => {
@@ -423,16 +436,16 @@ impl UnixStream {
 }
 
 /// How the registry of bound sockets names them.
-pub type RegistryKey = (Option<SockType>, UnixName);
+pub(crate) type RegistryKey = (Option<SockType>, UnixName);
 
 /// The sandbox's bound Unix sockets by name (socket files by inode,
 /// abstract names per socket type).
 #[derive(Default)]
-pub struct UnixNames(Mutex<HashMap<RegistryKey, Weak<UnixSocket>>>);
+pub(crate) struct UnixNames(Mutex<HashMap<RegistryKey, Weak<UnixSocket>>>);
 
 impl UnixNames {
     /// Binds `s` to `name` unless a live socket holds it (EADDRINUSE).
-    pub fn bind(&self, name: &UnixName, s: &Arc<UnixSocket>) -> Result<(), Errno> {
+    pub(crate) fn bind(&self, name: &UnixName, s: &Arc<UnixSocket>) -> Result<(), Errno> {
         let mut names = self.0.lock();
         let key = name.key(s.ty());
         if names.get(&key).is_some_and(|w| w.strong_count() > 0) {
@@ -450,14 +463,14 @@ impl UnixNames {
     }
 
     /// The live socket bound to `key`.
-    pub fn find(&self, key: &RegistryKey) -> Option<Arc<UnixSocket>> {
+    pub(crate) fn find(&self, key: &RegistryKey) -> Option<Arc<UnixSocket>> {
         self.0.lock().get(key).and_then(Weak::upgrade)
     }
 }
 
 /// The name a Unix socket is bound to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum UnixName {
+pub(crate) enum UnixName {
     /// In the abstract namespace (no file).
     Abstract(Vec<u8>),
     /// A socket file, by (device, inode); `path` is what getsockname shows.
@@ -468,7 +481,7 @@ impl UnixName {
     /// The registry key for a socket of type `ty`: paths compare by file,
     /// not by spelling; abstract names are per socket type, as in Linux
     /// (a stream and a datagram socket may share one).
-    pub fn key(&self, ty: SockType) -> RegistryKey {
+    pub(crate) fn key(&self, ty: SockType) -> RegistryKey {
         match self {
             UnixName::File { dev, ino, .. } => (None, UnixName::File { dev: *dev, ino: *ino, path: Vec::new() }),
             a => (Some(ty), a.clone()),
@@ -476,7 +489,7 @@ impl UnixName {
     }
 
     /// The `sun_path` bytes as getsockname reports them.
-    pub fn sun_path(&self) -> Vec<u8> {
+    pub(crate) fn sun_path(&self) -> Vec<u8> {
         match self {
             UnixName::Abstract(n) => {
                 let mut v = vec![0u8];
@@ -501,7 +514,7 @@ enum SockState {
 
 /// A Unix socket's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SockType {
+pub(crate) enum SockType {
     Stream,
     Dgram,
     SeqPacket,
@@ -510,7 +523,7 @@ pub enum SockType {
 impl SockType {
     /// SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET (SOCK_RAW is a datagram
     /// socket, as in Linux).
-    pub fn from_number(n: i32) -> Option<SockType> {
+    pub(crate) fn from_number(n: i32) -> Option<SockType> {
         match n {
             1 => Some(SockType::Stream),
             2 | 3 => Some(SockType::Dgram),
@@ -520,11 +533,11 @@ impl SockType {
     }
 
     /// Whether the type keeps message boundaries (datagram, seqpacket).
-    pub fn has_messages(self) -> bool {
+    pub(crate) fn has_messages(self) -> bool {
         self != SockType::Stream
     }
 
-    pub fn number(self) -> i32 {
+    pub(crate) fn number(self) -> i32 {
         match self {
             SockType::Stream => 1,
             SockType::Dgram => 2,
@@ -535,7 +548,7 @@ impl SockType {
 
 /// What a socket received: `len` bytes copied of `full`, from whom, and
 /// the descriptors that came with them.
-pub struct Delivery {
+pub(crate) struct Delivery {
     pub len: usize,
     pub full: usize,
     pub from: Option<UnixName>,
@@ -578,7 +591,7 @@ struct Datagram {
 /// A Unix socket. A stream or seqpacket socket is unbound, bound,
 /// listening or connected; a datagram socket is unbound or bound, and may
 /// have a default destination.
-pub struct UnixSocket {
+pub(crate) struct UnixSocket {
     ino: u64,
     created: TimeSpec,
     ty: SockType,
@@ -633,18 +646,22 @@ impl UnixSocket {
     }
 
     /// A new, unbound socket.
-    pub fn new(ino: u64, created: TimeSpec, ty: SockType) -> Arc<UnixSocket> {
+    pub(crate) fn new(ino: u64, created: TimeSpec, ty: SockType) -> Arc<UnixSocket> {
         UnixSocket::with_state(ino, created, ty, SockState::Unbound)
     }
 
     /// One end of a connected stream or seqpacket pair (socketpair).
-    pub fn connected(ino: u64, created: TimeSpec, ty: SockType, stream: Arc<UnixStream>) -> Arc<UnixSocket> {
+    pub(crate) fn connected(ino: u64, created: TimeSpec, ty: SockType, stream: Arc<UnixStream>) -> Arc<UnixSocket> {
         UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None })
     }
 
     /// A datagram socket pair, each the other's destination, made by a
     /// process with credentials `cred`.
-    pub fn dgram_pair(inos: (u64, u64), created: TimeSpec, cred: PeerCred) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+    pub(crate) fn dgram_pair(
+        inos: (u64, u64),
+        created: TimeSpec,
+        cred: PeerCred,
+    ) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
         let a = UnixSocket::new(inos.0, created, SockType::Dgram);
         let b = UnixSocket::new(inos.1, created, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
@@ -658,14 +675,14 @@ impl UnixSocket {
     }
 
     /// SO_PEERCRED: the peer's credentials, or NO_PEER.
-    pub fn peer_cred(&self) -> PeerCred {
+    pub(crate) fn peer_cred(&self) -> PeerCred {
         match &self.dgram {
             Some(d) => d.pair_cred.lock().unwrap_or(NO_PEER),
             None => self.stream().map_or(NO_PEER, |st| st.peer_cred),
         }
     }
 
-    pub fn ty(&self) -> SockType {
+    pub(crate) fn ty(&self) -> SockType {
         self.ty
     }
 
@@ -679,7 +696,7 @@ impl UnixSocket {
 
     /// connect(2) of a datagram socket: `target` becomes the default
     /// destination (in place of any other).
-    pub fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
+    pub(crate) fn dgram_connect(&self, target: &Arc<UnixSocket>) -> Result<(), Errno> {
         let (Some(mine), Some(theirs)) = (&self.dgram, &target.dgram) else { return Err(Errno::EPROTOTYPE) };
         let name = target.local_name();
         let old = {
@@ -699,7 +716,7 @@ impl UnixSocket {
 
     /// connect(2) to AF_UNSPEC of a datagram socket: it no longer has a
     /// default destination.
-    pub fn dgram_disconnect(&self) -> Result<(), Errno> {
+    pub(crate) fn dgram_disconnect(&self) -> Result<(), Errno> {
         let Some(mine) = &self.dgram else { return Err(Errno::EINVAL) };
         let old = mine.peer.lock().take();
         drop(old);
@@ -717,7 +734,7 @@ impl UnixSocket {
     /// destination or peer; what fits now, else EAGAIN (the sender waits
     /// on this socket's queue, or for `to` on `to.inbox()`'s). The
     /// descriptors in `rights` are taken once sent.
-    pub fn send_msg(
+    pub(crate) fn send_msg(
         &self,
         to: Option<&Arc<UnixSocket>>,
         data: &[u8],
@@ -758,7 +775,7 @@ impl UnixSocket {
     /// Receives (or with `peek` looks at) the next data: a message of a
     /// datagram or seqpacket socket, bytes of a stream; EAGAIN when
     /// nothing is queued (the receiver waits on this socket's queue).
-    pub fn recv_msg(&self, buf: &mut [u8], peek: bool) -> Result<Delivery, Errno> {
+    pub(crate) fn recv_msg(&self, buf: &mut [u8], peek: bool) -> Result<Delivery, Errno> {
         if let Some(d) = &self.dgram {
             let r = d.inbox.0.recv(buf, peek)?;
             let cred = r.cred.unwrap_or(NO_PEER);
@@ -789,7 +806,7 @@ impl UnixSocket {
     /// shutdown(2): of a connection's directions (the peer's opposite
     /// ones with them), of a datagram socket's own sending or receiving;
     /// on a socket not connected it is recorded for poll, as Linux.
-    pub fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
+    pub(crate) fn shutdown(&self, read: bool, write: bool) -> Result<(), Errno> {
         let bits = u8::from(read) | (u8::from(write) << 1);
         self.shut.fetch_or(bits, Ordering::Relaxed);
         match &self.dgram {
@@ -813,12 +830,12 @@ impl UnixSocket {
 
     /// A datagram socket's receive queue: where a sender to it waits for
     /// room.
-    pub fn inbox(&self) -> Option<&Arc<MsgQueue>> {
+    pub(crate) fn inbox(&self) -> Option<&Arc<MsgQueue>> {
         self.dgram.as_ref().map(|d| &d.inbox.0)
     }
 
     /// The connected stream (ENOTCONN otherwise).
-    pub fn stream(&self) -> Result<Arc<UnixStream>, Errno> {
+    pub(crate) fn stream(&self) -> Result<Arc<UnixStream>, Errno> {
         match &*self.state.lock() {
             SockState::Connected { stream, .. } => Ok(stream.clone()),
             _ => Err(Errno::ENOTCONN),
@@ -826,7 +843,7 @@ impl UnixSocket {
     }
 
     /// bind(2): names an unbound socket.
-    pub fn bind(&self, name: UnixName) -> Result<(), Errno> {
+    pub(crate) fn bind(&self, name: UnixName) -> Result<(), Errno> {
         let mut s = self.state.lock();
         match *s {
             SockState::Unbound => {
@@ -838,7 +855,7 @@ impl UnixSocket {
     }
 
     /// listen(2) by a process with credentials `cred`.
-    pub fn listen(&self, cred: PeerCred) -> Result<(), Errno> {
+    pub(crate) fn listen(&self, cred: PeerCred) -> Result<(), Errno> {
         if self.ty == SockType::Dgram {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -854,12 +871,12 @@ impl UnixSocket {
         }
     }
 
-    pub fn is_listening(&self) -> bool {
+    pub(crate) fn is_listening(&self) -> bool {
         matches!(*self.state.lock(), SockState::Listening(_))
     }
 
     /// The name bound (getsockname), if any.
-    pub fn local_name(&self) -> Option<UnixName> {
+    pub(crate) fn local_name(&self) -> Option<UnixName> {
         match &*self.state.lock() {
             SockState::Unbound => None,
             SockState::Bound(n) | SockState::Listening(n) => Some(n.clone()),
@@ -868,7 +885,7 @@ impl UnixSocket {
     }
 
     /// The peer's name (getpeername); ENOTCONN unless connected.
-    pub fn peer_name(&self) -> Result<Option<UnixName>, Errno> {
+    pub(crate) fn peer_name(&self) -> Result<Option<UnixName>, Errno> {
         if let Some(d) = &self.dgram {
             return d.peer.lock().as_ref().map(|p| p.name.clone()).ok_or(Errno::ENOTCONN);
         }
@@ -880,7 +897,7 @@ impl UnixSocket {
 
     /// connect(2) to `listener` by a process with credentials `cred`:
     /// queues the server's end for accept.
-    pub fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: PeerCred) -> Result<(), Errno> {
+    pub(crate) fn connect(&self, listener: &Arc<UnixSocket>, inos: (u64, u64), cred: PeerCred) -> Result<(), Errno> {
         if listener.ty != self.ty {
             return Err(Errno::EPROTOTYPE);
         }
@@ -918,7 +935,7 @@ impl UnixSocket {
 
     /// accept(2): the next queued connection; EAGAIN when none waits
     /// (the caller waits on the listener's queue).
-    pub fn accept(&self) -> Result<Arc<UnixSocket>, Errno> {
+    pub(crate) fn accept(&self) -> Result<Arc<UnixSocket>, Errno> {
         if self.ty == SockType::Dgram {
             return Err(Errno::EOPNOTSUPP);
         }

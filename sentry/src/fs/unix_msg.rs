@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// Bytes a queue holds before senders wait (Linux's default socket
 /// buffer); also the largest message (EMSGSIZE beyond).
-pub const QUEUE_BYTES: usize = 212_992;
+pub(crate) const QUEUE_BYTES: usize = 212_992;
 /// What each message costs beyond its data, so that empty messages are
 /// bounded too (Linux charges the buffer's overhead).
 const MESSAGE_OVERHEAD: usize = 768;
@@ -26,7 +26,7 @@ fn cost(len: usize) -> usize {
 }
 
 /// One message.
-pub struct Message {
+pub(crate) struct Message {
     pub data: Vec<u8>,
     /// The sending socket's name, if it has one (recvfrom's address).
     pub from: Option<UnixName>,
@@ -36,7 +36,7 @@ pub struct Message {
 }
 
 /// What a receive got: `len` bytes copied of a message of `full` bytes.
-pub struct Received {
+pub(crate) struct Received {
     pub len: usize,
     pub full: usize,
     pub from: Option<UnixName>,
@@ -61,14 +61,14 @@ struct State {
     refusing: bool,
 }
 
-pub struct MsgQueue {
+pub(crate) struct MsgQueue {
     state: Mutex<State>,
     /// Receivers wait here for messages, senders for room.
     pub queue: Queue,
 }
 
 impl MsgQueue {
-    pub fn new() -> Arc<MsgQueue> {
+    pub(crate) fn new() -> Arc<MsgQueue> {
         let state = State {
             msgs: VecDeque::new(),
             bytes: 0,
@@ -85,7 +85,7 @@ impl MsgQueue {
     /// when the receiver is gone (the caller turns it into what its
     /// socket type reports), ESHUTDOWN when it shut down receiving,
     /// EMSGSIZE when the message could never fit.
-    pub fn send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
+    pub(crate) fn send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
         let len = msg.as_ref().map_or(0, |m| m.data.len());
         if len > QUEUE_BYTES {
             return Err(Errno::EMSGSIZE);
@@ -116,7 +116,7 @@ impl MsgQueue {
     /// Takes (or with `peek` copies) the next message into `buf`; EAGAIN
     /// when there is none (the receiver waits on `queue`). Once the
     /// senders are gone and the queue is empty, a receive returns 0 bytes.
-    pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         let got = {
             let mut s = self.state.lock();
             let Some(m) = s.msgs.front() else {
@@ -144,7 +144,7 @@ impl MsgQueue {
 
     /// The receiving side closed: queued messages (and their descriptors)
     /// are dropped, senders fail from now on.
-    pub fn close_receiver(&self) {
+    pub(crate) fn close_receiver(&self) {
         let mut s = self.state.lock();
         s.receiver_gone = true;
         let dropped = std::mem::take(&mut s.msgs);
@@ -159,7 +159,7 @@ impl MsgQueue {
     }
 
     /// The sending side closed: receivers see the end once it is drained.
-    pub fn close_senders(&self) {
+    pub(crate) fn close_senders(&self) {
         self.state.lock().senders_gone = true;
         self.queue.notify(ALL);
     }
@@ -178,7 +178,7 @@ impl MsgQueue {
     /// The bytes of data waiting, for FIONREAD: of every message when
     /// `all` (a seqpacket socket's), else of the next one (a datagram
     /// socket's).
-    pub fn data_len(&self, all: bool) -> usize {
+    pub(crate) fn data_len(&self, all: bool) -> usize {
         let s = self.state.lock();
         if all {
             s.msgs.iter().map(|m| m.data.len()).sum()
@@ -188,7 +188,7 @@ impl MsgQueue {
     }
 
     /// (readable, writable, receiver gone, senders gone).
-    pub fn readiness(&self) -> (bool, bool, bool, bool) {
+    pub(crate) fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
         (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone, s.senders_gone)
     }

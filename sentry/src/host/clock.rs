@@ -21,17 +21,17 @@ fn read(id: libc::clockid_t, res: bool) -> Result<(i64, i64), Errno> {
 }
 
 /// The time of host clock `id`, as (seconds, nanoseconds).
-pub fn clock_time(id: libc::clockid_t) -> Result<(i64, i64), Errno> {
+pub(crate) fn clock_time(id: libc::clockid_t) -> Result<(i64, i64), Errno> {
     read(id, false)
 }
 
 /// The resolution of host clock `id`, as (seconds, nanoseconds).
-pub fn clock_resolution(id: libc::clockid_t) -> Result<(i64, i64), Errno> {
+pub(crate) fn clock_resolution(id: libc::clockid_t) -> Result<(i64, i64), Errno> {
     read(id, true)
 }
 
 /// The host's CLOCK_MONOTONIC, which the guest's monotonic clock is.
-pub fn monotonic_now() -> Duration {
+pub(crate) fn monotonic_now() -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes one timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -41,7 +41,7 @@ pub fn monotonic_now() -> Duration {
 /// The CPU clock of the calling host thread, which other threads of the
 /// sentry may read (`pthread_getcpuclockid`: `~tid << 3 | PERTHREAD |
 /// SCHED`).
-pub fn own_thread_cpu_clock() -> libc::clockid_t {
+pub(crate) fn own_thread_cpu_clock() -> libc::clockid_t {
     // SAFETY: gettid takes no arguments and cannot fail.
     let tid = unsafe { libc::gettid() };
     (!tid).wrapping_shl(3) | 6
@@ -49,13 +49,13 @@ pub fn own_thread_cpu_clock() -> libc::clockid_t {
 
 /// The CPU clock of host process `pid` (all its threads), which Linux
 /// lets any process read (`~pid << 3 | SCHED`).
-pub fn process_cpu_clock(pid: libc::pid_t) -> libc::clockid_t {
+pub(crate) fn process_cpu_clock(pid: libc::pid_t) -> libc::clockid_t {
     (!pid).wrapping_shl(3) | 2
 }
 
 /// The time of CPU clock `clock`; None once its thread or process is
 /// gone.
-pub fn cpu_clock_time(clock: libc::clockid_t) -> Option<Duration> {
+pub(crate) fn cpu_clock_time(clock: libc::clockid_t) -> Option<Duration> {
     let (sec, nsec) = read(clock, false).ok()?;
     Some(Duration::new(u64::try_from(sec).ok()?, u32::try_from(nsec).ok()?))
 }

@@ -32,40 +32,40 @@ fn off_t(off: u64) -> Result<libc::off_t, Errno> {
     libc::off_t::try_from(off).map_err(|_| Errno::EINVAL)
 }
 
-pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
     let off = off_t(off)?;
     // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
     io(|| unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
 }
 
-pub fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize, Errno> {
+pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize, Errno> {
     let off = off_t(off)?;
     // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
     io(|| unsafe { libc::pwrite(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) })
 }
 
-pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
     io(|| unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
 }
 
-pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
     // SAFETY: the kernel reads at most buf.len() bytes from `buf`.
     io(|| unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
 }
 
-pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
+pub(crate) fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
     let len = off_t(len)?;
     // SAFETY: ftruncate takes integers.
     check(unsafe { libc::ftruncate(fd.as_raw_fd(), len) })
 }
 
-pub fn fsync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+pub(crate) fn fsync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     // SAFETY: fsync takes an integer.
     check(unsafe { libc::fsync(fd.as_raw_fd()) })
 }
 
-pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes a whole struct stat on success.
     check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
@@ -74,13 +74,13 @@ pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
 }
 
 /// The poll events (`revents`) of `fd` for `events` now, without waiting.
-pub fn poll_now(fd: BorrowedFd<'_>, events: libc::c_short) -> Result<libc::c_short, Errno> {
+pub(crate) fn poll_now(fd: BorrowedFd<'_>, events: libc::c_short) -> Result<libc::c_short, Errno> {
     poll_for(fd, events, 0)
 }
 
 /// The poll events of `fd` for `events`, waiting up to `timeout_ms` for
 /// one (0 when none came).
-pub fn poll_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> Result<libc::c_short, Errno> {
+pub(crate) fn poll_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> Result<libc::c_short, Errno> {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
     // SAFETY: one valid pollfd.
     if unsafe { libc::poll(&mut p, 1, timeout_ms) } < 0 {
@@ -110,7 +110,7 @@ fn tty_request(req: u64) -> Option<(usize, bool)> {
 /// TCGETS, TCSETS(W/F), TIOCGWINSZ, TIOCSWINSZ, FIONREAD, with `arg` the
 /// struct it takes (filled in for the requests that read from the host).
 /// ENOTTY for any other request, EINVAL when `arg` is not that struct's size.
-pub fn tty_ioctl(fd: BorrowedFd<'_>, req: u64, arg: &mut [u8]) -> Result<(), Errno> {
+pub(crate) fn tty_ioctl(fd: BorrowedFd<'_>, req: u64, arg: &mut [u8]) -> Result<(), Errno> {
     let (size, out) = tty_request(req).ok_or(Errno::ENOTTY)?;
     if arg.len() != size {
         return Err(Errno::EINVAL);

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 /// Reads, once, the host facts this module reports, so that it happens
 /// before the sentry is confined.
-pub fn prime_info() {
+pub(crate) fn prime_info() {
     uts();
     total_ram();
     cpus();
@@ -15,7 +15,7 @@ pub fn prime_info() {
 }
 
 /// The host's kernel release and version, as uname reports them.
-pub fn uts() -> &'static (Vec<u8>, Vec<u8>) {
+pub(crate) fn uts() -> &'static (Vec<u8>, Vec<u8>) {
     static UTS: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
     UTS.get_or_init(|| {
         // SAFETY: utsname is character arrays only; all-zero is valid.
@@ -34,7 +34,7 @@ fn c_chars(f: &[libc::c_char]) -> Vec<u8> {
 }
 
 /// The host's total RAM in bytes.
-pub fn total_ram() -> u64 {
+pub(crate) fn total_ram() -> u64 {
     static TOTAL: OnceLock<u64> = OnceLock::new();
     *TOTAL.get_or_init(|| {
         // SAFETY: sysinfo is integers only; all-zero is valid.
@@ -50,14 +50,14 @@ pub fn total_ram() -> u64 {
 
 /// The host's CPUs: the online ones (a bit mask in 64-bit words) and
 /// `nr_cpu_ids`, the number of possible CPU ids.
-pub struct HostCpus {
+pub(crate) struct HostCpus {
     pub online: Vec<u64>,
     pub nr_cpu_ids: usize,
 }
 
 impl HostCpus {
     /// `cpumask_size()`: the bytes of a kernel CPU mask.
-    pub fn mask_bytes(&self) -> usize {
+    pub(crate) fn mask_bytes(&self) -> usize {
         self.nr_cpu_ids.div_ceil(64) * 8
     }
 }
@@ -92,7 +92,7 @@ fn cpu_count_bound(mask: &[u64]) -> usize {
 }
 
 /// The host's CPUs, from sysfs (or the online count when that is absent).
-pub fn cpus() -> &'static HostCpus {
+pub(crate) fn cpus() -> &'static HostCpus {
     static CPUS: OnceLock<HostCpus> = OnceLock::new();
     CPUS.get_or_init(|| {
         let read = |name: &str| {
@@ -115,7 +115,7 @@ pub fn cpus() -> &'static HostCpus {
 }
 
 /// The host CPU the calling sentry thread runs on (0 if unknown).
-pub fn current_cpu() -> u32 {
+pub(crate) fn current_cpu() -> u32 {
     // SAFETY: sched_getcpu has no memory-safety preconditions.
     u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0)
 }

@@ -4,11 +4,13 @@
 //! only `abi`, std, libc and nix.
 
 mod clock;
-pub mod fd;
+pub(crate) mod fd;
 mod info;
-pub mod membarrier;
-pub mod outer;
-pub mod socket;
+pub(crate) mod membarrier;
+pub(crate) mod outer;
+pub(crate) mod socket;
 
-pub use clock::{clock_resolution, clock_time, cpu_clock_time, monotonic_now, own_thread_cpu_clock, process_cpu_clock};
-pub use info::{cpus, current_cpu, prime_info, total_ram, uts};
+pub(crate) use clock::{
+    clock_resolution, clock_time, cpu_clock_time, monotonic_now, own_thread_cpu_clock, process_cpu_clock,
+};
+pub(crate) use info::{cpus, current_cpu, prime_info, total_ram, uts};

@@ -19,7 +19,7 @@ use std::sync::mpsc;
 
 /// What kind of host socket to open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Stream,
     Datagram,
     /// An ICMP (ICMPv6) echo socket: SOCK_DGRAM with IPPROTO_ICMP
@@ -35,7 +35,7 @@ struct Request {
 }
 
 /// The handle of the socket-opening thread.
-pub struct Outer {
+pub(crate) struct Outer {
     requests: Mutex<mpsc::Sender<Request>>,
     /// Addresses found to be (or not to be) the outer namespace's own.
     own: Mutex<HashMap<IpAddr, bool>>,
@@ -59,7 +59,7 @@ impl Outer {
     /// Starts the thread in the calling thread's network namespace; it
     /// runs `prepare` first (confining itself) and this returns
     /// once that is done. Call it before the sentry leaves the namespace.
-    pub fn start(prepare: impl FnOnce() -> Result<(), String> + Send + 'static) -> Result<Outer, String> {
+    pub(crate) fn start(prepare: impl FnOnce() -> Result<(), String> + Send + 'static) -> Result<Outer, String> {
         let (tx, rx) = mpsc::channel::<Request>();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -105,7 +105,7 @@ impl Outer {
 
     /// A new non-blocking, close-on-exec host socket in the outer
     /// namespace: IPv6 or IPv4, stream, datagram or ICMP echo.
-    pub fn socket(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
+    pub(crate) fn socket(&self, v6: bool, kind: Kind) -> Result<OwnedFd, Errno> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.requests.lock().send(Request { v6, kind, reply }).map_err(|_| Errno::ENETUNREACH)?;
         answer.recv().map_err(|_| Errno::ENETUNREACH)?

@@ -30,7 +30,7 @@ fn address(s: &SockaddrStorage) -> Option<SocketAddr> {
 }
 
 /// connect(2): EINPROGRESS while the handshake runs.
-pub fn connect(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
+pub(crate) fn connect(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
     let to = SockaddrStorage::from(to);
     // An interrupted connect goes on in the background, as EINPROGRESS's.
     socket::connect(fd.as_raw_fd(), &to).map_err(|e| match e {
@@ -41,7 +41,7 @@ pub fn connect(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
 
 /// connect(2) to AF_UNSPEC: dissolves a datagram socket's association
 /// with its peer.
-pub fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+pub(crate) fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     let family = libc::sa_family_t::try_from(libc::AF_UNSPEC).map_err(|_| Errno::EINVAL)?;
     let addr = libc::sockaddr { sa_family: family, sa_data: [0; 14] };
     let len = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr>()).map_err(|_| Errno::EINVAL)?;
@@ -57,25 +57,29 @@ pub fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
 
 /// send(2) without waiting and without SIGPIPE (the guest gets its own
 /// from the sentry).
-pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
     retry(|| socket::send(fd.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL))
 }
 
 /// recv(2) without waiting; with `peek` the data stays queued.
-pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
+pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<usize, Errno> {
     let flags = if peek { MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_PEEK } else { MsgFlags::MSG_DONTWAIT };
     retry(|| socket::recv(fd.as_raw_fd(), buf, flags))
 }
 
 /// sendto(2) of one datagram to `to`, without waiting.
-pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
+pub(crate) fn send_to(fd: BorrowedFd<'_>, buf: &[u8], to: SocketAddr) -> Result<usize, Errno> {
     let to = SockaddrStorage::from(to);
     retry(|| socket::sendto(fd.as_raw_fd(), buf, &to, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL))
 }
 
 /// Receives one datagram without waiting: the bytes copied, the
 /// datagram's whole length, and its sender.
-pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
+pub(crate) fn recv_from(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    peek: bool,
+) -> Result<(usize, usize, Option<SocketAddr>), Errno> {
     let len = buf.len();
     let mut flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC;
     if peek {
@@ -90,7 +94,7 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8], peek: bool) -> Result<(usiz
 }
 
 /// What one host recvmsg(2) with a control buffer returned.
-pub struct Received {
+pub(crate) struct Received {
     /// Bytes copied into the buffer.
     pub copied: usize,
     /// The datagram's whole length.
@@ -105,7 +109,7 @@ pub struct Received {
 
 /// recvmsg(2) of one datagram with its control messages into `control`,
 /// non-blocking; `errqueue` reads the socket's error queue instead.
-pub fn recv_msg(
+pub(crate) fn recv_msg(
     fd: BorrowedFd<'_>,
     buf: &mut [u8],
     peek: bool,
@@ -172,7 +176,7 @@ pub fn get_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &mut [u8]) -
 }
 
 /// setsockopt(2) with `value`'s bytes, for options that are not an int.
-pub fn set_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
+pub(crate) fn set_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
     let len = libc::socklen_t::try_from(value.len()).map_err(|_| Errno::EINVAL)?;
     // SAFETY: the kernel reads `len` bytes from `value`, alive for the call.
     let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
@@ -183,7 +187,7 @@ pub fn set_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: &[u8]) -> Re
 }
 
 /// shutdown(2) of the reading side, the writing side or both.
-pub fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno> {
+pub(crate) fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno> {
     let how = match (read, write) {
         (true, true) => socket::Shutdown::Both,
         (true, false) => socket::Shutdown::Read,
@@ -194,31 +198,31 @@ pub fn shutdown(fd: BorrowedFd<'_>, read: bool, write: bool) -> Result<(), Errno
 }
 
 /// The peer's address (ENOTCONN before the handshake completes).
-pub fn peer(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
+pub(crate) fn peer(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
     let a: SockaddrStorage = retry(|| socket::getpeername(fd.as_raw_fd()))?;
     address(&a).ok_or(Errno::ENOTCONN)
 }
 
 /// The socket's own address in the outer namespace.
-pub fn local(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
+pub(crate) fn local(fd: BorrowedFd<'_>) -> Result<SocketAddr, Errno> {
     let a: SockaddrStorage = retry(|| socket::getsockname(fd.as_raw_fd()))?;
     address(&a).ok_or(Errno::EINVAL)
 }
 
 /// bind(2) of a host socket of the outer namespace to `to` (a published
 /// port).
-pub fn bind(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
+pub(crate) fn bind(fd: BorrowedFd<'_>, to: SocketAddr) -> Result<(), Errno> {
     retry(|| socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(to)))
 }
 
 /// listen(2) with Linux's default backlog bound (net.core.somaxconn).
-pub fn listen(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+pub(crate) fn listen(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     retry(|| socket::listen(&fd, socket::Backlog::MAXCONN))
 }
 
 /// accept4(2) without waiting: a non-blocking, close-on-exec connection
 /// and its peer (EAGAIN when none is queued).
-pub fn accept(fd: BorrowedFd<'_>) -> Result<(OwnedFd, SocketAddr), Errno> {
+pub(crate) fn accept(fd: BorrowedFd<'_>) -> Result<(OwnedFd, SocketAddr), Errno> {
     let flags = socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC;
     let raw = retry(|| socket::accept4(fd.as_raw_fd(), flags))?;
     // SAFETY: accept4 returned a new descriptor that nothing else owns.
@@ -228,12 +232,12 @@ pub fn accept(fd: BorrowedFd<'_>) -> Result<(OwnedFd, SocketAddr), Errno> {
 }
 
 /// SO_ERROR: the pending error (a refused or timed-out connect), cleared.
-pub fn take_error(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
+pub(crate) fn take_error(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
     retry(|| socket::getsockopt(&fd, socket::sockopt::SocketError))
 }
 
 /// setsockopt(2) of an int option (TCP_NODELAY, SO_KEEPALIVE …).
-pub fn set_int_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+pub(crate) fn set_int_option(fd: BorrowedFd<'_>, level: i32, name: i32, value: i32) -> Result<(), Errno> {
     let len = libc::socklen_t::try_from(std::mem::size_of::<i32>()).map_err(|_| Errno::EINVAL)?;
     // SAFETY: the kernel reads `len` bytes from `value`, an i32 alive for the call.
     let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, std::ptr::from_ref(&value).cast(), len) };

@@ -11,7 +11,7 @@ use crate::vfs::{FileDescription, IoctlContext};
 use std::sync::{Arc, Weak};
 
 /// A guest thread making a call, with its process's ids taken once.
-pub struct Caller {
+pub(crate) struct Caller {
     kernel: Arc<Kernel>,
     thread: Arc<Thread>,
     mm: Arc<MemoryManager>,
@@ -20,7 +20,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn new(kernel: Arc<Kernel>, thread: Arc<Thread>) -> Caller {
+    pub(crate) fn new(kernel: Arc<Kernel>, thread: Arc<Thread>) -> Caller {
         let tgid = thread.tgid;
         let pgid = kernel.procs.pgid(tgid).unwrap_or(tgid);
         let sid = kernel.procs.sid(tgid).unwrap_or(0);
@@ -30,7 +30,7 @@ impl Caller {
 
     /// The guest thread the calling host thread runs, if it runs one and
     /// `kernel` is still there (a call from the console bridge has none).
-    pub fn current(kernel: &Weak<Kernel>) -> Option<Caller> {
+    pub(crate) fn current(kernel: &Weak<Kernel>) -> Option<Caller> {
         Some(Caller::new(kernel.upgrade()?, super::thread::current()?))
     }
 }

@@ -15,13 +15,13 @@ const READ_IMPLIES_EXEC: u32 = 0x0040_0000;
 
 /// The most bytes of argv plus envp strings (Linux: a quarter of the 8 MiB
 /// stack limit).
-pub const ARG_MAX: usize = 2 << 20;
+pub(crate) const ARG_MAX: usize = 2 << 20;
 /// The longest single argument or environment string.
-pub const MAX_ARG_STRLEN: usize = 131_072;
+pub(crate) const MAX_ARG_STRLEN: usize = 131_072;
 
 /// Resolves the path of a program (or interpreter) to execute, relative to
 /// the working directory, following symlinks.
-pub fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
+pub(crate) fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
     let creds = task.thread.creds();
     let fs = task.thread.fs();
     let ns = fs.mounts();
@@ -30,7 +30,7 @@ pub fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, Errno> {
 }
 
 /// Opens an already-resolved dentry for execution.
-pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
+pub(crate) fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
     let st = d.node.stat()?;
     if st.mode & S_IFMT != S_IFREG || d.mount.opts.noexec {
         return Err(Errno::EACCES);
@@ -45,7 +45,7 @@ pub fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescripti
 /// Loads `file` (named `path`, as the program will see in AT_EXECFN) and,
 /// on success, replaces the task's image. On failure the old image is
 /// untouched.
-pub fn execve(
+pub(crate) fn execve(
     task: &mut Task,
     file: Arc<FileDescription>,
     path: &[u8],

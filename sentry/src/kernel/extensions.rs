@@ -15,13 +15,13 @@ type Entry = Arc<dyn Any + Send + Sync>;
 
 /// One instance of each registered type.
 #[derive(Default)]
-pub struct Extensions {
+pub(crate) struct Extensions {
     map: Mutex<HashMap<TypeId, Entry>>,
 }
 
 impl Extensions {
     /// The sandbox's instance of `T`, made with `T::default()` on first use.
-    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         let mut map = self.map.lock();
         let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default())).clone();
         match entry.downcast::<T>() {

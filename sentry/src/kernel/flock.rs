@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Identifies a locked file: (device, inode).
-pub type FileId = (u64, u64);
+pub(crate) type FileId = (u64, u64);
 
 #[derive(Default)]
 struct LockState {

@@ -13,10 +13,9 @@ use crate::platform::CpuState;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-pub use crate::abi::sched::{
-    CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS, CLONE_IO, CLONE_NEWNS,
-    CLONE_PARENT, CLONE_PARENT_SETTID, CLONE_PIDFD, CLONE_PTRACE, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM,
-    CLONE_THREAD, CLONE_UNTRACED, CLONE_VFORK, CLONE_VM,
+pub(crate) use crate::abi::sched::{
+    CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_PARENT,
+    CLONE_PARENT_SETTID, CLONE_PIDFD, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VFORK, CLONE_VM,
 };
 
 const NAMESPACE_FLAGS: u64 = 0x7e02_0000;
@@ -51,7 +50,7 @@ pub fn check_namespaces(t: &Thread, flags: u64) -> Result<(), Errno> {
 }
 
 /// The arguments of clone, decoded.
-pub struct CloneArgs {
+pub(crate) struct CloneArgs {
     pub flags: u64,
     pub stack: u64,
     pub parent_tid: u64,
@@ -63,7 +62,7 @@ pub struct CloneArgs {
 /// layer above the kernel owns the file type. It runs once the child
 /// exists, before clone returns; an error ends the child (SIGKILL) and is
 /// clone's.
-pub type PidfdMaker<'a> = &'a mut dyn FnMut(&Arc<ThreadGroup>) -> Result<(), Errno>;
+pub(crate) type PidfdMaker<'a> = &'a mut dyn FnMut(&Arc<ThreadGroup>) -> Result<(), Errno>;
 
 impl CloneArgs {
     /// The child's registers: the caller's, returning 0 from clone, on the
@@ -97,12 +96,12 @@ struct ChildStart {
 /// memory; new processes get a copy-on-write copy. A process that shares
 /// memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK)
 /// is not supported.
-pub fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
+pub(crate) fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     clone_with_pidfd(task, args, None)
 }
 
 /// `clone_process`, with CLONE_PIDFD's pidfd made by `pidfd`.
-pub fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<PidfdMaker<'_>>) -> SysResult {
+pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<PidfdMaker<'_>>) -> SysResult {
     let f = args.flags;
     if (f & CLONE_PIDFD != 0) != pidfd.is_some() || (f & CLONE_PIDFD != 0 && f & (CLONE_THREAD | CLONE_DETACHED) != 0) {
         return Err(Errno::EINVAL);

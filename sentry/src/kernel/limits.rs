@@ -7,13 +7,13 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-pub const RLIM_INFINITY: u64 = u64::MAX;
+pub(crate) const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
-pub const RLIMIT_STACK: usize = 3;
-pub const RLIMIT_NOFILE: usize = 7;
-pub const RLIMIT_MEMLOCK: usize = 8;
+pub(crate) const RLIMIT_STACK: usize = 3;
+pub(crate) const RLIMIT_NOFILE: usize = 7;
+pub(crate) const RLIMIT_MEMLOCK: usize = 8;
 /// `sysctl fs.nr_open`: the ceiling of RLIMIT_NOFILE.
-pub const NR_OPEN: u64 = 1 << 20;
+pub(crate) const NR_OPEN: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rlimit {
@@ -23,7 +23,7 @@ pub struct Rlimit {
 
 /// The limits a sandbox's first process starts with (Linux's defaults for
 /// init, with the NOFILE limit of a typical container).
-pub fn defaults() -> [Rlimit; RLIMIT_NLIMITS] {
+pub(crate) fn defaults() -> [Rlimit; RLIMIT_NLIMITS] {
     let inf = Rlimit { cur: RLIM_INFINITY, max: RLIM_INFINITY };
     let mut l = [inf; RLIMIT_NLIMITS];
     l[RLIMIT_STACK] = Rlimit { cur: 8 << 20, max: RLIM_INFINITY };
@@ -41,7 +41,7 @@ pub fn defaults() -> [Rlimit; RLIMIT_NLIMITS] {
 /// Validates a new limit against the old one as `do_prlimit` does:
 /// the soft limit may not pass the hard one, NOFILE not `fs.nr_open`, and
 /// raising the hard limit needs CAP_SYS_RESOURCE (`privileged`).
-pub fn check_change(resource: usize, old: Rlimit, new: Rlimit, privileged: bool) -> Result<(), Errno> {
+pub(crate) fn check_change(resource: usize, old: Rlimit, new: Rlimit, privileged: bool) -> Result<(), Errno> {
     if new.cur > new.max {
         return Err(Errno::EINVAL);
     }
@@ -57,7 +57,7 @@ pub fn check_change(resource: usize, old: Rlimit, new: Rlimit, privileged: bool)
 /// `do_prlimit`: reads limit `res` of `target`'s process and, given `new`,
 /// replaces it for the whole process; returns the old limit.
 /// `privileged` is CAP_SYS_RESOURCE.
-pub fn prlimit(target: &Thread, res: usize, new: Option<Rlimit>, privileged: bool) -> Result<Rlimit, Errno> {
+pub(crate) fn prlimit(target: &Thread, res: usize, new: Option<Rlimit>, privileged: bool) -> Result<Rlimit, Errno> {
     let group = target.group();
     match new {
         None => Ok(group.rlimit(res)),
@@ -75,7 +75,7 @@ pub struct NofileCeiling {
 }
 
 /// The shortest time between two `limit.nofile` records.
-pub const NOFILE_REPORT_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const NOFILE_REPORT_EVERY: Duration = Duration::from_secs(1);
 
 impl Default for NofileCeiling {
     fn default() -> NofileCeiling {

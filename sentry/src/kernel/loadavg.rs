@@ -114,7 +114,7 @@ impl LoadAvg {
 
 /// One average as /proc/loadavg prints it (`loadavg_proc_show`): two
 /// decimals, rounded.
-pub fn format_load(avg: u64) -> String {
+pub(crate) fn format_load(avg: u64) -> String {
     let x = avg + FIXED_1 / 200;
     format!("{}.{:02}", x >> FSHIFT, ((x & (FIXED_1 - 1)) * 100) >> FSHIFT)
 }

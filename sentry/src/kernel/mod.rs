@@ -1,47 +1,49 @@
 //! The kernel proper: the sandbox-wide state, tasks and threads,
 //! credentials, limits and signal bookkeeping.
 
-pub mod audit;
-pub mod caller;
-pub mod cpu_itimers;
-pub mod cputime;
-pub mod exec;
-pub mod extensions;
-pub mod flock;
-pub mod fork;
-pub mod fs_context;
-pub mod futex;
-pub mod ipc;
+pub(crate) mod audit;
+pub(crate) mod caller;
+pub(crate) mod cpu_itimers;
+pub(crate) mod cputime;
+pub(crate) mod exec;
+pub(crate) mod extensions;
+pub(crate) mod flock;
+pub(crate) mod fork;
+pub(crate) mod fs_context;
+pub(crate) mod futex;
+pub(crate) mod ipc;
 pub mod limits;
-pub mod loadavg;
-pub mod namespaces;
-pub mod package;
-pub mod pids;
-pub mod process;
-pub mod ptrace;
-pub mod record_lock;
-pub mod rlimit_cpu;
-pub mod robust;
+pub(crate) mod loadavg;
+pub(crate) mod namespaces;
+pub(crate) mod package;
+pub(crate) mod pids;
+pub(crate) mod process;
+pub(crate) mod ptrace;
+pub(crate) mod record_lock;
+pub(crate) mod rlimit_cpu;
+pub(crate) mod robust;
 pub mod seccomp;
-pub mod siginfo;
-pub mod signal;
-pub mod signal_frame;
-pub mod sigqueue;
-pub mod syscall_hooks;
-pub mod syscall_table;
-pub mod sysctl;
-pub mod task;
-pub mod thread;
-pub mod thread_group;
-pub mod timers;
+pub(crate) mod siginfo;
+pub(crate) mod signal;
+pub(crate) mod signal_frame;
+pub(crate) mod sigqueue;
+pub(crate) mod syscall_hooks;
+pub(crate) mod syscall_table;
+pub(crate) mod sysctl;
+pub(crate) mod task;
+pub(crate) mod thread;
+pub(crate) mod thread_group;
+pub(crate) mod timers;
 pub mod watchdog;
 
-pub use fs_context::FsContext;
-pub use syscall_hooks::{SyscallObserver, TaskIdentity};
-pub use syscall_table::{Handler, Support, Syscall};
-pub use task::{ExitStatus, Task};
-pub use thread::Thread;
-pub use thread_group::ThreadGroup;
+pub(crate) use fs_context::FsContext;
+pub(crate) use syscall_hooks::{SyscallObserver, TaskIdentity};
+pub(crate) use syscall_table::Handler;
+pub use syscall_table::{Support, Syscall};
+pub use task::ExitStatus;
+pub(crate) use task::Task;
+pub(crate) use thread::Thread;
+pub(crate) use thread_group::ThreadGroup;
 
 use crate::mm::{MemoryFile, MemoryManager};
 use crate::platform::Platform;
@@ -87,40 +89,40 @@ struct ThreadTable {
 
 /// The state of one sandbox.
 pub struct Kernel {
-    pub platform: Arc<dyn Platform>,
-    pub memory: Arc<MemoryFile>,
+    platform: Arc<dyn Platform>,
+    memory: Arc<MemoryFile>,
     /// The sandbox's first mount namespace (a process may have a copy:
     /// `FsContext::mounts`).
-    pub mounts: Arc<MountNamespace>,
+    mounts: Arc<MountNamespace>,
     /// The pseudo-filesystem that holds anonymous files (pipes …).
-    pub anon: Arc<Mount>,
+    anon: Arc<Mount>,
     /// The sandbox's network stack (IP sockets).
-    pub net: Arc<husk_netstack::Stack>,
+    net: Arc<husk_netstack::Stack>,
     /// The state that filesystems and handlers keep per sandbox.
     extensions: extensions::Extensions,
     /// The terminal layer, told of session changes (set at boot).
     terminals: OnceLock<Arc<dyn Terminals>>,
     /// Every live thread, and every process with a live thread.
     threads: Mutex<ThreadTable>,
-    pub procs: process::ProcessTable,
-    pub futexes: futex::Futexes,
+    procs: process::ProcessTable,
+    futexes: futex::Futexes,
     /// Runnable guest threads and the load average (/proc/loadavg).
-    pub load: Arc<loadavg::LoadAvg>,
-    pub timers: timers::Timers,
+    load: Arc<loadavg::LoadAvg>,
+    timers: timers::Timers,
     /// ITIMER_VIRTUAL and ITIMER_PROF (`cpu_itimers`).
-    pub cpu_itimers: cpu_itimers::CpuItimers,
-    pub flocks: flock::Flocks,
-    pub record_locks: record_lock::RecordLocks,
+    cpu_itimers: cpu_itimers::CpuItimers,
+    flocks: flock::Flocks,
+    record_locks: record_lock::RecordLocks,
     next_tid: AtomicI32,
     next_anon_ino: AtomicU64,
-    pub boot_instant: Instant,
-    pub boot_time: SystemTime,
-    pub hostname: Mutex<Vec<u8>>,
-    pub domainname: Mutex<Vec<u8>>,
-    pub net_sysctls: sysctl::NetSysctls,
+    boot_instant: Instant,
+    boot_time: SystemTime,
+    hostname: Mutex<Vec<u8>>,
+    domainname: Mutex<Vec<u8>>,
+    net_sysctls: sysctl::NetSysctls,
     /// The host cgroup's limits, shown at /sys/fs/cgroup.
-    pub cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
-    pub opts: KernelOptions,
+    cgroup_limits: Arc<Mutex<limits::CgroupLimits>>,
+    opts: KernelOptions,
     unimplemented_seen: Mutex<HashSet<usize>>,
     /// The address space of the last OOM victim and when it was killed:
     /// until its memory is released (or the wait gives up) no other
@@ -137,9 +139,9 @@ pub struct Kernel {
     pids_breach: pids::Episode,
     /// The sandbox-wide limits that act on every process (`watchdog`),
     /// and the one that ended the sandbox.
-    pub watchdog: watchdog::State,
+    watchdog: watchdog::State,
     /// The RLIMIT_NOFILE ceiling of every process (`--nofile`).
-    pub nofile: limits::NofileCeiling,
+    nofile: limits::NofileCeiling,
 }
 
 impl Kernel {
@@ -195,6 +197,89 @@ impl Kernel {
             watchdog: watchdog::State::default(),
             nofile: limits::NofileCeiling::default(),
         }
+    }
+
+    pub(crate) fn platform(&self) -> &Arc<dyn Platform> {
+        &self.platform
+    }
+
+    /// The sandbox's guest memory.
+    pub(crate) fn memory(&self) -> &Arc<MemoryFile> {
+        &self.memory
+    }
+
+    /// The sandbox's first mount namespace.
+    pub fn mounts(&self) -> &Arc<MountNamespace> {
+        &self.mounts
+    }
+
+    /// The sandbox's network stack.
+    pub(crate) fn net(&self) -> &Arc<husk_netstack::Stack> {
+        &self.net
+    }
+
+    pub(crate) fn procs(&self) -> &process::ProcessTable {
+        &self.procs
+    }
+
+    pub(crate) fn futexes(&self) -> &futex::Futexes {
+        &self.futexes
+    }
+
+    /// Runnable guest threads and the load average.
+    pub(crate) fn load(&self) -> &Arc<loadavg::LoadAvg> {
+        &self.load
+    }
+
+    pub(crate) fn timers(&self) -> &timers::Timers {
+        &self.timers
+    }
+
+    pub(crate) fn flocks(&self) -> &flock::Flocks {
+        &self.flocks
+    }
+
+    pub(crate) fn record_locks(&self) -> &record_lock::RecordLocks {
+        &self.record_locks
+    }
+
+    /// When the sandbox booted, on the monotonic clock.
+    pub(crate) fn boot_instant(&self) -> Instant {
+        self.boot_instant
+    }
+
+    /// When the sandbox booted, on the wall clock.
+    pub(crate) fn boot_time(&self) -> SystemTime {
+        self.boot_time
+    }
+
+    /// The sandbox's host name (its first UTS namespace's).
+    pub(crate) fn hostname(&self) -> Vec<u8> {
+        self.hostname.lock().clone()
+    }
+
+    /// The sandbox's NIS domain name (its first UTS namespace's).
+    pub(crate) fn domainname(&self) -> Vec<u8> {
+        self.domainname.lock().clone()
+    }
+
+    pub(crate) fn net_sysctls(&self) -> &sysctl::NetSysctls {
+        &self.net_sysctls
+    }
+
+    /// The host cgroup's limits, shown at /sys/fs/cgroup.
+    pub(crate) fn cgroup_limits(&self) -> &Arc<Mutex<limits::CgroupLimits>> {
+        &self.cgroup_limits
+    }
+
+    /// The sandbox-wide limits that act on every process.
+    pub(crate) fn watchdog(&self) -> &watchdog::State {
+        &self.watchdog
+    }
+
+    /// The RLIMIT_NOFILE ceiling of every process.
+    pub(crate) fn nofile(&self) -> &limits::NofileCeiling {
+        &self.nofile
     }
 
     /// The sandbox's instance of a higher layer's state `T` (see

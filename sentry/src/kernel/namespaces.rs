@@ -25,7 +25,7 @@ pub struct Namespaces {
 }
 
 /// `t`'s host name and domain name.
-pub fn uts_names(k: &Kernel, t: &Thread) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn uts_names(k: &Kernel, t: &Thread) -> (Vec<u8>, Vec<u8>) {
     match &t.namespaces.lock().uts {
         Some(u) => (u.hostname.lock().clone(), u.domainname.lock().clone()),
         None => (k.hostname.lock().clone(), k.domainname.lock().clone()),
@@ -33,7 +33,7 @@ pub fn uts_names(k: &Kernel, t: &Thread) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// Sets `t`'s host name (`domain` false) or domain name.
-pub fn set_uts_name(k: &Kernel, t: &Thread, domain: bool, name: Vec<u8>) {
+pub(crate) fn set_uts_name(k: &Kernel, t: &Thread, domain: bool, name: Vec<u8>) {
     let ns = t.namespaces.lock().uts.clone();
     let slot = match (&ns, domain) {
         (Some(u), false) => &u.hostname,
@@ -45,7 +45,7 @@ pub fn set_uts_name(k: &Kernel, t: &Thread, domain: bool, name: Vec<u8>) {
 }
 
 /// A new UTS namespace for `t`, with the names it has now.
-pub fn unshare_uts(k: &Kernel, t: &Thread) {
+pub(crate) fn unshare_uts(k: &Kernel, t: &Thread) {
     let (hostname, domainname) = uts_names(k, t);
     let uts = Uts { hostname: Mutex::new(hostname), domainname: Mutex::new(domainname), ino: nsid::alloc() };
     t.namespaces.lock().uts = Some(Arc::new(uts));
@@ -62,6 +62,6 @@ pub fn uts_ino(t: &Thread) -> u64 {
 }
 
 /// `t`'s SysV IPC namespace.
-pub fn ipc_ns(k: &Kernel, t: &Thread) -> Arc<ipc::Namespace> {
+pub(crate) fn ipc_ns(k: &Kernel, t: &Thread) -> Arc<ipc::Namespace> {
     t.namespaces.lock().ipc.clone().unwrap_or_else(|| k.ext::<ipc::Namespace>())
 }

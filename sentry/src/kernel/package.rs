@@ -89,7 +89,7 @@ impl Run {
 
 /// The sandbox's runs in progress.
 #[derive(Default)]
-pub struct PackageRuns {
+pub(crate) struct PackageRuns {
     runs: Mutex<HashMap<i32, Run>>,
     /// The hosts package managers may reach (`--package-registry-allow`);
     /// unset or empty, no such limit.

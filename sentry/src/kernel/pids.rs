@@ -15,26 +15,26 @@ use crate::abi::Errno;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether one more task fits when `used` are counted under `limit`.
-pub fn admits(used: u64, limit: Option<u64>) -> bool {
+pub(crate) fn admits(used: u64, limit: Option<u64>) -> bool {
     limit.is_none_or(|l| used < l)
 }
 
 /// Whether a limit is being breached now, so that only the first refusal
 /// of an episode is reported.
 #[derive(Default)]
-pub struct Episode {
+pub(crate) struct Episode {
     active: AtomicBool,
 }
 
 impl Episode {
     /// A request was refused: true when this starts an episode (report it).
-    pub fn refused(&self) -> bool {
+    pub(crate) fn refused(&self) -> bool {
         !self.active.swap(true, Ordering::SeqCst)
     }
 
     /// A request was granted with `used` of `limit` now in use: the
     /// episode is over once use is back to nine tenths of the limit.
-    pub fn granted(&self, used: u64, limit: u64) {
+    pub(crate) fn granted(&self, used: u64, limit: u64) {
         if used <= limit.saturating_sub((limit / 10).max(1)) {
             self.active.store(false, Ordering::SeqCst);
         }

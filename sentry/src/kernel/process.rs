@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The pid of the sandbox's init process.
-pub const INIT_PID: i32 = 1;
+pub(crate) const INIT_PID: i32 = 1;
 
 struct Entry {
     ppid: i32,
@@ -66,6 +66,7 @@ pub struct WaitFor {
 }
 
 impl WaitFor {
+    #[cfg(test)]
     pub const EXITED: WaitFor = WaitFor { exited: true, stopped: false, continued: false };
 
     fn wants(self, e: &ProcessState) -> Option<ChildEvent> {
@@ -394,6 +395,7 @@ impl ProcessTable {
     /// `target` that exited — or stopped or continued, as `what` asks.
     /// `Ok(None)` means children exist but none changed and `block` is
     /// false.
+    #[cfg(test)]
     pub fn wait(
         &self,
         parent: i32,
@@ -408,6 +410,7 @@ impl ProcessTable {
     /// `wait`, also returning the child's CPU time (its own and its reaped
     /// children's, as wait4's rusage). Reaping it adds that to the
     /// parent's children's time.
+    #[cfg(test)]
     pub fn wait_usage(
         &self,
         parent: i32,

@@ -24,22 +24,22 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-pub const EVENT_FORK: u32 = 1;
-pub const EVENT_VFORK: u32 = 2;
-pub const EVENT_CLONE: u32 = 3;
-pub const EVENT_EXEC: u32 = 4;
-pub const EVENT_EXIT: u32 = 6;
-pub const EVENT_STOP: u32 = 128;
+pub(crate) const EVENT_FORK: u32 = 1;
+pub(crate) const EVENT_VFORK: u32 = 2;
+pub(crate) const EVENT_CLONE: u32 = 3;
+pub(crate) const EVENT_EXEC: u32 = 4;
+pub(crate) const EVENT_EXIT: u32 = 6;
+pub(crate) const EVENT_STOP: u32 = 128;
 
-pub const O_TRACESYSGOOD: u32 = 1;
-pub const O_TRACEFORK: u32 = 2;
-pub const O_TRACEVFORK: u32 = 4;
-pub const O_TRACECLONE: u32 = 8;
-pub const O_TRACEEXEC: u32 = 0x10;
-pub const O_TRACEEXIT: u32 = 0x40;
-pub const O_EXITKILL: u32 = 0x10_0000;
+pub(crate) const O_TRACESYSGOOD: u32 = 1;
+pub(crate) const O_TRACEFORK: u32 = 2;
+pub(crate) const O_TRACEVFORK: u32 = 4;
+pub(crate) const O_TRACECLONE: u32 = 8;
+pub(crate) const O_TRACEEXEC: u32 = 0x10;
+pub(crate) const O_TRACEEXIT: u32 = 0x40;
+pub(crate) const O_EXITKILL: u32 = 0x10_0000;
 /// Every option Linux accepts (SETOPTIONS refuses other bits with EINVAL).
-pub const O_MASK: u32 = 0x30_00ff;
+pub(crate) const O_MASK: u32 = 0x30_00ff;
 
 /// si_code of a tracer's SIGCHLD for a ptrace-stop.
 const CLD_TRAPPED: i32 = 4;
@@ -47,7 +47,7 @@ const CSIGNAL: u64 = 0xff;
 
 /// Why a tracee is stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopKind {
+pub(crate) enum StopKind {
     /// Signal-delivery-stop: the tracer decides which signal, if any, is
     /// delivered on resume.
     Signal(i32),
@@ -62,7 +62,7 @@ pub enum StopKind {
 
 /// How a tracee goes on after a stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resume {
+pub(crate) enum Resume {
     /// PTRACE_CONT (or a detach).
     Cont,
     /// PTRACE_SYSCALL: stop at the next system call entry or exit.
@@ -80,7 +80,7 @@ const TF: u64 = 0x100;
 const TRAP_TRACE: i32 = 2;
 
 /// A tracee in a ptrace-stop, as its tracer sees and changes it.
-pub struct Stop {
+pub(crate) struct Stop {
     pub kind: StopKind,
     /// Its registers: the tracer's changes take effect on resume.
     pub cpu: CpuState,
@@ -92,7 +92,7 @@ pub struct Stop {
 }
 
 /// One tracer/tracee relation.
-pub struct Tracee {
+pub(crate) struct Tracee {
     pub tgid: i32,
     /// The tracing process.
     pub tracer: i32,
@@ -127,7 +127,7 @@ impl Tracee {
 
 /// What a tracer's wait reports of a tracee.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Report {
+pub(crate) enum Report {
     /// In a ptrace-stop, with this wait status.
     Stopped(i32),
     /// A tracee the tracer is not the parent of (or a thread) exited.
@@ -136,7 +136,7 @@ pub enum Report {
 
 impl Report {
     /// The wait status word.
-    pub fn wait_status(self) -> i32 {
+    pub(crate) fn wait_status(self) -> i32 {
         match self {
             Report::Stopped(s) => s,
             Report::Exited(s) => s.wait_status(),
@@ -144,7 +144,7 @@ impl Report {
     }
 
     /// waitid's (si_code, si_status).
-    pub fn siginfo_code(self) -> (i32, i32) {
+    pub(crate) fn siginfo_code(self) -> (i32, i32) {
         match self {
             Report::Stopped(s) => (CLD_TRAPPED, s >> 8),
             Report::Exited(ExitStatus::Code(c)) => (super::siginfo::CLD_EXITED, c),
@@ -172,18 +172,18 @@ struct State {
 
 /// The sandbox's ptrace relations (a kernel extension).
 #[derive(Default)]
-pub struct Ptrace {
+pub(crate) struct Ptrace {
     state: Mutex<State>,
     changed: Condvar,
 }
 
 /// The sandbox's table.
-pub fn of(k: &Kernel) -> Arc<Ptrace> {
+pub(crate) fn of(k: &Kernel) -> Arc<Ptrace> {
     k.ext::<Ptrace>()
 }
 
 /// How a stop ended.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The thread is not traced: it goes on as if untraced.
     NotTraced,
     /// SIGKILL or its process's exit ended the stop.
@@ -210,7 +210,7 @@ impl Ptrace {
 
     /// Runs `f` on tracee `tid` of `tracer`; ESRCH if it is not one, or
     /// (`stopped`) is not in a ptrace-stop, as Linux's ptrace_check_attach.
-    pub fn with_tracee<R>(
+    pub(crate) fn with_tracee<R>(
         &self,
         tracer: i32,
         tid: i32,
@@ -225,24 +225,14 @@ impl Ptrace {
         f(t)
     }
 
-    /// Whether thread `tid` is traced.
-    pub fn tracer_of(&self, tid: i32) -> Option<i32> {
-        self.state.lock().tracees.get(&tid).map(|t| t.tracer)
-    }
-
-    /// The options of traced thread `tid` (0 if untraced).
-    pub fn options(&self, tid: i32) -> u32 {
-        self.state.lock().tracees.get(&tid).map_or(0, |t| t.options)
-    }
-
     /// Whether traced thread `tid` stops at system calls.
-    pub fn syscall_stops(&self, tid: i32) -> bool {
+    pub(crate) fn syscall_stops(&self, tid: i32) -> bool {
         self.state.lock().tracees.get(&tid).is_some_and(|t| t.syscalls)
     }
 
     /// Makes `target` a tracee of process `tracer`. EPERM if it is traced
     /// already.
-    pub fn link(&self, tracer: i32, target: &Thread, seized: bool, options: u32) -> Result<(), Errno> {
+    pub(crate) fn link(&self, tracer: i32, target: &Thread, seized: bool, options: u32) -> Result<(), Errno> {
         let mut s = self.state.lock();
         if s.tracees.contains_key(&target.tid) {
             return Err(Errno::EPERM);
@@ -264,7 +254,7 @@ impl Ptrace {
     }
 
     /// Resumes stopped tracee `tid` of `tracer` with `sig` (0 for none).
-    pub fn resume(&self, tracer: i32, tid: i32, how: Resume, sig: i32) -> Result<(), Errno> {
+    pub(crate) fn resume(&self, tracer: i32, tid: i32, how: Resume, sig: i32) -> Result<(), Errno> {
         if !(0..=64).contains(&sig) {
             return Err(Errno::EIO);
         }
@@ -288,7 +278,7 @@ impl Ptrace {
 
     /// Ends tracing of `tid` by `tracer`; a stopped tracee goes on with
     /// `sig`, which is delivered if it was in a signal-delivery-stop.
-    pub fn detach(&self, k: &Kernel, tracer: i32, tid: i32, sig: i32) -> Result<(), Errno> {
+    pub(crate) fn detach(&self, k: &Kernel, tracer: i32, tid: i32, sig: i32) -> Result<(), Errno> {
         if !(0..=64).contains(&sig) {
             return Err(Errno::EIO);
         }
@@ -315,7 +305,7 @@ impl Ptrace {
 
     /// PTRACE_INTERRUPT: a running seized tracee stops (PTRACE_EVENT_STOP)
     /// at its next kernel entry; a stopped one is left as it is.
-    pub fn interrupt(&self, k: &Kernel, tracer: i32, tid: i32) -> Result<(), Errno> {
+    pub(crate) fn interrupt(&self, k: &Kernel, tracer: i32, tid: i32) -> Result<(), Errno> {
         let run = self.with_tracee(tracer, tid, false, |t| {
             if !t.seized {
                 return Err(Errno::EIO);
@@ -340,7 +330,7 @@ impl Ptrace {
     /// For `wait` by `tracer`: whether it has a tracee `matches` accepts
     /// (tid, tgid), and the first one with news, reported (and, unless
     /// `peek`, consumed). Exits only with `exited`.
-    pub fn wait_report(
+    pub(crate) fn wait_report(
         &self,
         tracer: i32,
         matches: &dyn Fn(i32, i32) -> bool,
@@ -378,7 +368,7 @@ impl Ptrace {
 }
 
 /// Puts `task` in a ptrace-stop of `kind` until its tracer resumes it.
-pub fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) -> Outcome {
+pub(crate) fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) -> Outcome {
     let k = task.kernel.clone();
     let p = of(&k);
     let me = task.thread.clone();
@@ -437,7 +427,7 @@ pub fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) -> Outcom
 
 /// A single step of `task` ended (its trap, or a system call it stepped
 /// over): the trap flag the sentry set is cleared, and true returned.
-pub fn end_step(task: &mut Task) -> bool {
+pub(crate) fn end_step(task: &mut Task) -> bool {
     if !task.thread.ptraced.load(Ordering::SeqCst) {
         return false;
     }
@@ -454,13 +444,13 @@ pub fn end_step(task: &mut Task) -> bool {
 }
 
 /// The SIGTRAP a finished single step reports.
-pub fn step_trap(rip: u64) -> SigInfo {
+pub(crate) fn step_trap(rip: u64) -> SigInfo {
     SigInfo::fault(libc::SIGTRAP, TRAP_TRACE, rip)
 }
 
 /// A signal-delivery-stop for `info` (never SIGKILL): the signal the
 /// tracer lets through, if any (None also when untraced: Some(info)).
-pub fn signal_stop(task: &mut Task, info: SigInfo) -> Option<SigInfo> {
+pub(crate) fn signal_stop(task: &mut Task, info: SigInfo) -> Option<SigInfo> {
     let sig = info.signo();
     if sig == libc::SIGKILL || !task.thread.ptraced.load(Ordering::SeqCst) {
         return Some(info);
@@ -477,7 +467,7 @@ pub fn signal_stop(task: &mut Task, info: SigInfo) -> Option<SigInfo> {
 
 /// A PTRACE_EVENT_* stop of `task` with `msg` for PTRACE_GETEVENTMSG, if
 /// its tracer asked for `event` with `option`.
-pub fn event(task: &mut Task, event: u32, option: u32, msg: u64) {
+pub(crate) fn event(task: &mut Task, event: u32, option: u32, msg: u64) {
     if !task.thread.ptraced.load(Ordering::SeqCst) {
         return;
     }
@@ -493,7 +483,7 @@ pub fn event(task: &mut Task, event: u32, option: u32, msg: u64) {
 
 /// After a successful execve: PTRACE_EVENT_EXEC, or (traced, not seized,
 /// without the option) a SIGTRAP, as Linux's ptrace_event.
-pub fn exec_done(task: &mut Task, old_tid: i32) {
+pub(crate) fn exec_done(task: &mut Task, old_tid: i32) {
     if !task.thread.ptraced.load(Ordering::SeqCst) {
         return;
     }
@@ -516,7 +506,7 @@ pub fn exec_done(task: &mut Task, old_tid: i32) {
 /// After a successful fork, vfork or clone with these flags (clone's
 /// flags, or SIGCHLD for fork and CLONE_VFORK for vfork): the event the
 /// tracer asked for, with the child's pid.
-pub fn clone_done(task: &mut Task, flags: u64, child: u64) {
+pub(crate) fn clone_done(task: &mut Task, flags: u64, child: u64) {
     let (ev, opt) = clone_event(flags);
     event(task, ev, opt, child);
 }
@@ -536,7 +526,7 @@ fn clone_event(flags: u64) -> (u32, u32) {
 /// A traced `parent` made `child` with clone `flags`: the child is traced
 /// by the same tracer if the tracer asked for that kind of child; it
 /// starts in a stop (SIGSTOP, or PTRACE_EVENT_STOP if seized).
-pub fn attach_child(k: &Kernel, parent: &Thread, child: &Thread, flags: u64) {
+pub(crate) fn attach_child(k: &Kernel, parent: &Thread, child: &Thread, flags: u64) {
     if !parent.ptraced.load(Ordering::SeqCst) {
         return;
     }
@@ -567,7 +557,7 @@ pub fn attach_child(k: &Kernel, parent: &Thread, child: &Thread, flags: u64) {
 }
 
 /// At a kernel entry of a traced task: a due PTRACE_INTERRUPT stops it.
-pub fn interrupt_stop(task: &mut Task) {
+pub(crate) fn interrupt_stop(task: &mut Task) {
     if task.thread.ptraced.load(Ordering::SeqCst) && of(&task.kernel).take_interrupt(task.thread.tid) {
         stop(task, StopKind::Event(EVENT_STOP), None);
     }
@@ -575,7 +565,7 @@ pub fn interrupt_stop(task: &mut Task) {
 
 /// Thread `t` ends with `status`: its tracer (if not its parent, which
 /// learns of the process's exit the usual way) is told.
-pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus) {
+pub(crate) fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus) {
     let p = of(k);
     // Read before the table's lock: the process table's lock comes first.
     let ppid = k.procs.ppid(t.tgid);
@@ -595,7 +585,7 @@ pub fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus) {
 
 /// The last thread of process `tgid` is gone: its tracees are detached
 /// (a stopped one goes on), or killed (PTRACE_O_EXITKILL).
-pub fn tracer_exited(k: &Kernel, tgid: i32) {
+pub(crate) fn tracer_exited(k: &Kernel, tgid: i32) {
     let p = of(k);
     let mut kill = Vec::new();
     let mut detached = Vec::new();

@@ -202,7 +202,7 @@ impl RecordLocks {
 }
 
 /// The file a description is open on, as locks name it.
-pub fn file_id(f: &FileDescription) -> Result<FileId, Errno> {
+pub(crate) fn file_id(f: &FileDescription) -> Result<FileId, Errno> {
     let st = f.stat()?;
     Ok((st.dev, st.ino))
 }

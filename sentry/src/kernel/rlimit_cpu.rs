@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-pub const RLIMIT_CPU: usize = 0;
+pub(crate) const RLIMIT_CPU: usize = 0;
 /// The longest sleep between two looks at the processes' CPU time.
 const MAX_POLL: Duration = Duration::from_secs(1);
 /// The shortest.

@@ -57,7 +57,7 @@ fn futex_death(mm: &Arc<MemoryManager>, futexes: &Futexes, addr: u64, tid: u32, 
 /// Walks thread `tid`'s robust list at `head` (a `struct
 /// robust_list_head`: the list, the offset of the lock word from each
 /// entry, the entry being locked or unlocked) and releases its locks.
-pub fn exit_robust_list(mm: &Arc<MemoryManager>, futexes: &Futexes, tid: i32, head: u64) {
+pub(crate) fn exit_robust_list(mm: &Arc<MemoryManager>, futexes: &Futexes, tid: i32, head: u64) {
     let Ok(tid) = u32::try_from(tid) else { return };
     if head == 0 {
         return;

@@ -6,11 +6,11 @@
 
 use crate::abi::layout::{Decoder, Encoder};
 
-pub const SIGINFO_SIZE: usize = 128;
+pub(crate) const SIGINFO_SIZE: usize = 128;
 /// The si_code of a seccomp TRAP's SIGSYS.
-pub const SYS_SECCOMP: i32 = 1;
-pub use crate::abi::signal::{
-    CLD_CONTINUED, CLD_EXITED, CLD_KILLED, CLD_STOPPED, SI_KERNEL, SI_MESGQ, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER,
+pub(crate) const SYS_SECCOMP: i32 = 1;
+pub(crate) use crate::abi::signal::{
+    CLD_CONTINUED, CLD_EXITED, CLD_KILLED, CLD_STOPPED, SI_KERNEL, SI_MESGQ, SI_TIMER, SI_USER,
 };
 
 /// A signal's `siginfo_t`, encoded.

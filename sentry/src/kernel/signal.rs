@@ -4,14 +4,14 @@
 
 use parking_lot::Mutex;
 
-pub use crate::abi::signal::{
-    NSIG, SA_EXPOSE_TAGBITS, SA_NOCLDSTOP, SA_NOCLDWAIT, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER,
-    SA_SIGINFO, SIGKILL, SIGSTOP, SIG_DFL, SIG_IGN, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
+pub(crate) use crate::abi::signal::{
+    NSIG, SA_NOCLDSTOP, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTART, SA_RESTORER, SA_SIGINFO, SIGKILL, SIG_DFL,
+    SIG_IGN, SS_AUTODISARM, SS_DISABLE, SS_ONSTACK,
 };
 
 /// What a signal does when its handler is SIG_DFL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DefaultAction {
+pub(crate) enum DefaultAction {
     Terminate,
     /// Terminate and dump core.
     CoreDump,
@@ -20,7 +20,7 @@ pub enum DefaultAction {
 }
 
 /// The default action of signal `sig` (1..=64).
-pub fn default_action(sig: i32) -> DefaultAction {
+pub(crate) fn default_action(sig: i32) -> DefaultAction {
     match sig {
         // SIGCHLD, SIGCONT, SIGURG, SIGWINCH
         17 | 18 | 23 | 28 => DefaultAction::Ignore,
@@ -37,7 +37,7 @@ pub fn default_action(sig: i32) -> DefaultAction {
 /// `sig_ignored`: it does not block it, and its disposition ignores it
 /// (SIG_IGN, or SIG_DFL for a signal whose default is to be ignored). Such
 /// a signal is never queued and wakes nobody.
-pub fn ignored_by(t: &super::Thread, sig: i32) -> bool {
+pub(crate) fn ignored_by(t: &super::Thread, sig: i32) -> bool {
     let Some(idx) = usize::try_from(sig).ok().filter(|i| (1..=NSIG).contains(i)) else { return false };
     if sig == SIGKILL || t.sigmask() & sigbit(sig) != 0 {
         return false;
@@ -47,10 +47,10 @@ pub fn ignored_by(t: &super::Thread, sig: i32) -> bool {
 }
 
 /// SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU as a signal set.
-pub const STOP_SIGNALS: u64 = 0xf << 18;
+pub(crate) const STOP_SIGNALS: u64 = 0xf << 18;
 
 /// The bit of signal `sig` in a signal set (0 for an invalid signal).
-pub fn sigbit(sig: i32) -> u64 {
+pub(crate) fn sigbit(sig: i32) -> u64 {
     u32::try_from(sig - 1).ok().and_then(|s| 1u64.checked_shl(s)).unwrap_or(0)
 }
 
@@ -101,6 +101,7 @@ impl SigActions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::signal::SIGSTOP;
 
     #[test]
     fn stop_signals() {

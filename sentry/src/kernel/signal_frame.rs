@@ -25,14 +25,14 @@ const SIGCONTEXT_OFFSET: u64 = UCONTEXT_OFFSET + 40;
 const SIGINFO_OFFSET: u64 = 8 + 304;
 const FRAME_SIZE: u64 = SIGINFO_OFFSET + SIGINFO_SIZE as u64;
 
-pub use super::siginfo::SigInfo;
+pub(crate) use super::siginfo::SigInfo;
 use super::siginfo::SIGINFO_SIZE;
 /// Flags user code may change in rt_sigreturn (AC, OF, DF, TF, SF, ZF,
 /// AF, PF, CF, RF, NT).
 const FIX_EFLAGS: u64 = 0x0005_4dd5;
 
 /// What delivering a signal did.
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// A handler frame was pushed.
     Handler,
     /// The default action ignored it (or it was ignored).
@@ -44,7 +44,7 @@ pub enum Delivery {
 /// Delivers `info` to `task`: runs the handler, or the default action.
 /// `forced` signals (synchronous faults) kill the process when blocked or
 /// ignored, as Linux's force_sig does.
-pub fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
+pub(crate) fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery {
     let sig = info.signo();
     let Ok(idx) = usize::try_from(sig) else {
         return Delivery::Ignored;
@@ -242,7 +242,7 @@ fn restored_fpu(mut fp: Vec<u8>, full: bool, template: &[u8]) -> Result<Vec<u8>,
 /// handler's `ret` popped the return address, so the ucontext is at rsp.
 /// Returns the restored rax, which the system call's result must leave
 /// as it is.
-pub fn sigreturn(task: &mut Task) -> Result<u64, Errno> {
+pub(crate) fn sigreturn(task: &mut Task) -> Result<u64, Errno> {
     let frame = task.cpu.regs.rsp.checked_sub(8).ok_or(Errno::EFAULT)?;
     let mm = task.thread.mm();
     let mut sc = [0u8; 256];

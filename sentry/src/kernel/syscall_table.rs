@@ -11,7 +11,7 @@ use crate::abi::{Errno, SysResult};
 /// is the guest's rax; a handler that replaced the whole register file
 /// (execve, rt_sigreturn) returns the value the new file holds in rax, as
 /// Linux's do.
-pub type Handler = fn(&mut Task, [u64; 6]) -> SysResult;
+pub(crate) type Handler = fn(&mut Task, [u64; 6]) -> SysResult;
 
 /// How completely a system call is implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -36,7 +36,7 @@ impl NetSysctls {
 
 /// Why a sysctl was not set.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SysctlError {
+pub(crate) enum SysctlError {
     #[error("{0}: not in the sandbox's view")]
     Unknown(String),
     #[error("{0}: invalid value {1:?}")]
@@ -45,7 +45,7 @@ pub enum SysctlError {
 
 /// Sets sysctl `key` (dotted or slashed) to `value`, as writing its
 /// /proc/sys file would.
-pub fn set(kernel: &Kernel, key: &str, value: &str) -> Result<(), SysctlError> {
+pub(crate) fn set(kernel: &Kernel, key: &str, value: &str) -> Result<(), SysctlError> {
     let name = key.replace('/', ".");
     let invalid = || SysctlError::Invalid(name.clone(), value.to_string());
     let v = value.trim_end_matches('\n');

@@ -505,6 +505,6 @@ impl Task {
 }
 
 /// The value of rax for a failed system call.
-pub fn errno_to_rax(e: Errno) -> u64 {
+pub(crate) fn errno_to_rax(e: Errno) -> u64 {
     u64::try_from(e.0).map_or(u64::MAX, |v| v.wrapping_neg())
 }

@@ -77,65 +77,65 @@ pub fn forked_sched(parent: SchedPolicy, nice: i32) -> (SchedPolicy, i32) {
 }
 
 pub struct Thread {
-    pub tid: i32,
+    pub(super) tid: i32,
     /// The thread group (process) id: `group.tgid()`.
-    pub tgid: i32,
+    pub(super) tgid: i32,
     /// The process: what its threads share.
     group: Arc<ThreadGroup>,
-    pub comm: Mutex<Vec<u8>>,
-    pub creds: RwLock<Credentials>,
-    pub mm: Mutex<Arc<MemoryManager>>,
-    pub fds: Mutex<Arc<FdTable>>,
-    pub fs: Mutex<Arc<FsContext>>,
-    pub exe: Mutex<Option<Arc<Dentry>>>,
-    pub args: Mutex<ArgRanges>,
+    pub(super) comm: Mutex<Vec<u8>>,
+    pub(super) creds: RwLock<Credentials>,
+    pub(super) mm: Mutex<Arc<MemoryManager>>,
+    pub(super) fds: Mutex<Arc<FdTable>>,
+    pub(super) fs: Mutex<Arc<FsContext>>,
+    pub(super) exe: Mutex<Option<Arc<Dentry>>>,
+    pub(super) args: Mutex<ArgRanges>,
     /// The auxiliary vector the program started with.
-    pub auxv: Mutex<Vec<u8>>,
+    pub(super) auxv: Mutex<Vec<u8>>,
     /// The nice value (-20..=19), recorded and reported.
-    pub nice: AtomicI32,
-    pub sigactions: Arc<SigActions>,
-    pub sigmask: AtomicU64,
+    pub(super) nice: AtomicI32,
+    pub(super) sigactions: Arc<SigActions>,
+    pub(super) sigmask: AtomicU64,
     /// Signals sent to this thread itself and not yet taken.
     private: SigQueue,
     /// The signals `rt_sigtimedwait` waits for, while it waits: a
     /// process-directed one goes to this thread even if it blocks it.
-    pub sigwaiting: AtomicU64,
-    pub altstack: Mutex<AltStack>,
-    pub attrs: Mutex<ThreadAttrs>,
-    pub clear_child_tid: AtomicU64,
-    pub robust_list: Mutex<(u64, u64)>,
-    pub start: Instant,
+    pub(super) sigwaiting: AtomicU64,
+    pub(super) altstack: Mutex<AltStack>,
+    pub(super) attrs: Mutex<ThreadAttrs>,
+    pub(super) clear_child_tid: AtomicU64,
+    pub(super) robust_list: Mutex<(u64, u64)>,
+    pub(super) start: Instant,
     /// Stops this thread's guest code (set once its task runs).
-    pub interrupter: Mutex<Option<Arc<dyn Interrupter>>>,
+    pub(super) interrupter: Mutex<Option<Arc<dyn Interrupter>>>,
     /// Something (a signal, an exit) wants this thread out of any wait;
     /// cleared when its next system call starts.
-    pub interrupted: AtomicBool,
+    pub(super) interrupted: AtomicBool,
     /// Its process is exiting (never cleared).
-    pub exiting: AtomicBool,
+    pub(super) exiting: AtomicBool,
     /// Its process was stopped (job control): park at the next kernel
     /// entry until continued.
-    pub stop_requested: AtomicBool,
+    pub(super) stop_requested: AtomicBool,
     /// Wakes the wait the thread is blocked in, if any.
-    pub waker: Mutex<Option<crate::waiter::Waker>>,
+    pub(super) waker: Mutex<Option<crate::waiter::Waker>>,
     /// Notified when a signal becomes pending for the thread (signalfd
     /// pollers wait here).
-    pub signal_events: crate::waiter::Queue,
+    pub(super) signal_events: crate::waiter::Queue,
     /// Its CPU time.
-    pub cpu: ThreadCpu,
+    pub(super) cpu: ThreadCpu,
     /// It sleeps in a wait (not runnable).
-    pub sleeping: AtomicBool,
+    pub(super) sleeping: AtomicBool,
     /// The sandbox's run-state counters, once its task runs.
-    pub load: std::sync::OnceLock<Arc<super::loadavg::LoadAvg>>,
+    pub(super) load: std::sync::OnceLock<Arc<super::loadavg::LoadAvg>>,
     /// The mask rt_sigsuspend replaced; a handler frame saves this one
     /// instead of the temporary mask.
-    pub saved_sigmask: Mutex<Option<u64>>,
+    pub(super) saved_sigmask: Mutex<Option<u64>>,
     /// Its guest seccomp mode and filters.
-    pub seccomp: super::seccomp::Seccomp,
+    pub(super) seccomp: super::seccomp::Seccomp,
     /// The UTS and IPC namespaces it is in.
-    pub namespaces: Mutex<super::namespaces::Namespaces>,
+    pub(super) namespaces: Mutex<super::namespaces::Namespaces>,
     /// A guest ptrace tracer traces it (`ptrace`): the task loop asks the
     /// relation about stops only then.
-    pub ptraced: AtomicBool,
+    pub(super) ptraced: AtomicBool,
 }
 
 impl Thread {
@@ -208,6 +208,143 @@ impl Thread {
 
     pub fn creds(&self) -> Credentials {
         self.creds.read().clone()
+    }
+
+    /// Its thread id.
+    pub fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    /// Its process's id.
+    pub fn tgid(&self) -> i32 {
+        self.tgid
+    }
+
+    /// Its name (`comm`).
+    pub(crate) fn comm(&self) -> Vec<u8> {
+        self.comm.lock().clone()
+    }
+
+    pub(crate) fn set_comm(&self, name: Vec<u8>) {
+        *self.comm.lock() = name;
+    }
+
+    /// Changes its credentials with `f`, under their lock.
+    pub(crate) fn update_creds<R>(&self, f: impl FnOnce(&mut Credentials) -> R) -> R {
+        f(&mut self.creds.write())
+    }
+
+    pub(crate) fn set_fs(&self, fs: Arc<FsContext>) {
+        *self.fs.lock() = fs;
+    }
+
+    pub(crate) fn set_fds(&self, fds: Arc<FdTable>) {
+        *self.fds.lock() = fds;
+    }
+
+    pub(crate) fn set_sigmask(&self, mask: u64) {
+        self.sigmask.store(mask, Ordering::SeqCst);
+    }
+
+    /// Sets its signal mask to `mask`, returning the one it replaced.
+    pub(crate) fn swap_sigmask(&self, mask: u64) -> u64 {
+        self.sigmask.swap(mask, Ordering::SeqCst)
+    }
+
+    /// When it started.
+    pub(crate) fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// The executable it runs.
+    pub(crate) fn exe(&self) -> &Mutex<Option<Arc<Dentry>>> {
+        &self.exe
+    }
+
+    /// Where its arguments and environment are in its memory.
+    pub(crate) fn args(&self) -> &Mutex<ArgRanges> {
+        &self.args
+    }
+
+    /// The auxiliary vector the program started with.
+    pub(crate) fn auxv(&self) -> &Mutex<Vec<u8>> {
+        &self.auxv
+    }
+
+    /// The nice value (-20..=19).
+    pub(crate) fn nice(&self) -> &AtomicI32 {
+        &self.nice
+    }
+
+    pub(crate) fn sigactions(&self) -> &Arc<SigActions> {
+        &self.sigactions
+    }
+
+    /// The signals `rt_sigtimedwait` waits for, while it waits.
+    pub(crate) fn sigwaiting(&self) -> &AtomicU64 {
+        &self.sigwaiting
+    }
+
+    pub(crate) fn altstack(&self) -> &Mutex<AltStack> {
+        &self.altstack
+    }
+
+    /// What `prctl` and `sched_setaffinity` set.
+    pub(crate) fn attrs(&self) -> &Mutex<ThreadAttrs> {
+        &self.attrs
+    }
+
+    pub(crate) fn clear_child_tid(&self) -> &AtomicU64 {
+        &self.clear_child_tid
+    }
+
+    pub(crate) fn robust_list(&self) -> &Mutex<(u64, u64)> {
+        &self.robust_list
+    }
+
+    /// Something wants it out of any wait.
+    pub(crate) fn interrupted(&self) -> &AtomicBool {
+        &self.interrupted
+    }
+
+    /// Its process is exiting.
+    pub(crate) fn exiting(&self) -> &AtomicBool {
+        &self.exiting
+    }
+
+    /// Its process was stopped (job control).
+    pub(crate) fn stop_requested(&self) -> &AtomicBool {
+        &self.stop_requested
+    }
+
+    /// Notified when a signal becomes pending for it.
+    pub(crate) fn signal_events(&self) -> &crate::waiter::Queue {
+        &self.signal_events
+    }
+
+    /// Its CPU time.
+    pub(crate) fn cpu(&self) -> &ThreadCpu {
+        &self.cpu
+    }
+
+    /// It sleeps in a wait.
+    pub(crate) fn sleeping(&self) -> &AtomicBool {
+        &self.sleeping
+    }
+
+    /// The mask rt_sigsuspend replaced.
+    pub(crate) fn saved_sigmask(&self) -> &Mutex<Option<u64>> {
+        &self.saved_sigmask
+    }
+
+    /// Its guest seccomp mode and filters.
+    pub(crate) fn seccomp(&self) -> &super::seccomp::Seccomp {
+        &self.seccomp
+    }
+
+    /// The UTS and IPC namespaces it is in.
+    pub(crate) fn namespaces(&self) -> &Mutex<super::namespaces::Namespaces> {
+        &self.namespaces
     }
 
     /// The process this thread belongs to.
@@ -292,13 +429,13 @@ thread_local! {
 }
 
 /// The guest thread the calling host thread runs (for /proc/self).
-pub fn current() -> Option<Arc<Thread>> {
+pub(crate) fn current() -> Option<Arc<Thread>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
 /// Marks `t` as the calling host thread's guest thread: its waits end
 /// when it is interrupted.
-pub fn set_current(t: Option<Arc<Thread>>) {
+pub(crate) fn set_current(t: Option<Arc<Thread>>) {
     crate::waiter::set_current(t.clone().map(|t| -> Arc<dyn crate::waiter::Interruptible> { t }));
     CURRENT.with(|c| *c.borrow_mut() = t);
 }

@@ -63,11 +63,11 @@ pub struct ThreadGroup {
     process: Mutex<ProcessState>,
     /// Signals sent to the process and not yet taken by any of its
     /// threads.
-    pub shared_pending: SigQueue,
+    pub(super) shared_pending: SigQueue,
     /// CPU time beyond the live threads'.
-    pub cpu: GroupCpu,
+    pub(super) cpu: GroupCpu,
     /// Notified when the process exits (its pidfds become readable).
-    pub exited: crate::waiter::Queue,
+    pub(super) exited: crate::waiter::Queue,
 }
 
 impl ThreadGroup {
@@ -102,6 +102,21 @@ impl ThreadGroup {
         let child = ThreadGroup::new(tgid, self.rlimits());
         child.set_dumpable(self.dumpable());
         child
+    }
+
+    /// Signals sent to the process and not yet taken by any thread.
+    pub(crate) fn shared_pending(&self) -> &SigQueue {
+        &self.shared_pending
+    }
+
+    /// CPU time beyond the live threads'.
+    pub(crate) fn cpu(&self) -> &GroupCpu {
+        &self.cpu
+    }
+
+    /// Notified when the process exits.
+    pub(crate) fn exited(&self) -> &crate::waiter::Queue {
+        &self.exited
     }
 
     pub fn tgid(&self) -> i32 {

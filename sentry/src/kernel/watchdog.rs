@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 /// The sentry's exit status after `--timeout` ended the sandbox (as
 /// timeout(1)'s).
-pub const TIMEOUT_STATUS: i32 = 124;
+pub(crate) const TIMEOUT_STATUS: i32 = 124;
 /// How long processes have between SIGXCPU and SIGKILL.
-pub const CPU_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const CPU_GRACE: Duration = Duration::from_secs(1);
 /// The longest sleep between two looks at the CPU time.
 const MAX_POLL: Duration = Duration::from_secs(1);
 /// The shortest.
@@ -133,7 +133,7 @@ impl Watch {
 }
 
 /// Starts watching `kernel` for `limits` from now, if any is set.
-pub fn start(kernel: &Arc<Kernel>, limits: Limits) -> std::io::Result<()> {
+pub(crate) fn start(kernel: &Arc<Kernel>, limits: Limits) -> std::io::Result<()> {
     if limits.cpu.is_none() && limits.timeout.is_none() {
         return Ok(());
     }

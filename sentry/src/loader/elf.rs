@@ -2,19 +2,18 @@
 
 use crate::abi::Errno;
 
-pub const PT_LOAD: u32 = 1;
-pub const PT_INTERP: u32 = 3;
-pub const PT_PHDR: u32 = 6;
-pub const PT_GNU_STACK: u32 = 0x6474_e551;
-pub const ET_EXEC: u16 = 2;
-pub const ET_DYN: u16 = 3;
+pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_INTERP: u32 = 3;
+pub(crate) const PT_PHDR: u32 = 6;
+pub(crate) const ET_EXEC: u16 = 2;
+pub(crate) const ET_DYN: u16 = 3;
 const EM_X86_64: u16 = 62;
-pub const PHDR_SIZE: usize = 56;
+pub(crate) const PHDR_SIZE: usize = 56;
 const MAX_PHNUM: usize = 128;
 
 /// The ELF file header fields loading uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub kind: u16,
     pub entry: u64,
     pub phoff: u64,
@@ -23,7 +22,7 @@ pub struct Header {
 
 /// One program header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProgramHeader {
+pub(crate) struct ProgramHeader {
     pub kind: u32,
     pub flags: u32,
     pub offset: u64,
@@ -45,12 +44,12 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 }
 
 /// Whether `b` starts with the ELF magic.
-pub fn is_elf(b: &[u8]) -> bool {
+pub(crate) fn is_elf(b: &[u8]) -> bool {
     b.starts_with(b"\x7fELF")
 }
 
 /// Parses and validates the 64-byte file header.
-pub fn parse_header(b: &[u8]) -> Result<Header, Errno> {
+pub(crate) fn parse_header(b: &[u8]) -> Result<Header, Errno> {
     if b.len() < 64 || !is_elf(b) {
         return Err(Errno::ENOEXEC);
     }
@@ -74,7 +73,7 @@ pub fn parse_header(b: &[u8]) -> Result<Header, Errno> {
 }
 
 /// Parses `phnum` program headers from `b` (the bytes at `phoff`).
-pub fn parse_program_headers(b: &[u8], phnum: usize) -> Result<Vec<ProgramHeader>, Errno> {
+pub(crate) fn parse_program_headers(b: &[u8], phnum: usize) -> Result<Vec<ProgramHeader>, Errno> {
     if b.len() < phnum * PHDR_SIZE {
         return Err(Errno::ENOEXEC);
     }

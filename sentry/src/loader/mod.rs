@@ -2,10 +2,10 @@
 //! (static, static-PIE, dynamic with PT_INTERP), `#!` scripts, and the
 //! initial stack with argv, envp and the auxiliary vector.
 
-pub mod elf;
-pub mod stack;
+pub(crate) mod elf;
+pub(crate) mod stack;
 
-pub use stack::ArgRanges;
+pub(crate) use stack::ArgRanges;
 
 use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
 use crate::mm::{Backing, MapRequest, Mappable, MemoryManager, VmaName};
@@ -18,18 +18,18 @@ use std::sync::Arc;
 /// ELF_ET_DYN_BASE without randomization).
 const PIE_BASE: u64 = 0x5555_5555_4000;
 /// The top of the initial stack.
-pub const STACK_TOP: u64 = crate::platform::TASK_SIZE;
+pub(crate) const STACK_TOP: u64 = crate::platform::TASK_SIZE;
 /// The initial stack area (RLIMIT_STACK's default).
-pub const STACK_SIZE: u64 = 8 << 20;
+pub(crate) const STACK_SIZE: u64 = 8 << 20;
 /// Where top-down placement of mappings starts.
-pub const MMAP_TOP: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
+pub(crate) const MMAP_TOP: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
 /// `#!` lines and ELF headers are read from the first bytes of a file.
 const BINPRM_BUF_SIZE: usize = 256;
 /// Nested interpreters allowed (Linux: BINPRM_MAX_RECURSION).
 const MAX_INTERPRETERS: usize = 4;
 
 /// The process identity auxv reports.
-pub struct AuxIds {
+pub(crate) struct AuxIds {
     pub uid: u32,
     pub euid: u32,
     pub gid: u32,
@@ -39,10 +39,10 @@ pub struct AuxIds {
 /// Opens a file for execution: resolves the path (following symlinks),
 /// checks that it is a regular file with execute permission, and returns
 /// it with its mapping interface.
-pub type OpenExec<'a> = dyn Fn(&[u8]) -> Result<Arc<FileDescription>, Errno> + 'a;
+pub(crate) type OpenExec<'a> = dyn Fn(&[u8]) -> Result<Arc<FileDescription>, Errno> + 'a;
 
 /// The result of a successful load.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub entry: u64,
     pub sp: u64,
     /// The executable finally loaded (the script's interpreter for `#!`).
@@ -54,7 +54,7 @@ pub struct Loaded {
 }
 
 /// Loads `path` into `mm` (which must be empty).
-pub fn load(
+pub(crate) fn load(
     mm: &MemoryManager,
     open: &OpenExec<'_>,
     path: &[u8],
@@ -85,7 +85,7 @@ pub fn load(
 }
 
 /// Parses a `#!` line into the interpreter and its optional argument.
-pub fn parse_shebang(head: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), Errno> {
+pub(crate) fn parse_shebang(head: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), Errno> {
     let rest = head.strip_prefix(b"#!").ok_or(Errno::ENOEXEC)?;
     let line = match rest.iter().position(|&b| b == b'\n') {
         Some(i) => &rest[..i],
@@ -314,7 +314,7 @@ fn hwcap() -> u64 {
 }
 
 /// Fills `buf` from the host's random source.
-pub fn host_random(buf: &mut [u8]) {
+pub(crate) fn host_random(buf: &mut [u8]) {
     let mut done = 0;
     while done < buf.len() {
         let rest = &mut buf[done..];

@@ -13,30 +13,29 @@ pub struct ArgRanges {
     pub env_end: u64,
 }
 
-pub const AT_NULL: u64 = 0;
-pub const AT_PHDR: u64 = 3;
-pub const AT_PHENT: u64 = 4;
-pub const AT_PHNUM: u64 = 5;
-pub const AT_PAGESZ: u64 = 6;
-pub const AT_BASE: u64 = 7;
-pub const AT_FLAGS: u64 = 8;
-pub const AT_ENTRY: u64 = 9;
-pub const AT_UID: u64 = 11;
-pub const AT_EUID: u64 = 12;
-pub const AT_GID: u64 = 13;
-pub const AT_EGID: u64 = 14;
-pub const AT_PLATFORM: u64 = 15;
-pub const AT_HWCAP: u64 = 16;
-pub const AT_CLKTCK: u64 = 17;
-pub const AT_SECURE: u64 = 23;
-pub const AT_RANDOM: u64 = 25;
-pub const AT_HWCAP2: u64 = 26;
-pub const AT_EXECFN: u64 = 31;
-pub const AT_MINSIGSTKSZ: u64 = 51;
+pub(crate) const AT_NULL: u64 = 0;
+pub(crate) const AT_PHDR: u64 = 3;
+pub(crate) const AT_PHENT: u64 = 4;
+pub(crate) const AT_PHNUM: u64 = 5;
+pub(crate) const AT_PAGESZ: u64 = 6;
+pub(crate) const AT_BASE: u64 = 7;
+pub(crate) const AT_FLAGS: u64 = 8;
+pub(crate) const AT_ENTRY: u64 = 9;
+pub(crate) const AT_UID: u64 = 11;
+pub(crate) const AT_EUID: u64 = 12;
+pub(crate) const AT_GID: u64 = 13;
+pub(crate) const AT_EGID: u64 = 14;
+pub(crate) const AT_PLATFORM: u64 = 15;
+pub(crate) const AT_HWCAP: u64 = 16;
+pub(crate) const AT_CLKTCK: u64 = 17;
+pub(crate) const AT_SECURE: u64 = 23;
+pub(crate) const AT_RANDOM: u64 = 25;
+pub(crate) const AT_HWCAP2: u64 = 26;
+pub(crate) const AT_EXECFN: u64 = 31;
 
 /// Auxv entries whose values point at strings or bytes placed by the
 /// builder.
-pub struct StackImage {
+pub(crate) struct StackImage {
     /// The bytes to copy to `[sp, top)`.
     pub bytes: Vec<u8>,
     /// The initial stack pointer (16-byte aligned, pointing at argc).
@@ -50,7 +49,7 @@ pub struct StackImage {
 
 /// Lays out the stack that ends at `top`. `auxv` must not contain
 /// AT_RANDOM, AT_EXECFN or AT_PLATFORM; they are added here.
-pub fn build(
+pub(crate) fn build(
     top: u64,
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],

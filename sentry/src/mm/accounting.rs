@@ -102,30 +102,30 @@ static SANDBOX: OnceLock<Arc<Accountant>> = OnceLock::new();
 
 /// Makes `a` the sandbox's accountant (the boot does this once, with the
 /// MemoryFile's); later calls change nothing and return false.
-pub fn install(a: Arc<Accountant>) -> bool {
+pub(crate) fn install(a: Arc<Accountant>) -> bool {
     SANDBOX.set(a).is_ok()
 }
 
 /// The sandbox's accountant, or a new unlimited one before [`install`].
-pub fn sandbox() -> Arc<Accountant> {
+pub(crate) fn sandbox() -> Arc<Accountant> {
     SANDBOX.get().cloned().unwrap_or_else(Accountant::unlimited)
 }
 
 /// Bytes charged to an accountant, returned when this is dropped.
 #[derive(Debug)]
-pub struct Charge {
+pub(crate) struct Charge {
     acct: Arc<Accountant>,
     bytes: u64,
 }
 
 impl Charge {
     /// No bytes yet, against `acct`.
-    pub fn new(acct: Arc<Accountant>) -> Charge {
+    pub(crate) fn new(acct: Arc<Accountant>) -> Charge {
         Charge { acct, bytes: 0 }
     }
 
     /// Adds `bytes`; false past the limit (nothing added).
-    pub fn grow(&mut self, bytes: u64) -> bool {
+    pub(crate) fn grow(&mut self, bytes: u64) -> bool {
         if bytes == 0 {
             return true;
         }
@@ -137,7 +137,7 @@ impl Charge {
     }
 
     /// Returns `bytes` (at most what is held).
-    pub fn shrink(&mut self, bytes: u64) {
+    pub(crate) fn shrink(&mut self, bytes: u64) {
         let bytes = bytes.min(self.bytes);
         if bytes > 0 {
             self.bytes -= bytes;
@@ -146,13 +146,8 @@ impl Charge {
     }
 
     /// Bytes held.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
-    }
-
-    /// The accountant charged.
-    pub fn accountant(&self) -> &Arc<Accountant> {
-        &self.acct
     }
 }
 

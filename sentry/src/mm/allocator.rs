@@ -7,7 +7,7 @@ use crate::abi::PAGE_SIZE;
 use std::collections::{BTreeMap, HashMap};
 
 /// Allocates extents of a file of `limit` bytes.
-pub struct FrameAllocator {
+pub(crate) struct FrameAllocator {
     /// Free extents below `next`: start → length in bytes (merged, disjoint).
     free: BTreeMap<u64, u64>,
     /// Everything at and above `next` has never been handed out.
@@ -20,17 +20,17 @@ pub struct FrameAllocator {
 }
 
 impl FrameAllocator {
-    pub fn new(limit: u64) -> FrameAllocator {
+    pub(crate) fn new(limit: u64) -> FrameAllocator {
         FrameAllocator { free: BTreeMap::new(), next: 0, limit, shared: HashMap::new(), used: 0 }
     }
 
     /// Bytes in use.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.used
     }
 
     /// A contiguous extent of `pages` pages, each with one reference.
-    pub fn alloc(&mut self, pages: u64) -> Option<u64> {
+    pub(crate) fn alloc(&mut self, pages: u64) -> Option<u64> {
         let len = pages.checked_mul(PAGE_SIZE)?;
         if len == 0 {
             return None;
@@ -53,18 +53,18 @@ impl FrameAllocator {
     }
 
     /// Adds a reference to the page at `frame`.
-    pub fn incref(&mut self, frame: u64) {
+    pub(crate) fn incref(&mut self, frame: u64) {
         *self.shared.entry(frame).or_insert(1) += 1;
     }
 
     /// The number of references to the page at `frame`.
-    pub fn refs(&self, frame: u64) -> u32 {
+    pub(crate) fn refs(&self, frame: u64) -> u32 {
         self.shared.get(&frame).copied().unwrap_or(1)
     }
 
     /// Drops a reference; returns true when the page became free (the
     /// caller then returns its memory to the host).
-    pub fn decref(&mut self, frame: u64) -> bool {
+    pub(crate) fn decref(&mut self, frame: u64) -> bool {
         if let Some(n) = self.shared.get_mut(&frame) {
             *n -= 1;
             if *n <= 1 {

@@ -13,9 +13,9 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// The lowest address a guest may map (vm.mmap_min_addr).
-pub const MMAP_MIN_ADDR: u64 = 0x10000;
+pub(crate) const MMAP_MIN_ADDR: u64 = 0x10000;
 /// One past the highest guest address.
-pub use crate::platform::TASK_SIZE;
+pub(crate) use crate::platform::TASK_SIZE;
 /// Pages populated together around a fault.
 const FAULT_WINDOW: u64 = 16 * PAGE_SIZE;
 /// The longest C string the sentry reads from the guest in one piece.

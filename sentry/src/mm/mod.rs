@@ -1,16 +1,16 @@
 //! Guest memory: the MemoryFile that holds every guest page, its frame
 //! allocator, and the MemoryManager of each address space.
 
-pub mod accounting;
-pub mod allocator;
-pub mod manager;
-pub mod memory_file;
-pub mod page_cache;
-pub mod vma;
+pub(crate) mod accounting;
+pub(crate) mod allocator;
+pub(crate) mod manager;
+pub(crate) mod memory_file;
+pub(crate) mod page_cache;
+pub(crate) mod vma;
 
-pub use manager::{MapRequest, MemoryManager, Segv};
-pub use memory_file::MemoryFile;
-pub use vma::{Backing, VmaName};
+pub(crate) use manager::{MapRequest, MemoryManager, Segv};
+pub(crate) use memory_file::MemoryFile;
+pub(crate) use vma::{Backing, VmaName};
 
 use crate::abi::Errno;
 

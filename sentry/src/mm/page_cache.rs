@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Frames of a file's shared mappings, by page index.
-pub struct PageCache {
+pub(crate) struct PageCache {
     mf: Arc<MemoryFile>,
     pages: Mutex<BTreeMap<u64, u64>>,
 }
@@ -28,14 +28,14 @@ fn page_len() -> usize {
 }
 
 impl PageCache {
-    pub fn new(mf: Arc<MemoryFile>) -> Arc<PageCache> {
+    pub(crate) fn new(mf: Arc<MemoryFile>) -> Arc<PageCache> {
         Arc::new(PageCache { mf, pages: Mutex::new(BTreeMap::new()) })
     }
 
     /// The frame of page `index`, filled by `fill` when it is new; the
     /// caller gets a reference of its own. `fill` runs without the cache's
     /// lock held (it takes the file's).
-    pub fn frame(&self, index: u64, fill: impl FnOnce(&mut [u8])) -> Result<u64, Errno> {
+    pub(crate) fn frame(&self, index: u64, fill: impl FnOnce(&mut [u8])) -> Result<u64, Errno> {
         if let Some(&f) = self.pages.lock().get(&index) {
             self.mf.incref(f);
             return Ok(f);
@@ -57,17 +57,17 @@ impl PageCache {
     }
 
     /// How many pages have a frame.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         u64::try_from(self.pages.lock().len()).unwrap_or(u64::MAX)
     }
 
     /// Whether page `index` has a frame (mappings may store to it).
-    pub fn holds(&self, index: u64) -> bool {
+    pub(crate) fn holds(&self, index: u64) -> bool {
         self.pages.lock().contains_key(&index)
     }
 
     /// The file was truncated to `len`: mapped bytes past it read as zero.
-    pub fn truncate(&self, len: u64) {
+    pub(crate) fn truncate(&self, len: u64) {
         let pages = self.pages.lock();
         for (&index, &frame) in pages.range(len / PAGE_SIZE..) {
             let from = len.saturating_sub(index * PAGE_SIZE).min(PAGE_SIZE);
@@ -79,7 +79,7 @@ impl PageCache {
     /// Copies bytes of page `index` from `from` into `dst` if the page is
     /// cached (its frame holds the file's bytes, including stores made
     /// through mappings); false when it is not.
-    pub fn read_cached(&self, index: u64, from: u64, dst: &mut [u8]) -> bool {
+    pub(crate) fn read_cached(&self, index: u64, from: u64, dst: &mut [u8]) -> bool {
         let pages = self.pages.lock();
         match pages.get(&index) {
             Some(&frame) => self.mf.read(frame + from, dst),
@@ -89,7 +89,7 @@ impl PageCache {
 
     /// A write of `buf` at `off` to the file also reaches mapped pages.
     /// Zeroes the bytes of `off..end` in the frames held.
-    pub fn zero(&self, off: u64, end: u64) {
+    pub(crate) fn zero(&self, off: u64, end: u64) {
         let pages = self.pages.lock();
         for (&index, &frame) in pages.range(off / PAGE_SIZE..end.div_ceil(PAGE_SIZE)) {
             let page_start = index * PAGE_SIZE;
@@ -99,7 +99,7 @@ impl PageCache {
         }
     }
 
-    pub fn write_through(&self, off: u64, buf: &[u8]) {
+    pub(crate) fn write_through(&self, off: u64, buf: &[u8]) {
         let pages = self.pages.lock();
         let end = off + buf.len() as u64;
         let first = off / PAGE_SIZE;

@@ -9,30 +9,30 @@ use std::sync::Arc;
 /// A page entry: the MemoryFile offset of the frame, with flags in the low
 /// bits (frames are page aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PageEntry(u64);
+pub(crate) struct PageEntry(u64);
 
 const MAPPED: u64 = 1;
 const MAPPED_WRITABLE: u64 = 2;
 
 impl PageEntry {
-    pub fn new(frame: u64) -> PageEntry {
+    pub(crate) fn new(frame: u64) -> PageEntry {
         PageEntry(frame)
     }
 
-    pub fn frame(self) -> u64 {
+    pub(crate) fn frame(self) -> u64 {
         self.0 & !(PAGE_SIZE - 1)
     }
 
     /// Mirrored into the platform's address space.
-    pub fn mapped(self) -> bool {
+    pub(crate) fn mapped(self) -> bool {
         self.0 & MAPPED != 0
     }
 
-    pub fn mapped_writable(self) -> bool {
+    pub(crate) fn mapped_writable(self) -> bool {
         self.0 & MAPPED_WRITABLE != 0
     }
 
-    pub fn with_mapping(self, mapped: bool, writable: bool) -> PageEntry {
+    pub(crate) fn with_mapping(self, mapped: bool, writable: bool) -> PageEntry {
         let mut v = self.frame();
         if mapped {
             v |= MAPPED;
@@ -65,7 +65,7 @@ pub enum VmaName {
 
 /// A contiguous range of guest addresses with one set of attributes.
 #[derive(Clone)]
-pub struct Vma {
+pub(crate) struct Vma {
     pub start: u64,
     pub end: u64,
     pub perms: Perms,
@@ -77,20 +77,20 @@ pub struct Vma {
 }
 
 impl Vma {
-    pub fn new(start: u64, end: u64, perms: Perms, shared: bool, backing: Backing, name: VmaName) -> Vma {
+    pub(crate) fn new(start: u64, end: u64, perms: Perms, shared: bool, backing: Backing, name: VmaName) -> Vma {
         Vma { start, end, perms, shared, backing, name, pages: BTreeMap::new() }
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.end - self.start
     }
 
-    pub fn contains(&self, addr: u64) -> bool {
+    pub(crate) fn contains(&self, addr: u64) -> bool {
         self.start <= addr && addr < self.end
     }
 
     /// Splits off `[at, end)` into a new area; `at` must be strictly inside.
-    pub fn split_off(&mut self, at: u64) -> Vma {
+    pub(crate) fn split_off(&mut self, at: u64) -> Vma {
         let pages = self.pages.split_off(&at);
         let backing = match &self.backing {
             Backing::Anon => Backing::Anon,
@@ -113,7 +113,7 @@ impl Vma {
     }
 
     /// Whether `next` continues this area seamlessly (so they can merge).
-    pub fn can_merge(&self, next: &Vma) -> bool {
+    pub(crate) fn can_merge(&self, next: &Vma) -> bool {
         self.end == next.start
             && self.perms == next.perms
             && self.shared == next.shared
@@ -132,7 +132,7 @@ impl Vma {
     }
 
     /// The file offset backing guest address `addr`, for file areas.
-    pub fn file_offset(&self, addr: u64) -> Option<u64> {
+    pub(crate) fn file_offset(&self, addr: u64) -> Option<u64> {
         match &self.backing {
             Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => Some(offset + (addr - self.start)),
             Backing::Anon => None,

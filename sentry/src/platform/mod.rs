@@ -2,7 +2,7 @@
 //! reach the sentry. The kernel above this trait does not know which
 //! platform is in use.
 
-pub mod ptrace;
+pub(crate) mod ptrace;
 
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ impl PlatformError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, PlatformError>;
+pub(crate) type Result<T> = std::result::Result<T, PlatformError>;
 
 /// One past the highest guest address, on every platform: Linux's 47-bit
 /// user space less its top page, where the ptrace platform keeps the code
@@ -32,7 +32,7 @@ pub type Result<T> = std::result::Result<T, PlatformError>;
 /// space below its stub). Everything at or above it is outside the guest's
 /// address space, so the guest's memory calls answer for the stub's page
 /// exactly as for any address past the end.
-pub const TASK_SIZE: u64 = 0x7fff_ffff_e000;
+pub(crate) const TASK_SIZE: u64 = 0x7fff_ffff_e000;
 
 /// Page protections of a guest mapping.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -154,7 +154,7 @@ pub trait AddressSpace: Send + Sync {
 }
 
 /// A thread of guest code prepared by `spawn_thread`.
-pub type ThreadToken = u64;
+pub(crate) type ThreadToken = u64;
 
 /// The execution context of one host thread running guest code.
 pub trait Context: Send {

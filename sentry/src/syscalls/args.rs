@@ -12,18 +12,18 @@ use crate::vfs::{Dentry, FileDescription};
 use std::sync::Arc;
 
 /// An `int` argument (the kernel looks only at the low 32 bits).
-pub fn int(a: u64) -> i32 {
+pub(super) fn int(a: u64) -> i32 {
     i32::from_ne_bytes(uint(a).to_ne_bytes())
 }
 
 /// An `unsigned int` argument.
-pub fn uint(a: u64) -> u32 {
+pub(super) fn uint(a: u64) -> u32 {
     u32::try_from(a & 0xffff_ffff).unwrap_or(0)
 }
 
 /// Linux's access_ok: `[addr, addr+len)` must lie in user space (whether
 /// it is mapped is found out when it is touched).
-pub fn user_range(addr: u64, len: usize) -> Result<(), Errno> {
+pub(super) fn user_range(addr: u64, len: usize) -> Result<(), Errno> {
     let len = u64::try_from(len).map_err(|_| Errno::EFAULT)?;
     match addr.checked_add(len) {
         Some(end) if end <= crate::mm::manager::TASK_SIZE => Ok(()),
@@ -32,17 +32,17 @@ pub fn user_range(addr: u64, len: usize) -> Result<(), Errno> {
 }
 
 /// The open file behind descriptor `fd`.
-pub fn file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
+pub(super) fn file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     task.thread.fds().get(int(fd))
 }
 
 /// A path argument.
-pub fn path(task: &Task, addr: u64) -> Result<Vec<u8>, Errno> {
+pub(super) fn path(task: &Task, addr: u64) -> Result<Vec<u8>, Errno> {
     task.thread.mm().read_cstring(addr, PATH_MAX - 1)
 }
 
 /// Runs `f` with a walker that uses the task's root and credentials.
-pub fn with_walker<R>(task: &Task, f: impl FnOnce(&Walker<'_>) -> R) -> R {
+pub(super) fn with_walker<R>(task: &Task, f: impl FnOnce(&Walker<'_>) -> R) -> R {
     let creds = task.thread.creds();
     let fs = task.thread.fs();
     let ns = fs.mounts();
@@ -53,7 +53,7 @@ pub fn with_walker<R>(task: &Task, f: impl FnOnce(&Walker<'_>) -> R) -> R {
 /// The directory argument of an `*at` call: the working directory for
 /// `AT_FDCWD`, else the descriptor's dentry (its lookup error is kept for
 /// the VFS to report only if the path needs it).
-pub fn dirfd(task: &Task, dirfd: u64) -> DirFd {
+pub(super) fn dirfd(task: &Task, dirfd: u64) -> DirFd {
     let dirfd = int(dirfd);
     if dirfd == AT_FDCWD {
         return DirFd::Cwd(task.thread.fs().cwd());
@@ -63,20 +63,26 @@ pub fn dirfd(task: &Task, dirfd: u64) -> DirFd {
 
 /// Resolves `(dirfd, path)`; with `empty_ok` an empty path names `dirfd`
 /// itself (AT_EMPTY_PATH).
-pub fn resolve_at(task: &Task, fd: u64, path: &[u8], follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+pub(super) fn resolve_at(
+    task: &Task,
+    fd: u64,
+    path: &[u8],
+    follow: bool,
+    empty_ok: bool,
+) -> Result<Arc<Dentry>, Errno> {
     let at = dirfd(task, fd);
     with_walker(task, |w| w.resolve_at(at, path, follow, empty_ok))
 }
 
 /// Resolves `(dirfd, path)` with an `*at` call's `AT_SYMLINK_NOFOLLOW` and
 /// `AT_EMPTY_PATH` flags.
-pub fn resolve_at_flags(task: &Task, fd: u64, path: &[u8], at_flags: u64) -> Result<Arc<Dentry>, Errno> {
+pub(super) fn resolve_at_flags(task: &Task, fd: u64, path: &[u8], at_flags: u64) -> Result<Arc<Dentry>, Errno> {
     let at = dirfd(task, fd);
     with_walker(task, |w| w.resolve_at_flags(at, path, at_flags))
 }
 
 /// Resolves all but the last component of `(dirfd, path)`.
-pub fn parent_at(task: &Task, fd: u64, path: &[u8]) -> Result<ParentAndName, Errno> {
+pub(super) fn parent_at(task: &Task, fd: u64, path: &[u8]) -> Result<ParentAndName, Errno> {
     let at = dirfd(task, fd);
     with_walker(task, |w| w.parent_at(at, path))
 }

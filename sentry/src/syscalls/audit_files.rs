@@ -87,7 +87,7 @@ pub(super) fn view_change(task: &Task, c: &ViewChange<'_>) -> Result<(), Errno> 
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     // As the task sees them: the record says what the guest asked for.
     let root = task.thread.fs().root();
     let path = c.at.map(|d| text(&d.path_from(&root)));
@@ -103,7 +103,7 @@ pub(super) fn create(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), 
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, name_in(task, dir, name), |path| Record::FileCreate { pid, path })
 }
 
@@ -113,7 +113,7 @@ pub(super) fn unlink(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), 
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, name_in(task, dir, name), |path| Record::FileUnlink { pid, path })
 }
 
@@ -126,7 +126,7 @@ pub(super) fn rename(task: &Task, old: (u64, &[u8]), new: (u64, &[u8])) -> Resul
     if !watched(task, &from) && !watched(task, &to) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     task.kernel.audit(|| Record::FileRename { pid, from: text(&from), to: text(&to) })
 }
 
@@ -135,7 +135,7 @@ pub(super) fn chmod(task: &Task, d: &Arc<Dentry>, mode: u32) -> Result<(), Errno
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, Some(path_of(task, d)), |path| Record::FileChmod { pid, path, mode })
 }
 
@@ -144,7 +144,7 @@ pub(super) fn chown(task: &Task, d: &Arc<Dentry>, uid: Option<u32>, gid: Option<
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, Some(path_of(task, d)), |path| Record::FileChown { pid, path, uid, gid })
 }
 
@@ -159,7 +159,7 @@ pub(super) fn link(task: &Task, src: &Arc<Dentry>, dirfd: u64, path: &[u8]) -> R
     if !watched(task, &from) && !watched(task, &to) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     task.kernel.audit(|| Record::FileLink { pid, target: text(&from), path: text(&to) })
 }
 
@@ -168,7 +168,7 @@ pub(super) fn symlink(task: &Task, target: &[u8], dirfd: u64, path: &[u8]) -> Re
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, name_at(task, dirfd, path), |path| Record::FileSymlink { pid, target: text(target), path })
 }
 
@@ -177,7 +177,7 @@ pub(super) fn truncate(task: &Task, f: &FileDescription, length: u64) -> Result<
     if !logging(task) {
         return Ok(());
     }
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, Some(path_of(task, &f.dentry)), |path| Record::FileTruncate { pid, path, length })
 }
 
@@ -188,7 +188,7 @@ pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
         return Ok(());
     }
     task.kernel.package_wrote(task, &f.dentry);
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     record(task, Some(path_of(task, &f.dentry)), |path| Record::FileWrite { pid, path })
 }
 
@@ -202,7 +202,7 @@ pub(super) fn opened(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     if f.readable() && f.dentry.parent.is_some() {
         let path = path_of(task, &f.dentry);
         if log.records_reads_of(&path) {
-            let pid = task.thread.tgid;
+            let pid = task.thread.tgid();
             task.kernel.audit(|| Record::FileRead { pid, path: text(&path) })?;
         }
     }

@@ -85,12 +85,12 @@ fn sys_capget(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_capset(task: &mut Task, a: [u64; 6]) -> SysResult {
     let words = cap_header(task, a[0])?;
     let pid = cap_header_pid(task, a[0])?;
-    if pid != 0 && pid != task.thread.tid {
+    if pid != 0 && pid != task.thread.tid() {
         return Err(Errno::EPERM);
     }
     let mut buf = vec![0u8; words * 12];
     task.thread.mm().copy_in(a[1], &mut buf)?;
-    task.thread.creds.write().caps.capset(decode_caps(&buf, words))?;
+    task.thread.update_creds(|c| c.caps.capset(decode_caps(&buf, words)))?;
     Ok(0)
 }
 

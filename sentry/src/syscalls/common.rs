@@ -13,7 +13,7 @@ pub(super) fn ret(v: i32) -> u64 {
 
 /// Whether capability `cap` is in the task's effective set.
 pub(super) fn capable(task: &Task, cap: u32) -> bool {
-    task.thread.creds.read().capable(cap)
+    task.thread.creds().capable(cap)
 }
 
 pub(super) fn read_array<const N: usize>(task: &Task, addr: u64) -> Result<[u8; N], Errno> {
@@ -44,7 +44,7 @@ pub(super) fn put_three(task: &Task, ptrs: [u64; 3], ids: [u32; 3]) -> SysResult
 
 /// The thread `pid` names (0 is the caller), or ESRCH.
 pub(super) fn find_thread(task: &Task, pid: i32) -> Result<Arc<Thread>, Errno> {
-    if pid == 0 || pid == task.thread.tid {
+    if pid == 0 || pid == task.thread.tid() {
         return Ok(task.thread.clone());
     }
     task.kernel.thread(pid).ok_or(Errno::ESRCH)

@@ -89,7 +89,7 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Res
 
 /// Records a refusal (net.denied) and fails with EPERM.
 fn deny<T>(task: &Task, s: &InetSocket, dest: SocketAddr, reason: String) -> Result<T, Errno> {
-    let (pid, protocol, address) = (task.thread.tgid, protocol(s), dest.ip().to_string());
+    let (pid, protocol, address) = (task.thread.tgid(), protocol(s), dest.ip().to_string());
     task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: dest.port(), reason, direction: None })?;
     Err(Errno::EPERM)
 }
@@ -97,12 +97,12 @@ fn deny<T>(task: &Task, s: &InetSocket, dest: SocketAddr, reason: String) -> Res
 /// What the net.close of a connection to `dest` will say.
 fn flow(task: &Task, s: &InetSocket, dest: SocketAddr) -> Flow {
     let log = task.kernel.audit_log().cloned();
-    Flow { log, pid: task.thread.tgid, protocol: protocol(s), dest, start: std::time::Instant::now(), inbound: false }
+    Flow { log, pid: task.thread.tgid(), protocol: protocol(s), dest, start: std::time::Instant::now(), inbound: false }
 }
 
 /// Records an allowed connect (net.connect).
 fn record_connect(task: &Task, s: &InetSocket, a: Allowed) -> Result<(), Errno> {
-    let (pid, protocol, address) = (task.thread.tgid, protocol(s), a.dest.ip().to_string());
+    let (pid, protocol, address) = (task.thread.tgid(), protocol(s), a.dest.ip().to_string());
     let (port, name, rule) = (a.dest.port(), a.name, a.rule);
     task.kernel.package_connected(task, &address, port, name.as_deref());
     task.kernel.audit(|| Record::NetConnect { pid, protocol, address, port, name, rule, direction: None })?;
@@ -242,7 +242,7 @@ pub(super) fn connect_resolver_stream(
     let gateway = egress.gateway()?;
     log::debug!("dns: a TCP connection to {to}");
     let audit = task.kernel.audit_log().cloned();
-    let connected = crate::fs::dns_tcp::connect(gateway, audit, &task.kernel.net, t, nonblocking(f, 0));
+    let connected = crate::fs::dns_tcp::connect(gateway, audit, task.kernel.net(), t, nonblocking(f, 0));
     Some(connected.map(|()| 0).map_err(crate::fs::inet::errno))
 }
 

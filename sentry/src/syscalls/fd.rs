@@ -57,7 +57,7 @@ fn dup_to(task: &Task, old: i32, new: i32, cloexec: bool) -> SysResult {
         return Err(Errno::EBADF);
     }
     if let Some(replaced) = fds.install_at(new, f, cloexec, task.thread.nofile())? {
-        task.kernel.record_locks.closed(task.thread.tgid, &replaced);
+        task.kernel.record_locks().closed(task.thread.tgid(), &replaced);
     }
     fd_result(new)
 }
@@ -130,7 +130,7 @@ fn read_flock(task: &Task, f: &FileDescription, addr: u64) -> Result<FlockReques
 /// the open file description's (whose l_pid must be 0).
 fn lock_owner(task: &Task, f: &Arc<FileDescription>, ofd: bool, r: &FlockRequest) -> Result<Owner, Errno> {
     if !ofd {
-        return Ok(Owner::Process(task.thread.tgid));
+        return Ok(Owner::Process(task.thread.tgid()));
     }
     if r.pid != 0 {
         return Err(Errno::EINVAL);
@@ -148,7 +148,7 @@ fn getlk(task: &Task, f: &Arc<FileDescription>, addr: u64, ofd: bool) -> SysResu
     }
     let probe = Lock { owner, start: r.start, end: r.end, exclusive: r.kind == Kind::Write };
     let mut e = Encoder::new();
-    match task.kernel.record_locks.test(file_id(f)?, &probe) {
+    match task.kernel.record_locks().test(file_id(f)?, &probe) {
         None => {
             e.i16(F_UNLCK);
             task.thread.mm().copy_out(addr, e.as_bytes())?;
@@ -176,11 +176,11 @@ fn setlk(task: &Task, f: &Arc<FileDescription>, addr: u64, ofd: bool, wait: bool
     if (r.kind == Kind::Read && !f.readable()) || (r.kind == Kind::Write && !f.writable()) {
         return Err(Errno::EBADF);
     }
-    let locks = &task.kernel.record_locks;
+    let locks = &task.kernel.record_locks();
     locks.set(file_id(f)?, owner, r.start, r.end, r.kind, wait)?;
     if let (Owner::Description(_), true) = (owner, r.kind != Kind::Unlock) {
         let k = task.kernel.clone();
-        f.on_release("ofd-lock", Box::new(move || k.record_locks.release(owner, None)));
+        f.on_release("ofd-lock", Box::new(move || k.record_locks().release(owner, None)));
     }
     Ok(0)
 }
@@ -293,7 +293,7 @@ fn pipe(task: &Task, addr: u64, flags: i32) -> SysResult {
 }
 
 /// The realtime clock as a TimeSpec.
-pub fn now() -> TimeSpec {
+pub(super) fn now() -> TimeSpec {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     TimeSpec { sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), nsec: i64::from(d.subsec_nanos()) }
 }
@@ -310,7 +310,7 @@ fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
             fds.set_cloexec(fd, true)?;
         } else {
             let f = fds.remove(fd)?;
-            task.kernel.record_locks.closed(task.thread.tgid, &f);
+            task.kernel.record_locks().closed(task.thread.tgid(), &f);
         }
     }
     Ok(0)
@@ -365,7 +365,7 @@ fn sys_flock(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let st = f.stat()?;
     let owner = Arc::as_ptr(&f) as usize;
-    let flocks = task.kernel.flocks.clone();
+    let flocks = task.kernel.flocks().clone();
     flocks.lock((st.dev, st.ino), owner, op, how & LOCK_NB != 0)?;
     if op != FlockOp::Unlock {
         let release = flocks.clone();

@@ -117,7 +117,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
     if realtime && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
     }
-    let futexes = &task.kernel.futexes;
+    let futexes = &task.kernel.futexes();
     match cmd {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
             let bitset = if cmd == FUTEX_WAIT { FUTEX_BITSET_MATCH_ANY } else { uint(a[5]) };
@@ -126,7 +126,7 @@ fn sys_futex(task: &mut Task, a: [u64; 6]) -> SysResult {
             }
             let k = key(task, addr, private)?;
             let until = deadline(task, a[3], cmd == FUTEX_WAIT_BITSET, realtime)?;
-            futexes.wait(k, task.thread.tid, bitset, until, || Ok(read_word(task, addr)? == val)).map_err(|e| {
+            futexes.wait(k, task.thread.tid(), bitset, until, || Ok(read_word(task, addr)? == val)).map_err(|e| {
                 if e == Errno::EINTR {
                     Errno::ERESTARTSYS
                 } else {

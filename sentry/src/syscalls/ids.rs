@@ -34,25 +34,25 @@ pub(super) const ENTRIES: Entries = &[
 const NGROUPS_MAX: u32 = 65536;
 
 fn sys_getuid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.read().uid))
+    Ok(u64::from(task.thread.creds().uid))
 }
 
 fn sys_geteuid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.read().euid))
+    Ok(u64::from(task.thread.creds().euid))
 }
 
 fn sys_getgid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.read().gid))
+    Ok(u64::from(task.thread.creds().gid))
 }
 
 fn sys_getegid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.read().egid))
+    Ok(u64::from(task.thread.creds().egid))
 }
 
 /// Applies `rule` to the caller's ids of kind `k`.
 fn change_ids(task: &Task, k: IdKind, rule: impl FnOnce(Ids, bool) -> Result<Ids, Errno>) -> SysResult {
-    let keep_caps = task.thread.attrs.lock().keepcaps;
-    task.thread.creds.write().change_ids(k, keep_caps, rule)?;
+    let keep_caps = task.thread.attrs().lock().keepcaps;
+    task.thread.update_creds(|c| c.change_ids(k, keep_caps, rule))?;
     Ok(0)
 }
 
@@ -82,26 +82,26 @@ fn sys_setresgid(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// `setfsuid`/`setfsgid` return the previous filesystem id, always.
 fn sys_setfsuid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.write().change_fsid(IdKind::User, uint(a[0]))))
+    Ok(u64::from(task.thread.update_creds(|c| c.change_fsid(IdKind::User, uint(a[0])))))
 }
 
 fn sys_setfsgid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    Ok(u64::from(task.thread.creds.write().change_fsid(IdKind::Group, uint(a[0]))))
+    Ok(u64::from(task.thread.update_creds(|c| c.change_fsid(IdKind::Group, uint(a[0])))))
 }
 
 fn sys_getresuid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let [r, e, s, _] = task.thread.creds.read().ids(IdKind::User);
+    let [r, e, s, _] = task.thread.creds().ids(IdKind::User);
     put_three(task, [a[0], a[1], a[2]], [r, e, s])
 }
 
 fn sys_getresgid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let [r, e, s, _] = task.thread.creds.read().ids(IdKind::Group);
+    let [r, e, s, _] = task.thread.creds().ids(IdKind::Group);
     put_three(task, [a[0], a[1], a[2]], [r, e, s])
 }
 
 fn sys_getgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
     let size = usize::try_from(int(a[0])).map_err(|_| Errno::EINVAL)?;
-    let groups = task.thread.creds.read().groups.clone();
+    let groups = task.thread.creds().groups.clone();
     if size != 0 {
         if groups.len() > size {
             return Err(Errno::EINVAL);
@@ -116,7 +116,7 @@ fn sys_getgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_setgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
-    if !task.thread.creds.read().may_set_groups() {
+    if !task.thread.creds().may_set_groups() {
         return Err(Errno::EPERM);
     }
     let n = uint(a[0]);
@@ -125,7 +125,7 @@ fn sys_setgroups(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let mut buf = vec![0u8; n as usize * 4];
     task.thread.mm().copy_in(a[1], &mut buf)?;
-    task.thread.creds.write().set_groups(decode_groups(&buf))?;
+    task.thread.update_creds(|c| c.set_groups(decode_groups(&buf)))?;
     Ok(0)
 }
 

@@ -47,7 +47,7 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
     }
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::EAGAIN)?;
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     for l in listeners.iter() {
         loop {
             let (fd, peer) = match l.accept() {
@@ -77,7 +77,7 @@ pub(super) fn accept(task: &Task, s: &InetSocket) -> Result<(Arc<InetSocket>, So
                 }
             };
             let local = t.local_addr();
-            let conn = TcpEndpoint::new(&task.kernel.net, t.family());
+            let conn = TcpEndpoint::new(task.kernel.net(), t.family());
             let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
             let carried = sock.carry_accepted(opened, peer, local.port())?;
             let log = task.kernel.audit_log().cloned();

@@ -40,7 +40,7 @@ const STREAM_CHUNK: usize = 256 * 1024;
 /// SOCK_DGRAM) and `protocol` (0 or the matching IPPROTO).
 pub(super) fn socket(task: &Task, domain: i32, kind: i32, protocol: i32) -> Result<Arc<InetSocket>, Errno> {
     let family = if domain == AF_INET6 { Family::V6 } else { Family::V4 };
-    let net = &task.kernel.net;
+    let net = &task.kernel.net();
     let endpoint = match (kind, protocol) {
         (SOCK_STREAM, 0 | IPPROTO_TCP) => Endpoint::Tcp(TcpEndpoint::new(net, family)),
         (SOCK_DGRAM, 0 | IPPROTO_UDP) => Endpoint::Udp(UdpEndpoint::new(net, family)),
@@ -108,7 +108,7 @@ fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
         return Err(Errno::EINVAL);
     }
     // Ports below 1024 need CAP_NET_BIND_SERVICE, which root holds.
-    let privileged_below = task.kernel.net_sysctls.unprivileged_port_start();
+    let privileged_below = task.kernel.net_sysctls().unprivileged_port_start();
     if to.port() != 0
         && u32::from(to.port()) < privileged_below
         && !task.thread.creds().capable(caps::CAP_NET_BIND_SERVICE)

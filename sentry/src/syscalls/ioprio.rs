@@ -68,7 +68,7 @@ fn sys_ioprio_set(task: &mut Task, a: [u64; 6]) -> SysResult {
         if theirs.uid != me.euid && theirs.uid != me.uid && !capable(task, caps::CAP_SYS_NICE) {
             return Err(Errno::EPERM);
         }
-        t.attrs.lock().ioprio = ioprio;
+        t.attrs().lock().ioprio = ioprio;
     }
     Ok(0)
 }
@@ -77,7 +77,7 @@ fn sys_ioprio_set(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// nice value imply (`__get_task_ioprio`).
 fn effective(t: &Thread) -> u32 {
     let (prio, sched) = {
-        let a = t.attrs.lock();
+        let a = t.attrs().lock();
         (u32::from(a.ioprio), a.sched)
     };
     if prio >> CLASS_SHIFT != CLASS_NONE {
@@ -90,7 +90,7 @@ fn effective(t: &Thread) -> u32 {
     } else {
         CLASS_BE
     };
-    let level = u32::try_from((t.nice.load(Ordering::Relaxed) + 20) / 5).unwrap_or(4);
+    let level = u32::try_from((t.nice().load(Ordering::Relaxed) + 20) / 5).unwrap_or(4);
     class << CLASS_SHIFT | level
 }
 
@@ -98,7 +98,7 @@ fn sys_ioprio_get(task: &mut Task, a: [u64; 6]) -> SysResult {
     let which = int(a[0]);
     let threads = who(task, which, int(a[1]))?;
     let prio = if which == WHO_PROCESS {
-        threads.first().map(|t| u32::from(t.attrs.lock().ioprio))
+        threads.first().map(|t| u32::from(t.attrs().lock().ioprio))
     } else {
         threads.iter().map(|t| effective(t)).min()
     };

@@ -7,7 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod names;
-pub mod strace;
+pub(crate) mod strace;
 
 mod arch_prctl;
 mod args;
@@ -71,7 +71,8 @@ mod xattr;
 use crate::kernel::Kernel;
 use names::{MAX_SYSCALL, NAMES};
 
-pub use crate::kernel::{Handler, Support, Syscall};
+pub(crate) use crate::kernel::Handler;
+pub use crate::kernel::{Support, Syscall};
 
 /// A family's entries: (number, handler, support). The number is a
 /// `libc::SYS_*` constant, so an entry names its call once.
@@ -178,7 +179,7 @@ pub fn register(kernel: &Kernel) {
 }
 
 /// The name of system call `nr`, for logs.
-pub fn name(nr: u64) -> &'static str {
+pub(crate) fn name(nr: u64) -> &'static str {
     usize::try_from(nr).ok().and_then(|n| NAMES.get(n)).copied().filter(|n| !n.is_empty()).unwrap_or("?")
 }
 

@@ -276,7 +276,7 @@ fn check_options(fs_type: &str, data: &[u8]) -> Result<(), Errno> {
 
 /// The root of the sandbox's first mount of type `fs_type`.
 fn sandbox_fs(task: &Task, fs_type: &str) -> Result<Arc<dyn Node>, Errno> {
-    let m = task.kernel.mounts.all().into_iter().find(|m| m.fs_type == fs_type).ok_or(Errno::ENODEV)?;
+    let m = task.kernel.mounts().all().into_iter().find(|m| m.fs_type == fs_type).ok_or(Errno::ENODEV)?;
     Ok(m.root.clone())
 }
 
@@ -297,7 +297,7 @@ fn new_fs(task: &Task, fs_type: &str, data: &[u8]) -> Result<Arc<dyn Node>, Errn
                 "proc" => Ok(crate::fs::procfs::new_procfs(Arc::downgrade(k))),
                 "mqueue" => Ok(crate::fs::mqueue::new_mqueuefs(&k.ext())),
                 "cgroup2" => {
-                    Ok(ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(k), k.cgroup_limits.clone())))
+                    Ok(ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(k), k.cgroup_limits().clone())))
                 }
                 "sysfs" => sandbox_fs(task, "sysfs"),
                 "devpts" => sandbox_fs(task, "devtmpfs")?.lookup(b"pts"),

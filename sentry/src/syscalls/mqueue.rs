@@ -65,7 +65,7 @@ fn sys_mq_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let k = &task.kernel;
     let registry = k.ext::<mqueue::Registry>();
     let (queue, made) = registry.open(&req, k.anon_ino(), crate::fs::tmpfs::now())?;
-    let node = registry.node(&name, queue.clone());
+    let node = registry.node(queue.clone());
     let access = oflag & libc::O_ACCMODE;
     if !made {
         let want = match access {
@@ -138,8 +138,8 @@ fn sys_mq_timedsend(task: &mut Task, a: [u64; 6]) -> SysResult {
     let nonblock = super::block::nonblocking(&f);
     let sent = super::block::wait_until(&f, WRITE_EVENTS, nonblock, deadline, || q.queue.send(&mut msg, prio))?;
     if let Some(n) = sent {
-        if n.signo != 0 && task.kernel.procs.alive(n.pid) {
-            let info = SigInfo::mesgq(n.signo, task.thread.tgid, task.thread.creds().uid, n.value);
+        if n.signo != 0 && task.kernel.procs().alive(n.pid) {
+            let info = SigInfo::mesgq(n.signo, task.thread.tgid(), task.thread.creds().uid, n.value);
             task.kernel.signal_process_info(n.pid, info);
         }
     }
@@ -160,7 +160,7 @@ fn sys_mq_timedreceive(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     let notification = if a[1] == 0 {
         None
     } else {
@@ -178,7 +178,7 @@ fn sys_mq_notify(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let f = args::file(task, a[0])?;
     let q = queue_of(&f)?;
-    let procs = &task.kernel.procs;
+    let procs = &task.kernel.procs();
     q.queue.set_notify(pid, notification, |p| procs.alive(p))?;
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! The names of the x86-64 Linux system calls, by number (generated from
 //! the kernel's `unistd_64.h`; unassigned numbers are empty).
 
-pub const MAX_SYSCALL: usize = 462;
+pub(crate) const MAX_SYSCALL: usize = 462;
 
 pub const NAMES: [&str; 463] = [
     "read",

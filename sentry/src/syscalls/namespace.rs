@@ -115,15 +115,15 @@ fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
             view_change(task, &change)?;
             let new = fs.copy();
             new.enter(m.clone());
-            *t.fs.lock() = Arc::new(new);
+            t.set_fs(Arc::new(new));
             Ok(0)
         }
         Namespace::Uts(u) => {
-            t.namespaces.lock().uts = u.clone();
+            t.namespaces().lock().uts = u.clone();
             Ok(0)
         }
         Namespace::Ipc(i) => {
-            t.namespaces.lock().ipc = i.clone();
+            t.namespaces().lock().ipc = i.clone();
             Ok(0)
         }
     }
@@ -158,11 +158,11 @@ fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
         if f & CLONE_NEWNS != 0 {
             fs.set_mounts(Arc::new(fs.mounts().copy()));
         }
-        *t.fs.lock() = Arc::new(fs);
+        t.set_fs(Arc::new(fs));
     }
     if f & CLONE_FILES != 0 {
         let fds = Arc::new(t.fds().fork());
-        *t.fds.lock() = fds;
+        t.set_fds(fds);
     }
     if f & CLONE_NEWUTS != 0 {
         namespaces::unshare_uts(&task.kernel, t);

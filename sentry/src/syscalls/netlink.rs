@@ -39,7 +39,7 @@ fn sockaddr_nl(pid: u32) -> Vec<u8> {
 /// Binds the process's own port id when the socket has none yet, as Linux
 /// does on bind or the first send.
 fn autobind(task: &Task, s: &NetlinkSocket) {
-    let pid = u32::try_from(task.thread.tgid).unwrap_or(0);
+    let pid = u32::try_from(task.thread.tgid()).unwrap_or(0);
     let _ = s.port.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed);
 }
 

@@ -41,9 +41,9 @@ fn sys_pidfd_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let t = task.kernel.thread(pid).filter(|t| !t.exiting.load(std::sync::atomic::Ordering::SeqCst));
+    let t = task.kernel.thread(pid).filter(|t| !t.exiting().load(std::sync::atomic::Ordering::SeqCst));
     let group = match t {
-        Some(t) if t.tgid != pid => return Err(Errno::EINVAL),
+        Some(t) if t.tgid() != pid => return Err(Errno::EINVAL),
         Some(t) => t.group().clone(),
         None => return Err(Errno::ESRCH),
     };
@@ -119,7 +119,7 @@ fn sys_pidfd_getfd(task: &mut Task, a: [u64; 6]) -> SysResult {
     // ptrace_may_access: a process that made itself non-dumpable (an ssh
     // or gpg agent guarding its keys) is out of reach of its own user.
     let dumpable = target.group().dumpable() != 0;
-    if target.tgid != task.thread.tgid && !task.thread.creds().may_read_process(&target.creds(), dumpable) {
+    if target.tgid() != task.thread.tgid() && !task.thread.creds().may_read_process(&target.creds(), dumpable) {
         return Err(Errno::EPERM);
     }
     let f = target.fds().get(target_fd)?;

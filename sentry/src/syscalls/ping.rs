@@ -62,7 +62,7 @@ pub(super) fn socket(task: &Task, domain: i32) -> Result<Arc<PingSocket>, Errno>
                 log::debug!("egress: an ICMP socket past the limit of {n} host sockets");
                 // No destination yet: the record names the family's "any".
                 let any: IpAddr = if v6 { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() };
-                let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), any.to_string());
+                let (pid, protocol, address) = (task.thread.tgid(), "icmp".to_owned(), any.to_string());
                 let reason = format!("denied: the limit of {n} connections at once (--egress-max-conns)");
                 let direction = None;
                 task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: 0, reason, direction })?;
@@ -109,7 +109,7 @@ fn permit(task: &Task, s: &PingSocket, ip: IpAddr) -> Result<(), Errno> {
     let egress = task.kernel.ext::<Egress>();
     let gateway = egress.gateway().ok_or(Errno::ENETUNREACH)?;
     let ip = ip.to_canonical();
-    let (pid, protocol, address) = (task.thread.tgid, "icmp".to_owned(), ip.to_string());
+    let (pid, protocol, address) = (task.thread.tgid(), "icmp".to_owned(), ip.to_string());
     match gateway.decide(SocketAddr::new(ip, 0)) {
         (Verdict::Allowed { rule }, name) => {
             if s.recorded.lock().insert(ip) {

@@ -21,9 +21,9 @@ struct Recorded(Mutex<HashSet<(i32, usize)>>);
 /// Refuses call `nr` to `task`.
 pub(super) fn refuse(task: &Task, nr: libc::c_long) -> SysResult {
     let nr = usize::try_from(nr).unwrap_or_default();
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     if task.kernel.audit_log().is_some() && task.kernel.ext::<Recorded>().0.lock().insert((pid, nr)) {
-        let comm = String::from_utf8_lossy(&task.thread.comm.lock()).into_owned();
+        let comm = String::from_utf8_lossy(&task.thread.comm()).into_owned();
         let operation = NAMES.get(nr).copied().unwrap_or_default().to_string();
         let reason = "reaches past the sandbox".to_string();
         task.kernel.audit(|| Record::PolicyDenied { pid, comm, operation, reason })?;

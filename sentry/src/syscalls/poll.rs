@@ -10,7 +10,6 @@ use crate::kernel::signal::sigbit;
 use crate::kernel::Task;
 use crate::vfs::FileDescription;
 use crate::waiter::{Entry, Waiter};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -164,12 +163,12 @@ pub(super) fn with_sigmask(task: &Task, mask_addr: u64, wait: impl FnOnce() -> S
     task.thread.mm().copy_in(mask_addr, &mut raw)?;
     let unblockable = !(sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
     let mask = u64::from_le_bytes(raw) & unblockable;
-    let old = task.thread.sigmask.swap(mask, Ordering::SeqCst);
-    *task.thread.saved_sigmask.lock() = Some(old);
+    let old = task.thread.swap_sigmask(mask);
+    *task.thread.saved_sigmask().lock() = Some(old);
     let r = wait();
     if !matches!(r, Err(e) if e.is_restart()) {
-        task.thread.saved_sigmask.lock().take();
-        task.thread.sigmask.store(old, Ordering::SeqCst);
+        task.thread.saved_sigmask().lock().take();
+        task.thread.set_sigmask(old);
     }
     r
 }

@@ -38,7 +38,7 @@ pub(super) const ENTRIES: Entries = &[
 /// value.
 fn sys_personality(task: &mut Task, a: [u64; 6]) -> SysResult {
     let persona = super::args::uint(a[0]);
-    let mut attrs = task.thread.attrs.lock();
+    let mut attrs = task.thread.attrs().lock();
     let old = attrs.personality;
     if persona != u32::MAX {
         attrs.personality = persona;
@@ -92,11 +92,11 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     match int(a[0]) {
         PR_SET_PDEATHSIG => {
             let sig = i32::try_from(arg2).ok().filter(|s| *s <= 64).ok_or(Errno::EINVAL)?;
-            task.thread.attrs.lock().pdeathsig = sig;
+            task.thread.attrs().lock().pdeathsig = sig;
             Ok(0)
         }
         PR_GET_PDEATHSIG => {
-            let sig = task.thread.attrs.lock().pdeathsig;
+            let sig = task.thread.attrs().lock().pdeathsig;
             put_i32(task, arg2, sig)?;
             Ok(0)
         }
@@ -106,31 +106,31 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             task.thread.group().set_dumpable(d);
             Ok(0)
         }
-        PR_GET_KEEPCAPS => Ok(u64::from(task.thread.attrs.lock().keepcaps)),
+        PR_GET_KEEPCAPS => Ok(u64::from(task.thread.attrs().lock().keepcaps)),
         PR_SET_KEEPCAPS => {
             if arg2 > 1 {
                 return Err(Errno::EINVAL);
             }
-            task.thread.attrs.lock().keepcaps = arg2 == 1;
+            task.thread.attrs().lock().keepcaps = arg2 == 1;
             Ok(0)
         }
         PR_SET_NAME => {
             let name = read_comm(task, arg2)?;
-            *task.thread.comm.lock() = name;
+            task.thread.set_comm(name);
             Ok(0)
         }
         PR_GET_NAME => {
             let mut e = Encoder::with_capacity(COMM_LEN);
-            e.cstr_array(&task.thread.comm.lock(), COMM_LEN);
+            e.cstr_array(&task.thread.comm(), COMM_LEN);
             task.thread.mm().copy_out(arg2, e.as_bytes())?;
             Ok(0)
         }
-        PR_GET_SECCOMP => Ok(u64::from(task.thread.seccomp.mode())),
+        PR_GET_SECCOMP => Ok(u64::from(task.thread.seccomp().mode())),
         PR_SET_SECCOMP => super::seccomp::prctl_set(task, arg2, rest[0]),
         PR_CAPBSET_READ => Ok(u64::from(task.thread.creds().caps.bounding & valid_bit(arg2)? != 0)),
         PR_CAPBSET_DROP => {
             let bit = valid_bit(arg2)?;
-            task.thread.creds.write().caps.drop_bounding(bit)?;
+            task.thread.update_creds(|c| c.caps.drop_bounding(bit))?;
             Ok(0)
         }
         PR_CAP_AMBIENT => ambient(task, arg2, rest),
@@ -147,14 +147,14 @@ fn sys_prctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             if arg2 != 1 || rest != [0; 3] {
                 return Err(Errno::EINVAL);
             }
-            task.thread.attrs.lock().no_new_privs = true;
+            task.thread.attrs().lock().no_new_privs = true;
             Ok(0)
         }
         PR_GET_NO_NEW_PRIVS => {
             if arg2 != 0 || rest != [0; 3] {
                 return Err(Errno::EINVAL);
             }
-            Ok(u64::from(task.thread.attrs.lock().no_new_privs))
+            Ok(u64::from(task.thread.attrs().lock().no_new_privs))
         }
         option => {
             log::debug!("prctl: unsupported option {option:#x}");
@@ -168,8 +168,7 @@ fn ambient(task: &Task, op: u64, [cap, a4, a5]: [u64; 3]) -> SysResult {
     if a4 != 0 || a5 != 0 || (op == PR_CAP_AMBIENT_CLEAR_ALL && cap != 0) {
         return Err(Errno::EINVAL);
     }
-    let mut c = task.thread.creds.write();
-    match op {
+    task.thread.update_creds(|c| match op {
         PR_CAP_AMBIENT_CLEAR_ALL => {
             c.caps.ambient = 0;
             Ok(0)
@@ -184,5 +183,5 @@ fn ambient(task: &Task, op: u64, [cap, a4, a5]: [u64; 3]) -> SysResult {
             Ok(0)
         }
         _ => Err(Errno::EINVAL),
-    }
+    })
 }

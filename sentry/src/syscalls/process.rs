@@ -208,10 +208,10 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let target = match pid {
         -1 => WaitTarget::Any,
-        0 => WaitTarget::Group(task.kernel.procs.pgid(me).unwrap_or(me)),
+        0 => WaitTarget::Group(task.kernel.procs().pgid(me).unwrap_or(me)),
         p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
         p => WaitTarget::Pid(p),
     };
@@ -248,7 +248,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
     if options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     // A pidfd's process, which must be the caller's child; an O_NONBLOCK
     // pidfd does not wait (EAGAIN, as Linux).
     let mut nonblocking_pidfd = false;
@@ -260,7 +260,7 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         P_ALL => WaitTarget::Any,
         P_PID if id > 0 => WaitTarget::Pid(id),
-        P_PGID if id >= 0 => WaitTarget::Group(if id == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { id }),
+        P_PGID if id >= 0 => WaitTarget::Group(if id == 0 { task.kernel.procs().pgid(me).unwrap_or(me) } else { id }),
         _ => return Err(Errno::EINVAL),
     };
     let what = WaitFor {
@@ -317,10 +317,10 @@ fn wait_any(
     block: bool,
     peek: bool,
 ) -> Result<Option<(i32, Reported, CpuTimes)>, Errno> {
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let traces = ptrace::of(&task.kernel);
     let tracees = |m: &dyn Fn(i32, i32) -> bool| traces.wait_report(me, m, what.exited, peek);
-    let r = task.kernel.procs.wait_with(me, target, what, block, peek, tracees).map_err(wait_errno)?;
+    let r = task.kernel.procs().wait_with(me, target, what, block, peek, tracees).map_err(wait_errno)?;
     Ok(r.map(|w| match w {
         Waited::Child(pid, ev, usage) => (pid, Reported::Child(ev), usage),
         Waited::Other((tid, report)) => (tid, Reported::Tracee(report), CpuTimes::default()),

@@ -80,7 +80,7 @@ fn process_vm(task: &Task, a: [u64; 6], dir: Dir) -> SysResult {
     }
     let remote = read_iovecs(task, a[3], a[4])?;
     let target = task.kernel.thread(int(a[0])).ok_or(Errno::ESRCH)?;
-    if target.tgid != task.thread.tgid {
+    if target.tgid() != task.thread.tgid() {
         let dumpable = target.group().dumpable() != 0;
         if !task.thread.creds().may_read_process(&target.creds(), dumpable) {
             return Err(Errno::EPERM);

@@ -88,7 +88,7 @@ fn sys_ptrace(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) -> SysResult {
     let k = task.kernel.clone();
     let p = ptrace::of(&k);
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     // The signal a resume delivers.
     let sig = || i32::try_from(data).map_err(|_| Errno::EIO);
     match req {
@@ -132,7 +132,7 @@ fn request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) -> SysResu
 fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) -> SysResult {
     let p = ptrace::of(&task.kernel);
     let mm = task.thread.mm();
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let target_mask = || tracee_thread(task, pid).map(|t| t.sigmask());
     match req {
         PEEKUSR => {
@@ -217,7 +217,7 @@ fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) ->
                 mm.copy_in(data, &mut raw)?;
                 let unblockable =
                     crate::kernel::signal::sigbit(libc::SIGKILL) | crate::kernel::signal::sigbit(libc::SIGSTOP);
-                target.sigmask.store(u64::from_le_bytes(raw) & !unblockable, std::sync::atomic::Ordering::SeqCst);
+                target.set_sigmask(u64::from_le_bytes(raw) & !unblockable);
             }
             Ok(0)
         }
@@ -239,7 +239,7 @@ fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) ->
 /// PTRACE_TRACEME: the caller's parent process traces it. ptrace_scope 0
 /// lets any parent do so.
 fn traceme(task: &mut Task) -> SysResult {
-    let parent = task.kernel.procs.ppid(task.thread.tgid);
+    let parent = task.kernel.procs().ppid(task.thread.tgid());
     if parent == 0 {
         return Err(Errno::EPERM);
     }
@@ -252,19 +252,19 @@ fn traceme(task: &mut Task) -> SysResult {
 fn attach(task: &mut Task, tid: i32, seize: bool, options: u32) -> Result<(), Errno> {
     let k = task.kernel.clone();
     let target = k.thread(tid).ok_or(Errno::ESRCH)?;
-    if target.tgid == task.thread.tgid {
+    if target.tgid() == task.thread.tgid() {
         return Err(Errno::EPERM);
     }
     let dumpable = target.group().dumpable() != 0;
     if !task.thread.creds().may_read_process(&target.creds(), dumpable) {
         return Err(Errno::EPERM);
     }
-    ptrace::of(&k).link(task.thread.tgid, &target, seize, options)?;
+    ptrace::of(&k).link(task.thread.tgid(), &target, seize, options)?;
     if !seize {
         let info = crate::kernel::siginfo::SigInfo::user(
             libc::SIGSTOP,
             crate::kernel::siginfo::SI_USER,
-            task.thread.tgid,
+            task.thread.tgid(),
             task.thread.creds().uid,
         );
         target.queue_signal(info);
@@ -275,7 +275,7 @@ fn attach(task: &mut Task, tid: i32, seize: bool, options: u32) -> Result<(), Er
 
 /// The live thread `tid` traced by the caller's process.
 fn tracee_thread(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
-    ptrace::of(&task.kernel).with_tracee(task.thread.tgid, tid, false, |_| Ok(()))?;
+    ptrace::of(&task.kernel).with_tracee(task.thread.tgid(), tid, false, |_| Ok(()))?;
     task.kernel.thread(tid).ok_or(Errno::ESRCH)
 }
 

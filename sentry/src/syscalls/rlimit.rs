@@ -42,7 +42,7 @@ fn rlimit_index(resource: u64) -> Result<usize, Errno> {
 fn do_prlimit(task: &Task, target: &Arc<Thread>, resource: u64, new: Option<Rlimit>) -> Result<Rlimit, Errno> {
     let res = rlimit_index(resource)?;
     // The sandbox's ceiling holds for the privileged too, as fs.nr_open.
-    if res == limits::RLIMIT_NOFILE && new.is_some_and(|n| n.cur <= n.max && n.max > task.kernel.nofile.get()) {
+    if res == limits::RLIMIT_NOFILE && new.is_some_and(|n| n.cur <= n.max && n.max > task.kernel.nofile().get()) {
         return Err(Errno::EPERM);
     }
     let old = limits::prlimit(target, res, new, capable(task, caps::CAP_SYS_RESOURCE))?;

@@ -60,8 +60,8 @@ pub(super) fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Threa
         PRIO_PROCESS if who == 0 => vec![task.thread.clone()],
         PRIO_PROCESS => k.thread(who).into_iter().collect(),
         PRIO_PGRP => {
-            let pgid = if who == 0 { k.procs.pgid(task.thread.tgid).unwrap_or(task.thread.tgid) } else { who };
-            k.procs.group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
+            let pgid = if who == 0 { k.procs().pgid(task.thread.tgid()).unwrap_or(task.thread.tgid()) } else { who };
+            k.procs().group_members(pgid).iter().flat_map(|&pid| k.group(pid)).collect()
         }
         PRIO_USER => {
             let uid = if who == 0 { task.thread.creds().uid } else { u32::try_from(who).map_err(|_| Errno::ESRCH)? };
@@ -80,7 +80,7 @@ pub(super) fn targets(task: &Task, which: i32, who: i32) -> Result<Vec<Arc<Threa
 /// as the system call returns it: 20 - nice, in 1..=40.
 fn sys_getpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
     let threads = targets(task, int(a[0]), int(a[1]))?;
-    let nice = threads.iter().map(|t| t.nice.load(Ordering::Relaxed)).min().unwrap_or(0);
+    let nice = threads.iter().map(|t| t.nice().load(Ordering::Relaxed)).min().unwrap_or(0);
     u64::try_from(20 - nice).map_err(|_| Errno::EINVAL)
 }
 
@@ -96,12 +96,12 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
         if !privileged && !me.same_owner(&t.creds()) {
             return Err(Errno::EPERM);
         }
-        if !privileged && nice < t.nice.load(Ordering::Relaxed) {
+        if !privileged && nice < t.nice().load(Ordering::Relaxed) {
             return Err(Errno::EACCES);
         }
     }
     for t in threads {
-        t.nice.store(nice, Ordering::Relaxed);
+        t.nice().store(nice, Ordering::Relaxed);
     }
     Ok(0)
 }
@@ -112,7 +112,7 @@ fn sys_setpriority(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_sched_rr_get_interval(task: &mut Task, a: [u64; 6]) -> SysResult {
     let t = super::sched_policy::target(task, int(a[0]))?;
     // Linux's RR_TIMESLICE (100 ms) for SCHED_RR.
-    let nsec = if t.attrs.lock().sched.policy == SCHED_RR { 100_000_000 } else { 0 };
+    let nsec = if t.attrs().lock().sched.policy == SCHED_RR { 100_000_000 } else { 0 };
     task.thread.mm().copy_out(a[1], &Timespec { sec: 0, nsec }.encode())?;
     Ok(0)
 }
@@ -153,7 +153,7 @@ fn sys_sched_getaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let target = find_thread(task, int(a[0]))?;
-    let mask = match &target.attrs.lock().cpu_affinity {
+    let mask = match &target.attrs().lock().cpu_affinity {
         Some(m) => and_masks(&host.online, m),
         None => host.online.clone(),
     };
@@ -178,7 +178,7 @@ fn sys_sched_setaffinity(task: &mut Task, a: [u64; 6]) -> SysResult {
     if mask.iter().all(|&w| w == 0) {
         return Err(Errno::EINVAL);
     }
-    target.attrs.lock().cpu_affinity = Some(mask);
+    target.attrs().lock().cpu_affinity = Some(mask);
     Ok(0)
 }
 

@@ -90,7 +90,7 @@ pub(super) fn target(task: &Task, pid: i32) -> Result<Arc<Thread>, Errno> {
 
 /// `t`'s policy and parameters as `get_params` fills a sched_attr.
 fn current(t: &Thread) -> Attr {
-    let s = t.attrs.lock().sched;
+    let s = t.attrs().lock().sched;
     let mut a = Attr { policy: s.policy, ..Attr::default() };
     if s.reset_on_fork {
         a.flags |= FLAG_RESET_ON_FORK;
@@ -98,7 +98,7 @@ fn current(t: &Thread) -> Attr {
     if s.realtime() {
         a.priority = s.priority;
     } else {
-        a.nice = t.nice.load(Ordering::Relaxed);
+        a.nice = t.nice().load(Ordering::Relaxed);
     }
     a
 }
@@ -127,8 +127,8 @@ fn nice_allowed(t: &Thread, nice: i32) -> bool {
 /// `user_check_sched_setscheduler`: whether the change needs
 /// CAP_SYS_NICE.
 fn needs_privilege(task: &Task, t: &Thread, a: &Attr, reset_on_fork: bool) -> bool {
-    let now = t.attrs.lock().sched;
-    let nice = t.nice.load(Ordering::Relaxed);
+    let now = t.attrs().lock().sched;
+    let nice = t.nice().load(Ordering::Relaxed);
     let fair = matches!(a.policy, SCHED_OTHER | SCHED_BATCH);
     if fair && a.nice < nice && !nice_allowed(t, a.nice) {
         return true;
@@ -158,7 +158,7 @@ fn needs_privilege(task: &Task, t: &Thread, a: &Attr, reset_on_fork: bool) -> bo
 /// current one (sched_setparam, SCHED_FLAG_KEEP_POLICY).
 fn set(task: &Task, t: &Thread, mut a: Attr) -> SysResult {
     let reset_on_fork = if a.policy < 0 {
-        let now = t.attrs.lock().sched;
+        let now = t.attrs().lock().sched;
         a.policy = now.policy;
         now.reset_on_fork
     } else {
@@ -183,7 +183,7 @@ fn set(task: &Task, t: &Thread, mut a: Attr) -> SysResult {
     if a.policy == SCHED_DEADLINE {
         return Err(Errno::EBUSY);
     }
-    let mut attrs = t.attrs.lock();
+    let mut attrs = t.attrs().lock();
     if a.flags & FLAG_KEEP_PARAMS != 0 {
         // As Linux: the policy and its parameters stay; only the
         // reset-on-fork flag changes.
@@ -192,7 +192,7 @@ fn set(task: &Task, t: &Thread, mut a: Attr) -> SysResult {
     }
     attrs.sched = SchedPolicy { policy: a.policy, priority: a.priority, reset_on_fork };
     if !realtime {
-        t.nice.store(a.nice, Ordering::Relaxed);
+        t.nice().store(a.nice, Ordering::Relaxed);
     }
     Ok(0)
 }
@@ -212,7 +212,7 @@ fn set_param(task: &Task, pid: i32, policy: Option<i32>, param: u64) -> SysResul
     }
     let priority = read_priority(task, param)?;
     let t = target(task, pid)?;
-    let mut a = Attr { policy: -1, priority, nice: t.nice.load(Ordering::Relaxed), ..Attr::default() };
+    let mut a = Attr { policy: -1, priority, nice: t.nice().load(Ordering::Relaxed), ..Attr::default() };
     if let Some(p) = policy {
         a.policy = p & !SCHED_RESET_ON_FORK;
         if p & SCHED_RESET_ON_FORK != 0 {
@@ -235,7 +235,7 @@ fn sys_sched_setparam(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_sched_getscheduler(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let s = target(task, int(a[0]))?.attrs.lock().sched;
+    let s = target(task, int(a[0]))?.attrs().lock().sched;
     let flag = if s.reset_on_fork { SCHED_RESET_ON_FORK } else { 0 };
     u64::try_from(s.policy | flag).map_err(|_| Errno::EINVAL)
 }
@@ -245,7 +245,7 @@ fn sys_sched_getparam(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[1] == 0 || pid < 0 {
         return Err(Errno::EINVAL);
     }
-    let s = target(task, pid)?.attrs.lock().sched;
+    let s = target(task, pid)?.attrs().lock().sched;
     task.thread.mm().copy_out(a[1], &s.priority.to_le_bytes())?;
     Ok(0)
 }

@@ -68,7 +68,7 @@ pub(super) fn set_mode(task: &mut Task, op: u32, flags: u32, uargs: u64) -> SysR
         if flags != 0 || uargs != 0 {
             return Err(Errno::EINVAL);
         }
-        task.thread.seccomp.set_strict()?;
+        task.thread.seccomp().set_strict()?;
         return Ok(0);
     }
     if flags & !FLAGS_KNOWN != 0 {
@@ -103,14 +103,14 @@ fn read_program(task: &Task, addr: u64) -> Result<Program, Errno> {
     if len == 0 || len > MAX_INSNS {
         return Err(Errno::EINVAL);
     }
-    if !task.thread.attrs.lock().no_new_privs && !capable(task, CAP_SYS_ADMIN) {
+    if !task.thread.attrs().lock().no_new_privs && !capable(task, CAP_SYS_ADMIN) {
         return Err(Errno::EACCES);
     }
     let mut raw = vec![0u8; len * Insn::SIZE];
     task.thread.mm().copy_in(filter, &mut raw)?;
     let insns = Insn::decode_all(&raw);
     Program::new(insns).map_err(|e| {
-        log::debug!("task {}: seccomp filter refused: {e}", task.thread.tid);
+        log::debug!("task {}: seccomp filter refused: {e}", task.thread.tid());
         Errno::EINVAL
     })
 }

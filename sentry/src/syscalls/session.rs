@@ -18,18 +18,18 @@ pub(super) const ENTRIES: Entries = &[
 ];
 
 fn sys_getpgrp(task: &mut Task, _: [u64; 6]) -> SysResult {
-    let me = task.thread.tgid;
-    Ok(ret(task.kernel.procs.pgid(me).unwrap_or(me)))
+    let me = task.thread.tgid();
+    Ok(ret(task.kernel.procs().pgid(me).unwrap_or(me)))
 }
 
 fn sys_getpgid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let pid = find_thread(task, int(a[0]))?.tgid;
-    task.kernel.procs.pgid(pid).map(ret).ok_or(Errno::ESRCH)
+    let pid = find_thread(task, int(a[0]))?.tgid();
+    task.kernel.procs().pgid(pid).map(ret).ok_or(Errno::ESRCH)
 }
 
 fn sys_getsid(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let pid = find_thread(task, int(a[0]))?.tgid;
-    task.kernel.procs.sid(pid).map(ret).ok_or(Errno::ESRCH)
+    let pid = find_thread(task, int(a[0]))?.tgid();
+    task.kernel.procs().sid(pid).map(ret).ok_or(Errno::ESRCH)
 }
 
 fn sys_setpgid(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -37,24 +37,24 @@ fn sys_setpgid(task: &mut Task, a: [u64; 6]) -> SysResult {
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task.thread.tgid;
+    let me = task.thread.tgid();
     let pid = match int(a[0]) {
         0 => me,
         p => p,
     };
     let pid = match find_thread(task, pid) {
-        Ok(target) => target.tgid,
+        Ok(target) => target.tgid(),
         // A child that is exiting or a zombie is still in its group.
-        Err(_) if task.kernel.procs.exists(pid) => pid,
+        Err(_) if task.kernel.procs().exists(pid) => pid,
         Err(e) => return Err(e),
     };
-    if pid != me && task.kernel.procs.ppid(pid) != me {
+    if pid != me && task.kernel.procs().ppid(pid) != me {
         return Err(Errno::ESRCH);
     }
-    task.kernel.procs.set_pgid(pid, if pgid == 0 { pid } else { pgid })?;
+    task.kernel.procs().set_pgid(pid, if pgid == 0 { pid } else { pgid })?;
     Ok(0)
 }
 
 fn sys_setsid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    task.kernel.procs.set_sid(task.thread.tgid).map(ret)
+    task.kernel.procs().set_sid(task.thread.tgid()).map(ret)
 }

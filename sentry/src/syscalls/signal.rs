@@ -98,7 +98,7 @@ fn disposition(sig: i32, handler: u64) -> Disposition {
 
 /// The handler of `sig` (1..=64) in the task's thread group.
 fn handler_of(task: &Task, sig: usize) -> u64 {
-    task.thread.sigactions.swap(sig, None).handler
+    task.thread.sigactions().swap(sig, None).handler
 }
 
 /// Why an interrupted wait that Linux never restarts (epoll_wait) ends:
@@ -107,7 +107,7 @@ fn handler_of(task: &Task, sig: usize) -> u64 {
 /// signal, which Linux drops when it is sent and the sentry at delivery.
 pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
     let t = &task.thread;
-    if t.exiting.load(Ordering::SeqCst) || t.stop_requested.load(Ordering::SeqCst) {
+    if t.exiting().load(Ordering::SeqCst) || t.stop_requested().load(Ordering::SeqCst) {
         return Errno::EINTR;
     }
     let deliverable = t.pending() & !t.sigmask();
@@ -125,7 +125,7 @@ pub(super) fn eintr_unless_ignored(task: &Task) -> Errno {
 fn group(task: &Task) -> Vec<Arc<Thread>> {
     let me = &task.thread;
     let mut threads = vec![me.clone()];
-    threads.extend(me.group().threads().into_iter().filter(|t| t.tid != me.tid));
+    threads.extend(me.group().threads().into_iter().filter(|t| t.tid() != me.tid()));
     threads
 }
 
@@ -146,7 +146,7 @@ fn sys_rt_sigaction(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let new = new.map(|n| SigAction { flags: n.flags & SA_KNOWN, mask: n.mask & !UNBLOCKABLE, ..n });
-    let mut old = task.thread.sigactions.swap(idx, new);
+    let mut old = task.thread.sigactions().swap(idx, new);
     if new.is_some_and(|n| disposition(sig, n.handler) == Disposition::Ignore) {
         for t in group(task) {
             t.discard_signals(sigbit(sig));
@@ -180,7 +180,7 @@ fn sys_rt_sigprocmask(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[1] != 0 {
         let set = read_u64(task, a[1])?;
         let mask = new_mask(int(a[0]), old, set)?;
-        task.thread.sigmask.store(mask, Ordering::Relaxed);
+        task.thread.set_sigmask(mask);
     }
     if a[2] != 0 {
         task.thread.mm().copy_out(a[2], &old.to_le_bytes())?;
@@ -259,9 +259,9 @@ fn sys_sigaltstack(task: &mut Task, a: [u64; 6]) -> SysResult {
         None
     };
     let sp = task.cpu.regs.rsp;
-    let cur = *task.thread.altstack.lock();
+    let cur = *task.thread.altstack().lock();
     if let Some(new) = new {
-        *task.thread.altstack.lock() = set_altstack(cur, new, sp)?;
+        *task.thread.altstack().lock() = set_altstack(cur, new, sp)?;
     }
     if a[1] != 0 {
         task.thread.mm().copy_out(a[1], &encode_stack(cur.sp, reported_flags(&cur, sp), cur.size))?;
@@ -309,7 +309,7 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: 
     };
     // Job control acts at sending, whatever the disposition (a SIGCONT
     // flushes pending stop signals even when it is then ignored).
-    task.kernel.job_control_at_send(task.thread.tgid, sig);
+    task.kernel.job_control_at_send(task.thread.tgid(), sig);
     let handler = handler_of(task, idx);
     match outcome(sig, handler, receiver.sigmask() & bit != 0) {
         Outcome::Discard => Ok(0),
@@ -322,7 +322,7 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: 
             Ok(0)
         }
         Outcome::Queue => {
-            task.kernel.signal_process_info(task.thread.tgid, info);
+            task.kernel.signal_process_info(task.thread.tgid(), info);
             Ok(0)
         }
     }
@@ -339,7 +339,7 @@ fn may_signal(task: &Task, target: &Thread) -> bool {
 /// when directed).
 pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
     let code = if directed { SI_TKILL } else { SI_USER };
-    let info = SigInfo::user(sig, code, task.thread.tgid, task.thread.creds().uid);
+    let info = SigInfo::user(sig, code, task.thread.tgid(), task.thread.creds().uid);
     send_info(task, target, directed, info)
 }
 
@@ -350,7 +350,7 @@ pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, in
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
     };
-    if target.tgid != task.thread.tgid && !may_signal(task, &target) {
+    if target.tgid() != task.thread.tgid() && !may_signal(task, &target) {
         return Err(Errno::EPERM);
     }
     if let Some(idx) = idx {
@@ -360,17 +360,17 @@ pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, in
         // signals from outside, the runtime's, still reach it.) A blocked
         // signal is queued: its handler may change before it is unblocked.
         let blocked = target.sigmask() & sigbit(info.signo()) != 0;
-        if target.tgid == INIT_PID && !blocked && target.sigactions.swap(idx, None).handler == SIG_DFL {
-            task.kernel.job_control_at_send(target.tgid, info.signo());
+        if target.tgid() == INIT_PID && !blocked && target.sigactions().swap(idx, None).handler == SIG_DFL {
+            task.kernel.job_control_at_send(target.tgid(), info.signo());
             return Ok(0);
         }
     }
-    if target.tgid != task.thread.tgid {
+    if target.tgid() != task.thread.tgid() {
         if idx.is_some() {
             if directed {
                 task.kernel.send_signal_info(&target, info);
             } else {
-                task.kernel.signal_process_info(target.tgid, info);
+                task.kernel.signal_process_info(target.tgid(), info);
             }
         }
         return Ok(0);
@@ -388,7 +388,7 @@ pub(super) fn given_info(task: &Task, addr: u64, sig: i32, tgid: i32) -> Result<
     let mut raw = [0u8; SIGINFO_SIZE];
     task.thread.mm().copy_in(addr, &mut raw)?;
     let info = SigInfo::queued(raw, sig);
-    if (info.code() >= 0 || info.code() == SI_TKILL) && tgid != task.thread.tgid {
+    if (info.code() >= 0 || info.code() == SI_TKILL) && tgid != task.thread.tgid() {
         return Err(Errno::EPERM);
     }
     Ok(info)
@@ -396,7 +396,7 @@ pub(super) fn given_info(task: &Task, addr: u64, sig: i32, tgid: i32) -> Result<
 
 /// The thread `tid` names, or ESRCH.
 fn lookup(task: &Task, tid: i32) -> Result<Arc<Thread>, Errno> {
-    if tid == task.thread.tid {
+    if tid == task.thread.tid() {
         return Ok(task.thread.clone());
     }
     task.kernel.thread(tid).ok_or(Errno::ESRCH)
@@ -411,7 +411,7 @@ fn process_thread(task: &Task, pid: i32) -> Option<Arc<Thread>> {
 /// `kill(-1, sig)`: every process but init and the caller's.
 fn kill_all(task: &mut Task, sig: i32) -> SysResult {
     let others: Vec<Arc<Thread>> =
-        task.kernel.threads().into_iter().filter(|t| t.tgid > 1 && t.tgid != task.thread.tgid).collect();
+        task.kernel.threads().into_iter().filter(|t| t.tgid() > 1 && t.tgid() != task.thread.tgid()).collect();
     if others.is_empty() {
         return Err(Errno::ESRCH);
     }
@@ -423,9 +423,9 @@ fn kill_all(task: &mut Task, sig: i32) -> SysResult {
         return Err(Errno::EPERM);
     }
     if sig != 0 {
-        let info = SigInfo::user(sig, SI_USER, task.thread.tgid, task.thread.creds().uid);
-        for t in allowed.into_iter().filter(|t| t.tid == t.tgid) {
-            task.kernel.signal_process_info(t.tgid, info.clone());
+        let info = SigInfo::user(sig, SI_USER, task.thread.tgid(), task.thread.creds().uid);
+        for t in allowed.into_iter().filter(|t| t.tid() == t.tgid()) {
+            task.kernel.signal_process_info(t.tgid(), info.clone());
         }
     }
     Ok(0)
@@ -445,18 +445,18 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
     match pid {
         p if p > 0 => match process_thread(task, p) {
             Some(target) => send(task, target, sig, false),
-            None if task.kernel.procs.exists(p) => to_exiting(sig),
+            None if task.kernel.procs().exists(p) => to_exiting(sig),
             None => Err(Errno::ESRCH),
         },
         -1 => kill_all(task, sig),
         i32::MIN => Err(Errno::ESRCH),
         p => {
             // A process group: every process in it, zombies included.
-            let me = task.thread.tgid;
-            let pgid = if p == 0 { task.kernel.procs.pgid(me).unwrap_or(me) } else { -p };
-            let members = task.kernel.procs.group_members(pgid);
+            let me = task.thread.tgid();
+            let pgid = if p == 0 { task.kernel.procs().pgid(me).unwrap_or(me) } else { -p };
+            let members = task.kernel.procs().group_members(pgid);
             if members.is_empty() {
-                return if task.kernel.procs.group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
+                return if task.kernel.procs().group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
             }
             if sig != 0 && valid_signal(sig).is_none() {
                 return Err(Errno::EINVAL);
@@ -491,7 +491,7 @@ fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
     if tgid <= 0 || tid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
+    let target = lookup(task, tid).ok().filter(|t| t.tgid() == tgid).ok_or(Errno::ESRCH)?;
     send(task, target, int(a[2]), true)
 }
 
@@ -508,8 +508,8 @@ fn sys_rt_sigsuspend(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut raw = [0u8; 8];
     task.thread.mm().copy_in(a[0], &mut raw)?;
     let mask = u64::from_le_bytes(raw) & !(sigbit(SIGKILL) | sigbit(SIGSTOP));
-    let old = task.thread.sigmask.swap(mask, Ordering::SeqCst);
-    *task.thread.saved_sigmask.lock() = Some(old);
+    let old = task.thread.swap_sigmask(mask);
+    *task.thread.saved_sigmask().lock() = Some(old);
     wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
 }
 
@@ -522,7 +522,7 @@ fn sys_pause(_task: &mut Task, _a: [u64; 6]) -> SysResult {
 fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
     crate::kernel::signal_frame::sigreturn(task).or_else(|e| {
         // A corrupt frame kills the process, as Linux's force_sigsegv does.
-        log::debug!("task {}: bad signal frame ({e})", task.thread.tid);
+        log::debug!("task {}: bad signal frame ({e})", task.thread.tid());
         task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
         Ok(0)
     })
@@ -551,9 +551,9 @@ fn sys_rt_sigtimedwait(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     // While it waits, a process-directed signal of `set` comes to this
     // thread even though it blocks it (Linux unblocks `set` for the wait).
-    task.thread.sigwaiting.store(set, Ordering::SeqCst);
+    task.thread.sigwaiting().store(set, Ordering::SeqCst);
     let taken = wait_for_one_of(task, set, deadline);
-    task.thread.sigwaiting.store(0, Ordering::SeqCst);
+    task.thread.sigwaiting().store(0, Ordering::SeqCst);
     let info = taken?;
     if a[1] != 0 {
         mm.copy_out(a[1], &info.0)?;
@@ -578,12 +578,12 @@ fn wait_for_one_of(task: &Task, set: u64, deadline: Option<std::time::Instant>) 
         }
         // Any signal sent to the thread wakes the sleep; look again.
         if waiter::sleep_until(until).is_err() {
-            task.thread.interrupted.store(false, Ordering::SeqCst);
-            if task.thread.exiting.load(Ordering::SeqCst) {
+            task.thread.interrupted().store(false, Ordering::SeqCst);
+            if task.thread.exiting().load(Ordering::SeqCst) {
                 return Err(Errno::EINTR);
             }
             // A job-control stop parks the thread; the wait then restarts.
-            if task.thread.stop_requested.load(Ordering::SeqCst) {
+            if task.thread.stop_requested().load(Ordering::SeqCst) {
                 return Err(Errno::ERESTARTNOHAND);
             }
         }
@@ -596,7 +596,7 @@ fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ESRCH);
     }
     let target = lookup(task, pid)?;
-    let info = given_info(task, a[2], int(a[1]), target.tgid)?;
+    let info = given_info(task, a[2], int(a[1]), target.tgid())?;
     send_info(task, target, false, info)
 }
 
@@ -605,7 +605,7 @@ fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
     if tgid <= 0 || tid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let target = lookup(task, tid).ok().filter(|t| t.tgid == tgid).ok_or(Errno::ESRCH)?;
+    let target = lookup(task, tid).ok().filter(|t| t.tgid() == tgid).ok_or(Errno::ESRCH)?;
     let info = given_info(task, a[3], int(a[2]), tgid)?;
     send_info(task, target, true, info)
 }

@@ -31,7 +31,7 @@ pub(super) const ENTRIES: Entries = &[
 ];
 
 /// `struct stat` of `st`.
-pub fn encode_stat(st: &Stat) -> Vec<u8> {
+pub(super) fn encode_stat(st: &Stat) -> Vec<u8> {
     let ts = |t: TimeSpec| Timespec { sec: t.sec, nsec: t.nsec };
     StatBuf {
         dev: st.dev,
@@ -60,7 +60,7 @@ fn minor(dev: u64) -> u32 {
 }
 
 /// `struct statx` of `st` on mount `mnt_id` (no birth time).
-pub fn encode_statx(st: &Stat, mnt_id: u64) -> Vec<u8> {
+pub(super) fn encode_statx(st: &Stat, mnt_id: u64) -> Vec<u8> {
     let ts = |t: TimeSpec| Timespec { sec: t.sec, nsec: t.nsec };
     Statx {
         mask: STATX_BASIC_STATS | STATX_MNT_ID,
@@ -84,7 +84,7 @@ pub fn encode_statx(st: &Stat, mnt_id: u64) -> Vec<u8> {
 }
 
 /// `struct statfs` of `s`.
-pub fn encode_statfs(s: &StatFs) -> Vec<u8> {
+pub(super) fn encode_statfs(s: &StatFs) -> Vec<u8> {
     StatFsBuf {
         fs_type: s.fs_type,
         bsize: s.bsize,

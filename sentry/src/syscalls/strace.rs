@@ -5,7 +5,7 @@ use crate::abi::SysResult;
 use crate::kernel::{SyscallObserver, TaskIdentity};
 
 /// Logs each completed system call with its raw arguments and result.
-pub struct Strace;
+pub(crate) struct Strace;
 
 impl SyscallObserver for Strace {
     fn exit(&self, who: &TaskIdentity, nr: u64, args: &[u64; 6], result: &SysResult) {

@@ -133,7 +133,7 @@ fn sys_sysinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
     let up = task.kernel.uptime();
     let uptime = i64::try_from(up.as_secs()).unwrap_or(i64::MAX).saturating_add(i64::from(up.subsec_nanos() != 0));
     let total = crate::host::total_ram();
-    let free = total.saturating_sub(task.kernel.memory.used());
+    let free = total.saturating_sub(task.kernel.memory().used());
     let procs = u16::try_from(task.kernel.tids().len()).unwrap_or(u16::MAX);
     task.thread.mm().copy_out(a[0], &encode_sysinfo(uptime, total, free, procs))?;
     Ok(0)

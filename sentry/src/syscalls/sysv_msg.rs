@@ -27,7 +27,7 @@ fn registry(task: &Task) -> Arc<ipc::Namespace> {
 
 fn sys_msgget(task: &mut Task, a: [u64; 6]) -> SysResult {
     let req = GetRequest { key: int(a[0]), flags: int(a[1]) };
-    let id = registry(task).msg.get(req, &task.thread.creds(), task.kernel.memory.accountant())?;
+    let id = registry(task).msg.get(req, &task.thread.creds(), task.kernel.memory().accountant())?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
 
@@ -44,7 +44,7 @@ fn sys_msgsnd(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mut text = vec![0u8; len];
     mm.copy_in(msgp.checked_add(8).ok_or(Errno::EFAULT)?, &mut text)?;
     let (_, q) = registry(task).msg.table.lookup(id, &task.thread.creds(), MAY_WRITE)?;
-    q.send(mtype, text, flags & IPC_NOWAIT != 0, task.thread.tgid)?;
+    q.send(mtype, text, flags & IPC_NOWAIT != 0, task.thread.tgid())?;
     Ok(0)
 }
 
@@ -66,7 +66,7 @@ fn sys_msgrcv(task: &mut Task, a: [u64; 6]) -> SysResult {
     };
     let (_, q) = registry(task).msg.table.lookup(id, &task.thread.creds(), MAY_READ)?;
     let noerror = flags & MSG_NOERROR != 0;
-    let (mtype, text) = q.receive(sel, max, noerror, flags & IPC_NOWAIT != 0, task.thread.tgid)?;
+    let (mtype, text) = q.receive(sel, max, noerror, flags & IPC_NOWAIT != 0, task.thread.tgid())?;
     let mm = task.thread.mm();
     mm.copy_out(msgp, &mtype.to_le_bytes())?;
     mm.copy_out(msgp.checked_add(8).ok_or(Errno::EFAULT)?, &text)?;

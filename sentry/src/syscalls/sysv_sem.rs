@@ -46,7 +46,7 @@ fn registry(task: &Task) -> Arc<ipc::Namespace> {
 
 fn sys_semget(task: &mut Task, a: [u64; 6]) -> SysResult {
     let req = GetRequest { key: int(a[0]), flags: int(a[2]) };
-    let id = registry(task).sem.get(req, int(a[1]), &task.thread.creds(), task.kernel.memory.accountant())?;
+    let id = registry(task).sem.get(req, int(a[1]), &task.thread.creds(), task.kernel.memory().accountant())?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
 
@@ -78,7 +78,7 @@ fn semtimedop(task: &mut Task, id: i32, sops: u64, nsops: u64, timeout: u64) -> 
     if max >= set.nsems() {
         return Err(Errno::EFBIG);
     }
-    set.semop(&ops, task.thread.tgid, deadline)?;
+    set.semop(&ops, task.thread.tgid(), deadline)?;
     Ok(0)
 }
 
@@ -97,7 +97,7 @@ fn sys_semctl(task: &mut Task, a: [u64; 6]) -> SysResult {
     let r = &ns.sem;
     let creds = task.thread.creds();
     let mm = task.thread.mm();
-    let pid = task.thread.tgid;
+    let pid = task.thread.tgid();
     let count = |v: u32| Ok(u64::from(v));
     match cmd {
         IPC_INFO | SEM_INFO => {

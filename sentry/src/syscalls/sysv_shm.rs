@@ -51,7 +51,7 @@ fn sys_shmget(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let creds = task.thread.creds();
-    let id = registry(task).get(req, a[1], &creds, &task.kernel.memory, task.thread.tgid)?;
+    let id = registry(task).get(req, a[1], &creds, task.kernel.memory(), task.thread.tgid())?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
 
@@ -83,7 +83,7 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let mm = task.thread.mm();
-    let attachment = seg.attach(task.thread.tgid, !rdonly);
+    let attachment = seg.attach(task.thread.tgid(), !rdonly);
     drop(seg);
     let pages = attachment.shared_pages(mm.memory_file()).ok_or(Errno::EINVAL)?;
     let req = MapRequest {
@@ -106,7 +106,7 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_shmdt(task: &mut Task, a: [u64; 6]) -> SysResult {
     let file = task.thread.mm().shm_detach(a[0])?;
-    registry(task).detached_by(vec![file], task.thread.tgid);
+    registry(task).detached_by(vec![file], task.thread.tgid());
     Ok(0)
 }
 

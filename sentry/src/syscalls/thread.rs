@@ -23,39 +23,39 @@ pub(super) const ENTRIES: Entries = &[
 const ROBUST_LIST_HEAD_LEN: u64 = 24;
 
 fn sys_getpid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(ret(task.thread.tgid))
+    Ok(ret(task.thread.tgid()))
 }
 
 fn sys_gettid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(ret(task.thread.tid))
+    Ok(ret(task.thread.tid()))
 }
 
 fn sys_getppid(task: &mut Task, _: [u64; 6]) -> SysResult {
-    Ok(ret(task.kernel.procs.ppid(task.thread.tgid)))
+    Ok(ret(task.kernel.procs().ppid(task.thread.tgid())))
 }
 
 fn sys_set_tid_address(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.thread.clear_child_tid.store(a[0], Ordering::Relaxed);
-    Ok(ret(task.thread.tid))
+    task.thread.clear_child_tid().store(a[0], Ordering::Relaxed);
+    Ok(ret(task.thread.tid()))
 }
 
 fn sys_set_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[1] != ROBUST_LIST_HEAD_LEN {
         return Err(Errno::EINVAL);
     }
-    *task.thread.robust_list.lock() = (a[0], a[1]);
+    *task.thread.robust_list().lock() = (a[0], a[1]);
     Ok(0)
 }
 
 fn sys_get_robust_list(task: &mut Task, a: [u64; 6]) -> SysResult {
     let target = find_thread(task, int(a[0]))?;
-    if target.tgid != task.thread.tgid {
+    if target.tgid() != task.thread.tgid() {
         let dumpable = target.group().dumpable() != 0;
         if !task.thread.creds().may_read_process(&target.creds(), dumpable) {
             return Err(Errno::EPERM);
         }
     }
-    let head = target.robust_list.lock().0;
+    let head = target.robust_list().lock().0;
     put_u64(task, a[2], ROBUST_LIST_HEAD_LEN)?;
     put_u64(task, a[1], head)?;
     Ok(0)

@@ -88,7 +88,7 @@ fn classify(id: i32, tid: i32, tgid: i32) -> Result<Clock, Errno> {
 }
 
 fn task_clock(task: &Task, id: u64) -> Result<Clock, Errno> {
-    classify(int(id), task.thread.tid, task.thread.tgid)
+    classify(int(id), task.thread.tid(), task.thread.tgid())
 }
 
 fn host_id(c: Clock) -> libc::clockid_t {
@@ -124,7 +124,7 @@ fn ret(v: i64) -> u64 {
 fn cpu_clock(task: &Task, c: Clock) -> Option<Timespec> {
     let t = match c {
         Clock::Host(_) => return None,
-        Clock::ThreadCpu => task.thread.cpu.times(),
+        Clock::ThreadCpu => task.thread.cpu().times(),
         Clock::ProcessCpu => task.thread.group().cpu_times(),
     };
     Some(Timespec::from_duration(t.total()))
@@ -231,7 +231,7 @@ fn sys_clock_nanosleep(task: &mut Task, a: [u64; 6]) -> SysResult {
         if flags & !TIMER_ABSTIME != 0 {
             return Err(Errno::EINVAL);
         }
-        if !task.thread.creds.read().capable(caps::CAP_WAKE_ALARM) {
+        if !task.thread.creds().capable(caps::CAP_WAKE_ALARM) {
             return Err(Errno::EPERM);
         }
     }
@@ -300,7 +300,7 @@ fn encode_tms(t: [i64; 4]) -> Vec<u8> {
 fn sys_times(task: &mut Task, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
         let group = task.thread.group();
-        let (own, children) = (group.cpu_times(), group.cpu.children());
+        let (own, children) = (group.cpu_times(), group.cpu().children());
         let tms = encode_tms([own.user, own.system, children.user, children.system].map(ticks));
         task.thread.mm().copy_out(a[0], &tms)?;
     }
@@ -318,9 +318,9 @@ pub(super) fn encode_rusage(t: CpuTimes, maxrss_kb: i64) -> Vec<u8> {
 fn sys_getrusage(task: &mut Task, a: [u64; 6]) -> SysResult {
     let rss_kb = || i64::try_from(task.thread.mm().resident_bytes() / 1024).unwrap_or(i64::MAX);
     let buf = match int(a[0]) {
-        RUSAGE_CHILDREN => encode_rusage(task.thread.group().cpu.children(), 0),
+        RUSAGE_CHILDREN => encode_rusage(task.thread.group().cpu().children(), 0),
         RUSAGE_SELF => encode_rusage(task.thread.group().cpu_times(), rss_kb()),
-        RUSAGE_THREAD => encode_rusage(task.thread.cpu.times(), rss_kb()),
+        RUSAGE_THREAD => encode_rusage(task.thread.cpu().times(), rss_kb()),
         _ => return Err(Errno::EINVAL),
     };
     task.thread.mm().copy_out(a[1], &buf)?;

@@ -56,7 +56,7 @@ pub(super) fn socketpair(task: &Task, a: [u64; 6]) -> SysResult {
     let k = &task.kernel;
     let now = super::fd::now();
     let creds = task.thread.creds();
-    let cred = (task.thread.tgid, creds.euid, creds.egid);
+    let cred = (task.thread.tgid(), creds.euid, creds.egid);
     let inos = (k.anon_ino(), k.anon_ino());
     let (sa, sb) = match kind {
         SockType::Dgram => UnixSocket::dgram_pair(inos, now, cred),
@@ -152,7 +152,7 @@ fn bind(task: &Task, s: &Arc<UnixSocket>, addr: SockAddrArg) -> SysResult {
 
 fn listen(task: &Task, s: &UnixSocket) -> SysResult {
     let creds = task.thread.creds();
-    s.listen((task.thread.tgid, creds.euid, creds.egid))?;
+    s.listen((task.thread.tgid(), creds.euid, creds.egid))?;
     Ok(0)
 }
 
@@ -199,7 +199,7 @@ fn connect(task: &Task, s: &UnixSocket, addr: SockAddrArg) -> SysResult {
     }
     let k = &task.kernel;
     let creds = task.thread.creds();
-    s.connect(&target, (k.anon_ino(), k.anon_ino()), (task.thread.tgid, creds.euid, creds.egid))?;
+    s.connect(&target, (k.anon_ino(), k.anon_ino()), (task.thread.tgid(), creds.euid, creds.egid))?;
     Ok(0)
 }
 
@@ -492,13 +492,13 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
 /// must exist.
 fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
     let c = task.thread.creds();
-    let pid_ok = pid == task.thread.tgid || c.capable(caps::CAP_SYS_ADMIN);
+    let pid_ok = pid == task.thread.tgid() || c.capable(caps::CAP_SYS_ADMIN);
     let uid_ok = [c.uid, c.euid, c.suid].contains(&uid) || c.capable(caps::CAP_SETUID);
     let gid_ok = [c.gid, c.egid, c.sgid].contains(&gid) || c.capable(caps::CAP_SETGID);
     if !(pid_ok && uid_ok && gid_ok) {
         return Err(Errno::EPERM);
     }
-    if task.kernel.procs.alive(pid) {
+    if task.kernel.procs().alive(pid) {
         Ok(())
     } else {
         Err(Errno::ESRCH)

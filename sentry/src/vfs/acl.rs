@@ -13,24 +13,24 @@ use super::{NewNode, Node, Stat};
 use crate::abi::Errno;
 use crate::auth::Credentials;
 
-pub const ACL_ACCESS: &[u8] = b"system.posix_acl_access";
-pub const ACL_DEFAULT: &[u8] = b"system.posix_acl_default";
+pub(crate) const ACL_ACCESS: &[u8] = b"system.posix_acl_access";
+pub(crate) const ACL_DEFAULT: &[u8] = b"system.posix_acl_default";
 
 const VERSION: u32 = 2;
 const HEADER: usize = 4;
 const ENTRY: usize = 8;
 
-pub const ACL_USER_OBJ: u16 = 0x01;
-pub const ACL_USER: u16 = 0x02;
-pub const ACL_GROUP_OBJ: u16 = 0x04;
-pub const ACL_GROUP: u16 = 0x08;
-pub const ACL_MASK: u16 = 0x10;
-pub const ACL_OTHER: u16 = 0x20;
+pub(crate) const ACL_USER_OBJ: u16 = 0x01;
+pub(crate) const ACL_USER: u16 = 0x02;
+pub(crate) const ACL_GROUP_OBJ: u16 = 0x04;
+pub(crate) const ACL_GROUP: u16 = 0x08;
+pub(crate) const ACL_MASK: u16 = 0x10;
+pub(crate) const ACL_OTHER: u16 = 0x20;
 
 /// One entry: a tag, rwx permission bits, and a uid or gid for ACL_USER and
 /// ACL_GROUP entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub tag: u16,
     pub perm: u16,
     pub id: u32,
@@ -39,13 +39,13 @@ pub struct Entry {
 /// A valid ACL (in Linux's order: owner, named users, owning group, named
 /// groups, mask, others).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Acl(Vec<Entry>);
+pub(crate) struct Acl(Vec<Entry>);
 
 impl Acl {
     /// Parses an xattr value as `posix_acl_from_xattr` and checks it as
     /// `posix_acl_valid`: `Ok(None)` for a header without entries (no ACL),
     /// EOPNOTSUPP for another version, EINVAL for anything malformed.
-    pub fn from_xattr(value: &[u8]) -> Result<Option<Acl>, Errno> {
+    pub(crate) fn from_xattr(value: &[u8]) -> Result<Option<Acl>, Errno> {
         let Some((header, body)) = value.split_first_chunk::<HEADER>() else { return Err(Errno::EINVAL) };
         if u32::from_le_bytes(*header) != VERSION {
             return Err(Errno::EOPNOTSUPP);
@@ -116,7 +116,7 @@ impl Acl {
     }
 
     /// The xattr value (`posix_acl_to_xattr`).
-    pub fn to_xattr(&self) -> Vec<u8> {
+    pub(crate) fn to_xattr(&self) -> Vec<u8> {
         let mut v = VERSION.to_le_bytes().to_vec();
         for e in &self.0 {
             v.extend_from_slice(&e.tag.to_le_bytes());
@@ -134,7 +134,7 @@ impl Acl {
     }
 
     /// The ACL with the entries the mode mirrors set from `mode`.
-    pub fn with_mode(mut self, mode: u32) -> Acl {
+    pub(crate) fn with_mode(mut self, mode: u32) -> Acl {
         for (tag, shift) in [(ACL_USER_OBJ, 6), (ACL_OTHER, 0)] {
             if let Some(e) = self.0.iter_mut().find(|e| e.tag == tag) {
                 e.perm = bits(mode >> shift);
@@ -148,7 +148,7 @@ impl Acl {
 
     /// The permission bits the ACL gives the mode (`posix_acl_equiv_mode`),
     /// and whether the mode says all of it (no named entries, no mask).
-    pub fn mode(&mut self) -> (u32, bool) {
+    pub(crate) fn mode(&mut self) -> (u32, bool) {
         let perm = |acl: &Acl, tag| acl.0.iter().find(|e| e.tag == tag).map_or(0, |e| u32::from(e.perm));
         let equiv = self.0.iter().all(|e| matches!(e.tag, ACL_USER_OBJ | ACL_GROUP_OBJ | ACL_OTHER));
         let group = self.group_class().map_or(0, |e| u32::from(e.perm));
@@ -159,7 +159,7 @@ impl Acl {
     /// owner class is the mode's): a named user entry, else the owning and
     /// named groups the caller is in, each limited by the mask; others
     /// only if no group entry matched.
-    pub fn permits(&self, creds: &Credentials, st: &Stat, want: u32) -> bool {
+    pub(crate) fn permits(&self, creds: &Credentials, st: &Stat, want: u32) -> bool {
         let want = u16::try_from(want & 7).unwrap_or(7);
         let mask = self.0.iter().find(|e| e.tag == ACL_MASK).map_or(7, |e| e.perm);
         let mut in_a_group = false;
@@ -190,12 +190,12 @@ fn bits(mode: u32) -> u16 {
 
 /// The ACL stored as `name` on `node`, if any (a stored value that does not
 /// parse counts as none).
-pub fn stored(node: &dyn Node, name: &[u8]) -> Option<Acl> {
+pub(crate) fn stored(node: &dyn Node, name: &[u8]) -> Option<Acl> {
     node.getxattr(name).ok().and_then(|v| Acl::from_xattr(&v).ok().flatten())
 }
 
 /// The access ACL of `node`, its mode-mirrored entries from `st`.
-pub fn access(node: &dyn Node, st: &Stat) -> Option<Acl> {
+pub(crate) fn access(node: &dyn Node, st: &Stat) -> Option<Acl> {
     stored(node, ACL_ACCESS).map(|a| a.with_mode(st.mode))
 }
 
@@ -205,14 +205,14 @@ pub fn access(node: &dyn Node, st: &Stat) -> Option<Acl> {
 /// limited by the create mode (kept only if the mode cannot say it all),
 /// and a new directory inherits the default ACL itself. Without one, the
 /// mode less the umask, and no ACL.
-pub struct Inherited {
+pub(crate) struct Inherited {
     pub new: NewNode,
     access: Option<Vec<u8>>,
     default: Option<Vec<u8>>,
 }
 
 /// `new.mode` is the requested mode before the umask; `is_dir` for mkdir.
-pub fn inherit(dir: &dyn Node, new: NewNode, umask: u32, is_dir: bool) -> Inherited {
+pub(crate) fn inherit(dir: &dyn Node, new: NewNode, umask: u32, is_dir: bool) -> Inherited {
     let Some(default) = stored(dir, ACL_DEFAULT) else {
         let mode = new.mode & !(umask & 0o777);
         return Inherited { new: NewNode { mode, ..new }, access: None, default: None };
@@ -238,7 +238,7 @@ pub fn inherit(dir: &dyn Node, new: NewNode, umask: u32, is_dir: bool) -> Inheri
 
 impl Inherited {
     /// Stores the inherited ACLs on the new node.
-    pub fn apply(&self, node: &dyn Node) -> Result<(), Errno> {
+    pub(crate) fn apply(&self, node: &dyn Node) -> Result<(), Errno> {
         if let Some(v) = &self.access {
             node.setxattr(ACL_ACCESS, v, 0)?;
         }

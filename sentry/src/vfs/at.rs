@@ -10,7 +10,7 @@ use crate::abi::Errno;
 use std::sync::Arc;
 
 /// The directory argument of an `*at` call.
-pub enum DirFd {
+pub(crate) enum DirFd {
     /// `AT_FDCWD`: the task's working directory.
     Cwd(Arc<Dentry>),
     /// A descriptor's dentry, or why the descriptor is unusable (`EBADF`);
@@ -41,7 +41,13 @@ impl Walker<'_> {
 
     /// Resolves `(dirfd, path)`; with `empty_ok` (`AT_EMPTY_PATH`) an empty
     /// path names the descriptor itself.
-    pub fn resolve_at(&self, dirfd: DirFd, path: &[u8], follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+    pub(crate) fn resolve_at(
+        &self,
+        dirfd: DirFd,
+        path: &[u8],
+        follow: bool,
+        empty_ok: bool,
+    ) -> Result<Arc<Dentry>, Errno> {
         if path.is_empty() {
             if !empty_ok {
                 return Err(Errno::ENOENT);
@@ -57,12 +63,12 @@ impl Walker<'_> {
 
     /// `resolve_at` with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` taken
     /// from an `*at` call's flags.
-    pub fn resolve_at_flags(&self, dirfd: DirFd, path: &[u8], at_flags: u64) -> Result<Arc<Dentry>, Errno> {
+    pub(crate) fn resolve_at_flags(&self, dirfd: DirFd, path: &[u8], at_flags: u64) -> Result<Arc<Dentry>, Errno> {
         self.resolve_at(dirfd, path, at_flags & AT_SYMLINK_NOFOLLOW == 0, at_flags & AT_EMPTY_PATH != 0)
     }
 
     /// Resolves all but the last component of `(dirfd, path)`.
-    pub fn parent_at(&self, dirfd: DirFd, path: &[u8]) -> Result<ParentAndName, Errno> {
+    pub(crate) fn parent_at(&self, dirfd: DirFd, path: &[u8]) -> Result<ParentAndName, Errno> {
         let start = self.start_dir(dirfd, path)?;
         self.resolve_parent(&start, path)
     }

@@ -148,7 +148,7 @@ impl Dentry {
 }
 
 /// Whether two dentries name the same place (same mount, same path).
-pub fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
+pub(crate) fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
     Arc::ptr_eq(a, b) || (a.mount.id == b.mount.id && a.path_in_mount() == b.path_in_mount())
 }
 

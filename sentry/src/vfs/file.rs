@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Status flags that `fcntl(F_SETFL)` may change.
-pub const SETFL_MASK: u32 =
+pub(crate) const SETFL_MASK: u32 =
     (libc::O_APPEND | libc::O_NONBLOCK | libc::O_ASYNC | libc::O_DIRECT | libc::O_NOATIME) as u32;
 
 pub struct FileDescription {
@@ -30,7 +30,7 @@ pub struct FileDescription {
 }
 
 /// Work to do when a description goes away.
-pub type ReleaseHook = Box<dyn FnOnce() + Send>;
+pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send>;
 
 impl Drop for FileDescription {
     fn drop(&mut self) {
@@ -260,7 +260,7 @@ impl FileDescription {
 /// The operations of an open directory, for every filesystem: its entries
 /// are read through the node (`getdents`), so `read` and `write` fail with
 /// `EISDIR` as Linux's `generic_read_dir` does.
-pub struct DirFile;
+pub(crate) struct DirFile;
 
 impl FileOps for DirFile {
     fn read(&self, _buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

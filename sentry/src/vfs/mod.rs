@@ -1,24 +1,24 @@
 //! The virtual file system: nodes and files that filesystems implement,
 //! mounts and dentries, path resolution, file descriptions and fd tables.
 
-pub mod acl;
-pub mod at;
-pub mod dentry;
-pub mod fd_table;
-pub mod file;
-pub mod ioctl;
-pub mod mounts;
-pub mod names;
-pub mod notify;
-pub mod nsid;
-pub mod open;
-pub mod perm;
-pub mod rename;
-pub mod walk;
+pub(crate) mod acl;
+pub(crate) mod at;
+pub(crate) mod dentry;
+pub(crate) mod fd_table;
+pub(crate) mod file;
+pub(crate) mod ioctl;
+pub(crate) mod mounts;
+pub(crate) mod names;
+pub(crate) mod notify;
+pub(crate) mod nsid;
+pub(crate) mod open;
+pub(crate) mod perm;
+pub(crate) mod rename;
+pub(crate) mod walk;
 
-pub use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
-pub use fd_table::FdTable;
-pub use file::FileDescription;
+pub(crate) use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
+pub(crate) use fd_table::FdTable;
+pub(crate) use file::FileDescription;
 
 /// What fallocate(2) does to a range of a regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub enum Allocate {
 
 impl Allocate {
     /// The fallocate(2) mode bits.
-    pub fn mode(self) -> i32 {
+    pub(crate) fn mode(self) -> i32 {
         let keep = |k: bool| if k { libc::FALLOC_FL_KEEP_SIZE } else { 0 };
         match self {
             Allocate::Reserve { keep_size } => keep(keep_size),
@@ -45,9 +45,9 @@ impl Allocate {
         }
     }
 }
-pub use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
-pub use ioctl::IoctlContext;
-pub use open::{open_at, OpenHow};
+pub(crate) use husk_gofer::{SetAttr, SetTime, Stat, StatFs, TimeSpec};
+pub(crate) use ioctl::IoctlContext;
+pub(crate) use open::OpenHow;
 
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
@@ -55,19 +55,19 @@ use crate::mm::Mappable;
 use std::sync::Arc;
 
 /// File type bits of `st_mode`, which every filesystem uses.
-pub use crate::abi::stat::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
+pub(crate) use crate::abi::stat::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The `d_type` of a mode.
-pub fn dtype(mode: u32) -> u8 {
+pub(crate) fn dtype(mode: u32) -> u8 {
     u8::try_from((mode & S_IFMT) >> 12).unwrap_or(0)
 }
 
 /// What a reader waits for: data, or the end of it.
-pub const READ_EVENTS: u32 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
+pub(crate) const READ_EVENTS: u32 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
 /// What a writer waits for: room, or the reader gone.
-pub const WRITE_EVENTS: u32 = POLLOUT | POLLWRNORM | POLLHUP | POLLERR;
+pub(crate) const WRITE_EVENTS: u32 = POLLOUT | POLLWRNORM | POLLHUP | POLLERR;
 /// What a file that never blocks reports.
-pub const POLL_ALWAYS: u32 = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+pub(crate) const POLL_ALWAYS: u32 = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 
 /// One directory entry as `getdents64` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -56,7 +56,7 @@ fn same_mount(a: &Dentry, b: &Dentry) -> bool {
 /// order: both ends on one mount, neither name "." or "..", a trailing
 /// slash needs a directory, write permission on both parents, the sticky
 /// rule for the source and a replaced target, no mount on the source.
-pub fn rename_at(
+pub(crate) fn rename_at(
     w: &Walker<'_>,
     (old_at, old_path): (DirFd, &[u8]),
     (new_at, new_path): (DirFd, &[u8]),
@@ -117,13 +117,14 @@ fn rename_subjects(src: &Dentry, new: &ParentAndName, flags: u32) -> notify::Ren
 /// `AT_REMOVEDIR`) an empty directory that no mount sits on. Linux's
 /// order: the name's form, then permission and the sticky rule, then the
 /// node's type.
-pub fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<(), Errno> {
+#[cfg(test)]
+pub(crate) fn remove_at(w: &Walker<'_>, at: DirFd, path: &[u8], dir: bool) -> Result<(), Errno> {
     remove_at_noting(w, at, path, dir, &|_, _| Ok(()))
 }
 
 /// `remove_at`, telling `before_remove` of the name it is about to look
 /// up and remove (an attempt the checks then refuse is told too).
-pub fn remove_at_noting(
+pub(crate) fn remove_at_noting(
     w: &Walker<'_>,
     at: DirFd,
     path: &[u8],
@@ -169,7 +170,7 @@ pub fn remove_at_noting(
 
 /// linkat(2) once the source is resolved: a new name, on the same mount,
 /// for a non-directory.
-pub fn link_at(w: &Walker<'_>, src: &Arc<Dentry>, at: DirFd, path: &[u8]) -> Result<(), Errno> {
+pub(crate) fn link_at(w: &Walker<'_>, src: &Arc<Dentry>, at: DirFd, path: &[u8]) -> Result<(), Errno> {
     let pn = w.parent_at(at, path)?;
     if pn.name.is_empty() {
         return Err(Errno::EEXIST);
@@ -204,13 +205,14 @@ fn new_name_at(w: &Walker<'_>, at: DirFd, path: &[u8], dots: bool) -> Result<Par
 }
 
 /// mkdirat(2).
-pub fn mkdir_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
+#[cfg(test)]
+pub(crate) fn mkdir_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
     mkdir_masked_at(w, at, path, new, 0)
 }
 
 /// mkdirat(2): `new.mode` less `umask`, or what the directory's default
 /// ACL gives (`acl::inherit`).
-pub fn mkdir_masked_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, umask: u32) -> Result<(), Errno> {
+pub(crate) fn mkdir_masked_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, umask: u32) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, true)?;
     let inherited = acl::inherit(pn.parent.node.as_ref(), new, umask, true);
     pn.parent.node.mkdir(&pn.name, inherited.new)?;
@@ -220,13 +222,14 @@ pub fn mkdir_masked_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, uma
 }
 
 /// mknodat(2) of the node type in `new.mode`.
-pub fn mknod_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
+#[cfg(test)]
+pub(crate) fn mknod_at(w: &Walker<'_>, at: DirFd, path: &[u8], new: NewNode, rdev: u64) -> Result<(), Errno> {
     mknod_masked_at(w, at, path, new, rdev, 0)
 }
 
 /// mknodat(2): `new.mode` less `umask`, or what the directory's default
 /// ACL gives (`acl::inherit`).
-pub fn mknod_masked_at(
+pub(crate) fn mknod_masked_at(
     w: &Walker<'_>,
     at: DirFd,
     path: &[u8],
@@ -243,7 +246,7 @@ pub fn mknod_masked_at(
 }
 
 /// symlinkat(2).
-pub fn symlink_at(w: &Walker<'_>, target: &[u8], at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
+pub(crate) fn symlink_at(w: &Walker<'_>, target: &[u8], at: DirFd, path: &[u8], new: NewNode) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, false)?;
     pn.parent.node.symlink(&pn.name, target, new)?;
     notify::created(pn.parent.node.as_ref(), &pn.name, false);

@@ -18,50 +18,50 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
-pub const IN_ACCESS: u32 = 0x1;
-pub const IN_MODIFY: u32 = 0x2;
-pub const IN_ATTRIB: u32 = 0x4;
-pub const IN_CLOSE_WRITE: u32 = 0x8;
-pub const IN_CLOSE_NOWRITE: u32 = 0x10;
-pub const IN_OPEN: u32 = 0x20;
-pub const IN_MOVED_FROM: u32 = 0x40;
-pub const IN_MOVED_TO: u32 = 0x80;
-pub const IN_CREATE: u32 = 0x100;
-pub const IN_DELETE: u32 = 0x200;
-pub const IN_DELETE_SELF: u32 = 0x400;
-pub const IN_MOVE_SELF: u32 = 0x800;
-pub const IN_UNMOUNT: u32 = 0x2000;
-pub const IN_Q_OVERFLOW: u32 = 0x4000;
-pub const IN_IGNORED: u32 = 0x8000;
-pub const IN_ONLYDIR: u32 = 0x0100_0000;
-pub const IN_DONT_FOLLOW: u32 = 0x0200_0000;
-pub const IN_EXCL_UNLINK: u32 = 0x0400_0000;
-pub const IN_MASK_CREATE: u32 = 0x1000_0000;
-pub const IN_MASK_ADD: u32 = 0x2000_0000;
-pub const IN_ISDIR: u32 = 0x4000_0000;
-pub const IN_ONESHOT: u32 = 0x8000_0000;
+pub(crate) const IN_ACCESS: u32 = 0x1;
+pub(crate) const IN_MODIFY: u32 = 0x2;
+pub(crate) const IN_ATTRIB: u32 = 0x4;
+pub(crate) const IN_CLOSE_WRITE: u32 = 0x8;
+pub(crate) const IN_CLOSE_NOWRITE: u32 = 0x10;
+pub(crate) const IN_OPEN: u32 = 0x20;
+pub(crate) const IN_MOVED_FROM: u32 = 0x40;
+pub(crate) const IN_MOVED_TO: u32 = 0x80;
+pub(crate) const IN_CREATE: u32 = 0x100;
+pub(crate) const IN_DELETE: u32 = 0x200;
+pub(crate) const IN_DELETE_SELF: u32 = 0x400;
+pub(crate) const IN_MOVE_SELF: u32 = 0x800;
+pub(crate) const IN_UNMOUNT: u32 = 0x2000;
+pub(crate) const IN_Q_OVERFLOW: u32 = 0x4000;
+pub(crate) const IN_IGNORED: u32 = 0x8000;
+pub(crate) const IN_ONLYDIR: u32 = 0x0100_0000;
+pub(crate) const IN_DONT_FOLLOW: u32 = 0x0200_0000;
+pub(crate) const IN_EXCL_UNLINK: u32 = 0x0400_0000;
+pub(crate) const IN_MASK_CREATE: u32 = 0x1000_0000;
+pub(crate) const IN_MASK_ADD: u32 = 0x2000_0000;
+pub(crate) const IN_ISDIR: u32 = 0x4000_0000;
+pub(crate) const IN_ONESHOT: u32 = 0x8000_0000;
 /// Every event a watch may ask for.
-pub const IN_ALL_EVENTS: u32 = 0xfff;
+pub(crate) const IN_ALL_EVENTS: u32 = 0xfff;
 /// What a watch's mask keeps: its events and the flags that last.
 const KEPT: u32 = IN_ALL_EVENTS | IN_EXCL_UNLINK | IN_ONESHOT;
 
 /// /proc/sys/fs/inotify/max_queued_events.
-pub const MAX_QUEUED_EVENTS: usize = 16384;
+pub(crate) const MAX_QUEUED_EVENTS: usize = 16384;
 /// /proc/sys/fs/inotify/max_user_instances.
-pub const MAX_USER_INSTANCES: usize = 128;
+pub(crate) const MAX_USER_INSTANCES: usize = 128;
 /// /proc/sys/fs/inotify/max_user_watches.
-pub const MAX_USER_WATCHES: usize = 65536;
+pub(crate) const MAX_USER_WATCHES: usize = 65536;
 /// Instances in the whole sandbox: the per-user limits count the guest's
 /// own uids, which a guest that may change its uid multiplies.
-pub const MAX_SANDBOX_INSTANCES: usize = 1024;
+pub(crate) const MAX_SANDBOX_INSTANCES: usize = 1024;
 /// Watches in the whole sandbox, for the same reason.
-pub const MAX_SANDBOX_WATCHES: usize = 65536;
+pub(crate) const MAX_SANDBOX_WATCHES: usize = 65536;
 
 /// An inode: (filesystem identity, inode number).
-pub type InodeKey = (usize, u64);
+pub(crate) type InodeKey = (usize, u64);
 
 /// Where a watch's events go: an inotify instance.
-pub trait Sink: Send + Sync {
+pub(crate) trait Sink: Send + Sync {
     /// Queues one event (`name` empty for an event on the watched inode
     /// itself).
     fn deliver(&self, wd: i32, mask: u32, cookie: u32, name: &[u8]);
@@ -91,21 +91,21 @@ struct Table {
 
 /// The watches of the sandbox.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     /// How many watches exist: all a hook reads when there are none.
     count: AtomicUsize,
     table: Mutex<Table>,
 }
 
 /// The sandbox's registry (the sentry serves one sandbox).
-pub fn registry() -> &'static Registry {
+pub(crate) fn registry() -> &'static Registry {
     static R: LazyLock<Registry> = LazyLock::new(Registry::default);
     &R
 }
 
 /// Why a watch could not be added.
 #[derive(Debug, PartialEq, Eq)]
-pub enum AddError {
+pub(crate) enum AddError {
     /// `IN_MASK_CREATE` and the inode is watched already.
     Exists,
     /// max_user_watches or the sandbox's limit reached.
@@ -118,7 +118,7 @@ type Pending = (Arc<dyn Sink>, i32, u32, u32, Vec<u8>);
 impl Registry {
     /// A new instance for `uid`; None past max_user_instances or the
     /// sandbox's limit.
-    pub fn new_instance(&self, uid: u32) -> Option<u64> {
+    pub(crate) fn new_instance(&self, uid: u32) -> Option<u64> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let mut t = self.table.lock();
         if t.instances >= MAX_SANDBOX_INSTANCES {
@@ -134,7 +134,7 @@ impl Registry {
     }
 
     /// Drops every watch of a closed instance (no events: no one reads them).
-    pub fn release_instance(&self, instance: u64, uid: u32) {
+    pub(crate) fn release_instance(&self, instance: u64, uid: u32) {
         let mut t = self.table.lock();
         let wds: Vec<(u64, i32)> = t.by_wd.keys().filter(|(i, _)| *i == instance).copied().collect();
         for k in wds {
@@ -150,7 +150,7 @@ impl Registry {
     /// Adds a watch on `key` for `instance`, or changes the instance's
     /// watch there (same inode, same wd): the mask is replaced, or with
     /// `IN_MASK_ADD` extended. Returns the wd.
-    pub fn add_watch(
+    pub(crate) fn add_watch(
         &self,
         instance: u64,
         uid: u32,
@@ -189,7 +189,7 @@ impl Registry {
 
     /// Removes watch `wd` of `instance`, queueing `IN_IGNORED`; false if
     /// there is no such watch.
-    pub fn rm_watch(&self, instance: u64, wd: i32) -> bool {
+    pub(crate) fn rm_watch(&self, instance: u64, wd: i32) -> bool {
         let sink = {
             let mut t = self.table.lock();
             match Self::drop_watch(&mut t, &self.count, (instance, wd)) {
@@ -238,13 +238,13 @@ impl Registry {
     }
 
     /// Whether any watch exists.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.count.load(Ordering::Relaxed) != 0
     }
 
     /// Whether any watch is on an inode of filesystem `fs_id`: the cheap
     /// look a hook takes before it stats anything.
-    pub fn watches_fs(&self, fs_id: usize) -> bool {
+    pub(crate) fn watches_fs(&self, fs_id: usize) -> bool {
         self.any() && self.table.lock().watches_on_fs.contains_key(&fs_id)
     }
 
@@ -321,7 +321,7 @@ impl Registry {
 }
 
 /// The inode `node` is, for watches.
-pub fn key_of(node: &dyn Node) -> Option<InodeKey> {
+pub(crate) fn key_of(node: &dyn Node) -> Option<InodeKey> {
     node.stat().ok().map(|st| (node.fs_id(), st.ino))
 }
 
@@ -338,7 +338,7 @@ fn next_cookie() -> u32 {
 /// the file's or the parent's filesystem, and the name is looked up only
 /// for a watch excluding unlinked children, once, without the
 /// registry's lock.
-pub fn file_event(d: &Dentry, mask: u32) {
+pub(crate) fn file_event(d: &Dentry, mask: u32) {
     let r = registry();
     if !r.any() {
         return;
@@ -386,7 +386,7 @@ fn dir_event(dir: &dyn Node, mask: u32, cookie: u32, name: &[u8], isdir: bool) {
 }
 
 /// `name` was made in `dir` (`IN_CREATE`).
-pub fn created(dir: &dyn Node, name: &[u8], isdir: bool) {
+pub(crate) fn created(dir: &dyn Node, name: &[u8], isdir: bool) {
     if registry().any() {
         dir_event(dir, IN_CREATE, 0, name, isdir);
     }
@@ -394,7 +394,7 @@ pub fn created(dir: &dyn Node, name: &[u8], isdir: bool) {
 
 /// `name` in `dir` became another name of `target` (`link`): the link
 /// count changed (`IN_ATTRIB`), then the name appeared (`IN_CREATE`).
-pub fn linked(dir: &dyn Node, name: &[u8], target: &dyn Node) {
+pub(crate) fn linked(dir: &dyn Node, name: &[u8], target: &dyn Node) {
     if registry().any() {
         inode_event(target, IN_ATTRIB);
         dir_event(dir, IN_CREATE, 0, name, false);
@@ -406,7 +406,7 @@ pub fn linked(dir: &dyn Node, name: &[u8], target: &dyn Node) {
 /// `vfs_unlink`/`vfs_rmdir`: a file's link count changed (`IN_ATTRIB`), a
 /// gone inode reports `IN_DELETE_SELF` and loses its watches
 /// (`IN_IGNORED`), then the directory reports `IN_DELETE`.
-pub fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir: bool, last: bool) {
+pub(crate) fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir: bool, last: bool) {
     let r = registry();
     if !r.any() {
         return;
@@ -423,7 +423,7 @@ pub fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir:
 }
 
 /// What a rename touched, taken before it ran.
-pub struct RenameSubjects {
+pub(crate) struct RenameSubjects {
     pub source: Option<InodeKey>,
     pub source_isdir: bool,
     /// The replaced target: its inode, whether it was a directory, and
@@ -435,7 +435,7 @@ pub struct RenameSubjects {
 /// and `IN_MOVED_TO` with one cookie, a replaced file's link count
 /// (`IN_ATTRIB`), the moved inode's `IN_MOVE_SELF`, then the replaced
 /// target's removal, in Linux's `fsnotify_move` order.
-pub fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, new_name: &[u8], s: &RenameSubjects) {
+pub(crate) fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, new_name: &[u8], s: &RenameSubjects) {
     let r = registry();
     if !r.any() {
         return;
@@ -457,20 +457,20 @@ pub fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, new_name
 }
 
 /// Whether hooks need to look at anything (a watch exists).
-pub fn active() -> bool {
+pub(crate) fn active() -> bool {
     registry().any()
 }
 
 /// The description of `d` was released: `IN_CLOSE_WRITE` if it was
 /// opened for writing, else `IN_CLOSE_NOWRITE`.
-pub fn closed(d: &Dentry, writable: bool) {
+pub(crate) fn closed(d: &Dentry, writable: bool) {
     if active() {
         file_event(d, if writable { IN_CLOSE_WRITE } else { IN_CLOSE_NOWRITE });
     }
 }
 
 /// Makes a weak sink from an instance.
-pub fn weak_sink<S: Sink + 'static>(s: &Arc<S>) -> Weak<dyn Sink> {
+pub(crate) fn weak_sink<S: Sink + 'static>(s: &Arc<S>) -> Weak<dyn Sink> {
     let w: Weak<S> = Arc::downgrade(s);
     w
 }
@@ -481,13 +481,13 @@ pub fn weak_sink<S: Sink + 'static>(s: &Arc<S>) -> Weak<dyn Sink> {
 /// `vfs_write`, `do_truncate`, `vfs_fallocate`). Every path that does I/O
 /// on an opened file (read, pread, readv, sendfile, splice) goes through
 /// its operations, so each reports as Linux's does.
-pub struct WatchedFile {
+pub(crate) struct WatchedFile {
     dentry: Arc<Dentry>,
     inner: Arc<dyn FileOps>,
 }
 
 impl WatchedFile {
-    pub fn wrap(dentry: Arc<Dentry>, inner: Arc<dyn FileOps>) -> Arc<dyn FileOps> {
+    pub(crate) fn wrap(dentry: Arc<Dentry>, inner: Arc<dyn FileOps>) -> Arc<dyn FileOps> {
         Arc::new(WatchedFile { dentry, inner })
     }
 

@@ -33,7 +33,7 @@ const PATH_FLAGS: i32 = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | li
 /// What to open and how: open(2)'s `flags` and `mode`, and the umask that
 /// applies to a file it creates.
 #[derive(Clone, Copy, Debug)]
-pub struct OpenHow {
+pub(crate) struct OpenHow {
     pub flags: i32,
     pub mode: u32,
     pub umask: u32,
@@ -41,18 +41,19 @@ pub struct OpenHow {
 
 /// Opens `(dirfd, path)` with the walker's credentials, creating the file
 /// if asked. `O_CLOEXEC` is the caller's (it belongs to the descriptor).
-pub fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Result<Arc<FileDescription>, Errno> {
+#[cfg(test)]
+pub(crate) fn open_at(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Result<Arc<FileDescription>, Errno> {
     open_at_noting(w, dirfd, path, how, &|_, _| Ok(()))
 }
 
 /// What is told of a name about to be made or removed, with its folder
 /// (as resolved by the call itself), before the change; an error stops
 /// the call with it (the audit log's hook: no second resolution).
-pub type BeforeChange<'a> = &'a dyn Fn(&Arc<Dentry>, &[u8]) -> Result<(), Errno>;
+pub(crate) type BeforeChange<'a> = &'a dyn Fn(&Arc<Dentry>, &[u8]) -> Result<(), Errno>;
 
 /// `open_at`, telling `before_create` of a name `O_CREAT` is about to
 /// make.
-pub fn open_at_noting(
+pub(crate) fn open_at_noting(
     w: &Walker<'_>,
     dirfd: DirFd,
     path: &[u8],

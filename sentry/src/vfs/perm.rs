@@ -4,23 +4,23 @@ use super::{acl, Node, Stat, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
 use crate::auth::{caps, Credentials};
 
-pub const MAY_EXEC: u32 = 1;
-pub const MAY_WRITE: u32 = 2;
-pub const MAY_READ: u32 = 4;
+pub(crate) const MAY_EXEC: u32 = 1;
+pub(crate) const MAY_WRITE: u32 = 2;
+pub(crate) const MAY_READ: u32 = 4;
 
 /// Checks `want` (MAY_* bits) against a node's owner and mode, as
 /// `generic_permission` does: the owner class, else the group class, else
 /// other; then `CAP_DAC_OVERRIDE` passes everything but executing a file
 /// with no execute bit at all, and `CAP_DAC_READ_SEARCH` reading files
 /// and reading or searching directories.
-pub fn check(creds: &Credentials, st: &Stat, want: u32) -> Result<(), Errno> {
+pub(crate) fn check(creds: &Credentials, st: &Stat, want: u32) -> Result<(), Errno> {
     check_with(creds, st, want, || None)
 }
 
 /// `check` for `node` (whose stat is `st`), honoring its POSIX access ACL
 /// as Linux's `acl_permission_check`: for a caller that is not the owner,
 /// when the mode's group class has any bit, the ACL decides.
-pub fn check_node(creds: &Credentials, node: &dyn Node, st: &Stat, want: u32) -> Result<(), Errno> {
+pub(crate) fn check_node(creds: &Credentials, node: &dyn Node, st: &Stat, want: u32) -> Result<(), Errno> {
     check_with(creds, st, want, || acl::access(node, st))
 }
 

@@ -6,14 +6,14 @@
 use crate::abi::Errno;
 
 /// The renameat2 flags a rename may carry.
-pub const RENAME_NOREPLACE: u32 = libc::RENAME_NOREPLACE;
-pub const RENAME_EXCHANGE: u32 = libc::RENAME_EXCHANGE;
-pub const RENAME_WHITEOUT: u32 = libc::RENAME_WHITEOUT;
+pub(crate) const RENAME_NOREPLACE: u32 = libc::RENAME_NOREPLACE;
+pub(crate) const RENAME_EXCHANGE: u32 = libc::RENAME_EXCHANGE;
+pub(crate) const RENAME_WHITEOUT: u32 = libc::RENAME_WHITEOUT;
 
 /// Checks renameat2 flags as Linux does before any lookup: no unknown
 /// bits, `RENAME_EXCHANGE` alone. `RENAME_WHITEOUT` (only overlayfs's
 /// own use in Linux) is refused too.
-pub fn check_flags(flags: u32) -> Result<(), Errno> {
+pub(crate) fn check_flags(flags: u32) -> Result<(), Errno> {
     let known = RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT;
     let exclusive = RENAME_NOREPLACE | RENAME_WHITEOUT;
     if flags & !known != 0 || (flags & exclusive != 0 && flags & RENAME_EXCHANGE != 0) {
@@ -26,7 +26,7 @@ pub fn check_flags(flags: u32) -> Result<(), Errno> {
 }
 
 /// What the shared checks need to know of a filesystem's nodes.
-pub trait RenameNode {
+pub(crate) trait RenameNode {
     fn is_dir(&self) -> bool;
     /// Whether this directory has no entries but "." and "..".
     fn is_empty_dir(&self) -> Result<bool, Errno>;
@@ -44,7 +44,7 @@ pub trait RenameNode {
 
 /// The nodes of one rename: the source and its directory, the target
 /// directory and what the target name holds now.
-pub struct Rename<'a, N> {
+pub(crate) struct Rename<'a, N> {
     pub src_dir: &'a N,
     pub src: &'a N,
     pub dst_dir: &'a N,
@@ -54,7 +54,7 @@ pub struct Rename<'a, N> {
 
 /// Whether the rename moves anything: `Ok(false)` when source and target
 /// are already the same file.
-pub fn check_rename<N: RenameNode>(r: &Rename<'_, N>) -> Result<bool, Errno> {
+pub(crate) fn check_rename<N: RenameNode>(r: &Rename<'_, N>) -> Result<bool, Errno> {
     let exchange = r.flags & RENAME_EXCHANGE != 0;
     if r.flags & RENAME_NOREPLACE != 0 && r.dst.is_some() {
         return Err(Errno::EEXIST);
@@ -101,7 +101,7 @@ fn movable<N: RenameNode>(n: &N) -> Result<(), Errno> {
 }
 
 /// Whether `child` may be removed by unlink (`dir == false`) or rmdir.
-pub fn check_remove<N: RenameNode>(child: &N, dir: bool) -> Result<(), Errno> {
+pub(crate) fn check_remove<N: RenameNode>(child: &N, dir: bool) -> Result<(), Errno> {
     match (dir, child.is_dir()) {
         (false, true) => Err(Errno::EISDIR),
         (true, false) => Err(Errno::ENOTDIR),

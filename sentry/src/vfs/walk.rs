@@ -21,7 +21,7 @@ pub struct Walker<'a> {
 
 /// The parent directory and final name of a path, for operations that
 /// create or remove the final component.
-pub struct ParentAndName {
+pub(crate) struct ParentAndName {
     pub parent: Arc<Dentry>,
     pub name: Vec<u8>,
     /// The path ended in '/' (the final component must be a directory).
@@ -66,7 +66,7 @@ impl Walker<'_> {
     }
 
     /// Resolves every component but the last.
-    pub fn resolve_parent(&self, start: &Arc<Dentry>, path: &[u8]) -> Result<ParentAndName, Errno> {
+    pub(crate) fn resolve_parent(&self, start: &Arc<Dentry>, path: &[u8]) -> Result<ParentAndName, Errno> {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -94,7 +94,13 @@ impl Walker<'_> {
     }
 
     /// Looks up `name` in `dir`, following a symlink if `follow`.
-    pub fn step(&self, dir: &Arc<Dentry>, name: &[u8], follow: bool, links: &mut u32) -> Result<Arc<Dentry>, Errno> {
+    pub(crate) fn step(
+        &self,
+        dir: &Arc<Dentry>,
+        name: &[u8],
+        follow: bool,
+        links: &mut u32,
+    ) -> Result<Arc<Dentry>, Errno> {
         let st = dir.node.stat()?;
         if st.mode & super::S_IFMT != super::S_IFDIR {
             return Err(Errno::ENOTDIR);
@@ -125,7 +131,7 @@ impl Walker<'_> {
     }
 
     /// "..": the parent, crossing mounts upwards, never above the root.
-    pub fn parent_of(&self, d: &Arc<Dentry>) -> Arc<Dentry> {
+    pub(crate) fn parent_of(&self, d: &Arc<Dentry>) -> Arc<Dentry> {
         let mut d = d.clone();
         loop {
             if same(&d, &self.root) {

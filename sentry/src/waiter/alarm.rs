@@ -36,18 +36,18 @@ fn alarms() -> Option<&'static Alarms> {
 /// One alarm set, to cancel it: its owner keeps it so the set holds at
 /// most one alarm per owner, however often the guest re-arms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Key(Instant, u64);
+pub(crate) struct Key(Instant, u64);
 
 impl Key {
     /// When the alarm goes off.
-    pub fn when(self) -> Instant {
+    pub(crate) fn when(self) -> Instant {
         self.0
     }
 }
 
 /// Notifies `target` (with every event) at `at`, unless it is gone or the
 /// alarm cancelled by then. None when no alarm thread runs.
-pub fn at(at: Instant, target: Weak<dyn Notify>) -> Option<Key> {
+pub(crate) fn at(at: Instant, target: Weak<dyn Notify>) -> Option<Key> {
     let a = alarms()?;
     let mut g = a.due.lock();
     let seq = g.1;
@@ -61,7 +61,7 @@ pub fn at(at: Instant, target: Weak<dyn Notify>) -> Option<Key> {
 }
 
 /// Removes the alarm `key` if it has not gone off yet.
-pub fn cancel(key: Key) {
+pub(crate) fn cancel(key: Key) {
     if let Some(a) = alarms() {
         a.due.lock().0.remove(&(key.0, key.1));
     }

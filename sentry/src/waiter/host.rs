@@ -46,7 +46,7 @@ fn notifier() -> Option<&'static Arc<Notifier>> {
 /// Notifies `queue` whenever host descriptor `fd` becomes readable or
 /// writable or hangs up, until `unwatch`. False when the host cannot
 /// watch it (a regular file, always ready).
-pub fn watch(fd: RawFd, queue: &Arc<Queue>) -> bool {
+pub(crate) fn watch(fd: RawFd, queue: &Arc<Queue>) -> bool {
     let Some(n) = notifier() else { return false };
     let mut ev = libc::epoll_event {
         // (EPOLLET is the sign bit of libc's i32: converting the sum
@@ -64,7 +64,7 @@ pub fn watch(fd: RawFd, queue: &Arc<Queue>) -> bool {
 }
 
 /// Stops watching `fd` (before it is closed).
-pub fn unwatch(fd: RawFd) {
+pub(crate) fn unwatch(fd: RawFd) {
     let Some(n) = notifier() else { return };
     if n.queues.lock().remove(&fd).is_some() {
         // SAFETY: a null event is allowed for EPOLL_CTL_DEL.

@@ -11,8 +11,8 @@
 //! ERESTARTSYS, which the task's system call exit turns into EINTR or a
 //! restart.
 
-pub mod alarm;
-pub mod host;
+pub(crate) mod alarm;
+pub(crate) mod host;
 
 use crate::abi::Errno;
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -22,10 +22,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Every event: what a change that concerns all waiters notifies.
-pub const ALL: u32 = !0;
+pub(crate) const ALL: u32 = !0;
 
 /// The hook that wakes a blocked thread.
-pub type Waker = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// What a queue entry calls when an event it waits for happens.
 pub trait Notify: Send + Sync {
@@ -108,7 +108,7 @@ impl Queue {
 /// Passes the notifications of one queue on to another for as long as
 /// the second lives: how an object whose readiness comes from others'
 /// queues (a socket over its buffers) offers one queue of its own.
-pub struct Forward(pub std::sync::Weak<Queue>);
+pub(crate) struct Forward(pub std::sync::Weak<Queue>);
 
 impl Notify for Forward {
     fn notify(&self, mask: u32) {
@@ -124,7 +124,7 @@ impl Notify for Forward {
 
 /// What the kernel's thread offers a wait: whether it must give up, and
 /// where to hang the hook that wakes it.
-pub trait Interruptible: Send + Sync {
+pub(crate) trait Interruptible: Send + Sync {
     /// The thread was interrupted, its process is exiting, or a signal it
     /// does not block is pending.
     fn interrupt_pending(&self) -> bool;
@@ -141,7 +141,7 @@ thread_local! {
 
 /// Marks what interrupts the calling host thread's waits (its guest
 /// thread), or nothing.
-pub fn set_current(t: Option<Arc<dyn Interruptible>>) {
+pub(crate) fn set_current(t: Option<Arc<dyn Interruptible>>) {
     CURRENT.with(|c| *c.borrow_mut() = t);
 }
 
@@ -152,16 +152,16 @@ fn current() -> Option<Arc<dyn Interruptible>> {
 /// Whether the calling guest thread's wait must give up before it
 /// sleeps (see `Interruptible::interrupt_pending`); false on a host
 /// thread that runs no guest thread.
-pub fn interrupt_pending() -> bool {
+pub(crate) fn interrupt_pending() -> bool {
     current().is_some_and(|t| t.interrupt_pending())
 }
 
 /// The calling guest thread sleeps until this is dropped (see
 /// `Interruptible::set_sleeping`).
-pub struct Asleep(Option<Arc<dyn Interruptible>>);
+pub(crate) struct Asleep(Option<Arc<dyn Interruptible>>);
 
 impl Asleep {
-    pub fn begin() -> Asleep {
+    pub(crate) fn begin() -> Asleep {
         Asleep::of(current())
     }
 
@@ -196,7 +196,7 @@ impl Drop for Registration {
 /// conditions it checks itself) with `wake` as the calling thread's
 /// wake-up hook, so the interruption that changes those conditions wakes
 /// it. `wake` must take the lock the wait holds before notifying.
-pub fn with_waker<R>(wake: Waker, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_waker<R>(wake: Waker, f: impl FnOnce() -> R) -> R {
     let me = current();
     if let Some(t) = &me {
         t.set_waker(Some(wake));
@@ -209,7 +209,7 @@ pub fn with_waker<R>(wake: Waker, f: impl FnOnce() -> R) -> R {
 /// calling guest thread is interrupted (ERESTARTSYS) or `deadline` passes
 /// (ETIMEDOUT). `wake` must take the lock `guard` belongs to before
 /// notifying `cond`, so a wake-up is never lost.
-pub fn block_on<T>(
+pub(crate) fn block_on<T>(
     guard: &mut MutexGuard<'_, T>,
     cond: &Condvar,
     wake: Waker,
@@ -244,7 +244,7 @@ pub fn block_on<T>(
 /// Waits once on `cond` (the caller re-checks its condition and loops),
 /// unless the calling guest thread is interrupted (ERESTARTSYS). `wake`
 /// must take the lock `guard` belongs to before notifying `cond`.
-pub fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) -> Result<(), Errno> {
+pub(crate) fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) -> Result<(), Errno> {
     let mut first = true;
     block_on(guard, cond, wake, None, |_| !std::mem::replace(&mut first, false))
 }
@@ -252,7 +252,7 @@ pub fn wait_once<T>(guard: &mut MutexGuard<'_, T>, cond: &Condvar, wake: Waker) 
 /// A blocked thread's end of its queue entries: a notification sets a
 /// flag the thread sleeps on.
 #[derive(Default)]
-pub struct Waiter {
+pub(crate) struct Waiter {
     fired: Mutex<bool>,
     cond: Condvar,
 }
@@ -265,14 +265,14 @@ impl Notify for Waiter {
 }
 
 impl Waiter {
-    pub fn new() -> Arc<Waiter> {
+    pub(crate) fn new() -> Arc<Waiter> {
         Arc::new(Waiter::default())
     }
 
     /// Sleeps until a notification since the last wait (Ok), the calling
     /// guest thread is interrupted (ERESTARTSYS) or `deadline` passes
     /// (ETIMEDOUT).
-    pub fn wait(self: &Arc<Self>, deadline: Option<Instant>) -> Result<(), Errno> {
+    pub(crate) fn wait(self: &Arc<Self>, deadline: Option<Instant>) -> Result<(), Errno> {
         // An interruption wakes the thread without counting as an event.
         let me = self.clone();
         let wake: Waker = Arc::new(move || {
@@ -286,13 +286,13 @@ impl Waiter {
 
 /// Registers `entry` with `register`, and undoes it with `unregister`
 /// when dropped.
-pub struct Registered<F: FnMut(&Entry)> {
+pub(crate) struct Registered<F: FnMut(&Entry)> {
     entry: Entry,
     unregister: F,
 }
 
 impl<F: FnMut(&Entry)> Registered<F> {
-    pub fn new(entry: Entry, register: impl FnOnce(&Entry), unregister: F) -> Registered<F> {
+    pub(crate) fn new(entry: Entry, register: impl FnOnce(&Entry), unregister: F) -> Registered<F> {
         register(&entry);
         Registered { entry, unregister }
     }
@@ -307,7 +307,7 @@ impl<F: FnMut(&Entry)> Drop for Registered<F> {
 /// Runs `attempt` until it stops failing with EAGAIN, waiting on `queue`
 /// for an event in `mask` between attempts; ETIMEDOUT at `deadline`,
 /// ERESTARTSYS when interrupted. For an object's own blocking paths.
-pub fn until_ready<T>(
+pub(crate) fn until_ready<T>(
     queue: &Queue,
     mask: u32,
     deadline: Option<Instant>,
@@ -333,18 +333,18 @@ const FOREVER: Duration = Duration::from_secs(1 << 32);
 
 /// `at` plus `d`, a guest-given span: a sum past what the clock holds
 /// becomes a time no wait reaches, instead of overflowing.
-pub fn later(at: Instant, d: Duration) -> Instant {
+pub(crate) fn later(at: Instant, d: Duration) -> Instant {
     at.checked_add(d).or_else(|| at.checked_add(FOREVER)).unwrap_or(at)
 }
 
 /// The deadline `d` from now (see `later`).
-pub fn deadline_in(d: Duration) -> Instant {
+pub(crate) fn deadline_in(d: Duration) -> Instant {
     later(Instant::now(), d)
 }
 
 /// Sleeps until `deadline`, or until the calling guest thread is
 /// interrupted (ERESTARTSYS).
-pub fn sleep_until(deadline: Instant) -> Result<(), Errno> {
+pub(crate) fn sleep_until(deadline: Instant) -> Result<(), Errno> {
     if current().is_none() {
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
         return Ok(());

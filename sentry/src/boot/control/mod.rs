@@ -35,7 +35,7 @@ pub struct ControlConfig {
 /// A container's lifecycle as the control socket sees it: its process
 /// waits here between `create` and `start`, and `wait` requests wait here
 /// for its end.
-pub struct Lifecycle {
+pub(crate) struct Lifecycle {
     started: Mutex<bool>,
     cv: Condvar,
     ready: Mutex<Option<File>>,
@@ -55,7 +55,7 @@ fn exit_reply(status: ExitStatus) -> String {
 }
 
 impl Lifecycle {
-    pub fn new(ready: OwnedFd) -> Lifecycle {
+    pub(crate) fn new(ready: OwnedFd) -> Lifecycle {
         Lifecycle {
             started: Mutex::new(false),
             cv: Condvar::new(),
@@ -65,7 +65,7 @@ impl Lifecycle {
     }
 
     /// Tells every `wait` request how the container ended.
-    pub fn exited(&self, status: ExitStatus) {
+    pub(crate) fn exited(&self, status: ExitStatus) {
         let mut w = self.waiters.lock();
         w.exited = Some(status);
         for mut conn in w.conns.drain(..) {
@@ -85,7 +85,7 @@ impl Lifecycle {
     }
 
     /// Tells the runtime how creation went; only the first report counts.
-    pub fn report(&self, outcome: Result<(), String>) {
+    pub(crate) fn report(&self, outcome: Result<(), String>) {
         if let Some(mut f) = self.ready.lock().take() {
             let line = match outcome {
                 Ok(()) => "ready\n".to_string(),
@@ -98,7 +98,7 @@ impl Lifecycle {
     }
 
     /// Blocks until `start`.
-    pub fn wait_start(&self) {
+    pub(crate) fn wait_start(&self) {
         let mut s = self.started.lock();
         while !*s {
             self.cv.wait(&mut s);
@@ -117,7 +117,7 @@ impl Lifecycle {
 
 /// Starts the thread that serves the control socket for the sandbox's
 /// lifetime.
-pub fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> std::io::Result<()> {
+pub(crate) fn serve(kernel: Weak<Kernel>, listener: OwnedFd, life: Arc<Lifecycle>) -> std::io::Result<()> {
     std::thread::Builder::new().name("control".into()).spawn(move || loop {
         // SAFETY: accept4 on a listening socket we own; no address is
         // requested, so the pointers are null.
@@ -307,7 +307,7 @@ fn exec(k: &Arc<Kernel>, spec: ExecSpec, fds: Vec<OwnedFd>, conn: File) -> Resul
                 ExitLine::Signal(libc::SIGKILL)
             }
         };
-        kernel.procs.remove(pid);
+        kernel.procs().remove(pid);
         drop(kernel);
         let _ = conn.write_all(line.encode().as_bytes());
     });
@@ -327,7 +327,7 @@ fn program_name(argv: &[Vec<u8>]) -> String {
 
 /// Why an exec was refused at the pids limit, for the runtime's user.
 fn pids_refusal(k: &Kernel) -> String {
-    match k.cgroup_limits.lock().pids_max {
+    match k.cgroup_limits().lock().pids_max {
         Some(limit) => format!("the sandbox's pids limit ({limit}) is reached: no process can start"),
         None => "no process can start".into(),
     }
@@ -349,8 +349,8 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             Err((libc::EINVAL, format!("invalid signal {sig}")))
         }
         Request::Signal { sig, all } => {
-            let targets = if all { k.procs.live() } else { vec![INIT_PID] };
-            let targets: Vec<i32> = targets.into_iter().filter(|&p| k.procs.alive(p)).collect();
+            let targets = if all { k.procs().live() } else { vec![INIT_PID] };
+            let targets: Vec<i32> = targets.into_iter().filter(|&p| k.procs().alive(p)).collect();
             if targets.is_empty() {
                 return Err((libc::ESRCH, "the container process has exited".into()));
             }
@@ -360,20 +360,18 @@ fn handle(k: &Kernel, life: &Lifecycle, req: Request) -> Result<Vec<String>, Fai
             Ok(Vec::new())
         }
         Request::Processes => Ok(k
-            .procs
+            .procs()
             .live()
             .into_iter()
             .filter_map(|pid| {
                 let t = k.thread(pid)?;
-                let comm: String = String::from_utf8_lossy(&t.comm.lock())
-                    .chars()
-                    .map(|c| if c.is_control() { '?' } else { c })
-                    .collect();
-                Some(ProcessRow { pid, ppid: k.procs.ppid(pid), uid: t.creds().uid, comm }.encode())
+                let comm: String =
+                    String::from_utf8_lossy(&t.comm()).chars().map(|c| if c.is_control() { '?' } else { c }).collect();
+                Some(ProcessRow { pid, ppid: k.procs().ppid(pid), uid: t.creds().uid, comm }.encode())
             })
             .collect()),
         Request::Limits { cpu_max, pids_max, memory_max } => {
-            let mut l = k.cgroup_limits.lock();
+            let mut l = k.cgroup_limits().lock();
             if let Some(cpu) = cpu_max {
                 l.cpu_max = cpu;
             }

@@ -6,9 +6,9 @@
 use crate::auth::caps::Capabilities;
 
 /// The longest request line the sentry reads.
-pub const MAX_REQUEST: usize = 256;
+pub(crate) const MAX_REQUEST: usize = 256;
 /// The largest payload of an `exec` request (argv, environment, cwd).
-pub const MAX_PAYLOAD: usize = 4 << 20;
+pub(crate) const MAX_PAYLOAD: usize = 4 << 20;
 
 /// A process to start in a running sandbox (`husk exec`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,7 +306,7 @@ impl ProcessRow {
 }
 
 /// Formats a reply: `ok` and the payload lines, or the error.
-pub fn encode_reply(r: &Result<Vec<String>, (i32, String)>) -> String {
+pub(crate) fn encode_reply(r: &Result<Vec<String>, (i32, String)>) -> String {
     match r {
         Ok(lines) => {
             let mut s = String::from("ok\n");

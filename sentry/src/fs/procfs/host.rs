@@ -31,7 +31,7 @@ fn read(path: &str) -> String {
 
 impl Host {
     /// Reads the host's files (missing ones are logged and left empty).
-    pub fn read() -> Host {
+    pub(super) fn read() -> Host {
         Host {
             cpuinfo: read("/proc/cpuinfo").into_bytes(),
             version: read("/proc/version").into_bytes(),
@@ -44,13 +44,13 @@ impl Host {
     }
 
     /// The value of a line of the host's /proc/self/status.
-    pub fn status_value(&self, key: &str) -> Option<&str> {
+    pub(super) fn status_value(&self, key: &str) -> Option<&str> {
         self.status.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(":\t"))
     }
 
     /// The CPUs the host's /proc/stat lists (as /proc/cpuinfo shows
     /// them), or those the sentry may run on if it could not be read.
-    pub fn cpu_count(&self) -> u32 {
+    pub(super) fn cpu_count(&self) -> u32 {
         let listed = self.stat.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")).count();
         match u32::try_from(listed) {
             Ok(n) if n > 0 => n,

@@ -37,16 +37,16 @@ fn sandbox() -> Sandbox {
     let anon = Tmpfs::new(0o600, 0, 0);
     let kernel = Arc::new(Kernel::new(platform.clone(), memory.clone(), root.clone(), anon, opts));
     let proc = new_procfs(Arc::downgrade(&kernel));
-    let ns_root = kernel.mounts.root();
+    let ns_root = kernel.mounts().root();
     let at = ns_root.child(b"proc", root.lookup(b"proc").unwrap());
-    kernel.mounts.mount(&at, proc.clone(), "proc", "proc").unwrap();
+    kernel.mounts().mount(&at, proc.clone(), "proc", "proc").unwrap();
     let etc = ns_root.child(b"etc", root.lookup(b"etc").unwrap());
 
     let space = platform.new_address_space().unwrap();
     let mm = Arc::new(MemoryManager::new(memory, space, TASK_SIZE - (1 << 30)));
-    let fs = Arc::new(FsContext::new(kernel.mounts.clone(), ns_root.clone(), etc.clone()));
+    let fs = Arc::new(FsContext::new(kernel.mounts().clone(), ns_root.clone(), etc.clone()));
     let init = Arc::new(Thread::new_init(kernel.alloc_tid(), Credentials::new(0, 0), mm.clone(), fs));
-    *init.comm.lock() = b"prog".to_vec();
+    init.set_comm(b"prog".to_vec());
     let addr = mm
         .mmap(MapRequest {
             addr: 0,
@@ -61,9 +61,9 @@ fn sandbox() -> Sandbox {
         .unwrap();
     mm.copy_out(addr, &[ARGS, ENV].concat()).unwrap();
     let end = addr + ARGS.len() as u64;
-    *init.args.lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
+    *init.args().lock() = ArgRanges { arg_start: addr, arg_end: end, env_start: end, env_end: end + ENV.len() as u64 };
     kernel.add_thread(init.clone());
-    kernel.procs.add(init.group().clone(), 0);
+    kernel.procs().add(init.group().clone(), 0);
     set_current(Some(init.clone()));
     Sandbox { kernel, proc, init, etc }
 }
@@ -142,7 +142,7 @@ fn links_resolve_to_the_sandbox_objects() {
     assert_eq!(walk(&s.proc, "1/root").unwrap().readlink().unwrap(), b"/");
     let exe = walk(&s.proc, "1/exe").unwrap();
     assert_eq!(exe.readlink().err(), Some(Errno::ENOENT));
-    *s.init.exe.lock() = Some(s.etc.clone());
+    *s.init.exe().lock() = Some(s.etc.clone());
     assert_eq!(exe.readlink().unwrap(), b"/etc");
 }
 
@@ -240,14 +240,14 @@ fn system_files_reflect_the_sandbox() {
     assert_eq!(read_text(&s.proc, "sys/kernel/hostname"), "box\n");
     assert_eq!(read_text(&s.proc, "sys/kernel/domainname"), "(none)\n");
     let stat = read_text(&s.proc, "stat");
-    let btime = s.kernel.boot_time.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let btime = s.kernel.boot_time().duration_since(UNIX_EPOCH).unwrap().as_secs();
     assert!(stat.contains(&format!("\nbtime {btime}\n")), "{stat}");
     assert!(stat.contains("\nprocesses 1\n"));
     assert!(stat.starts_with("cpu "));
     let meminfo = read_text(&s.proc, "meminfo");
     let total = system::meminfo_kb(&meminfo, "MemTotal").unwrap();
     let free = system::meminfo_kb(&meminfo, "MemFree").unwrap();
-    assert_eq!(total - free, s.kernel.memory.used() / 1024);
+    assert_eq!(total - free, s.kernel.memory().used() / 1024);
     let uptime = read_text(&s.proc, "uptime");
     assert!(uptime.ends_with('\n') && uptime.split(' ').count() == 2, "{uptime}");
     assert_eq!(s.proc.lookup(b"mounts").unwrap().readlink().unwrap(), b"self/mounts");
@@ -263,7 +263,7 @@ fn sysctls_set_at_boot_show_in_proc_sys() {
     set(&s.kernel, "net/ipv4/ping_group_range", "0 2147483647").unwrap();
     set(&s.kernel, "kernel.domainname", "example").unwrap();
     assert_eq!(read_text(&s.proc, "sys/net/ipv4/ip_unprivileged_port_start"), "0\n");
-    assert_eq!(s.kernel.net_sysctls.unprivileged_port_start(), 0);
+    assert_eq!(s.kernel.net_sysctls().unprivileged_port_start(), 0);
     assert_eq!(read_text(&s.proc, "sys/net/ipv4/ping_group_range"), "0\t2147483647\n");
     assert_eq!(read_text(&s.proc, "sys/kernel/domainname"), "example\n");
     assert_eq!(

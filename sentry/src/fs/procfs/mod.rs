@@ -86,8 +86,8 @@ fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
 }
 
 /// The /proc root; `kernel` is weak because the kernel owns its mounts.
-pub fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
-    let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time);
+pub(crate) fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
+    let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time());
     let p = Arc::new(Proc { fs: FsInfo::new(PROC_MAGIC, boot), kernel, host: Host::read() });
     let statics = Fixed(root_entries(&p));
     let mut attr = p.attr("/", S_IFDIR | 0o555);
@@ -102,12 +102,12 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
         text(p, "/filesystems", system::FILESYSTEMS),
         kernel_file(p, "/loadavg", |_, k| {
             let (total, last) = (k.tids().len(), k.last_tid());
-            let load = k.load.snapshot(std::time::Instant::now());
+            let load = k.load().snapshot(std::time::Instant::now());
             system::format_loadavg(load.avenrun, load.runnable, total, last).into_bytes()
         }),
         kernel_file(p, "/meminfo", |p, k| {
             let total = system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0);
-            system::format_meminfo(&p.host.meminfo, total, k.memory.used() / 1024).into_bytes()
+            system::format_meminfo(&p.host.meminfo, total, k.memory().used() / 1024).into_bytes()
         }),
         (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
         dir(
@@ -116,7 +116,7 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             vec![
                 kernel_file(p, "/net/dev", |_, k| {
                     let uplink = husk_netstack::iface::uplink().is_some();
-                    system::format_net_dev(k.net.loopback_counters(), uplink).into_bytes()
+                    system::format_net_dev(k.net().loopback_counters(), uplink).into_bytes()
                 }),
                 kernel_file(p, "/net/route", |_, _| {
                     system::format_net_route(husk_netstack::iface::uplink()).into_bytes()
@@ -126,8 +126,8 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
         ),
         (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
         kernel_file(p, "/stat", |p, k| {
-            let btime = k.boot_time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let load = k.load.snapshot(std::time::Instant::now());
+            let btime = k.boot_time().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let load = k.load().snapshot(std::time::Instant::now());
             system::format_stat(&system::StatCounters {
                 cpus: p.host.cpu_count(),
                 cpu: k.cpu_times(),
@@ -166,8 +166,8 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         p,
         "/sys/kernel",
         vec![
-            kernel_file(p, "/sys/kernel/domainname", |_, k| line(&k.domainname.lock())),
-            kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname.lock())),
+            kernel_file(p, "/sys/kernel/domainname", |_, k| line(&k.domainname())),
+            kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname())),
             shown(p, "/sys/kernel/msgmax", ipc::msg::MSGMAX),
             shown(p, "/sys/kernel/msgmnb", ipc::msg::MSGMNB),
             shown(p, "/sys/kernel/msgmni", ipc::msg::MSGMNI),
@@ -225,9 +225,9 @@ fn sys_dir(p: &Arc<Proc>) -> Entry {
         "/sys/net/ipv4",
         vec![
             kernel_file(p, "/sys/net/ipv4/ip_unprivileged_port_start", |_, k| {
-                format!("{}\n", k.net_sysctls.unprivileged_port_start()).into_bytes()
+                format!("{}\n", k.net_sysctls().unprivileged_port_start()).into_bytes()
             }),
-            kernel_file(p, "/sys/net/ipv4/ping_group_range", |_, k| k.net_sysctls.ping_group_range().into_bytes()),
+            kernel_file(p, "/sys/net/ipv4/ping_group_range", |_, k| k.net_sysctls().ping_group_range().into_bytes()),
         ],
     );
     let mem = |name: &str, v: i64| shown(p, &format!("/sys/net/core/{name}"), v);
@@ -258,7 +258,7 @@ fn line(text: &[u8]) -> Vec<u8> {
 /// The text of /proc/self (`thread == false`) or /proc/thread-self.
 fn self_link(thread: bool) -> Result<Vec<u8>, Errno> {
     let t = thread::current().ok_or(Errno::ENOENT)?;
-    let text = if thread { format!("{}/task/{}", t.tgid, t.tid) } else { t.tgid.to_string() };
+    let text = if thread { format!("{}/task/{}", t.tgid(), t.tid()) } else { t.tgid().to_string() };
     Ok(text.into_bytes())
 }
 
@@ -284,18 +284,18 @@ impl Entries for RootEntries {
         };
         let k = self.proc.kernel().map_err(|_| Errno::ENOENT)?;
         let t = k.thread(pid).ok_or(Errno::ENOENT)?;
-        Ok(process_dir(&self.proc, &k, &t, format!("/{pid}"), t.tid == t.tgid))
+        Ok(process_dir(&self.proc, &k, &t, format!("/{pid}"), t.tid() == t.tgid()))
     }
 
     fn list(&self, dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let mut entries = self.statics.list(dir)?;
         if let Ok(k) = self.proc.kernel() {
             let threads = k.threads();
-            let leaders = threads.iter().filter(|t| t.tid == t.tgid);
+            let leaders = threads.iter().filter(|t| t.tid() == t.tgid());
             entries.extend(leaders.map(|t| DirEntry {
-                ino: path_ino(format!("/{}", t.tid).as_bytes()),
+                ino: path_ino(format!("/{}", t.tid()).as_bytes()),
                 kind: libc::DT_DIR,
-                name: t.tid.to_string().into_bytes(),
+                name: t.tid().to_string().into_bytes(),
             }));
         }
         Ok(entries)
@@ -304,7 +304,7 @@ impl Entries for RootEntries {
 
 /// The time a thread started, as a timestamp.
 fn start_time(k: &Kernel, t: &Thread) -> TimeSpec {
-    timespec(k.boot_time + t.start.saturating_duration_since(k.boot_instant))
+    timespec(k.boot_time() + t.start().saturating_duration_since(k.boot_instant()))
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub(super) struct NsEntries {
 fn ns_file(t: &Thread, kind: Kind) -> Result<NsFile, Errno> {
     if let Some(reader) = thread::current() {
         let dumpable = t.group().dumpable() != 0;
-        if reader.tgid != t.tgid && !reader.creds().may_read_process(&t.creds(), dumpable) {
+        if reader.tgid() != t.tgid() && !reader.creds().may_read_process(&t.creds(), dumpable) {
             return Err(Errno::EACCES);
         }
     }

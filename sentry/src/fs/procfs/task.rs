@@ -140,7 +140,7 @@ pub(super) fn process_dir(p: &Arc<Proc>, k: &Kernel, t: &Thread, path: String, l
     attr.time = start_time(k, t);
     let subdirs = entries(leader).filter(|(_, kind)| kind.mode() & S_IFMT == S_IFDIR);
     attr.nlink = 2 + subdirs.count() as u64;
-    let task = TaskRef { proc: p.clone(), tid: t.tid };
+    let task = TaskRef { proc: p.clone(), tid: t.tid() };
     Dir::new(attr, ProcessEntries { task, path, leader })
 }
 
@@ -218,20 +218,20 @@ impl Entries for TaskEntries {
     fn lookup(&self, _dir: &Attr, name: &[u8]) -> Result<Arc<dyn Node>, Errno> {
         let (k, leader) = self.task.get_for_lookup()?;
         let tid = parse_id(name).ok_or(Errno::ENOENT)?;
-        let t = k.thread(tid).filter(|t| t.tgid == leader.tgid).ok_or(Errno::ENOENT)?;
+        let t = k.thread(tid).filter(|t| t.tgid() == leader.tgid()).ok_or(Errno::ENOENT)?;
         let path = format!("{}/{tid}", self.path);
         Ok(process_dir(&self.task.proc, &k, &t, path, false))
     }
 
     fn list(&self, _dir: &Attr) -> Result<Vec<DirEntry>, Errno> {
         let (k, leader) = self.task.get_for_lookup()?;
-        let threads = k.group(leader.tgid);
+        let threads = k.group(leader.tgid());
         Ok(threads
             .iter()
             .map(|t| DirEntry {
-                ino: path_ino(format!("{}/{}", self.path, t.tid).as_bytes()),
+                ino: path_ino(format!("{}/{}", self.path, t.tid()).as_bytes()),
                 kind: libc::DT_DIR,
-                name: t.tid.to_string().into_bytes(),
+                name: t.tid().to_string().into_bytes(),
             })
             .collect())
     }

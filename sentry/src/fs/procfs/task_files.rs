@@ -20,7 +20,7 @@ pub(super) fn link_dentry(kind: LinkKind, t: &Thread) -> Result<Arc<Dentry>, Err
     match kind {
         LinkKind::Cwd => Ok(t.fs().cwd()),
         LinkKind::Root => Ok(t.fs().root()),
-        LinkKind::Exe => t.exe.lock().clone().ok_or(Errno::ENOENT),
+        LinkKind::Exe => t.exe().lock().clone().ok_or(Errno::ENOENT),
     }
 }
 
@@ -55,18 +55,18 @@ fn unlinked(d: &Dentry) -> bool {
 /// /proc/[pid]/task/[tid] (one thread).
 pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
     match kind {
-        FileKind::Auxv => t.auxv.lock().clone(),
+        FileKind::Auxv => t.auxv().lock().clone(),
         FileKind::Environ => {
-            let a = *t.args.lock();
+            let a = *t.args().lock();
             read_guest(t, a.env_start, a.env_end)
         }
         FileKind::Cmdline => {
-            let a = *t.args.lock();
+            let a = *t.args().lock();
             read_guest(t, a.arg_start, a.arg_end)
         }
         FileKind::Status => status(p, k, t),
         FileKind::Limits => process::format_limits(&t.group().rlimits()).into_bytes(),
-        FileKind::Comm => line(&t.comm.lock()),
+        FileKind::Comm => line(&t.comm()),
         FileKind::Stat => stat(k, t, process),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
         FileKind::Maps => t.mm().maps_text().into_bytes(),
@@ -87,7 +87,7 @@ pub(super) fn fdinfo(k: &Kernel, t: &Thread, fd: i32) -> Result<Vec<u8>, Errno> 
     let mut text = process::format_fdinfo(file.offset(), file.flags() | cloexec, file.dentry.mount.id, ino);
     if let Ok(p) = file.ops.clone().into_any().downcast::<crate::fs::pidfd::PidFd>() {
         // As Linux: the process's pid, or -1 once it was reaped.
-        let reaped = p.group().process().status.is_some() && k.procs.pgid(p.pid()).is_none();
+        let reaped = p.group().process().status.is_some() && k.procs().pgid(p.pid()).is_none();
         let pid = if reaped { -1 } else { p.pid() };
         text.push_str(&format!("Pid:\t{pid}\nNSpid:\t{pid}\n"));
     }
@@ -108,7 +108,7 @@ fn read_guest(t: &Thread, start: u64, end: u64) -> Vec<u8> {
 
 /// The memory figures of `t`'s address space.
 fn vm(t: &Thread) -> VmCounts {
-    let exe = t.exe.lock().clone();
+    let exe = t.exe().lock().clone();
     let exe = exe.map(|d| String::from_utf8_lossy(&d.path_from(&t.fs().root())).into_owned()).unwrap_or_default();
     let mm = t.mm();
     let mut c = process::vm_counts(&mm.maps_text(), &exe);
@@ -120,12 +120,12 @@ fn vm(t: &Thread) -> VmCounts {
 fn sig_sets(t: &Thread) -> SigSets {
     let mut s = SigSets {
         pending: t.own_pending(),
-        shared: t.group().shared_pending.bits(),
+        shared: t.group().shared_pending().bits(),
         blocked: t.sigmask(),
         ..SigSets::default()
     };
     for sig in 1..=NSIG {
-        let handler = t.sigactions.swap(sig, None).handler;
+        let handler = t.sigactions().swap(sig, None).handler;
         let bit = 1u64 << (sig - 1);
         if handler == SIG_IGN {
             s.ignored |= bit;
@@ -139,9 +139,9 @@ fn sig_sets(t: &Thread) -> SigSets {
 /// The running state of `t`: stopped by job control, or running (only
 /// the reader itself is known to), or sleeping.
 fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
-    if k.procs.stopped_by(t.tgid).is_some() {
+    if k.procs().stopped_by(t.tgid()).is_some() {
         ('T', "T (stopped)")
-    } else if t.sleeping.load(std::sync::atomic::Ordering::Relaxed) {
+    } else if t.sleeping().load(std::sync::atomic::Ordering::Relaxed) {
         ('S', "S (sleeping)")
     } else {
         ('R', "R (running)")
@@ -150,15 +150,15 @@ fn state(k: &Kernel, t: &Thread) -> (char, &'static str) {
 
 /// The parent, process group and session of `t`'s process.
 fn family(k: &Kernel, t: &Thread) -> (i32, i32, i32) {
-    let pid = t.tgid;
-    match (k.procs.pgid(pid), k.procs.sid(pid)) {
-        (Some(pgid), Some(sid)) => (k.procs.ppid(pid), pgid, sid),
+    let pid = t.tgid();
+    match (k.procs().pgid(pid), k.procs().sid(pid)) {
+        (Some(pgid), Some(sid)) => (k.procs().ppid(pid), pgid, sid),
         _ => (0, pid, pid),
     }
 }
 
 fn thread_count(k: &Kernel, t: &Thread) -> usize {
-    k.thread_group(t.tgid).map_or(0, |g| g.thread_count())
+    k.thread_group(t.tgid()).map_or(0, |g| g.thread_count())
 }
 
 /// The size of the fd table as Linux grows it: 64, then powers of two.
@@ -180,7 +180,7 @@ const HOST_STATUS_KEYS: [&str; 6] = [
 /// The host's lines of /proc/[pid]/status, with `t`'s CPU affinity if it
 /// set one.
 fn host_lines(p: &Proc, t: &Thread) -> String {
-    let affinity = t.attrs.lock().cpu_affinity.clone();
+    let affinity = t.attrs().lock().cpu_affinity.clone();
     let mut out = String::new();
     for key in HOST_STATUS_KEYS {
         let Some(host) = p.host.status_value(key) else {
@@ -198,15 +198,15 @@ fn host_lines(p: &Proc, t: &Thread) -> String {
 
 fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
     let host_lines = host_lines(p, t);
-    let name = t.comm.lock().clone();
+    let name = t.comm();
     let creds = t.creds();
     let (ppid, pgid, sid) = family(k, t);
     let s = Status {
         name: &name,
         umask: t.fs().umask(),
         state: state(k, t).1,
-        tgid: t.tgid,
-        pid: t.tid,
+        tgid: t.tgid(),
+        pid: t.tid(),
         ppid,
         pgid,
         sid,
@@ -216,21 +216,21 @@ fn status(p: &Proc, k: &Kernel, t: &Thread) -> Vec<u8> {
         threads: thread_count(k, t),
         sigq_max: t.rlimit(RLIMIT_SIGPENDING).cur,
         sigs: sig_sets(t),
-        no_new_privs: t.attrs.lock().no_new_privs,
-        seccomp: (t.seccomp.mode(), t.seccomp.filter_count()),
+        no_new_privs: t.attrs().lock().no_new_privs,
+        seccomp: (t.seccomp().mode(), t.seccomp().filter_count()),
         host_lines: &host_lines,
     };
     process::format_status(&s)
 }
 
 fn stat(k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
-    let name = t.comm.lock().clone();
-    let since_boot = t.start.saturating_duration_since(k.boot_instant);
+    let name = t.comm();
+    let since_boot = t.start().saturating_duration_since(k.boot_instant());
     let start_ticks =
         since_boot.as_secs() * CLOCK_TICKS + u64::from(since_boot.subsec_nanos()) / (1_000_000_000 / CLOCK_TICKS);
     let (ppid, pgid, sid) = family(k, t);
     let f = StatFields {
-        pid: t.tid,
+        pid: t.tid(),
         comm: &name,
         state: state(k, t).0,
         ppid,
@@ -242,9 +242,9 @@ fn stat(k: &Kernel, t: &Thread, process: bool) -> Vec<u8> {
         vm: vm(t),
         rsslim: t.rlimit(RLIMIT_RSS).cur,
         sigs: sig_sets(t),
-        exit_signal: if t.tid == t.tgid { libc::SIGCHLD } else { -1 },
-        args: *t.args.lock(),
-        nice: t.nice.load(std::sync::atomic::Ordering::Relaxed),
+        exit_signal: if t.tid() == t.tgid() { libc::SIGCHLD } else { -1 },
+        args: *t.args().lock(),
+        nice: t.nice().load(std::sync::atomic::Ordering::Relaxed),
     };
     process::format_stat(&f)
 }
@@ -256,11 +256,11 @@ fn cpu_ticks(k: &Kernel, t: &Thread, process: bool) -> [u64; 4] {
     let own = if process {
         k.process_cpu_times(group)
     } else {
-        let running = if t.cpu.running() { t.cpu.running_user(t.mm().space().cpu_time()) } else { Duration::ZERO };
-        let mine = t.cpu.times();
+        let running = if t.cpu().running() { t.cpu().running_user(t.mm().space().cpu_time()) } else { Duration::ZERO };
+        let mine = t.cpu().times();
         CpuTimes { user: mine.user.saturating_add(running), system: mine.system }
     };
-    let children = group.cpu.children();
+    let children = group.cpu().children();
     [own.user, own.system, children.user, children.system].map(super::system::ticks)
 }
 

@@ -11,11 +11,11 @@ use std::collections::VecDeque;
 /// The input buffer's size (N_TTY_BUF_SIZE): a canonical line holds one
 /// byte less, the rest of a longer line is dropped; raw input beyond it
 /// waits in the writer.
-pub const INPUT_CAPACITY: usize = 4096;
+pub(crate) const INPUT_CAPACITY: usize = 4096;
 
 /// What receiving input did besides queueing it.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// Bytes to show on the terminal (echo), already post-processed.
     pub echo: Vec<u8>,
     /// Signals for the foreground process group, in order.
@@ -33,7 +33,7 @@ enum Erase {
 }
 
 /// One terminal's line discipline.
-pub struct LineDiscipline {
+pub(crate) struct LineDiscipline {
     termios: Termios,
     /// Canonical mode: finished lines, each with its terminator (a line
     /// ended by EOF has none; an empty one reads as end of file).
@@ -69,7 +69,7 @@ fn is_utf8_continuation(c: u8) -> bool {
 }
 
 impl LineDiscipline {
-    pub fn new(termios: Termios) -> LineDiscipline {
+    pub(crate) fn new(termios: Termios) -> LineDiscipline {
         LineDiscipline {
             termios,
             lines: VecDeque::new(),
@@ -83,14 +83,14 @@ impl LineDiscipline {
         }
     }
 
-    pub fn termios(&self) -> &Termios {
+    pub(crate) fn termios(&self) -> &Termios {
         &self.termios
     }
 
     /// New modes. Switching canonical mode off makes everything typed so
     /// far readable; switching it on makes unread input the start of the
     /// edited line.
-    pub fn set_termios(&mut self, t: Termios) {
+    pub(crate) fn set_termios(&mut self, t: Termios) {
         let was_canonical = self.termios.lflag(ICANON);
         if was_canonical && !t.lflag(ICANON) {
             for line in self.lines.drain(..) {
@@ -109,16 +109,16 @@ impl LineDiscipline {
     }
 
     /// Whether output is stopped (XOFF).
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stopped
     }
 
-    pub fn set_stopped(&mut self, stopped: bool) {
+    pub(crate) fn set_stopped(&mut self, stopped: bool) {
         self.stopped = stopped;
     }
 
     /// Discards input not yet read.
-    pub fn flush_input(&mut self) {
+    pub(crate) fn flush_input(&mut self) {
         self.lines.clear();
         self.line_bytes = 0;
         self.edit.clear();
@@ -128,7 +128,7 @@ impl LineDiscipline {
 
     /// Whether a read would return now: a finished line (canonical) or
     /// any byte.
-    pub fn has_input(&self) -> bool {
+    pub(crate) fn has_input(&self) -> bool {
         if self.termios.lflag(ICANON) {
             !self.lines.is_empty()
         } else {
@@ -137,7 +137,7 @@ impl LineDiscipline {
     }
 
     /// Bytes a reader can take (FIONREAD).
-    pub fn readable(&self) -> usize {
+    pub(crate) fn readable(&self) -> usize {
         if self.termios.lflag(ICANON) {
             self.line_bytes
         } else {
@@ -148,7 +148,7 @@ impl LineDiscipline {
     /// Whether more input fits now; a writer waits until it does. Each
     /// finished line also counts one byte, so lines of nothing but an end
     /// of file fill the buffer too.
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         if self.termios.lflag(ICANON) {
             self.line_bytes + self.lines.len() < INPUT_CAPACITY
         } else {
@@ -158,7 +158,7 @@ impl LineDiscipline {
 
     /// Reads input: one line at most in canonical mode (0 at an end of
     /// file), what there is otherwise.
-    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
         if !self.termios.lflag(ICANON) {
             let n = buf.len().min(self.raw.len());
             for (dst, src) in buf.iter_mut().zip(self.raw.drain(..n)) {
@@ -179,7 +179,7 @@ impl LineDiscipline {
 
     /// Receives typed input; returns how much was taken (less than all
     /// when the buffer is full: the writer waits for a reader).
-    pub fn receive(&mut self, input: &[u8], fx: &mut Effects) -> usize {
+    pub(crate) fn receive(&mut self, input: &[u8], fx: &mut Effects) -> usize {
         for (i, &byte) in input.iter().enumerate() {
             if !self.has_room() {
                 return i;
@@ -394,7 +394,7 @@ impl LineDiscipline {
     }
 
     /// Post-processes output (OPOST) into `out`.
-    pub fn output(&mut self, data: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn output(&mut self, data: &[u8], out: &mut Vec<u8>) {
         let t = self.termios;
         if !t.oflag(OPOST) {
             out.extend_from_slice(data);

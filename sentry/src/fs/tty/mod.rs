@@ -1,6 +1,6 @@
 //! The sentry's terminals: termios, the line discipline and
 //! pseudo-terminal pairs.
 mod ioctl;
-pub mod line_discipline;
-pub mod terminal;
-pub mod termios;
+pub(crate) mod line_discipline;
+pub(crate) mod terminal;
+pub(crate) mod termios;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// Output the master has not read yet, at most (Linux's pty buffer).
 const OUTPUT_CAPACITY: usize = 65536;
 /// The major device number of /dev/pts/N.
-pub const PTS_MAJOR: u32 = 136;
+pub(crate) const PTS_MAJOR: u32 = 136;
 /// The group devpts gives terminals (`tty`, as Docker mounts it).
 const TTY_GID: u32 = 5;
 
@@ -60,7 +60,7 @@ impl State {
 }
 
 /// One pseudo-terminal pair.
-pub struct Terminal {
+pub(crate) struct Terminal {
     pub index: u32,
     state: Mutex<State>,
     cond: Condvar,
@@ -72,7 +72,7 @@ pub struct Terminal {
 }
 
 impl Terminal {
-    pub fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec) -> Arc<Terminal> {
+    pub(crate) fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec) -> Arc<Terminal> {
         Arc::new(Terminal {
             index,
             state: Mutex::new(State {
@@ -97,12 +97,12 @@ impl Terminal {
     }
 
     /// The name of the replica, as ttyname finds it.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("/dev/pts/{}", self.index)
     }
 
     /// Whether a master is open: the pair exists (shows in /dev/pts).
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         self.state.lock().masters > 0
     }
 
@@ -126,7 +126,7 @@ impl Terminal {
     }
 
     /// The kernel, while it runs (for the replica's dentry).
-    pub fn kernel(&self) -> Option<Arc<Kernel>> {
+    pub(crate) fn kernel(&self) -> Option<Arc<Kernel>> {
         self.kernel.upgrade()
     }
 
@@ -134,7 +134,7 @@ impl Terminal {
     /// terminal driver's kill_pgrp).
     fn signal_group(&self, pgid: i32, sig: i32) {
         if let Some(k) = self.kernel.upgrade() {
-            k.signal_processes(&k.procs.group_members(pgid), sig);
+            k.signal_processes(&k.procs().group_members(pgid), sig);
         }
     }
 
@@ -152,7 +152,7 @@ impl Terminal {
     /// means EIO; with SIGTTOU (writes with TOSTOP, mode changes) an
     /// ignored or blocked signal lets the call through. Otherwise the
     /// group is sent the signal and the call restarts after it.
-    pub fn job_control(&self, c: &dyn IoctlContext, sig: i32) -> Result<(), Errno> {
+    pub(crate) fn job_control(&self, c: &dyn IoctlContext, sig: i32) -> Result<(), Errno> {
         let (session, fg) = {
             let s = self.state.lock();
             (s.session, s.foreground)
@@ -172,20 +172,20 @@ impl Terminal {
     }
 
     /// Opens the master side (once, by /dev/ptmx).
-    pub fn open_master(self: &Arc<Terminal>) -> Arc<TtyFile> {
+    pub(crate) fn open_master(self: &Arc<Terminal>) -> Arc<TtyFile> {
         self.state.lock().masters += 1;
         Arc::new(TtyFile { term: self.clone(), master: true })
     }
 
     /// Opens the replica. A session leader without a controlling terminal
     /// that opens one without O_NOCTTY acquires it, as in Linux.
-    pub fn open_replica(self: &Arc<Terminal>, flags: i32) -> Result<Arc<TtyFile>, Errno> {
+    pub(crate) fn open_replica(self: &Arc<Terminal>, flags: i32) -> Result<Arc<TtyFile>, Errno> {
         let caller = self.caller();
         self.open_replica_by(flags, caller.as_ref().map(|c| c as &dyn IoctlContext))
     }
 
     /// `open_replica` by `caller` (None: the sentry itself).
-    pub fn open_replica_by(
+    pub(crate) fn open_replica_by(
         self: &Arc<Terminal>,
         flags: i32,
         caller: Option<&dyn IoctlContext>,
@@ -213,18 +213,18 @@ impl Terminal {
     }
 
     /// The session whose controlling terminal this is.
-    pub fn session(&self) -> Option<i32> {
+    pub(crate) fn session(&self) -> Option<i32> {
         self.state.lock().session
     }
 
-    pub fn foreground(&self) -> Option<i32> {
+    pub(crate) fn foreground(&self) -> Option<i32> {
         self.state.lock().foreground
     }
 
     /// Makes this the controlling terminal of session `sid` with `pgid`
     /// in the foreground (init's console at boot, TIOCSCTTY).
     /// `steal` takes it from another session (root's TIOCSCTTY 1).
-    pub fn set_controlling(&self, sid: i32, pgid: i32, steal: bool) -> Result<(), Errno> {
+    pub(crate) fn set_controlling(&self, sid: i32, pgid: i32, steal: bool) -> Result<(), Errno> {
         let mut s = self.state.lock();
         if s.session == Some(sid) {
             return Ok(());
@@ -240,7 +240,7 @@ impl Terminal {
     /// The session gives the terminal up (TIOCNOTTY, its leader's exit):
     /// the foreground group is sent SIGHUP (and SIGCONT unless the leader
     /// is exiting).
-    pub fn release_controlling(&self, sid: i32, leader: bool, exiting: bool) {
+    pub(crate) fn release_controlling(&self, sid: i32, leader: bool, exiting: bool) {
         let fg = {
             let mut s = self.state.lock();
             if s.session != Some(sid) {
@@ -262,7 +262,7 @@ impl Terminal {
 
     /// TIOCSPGRP: `pgid` must be a group of the terminal's session
     /// (`c` finds the group's).
-    pub fn set_foreground(&self, c: &dyn IoctlContext, pgid: i32) -> Result<(), Errno> {
+    pub(crate) fn set_foreground(&self, c: &dyn IoctlContext, pgid: i32) -> Result<(), Errno> {
         let sid = c.session_of_group(pgid).ok_or(Errno::ESRCH)?;
         let mut s = self.state.lock();
         if s.session != Some(sid) {
@@ -272,12 +272,12 @@ impl Terminal {
         Ok(())
     }
 
-    pub fn termios(&self) -> Termios {
+    pub(crate) fn termios(&self) -> Termios {
         *self.state.lock().ld.termios()
     }
 
     /// TCSETS*: `flush` discards unread input first (TCSETSF).
-    pub fn set_termios(&self, t: Termios, flush: bool) {
+    pub(crate) fn set_termios(&self, t: Termios, flush: bool) {
         let mut s = self.state.lock();
         if flush {
             s.ld.flush_input();
@@ -287,12 +287,12 @@ impl Terminal {
         self.changed();
     }
 
-    pub fn winsize(&self) -> Winsize {
+    pub(crate) fn winsize(&self) -> Winsize {
         self.state.lock().winsize
     }
 
     /// TIOCSWINSZ: a change is signalled to the foreground group.
-    pub fn set_winsize(&self, w: Winsize) {
+    pub(crate) fn set_winsize(&self, w: Winsize) {
         let fg = {
             let mut s = self.state.lock();
             if s.winsize == w {
@@ -307,7 +307,7 @@ impl Terminal {
     }
 
     /// TCFLSH: discards unread input, output or both.
-    pub fn flush(&self, input: bool, output: bool) {
+    pub(crate) fn flush(&self, input: bool, output: bool) {
         let mut s = self.state.lock();
         if input {
             s.ld.flush_input();
@@ -321,7 +321,7 @@ impl Terminal {
 
     /// TCXONC: suspends or restarts output (TCOOFF, TCOON), or sends the
     /// stop or start character (TCIOFF, TCION) towards the master.
-    pub fn flow(&self, action: u64) -> Result<(), Errno> {
+    pub(crate) fn flow(&self, action: u64) -> Result<(), Errno> {
         let mut s = self.state.lock();
         match action {
             0 => s.ld.set_stopped(true),
@@ -341,32 +341,32 @@ impl Terminal {
     }
 
     /// TIOCSPTLCK.
-    pub fn set_locked(&self, locked: bool) {
+    pub(crate) fn set_locked(&self, locked: bool) {
         self.state.lock().locked = locked;
     }
 
-    pub fn locked(&self) -> bool {
+    pub(crate) fn locked(&self) -> bool {
         self.state.lock().locked
     }
 
     /// TIOCEXCL, TIOCNXCL.
-    pub fn set_exclusive(&self, on: bool) {
+    pub(crate) fn set_exclusive(&self, on: bool) {
         self.state.lock().exclusive = on;
     }
 
-    pub fn exclusive(&self) -> bool {
+    pub(crate) fn exclusive(&self) -> bool {
         self.state.lock().exclusive
     }
 
     /// Bytes the replica can read (its FIONREAD) and bytes the master can
     /// read (the replica's TIOCOUTQ, the master's FIONREAD).
-    pub fn queued(&self) -> (usize, usize) {
+    pub(crate) fn queued(&self) -> (usize, usize) {
         let s = self.state.lock();
         (s.ld.readable(), s.output.len())
     }
 
     /// TIOCSTI: `c` as if typed (its echo and signals included).
-    pub fn simulate_input(self: &Arc<Terminal>, c: u8) {
+    pub(crate) fn simulate_input(self: &Arc<Terminal>, c: u8) {
         if let Err(e) = self.master_write(&[c]) {
             log::debug!("TIOCSTI on {}: {e}", self.name());
         }
@@ -376,7 +376,7 @@ impl Terminal {
     /// away: the session leader is sent SIGHUP and SIGCONT, the terminal
     /// is no session's any more, and the replica reads end of file and
     /// refuses writes (EIO).
-    pub fn hang_up(&self) {
+    pub(crate) fn hang_up(&self) {
         let session = {
             let mut s = self.state.lock();
             s.hung_up = true;
@@ -385,7 +385,7 @@ impl Terminal {
         };
         self.changed();
         if let Some(sid) = session {
-            if let Some(k) = self.kernel.upgrade().filter(|k| k.procs.alive(sid)) {
+            if let Some(k) = self.kernel.upgrade().filter(|k| k.procs().alive(sid)) {
                 k.signal_process(sid, libc::SIGHUP);
                 k.signal_process(sid, libc::SIGCONT);
             }
@@ -393,14 +393,10 @@ impl Terminal {
     }
 
     /// Waits until there is output for the master (true), or until the
-    /// terminal is hung up (false). For the console bridge, which is no
-    /// guest thread and cannot be interrupted.
-    pub fn wait_output(self: &Arc<Terminal>) -> bool {
-        self.wait_output_until(None).unwrap_or(false)
-    }
-
-    /// `wait_output` that gives up at `deadline` (None then).
-    pub fn wait_output_until(self: &Arc<Terminal>, deadline: Option<std::time::Instant>) -> Option<bool> {
+    /// terminal is hung up (false); None when `deadline` passed first. For
+    /// the console bridge, which is no guest thread and cannot be
+    /// interrupted.
+    pub(crate) fn wait_output_until(self: &Arc<Terminal>, deadline: Option<std::time::Instant>) -> Option<bool> {
         let mut s = self.state.lock();
         let ready = |s: &mut State| (!s.output.is_empty() && !s.ld.stopped()) || s.hung_up;
         match block_on(&mut s, &self.cond, self.waker(), deadline, ready) {
@@ -411,7 +407,7 @@ impl Terminal {
     }
 
     /// Takes output without waiting (0 when there is none).
-    pub fn read_output(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
+    pub(crate) fn read_output(self: &Arc<Terminal>, buf: &mut [u8]) -> Result<usize, Errno> {
         match self.master_read(buf) {
             Err(Errno::EAGAIN) => Ok(0),
             other => other,
@@ -583,7 +579,7 @@ impl Terminal {
 impl Terminal {
     /// The replica's attributes: /dev/pts/N, owned by whoever opened the
     /// master, group tty, mode 0620.
-    pub fn stat(&self) -> Stat {
+    pub(crate) fn stat(&self) -> Stat {
         let mut st = crate::fs::anon::stat(0x19, u64::from(self.index) + 3, crate::vfs::S_IFCHR | 0o620, self.created);
         st.rdev = libc::makedev(PTS_MAJOR, self.index);
         st.uid = self.owner;
@@ -593,7 +589,7 @@ impl Terminal {
 }
 
 /// An open end of a terminal.
-pub struct TtyFile {
+pub(crate) struct TtyFile {
     pub term: Arc<Terminal>,
     /// The master side (else the replica).
     pub master: bool,
@@ -622,7 +618,7 @@ impl TtyFile {
     /// Job control for a call that changes the terminal (modes, the
     /// foreground group, flushing) from the replica side; the master, the
     /// terminal's owner, is never in the background.
-    pub fn check_change(&self, c: &dyn IoctlContext) -> Result<(), Errno> {
+    pub(crate) fn check_change(&self, c: &dyn IoctlContext) -> Result<(), Errno> {
         if self.master {
             Ok(())
         } else {

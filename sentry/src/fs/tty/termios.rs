@@ -3,71 +3,69 @@
 
 /// `struct termios` (TCGETS): four flag words, the line discipline and
 /// 19 control characters.
-pub const TERMIOS_SIZE: usize = 36;
+pub(crate) const TERMIOS_SIZE: usize = 36;
 /// `struct termios2` (TCGETS2): termios and the two speeds.
-pub const TERMIOS2_SIZE: usize = 44;
+pub(crate) const TERMIOS2_SIZE: usize = 44;
 /// `struct winsize`.
-pub const WINSIZE_SIZE: usize = 8;
+pub(crate) const WINSIZE_SIZE: usize = 8;
 const NCCS: usize = 19;
 
 // Control characters (indices into c_cc).
-pub const VINTR: usize = 0;
-pub const VQUIT: usize = 1;
-pub const VERASE: usize = 2;
-pub const VKILL: usize = 3;
-pub const VEOF: usize = 4;
-pub const VTIME: usize = 5;
-pub const VMIN: usize = 6;
-pub const VSTART: usize = 8;
-pub const VSTOP: usize = 9;
-pub const VSUSP: usize = 10;
-pub const VEOL: usize = 11;
-pub const VREPRINT: usize = 12;
-pub const VWERASE: usize = 14;
-pub const VLNEXT: usize = 15;
-pub const VEOL2: usize = 16;
+pub(crate) const VINTR: usize = 0;
+pub(crate) const VQUIT: usize = 1;
+pub(crate) const VERASE: usize = 2;
+pub(crate) const VKILL: usize = 3;
+pub(crate) const VEOF: usize = 4;
+pub(crate) const VTIME: usize = 5;
+pub(crate) const VMIN: usize = 6;
+pub(crate) const VSTART: usize = 8;
+pub(crate) const VSTOP: usize = 9;
+pub(crate) const VSUSP: usize = 10;
+pub(crate) const VEOL: usize = 11;
+pub(crate) const VREPRINT: usize = 12;
+pub(crate) const VWERASE: usize = 14;
+pub(crate) const VLNEXT: usize = 15;
+pub(crate) const VEOL2: usize = 16;
 
 // Input flags.
-pub const ISTRIP: u32 = 0o40;
-pub const INLCR: u32 = 0o100;
-pub const IGNCR: u32 = 0o200;
-pub const ICRNL: u32 = 0o400;
-pub const IXON: u32 = 0o2000;
-pub const IXANY: u32 = 0o4000;
-pub const IUTF8: u32 = 0o40000;
+pub(crate) const ISTRIP: u32 = 0o40;
+pub(crate) const INLCR: u32 = 0o100;
+pub(crate) const IGNCR: u32 = 0o200;
+pub(crate) const ICRNL: u32 = 0o400;
+pub(crate) const IXON: u32 = 0o2000;
+pub(crate) const IXANY: u32 = 0o4000;
+pub(crate) const IUTF8: u32 = 0o40000;
 
 // Output flags.
-pub const OPOST: u32 = 0o1;
-pub const ONLCR: u32 = 0o4;
-pub const OCRNL: u32 = 0o10;
-pub const ONOCR: u32 = 0o20;
-pub const ONLRET: u32 = 0o40;
-pub const TABDLY: u32 = 0o14000;
-pub const XTABS: u32 = 0o14000;
+pub(crate) const OPOST: u32 = 0o1;
+pub(crate) const ONLCR: u32 = 0o4;
+pub(crate) const OCRNL: u32 = 0o10;
+pub(crate) const ONOCR: u32 = 0o20;
+pub(crate) const ONLRET: u32 = 0o40;
+pub(crate) const TABDLY: u32 = 0o14000;
+pub(crate) const XTABS: u32 = 0o14000;
 
 // Control flags.
 const B38400: u32 = 0o17;
 const CS8: u32 = 0o60;
 const CREAD: u32 = 0o200;
-const CBAUD: u32 = 0o10017;
-const BOTHER: u32 = 0o10000;
 
 // Local flags.
-pub const ISIG: u32 = 0o1;
-pub const ICANON: u32 = 0o2;
-pub const ECHO: u32 = 0o10;
-pub const ECHOE: u32 = 0o20;
-pub const ECHOK: u32 = 0o40;
-pub const ECHONL: u32 = 0o100;
-pub const NOFLSH: u32 = 0o200;
-pub const TOSTOP: u32 = 0o400;
-pub const ECHOCTL: u32 = 0o1000;
-pub const ECHOKE: u32 = 0o4000;
-pub const IEXTEN: u32 = 0o100000;
+pub(crate) const ISIG: u32 = 0o1;
+pub(crate) const ICANON: u32 = 0o2;
+pub(crate) const ECHO: u32 = 0o10;
+pub(crate) const ECHOE: u32 = 0o20;
+pub(crate) const ECHOK: u32 = 0o40;
+pub(crate) const ECHONL: u32 = 0o100;
+pub(crate) const NOFLSH: u32 = 0o200;
+pub(crate) const TOSTOP: u32 = 0o400;
+pub(crate) const ECHOCTL: u32 = 0o1000;
+pub(crate) const ECHOKE: u32 = 0o4000;
+pub(crate) const IEXTEN: u32 = 0o100000;
 
 /// A terminal's modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Termios {
+pub(crate) struct Termios {
     pub iflag: u32,
     pub oflag: u32,
     pub cflag: u32,
@@ -124,7 +122,7 @@ fn word(b: &[u8], at: usize) -> u32 {
 impl Termios {
     /// Decodes a `struct termios` (36 bytes) or `struct termios2` (44).
     /// The classic struct keeps the speeds this terminal had.
-    pub fn decode(b: &[u8], speeds_from: &Termios) -> Termios {
+    pub(crate) fn decode(b: &[u8], speeds_from: &Termios) -> Termios {
         let mut cc = [0u8; NCCS];
         cc.copy_from_slice(&b[17..17 + NCCS]);
         let (ispeed, ospeed) = if b.len() >= TERMIOS2_SIZE {
@@ -145,7 +143,7 @@ impl Termios {
     }
 
     /// The termios2 encoding; its first 36 bytes are the classic struct.
-    pub fn encode(&self) -> [u8; TERMIOS2_SIZE] {
+    pub(crate) fn encode(&self) -> [u8; TERMIOS2_SIZE] {
         let mut b = [0u8; TERMIOS2_SIZE];
         for (i, w) in [self.iflag, self.oflag, self.cflag, self.lflag].into_iter().enumerate() {
             b[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
@@ -157,34 +155,28 @@ impl Termios {
         b
     }
 
-    /// Whether the classic struct can say this terminal's speed (the
-    /// speed is one of the Bnnn codes, not BOTHER).
-    pub fn classic_speed(&self) -> bool {
-        self.cflag & CBAUD != BOTHER
-    }
-
-    pub fn iflag(&self, f: u32) -> bool {
+    pub(crate) fn iflag(&self, f: u32) -> bool {
         self.iflag & f != 0
     }
 
-    pub fn oflag(&self, f: u32) -> bool {
+    pub(crate) fn oflag(&self, f: u32) -> bool {
         self.oflag & f != 0
     }
 
-    pub fn lflag(&self, f: u32) -> bool {
+    pub(crate) fn lflag(&self, f: u32) -> bool {
         self.lflag & f != 0
     }
 
     /// Whether `c` is control character `which` (a zero entry is
     /// disabled, as Linux's _POSIX_VDISABLE).
-    pub fn is(&self, which: usize, c: u8) -> bool {
+    pub(crate) fn is(&self, which: usize, c: u8) -> bool {
         self.cc[which] != 0 && self.cc[which] == c
     }
 }
 
 /// A terminal's window size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Winsize {
+pub(crate) struct Winsize {
     pub rows: u16,
     pub cols: u16,
     pub xpixel: u16,
@@ -192,12 +184,12 @@ pub struct Winsize {
 }
 
 impl Winsize {
-    pub fn decode(b: &[u8; WINSIZE_SIZE]) -> Winsize {
+    pub(crate) fn decode(b: &[u8; WINSIZE_SIZE]) -> Winsize {
         let h = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         Winsize { rows: h(0), cols: h(2), xpixel: h(4), ypixel: h(6) }
     }
 
-    pub fn encode(&self) -> [u8; WINSIZE_SIZE] {
+    pub(crate) fn encode(&self) -> [u8; WINSIZE_SIZE] {
         let mut b = [0u8; WINSIZE_SIZE];
         for (i, v) in [self.rows, self.cols, self.xpixel, self.ypixel].into_iter().enumerate() {
             b[i * 2..i * 2 + 2].copy_from_slice(&v.to_le_bytes());
@@ -220,7 +212,6 @@ mod tests {
         assert_eq!(&b[17..24], &[3, 0x1c, 0x7f, 0x15, 4, 0, 1]);
         assert_eq!(Termios::decode(&b, &t), t);
         assert_eq!(Termios::decode(&b[..TERMIOS_SIZE], &t), t);
-        assert!(t.classic_speed());
     }
 
     #[test]

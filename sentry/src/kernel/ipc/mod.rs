@@ -92,8 +92,8 @@ impl Perm {
     }
 
     /// The guest's `struct ipc64_perm`.
-    pub fn to_abi(&self) -> Ipc64Perm {
-        let Perm { key, uid, gid, cuid, cgid, mode, seq } = *self;
+    pub fn to_abi(self) -> Ipc64Perm {
+        let Perm { key, uid, gid, cuid, cgid, mode, seq } = self;
         Ipc64Perm { key, uid, gid, cuid, cgid, mode, seq }
     }
 

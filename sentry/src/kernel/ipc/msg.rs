@@ -10,13 +10,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The limits of `/proc/sys/kernel/msg*`, at Linux's defaults.
-pub const MSGMAX: usize = 8192;
-pub const MSGMNB: u64 = 16384;
-pub const MSGMNI: u32 = 32000;
+pub(crate) const MSGMAX: usize = 8192;
+pub(crate) const MSGMNB: u64 = 16384;
+pub(crate) const MSGMNI: u32 = 32000;
 /// What `msginfo` reports beside them (include/uapi/linux/msg.h).
-pub const MSGPOOL: i32 = 32000 * 16384 / 1024;
-pub const MSGSSZ: i32 = 16;
-pub const MSGSEG: u16 = 0xffff;
+pub(crate) const MSGPOOL: i32 = 32000 * 16384 / 1024;
+pub(crate) const MSGSSZ: i32 = 16;
+pub(crate) const MSGSEG: u16 = 0xffff;
 /// What a queued message costs beyond its text (struct msg_msg).
 const MSG_OVERHEAD: u64 = 48;
 

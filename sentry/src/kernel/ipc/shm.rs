@@ -16,14 +16,14 @@ use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 
 /// `shm_perm.mode` flags: removed while attached, and locked in memory.
-pub const SHM_DEST: u16 = 0o1000;
-pub const SHM_LOCKED: u16 = 0o2000;
+pub(crate) const SHM_DEST: u16 = 0o1000;
+pub(crate) const SHM_LOCKED: u16 = 0o2000;
 
 /// The limits of `/proc/sys/kernel/shm*`, at Linux's defaults.
-pub const SHMMIN: u64 = 1;
-pub const SHMMAX: u64 = u64::MAX - (1 << 24);
-pub const SHMALL: u64 = u64::MAX - (1 << 24);
-pub const SHMMNI: u32 = 4096;
+pub(crate) const SHMMIN: u64 = 1;
+pub(crate) const SHMMAX: u64 = u64::MAX - (1 << 24);
+pub(crate) const SHMALL: u64 = u64::MAX - (1 << 24);
+pub(crate) const SHMMNI: u32 = 4096;
 
 /// A segment's times and the pids of its creator and last user.
 #[derive(Clone, Copy, Debug, Default)]

@@ -13,7 +13,7 @@ pub const MAX_INSNS: usize = 4096;
 /// `BPF_MEMWORDS`: the scratch memory's words.
 const MEM_WORDS: usize = 16;
 /// `sizeof(struct seccomp_data)`.
-pub const DATA_LEN: u32 = 64;
+pub(crate) const DATA_LEN: u32 = 64;
 
 // Instruction classes and fields (linux/bpf_common.h).
 const LD: u16 = 0x00;

@@ -8,7 +8,7 @@ mod stub;
 mod stub_filter;
 mod sys;
 
-pub use stub::THREAD_FLAGS;
+pub(crate) use stub::THREAD_FLAGS;
 
 use crate::platform::{
     Access, AddressSpace, Context, CpuState, Event, Interrupter, Perms, Platform, PlatformError, Result, ThreadToken,
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use stub::StubPage;
 
 /// The ptrace platform.
-pub struct PtracePlatform {
+pub(crate) struct PtracePlatform {
     memfd: i32,
     /// The next CPU to pin a new context (and its stub threads) to.
     next_cpu: std::sync::atomic::AtomicUsize,
@@ -31,7 +31,7 @@ pub struct PtracePlatform {
 
 impl PtracePlatform {
     /// `memfd` is the MemoryFile's descriptor; it must outlive the platform.
-    pub fn new(memfd: i32) -> Result<PtracePlatform> {
+    pub(crate) fn new(memfd: i32) -> Result<PtracePlatform> {
         StubPage::get()?;
         let stub_filter = stub_filter::stub_filter(memfd)
             .map_err(|e| PlatformError::StubDied(format!("cannot build the stub filter: {e}")))?;
@@ -124,7 +124,7 @@ fn load_fpu(tid: libc::pid_t, state: &mut CpuState) -> Result<()> {
 }
 
 /// A stub process.
-pub struct PtraceAddressSpace {
+pub(crate) struct PtraceAddressSpace {
     pid: libc::pid_t,
     memfd: i32,
     stub: u64,
@@ -294,7 +294,7 @@ impl Interrupter for PtraceInterrupter {
 }
 
 /// The context of one sentry host thread.
-pub struct PtraceContext {
+pub(crate) struct PtraceContext {
     host_tid: libc::pid_t,
     interrupter: Arc<PtraceInterrupter>,
 }

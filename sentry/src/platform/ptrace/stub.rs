@@ -30,10 +30,10 @@ const STUB_CODE: [u8; 25] = [
 pub const PR_SET_DUMPABLE: u64 = 4;
 
 /// Where an injected `clone` of a stub thread starts.
-pub const CLONE_ENTRY: u64 = 8;
+pub(super) const CLONE_ENTRY: u64 = 8;
 
 /// The flags of a new stub thread: a thread of the stub process.
-pub const THREAD_FLAGS: u64 = (libc::CLONE_VM
+pub(crate) const THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_FS
     | libc::CLONE_FILES
     | libc::CLONE_SIGHAND
@@ -43,18 +43,18 @@ pub const THREAD_FLAGS: u64 = (libc::CLONE_VM
 /// Where the stub page lives, in the sentry and in every stub: the host's
 /// last user page, just above the guest's address space
 /// ([`crate::platform::TASK_SIZE`]), so no guest memory call can name it.
-pub const STUB_ADDR: u64 = crate::platform::TASK_SIZE;
+pub(super) const STUB_ADDR: u64 = crate::platform::TASK_SIZE;
 
-pub const STUB_PAGE_LEN: u64 = crate::abi::TASK_SIZE_MAX - STUB_ADDR;
+pub(super) const STUB_PAGE_LEN: u64 = crate::abi::TASK_SIZE_MAX - STUB_ADDR;
 
 /// The stub page, mapped once in the sentry and inherited by every stub.
-pub struct StubPage {
+pub(super) struct StubPage {
     pub addr: u64,
 }
 
 impl StubPage {
     /// The process-wide stub page, created on first use.
-    pub fn get() -> Result<&'static StubPage> {
+    pub(super) fn get() -> Result<&'static StubPage> {
         static PAGE: OnceLock<std::result::Result<StubPage, String>> = OnceLock::new();
         PAGE.get_or_init(|| StubPage::create().map_err(|e| e.to_string()))
             .as_ref()
@@ -126,7 +126,7 @@ fn rseq_registration() -> (u64, u32) {
 /// Forks a stub process that keeps only `memfd` open and stops itself under
 /// `PTRACE_TRACEME`. Returns its pid; the caller becomes its tracer and must
 /// wait for the initial `SIGSTOP`.
-pub fn fork_stub(memfd: i32, filter: &libc::sock_fprog) -> Result<libc::pid_t> {
+pub(super) fn fork_stub(memfd: i32, filter: &libc::sock_fprog) -> Result<libc::pid_t> {
     let rseq = rseq_registration();
     let filter: *const libc::sock_fprog = filter;
     // SAFETY: the child only makes async-signal-safe raw system calls

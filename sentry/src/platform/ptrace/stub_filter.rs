@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// Why the stub filter could not be built.
 #[derive(Debug, thiserror::Error)]
-pub enum FilterError {
+pub(super) enum FilterError {
     #[error("building the stub's seccomp filter: {0}")]
     Build(#[from] seccompiler::BackendError),
     #[error("the MemoryFile descriptor {0} is not a descriptor")]

@@ -15,14 +15,14 @@ fn check(ret: libc::c_long, what: &'static str) -> Result<libc::c_long> {
 }
 
 /// Resumes `tid` with `request` (`PTRACE_SYSEMU`, `PTRACE_CONT` …), delivering `sig`.
-pub fn resume(request: libc::c_uint, tid: libc::pid_t, sig: i32) -> Result<()> {
+pub(super) fn resume(request: libc::c_uint, tid: libc::pid_t, sig: i32) -> Result<()> {
     let data = usize::try_from(sig).unwrap_or(0);
     // SAFETY: resume requests take no pointers; `data` is a signal number.
     let r = unsafe { libc::ptrace(request, tid, 0usize, data) };
     check(r, "ptrace resume").map(drop)
 }
 
-pub fn set_options(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
+pub(super) fn set_options(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
     let data = usize::try_from(options).unwrap_or(0);
     // SAFETY: PTRACE_SETOPTIONS takes the option bits by value.
     let r = unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, data) };
@@ -30,7 +30,7 @@ pub fn set_options(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
 }
 
 /// Attaches to `tid` without stopping it (PTRACE_SEIZE) with `options`.
-pub fn seize(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
+pub(super) fn seize(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
     let data = usize::try_from(options).unwrap_or(0);
     // SAFETY: PTRACE_SEIZE takes the option bits by value.
     let r = unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0usize, data) };
@@ -38,13 +38,13 @@ pub fn seize(tid: libc::pid_t, options: libc::c_int) -> Result<()> {
 }
 
 /// Stops a seized thread (PTRACE_INTERRUPT).
-pub fn interrupt(tid: libc::pid_t) -> Result<()> {
+pub(super) fn interrupt(tid: libc::pid_t) -> Result<()> {
     // SAFETY: PTRACE_INTERRUPT takes no pointers.
     let r = unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0usize, 0usize) };
     check(r, "PTRACE_INTERRUPT").map(drop)
 }
 
-pub fn get_regs(tid: libc::pid_t) -> Result<libc::user_regs_struct> {
+pub(super) fn get_regs(tid: libc::pid_t) -> Result<libc::user_regs_struct> {
     let mut regs = MaybeUninit::<libc::user_regs_struct>::uninit();
     // SAFETY: the kernel writes a whole user_regs_struct to the pointer.
     let r = unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0usize, regs.as_mut_ptr()) };
@@ -53,7 +53,7 @@ pub fn get_regs(tid: libc::pid_t) -> Result<libc::user_regs_struct> {
     Ok(unsafe { regs.assume_init() })
 }
 
-pub fn set_regs(tid: libc::pid_t, regs: &libc::user_regs_struct) -> Result<()> {
+pub(super) fn set_regs(tid: libc::pid_t, regs: &libc::user_regs_struct) -> Result<()> {
     let p: *const libc::user_regs_struct = regs;
     // SAFETY: the kernel only reads a user_regs_struct from the pointer.
     let r = unsafe { libc::ptrace(libc::PTRACE_SETREGS, tid, 0usize, p) };
@@ -61,7 +61,7 @@ pub fn set_regs(tid: libc::pid_t, regs: &libc::user_regs_struct) -> Result<()> {
 }
 
 /// Reads the XSAVE area into `buf`, returning how many bytes the kernel wrote.
-pub fn get_xstate(tid: libc::pid_t, buf: &mut [u8]) -> Result<usize> {
+pub(super) fn get_xstate(tid: libc::pid_t, buf: &mut [u8]) -> Result<usize> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let p: *mut libc::iovec = &mut iov;
     // SAFETY: the iovec describes `buf`, which the kernel fills up to iov_len.
@@ -70,7 +70,7 @@ pub fn get_xstate(tid: libc::pid_t, buf: &mut [u8]) -> Result<usize> {
     Ok(iov.iov_len)
 }
 
-pub fn set_xstate(tid: libc::pid_t, buf: &[u8]) -> Result<()> {
+pub(super) fn set_xstate(tid: libc::pid_t, buf: &[u8]) -> Result<()> {
     let mut iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
     let p: *mut libc::iovec = &mut iov;
     // SAFETY: with SETREGSET the kernel only reads iov_len bytes of `buf`.
@@ -79,7 +79,7 @@ pub fn set_xstate(tid: libc::pid_t, buf: &[u8]) -> Result<()> {
 }
 
 /// The siginfo of the signal that stopped `tid`.
-pub fn get_siginfo(tid: libc::pid_t) -> Result<libc::siginfo_t> {
+pub(super) fn get_siginfo(tid: libc::pid_t) -> Result<libc::siginfo_t> {
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: the kernel writes a siginfo_t to the pointer.
     let r = unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, tid, 0usize, info.as_mut_ptr()) };
@@ -90,14 +90,14 @@ pub fn get_siginfo(tid: libc::pid_t) -> Result<libc::siginfo_t> {
 
 /// How a traced thread changed state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitStatus {
+pub(super) enum WaitStatus {
     Stopped(i32),
     Exited(i32),
     Signaled(i32),
 }
 
 /// Waits for a state change of the traced thread `tid`.
-pub fn wait(tid: libc::pid_t) -> Result<WaitStatus> {
+pub(super) fn wait(tid: libc::pid_t) -> Result<WaitStatus> {
     loop {
         let mut status = 0;
         // SAFETY: `status` is a valid out-pointer.
@@ -119,19 +119,19 @@ pub fn wait(tid: libc::pid_t) -> Result<WaitStatus> {
 }
 
 /// Sends `sig` to thread `tid` of process `pid`.
-pub fn tgkill(pid: libc::pid_t, tid: libc::pid_t, sig: i32) {
+pub(super) fn tgkill(pid: libc::pid_t, tid: libc::pid_t, sig: i32) {
     // SAFETY: tgkill takes integers only.
     unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) };
 }
 
 /// The calling host thread's id.
-pub fn gettid() -> libc::pid_t {
+pub(super) fn gettid() -> libc::pid_t {
     // SAFETY: gettid takes no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
 
 /// The CPUs the calling thread may run on.
-pub fn allowed_cpus() -> Vec<usize> {
+pub(super) fn allowed_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes.
@@ -144,7 +144,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// Restricts `tid` (0: the calling thread) to `cpu`; failures only cost
 /// speed, so they are logged.
-pub fn pin(tid: libc::pid_t, cpu: usize) {
+pub(super) fn pin(tid: libc::pid_t, cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: CPU_SET writes one bit inside the set (cpu < CPU_SETSIZE).
@@ -158,11 +158,11 @@ pub fn pin(tid: libc::pid_t, cpu: usize) {
 /// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3).
 const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
 /// The audit architecture of a 64-bit system call.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+pub(super) const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 
 /// The architecture of the system call `tid` is stopped at the entry of:
 /// [`AUDIT_ARCH_X86_64`] for `syscall`, the i386 one for `int 0x80`.
-pub fn syscall_arch(tid: libc::pid_t) -> Result<u32> {
+pub(super) fn syscall_arch(tid: libc::pid_t) -> Result<u32> {
     // struct ptrace_syscall_info begins { u8 op; u8 pad[3]; u32 arch; … }.
     let mut info = [0u8; 88];
     // SAFETY: the kernel writes at most `info.len()` bytes to the buffer.
@@ -173,7 +173,7 @@ pub fn syscall_arch(tid: libc::pid_t) -> Result<u32> {
 
 /// For a SIGSYS raised by a seccomp filter (`SYS_SECCOMP`), the address of
 /// the call and its system call number.
-pub fn seccomp_call(info: &libc::siginfo_t) -> Option<(u64, u64)> {
+pub(super) fn seccomp_call(info: &libc::siginfo_t) -> Option<(u64, u64)> {
     const SYS_SECCOMP: i32 = 1;
     if info.si_signo != libc::SIGSYS || info.si_code != SYS_SECCOMP {
         return None;
