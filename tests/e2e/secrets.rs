@@ -280,28 +280,3 @@ fn a_failed_exec_message_is_redacted() {
     assert!(r.stderr_str().contains("/nonexistent/[REDACTED:API_KEY]"), "{}", r.describe());
     assert!(!shows_value(&r.stderr_str()));
 }
-
-/// The sentry holding a secret is non-dumpable; the stubs it forks for
-/// guest memory must still take new threads, in the first process and in
-/// one it execs (a new stub), as they do without secrets.
-#[test]
-fn a_threaded_guest_runs_with_a_secret() {
-    let dir = TempDir::new("secret-threads");
-    let script = "import subprocess, sys, threading
-out = []
-ts = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]
-for t in ts:
-    t.start()
-for t in ts:
-    t.join()
-print(sorted(out), open('/run/secrets/API_KEY').read() == sys.argv[1][::-1], flush=True)
-child = 'import threading; t = threading.Thread(target=print, args=(\"child\",)); t.start(); t.join()'
-subprocess.run([sys.executable, '-c', child], check=True)";
-    let reversed: String = VALUE.chars().rev().collect();
-    let flag = secret_flag();
-    let mut cmd = husk_do(&["--secret", &flag], &["/usr/bin/python3", "-c", script, &reversed]);
-    cmd.current_dir(dir.path()).env("PYTHONDONTWRITEBYTECODE", "1");
-    let r = run(cmd, None);
-    r.assert_code(0);
-    assert_eq!(r.stdout_str(), "[0, 1, 2, 3] True\nchild\n", "{}", r.describe());
-}

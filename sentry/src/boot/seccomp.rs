@@ -216,11 +216,7 @@ pub(crate) enum Net {
 pub(crate) fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = SENTRY_SYSCALLS.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_ioctl, arg_in(1, TTY_IOCTLS)?);
-    let mut prctls = arg_in(0, PRCTLS)?;
-    // prctl(PR_SET_DUMPABLE, 1): a stub, which inherits this filter, made
-    // dumpable again once emptied of the sentry's memory (platform/ptrace).
-    prctls.push(args_in(0, &[libc::PR_SET_DUMPABLE as u64], 1, &[1])?.remove(0));
-    rules.insert(libc::SYS_prctl, prctls);
+    rules.insert(libc::SYS_prctl, arg_in(0, PRCTLS)?);
     rules.insert(libc::SYS_seccomp, arg_in(0, &[libc::SECCOMP_SET_MODE_FILTER.into()])?);
     // The host-descriptor notifier (waiter::host): one epoll it adds the
     // sandbox's stdio to and waits on.

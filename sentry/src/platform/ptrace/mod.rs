@@ -147,14 +147,6 @@ impl PtraceAddressSpace {
         // Everything the stub inherited from the sentry goes; only the stub
         // page, at the top of user space, stays.
         space.syscall(pid, libc::SYS_munmap, [0, stub, 0, 0, 0, 0])?;
-        // A sentry holding secrets is non-dumpable (boot::secrets), and a
-        // fork inherits that; the stub's later threads are seized by other
-        // sentry threads, which the kernel refuses on a non-dumpable
-        // process. Only now, with none of the sentry's memory left in it,
-        // is the stub made dumpable again: it holds the stub page and
-        // views of guest memory, no more than a stub of a sentry without
-        // secrets shows.
-        space.syscall(pid, libc::SYS_prctl, [stub::PR_SET_DUMPABLE, 1, 0, 0, 0, 0])?;
         Ok(space)
     }
 

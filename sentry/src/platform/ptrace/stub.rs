@@ -25,10 +25,6 @@ const STUB_CODE: [u8; 25] = [
     0xcc, // 24: int3
 ];
 
-/// prctl(2)'s option that makes a stub dumpable again once it holds
-/// nothing of the sentry (see `PtraceAddressSpace::create`).
-pub const PR_SET_DUMPABLE: u64 = 4;
-
 /// Where an injected `clone` of a stub thread starts.
 pub(super) const CLONE_ENTRY: u64 = 8;
 

@@ -19,8 +19,7 @@ pub(super) enum FilterError {
 }
 
 /// The stubs' filter: a stub only ever maps and unmaps guest memory
-/// (injected by its tracer), makes threads, stops itself and makes itself
-/// dumpable. Guest system
+/// (injected by its tracer), makes threads and stops itself. Guest system
 /// calls never get this far (PTRACE_SYSEMU stops them first); every other
 /// call traps, which the tracer sees as a SIGSYS stop before it could
 /// take effect (a guest's call into the vsyscall page, which the host
@@ -47,15 +46,6 @@ pub(super) fn stub_filter(memfd: i32) -> Result<BpfProgram, FilterError> {
         vec![SeccompRule::new(vec![
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, 0)?,
             SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, sigstop)?,
-        ])?],
-    );
-    // prctl(PR_SET_DUMPABLE, 1): once, injected after the stub emptied
-    // itself of the sentry's memory.
-    rules.insert(
-        libc::SYS_prctl,
-        vec![SeccompRule::new(vec![
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, super::stub::PR_SET_DUMPABLE)?,
-            SeccompCondition::new(1, SeccompCmpArgLen::Qword, SeccompCmpOp::Eq, 1)?,
         ])?],
     );
     // New stub threads, for new guest threads, and nothing else.
