@@ -2,7 +2,8 @@
  * directory's group, and so loses a requested group-executable S_ISGID
  * when its maker is not in that group and lacks CAP_FSETID (Linux's
  * mode_strip_sgid, for open(O_CREAT), O_TMPFILE and mknod alike);
- * directories inherit S_ISGID regardless. Run as root. */
+ * directories inherit S_ISGID regardless. And linkat(AT_EMPTY_PATH)
+ * needs CAP_DAC_READ_SEARCH: ENOENT without it (linkat(2)). Run as root. */
 #include "check.h"
 #include <fcntl.h>
 #include <grp.h>
@@ -82,6 +83,17 @@ static int member(void) {
     return 0;
 }
 
+/* linkat(AT_EMPTY_PATH) of a descriptor opened before the drop. */
+static int no_read_search(void) {
+    int fd = CHECK_OK(open(in_dir("src"), O_RDONLY));
+    drop_cap(CAP_DAC_READ_SEARCH);
+    CHECK_ERR(linkat(fd, "", AT_FDCWD, in_dir("l1"), AT_EMPTY_PATH), ENOENT);
+    CHECK_ERR(access(in_dir("l1"), F_OK), ENOENT);
+    /* Without the flag the link is made as ever. */
+    CHECK_OK(linkat(AT_FDCWD, in_dir("src"), AT_FDCWD, in_dir("l2"), 0));
+    return 0;
+}
+
 /* argv[1]: the directory to work in (default /tmp; /var/tmp is the
  * sandbox's overlay). */
 int main(int argc, char **argv) {
@@ -99,7 +111,16 @@ int main(int argc, char **argv) {
     CHECK_EQ(stat_of("r").st_mode & 07777, 02755);
     CHECK_EQ(stat_of("r").st_gid, GROUP);
 
-    const char *names[] = {"f", "g", "n", "m", "r"};
+    /* linkat(AT_EMPTY_PATH): allowed with CAP_DAC_READ_SEARCH. */
+    CHECK_OK(close(CHECK_OK(open(in_dir("src"), O_CREAT | O_WRONLY, 0644))));
+    int fd = CHECK_OK(open(in_dir("src"), O_RDONLY));
+    CHECK_OK(linkat(fd, "", AT_FDCWD, in_dir("l0"), AT_EMPTY_PATH));
+    CHECK_EQ(stat_of("src").st_nlink, 2);
+    CHECK_OK(close(fd));
+    CHECK_EQ(run_child(no_read_search), 0);
+    CHECK_EQ(stat_of("src").st_nlink, 3);
+
+    const char *names[] = {"f", "g", "n", "m", "r", "src", "l0", "l2"};
     for (unsigned i = 0; i < sizeof names / sizeof *names; i++)
         CHECK_OK(unlink(in_dir(names[i])));
     CHECK_OK(rmdir(in_dir("sub")));
