@@ -309,6 +309,17 @@ fn guest_acl_overlay() {
 }
 
 #[test]
+fn guest_sgid_create() {
+    guest_test("sgid_create", &[]);
+}
+
+/// The set-group-ID rule on the overlay (the image's /var/tmp).
+#[test]
+fn guest_sgid_create_overlay() {
+    guest_test("sgid_create", &["/var/tmp"]);
+}
+
+#[test]
 fn guest_hugetlb() {
     guest_test("hugetlb", &[]);
 }

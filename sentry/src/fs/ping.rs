@@ -74,9 +74,27 @@ pub struct LocalReply {
     pub at: SystemTime,
 }
 
-/// The most replies from the sandbox itself a socket holds unread; past
-/// it they are dropped, as a full receive buffer drops them.
-const LOCAL_KEPT: usize = 64;
+/// The receive buffer of a socket whose SO_RCVBUF was never set:
+/// Linux's net.core.rmem_default (212992). Replies from the sandbox
+/// itself are held against it as Linux holds a socket's queued packets
+/// against sk_rcvbuf: once the unread ones reach it, more are dropped.
+const RCVBUF_DEFAULT: usize = 212_992;
+
+/// What each held reply costs beyond its bytes, as an skb's truesize
+/// counts its sk_buff and shared info (and as our queue entry costs),
+/// so that tiny replies cannot be queued without bound either.
+const REPLY_OVERHEAD: usize = 576;
+
+/// Replies from the sandbox itself, unread, and what they are charged.
+#[derive(Default)]
+struct LocalQueue {
+    replies: VecDeque<LocalReply>,
+    charged: usize,
+}
+
+fn charge(r: &LocalReply) -> usize {
+    r.data.len().saturating_add(REPLY_OVERHEAD)
+}
 
 /// Echo ids for sockets without a host socket (`--network none`), which
 /// the sentry hands out itself.
@@ -98,7 +116,7 @@ pub(crate) struct PingSocket {
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     pub timeouts: Mutex<(Option<Duration>, Option<Duration>)>,
     /// Replies from the sandbox itself, unread.
-    local: Mutex<VecDeque<LocalReply>>,
+    local: Mutex<LocalQueue>,
     /// The peer when connected to one of the sandbox's own addresses.
     local_peer: Mutex<Option<IpAddr>>,
     /// The echo id without a host socket (0: none yet).
@@ -183,22 +201,40 @@ impl PingSocket {
     pub fn answer(&self, request: &[u8], from: IpAddr) -> Result<usize, Errno> {
         let id = self.echo_id()?;
         let data = ping_local::reply(request, id, from);
+        let limit = self.rcvbuf();
         let mut local = self.local.lock();
-        if local.len() < LOCAL_KEPT {
-            local.push_back(LocalReply { from, data, at: SystemTime::now() });
+        // As __sock_queue_rcv_skb: dropped once what is queued has
+        // reached the receive buffer (the send still succeeds).
+        if local.charged < limit {
+            let reply = LocalReply { from, data, at: SystemTime::now() };
+            local.charged = local.charged.saturating_add(charge(&reply));
+            local.replies.push_back(reply);
         }
         drop(local);
         self.events.notify(POLLIN | POLLRDNORM);
         Ok(request.len())
     }
 
+    /// The receive buffer's size (sk_rcvbuf): the host socket's, which
+    /// carries the guest's SO_RCVBUF, else Linux's default.
+    fn rcvbuf(&self) -> usize {
+        let mut v = [0u8; 4];
+        let Some(h) = &self.host else { return RCVBUF_DEFAULT };
+        match h.option_bytes(libc::SOL_SOCKET, libc::SO_RCVBUF, &mut v) {
+            Ok(4) => usize::try_from(i32::from_le_bytes(v)).unwrap_or(RCVBUF_DEFAULT),
+            _ => RCVBUF_DEFAULT,
+        }
+    }
+
     /// The next reply from the sandbox itself, if any (kept with `peek`).
     pub fn take_local(&self, peek: bool) -> Option<LocalReply> {
         let mut local = self.local.lock();
         if peek {
-            local.front().map(|r| LocalReply { from: r.from, data: r.data.clone(), at: r.at })
+            local.replies.front().map(|r| LocalReply { from: r.from, data: r.data.clone(), at: r.at })
         } else {
-            local.pop_front()
+            let r = local.replies.pop_front()?;
+            local.charged = local.charged.saturating_sub(charge(&r));
+            Some(r)
         }
     }
 
@@ -263,7 +299,7 @@ impl FileOps for PingSocket {
     }
 
     fn poll_events(&self) -> u32 {
-        let local = if self.local.lock().is_empty() { 0 } else { POLLIN | POLLRDNORM };
+        let local = if self.local.lock().replies.is_empty() { 0 } else { POLLIN | POLLRDNORM };
         local | self.host.as_ref().map_or(POLLOUT | POLLWRNORM, HostConn::paced_events)
     }
 
@@ -277,5 +313,58 @@ impl FileOps for PingSocket {
 
     fn io_timeout(&self, write: bool) -> Option<Duration> {
         crate::fs::sockopt::io_timeout(&self.timeouts, write)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An echo request of `len` bytes (ICMP header included).
+    fn request(len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        r[0] = 8;
+        r
+    }
+
+    #[test]
+    fn own_replies_are_capped_by_the_receive_buffer() {
+        let s = PingSocket::new(1, TimeSpec::default(), false, None);
+        let lo: IpAddr = Ipv4Addr::LOCALHOST.into();
+        let big = request(65_507);
+        // Every send succeeds, as Linux's does when the reply is dropped.
+        for _ in 0..64 {
+            assert_eq!(s.answer(&big, lo), Ok(big.len()));
+        }
+        let mut held = 0;
+        let mut n = 0;
+        while let Some(r) = s.take_local(false) {
+            held += r.data.len();
+            n += 1;
+        }
+        // Linux queues while rmem_alloc < sk_rcvbuf: 212992 holds four
+        // such replies (the fourth is taken at 3 * 64 KiB < 212992).
+        assert_eq!(n, 4, "replies past the receive buffer are dropped");
+        assert!(held < RCVBUF_DEFAULT + big.len());
+        // Reading them frees the buffer for more.
+        assert_eq!(s.answer(&big, lo), Ok(big.len()));
+        assert!(s.take_local(true).is_some());
+        assert!(s.take_local(false).is_some());
+        assert!(s.take_local(false).is_none());
+    }
+
+    #[test]
+    fn tiny_replies_are_charged_their_overhead() {
+        let s = PingSocket::new(2, TimeSpec::default(), false, None);
+        let lo: IpAddr = Ipv4Addr::LOCALHOST.into();
+        let small = request(8);
+        for _ in 0..10_000 {
+            assert_eq!(s.answer(&small, lo), Ok(8));
+        }
+        let mut n = 0;
+        while s.take_local(false).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, RCVBUF_DEFAULT.div_ceil(8 + REPLY_OVERHEAD));
     }
 }

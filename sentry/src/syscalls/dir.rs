@@ -236,6 +236,12 @@ fn link(task: &Task, olddirfd: u64, old_addr: u64, newdirfd: u64, new_addr: u64,
         return Err(Errno::EINVAL);
     }
     let old_path = args::path(task, old_addr)?;
+    // Naming a file by descriptor alone (a "flink") needs
+    // CAP_DAC_READ_SEARCH, so that not everyone handed a descriptor can
+    // give its file a name: ENOENT without, as linkat(2).
+    if flags & AT_EMPTY_PATH != 0 && old_path.is_empty() && !task.thread.creds().capable(caps::CAP_DAC_READ_SEARCH) {
+        return Err(Errno::ENOENT);
+    }
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
     let src = args::resolve_at(task, olddirfd, &old_path, follow, flags & AT_EMPTY_PATH != 0)?;
     let new_path = args::path(task, new_addr)?;

@@ -238,7 +238,8 @@ pub(crate) fn mknod_masked_at(
     umask: u32,
 ) -> Result<(), Errno> {
     let pn = new_name_at(w, at, path, false)?;
-    let inherited = acl::inherit(pn.parent.node.as_ref(), new, umask, false);
+    let mode = super::perm::strip_sgid(w.creds, &pn.parent.node.stat()?, new.mode);
+    let inherited = acl::inherit(pn.parent.node.as_ref(), NewNode { mode, ..new }, umask, false);
     pn.parent.node.mknod(&pn.name, inherited.new, rdev)?;
     inherited.apply(pn.parent.node.lookup(&pn.name)?.as_ref())?;
     notify::created(pn.parent.node.as_ref(), &pn.name, false);

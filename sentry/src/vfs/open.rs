@@ -126,7 +126,8 @@ fn open_tmpfile(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resu
         return Err(Errno::ENOTDIR);
     }
     perm::check_node(w.creds, dir.node.as_ref(), &st, MAY_WRITE | MAY_EXEC)?;
-    let new = NewNode { mode: how.mode & 0o7777, uid: w.creds.fsuid, gid: w.creds.fsgid };
+    let mode = perm::strip_sgid(w.creds, &st, how.mode & 0o7777);
+    let new = NewNode { mode, uid: w.creds.fsuid, gid: w.creds.fsgid };
     let inherited = acl::inherit(dir.node.as_ref(), new, how.umask, false);
     let node = dir.node.tmpfile(inherited.new, flags & libc::O_EXCL == 0)?;
     inherited.apply(node.as_ref())?;
@@ -176,7 +177,8 @@ fn lookup_or_create(
             before_create(&pn.parent, &pn.name)?;
             let pst = pn.parent.node.stat()?;
             perm::check_node(w.creds, pn.parent.node.as_ref(), &pst, MAY_WRITE | MAY_EXEC)?;
-            let new = NewNode { mode: how.mode & 0o7777, uid: w.creds.fsuid, gid: w.creds.fsgid };
+            let mode = perm::strip_sgid(w.creds, &pst, how.mode & 0o7777);
+            let new = NewNode { mode, uid: w.creds.fsuid, gid: w.creds.fsgid };
             let inherited = acl::inherit(pn.parent.node.as_ref(), new, how.umask, false);
             match pn.parent.node.create(&pn.name, inherited.new) {
                 Ok(node) => {

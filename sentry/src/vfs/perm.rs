@@ -8,6 +8,22 @@ pub(crate) const MAY_EXEC: u32 = 1;
 pub(crate) const MAY_WRITE: u32 = 2;
 pub(crate) const MAY_READ: u32 = 4;
 
+/// Linux's mode_strip_sgid: a non-directory made in a set-group-ID
+/// directory `dir` (which gives it the directory's group) loses a
+/// requested S_ISGID that is group-executable unless the caller is in
+/// that group or has CAP_FSETID, so nobody makes a set-group-ID program
+/// of a group they are not in. `mode` may carry the node's type.
+pub(crate) fn strip_sgid(creds: &Credentials, dir: &Stat, mode: u32) -> u32 {
+    let sgid_exec = libc::S_ISGID | libc::S_IXGRP;
+    if mode & sgid_exec != sgid_exec || mode & S_IFMT == S_IFDIR || dir.mode & libc::S_ISGID == 0 {
+        return mode;
+    }
+    if creds.in_group(dir.gid) || creds.capable(caps::CAP_FSETID) {
+        return mode;
+    }
+    mode & !libc::S_ISGID
+}
+
 /// Checks `want` (MAY_* bits) against a node's owner and mode, as
 /// `generic_permission` does: the owner class, else the group class, else
 /// other; then `CAP_DAC_OVERRIDE` passes everything but executing a file
