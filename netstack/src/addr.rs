@@ -1,8 +1,11 @@
-//! Addresses and routes. The sandbox has one interface, loopback, with
-//! 127.0.0.1/8 and ::1: those (and the unspecified addresses, which mean
-//! "this host" as a destination) are its own, and every other destination
-//! is unreachable.
+//! Addresses and routes. The sandbox's own addresses are loopback's
+//! (127.0.0.1/8 and ::1) and, when it has an uplink, eth0's (10.0.2.15):
+//! those (and the unspecified addresses, which mean "this host" as a
+//! destination) are delivered inside the stack, as Linux delivers a packet
+//! to one of its own addresses through `lo`; every other destination is
+//! unreachable here (the gateway carries what the policy allows).
 
+use crate::iface::{uplink, Uplink};
 use crate::Error;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -41,32 +44,54 @@ pub(crate) fn presented(f: Family, addr: SocketAddr) -> SocketAddr {
     }
 }
 
+/// Whether `ip` (canonical) is the address of the uplink `up` (eth0).
+fn on_uplink(ip: IpAddr, up: Option<&Uplink>) -> bool {
+    up.is_some_and(|u| ip == IpAddr::V4(u.addr))
+}
+
 /// May a socket bind `ip` (canonical)? Only the sandbox's own addresses.
 pub(crate) fn bindable(ip: IpAddr) -> Result<(), Error> {
-    if ip.is_unspecified() || ip.is_loopback() {
+    bindable_with(ip, uplink())
+}
+
+fn bindable_with(ip: IpAddr, up: Option<&Uplink>) -> Result<(), Error> {
+    if ip.is_unspecified() || ip.is_loopback() || on_uplink(ip, up) {
         Ok(())
     } else {
         Err(Error::AddrNotAvailable)
     }
 }
 
-/// The local address a packet to `ip` (canonical) reaches: loopback, with
-/// the unspecified address meaning loopback as in Linux; anything else has
-/// no route.
+/// The local address a packet to `ip` (canonical) reaches: loopback or
+/// eth0's own, with the unspecified address meaning loopback as in Linux;
+/// anything else has no route.
 pub(crate) fn route(ip: IpAddr) -> Result<IpAddr, Error> {
+    route_with(ip, uplink())
+}
+
+fn route_with(ip: IpAddr, up: Option<&Uplink>) -> Result<IpAddr, Error> {
     match ip {
         IpAddr::V4(v4) if v4.is_unspecified() => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         IpAddr::V6(v6) if v6.is_unspecified() => Ok(IpAddr::V6(Ipv6Addr::LOCALHOST)),
-        ip if ip.is_loopback() => Ok(ip),
+        ip if ip.is_loopback() || on_uplink(ip, up) => Ok(ip),
         _ => Err(Error::NetUnreachable),
     }
 }
 
 /// The source address of a packet to `dest` (routed) from a socket bound
-/// to `bound` (canonical): the bound address, or the interface's.
+/// to `bound` (canonical): the bound address, or the one of the interface
+/// that owns `dest` (eth0's own address is its own source, as Linux
+/// picks it).
 pub(crate) fn source(bound: IpAddr, dest: IpAddr) -> IpAddr {
+    source_with(bound, dest, uplink())
+}
+
+fn source_with(bound: IpAddr, dest: IpAddr, up: Option<&Uplink>) -> IpAddr {
     if !bound.is_unspecified() {
         return bound;
+    }
+    if on_uplink(dest, up) {
+        return dest;
     }
     match dest {
         IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -104,5 +129,21 @@ mod tests {
         let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 80);
         assert_eq!(presented(Family::V6, a), SocketAddr::new(mapped, 80));
         assert_eq!(destination(Family::V6, true, SocketAddr::new(mapped, 80)), Err(Error::NetUnreachable));
+    }
+
+    #[test]
+    fn eth0s_own_address_is_local_only_with_an_uplink() {
+        let eth0 = IpAddr::V4(Uplink::SANDBOX.addr);
+        let up = Some(&Uplink::SANDBOX);
+        assert_eq!(route_with(eth0, up), Ok(eth0));
+        assert_eq!(route_with(eth0, None), Err(Error::NetUnreachable), "--network none has no eth0");
+        assert_eq!(route_with(IpAddr::V4(Uplink::SANDBOX.gateway), up), Err(Error::NetUnreachable));
+        assert_eq!(bindable_with(eth0, up), Ok(()));
+        assert_eq!(bindable_with(eth0, None), Err(Error::AddrNotAvailable));
+        assert_eq!(bindable_with(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 16)), up), Err(Error::AddrNotAvailable));
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        assert_eq!(source_with(any, eth0, up), eth0);
+        assert_eq!(source_with(any, IpAddr::V4(Ipv4Addr::LOCALHOST), up), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(source_with(IpAddr::V4(Ipv4Addr::LOCALHOST), eth0, up), IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
 }

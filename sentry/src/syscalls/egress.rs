@@ -30,10 +30,13 @@ fn unmapped(to: SocketAddr) -> SocketAddr {
     }
 }
 
-/// Whether `to` lies outside the sandbox: not loopback, not "this host".
+/// Whether `to` lies outside the sandbox: not loopback, not "this host",
+/// not eth0's own address (which the netstack delivers inside, as Linux
+/// delivers to its own addresses through `lo`).
 fn outbound(to: SocketAddr) -> bool {
     let ip = unmapped(to).ip();
-    !(ip.is_loopback() || ip.is_unspecified())
+    let own = husk_netstack::iface::uplink().is_some_and(|u| ip == IpAddr::V4(u.addr));
+    !(ip.is_loopback() || ip.is_unspecified() || own)
 }
 
 /// Whether a connect of `s` to `to` is the gateway's: a destination

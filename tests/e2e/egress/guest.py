@@ -213,8 +213,34 @@ def interfaces():
     assert "default via 10.0.2.2 dev eth0" in route, route
     print("ok interfaces")
 
+def own_address():
+    # eth0's address is the sandbox's own: bound, connected to and sent to
+    # inside the sandbox (Linux delivers it through lo), with no rule.
+    eth0 = "10.0.2.15"
+    srv = socket.socket()
+    srv.bind((eth0, 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    c = socket.create_connection((eth0, port), timeout=5)
+    a, peer = srv.accept()
+    assert peer[0] == eth0 and c.getsockname()[0] == eth0, (peer, c.getsockname())
+    c.sendall(b"ping")
+    assert a.recv(4) == b"ping"
+    for s in (a, c, srv):
+        s.close()
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("0.0.0.0", 0))
+    rx.settimeout(5)
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (eth0, rx.getsockname()[1]))
+    data, src = rx.recvfrom(4)
+    assert data == b"x" and src[0] == eth0, (data, src)
+    expect_errno("other_on_eth0_subnet", errno.EADDRNOTAVAIL,
+                 lambda: socket.socket().bind(("10.0.2.16", 0)))
+    print("ok own_address")
+
 def none_allowed():
     interfaces()
+    own_address()
     expect_errno("no_rule", errno.EPERM, lambda: connect((INTERNET, 8080)))
     expect_errno("no_rule_v6", errno.EPERM, lambda: connect(("::ffff:" + INTERNET, 8080), socket.AF_INET6))
 
