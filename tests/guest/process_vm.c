@@ -2,10 +2,14 @@
  * processes, as Linux: scatter/gather across local and remote iovecs,
  * partial transfers stopping at the first bad remote page, EFAULT when
  * nothing moved, EINVAL for flags and iovec counts, ESRCH, and ptrace's
- * access check (same ids and a dumpable target, or CAP_SYS_PTRACE). */
+ * access check (same ids, a dumpable target holding no permitted capability
+ * the caller lacks, or CAP_SYS_PTRACE), and the dumpable flag cleared when
+ * effective ids change or permitted capabilities grow. */
 #include "check.h"
 #include <signal.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -169,8 +173,70 @@ static void check_permissions(void) {
     CHECK_EQ(wait_status(target), 0);
 }
 
+/* Drops every capability (capset; no libcap in a static guest). */
+static void drop_all_caps(void) {
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    CHECK_OK(syscall(SYS_capset, &h, d));
+}
+
+/* A process that kept its capabilities across a uid change is not
+ * readable by a capability-less one of the same uid; and changing
+ * effective ids or gaining permitted capabilities makes a process
+ * non-dumpable (commit_creds), while a "change" to the same ids or a loss
+ * of capabilities does not. */
+static void check_kept_caps(void) {
+    if (geteuid() != 0)
+        return;
+    int cmd[2], ack[2];
+    CHECK_OK(pipe(cmd));
+    CHECK_OK(pipe(ack));
+    pid_t target = CHECK_OK(fork());
+    if (target == 0) {
+        strcpy(target_buf, "capped");
+        CHECK_EQ(prctl(PR_GET_DUMPABLE), 1);
+        CHECK_OK(setresuid(-1, -1, -1));
+        CHECK_OK(setresuid(0, 0, 0));
+        CHECK_EQ(prctl(PR_GET_DUMPABLE), 1); /* nothing changed */
+        CHECK_OK(prctl(PR_SET_KEEPCAPS, 1));
+        CHECK_OK(setresuid(65534, 65534, 65534));
+        CHECK_EQ(prctl(PR_GET_DUMPABLE), 0); /* the euid changed */
+        CHECK_OK(prctl(PR_SET_DUMPABLE, 1));
+        put(ack[1], 'k');
+        for (;;) {
+            char c = get(cmd[0]);
+            if (c == 'q')
+                _exit(0);
+            /* 'c': give up the kept capabilities. */
+            drop_all_caps();
+            CHECK_EQ(prctl(PR_GET_DUMPABLE), 1); /* losing caps keeps it */
+            put(ack[1], 'k');
+        }
+    }
+    CHECK_EQ(get(ack[0]), 'k');
+    pid_t reader = CHECK_OK(fork());
+    if (reader == 0) {
+        CHECK_OK(setresuid(65534, 65534, 65534));
+        CHECK_EQ(prctl(PR_GET_DUMPABLE), 0);
+        char buf[6];
+        struct iovec l = {buf, 6}, r = {target_buf, 6};
+        CHECK_ERR(process_vm_readv(target, &l, 1, &r, 1, 0), EPERM);
+        CHECK_ERR(process_vm_writev(target, &l, 1, &r, 1, 0), EPERM);
+        put(cmd[1], 'c');
+        CHECK_EQ(get(ack[0]), 'k');
+        CHECK_EQ(process_vm_readv(target, &l, 1, &r, 1, 0), 6);
+        CHECK_MEM(buf, "capped", 6);
+        _exit(0);
+    }
+    CHECK_EQ(wait_status(reader), 0);
+    put(cmd[1], 'q');
+    CHECK_EQ(wait_status(target), 0);
+}
+
 int main(void) {
     check_transfers();
     check_permissions();
+    check_kept_caps();
     return 0;
 }

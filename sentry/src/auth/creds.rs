@@ -153,9 +153,27 @@ impl Credentials {
 
     /// `ptrace_may_access` in PTRACE_MODE_READ_REALCREDS, as
     /// `get_robust_list` asks it of another process: CAP_SYS_PTRACE, or the
-    /// same ids and a dumpable target.
+    /// same ids, a dumpable target and no permitted capability the caller
+    /// lacks (else a capability-less task of the same uid could read a
+    /// process that kept its caps across a uid change).
     pub fn may_read_process(&self, target: &Credentials, dumpable: bool) -> bool {
-        self.capable(caps::CAP_SYS_PTRACE) || (self.real_ids_match(target) && dumpable)
+        if self.capable(caps::CAP_SYS_PTRACE) {
+            return true;
+        }
+        let caps_subset = target.caps.permitted & !self.caps.permitted == 0;
+        self.real_ids_match(target) && dumpable && caps_subset
+    }
+
+    /// Whether going from `self` to `new` is a change after which Linux's
+    /// `commit_creds` makes the process non-dumpable: another effective or
+    /// filesystem id, or a permitted capability it did not have (losing
+    /// some does not).
+    pub fn change_resets_dumpable(&self, new: &Credentials) -> bool {
+        self.euid != new.euid
+            || self.egid != new.egid
+            || self.fsuid != new.fsuid
+            || self.fsgid != new.fsgid
+            || new.caps.permitted & !self.caps.permitted != 0
     }
 
     /// `check_same_owner`: our effective uid is the target's real or
@@ -390,5 +408,39 @@ mod tests {
         let mut raised = Credentials::new(1000, 1000);
         raised.caps.effective = bit(CAP_KILL);
         assert!(!raised.may_prlimit(&Credentials::new(2000, 2000)));
+    }
+
+    #[test]
+    fn reading_a_process_needs_its_permitted_caps() {
+        let me = Credentials::new(1000, 1000);
+        let mut kept = Credentials::new(1000, 1000);
+        kept.caps.permitted = bit(CAP_KILL);
+        assert!(!me.may_read_process(&kept, true), "target holds a capability we lack");
+        let mut same = Credentials::new(1000, 1000);
+        same.caps.permitted = bit(CAP_KILL);
+        assert!(same.may_read_process(&kept, true));
+        assert!(Credentials::new(0, 0).may_read_process(&kept, true));
+    }
+
+    #[test]
+    fn id_and_cap_changes_reset_dumpable() {
+        let old = Credentials::new(0, 0);
+        assert!(!old.change_resets_dumpable(&old.clone()));
+        let mut new = old.clone();
+        new.uid = 5;
+        assert!(!old.change_resets_dumpable(&new), "the real uid alone does not");
+        new.euid = 5;
+        assert!(old.change_resets_dumpable(&new));
+        let mut new = old.clone();
+        new.fsgid = 5;
+        assert!(old.change_resets_dumpable(&new));
+        let mut new = old.clone();
+        new.caps.permitted = 0;
+        new.caps.effective = 0;
+        assert!(!old.change_resets_dumpable(&new), "losing caps does not");
+        let user = Credentials::new(1000, 1000);
+        let mut raised = user.clone();
+        raised.caps.permitted = bit(CAP_KILL);
+        assert!(user.change_resets_dumpable(&raised), "gaining a permitted cap does");
     }
 }

@@ -594,6 +594,24 @@ impl Kernel {
         threads.into_iter().find(|t| t.wants_signal(sig))
     }
 
+    /// After a write from outside left old frames mapped in `mm`
+    /// (`MemoryManager::has_stale`): stops the guest code of every thread
+    /// running it, so each passes through `unmap_stale` before it runs on.
+    /// Unlike `interrupt` nothing else notices: no system call ends with
+    /// EINTR.
+    pub fn flush_stale_mappings(&self, mm: &std::sync::Arc<crate::mm::MemoryManager>) {
+        if !mm.has_stale() {
+            return;
+        }
+        for t in self.threads() {
+            if std::sync::Arc::ptr_eq(&t.mm(), mm) {
+                if let Some(i) = t.interrupter.lock().clone() {
+                    i.interrupt();
+                }
+            }
+        }
+    }
+
     /// Interrupts `t`: its running guest code stops and a futex wait it is
     /// blocked in ends with EINTR.
     pub fn interrupt(&self, t: &Thread) {

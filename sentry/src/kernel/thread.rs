@@ -229,9 +229,18 @@ impl Thread {
         *self.comm.lock() = name;
     }
 
-    /// Changes its credentials with `f`, under their lock.
+    /// Changes its credentials with `f`, under their lock. Like Linux's
+    /// `commit_creds`, a change of effective or filesystem ids or new
+    /// permitted capabilities make the process non-dumpable (suid_dumpable
+    /// 0), so a same-uid task cannot read what it held under the old ones.
     pub(crate) fn update_creds<R>(&self, f: impl FnOnce(&mut Credentials) -> R) -> R {
-        f(&mut self.creds.write())
+        let mut creds = self.creds.write();
+        let old = creds.clone();
+        let r = f(&mut creds);
+        if old.change_resets_dumpable(&creds) {
+            self.group().set_dumpable(0);
+        }
+        r
     }
 
     pub(crate) fn set_fs(&self, fs: Arc<FsContext>) {

@@ -95,8 +95,11 @@ pub struct MemoryManager {
     /// Pages a debugger's write gave a private copy while the platform
     /// still maps the old frame: only a thread running this space may
     /// change its mappings, so the next one to run unmaps them
-    /// (`unmap_stale`).
-    stale: Mutex<Vec<u64>>,
+    /// (`unmap_stale`). Each page comes with its old frame, whose
+    /// reference is kept until then: freed earlier, the frame could be
+    /// reused (or written in place by the other sharer of a copy-on-write
+    /// page) while this space's threads still read it.
+    stale: Mutex<Vec<(u64, u64)>>,
     /// The membarrier(2) commands this address space registered for
     /// (`MEMBARRIER_CMD_REGISTER_*` bits), as Linux's per-mm state: a
     /// fork's copy keeps them, an exec's new space starts with none.
@@ -594,12 +597,19 @@ impl MemoryManager {
             return;
         }
         let l = self.layout.lock();
-        for page in stale {
+        for (page, old) in stale {
             let remapped = find(&l, page).and_then(|v| v.pages.get(&page)).is_some_and(|e| e.mapped());
             if !remapped {
                 let _ = self.space_unmap(page, PAGE_SIZE);
             }
+            self.mf.decref(old);
         }
+    }
+
+    /// Whether a foreign write left old frames mapped that the next thread
+    /// to run this space must unmap (`unmap_stale`).
+    pub fn has_stale(&self) -> bool {
+        !self.stale.lock().is_empty()
     }
 
     /// Reads guest memory as a debugger does (ptrace's PEEK*, FOLL_FORCE):
@@ -864,11 +874,14 @@ impl MemoryManager {
             self.mf.decref(new);
             return Err(Errno::EFAULT);
         }
-        self.mf.decref(e.frame());
         vma.pages.insert(page, PageEntry::new(new));
         if e.mapped() && foreign {
-            self.stale.lock().push(page);
-        } else if e.mapped() {
+            // Still mapped in this space: the reference goes in unmap_stale.
+            self.stale.lock().push((page, e.frame()));
+            return Ok(());
+        }
+        self.mf.decref(e.frame());
+        if e.mapped() {
             self.space_unmap(page, PAGE_SIZE)?;
         }
         Ok(())
@@ -1021,6 +1034,9 @@ impl MemoryManager {
 
 impl Drop for MemoryManager {
     fn drop(&mut self) {
+        for (_, old) in std::mem::take(self.stale.get_mut()) {
+            self.mf.decref(old);
+        }
         let l = self.layout.get_mut();
         for v in l.vmas.values() {
             for e in v.pages.values() {
@@ -1346,5 +1362,45 @@ mod tests {
         assert_eq!(&buf, b"child!");
         drop(child);
         assert_eq!(mm.memory_file().used(), used);
+    }
+
+    #[test]
+    fn a_foreign_cow_break_keeps_the_old_frame_until_unmap_stale() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        mm.copy_out(a, b"parent").unwrap();
+        let space = Arc::new(FakeSpace::default());
+        let child = MemoryManager::from_fork_image(space.clone(), mm.fork_image().unwrap());
+        assert_eq!(child.fault(a), Ok(true), "the child maps the shared frame read-only");
+        let frame = |m: &MemoryManager| find(&m.layout.lock(), a).and_then(|v| v.pages.get(&a)).unwrap().frame();
+        let old = frame(&mm);
+        assert_eq!(frame(&child), old);
+        child.copy_out_foreign(a, b"poked!").unwrap();
+        assert_ne!(frame(&child), old, "the child has its own copy");
+        assert!(child.has_stale());
+        assert_eq!(mm.mf.refs(old), 2, "the child's stale mapping still holds the old frame");
+        assert!(space.unmaps.lock().is_empty(), "only a thread of the child may unmap");
+        child.unmap_stale();
+        assert!(!child.has_stale());
+        assert_eq!(space.unmaps.lock().as_slice(), &[(a, 4096)]);
+        assert_eq!(mm.mf.refs(old), 1, "the parent's alone once unmapped");
+        let mut buf = [0u8; 6];
+        mm.copy_in(a, &mut buf).unwrap();
+        assert_eq!(&buf, b"parent");
+    }
+
+    #[test]
+    fn a_dropped_space_releases_its_stale_frames() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        mm.copy_out(a, b"parent").unwrap();
+        let used = mm.memory_file().used();
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert_eq!(child.fault(a), Ok(true));
+        child.copy_out_foreign(a, b"poked!").unwrap();
+        drop(child);
+        assert_eq!(mm.memory_file().used(), used, "the copy and the old frame's extra reference are gone");
+        let old = find(&mm.layout.lock(), a).and_then(|v| v.pages.get(&a)).unwrap().frame();
+        assert_eq!(mm.mf.refs(old), 1);
     }
 }

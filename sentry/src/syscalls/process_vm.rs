@@ -91,6 +91,10 @@ fn process_vm(task: &Task, a: [u64; 6], dir: Dir) -> SysResult {
     let mut local = Cursor { iovs: &local, idx: 0, off: 0 };
     let mut done = 0u64;
     let end = transfer(&mine, &theirs, foreign, &mut local, &remote, dir, &mut done);
+    if foreign {
+        // Its running threads may still read frames our write replaced.
+        task.kernel.flush_stale_mappings(&theirs);
+    }
     match end {
         Err(e) if done == 0 => Err(e),
         _ => Ok(done),

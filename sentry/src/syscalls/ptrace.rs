@@ -121,7 +121,11 @@ fn request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) -> SysResu
         }
         POKETEXT | POKEDATA => {
             let target = tracee_thread(task, pid)?;
-            target.mm().copy_out_forced(addr, &data.to_le_bytes()).map_err(|_| Errno::EIO)?;
+            let mm = target.mm();
+            mm.copy_out_forced(addr, &data.to_le_bytes()).map_err(|_| Errno::EIO)?;
+            // The tracee is stopped, but other threads sharing its memory
+            // may run on with the page's old frame mapped.
+            task.kernel.flush_stale_mappings(&mm);
             Ok(0)
         }
         _ => stopped_request(task, req, pid, addr, data),
