@@ -3,7 +3,9 @@
 
 use crate::util::{guest_bin, husk_do, native, run};
 
-fn guest_test(name: &str, args: &[&str]) {
+/// Runs guest program `name` with `args` natively, then under `husk do`;
+/// both must exit 0.
+pub(crate) fn guest_test(name: &str, args: &[&str]) {
     let bin = guest_bin(name);
     let mut argv: Vec<String> = vec![bin.to_string_lossy().into_owned()];
     argv.extend(args.iter().map(|s| (*s).to_owned()));

@@ -4,35 +4,28 @@
 //! `husk syscalls` states what each supports (keyctl: ENOSYS).
 //! Each guest program must pass natively, then under `husk do`.
 
-use crate::util::{guest_bin, husk_bin, husk_do, native, run};
+use crate::guest::guest_test;
+use crate::util::{husk_bin, run};
 use std::process::Command;
-
-fn native_then_husk(name: &str) {
-    let argv = vec![guest_bin(name).to_string_lossy().into_owned()];
-    let nat = run(native(&argv), None);
-    assert_eq!(nat.code, 0, "guest program {name} FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
-    let sbx = run(husk_do(&[], &argv), None);
-    assert_eq!(sbx.code, 0, "guest program {name} failed under husk do\n{}", sbx.describe());
-}
 
 #[test]
 fn process_vm_between_processes() {
-    native_then_husk("process_vm");
+    guest_test("process_vm", &[]);
 }
 
 #[test]
 fn membarrier_commands_and_registration() {
-    native_then_husk("membarrier");
+    guest_test("membarrier", &[]);
 }
 
 #[test]
 fn sched_attr_policies_and_ioprio() {
-    native_then_husk("sched_attr");
+    guest_test("sched_attr", &[]);
 }
 
 #[test]
 fn namespaces_by_clone_proc_links_and_setns() {
-    native_then_husk("namespaces");
+    guest_test("namespaces", &[]);
 }
 
 /// The table `husk syscalls` prints says what these calls do: the key
