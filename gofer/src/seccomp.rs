@@ -27,6 +27,8 @@ const GOFER_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_symlinkat,
     libc::SYS_linkat,
     libc::SYS_unlinkat,
+    // glibc's renameat2 with no flags is the renameat system call.
+    libc::SYS_renameat,
     libc::SYS_renameat2,
     libc::SYS_fchmodat,
     libc::SYS_fchmod,
