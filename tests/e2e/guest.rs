@@ -235,6 +235,21 @@ fn guest_inotify_on_the_root_overlay() {
     guest_test("inotify", &["/var/tmp"]);
 }
 
+/// inotify on files a gofer serves: a volume shown at the same path in
+/// the guest, so native and sandboxed runs take the same argument. Its
+/// rename(2) is also the plain rename a gofer-served directory gets.
+#[test]
+fn guest_inotify_on_a_gofer_volume() {
+    let vol = crate::util::TempDir::new("inotify-vol");
+    let dir = vol.path().to_string_lossy().into_owned();
+    let argv = [guest_bin("inotify").to_string_lossy().into_owned(), dir.clone()];
+    let nat = run(native(&argv), None);
+    assert_eq!(nat.code, 0, "inotify FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
+    let volume = format!("{dir}:{dir}");
+    let sbx = run(husk_do(&["-v", &volume], &argv), None);
+    assert_eq!(sbx.code, 0, "inotify on a gofer volume failed under husk do\n{}", sbx.describe());
+}
+
 #[test]
 fn guest_xattr() {
     guest_test("xattr", &[]);
