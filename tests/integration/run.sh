@@ -125,8 +125,7 @@ expect "Docker's default seccomp profile denies unshare, as under runc" 1 "Opera
 # decides with runc's: keyctl and userfaultfd are ENOSYS under husk without
 # a filter, and the profile makes them EPERM (kexec_load, bpf and
 # perf_event_open are EPERM either way; perl-base is in every Debian
-# image). And the
-# process shows it runs under a filter.
+# image). And the process shows it runs under a filter.
 probe='for my $nr (250, 323, 246, 321, 298) { my $r = syscall($nr, 0, 0, 0, 0, 0); print "$nr $r ", ($r < 0 ? "$!" : ""), "\n" }
 open(my $f, "<", "/proc/self/status"); while (<$f>) { print if /^Seccomp:/ }'
 want=$($DOCKER run --runtime=runc --rm husk-python perl -e "$probe" 2>&1)
