@@ -29,3 +29,26 @@ fn sockets_exact_mmsg() {
 fn sockets_exact_tcp() {
     guest_test("tcp_exact", &[]);
 }
+
+/// UDP-Lite and SCTP are not served: `socket` says EPROTONOSUPPORT, as a
+/// kernel built without them does, and the table says so. (Natively this
+/// host may have them, so this runs under husk only.)
+#[test]
+fn sockets_exact_udplite_and_sctp_are_refused_as_linux_without_them() {
+    let script = "import socket\n\
+        for ty, p in ((socket.SOCK_DGRAM, 136), (socket.SOCK_STREAM, 132)):\n\
+        \x20   for fam in (socket.AF_INET, socket.AF_INET6):\n\
+        \x20       try:\n\
+        \x20           socket.socket(fam, ty, p)\n\
+        \x20           print(p, 'created')\n\
+        \x20       except OSError as e:\n\
+        \x20           print(p, e.errno)\n";
+    let r = crate::util::run(crate::util::husk_do(&[], &["python3", "-c", script]), None);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let want = "136 93\n136 93\n132 93\n132 93\n";
+    assert_eq!(r.stdout_str(), want, "{}", r.describe());
+    let table = std::process::Command::new(crate::util::husk_bin()).arg("syscalls").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let socket = table.lines().find(|l| l.split_whitespace().nth(1) == Some("socket")).unwrap();
+    assert!(socket.contains("IPPROTO_UDPLITE"), "{socket}");
+}
