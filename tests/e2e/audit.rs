@@ -167,6 +167,83 @@ fn opens_for_reading_of_credentials_are_file_read_records() {
     verify(&log).assert_code(0);
 }
 
+/// The `file.read`, `file.link` and `file.rename` records of `log`: type,
+/// the path (a link's and a rename's source first) and `via`.
+fn read_trail(log: &Path) -> Vec<String> {
+    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    records(log)
+        .iter()
+        .filter_map(|r| match r["type"].as_str().unwrap() {
+            "file.read" => Some(format!("read {} via {}", s(&r["path"]), s(&r["via"]))),
+            "file.link" => Some(format!("link {} -> {}", s(&r["target"]), s(&r["path"]))),
+            "file.rename" => Some(format!("rename {} -> {}", s(&r["from"]), s(&r["to"]))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_watched_file_read_through_a_hard_link_or_a_new_name_is_still_a_file_read() {
+    let dir = TempDir::new("audit-read-alias");
+    let d = dir.path();
+    for sub in [".ssh", ".aws"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    for f in [".ssh/id_rsa", ".aws/credentials", ".netrc", "notes.txt"] {
+        std::fs::write(d.join(f), "x\n").unwrap();
+    }
+    // A link the image had before the sandbox.
+    std::fs::hard_link(d.join(".ssh/id_rsa"), d.join("old-link")).unwrap();
+    let at = |p: &str| d.join(p).to_str().unwrap().to_string();
+    let script = "ln /etc/shadow /var/tmp/shadow-link && cat /var/tmp/shadow-link >/dev/null; \
+                  ln .aws/credentials creds && cat creds >/dev/null; \
+                  mv .netrc moved && cat moved >/dev/null; \
+                  cat .ssh/id_rsa old-link notes.txt >/dev/null; rm -f /var/tmp/shadow-link";
+    let log = d.join("audit.log");
+    audited(d, &log, &[], script).assert_code(0);
+    let want = [
+        "link /etc/shadow -> /var/tmp/shadow-link".to_string(),
+        "read /var/tmp/shadow-link via /etc/shadow".to_string(),
+        format!("link {} -> {}", at(".aws/credentials"), at("creds")),
+        format!("read {} via {}", at("creds"), at(".aws/credentials")),
+        format!("rename {} -> {}", at(".netrc"), at("moved")),
+        format!("read {} via {}", at("moved"), at(".netrc")),
+        format!("read {} via -", at(".ssh/id_rsa")),
+        format!("read {} via {}", at("old-link"), at(".ssh/id_rsa")),
+    ];
+    assert_eq!(read_trail(&log), want);
+    verify(&log).assert_code(0);
+}
+
+#[test]
+fn past_its_cap_of_remembered_files_every_read_is_recorded() {
+    let dir = TempDir::new("audit-read-full");
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("k")).unwrap();
+    std::fs::write(d.join("notes.txt"), "x\n").unwrap();
+    // 1025 watched files, each given a second name: one more than the
+    // sentry remembers.
+    let make = "import os\nfor i in range(1025):\n    open('k/s%d.key' % i, 'w').close()\n    os.link('k/s%d.key' % i, 'k/l%d' % i)\n";
+    std::fs::write(d.join("mk.py"), make).unwrap();
+    let script = "/usr/bin/python3 mk.py && cat notes.txt >/dev/null";
+    let glob = format!("{}/k/*.key", d.display());
+    let log = d.join("audit.log");
+    audited(d, &log, &["--audit-read", &glob], script).assert_code(0);
+    let trail = read_trail(&log);
+    let notes = trail.iter().find(|l| l.starts_with(&format!("read {}", d.join("notes.txt").display())));
+    assert_eq!(
+        notes.map(String::as_str),
+        Some(
+            format!("read {} via unknown: the --audit-read identity table is full", d.join("notes.txt").display())
+                .as_str()
+        ),
+        "{:?}",
+        &trail[trail.len().saturating_sub(3)..]
+    );
+    assert_eq!(trail.iter().filter(|l| l.starts_with("link ")).count(), 1025);
+    verify(&log).assert_code(0);
+}
+
 #[test]
 fn the_guest_can_neither_see_nor_write_the_log() {
     let dir = TempDir::new("audit-hidden");

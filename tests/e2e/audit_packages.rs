@@ -9,7 +9,7 @@
 use crate::util::{husk_bin, husk_do, run, Run, TempDir};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// `husk do --audit-log LOG -- argv`, run in `dir`, with a new log named
 /// after `argv[0]`; the log's records, checked to verify.
@@ -280,14 +280,8 @@ fn host_cargo() -> Option<std::path::PathBuf> {
     cargo.exists().then_some(cargo)
 }
 
-#[test]
-fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
-    let Some(cargo) = host_cargo() else {
-        eprintln!("SKIP: no cargo toolchain on this host");
-        return;
-    };
-    let dir = TempDir::new("audit-cargo");
-    let d = dir.path();
+/// `tinycrate` 0.4.2, packaged by the host's `cargo` in `d`: its .crate.
+fn package_tinycrate(cargo: &Path, d: &Path) -> std::path::PathBuf {
     // The crate, packaged by cargo itself.
     std::fs::create_dir_all(d.join("tinycrate/src")).unwrap();
     std::fs::write(
@@ -296,7 +290,7 @@ fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
     )
     .unwrap();
     std::fs::write(d.join("tinycrate/src/lib.rs"), "pub const X: u32 = 1;\n").unwrap();
-    let packaged = Command::new(&cargo)
+    let packaged = Command::new(cargo)
         .args(["package", "--offline", "--no-verify", "--allow-dirty"])
         .current_dir(d.join("tinycrate"))
         .env("CARGO_HOME", d.join("host-cargo-home"))
@@ -304,23 +298,47 @@ fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
         .output()
         .unwrap();
     assert!(packaged.status.success(), "{}", String::from_utf8_lossy(&packaged.stderr));
+    d.join("tinycrate/target/package/tinycrate-0.4.2.crate")
+}
+
+/// The index entry of `tinycrate` 0.4.2 whose .crate is `krate`.
+fn tinycrate_entry(krate: &Path) -> String {
+    let entry = serde_json::json!({"name": "tinycrate", "vers": "0.4.2", "deps": [], "cksum": sha256(krate),
+                                   "features": {}, "yanked": false});
+    format!("{entry}\n")
+}
+
+/// A project at `d/app` depending on `tinycrate` 0.4.2.
+fn tinycrate_app(d: &Path) -> std::path::PathBuf {
+    let app = d.join("app");
+    std::fs::create_dir_all(app.join("src")).unwrap();
+    std::fs::write(
+        app.join("Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinycrate = \"0.4.2\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(app.join("src/main.rs"), "fn main() {}\n").unwrap();
+    app
+}
+
+#[test]
+fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
+    let Some(cargo) = host_cargo() else {
+        eprintln!("SKIP: no cargo toolchain on this host");
+        return;
+    };
+    let dir = TempDir::new("audit-cargo");
+    let d = dir.path();
+    let packaged = package_tinycrate(&cargo, d);
     // A local registry serving it: the .crate and its index entry.
     let reg = d.join("reg");
     std::fs::create_dir_all(reg.join("index/ti/ny")).unwrap();
     let krate = reg.join("tinycrate-0.4.2.crate");
-    std::fs::copy(d.join("tinycrate/target/package/tinycrate-0.4.2.crate"), &krate).unwrap();
-    let entry = serde_json::json!({"name": "tinycrate", "vers": "0.4.2", "deps": [], "cksum": sha256(&krate),
-                                   "features": {}, "yanked": false});
-    std::fs::write(reg.join("index/ti/ny/tinycrate"), format!("{entry}\n")).unwrap();
+    std::fs::copy(packaged, &krate).unwrap();
+    std::fs::write(reg.join("index/ti/ny/tinycrate"), tinycrate_entry(&krate)).unwrap();
     // A project depending on it, its crates.io replaced by the registry.
-    std::fs::create_dir_all(d.join("app/src")).unwrap();
-    std::fs::create_dir_all(d.join("app/.cargo")).unwrap();
-    std::fs::write(
-        d.join("app/Cargo.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinycrate = \"0.4.2\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::write(d.join("app/src/main.rs"), "fn main() {}\n").unwrap();
+    let app = tinycrate_app(d);
+    std::fs::create_dir_all(app.join(".cargo")).unwrap();
     std::fs::write(
         d.join("app/.cargo/config.toml"),
         format!(
@@ -350,4 +368,141 @@ fn cargo_fetching_a_crate_from_a_local_registry_is_recorded() {
     assert!(wrote.iter().any(|p| under(p, "/tinycrate-0.4.2/.cargo-ok")), "{rec}");
     // The crate is unpacked inside the sandbox only.
     assert!(!src.exists());
+}
+
+/// A static HTTP server of `root` on 198.18.0.2:`port` in the internet
+/// namespace of `net`, killed when dropped.
+struct Static(std::process::Child);
+
+impl Static {
+    fn start(net: &crate::egress::Internet, root: &Path, port: u16) -> Static {
+        let port = port.to_string();
+        let mut cmd = net.in_internet(&["/usr/bin/python3", "-m", "http.server", &port, "--bind", "198.18.0.2"]);
+        cmd.arg("--directory").arg(root).stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
+        let server = Static(cmd.spawn().unwrap());
+        let probe = format!("import urllib.request; urllib.request.urlopen('http://198.18.0.2:{port}/', timeout=2)");
+        let start = std::time::Instant::now();
+        while !net
+            .in_sandbox(&["/usr/bin/python3", "-c", &probe])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "the registry did not start");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for Static {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn cargo_downloading_a_crate_from_a_sparse_registry_records_the_bytes_it_wrote() {
+    let Some(cargo) = host_cargo() else {
+        eprintln!("SKIP: no cargo toolchain on this host");
+        return;
+    };
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIP: no /usr/bin/python3 to serve the registry");
+        return;
+    }
+    let Some(net) = crate::egress::Internet::new() else { return };
+    let dir = TempDir::new("audit-cargo-sparse");
+    let d = dir.path();
+    let krate = package_tinycrate(&cargo, d);
+    // A sparse registry over plain HTTP: its config, the index entry and
+    // the download, all static files.
+    let reg = d.join("reg");
+    std::fs::create_dir_all(reg.join("ti/ny")).unwrap();
+    std::fs::create_dir_all(reg.join("dl")).unwrap();
+    std::fs::copy(&krate, reg.join("dl/tinycrate-0.4.2.crate")).unwrap();
+    std::fs::write(reg.join("ti/ny/tinycrate"), tinycrate_entry(&krate)).unwrap();
+    std::fs::write(reg.join("config.json"), r#"{"dl": "http://198.18.0.2:8002/dl/{crate}-{version}.crate"}"#).unwrap();
+    let _server = Static::start(&net, &reg, 8002);
+    let app = tinycrate_app(d);
+    let home = d.join("cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[source.crates-io]\nreplace-with = \"t\"\n\n[source.t]\nregistry = \"sparse+http://198.18.0.2:8002/\"\n",
+    )
+    .unwrap();
+    let log = d.join("audit.log");
+    let path = format!("PATH={}:/usr/bin:/bin", cargo.parent().unwrap().display());
+    let manifest = app.join("Cargo.toml");
+    let r = net.husk_do(
+        &["--egress-allow", "198.18.0.2:8002", "--audit-log", log.to_str().unwrap()],
+        &[
+            "/usr/bin/env",
+            &path,
+            &format!("HOME={}", d.display()),
+            &format!("CARGO_HOME={}", home.display()),
+            cargo.to_str().unwrap(),
+            "fetch",
+            "--manifest-path",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    r.assert_code(0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let found = installs(&recs);
+    assert_eq!(found.len(), 1, "{recs:#?}");
+    let rec = found[0];
+    assert_eq!(
+        (&rec["manager"], &rec["package"], &rec["version"]),
+        (&"cargo".into(), &"tinycrate".into(), &"0.4.2".into()),
+        "{rec}"
+    );
+    // The hash is of the bytes cargo wrote into its cache, which are the
+    // registry's .crate.
+    assert_eq!(rec["sha256"], sha256(&krate), "{rec}");
+    assert_eq!(rec["source"], "download from 198.18.0.2:8002", "{rec}");
+    let ev = rec["evidence"].as_array().unwrap();
+    let cache = home.join("registry/cache");
+    let download = ev
+        .iter()
+        .find(|e| e["kind"] == "wrote" && e["path"].as_str().unwrap().ends_with("/tinycrate-0.4.2.crate"))
+        .unwrap_or_else(|| panic!("no written .crate in {rec}"));
+    assert!(download["path"].as_str().unwrap().starts_with(cache.to_str().unwrap()), "{rec}");
+    assert_eq!(download["sha256"], rec["sha256"], "{rec}");
+    assert!(ev.iter().any(|e| e["kind"] == "connect" && e["address"] == "198.18.0.2" && e["port"] == 8002), "{rec}");
+    assert!(!ev.iter().any(|e| e["kind"] == "read"), "cargo never reopens its download: {rec}");
+    let mut verify = Command::new(husk_bin());
+    verify.args(["audit", "verify"]).arg(&log);
+    run(verify, None).assert_code(0);
+}
+
+#[test]
+fn a_fake_unpacked_crate_without_its_crate_file_claims_no_source() {
+    let dir = TempDir::new("audit-cargo-fake");
+    let d = dir.path();
+    // A program named cargo that writes what an unpacked crate looks like
+    // (its folder, Cargo.toml and .cargo-ok) and no .crate.
+    let src = d.join("home/registry/src/index.crates.io-1949cf8c6b5b557f/evil-6.6.6");
+    let fake = format!(
+        "#!/bin/sh\nmkdir -p {src} && printf '[package]\\nname = \"evil\"\\nversion = \"6.6.6\"\\n' > {src}/Cargo.toml \
+         && printf '{{\"v\":1}}' > {src}/.cargo-ok\n",
+        src = src.display()
+    );
+    std::fs::write(d.join("cargo"), fake).unwrap();
+    std::fs::set_permissions(d.join("cargo"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (r, recs) = install(d, &["./cargo", "fetch"]);
+    r.assert_code(0);
+    let found = installs(&recs);
+    assert_eq!(found.len(), 1, "{recs:#?}");
+    let rec = found[0];
+    assert_eq!(
+        (&rec["package"], &rec["version"], &rec["source"]),
+        (&"evil".into(), &"6.6.6".into(), &"unknown".into())
+    );
+    assert!(rec.get("sha256").is_none(), "{rec}");
+    assert_eq!(kinds(rec), ["exec", "wrote", "wrote"], "{rec}");
+    assert!(!rec.to_string().contains("sha256"), "no hash anywhere in its evidence: {rec}");
 }

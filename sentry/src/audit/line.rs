@@ -67,7 +67,7 @@ pub fn push_record(out: &mut Vec<u8>, record: &Record) -> Result<(), serde_json:
         Record::FileCreate { pid, path } => ("file.create", pid, path),
         Record::FileUnlink { pid, path } => ("file.unlink", pid, path),
         Record::FileWrite { pid, path } => ("file.write", pid, path),
-        Record::FileRead { pid, path } => ("file.read", pid, path),
+        Record::FileRead { pid, path, via: None } => ("file.read", pid, path),
         _ => {
             let from = out.len();
             serde_json::to_writer(&mut *out, record)?;
@@ -147,7 +147,8 @@ mod tests {
             Record::FileUnlink { pid: -1, path: "/etc/x".into() },
             Record::FileUnlink { pid: i32::MIN, path: "/".into() },
             Record::FileWrite { pid: 2_000_000, path: odd.clone() },
-            Record::FileRead { pid: 1, path: "/run/secrets/k".into() },
+            Record::FileRead { pid: 1, path: "/run/secrets/k".into(), via: None },
+            Record::FileRead { pid: 1, path: "/tmp/k".into(), via: Some("/run/secrets/k".into()) },
             Record::FileChmod { pid: 1, path: odd, mode: 0o4755 },
             Record::ProcessExit { pid: 3, outcome: Outcome::Signal(9) },
             Record::SandboxStart {},

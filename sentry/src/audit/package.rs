@@ -10,7 +10,9 @@
 //! Each record names the evidence it rests on. The name and version come
 //! from the files the manager wrote (the guest's bytes: a claim); the
 //! source and `sha256` only from what the sentry itself saw: an archive
-//! the manager read, hashed by the sentry, or the connections it made. A
+//! the manager read, hashed by the sentry, an archive it wrote while it
+//! talked to a registry (its download, hashed by the sentry as the run
+//! left it), or the connections it made. A
 //! record without either says `unknown`: writing a fake `METADATA`
 //! cannot make a record that claims a download.
 //!
@@ -208,8 +210,16 @@ pub enum Evidence {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
-    /// A file of the package database the run wrote.
-    Wrote { path: String },
+    /// A file the run wrote: one of the package database, or an archive
+    /// (a download it kept), which the sentry hashed when the run ended,
+    /// as the run left it (no hash when it could not: `note` says why).
+    Wrote {
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// An archive the run read, hashed by the sentry as it was opened
     /// (no hash when it was too large to hash: `note` says so).
     Read {
@@ -264,8 +274,10 @@ pub(crate) struct Observed {
     pub files: Vec<(String, FileKind, Vec<u8>)>,
     /// The archives read: path and hex SHA-256 (None: too large to hash).
     pub archives: Vec<(String, Option<String>)>,
-    /// Archives the run itself wrote (downloads), by path.
-    pub wrote_archives: Vec<String>,
+    /// Archives the run itself wrote (downloads): path and hex SHA-256 of
+    /// the bytes the sentry read back at the run's end, or why there is
+    /// none.
+    pub wrote_archives: Vec<(String, Result<String, String>)>,
     /// The connections (`Evidence::Connect`).
     pub connects: Vec<Evidence>,
     /// The limits the run reached (what was left out), in every record's
@@ -298,12 +310,12 @@ fn normalized(name: &str) -> String {
     out
 }
 
-/// The archive of `package` `version`: the one whose file name begins
-/// `prefix`, or the only archive with extension `ext` when the run
-/// installed just one package.
-fn archive_for<'a>(seen: &'a Observed, prefix: &str, ext: &[&str], only: bool) -> Option<&'a (String, Option<String>)> {
+/// The archive of `package` `version` among `archives` (path first):
+/// the one whose file name begins `prefix`, or the only archive with
+/// extension `ext` when the run installed just one package.
+fn archive_for<'a, T>(archives: &'a [(String, T)], prefix: &str, ext: &[&str], only: bool) -> Option<&'a (String, T)> {
     let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_lowercase();
-    let of_kind: Vec<_> = seen.archives.iter().filter(|(p, _)| ext.iter().any(|e| p.ends_with(e))).collect();
+    let of_kind: Vec<_> = archives.iter().filter(|(p, _)| ext.iter().any(|e| p.ends_with(e))).collect();
     of_kind
         .iter()
         .find(|(p, _)| file(p).starts_with(prefix))
@@ -477,20 +489,40 @@ pub(crate) fn derive(seen: &Observed) -> Vec<Record> {
         .into_iter()
         .map(|f| {
             let mut evidence = seen.execs.clone();
-            evidence.extend(f.wrote.into_iter().map(|path| Evidence::Wrote { path }));
-            let archive = archive_for(seen, &f.prefix, f.ext, only);
-            let (source, sha256) = match archive {
+            evidence.extend(f.wrote.into_iter().map(|path| Evidence::Wrote { path, sha256: None, note: None }));
+            let read = archive_for(&seen.archives, &f.prefix, f.ext, only);
+            // Only when the run read no archive of the package: one it
+            // wrote and never opened for reading alone (cargo reads its
+            // download back through the descriptor that wrote it).
+            let written = match read {
+                None => archive_for(&seen.wrote_archives, &f.prefix, f.ext, only),
+                Some(_) => None,
+            };
+            let downloaded = |path: &String| seen.wrote_archives.iter().any(|(p, _)| p == path);
+            let (source, sha256) = match (read, written) {
                 // A file the run downloaded and then read: fetched bytes.
-                Some((path, sha)) if seen.wrote_archives.contains(path) && !hosts.is_empty() => {
+                (Some((path, sha)), _) if downloaded(path) && !hosts.is_empty() => {
                     (format!("download from {}", hosts.join(", ")), sha.clone())
                 }
-                Some((path, sha)) => (format!("file://{path}"), sha.clone()),
-                None if !hosts.is_empty() => (format!("network {}", hosts.join(", ")), None),
-                None => ("unknown".to_string(), None),
+                (Some((path, sha)), _) => (format!("file://{path}"), sha.clone()),
+                // A file the run wrote as it talked to a registry: the
+                // bytes it kept of the download.
+                (None, Some((_, Ok(sha)))) if !hosts.is_empty() => {
+                    (format!("download from {}", hosts.join(", ")), Some(sha.clone()))
+                }
+                (None, _) if !hosts.is_empty() => (format!("network {}", hosts.join(", ")), None),
+                (None, _) => ("unknown".to_string(), None),
             };
-            if let Some((path, sha256)) = archive {
+            if let Some((path, sha256)) = read {
                 let note = sha256.is_none().then(|| "too large to hash".to_string());
                 evidence.push(Evidence::Read { path: path.clone(), sha256: sha256.clone(), note });
+            }
+            if let Some((path, hashed)) = written {
+                let (sha256, note) = match hashed {
+                    Ok(sha) => (Some(sha.clone()), None),
+                    Err(why) => (None, Some(why.clone())),
+                };
+                evidence.push(Evidence::Wrote { path: path.clone(), sha256, note });
             }
             if source.starts_with("download") || source.starts_with("network") {
                 evidence.extend(seen.connects.iter().cloned());
@@ -609,7 +641,7 @@ mod tests {
         let seen = Observed {
             files: vec![metadata("fake")],
             archives: vec![("/tmp/d/fake-1.0.whl".into(), Some("cd".into()))],
-            wrote_archives: vec!["/tmp/d/fake-1.0.whl".into()],
+            wrote_archives: vec![("/tmp/d/fake-1.0.whl".into(), Ok("cd".into()))],
             connects: vec![Evidence::Connect { address: "198.18.0.2".into(), port: 80, name: Some("idx".into()) }],
             ..Observed::default()
         };
@@ -689,6 +721,44 @@ mod tests {
         assert!(derive(&half).is_empty());
         let other = Observed { files: cargo_files("evil-6.6.6", toml, true), ..seen };
         assert!(derive(&other).is_empty());
+    }
+
+    #[test]
+    fn a_crate_the_run_downloaded_and_never_reopened_is_hashed_as_written() {
+        let toml = "[package]\nname = \"tiny\"\nversion = \"1.0.0\"\n";
+        let cache = "/h/.cargo/registry/cache/198.18.0.2-1/tiny-1.0.0.crate";
+        let connect = Evidence::Connect { address: "198.18.0.2".into(), port: 8002, name: None };
+        let seen = Observed {
+            pid: 7,
+            execs: vec![Evidence::exec(7, &argv(&["cargo", "fetch"]))],
+            files: cargo_files("tiny-1.0.0", toml, true),
+            wrote_archives: vec![(cache.into(), Ok("aa".into()))],
+            connects: vec![connect],
+            ..Observed::default()
+        };
+        let r = json(&derive(&seen)[0]);
+        assert_eq!((&r["source"], &r["sha256"]), (&"download from 198.18.0.2:8002".into(), &"aa".into()), "{r}");
+        let ev = r["evidence"].as_array().unwrap();
+        assert!(ev.contains(&serde_json::json!({"kind": "wrote", "path": cache, "sha256": "aa"})), "{r}");
+        assert_eq!(kinds_of(&r), ["exec", "wrote", "wrote", "wrote", "connect"]);
+        // Written without any connection: the guest's own bytes, no claim.
+        let offline = Observed { connects: Vec::new(), ..seen.clone() };
+        let r = json(&derive(&offline)[0]);
+        assert_eq!((&r["source"], r.get("sha256")), (&"unknown".into(), None), "{r}");
+        // Too large to hash: a download without a hash.
+        let big = Observed { wrote_archives: vec![(cache.into(), Err("too large to hash".into()))], ..seen.clone() };
+        let r = json(&derive(&big)[0]);
+        assert_eq!(r.get("sha256"), None, "{r}");
+        assert!(r["evidence"].as_array().unwrap().iter().any(|e| e["note"] == "too large to hash"), "{r}");
+        // An unpacked folder with no .crate written: no hash, whatever the
+        // connections.
+        let fake = Observed { wrote_archives: Vec::new(), ..seen };
+        let r = json(&derive(&fake)[0]);
+        assert_eq!((&r["source"], r.get("sha256")), (&"network 198.18.0.2:8002".into(), None), "{r}");
+    }
+
+    fn kinds_of(r: &serde_json::Value) -> Vec<&str> {
+        r["evidence"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect()
     }
 
     #[test]

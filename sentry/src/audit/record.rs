@@ -162,9 +162,16 @@ pub enum Record {
     FileWrite { pid: i32, path: String },
     /// An open for reading of a path matching `--audit-read` (a secret
     /// in /run/secrets, a private key …), before the open is made: its
-    /// path, never its contents.
+    /// path, never its contents. Also of a file known to be one by its
+    /// identity (a hard link to it, or the name it was renamed to):
+    /// `path` is the name used, `via` the watched path it is known by.
     #[serde(rename = "file.read")]
-    FileRead { pid: i32, path: String },
+    FileRead {
+        pid: i32,
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<String>,
+    },
     /// A process's view of the filesystem is about to change (mount,
     /// umount2, chroot, pivot_root, unshare(CLONE_NEWNS)), and with it the
     /// spelling of the paths `--audit-watch` matches and later `file.*`

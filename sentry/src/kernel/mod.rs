@@ -2,6 +2,7 @@
 //! credentials, limits and signal bookkeeping.
 
 pub(crate) mod audit;
+pub(crate) mod audit_reads;
 pub(crate) mod caller;
 pub(crate) mod cpu_itimers;
 pub(crate) mod cputime;

@@ -4,7 +4,10 @@
 //! their parent chain). During a run the sentry keeps the package
 //! database files it writes, hashes the archives it opens for reading
 //! and notes the connections it makes; at its end the records are
-//! derived from those, read back from the files as they then are.
+//! derived from those, read back from the files as they then are, and
+//! the archives it wrote (its downloads: cargo reads its `.crate` back
+//! through the descriptor that wrote it, never opening it for reading)
+//! are hashed as the run left them.
 //!
 //! Nothing is kept without an audit log, and nothing at all outside a
 //! run: a guest that writes a `METADATA` outside a manager's run makes no
@@ -21,13 +24,14 @@
 //! per run (runs are bounded by the sandbox's processes), and at
 //! its end at most `MAX_READ_BACK` bytes of files read back. Archives are
 //! hashed without the runs' lock held, at most `MAX_ARCHIVE` bytes each
-//! and once per file version per run. A cap reached is named in every
+//! and once per file version per run; the archives written, once each at
+//! the run's end. A cap reached is named in every
 //! record's evidence (`limit`).
 
 use super::{Kernel, Task};
 use crate::audit::package::{self, Evidence, FileKind, Manager, Observed};
 use crate::audit::Record;
-use crate::vfs::{Dentry, FileDescription};
+use crate::vfs::{Dentry, FileDescription, FileOps};
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -60,6 +64,9 @@ struct Run {
     /// The database files written: path, kind and the dentry written
     /// (read back at the end, after any rename over it).
     written: Vec<(String, FileKind, Arc<Dentry>)>,
+    /// The archives written (downloads): path and the dentry written,
+    /// hashed at the end.
+    downloads: Vec<(String, Arc<Dentry>)>,
     /// The archive versions hashed in this run, and their hash (None:
     /// too large), at most `MAX_ENTRIES`.
     hashed: HashMap<Version, Option<String>>,
@@ -149,14 +156,14 @@ fn read_back(written: Vec<(String, FileKind, Arc<Dentry>)>, seen: &mut Observed)
     }
 }
 
-/// The hex SHA-256 of what `f` holds; None past `MAX_ARCHIVE` bytes or
+/// The hex SHA-256 of what `ops` reads; None past `MAX_ARCHIVE` bytes or
 /// when it cannot be read.
-fn hash_of(f: &FileDescription) -> Option<String> {
+fn sha256_of(ops: &dyn FileOps) -> Option<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut off = 0u64;
     loop {
-        let n = f.ops.read(&mut buf, off).ok()?;
+        let n = ops.read(&mut buf, off).ok()?;
         if n == 0 {
             return Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect());
         }
@@ -165,6 +172,46 @@ fn hash_of(f: &FileDescription) -> Option<String> {
         if off > MAX_ARCHIVE {
             return None;
         }
+    }
+}
+
+/// The hex SHA-256 of what `f` holds; None past `MAX_ARCHIVE` bytes or
+/// when it cannot be read.
+fn hash_of(f: &FileDescription) -> Option<String> {
+    sha256_of(&*f.ops)
+}
+
+/// The hex SHA-256 of the archive a run wrote at `d`, read back through
+/// the VFS as the run left it (whatever name it has now); why there is
+/// none otherwise.
+fn hash_written(d: &Dentry) -> Result<String, String> {
+    let too_large = || "too large to hash".to_string();
+    let st = d.node.stat().map_err(|_| "unreadable".to_string())?;
+    if st.size > MAX_ARCHIVE {
+        return Err(too_large());
+    }
+    let ops = d.node.open(libc::O_RDONLY).map_err(|_| "unreadable".to_string())?;
+    sha256_of(&*ops).ok_or_else(|| {
+        if d.node.stat().is_ok_and(|s| s.size > MAX_ARCHIVE) {
+            too_large()
+        } else {
+            "unreadable".to_string()
+        }
+    })
+}
+
+/// Hashes the archives a run wrote (`downloads`) into
+/// `seen.wrote_archives`; one the run also read is hashed already, as
+/// it was read.
+fn hash_downloads(downloads: Vec<(String, Arc<Dentry>)>, seen: &mut Observed) {
+    for (path, d) in downloads {
+        let read = seen.archives.iter().find(|(p, _)| *p == path).map(|(_, sha)| sha.clone());
+        let hashed = match read {
+            Some(Some(sha)) => Ok(sha),
+            Some(None) => Err("too large to hash".to_string()),
+            None => hash_written(&d),
+        };
+        seen.wrote_archives.push((path, hashed));
     }
 }
 
@@ -273,8 +320,8 @@ impl Kernel {
             let Some(kind) = package::kind_of(&path) else { return };
             let path = text(&path);
             if kind == FileKind::Archive {
-                if run.room(run.seen.wrote_archives.len(), "downloads") {
-                    run.seen.wrote_archives.push(path);
+                if !run.downloads.iter().any(|(p, _)| *p == path) && run.room(run.downloads.len(), "downloads") {
+                    run.downloads.push((path, d.clone()));
                 }
             } else {
                 // A file written again (dpkg's status-new) is read back
@@ -337,6 +384,7 @@ impl Kernel {
         }
         let mut seen = run.seen;
         read_back(run.written, &mut seen);
+        hash_downloads(run.downloads, &mut seen);
         for record in package::derive(&seen) {
             let _ = self.audit(|| record);
         }

@@ -117,13 +117,27 @@ pub(super) fn unlink(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Result<(), 
     record(task, name_in(task, dir, name), |path| Record::FileUnlink { pid, path })
 }
 
-/// A rename from or onto a watched name.
+/// Whether opens for reading of `path` are recorded (`--audit-read`).
+fn read_watched(task: &Task, path: &[u8]) -> bool {
+    task.kernel.audit_log().is_some_and(|l| l.records_reads_of(path))
+}
+
+/// A rename from or onto a watched name, or of a file `--audit-read`
+/// names (whose identity is then remembered: reads of it under its new
+/// name are recorded).
 pub(super) fn rename(task: &Task, old: (u64, &[u8]), new: (u64, &[u8])) -> Result<(), Errno> {
     if !logging(task) {
         return Ok(());
     }
     let (Some(from), Some(to)) = (name_at(task, old.0, old.1), name_at(task, new.0, new.1)) else { return Ok(()) };
-    if !watched(task, &from) && !watched(task, &to) {
+    let reads = read_watched(task, &from);
+    if reads {
+        let node = args::parent_at(task, old.0, old.1).ok().and_then(|pn| pn.parent.node.lookup(&pn.name).ok());
+        if let Some(node) = node {
+            task.kernel.read_watched_renamed(&*node, &from);
+        }
+    }
+    if !reads && !watched(task, &from) && !watched(task, &to) {
         return Ok(());
     }
     let pid = task.thread.tgid();
@@ -149,14 +163,19 @@ pub(super) fn chown(task: &Task, d: &Arc<Dentry>, uid: Option<u32>, gid: Option<
 }
 
 /// A hard link to `src` named `(dirfd, path)`: recorded when either is
-/// watched.
+/// watched, or `src` is a file `--audit-read` names (whose identity is
+/// then remembered: reads through the new name are recorded).
 pub(super) fn link(task: &Task, src: &Arc<Dentry>, dirfd: u64, path: &[u8]) -> Result<(), Errno> {
     if !logging(task) {
         return Ok(());
     }
     let Some(to) = name_at(task, dirfd, path) else { return Ok(()) };
     let from = path_of(task, src);
-    if !watched(task, &from) && !watched(task, &to) {
+    let reads = read_watched(task, &from);
+    if reads {
+        task.kernel.read_watched_renamed(&*src.node, &from);
+    }
+    if !reads && !watched(task, &from) && !watched(task, &to) {
         return Ok(());
     }
     let pid = task.thread.tgid();
@@ -193,7 +212,8 @@ pub(super) fn write(task: &Task, f: &FileDescription) -> Result<(), Errno> {
 }
 
 /// An open of `f`, before the guest has its descriptor: an open for
-/// reading of a path `--audit-read` names is a `file.read` record (one
+/// reading of a path `--audit-read` names, or of a file known to be one
+/// by its identity (kernel/audit_reads.rs), is a `file.read` record (one
 /// the log refuses fails the open), and a package manager's run reading
 /// an archive has it hashed (kernel/package.rs).
 pub(super) fn opened(task: &Task, f: &FileDescription) -> Result<(), Errno> {
@@ -201,9 +221,12 @@ pub(super) fn opened(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     // Named files only: not pipes, sockets or other anonymous ones.
     if f.readable() && f.dentry.parent.is_some() {
         let path = path_of(task, &f.dentry);
+        let pid = task.thread.tgid();
         if log.records_reads_of(&path) {
-            let pid = task.thread.tgid();
-            task.kernel.audit(|| Record::FileRead { pid, path: text(&path) })?;
+            task.kernel.audit(|| Record::FileRead { pid, path: text(&path), via: None })?;
+            task.kernel.read_watched_opened(&f.dentry, &path);
+        } else if let Some(via) = task.kernel.read_watched_via(&f.dentry) {
+            task.kernel.audit(|| Record::FileRead { pid, path: text(&path), via: Some(via) })?;
         }
     }
     task.kernel.package_opened(task, f);
