@@ -342,10 +342,7 @@ mod tests {
         assert_eq!(d.take(usize::MAX), Err(Truncated { wanted: usize::MAX, offset: 2, have: 1 }));
         assert_eq!(d.take_rest(), &[3]);
         assert_eq!(d.u8(), Err(Truncated { wanted: 1, offset: 3, have: 0 }));
-        assert_eq!(
-            Truncated { wanted: 4, offset: 8, have: 1 }.to_string(),
-            "wanted 4 bytes at offset 8, have 1"
-        );
+        assert_eq!(Truncated { wanted: 4, offset: 8, have: 1 }.to_string(), "wanted 4 bytes at offset 8, have 1");
     }
 
     #[test]
