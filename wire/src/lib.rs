@@ -21,58 +21,68 @@ pub struct Encoder {
 
 impl Encoder {
     /// An empty encoder.
+    #[inline]
     pub fn new() -> Encoder {
         Encoder::default()
     }
 
     /// An empty encoder with room for `n` bytes.
+    #[inline]
     pub fn with_capacity(n: usize) -> Encoder {
         Encoder { buf: Vec::with_capacity(n) }
     }
 
     /// Appends a `u8`.
+    #[inline]
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.buf.push(v);
         self
     }
 
     /// Appends a `u16`.
+    #[inline]
     pub fn u16(&mut self, v: u16) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends an `i16`.
+    #[inline]
     pub fn i16(&mut self, v: i16) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends a `u32`.
+    #[inline]
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends an `i32`.
+    #[inline]
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends a `u64`.
+    #[inline]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends an `i64`.
+    #[inline]
     pub fn i64(&mut self, v: i64) -> &mut Self {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
 
     /// Appends the bytes as they are (no length).
+    #[inline]
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(v);
         self
@@ -80,6 +90,7 @@ impl Encoder {
 
     /// Appends a fixed-size, NUL-padded character array (e.g. `utsname`
     /// fields): at most `size - 1` bytes of `v`, then zeros up to `size`.
+    #[inline]
     pub fn cstr_array(&mut self, v: &[u8], size: usize) -> &mut Self {
         let n = v.len().min(size.saturating_sub(1));
         self.buf.extend_from_slice(&v[..n]);
@@ -87,12 +98,14 @@ impl Encoder {
     }
 
     /// Appends `n` zero bytes.
+    #[inline]
     pub fn zeros(&mut self, n: usize) -> &mut Self {
         self.buf.resize(self.buf.len() + n, 0);
         self
     }
 
     /// Pads with zeros up to a multiple of `align`.
+    #[inline]
     pub fn align(&mut self, align: usize) -> &mut Self {
         let rem = self.buf.len() % align;
         if rem != 0 {
@@ -102,21 +115,25 @@ impl Encoder {
     }
 
     /// Bytes appended so far.
+    #[inline]
     pub fn len(&self) -> usize {
         self.buf.len()
     }
 
     /// Whether nothing was appended yet.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
     /// The bytes appended so far.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
 
     /// The encoded bytes.
+    #[inline]
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
@@ -144,21 +161,25 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// A decoder at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Decoder<'a> {
         Decoder { buf, pos: 0 }
     }
 
     /// Bytes read (or skipped) so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Bytes not read yet.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// The next `n` bytes.
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
         let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or(Truncated {
             wanted: n,
@@ -171,6 +192,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Every byte not read yet; the decoder is at the end afterwards.
+    #[inline]
     pub fn take_rest(&mut self) -> &'a [u8] {
         let rest = &self.buf[self.pos..];
         self.pos = self.buf.len();
@@ -178,11 +200,13 @@ impl<'a> Decoder<'a> {
     }
 
     /// Steps over `n` bytes.
+    #[inline]
     pub fn skip(&mut self, n: usize) -> Result<(), Truncated> {
         self.take(n).map(|_| ())
     }
 
     /// The next `N` bytes as an array.
+    #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
@@ -190,36 +214,43 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a `u8`.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, Truncated> {
         self.array().map(u8::from_le_bytes)
     }
 
     /// Reads a `u16`.
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, Truncated> {
         self.array().map(u16::from_le_bytes)
     }
 
     /// Reads an `i16`.
+    #[inline]
     pub fn i16(&mut self) -> Result<i16, Truncated> {
         self.array().map(i16::from_le_bytes)
     }
 
     /// Reads a `u32`.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, Truncated> {
         self.array().map(u32::from_le_bytes)
     }
 
     /// Reads an `i32`.
+    #[inline]
     pub fn i32(&mut self) -> Result<i32, Truncated> {
         self.array().map(i32::from_le_bytes)
     }
 
     /// Reads a `u64`.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, Truncated> {
         self.array().map(u64::from_le_bytes)
     }
 
     /// Reads an `i64`.
+    #[inline]
     pub fn i64(&mut self) -> Result<i64, Truncated> {
         self.array().map(i64::from_le_bytes)
     }
@@ -235,10 +266,12 @@ pub struct ZeroFill<'a> {
 
 impl<'a> ZeroFill<'a> {
     /// A zero-filling decoder at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a [u8]) -> ZeroFill<'a> {
         ZeroFill { inner: Decoder::new(buf) }
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> [u8; N] {
         self.inner.array().unwrap_or_else(|_| {
             self.inner.take_rest();
@@ -247,41 +280,49 @@ impl<'a> ZeroFill<'a> {
     }
 
     /// Reads a `u8`.
+    #[inline]
     pub fn u8(&mut self) -> u8 {
         u8::from_le_bytes(self.array())
     }
 
     /// Reads a `u16`.
+    #[inline]
     pub fn u16(&mut self) -> u16 {
         u16::from_le_bytes(self.array())
     }
 
     /// Reads an `i16`.
+    #[inline]
     pub fn i16(&mut self) -> i16 {
         i16::from_le_bytes(self.array())
     }
 
     /// Reads a `u32`.
+    #[inline]
     pub fn u32(&mut self) -> u32 {
         u32::from_le_bytes(self.array())
     }
 
     /// Reads an `i32`.
+    #[inline]
     pub fn i32(&mut self) -> i32 {
         i32::from_le_bytes(self.array())
     }
 
     /// Reads a `u64`.
+    #[inline]
     pub fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.array())
     }
 
     /// Reads an `i64`.
+    #[inline]
     pub fn i64(&mut self) -> i64 {
         i64::from_le_bytes(self.array())
     }
 
     /// Steps over `n` bytes (padding, fields nobody reads).
+    #[inline]
     pub fn skip(&mut self, n: usize) -> &mut Self {
         if self.inner.skip(n).is_err() {
             self.inner.take_rest();
