@@ -1,49 +1,51 @@
-//! Cursor-based encoding and decoding of frames and their fields.
+//! Cursor-based encoding and decoding of frames and their fields: the
+//! framing and the protocol's compound fields, on husk-wire's field codec.
 
 use super::{Dirent, SetAttr, SetTime, Stat, StatFs, TimeSpec, HEADER_LEN, MAX_FRAME};
 use crate::{Error, Result};
+use husk_wire::Truncated;
 
-/// Builds one frame: the header (length and tag) followed by fields.
+/// Builds one frame: the header (length and tag) followed by fields, on
+/// the shared field encoder.
 pub struct Encoder {
-    buf: Vec<u8>,
+    fields: husk_wire::Encoder,
 }
 
 impl Encoder {
     /// Starts a frame whose header carries `tag` (an opcode or a status).
     pub fn new(tag: u16) -> Self {
-        let mut buf = Vec::with_capacity(64);
-        buf.extend_from_slice(&0u32.to_le_bytes());
-        buf.extend_from_slice(&tag.to_le_bytes());
-        Encoder { buf }
+        let mut fields = husk_wire::Encoder::with_capacity(64);
+        fields.u32(0).u16(tag);
+        Encoder { fields }
     }
 
     /// Appends a `u8`.
     pub fn u8(&mut self, v: u8) -> &mut Self {
-        self.buf.push(v);
+        self.fields.u8(v);
         self
     }
 
     /// Appends a `u32`.
     pub fn u32(&mut self, v: u32) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fields.u32(v);
         self
     }
 
     /// Appends a `u64`.
     pub fn u64(&mut self, v: u64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fields.u64(v);
         self
     }
 
     /// Appends an `i32`.
     pub fn i32(&mut self, v: i32) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fields.i32(v);
         self
     }
 
     /// Appends an `i64`.
     pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fields.i64(v);
         self
     }
 
@@ -51,8 +53,7 @@ impl Encoder {
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         // A string too long for the length field cannot fit in a frame
         // either; `finish` rejects the frame by its size.
-        self.u32(u32::try_from(v.len()).unwrap_or(u32::MAX));
-        self.buf.extend_from_slice(v);
+        self.fields.u32(u32::try_from(v.len()).unwrap_or(u32::MAX)).bytes(v);
         self
     }
 
@@ -129,25 +130,28 @@ impl Encoder {
     }
 
     /// Fills in the length field and returns the frame.
-    pub fn finish(mut self) -> Result<Vec<u8>> {
-        if self.buf.len() > MAX_FRAME {
-            return Err(Error::Protocol(format!(
-                "frame of {} bytes exceeds the {MAX_FRAME}-byte limit",
-                self.buf.len()
-            )));
+    pub fn finish(self) -> Result<Vec<u8>> {
+        let mut buf = self.fields.finish();
+        if buf.len() > MAX_FRAME {
+            return Err(Error::Protocol(format!("frame of {} bytes exceeds the {MAX_FRAME}-byte limit", buf.len())));
         }
-        let rest =
-            u32::try_from(self.buf.len() - 4).map_err(|_| Error::Protocol("frame length overflows u32".into()))?;
-        self.buf[..4].copy_from_slice(&rest.to_le_bytes());
-        Ok(self.buf)
+        let rest = u32::try_from(buf.len() - 4).map_err(|_| Error::Protocol("frame length overflows u32".into()))?;
+        buf[..4].copy_from_slice(&rest.to_le_bytes());
+        Ok(buf)
     }
 }
 
-/// Reads the fields of one frame, front to back. Every read checks bounds;
-/// nothing panics on malformed input.
+/// Reads the fields of one frame, front to back, on the shared
+/// bounds-checked decoder: nothing panics on malformed input.
 pub struct Decoder<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    fields: husk_wire::Decoder<'a>,
+}
+
+/// A read past the end of a frame.
+impl From<Truncated> for Error {
+    fn from(e: Truncated) -> Error {
+        Error::Protocol(format!("truncated frame: {e}"))
+    }
 }
 
 impl<'a> Decoder<'a> {
@@ -169,68 +173,49 @@ impl<'a> Decoder<'a> {
 
     /// A decoder over `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Decoder { buf, pos: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or_else(|| {
-            Error::Protocol(format!(
-                "truncated frame: wanted {n} bytes at offset {}, have {}",
-                self.pos,
-                self.buf.len() - self.pos
-            ))
-        })?;
-        let field = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(field)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
+        Decoder { fields: husk_wire::Decoder::new(buf) }
     }
 
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.fields.remaining()
     }
 
     /// Reads a `u8`.
     pub fn u8(&mut self) -> Result<u8> {
-        Ok(u8::from_le_bytes(self.array()?))
+        Ok(self.fields.u8()?)
     }
 
     /// Reads a `u16`.
     pub fn u16(&mut self) -> Result<u16> {
-        Ok(u16::from_le_bytes(self.array()?))
+        Ok(self.fields.u16()?)
     }
 
     /// Reads a `u32`.
     pub fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.array()?))
+        Ok(self.fields.u32()?)
     }
 
     /// Reads a `u64`.
     pub fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.array()?))
+        Ok(self.fields.u64()?)
     }
 
     /// Reads an `i32`.
     pub fn i32(&mut self) -> Result<i32> {
-        Ok(i32::from_le_bytes(self.array()?))
+        Ok(self.fields.i32()?)
     }
 
     /// Reads an `i64`.
     pub fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_le_bytes(self.array()?))
+        Ok(self.fields.i64()?)
     }
 
     /// Reads a byte string.
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let len = self.u32()?;
         let len = usize::try_from(len).map_err(|_| Error::Protocol(format!("byte string of {len} bytes")))?;
-        self.take(len)
+        Ok(self.fields.take(len)?)
     }
 
     fn presence(&mut self) -> Result<bool> {
@@ -320,7 +305,7 @@ impl<'a> Decoder<'a> {
 
     /// Ends decoding; trailing bytes are a protocol error.
     pub fn finish(self) -> Result<()> {
-        if self.pos == self.buf.len() {
+        if self.remaining() == 0 {
             Ok(())
         } else {
             Err(Error::Protocol(format!("{} trailing bytes after the payload", self.remaining())))
@@ -372,6 +357,16 @@ mod tests {
     }
 
     #[test]
+    fn frame_bytes_are_pinned() {
+        let mut enc = Encoder::new(0x0102);
+        enc.u8(9).u32(0x0a0b_0c0d).bytes(b"ab").opt_u64(None).opt_u32(Some(3)).i64(-1);
+        let mut want =
+            vec![27, 0, 0, 0, 0x02, 0x01, 9, 0x0d, 0x0c, 0x0b, 0x0a, 2, 0, 0, 0, b'a', b'b', 0, 1, 3, 0, 0, 0];
+        want.extend_from_slice(&[0xff; 8]);
+        assert_eq!(enc.finish().unwrap(), want);
+    }
+
+    #[test]
     fn header_must_match_frame() {
         let mut frame = Encoder::new(1).finish().unwrap();
         assert!(Decoder::frame(&frame).is_ok());
@@ -393,6 +388,10 @@ mod tests {
         assert_eq!(dec.u8().unwrap(), 1);
         assert!(dec.finish().is_err());
         assert!(Decoder::new(&[2]).opt_u32().is_err());
+        assert_eq!(
+            Decoder::new(&[1, 2, 3]).u32().unwrap_err().to_string(),
+            "gofer protocol: truncated frame: wanted 4 bytes at offset 0, have 3"
+        );
         assert!(Decoder::new(&[3]).set_time().is_err());
     }
 
