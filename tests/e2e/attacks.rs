@@ -136,6 +136,7 @@ attacks!(
     fd_bomb,
     vfork_parent_killed,
     exe_write,
+    secret_stubs_sealed,
     fd_passing,
     host_unix_sockets,
     host_writes,

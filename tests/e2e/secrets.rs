@@ -47,6 +47,35 @@ print('env', any('API_KEY' in k or v in val for k, val in os.environ.items()))";
     assert_eq!(r.stdout_str(), "[REDACTED:API_KEY]\nmatch True\n0o100400 True\nenv False\n", "{}", r.describe());
 }
 
+/// A guest with a secret starts threads (the sentry keeps the capability
+/// that seizes its non-dumpable stubs' new threads): a second Python
+/// thread reads the secret as the first does, and the pthreads program
+/// `threads` (16 threads, locks, condition variables, TLS) passes, the
+/// secret given as `@FILE`.
+#[test]
+fn threads_run_and_read_the_secret_with_a_secret() {
+    let dir = TempDir::new("secret-threads");
+    let file = dir.path().join("api_key");
+    std::fs::write(&file, VALUE).unwrap();
+    let flag = format!("API_KEY=@{}", file.display());
+    let script = "import threading
+seen = []
+def read():
+    seen.append((threading.get_native_id(), open('/run/secrets/API_KEY').read()))
+t = threading.Thread(target=read)
+t.start()
+t.join()
+tid, v = seen[0]
+print('thread', tid != threading.get_native_id(), v == open('/run/secrets/API_KEY').read(), len(v))";
+    let r = python(dir.path(), &["--secret", &flag], script);
+    r.assert_code(0);
+    assert_eq!(r.stdout_str(), format!("thread True True {}\n", VALUE.len()), "{}", r.describe());
+    let bin = crate::util::guest_bin("threads");
+    let mut cmd = husk_do(&["--secret", &flag], &[bin]);
+    cmd.current_dir(dir.path());
+    run(cmd, None).assert_code(0);
+}
+
 #[test]
 fn every_spelling_and_a_split_value_are_redacted() {
     let dir = TempDir::new("secret-spellings");

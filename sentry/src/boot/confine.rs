@@ -1,7 +1,9 @@
 //! Confinement of the sentry process itself (ARCHITECTURE.md §7): once
 //! booted, it leaves the host's mount, IPC, UTS and network namespaces,
-//! pivots into an empty read-only root and drops every capability. Its
-//! seccomp filter (`seccomp.rs`) comes last. Failing any step is fatal.
+//! pivots into an empty read-only root and drops every capability, but
+//! one when it holds secrets: `CAP_SYS_PTRACE`, effective and permitted
+//! only (see [`Keep`]). Its seccomp filter (`seccomp.rs`) comes last.
+//! Failing any step is fatal.
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::CloneFlags;
@@ -31,16 +33,38 @@ pub(crate) fn join_network(netns: OwnedFd) -> Result<(), ConfineError> {
     nix::sched::setns(netns, CloneFlags::CLONE_NEWNET).map_err(fail("joining the network namespace"))
 }
 
+/// The capabilities the sentry keeps once confined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// None at all.
+    Nothing,
+    /// `CAP_SYS_PTRACE`, in the effective and permitted sets only (the
+    /// bounding, ambient and inheritable sets are empty, so no exec could
+    /// pass it on): a sentry holding secrets is not dumpable, nor are its
+    /// stubs, which inherit that, and the kernel lets a thread seize a
+    /// non-dumpable process only with this capability; a guest's second
+    /// thread is a new stub thread that another sentry thread seizes.
+    /// What it can reach with it is bounded: the sentry is the first
+    /// process of a pid namespace of its own (it can name only its stubs;
+    /// the gofers and the runtime are outside it), its root is empty (no
+    /// /proc), and its seccomp filter allows ptrace and nothing else that
+    /// the capability opens. The stubs drop it (`platform::ptrace::stub`).
+    Ptrace,
+}
+
+/// `CAP_SYS_PTRACE`'s number.
+const CAP_SYS_PTRACE: u32 = 19;
+
 /// New namespaces (the network's too unless `new_netns` is false: the
-/// sentry joined one), an empty root, no capabilities.
-pub(crate) fn isolate(new_netns: bool) -> Result<(), ConfineError> {
+/// sentry joined one), an empty root, no capabilities but `keep`.
+pub(crate) fn isolate(new_netns: bool, keep: Keep) -> Result<(), ConfineError> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
     if new_netns {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
     empty_root()?;
-    drop_capabilities()
+    drop_capabilities(keep)
 }
 
 /// Confines the calling thread alone: the egress gateway's, which stays
@@ -53,7 +77,7 @@ pub(crate) fn confine_thread() -> Result<(), ConfineError> {
     let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
     nix::sched::unshare(flags).map_err(fail("unshare"))?;
     empty_root()?;
-    drop_capabilities()
+    drop_capabilities(Keep::Nothing)
 }
 
 /// In a fresh mount namespace: an empty, read-only root instead of the
@@ -72,9 +96,9 @@ fn empty_root() -> Result<(), ConfineError> {
     mount(None::<&str>, "/", None::<&str>, ro, None::<&str>).map_err(fail("making the root read-only"))
 }
 
-/// Empties the calling thread's bounding, ambient, effective, permitted
-/// and inheritable capability sets.
-pub(crate) fn drop_capabilities() -> Result<(), ConfineError> {
+/// Empties the calling thread's bounding, ambient and inheritable
+/// capability sets, and its effective and permitted sets but for `keep`.
+pub(crate) fn drop_capabilities(keep: Keep) -> Result<(), ConfineError> {
     for cap in 0..=CAP_LAST {
         // SAFETY: prctl with integer arguments.
         if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
@@ -89,7 +113,11 @@ pub(crate) fn drop_capabilities() -> Result<(), ConfineError> {
         return Err(ConfineError { step: "clearing ambient capabilities", err: std::io::Error::last_os_error() });
     }
     let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let data = [CapData::default(); 2];
+    let mut data = [CapData::default(); 2];
+    if keep == Keep::Ptrace {
+        data[0].effective = 1 << CAP_SYS_PTRACE;
+        data[0].permitted = 1 << CAP_SYS_PTRACE;
+    }
     // SAFETY: capset reads a header and two data structs of the v3 layout.
     if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
         return Err(ConfineError { step: "capset", err: std::io::Error::last_os_error() });
@@ -143,5 +171,52 @@ mod tests {
         assert_eq!(ns(&format!("task/{tid}/"), "net"), ns("", "net"), "the network namespace stays");
         done_tx.send(()).unwrap();
         t.join().unwrap();
+    }
+
+    fn caps_of(tid: nix::unistd::Pid) -> Vec<String> {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+        ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]
+            .iter()
+            .map(|k| status.lines().find(|l| l.starts_with(k)).unwrap().to_string())
+            .collect()
+    }
+
+    /// Keeping ptrace leaves CAP_SYS_PTRACE (bit 19) in the effective and
+    /// permitted sets alone; capset can then lower them to nothing (what
+    /// a stub does), and cannot raise them again.
+    #[test]
+    fn keeping_ptrace_keeps_it_alone_and_it_can_only_go() {
+        if !nix::unistd::geteuid().is_root() {
+            println!("skipped: dropping capabilities needs root's");
+            return;
+        }
+        let t = std::thread::spawn(|| {
+            drop_capabilities(Keep::Ptrace).unwrap();
+            let kept = caps_of(nix::unistd::gettid());
+            let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+            let mut data = [CapData::default(); 2];
+            // SAFETY: capset reads a header and two data structs of the v3 layout.
+            let lowered = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
+            let after = caps_of(nix::unistd::gettid());
+            data[0].permitted = 1 << CAP_SYS_PTRACE;
+            // SAFETY: as above.
+            let raised = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            (kept, lowered, after, raised, errno)
+        });
+        let (kept, lowered, after, raised, errno) = t.join().unwrap();
+        let want = |p: &str| {
+            vec![
+                "CapInh:\t0000000000000000".to_string(),
+                format!("CapPrm:\t{p}"),
+                format!("CapEff:\t{p}"),
+                "CapBnd:\t0000000000000000".into(),
+                "CapAmb:\t0000000000000000".into(),
+            ]
+        };
+        assert_eq!(kept, want("0000000000080000"));
+        assert_eq!(lowered, 0);
+        assert_eq!(after, want("0000000000000000"));
+        assert_eq!((raised, errno), (-1, Some(libc::EPERM)));
     }
 }

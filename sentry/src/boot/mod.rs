@@ -16,6 +16,7 @@ pub mod secrets;
 
 use crate::abi::Errno;
 use crate::auth::Credentials;
+use crate::boot::confine::Keep;
 use crate::boot::control::{ControlConfig, Lifecycle};
 use crate::fs::devpts::Devpts;
 use crate::fs::disk::DiskBudget;
@@ -268,6 +269,9 @@ fn boot_with(
         let fail = |e| BootError::Mount(String::from_utf8_lossy(&path).into_owned(), e);
         mount_at(&kernel, &path, Tmpfs::with_disk(disk.clone(), mode & 0o7777, 0, 0), "tmpfs").map_err(fail)?;
     }
+    // A sentry holding secrets is not dumpable (see `boot`), nor are its
+    // stubs: it keeps the capability that seizes their new threads.
+    let keep = if cfg.secrets.is_empty() { Keep::Nothing } else { Keep::Ptrace };
     mount_secrets(&kernel, cfg.secrets, &mut cfg.init)?;
     *kernel.ext::<launch::ContainerFilter>().0.lock() = cfg.seccomp.take();
     restrict_paths(&kernel, &cfg.readonly_paths, &cfg.masked_paths);
@@ -303,7 +307,7 @@ fn boot_with(
         }
         Network::None => None,
     };
-    crate::boot::confine::isolate(!joined)?;
+    crate::boot::confine::isolate(!joined, keep)?;
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {

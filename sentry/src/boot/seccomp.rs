@@ -77,6 +77,12 @@ const SENTRY_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_setpgid,
     libc::SYS_close_range,
     libc::SYS_arch_prctl,
+    // A new stub empties its capability sets (the sentry keeps
+    // CAP_SYS_PTRACE when it holds secrets). Its arguments are pointers,
+    // beyond a filter's reach; but without CAP_SETPCAP, and with empty
+    // bounding and inheritable sets, capset can only lower a thread's own
+    // sets.
+    libc::SYS_capset,
     // Stub threads park in pause() until their tracer seizes them.
     libc::SYS_pause,
     // Time and host facts the guest is shown.

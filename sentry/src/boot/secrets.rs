@@ -101,7 +101,9 @@ pub fn redacted(secrets: &[SecretSpec]) -> Vec<Redacted> {
 
 /// Keeps the sentry's memory, which holds the values, out of core dumps
 /// and from other host processes of its user (ptrace, /proc/PID/mem):
-/// the process is made non-dumpable.
+/// the process is made non-dumpable, and so are the stubs it forks, which
+/// hold guest memory (the sentry keeps `CAP_SYS_PTRACE` to seize their
+/// threads: `confine::Keep::Ptrace`).
 pub(crate) fn protect_memory() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments changes only a process flag.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } < 0 {

@@ -157,8 +157,27 @@ fn install_filter(filter: *const libc::sock_fprog) -> libc::c_long {
     unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0u32, filter) }
 }
 
+/// capset(2)'s header, version 3 (two 32-bit words per set), for the
+/// calling thread.
+static CAP_HEADER: [u32; 2] = [0x2008_0522, 0];
+/// Empty effective, permitted and inheritable sets, both words.
+static NO_CAPS: [u32; 6] = [0; 6];
+
+/// Empties the stub's capability sets: it runs guest code, and a sentry
+/// holding secrets keeps `CAP_SYS_PTRACE` (`boot::confine::Keep`), which
+/// a fork inherits. capset can only lower them (the bounding and
+/// inheritable sets are already empty), so the sentry's filter allows it.
+fn drop_capabilities() -> libc::c_long {
+    // SAFETY: capset reads the header and three pairs of 32-bit sets from
+    // statics, which the fork child still has mapped.
+    unsafe { libc::syscall(libc::SYS_capset, CAP_HEADER.as_ptr(), NO_CAPS.as_ptr()) }
+}
+
 fn stub_child(memfd: i32, rseq: (u64, u32), filter: *const libc::sock_fprog) -> ! {
     let fd = u64::try_from(memfd).unwrap_or(0);
+    if drop_capabilities() != 0 {
+        raw(libc::SYS_exit_group, [124, 0, 0, 0]);
+    }
     if rseq.1 > 0 {
         // glibc registers 32 bytes; newer versions report a smaller
         // feature size in __rseq_size.
