@@ -3,8 +3,7 @@
 //! test's sandbox-side network namespace): writes under /etc and /tmp,
 //! `sh -c`, `python3 script.py`, a `#!` script, pip from a local index in
 //! the test internet (egress.rs), npm of a local tarball, dpkg of a local
-//! .deb, curl to an allowed and a denied host, a read of a file the
-//! `--audit-read` globs name, and a
+//! .deb, curl to an allowed and a denied host, a secret read, and a
 //! process past the memory limit. Both logs hold the same records (types
 //! and key fields, in order), verify, and name the record that a flipped
 //! byte, a deleted line, two swapped lines or a cut tail broke.
@@ -28,13 +27,13 @@ npm install --offline --no-audit --no-fund ./tiny-npm-0.3.1.tgz >/dev/null 2>&1 
 dpkg -i ./tinydeb_1.0-1_all.deb >/dev/null && echo dpkg ok
 curl -sS --max-time 10 -o /dev/null http://198.18.0.2:8080/ && echo curl allowed ok
 curl -sS --max-time 10 -o /dev/null http://198.18.0.3:8080/ 2>/dev/null; echo curl denied $?
-cat /etc/agent.conf >/dev/null && echo watched read
+cat /run/secrets/API_KEY >/dev/null && echo secret read
 /usr/bin/python3 -c 's = b\"x\" * (1 << 30)'; echo oom $?
 ";
 
 /// What the session prints, both ways.
 const OUTPUT: &str =
-    "sub\npy\nscript a b\npip ok\nnpm ok\ndpkg ok\ncurl allowed ok\ncurl denied 7\nwatched read\noom 137\n";
+    "sub\npy\nscript a b\npip ok\nnpm ok\ndpkg ok\ncurl allowed ok\ncurl denied 7\nsecret read\noom 137\n";
 
 /// The global flags of both runs (`log` added).
 const FLAGS: &[&str] = &[
@@ -46,8 +45,8 @@ const FLAGS: &[&str] = &[
     "/etc/agent*",
     "--audit-watch",
     "/tmp/agent*",
-    "--audit-read",
-    "/etc/agent*",
+    "--secret",
+    "API_KEY=session-secret-value",
     "--memory-mb",
     "512",
 ];
@@ -175,6 +174,7 @@ fn session(net: &Internet, launch: Launch<'_>, name: &str) -> Vec<String> {
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r["seq"], i, "{r}");
     }
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("session-secret-value"), "a secret value in the log");
     assert_tampering_is_named(d, &log);
     recs.iter().filter_map(|r| key(r, d)).collect()
 }
@@ -208,8 +208,8 @@ fn expected() -> Vec<String> {
         "net.connect 198.18.0.2:8080",
         "process.exec curl -sS --max-time 10 -o /dev/null http://198.18.0.3:8080/",
         "net.denied 198.18.0.3:8080",
-        "process.exec cat /etc/agent.conf",
-        "file.read /etc/agent.conf",
+        "process.exec cat /run/secrets/API_KEY",
+        "file.read /run/secrets/API_KEY",
         "process.exec /usr/bin/python3 -c s = b\"x\" * (1 << 30)",
         "limit.memory 536870912",
         "process.exit init 0",
