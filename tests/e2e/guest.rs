@@ -43,6 +43,11 @@ fn guest_memory() {
 }
 
 #[test]
+fn guest_mremap() {
+    guest_test("mremap", &[]);
+}
+
+#[test]
 fn guest_mmap_shared_file() {
     guest_test("mmap_shared_file", &[]);
 }

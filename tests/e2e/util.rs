@@ -27,6 +27,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "dirs",
     "fdtable",
     "memory",
+    "mremap",
     "mmap_shared_file",
     "identity",
     "efault",

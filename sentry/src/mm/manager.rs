@@ -57,6 +57,22 @@ pub struct MapRequest {
     pub name: VmaName,
 }
 
+/// The guest's request to `mremap`, after flag decoding.
+pub struct RemapRequest {
+    pub addr: u64,
+    pub old_len: u64,
+    pub new_len: u64,
+    /// MREMAP_MAYMOVE.
+    pub may_move: bool,
+    /// MREMAP_FIXED: the new address, whatever is there replaced.
+    pub fixed: Option<u64>,
+    /// MREMAP_DONTUNMAP: the old range stays mapped.
+    pub dont_unmap: bool,
+    /// The new address argument; without MREMAP_FIXED, MREMAP_DONTUNMAP
+    /// takes it as a hint and other moves ignore it.
+    pub hint: u64,
+}
+
 /// A copy of an address space's areas for a fork child, with every page
 /// shared copy-on-write.
 pub struct ForkImage {
@@ -380,23 +396,28 @@ impl MemoryManager {
         Ok(addr)
     }
 
-    /// `mremap`.
-    pub fn mremap(
-        &self,
-        old: u64,
-        old_len: u64,
-        new_len: u64,
-        may_move: bool,
-        fixed: Option<u64>,
-    ) -> Result<u64, Errno> {
+    /// `mremap`, checked in Linux's order.
+    pub fn mremap(&self, req: RemapRequest) -> Result<u64, Errno> {
+        let RemapRequest { addr: old, may_move, fixed, dont_unmap, hint, .. } = req;
         if old % PAGE_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
-        let old_len = page_up(old_len).ok_or(Errno::EINVAL)?;
-        let new_len = page_up(new_len).filter(|&n| n > 0 && n <= TASK_SIZE).ok_or(Errno::EINVAL)?;
-        if old_len == 0 {
-            // Duplicating shared mappings is not supported.
-            return Err(Errno::EINVAL);
+        let old_len = page_up(req.old_len).ok_or(Errno::EINVAL)?;
+        let new_len = page_up(req.new_len).filter(|&n| n > 0 && n <= TASK_SIZE).ok_or(Errno::EINVAL)?;
+        // MREMAP_FIXED and MREMAP_DONTUNMAP name a new address (a hint for
+        // the latter alone) and imply a move.
+        let new_addr = fixed.or(dont_unmap.then_some(hint));
+        if let Some(t) = new_addr {
+            if !may_move || (dont_unmap && old_len != new_len) {
+                return Err(Errno::EINVAL);
+            }
+            let t_end = t.checked_add(new_len).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EINVAL)?;
+            if t % PAGE_SIZE != 0 || (t < old.saturating_add(old_len) && old < t_end) {
+                return Err(Errno::EINVAL);
+            }
+            if fixed.is_some() && t < MMAP_MIN_ADDR {
+                return Err(Errno::EPERM);
+            }
         }
         let old_end = old.checked_add(old_len).ok_or(Errno::EINVAL)?;
         let mut l = self.layout.lock();
@@ -404,7 +425,13 @@ impl MemoryManager {
         if vma.end < old_end {
             return Err(Errno::EFAULT);
         }
-        if fixed.is_none() {
+        // old_size 0 duplicates a mapping: only a shared one has pages to
+        // share.
+        if old_len == 0 && !vma.shared {
+            return Err(Errno::EINVAL);
+        }
+        let shared_anon = vma.shared && matches!(vma.backing, Backing::Anon);
+        if new_addr.is_none() {
             if new_len <= old_len {
                 self.remove_range(&mut l, old + new_len, old_end)?;
                 return Ok(old);
@@ -415,6 +442,9 @@ impl MemoryManager {
                 split_at(&mut l, old_end);
                 if let Some(v) = l.vmas.get_mut(&old) {
                     v.end = grow_end;
+                    if shared_anon {
+                        self.populate_range(v, old_end, grow_end)?;
+                    }
                 }
                 merge_around(&mut l, old, grow_end);
                 return Ok(old);
@@ -425,43 +455,102 @@ impl MemoryManager {
         }
         let target = match fixed {
             Some(t) => {
-                let t_end = t.checked_add(new_len).filter(|&e| e <= TASK_SIZE).ok_or(Errno::EINVAL)?;
-                if t % PAGE_SIZE != 0 || (t < old_end && old < t_end) || t < MMAP_MIN_ADDR {
-                    return Err(Errno::EINVAL);
-                }
-                self.remove_range(&mut l, t, t_end)?;
+                self.remove_range(&mut l, t, t + new_len)?;
                 t
             }
-            None => find_gap(&l, 0, new_len).ok_or(Errno::ENOMEM)?,
+            None => find_gap(&l, if dont_unmap { hint } else { 0 }, new_len).ok_or(Errno::ENOMEM)?,
         };
-        split_at(&mut l, old);
-        split_at(&mut l, old_end);
-        let keep = new_len.min(old_len);
-        split_at(&mut l, old + keep);
-        self.remove_range(&mut l, old + keep, old_end)?;
-        let moved: Vec<Vma> = {
-            let keys: Vec<u64> = l.vmas.range(old..old + keep).map(|(&k, _)| k).collect();
-            keys.iter().filter_map(|k| l.vmas.remove(k)).collect()
-        };
-        self.space_unmap(old, keep)?;
-        let mut last_end = target;
-        for mut v in moved {
-            let delta_start = v.start - old;
-            let pages = std::mem::take(&mut v.pages);
-            v.pages = pages.into_iter().map(|(a, e)| (a - old + target, e.with_mapping(false, false))).collect();
-            v.end = target + (v.end - old);
-            v.start = target + delta_start;
-            last_end = v.end;
-            l.vmas.insert(v.start, v);
-        }
-        if new_len > keep {
-            // Growing while moving: extend the last piece.
-            if let Some((_, v)) = l.vmas.range_mut(..last_end).next_back() {
-                v.end = target + new_len;
-            }
+        if old_len == 0 {
+            self.duplicate(&mut l, old, target, new_len)?;
+        } else {
+            self.move_range(&mut l, old, old_len, target, new_len, dont_unmap)?;
         }
         merge_around(&mut l, target, target + new_len);
         Ok(target)
+    }
+
+    /// Maps the pages of the shared area at `old` a second time at
+    /// `target` (mremap with old_size 0).
+    fn duplicate(&self, l: &mut Layout, old: u64, target: u64, len: u64) -> Result<(), Errno> {
+        let src = find_mut(l, old).ok_or(Errno::EFAULT)?;
+        let span_end = src.end.min(old + len);
+        let shared_anon = matches!(src.backing, Backing::Anon);
+        if shared_anon {
+            self.populate_range(src, old, span_end)?;
+        }
+        let mut dup = Vma::new(target, target + len, src.perms, true, src.backing_at(old), src.name.clone());
+        for (&page, e) in src.pages.range(old..span_end) {
+            self.mf.incref(e.frame());
+            dup.pages.insert(page - old + target, PageEntry::new(e.frame()));
+        }
+        if shared_anon {
+            self.populate_range(&mut dup, target + (span_end - old), target + len)?;
+        }
+        l.vmas.insert(target, dup);
+        Ok(())
+    }
+
+    /// Moves `[old, old + old_len)`, one area, to `target`, resized to
+    /// `new_len`. With `dont_unmap` the old range stays mapped: emptied
+    /// if private (it reads zeros or the file again), the same pages if
+    /// shared.
+    fn move_range(
+        &self,
+        l: &mut Layout,
+        old: u64,
+        old_len: u64,
+        target: u64,
+        new_len: u64,
+        dont_unmap: bool,
+    ) -> Result<(), Errno> {
+        let old_end = old + old_len;
+        split_at(l, old);
+        split_at(l, old_end);
+        let keep = new_len.min(old_len);
+        split_at(l, old + keep);
+        self.remove_range(l, old + keep, old_end)?;
+        let mut v = if dont_unmap {
+            let src = l.vmas.get_mut(&old).ok_or(Errno::EFAULT)?;
+            let pages = if src.shared {
+                for (_, e) in src.pages.iter_mut() {
+                    self.mf.incref(e.frame());
+                    *e = e.with_mapping(false, false);
+                }
+                src.pages.clone()
+            } else {
+                std::mem::take(&mut src.pages)
+            };
+            let mut copy = Vma::new(src.start, src.end, src.perms, src.shared, src.backing_at(old), src.name.clone());
+            copy.pages = pages;
+            copy
+        } else {
+            l.vmas.remove(&old).ok_or(Errno::EFAULT)?
+        };
+        self.space_unmap(old, keep)?;
+        let pages = std::mem::take(&mut v.pages);
+        v.pages = pages.into_iter().map(|(a, e)| (a - old + target, e.with_mapping(false, false))).collect();
+        v.start = target;
+        v.end = target + new_len;
+        if v.shared && matches!(v.backing, Backing::Anon) {
+            self.populate_range(&mut v, target + keep, target + new_len)?;
+        }
+        l.vmas.insert(target, v);
+        if dont_unmap {
+            merge_around(l, old, old_end);
+        }
+        Ok(())
+    }
+
+    /// Gives every page of `[start, end)` in `vma` a frame (shared
+    /// anonymous memory must exist before a fork or a second mapping
+    /// shares it).
+    fn populate_range(&self, vma: &mut Vma, start: u64, end: u64) -> Result<(), Errno> {
+        let mut page = start;
+        while page < end {
+            self.frame_for(vma, page, false, false)?;
+            page += PAGE_SIZE;
+        }
+        Ok(())
     }
 
     /// `madvise(MADV_DONTNEED)`: private pages are dropped (they read back as
@@ -1196,6 +1285,61 @@ mod tests {
         }
     }
 
+    fn remap(
+        mm: &MemoryManager,
+        addr: u64,
+        old_len: u64,
+        new_len: u64,
+        may_move: bool,
+        fixed: Option<u64>,
+    ) -> Result<u64, Errno> {
+        mm.mremap(RemapRequest { addr, old_len, new_len, may_move, fixed, dont_unmap: false, hint: 0 })
+    }
+
+    fn dont_unmap(addr: u64, len: u64) -> RemapRequest {
+        RemapRequest { addr, old_len: len, new_len: len, may_move: true, fixed: None, dont_unmap: true, hint: 0 }
+    }
+
+    #[test]
+    fn mremap_dontunmap_leaves_the_old_range_mapped() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
+        mm.copy_out(a, b"priv").unwrap();
+        assert_eq!(mm.mremap(RemapRequest { may_move: false, ..dont_unmap(a, 2 * 4096) }), Err(Errno::EINVAL));
+        assert_eq!(mm.mremap(RemapRequest { new_len: 4096, ..dont_unmap(a, 2 * 4096) }), Err(Errno::EINVAL));
+        let b = mm.mremap(dont_unmap(a, 2 * 4096)).unwrap();
+        assert_ne!(a, b);
+        let mut buf = [0u8; 4];
+        mm.copy_in(b, &mut buf).unwrap();
+        assert_eq!(&buf, b"priv");
+        mm.copy_in(a, &mut buf).unwrap();
+        assert_eq!(buf, [0; 4], "a private old range is emptied");
+
+        let s = mm.mmap(MapRequest { shared: true, ..anon(0, 4096, RW, false) }).unwrap();
+        mm.copy_out(s, b"shrd").unwrap();
+        let t = mm.mremap(dont_unmap(s, 4096)).unwrap();
+        mm.copy_out(t, b"both").unwrap();
+        mm.copy_in(s, &mut buf).unwrap();
+        assert_eq!(&buf, b"both", "a shared old range keeps the pages");
+    }
+
+    #[test]
+    fn mremap_old_size_zero_duplicates_only_shared_mappings() {
+        let (mm, _) = mm();
+        let p = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
+        assert_eq!(remap(&mm, p, 0, 4096, true, None), Err(Errno::EINVAL));
+        let s = mm.mmap(MapRequest { shared: true, ..anon(0, 2 * 4096, RW, false) }).unwrap();
+        assert_eq!(remap(&mm, s, 0, 4096, false, None), Err(Errno::ENOMEM));
+        let d = remap(&mm, s + 4096, 0, 4096, true, None).unwrap();
+        mm.copy_out(d, b"dup!").unwrap();
+        let mut buf = [0u8; 4];
+        mm.copy_in(s + 4096, &mut buf).unwrap();
+        assert_eq!(&buf, b"dup!");
+        mm.munmap(s, 2 * 4096).unwrap();
+        mm.copy_in(d, &mut buf).unwrap();
+        assert_eq!(&buf, b"dup!", "the duplicate holds its own references");
+    }
+
     #[test]
     fn placement_is_top_down_and_page_rounded() {
         let (mm, _) = mm();
@@ -1214,8 +1358,8 @@ mod tests {
         let a = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
         mm.mmap(anon(a + 2 * 4096, 4096, RO, true)).unwrap();
         mm.copy_out(a, b"kept").unwrap();
-        assert_eq!(mm.mremap(a, 2 * 4096, 8 * 4096, false, None), Err(Errno::ENOMEM));
-        let b = mm.mremap(a, 2 * 4096, 8 * 4096, true, None).unwrap();
+        assert_eq!(remap(&mm, a, 2 * 4096, 8 * 4096, false, None), Err(Errno::ENOMEM));
+        let b = remap(&mm, a, 2 * 4096, 8 * 4096, true, None).unwrap();
         assert_ne!(a, b);
         let mut got = [0u8; 4];
         mm.copy_in(b, &mut got).unwrap();
@@ -1240,9 +1384,9 @@ mod tests {
         assert_eq!(mm.munmap(top, 8192), Err(Errno::EINVAL));
         assert_eq!(mm.mprotect(top, 8192, RW), Err(Errno::ENOMEM));
         assert_eq!(mm.dontneed(top, 8192), Err(Errno::ENOMEM));
-        assert_eq!(mm.mremap(top, 4096, 8192, false, None), Err(Errno::ENOMEM));
-        assert_eq!(mm.mremap(top, 4096, 4096, true, Some(TASK_SIZE)), Err(Errno::EINVAL));
-        assert_eq!(mm.mremap(TASK_SIZE, 4096, 4096, true, None), Err(Errno::EFAULT));
+        assert_eq!(remap(&mm, top, 4096, 8192, false, None), Err(Errno::ENOMEM));
+        assert_eq!(remap(&mm, top, 4096, 4096, true, Some(TASK_SIZE)), Err(Errno::EINVAL));
+        assert_eq!(remap(&mm, TASK_SIZE, 4096, 4096, true, None), Err(Errno::EFAULT));
         assert_eq!(mm.mincore(top, 8192).err(), Some(Errno::ENOMEM));
         let mut b = [0u8; 2];
         assert_eq!(mm.copy_in(TASK_SIZE - 1, &mut b), Err(Errno::EFAULT));
@@ -1334,15 +1478,15 @@ mod tests {
         let a = mm.mmap(anon(0, 4096, RW, false)).unwrap();
         mm.copy_out(a, b"keep").unwrap();
         mm.mmap(anon(a + 4096, 4096, RW, true)).unwrap();
-        let b = mm.mremap(a, 4096, 3 * 4096, true, None).unwrap();
+        let b = remap(&mm, a, 4096, 3 * 4096, true, None).unwrap();
         assert_ne!(a, b, "blocked in place, so it moved");
         let mut buf = [0u8; 4];
         mm.copy_in(b, &mut buf).unwrap();
         assert_eq!(&buf, b"keep");
         assert_eq!(mm.copy_in(a, &mut buf), Err(Errno::EFAULT));
         // The page the area left is free again, so it can grow into it.
-        assert_eq!(mm.mremap(b, 3 * 4096, 4 * 4096, false, None), Ok(b), "grows in place");
-        assert_eq!(mm.mremap(b, 4 * 4096, 5 * 4096, false, None), Err(Errno::ENOMEM), "blocked, may not move");
+        assert_eq!(remap(&mm, b, 3 * 4096, 4 * 4096, false, None), Ok(b), "grows in place");
+        assert_eq!(remap(&mm, b, 4 * 4096, 5 * 4096, false, None), Err(Errno::ENOMEM), "blocked, may not move");
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub(crate) mod memory_file;
 pub(crate) mod page_cache;
 pub(crate) mod vma;
 
-pub(crate) use manager::{MapRequest, MemoryManager, Segv};
+pub(crate) use manager::{MapRequest, MemoryManager, RemapRequest, Segv};
 pub(crate) use memory_file::MemoryFile;
 pub(crate) use vma::{Backing, VmaName};
 

@@ -92,13 +92,7 @@ impl Vma {
     /// Splits off `[at, end)` into a new area; `at` must be strictly inside.
     pub(crate) fn split_off(&mut self, at: u64) -> Vma {
         let pages = self.pages.split_off(&at);
-        let backing = match &self.backing {
-            Backing::Anon => Backing::Anon,
-            Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
-            Backing::SharedFile { file, pages, offset } => {
-                Backing::SharedFile { file: file.clone(), pages: pages.clone(), offset: offset + (at - self.start) }
-            }
-        };
+        let backing = self.backing_at(at);
         let tail = Vma {
             start: at,
             end: self.end,
@@ -110,6 +104,18 @@ impl Vma {
         };
         self.end = at;
         tail
+    }
+
+    /// What backs an area that would start at `at` (inside this one): the
+    /// same memory, from the file offset of `at`.
+    pub(crate) fn backing_at(&self, at: u64) -> Backing {
+        match &self.backing {
+            Backing::Anon => Backing::Anon,
+            Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
+            Backing::SharedFile { file, pages, offset } => {
+                Backing::SharedFile { file: file.clone(), pages: pages.clone(), offset: offset + (at - self.start) }
+            }
+        }
     }
 
     /// Whether `next` continues this area seamlessly (so they can merge).

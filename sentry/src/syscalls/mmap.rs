@@ -5,7 +5,7 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::{page_down, page_up, Errno, SysResult, PAGE_SIZE};
 use crate::kernel::Task;
-use crate::mm::{Backing, MapRequest, VmaName};
+use crate::mm::{Backing, MapRequest, RemapRequest, VmaName};
 use crate::platform::Perms;
 
 pub(super) const ENTRIES: Entries = &[
@@ -19,7 +19,13 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_munmap, sys_munmap, Full),
     (libc::SYS_mprotect, sys_mprotect, Partial("PROT_GROWSDOWN/PROT_GROWSUP are ignored")),
     (libc::SYS_brk, sys_brk, Full),
-    (libc::SYS_mremap, sys_mremap, Partial("MREMAP_DONTUNMAP and duplicating shared mappings (old_size 0) are not supported")),
+    (
+        libc::SYS_mremap,
+        sys_mremap,
+        Partial(
+            "every flag (MREMAP_MAYMOVE, MREMAP_FIXED, MREMAP_DONTUNMAP) and old_size 0 as Linux; a range spanning several mappings fails with EFAULT (Linux 6.17+ moves it when the size is unchanged), and duplicating a shared anonymous mapping past its end gives fresh zero pages where Linux raises SIGBUS",
+        ),
+    ),
     (
         libc::SYS_madvise,
         sys_madvise,
@@ -138,14 +144,18 @@ fn sys_mremap(task: &mut Task, a: [u64; 6]) -> SysResult {
     const MREMAP_FIXED: u64 = 2;
     const MREMAP_DONTUNMAP: u64 = 4;
     let flags = a[3];
-    if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 || flags & MREMAP_DONTUNMAP != 0 {
+    if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & MREMAP_FIXED != 0 && flags & MREMAP_MAYMOVE == 0 {
-        return Err(Errno::EINVAL);
-    }
-    let fixed = (flags & MREMAP_FIXED != 0).then_some(a[4]);
-    task.thread.mm().mremap(a[0], a[1], a[2], flags & MREMAP_MAYMOVE != 0, fixed)
+    task.thread.mm().mremap(RemapRequest {
+        addr: a[0],
+        old_len: a[1],
+        new_len: a[2],
+        may_move: flags & MREMAP_MAYMOVE != 0,
+        fixed: (flags & MREMAP_FIXED != 0).then_some(a[4]),
+        dont_unmap: flags & MREMAP_DONTUNMAP != 0,
+        hint: a[4],
+    })
 }
 
 fn sys_madvise(task: &mut Task, a: [u64; 6]) -> SysResult {
