@@ -17,7 +17,11 @@ fn status_field(pid: u32, key: &str) -> Option<String> {
 #[test]
 fn sentry_stubs_and_gofer_run_under_seccomp() {
     // The guest blocks reading stdin until the test has looked around.
+    // With an audit log, so that its flusher thread is looked at too.
+    let log = std::env::temp_dir().join(format!("husk-confinement-{}.log", std::process::id()));
     let mut child = Command::new(husk_bin())
+        .arg("--audit-log")
+        .arg(&log)
         .args(["do", "--", "/bin/sh", "-c", "read x; echo done"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -78,6 +82,7 @@ fn sentry_stubs_and_gofer_run_under_seccomp() {
     failures.extend(thread_failures(sentry));
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&log);
     assert!(failures.is_empty(), "unconfined processes: {failures:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert!(out.status.success());

@@ -110,7 +110,6 @@ pub(super) fn open(cfg: &mut BootConfig) -> Result<Option<Arc<AuditLog>>, BootEr
         // namespace; nothing of the guest runs unrecorded.
         std::process::exit(STOPPED);
     }));
-    AuditLog::start_flusher(&log).map_err(|e| crate::audit::AuditError(format!("its flusher thread: {e}")))?;
     Ok(Some(log))
 }
 

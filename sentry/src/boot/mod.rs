@@ -225,8 +225,8 @@ fn boot_with(
     let opts = KernelOptions { hostname: cfg.hostname.clone(), protect_init: container };
     let kernel = Arc::new(Kernel::new(platform, memory, root, Tmpfs::new(0o600, 0, 0), opts));
     crate::syscalls::register(&kernel);
-    if let Some(log) = audit_log {
-        kernel.set_audit_log(log);
+    if let Some(log) = &audit_log {
+        kernel.set_audit_log(log.clone());
     }
     kernel.set_package_registry_allow(cfg.package_registry_allow.clone());
     if let Some(d) = &disk {
@@ -308,6 +308,12 @@ fn boot_with(
         Network::None => None,
     };
     crate::boot::confine::isolate(!joined, keep)?;
+    // Threads started from here on inherit the confinement; one started
+    // before it would keep the host's root, mounts and capabilities.
+    if let Some(log) = &audit_log {
+        crate::audit::AuditLog::start_flusher(log)
+            .map_err(|e| crate::audit::AuditError(format!("its flusher thread: {e}")))?;
+    }
     crate::boot::host_signals::start_forwarder(Arc::downgrade(&kernel), container, cfg.init.console)
         .map_err(BootError::Thread)?;
     if let (Some(l), Some(g)) = (listener, &life) {
