@@ -30,7 +30,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),
