@@ -48,6 +48,7 @@ pub trait BufferCharge: Send + Sync {
 /// Readiness bits, with Linux's poll(2) values.
 pub mod events {
     pub const IN: u32 = 0x1;
+    pub const PRI: u32 = 0x2;
     pub const OUT: u32 = 0x4;
     pub const ERR: u32 = 0x8;
     pub const HUP: u32 = 0x10;

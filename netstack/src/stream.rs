@@ -1,6 +1,6 @@
 //! One direction of a TCP connection inside the sandbox: a bounded byte
 //! queue between a writer and a reader endpoint, with the FIN and RST a
-//! close sends.
+//! close sends and the urgent byte (MSG_OOB) the writer marks.
 
 use crate::waiter::Queue;
 use crate::{Error, Stack};
@@ -25,6 +25,36 @@ struct State {
     /// The writer reset the connection, reported or not: the connection
     /// is gone (CLOSE).
     was_reset: bool,
+    /// Bytes the reader has consumed (or skipped): the stream offset of
+    /// `data`'s first byte.
+    consumed: u64,
+    /// The urgent mark, until the reader's reads pass it.
+    urgent: Option<Urgent>,
+    /// The reader's SO_OOBINLINE: the urgent byte stays in the stream.
+    inline: bool,
+}
+
+/// TCP's urgent pointer as Linux keeps it (tp->urg_seq, tp->urg_data):
+/// the urgent byte stays queued among the data; a reader without
+/// SO_OOBINLINE skips it and takes it with recv(MSG_OOB) instead.
+#[derive(Clone, Copy)]
+struct Urgent {
+    /// The urgent byte's stream offset.
+    at: u64,
+    byte: u8,
+    /// recv(MSG_OOB) took it (TCP_URG_READ).
+    taken: bool,
+}
+
+/// Where a read may start and end in `data`: after the urgent byte it
+/// skips (at the mark, not inline) and before the mark (reads stop there).
+fn readable_span(s: &State) -> (usize, usize) {
+    let Some(u) = s.urgent else { return (0, s.data.len()) };
+    match usize::try_from(u.at - s.consumed).unwrap_or(usize::MAX) {
+        0 if !s.inline => (1.min(s.data.len()), s.data.len()),
+        0 => (0, s.data.len()),
+        off => (0, off.min(s.data.len())),
+    }
 }
 
 /// A byte queue from one endpoint to the other.
@@ -48,8 +78,10 @@ impl Direction {
         Arc::new(Direction { stack: stack.clone(), state: Mutex::default(), reader, writer })
     }
 
-    /// Queues what fits of `buf`; WouldBlock when nothing does.
-    pub fn write(&self, buf: &[u8]) -> Result<Sent, Error> {
+    /// Queues what fits of `buf`; WouldBlock when nothing does. With
+    /// `urgent` (MSG_OOB) the last byte queued becomes the urgent byte,
+    /// replacing an earlier mark (Linux keeps only the latest).
+    pub fn write(&self, buf: &[u8], urgent: bool) -> Result<Sent, Error> {
         let mut s = self.state.lock();
         if s.reader_gone {
             return Ok(Sent::NoReader);
@@ -63,8 +95,25 @@ impl Direction {
         if n == 0 && !buf.is_empty() || !self.stack.charge(n) {
             return Err(Error::WouldBlock);
         }
+        let urgent = urgent && n > 0;
+        if urgent {
+            // A reader standing at the old mark would otherwise read the
+            // old urgent byte as data: it is dropped (tcp_check_urg).
+            if s.urgent.is_some_and(|u| u.at == s.consumed) && !s.inline && !s.data.is_empty() {
+                s.data.pop_front();
+                s.consumed += 1;
+                self.stack.uncharge(1);
+            }
+        }
         s.data.extend(&buf[..n]);
+        if urgent {
+            let at = s.consumed + s.data.len() as u64 - 1;
+            s.urgent = Some(Urgent { at, byte: buf[n - 1], taken: false });
+        }
         drop(s);
+        if urgent {
+            self.reader.notify_urgent();
+        }
         if n > 0 {
             self.reader.notify();
         }
@@ -72,29 +121,86 @@ impl Direction {
     }
 
     /// Takes (or with `peek` copies) queued bytes; 0 at EOF, WouldBlock
-    /// when there is nothing yet.
+    /// when there is nothing yet. A read stops before the urgent mark;
+    /// one starting at it skips the urgent byte unless it is inline, as
+    /// Linux's tcp_recvmsg does.
     pub fn read(&self, buf: &mut [u8], peek: bool) -> Result<usize, Error> {
         let mut s = self.state.lock();
-        if s.data.is_empty() {
-            if s.reset {
-                s.reset = false;
-                return Err(Error::ConnReset);
+        if buf.is_empty() && !s.data.is_empty() {
+            return Ok(0);
+        }
+        let (start, end) = readable_span(&s);
+        let n = buf.len().min(end - start);
+        if n > 0 {
+            for (d, b) in buf[..n].iter_mut().zip(s.data.range(start..start + n)) {
+                *d = *b;
             }
-            return if s.fin || buf.is_empty() { Ok(0) } else { Err(Error::WouldBlock) };
         }
-        let n = buf.len().min(s.data.len());
-        let (a, b) = s.data.as_slices();
-        let from_a = n.min(a.len());
-        buf[..from_a].copy_from_slice(&a[..from_a]);
-        buf[from_a..n].copy_from_slice(&b[..n - from_a]);
         if peek {
-            return Ok(n);
+            return if n > 0 { Ok(n) } else { Self::nothing(&mut s, buf.is_empty()) };
         }
-        s.data.drain(..n);
-        self.stack.uncharge(n);
+        let taken = start + n;
+        s.data.drain(..taken);
+        s.consumed += taken as u64;
+        self.stack.uncharge(taken);
+        if s.urgent.is_some_and(|u| u.at < s.consumed) {
+            s.urgent = None;
+        }
+        let r = if n == 0 { Self::nothing(&mut s, buf.is_empty()) } else { Ok(n) };
         drop(s);
-        self.writer.notify();
-        Ok(n)
+        if taken > 0 {
+            self.writer.notify();
+        }
+        r
+    }
+
+    /// What a read finds when no byte is there for it: the reset once,
+    /// EOF, or WouldBlock.
+    fn nothing(s: &mut State, empty_buf: bool) -> Result<usize, Error> {
+        if s.data.is_empty() && s.reset {
+            s.reset = false;
+            return Err(Error::ConnReset);
+        }
+        if s.data.is_empty() && s.fin || empty_buf {
+            Ok(0)
+        } else {
+            Err(Error::WouldBlock)
+        }
+    }
+
+    /// recv(MSG_OOB): the urgent byte not yet taken (with `peek` left
+    /// there); EINVAL when there is none or it is inline, as Linux's
+    /// tcp_recv_urg, which never waits.
+    pub fn read_urgent(&self, peek: bool) -> Result<u8, Error> {
+        let mut s = self.state.lock();
+        let inline = s.inline;
+        match &mut s.urgent {
+            Some(u) if !u.taken && !inline => {
+                u.taken |= !peek;
+                Ok(u.byte)
+            }
+            _ => Err(Error::Invalid),
+        }
+    }
+
+    /// SIOCATMARK: the next byte to read is the urgent mark.
+    pub fn at_mark(&self) -> bool {
+        let s = self.state.lock();
+        s.urgent.is_some_and(|u| u.at == s.consumed)
+    }
+
+    /// An urgent byte waits to be taken (POLLPRI).
+    pub fn urgent_pending(&self) -> bool {
+        self.state.lock().urgent.is_some_and(|u| !u.taken)
+    }
+
+    /// The reader's SO_OOBINLINE (`quiet`: on a fresh connection, with
+    /// nobody to tell).
+    pub fn set_inline(&self, on: bool, quiet: bool) {
+        self.state.lock().inline = on;
+        if !quiet {
+            self.reader.notify();
+        }
     }
 
     /// The writer is done sending (shutdown or close): FIN.
@@ -131,15 +237,18 @@ impl Direction {
         let unread = !s.data.is_empty();
         self.stack.uncharge(s.data.len());
         s.data.clear();
+        s.urgent = None;
         drop(s);
         self.writer.notify();
         unread
     }
 
-    /// (readable or at EOF, the writer finished, bytes queued).
+    /// (readable or at EOF, the writer finished, bytes queued). An urgent
+    /// byte a read would skip does not make the stream readable.
     pub fn read_state(&self) -> (bool, bool, usize) {
         let s = self.state.lock();
-        (!s.data.is_empty() || s.fin, s.fin, s.data.len())
+        let (start, _) = readable_span(&s);
+        (s.data.len() > start || s.fin, s.fin, s.data.len())
     }
 
     /// (room to write, the reader is gone, bytes queued).
@@ -166,7 +275,7 @@ mod tests {
     #[test]
     fn bytes_then_eof() {
         let d = dir();
-        assert!(matches!(d.write(b"hello"), Ok(Sent::Bytes(5))));
+        assert!(matches!(d.write(b"hello", false), Ok(Sent::Bytes(5))));
         let mut buf = [0u8; 3];
         assert_eq!(d.read(&mut buf, true), Ok(3));
         assert_eq!(d.read(&mut buf, false), Ok(3));
@@ -180,23 +289,23 @@ mod tests {
     fn a_full_direction_blocks_the_writer() {
         let d = dir();
         let big = vec![7u8; CAPACITY + 10];
-        assert!(matches!(d.write(&big), Ok(Sent::Bytes(CAPACITY))));
-        assert_eq!(d.write(b"x").err(), Some(Error::WouldBlock));
+        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(CAPACITY))));
+        assert_eq!(d.write(b"x", false).err(), Some(Error::WouldBlock));
         let mut buf = [0u8; 10];
         assert_eq!(d.read(&mut buf, false), Ok(10));
-        assert!(matches!(d.write(&big), Ok(Sent::Bytes(10))));
+        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(10))));
     }
 
     #[test]
     fn reset_is_reported_once_after_the_data() {
         let d = dir();
-        assert!(d.write(b"ab").is_ok());
+        assert!(d.write(b"ab", false).is_ok());
         d.reset();
         let mut buf = [0u8; 4];
         assert_eq!(d.read(&mut buf, false), Ok(2));
         assert_eq!(d.read(&mut buf, false), Err(Error::ConnReset));
         assert_eq!(d.read(&mut buf, false), Ok(0));
         assert!(!d.close_reader());
-        assert!(matches!(d.write(b"x"), Ok(Sent::NoReader)));
+        assert!(matches!(d.write(b"x", false), Ok(Sent::NoReader)));
     }
 }

@@ -57,6 +57,8 @@ pub struct TcpEndpoint {
     inner: Mutex<Inner>,
     /// SO_LINGER with a zero time: closing resets the connection.
     reset_on_close: std::sync::atomic::AtomicBool,
+    /// SO_OOBINLINE: the urgent byte stays among the data read.
+    oob_inline: std::sync::atomic::AtomicBool,
 }
 
 impl TcpEndpoint {
@@ -72,6 +74,7 @@ impl TcpEndpoint {
             queue: Arc::default(),
             inner: Mutex::new(Inner { state, local: Local::default(), error: None }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
+            oob_inline: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -141,6 +144,11 @@ impl TcpEndpoint {
         let theirs = Arc::new(Queue::default());
         let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
         let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
+        // The accepted socket inherits the listener's SO_OOBINLINE, as
+        // Linux copies a listener's flags to its connections.
+        let listener_inline = listener.oob_inline();
+        out.set_inline(listener_inline, true);
+        back.set_inline(self.oob_inline(), true);
         let server = Arc::new_cyclic(|me| TcpEndpoint {
             stack: self.stack.clone(),
             family: listener.family,
@@ -157,6 +165,7 @@ impl TcpEndpoint {
                 error: None,
             }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
+            oob_inline: std::sync::atomic::AtomicBool::new(listener_inline),
         });
         if !listener.enqueue(server) {
             return Err(Error::ConnRefused);
@@ -196,6 +205,16 @@ impl TcpEndpoint {
 
     /// Sends what fits of `buf`.
     pub fn send(&self, buf: &[u8]) -> Result<usize, Error> {
+        self.send_with(buf, false)
+    }
+
+    /// send(MSG_OOB): sends what fits of `buf` and marks its last byte
+    /// sent urgent.
+    pub fn send_urgent(&self, buf: &[u8]) -> Result<usize, Error> {
+        self.send_with(buf, true)
+    }
+
+    fn send_with(&self, buf: &[u8], urgent: bool) -> Result<usize, Error> {
         let mut i = self.inner.lock();
         if let Some(e) = i.error.take() {
             return Err(e);
@@ -212,7 +231,7 @@ impl TcpEndpoint {
         }
         let tx = c.tx.clone();
         drop(i);
-        match tx.write(buf)? {
+        match tx.write(buf, urgent)? {
             Sent::Bytes(n) => {
                 self.stack.count(n);
                 Ok(n)
@@ -239,6 +258,37 @@ impl TcpEndpoint {
         match rx.read(buf, peek) {
             Err(Error::WouldBlock) if read_shut => Ok(0),
             r => r,
+        }
+    }
+
+    /// recv(MSG_OOB): the urgent byte (left in place with `peek`); EINVAL
+    /// when none waits, ENOTCONN on a listener, as Linux.
+    pub fn recv_urgent(&self, peek: bool) -> Result<u8, Error> {
+        match &self.inner.lock().state {
+            State::Connected(c) => c.rx.read_urgent(peek),
+            State::Listening { .. } => Err(Error::NotConnected),
+            State::Closed => Err(Error::Invalid),
+        }
+    }
+
+    /// SIOCATMARK: the next byte to read is at the urgent mark.
+    pub fn at_mark(&self) -> bool {
+        matches!(&self.inner.lock().state, State::Connected(c) if c.rx.at_mark())
+    }
+
+    pub fn oob_inline(&self) -> bool {
+        self.oob_inline.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// SO_OOBINLINE.
+    pub fn set_oob_inline(&self, on: bool) {
+        self.oob_inline.store(on, std::sync::atomic::Ordering::Relaxed);
+        let rx = match &self.inner.lock().state {
+            State::Connected(c) => Some(c.rx.clone()),
+            _ => None,
+        };
+        if let Some(rx) = rx {
+            rx.set_inline(on, false);
         }
     }
 
@@ -310,6 +360,9 @@ impl TcpEndpoint {
                 }
                 if c.broken {
                     ev |= ERR;
+                }
+                if c.rx.urgent_pending() {
+                    ev |= PRI;
                 }
                 ev
             }
@@ -519,5 +572,88 @@ mod tests {
         let mut buf = [0u8; 4];
         assert_eq!(c.recv(&mut buf, false), Err(Error::ConnReset));
         assert_ne!(c.events() & events::RDHUP, 0);
+    }
+
+    fn pair(stack: &Arc<Stack>, at: &str) -> (Arc<TcpEndpoint>, Arc<TcpEndpoint>) {
+        let l = listener(stack, at);
+        let c = TcpEndpoint::new(stack, Family::V4);
+        c.connect(addr(at), false).unwrap();
+        let s = l.accept().unwrap();
+        (c, s)
+    }
+
+    #[test]
+    fn urgent_byte_is_out_of_band_and_reads_stop_at_the_mark() {
+        let stack = Stack::new();
+        let (c, s) = pair(&stack, "127.0.0.1:7100");
+        assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
+        assert_eq!(c.send(b"ab"), Ok(2));
+        assert_eq!(c.send_urgent(b"cX"), Ok(2));
+        assert_eq!(c.send(b"de"), Ok(2));
+        assert_ne!(s.events() & events::PRI, 0);
+        assert!(!s.at_mark());
+        let mut buf = [0u8; 16];
+        assert_eq!(s.recv(&mut buf, true), Ok(3));
+        assert_eq!(s.recv(&mut buf, false), Ok(3));
+        assert_eq!(&buf[..3], b"abc");
+        assert!(s.at_mark());
+        assert_eq!(s.recv_urgent(true), Ok(b'X'));
+        assert_eq!(s.recv_urgent(false), Ok(b'X'));
+        assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
+        assert_eq!(s.events() & events::PRI, 0);
+        assert!(s.at_mark());
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert_eq!(&buf[..2], b"de");
+        assert!(!s.at_mark());
+    }
+
+    #[test]
+    fn a_later_urgent_byte_replaces_the_mark() {
+        let stack = Stack::new();
+        let (c, s) = pair(&stack, "127.0.0.1:7101");
+        assert_eq!(c.send_urgent(b"A"), Ok(1));
+        assert_eq!(c.send_urgent(b"B"), Ok(1));
+        let mut buf = [0u8; 16];
+        // The old urgent byte is data now; the reader stood at its mark,
+        // so it is dropped (Linux's tcp_check_urg).
+        assert_eq!(s.recv_urgent(false), Ok(b'B'));
+        assert_eq!(s.recv(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(c.send(b"x"), Ok(1));
+        assert_eq!(c.send_urgent(b"C"), Ok(1));
+        assert_eq!(c.send_urgent(b"D"), Ok(1));
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert_eq!(&buf[..2], b"xC");
+        assert_eq!(s.recv_urgent(false), Ok(b'D'));
+    }
+
+    #[test]
+    fn inline_urgent_data_stays_in_the_stream() {
+        let stack = Stack::new();
+        let (c, s) = pair(&stack, "127.0.0.1:7102");
+        s.set_oob_inline(true);
+        assert_eq!(c.send_urgent(b"abc"), Ok(3));
+        assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
+        assert_ne!(s.events() & events::PRI, 0);
+        let mut buf = [0u8; 16];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert!(s.at_mark());
+        assert_eq!(s.recv(&mut buf, false), Ok(1));
+        assert_eq!(buf[0], b'c');
+        assert_eq!(s.events() & events::PRI, 0);
+    }
+
+    #[test]
+    fn reading_past_an_untaken_urgent_byte_loses_it() {
+        let stack = Stack::new();
+        let (c, s) = pair(&stack, "127.0.0.1:7103");
+        assert_eq!(c.send_urgent(b"abc"), Ok(3));
+        let mut buf = [0u8; 16];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        // Only the urgent byte is left: the stream is not readable.
+        assert_eq!(s.events() & events::IN, 0);
+        assert_eq!(s.recv(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
+        assert!(!s.at_mark());
+        assert_eq!(s.events() & events::PRI, 0);
     }
 }

@@ -8,6 +8,10 @@ use std::sync::Arc;
 /// Called when an endpoint's readiness may have changed.
 pub trait Notifier: Send + Sync {
     fn notify(&self);
+
+    /// Urgent data (TCP's urgent pointer) arrived: Linux sends SIGURG to
+    /// the socket's owner then.
+    fn urgent(&self) {}
 }
 
 /// The notifiers waiting on one endpoint.
@@ -30,6 +34,14 @@ impl Queue {
         let waiters: Vec<Arc<dyn Notifier>> = self.waiters.lock().clone();
         for w in waiters {
             w.notify();
+        }
+    }
+
+    /// Tells every registered notifier that urgent data arrived.
+    pub fn notify_urgent(&self) {
+        let waiters: Vec<Arc<dyn Notifier>> = self.waiters.lock().clone();
+        for w in waiters {
+            w.urgent();
         }
     }
 }

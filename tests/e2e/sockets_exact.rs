@@ -52,3 +52,10 @@ fn sockets_exact_udplite_and_sctp_are_refused_as_linux_without_them() {
     let socket = table.lines().find(|l| l.split_whitespace().nth(1) == Some("socket")).unwrap();
     assert!(socket.contains("IPPROTO_UDPLITE"), "{socket}");
 }
+
+/// TCP urgent data: MSG_OOB, the mark and SIOCATMARK, SO_OOBINLINE,
+/// POLLPRI/EPOLLPRI/exceptfds, SIGURG to the F_SETOWN owner.
+#[test]
+fn sockets_exact_tcp_oob() {
+    guest_test("tcp_oob", &[]);
+}

@@ -93,6 +93,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sock_shutdown",
     "mmsg_exact",
     "tcp_exact",
+    "tcp_oob",
     "sgid_create",
 ];
 

@@ -25,6 +25,14 @@ pub(crate) const F_SETLK: u32 = 6;
 pub(crate) const F_SETLKW: u32 = 7;
 pub(crate) const F_SETOWN: u32 = 8;
 pub(crate) const F_GETOWN: u32 = 9;
+/// F_SETOWN_EX and F_GETOWN_EX (uapi asm-generic/fcntl.h; not in the
+/// libc crate).
+pub(crate) const F_SETOWN_EX: u32 = 15;
+pub(crate) const F_GETOWN_EX: u32 = 16;
+/// struct f_owner_ex's kinds of owner.
+pub(crate) const F_OWNER_TID: i32 = 0;
+pub(crate) const F_OWNER_PID: i32 = 1;
+pub(crate) const F_OWNER_PGRP: i32 = 2;
 pub(crate) const F_OFD_GETLK: u32 = 36;
 pub(crate) const F_OFD_SETLK: u32 = 37;
 pub(crate) const F_OFD_SETLKW: u32 = 38;

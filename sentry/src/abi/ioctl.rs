@@ -23,6 +23,9 @@ pub(crate) const TIOCGWINSZ: u64 = 0x5413;
 pub(crate) const TIOCSWINSZ: u64 = 0x5414;
 /// Bytes ready to read (`SIOCINQ` is the same number).
 pub(crate) const FIONREAD: u64 = 0x541b;
+/// Whether a TCP socket's next byte is the urgent mark (sockatmark(3));
+/// asm-generic/sockios.h's value, which the libc crate lacks.
+pub(crate) const SIOCATMARK: u64 = 0x8905;
 pub(crate) const FIONBIO: u64 = 0x5421;
 pub(crate) const TIOCNOTTY: u64 = 0x5422;
 pub(crate) const TIOCSETD: u64 = 0x5423;

@@ -5,11 +5,11 @@
 //! A socket the egress gateway let out is carried on a host connection
 //! instead (`egress.rs`), whose readiness reaches the same queue.
 
-use crate::abi::ioctl::{FIONREAD, SIOCOUTQ};
+use crate::abi::ioctl::{FIONREAD, SIOCATMARK, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
-use crate::vfs::{FileOps, IoctlContext, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, SignalOwner, TimeSpec};
 use crate::waiter::{Entry, Queue, ALL};
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
@@ -48,6 +48,8 @@ pub(crate) struct InetSocket {
     /// A listener's host listeners in the outer namespace, whose
     /// connections its accept takes too (`inbound.rs`).
     pub inbound: Mutex<Vec<Listener>>,
+    /// F_SETOWN's owner, signalled (SIGURG) when urgent data arrives.
+    owner: Arc<Mutex<Option<SignalOwner>>>,
 }
 
 /// What recv gives: bytes copied, the whole datagram's length, its sender
@@ -73,8 +75,9 @@ pub(crate) fn errno(e: NetError) -> Errno {
     }
 }
 
-/// Passes an endpoint's readiness changes on to its socket's queue.
-struct Forward(Weak<Queue>);
+/// Passes an endpoint's readiness changes on to its socket's queue, and
+/// urgent data to its owner as SIGURG (Linux's sk_send_sigurg).
+struct Forward(Weak<Queue>, Arc<Mutex<Option<SignalOwner>>>);
 
 impl Notifier for Forward {
     fn notify(&self) {
@@ -82,12 +85,20 @@ impl Notifier for Forward {
             q.notify(ALL);
         }
     }
+
+    fn urgent(&self) {
+        let owner = self.1.lock().clone();
+        if let Some(signal) = owner {
+            signal(libc::SIGURG);
+        }
+    }
 }
 
 impl InetSocket {
     pub(crate) fn new(ino: u64, created: TimeSpec, endpoint: Endpoint) -> Arc<InetSocket> {
         let events = Arc::new(Queue::default());
-        let forward: Arc<dyn Notifier> = Arc::new(Forward(Arc::downgrade(&events)));
+        let owner = Arc::new(Mutex::new(None));
+        let forward: Arc<dyn Notifier> = Arc::new(Forward(Arc::downgrade(&events), owner.clone()));
         match &endpoint {
             Endpoint::Tcp(t) => t.queue().register(forward),
             Endpoint::Udp(u) => u.queue().register(forward),
@@ -103,6 +114,7 @@ impl InetSocket {
             outside: OnceLock::new(),
             resolver_peer: Mutex::new(None),
             inbound: Mutex::default(),
+            owner,
         })
     }
 
@@ -188,6 +200,29 @@ impl InetSocket {
         }
     }
 
+    /// send(MSG_OOB) on a TCP socket of the sandbox's own: what fits of
+    /// `buf`, its last byte urgent. A stream carried on a host connection
+    /// does not carry urgent data (EOPNOTSUPP), nor does UDP.
+    pub(crate) fn send_urgent(&self, buf: &[u8]) -> Result<usize, Errno> {
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(t), None) => t.send_urgent(buf).map_err(errno),
+            _ => Err(Errno::EOPNOTSUPP),
+        }
+    }
+
+    /// recv(MSG_OOB): the urgent byte of a TCP socket of the sandbox's own.
+    pub(crate) fn recv_urgent(&self, peek: bool) -> Result<u8, Errno> {
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(t), None) => t.recv_urgent(peek).map_err(errno),
+            _ => Err(Errno::EOPNOTSUPP),
+        }
+    }
+
+    /// A read of this TCP socket would start at the urgent mark.
+    pub(crate) fn at_mark(&self) -> bool {
+        matches!((&self.endpoint, self.outside()), (Endpoint::Tcp(t), None) if t.at_mark())
+    }
+
     /// The host connection of a stream carried outside (a datagram
     /// socket's host socket carries only what it sends out).
     pub(crate) fn stream_outside(&self) -> Option<&HostConn> {
@@ -231,15 +266,25 @@ impl FileOps for InetSocket {
         self.events.unregister(e);
     }
 
+    fn set_signal_owner(&self, owner: Option<SignalOwner>) {
+        *self.owner.lock() = owner;
+    }
+
     /// SO_RCVTIMEO and SO_SNDTIMEO.
     fn io_timeout(&self, write: bool) -> Option<Duration> {
         crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }
 
     /// FIONREAD (SIOCINQ): bytes to read, or the next datagram's size;
-    /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer.
+    /// TIOCOUTQ (SIOCOUTQ): bytes sent but not yet read by the peer;
+    /// SIOCATMARK: a TCP socket's next byte is the urgent mark.
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         let mm = ctx.mm();
+        if let (SIOCATMARK, Endpoint::Tcp(t)) = (req, &self.endpoint) {
+            let at = self.outside().is_none() && t.at_mark();
+            mm.copy_out(arg, &i32::from(at).to_le_bytes())?;
+            return Ok(0);
+        }
         let (inq, outq) = match &self.endpoint {
             _ if self.stream_outside().is_some() && req == FIONREAD => {
                 let n = self.stream_outside().map_or(Ok(0), HostConn::readable_bytes)?;

@@ -4,9 +4,9 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{
     CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE, EFD_SEMAPHORE, FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC,
-    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETPIPE_SZ, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK,
-    F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETPIPE_SZ, F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN,
-    O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETOWN_EX, F_GETPIPE_SZ, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK,
+    F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETOWN_EX, F_SETPIPE_SZ, F_UNLCK, F_WRLCK,
+    LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
 };
 use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
@@ -25,12 +25,12 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases, no signals on I/O (F_SETOWN is accepted without effect); record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; F_SETOWN's owner gets SIGURG for a TCP socket's urgent data, but no SIGIO (O_ASYNC has no effect) and F_SETSIG is EINVAL; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),
@@ -216,8 +216,7 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => {
             setlk(task, &f, a[2], cmd >= F_OFD_SETLK, cmd == F_SETLKW || cmd == F_OFD_SETLKW)
         }
-        F_GETOWN => Ok(0),
-        F_SETOWN => Ok(0),
+        F_GETOWN | F_SETOWN | F_GETOWN_EX | F_SETOWN_EX => super::fown::fcntl(task, &f, cmd, a[2]),
         F_GETPIPE_SZ => Ok(u64::try_from(f.ops.pipe_capacity(None)?).unwrap_or(0)),
         F_SETPIPE_SZ => {
             let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;

@@ -19,7 +19,7 @@ use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
     MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
-    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_REUSEADDR, SO_REUSEPORT,
+    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_REUSEADDR, SO_REUSEPORT,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -171,7 +171,17 @@ fn accept(task: &Task, f: &FileDescription, s: &InetSocket, out: SockAddrArg, fl
     let take = || match t.accept() {
         Ok(conn) => {
             let peer = conn.peer_addr().map_err(errno)?;
-            Ok((InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn)), peer))
+            let inline = conn.oob_inline();
+            let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
+            // The connection took the listener's SO_OOBINLINE (Linux copies
+            // a listener's socket flags).
+            if inline {
+                sock.opts.update::<Errno>(|v| {
+                    v.flags |= sockopt::flag_bit(SO_OOBINLINE);
+                    Ok(())
+                })?;
+            }
+            Ok((sock, peer))
         }
         Err(husk_netstack::Error::WouldBlock) => super::inbound::accept(task, s),
         Err(e) => Err(errno(e)),
@@ -235,7 +245,8 @@ fn send(
     flags: u64,
     to: Option<SocketAddr>,
 ) -> SysResult {
-    if flags & MSG_OOB != 0 {
+    let urgent = flags & MSG_OOB != 0;
+    if urgent && !s.is_stream() {
         return Err(Errno::EOPNOTSUPP);
     }
     let nonblock = nonblocking(f, flags);
@@ -257,7 +268,8 @@ fn send(
     let mut done = 0usize;
     while done < total || total == 0 {
         cursor.peek(&mm, &mut data, (total - done).min(STREAM_CHUNK))?;
-        match wait_io(f, WRITE_EVENTS, nonblock, deadline, || s.send(&data, None)) {
+        let attempt = || if urgent { s.send_urgent(&data) } else { s.send(&data, None) };
+        match wait_io(f, WRITE_EVENTS, nonblock, deadline, attempt) {
             Ok(w) => {
                 done += w;
                 cursor.advance(w);
@@ -299,7 +311,7 @@ fn recv_with_meta(
     flags: u64,
 ) -> Result<(u64, bool, Option<SocketAddr>, Option<Meta>), Errno> {
     if flags & MSG_OOB != 0 {
-        return Err(Errno::EOPNOTSUPP);
+        return recv_urgent(task, s, bufs, flags).map(|(n, _)| (n, false, None, None));
     }
     // The error queue stays empty: loopback errors are reported through
     // SO_ERROR and the next call.
@@ -332,7 +344,8 @@ fn recv_with_meta(
     }
     let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
     let mut got = n;
-    while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek {
+    // MSG_WAITALL too stops at the urgent mark.
+    while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek && !s.at_mark() {
         match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false)) {
             Ok((0, ..)) | Err(_) => break,
             Ok((more, ..)) => got += more,
@@ -350,6 +363,24 @@ fn recv_with_meta(
     }
     let reported = if flags & MSG_TRUNC != 0 && !s.is_stream() { full } else { got };
     Ok((reported as u64, got < full, from, meta))
+}
+
+/// recv(MSG_OOB) on a TCP socket: the urgent byte, never waiting (as
+/// Linux's tcp_recv_urg); the count and the flags recvmsg reports
+/// (MSG_OOB, and MSG_TRUNC when the buffer has no room).
+fn recv_urgent(task: &Task, s: &InetSocket, bufs: &[(u64, usize)], flags: u64) -> Result<(u64, i32), Errno> {
+    if !s.is_stream() {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let byte = s.recv_urgent(flags & MSG_PEEK != 0)?;
+    let oob = i32::try_from(MSG_OOB).unwrap_or(0);
+    let Some(&(base, _)) = bufs.iter().find(|&&(_, len)| len > 0) else {
+        return Ok((0, oob | i32::try_from(MSG_TRUNC).unwrap_or(0)));
+    };
+    if flags & MSG_TRUNC == 0 {
+        task.thread.mm().copy_out(base, &[byte])?;
+    }
+    Ok((1, oob))
 }
 
 fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
@@ -381,6 +412,12 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
 /// asked for (timestamps, IP_PKTINFO …).
 fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
     let h = read_msghdr(task, msg)?;
+    if flags & MSG_OOB != 0 {
+        let (n, out_flags) = recv_urgent(task, s, &iovec_list(task, &h)?, flags)?;
+        task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
+        write_msg_results(task, msg, 0, out_flags)?;
+        return Ok(n);
+    }
     let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, flags)?;
     let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
     let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
@@ -461,6 +498,9 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
         if let (SO_LINGER, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
             let (on, secs) = s.opts.get().linger;
             t.set_reset_on_close(on && secs == 0);
+        }
+        if let (SO_OOBINLINE, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
+            t.set_oob_inline(s.opts.get().flags & sockopt::flag_bit(SO_OOBINLINE) != 0);
         }
         // What the egress gateway carries over to the host socket.
         if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {

@@ -21,6 +21,7 @@ mod egress;
 mod epoll;
 mod fd;
 mod file;
+mod fown;
 mod futex;
 mod ids;
 mod inbound;

@@ -13,7 +13,8 @@ use crate::waiter::{Entry, Waiter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NOTE: &str = "a file wakes only the polls waiting on it, at once; no file reports POLLPRI";
+const NOTE: &str =
+    "a file wakes only the polls waiting on it, at once; only a TCP socket with urgent data waiting reports POLLPRI";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_poll, sys_poll, Partial(NOTE)),

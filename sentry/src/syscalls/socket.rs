@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 const FAMILIES: &str = "AF_UNIX (stream, datagram, seqpacket), AF_INET/AF_INET6 (TCP, UDP; the sandbox's own, out through the egress gateway, in through --publish or a container's ports; ICMP echo sockets, SOCK_DGRAM with IPPROTO_ICMP/IPPROTO_ICMPV6 as unprivileged ping uses, carried on host ping sockets of the outer namespace, so EACCES when its net.ipv4.ping_group_range refuses them, each echo request checked against the egress policy (EPERM when denied), with --network none sends fail with ENETUNREACH, echo requests to the sandbox's own addresses (loopback, 0.0.0.0, eth0's) answered by the sentry without the host, the options iputils' ping sets carried to the host socket and read back from it, others ENOPROTOOPT; raw and packet sockets EPERM; IPPROTO_UDPLITE and IPPROTO_SCTP EPROTONOSUPPORT, as a kernel built without them) and AF_NETLINK (NETLINK_ROUTE dumps, no events): other families fail with EAFNOSUPPORT";
 const UNIX: &str = "Unix and IP sockets (ENOTSOCK on other descriptors)";
+const OOB: &str = "MSG_OOB (urgent data) on the sandbox's own TCP sockets as Linux; on a TCP stream carried outside through the egress gateway and on Unix stream sockets EOPNOTSUPP (Linux 5.15 and later take it on Unix streams)";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_socket, sys_socket, Partial(FAMILIES)),
@@ -36,17 +37,17 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_connect, sys_connect, Partial("connections are accepted immediately (no backlog limit, never EAGAIN)")),
     (libc::SYS_getsockname, sys_getsockname, Partial(UNIX)),
     (libc::SYS_getpeername, sys_getpeername, Partial(UNIX)),
-    (libc::SYS_sendto, sys_sendto, Partial(UNIX)),
-    (libc::SYS_recvfrom, sys_recvfrom, Partial("no MSG_OOB (EOPNOTSUPP); MSG_ERRQUEUE on an IP socket is EAGAIN (its error queue stays empty)")),
-    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
-    (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket a read stops at the end of a send with descriptors and, with SO_PASSCRED, where another writer's bytes begin (as Linux); MSG_PEEK installs descriptors too; no MSG_OOB")),
+    (libc::SYS_sendto, sys_sendto, Partial(OOB)),
+    (libc::SYS_recvfrom, sys_recvfrom, Partial("MSG_OOB (urgent data) on the sandbox's own TCP sockets as Linux; on a TCP stream carried outside through the egress gateway and on Unix stream sockets EOPNOTSUPP (Linux 5.15 and later take it on Unix streams); MSG_ERRQUEUE on an IP socket is EAGAIN (its error queue stays empty)")),
+    (libc::SYS_sendmsg, sys_sendmsg, Partial("SCM_RIGHTS and SCM_CREDENTIALS on Unix sockets (IP sockets ignore control messages); MSG_OOB as sendto; descriptors in flight are capped at RLIMIT_NOFILE sandbox-wide, for root too (ETOOMANYREFS)")),
+    (libc::SYS_recvmsg, sys_recvmsg, Partial("a UDP datagram of the sandbox's own comes with SO_TIMESTAMP(NS), IP_PKTINFO, IP_TTL, IP_TOS, IPV6_PKTINFO, IPV6_HOPLIMIT and IPV6_TCLASS messages as asked, truncated as put_cmsg does; no SO_TIMESTAMPING or TCP_INQ messages, none for datagrams from outside the sandbox; on a Unix stream socket a read stops at the end of a send with descriptors and, with SO_PASSCRED, where another writer's bytes begin (as Linux); MSG_PEEK installs descriptors too; MSG_OOB as recvfrom")),
     (libc::SYS_shutdown, sys_shutdown, Full),
     (
         libc::SYS_getsockopt,
         sys_getsockopt,
         Partial("every SOL_SOCKET option Linux has, on every family, with its argument checks (no SO_PEERSEC label, no SO_PEEK_OFF, no socket filters; SO_PEERGROUPS of a connected Unix socket is ENOPROTOOPT); TCP: every IPPROTO_TCP option with Linux's ranges and rounding, TCP_INFO with the connection's state (counters of a lossless path), TCP_CONGESTION cubic or reno; IP: IPV6_V6ONLY, and IP_TOS, IP_TTL, IPV6_TCLASS, IPV6_UNICAST_HOPS, the IP_RECV*/IPV6_RECV* flags and IP(V6)_MULTICAST_* with Linux's ranges and defaults"),
     ),
-    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER with a zero time (close resets) and SO_RCVLOWAT on TCP (readiness, blocking receives) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
+    (libc::SYS_setsockopt, sys_setsockopt, Partial("every SOL_SOCKET option is checked and stored as Linux does (buffer doubling and net.core limits, CAP_NET_ADMIN for SO_MARK, SO_*BUFFORCE, SO_PRIORITY above 6, EDOM timeouts, SO_BINDTODEVICE to lo/eth0); SO_PASSCRED, SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER with a zero time (close resets), SO_OOBINLINE and SO_RCVLOWAT on TCP (readiness, blocking receives) take effect; IPPROTO_TCP options are checked as Linux; buffer sizes, a lingering close's wait, timestamps, keepalive, TCP_NODELAY and similar are stored without effect")),
 ];
 
 /// Does socket description `f` (or this one call's flags) not block?

@@ -85,7 +85,7 @@ impl Sock<'_> {
     }
 }
 
-fn flag_bit(opt: i32) -> u64 {
+pub(super) fn flag_bit(opt: i32) -> u64 {
     1u64 << u32::try_from(opt).unwrap_or(0).min(63)
 }
 

@@ -27,7 +27,13 @@ pub struct FileDescription {
     /// Something was written through it (the audit log records the
     /// first write per description).
     written: std::sync::atomic::AtomicBool,
+    /// F_SETOWN(_EX): the owner told of the file's urgent data, as
+    /// (F_OWNER_TID, _PID or _PGRP; its id), id 0 for nobody.
+    owner: Mutex<(i32, i32)>,
 }
+
+/// Sends a signal (its number the argument) to a file's F_SETOWN owner.
+pub(crate) type SignalOwner = Arc<dyn Fn(i32) + Send + Sync>;
 
 /// Work to do when a description goes away.
 pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send>;
@@ -53,7 +59,20 @@ impl FileDescription {
             dir_snapshot: Mutex::new(None),
             on_release: Mutex::new(Vec::new()),
             written: std::sync::atomic::AtomicBool::new(false),
+            owner: Mutex::new((0, 0)),
         })
+    }
+
+    /// F_GETOWN_EX: (kind, id).
+    pub fn owner(&self) -> (i32, i32) {
+        *self.owner.lock()
+    }
+
+    /// F_SETOWN_EX: records the owner and gives the file `notify`, which
+    /// signals it (None for no owner).
+    pub fn set_owner(&self, owner: (i32, i32), notify: Option<SignalOwner>) {
+        *self.owner.lock() = owner;
+        self.ops.set_signal_owner(notify);
     }
 
     /// Whether this is the first write through the description.

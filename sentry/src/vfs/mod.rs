@@ -18,7 +18,7 @@ pub(crate) mod walk;
 
 pub(crate) use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
 pub(crate) use fd_table::FdTable;
-pub(crate) use file::FileDescription;
+pub(crate) use file::{FileDescription, SignalOwner};
 
 /// What fallocate(2) does to a range of a regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,6 +299,10 @@ pub trait FileOps: Send + Sync + AsAny {
     fn open_ready(&self) -> Result<(), Errno> {
         Ok(())
     }
+
+    /// F_SETOWN gave the file an owner to signal (SIGURG when a socket's
+    /// urgent data arrives); None when it has none.
+    fn set_signal_owner(&self, _owner: Option<file::SignalOwner>) {}
 
     /// How long a blocking read (`write` false) or write may wait before
     /// it fails with EAGAIN (a socket's SO_RCVTIMEO, SO_SNDTIMEO).
