@@ -285,6 +285,13 @@ fn guest_ptrace() {
     guest_test("ptrace", &[]);
 }
 
+/// SINGLESTEP along a nop sled, GETFPREGS/GETREGSET NT_PRFPREG/SETFPREGS
+/// on xmm registers, the TRACECLONE and TRACEEXEC events.
+#[test]
+fn guest_ptrace_requests() {
+    guest_test("ptrace_requests", &[]);
+}
+
 /// Python's `os.pidfd_open` and `select`, as asyncio's pidfd child
 /// watcher uses them: not readable while the child runs, readable once it
 /// exited, then reaped with `waitid(P_PIDFD)`.

@@ -83,6 +83,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "kill_exiting",
     "tool_calls",
     "ptrace",
+    "ptrace_requests",
     "ping_socket",
     "process_vm",
     "membarrier",
