@@ -376,6 +376,20 @@ fn guest_mounts() {
     guest_test("mounts", &[]);
 }
 
+/// pivot_root onto a tmpfs in a new mount namespace, the old root
+/// detached, and the refusals.
+#[test]
+fn guest_mounts_pivot_root() {
+    guest_test("pivot_root", &[]);
+}
+
+/// devpts mounted by the guest, and shared/slave/private propagation in
+/// mountinfo.
+#[test]
+fn guest_mounts_devpts_and_propagation() {
+    guest_test("devpts_mount", &[]);
+}
+
 #[test]
 fn guest_tty_pgrp() {
     guest_test("tty_pgrp", &[]);

@@ -75,6 +75,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "hugetlb",
     "acl",
     "mounts",
+    "pivot_root",
+    "devpts_mount",
     "tty_pgrp",
     "fionread",
     "rw_vectors",
