@@ -290,6 +290,13 @@ fn guest_ptrace() {
     guest_test("ptrace", &[]);
 }
 
+/// SINGLESTEP along a nop sled, GETFPREGS/GETREGSET NT_PRFPREG/SETFPREGS
+/// on xmm registers, the TRACECLONE and TRACEEXEC events.
+#[test]
+fn guest_ptrace_requests() {
+    guest_test("ptrace_requests", &[]);
+}
+
 /// Python's `os.pidfd_open` and `select`, as asyncio's pidfd child
 /// watcher uses them: not readable while the child runs, readable once it
 /// exited, then reaped with `waitid(P_PIDFD)`.
@@ -372,6 +379,20 @@ fn guest_fifo_files() {
 #[test]
 fn guest_mounts() {
     guest_test("mounts", &[]);
+}
+
+/// pivot_root onto a tmpfs in a new mount namespace, the old root
+/// detached, and the refusals.
+#[test]
+fn guest_mounts_pivot_root() {
+    guest_test("pivot_root", &[]);
+}
+
+/// devpts mounted by the guest, and shared/slave/private propagation in
+/// mountinfo.
+#[test]
+fn guest_mounts_devpts_and_propagation() {
+    guest_test("devpts_mount", &[]);
 }
 
 #[test]

@@ -31,7 +31,8 @@ pub(super) const ENTRIES: Entries = &[
         libc::SYS_mount,
         sys_mount,
         Support::Partial(
-            "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; remount ro/nosuid/nodev/noexec; \
+            "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; devpts is the sandbox's one \
+             instance (newinstance and ptmxmode= accepted, no ptmx node of its own); remount ro/nosuid/nodev/noexec; \
              propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
         ),
     ),
@@ -335,9 +336,15 @@ fn new_mount(
 }
 
 /// What a copy of a mount (a bind) takes from it: its nosuid, nodev and
-/// noexec; read-only comes with its root.
+/// noexec; read-only comes with its root. As in Linux, a copy of a shared
+/// mount joins its peer group and a copy of a slave has the same master;
+/// a copy of an unbindable one (below a recursive bind) is private.
 fn inherited(o: &MountOpts, fs_root: Vec<u8>) -> MountOpts {
-    MountOpts { nosuid: o.nosuid, nodev: o.nodev, noexec: o.noexec, fs_root, ..MountOpts::default() }
+    let propagation = match o.propagation {
+        p @ (Propagation::Shared(_) | Propagation::Slave(_)) => p,
+        Propagation::Private | Propagation::Unbindable => Propagation::Private,
+    };
+    MountOpts { nosuid: o.nosuid, nodev: o.nodev, noexec: o.noexec, fs_root, propagation, ..MountOpts::default() }
 }
 
 /// MS_REMOUNT (with MS_BIND or without): the mount's flags become those

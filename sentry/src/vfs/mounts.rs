@@ -148,9 +148,9 @@ impl MountNamespace {
         if !detach && (!below.is_empty() || Arc::strong_count(&m) > refs) {
             return Err(Errno::EBUSY);
         }
-        if below.iter().any(|b| b.opts.locked) {
-            return Err(Errno::EINVAL);
-        }
+        // Locked mounts below go along with the whole tree (as Linux's
+        // umount_tree): none of them is taken off what it covers while
+        // that stays reachable.
         let mut table = self.mounts.write();
         table.remove(&(mp.mount.id, mp.path_in_mount()));
         for b in below {
@@ -206,7 +206,11 @@ impl MountNamespace {
     /// pivot_root(2): the mount whose root is `new_root` becomes the
     /// namespace's root and the old root mount moves to `put_old` (at or
     /// below `new_root`). `root`, the caller's root, must be the old root
-    /// mount's. Returns the new root.
+    /// mount's. Returns the new root. As Linux does, the old root's lock
+    /// moves to the new root: the old one, now on a place inside the new
+    /// root, may be detached (with the runtime's mounts below it), and the
+    /// new root is the one the guest cannot take away. A read-only old
+    /// root stays read-only: it has no writable root to go back to.
     pub fn pivot(
         &self,
         new_root: &Arc<Dentry>,
@@ -228,6 +232,11 @@ impl MountNamespace {
             return Err(Errno::EINVAL);
         }
         let n = self.by_id(new_root.mount.id).ok_or(Errno::EINVAL)?;
+        if n.opts.locked {
+            // Taking a runtime mount off its place would uncover what it
+            // covers (Linux: EINVAL for a locked new_root).
+            return Err(Errno::EINVAL);
+        }
         let nmp = n.mountpoint.clone().ok_or(Errno::EINVAL)?;
         let new = Arc::new(Mount {
             id: n.id,
@@ -236,7 +245,7 @@ impl MountNamespace {
             fs_type: n.fs_type.clone(),
             source: n.source.clone(),
             read_only: n.read_only,
-            opts: n.opts.clone(),
+            opts: MountOpts { locked: n.opts.locked || old.opts.locked, ..n.opts.clone() },
         });
         let put_old = if put_old.mount.id == n.id { rebased(&put_old, &new) } else { put_old };
         let moved = Arc::new(Mount {
@@ -246,7 +255,7 @@ impl MountNamespace {
             fs_type: old.fs_type.clone(),
             source: old.source.clone(),
             read_only: old.read_only,
-            opts: old.opts.clone(),
+            opts: MountOpts { locked: false, ..old.opts.clone() },
         });
         let mut table = self.mounts.write();
         table.remove(&(nmp.mount.id, nmp.path_in_mount()));
@@ -391,6 +400,28 @@ mod tests {
         let a = resolve(&ns, b"/a");
         assert_eq!(ns.umount(&a, true), Err(Errno::EINVAL));
         assert_eq!(ns.move_mount(&a, &resolve(&ns, b"/b")), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn pivot_moves_the_lock_to_the_new_root() {
+        let ns = setup();
+        ns.mount(&resolve(&ns, b"/b"), Tmpfs::new(0o755, 0, 0), "tmpfs", "t").unwrap();
+        let old_root = ns.root();
+        assert_eq!(
+            ns.pivot(&resolve(&ns, b"/b"), &resolve(&ns, b"/b"), &old_root).err(),
+            Some(Errno::EINVAL),
+            "a runtime mount as new root"
+        );
+        guest_mount(&ns, b"/a");
+        let new = ns.pivot(&resolve(&ns, b"/a"), &resolve(&ns, b"/a/sub"), &old_root).unwrap();
+        assert!(Arc::ptr_eq(&new.mount, &ns.root().mount));
+        let b = resolve(&ns, b"/sub/b");
+        assert_eq!(ns.umount(&b, true), Err(Errno::EINVAL), "the runtime mount below stays locked");
+        let old = resolve(&ns, b"/sub");
+        assert_eq!(ns.umount(&old, false), Err(Errno::EBUSY), "a mount below it");
+        ns.umount(&old, true).unwrap();
+        assert_eq!(ns.all().len(), 1, "the old root went with the runtime mount below it");
+        assert!(ns.root().mount.opts.locked, "the new root is locked in its place");
     }
 
     #[test]
