@@ -8,7 +8,8 @@ pub(crate) fn matches(pattern: &[u8], path: &[u8]) -> bool {
         None => path.is_empty(),
         Some((b'*', rest)) if rest.first() == Some(&b'*') => {
             let rest = &rest[1..];
-            (0..=path.len()).any(|i| matches(rest, &path[i..]))
+            // A trailing `**` (most globs end so) takes whatever is left.
+            rest.is_empty() || (0..=path.len()).any(|i| matches(rest, &path[i..]))
         }
         Some((b'*', rest)) => {
             let end = path.iter().position(|&c| c == b'/').unwrap_or(path.len());
@@ -142,6 +143,8 @@ mod tests {
             ("/lib*/**", "/lib64/ld.so"),
             ("**/.ssh/id_*", "/root/.ssh/id_ed25519"),
             ("/tmp/?.txt", "/tmp/a.txt"),
+            ("/etc/**", "/etc/"),
+            ("**", "/any/path"),
         ];
         for (p, s) in yes {
             assert!(matches(p.as_bytes(), s.as_bytes()), "{p} {s}");
@@ -152,6 +155,7 @@ mod tests {
             ("/home/*/.*rc", "/home/ann/.config/x/rc"),
             ("/tmp/?.txt", "/tmp/ab.txt"),
             ("/usr/**", "/tmp/usr/x"),
+            ("/etc/**", "/etc"),
         ];
         for (p, s) in no {
             assert!(!matches(p.as_bytes(), s.as_bytes()), "{p} {s}");
