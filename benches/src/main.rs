@@ -142,10 +142,26 @@ fn workload_argv(w: &Workload, files: &Files, quick: bool) -> Vec<String> {
     }
 }
 
+/// What one run measured.
+struct Measured {
+    figure: f64,
+    /// The peak RSS in KiB, where the run reports one (not for the
+    /// idle-memory row, whose sandbox is killed).
+    peak_rss_kib: Option<u64>,
+    /// The CPU time of the run's processes in ms (`runner::Outcome::cpu`),
+    /// where they are ours (not docker's, whose container runs under
+    /// dockerd).
+    cpu_ms: Option<f64>,
+}
+
+impl Measured {
+    fn of(figure: f64, out: &runner::Outcome) -> Measured {
+        Measured { figure, peak_rss_kib: Some(out.peak_rss_kib), cpu_ms: Some(out.cpu.as_secs_f64() * 1000.0) }
+    }
+}
+
 /// One measurement of `argv` under `rt` (with `audit`: under husk,
-/// keeping an audit log): the figure, and the peak RSS in KiB where the
-/// run reports one (not for the idle-memory row, whose sandbox is
-/// killed).
+/// keeping an audit log).
 fn measure_once(
     w: &Workload,
     rt: &Runtime,
@@ -154,7 +170,7 @@ fn measure_once(
     bundle: Option<&Path>,
     timeout: Duration,
     audit: Option<&workloads::Audit>,
-) -> Result<(f64, Option<u64>), String> {
+) -> Result<Measured, String> {
     // An audited run's log, a fresh one per run.
     let audit_log = audit.map(|_| ctx.work.join(format!("audit-{}.log", rt.name)));
     if let Some(log) = &audit_log {
@@ -185,24 +201,28 @@ fn measure_once(
             }
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
             let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
-            Ok((figure, Some(out.peak_rss_kib)))
+            Ok(Measured::of(figure, &out))
         }
         Measure::PerOp { .. } | Measure::Egress { .. } => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
             let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
             let figure = last.trim().parse::<f64>().map_err(|_| format!("no figure in its output {last:?}"))?;
-            Ok((figure, Some(out.peak_rss_kib)))
+            Ok(Measured::of(figure, &out))
         }
         // docker's peak RSS is the CLI's, not the container's: not reported.
         Measure::DockerStart => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
-            Ok((out.wall.as_secs_f64() * 1000.0, None))
+            Ok(Measured { figure: out.wall.as_secs_f64() * 1000.0, peak_rss_kib: None, cpu_ms: None })
         }
         Measure::Wall(_) => {
             let out = runner::run(&cmd, &ctx.work, timeout)?;
-            Ok((out.wall.as_secs_f64() * 1000.0, Some(out.peak_rss_kib)))
+            Ok(Measured::of(out.wall.as_secs_f64() * 1000.0, &out))
         }
-        Measure::IdlePss => runner::idle_pss(&cmd, &ctx.work, SETTLE).map(|kib| (kib as f64, None)),
+        Measure::IdlePss => runner::idle_pss(&cmd, &ctx.work, SETTLE).map(|kib| Measured {
+            figure: kib as f64,
+            peak_rss_kib: None,
+            cpu_ms: None,
+        }),
     }
 }
 
@@ -363,7 +383,7 @@ fn main() -> anyhow::Result<()> {
                 // before it, so a change in the machine's load lands on both.
                 let paired = match &w.audit {
                     Some(_) => match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout, None) {
-                        Ok((v, _)) => Some(v),
+                        Ok(m) => Some(m),
                         Err(why) => {
                             cell.error = Some(format!("without the log: {why}"));
                             continue;
@@ -372,10 +392,17 @@ fn main() -> anyhow::Result<()> {
                     None => None,
                 };
                 match measure_once(w, rt, &argv, &ctx, bundle.as_deref(), opts.timeout, w.audit.as_ref()) {
-                    Ok((v, rss)) if round > 0 => {
-                        cell.samples.push(v);
-                        cell.paired.extend(paired);
-                        cell.peak_rss_kib.extend(rss.map(|kib| kib as f64));
+                    Ok(m) if round > 0 => {
+                        cell.samples.push(m.figure);
+                        cell.peak_rss_kib.extend(m.peak_rss_kib.map(|kib| kib as f64));
+                        if let Some(p) = paired {
+                            cell.paired.push(p.figure);
+                            // Both or neither: the ratios pair them up.
+                            if let (Some(a), Some(b)) = (m.cpu_ms, p.cpu_ms) {
+                                cell.cpu_ms.push(a);
+                                cell.paired_cpu_ms.push(b);
+                            }
+                        }
                     }
                     Ok(_) => {}
                     Err(why) => cell.error = Some(why),

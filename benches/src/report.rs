@@ -20,6 +20,10 @@ pub struct Cell {
     /// Of a row with an audit log: per measured run, the same workload
     /// without the log, run just before it.
     pub paired: Vec<f64>,
+    /// Of a row with an audit log: per measured run, its CPU time and
+    /// that of its paired run, in ms (`runner::Outcome::cpu`).
+    pub cpu_ms: Vec<f64>,
+    pub paired_cpu_ms: Vec<f64>,
     pub error: Option<String>,
 }
 
@@ -27,6 +31,12 @@ fn sorted(v: &[f64]) -> Vec<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     s
+}
+
+/// The median over pairs of `runs[k] / paired[k]`.
+fn paired_ratio(runs: &[f64], paired: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = runs.iter().zip(paired).filter(|(_, b)| **b > 0.0).map(|(v, b)| v / b).collect();
+    median_of(&ratios)
 }
 
 fn median_of(v: &[f64]) -> Option<f64> {
@@ -117,9 +127,18 @@ impl Report<'_> {
         row.workload.audit.as_ref()?;
         let cell = row.cells.get(i)?;
         cell.error.is_none().then_some(())?;
-        let ratios: Vec<f64> =
-            cell.samples.iter().zip(&cell.paired).filter(|(_, b)| **b > 0.0).map(|(v, b)| v / b).collect();
-        median_of(&ratios)
+        paired_ratio(&cell.samples, &cell.paired)
+    }
+
+    /// The same of the runs' CPU time: what the log costs the machine,
+    /// which a busy machine's scheduling changes far less than the wall
+    /// time the figure is. It includes the sandbox's start, the same in
+    /// both runs, so it understates the cost per operation a little.
+    pub fn audit_cpu_ratio(&self, row: &Row, i: usize) -> Option<f64> {
+        row.workload.audit.as_ref()?;
+        let cell = row.cells.get(i)?;
+        cell.error.is_none().then_some(())?;
+        paired_ratio(&cell.cpu_ms, &cell.paired_cpu_ms)
     }
 
     /// "husk-do-ptrace ahead of runsc-do-ptrace by 2.3×", per husk runtime
@@ -129,7 +148,10 @@ impl Report<'_> {
         if row.workload.audit.is_some() {
             let parts: Vec<String> = (0..self.runtimes.len())
                 .filter_map(|i| {
-                    Some(format!("{}: the log adds {}", self.runtimes[i].name, extra(self.audit_ratio(row, i)?)))
+                    let wall = extra(self.audit_ratio(row, i)?);
+                    let cpu =
+                        self.audit_cpu_ratio(row, i).map_or_else(String::new, |r| format!(", CPU time {}", extra(r)));
+                    Some(format!("{}: the log adds {wall}{cpu}", self.runtimes[i].name))
                 })
                 .collect();
             return if parts.is_empty() { "no row without the log to compare".into() } else { parts.join("; ") };
@@ -228,6 +250,9 @@ impl Report<'_> {
                 if let Some(r) = self.audit_ratio(row, i) {
                     ratios.push_str(&format!("  {:>7} without the log ({})", times(r), extra(r)));
                 }
+                if let Some(r) = self.audit_cpu_ratio(row, i) {
+                    ratios.push_str(&format!(", CPU time {}", extra(r)));
+                }
                 if let Some(kib) = cell.peak_rss() {
                     ratios.push_str(&format!("  peak RSS {} MiB", num(kib / 1024.0)));
                 }
@@ -282,6 +307,8 @@ impl Report<'_> {
                             "vs_runsc": self.ratio(row, i, rt.runsc_anchor),
                             "vs_runc": self.ratio(row, i, "runc"),
                             "without_audit_log": c.paired, "vs_without_audit_log": self.audit_ratio(row, i),
+                            "cpu_ms": c.cpu_ms, "without_audit_log_cpu_ms": c.paired_cpu_ms,
+                            "vs_without_audit_log_cpu": self.audit_cpu_ratio(row, i),
                         });
                         (rt.name.clone(), v)
                     })

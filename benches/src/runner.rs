@@ -19,6 +19,11 @@ pub struct Outcome {
     /// peak resident set of any one process of its tree that was reaped
     /// by its own parent (Linux gives the maximum, not the sum).
     pub peak_rss_kib: u64,
+    /// User and system CPU time of the same processes (`ru_utime` +
+    /// `ru_stime`: every process of the tree reaped by its parent, the
+    /// sandbox's included): what the run cost the machine, which a busy
+    /// machine changes far less than the wall time.
+    pub cpu: Duration,
 }
 
 /// Processes of the run's own that outlive single runs (the egress row's
@@ -86,15 +91,23 @@ pub fn run(argv: &[String], cwd: &std::path::Path, timeout: Duration) -> Result<
     let Ok((status, end)) = result else {
         return Err(format!("no exit within {} s; killed", timeout.as_secs()));
     };
-    let (status, peak_rss_kib) = status.map_err(|e| format!("wait: {e}"))?;
+    let (status, peak_rss_kib, cpu) = status.map_err(|e| format!("wait: {e}"))?;
     if !status.success() {
         return Err(format!("{status}: {}", tail(&err)));
     }
-    Ok(Outcome { wall: end.duration_since(start), stdout: out, peak_rss_kib })
+    Ok(Outcome { wall: end.duration_since(start), stdout: out, peak_rss_kib, cpu })
 }
 
-/// Waits for our child `pid`: its exit status and `ru_maxrss` in KiB.
-fn wait4(pid: i32) -> std::io::Result<(std::process::ExitStatus, u64)> {
+/// A `timeval` of `rusage` as a duration.
+fn duration_of(t: libc::timeval) -> Duration {
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let micros = u32::try_from(t.tv_usec).unwrap_or(0);
+    Duration::from_secs(secs) + Duration::from_micros(u64::from(micros))
+}
+
+/// Waits for our child `pid`: its exit status, `ru_maxrss` in KiB, and
+/// its user and system CPU time.
+fn wait4(pid: i32) -> std::io::Result<(std::process::ExitStatus, u64, Duration)> {
     use std::os::unix::process::ExitStatusExt as _;
     let mut status = 0;
     // SAFETY: rusage is plain old data, for which all zeroes is valid.
@@ -105,7 +118,8 @@ fn wait4(pid: i32) -> std::io::Result<(std::process::ExitStatus, u64)> {
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
             let kib = u64::try_from(usage.ru_maxrss).unwrap_or(0);
-            return Ok((std::process::ExitStatus::from_raw(status), kib));
+            let cpu = duration_of(usage.ru_utime) + duration_of(usage.ru_stime);
+            return Ok((std::process::ExitStatus::from_raw(status), kib, cpu));
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {

@@ -8,7 +8,8 @@ pub(crate) fn matches(pattern: &[u8], path: &[u8]) -> bool {
         None => path.is_empty(),
         Some((b'*', rest)) if rest.first() == Some(&b'*') => {
             let rest = &rest[1..];
-            (0..=path.len()).any(|i| matches(rest, &path[i..]))
+            // A trailing `**` (most globs end so) takes whatever is left.
+            rest.is_empty() || (0..=path.len()).any(|i| matches(rest, &path[i..]))
         }
         Some((b'*', rest)) => {
             let end = path.iter().position(|&c| c == b'/').unwrap_or(path.len());
@@ -65,14 +66,15 @@ impl GlobSet {
         self.globs.iter().any(|(g, head)| path.starts_with(&g[..*head]) && matches(g, path))
     }
 
-    /// Whether a path below the folder `dir` (`dir/…`) may match one of
-    /// the globs.
+    /// Whether a path below a folder may match one of the globs; `dir` is
+    /// the folder's path with its trailing slash (`/`, `/etc/`), as the
+    /// caller spells it anyway before appending a name, so nothing is
+    /// copied.
     pub(crate) fn may_match_below(&self, dir: &[u8]) -> bool {
-        let mut prefix = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
-        prefix.push(b'/');
+        debug_assert!(dir.ends_with(b"/"), "a folder's path ends in a slash here");
         self.globs.iter().any(|(g, head)| {
-            let n = prefix.len().min(*head);
-            prefix[..n] == g[..n] && may_match_from(g, &prefix)
+            let n = dir.len().min(*head);
+            dir[..n] == g[..n] && may_match_from(g, dir)
         })
     }
 }
@@ -108,14 +110,14 @@ mod tests {
         for p in ["/tmp/x", "/etcetera", "/home/ann/x", "/"] {
             assert!(!set.matches(p.as_bytes()), "{p}");
         }
-        for d in ["/", "/etc", "/etc/ssh/", "/home", "/home/ann", "/home/ann/.ssh", "/lib", "/lib64", "/run"] {
+        for d in ["/", "/etc/", "/etc/ssh/", "/home/", "/home/ann/", "/home/ann/.ssh/", "/lib/", "/lib64/", "/run/"] {
             assert!(set.may_match_below(d.as_bytes()), "{d}");
         }
-        for d in ["/tmp", "/tmp/etc", "/home/ann/src", "/var/lib", "/run/user", "/proc"] {
+        for d in ["/tmp/", "/tmp/etc/", "/home/ann/src/", "/var/lib/", "/run/user/", "/proc/", "/etcetera/"] {
             assert!(!set.may_match_below(d.as_bytes()), "{d}");
         }
         let anywhere = GlobSet::new(&["**/.ssh/id_*".to_string()]);
-        assert!(anywhere.may_match_below(b"/tmp") && anywhere.matches(b"/tmp/.ssh/id_rsa"));
+        assert!(anywhere.may_match_below(b"/tmp/") && anywhere.matches(b"/tmp/.ssh/id_rsa"));
         assert!(!GlobSet::new(&[]).may_match_below(b"/"));
     }
 
@@ -141,6 +143,8 @@ mod tests {
             ("/lib*/**", "/lib64/ld.so"),
             ("**/.ssh/id_*", "/root/.ssh/id_ed25519"),
             ("/tmp/?.txt", "/tmp/a.txt"),
+            ("/etc/**", "/etc/"),
+            ("**", "/any/path"),
         ];
         for (p, s) in yes {
             assert!(matches(p.as_bytes(), s.as_bytes()), "{p} {s}");
@@ -151,6 +155,7 @@ mod tests {
             ("/home/*/.*rc", "/home/ann/.config/x/rc"),
             ("/tmp/?.txt", "/tmp/ab.txt"),
             ("/usr/**", "/tmp/usr/x"),
+            ("/etc/**", "/etc"),
         ];
         for (p, s) in no {
             assert!(!matches(p.as_bytes(), s.as_bytes()), "{p} {s}");

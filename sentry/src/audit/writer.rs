@@ -229,9 +229,9 @@ impl AuditLog {
         self.read.matches(path)
     }
 
-    /// Whether some path in the folder `dir` (absolute, in the guest) or
-    /// below it may be watched: when not, its names need not be spelled
-    /// out.
+    /// Whether some path in the folder `dir` (absolute, in the guest, with
+    /// its trailing slash) or below it may be watched: when not, its names
+    /// need not be spelled out.
     pub fn may_watch_below(&self, dir: &[u8]) -> bool {
         self.watch.may_match_below(dir)
     }

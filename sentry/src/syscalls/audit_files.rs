@@ -43,10 +43,16 @@ fn text(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
 }
 
+/// `path` as text, in its own buffer when it is UTF-8 (as paths almost
+/// always are): a record of a watched path copies nothing.
+fn into_text(path: Vec<u8>) -> String {
+    String::from_utf8(path).unwrap_or_else(|e| text(e.as_bytes()))
+}
+
 /// Records `make(path)` when `path` is watched.
 fn record(task: &Task, path: Option<Vec<u8>>, make: impl FnOnce(String) -> Record) -> Result<(), Errno> {
     match path.filter(|p| watched(task, p)) {
-        Some(p) => task.kernel.audit(|| make(text(&p))),
+        Some(p) => task.kernel.audit(|| make(into_text(p))),
         None => Ok(()),
     }
 }
@@ -57,11 +63,11 @@ fn record(task: &Task, path: Option<Vec<u8>>, make: impl FnOnce(String) -> Recor
 fn name_in(task: &Task, dir: &Arc<Dentry>, name: &[u8]) -> Option<Vec<u8>> {
     let log = task.kernel.audit_log()?;
     let mut full = path_of(task, dir);
+    if !full.ends_with(b"/") {
+        full.push(b'/');
+    }
     if !log.may_watch_below(&full) {
         return None;
-    }
-    if full != b"/" {
-        full.push(b'/');
     }
     full.extend_from_slice(name);
     Some(full)
