@@ -39,7 +39,8 @@ pub mod watchdog;
 
 pub(crate) use fs_context::FsContext;
 pub(crate) use syscall_hooks::{SyscallObserver, TaskIdentity};
-pub(crate) use syscall_table::Handler;
+pub(crate) use syscall_table::{ControlHandler, Outcome, ValueHandler};
+pub use syscall_table::Handler;
 pub use syscall_table::{Support, Syscall};
 pub use task::ExitStatus;
 pub(crate) use task::Task;
