@@ -85,6 +85,7 @@ pub(crate) fn execve(
         task.kernel.record_locks.closed(task.thread.tgid, &f);
     }
     task.thread.sigactions.reset_for_exec();
+    task.thread.group().timers().exec();
     *task.thread.altstack.lock() = super::signal::AltStack::default();
     let no_new_privs = {
         let mut attrs = task.thread.attrs.lock();

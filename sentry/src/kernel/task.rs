@@ -294,8 +294,7 @@ impl Task {
             if Arc::strong_count(&mm) == 2 {
                 ipc.shm.detached_by(mm.shm_detach_all(), tgid);
             }
-            k.timers.drop_owned_by(tgid);
-            k.cpu_itimers.process_exited(tgid);
+            self.thread.group().timers().exit();
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).
             if k.procs.sid(tgid) == Some(tgid) {

@@ -66,14 +66,7 @@ fn string_array(task: &Task, addr: u64, total: &mut usize) -> Result<Vec<Vec<u8>
 
 /// execve and execveat: on success the task runs the new image from a
 /// fresh register file.
-fn do_execve(
-    task: &mut Task,
-    dirfd: u64,
-    path_addr: u64,
-    argv: u64,
-    envp: u64,
-    flags: u64,
-) -> Result<Outcome, Errno> {
+fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, flags: u64) -> Result<Outcome, Errno> {
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }

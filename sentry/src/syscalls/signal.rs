@@ -341,12 +341,7 @@ pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: boo
 
 /// Sends the signal `info` describes (0 only checks) to `target`'s
 /// process, or with `directed` to that thread.
-pub(super) fn send_info(
-    task: &mut Task,
-    target: Arc<Thread>,
-    directed: bool,
-    info: SigInfo,
-) -> Result<Outcome, Errno> {
+pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> Result<Outcome, Errno> {
     let idx = match info.signo() {
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
