@@ -198,6 +198,11 @@ fn guest_itimer_cpu() {
 }
 
 #[test]
+fn guest_itimer_exec() {
+    guest_test("itimer_exec", &[]);
+}
+
+#[test]
 fn guest_exec_threaded() {
     // The program execs a shell that exits 7 when it is alone in its
     // process; natively and under husk alike.

@@ -63,6 +63,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "robust",
     "rlimit_cpu",
     "itimer_cpu",
+    "itimer_exec",
     "inotify",
     "xattr",
     "sysv_shm",

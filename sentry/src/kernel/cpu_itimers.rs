@@ -2,15 +2,15 @@
 //! `check_process_timers`: ITIMER_VIRTUAL counts down the process's user
 //! CPU time (all its threads'), ITIMER_PROF its user and system time; at
 //! zero the process gets SIGVTALRM or SIGPROF and the timer reloads with
-//! its interval (or disarms without one). Fork does not inherit them,
-//! exec keeps them (the same pid), exit drops them. One sentry thread
-//! watches, started by the first setitimer that arms one, so a sandbox
-//! that arms none pays nothing.
+//! its interval (or disarms without one). The process's `ThreadGroup`
+//! holds them (`ProcessTimers`): fork does not inherit them, exec keeps
+//! them, exit drops them. One sentry thread watches the groups that armed
+//! one, started by the first setitimer that does, so a sandbox that arms
+//! none pays nothing.
 
 use super::cputime::CpuTimes;
-use super::Kernel;
+use super::{Kernel, ThreadGroup};
 use parking_lot::{Condvar, Mutex};
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ impl Which {
 
 /// An armed timer: it fires when the counted CPU time reaches `expires`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Armed {
+pub(crate) struct Armed {
     expires: Duration,
     interval: Duration,
 }
@@ -93,46 +93,50 @@ fn step(armed: Armed, used: Duration) -> (bool, Option<Armed>) {
     (true, next)
 }
 
+/// A process's [ITIMER_VIRTUAL, ITIMER_PROF].
+pub(crate) type Slots = [Option<Armed>; 2];
+
 #[derive(Default)]
 struct State {
-    /// Per process: [ITIMER_VIRTUAL, ITIMER_PROF].
-    timers: HashMap<i32, [Option<Armed>; 2]>,
+    /// The processes that armed a timer since the watcher last looked.
+    groups: Vec<Weak<ThreadGroup>>,
     watched: bool,
 }
 
-/// The CPU-time interval timers of a sandbox.
+/// The watcher of the sandbox's CPU-time interval timers.
 #[derive(Default)]
 pub struct CpuItimers {
     state: Mutex<State>,
     changed: Condvar,
 }
 
-impl CpuItimers {
-    /// Process `pid` exited: its timers go.
-    pub fn process_exited(&self, pid: i32) {
-        self.state.lock().timers.remove(&pid);
-    }
-}
-
 impl Kernel {
-    /// The CPU time process `pid` has used, its threads' runs of guest
-    /// code under way counted as user time.
-    fn process_times(&self, pid: i32) -> Option<CpuTimes> {
-        let group = self.thread_group(pid)?;
-        Some(self.process_cpu_times(&group))
-    }
-
     /// setitimer(ITIMER_VIRTUAL / ITIMER_PROF): arms (a zero `value`
-    /// disarms) process `pid`'s timer; returns the old setting.
-    pub fn set_cpu_itimer(self: &Arc<Kernel>, pid: i32, which: Which, value: Duration, interval: Duration) -> Setting {
-        let used = self.process_times(pid).map(|t| which.used(t)).unwrap_or_default();
+    /// disarms) process `group`'s timer; returns the old setting.
+    pub fn set_cpu_itimer(
+        self: &Arc<Kernel>,
+        group: &Arc<ThreadGroup>,
+        which: Which,
+        value: Duration,
+        interval: Duration,
+    ) -> Setting {
+        let used = which.used(self.process_cpu_times(group));
+        let old = group.timers().update_cpu(|slots| {
+            let slot = &mut slots[which.index()];
+            let old = setting(*slot, used);
+            *slot = (!value.is_zero())
+                .then(|| Armed { expires: used.saturating_add(value).saturating_add(TICK), interval });
+            old
+        });
+        if value.is_zero() {
+            return old;
+        }
         let t = &self.cpu_itimers;
         let mut s = t.state.lock();
-        let slot = &mut s.timers.entry(pid).or_default()[which.index()];
-        let old = setting(*slot, used);
-        *slot =
-            (!value.is_zero()).then(|| Armed { expires: used.saturating_add(value).saturating_add(TICK), interval });
-        if slot.is_some() && !s.watched {
+        if !s.groups.iter().any(|g| std::ptr::eq(g.as_ptr(), Arc::as_ptr(group))) {
+            s.groups.push(Arc::downgrade(group));
+        }
+        if !s.watched {
             let weak = Arc::downgrade(self);
             match std::thread::Builder::new().name("cpu-itimers".into()).spawn(move || watch(&weak)) {
                 Ok(_) => s.watched = true,
@@ -144,10 +148,9 @@ impl Kernel {
     }
 
     /// getitimer(ITIMER_VIRTUAL / ITIMER_PROF).
-    pub fn get_cpu_itimer(&self, pid: i32, which: Which) -> Setting {
-        let used = self.process_times(pid).map(|t| which.used(t)).unwrap_or_default();
-        let s = self.cpu_itimers.state.lock();
-        setting(s.timers.get(&pid).and_then(|a| a[which.index()]), used)
+    pub fn get_cpu_itimer(&self, group: &ThreadGroup, which: Which) -> Setting {
+        let used = which.used(self.process_cpu_times(group));
+        setting(group.timers().update_cpu(|slots| slots[which.index()]), used)
     }
 }
 
@@ -163,37 +166,38 @@ fn watch(kernel: &Weak<Kernel>) {
         let Some(k) = kernel.upgrade() else { return };
         {
             let mut s = k.cpu_itimers.state.lock();
-            if !s.timers.values().any(|a| a.iter().any(Option::is_some)) {
+            if s.groups.is_empty() {
                 sleep = MAX_POLL;
             }
             k.cpu_itimers.changed.wait_for(&mut s, sleep);
         }
-        let pids: Vec<i32> = k.cpu_itimers.state.lock().timers.keys().copied().collect();
+        let groups: Vec<Arc<ThreadGroup>> =
+            k.cpu_itimers.state.lock().groups.iter().filter_map(Weak::upgrade).collect();
         sleep = MAX_POLL;
         let mut fire = Vec::new();
-        for pid in pids {
-            // Read outside the timers' lock: it takes the threads' locks.
-            let times = k.process_times(pid);
-            let mut s = k.cpu_itimers.state.lock();
-            let Some(times) = times else {
-                s.timers.remove(&pid);
-                continue;
-            };
-            let Some(slots) = s.timers.get_mut(&pid) else { continue };
-            for which in [Which::Virtual, Which::Prof] {
-                let Some(armed) = slots[which.index()] else { continue };
-                let used = which.used(times);
-                let (fired, next) = step(armed, used);
-                slots[which.index()] = next;
-                if fired {
-                    fire.push((pid, which.signal()));
+        for group in groups {
+            // Read outside the group's timer lock: it takes the threads'
+            // locks. A process that exited has no timers left.
+            let times = k.process_cpu_times(&group);
+            group.timers().update_cpu(|slots| {
+                for which in [Which::Virtual, Which::Prof] {
+                    let Some(armed) = slots[which.index()] else { continue };
+                    let used = which.used(times);
+                    let (fired, next) = step(armed, used);
+                    slots[which.index()] = next;
+                    if fired {
+                        fire.push((group.tgid(), which.signal()));
+                    }
+                    if let Some(n) = next {
+                        let left = n.expires.saturating_sub(used);
+                        sleep = sleep.min((left / cpus).max(MIN_POLL));
+                    }
                 }
-                if let Some(n) = next {
-                    let left = n.expires.saturating_sub(used);
-                    sleep = sleep.min((left / cpus).max(MIN_POLL));
-                }
-            }
+            });
         }
+        // Groups with nothing armed (disarmed, fired for good, exited) are
+        // let go; one armed meanwhile is kept or added back by its setitimer.
+        k.cpu_itimers.state.lock().groups.retain(|g| g.upgrade().is_some_and(|g| g.timers().cpu_armed()));
         for (pid, sig) in fire {
             k.signal_process(pid, sig);
         }

@@ -1,7 +1,7 @@
 //! execve: replacing a process's image.
 
 use super::task::Task;
-use crate::abi::{Errno, SysResult};
+use crate::abi::Errno;
 use crate::loader::{self, AuxIds, MMAP_TOP};
 use crate::mm::MemoryManager;
 use crate::vfs::at::DirFd;
@@ -51,7 +51,7 @@ pub(crate) fn execve(
     path: &[u8],
     argv: Vec<Vec<u8>>,
     envp: Vec<Vec<u8>>,
-) -> SysResult {
+) -> Result<(), Errno> {
     let kernel = task.kernel.clone();
     let space = kernel.platform.new_address_space().map_err(|e| {
         log::warn!("execve: cannot create an address space: {e}");
@@ -85,6 +85,7 @@ pub(crate) fn execve(
         task.kernel.record_locks.closed(task.thread.tgid, &f);
     }
     task.thread.sigactions.reset_for_exec();
+    task.thread.group().timers().exec();
     *task.thread.altstack.lock() = super::signal::AltStack::default();
     let no_new_privs = {
         let mut attrs = task.thread.attrs.lock();
@@ -108,7 +109,7 @@ pub(crate) fn execve(
     *task.thread.comm.lock() = base.iter().copied().take(15).collect();
     task.reset_registers(loaded.entry, loaded.sp);
     kernel.procs.release_vfork(task.thread.tgid);
-    Ok(0)
+    Ok(())
 }
 
 /// execve in a multi-threaded process: every other thread of the group

@@ -19,6 +19,7 @@ pub(crate) mod namespaces;
 pub(crate) mod package;
 pub(crate) mod pids;
 pub(crate) mod process;
+pub(crate) mod process_timers;
 pub(crate) mod ptrace;
 pub(crate) mod record_lock;
 pub(crate) mod rlimit_cpu;
@@ -39,7 +40,8 @@ pub mod watchdog;
 
 pub(crate) use fs_context::FsContext;
 pub(crate) use syscall_hooks::{SyscallObserver, TaskIdentity};
-pub(crate) use syscall_table::Handler;
+pub use syscall_table::Handler;
+pub(crate) use syscall_table::{ControlHandler, Outcome, ValueHandler};
 pub use syscall_table::{Support, Syscall};
 pub use task::ExitStatus;
 pub(crate) use task::Task;
@@ -109,8 +111,10 @@ pub struct Kernel {
     futexes: futex::Futexes,
     /// Runnable guest threads and the load average (/proc/loadavg).
     load: Arc<loadavg::LoadAvg>,
+    /// The service that fires ITIMER_REAL and POSIX timers, which each
+    /// process's `ThreadGroup` owns.
     timers: timers::Timers,
-    /// ITIMER_VIRTUAL and ITIMER_PROF (`cpu_itimers`).
+    /// The watcher of the processes' ITIMER_VIRTUAL and ITIMER_PROF.
     cpu_itimers: cpu_itimers::CpuItimers,
     flocks: flock::Flocks,
     record_locks: record_lock::RecordLocks,

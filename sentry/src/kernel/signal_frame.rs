@@ -240,9 +240,9 @@ fn restored_fpu(mut fp: Vec<u8>, full: bool, template: &[u8]) -> Result<Vec<u8>,
 
 /// `rt_sigreturn`: restores the context saved by `push_frame`. The
 /// handler's `ret` popped the return address, so the ucontext is at rsp.
-/// Returns the restored rax, which the system call's result must leave
-/// as it is.
-pub(crate) fn sigreturn(task: &mut Task) -> Result<u64, Errno> {
+/// The restored rax is the system call's result (its handler reports the
+/// register file replaced).
+pub(crate) fn sigreturn(task: &mut Task) -> Result<(), Errno> {
     let frame = task.cpu.regs.rsp.checked_sub(8).ok_or(Errno::EFAULT)?;
     let mm = task.thread.mm();
     let mut sc = [0u8; 256];
@@ -271,7 +271,7 @@ pub(crate) fn sigreturn(task: &mut Task) -> Result<u64, Errno> {
     r.orig_rax = u64::MAX;
     let mask = u64::from_le_bytes(mask) & !(sigbit(libc::SIGKILL) | sigbit(libc::SIGSTOP));
     task.thread.sigmask.store(mask, Ordering::Relaxed);
-    Ok(task.cpu.regs.rax)
+    Ok(())
 }
 
 #[cfg(test)]

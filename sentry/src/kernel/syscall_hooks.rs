@@ -91,7 +91,7 @@ mod tests {
     use crate::abi::Errno;
     use crate::auth::Credentials;
     use crate::kernel::task::errno_to_rax;
-    use crate::kernel::{FsContext, Support, Syscall, Thread};
+    use crate::kernel::{ExitStatus, FsContext, Handler, Outcome, Support, Syscall, Thread};
     use crate::mm::{MemoryFile, MemoryManager};
     use crate::testing::{self, Idle};
     use parking_lot::Mutex;
@@ -99,6 +99,9 @@ mod tests {
     const ADD_ONE: u64 = 0;
     const REPLACE_REGISTERS: u64 = 1;
     const MISSING: u64 = 2;
+    const EXIT_THREAD: u64 = 3;
+    const EXIT_GROUP: u64 = 4;
+    const OUT_OF_TABLE: u64 = 5;
     /// What `replace_registers` leaves in rax: a value that would read as
     /// -EINTR were it taken for an errno.
     const RESTORED_RAX: u64 = u64::MAX - 3;
@@ -108,16 +111,33 @@ mod tests {
     }
 
     /// As rt_sigreturn does: a whole new register file, rax included.
-    fn replace_registers(task: &mut Task, _: [u64; 6]) -> SysResult {
+    fn replace_registers(task: &mut Task, _: [u64; 6]) -> Result<Outcome, Errno> {
         task.cpu.regs.rip = 0x5000;
         task.cpu.regs.rax = RESTORED_RAX;
-        Ok(task.cpu.regs.rax)
+        Ok(Outcome::RegistersReplaced)
     }
 
-    static TABLE: [Syscall; 3] = [
-        Syscall { nr: 0, name: "add_one", handler: Some(add_one), support: Support::Full },
-        Syscall { nr: 1, name: "replace_registers", handler: Some(replace_registers), support: Support::Full },
+    /// As exit does.
+    fn exit_thread(_: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
+        Ok(Outcome::Exit { status: ExitStatus::Code(i32::try_from(a[0]).unwrap()), thread_only: true })
+    }
+
+    /// As a fatal signal sent to the caller's own process does.
+    fn exit_group(_: &mut Task, _: [u64; 6]) -> Result<Outcome, Errno> {
+        Ok(Outcome::Exit { status: ExitStatus::Signal(libc::SIGTERM), thread_only: false })
+    }
+
+    static TABLE: [Syscall; 5] = [
+        Syscall { nr: 0, name: "add_one", handler: Some(Handler::Value(add_one)), support: Support::Full },
+        Syscall {
+            nr: 1,
+            name: "replace_registers",
+            handler: Some(Handler::Control(replace_registers)),
+            support: Support::Full,
+        },
         Syscall { nr: 2, name: "missing", handler: None, support: Support::Unimplemented("test") },
+        Syscall { nr: 3, name: "exit_thread", handler: Some(Handler::Control(exit_thread)), support: Support::Full },
+        Syscall { nr: 4, name: "exit_group", handler: Some(Handler::Control(exit_group)), support: Support::Full },
     ];
 
     /// A task of a kernel dispatching through `TABLE`, its guest stopped
@@ -167,7 +187,7 @@ mod tests {
         assert_eq!((task.cpu.regs.rax, task.cpu.regs.rip), (42, 0x1002));
         call(&mut task, MISSING, [0; 6]);
         assert_eq!(task.cpu.regs.rax, errno_to_rax(Errno::ENOSYS));
-        call(&mut task, 3, [0; 6]);
+        call(&mut task, OUT_OF_TABLE, [0; 6]);
         assert_eq!(task.cpu.regs.rax, errno_to_rax(Errno::ENOSYS));
     }
 
@@ -176,6 +196,25 @@ mod tests {
         let mut task = task();
         call(&mut task, REPLACE_REGISTERS, [0; 6]);
         assert_eq!((task.cpu.regs.rax, task.cpu.regs.rip), (RESTORED_RAX, 0x5000));
+    }
+
+    #[test]
+    fn an_exit_outcome_stops_the_thread_and_reads_as_zero() {
+        let mut task = task();
+        let recorder = Arc::new(Recorder::default());
+        task.kernel.attach_syscall_observer(recorder.clone());
+        assert_eq!((task.exit, task.thread_only), (None, false));
+        let args = [3, 0, 0, 0, 0, 0];
+        call(&mut task, EXIT_THREAD, args);
+        assert_eq!((task.exit, task.thread_only), (Some(ExitStatus::Code(3)), true));
+        assert_eq!(task.cpu.regs.rax, 0);
+        let who = TaskIdentity::of(&task);
+        let last = recorder.0.lock().pop();
+        assert_eq!(last, Some(Seen::Exit(who, EXIT_THREAD, args, Ok(0))), "--strace shows exit's result as before");
+
+        let mut task = self::task();
+        call(&mut task, EXIT_GROUP, [0; 6]);
+        assert_eq!((task.exit, task.thread_only), (Some(ExitStatus::Signal(libc::SIGTERM)), false));
     }
 
     #[test]

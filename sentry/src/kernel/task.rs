@@ -46,10 +46,12 @@ pub struct Task {
     pub cpu: CpuState,
     ctx: Box<dyn Context>,
     /// Set when the thread must stop running: the whole thread group
-    /// exits with this status, unless `thread_only`.
-    pub exit: Option<ExitStatus>,
+    /// exits with this status, unless `thread_only`. The kernel sets it
+    /// (signal delivery, faults, seccomp, a system call's outcome), never
+    /// a handler.
+    pub(super) exit: Option<ExitStatus>,
     /// `exit` ends only this thread (the exit system call).
-    pub thread_only: bool,
+    pub(super) thread_only: bool,
     /// Faults in a row that found their page already mapped.
     spurious_faults: u32,
     /// The process's continue count when a stop signal was last taken.
@@ -292,8 +294,7 @@ impl Task {
             if Arc::strong_count(&mm) == 2 {
                 ipc.shm.detached_by(mm.shm_detach_all(), tgid);
             }
-            k.timers.drop_owned_by(tgid);
-            k.cpu_itimers.process_exited(tgid);
+            self.thread.group().timers().exit();
             // A session leader's exit takes its controlling terminal away
             // from the session (SIGHUP to the foreground group).
             if k.procs.sid(tgid) == Some(tgid) {
@@ -337,6 +338,13 @@ impl Task {
         } else {
             self.thread.mm().space().release_thread();
         }
+    }
+
+    /// Makes the thread stop running once the current event is handled:
+    /// the whole group exits with `status`, unless `thread_only`.
+    pub(super) fn stop_running(&mut self, status: ExitStatus, thread_only: bool) {
+        self.exit = Some(status);
+        self.thread_only = thread_only;
     }
 
     /// The deadline of the sleep this system call restarts, if it is one.

@@ -14,6 +14,7 @@
 use super::cputime::{CpuTimes, GroupCpu};
 use super::limits::{Rlimit, RLIMIT_NLIMITS};
 use super::process::ChildEvent;
+use super::process_timers::ProcessTimers;
 use super::sigqueue::SigQueue;
 use super::task::ExitStatus;
 use super::thread::Thread;
@@ -68,6 +69,8 @@ pub struct ThreadGroup {
     pub(super) cpu: GroupCpu,
     /// Notified when the process exits (its pidfds become readable).
     pub(super) exited: crate::waiter::Queue,
+    /// Its interval and POSIX timers: a fork's new group starts without.
+    timers: ProcessTimers,
 }
 
 impl ThreadGroup {
@@ -92,12 +95,13 @@ impl ThreadGroup {
             shared_pending: SigQueue::default(),
             cpu: GroupCpu::default(),
             exited: crate::waiter::Queue::default(),
+            timers: ProcessTimers::default(),
         })
     }
 
     /// The group of a process `tgid` forked from this one: it inherits
-    /// the limits and dumpability, not the threads (its process group and
-    /// session are set as the process table adds it).
+    /// the limits and dumpability, not the threads or the timers (its
+    /// process group and session are set as the process table adds it).
     pub fn fork(&self, tgid: i32) -> Arc<ThreadGroup> {
         let child = ThreadGroup::new(tgid, self.rlimits());
         child.set_dumpable(self.dumpable());
@@ -112,6 +116,11 @@ impl ThreadGroup {
     /// CPU time beyond the live threads'.
     pub(crate) fn cpu(&self) -> &GroupCpu {
         &self.cpu
+    }
+
+    /// The process's interval and POSIX timers.
+    pub(crate) fn timers(&self) -> &ProcessTimers {
+        &self.timers
     }
 
     /// Notified when the process exits.

@@ -1,6 +1,8 @@
-//! Interval timers and POSIX timers: each fires a signal at its deadline
-//! (and again every interval). One service thread per sandbox sleeps until
-//! the earliest deadline.
+//! The sandbox's timer service for ITIMER_REAL (alarm) and POSIX timers:
+//! each fires a signal at its deadline (and again every interval). One
+//! service thread per sandbox sleeps until the earliest deadline. A timer
+//! belongs to whoever holds its `TimerHandle` (a process's `ThreadGroup`,
+//! as Linux's `signal_struct` holds them); dropping the handle deletes it.
 
 use super::siginfo::SigInfo;
 use super::Kernel;
@@ -20,7 +22,6 @@ pub enum Target {
 
 #[derive(Clone, Copy, Debug)]
 struct Timer {
-    owner: i32,
     /// The clock absolute settings refer to.
     clock: i32,
     target: Target,
@@ -43,7 +44,10 @@ pub struct Setting {
 #[derive(Default)]
 struct State {
     timers: HashMap<u64, Timer>,
+    /// The next POSIX timer id.
     next_id: u64,
+    /// The next ITIMER_REAL timer's number (its id is `real_timer_id`).
+    next_real: u64,
     running: bool,
     /// The kernel is gone: the service thread ends.
     closed: bool,
@@ -55,37 +59,70 @@ pub struct Timers {
     state: Arc<(Mutex<State>, Condvar)>,
 }
 
-/// The id of a process's ITIMER_REAL (alarm) timer.
-fn real_timer_key(pid: i32) -> u64 {
-    (1u64 << 63) | u64::from(pid.unsigned_abs())
+/// The id of the `n`th ITIMER_REAL timer: apart from the POSIX timers'
+/// ids (which a guest names as an int), and sent as the kernel's own
+/// signal.
+fn real_timer_id(n: u64) -> u64 {
+    (1u64 << 63) | n
+}
+
+/// Owns timer `id`: dropping it deletes the timer.
+#[derive(Debug)]
+pub struct TimerHandle {
+    id: u64,
+    state: Weak<(Mutex<State>, Condvar)>,
+}
+
+impl TimerHandle {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Drop for TimerHandle {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.upgrade() {
+            state.0.lock().timers.remove(&self.id);
+        }
+    }
 }
 
 impl Timers {
     /// Creates a POSIX timer whose signal carries `value` (by default its
-    /// own id, as for a timer_create without sigevent); returns the id
-    /// (unique in the sandbox).
-    pub fn create(&self, owner: i32, clock: i32, target: Target, signo: i32, value: Option<u64>) -> u64 {
+    /// own id, as for a timer_create without sigevent); its id is unique
+    /// in the sandbox.
+    pub fn create(&self, clock: i32, target: Target, signo: i32, value: Option<u64>) -> TimerHandle {
         let mut s = self.state.0.lock();
         let id = s.next_id;
         s.next_id += 1;
         let value = value.unwrap_or(id);
-        let t = Timer { owner, clock, target, signo, value, deadline: None, interval: Duration::ZERO, overrun: 0 };
+        let t = Timer { clock, target, signo, value, deadline: None, interval: Duration::ZERO, overrun: 0 };
         s.timers.insert(id, t);
-        id
+        TimerHandle { id, state: Arc::downgrade(&self.state) }
+    }
+
+    /// Creates process `pid`'s ITIMER_REAL (alarm) timer, disarmed: it
+    /// sends SIGALRM.
+    pub fn create_real(&self, pid: i32) -> TimerHandle {
+        let mut s = self.state.0.lock();
+        let id = real_timer_id(s.next_real);
+        s.next_real += 1;
+        let t = Timer {
+            clock: libc::CLOCK_REALTIME,
+            target: Target::Process(pid),
+            signo: libc::SIGALRM,
+            value: 0,
+            deadline: None,
+            interval: Duration::ZERO,
+            overrun: 0,
+        };
+        s.timers.insert(id, t);
+        TimerHandle { id, state: Arc::downgrade(&self.state) }
     }
 
     /// The clock of timer `id`.
     pub fn clock(&self, id: u64) -> Option<i32> {
         self.state.0.lock().timers.get(&id).map(|t| t.clock)
-    }
-
-    /// Whether `owner` owns timer `id`.
-    pub fn owns(&self, owner: i32, id: u64) -> bool {
-        self.state.0.lock().timers.get(&id).is_some_and(|t| t.owner == owner)
-    }
-
-    pub fn delete(&self, id: u64) -> bool {
-        self.state.0.lock().timers.remove(&id).is_some()
     }
 
     /// Arms (a zero `value` disarms) timer `id`; returns the old setting.
@@ -109,34 +146,6 @@ impl Timers {
 
     pub fn overrun(&self, id: u64) -> Option<u32> {
         self.state.0.lock().timers.get(&id).map(|t| t.overrun)
-    }
-
-    /// setitimer(ITIMER_REAL) and alarm: the process's SIGALRM timer.
-    pub fn set_real(&self, kernel: &Arc<Kernel>, pid: i32, value: Duration, interval: Duration) -> Setting {
-        let key = real_timer_key(pid);
-        {
-            let mut s = self.state.0.lock();
-            s.timers.entry(key).or_insert(Timer {
-                owner: pid,
-                clock: libc::CLOCK_REALTIME,
-                target: Target::Process(pid),
-                signo: libc::SIGALRM,
-                value: 0,
-                deadline: None,
-                interval: Duration::ZERO,
-                overrun: 0,
-            });
-        }
-        self.set(kernel, key, value, interval).unwrap_or_default()
-    }
-
-    pub fn get_real(&self, pid: i32) -> Setting {
-        self.get(real_timer_key(pid)).unwrap_or_default()
-    }
-
-    /// Drops every timer a process owns (at exec and exit).
-    pub fn drop_owned_by(&self, pid: i32) {
-        self.state.0.lock().timers.retain(|_, t| t.owner != pid);
     }
 
     fn ensure_thread(&self, s: &mut State, kernel: &Arc<Kernel>) {

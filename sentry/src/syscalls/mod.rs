@@ -72,12 +72,16 @@ mod xattr;
 use crate::kernel::Kernel;
 use names::{MAX_SYSCALL, NAMES};
 
-pub(crate) use crate::kernel::Handler;
-pub use crate::kernel::{Support, Syscall};
+use crate::kernel::{ControlHandler, ValueHandler};
+pub use crate::kernel::{Handler, Support, Syscall};
 
 /// A family's entries: (number, handler, support). The number is a
 /// `libc::SYS_*` constant, so an entry names its call once.
-pub(crate) type Entries = &'static [(libc::c_long, Handler, Support)];
+pub(crate) type Entries = &'static [(libc::c_long, ValueHandler, Support)];
+
+/// A family's calls whose handlers return a control outcome (an exit, a
+/// replaced register file) rather than only a value.
+pub(crate) type ControlEntries = &'static [(libc::c_long, ControlHandler, Support)];
 
 const FAMILIES: [Entries; 44] = [
     epoll::ENTRIES,
@@ -126,16 +130,18 @@ const FAMILIES: [Entries; 44] = [
     keys::ENTRIES,
 ];
 
+const CONTROL_FAMILIES: [ControlEntries; 3] = [process::CONTROL, signal::CONTROL, pidfd::CONTROL];
+
 /// A row per number, 0 to MAX_SYSCALL.
 const ROWS: usize = MAX_SYSCALL + 1;
 
 /// The whole table, by number, built by the compiler: a number registered
 /// twice, or one that is no system call, fails the build.
-static TABLE: [Syscall; ROWS] = place(&FAMILIES);
+static TABLE: [Syscall; ROWS] = place(&FAMILIES, &CONTROL_FAMILIES);
 
 /// Places every family's entries at their numbers; the rest are
 /// unimplemented.
-const fn place(families: &[Entries]) -> [Syscall; ROWS] {
+const fn place(families: &[Entries], control: &[ControlEntries]) -> [Syscall; ROWS] {
     let unset = Syscall { nr: 0, name: "", handler: None, support: Support::Unimplemented("not implemented yet") };
     let mut table = [unset; ROWS];
     let mut nr = 0;
@@ -149,16 +155,30 @@ const fn place(families: &[Entries]) -> [Syscall; ROWS] {
         let mut e = 0;
         while e < families[f].len() {
             let (number, handler, support) = families[f][e];
-            let row = &mut table[row_of(number)];
-            assert!(row.handler.is_none(), "a system call number is registered twice");
-            assert!(!row.name.is_empty(), "a registered number has no system call name");
-            row.handler = Some(handler);
-            row.support = support;
+            fill(&mut table[row_of(number)], Handler::Value(handler), support);
+            e += 1;
+        }
+        f += 1;
+    }
+    let mut f = 0;
+    while f < control.len() {
+        let mut e = 0;
+        while e < control[f].len() {
+            let (number, handler, support) = control[f][e];
+            fill(&mut table[row_of(number)], Handler::Control(handler), support);
             e += 1;
         }
         f += 1;
     }
     table
+}
+
+/// Gives `row` its handler.
+const fn fill(row: &mut Syscall, handler: Handler, support: Support) {
+    assert!(row.handler.is_none(), "a system call number is registered twice");
+    assert!(!row.name.is_empty(), "a registered number has no system call name");
+    row.handler = Some(handler);
+    row.support = support;
 }
 
 /// The row of system call `number`. Const code has no checked integer
@@ -198,13 +218,20 @@ mod tests {
 
     #[test]
     fn every_entry_has_a_row_of_its_own() {
-        let entries: Vec<_> = FAMILIES.iter().flat_map(|f| f.iter()).collect();
+        let values = FAMILIES.iter().flat_map(|f| f.iter()).map(|&(n, h, s)| (n, Handler::Value(h), s));
+        let controls = CONTROL_FAMILIES.iter().flat_map(|f| f.iter()).map(|&(n, h, s)| (n, Handler::Control(h), s));
+        let entries: Vec<_> = values.chain(controls).collect();
         let handled = table().iter().filter(|r| r.handler.is_some()).count();
         assert_eq!(handled, entries.len(), "some number is registered twice");
         for (number, handler, support) in entries {
-            let row = &table()[usize::try_from(*number).unwrap()];
-            assert!(row.handler.is_some_and(|h| std::ptr::fn_addr_eq(h, *handler)), "{}", row.name);
-            assert_eq!(row.support, *support);
+            let row = &table()[usize::try_from(number).unwrap()];
+            let same = match (row.handler, handler) {
+                (Some(Handler::Value(a)), Handler::Value(b)) => std::ptr::fn_addr_eq(a, b),
+                (Some(Handler::Control(a)), Handler::Control(b)) => std::ptr::fn_addr_eq(a, b),
+                _ => false,
+            };
+            assert!(same, "{}", row.name);
+            assert_eq!(row.support, support);
         }
     }
 

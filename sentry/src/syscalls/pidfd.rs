@@ -3,11 +3,11 @@
 //! `process.rs`'.
 
 use super::args::{self, int, uint};
-use super::{Entries, Support};
+use super::{ControlEntries, Entries, Support};
 use crate::abi::fcntl::{O_NONBLOCK, O_RDWR};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pidfd::PidFd;
-use crate::kernel::{Kernel, Task, Thread, ThreadGroup};
+use crate::kernel::{Kernel, Outcome, Task, Thread, ThreadGroup};
 use crate::vfs::FileDescription;
 use std::sync::Arc;
 
@@ -17,13 +17,15 @@ pub(super) const ENTRIES: Entries = &[
         sys_pidfd_open,
         Support::Partial("PIDFD_NONBLOCK; PIDFD_THREAD (a pidfd of one thread) returns EINVAL"),
     ),
-    (
-        libc::SYS_pidfd_send_signal,
-        sys_pidfd_send_signal,
-        Support::Partial("as kill, or rt_sigqueueinfo with a siginfo; the PIDFD_SIGNAL_* scopes return EINVAL"),
-    ),
     (libc::SYS_pidfd_getfd, sys_pidfd_getfd, Support::Full),
 ];
+
+/// A signal the caller sends its own process may end it.
+pub(super) const CONTROL: ControlEntries = &[(
+    libc::SYS_pidfd_send_signal,
+    sys_pidfd_send_signal,
+    Support::Partial("as kill, or rt_sigqueueinfo with a siginfo; the PIDFD_SIGNAL_* scopes return EINVAL"),
+)];
 
 const PIDFD_NONBLOCK: u32 = O_NONBLOCK;
 
@@ -85,7 +87,7 @@ fn live_thread(p: &PidFd) -> Result<Arc<Thread>, Errno> {
 
 /// pidfd_send_signal(pidfd, sig, info, flags): kill() of the process, or
 /// with `info`, rt_sigqueueinfo()'s rules for the caller's siginfo.
-fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (sig, info, flags) = (int(a[1]), a[2], uint(a[3]));
     let (_, p) = pidfd(task, a[0])?;
     if flags != 0 {

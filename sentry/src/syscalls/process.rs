@@ -2,7 +2,7 @@
 
 use super::args::{self, int};
 use super::audit_files::{view_change, ViewChange};
-use super::{Entries, Support::*};
+use super::{ControlEntries, Entries, Support::*};
 use crate::abi::fcntl::{AT_EMPTY_PATH, AT_FDCWD_ARG, AT_SYMLINK_NOFOLLOW};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::sched::{CLONE_ARGS_SIZE, CLONE_ARGS_SIZE_VER0, CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP, SIGCHLD_FLAG};
@@ -12,13 +12,16 @@ use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
 use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget, Waited};
 use crate::kernel::ptrace;
-use crate::kernel::{ExitStatus, Task};
+use crate::kernel::{ExitStatus, Outcome, Task};
 
-pub(super) const ENTRIES: Entries = &[
+pub(super) const CONTROL: ControlEntries = &[
     (libc::SYS_exit, sys_exit, Full),
     (libc::SYS_exit_group, sys_exit_group, Full),
     (libc::SYS_execve, sys_execve, Full),
     (libc::SYS_execveat, sys_execveat, Full),
+];
+
+pub(super) const ENTRIES: Entries = &[
     (libc::SYS_fork, sys_fork, Full),
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
     (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; new mount, UTS and IPC namespaces for a process (CAP_SYS_ADMIN); network, pid, user and cgroup ones EPERM, and namespaces for a thread EINVAL; CLONE_FILES/CLONE_FS between processes EINVAL; CLONE_PIDFD for processes")),
@@ -27,15 +30,12 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_waitid, sys_waitid, Partial("rusage has only the CPU times")),
 ];
 
-fn sys_exit(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
-    task.thread_only = true;
-    Ok(0)
+fn sys_exit(_task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
+    Ok(Outcome::Exit { status: ExitStatus::Code(int(a[0]) & 0xff), thread_only: true })
 }
 
-fn sys_exit_group(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.exit = Some(ExitStatus::Code(int(a[0]) & 0xff));
-    Ok(0)
+fn sys_exit_group(_task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
+    Ok(Outcome::Exit { status: ExitStatus::Code(int(a[0]) & 0xff), thread_only: false })
 }
 
 /// Reads a NULL-terminated array of C strings (argv or envp).
@@ -64,7 +64,9 @@ fn string_array(task: &Task, addr: u64, total: &mut usize) -> Result<Vec<Vec<u8>
     }
 }
 
-fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, flags: u64) -> SysResult {
+/// execve and execveat: on success the task runs the new image from a
+/// fresh register file.
+fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, flags: u64) -> Result<Outcome, Errno> {
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -78,14 +80,15 @@ fn do_execve(task: &mut Task, dirfd: u64, path_addr: u64, argv: u64, envp: u64, 
     }
     let file = exec::open_exec_dentry(task, d)?;
     let name = if path.is_empty() { format!("/dev/fd/{}", int(dirfd)).into_bytes() } else { path };
-    exec::execve(task, file, &name, argv, envp)
+    exec::execve(task, file, &name, argv, envp)?;
+    Ok(Outcome::RegistersReplaced)
 }
 
-fn sys_execve(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_execve(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     do_execve(task, AT_FDCWD_ARG, a[0], a[1], a[2], 0)
 }
 
-fn sys_execveat(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_execveat(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     do_execve(task, a[0], a[1], a[2], a[3], a[4])
 }
 

@@ -3,7 +3,7 @@
 //! yet: ignored signals are discarded and fatal ones end the process.
 
 use super::args::int;
-use super::{Entries, Support};
+use super::{ControlEntries, Entries, Support};
 use crate::abi::fcntl::O_NONBLOCK;
 use crate::abi::layout::{Decoder, Encoder, Layout};
 use crate::abi::signal::{
@@ -17,7 +17,7 @@ use crate::auth::caps;
 use crate::kernel::process::INIT_PID;
 use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE};
 use crate::kernel::signal::{default_action, sigbit, AltStack, DefaultAction, SigAction};
-use crate::kernel::{ExitStatus, Task, Thread};
+use crate::kernel::{ExitStatus, Outcome, Task, Thread};
 use crate::waiter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,22 +25,25 @@ use std::sync::Arc;
 const KILL: &str = "a process is reported stopped before all its threads have parked";
 const SIGNALFD: &str = "SIGCHLD records carry no child CPU times (ssi_utime, ssi_stime are 0)";
 
-pub(super) const ENTRIES: Entries = &[
+pub(super) const CONTROL: ControlEntries = &[
     (libc::SYS_rt_sigreturn, sys_rt_sigreturn, Support::Full),
+    (libc::SYS_rt_sigqueueinfo, sys_rt_sigqueueinfo, Support::Full),
+    (libc::SYS_rt_tgsigqueueinfo, sys_rt_tgsigqueueinfo, Support::Full),
+    (libc::SYS_kill, sys_kill, Support::Partial(KILL)),
+    (libc::SYS_tkill, sys_tkill, Support::Partial(KILL)),
+    (libc::SYS_tgkill, sys_tgkill, Support::Partial(KILL)),
+];
+
+pub(super) const ENTRIES: Entries = &[
     (libc::SYS_rt_sigsuspend, sys_rt_sigsuspend, Support::Full),
     (libc::SYS_signalfd, sys_signalfd, Support::Partial(SIGNALFD)),
     (libc::SYS_signalfd4, sys_signalfd4, Support::Partial(SIGNALFD)),
     (libc::SYS_rt_sigtimedwait, sys_rt_sigtimedwait, Support::Full),
-    (libc::SYS_rt_sigqueueinfo, sys_rt_sigqueueinfo, Support::Full),
-    (libc::SYS_rt_tgsigqueueinfo, sys_rt_tgsigqueueinfo, Support::Full),
     (libc::SYS_pause, sys_pause, Support::Full),
     (libc::SYS_rt_sigaction, sys_rt_sigaction, Support::Full),
     (libc::SYS_rt_sigprocmask, sys_rt_sigprocmask, Support::Full),
     (libc::SYS_rt_sigpending, sys_rt_sigpending, Support::Full),
     (libc::SYS_sigaltstack, sys_sigaltstack, Support::Full),
-    (libc::SYS_kill, sys_kill, Support::Partial(KILL)),
-    (libc::SYS_tkill, sys_tkill, Support::Partial(KILL)),
-    (libc::SYS_tgkill, sys_tgkill, Support::Partial(KILL)),
 ];
 
 /// `sizeof(sigset_t)` in the kernel.
@@ -273,7 +276,7 @@ fn sys_sigaltstack(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// What sending `sig` to the caller's own process does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
+enum Fate {
     Discard,
     /// The process dies of the signal.
     Exit,
@@ -281,22 +284,23 @@ enum Outcome {
     Queue,
 }
 
-fn outcome(sig: i32, handler: u64, blocked: bool) -> Outcome {
+fn fate(sig: i32, handler: u64, blocked: bool) -> Fate {
     if sig == SIGKILL {
-        return Outcome::Exit;
+        return Fate::Exit;
     }
     match (disposition(sig, handler), blocked) {
         // Stopping is acted on at delivery (job control).
-        (Disposition::Stop | Disposition::Handler, _) => Outcome::Queue,
-        (Disposition::Ignore | Disposition::Fatal, true) => Outcome::Queue,
-        (Disposition::Ignore, false) => Outcome::Discard,
-        (Disposition::Fatal, false) => Outcome::Exit,
+        (Disposition::Stop | Disposition::Handler, _) => Fate::Queue,
+        (Disposition::Ignore | Disposition::Fatal, true) => Fate::Queue,
+        (Disposition::Ignore, false) => Fate::Discard,
+        (Disposition::Fatal, false) => Fate::Exit,
     }
 }
 
 /// Sends `info`'s signal (1..=64) to the caller's own process, or with
-/// `thread` to that thread of it.
-fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: usize) -> SysResult {
+/// `thread` to that thread of it. A signal that is fatal at once ends the
+/// caller with its process.
+fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: usize) -> Result<Outcome, Errno> {
     let sig = info.signo();
     let bit = sigbit(sig);
     let directed = thread.is_some();
@@ -311,21 +315,13 @@ fn signal_own(task: &mut Task, thread: Option<Arc<Thread>>, info: SigInfo, idx: 
     // flushes pending stop signals even when it is then ignored).
     task.kernel.job_control_at_send(task.thread.tgid(), sig);
     let handler = handler_of(task, idx);
-    match outcome(sig, handler, receiver.sigmask() & bit != 0) {
-        Outcome::Discard => Ok(0),
-        Outcome::Exit => {
-            task.exit = Some(ExitStatus::Signal(sig));
-            Ok(0)
-        }
-        Outcome::Queue if directed => {
-            task.kernel.send_signal_info(&receiver, info);
-            Ok(0)
-        }
-        Outcome::Queue => {
-            task.kernel.signal_process_info(task.thread.tgid(), info);
-            Ok(0)
-        }
+    match fate(sig, handler, receiver.sigmask() & bit != 0) {
+        Fate::Discard => {}
+        Fate::Exit => return Ok(Outcome::Exit { status: ExitStatus::Signal(sig), thread_only: false }),
+        Fate::Queue if directed => task.kernel.send_signal_info(&receiver, info),
+        Fate::Queue => task.kernel.signal_process_info(task.thread.tgid(), info),
     }
+    Ok(Outcome::Value(0))
 }
 
 /// Whether the caller may signal `target` (`kill_ok_by_cred`).
@@ -337,7 +333,7 @@ fn may_signal(task: &Task, target: &Thread) -> bool {
 /// Sends `sig` to `target`'s process, or with `directed` to that thread,
 /// carrying the caller's process id and real uid (SI_USER, or SI_TKILL
 /// when directed).
-pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> SysResult {
+pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: bool) -> Result<Outcome, Errno> {
     let code = if directed { SI_TKILL } else { SI_USER };
     let info = SigInfo::user(sig, code, task.thread.tgid(), task.thread.creds().uid);
     send_info(task, target, directed, info)
@@ -345,7 +341,7 @@ pub(super) fn send(task: &mut Task, target: Arc<Thread>, sig: i32, directed: boo
 
 /// Sends the signal `info` describes (0 only checks) to `target`'s
 /// process, or with `directed` to that thread.
-pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> SysResult {
+pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, info: SigInfo) -> Result<Outcome, Errno> {
     let idx = match info.signo() {
         0 => None,
         s => Some(valid_signal(s).ok_or(Errno::EINVAL)?),
@@ -362,7 +358,7 @@ pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, in
         let blocked = target.sigmask() & sigbit(info.signo()) != 0;
         if target.tgid() == INIT_PID && !blocked && target.sigactions().swap(idx, None).handler == SIG_DFL {
             task.kernel.job_control_at_send(target.tgid(), info.signo());
-            return Ok(0);
+            return Ok(Outcome::Value(0));
         }
     }
     if target.tgid() != task.thread.tgid() {
@@ -373,10 +369,10 @@ pub(super) fn send_info(task: &mut Task, target: Arc<Thread>, directed: bool, in
                 task.kernel.signal_process_info(target.tgid(), info);
             }
         }
-        return Ok(0);
+        return Ok(Outcome::Value(0));
     }
     match idx {
-        None => Ok(0),
+        None => Ok(Outcome::Value(0)),
         Some(idx) => signal_own(task, directed.then_some(target), info, idx),
     }
 }
@@ -440,15 +436,15 @@ fn to_exiting(sig: i32) -> SysResult {
     Ok(0)
 }
 
-fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_kill(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (pid, sig) = (int(a[0]), int(a[1]));
     match pid {
         p if p > 0 => match process_thread(task, p) {
             Some(target) => send(task, target, sig, false),
-            None if task.kernel.procs().exists(p) => to_exiting(sig),
+            None if task.kernel.procs().exists(p) => to_exiting(sig).map(Outcome::Value),
             None => Err(Errno::ESRCH),
         },
-        -1 => kill_all(task, sig),
+        -1 => kill_all(task, sig).map(Outcome::Value),
         i32::MIN => Err(Errno::ESRCH),
         p => {
             // A process group: every process in it, zombies included.
@@ -456,20 +452,27 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
             let pgid = if p == 0 { task.kernel.procs().pgid(me).unwrap_or(me) } else { -p };
             let members = task.kernel.procs().group_members(pgid);
             if members.is_empty() {
-                return if task.kernel.procs().group_exists(pgid) { to_exiting(sig) } else { Err(Errno::ESRCH) };
+                return if task.kernel.procs().group_exists(pgid) {
+                    to_exiting(sig).map(Outcome::Value)
+                } else {
+                    Err(Errno::ESRCH)
+                };
             }
             if sig != 0 && valid_signal(sig).is_none() {
                 return Err(Errno::EINVAL);
             }
+            // Every member is signalled, the caller's own process too; its
+            // death (a fatal signal to its own group) comes after.
             let mut result = Err(Errno::EPERM);
             for pid in members {
                 match process_thread(task, pid) {
-                    Some(t) => {
-                        if send(task, t, sig, false).is_ok() {
-                            result = Ok(0);
-                        }
-                    }
-                    None => result = Ok(0),
+                    Some(t) => match send(task, t, sig, false) {
+                        Ok(exit @ Outcome::Exit { .. }) => result = Ok(exit),
+                        Ok(_) if result.is_err() => result = Ok(Outcome::Value(0)),
+                        _ => {}
+                    },
+                    None if result.is_err() => result = Ok(Outcome::Value(0)),
+                    None => {}
                 }
             }
             result
@@ -477,7 +480,7 @@ fn sys_kill(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
 }
 
-fn sys_tkill(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_tkill(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let tid = int(a[0]);
     if tid <= 0 {
         return Err(Errno::EINVAL);
@@ -486,7 +489,7 @@ fn sys_tkill(task: &mut Task, a: [u64; 6]) -> SysResult {
     send(task, target, int(a[1]), true)
 }
 
-fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_tgkill(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (tgid, tid) = (int(a[0]), int(a[1]));
     if tgid <= 0 || tid <= 0 {
         return Err(Errno::EINVAL);
@@ -517,15 +520,17 @@ fn sys_pause(_task: &mut Task, _a: [u64; 6]) -> SysResult {
     wait_for_signal().map_err(|e| if e == Errno::ERESTARTSYS { Errno::ERESTARTNOHAND } else { e })
 }
 
-/// rt_sigreturn: its result is the restored rax, so the interrupted
-/// code's register file comes back whole.
-fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> SysResult {
-    crate::kernel::signal_frame::sigreturn(task).or_else(|e| {
-        // A corrupt frame kills the process, as Linux's force_sigsegv does.
-        log::debug!("task {}: bad signal frame ({e})", task.thread.tid());
-        task.exit = Some(ExitStatus::Signal(libc::SIGSEGV));
-        Ok(0)
-    })
+/// rt_sigreturn: the interrupted code's register file comes back whole,
+/// rax included.
+fn sys_rt_sigreturn(task: &mut Task, _a: [u64; 6]) -> Result<Outcome, Errno> {
+    match crate::kernel::signal_frame::sigreturn(task) {
+        Ok(()) => Ok(Outcome::RegistersReplaced),
+        Err(e) => {
+            // A corrupt frame kills the process, as Linux's force_sigsegv does.
+            log::debug!("task {}: bad signal frame ({e})", task.thread.tid());
+            Ok(Outcome::Exit { status: ExitStatus::Signal(libc::SIGSEGV), thread_only: false })
+        }
+    }
 }
 
 /// rt_sigtimedwait(set, info, timeout, sigsetsize): takes a pending signal
@@ -590,7 +595,7 @@ fn wait_for_one_of(task: &Task, set: u64, deadline: Option<std::time::Instant>) 
     }
 }
 
-fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = int(a[0]);
     if pid <= 0 {
         return Err(Errno::ESRCH);
@@ -600,7 +605,7 @@ fn sys_rt_sigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
     send_info(task, target, false, info)
 }
 
-fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_rt_tgsigqueueinfo(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (tgid, tid) = (int(a[0]), int(a[1]));
     if tgid <= 0 || tid <= 0 {
         return Err(Errno::EINVAL);
@@ -670,16 +675,16 @@ mod tests {
 
     #[test]
     fn outcomes() {
-        assert_eq!(outcome(SIGKILL, SIG_DFL, false), Outcome::Exit);
-        assert_eq!(outcome(libc::SIGTERM, SIG_DFL, false), Outcome::Exit);
-        assert_eq!(outcome(libc::SIGTERM, SIG_DFL, true), Outcome::Queue);
-        assert_eq!(outcome(libc::SIGTERM, SIG_IGN, false), Outcome::Discard);
-        assert_eq!(outcome(libc::SIGTERM, SIG_IGN, true), Outcome::Queue);
-        assert_eq!(outcome(libc::SIGWINCH, SIG_DFL, false), Outcome::Discard);
-        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, false), Outcome::Queue, "delivered at the next kernel exit");
-        assert_eq!(outcome(libc::SIGUSR1, 0x40_1000, true), Outcome::Queue);
-        assert_eq!(outcome(SIGSTOP, SIG_DFL, false), Outcome::Queue);
-        assert_eq!(outcome(libc::SIGTTIN, SIG_DFL, false), Outcome::Queue);
+        assert_eq!(fate(SIGKILL, SIG_DFL, false), Fate::Exit);
+        assert_eq!(fate(libc::SIGTERM, SIG_DFL, false), Fate::Exit);
+        assert_eq!(fate(libc::SIGTERM, SIG_DFL, true), Fate::Queue);
+        assert_eq!(fate(libc::SIGTERM, SIG_IGN, false), Fate::Discard);
+        assert_eq!(fate(libc::SIGTERM, SIG_IGN, true), Fate::Queue);
+        assert_eq!(fate(libc::SIGWINCH, SIG_DFL, false), Fate::Discard);
+        assert_eq!(fate(libc::SIGUSR1, 0x40_1000, false), Fate::Queue, "delivered at the next kernel exit");
+        assert_eq!(fate(libc::SIGUSR1, 0x40_1000, true), Fate::Queue);
+        assert_eq!(fate(SIGSTOP, SIG_DFL, false), Fate::Queue);
+        assert_eq!(fate(libc::SIGTTIN, SIG_DFL, false), Fate::Queue);
     }
 
     #[test]

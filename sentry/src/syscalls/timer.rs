@@ -72,7 +72,7 @@ fn write_pair(task: &Task, addr: u64, s: Setting, unit: u32) -> Result<(), Errno
 
 fn sys_alarm(task: &mut Task, a: [u64; 6]) -> SysResult {
     let secs = Duration::from_secs(u64::from(uint(a[0])));
-    let old = task.kernel.timers().set_real(&task.kernel, task.thread.tgid(), secs, Duration::ZERO);
+    let old = task.kernel.set_real_itimer(task.thread.group(), secs, Duration::ZERO);
     // Linux rounds the time left to the nearest second, and reports at
     // least one second if any is left.
     let mut left = old.value.as_secs() + u64::from(old.value.subsec_micros() >= 500_000);
@@ -87,14 +87,14 @@ fn sys_setitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (interval, value) = if a[1] == 0 { (Duration::ZERO, Duration::ZERO) } else { read_pair(task, a[1], 1000)? };
     match which {
         ITIMER_REAL => {
-            let old = task.kernel.timers().set_real(&task.kernel, task.thread.tgid(), value, interval);
+            let old = task.kernel.set_real_itimer(task.thread.group(), value, interval);
             if a[2] != 0 {
                 write_pair(task, a[2], old, 1000)?;
             }
             Ok(0)
         }
         ITIMER_VIRTUAL | ITIMER_PROF => {
-            let old = task.kernel.set_cpu_itimer(task.thread.tgid(), cpu_timer(which), value, interval);
+            let old = task.kernel.set_cpu_itimer(task.thread.group(), cpu_timer(which), value, interval);
             if a[2] != 0 {
                 write_pair(task, a[2], Setting { value: old.value, interval: old.interval }, 1000)?;
             }
@@ -116,12 +116,12 @@ fn cpu_timer(which: i32) -> cpu_itimers::Which {
 fn sys_getitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
     match int(a[0]) {
         ITIMER_REAL => {
-            let s = task.kernel.timers().get_real(task.thread.tgid());
+            let s = task.kernel.get_real_itimer(task.thread.group());
             write_pair(task, a[1], s, 1000)?;
             Ok(0)
         }
         which @ (ITIMER_VIRTUAL | ITIMER_PROF) => {
-            let s = task.kernel.get_cpu_itimer(task.thread.tgid(), cpu_timer(which));
+            let s = task.kernel.get_cpu_itimer(task.thread.group(), cpu_timer(which));
             write_pair(task, a[1], Setting { value: s.value, interval: s.interval }, 1000)?;
             Ok(0)
         }
@@ -131,7 +131,7 @@ fn sys_getitimer(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn timer_id(task: &Task, raw: u64) -> Result<u64, Errno> {
     let id = u64::try_from(int(raw)).map_err(|_| Errno::EINVAL)?;
-    if !task.kernel.timers().owns(task.thread.tgid(), id) {
+    if !task.thread.group().timers().has_posix(id) {
         return Err(Errno::EINVAL);
     }
     Ok(id)
@@ -162,12 +162,11 @@ fn sys_timer_create(task: &mut Task, a: [u64; 6]) -> SysResult {
             _ => return Err(Errno::EINVAL),
         }
     };
-    let id = task.kernel.timers().create(me, clock, target, signo, value);
-    let out = i32::try_from(id).map_err(|_| Errno::EAGAIN)?;
-    if let Err(e) = task.thread.mm().copy_out(a[2], &out.to_le_bytes()) {
-        task.kernel.timers().delete(id);
-        return Err(e);
-    }
+    let timer = task.kernel.timers().create(clock, target, signo, value);
+    let out = i32::try_from(timer.id()).map_err(|_| Errno::EAGAIN)?;
+    // A timer whose id the caller never learns is deleted (dropped).
+    task.thread.mm().copy_out(a[2], &out.to_le_bytes())?;
+    task.thread.group().timers().add_posix(timer);
     Ok(0)
 }
 
@@ -213,7 +212,10 @@ fn sys_timer_getoverrun(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_timer_delete(task: &mut Task, a: [u64; 6]) -> SysResult {
     let id = timer_id(task, a[0])?;
-    task.kernel.timers().delete(id);
+    // Another thread may have deleted it since.
+    if !task.thread.group().timers().delete_posix(id) {
+        return Err(Errno::EINVAL);
+    }
     Ok(0)
 }
 
