@@ -94,6 +94,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "mmsg_exact",
     "tcp_exact",
     "sgid_create",
+    "sock_names",
 ];
 
 /// The `husk` binary cargo built for this test.
