@@ -90,7 +90,7 @@ impl GoferNode {
     /// The file opened with `flags` (what the gofer was asked for) on `fd`.
     fn file_ops(&self, fd: Arc<OwnedFd>, flags: i32) -> Arc<dyn FileOps> {
         let st = *self.stat.lock();
-        let host = HostFile::new(fd, self.path.clone(), st.dev, st.ino);
+        let host = HostFile::new(fd, self.path.clone(), st.dev, st.ino, flags & libc::O_APPEND != 0);
         Arc::new(GoferFile { host, fs: self.fs.clone(), fid: self.fid, flags, positional: Mutex::new(None) })
     }
 

@@ -27,11 +27,9 @@ pub(crate) struct HostFile {
 }
 
 impl HostFile {
-    /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows.
-    pub(crate) fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64) -> HostFile {
-        // (A descriptor whose flags cannot be read is taken to append: a
-        // positional write then says it does not.)
-        let host_appends = host::fd::appends(fd.as_fd()).unwrap_or(true);
+    /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows;
+    /// `host_appends` whether `fd` was opened O_APPEND.
+    pub(crate) fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64, host_appends: bool) -> HostFile {
         HostFile { fd, name, ids: (dev, ino), host_appends: AtomicBool::new(host_appends) }
     }
 

@@ -81,16 +81,6 @@ pub(crate) fn pwrite_noappend(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Resul
     pwritev2(fd, buf, off_t(off)?, libc::RWF_NOAPPEND)
 }
 
-/// Whether `fd` was opened (or set) O_APPEND.
-pub(crate) fn appends(fd: BorrowedFd<'_>) -> Result<bool, Errno> {
-    // SAFETY: F_GETFL takes no argument.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    if flags < 0 {
-        return Err(Errno::last_os_error());
-    }
-    Ok(flags & libc::O_APPEND != 0)
-}
-
 /// Turns `fd`'s O_APPEND on or off, its other status flags kept.
 pub(crate) fn set_append(fd: BorrowedFd<'_>, append: bool) -> Result<(), Errno> {
     // SAFETY: F_GETFL takes no argument.
