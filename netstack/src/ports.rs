@@ -173,6 +173,16 @@ pub struct ShareOpts {
 pub(crate) struct Local {
     pub hold: Option<Hold>,
     pub opts: ShareOpts,
+    /// The address held was chosen by connect (the source address toward
+    /// the peer), not bound: a disconnect forgets it, as Linux does for a
+    /// socket without SOCK_BINDADDR_LOCK.
+    pub chosen_ip: bool,
+    /// The port was bound explicitly (bind with a port other than 0): a
+    /// disconnect keeps it (Linux's SOCK_BINDPORT_LOCK).
+    pub port_locked: bool,
+    /// The address a socket was bound to when a disconnect gave its port
+    /// back: the next implicit bind binds it again.
+    pub released_ip: Option<IpAddr>,
 }
 
 impl Local {
@@ -189,6 +199,8 @@ impl Local {
         }
         let h = bind_to(table, f, self.opts, addr, me.clone())?;
         self.hold = Some(h);
+        self.port_locked = addr.port() != 0;
+        self.released_ip = None;
         Ok(h)
     }
 
@@ -202,7 +214,7 @@ impl Local {
     ) -> Result<Hold, Error> {
         match self.hold {
             Some(h) => Ok(h),
-            None => self.bind(table, f, SocketAddr::new(f.any(), 0), me),
+            None => self.bind(table, f, SocketAddr::new(self.released_ip.unwrap_or(f.any()), 0), me),
         }
     }
 
@@ -216,13 +228,74 @@ impl Local {
         Ok(())
     }
 
+    /// Gives a socket bound to the unspecified address the address `ip`
+    /// (canonical) that connect chose, with `remote` as its only peer, in
+    /// `table` and in its hold. A socket bound to an address keeps it (as
+    /// Linux keeps a bound or earlier chosen source address).
+    pub fn choose_ip<E>(
+        &mut self,
+        table: &parking_lot::Mutex<PortTable<E>>,
+        ip: IpAddr,
+        remote: SocketAddr,
+    ) -> Result<(), Error> {
+        let Some(h) = self.hold.as_mut() else { return Err(Error::Invalid) };
+        if !h.ip.is_unspecified() || ip.is_unspecified() {
+            return table.lock().update(h, |b| b.remote = Some(remote));
+        }
+        table.lock().update(h, |b| {
+            b.ip = ip;
+            b.dual = false;
+            b.remote = Some(remote);
+        })?;
+        h.ip = ip;
+        self.chosen_ip = true;
+        Ok(())
+    }
+
+    /// Dissolves a socket's association with its peer: it takes datagrams
+    /// from anyone again and, when connect chose its address, is bound to
+    /// the unspecified address of family `f` again.
+    /// A port not bound explicitly goes back (getsockname shows port 0
+    /// until the next implicit bind), as Linux unhashes such a socket.
+    pub fn disconnect<E>(&mut self, table: &parking_lot::Mutex<PortTable<E>>, f: crate::Family) -> Result<(), Error> {
+        if !self.port_locked {
+            let bound = self.hold.map(|h| h.ip).filter(|ip| !self.chosen_ip && !ip.is_unspecified());
+            self.release(table);
+            self.released_ip = bound;
+            return Ok(());
+        }
+        let Some(h) = self.hold.as_mut() else { return Ok(()) };
+        let mut table = table.lock();
+        if self.chosen_ip {
+            let any = f.any();
+            let dual = f == crate::Family::V6 && !self.opts.v6only;
+            // (Should another socket have bound the port's unspecified
+            // address meanwhile, this one keeps the address it had.)
+            if table
+                .update(h, |b| {
+                    b.ip = any;
+                    b.dual = dual;
+                    b.remote = None;
+                })
+                .is_ok()
+            {
+                h.ip = any;
+                self.chosen_ip = false;
+                return Ok(());
+            }
+        }
+        table.update(h, |b| b.remote = None)
+    }
+
     /// The local address as a socket of family `f` shows it.
     pub fn addr(&self, f: crate::Family) -> SocketAddr {
-        self.hold.map_or(SocketAddr::new(f.any(), 0), |h| crate::addr::presented(f, h.addr()))
+        let unheld = || crate::addr::presented(f, SocketAddr::new(self.released_ip.unwrap_or(f.any()), 0));
+        self.hold.map_or_else(unheld, |h| crate::addr::presented(f, h.addr()))
     }
 
     /// Gives the port back.
     pub fn release<E>(&mut self, table: &parking_lot::Mutex<PortTable<E>>) {
+        self.chosen_ip = false;
         if let Some(h) = self.hold.take() {
             table.lock().unbind(&h);
         }

@@ -9,7 +9,7 @@ use crate::waiter::Queue;
 use crate::{events, Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Weak};
 
 /// How many bytes a socket queues before it drops datagrams (Linux's
@@ -124,15 +124,31 @@ impl UdpEndpoint {
         let mut i = self.inner.lock();
         let Some(to) = to else {
             i.peer = None;
-            if let Some(h) = i.local.hold {
-                self.stack.udp.lock().update(&h, |b| b.remote = None)?;
-            }
-            return Ok(());
+            return i.local.disconnect(&self.stack.udp, self.family);
         };
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
         let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
-        self.stack.udp.lock().update(&h, |b| b.remote = Some(dest))?;
+        // Linux binds the socket to the source address toward the peer
+        // (getsockname shows it).
+        i.local.choose_ip(&self.stack.udp, addr::source(h.ip, dest.ip()), dest)?;
         i.peer = Some(dest);
+        Ok(())
+    }
+
+    /// connect(2) to `to` outside the stack (the gateway carries the
+    /// datagrams): the socket holds a port and, toward an IPv4 peer with
+    /// an uplink, eth0's address, the source Linux would choose; it takes
+    /// no datagram from inside the stack meanwhile.
+    pub fn connect_outside(&self, to: SocketAddr) -> Result<(), Error> {
+        let mut i = self.inner.lock();
+        let remote = SocketAddr::new(addr::canonical(to.ip()), to.port());
+        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        let source = match (remote.ip(), crate::iface::uplink()) {
+            (IpAddr::V4(_), Some(up)) => IpAddr::V4(up.addr),
+            _ => h.ip,
+        };
+        i.local.choose_ip(&self.stack.udp, source, remote)?;
+        i.peer = None;
         Ok(())
     }
 
@@ -362,5 +378,62 @@ mod tests {
         peer.bind(addr("127.0.0.1:6001")).unwrap();
         assert_eq!(peer.send_to(Some(addr("127.0.0.1:6000")), b"y"), Ok(1));
         assert_eq!(a.recv_from(&mut buf, false).map(|d| d.len), Ok(1));
+    }
+
+    /// connect binds the source address toward the peer, as Linux's
+    /// getsockname shows; a disconnect forgets it and gives back a port
+    /// not bound explicitly, while a bound address or port stays.
+    #[test]
+    fn connect_binds_the_source_address_toward_the_peer() {
+        let stack = Stack::new();
+        let local = |u: &UdpEndpoint| (u.local_addr().ip(), u.local_addr().port() != 0);
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        u.connect(Some(addr("127.0.0.1:9"))).unwrap();
+        assert_eq!(local(&u), (addr("127.0.0.1:0").ip(), true));
+        u.connect(None).unwrap();
+        assert_eq!(u.local_addr(), addr("0.0.0.0:0"));
+        u.connect(Some(addr("127.0.0.1:9"))).unwrap();
+        assert_eq!(local(&u), (addr("127.0.0.1:0").ip(), true), "bound anew");
+        let port = UdpEndpoint::new(&stack, Family::V4);
+        port.bind(addr("0.0.0.0:45678")).unwrap();
+        port.connect(Some(addr("127.0.0.1:9"))).unwrap();
+        assert_eq!(port.local_addr(), addr("127.0.0.1:45678"));
+        port.connect(None).unwrap();
+        assert_eq!(port.local_addr(), addr("0.0.0.0:45678"));
+        let any = UdpEndpoint::new(&stack, Family::V4);
+        any.connect(Some(addr("0.0.0.0:9"))).unwrap();
+        assert_eq!(local(&any), (addr("127.0.0.1:0").ip(), true), "0.0.0.0 is this host: from loopback");
+        let bound = UdpEndpoint::new(&stack, Family::V4);
+        bound.bind(addr("127.0.0.2:0")).unwrap();
+        bound.connect(Some(addr("127.0.0.1:9"))).unwrap();
+        bound.connect(None).unwrap();
+        assert_eq!(bound.local_addr(), addr("127.0.0.2:0"));
+        assert_eq!(bound.send_to(Some(addr("127.0.0.1:9")), b"x"), Ok(1));
+        assert_eq!(local(&bound), (addr("127.0.0.2:0").ip(), true), "the next implicit bind takes 127.0.0.2 again");
+        let v6 = UdpEndpoint::new(&stack, Family::V6);
+        v6.connect(Some(addr("[::1]:9"))).unwrap();
+        assert_eq!(local(&v6), (addr("[::1]:0").ip(), true));
+        let dual = UdpEndpoint::new(&stack, Family::V6);
+        dual.connect(Some(addr("[::ffff:127.0.0.1]:9"))).unwrap();
+        assert_eq!(local(&dual), (addr("[::ffff:127.0.0.1]:0").ip(), true));
+        dual.connect(None).unwrap();
+        assert_eq!(dual.local_addr(), addr("[::]:0"));
+    }
+
+    /// A socket connected to 127.0.0.1 is bound there: a datagram to
+    /// 127.0.0.2 on its port no longer reaches it.
+    #[test]
+    fn a_connected_socket_is_bound_to_its_source_address() {
+        let stack = Stack::new();
+        let peer = UdpEndpoint::new(&stack, Family::V4);
+        peer.bind(addr("127.0.0.1:6100")).unwrap();
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        u.connect(Some(addr("127.0.0.1:6100"))).unwrap();
+        let port = u.local_addr().port();
+        assert_eq!(peer.send_to(Some(SocketAddr::new([127, 0, 0, 2].into(), port)), b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(peer.send_to(Some(SocketAddr::new([127, 0, 0, 1].into(), port)), b"y"), Ok(1));
+        assert_eq!(u.recv_from(&mut buf, false).map(|d| d.len), Ok(1));
     }
 }

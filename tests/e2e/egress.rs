@@ -303,6 +303,7 @@ fn egress_allowed_destinations_are_reached_with_linux_semantics() {
             "udp_unspec_send",
             "udp_unspec_peer",
             "udp_disconnect",
+            "udp_sockname",
             "udp",
         ],
     );

@@ -22,6 +22,8 @@
 //!   TCP errors and binding rules) against Linux, natively and under husk.
 //! * `files`: fallocate, preadv2/pwritev2, copy_file_range and O_TMPFILE
 //!   on tmpfs, the overlay and a gofer volume (`tests/guest/files.c`).
+//! * `volume_append`: O_APPEND on a bind-mounted host file: appends at
+//!   the host's end (a host writer loses nothing), append-only files.
 //! * `workspace`: the disk limit, volumes, the working directory and the
 //!   guest's environment under `husk do`.
 //!
@@ -55,4 +57,5 @@ mod secrets;
 mod sockets_exact;
 mod stress;
 mod util;
+mod volume_append;
 mod workspace;

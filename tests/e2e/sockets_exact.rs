@@ -24,6 +24,13 @@ fn sockets_exact_mmsg() {
     guest_test("mmsg_exact", &[]);
 }
 
+/// getsockname after connect: the source address toward the peer (UDP
+/// and TCP, IPv4, IPv6 and v4-mapped), and what a UDP disconnect gives back.
+#[test]
+fn sockets_exact_names() {
+    guest_test("sock_names", &[]);
+}
+
 /// TCP errors after the peer closed, non-blocking connect, binding rules.
 #[test]
 fn sockets_exact_tcp() {

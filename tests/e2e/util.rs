@@ -99,6 +99,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_exact",
     "tcp_oob",
     "sgid_create",
+    "sock_names",
 ];
 
 /// The `husk` binary cargo built for this test.

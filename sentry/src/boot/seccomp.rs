@@ -108,6 +108,10 @@ const TTY_IOCTLS: &[u64] = {
     &[TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, FIONREAD]
 };
 
+/// pwritev2 on a donated file: an append at the host file's end, or a
+/// positional write on a descriptor opened O_APPEND.
+const PWRITEV2_FLAGS: &[u64] = &[libc::RWF_APPEND as u64, libc::RWF_NOAPPEND as u64];
+
 /// prctl options the sentry uses (thread names, no_new_privs for the stub
 /// filter).
 const PRCTLS: &[u64] = &[libc::PR_SET_NAME as u64, libc::PR_SET_PDEATHSIG as u64, libc::PR_SET_NO_NEW_PRIVS as u64];
@@ -231,6 +235,7 @@ pub(crate) fn sentry_filter(net: Net) -> Result<BpfProgram, SeccompError> {
     rules.insert(libc::SYS_epoll_ctl, arg_in(1, &epoll_ops)?);
     rules.insert(libc::SYS_epoll_wait, Vec::new());
     rules.insert(libc::SYS_membarrier, membarrier_rule()?);
+    rules.insert(libc::SYS_pwritev2, arg_in(5, PWRITEV2_FLAGS)?);
     if net != Net::None {
         egress_rules(&mut rules, net == Net::Inbound)?;
     }
@@ -301,13 +306,32 @@ mod tests {
     /// Whether `filter` lets system call `nr` (all arguments zero) through,
     /// run on the sentry's own classic-BPF interpreter.
     fn allows(filter: &BpfProgram, nr: i64) -> bool {
+        allows_args(filter, nr, [0; 6])
+    }
+
+    /// Whether `filter` lets system call `nr` with `args` through.
+    fn allows_args(filter: &BpfProgram, nr: i64, args: [u64; 6]) -> bool {
         use crate::kernel::seccomp::{bpf, AUDIT_ARCH_X86_64, RET_ALLOW};
         let insns = filter.iter().map(|f| bpf::Insn { code: f.code, jt: f.jt, jf: f.jf, k: f.k }).collect();
         let prog = bpf::Program::new(insns).unwrap();
         let mut data = [0u8; bpf::DATA_LEN as usize];
         data[..4].copy_from_slice(&u32::try_from(nr).unwrap().to_le_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH_X86_64.to_le_bytes());
+        for (i, a) in args.iter().enumerate() {
+            data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_le_bytes());
+        }
         prog.run(&data) == RET_ALLOW
+    }
+
+    /// pwritev2 only appending (RWF_APPEND) or explicitly not
+    /// (RWF_NOAPPEND): no other flag (RWF_NOWAIT, none at all) passes.
+    #[test]
+    fn pwritev2_only_with_its_append_flags() {
+        let filter = sentry_filter(Net::None).unwrap();
+        let with =
+            |flags: i32| allows_args(&filter, libc::SYS_pwritev2, [3, 0, 1, 0, 0, u64::try_from(flags).unwrap()]);
+        assert!(with(libc::RWF_APPEND) && with(libc::RWF_NOAPPEND));
+        assert!(!with(0) && !with(libc::RWF_NOWAIT) && !with(libc::RWF_APPEND | libc::RWF_NOWAIT));
     }
 
     /// Only a sandbox with inbound (--publish, a container) may listen;

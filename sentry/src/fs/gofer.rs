@@ -6,6 +6,7 @@ use super::host_file::HostFile;
 use super::pipe;
 use super::tmpfs::now;
 use crate::abi::Errno;
+use crate::host;
 use crate::mm::Mappable;
 use crate::vfs::file::DirFile;
 use crate::vfs::{
@@ -14,7 +15,7 @@ use crate::vfs::{
 use husk_gofer::{Client, Fid};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -86,10 +87,11 @@ impl GoferNode {
         Ok(())
     }
 
-    fn file_ops(&self, fd: Arc<OwnedFd>) -> Arc<dyn FileOps> {
+    /// The file opened with `flags` (what the gofer was asked for) on `fd`.
+    fn file_ops(&self, fd: Arc<OwnedFd>, flags: i32) -> Arc<dyn FileOps> {
         let st = *self.stat.lock();
-        let host = HostFile::new(fd, self.path.clone(), st.dev, st.ino);
-        Arc::new(GoferFile { host, fs: self.fs.clone(), fid: self.fid })
+        let host = HostFile::new(fd, self.path.clone(), st.dev, st.ino, flags & libc::O_APPEND != 0);
+        Arc::new(GoferFile { host, fs: self.fs.clone(), fid: self.fid, flags, positional: Mutex::new(None) })
     }
 
     fn downcast(node: &Arc<dyn Node>) -> Result<&GoferNode, Errno> {
@@ -105,6 +107,28 @@ struct GoferFile {
     fs: Arc<GoferFs>,
     /// The node's fid (the description keeps the node, so the fid lives).
     fid: Fid,
+    /// The flags the host descriptor was opened with.
+    flags: i32,
+    /// On a host without RWF_NOAPPEND (before Linux 6.9), a descriptor
+    /// without O_APPEND for the positional writes of a file opened
+    /// O_APPEND, opened when the first one comes.
+    positional: Mutex<Option<OwnedFd>>,
+}
+
+impl GoferFile {
+    /// A positional write through the descriptor without O_APPEND (opening
+    /// it fails with EPERM on an append-only file, as Linux refuses to
+    /// clear O_APPEND there).
+    fn write_positional(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        let mut positional = self.positional.lock();
+        if positional.is_none() {
+            // (Not O_TRUNC again: the open that made this file truncated it.)
+            let flags = self.flags & libc::O_ACCMODE;
+            *positional = Some(self.fs.client.open(self.fid, flags)?);
+        }
+        let fd = positional.as_ref().ok_or(Errno::EBADF)?;
+        host::fd::pwrite(fd.as_fd(), buf, off)
+    }
 }
 
 impl FileOps for GoferFile {
@@ -113,7 +137,20 @@ impl FileOps for GoferFile {
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
-        self.host.write(buf, off)
+        match self.host.write(buf, off) {
+            Err(Errno::EOPNOTSUPP) if self.host.host_appends() => self.write_positional(buf, off),
+            r => r,
+        }
+    }
+
+    fn append(&self, buf: &[u8]) -> Option<Result<(usize, u64), Errno>> {
+        self.host.append(buf)
+    }
+
+    /// (A read-only description's host descriptor is shared by every
+    /// read-only open of the file: its O_APPEND changes no write.)
+    fn set_append(&self, append: bool) -> Result<(), Errno> {
+        self.host.set_append(append)
     }
 
     fn truncate(&self, len: u64) -> Result<(), Errno> {
@@ -194,20 +231,22 @@ impl Node for GoferNode {
         if access == libc::O_RDONLY && flags & libc::O_TRUNC == 0 {
             let mut cached = self.ro_fd.lock();
             if let Some(fd) = cached.as_ref() {
-                return Ok(self.file_ops(fd.clone()));
+                return Ok(self.file_ops(fd.clone(), libc::O_RDONLY));
             }
             let fd = Arc::new(self.fs.client.open(self.fid, libc::O_RDONLY)?);
             *cached = Some(fd.clone());
-            return Ok(self.file_ops(fd));
+            return Ok(self.file_ops(fd, libc::O_RDONLY));
         }
-        // Not O_APPEND: the description appends (at the size it asks the
-        // gofer for), and a host descriptor with O_APPEND would append even
-        // where the guest asked not to (pwritev2's RWF_NOAPPEND).
-        let fd = Arc::new(self.fs.client.open(self.fid, flags & (libc::O_ACCMODE | libc::O_TRUNC))?);
+        // O_APPEND as the guest asked, as Linux opens the file: an
+        // append-only host file (chattr +a) opens for writing only so.
+        // Appends happen on the host (RWF_APPEND), at the end it has then;
+        // positional writes say they do not append (RWF_NOAPPEND).
+        let flags = flags & (libc::O_ACCMODE | libc::O_TRUNC | libc::O_APPEND);
+        let fd = Arc::new(self.fs.client.open(self.fid, flags)?);
         if flags & libc::O_TRUNC != 0 {
             self.refresh()?;
         }
-        Ok(self.file_ops(fd))
+        Ok(self.file_ops(fd, flags))
     }
 
     fn create(&self, name: &[u8], new: NewNode) -> Result<Arc<dyn Node>, Errno> {

@@ -10,19 +10,32 @@ use crate::mm::{Mappable, MemoryManager};
 use crate::vfs::{FileOps, IoctlContext};
 use crate::waiter::{self, Entry, Queue};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A regular file read and written with `pread`/`pwrite` on a host fd.
+/// Appends happen on the host, at the end the host file has then, so a
+/// write the host makes meanwhile (a bind mount's file) is not overwritten.
 pub(crate) struct HostFile {
     fd: Arc<OwnedFd>,
     name: String,
     ids: (u64, u64),
+    /// The host descriptor is O_APPEND (as the guest opened it: an
+    /// append-only host file opens no other way), so a write at an offset
+    /// must say it does not append.
+    host_appends: AtomicBool,
 }
 
 impl HostFile {
-    /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows.
-    pub(crate) fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64) -> HostFile {
-        HostFile { fd, name, ids: (dev, ino) }
+    /// `name`, `dev` and `ino` are what /proc/[pid]/maps shows;
+    /// `host_appends` whether `fd` was opened O_APPEND.
+    pub(crate) fn new(fd: Arc<OwnedFd>, name: String, dev: u64, ino: u64, host_appends: bool) -> HostFile {
+        HostFile { fd, name, ids: (dev, ino), host_appends: AtomicBool::new(host_appends) }
+    }
+
+    /// Whether the host descriptor is O_APPEND.
+    pub(crate) fn host_appends(&self) -> bool {
+        self.host_appends.load(Ordering::Relaxed)
     }
 }
 
@@ -37,7 +50,22 @@ impl FileOps for HostFile {
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        if self.host_appends() {
+            return host::fd::pwrite_noappend(self.fd.as_fd(), buf, off);
+        }
         host::fd::pwrite(self.fd.as_fd(), buf, off)
+    }
+
+    fn append(&self, buf: &[u8]) -> Option<Result<(usize, u64), Errno>> {
+        Some(host::fd::append(self.fd.as_fd(), buf))
+    }
+
+    /// The host descriptor follows (the host refuses for an append-only
+    /// file).
+    fn set_append(&self, append: bool) -> Result<(), Errno> {
+        host::fd::set_append(self.fd.as_fd(), append)?;
+        self.host_appends.store(append, Ordering::Relaxed);
+        Ok(())
     }
 
     fn truncate(&self, len: u64) -> Result<(), Errno> {
@@ -49,7 +77,12 @@ impl FileOps for HostFile {
     }
 
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
-        Some(Arc::new(HostFile { fd: self.fd.clone(), name: self.name.clone(), ids: self.ids }))
+        Some(Arc::new(HostFile {
+            fd: self.fd.clone(),
+            name: self.name.clone(),
+            ids: self.ids,
+            host_appends: AtomicBool::new(self.host_appends()),
+        }))
     }
 }
 

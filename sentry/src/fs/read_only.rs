@@ -100,6 +100,12 @@ impl FileOps for ReadOnlyFile {
     fn write(&self, _: &[u8], _: u64) -> Result<usize, Errno> {
         Err(Errno::EROFS)
     }
+    fn append(&self, _: &[u8]) -> Option<Result<(usize, u64), Errno>> {
+        Some(Err(Errno::EROFS))
+    }
+    fn set_append(&self, append: bool) -> Result<(), Errno> {
+        self.0.set_append(append)
+    }
     fn seekable(&self) -> bool {
         self.0.seekable()
     }

@@ -44,6 +44,55 @@ pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize, 
     io(|| unsafe { libc::pwrite(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) })
 }
 
+/// `pwritev2(fd, [buf], off, flags)`, the offset -1 meaning the
+/// descriptor's own position (used and advanced).
+fn pwritev2(fd: BorrowedFd<'_>, buf: &[u8], off: libc::off_t, flags: libc::c_int) -> Result<usize, Errno> {
+    let iov = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
+    // The kernel splits the offset into a low and a high word; on x86_64
+    // the low one holds it all.
+    let (low, high): (libc::off_t, libc::off_t) = (off, 0);
+    io(|| {
+        // SAFETY: one iovec describing `buf`, which the kernel only reads
+        // (at most buf.len() bytes); the other arguments are integers.
+        let r = unsafe { libc::syscall(libc::SYS_pwritev2, fd.as_raw_fd(), &iov, 1, low, high, flags) };
+        // (A syscall's result is an isize on x86_64.)
+        isize::try_from(r).unwrap_or(-1)
+    })
+}
+
+/// Appends `buf` at the end the host file has now, atomically against
+/// the host's other writers (`RWF_APPEND`, whatever the descriptor's
+/// O_APPEND), and returns the bytes written and the offset just past
+/// them. The descriptor's own position records that offset: callers
+/// serialize their appends on one descriptor and read nothing else from
+/// its position.
+pub(crate) fn append(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<(usize, u64), Errno> {
+    let n = pwritev2(fd, buf, -1, libc::RWF_APPEND)?;
+    // SAFETY: lseek takes integers.
+    let end = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_CUR) };
+    let end = u64::try_from(end).map_err(|_| Errno::last_os_error())?;
+    Ok((n, end))
+}
+
+/// `pwrite` at `off` on a descriptor opened O_APPEND, where a plain
+/// `pwrite` would append (`RWF_NOAPPEND`, Linux 6.9; EOPNOTSUPP before,
+/// and EPERM on an append-only file).
+pub(crate) fn pwrite_noappend(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize, Errno> {
+    pwritev2(fd, buf, off_t(off)?, libc::RWF_NOAPPEND)
+}
+
+/// Turns `fd`'s O_APPEND on or off, its other status flags kept.
+pub(crate) fn set_append(fd: BorrowedFd<'_>, append: bool) -> Result<(), Errno> {
+    // SAFETY: F_GETFL takes no argument.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(Errno::last_os_error());
+    }
+    let flags = if append { flags | libc::O_APPEND } else { flags & !libc::O_APPEND };
+    // SAFETY: F_SETFL takes an int.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) })
+}
+
 pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
     io(|| unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })

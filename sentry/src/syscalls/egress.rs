@@ -142,6 +142,11 @@ pub(super) fn connect(task: &Task, f: &FileDescription, s: &InetSocket, to: Sock
         let conn = datagram_conn(task, gateway, s, dest)?;
         record_connect(task, s, allowed)?;
         conn.connect_datagrams(to)?;
+        // The guest's socket is bound as Linux binds one connected out:
+        // a port and eth0's address (getsockname).
+        if let Endpoint::Udp(u) = &s.endpoint {
+            u.connect_outside(to).map_err(crate::fs::inet::errno)?;
+        }
         return Ok(0);
     }
     let opened = open(task, gateway, s, dest, Kind::Stream)?;

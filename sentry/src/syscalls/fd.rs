@@ -208,7 +208,13 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
             if f.is_path() {
                 return Err(Errno::EBADF);
             }
-            f.set_status_flags(args::uint(a[2]));
+            let flags = args::uint(a[2]);
+            let append = flags & (libc::O_APPEND as u32) != 0;
+            if append != f.appends() {
+                // The file may refuse (an append-only host file, EPERM).
+                f.ops.set_append(append)?;
+            }
+            f.set_status_flags(flags);
             Ok(0)
         }
         _ if f.is_path() => Err(Errno::EBADF),

@@ -203,7 +203,7 @@ fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
         args::user_range(a[1], len)?;
         return stream_read(task, &f, &[(a[1], len)], false);
     }
-    f.positioned(false, |off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
+    f.positioned(|off| read_into(task, a[1], count(a[2]), false, |buf, done| f.ops.read(buf, off + done)))
 }
 
 /// read(2) and readv(2) of a file without a position (a pipe, socket,
@@ -297,7 +297,7 @@ fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)], false));
     }
-    f.positioned(f.appends(), |off| write_from(task, a[1], count(a[2]), |buf, done| f.ops.write(buf, off + done)))
+    f.positioned_write(f.appends(), |c| write_from(task, a[1], count(a[2]), |buf, _| c.write(buf)))
 }
 
 pub(super) fn offset_arg(a: u64) -> Result<u64, Errno> {
@@ -401,7 +401,7 @@ fn sys_readv(task: &mut Task, a: [u64; 6]) -> SysResult {
     if !f.ops.seekable() {
         return stream_read(task, &f, &iov, false);
     }
-    f.positioned(false, |off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
+    f.positioned(|off| readv_into(task, &iov, false, |buf, pos| f.ops.read(buf, off + pos)))
 }
 
 fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -413,7 +413,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         return sigpipe_on_epipe(task, stream_write(task, &f, &iov, false));
     }
-    f.positioned(f.appends(), |off| writev_from(task, &iov, |buf, pos| f.ops.write(buf, off + pos)))
+    f.positioned_write(f.appends(), |c| writev_from(task, &iov, |buf, _| c.write(buf)))
 }
 
 fn sys_preadv(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -676,6 +676,6 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
             mm.copy_out(a[2], &(off + n).to_le_bytes())?;
             Ok(n)
         }
-        None => input.positioned(false, copy),
+        None => input.positioned(copy),
     }
 }

@@ -141,6 +141,10 @@ fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) 
         return super::egress::reconnect(task, f, s, conn, to);
     }
     if super::egress::connect_resolver(task, s, to) {
+        // Bound as a socket connected out is (eth0's address, a port).
+        if let (Endpoint::Udp(u), Some(to)) = (&s.endpoint, to) {
+            u.connect_outside(to).map_err(errno)?;
+        }
         return Ok(0);
     }
     if let Some(r) = super::egress::connect_resolver_stream(task, f, s, to) {

@@ -6,7 +6,7 @@ use super::file::{iovecs, readv_into, sigpipe_on_epipe, stream_read, stream_writ
 use super::{args, Entries, Support::*};
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
-use crate::vfs::FileDescription;
+use crate::vfs::{Cursor, FileDescription};
 
 const NOTE: &str = "offset -1 is the file position; RWF_HIPRI is a hint (nothing is polled); RWF_DSYNC/RWF_SYNC \
     fsync what was written; RWF_NOWAIT on streams (EAGAIN instead of waiting) and gofer-served files, EOPNOTSUPP \
@@ -89,7 +89,7 @@ fn sys_preadv2(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     match pos {
         Some(off) => readv_into(task, &iov, false, |buf, p| f.pread(buf, off + p)),
-        None => f.positioned(false, |off| readv_into(task, &iov, false, |buf, p| f.ops.read(buf, off + p))),
+        None => f.positioned(|off| readv_into(task, &iov, false, |buf, p| f.ops.read(buf, off + p))),
     }
 }
 
@@ -118,11 +118,10 @@ fn sys_pwritev2(task: &mut Task, a: [u64; 6]) -> SysResult {
         RWF_NOAPPEND => false,
         _ => f.appends(),
     };
-    let write = |off: u64| writev_from(task, &iov, |buf, p| f.ops.write(buf, off + p));
+    let write = |c: &mut Cursor<'_>| writev_from(task, &iov, |buf, _| c.write(buf));
     let n = match pos {
-        Some(_) if append => write(f.stat()?.size)?,
-        Some(off) => write(off)?,
-        None => f.positioned(append, write)?,
+        Some(off) => f.write_at(append, off, write)?,
+        None => f.positioned_write(append, write)?,
     };
     if flags & (RWF_DSYNC | RWF_SYNC) != 0 && n > 0 {
         f.ops.fsync()?;

@@ -70,7 +70,7 @@ fn put(task: &Task, out: &Arc<FileDescription>, off_addr: u64, buf: &[u8], nonbl
             Ok(n)
         }
         None if out.ops.seekable() => {
-            let n = out.positioned(out.appends(), |off| out.ops.write(buf, off).map(|n| n as u64))?;
+            let n = out.positioned_write(out.appends(), |c| c.write(buf).map(|n| n as u64))?;
             usize::try_from(n).map_err(|_| Errno::EOVERFLOW)
         }
         // Another file (a socket) waits for room unless non-blocking.
@@ -149,7 +149,7 @@ fn sys_splice(task: &mut Task, a: [u64; 6]) -> SysResult {
                     task.thread.mm().copy_out(off_in, &(off + w).to_le_bytes())?;
                     w
                 }
-                None if input.ops.seekable() => input.positioned(false, copy)?,
+                None if input.ops.seekable() => input.positioned(copy)?,
                 None => copy(0)?,
             }
         }

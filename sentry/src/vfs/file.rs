@@ -124,17 +124,46 @@ impl FileDescription {
         *self.offset.lock()
     }
 
-    /// Runs an I/O at the file position (the end of the file for an
-    /// `append` write) and advances the position by what it reports done.
-    /// The position lock is held throughout, as Linux's f_pos lock is.
-    pub fn positioned(&self, append: bool, io: impl FnOnce(u64) -> Result<u64, Errno>) -> Result<u64, Errno> {
+    /// Runs a read at the file position and advances the position by
+    /// what it reports done. The position lock is held throughout, as
+    /// Linux's f_pos lock is.
+    pub fn positioned(&self, io: impl FnOnce(u64) -> Result<u64, Errno>) -> Result<u64, Errno> {
         let mut off = self.offset.lock();
-        if append {
-            *off = self.stat()?.size;
-        }
         let n = io(*off)?;
         *off += n;
         Ok(n)
+    }
+
+    /// Runs one write call at the file position or, with `append`, at the
+    /// end of the file, and moves the position past what it wrote. `io`
+    /// writes its chunks in order through the [`Cursor`]. The position
+    /// lock is held throughout, as Linux's f_pos lock is.
+    pub fn positioned_write(
+        &self,
+        append: bool,
+        io: impl FnOnce(&mut Cursor<'_>) -> Result<u64, Errno>,
+    ) -> Result<u64, Errno> {
+        let mut off = self.offset.lock();
+        let mut cursor = Cursor { f: self, append, at: (!append).then_some(*off) };
+        let n = io(&mut cursor)?;
+        if let Some(at) = cursor.at.filter(|_| n > 0) {
+            *off = at;
+        }
+        Ok(n)
+    }
+
+    /// Runs one write call at `off` or, with `append`, at the end of the
+    /// file, leaving the file position where it is (pwrite(2)). The
+    /// position lock is held for an append all the same: a file's own
+    /// append ([`FileOps::append`]) may keep its end there.
+    pub fn write_at(
+        &self,
+        append: bool,
+        off: u64,
+        io: impl FnOnce(&mut Cursor<'_>) -> Result<u64, Errno>,
+    ) -> Result<u64, Errno> {
+        let _position = append.then(|| self.offset.lock());
+        io(&mut Cursor { f: self, append, at: (!append).then_some(off) })
     }
 
     /// Whether writes go to the end of the file.
@@ -175,13 +204,8 @@ impl FileDescription {
         if !self.ops.seekable() {
             return self.ops.write(buf, 0);
         }
-        let mut off = self.offset.lock();
-        if self.flags() & O_APPEND != 0 {
-            *off = self.stat()?.size;
-        }
-        let n = self.ops.write(buf, *off)?;
-        *off += n as u64;
-        Ok(n)
+        let n = self.positioned_write(self.appends(), |c| c.write(buf).map(|n| n as u64))?;
+        usize::try_from(n).map_err(|_| Errno::EOVERFLOW)
     }
 
     pub fn pread(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
@@ -202,8 +226,8 @@ impl FileDescription {
             return Err(Errno::ESPIPE);
         }
         // Linux appends even for pwrite on an O_APPEND file.
-        let off = if self.flags() & O_APPEND != 0 { self.stat()?.size } else { off };
-        self.ops.write(buf, off)
+        let n = self.write_at(self.appends(), off, |c| c.write(buf).map(|n| n as u64))?;
+        usize::try_from(n).map_err(|_| Errno::EOVERFLOW)
     }
 
     /// `lseek`.
@@ -273,6 +297,37 @@ impl FileDescription {
         *off = reached;
         super::notify::file_event(&self.dentry, super::notify::IN_ACCESS);
         Ok(r)
+    }
+}
+
+/// Where the chunks of one write call go: on from an offset, or each to
+/// the end of the file.
+pub struct Cursor<'a> {
+    f: &'a FileDescription,
+    append: bool,
+    /// Where the next chunk goes; `None` until an append learns the end.
+    at: Option<u64>,
+}
+
+impl Cursor<'_> {
+    /// Writes the call's next chunk. An append is the file's own where it
+    /// has one (a host file: at the host's end, even if the host wrote
+    /// meanwhile), else at the size the file has when the call begins.
+    pub fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        if self.append {
+            if let Some(r) = self.f.ops.append(buf) {
+                let (n, end) = r?;
+                self.at = Some(end);
+                return Ok(n);
+            }
+        }
+        let at = match self.at {
+            Some(at) => at,
+            None => self.f.stat()?.size,
+        };
+        let n = self.f.ops.write(buf, at)?;
+        self.at = Some(at + n as u64);
+        Ok(n)
     }
 }
 

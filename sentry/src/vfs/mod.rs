@@ -18,7 +18,7 @@ pub(crate) mod walk;
 
 pub(crate) use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
 pub(crate) use fd_table::FdTable;
-pub(crate) use file::{FileDescription, SignalOwner};
+pub(crate) use file::{Cursor, FileDescription, SignalOwner};
 
 /// What fallocate(2) does to a range of a regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,6 +234,23 @@ pub trait FileOps: Send + Sync + AsAny {
     /// Writes at `off` (ignored by streams).
     fn write(&self, _buf: &[u8], _off: u64) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
+    }
+
+    /// Appends `buf` at the end the file has at that moment, atomically
+    /// against everyone else who writes it, and returns the bytes written
+    /// and the offset just past them. `None` for a file that has no such
+    /// append of its own: only the sandbox changes it, so the caller writes
+    /// at the size it reads. (A host file, which the host may append to
+    /// meanwhile, appends on the host.)
+    fn append(&self, _buf: &[u8]) -> Option<Result<(usize, u64), Errno>> {
+        None
+    }
+
+    /// fcntl(F_SETFL) turns O_APPEND on or off: a file whose holder
+    /// keeps the flag too (a host file) passes it on, and may refuse (an
+    /// append-only host file cannot stop appending: EPERM, as Linux).
+    fn set_append(&self, _append: bool) -> Result<(), Errno> {
+        Ok(())
     }
 
     /// Whether the file has a position (`lseek` works).

@@ -510,6 +510,15 @@ impl FileOps for WatchedFile {
         self.report(self.inner.write(buf, off), IN_MODIFY, |n| *n > 0)
     }
 
+    fn append(&self, buf: &[u8]) -> Option<Result<(usize, u64), Errno>> {
+        let r = self.inner.append(buf)?;
+        Some(self.report(r, IN_MODIFY, |(n, _)| *n > 0))
+    }
+
+    fn set_append(&self, append: bool) -> Result<(), Errno> {
+        self.inner.set_append(append)
+    }
+
     fn seekable(&self) -> bool {
         self.inner.seekable()
     }

@@ -164,6 +164,7 @@ def udp():
     c.settimeout(10)
     c.connect(("::ffff:" + INTERNET, 5300))
     assert c.getpeername()[:2] == ("::ffff:" + INTERNET, 5300), c.getpeername()
+    assert c.getsockname()[0] == "::ffff:10.0.2.15" and c.getsockname()[1] != 0, c.getsockname()
     c.send(b"two")
     assert c.recv(100) == b"echo two"
     c.close()
@@ -188,6 +189,19 @@ def udp():
     c.close()
     local.close()
     print("ok udp_disconnect")
+    # A socket connected out is bound as Linux binds it, to eth0's address
+    # (the source toward the gateway) and a port; AF_UNSPEC gives both back.
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.settimeout(10)
+    c.connect((INTERNET, 5300))
+    name = c.getsockname()
+    assert name[0] == "10.0.2.15" and name[1] != 0, name
+    c.send(b"four")
+    assert c.recv(100) == b"echo four"
+    assert libc.connect(c.fileno(), unspec, len(unspec)) == 0, ctypes.get_errno()
+    assert c.getsockname() == ("0.0.0.0", 0), c.getsockname()
+    c.close()
+    print("ok udp_sockname")
     # The sandbox's own datagrams still go through loopback.
     a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     a.bind(("127.0.0.1", 0))
@@ -305,6 +319,7 @@ def dns():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
     s.connect(("10.0.2.2", 53))
+    assert s.getsockname()[0] == "10.0.2.15" and s.getsockname()[1] != 0, s.getsockname()
     q = dns_query("api.test", 0x5678)
     assert os.write(s.fileno(), q) == len(q)
     reply = s.recv(4096)
