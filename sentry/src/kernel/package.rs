@@ -51,6 +51,9 @@ const MAX_ARCHIVE: u64 = 256 << 20;
 /// The most execs, database files, archives (read or written) and
 /// connections one run keeps of each.
 const MAX_ENTRIES: usize = 1024;
+/// What the archives one run wrote may take to hash in all, when it ends
+/// (each also at most `MAX_ARCHIVE`).
+const MAX_HASHED_PER_RUN: u64 = 1 << 30;
 
 /// A version of a file: its identity, size and modification time.
 type Version = (u64, u64, u64, i64, i64);
@@ -116,10 +119,13 @@ fn text(b: &[u8]) -> String {
 /// The bytes of the node behind `d` (at most `limit`); None when it
 /// cannot be read.
 fn contents(d: &Dentry, limit: u64) -> Option<Vec<u8>> {
-    if d.node.stat().ok()?.size > limit {
+    let st = d.node.stat().ok()?;
+    // Not a FIFO or a device the guest put in a database's place: an
+    // open or a read of one could wait for the guest for ever.
+    if st.mode & libc::S_IFMT != libc::S_IFREG || st.size > limit {
         return None;
     }
-    let ops = d.node.open(libc::O_RDONLY).ok()?;
+    let ops = d.node.open(libc::O_RDONLY | libc::O_NONBLOCK).ok()?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     loop {
@@ -184,13 +190,22 @@ fn hash_of(f: &FileDescription) -> Option<String> {
 /// The hex SHA-256 of the archive a run wrote at `d`, read back through
 /// the VFS as the run left it (whatever name it has now); why there is
 /// none otherwise.
-fn hash_written(d: &Dentry) -> Result<String, String> {
+fn hash_written(d: &Dentry, budget: &mut u64) -> Result<String, String> {
     let too_large = || "too large to hash".to_string();
     let st = d.node.stat().map_err(|_| "unreadable".to_string())?;
+    // A FIFO or device the guest named like an archive is not read: an
+    // open or a read of one could wait for the guest for ever.
+    if st.mode & libc::S_IFMT != libc::S_IFREG {
+        return Err("not a regular file".to_string());
+    }
     if st.size > MAX_ARCHIVE {
         return Err(too_large());
     }
-    let ops = d.node.open(libc::O_RDONLY).map_err(|_| "unreadable".to_string())?;
+    if st.size > *budget {
+        return Err("past what one run's archives may take to hash".to_string());
+    }
+    *budget -= st.size;
+    let ops = d.node.open(libc::O_RDONLY | libc::O_NONBLOCK).map_err(|_| "unreadable".to_string())?;
     sha256_of(&*ops).ok_or_else(|| {
         if d.node.stat().is_ok_and(|s| s.size > MAX_ARCHIVE) {
             too_large()
@@ -204,12 +219,13 @@ fn hash_written(d: &Dentry) -> Result<String, String> {
 /// `seen.wrote_archives`; one the run also read is hashed already, as
 /// it was read.
 fn hash_downloads(downloads: Vec<(String, Arc<Dentry>)>, seen: &mut Observed) {
+    let mut budget = MAX_HASHED_PER_RUN;
     for (path, d) in downloads {
         let read = seen.archives.iter().find(|(p, _)| *p == path).map(|(_, sha)| sha.clone());
         let hashed = match read {
             Some(Some(sha)) => Ok(sha),
             Some(None) => Err("too large to hash".to_string()),
-            None => hash_written(&d),
+            None => hash_written(&d, &mut budget),
         };
         seen.wrote_archives.push((path, hashed));
     }
@@ -343,6 +359,9 @@ impl Kernel {
             return;
         }
         let Ok(st) = f.stat() else { return };
+        if st.mode & libc::S_IFMT != libc::S_IFREG {
+            return;
+        }
         let version: Version = (st.dev, st.ino, st.size, st.mtime.sec, st.mtime.nsec);
         let path = text(&f.dentry.path_from(&task.thread.fs().root()));
         let known = self.with_run(task, |run| (run.seen.pid, run.hashed.get(&version).cloned()));
@@ -428,6 +447,30 @@ mod tests {
         read_back(files(40, MAX_DB_FILE, FileKind::Metadata), &mut seen);
         assert_eq!(seen.files.len() as u64, MAX_READ_BACK / MAX_DB_FILE);
         assert_eq!(seen.limits, ["files read back"]);
+    }
+
+    #[test]
+    fn a_fifo_in_an_archives_or_a_databases_place_is_not_read() {
+        let root = Tmpfs::new(0o755, 0, 0);
+        let ns = MountNamespace::new(root.clone(), "tmpfs", "root");
+        let fifo = NewNode { mode: libc::S_IFIFO | 0o644, ..FILE };
+        root.mknod(b"a-1.0.crate", fifo, 0).unwrap();
+        let node = root.lookup(b"a-1.0.crate").unwrap();
+        let d = ns.root().child(b"a-1.0.crate", node);
+        let mut budget = MAX_HASHED_PER_RUN;
+        assert_eq!(hash_written(&d, &mut budget), Err("not a regular file".to_string()));
+        assert_eq!(budget, MAX_HASHED_PER_RUN);
+        assert!(contents(&d, MAX_DB_FILE).is_none());
+    }
+
+    #[test]
+    fn the_archives_of_one_run_are_hashed_up_to_a_budget() {
+        let mut seen = Observed::default();
+        let written = files(5, MAX_ARCHIVE, FileKind::Archive);
+        hash_downloads(written.into_iter().map(|(p, _, d)| (p, d)).collect(), &mut seen);
+        let hashed = seen.wrote_archives.iter().filter(|(_, h)| h.is_ok()).count() as u64;
+        assert_eq!(hashed, MAX_HASHED_PER_RUN / MAX_ARCHIVE);
+        assert!(seen.wrote_archives.last().is_some_and(|(_, h)| h.as_ref().is_err_and(|e| e.contains("past"))));
     }
 
     #[test]
