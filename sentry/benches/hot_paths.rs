@@ -27,7 +27,7 @@ const SCRATCH_LEN: u64 = 1 << 20;
 fn task() -> (Task, u64) {
     let memory = Arc::new(MemoryFile::new(64 << 20).expect("memfd"));
     let kernel = testing::kernel(memory.clone());
-    husk_sentry::syscalls::register(&kernel);
+    husk_sentry::api::syscalls::register(&kernel);
     let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 40));
     let scratch = mm
         .mmap(MapRequest {
@@ -50,7 +50,7 @@ fn task() -> (Task, u64) {
 /// Calls the handler of system call `nr` as dispatch does: the table row
 /// by number, then its handler.
 fn call(task: &mut Task, nr: libc::c_long, args: [u64; 6]) -> u64 {
-    let row = husk_sentry::syscalls::table().get(usize::try_from(nr).expect("nr")).expect("a row");
+    let row = husk_sentry::api::syscalls::table().get(usize::try_from(nr).expect("nr")).expect("a row");
     let handler = row.handler.expect("a handler");
     handler(task, args).unwrap_or_else(|e| panic!("{}: {e:?}", row.name))
 }
