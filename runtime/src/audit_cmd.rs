@@ -4,7 +4,7 @@
 
 use crate::cli::{AuditArgs, AuditCommand, GlobalArgs};
 use anyhow::{bail, Context as _};
-use husk_sentry::audit::{DeleteReason, ExitReason, Outcome, Record};
+use husk_sentry::api::audit::{DeleteReason, ExitReason, Outcome, Record};
 use std::ffi::OsString;
 use std::io::Read as _;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -129,7 +129,7 @@ pub fn close_killed(path: &Path, reason: ExitReason) {
         error: None,
         closed_by: Some("runtime".into()),
     };
-    if let Err(e) = husk_sentry::audit::close_after_kill(path, &record) {
+    if let Err(e) = husk_sentry::api::audit::close_after_kill(path, &record) {
         log::warn!("{e}");
     }
 }
@@ -139,7 +139,7 @@ pub fn close_killed(path: &Path, reason: ExitReason) {
 /// broken, is left as it is, with a warning.
 pub fn record_delete(path: &Path, force: bool) {
     let record = Record::SandboxDelete { reason: DeleteReason::Deleted, force, closed_by: "runtime".into() };
-    if let Err(e) = husk_sentry::audit::append_delete(path, &record) {
+    if let Err(e) = husk_sentry::api::audit::append_delete(path, &record) {
         log::warn!("{e}");
     }
 }
@@ -211,7 +211,7 @@ pub fn run(g: &GlobalArgs, args: AuditArgs) -> anyhow::Result<i32> {
     match args.command {
         AuditCommand::Verify { file } => {
             let data = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            match husk_sentry::audit::verify::verify(&data) {
+            match husk_sentry::api::audit::verify::verify(&data) {
                 Ok(summary) => {
                     println!("{}: {summary}", file.display());
                     Ok(0)
@@ -248,7 +248,7 @@ fn export_ocsf(file: &Path) -> anyhow::Result<i32> {
     for (i, line) in text.lines().enumerate() {
         let record: serde_json::Value =
             serde_json::from_str(line).with_context(|| format!("{} line {}: not JSON", file.display(), i + 1))?;
-        let Some(event) = husk_sentry::audit::ocsf::event(&record) else {
+        let Some(event) = husk_sentry::api::audit::ocsf::event(&record) else {
             bail!("{} line {}: not an audit record", file.display(), i + 1);
         };
         match writeln!(out, "{event}") {

@@ -4,14 +4,14 @@
 use crate::cli::{BootArgs, GlobalArgs};
 use crate::sandbox::inherited_fd;
 use anyhow::Context as _;
-use husk_sentry::auth::caps::Capabilities;
-use husk_sentry::boot::audit::AuditConfig;
-use husk_sentry::boot::control::ControlConfig;
-use husk_sentry::boot::launch::{LaunchError, ProcessSpec};
-use husk_sentry::boot::{boot, BindMount, BootConfig, BootError};
-use husk_sentry::kernel::limits::CgroupLimits;
-use husk_sentry::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
-use husk_sentry::kernel::ExitStatus;
+use husk_sentry::api::auth::caps::Capabilities;
+use husk_sentry::api::boot::audit::AuditConfig;
+use husk_sentry::api::boot::control::ControlConfig;
+use husk_sentry::api::boot::launch::{LaunchError, ProcessSpec};
+use husk_sentry::api::boot::{boot, BindMount, BootConfig, BootError};
+use husk_sentry::api::kernel::limits::CgroupLimits;
+use husk_sentry::api::kernel::limits::{Rlimit, RLIMIT_NLIMITS};
+use husk_sentry::api::kernel::ExitStatus;
 use std::io::Read as _;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -63,8 +63,8 @@ fn rlimits(args: &[String]) -> anyhow::Result<Vec<(usize, Rlimit)>> {
 
 /// `--seccomp-filter HEX`: the program, checked as the kernel checks a
 /// guest's.
-fn seccomp_program(hex: &str, log: bool) -> anyhow::Result<husk_sentry::boot::ContainerSeccomp> {
-    use husk_sentry::kernel::seccomp::bpf::{Insn, Program};
+fn seccomp_program(hex: &str, log: bool) -> anyhow::Result<husk_sentry::api::boot::ContainerSeccomp> {
+    use husk_sentry::api::kernel::seccomp::bpf::{Insn, Program};
     let bad = || format!("--seccomp-filter: want hex of 8-byte instructions, got {} characters", hex.len());
     if !hex.is_ascii() || hex.len() % (2 * Insn::SIZE) != 0 {
         anyhow::bail!(bad());
@@ -76,7 +76,7 @@ fn seccomp_program(hex: &str, log: bool) -> anyhow::Result<husk_sentry::boot::Co
         .with_context(bad)?;
     let insns = Insn::decode_all(&bytes);
     let program = Program::new(insns).context("--seccomp-filter")?;
-    Ok(husk_sentry::boot::ContainerSeccomp { program, log })
+    Ok(husk_sentry::api::boot::ContainerSeccomp { program, log })
 }
 
 /// `--tmpfs PATH=MODE` arguments.
@@ -152,7 +152,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
             pids_max: args.pids_max,
             memory_max: args.memory_max,
         },
-        limits: husk_sentry::kernel::watchdog::Limits {
+        limits: husk_sentry::api::kernel::watchdog::Limits {
             cpu: g.cpu_limit,
             timeout: g.timeout,
             timeout_grace: g.timeout_grace,
@@ -180,12 +180,12 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
                 rootfs: args.audit_rootfs,
                 env: args.audit_env,
                 watch: if g.audit_watch.is_empty() {
-                    husk_sentry::audit::glob::DEFAULT_WATCH.iter().map(|g| g.to_string()).collect()
+                    husk_sentry::api::audit::glob::DEFAULT_WATCH.iter().map(|g| g.to_string()).collect()
                 } else {
                     g.audit_watch.clone()
                 },
                 read: if g.audit_read.is_empty() {
-                    husk_sentry::audit::glob::DEFAULT_READ.iter().map(|g| g.to_string()).collect()
+                    husk_sentry::api::audit::glob::DEFAULT_READ.iter().map(|g| g.to_string()).collect()
                 } else {
                     g.audit_read.clone()
                 },
@@ -200,7 +200,7 @@ pub fn run(g: &GlobalArgs, args: BootArgs) -> anyhow::Result<i32> {
         Ok(ExitStatus::Code(c)) => Ok(c),
         Ok(ExitStatus::Signal(s)) => crate::sandbox::die_of(s),
         Err(BootError::Launch(LaunchError::Exec { name, errno: e })) => {
-            let name = husk_sentry::audit::redact::redact_text(&name);
+            let name = husk_sentry::api::audit::redact::redact_text(&name);
             eprintln!("husk: {name}: {}", std::io::Error::from_raw_os_error(e.0));
             Ok(if e.0 == libc::ENOENT { 127 } else { 126 })
         }

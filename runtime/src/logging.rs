@@ -4,7 +4,7 @@
 
 use crate::cli::{GlobalArgs, LogFormat};
 use anyhow::Context as _;
-use husk_sentry::audit::redact::redact_text;
+use husk_sentry::api::audit::redact::redact_text;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;

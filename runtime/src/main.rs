@@ -73,7 +73,7 @@ fn main() {
         Err(e) => {
             log::error!(target: logging::EXIT_TARGET, "{e:#}");
             // (In the sentry, stderr is the guest's: no secret value.)
-            eprintln!("husk: {}", husk_sentry::audit::redact::redact_text(&format!("{e:#}")));
+            eprintln!("husk: {}", husk_sentry::api::audit::redact::redact_text(&format!("{e:#}")));
             std::process::exit(failure);
         }
     }

@@ -195,7 +195,7 @@ impl PidFd {
     /// `host_signals::FORWARD_SIGNAL` with `sig` as its value.
     fn forward(&self, sig: i32) {
         let Some(fd) = &self.0 else { return };
-        let fwd = husk_sentry::boot::host_signals::FORWARD_SIGNAL;
+        let fwd = husk_sentry::api::boot::host_signals::FORWARD_SIGNAL;
         // struct siginfo for SI_QUEUE: signo, errno, code, then (at 16)
         // pid, uid and the value.
         let mut info = [0u8; std::mem::size_of::<libc::siginfo_t>()];

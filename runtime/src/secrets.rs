@@ -10,7 +10,7 @@
 
 use crate::cli::{GlobalArgs, SecretArg};
 use anyhow::{bail, Context as _};
-use husk_sentry::boot::secrets::{check, encode, redacted, valid_name, SecretSpec};
+use husk_sentry::api::boot::secrets::{check, encode, redacted, valid_name, SecretSpec};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -41,8 +41,8 @@ pub fn specs(g: &GlobalArgs) -> anyhow::Result<Vec<SecretSpec>> {
         specs[i].env = true;
     }
     check(&specs).map_err(anyhow::Error::msg)?;
-    if let Ok(Some(r)) = husk_sentry::audit::redact::Redactor::new(&redacted(&specs)) {
-        husk_sentry::audit::redact::install(r);
+    if let Ok(Some(r)) = husk_sentry::api::audit::redact::Redactor::new(&redacted(&specs)) {
+        husk_sentry::api::audit::redact::install(r);
     }
     Ok(specs)
 }
@@ -138,7 +138,7 @@ pub fn read_fd(fd: OwnedFd) -> anyhow::Result<Vec<SecretSpec>> {
     use std::io::Read;
     let mut data = Vec::new();
     std::fs::File::from(fd).read_to_end(&mut data).context("reading the secrets")?;
-    husk_sentry::boot::secrets::decode(&data).map_err(anyhow::Error::msg)
+    husk_sentry::api::boot::secrets::decode(&data).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! own system call table.
 
 use crate::cli::{LevelFilter, SyscallsArgs};
-use husk_sentry::syscalls::{table, Support};
+use husk_sentry::api::syscalls::{table, Support};
 use std::io::Write;
 
 pub fn run(args: SyscallsArgs) -> anyhow::Result<i32> {

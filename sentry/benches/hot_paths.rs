@@ -9,7 +9,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use husk_netstack::{Family, Stack, TcpEndpoint};
-use husk_sentry::kernel::Handler;
+use husk_sentry::api::kernel::Handler;
 use husk_sentry::testing::{
     self, Backing, Credentials, FsContext, Idle, MapRequest, MemoryFile, MemoryManager, Perms, Task, Thread, VmaName,
     Walker,
@@ -28,7 +28,7 @@ const SCRATCH_LEN: u64 = 1 << 20;
 fn task() -> (Task, u64) {
     let memory = Arc::new(MemoryFile::new(64 << 20).expect("memfd"));
     let kernel = testing::kernel(memory.clone());
-    husk_sentry::syscalls::register(&kernel);
+    husk_sentry::api::syscalls::register(&kernel);
     let mm = Arc::new(MemoryManager::new(memory, Arc::new(Idle), 1 << 40));
     let scratch = mm
         .mmap(MapRequest {
@@ -52,7 +52,7 @@ fn task() -> (Task, u64) {
 /// by number, then its handler (one that returns a value: the calls
 /// measured here end no thread and replace no registers).
 fn call(task: &mut Task, nr: libc::c_long, args: [u64; 6]) -> u64 {
-    let row = husk_sentry::syscalls::table().get(usize::try_from(nr).expect("nr")).expect("a row");
+    let row = husk_sentry::api::syscalls::table().get(usize::try_from(nr).expect("nr")).expect("a row");
     let Some(Handler::Value(handler)) = row.handler else { panic!("{}: not a value handler", row.name) };
     handler(task, args).unwrap_or_else(|e| panic!("{}: {e:?}", row.name))
 }

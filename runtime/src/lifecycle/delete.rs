@@ -48,7 +48,7 @@ pub fn delete(c: Container) {
     }
     if end(&c.record.sentry) {
         if let Some(log) = &c.record.audit_log {
-            crate::audit_cmd::close_killed(log, husk_sentry::audit::ExitReason::Killed);
+            crate::audit_cmd::close_killed(log, husk_sentry::api::audit::ExitReason::Killed);
         }
     }
     for gofer in &c.record.gofers {

@@ -11,7 +11,7 @@ use crate::oci::control::{self, ExecHandle};
 use crate::oci::state::{write_atomically, StateRoot, Status};
 use crate::sandbox::{die_of, husk_command, inherited_fd, spawn, Lifetime, Session};
 use anyhow::{bail, Context as _};
-use husk_sentry::boot::control::protocol::{ExecSpec, ExitLine};
+use husk_sentry::api::boot::control::protocol::{ExecSpec, ExitLine};
 use oci_spec::runtime::Process;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;

@@ -15,7 +15,7 @@ pub fn run(_: &GlobalArgs) -> anyhow::Result<i32> {
             // The sentry is the sandbox's kernel: every namespace is its own.
             "namespaces": ["mount", "pid", "ipc", "uts", "network"],
             // Emulated by the sentry, every one of them.
-            "capabilities": husk_sentry::auth::caps::all_names(),
+            "capabilities": husk_sentry::api::auth::caps::all_names(),
             "cgroup": { "v1": true, "v2": true, "systemd": false, "systemdUser": false },
             // Compiled by the runtime, run by the sentry on guest calls.
             "seccomp": {

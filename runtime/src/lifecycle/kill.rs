@@ -5,7 +5,7 @@ use crate::cli::{GlobalArgs, KillArgs};
 use crate::oci::control::{self, ControlError};
 use crate::oci::state::{Container, StateRoot, Status};
 use anyhow::{bail, Context as _};
-use husk_sentry::boot::control::protocol::Request;
+use husk_sentry::api::boot::control::protocol::Request;
 use nix::sys::signal::Signal;
 use std::str::FromStr as _;
 
@@ -78,7 +78,7 @@ fn end_sandbox(c: &Container) -> anyhow::Result<()> {
         super::delete::end(p);
     }
     if let Some(log) = &c.record.audit_log {
-        crate::audit_cmd::close_killed(log, husk_sentry::audit::ExitReason::Killed);
+        crate::audit_cmd::close_killed(log, husk_sentry::api::audit::ExitReason::Killed);
     }
     Ok(())
 }

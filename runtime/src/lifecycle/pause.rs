@@ -12,7 +12,7 @@ use crate::cli::{GlobalArgs, IdArgs};
 use crate::oci::control;
 use crate::oci::state::{StateRoot, Status};
 use anyhow::{bail, Context as _};
-use husk_sentry::boot::control::protocol::Request;
+use husk_sentry::api::boot::control::protocol::Request;
 
 pub fn pause(g: &GlobalArgs, args: IdArgs) -> anyhow::Result<i32> {
     set_frozen(g, &args.id, true)

@@ -7,7 +7,7 @@ use crate::cli::{GlobalArgs, ListFormat, PsArgs};
 use crate::oci::control;
 use crate::oci::state::{StateRoot, Status};
 use anyhow::bail;
-use husk_sentry::boot::control::protocol::{ProcessRow, Request};
+use husk_sentry::api::boot::control::protocol::{ProcessRow, Request};
 
 pub fn run(g: &GlobalArgs, args: PsArgs) -> anyhow::Result<i32> {
     let c = StateRoot::new(&g.root).open(&args.id)?;

@@ -6,7 +6,7 @@ use crate::oci::bundle::Bundle;
 use crate::oci::control;
 use crate::oci::state::{Container, StateRoot, Status};
 use anyhow::bail;
-use husk_sentry::boot::control::protocol::Request;
+use husk_sentry::api::boot::control::protocol::Request;
 
 pub fn run(g: &GlobalArgs, args: IdArgs) -> anyhow::Result<i32> {
     let mut c = StateRoot::new(&g.root).open(&args.id)?;

@@ -4,7 +4,7 @@
 use crate::cli::{GlobalArgs, UpdateArgs};
 use crate::oci::state::{StateRoot, Status};
 use anyhow::{bail, Context as _};
-use husk_sentry::boot::control::protocol::Request;
+use husk_sentry::api::boot::control::protocol::Request;
 use oci_spec::runtime::LinuxResources;
 use std::io::Read as _;
 

@@ -1,7 +1,7 @@
 //! An OCI bundle: its config.json, checked, and turned into what the
 //! sandbox needs to start (the root filesystem, the container process).
 
-use husk_sentry::auth::caps::{self, Capabilities};
+use husk_sentry::api::auth::caps::{self, Capabilities};
 use oci_spec::runtime::Spec;
 use std::path::{Path, PathBuf};
 

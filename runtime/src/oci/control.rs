@@ -1,6 +1,6 @@
 //! The runtime's end of a sentry's control socket.
 
-use husk_sentry::boot::control::protocol::{decode_reply, ExecSpec, ExitLine, Request};
+use husk_sentry::api::boot::control::protocol::{decode_reply, ExecSpec, ExitLine, Request};
 use std::io::{Read as _, Write as _};
 use std::os::fd::{AsRawFd as _, BorrowedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};

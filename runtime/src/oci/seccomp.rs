@@ -10,9 +10,9 @@
 //! sandbox does not know are skipped, as runc skips names libseccomp does
 //! not know; a malformed profile is an error.
 
-use husk_sentry::kernel::seccomp::bpf::{op, Insn, MAX_INSNS};
-use husk_sentry::kernel::seccomp::{AUDIT_ARCH_X86_64, RET_DATA, RET_ERRNO, RET_KILL_PROCESS, RET_TRACE};
-use husk_sentry::syscalls::names::NAMES;
+use husk_sentry::api::kernel::seccomp::bpf::{op, Insn, MAX_INSNS};
+use husk_sentry::api::kernel::seccomp::{AUDIT_ARCH_X86_64, RET_DATA, RET_ERRNO, RET_KILL_PROCESS, RET_TRACE};
+use husk_sentry::api::syscalls::names::NAMES;
 use oci_spec::runtime::{
     LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompFilterFlag, LinuxSeccompOperator,
 };
@@ -216,8 +216,8 @@ pub fn compile(profile: &LinuxSeccomp) -> Result<Compiled, ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use husk_sentry::kernel::seccomp::bpf::Program;
-    use husk_sentry::kernel::seccomp::{RET_ALLOW, RET_KILL_THREAD};
+    use husk_sentry::api::kernel::seccomp::bpf::Program;
+    use husk_sentry::api::kernel::seccomp::{RET_ALLOW, RET_KILL_THREAD};
 
     fn profile(json: &str) -> LinuxSeccomp {
         serde_json::from_str(json).unwrap()

@@ -93,6 +93,14 @@ pub(crate) const MFD_NAME_MAX: usize = 249;
 pub(crate) const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
 pub(crate) const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
 
+/// renameat2(2)'s flags.
+pub(crate) const RENAME_NOREPLACE: u32 = 1;
+pub(crate) const RENAME_EXCHANGE: u32 = 2;
+pub(crate) const RENAME_WHITEOUT: u32 = 4;
+
+/// The most one read or write transfers (Linux's `MAX_RW_COUNT`).
+pub(crate) const MAX_RW_COUNT: usize = 0x7fff_f000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

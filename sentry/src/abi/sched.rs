@@ -29,6 +29,24 @@ pub(crate) const CLONE_ARGS_SIZE: usize = 88;
 /// The exit signal fork(2) and vfork(2) give a child, in clone's flags.
 pub(crate) const SIGCHLD_FLAG: u64 = 17;
 
+/// The namespace flags clone(2), unshare(2) and setns(2) take.
+pub(crate) const CLONE_NEWCGROUP: u64 = 0x0200_0000;
+pub(crate) const CLONE_NEWUTS: u64 = 0x0400_0000;
+pub(crate) const CLONE_NEWIPC: u64 = 0x0800_0000;
+pub(crate) const CLONE_NEWUSER: u64 = 0x1000_0000;
+pub(crate) const CLONE_NEWPID: u64 = 0x2000_0000;
+pub(crate) const CLONE_NEWNET: u64 = 0x4000_0000;
+
+/// Scheduling policies (sched_setscheduler(2)), and the flag that may be
+/// or-ed into one.
+pub(crate) const SCHED_OTHER: i32 = 0;
+pub(crate) const SCHED_FIFO: i32 = 1;
+pub(crate) const SCHED_RR: i32 = 2;
+pub(crate) const SCHED_BATCH: i32 = 3;
+pub(crate) const SCHED_IDLE: i32 = 5;
+pub(crate) const SCHED_DEADLINE: i32 = 6;
+pub(crate) const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

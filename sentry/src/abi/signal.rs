@@ -78,6 +78,9 @@ pub(crate) const SIGEV_SIGNAL: i32 = libc::SIGEV_SIGNAL;
 pub(crate) const SIGEV_NONE: i32 = libc::SIGEV_NONE;
 pub(crate) const SIGEV_THREAD_ID: i32 = libc::SIGEV_THREAD_ID;
 
+/// SIGSYS's si_code for a seccomp filter's SECCOMP_RET_TRAP.
+pub(crate) const SYS_SECCOMP: i32 = 1;
+
 #[cfg(test)]
 mod tests {
     use super::*;

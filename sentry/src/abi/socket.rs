@@ -172,7 +172,7 @@ pub struct CmsgHdr {
 }
 
 impl Layout for CmsgHdr {
-    const SIZE: usize = 16;
+    const SIZE: usize = CMSG_HDR;
 
     fn encode_to(&self, e: &mut Encoder) {
         e.u64(self.len).i32(self.level).i32(self.ty);
@@ -207,6 +207,33 @@ impl Layout for Ucred {
         Ucred { pid: d.i32(), uid: d.u32(), gid: d.u32() }
     }
 }
+
+/// sizeof(struct cmsghdr): cmsg_len (u64), cmsg_level, cmsg_type.
+pub const CMSG_HDR: usize = 16;
+
+// IPPROTO_IP and IPPROTO_IPV6 options on packet information, hop limits
+// and multicast.
+pub const IP_PKTINFO: i32 = 8;
+pub const IP_RECVTTL: i32 = 12;
+pub const IP_RECVTOS: i32 = 13;
+pub const IP_MULTICAST_IF: i32 = 32;
+pub const IP_MULTICAST_TTL: i32 = 33;
+pub const IP_MULTICAST_LOOP: i32 = 34;
+pub const IPV6_UNICAST_HOPS: i32 = 16;
+pub const IPV6_MULTICAST_IF: i32 = 17;
+pub const IPV6_MULTICAST_HOPS: i32 = 18;
+pub const IPV6_MULTICAST_LOOP: i32 = 19;
+pub const IPV6_RECVPKTINFO: i32 = 49;
+pub const IPV6_PKTINFO: i32 = 50;
+pub const IPV6_RECVHOPLIMIT: i32 = 51;
+pub const IPV6_HOPLIMIT: i32 = 52;
+pub const IPV6_RECVTCLASS: i32 = 66;
+pub const IPV6_TCLASS: i32 = 67;
+/// SO_TIMESTAMP's and SO_TIMESTAMPNS's message types, old and new.
+pub const SCM_TIMESTAMP_OLD: i32 = 29;
+pub const SCM_TIMESTAMPNS_OLD: i32 = 35;
+pub const SCM_TIMESTAMP_NEW: i32 = 63;
+pub const SCM_TIMESTAMPNS_NEW: i32 = 64;
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,6 @@ pub const CAP_SYS_PTRACE: u32 = 19;
 pub const CAP_SYS_ADMIN: u32 = 21;
 pub const CAP_SYS_NICE: u32 = 23;
 pub const CAP_SYS_RESOURCE: u32 = 24;
-pub const CAP_SYS_TIME: u32 = 25;
 pub const CAP_MKNOD: u32 = 27;
 pub const CAP_MAC_OVERRIDE: u32 = 32;
 pub const CAP_SYSLOG: u32 = 34;

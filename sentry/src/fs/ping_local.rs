@@ -7,6 +7,7 @@
 //! pseudo-header), from the address pinged (the unspecified address
 //! answers from loopback), with TTL (hop limit) 64.
 
+use crate::abi::socket::CMSG_HDR;
 use husk_netstack::iface::Uplink;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -70,9 +71,6 @@ pub fn checksum(acc: u64, data: &[u8]) -> u16 {
     }
     !u16::try_from(sum).unwrap_or(0xffff)
 }
-
-/// A control message's header: cmsg_len (u64), cmsg_level, cmsg_type.
-pub const CMSG_HDR: usize = 16;
 
 /// Control messages written as Linux's put_cmsg writes them into a
 /// buffer of `room` bytes: one that does not fit whole is cut (its

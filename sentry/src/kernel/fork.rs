@@ -7,6 +7,7 @@ use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
 use super::thread_group::ThreadGroup;
+use crate::abi::sched::{CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWUTS};
 use crate::abi::{Errno, SysResult};
 use crate::mm::MemoryManager;
 use crate::platform::CpuState;
@@ -19,9 +20,6 @@ pub(crate) use crate::abi::sched::{
 };
 
 const NAMESPACE_FLAGS: u64 = 0x7e02_0000;
-const CLONE_NEWUTS: u64 = 0x0400_0000;
-const CLONE_NEWIPC: u64 = 0x0800_0000;
-const CLONE_NEWUSER: u64 = 0x1000_0000;
 /// The namespaces a new process may get: the ones the sentry emulates.
 const EMULATED_NAMESPACES: u64 = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
 

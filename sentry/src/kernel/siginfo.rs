@@ -5,10 +5,9 @@
 //! overrun and value (SI_TIMER), a fault's address.
 
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::signal::SYS_SECCOMP;
 
 pub(crate) const SIGINFO_SIZE: usize = 128;
-/// The si_code of a seccomp TRAP's SIGSYS.
-pub(crate) const SYS_SECCOMP: i32 = 1;
 pub(crate) use crate::abi::signal::{
     CLD_CONTINUED, CLD_EXITED, CLD_KILLED, CLD_STOPPED, SI_KERNEL, SI_MESGQ, SI_TIMER, SI_USER,
 };

@@ -2,6 +2,7 @@
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
+use crate::abi::fcntl::MAX_RW_COUNT;
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_RDWR};
 use crate::abi::layout::Layout;
 use crate::abi::uio::{Iovec, IOV_MAX};
@@ -51,8 +52,6 @@ pub(super) const ENTRIES: Entries = &[
     ),
 ];
 
-/// Linux caps a single read or write at this many bytes.
-const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Data is moved through the sentry in pieces of at most this size.
 pub(super) const CHUNK: usize = 1 << 20;
 fn sys_open(task: &mut Task, a: [u64; 6]) -> SysResult {

@@ -17,6 +17,7 @@
 use super::args::int;
 use super::audit_files::{view_change, ViewChange};
 use super::{Entries, Support};
+use crate::abi::sched::{CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS};
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::{CAP_SYS_ADMIN, CAP_SYS_CHROOT};
 use crate::fs::nsfs::{Kind, Namespace, NsFile};
@@ -37,12 +38,6 @@ pub(super) const ENTRIES: Entries = &[
     ),
 ];
 
-const CLONE_NEWUTS: u64 = libc::CLONE_NEWUTS as u64;
-const CLONE_NEWIPC: u64 = libc::CLONE_NEWIPC as u64;
-const CLONE_NEWUSER: u64 = libc::CLONE_NEWUSER as u64;
-const CLONE_NEWPID: u64 = libc::CLONE_NEWPID as u64;
-const CLONE_NEWNET: u64 = libc::CLONE_NEWNET as u64;
-const CLONE_NEWCGROUP: u64 = libc::CLONE_NEWCGROUP as u64;
 const CLONE_NEWTIME: u64 = 0x80;
 
 /// Every flag unshare(2) takes.

@@ -12,6 +12,7 @@ use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, wri
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_ip, family_of, SockaddrIn, SockaddrIn6};
+use crate::abi::socket::CMSG_HDR;
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_CTRUNC, MSG_ERRQUEUE, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET,
     SO_DOMAIN, SO_ERROR, SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
@@ -21,7 +22,7 @@ use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
 use crate::fs::egress::{Egress, Flow, OpenError};
 use crate::fs::ping::{LocalReply, PingSocket, HOST_CONTROL, HOST_OPTIONS};
-use crate::fs::ping_local::{self, own_source, Cmsgs, CMSG_HDR};
+use crate::fs::ping_local::{self, own_source, Cmsgs};
 use crate::host::outer::Kind;
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};

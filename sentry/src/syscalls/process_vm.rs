@@ -12,6 +12,7 @@
 
 use super::args::{int, user_range};
 use super::{Entries, Support};
+use crate::abi::fcntl::MAX_RW_COUNT;
 use crate::abi::layout::Layout;
 use crate::abi::uio::{Iovec, IOV_MAX};
 use crate::abi::{Errno, SysResult, PAGE_SIZE};
@@ -22,9 +23,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_process_vm_readv, sys_process_vm_readv, Support::Full),
     (libc::SYS_process_vm_writev, sys_process_vm_writev, Support::Full),
 ];
-
-/// `MAX_RW_COUNT`: the local side is cut to this many bytes.
-const MAX_RW_COUNT: u64 = 0x7fff_f000;
 
 /// Reads `cnt` iovecs at `addr`: EINVAL past `UIO_MAXIOV` or for a length
 /// that is negative as an ssize_t, EFAULT for an unreadable array.
@@ -46,7 +44,7 @@ fn local_iovecs(task: &Task, addr: u64, cnt: u64) -> Result<Vec<Iovec>, Errno> {
     let mut out = Vec::new();
     for mut v in read_iovecs(task, addr, cnt)? {
         user_range(v.base, usize::try_from(v.len).map_err(|_| Errno::EFAULT)?)?;
-        v.len = v.len.min(MAX_RW_COUNT - total);
+        v.len = v.len.min(u64::try_from(MAX_RW_COUNT).unwrap_or(u64::MAX) - total);
         total += v.len;
         out.push(v);
     }

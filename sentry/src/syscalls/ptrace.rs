@@ -7,6 +7,7 @@ use super::args::int;
 use super::{Entries, Support::Partial};
 use crate::abi::arch::{ARCH_GET_FS, ARCH_GET_GS, ARCH_SET_FS, ARCH_SET_GS, NT_PRFPREG, NT_PRSTATUS, NT_X86_XSTATE};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::seccomp::AUDIT_ARCH_X86_64;
 use crate::abi::{Errno, SysResult, TASK_SIZE_MAX};
 use crate::kernel::ptrace::{self, Resume, StopKind, Tracee};
 use crate::kernel::siginfo::{SigInfo, SIGINFO_SIZE};
@@ -66,7 +67,6 @@ const USER_SIZE: u64 = 912;
 const DEBUGREG_OFFSET: u64 = 848;
 /// Flags ptrace may change in eflags (Linux's FLAG_MASK).
 const FLAG_MASK: u64 = 0x0005_4dd5;
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const PTRACE_SEIZE_DEVEL: u64 = 0x8000_0000;
 
 fn sys_ptrace(task: &mut Task, a: [u64; 6]) -> SysResult {

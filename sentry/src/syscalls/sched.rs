@@ -10,18 +10,13 @@ use super::args::{int, uint};
 use super::common::{capable, find_thread, put_u32};
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Layout};
+use crate::abi::sched::{SCHED_BATCH, SCHED_DEADLINE, SCHED_FIFO, SCHED_IDLE, SCHED_OTHER, SCHED_RR};
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
 use crate::kernel::{Task, Thread};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-const SCHED_OTHER: i32 = 0;
-const SCHED_FIFO: i32 = 1;
-const SCHED_RR: i32 = 2;
-const SCHED_BATCH: i32 = 3;
-const SCHED_IDLE: i32 = 5;
 
 const PRIO_PROCESS: i32 = 0;
 const PRIO_PGRP: i32 = 1;
@@ -118,7 +113,6 @@ fn sys_sched_rr_get_interval(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn priority_range(policy: i32) -> Result<(u64, u64), Errno> {
-    const SCHED_DEADLINE: i32 = 6;
     match policy {
         SCHED_FIFO | SCHED_RR => Ok((1, 99)),
         SCHED_OTHER | SCHED_BATCH | SCHED_IDLE | SCHED_DEADLINE => Ok((0, 0)),

@@ -12,6 +12,9 @@ use super::args::{int, uint};
 use super::common::capable;
 use super::{Entries, Support::*};
 use crate::abi::layout::{Decoder, Encoder};
+use crate::abi::sched::{
+    SCHED_BATCH, SCHED_DEADLINE, SCHED_FIFO, SCHED_IDLE, SCHED_OTHER, SCHED_RESET_ON_FORK, SCHED_RR,
+};
 use crate::abi::{Errno, SysResult, PAGE_SIZE};
 use crate::auth::caps;
 use crate::kernel::thread::SchedPolicy;
@@ -31,14 +34,6 @@ pub(super) const ENTRIES: Entries = &[
     (libc::SYS_sched_setattr, sys_sched_setattr, Partial(RECORDED)),
     (libc::SYS_sched_getattr, sys_sched_getattr, Partial(RECORDED)),
 ];
-
-const SCHED_OTHER: i32 = 0;
-const SCHED_FIFO: i32 = 1;
-const SCHED_RR: i32 = 2;
-const SCHED_BATCH: i32 = 3;
-const SCHED_IDLE: i32 = 5;
-const SCHED_DEADLINE: i32 = 6;
-const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
 
 const FLAG_RESET_ON_FORK: u64 = 0x01;
 const FLAG_KEEP_POLICY: u64 = 0x08;

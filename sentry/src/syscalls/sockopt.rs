@@ -5,6 +5,7 @@
 
 use super::args;
 use crate::abi::layout::{Encoder, Layout};
+use crate::abi::netdevice::IFNAMSIZ;
 use crate::abi::socket::{
     Ucred, AF_INET, AF_INET6, AF_NETLINK, AF_UNIX, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM, SO_ACCEPTCONN,
     SO_BINDTODEVICE, SO_BINDTOIFINDEX, SO_BROADCAST, SO_BUSY_POLL, SO_COOKIE, SO_DEBUG, SO_DOMAIN, SO_DONTROUTE,
@@ -26,7 +27,6 @@ use std::time::Duration;
 const MIN_SNDBUF: i32 = 4608;
 const MIN_RCVBUF: i32 = 2304;
 /// IFNAMSIZ.
-const IFNAMSIZ: usize = 16;
 /// SOF_TIMESTAMPING_*: every flag Linux 6.18 knows, OPT_ID, OPT_ID_TCP and
 /// BIND_PHC.
 const TSF_MASK: u32 = (1 << 19) - 1;

@@ -9,6 +9,12 @@ use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_RECVERR, IP_RECVERR, IP_TOS, IP_TTL, MSG_CTRUNC,
     SOL_SOCKET,
 };
+use crate::abi::socket::{
+    IPV6_HOPLIMIT, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_LOOP, IPV6_PKTINFO, IPV6_RECVHOPLIMIT,
+    IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS, IPV6_UNICAST_HOPS, IP_MULTICAST_IF, IP_MULTICAST_LOOP,
+    IP_MULTICAST_TTL, IP_PKTINFO, IP_RECVTOS, IP_RECVTTL, SCM_TIMESTAMPNS_NEW, SCM_TIMESTAMPNS_OLD, SCM_TIMESTAMP_NEW,
+    SCM_TIMESTAMP_OLD,
+};
 use crate::abi::time::{Timespec, Timeval};
 use crate::abi::Errno;
 use crate::fs::inet::{Endpoint, InetSocket};
@@ -17,27 +23,6 @@ use crate::kernel::Task;
 use husk_netstack::udp::{Header, Meta};
 use std::net::IpAddr;
 
-const IP_PKTINFO: i32 = 8;
-const IP_RECVTTL: i32 = 12;
-const IP_RECVTOS: i32 = 13;
-const IP_MULTICAST_IF: i32 = 32;
-const IP_MULTICAST_TTL: i32 = 33;
-const IP_MULTICAST_LOOP: i32 = 34;
-const IPV6_UNICAST_HOPS: i32 = 16;
-const IPV6_MULTICAST_IF: i32 = 17;
-const IPV6_MULTICAST_HOPS: i32 = 18;
-const IPV6_MULTICAST_LOOP: i32 = 19;
-const IPV6_RECVPKTINFO: i32 = 49;
-const IPV6_PKTINFO: i32 = 50;
-const IPV6_RECVHOPLIMIT: i32 = 51;
-const IPV6_HOPLIMIT: i32 = 52;
-const IPV6_RECVTCLASS: i32 = 66;
-const IPV6_TCLASS: i32 = 67;
-/// SO_TIMESTAMP's and SO_TIMESTAMPNS's message types, old and new.
-const SCM_TIMESTAMP_OLD: i32 = 29;
-const SCM_TIMESTAMPNS_OLD: i32 = 35;
-const SCM_TIMESTAMP_NEW: i32 = 63;
-const SCM_TIMESTAMPNS_NEW: i32 = 64;
 /// The default hop limit (net.ipv4.ip_default_ttl, hop_limit).
 const DEFAULT_TTL: i32 = 64;
 /// INET_ECN_MASK: the ECN bits a TCP socket's IP_TOS keeps for itself.

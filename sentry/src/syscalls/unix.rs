@@ -12,6 +12,7 @@ use super::sockopt::{self, Sock};
 use crate::abi::fcntl::{AT_FDCWD_ARG, O_NONBLOCK};
 use crate::abi::layout::{Encoder, Layout};
 use crate::abi::sockaddr::{family_of, SockaddrUn};
+use crate::abi::socket::CMSG_HDR;
 use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_UNIX, AF_UNSPEC, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_NOSIGNAL, MSG_OOB,
     MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR,
@@ -27,8 +28,6 @@ use std::sync::Arc;
 
 /// The largest control buffer sendmsg reads (Linux's optmem_max).
 const OPTMEM_MAX: usize = 20480;
-/// sizeof(struct cmsghdr).
-const CMSG_HDR: usize = CmsgHdr::SIZE;
 
 /// Checks socket(2)/socketpair(2) arguments; returns (type, nonblock,
 /// cloexec).

@@ -8,6 +8,7 @@ use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_WRITE};
 use super::walk::{ParentAndName, Walker};
 use super::{acl, Dentry, NewNode, S_IFDIR, S_IFMT};
+use crate::abi::fcntl::RENAME_EXCHANGE;
 use crate::abi::Errno;
 use crate::auth::caps::CAP_FOWNER;
 use std::sync::Arc;
@@ -98,9 +99,6 @@ pub(crate) fn rename_at(
     }
     Ok(())
 }
-
-/// `renameat2`'s flag that swaps the two names.
-const RENAME_EXCHANGE: u32 = 2;
 
 /// The inodes a rename of `src` onto `new` touches, for its events.
 fn rename_subjects(src: &Dentry, new: &ParentAndName, flags: u32) -> notify::RenameSubjects {

@@ -6,9 +6,7 @@
 use crate::abi::Errno;
 
 /// The renameat2 flags a rename may carry.
-pub(crate) const RENAME_NOREPLACE: u32 = libc::RENAME_NOREPLACE;
-pub(crate) const RENAME_EXCHANGE: u32 = libc::RENAME_EXCHANGE;
-pub(crate) const RENAME_WHITEOUT: u32 = libc::RENAME_WHITEOUT;
+pub(crate) use crate::abi::fcntl::{RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT};
 
 /// Checks renameat2 flags as Linux does before any lookup: no unknown
 /// bits, `RENAME_EXCHANGE` alone. `RENAME_WHITEOUT` (only overlayfs's

@@ -1,6 +1,7 @@
 //! Thin wrappers over the host's ptrace and wait calls. This is one of the
 //! few places where the sentry talks to the host kernel about guest threads.
 
+use crate::abi::signal::SYS_SECCOMP;
 use crate::platform::{PlatformError, Result};
 use std::mem::MaybeUninit;
 
@@ -158,7 +159,7 @@ pub(super) fn pin(tid: libc::pid_t, cpu: usize) {
 /// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3).
 const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
 /// The audit architecture of a 64-bit system call.
-pub(super) const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+pub(super) use crate::abi::seccomp::AUDIT_ARCH_X86_64;
 
 /// The architecture of the system call `tid` is stopped at the entry of:
 /// [`AUDIT_ARCH_X86_64`] for `syscall`, the i386 one for `int 0x80`.
@@ -174,7 +175,6 @@ pub(super) fn syscall_arch(tid: libc::pid_t) -> Result<u32> {
 /// For a SIGSYS raised by a seccomp filter (`SYS_SECCOMP`), the address of
 /// the call and its system call number.
 pub(super) fn seccomp_call(info: &libc::siginfo_t) -> Option<(u64, u64)> {
-    const SYS_SECCOMP: i32 = 1;
     if info.si_signo != libc::SIGSYS || info.si_code != SYS_SECCOMP {
         return None;
     }
