@@ -20,6 +20,7 @@
 #include <string.h>
 #include <ftw.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #define FAILF(...)                                                            \
     do {                                                                      \
@@ -127,6 +128,44 @@ static inline long read_file(const char *path, char *buf, size_t cap) {
     buf[n] = 0;
     fclose(f);
     return (long)n;
+}
+
+/* The line of /proc/self/mountinfo whose mount point is `path` (the last,
+ * topmost, one), or "". */
+static inline const char *mountinfo_of(const char *path) {
+    static char found[1024];
+    char line[1024];
+    found[0] = 0;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    CHECK(f != NULL);
+    while (fgets(line, sizeof line, f)) {
+        char mp[512];
+        if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && strcmp(mp, path) == 0)
+            snprintf(found, sizeof found, "%s", line);
+    }
+    fclose(f);
+    return found;
+}
+
+/* Runs `fn` in a child and returns its exit status (it must exit). */
+static inline int exit_status_of(int (*fn)(void)) {
+    pid_t p = CHECK_OK(fork());
+    if (p == 0)
+        _exit(fn());
+    int st;
+    CHECK_EQ(waitpid(p, &st, 0), p);
+    if (!WIFEXITED(st))
+        FAILF("child status %#x", st);
+    return WEXITSTATUS(st);
+}
+
+/* Waits for tracee `pid` to stop; returns its wait status. */
+static inline int wait_stop(pid_t pid) {
+    int st;
+    CHECK_EQ(waitpid(pid, &st, __WALL), pid);
+    if (!WIFSTOPPED(st))
+        FAILF("pid %d not stopped (status %#x)", pid, st);
+    return st;
 }
 
 #endif

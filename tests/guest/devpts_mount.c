@@ -16,22 +16,6 @@
 
 static char base[64], pts[96], a[96], b[96];
 
-/* The line of /proc/self/mountinfo whose mount point is `path`, or "". */
-static const char *mountinfo_of(const char *path) {
-    static char found[1024];
-    char line[1024];
-    found[0] = 0;
-    FILE *f = fopen("/proc/self/mountinfo", "r");
-    CHECK(f != NULL);
-    while (fgets(line, sizeof line, f)) {
-        char mp[512];
-        if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && strcmp(mp, path) == 0)
-            snprintf(found, sizeof found, "%s", line);
-    }
-    fclose(f);
-    return found;
-}
-
 /* The number after `tag` ("shared:" or "master:") in the optional
  * fields of `path`'s mountinfo line, or -1 without one. */
 static long tag_of(const char *path, const char *tag) {

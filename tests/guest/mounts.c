@@ -20,22 +20,6 @@
 
 static char base[64], a[96], b[96], c[96];
 
-/* The line of /proc/self/mountinfo whose mount point is `path`, or "". */
-static const char *mountinfo_of(const char *path) {
-    static char found[1024];
-    char line[1024];
-    found[0] = 0;
-    FILE *f = fopen("/proc/self/mountinfo", "r");
-    CHECK(f != NULL);
-    while (fgets(line, sizeof line, f)) {
-        char mp[512];
-        if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && strcmp(mp, path) == 0)
-            snprintf(found, sizeof found, "%s", line); /* the last (topmost) one */
-    }
-    fclose(f);
-    return found;
-}
-
 static void write_file(const char *path, const char *text) {
     int fd = CHECK_OK(open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644));
     CHECK_EQ(write(fd, text, strlen(text)), (long)strlen(text));
@@ -44,17 +28,6 @@ static void write_file(const char *path, const char *text) {
 
 static void join(char *out, const char *dir, const char *name) {
     snprintf(out, 96, "%s/%s", dir, name);
-}
-
-/* Runs `fn` in a child and returns its exit status. */
-static int in_child(int (*fn)(void)) {
-    pid_t p = CHECK_OK(fork());
-    if (p == 0)
-        _exit(fn());
-    int st;
-    CHECK_EQ(waitpid(p, &st, 0), p);
-    CHECK(WIFEXITED(st));
-    return WEXITSTATUS(st);
 }
 
 static void tmpfs_size_and_mode(void) {
@@ -225,7 +198,7 @@ static void chroot_confines(void) {
     CHECK_OK(mkdir(sub, 0755));
     CHECK_OK(mkdir(proc, 0555));
     CHECK_OK(mount("proc", proc, "proc", 0, NULL));
-    CHECK_EQ(in_child(chrooted), 0);
+    CHECK_EQ(exit_status_of(chrooted), 0);
     CHECK_OK(umount2(proc, 0));
 }
 
@@ -253,13 +226,13 @@ static void namespaces(void) {
     join(f, b, "inchild");
     /* The child's mount (and what it wrote there) stays in its namespace,
      * which ends with it. */
-    CHECK_EQ(in_child(own_mount_namespace), 0);
+    CHECK_EQ(exit_status_of(own_mount_namespace), 0);
     CHECK_ERR(access(f, F_OK), ENOENT);
     CHECK(mountinfo_of(b)[0] == 0);
     char before[64], after[64];
     CHECK_OK(gethostname(before, sizeof before));
     int id = CHECK_OK(shmget(0x4d4e5401, 4096, IPC_CREAT | 0600));
-    CHECK_EQ(in_child(own_uts_and_ipc), 0);
+    CHECK_EQ(exit_status_of(own_uts_and_ipc), 0);
     CHECK_OK(shmctl(id, IPC_RMID, NULL));
     CHECK_OK(gethostname(after, sizeof after));
     CHECK_STR(after, before);
@@ -298,7 +271,7 @@ int main(int argc, char **argv) {
     other_filesystems();
     chroot_confines();
     namespaces();
-    CHECK_EQ(in_child(unprivileged), 0);
+    CHECK_EQ(exit_status_of(unprivileged), 0);
     CHECK_OK(umount2(c, 0));
     CHECK_OK(rmdir(a));
     CHECK_OK(rmdir(b));

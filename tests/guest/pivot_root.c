@@ -30,17 +30,6 @@ static void write_file(const char *path, const char *text) {
     CHECK_OK(close(fd));
 }
 
-static int in_child(int (*fn)(void)) {
-    pid_t p = CHECK_OK(fork());
-    if (p == 0)
-        _exit(fn());
-    int st;
-    CHECK_EQ(waitpid(p, &st, 0), p);
-    if (!WIFEXITED(st))
-        FAILF("child status %#x", st);
-    return WEXITSTATUS(st);
-}
-
 /* A private mount namespace with a tmpfs on `newroot` holding a marker,
  * a put_old directory and a plain subdirectory; a second tmpfs on
  * `other`. */
@@ -141,9 +130,9 @@ int main(void) {
     snprintf(other, sizeof other, "%s/other", base);
     CHECK_OK(mkdir(newroot, 0755));
     CHECK_OK(mkdir(other, 0755));
-    CHECK_EQ(in_child(refusals), 0);
-    CHECK_EQ(in_child(pivots), 0);
-    CHECK_EQ(in_child(unprivileged), 0);
+    CHECK_EQ(exit_status_of(refusals), 0);
+    CHECK_EQ(exit_status_of(pivots), 0);
+    CHECK_EQ(exit_status_of(unprivileged), 0);
     /* The pivots happened in the children's namespaces only. */
     char p[160];
     snprintf(p, sizeof p, "%s/marker", newroot);

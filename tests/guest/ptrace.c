@@ -17,14 +17,6 @@
 static volatile long value = 0x1111;
 static const volatile long ro_value = 5;
 
-static int wait_stop(pid_t pid) {
-    int st;
-    CHECK_EQ(waitpid(pid, &st, __WALL), pid);
-    if (!WIFSTOPPED(st))
-        FAILF("pid %d not stopped (status %#x)", pid, st);
-    return st;
-}
-
 /* Waits for `pid` to exit with `code`, passing on the signals a tracee
  * stops with on the way (SIGCHLD from its own child). */
 static void wait_exit(pid_t pid, int code) {

@@ -27,14 +27,6 @@ __asm__(".text\n"
         "nop; nop; nop; nop; nop; nop; nop; nop\n"
         "jmp sled\n");
 
-static int wait_stop(pid_t pid) {
-    int st;
-    CHECK_EQ(waitpid(pid, &st, __WALL), pid);
-    if (!WIFSTOPPED(st))
-        FAILF("pid %d not stopped (status %#x)", pid, st);
-    return st;
-}
-
 static void wait_exit(pid_t pid, int code) {
     int st;
     CHECK_EQ(waitpid(pid, &st, __WALL), pid);
