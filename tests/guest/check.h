@@ -20,6 +20,8 @@
 #include <string.h>
 #include <ftw.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #define FAILF(...)                                                            \
@@ -166,6 +168,14 @@ static inline int wait_stop(pid_t pid) {
     if (!WIFSTOPPED(st))
         FAILF("pid %d not stopped (status %#x)", pid, st);
     return st;
+}
+
+/* In a child: asks to be traced by its parent and stops itself (exit 90
+ * if it cannot be traced). */
+static inline void trace_me_and_stop(void) {
+    if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+        _exit(90);
+    raise(SIGSTOP);
 }
 
 #endif

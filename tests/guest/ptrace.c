@@ -34,9 +34,7 @@ static void wait_exit(pid_t pid, int code) {
 static pid_t traced_child(void) {
     pid_t pid = CHECK_OK(fork());
     if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
-            _exit(90);
-        raise(SIGSTOP);
+        trace_me_and_stop();
     }
     return pid;
 }

@@ -44,9 +44,7 @@ static void kill_tracee(pid_t pid) {
 static pid_t traced_child(void) {
     pid_t pid = CHECK_OK(fork());
     if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
-            _exit(90);
-        raise(SIGSTOP);
+        trace_me_and_stop();
         for (;;)
             pause();
     }
@@ -130,9 +128,7 @@ static void *thread_body(void *arg) {
 static void trace_clone(void) {
     pid_t pid = CHECK_OK(fork());
     if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
-            _exit(90);
-        raise(SIGSTOP);
+        trace_me_and_stop();
         pthread_t t;
         if (pthread_create(&t, NULL, thread_body, NULL) != 0)
             _exit(91);
@@ -166,9 +162,7 @@ static void trace_clone(void) {
 static void trace_exec(const char *self) {
     pid_t pid = CHECK_OK(fork());
     if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
-            _exit(90);
-        raise(SIGSTOP);
+        trace_me_and_stop();
         execl(self, self, "exit7", (char *)NULL);
         _exit(92);
     }
