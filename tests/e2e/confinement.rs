@@ -5,7 +5,7 @@
 //! thread keeps the outer network namespace only).
 
 use crate::util::{children, cmdline, husk_bin};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,17 +16,24 @@ fn status_field(pid: u32, key: &str) -> Option<String> {
 
 #[test]
 fn sentry_stubs_and_gofer_run_under_seccomp() {
-    // The guest blocks reading stdin until the test has looked around.
-    // With an audit log, so that its flusher thread is looked at too.
+    // The guest says it runs (so every process and thread of the sandbox
+    // has finished confining itself: a stub is seen by the test as soon as
+    // it is forked, before it installs its own filter), then blocks
+    // reading stdin until the test has looked around. With an audit log,
+    // so that its flusher thread is looked at too.
     let log = std::env::temp_dir().join(format!("husk-confinement-{}.log", std::process::id()));
     let mut child = Command::new(husk_bin())
         .arg("--audit-log")
         .arg(&log)
-        .args(["do", "--", "/bin/sh", "-c", "read x; echo done"])
+        .args(["do", "--", "/bin/sh", "-c", "echo ready; read x; echo done"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "the guest did not start");
     let deadline = Instant::now() + Duration::from_secs(20);
     let (sentry, gofer, stubs) = loop {
         let kids = children(child.id());
@@ -81,11 +88,13 @@ fn sentry_stubs_and_gofer_run_under_seccomp() {
     }
     failures.extend(thread_failures(sentry));
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
     let _ = std::fs::remove_file(&log);
     assert!(failures.is_empty(), "unconfined processes: {failures:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
-    assert!(out.status.success());
+    assert_eq!(rest, "done\n");
+    assert!(status.success());
 }
 
 /// Every thread of the sentry is confined as the sentry is (capabilities
@@ -129,7 +138,6 @@ fn thread_failures(sentry: u32) -> Vec<String> {
 /// `ready` on its stdout, then sends `sig` to the whole group, as a
 /// terminal's Ctrl-C does. Returns the exit status and the rest of stdout.
 fn signal_group_after_ready(argv: &[&str], sig: i32) -> (Option<i32>, Option<i32>, String) {
-    use std::io::{BufRead, BufReader, Read};
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let mut child = Command::new(husk_bin())
         .arg("do")
