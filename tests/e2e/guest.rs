@@ -302,6 +302,15 @@ fn guest_ptrace_requests() {
     guest_test("ptrace_requests", &[]);
 }
 
+/// A tracer taking hold of a process stopped by job control, as strace
+/// starts a program: the seized process re-traps into a group-stop, a
+/// SIGCONT after PTRACE_LISTEN traps again and stops for its delivery
+/// (ignored signals too), and the following execve stops at its entry.
+#[test]
+fn guest_ptrace_seize_stopped() {
+    guest_test("ptrace_seize_stopped", &[]);
+}
+
 /// Python's `os.pidfd_open` and `select`, as asyncio's pidfd child
 /// watcher uses them: not readable while the child runs, readable once it
 /// exited, then reaped with `waitid(P_PIDFD)`.

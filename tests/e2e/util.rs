@@ -88,6 +88,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tool_calls",
     "ptrace",
     "ptrace_requests",
+    "ptrace_seize_stopped",
     "ping_socket",
     "process_vm",
     "membarrier",

@@ -265,8 +265,12 @@ impl Ptrace {
                 return Err(Errno::EIO);
             }
             st.resumed = Some((how, sig));
-            t.syscalls = how == Resume::Syscall;
-            t.stepping = how == Resume::Step;
+            // PTRACE_LISTEN leaves the tracee's syscall and step tracing
+            // as they were (Linux's ptrace_request does not touch them).
+            if how != Resume::Listen {
+                t.syscalls = how == Resume::Syscall;
+                t.stepping = how == Resume::Step;
+            }
             if t.stepping {
                 st.cpu.regs.eflags |= TF;
             }
@@ -379,6 +383,10 @@ pub(crate) fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) ->
             return Outcome::Killed;
         }
         let status = t.status(kind);
+        if matches!(kind, StopKind::Group(_) | StopKind::Event(EVENT_STOP)) {
+            // This stop is the one a due PTRACE_INTERRUPT asked for.
+            t.interrupt = false;
+        }
         let siginfo = siginfo.or_else(|| {
             // Linux's ptrace_do_notify: SIGTRAP with the stop's code.
             let code = status >> 8;
@@ -412,9 +420,15 @@ pub(crate) fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) ->
     task.cpu = st.cpu;
     let (how, sig) = st.resumed.unwrap_or((Resume::Cont, 0));
     if how == Resume::Listen {
-        // Stays stopped with its process, as an untraced one would.
+        // Stays stopped with its process, as an untraced one would; once
+        // continued it traps again (PTRACE_EVENT_STOP with SIGTRAP), as
+        // Linux's JOBCTL_TRAP_NOTIFY, before its SIGCONT is delivered.
         let t = me.clone();
         k.procs.wait_while_stopped(me.tgid, || t.pending() & sigbit(libc::SIGKILL) != 0 || killed(&t, kind));
+        if killed(&me, kind) {
+            return Outcome::Killed;
+        }
+        return stop(task, StopKind::Event(EVENT_STOP), None);
     }
     let siginfo = st.siginfo.map(|mut i| {
         if sig != i.signo() {

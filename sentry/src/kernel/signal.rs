@@ -36,10 +36,11 @@ pub(crate) fn default_action(sig: i32) -> DefaultAction {
 /// Whether thread `t` drops `sig` when it is sent, as Linux's
 /// `sig_ignored`: it does not block it, and its disposition ignores it
 /// (SIG_IGN, or SIG_DFL for a signal whose default is to be ignored). Such
-/// a signal is never queued and wakes nobody.
+/// a signal is never queued and wakes nobody. A traced thread's tracer
+/// sees every signal, so a tracee ignores none at sending.
 pub(crate) fn ignored_by(t: &super::Thread, sig: i32) -> bool {
     let Some(idx) = usize::try_from(sig).ok().filter(|i| (1..=NSIG).contains(i)) else { return false };
-    if sig == SIGKILL || t.sigmask() & sigbit(sig) != 0 {
+    if sig == SIGKILL || t.sigmask() & sigbit(sig) != 0 || t.ptraced.load(std::sync::atomic::Ordering::SeqCst) {
         return false;
     }
     let handler = t.sigactions.swap(idx, None).handler;

@@ -186,21 +186,7 @@ impl Task {
                 && self.thread.stop_requested.load(Ordering::Relaxed)
                 && self.thread.stop_requested.swap(false, Ordering::SeqCst)
             {
-                // Job control: parked until SIGCONT, SIGKILL or the
-                // process's exit; then pending signals are acted on. A
-                // tracee's group-stop is a ptrace-stop its tracer ends.
-                let t = self.thread.clone();
-                let sig = self.kernel.procs.stopped_by(t.tgid).unwrap_or(libc::SIGSTOP);
-                let traced = t.ptraced.load(Ordering::SeqCst)
-                    && !matches!(
-                        super::ptrace::stop(self, super::ptrace::StopKind::Group(sig), None),
-                        super::ptrace::Outcome::NotTraced
-                    );
-                if !traced {
-                    self.kernel.procs.wait_while_stopped(t.tgid, || {
-                        t.pending() & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst)
-                    });
-                }
+                self.job_control_stop();
                 self.deliver_pending();
             }
             if let Some(status) = self.exit {
@@ -209,6 +195,36 @@ impl Task {
                     super::ptrace::event(self, super::ptrace::EVENT_EXIT, super::ptrace::O_TRACEEXIT, msg);
                 }
                 return Ok(status);
+            }
+        }
+    }
+
+    /// Job control: parked until SIGCONT, SIGKILL or the process's exit;
+    /// then pending signals are acted on. A tracee's group-stop is a
+    /// ptrace-stop its tracer ends; a tracer taking hold of the parked
+    /// thread turns its stop into one at once (Linux's JOBCTL_TRAP_STOP at
+    /// attach: strace seizes a program that stopped itself).
+    fn job_control_stop(&mut self) {
+        let t = self.thread.clone();
+        loop {
+            let sig = self.kernel.procs.stopped_by(t.tgid).unwrap_or(libc::SIGSTOP);
+            let was_traced = t.ptraced.load(Ordering::SeqCst);
+            if was_traced
+                && !matches!(
+                    super::ptrace::stop(self, super::ptrace::StopKind::Group(sig), None),
+                    super::ptrace::Outcome::NotTraced
+                )
+            {
+                return;
+            }
+            self.kernel.procs.wait_while_stopped(t.tgid, || {
+                t.pending() & sigbit(libc::SIGKILL) != 0
+                    || t.exiting.load(Ordering::SeqCst)
+                    || (!was_traced && t.ptraced.load(Ordering::SeqCst))
+            });
+            let attached = !was_traced && t.ptraced.load(Ordering::SeqCst);
+            if !attached || self.kernel.procs.stopped_by(t.tgid).is_none() {
+                return;
             }
         }
     }

@@ -264,6 +264,8 @@ fn attach(task: &mut Task, tid: i32, seize: bool, options: u32) -> Result<(), Er
         return Err(Errno::EPERM);
     }
     ptrace::of(&k).link(task.thread.tgid(), &target, seize, options)?;
+    // A thread parked by job control turns its stop into a ptrace-stop.
+    k.procs().notify();
     if !seize {
         let info = crate::kernel::siginfo::SigInfo::user(
             libc::SIGSTOP,
