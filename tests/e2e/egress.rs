@@ -558,7 +558,10 @@ fn egress_rate_holds_a_download_and_an_upload_to_the_rate() {
     let Some(net) = Internet::new() else { return };
     // 10 MiB down from the bulk listener, 3 MiB up to the eof listener,
     // at 1 MiB a second each way: about 10 s and 3 s. The one place a
-    // time is part of the spec, with a generous margin.
+    // time is part of the spec: the rate holds (never faster than it,
+    // less the first second's burst); the upper bounds only catch a rate
+    // applied far too low, with room for a loaded machine (a full suite
+    // beside other builds took 15 s for the download).
     let probe = "import socket, time\n\
         t = time.monotonic()\n\
         s = socket.create_connection(('198.18.0.2', 8090), timeout=30)\n\
@@ -588,11 +591,11 @@ fn egress_rate_holds_a_download_and_an_upload_to_the_rate() {
     let down = field("down ");
     assert_eq!(down[1], "10485760", "{out}");
     let secs: f64 = down[2].parse().unwrap();
-    assert!((7.0..=13.0).contains(&secs), "10 MiB at 1M took {secs} s");
+    assert!((7.0..=40.0).contains(&secs), "10 MiB at 1M took {secs} s");
     let up = field("up ");
     assert_eq!((up[1].as_str(), up[2].as_str()), ("got", "3145728"), "{out}");
     let secs: f64 = up[3].parse().unwrap();
-    assert!((2.1..=3.9).contains(&secs), "3 MiB up at 1M took {secs} s");
+    assert!((2.1..=12.0).contains(&secs), "3 MiB up at 1M took {secs} s");
     // Each connection's end is recorded with the bytes it carried.
     let records = audit_records(&audit);
     let closed = |port: u16| {
