@@ -276,7 +276,8 @@ fn held_output_goes_out_after_a_moment() {
     kill_group(pgid);
     let _ = child.wait();
     assert_eq!(String::from_utf8_lossy(&seen), "prompt> sk-l");
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    // Well before the guest's sleep ends (20 s), even on a loaded machine.
+    assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
 }
 
 /// Output the guest wrote before it exited reaches a reader that takes
