@@ -96,6 +96,8 @@ static void no_error_queued(int s)
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
     CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE), EAGAIN);
     CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE | MSG_PEEK), EAGAIN);
+    /* The error queue comes before urgent data. */
+    CHECK_ERR(recvmsg(s, &m, MSG_ERRQUEUE | MSG_OOB), EAGAIN);
 }
 
 /* The IP_RECVERR message of a port unreachable from 127.0.0.1. */
@@ -224,12 +226,13 @@ static void unconnected_with_recverr(int port)
     CHECK_EQ(b[0], 'p');
     no_error_queued(s);
 
-    /* recvfrom reads the queue too, naming the destination. */
+    /* recvfrom reads the queue too, naming the destination (MSG_OOB
+     * does not matter). */
     CHECK_EQ(sendto(s, "r", 1, 0, (struct sockaddr *)&to, sizeof to), 1);
     CHECK_EQ(revents(s, 2000), POLLOUT | POLLERR);
     struct sockaddr_in from;
     socklen_t fromlen = sizeof from;
-    CHECK_EQ(recvfrom(s, b, sizeof b, MSG_ERRQUEUE, (struct sockaddr *)&from, &fromlen), 1);
+    CHECK_EQ(recvfrom(s, b, sizeof b, MSG_ERRQUEUE | MSG_OOB, (struct sockaddr *)&from, &fromlen), 1);
     CHECK_EQ(fromlen, sizeof from);
     CHECK_EQ(ntohs(from.sin_port), port);
     CHECK_EQ(b[0], 'r');

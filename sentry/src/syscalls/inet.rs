@@ -418,14 +418,15 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
 /// asked for (timestamps, IP_PKTINFO …).
 fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
     let h = read_msghdr(task, msg)?;
+    // The error queue first, as Linux's udp_recvmsg and tcp_recvmsg.
+    if flags & MSG_ERRQUEUE != 0 {
+        return recv_error(task, s, &h, msg);
+    }
     if flags & MSG_OOB != 0 {
         let (n, out_flags) = recv_urgent(task, s, &iovec_list(task, &h)?, flags)?;
         task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
         write_msg_results(task, msg, 0, out_flags)?;
         return Ok(n);
-    }
-    if flags & MSG_ERRQUEUE != 0 {
-        return recv_error(task, s, &h, msg);
     }
     let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, flags)?;
     let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
