@@ -1,7 +1,9 @@
 //! UDP endpoints. A datagram to one of the sandbox's addresses is queued
 //! on the socket bound there, or dropped when that socket's queue is full;
 //! to a port nobody holds it is lost, and a connected sender learns of it
-//! (ECONNREFUSED on its next call), as Linux's ICMP port-unreachable does.
+//! (ECONNREFUSED on its next call), as Linux's ICMP port-unreachable does;
+//! a sender that asked for errors (IP_RECVERR, IPV6_RECVERR) learns of it
+//! connected or not, and finds the datagram on its error queue.
 
 use crate::addr::{self, Family};
 use crate::ports::{Local, ShareOpts};
@@ -32,6 +34,16 @@ fn max_payload(f: Family) -> usize {
     }
 }
 
+/// How much of a datagram a port-unreachable error quotes: an ICMP error
+/// fits in 576 bytes (IPv4) or 1280 (IPv6), less its own IP and ICMP
+/// headers and the datagram's IP and UDP headers.
+fn quoted(to: IpAddr) -> usize {
+    match to {
+        IpAddr::V4(_) => 576 - 28 - 28,
+        IpAddr::V6(_) => 1280 - 48 - 48,
+    }
+}
+
 struct Inner {
     local: Local,
     peer: Option<SocketAddr>,
@@ -40,6 +52,12 @@ struct Inner {
     /// What this socket's datagrams carry in their IP header.
     header: Header,
     error: Option<Error>,
+    /// IP_RECVERR and IPV6_RECVERR: errors of datagrams to IPv4 and to
+    /// IPv6 destinations are queued, and reach an unconnected socket too.
+    recv_errors: (bool, bool),
+    /// The datagrams that drew an error (their destination and the part
+    /// the error quotes), charged to the receive buffer as Linux does.
+    errors: VecDeque<(SocketAddr, Vec<u8>)>,
     read_shut: bool,
     write_shut: bool,
 }
@@ -60,6 +78,16 @@ pub struct Datagram {
     pub full: usize,
     pub from: SocketAddr,
     pub meta: Meta,
+}
+
+/// A datagram the error queue gave back: bytes copied, the length the
+/// error quoted, and where it was sent. Its error is always a port
+/// unreachable (ECONNREFUSED) from that destination itself.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unreachable {
+    pub len: usize,
+    pub full: usize,
+    pub to: SocketAddr,
 }
 
 /// The IP header fields a sender sets (IP_TOS/IPV6_TCLASS and
@@ -99,6 +127,8 @@ impl UdpEndpoint {
                 queued: 0,
                 header: Header::default(),
                 error: None,
+                recv_errors: (false, false),
+                errors: VecDeque::new(),
                 read_shut: false,
                 write_shut: false,
             }),
@@ -161,7 +191,6 @@ impl UdpEndpoint {
         if i.write_shut {
             return Err(Error::BrokenPipe);
         }
-        let connected = to.is_none();
         let dest = match to {
             Some(t) => addr::destination(self.family, i.local.opts.v6only, t)?,
             None => i.peer.ok_or(Error::DestAddrRequired)?,
@@ -179,15 +208,67 @@ impl UdpEndpoint {
                 self.stack.count(data.len());
                 t.deliver_to(from, dest, i_header, data);
             }
-            None if connected => {
-                // The port-unreachable news wakes a blocked receiver.
-                i.error = Some(Error::ConnRefused);
+            None => {
                 drop(i);
-                self.queue.notify();
+                self.unreachable(dest, data);
             }
-            None => {}
         }
         Ok(data.len())
+    }
+
+    /// The port unreachable a datagram to `dest` (canonical) draws, as
+    /// Linux's __udp4_lib_err and __udp6_lib_err take it: it reaches the
+    /// sender unless that is connected to another peer; a connected
+    /// socket, or one asking for the errors of `dest`'s family, fails its
+    /// next call with ECONNREFUSED, and the latter queues the datagram.
+    fn unreachable(&self, dest: SocketAddr, data: &[u8]) {
+        let mut i = self.inner.lock();
+        let asked = if dest.is_ipv4() { i.recv_errors.0 } else { i.recv_errors.1 };
+        if i.peer.is_some_and(|p| p != dest) || !(asked || i.peer.is_some()) {
+            return;
+        }
+        i.error = Some(Error::ConnRefused);
+        let quote = &data[..data.len().min(quoted(dest.ip()))];
+        // A full buffer drops the error's datagram, not the error.
+        if asked && i.queued + cost(quote.len()) <= RECEIVE_BUFFER && self.stack.charge(cost(quote.len())) {
+            i.queued += cost(quote.len());
+            i.errors.push_back((addr::presented(self.family, dest), quote.to_vec()));
+        }
+        drop(i);
+        // The news wakes a blocked receiver.
+        self.queue.notify();
+    }
+
+    /// IP_RECVERR (`family` V4) or IPV6_RECVERR (V6) on or off; off
+    /// empties the error queue, as Linux does.
+    pub fn set_recv_errors(&self, family: Family, on: bool) {
+        let mut i = self.inner.lock();
+        match family {
+            Family::V4 => i.recv_errors.0 = on,
+            Family::V6 => i.recv_errors.1 = on,
+        }
+        if !on {
+            let freed: usize = i.errors.drain(..).map(|(_, d)| cost(d.len())).sum();
+            i.queued -= freed;
+            self.stack.uncharge(freed);
+        }
+        drop(i);
+        self.queue.notify();
+    }
+
+    /// recvmsg(MSG_ERRQUEUE): the oldest datagram that drew an error, cut
+    /// to `buf` (taken even with MSG_PEEK, as Linux's ip_recv_error
+    /// does); WouldBlock when there is none. The pending error becomes
+    /// that of the next entry, or none, as in sock_dequeue_err_skb.
+    pub fn recv_error(&self, buf: &mut [u8]) -> Result<Unreachable, Error> {
+        let mut i = self.inner.lock();
+        let (to, data) = i.errors.pop_front().ok_or(Error::WouldBlock)?;
+        i.queued -= cost(data.len());
+        self.stack.uncharge(cost(data.len()));
+        i.error = if i.errors.is_empty() { None } else { Some(Error::ConnRefused) };
+        let len = data.len().min(buf.len());
+        buf[..len].copy_from_slice(&data[..len]);
+        Ok(Unreachable { len, full: data.len(), to })
     }
 
     /// Queues a datagram from `from`, as one arriving over the stack does
@@ -265,7 +346,7 @@ impl UdpEndpoint {
         use events::*;
         let i = self.inner.lock();
         let mut ev = OUT | WRNORM;
-        if !i.inbox.is_empty() || i.read_shut || i.error.is_some() {
+        if !i.inbox.is_empty() || i.read_shut {
             ev |= IN | RDNORM;
         }
         if i.read_shut {
@@ -274,7 +355,7 @@ impl UdpEndpoint {
                 ev |= HUP;
             }
         }
-        if i.error.is_some() {
+        if i.error.is_some() || !i.errors.is_empty() {
             ev |= ERR;
         }
         ev
@@ -350,6 +431,57 @@ mod tests {
         let mut buf = [0u8; 1];
         assert_eq!(u.recv_from(&mut buf, false), Err(Error::ConnRefused));
         assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
+    }
+
+    /// With IP_RECVERR an unconnected sender learns of the unheld port
+    /// too and finds the datagram (as much as the error quotes) on its
+    /// error queue; each entry read leaves the next one's error pending.
+    #[test]
+    fn errors_asked_for_are_queued() {
+        let stack = Stack::new();
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        assert_eq!(u.send_to(Some(addr("127.0.0.1:9")), b"x"), Ok(1));
+        assert_eq!((u.take_error(), u.events() & events::ERR), (None, 0), "not asked: lost");
+        u.set_recv_errors(Family::V4, true);
+        assert_eq!(u.send_to(Some(addr("127.0.0.1:9")), b"one"), Ok(3));
+        assert_eq!(u.send_to(Some(addr("127.0.0.1:9")), b"x"), Err(Error::ConnRefused));
+        assert_eq!(u.send_to(Some(addr("127.0.0.1:9")), &[7; 600]), Ok(600));
+        assert_eq!(u.events() & (events::ERR | events::IN), events::ERR);
+        let mut buf = [0u8; 600];
+        let e = u.recv_error(&mut buf[..2]).unwrap();
+        assert_eq!(e, Unreachable { len: 2, full: 3, to: addr("127.0.0.1:9") });
+        assert_eq!(u.take_error(), Some(Error::ConnRefused), "the next entry's");
+        assert_eq!(u.recv_error(&mut buf).map(|e| e.full), Ok(520));
+        assert_eq!(u.take_error(), None);
+        assert_eq!(u.recv_error(&mut buf), Err(Error::WouldBlock));
+        assert_eq!(u.events() & events::ERR, 0);
+        // Turned off, the queue empties and gives back its charge.
+        u.send_to(Some(addr("127.0.0.1:9")), b"x").unwrap();
+        u.set_recv_errors(Family::V4, false);
+        assert_eq!((u.recv_error(&mut buf), u.inner.lock().queued), (Err(Error::WouldBlock), 0));
+        // A socket connected elsewhere does not hear of it.
+        let c = UdpEndpoint::new(&stack, Family::V4);
+        c.set_recv_errors(Family::V4, true);
+        c.connect(Some(addr("127.0.0.1:10"))).unwrap();
+        assert_eq!(c.send_to(Some(addr("127.0.0.1:9")), b"x"), Ok(1));
+        assert_eq!(c.take_error(), None);
+    }
+
+    /// A dual-stack socket's datagram to an IPv4 address draws an IPv4
+    /// error: IP_RECVERR, not IPV6_RECVERR, queues it.
+    #[test]
+    fn each_family_has_its_option() {
+        let stack = Stack::new();
+        let u = UdpEndpoint::new(&stack, Family::V6);
+        u.set_recv_errors(Family::V6, true);
+        assert_eq!(u.send_to(Some(addr("[::ffff:127.0.0.1]:9")), b"x"), Ok(1));
+        assert_eq!(u.take_error(), None);
+        assert_eq!(u.send_to(Some(addr("[::1]:9")), &[1; 1500]), Ok(1500));
+        let mut buf = [0u8; 1500];
+        assert_eq!(u.recv_error(&mut buf), Ok(Unreachable { len: 1184, full: 1184, to: addr("[::1]:9") }));
+        u.set_recv_errors(Family::V4, true);
+        assert_eq!(u.send_to(Some(addr("[::ffff:127.0.0.1]:9")), b"x"), Ok(1));
+        assert_eq!(u.recv_error(&mut buf).map(|e| e.to), Ok(addr("[::ffff:127.0.0.1]:9")));
     }
 
     #[test]

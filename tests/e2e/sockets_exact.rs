@@ -31,6 +31,15 @@ fn sockets_exact_names() {
     guest_test("sock_names", &[]);
 }
 
+/// A UDP datagram to a loopback port nobody holds: ECONNREFUSED on a
+/// connected socket's next call; with IP_RECVERR/IPV6_RECVERR the error
+/// queue (MSG_ERRQUEUE, sock_extended_err and offender), SO_ERROR and
+/// POLLERR; TCP's IP_RECVERR and its empty queue.
+#[test]
+fn sockets_exact_udp_error_queue() {
+    guest_test("udp_errqueue", &[]);
+}
+
 /// TCP errors after the peer closed, non-blocking connect, binding rules.
 #[test]
 fn sockets_exact_tcp() {

@@ -99,6 +99,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "mmsg_exact",
     "tcp_exact",
     "tcp_oob",
+    "udp_errqueue",
     "sgid_create",
     "sock_names",
 ];

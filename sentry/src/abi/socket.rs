@@ -211,6 +211,39 @@ impl Layout for Ucred {
 /// sizeof(struct cmsghdr): cmsg_len (u64), cmsg_level, cmsg_type.
 pub const CMSG_HDR: usize = 16;
 
+/// `ee_origin` of an error an ICMP message reported.
+pub const SO_EE_ORIGIN_ICMP: u8 = 2;
+/// `ee_origin` of an error an ICMPv6 message reported.
+pub const SO_EE_ORIGIN_ICMP6: u8 = 3;
+
+/// A `struct sock_extended_err`: how an error-queue entry failed, the
+/// start of an IP_RECVERR or IPV6_RECVERR control message (the offender's
+/// sockaddr, SO_EE_OFFENDER, follows it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SockExtendedErr {
+    pub errno: u32,
+    pub origin: u8,
+    /// The ICMP type and code.
+    pub ty: u8,
+    pub code: u8,
+    pub info: u32,
+    pub data: u32,
+}
+
+impl Layout for SockExtendedErr {
+    const SIZE: usize = 16;
+
+    fn encode_to(&self, e: &mut Encoder) {
+        e.u32(self.errno).u8(self.origin).u8(self.ty).u8(self.code).u8(0).u32(self.info).u32(self.data);
+    }
+
+    fn decode_from(d: &mut Decoder) -> SockExtendedErr {
+        let (errno, origin, ty, code) = (d.u32(), d.u8(), d.u8(), d.u8());
+        d.skip(1);
+        SockExtendedErr { errno, origin, ty, code, info: d.u32(), data: d.u32() }
+    }
+}
+
 // IPPROTO_IP and IPPROTO_IPV6 options on packet information, hop limits
 // and multicast.
 pub const IP_PKTINFO: i32 = 8;

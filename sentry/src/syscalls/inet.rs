@@ -7,6 +7,7 @@
 
 use super::args;
 use super::block::wait_io;
+use super::errqueue;
 use super::socket::{
     iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt, Cursor,
 };
@@ -317,11 +318,6 @@ fn recv_with_meta(
     if flags & MSG_OOB != 0 {
         return recv_urgent(task, s, bufs, flags).map(|(n, _)| (n, false, None, None));
     }
-    // The error queue stays empty: loopback errors are reported through
-    // SO_ERROR and the next call.
-    if flags & MSG_ERRQUEUE != 0 {
-        return Err(Errno::EAGAIN);
-    }
     let dontwait = nonblocking(f, flags);
     let peek = flags & MSG_PEEK != 0;
     let cap = if s.is_stream() { STREAM_CHUNK } else { 1 << 16 };
@@ -395,7 +391,13 @@ fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags:
 
 fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, out: SockAddrArg) -> SysResult {
     args::user_range(buf.0, buf.1)?;
-    let (n, _, from) = recv(task, f, s, &[buf], flags)?;
+    let (n, from) = if flags & MSG_ERRQUEUE != 0 {
+        let got = errqueue::recv(task, s, &[buf])?;
+        (got.count, Some(got.to))
+    } else {
+        let (n, _, from) = recv(task, f, s, &[buf], flags)?;
+        (n, from)
+    };
     if out.addr != 0 && out.len != 0 {
         match from {
             Some(from) => write_sockaddr(task, out.addr, out.len, &encode_inet(from))?,
@@ -416,6 +418,10 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
 /// asked for (timestamps, IP_PKTINFO …).
 fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
     let h = read_msghdr(task, msg)?;
+    // The error queue first, as Linux's udp_recvmsg and tcp_recvmsg.
+    if flags & MSG_ERRQUEUE != 0 {
+        return recv_error(task, s, &h, msg);
+    }
     if flags & MSG_OOB != 0 {
         let (n, out_flags) = recv_urgent(task, s, &iovec_list(task, &h)?, flags)?;
         task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
@@ -432,6 +438,20 @@ fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
     let out_flags = if cut { i32::try_from(MSG_TRUNC).unwrap_or(0) } else { 0 };
     write_msg_results(task, msg, controllen, out_flags | ctrunc)?;
     Ok(n)
+}
+
+/// recvmsg(MSG_ERRQUEUE): an entry of the socket's error queue, its
+/// destination as msg_name and its error as the control message.
+fn recv_error(task: &Task, s: &InetSocket, h: &MsgHdr, msg: u64) -> SysResult {
+    let got = errqueue::recv(task, s, &iovec_list(task, h)?)?;
+    let (controllen, ctrunc) = sockopt_ip::write_control(task, h, std::slice::from_ref(&got.control))?;
+    if h.name != 0 {
+        write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode_inet(got.to))?;
+    } else {
+        task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
+    }
+    write_msg_results(task, msg, controllen, got.flags | ctrunc)?;
+    Ok(got.count)
 }
 
 fn shutdown(s: &InetSocket, how: i32) -> SysResult {
@@ -564,6 +584,7 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
             let kept = sockopt_ip::check(v6, s.is_stream(), opt, value)?;
             s.stored.lock().insert(opt, kept.to_le_bytes().to_vec());
             sockopt_ip::update_header(s, v6);
+            errqueue::option_set(s, opt, kept);
         }
     }
     Ok(0)

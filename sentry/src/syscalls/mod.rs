@@ -19,6 +19,7 @@ mod copy_range;
 mod dir;
 mod egress;
 mod epoll;
+mod errqueue;
 mod fd;
 mod file;
 mod fown;

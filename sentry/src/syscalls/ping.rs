@@ -12,11 +12,11 @@ use super::socket::{iovec_list, nonblocking, read_msghdr, write_msg_results, wri
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_ip, family_of, SockaddrIn, SockaddrIn6};
-use crate::abi::socket::CMSG_HDR;
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, MSG_CTRUNC, MSG_ERRQUEUE, MSG_PEEK, MSG_TRUNC, SOCK_DGRAM, SOL_SOCKET,
     SO_DOMAIN, SO_ERROR, SO_PROTOCOL, SO_RCVTIMEO, SO_SNDTIMEO, SO_TYPE,
 };
+use crate::abi::socket::{SockExtendedErr, CMSG_HDR};
 use crate::abi::time::Timeval;
 use crate::abi::{Errno, SysResult};
 use crate::audit::Record;
@@ -379,12 +379,10 @@ fn allowed_control(raw: &[u8], shown: &dyn Fn(IpAddr) -> IpAddr) -> (Vec<u8>, bo
 /// sent the error, AF_UNSPEC for a local error) with `shown`. False when
 /// it is malformed; other messages are left as they are.
 fn shown_offender(level: i32, ty: i32, data: &mut [u8], shown: &dyn Fn(IpAddr) -> IpAddr) -> bool {
-    /// struct sock_extended_err's size.
-    const EXTENDED: usize = 16;
     if (level, ty) != (libc::SOL_IP, libc::IP_RECVERR) && (level, ty) != (libc::SOL_IPV6, libc::IPV6_RECVERR) {
         return true;
     }
-    let Some(offender) = data.get_mut(EXTENDED..) else { return false };
+    let Some(offender) = data.get_mut(SockExtendedErr::SIZE..) else { return false };
     let Some(family) = offender.get(..2).map(|f| i32::from(u16::from_le_bytes([f[0], f[1]]))) else {
         return false;
     };
@@ -671,7 +669,10 @@ mod tests {
     fn an_icmp_errors_offender_is_shown_as_the_guest_sees_it() {
         let outer: IpAddr = "198.18.0.1".parse().unwrap();
         let gateway = |ip: IpAddr| if ip == outer { "10.0.2.2".parse().unwrap() } else { ip };
-        let mut err = vec![113, 0, 0, 0, 2, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let unreachable = SockExtendedErr { errno: 113, origin: 2, ty: 3, code: 1, ..Default::default() };
+        let mut err = unreachable.encode();
+        assert_eq!(err, [113, 0, 0, 0, 2, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(SockExtendedErr::decode(&err), unreachable);
         err.extend_from_slice(&2u16.to_le_bytes());
         err.extend_from_slice(&[0, 0, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
         let raw = cmsg(libc::SOL_IP, libc::IP_RECVERR, &err);

@@ -1,0 +1,82 @@
+//! The error queue of the sandbox's UDP sockets: IP_RECVERR and
+//! IPV6_RECVERR turn it on, and recvmsg(MSG_ERRQUEUE) reads it as Linux's
+//! ip_recv_error and ipv6_recv_error do. An entry is a datagram that
+//! found no socket at its port inside the sandbox (the port unreachable
+//! the loopback interface answers with), given back with a control
+//! message: a sock_extended_err (ECONNREFUSED; ICMP type 3 code 3, or
+//! ICMPv6 type 1 code 4) and the offender, the destination itself.
+//! A TCP socket's queue stays empty (no SO_TIMESTAMPING or zero-copy
+//! notifications): EAGAIN, as Linux with nothing queued.
+
+use crate::abi::layout::Layout;
+use crate::abi::sockaddr::encode_ip;
+use crate::abi::socket::{
+    SockExtendedErr, IPPROTO_IP, IPPROTO_IPV6, IPV6_RECVERR, IP_RECVERR, MSG_ERRQUEUE, MSG_TRUNC, SO_EE_ORIGIN_ICMP,
+    SO_EE_ORIGIN_ICMP6,
+};
+use crate::abi::Errno;
+use crate::fs::inet::{errno, Endpoint, InetSocket};
+use crate::kernel::Task;
+use husk_netstack::Family;
+use std::net::{IpAddr, SocketAddr};
+
+/// One entry read: the bytes copied, msg_flags (MSG_ERRQUEUE, and
+/// MSG_TRUNC when the datagram was cut), where the datagram was sent
+/// (msg_name) and its control message (level, type, data).
+pub(super) struct ErrorRead {
+    pub count: u64,
+    pub flags: i32,
+    pub to: SocketAddr,
+    pub control: (i32, i32, Vec<u8>),
+}
+
+/// Takes the oldest entry of `s`'s error queue into the guest's `bufs`,
+/// never waiting (EAGAIN when it is empty), with or without MSG_PEEK.
+pub(super) fn recv(task: &Task, s: &InetSocket, bufs: &[(u64, usize)]) -> Result<ErrorRead, Errno> {
+    let Endpoint::Udp(u) = &s.endpoint else { return Err(Errno::EAGAIN) };
+    let total = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add).min(1 << 16);
+    let mut buf = vec![0u8; total];
+    let got = u.recv_error(&mut buf).map_err(errno)?;
+    let mm = task.thread.mm();
+    let mut at = 0;
+    for &(base, len) in bufs {
+        if at >= got.len {
+            break;
+        }
+        let k = len.min(got.len - at);
+        mm.copy_out(base, &buf[at..at + k])?;
+        at += k;
+    }
+    let v4 = match got.to.ip() {
+        IpAddr::V4(_) => true,
+        IpAddr::V6(a) => a.to_ipv4_mapped().is_some(),
+    };
+    let (origin, ty, code) = if v4 { (SO_EE_ORIGIN_ICMP, 3, 3) } else { (SO_EE_ORIGIN_ICMP6, 1, 4) };
+    let refused = u32::try_from(Errno::ECONNREFUSED.0).unwrap_or(0);
+    let mut data = SockExtendedErr { errno: refused, origin, ty, code, info: 0, data: 0 }.encode();
+    // The destination answered for itself: it is the offender (shown as
+    // the socket's family shows addresses, v4-mapped on an IPv6 socket).
+    data.extend(encode_ip(got.to.ip(), 0));
+    let control = match u.family() {
+        Family::V4 => (IPPROTO_IP, IP_RECVERR, data),
+        Family::V6 => (IPPROTO_IPV6, IPV6_RECVERR, data),
+    };
+    let mut flags = i32::try_from(MSG_ERRQUEUE).unwrap_or(0);
+    if got.len < got.full {
+        flags |= i32::try_from(MSG_TRUNC).unwrap_or(0);
+    }
+    Ok(ErrorRead { count: got.len as u64, flags, to: got.to, control })
+}
+
+/// Passes IP_RECVERR or IPV6_RECVERR, just set to `value`, on to a UDP
+/// socket's endpoint; other options and sockets are left alone.
+pub(super) fn option_set(s: &InetSocket, opt: (i32, i32), value: i32) {
+    let family = match opt {
+        (IPPROTO_IP, IP_RECVERR) => Family::V4,
+        (IPPROTO_IPV6, IPV6_RECVERR) => Family::V6,
+        _ => return,
+    };
+    if let Endpoint::Udp(u) = &s.endpoint {
+        u.set_recv_errors(family, value != 0);
+    }
+}
