@@ -124,6 +124,8 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_munmap(task: &mut Task, a: [u64; 6]) -> SysResult {
     task.thread.mm().munmap(a[0], a[1])?;
+    // The last mapping of a removed, watched file may have been here.
+    crate::vfs::notify::let_go();
     Ok(0)
 }
 
