@@ -193,6 +193,13 @@ impl Client {
         self.call_fid_stat(&Request::Symlink { dir, name: name.to_vec(), target: target.to_vec(), uid, gid })
     }
 
+    /// Makes a regular file with no name in `dir` (`O_TMPFILE`), owned by
+    /// `uid`:`gid` with permission bits `mode`; `Link` may name it later
+    /// unless `flags` is `O_EXCL`. Open it with [`Client::open`].
+    pub fn tmpfile(&self, dir: Fid, flags: i32, mode: u32, uid: u32, gid: u32) -> Result<(Fid, Stat)> {
+        self.call_fid_stat(&Request::Tmpfile { dir, flags, mode, uid, gid })
+    }
+
     /// Makes `name` in `dir` a hard link to `target`; returns the target's
     /// new attributes.
     pub fn link(&self, target: Fid, dir: Fid, name: &[u8]) -> Result<Stat> {

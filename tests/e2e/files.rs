@@ -39,13 +39,14 @@ fn files_on_the_overlay() {
 }
 
 /// A gofer-served volume: fallocate through the gofer, RWF_NOWAIT reads
-/// from the host file.
+/// from the host file, O_TMPFILE files the gofer makes on the host and
+/// links through its /proc/self/fd.
 #[test]
 fn files_on_a_gofer_volume() {
     let dir = TempDir::new("files-volume");
     let host = dir.path().to_string_lossy().into_owned();
     let volume = format!("{host}:/ws");
-    check(&host, &["-v", &volume], "/ws", &["fallocate", "zero", "rw2", "nowait", "cfr"]);
+    check(&host, &["-v", &volume], "/ws", &["fallocate", "zero", "rw2", "nowait", "cfr", "tmpfile"]);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the guest's scratch directory is gone");
 }
 

@@ -1,6 +1,7 @@
 /* inotify.c — inotify (man 7 inotify): argument errors, the events of
  * create/open/write/read/close/chmod/rename/mkdir/rmdir/unlink and their
- * order, one wd per inode (hard links, IN_DONT_FOLLOW), IN_MASK_ADD and
+ * order, IN_DELETE_SELF of a file or directory removed while open (or the
+ * working directory) at its last release, one wd per inode (hard links, IN_DONT_FOLLOW), IN_MASK_ADD and
  * IN_MASK_CREATE, IN_ONESHOT, IN_EXCL_UNLINK, rm_watch's IN_IGNORED,
  * merging of identical consecutive events, the record layout and EINVAL
  * for a short buffer, FIONREAD, IN_NONBLOCK, a blocking read woken by
@@ -217,6 +218,71 @@ int main(int argc, char **argv) {
     EXPECT(2, fwd, IN_IGNORED, "");
     EXPECT(3, dwd, IN_DELETE, "g");
     CHECK_ERR(inotify_rm_watch(fd, fwd), EINVAL);
+
+    /* Removed while something holds it: the link count and the name go
+     * now, the inode (IN_DELETE_SELF, then IN_IGNORED) when the last
+     * holder lets go. An open file, closed through a dup last. */
+    int o = CHECK_OK(open(at(d, "open"), O_CREAT | O_RDWR, 0644));
+    int o2 = CHECK_OK(dup(o));
+    int owd = CHECK_OK(inotify_add_watch(fd, at(d, "open"), IN_ATTRIB | IN_DELETE_SELF));
+    CHECK_OK(unlink(at(d, "open")));
+    CHECK_OK(close(o));
+    CHECK_EQ(drain(fd), 4);
+    EXPECT(0, dwd, IN_CREATE, "open");
+    EXPECT(1, dwd, IN_OPEN, "open");
+    EXPECT(2, owd, IN_ATTRIB, "");
+    EXPECT(3, dwd, IN_DELETE, "open");
+    CHECK_OK(close(o2));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_CLOSE_WRITE, "open");
+    EXPECT(1, owd, IN_DELETE_SELF, "");
+    EXPECT(2, owd, IN_IGNORED, "");
+    CHECK_ERR(inotify_rm_watch(fd, owd), EINVAL);
+    /* A directory open, then one that is the working directory. */
+    CHECK_OK(mkdir(at(d, "held"), 0755));
+    int hwd = CHECK_OK(inotify_add_watch(fd, at(d, "held"), IN_DELETE_SELF));
+    int h = CHECK_OK(open(at(d, "held"), O_RDONLY | O_DIRECTORY));
+    CHECK_OK(rmdir(at(d, "held")));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_CREATE | IN_ISDIR, "held");
+    EXPECT(1, dwd, IN_OPEN | IN_ISDIR, "held");
+    EXPECT(2, dwd, IN_DELETE | IN_ISDIR, "held");
+    CHECK_OK(close(h));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_CLOSE_NOWRITE | IN_ISDIR, "held");
+    EXPECT(1, hwd, IN_DELETE_SELF, "");
+    EXPECT(2, hwd, IN_IGNORED, "");
+    int here = CHECK_OK(open(".", O_RDONLY | O_DIRECTORY));
+    CHECK_OK(mkdir(at(d, "cwd"), 0755));
+    int cwd = CHECK_OK(inotify_add_watch(fd, at(d, "cwd"), IN_DELETE_SELF));
+    CHECK_OK(chdir(at(d, "cwd")));
+    CHECK_OK(rmdir(at(d, "cwd")));
+    CHECK_EQ(drain(fd), 2);
+    EXPECT(0, dwd, IN_CREATE | IN_ISDIR, "cwd");
+    EXPECT(1, dwd, IN_DELETE | IN_ISDIR, "cwd");
+    CHECK_OK(fchdir(here));
+    CHECK_OK(close(here));
+    CHECK_EQ(drain(fd), 2);
+    EXPECT(0, cwd, IN_DELETE_SELF, "");
+    EXPECT(1, cwd, IN_IGNORED, "");
+    /* A file replaced by a rename while open. */
+    int t = CHECK_OK(open(at(d, "target"), O_CREAT | O_RDWR, 0644));
+    CHECK_OK(close(CHECK_OK(open(at(d, "src"), O_CREAT | O_RDONLY, 0644))));
+    int twd = CHECK_OK(inotify_add_watch(fd, at(d, "target"), IN_ATTRIB | IN_DELETE_SELF));
+    CHECK_EQ(drain(fd), 5);
+    CHECK_OK(rename(at(d, "src"), at(d, "target")));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_MOVED_FROM, "src");
+    EXPECT(1, dwd, IN_MOVED_TO, "target");
+    EXPECT(2, twd, IN_ATTRIB, "");
+    CHECK_OK(close(t));
+    CHECK_EQ(drain(fd), 3);
+    EXPECT(0, dwd, IN_CLOSE_WRITE, "target");
+    EXPECT(1, twd, IN_DELETE_SELF, "");
+    EXPECT(2, twd, IN_IGNORED, "");
+    CHECK_OK(unlink(at(d, "target")));
+    CHECK_EQ(drain(fd), 1);
+    EXPECT(0, dwd, IN_DELETE, "target");
 
     /* Listing the directory: its own open, access (each getdents, the
      * identical ones merged) and close, flagged IN_ISDIR. */

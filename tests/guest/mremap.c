@@ -1,6 +1,6 @@
 /* mremap.c — mremap(2) as Linux: file mappings with an offset grown in
- * place, moved and shrunk; MREMAP_FIXED, MREMAP_DONTUNMAP, old_size 0, and
- * the errors for each bad argument. */
+ * place, moved and shrunk; MREMAP_FIXED, MREMAP_DONTUNMAP, old_size 0, the
+ * errors for each bad argument, and a range spanning several mappings. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -292,6 +292,43 @@ static void errors(void) {
     CHECK_OK(munmap(p, 2 * PG));
 }
 
+/* A range spanning several mappings, as Linux 6.17 and later: MREMAP_FIXED
+ * to the same size moves each, at its offset (the target keeps what it has
+ * in the gaps); growing across them is EFAULT, a shrink unmaps the tail
+ * across them and the gaps, and the same size in place returns the range. */
+static void spanning(int fd) {
+    unsigned char *p = anon(5, 0, 'a');
+    memset(p + PG, 'b', PG);
+    CHECK_OK(mprotect(p + PG, PG, PROT_READ));
+    CHECK_OK(munmap(p + 2 * PG, PG));
+    map_file_at(p + 3 * PG, 1, 1, fd, 5);
+    CHECK_ERR((long)mremap(p, 5 * PG, 6 * PG, MREMAP_MAYMOVE), EFAULT);
+    CHECK_ERR((long)mremap(p, 2 * PG, 3 * PG, MREMAP_MAYMOVE), EFAULT);
+    CHECK(mremap(p, 5 * PG, 5 * PG, 0) == p);
+    CHECK(mremap(p, 5 * PG, 5 * PG, MREMAP_MAYMOVE) == p);
+    unsigned char *t = mmap(NULL, 6 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(t != MAP_FAILED);
+    /* Moving while shrinking: what is kept must lie in the first mapping. */
+    CHECK_ERR((long)mremap(p, 5 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, t), EFAULT);
+    /* The range must begin in a mapping. */
+    CHECK_ERR((long)mremap(p + 2 * PG, 2 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, t), EFAULT);
+    CHECK(mremap(p, 5 * PG, 5 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, t) == t);
+    for (int i = 0; i < 5; i++)
+        CHECK(!is_mapped(p + i * PG));
+    CHECK(all_bytes(t, PG, 'a'));
+    CHECK(all_bytes(t + PG, PG, 'b'));
+    CHECK(is_mapped(t + 2 * PG));
+    check_file_pages(t + 3 * PG, 5, 1);
+    CHECK(all_bytes(t + 4 * PG, PG, 'a'));
+    CHECK(is_mapped(t + 5 * PG));
+    CHECK(mremap(t, 5 * PG, PG, 0) == t);
+    CHECK(all_bytes(t, PG, 'a'));
+    for (int i = 1; i < 5; i++)
+        CHECK(!is_mapped(t + i * PG));
+    CHECK(is_mapped(t + 5 * PG));
+    CHECK_OK(munmap(t, 6 * PG));
+}
+
 int main(void) {
     int fd = make_file();
     file_offsets(fd);
@@ -299,6 +336,7 @@ int main(void) {
     dontunmap(fd);
     old_size_zero(fd);
     errors();
+    spanning(fd);
     /* The file still holds what it started with: page i is i + 1. */
     unsigned char *m = map_file_at(NULL, NPAGES, 0, fd, 0);
     check_file_pages(m, 0, NPAGES);

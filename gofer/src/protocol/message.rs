@@ -49,13 +49,15 @@ pub enum Opcode {
     Clunk = 16,
     /// Allocate, punch or zero a range of a regular file (`fallocate`).
     Fallocate = 17,
+    /// Make a regular file with no name in a directory (`O_TMPFILE`).
+    Tmpfile = 18,
 }
 
 impl TryFrom<u16> for Opcode {
     type Error = Error;
 
     fn try_from(v: u16) -> Result<Opcode> {
-        const ALL: [Opcode; 17] = [
+        const ALL: [Opcode; 18] = [
             Opcode::Attach,
             Opcode::Walk,
             Opcode::Stat,
@@ -73,6 +75,7 @@ impl TryFrom<u16> for Opcode {
             Opcode::SetAttr,
             Opcode::Clunk,
             Opcode::Fallocate,
+            Opcode::Tmpfile,
         ];
         ALL.into_iter().find(|&op| op as u16 == v).ok_or_else(|| Error::Protocol(format!("unknown opcode {v}")))
     }
@@ -231,6 +234,20 @@ pub enum Request {
         /// Its length.
         len: u64,
     },
+    /// Make a regular file without a name in `dir` (`O_TMPFILE`), which
+    /// `Link` may name later unless `flags` is `O_EXCL`.
+    Tmpfile {
+        /// The directory whose filesystem holds the file.
+        dir: Fid,
+        /// 0 or `O_EXCL`.
+        flags: i32,
+        /// Permission bits.
+        mode: u32,
+        /// Owner.
+        uid: u32,
+        /// Group.
+        gid: u32,
+    },
 }
 
 /// The shape of a successful reply; each request has exactly one.
@@ -256,7 +273,7 @@ pub enum Reply {
     /// No payload (`Open`, with a donated fd; `Unlink`, `Rename`, `Clunk`).
     Empty,
     /// A new fid and its attributes (`Attach`, `Walk`, `Mkdir`, `Mknod`,
-    /// `Symlink`; `Create`, with a donated fd).
+    /// `Symlink`, `Tmpfile`; `Create`, with a donated fd).
     FidStat {
         /// The new fid.
         fid: Fid,
@@ -308,6 +325,7 @@ impl Request {
             Request::SetAttr { .. } => Opcode::SetAttr,
             Request::Clunk { .. } => Opcode::Clunk,
             Request::Fallocate { .. } => Opcode::Fallocate,
+            Request::Tmpfile { .. } => Opcode::Tmpfile,
         }
     }
 
@@ -324,7 +342,8 @@ impl Request {
             | Request::Create { .. }
             | Request::Mkdir { .. }
             | Request::Mknod { .. }
-            | Request::Symlink { .. } => ReplyKind::FidStat,
+            | Request::Symlink { .. }
+            | Request::Tmpfile { .. } => ReplyKind::FidStat,
             Request::Stat { .. } | Request::Link { .. } | Request::SetAttr { .. } => ReplyKind::Stat,
             Request::Getdents { .. } => ReplyKind::Dirents,
             Request::Readlink { .. } => ReplyKind::Bytes,
@@ -359,6 +378,7 @@ impl Request {
             }
             Request::SetAttr { fid, attr } => e.u64(*fid).set_attr(attr),
             Request::Fallocate { fid, mode, offset, len } => e.u64(*fid).i32(*mode).u64(*offset).u64(*len),
+            Request::Tmpfile { dir, flags, mode, uid, gid } => e.u64(*dir).i32(*flags).u32(*mode).u32(*uid).u32(*gid),
         };
         e.finish()
     }
@@ -416,6 +436,9 @@ impl Request {
             Opcode::SetAttr => Request::SetAttr { fid: d.u64()?, attr: d.set_attr()? },
             Opcode::Clunk => Request::Clunk { fid: d.u64()? },
             Opcode::Fallocate => Request::Fallocate { fid: d.u64()?, mode: d.i32()?, offset: d.u64()?, len: d.u64()? },
+            Opcode::Tmpfile => {
+                Request::Tmpfile { dir: d.u64()?, flags: d.i32()?, mode: d.u32()?, uid: d.u32()?, gid: d.u32()? }
+            }
         };
         d.finish()?;
         Ok(req)
@@ -557,6 +580,7 @@ mod tests {
                 offset: 4096,
                 len: 1 << 40,
             },
+            Request::Tmpfile { dir: 19, flags: libc::O_EXCL, mode: 0o600, uid: 9, gid: 10 },
         ]
     }
 

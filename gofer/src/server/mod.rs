@@ -120,6 +120,7 @@ impl Server {
             }
             Request::SetAttr { fid, attr } => self.setattr(fid, &attr),
             Request::Fallocate { fid, mode, offset, len } => self.fallocate(fid, mode, offset, len),
+            Request::Tmpfile { dir, flags, mode, uid, gid } => self.tmpfile(dir, flags, mode, uid, gid),
         };
         reply.map(|reply| (reply, None))
     }

@@ -132,6 +132,30 @@ impl Server {
         Ok(self.insert(settled))
     }
 
+    /// Makes a regular file with no name in `dir` (`O_TMPFILE`): linkable
+    /// later (by `link`, through its magic link as every link is) unless
+    /// `flags` is `O_EXCL`, when the host refuses any link. Nothing is left
+    /// behind on failure: the file goes with its last descriptor.
+    pub(super) fn tmpfile(&mut self, dir: Fid, flags: i32, mode: u32, uid: u32, gid: u32) -> Result<Reply> {
+        self.writable()?;
+        if flags & !libc::O_EXCL != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let dir = self.fids.get(dir)?;
+        if dir.file_type() != libc::S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC;
+        let file = host::open_at(dir.fd(), c".", flags, perm(mode))?;
+        let proc_fds = self.proc_fds.as_fd();
+        let path = host::reopen(proc_fds, file.as_fd(), OFlag::O_PATH | OFlag::O_CLOEXEC)?;
+        drop(file);
+        host::chown(path.as_fd(), Some(uid), Some(gid))?;
+        host::chmod(proc_fds, path.as_fd(), mode)?;
+        let stat = host::fstat(path.as_fd())?;
+        Ok(self.insert((path, stat)))
+    }
+
     /// Makes `name` in `dir` a hard link to `target`.
     pub(super) fn link(&self, target: Fid, dir: Fid, name: &[u8]) -> Result<Reply> {
         self.writable()?;

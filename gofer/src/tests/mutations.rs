@@ -165,6 +165,28 @@ fn link_makes_hard_links() {
     f.finish().unwrap();
 }
 
+/// An `O_TMPFILE` file: no name until linked, owned and moded as asked;
+/// one made with `O_EXCL` can never be linked.
+#[test]
+fn tmpfile_makes_a_file_without_a_name() {
+    let f = Fixture::new();
+    let c = f.client();
+    let (root, _) = c.attach().unwrap();
+    let (tmp, stat) = c.tmpfile(root, 0, 0o640, 1234, 5678).unwrap();
+    assert_eq!((stat.mode, stat.nlink, stat.uid, stat.gid), (libc::S_IFREG | 0o640, 0, 1234, 5678));
+    assert_eq!(c.getdents(root).unwrap().len(), 0, "nothing shows in the directory");
+    File::from(c.open(tmp, libc::O_WRONLY).unwrap()).write_all(b"made").unwrap();
+    assert_eq!(c.link(tmp, root, b"named").unwrap().nlink, 1);
+    assert_eq!(std::fs::read(f.host("named")).unwrap(), b"made");
+
+    let (never, _) = c.tmpfile(root, libc::O_EXCL, 0o600, 0, 0).unwrap();
+    assert_eq!(errno(c.link(never, root, b"never")), libc::ENOENT);
+    assert!(!f.host("never").exists());
+    assert_eq!(errno(c.tmpfile(root, libc::O_APPEND, 0o600, 0, 0)), libc::EINVAL);
+    assert_eq!(errno(c.tmpfile(tmp, 0, 0o600, 0, 0)), libc::ENOTDIR);
+    f.finish().unwrap();
+}
+
 #[test]
 fn mknod_makes_fifos_sockets_and_files_but_no_devices() {
     let f = Fixture::new();

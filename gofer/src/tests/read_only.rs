@@ -22,6 +22,7 @@ fn every_mutation_is_erofs() {
     assert_eq!(errno(c.mknod(root, b"n", libc::S_IFIFO | 0o644, 0, 0, 0)), erofs);
     assert_eq!(errno(c.symlink(root, b"n", b"file", 0, 0)), erofs);
     assert_eq!(errno(c.link(file, root, b"n")), erofs);
+    assert_eq!(errno(c.tmpfile(root, 0, 0o600, 0, 0)), erofs);
     assert_eq!(errno(c.unlink(root, b"file", 0)), erofs);
     assert_eq!(errno(c.unlink(root, b"dir", libc::AT_REMOVEDIR)), erofs);
     assert_eq!(errno(c.rename(root, b"file", dir, b"n", 0)), erofs);

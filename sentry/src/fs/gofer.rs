@@ -255,6 +255,16 @@ impl Node for GoferNode {
         Ok(self.new_child(name, fid, stat))
     }
 
+    /// An `O_TMPFILE` file the gofer made on the host, where the host's
+    /// filesystem keeps it linkable or not (`O_EXCL`); in no directory's
+    /// cache, so no lookup finds it.
+    fn tmpfile(&self, new: NewNode, linkable: bool) -> Result<Arc<dyn Node>, Errno> {
+        let flags = if linkable { 0 } else { libc::O_EXCL };
+        let (fid, stat) = self.fs.client.tmpfile(self.fid, flags, new.mode & 0o7777, new.uid, new.gid)?;
+        let path = self.child_path(format!("#{}", stat.ino).as_bytes());
+        Ok(Arc::new(GoferNode::new(self.fs.clone(), fid, path, stat)))
+    }
+
     fn mkdir(&self, name: &[u8], new: NewNode) -> Result<(), Errno> {
         let (fid, stat) = self.fs.client.mkdir(self.fid, name, new.mode, new.uid, new.gid)?;
         self.new_child(name, fid, stat);

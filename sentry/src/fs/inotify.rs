@@ -415,11 +415,14 @@ mod tests {
         let dwd = i.add_watch(key_of(d.node.as_ref()).unwrap(), IN_ALL_EVENTS).unwrap();
         names::mknod_at(&w, cwd(), b"/d/f", NewNode { mode: crate::vfs::S_IFREG | 0o644, ..DIR }, 0).unwrap();
         let f = w.resolve(&ns.root(), b"/d/f", true).unwrap();
-        let fwd = i.add_watch(key_of(f.node.as_ref()).unwrap(), IN_ALL_EVENTS).unwrap();
+        let fkey = key_of(f.node.as_ref()).unwrap();
+        // Nothing holds the file when it goes: it ends with its name.
+        drop(f);
+        let fwd = i.add_watch(fkey, IN_ALL_EVENTS).unwrap();
         assert_ne!(dwd, fwd);
-        assert_eq!(i.add_watch(key_of(f.node.as_ref()).unwrap(), IN_ATTRIB), Ok(fwd), "same inode, same wd");
-        assert_eq!(i.add_watch(key_of(f.node.as_ref()).unwrap(), IN_ALL_EVENTS | IN_MASK_CREATE), Err(Errno::EEXIST));
-        i.add_watch(key_of(f.node.as_ref()).unwrap(), IN_ALL_EVENTS | IN_MASK_ADD).unwrap();
+        assert_eq!(i.add_watch(fkey, IN_ATTRIB), Ok(fwd), "same inode, same wd");
+        assert_eq!(i.add_watch(fkey, IN_ALL_EVENTS | IN_MASK_CREATE), Err(Errno::EEXIST));
+        i.add_watch(fkey, IN_ALL_EVENTS | IN_MASK_ADD).unwrap();
         names::rename_at(&w, (cwd(), b"/d/f"), (cwd(), b"/d/g"), 0).unwrap();
         names::mkdir_at(&w, cwd(), b"/d/s", DIR).unwrap();
         names::remove_at(&w, cwd(), b"/d/s", true).unwrap();
@@ -445,6 +448,32 @@ mod tests {
         assert_eq!(i.rm_watch(fwd), Err(Errno::EINVAL), "the watch went with its inode");
         i.rm_watch(dwd).unwrap();
         assert_eq!(drain(&i), vec![ev(dwd, IN_IGNORED, 0, "")]);
+    }
+
+    /// A file removed while something holds it (here a dentry, as an open
+    /// description or a working directory does) ends when the last
+    /// holder goes: its link count and the name at the unlink, its
+    /// `IN_DELETE_SELF` and `IN_IGNORED` then.
+    #[test]
+    fn a_held_file_ends_when_let_go() {
+        let root = Tmpfs::new(0o755, 0, 0);
+        let ns = MountNamespace::new(root, "tmpfs", "root");
+        let creds = Credentials::new(0, 0);
+        let w = Walker { ns: &ns, root: ns.root(), creds: &creds };
+        let cwd = || DirFd::Cwd(ns.root());
+        let i = Inotify::new(1, TimeSpec::default(), 0).unwrap();
+        let dwd = i.add_watch(key_of(ns.root().node.as_ref()).unwrap(), IN_DELETE).unwrap();
+        names::mknod_at(&w, cwd(), b"/f", NewNode { mode: crate::vfs::S_IFREG | 0o644, ..DIR }, 0).unwrap();
+        let held = w.resolve(&ns.root(), b"/f", true).unwrap();
+        let again = w.resolve(&ns.root(), b"/f", true).unwrap();
+        let fwd = i.add_watch(key_of(held.node.as_ref()).unwrap(), IN_ATTRIB | IN_DELETE_SELF).unwrap();
+        names::remove_at(&w, cwd(), b"/f", false).unwrap();
+        assert_eq!(drain(&i), vec![ev(fwd, IN_ATTRIB, 0, ""), ev(dwd, IN_DELETE, 0, "f")]);
+        drop(held);
+        assert_eq!(drain(&i), vec![], "another holder is left");
+        drop(again);
+        assert_eq!(drain(&i), vec![ev(fwd, IN_DELETE_SELF, 0, ""), ev(fwd, IN_IGNORED, 0, "")]);
+        assert_eq!(i.rm_watch(fwd), Err(Errno::EINVAL), "the watch went with its inode");
     }
 
     /// A one-shot watch reports one event, then `IN_IGNORED`; a closed

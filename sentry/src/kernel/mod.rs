@@ -329,7 +329,7 @@ impl Kernel {
     /// A dentry for an anonymous file named like Linux names them
     /// (`pipe:[123]`, `anon_inode:[eventfd]`).
     pub fn anon_dentry(&self, name: &[u8], node: Arc<dyn Node>) -> Arc<Dentry> {
-        Arc::new(Dentry { mount: self.anon.clone(), parent: None, name: name.to_vec(), node })
+        Dentry::new(self.anon.clone(), None, name.to_vec(), node)
     }
 
     pub fn thread(&self, tid: i32) -> Option<Arc<Thread>> {

@@ -421,8 +421,19 @@ impl MemoryManager {
         }
         let old_end = old.checked_add(old_len).ok_or(Errno::EINVAL)?;
         let mut l = self.layout.lock();
+        if let Some(t) = fixed.filter(|_| old_len == new_len) {
+            return self.move_areas(&mut l, old, old_end, t, dont_unmap);
+        }
         let vma = find(&l, old).ok_or(Errno::EFAULT)?;
-        if vma.end < old_end {
+        // The same size in place changes nothing, whatever the range
+        // spans.
+        if new_addr.is_none() && new_len == old_len {
+            return Ok(old);
+        }
+        // What must lie in the one area at `old`: the part a shrink keeps
+        // (the rest is unmapped, across areas and gaps), else the whole
+        // old range.
+        if vma.end < old + old_len.min(new_len) {
             return Err(Errno::EFAULT);
         }
         // old_size 0 duplicates a mapping: only a shared one has pages to
@@ -466,6 +477,25 @@ impl MemoryManager {
             self.move_range(&mut l, old, old_len, target, new_len, dont_unmap)?;
         }
         merge_around(&mut l, target, target + new_len);
+        Ok(target)
+    }
+
+    /// MREMAP_FIXED to the same size (Linux 6.17's `remap_move`): every
+    /// area of `[old, old_end)`, or the part of it in that range, moves to
+    /// the same offset from `target`. The gaps between them stay gaps in
+    /// the old range and keep what the target range has there; the range
+    /// must begin in an area (EFAULT).
+    fn move_areas(&self, l: &mut Layout, old: u64, old_end: u64, target: u64, dont_unmap: bool) -> Result<u64, Errno> {
+        let first = find(l, old).ok_or(Errno::EFAULT)?.start;
+        let pieces: Vec<(u64, u64)> =
+            l.vmas.range(first..old_end).map(|(_, v)| (v.start.max(old), v.end.min(old_end))).collect();
+        for (start, end) in pieces {
+            let to = target + (start - old);
+            let len = end - start;
+            self.remove_range(l, to, to + len)?;
+            self.move_range(l, start, len, to, len, dont_unmap)?;
+            merge_around(l, to, to + len);
+        }
         Ok(target)
     }
 
@@ -1366,6 +1396,35 @@ mod tests {
         assert_eq!(&got, b"kept");
         assert!(!mm.is_mapped(a, a + 4096));
         assert!(space.unmaps.lock().iter().all(|&(_, len)| len > 0), "no zero-length unmap reaches the platform");
+    }
+
+    /// MREMAP_FIXED to the same size moves every area of a range that
+    /// spans several, at their offsets: the gap between them is left as
+    /// the target had it. Any other resize across areas is EFAULT, except
+    /// a shrink, which unmaps the tail across them.
+    #[test]
+    fn mremap_fixed_moves_every_area_of_the_range() {
+        let (mm, _) = mm();
+        let pg = 4096;
+        let a = mm.mmap(anon(0, 4 * pg, RW, false)).unwrap();
+        mm.copy_out(a, b"one").unwrap();
+        mm.copy_out(a + 3 * pg, b"four").unwrap();
+        mm.mprotect(a + pg, pg, RO).unwrap();
+        mm.munmap(a + 2 * pg, pg).unwrap();
+        let t = mm.mmap(anon(0, 4 * pg, RO, false)).unwrap();
+        assert_eq!(remap(&mm, a, 4 * pg, 5 * pg, true, None), Err(Errno::EFAULT));
+        assert_eq!(remap(&mm, a, 4 * pg, 4 * pg, false, None), Ok(a), "the same size in place");
+        assert_eq!(remap(&mm, a + 2 * pg, 2 * pg, 2 * pg, true, Some(t)), Err(Errno::EFAULT), "a gap first");
+        assert_eq!(remap(&mm, a, 4 * pg, 4 * pg, true, Some(t)), Ok(t));
+        assert!(!mm.is_mapped(a, a + pg) && !mm.is_mapped(a + 3 * pg, a + 4 * pg));
+        assert!(mm.is_mapped(t, t + 4 * pg), "the target's own page stays in the gap");
+        let mut got = [0u8; 4];
+        mm.copy_in(t, &mut got[..3]).unwrap();
+        assert_eq!(&got[..3], b"one");
+        mm.copy_in(t + 3 * pg, &mut got).unwrap();
+        assert_eq!(&got, b"four");
+        assert_eq!(remap(&mm, t, 4 * pg, pg, false, None), Ok(t), "a shrink unmaps across areas");
+        assert!(mm.is_mapped(t, t + pg) && !mm.is_mapped(t + pg, t + 2 * pg));
     }
 
     /// Every call answers for the page above TASK_SIZE (the ptrace

@@ -15,8 +15,8 @@ use std::sync::Arc;
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_read, sys_read, Full),
     (libc::SYS_write, sys_write, Full),
-    (libc::SYS_open, sys_open, Partial("O_TMPFILE on tmpfs and the overlay root only: gofer-served directories (volumes, --overlay=none) refuse it with EOPNOTSUPP")),
-    (libc::SYS_openat, sys_openat, Partial("O_TMPFILE on tmpfs and the overlay root only: gofer-served directories (volumes, --overlay=none) refuse it with EOPNOTSUPP")),
+    (libc::SYS_open, sys_open, Full),
+    (libc::SYS_openat, sys_openat, Full),
     (libc::SYS_creat, sys_creat, Full),
     (libc::SYS_close, sys_close, Full),
     (libc::SYS_lseek, sys_lseek, Full),

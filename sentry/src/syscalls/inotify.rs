@@ -14,9 +14,11 @@ use crate::vfs::FileDescription;
 use std::sync::Arc;
 
 const NOTE: &str = "events come from changes made inside the sandbox on every sentry filesystem \
-    (tmpfs, overlay, gofer root, /proc, /dev); IN_DELETE_SELF comes at the unlink even while the file \
-    is open (Linux: at its last close); IN_UNMOUNT never; truncate(2) also reports IN_OPEN/IN_CLOSE_WRITE; \
-    /proc/sys/fs/inotify limits are fixed";
+    (tmpfs, overlay, gofer root, /proc, /dev); IN_DELETE_SELF of a file or directory removed while open \
+    (or a working directory) comes when its last holder lets go, as Linux, except that on gofer-served \
+    files a memory mapping alone does not hold it, and on tmpfs a file still open under another, earlier \
+    removed name ends at that close (Linux: at the removal of the last name); IN_UNMOUNT never; truncate(2) also reports \
+    IN_OPEN/IN_CLOSE_WRITE; /proc/sys/fs/inotify limits are fixed";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_inotify_init, sys_inotify_init, Partial(NOTE)),

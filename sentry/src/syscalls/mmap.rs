@@ -23,7 +23,7 @@ pub(super) const ENTRIES: Entries = &[
         libc::SYS_mremap,
         sys_mremap,
         Partial(
-            "every flag (MREMAP_MAYMOVE, MREMAP_FIXED, MREMAP_DONTUNMAP) and old_size 0 as Linux; a range spanning several mappings fails with EFAULT (Linux 6.17+ moves it when the size is unchanged), and duplicating a shared anonymous mapping past its end gives fresh zero pages where Linux raises SIGBUS",
+            "every flag (MREMAP_MAYMOVE, MREMAP_FIXED, MREMAP_DONTUNMAP) and old_size 0 as Linux; a range spanning several mappings as Linux 6.17+ (MREMAP_FIXED at the same size moves each, a shrink unmaps across them, anything else is EFAULT); and duplicating a shared anonymous mapping past its end gives fresh zero pages where Linux raises SIGBUS",
         ),
     ),
     (
@@ -124,6 +124,8 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_munmap(task: &mut Task, a: [u64; 6]) -> SysResult {
     task.thread.mm().munmap(a[0], a[1])?;
+    // The last mapping of a removed, watched file may have been here.
+    crate::vfs::notify::let_go();
     Ok(0)
 }
 

@@ -1,6 +1,6 @@
 //! Dentries (a node reached by a path, with its mount) and mounts.
 
-use super::{Node, S_IFDIR, S_IFLNK, S_IFMT};
+use super::{notify, Node, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::abi::Errno;
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -59,16 +59,23 @@ pub struct Dentry {
     pub parent: Option<Arc<Dentry>>,
     pub name: Vec<u8>,
     pub node: Arc<dyn Node>,
+    /// Last, so it runs after the node is let go: a file removed while
+    /// this held it may be gone now.
+    _release: notify::ReleaseCheck,
 }
 
 impl Dentry {
+    pub fn new(mount: Arc<Mount>, parent: Option<Arc<Dentry>>, name: Vec<u8>, node: Arc<dyn Node>) -> Arc<Dentry> {
+        Arc::new(Dentry { mount, parent, name, node, _release: notify::ReleaseCheck })
+    }
+
     /// The root dentry of a mount.
     pub fn mount_root(mount: &Arc<Mount>) -> Arc<Dentry> {
-        Arc::new(Dentry { mount: mount.clone(), parent: None, name: Vec::new(), node: mount.root.clone() })
+        Dentry::new(mount.clone(), None, Vec::new(), mount.root.clone())
     }
 
     pub fn child(self: &Arc<Dentry>, name: &[u8], node: Arc<dyn Node>) -> Arc<Dentry> {
-        Arc::new(Dentry { mount: self.mount.clone(), parent: Some(self.clone()), name: name.to_vec(), node })
+        Dentry::new(self.mount.clone(), Some(self.clone()), name.to_vec(), node)
     }
 
     /// The path from the mount's root ("" for the root itself).

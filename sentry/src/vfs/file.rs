@@ -30,6 +30,9 @@ pub struct FileDescription {
     /// F_SETOWN(_EX): the owner told of the file's urgent data, as
     /// (F_OWNER_TID, _PID or _PGRP; its id), id 0 for nobody.
     owner: Mutex<(i32, i32)>,
+    /// Last, so it runs after the dentry and the file's operations are let
+    /// go: a file removed while this held it may be gone now.
+    _release: super::notify::ReleaseCheck,
 }
 
 /// Sends a signal (its number the argument) to a file's F_SETOWN owner.
@@ -60,6 +63,7 @@ impl FileDescription {
             on_release: Mutex::new(Vec::new()),
             written: std::sync::atomic::AtomicBool::new(false),
             owner: Mutex::new((0, 0)),
+            _release: super::notify::ReleaseCheck,
         })
     }
 

@@ -24,12 +24,7 @@ pub struct Change {
 fn rebased(d: &Arc<Dentry>, m: &Arc<Mount>) -> Arc<Dentry> {
     match &d.parent {
         None => Dentry::mount_root(m),
-        Some(p) => Arc::new(Dentry {
-            mount: m.clone(),
-            parent: Some(rebased(p, m)),
-            name: d.name.clone(),
-            node: d.node.clone(),
-        }),
+        Some(p) => Dentry::new(m.clone(), Some(rebased(p, m)), d.name.clone(), d.node.clone()),
     }
 }
 

@@ -92,8 +92,8 @@ pub(crate) fn rename_at(
         notify::renamed(old.parent.node.as_ref(), &old.name, new.parent.node.as_ref(), &new.name, &s);
         // An exchange moved the other entry the other way (Linux's second
         // fsnotify_move), replacing nothing.
-        if let Some((key, isdir, _)) = exchanged {
-            let back = notify::RenameSubjects { source: Some(key), source_isdir: isdir, target: None };
+        if let Some(other) = exchanged {
+            let back = notify::RenameSubjects { source: Some(other.key), source_isdir: other.isdir, target: None };
             notify::renamed(new.parent.node.as_ref(), &new.name, old.parent.node.as_ref(), &old.name, &back);
         }
     }
@@ -102,12 +102,8 @@ pub(crate) fn rename_at(
 
 /// The inodes a rename of `src` onto `new` touches, for its events.
 fn rename_subjects(src: &Dentry, new: &ParentAndName, flags: u32) -> notify::RenameSubjects {
-    let kind = |n: &dyn super::Node| n.stat().ok().map(|st| (st.mode & S_IFMT == S_IFDIR, st.nlink));
-    let target = new.parent.node.lookup(&new.name).ok().and_then(|t| {
-        let key = notify::key_of(t.as_ref())?;
-        let (isdir, nlink) = kind(t.as_ref())?;
-        Some((key, isdir, flags & RENAME_EXCHANGE == 0 && nlink <= 1))
-    });
+    let target =
+        new.parent.node.lookup(&new.name).ok().and_then(|t| notify::Victim::of(&t, flags & RENAME_EXCHANGE == 0));
     notify::RenameSubjects { source: notify::key_of(src.node.as_ref()), source_isdir: src.is_dir(), target }
 }
 
@@ -155,13 +151,12 @@ pub(crate) fn remove_at_noting(
     if w.ns.is_mountpoint(&victim) {
         return Err(Errno::EBUSY);
     }
-    let watched = notify::active().then(|| {
-        let nlink = victim.node.stat().map(|st| st.nlink).unwrap_or(1);
-        (notify::key_of(victim.node.as_ref()), nlink <= 1)
-    });
+    let watched = notify::active().then(|| notify::Victim::of(&victim.node, true));
     pn.parent.node.unlink(&pn.name, dir)?;
-    if let Some((key, last)) = watched {
-        notify::removed(pn.parent.node.as_ref(), &pn.name, key, is_dir, last);
+    // Its end is told when nothing holds it: this call lets go first.
+    drop(victim);
+    if let Some(v) = watched {
+        notify::removed(pn.parent.node.as_ref(), &pn.name, v.as_ref(), is_dir);
     }
     Ok(())
 }

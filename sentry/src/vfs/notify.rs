@@ -87,6 +87,11 @@ struct Table {
     instances: usize,
     /// Watches per filesystem: what a hook looks up before it stats.
     watches_on_fs: HashMap<usize, usize>,
+    /// Watched inodes whose last link went while something still held
+    /// them (an open description, a working directory): they end
+    /// (`IN_DELETE_SELF`) when the last holder lets go, as Linux's come
+    /// at the last reference to the dentry.
+    doomed: Vec<(InodeKey, Weak<dyn Node>)>,
 }
 
 /// The watches of the sandbox.
@@ -94,6 +99,9 @@ struct Table {
 pub(crate) struct Registry {
     /// How many watches exist: all a hook reads when there are none.
     count: AtomicUsize,
+    /// How many doomed inodes wait for their holders: all a release
+    /// reads when there are none.
+    doomed: AtomicUsize,
     table: Mutex<Table>,
 }
 
@@ -292,32 +300,107 @@ impl Registry {
         }
     }
 
-    /// The inode is gone: `IN_DELETE_SELF` to the watches asking for it,
-    /// then `IN_IGNORED` to every watch, which are removed. (Events on an
-    /// inode alone carry no `IN_ISDIR`, as Linux reports them.)
-    fn removed(&self, key: InodeKey) {
+    /// The inode `key` lost its last link (a directory: was removed).
+    /// It ends now if nothing holds `node` any more, else when the last
+    /// holder lets go ([`ReleaseCheck`]).
+    fn unlinked(&self, key: InodeKey, node: &Weak<dyn Node>) {
+        if node.strong_count() == 0 {
+            return self.removed(key);
+        }
+        {
+            let mut t = self.table.lock();
+            if !t.by_inode.contains_key(&key) {
+                return;
+            }
+            t.doomed.retain(|(k, _)| *k != key);
+            t.doomed.push((key, node.clone()));
+            self.doomed.store(t.doomed.len(), Ordering::Relaxed);
+        }
+        // The holder may have let go before the entry was there to see.
+        self.let_go();
+    }
+
+    /// A holder of nodes went: the doomed inodes nothing holds any more
+    /// end. Entries whose watches are all gone are dropped.
+    fn let_go(&self) {
+        if self.doomed.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let mut out: Vec<Pending> = Vec::new();
         {
             let mut t = self.table.lock();
-            let Some(list) = t.by_inode.get(&key) else { return };
-            let wds: Vec<(u64, i32)> = list.iter().map(|w| (w.instance, w.wd)).collect();
-            for w in list.iter().filter(|w| w.mask & IN_DELETE_SELF != 0) {
-                if let Some(s) = w.sink.upgrade() {
-                    out.push((s, w.wd, IN_DELETE_SELF, 0, Vec::new()));
-                }
-            }
-            for k in wds {
-                if let Some(w) = Self::drop_watch(&mut t, &self.count, k) {
-                    if let Some(s) = w.sink.upgrade() {
-                        out.push((s, w.wd, IN_IGNORED, 0, Vec::new()));
+            let mut gone = Vec::new();
+            let watched = std::mem::take(&mut t.doomed)
+                .into_iter()
+                .filter(|(key, node)| {
+                    if !t.by_inode.contains_key(key) {
+                        return false;
                     }
-                }
+                    if node.strong_count() == 0 {
+                        gone.push(*key);
+                        return false;
+                    }
+                    true
+                })
+                .collect();
+            t.doomed = watched;
+            self.doomed.store(t.doomed.len(), Ordering::Relaxed);
+            for key in gone {
+                Self::end_watches(&mut t, &self.count, key, &mut out);
             }
         }
         for (s, wd, m, c, n) in out {
             s.deliver(wd, m, c, &n);
         }
     }
+
+    /// The inode is gone: `IN_DELETE_SELF` to the watches asking for it,
+    /// then `IN_IGNORED` to every watch, which are removed.
+    fn removed(&self, key: InodeKey) {
+        let mut out: Vec<Pending> = Vec::new();
+        Self::end_watches(&mut self.table.lock(), &self.count, key, &mut out);
+        for (s, wd, m, c, n) in out {
+            s.deliver(wd, m, c, &n);
+        }
+    }
+
+    /// `removed`'s events and removals under the table's lock, the events
+    /// queued to `out`. (Events on an inode alone carry no `IN_ISDIR`, as
+    /// Linux reports them.)
+    fn end_watches(t: &mut Table, count: &AtomicUsize, key: InodeKey, out: &mut Vec<Pending>) {
+        let Some(list) = t.by_inode.get(&key) else { return };
+        let wds: Vec<(u64, i32)> = list.iter().map(|w| (w.instance, w.wd)).collect();
+        for w in list.iter().filter(|w| w.mask & IN_DELETE_SELF != 0) {
+            if let Some(s) = w.sink.upgrade() {
+                out.push((s, w.wd, IN_DELETE_SELF, 0, Vec::new()));
+            }
+        }
+        for k in wds {
+            if let Some(w) = Self::drop_watch(t, count, k) {
+                if let Some(s) = w.sink.upgrade() {
+                    out.push((s, w.wd, IN_IGNORED, 0, Vec::new()));
+                }
+            }
+        }
+    }
+}
+
+/// Declared last in what holds nodes (a dentry, an open file
+/// description): when the holder goes, after the nodes it held, the
+/// inodes removed while something held them may have ended
+/// (`Registry::unlinked`).
+pub(crate) struct ReleaseCheck;
+
+impl Drop for ReleaseCheck {
+    fn drop(&mut self) {
+        registry().let_go();
+    }
+}
+
+/// Something that may have held a removed file let go of it other than
+/// by a dentry or a description going (munmap of its last mapping).
+pub(crate) fn let_go() {
+    registry().let_go();
 }
 
 /// The inode `node` is, for watches.
@@ -401,22 +484,44 @@ pub(crate) fn linked(dir: &dyn Node, name: &[u8], target: &dyn Node) {
     }
 }
 
-/// `name` in `dir`, which was `victim`, was removed; `last` when that was
-/// the victim's last link (a directory's always is). As Linux's
-/// `vfs_unlink`/`vfs_rmdir`: a file's link count changed (`IN_ATTRIB`), a
-/// gone inode reports `IN_DELETE_SELF` and loses its watches
-/// (`IN_IGNORED`), then the directory reports `IN_DELETE`.
-pub(crate) fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>, isdir: bool, last: bool) {
+/// What a removal (unlink, rmdir, a rename's replaced target) took away:
+/// the inode, whether it was a directory, whether that was its last link
+/// (a directory's always is), and the node, held weakly to see when
+/// nothing holds it any more.
+pub(crate) struct Victim {
+    pub key: InodeKey,
+    pub isdir: bool,
+    pub last: bool,
+    pub node: Weak<dyn Node>,
+}
+
+impl Victim {
+    /// The victim `node`, looked at before the removal.
+    pub(crate) fn of(node: &Arc<dyn Node>, last_link_goes: bool) -> Option<Victim> {
+        let st = node.stat().ok()?;
+        let isdir = st.mode & S_IFMT == S_IFDIR;
+        let last = isdir || (last_link_goes && st.nlink <= 1);
+        Some(Victim { key: (node.fs_id(), st.ino), isdir, last, node: Arc::downgrade(node) })
+    }
+}
+
+/// `name` in `dir`, which was `victim`, was removed. As Linux's
+/// `vfs_unlink`/`vfs_rmdir`: a file's link count changed (`IN_ATTRIB`);
+/// an inode without links left ends (`IN_DELETE_SELF`, and its watches
+/// go with `IN_IGNORED`) if nothing holds it, else when the last holder
+/// lets go; then the directory reports `IN_DELETE`. The caller has let
+/// go of the victim itself.
+pub(crate) fn removed(dir: &dyn Node, name: &[u8], victim: Option<&Victim>, isdir: bool) {
     let r = registry();
     if !r.any() {
         return;
     }
-    if let Some(key) = victim_key {
-        if !isdir {
-            r.fire(key, IN_ATTRIB, 0, b"", false);
+    if let Some(v) = victim {
+        if !v.isdir {
+            r.fire(v.key, IN_ATTRIB, 0, b"", false);
         }
-        if last || isdir {
-            r.removed(key);
+        if v.last {
+            r.unlinked(v.key, &v.node);
         }
     }
     dir_event(dir, IN_DELETE, 0, name, isdir);
@@ -426,9 +531,8 @@ pub(crate) fn removed(dir: &dyn Node, name: &[u8], victim_key: Option<InodeKey>,
 pub(crate) struct RenameSubjects {
     pub source: Option<InodeKey>,
     pub source_isdir: bool,
-    /// The replaced target: its inode, whether it was a directory, and
-    /// whether the rename removed its last link.
-    pub target: Option<(InodeKey, bool, bool)>,
+    /// The replaced target (or, for an exchange, the other entry).
+    pub target: Option<Victim>,
 }
 
 /// `old_name` in `old_dir` is now `new_name` in `new_dir`: `IN_MOVED_FROM`
@@ -443,16 +547,14 @@ pub(crate) fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, n
     let cookie = next_cookie();
     dir_event(old_dir, IN_MOVED_FROM, cookie, old_name, s.source_isdir);
     dir_event(new_dir, IN_MOVED_TO, cookie, new_name, s.source_isdir);
-    if let Some((key, false, _)) = s.target {
-        r.fire(key, IN_ATTRIB, 0, b"", false);
+    if let Some(t) = s.target.as_ref().filter(|t| !t.isdir) {
+        r.fire(t.key, IN_ATTRIB, 0, b"", false);
     }
     if let Some(key) = s.source {
         r.fire(key, IN_MOVE_SELF, 0, b"", false);
     }
-    if let Some((key, isdir, last)) = s.target {
-        if last || isdir {
-            r.removed(key);
-        }
+    if let Some(t) = s.target.as_ref().filter(|t| t.last) {
+        r.unlinked(t.key, &t.node);
     }
 }
 
