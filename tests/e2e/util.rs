@@ -100,6 +100,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_oob",
     "sgid_create",
     "sock_names",
+    "sigio",
 ];
 
 /// The `husk` binary cargo built for this test.

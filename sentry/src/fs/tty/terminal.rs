@@ -665,6 +665,10 @@ impl FileOps for TtyFile {
         self.term.events.unregister(e);
     }
 
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        Some(crate::vfs::Fasync::Stream)
+    }
+
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         super::ioctl::ioctl(self, ctx, req, arg)
     }
