@@ -24,6 +24,7 @@ static sigset_t io_signals;
 static void block_all(void) {
     sigemptyset(&io_signals);
     sigaddset(&io_signals, SIGIO);
+    sigaddset(&io_signals, SIGURG);
     for (int s = SIGRTMIN; s <= SIGRTMIN + 3; s++)
         sigaddset(&io_signals, s);
     CHECK_OK(sigprocmask(SIG_BLOCK, &io_signals, NULL));
@@ -188,7 +189,9 @@ static void unix_stream(void) {
     close(sv[1]);
 }
 
-/* An accepted TCP socket hears of the data its peer sends. */
+/* An accepted TCP socket hears of the data its peer sends, and of urgent
+ * data: SIGURG, and the F_SETSIG signal with POLL_PRI (among the others
+ * the byte's arrival sends). */
 static void tcp(void) {
     int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -202,12 +205,21 @@ static void tcp(void) {
     owned_async(s, SIGRTMIN + 3);
     CHECK_EQ(send(c, "data", 4, 0), 4);
     expect(SIGRTMIN + 3, POLL_IN, s, BAND_IN);
+    CHECK_EQ(send(c, "!", 1, MSG_OOB), 1);
+    siginfo_t si;
+    CHECK_EQ(take(SIGURG, &si, 5000), SIGURG);
+    int pri = 0;
+    for (int i = 0; i < 16 && !pri && take(SIGRTMIN + 3, &si, 2000) == SIGRTMIN + 3; i++)
+        pri = si.si_code == POLL_PRI && si.si_fd == s && si.si_band == (POLLPRI | POLLRDBAND);
+    CHECK(pri);
     close(c);
     close(s);
     close(l);
 }
 
-/* A pseudo-terminal master hears of what the replica writes. */
+/* A pseudo-terminal master hears of what the replica writes. O_ASYNC
+ * makes the caller the owner of a terminal that has none (a pipe's stays
+ * without). */
 static void pty(void) {
     int m = CHECK_OK(posix_openpt(O_RDWR | O_NOCTTY));
     CHECK_OK(grantpt(m));
@@ -217,6 +229,15 @@ static void pty(void) {
     CHECK_OK(tcgetattr(s, &t));
     cfmakeraw(&t);
     CHECK_OK(tcsetattr(s, TCSANOW, &t));
+    CHECK_EQ(fcntl(m, F_GETOWN), 0);
+    CHECK_OK(fcntl(m, F_SETFL, O_ASYNC | O_NONBLOCK));
+    CHECK_EQ(fcntl(m, F_GETOWN), getpid());
+    int p[2];
+    CHECK_OK(pipe(p));
+    CHECK_OK(fcntl(p[0], F_SETFL, O_ASYNC));
+    CHECK_EQ(fcntl(p[0], F_GETOWN), 0);
+    close(p[0]);
+    close(p[1]);
     owned_async(m, SIGRTMIN + 1);
     CHECK_EQ(write(s, "out", 3), 3);
     expect(SIGRTMIN + 1, POLL_IN, m, BAND_IN);

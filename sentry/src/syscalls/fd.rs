@@ -25,7 +25,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's owner gets POLL_OUT whenever room is made (Linux: only after a send found it full), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, O_ASYNC on a terminal does not make the caller its owner, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's owner gets POLL_OUT whenever room is made (Linux: only after a send found it full), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
@@ -214,7 +214,8 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
                 // The file may refuse (an append-only host file, EPERM).
                 f.ops.set_append(append)?;
             }
-            f.set_status_flags_via(fd, flags);
+            let enabled = f.set_status_flags_via(fd, flags);
+            super::fown::async_enabled(task, &f, enabled);
             Ok(0)
         }
         _ if f.is_path() => Err(Errno::EBADF),
@@ -269,7 +270,8 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
                 return Err(Errno::ENOTTY);
             }
             let flags = f.flags() & !O_ASYNC;
-            f.set_status_flags_via(fd, flags | if on { O_ASYNC } else { 0 });
+            let enabled = f.set_status_flags_via(fd, flags | if on { O_ASYNC } else { 0 });
+            super::fown::async_enabled(task, &f, enabled);
             Ok(0)
         }
         _ => f.ops.ioctl(&Caller::new(task.kernel.clone(), task.thread.clone()), req, a[2]),

@@ -11,7 +11,7 @@ use crate::abi::signal::NSIG;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::siginfo::SigInfo;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, OwnerSignal, SignalOwner};
+use crate::vfs::{Fasync, FileDescription, OwnerSignal, SignalOwner};
 use std::sync::Arc;
 
 /// The owner commands of fcntl(2) on `f` with argument `arg`.
@@ -61,6 +61,19 @@ pub(super) fn fcntl(task: &Task, f: &FileDescription, cmd: u32, arg: u64) -> Sys
         }
         _ => Err(Errno::EINVAL),
     }
+}
+
+/// O_ASYNC was just turned on with the file's `policy`: a terminal
+/// without an owner takes its foreground process group, or the caller's
+/// process, as Linux's `tty_fasync` (which never replaces an owner).
+pub(super) fn async_enabled(task: &Task, f: &FileDescription, policy: Option<Fasync>) {
+    let Some(Fasync::Terminal { foreground }) = policy else { return };
+    if f.owner().1 != 0 {
+        return;
+    }
+    let owner = foreground.map_or((F_OWNER_PID, task.thread.tgid()), |g| (F_OWNER_PGRP, g));
+    // A group gone meanwhile (ESRCH) leaves the description without one.
+    let _ = set(task, f, owner);
 }
 
 /// Makes `owner` (kind, id; id 0 for nobody) the file's: ESRCH when no

@@ -44,10 +44,14 @@ pub enum Fasync {
     /// data (POLL_IN), one that writes of room (POLL_OUT), and both of
     /// the other side coming or going.
     Pipe { read: bool, write: bool },
-    /// A socket, terminal or inotify instance: data or a connection to
-    /// take is POLL_IN, room POLL_OUT; any other change (a hang-up, a
-    /// shutdown) POLL_IN, what Linux sends for a peer's shutdown.
+    /// A socket or inotify instance: data or a connection to take is
+    /// POLL_IN, room POLL_OUT; any other change (a hang-up, a shutdown)
+    /// POLL_IN, what Linux sends for a peer's shutdown.
     Stream,
+    /// A terminal end: as a stream, and O_ASYNC gives a description
+    /// without an owner one (Linux's `tty_fasync`): the terminal's
+    /// `foreground` process group, or the caller's process.
+    Terminal { foreground: Option<i32> },
 }
 
 impl Fasync {
@@ -57,7 +61,7 @@ impl Fasync {
             Fasync::Pipe { read, write } => {
                 (if read { POLLIN | POLLRDNORM } else { 0 }) | (if write { POLLOUT | POLLWRNORM } else { 0 })
             }
-            Fasync::Stream => ALL,
+            Fasync::Stream | Fasync::Terminal { .. } => ALL,
         }
     }
 
@@ -66,12 +70,12 @@ impl Fasync {
         let (data, room) = (mask & (POLLIN | POLLRDNORM) != 0, mask & (POLLOUT | POLLWRNORM) != 0);
         let (first, second) = match self {
             Fasync::Pipe { read, write } => ((read && data).then_some(POLL_IN), (write && room).then_some(POLL_OUT)),
-            Fasync::Stream if data => (Some(POLL_IN), None),
-            Fasync::Stream if room => (Some(POLL_OUT), None),
-            Fasync::Stream if mask & POLLPRI != 0 => (Some(POLL_PRI), None),
-            Fasync::Stream if mask & POLLHUP != 0 => (Some(POLL_HUP), None),
-            Fasync::Stream if mask & POLLERR != 0 => (Some(POLL_ERR), None),
-            Fasync::Stream => (None, None),
+            _ if data => (Some(POLL_IN), None),
+            _ if room => (Some(POLL_OUT), None),
+            _ if mask & POLLPRI != 0 => (Some(POLL_PRI), None),
+            _ if mask & POLLHUP != 0 => (Some(POLL_HUP), None),
+            _ if mask & POLLERR != 0 => (Some(POLL_ERR), None),
+            _ => (None, None),
         };
         first.into_iter().chain(second)
     }
@@ -149,28 +153,32 @@ impl Fown {
     /// O_ASYNC turned on through descriptor `fd` (`policy` Some for a
     /// file that signals) or off: registers the entry with `register` or
     /// takes it away with `unregister`. Setting it again only changes
-    /// the descriptor reported.
+    /// the descriptor reported. Returns the policy when this registered
+    /// it.
     pub(crate) fn set_async(
         self: &Arc<Fown>,
         on: Option<(Fasync, i32)>,
         register: impl FnOnce(&Entry),
         unregister: impl FnOnce(&Entry),
-    ) {
+    ) -> Option<Fasync> {
         let mut registered = self.registered.lock();
         match on {
             Some((policy, fd)) => {
                 self.owner.lock().fd = fd;
-                if registered.is_none() {
-                    let target = Arc::new(Target { fown: Arc::downgrade(self), policy });
-                    let e = Entry::new(policy.mask(), target);
-                    register(&e);
-                    *registered = Some(e);
+                if registered.is_some() {
+                    return None;
                 }
+                let target = Arc::new(Target { fown: Arc::downgrade(self), policy });
+                let e = Entry::new(policy.mask(), target);
+                register(&e);
+                *registered = Some(e);
+                Some(policy)
             }
             None => {
                 if let Some(e) = registered.take() {
                     unregister(&e);
                 }
+                None
             }
         }
     }
@@ -223,6 +231,7 @@ mod tests {
         assert_eq!(reasons(rw, ALL), [POLL_IN, POLL_OUT]);
         assert_eq!(reasons(Fasync::Stream, ALL), [POLL_IN]);
         assert_eq!(reasons(Fasync::Stream, POLLOUT), [POLL_OUT]);
+        assert_eq!(reasons(Fasync::Terminal { foreground: None }, ALL), [POLL_IN]);
     }
 
     #[test]
@@ -234,10 +243,11 @@ mod tests {
         fown.set_signo(40);
         let q = Queue::default();
         q.notify(ALL);
-        fown.set_async(Some((Fasync::Stream, 3)), |e| q.register(e), |e| q.unregister(e));
-        fown.set_async(Some((Fasync::Stream, 5)), |e| q.register(e), |e| q.unregister(e));
+        let on = |fd| fown.set_async(Some((Fasync::Stream, fd)), |e| q.register(e), |e| q.unregister(e));
+        assert_eq!(on(3), Some(Fasync::Stream));
+        assert_eq!(on(5), None);
         q.notify(POLLIN);
-        fown.set_async(None, |e| q.register(e), |e| q.unregister(e));
+        assert_eq!(fown.set_async(None, |e| q.register(e), |e| q.unregister(e)), None);
         q.notify(POLLIN);
         assert_eq!(*got.lock(), [OwnerSignal::Io { signo: 40, reason: POLL_IN, fd: 5 }]);
         assert_eq!(q.entry_count(), 0);

@@ -1,7 +1,7 @@
 //! Open file descriptions: what an fd refers to, with its offset and
 //! status flags (shared by dup'ed fds and across fork).
 
-use super::fasync::{Fown, SignalOwner, UrgentSignal};
+use super::fasync::{Fasync, Fown, SignalOwner, UrgentSignal};
 use super::{Dentry, DirEntry, FileOps, Stat};
 use crate::abi::fcntl::{
     O_ACCMODE, O_APPEND, O_ASYNC, O_PATH, O_RDONLY, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END, SEEK_HOLE, SEEK_SET,
@@ -103,18 +103,21 @@ impl FileDescription {
     /// Sets the status flags, as F_SETFL; `fd` is the descriptor used,
     /// which an O_ASYNC signal reports when this turns it on. As Linux's
     /// `setfl`, O_ASYNC changes only through the file's `->fasync`: a
-    /// file without it does not take the flag.
-    pub fn set_status_flags_via(&self, fd: i32, flags: u32) {
+    /// file without it does not take the flag. Returns the file's policy
+    /// when this turned O_ASYNC on.
+    pub fn set_status_flags_via(&self, fd: i32, flags: u32) -> Option<Fasync> {
         let (want, has) = (flags & O_ASYNC != 0, self.flags() & O_ASYNC != 0);
         let mut keep = self.flags() & O_ASYNC;
+        let mut enabled = None;
         if want != has {
             let policy = if want { self.ops.fasync().map(|p| (p, fd)) } else { None };
             keep = if policy.is_some() { O_ASYNC } else { 0 };
-            self.fown.set_async(policy, |e| self.ops.event_register(e), |e| self.ops.event_unregister(e));
+            enabled = self.fown.set_async(policy, |e| self.ops.event_register(e), |e| self.ops.event_unregister(e));
         }
         let old = self.flags();
         let new = (old & !(SETFL_MASK | O_ASYNC)) | (flags & SETFL_MASK) | keep;
         self.flags.store(new, Ordering::Relaxed);
+        enabled
     }
 
     /// Whether this is the first write through the description.

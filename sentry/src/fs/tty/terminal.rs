@@ -666,7 +666,9 @@ impl FileOps for TtyFile {
     }
 
     fn fasync(&self) -> Option<crate::vfs::Fasync> {
-        Some(crate::vfs::Fasync::Stream)
+        // The master is no one's controlling terminal.
+        let foreground = if self.master { None } else { self.term.foreground() };
+        Some(crate::vfs::Fasync::Terminal { foreground })
     }
 
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
