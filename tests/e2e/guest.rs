@@ -433,3 +433,8 @@ fn guest_proc_load() {
 fn guest_kill_exiting() {
     guest_test("kill_exiting", &[]);
 }
+
+#[test]
+fn guest_sigio() {
+    guest_test("sigio", &[]);
+}

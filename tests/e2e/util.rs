@@ -102,6 +102,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "udp_errqueue",
     "sgid_create",
     "sock_names",
+    "sigio",
 ];
 
 /// The `husk` binary cargo built for this test.

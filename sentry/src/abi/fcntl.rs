@@ -12,6 +12,7 @@ pub(crate) const O_WRONLY: u32 = 0o1;
 pub(crate) const O_RDWR: u32 = 0o2;
 pub(crate) const O_APPEND: u32 = 0o2000;
 pub(crate) const O_NONBLOCK: u32 = 0o4000;
+pub(crate) const O_ASYNC: u32 = 0o20000;
 pub(crate) const O_PATH: u32 = 0o10000000;
 
 /// `fcntl` commands.
@@ -25,6 +26,10 @@ pub(crate) const F_SETLK: u32 = 6;
 pub(crate) const F_SETLKW: u32 = 7;
 pub(crate) const F_SETOWN: u32 = 8;
 pub(crate) const F_GETOWN: u32 = 9;
+/// F_SETSIG and F_GETSIG (uapi asm-generic/fcntl.h; not in the libc
+/// crate).
+pub(crate) const F_SETSIG: u32 = 10;
+pub(crate) const F_GETSIG: u32 = 11;
 /// F_SETOWN_EX and F_GETOWN_EX (uapi asm-generic/fcntl.h; not in the
 /// libc crate).
 pub(crate) const F_SETOWN_EX: u32 = 15;
@@ -136,6 +141,7 @@ mod tests {
             (O_RDWR, libc::O_RDWR),
             (O_APPEND, libc::O_APPEND),
             (O_NONBLOCK, libc::O_NONBLOCK),
+            (O_ASYNC, libc::O_ASYNC),
             (O_PATH, libc::O_PATH),
         ];
         let commands = [

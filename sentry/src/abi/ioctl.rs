@@ -45,6 +45,7 @@ pub(crate) const TIOCGEXCL: u64 = 0x8004_5440;
 pub(crate) const TIOCGPTPEER: u64 = 0x5441;
 pub(crate) const FIONCLEX: u64 = 0x5450;
 pub(crate) const FIOCLEX: u64 = 0x5451;
+pub(crate) const FIOASYNC: u64 = 0x5452;
 
 #[cfg(test)]
 mod tests {
@@ -75,6 +76,7 @@ mod tests {
             (TIOCSPTLCK, libc::TIOCSPTLCK),
             (FIONCLEX, libc::FIONCLEX),
             (FIOCLEX, libc::FIOCLEX),
+            (FIOASYNC, libc::FIOASYNC),
         ];
         for (ours, linux) in requests {
             assert_eq!(ours, linux);

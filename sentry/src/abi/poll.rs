@@ -12,7 +12,10 @@ pub(crate) const POLLERR: u32 = 0x8;
 pub(crate) const POLLHUP: u32 = 0x10;
 pub(crate) const POLLNVAL: u32 = 0x20;
 pub(crate) const POLLRDNORM: u32 = 0x40;
+pub(crate) const POLLRDBAND: u32 = 0x80;
 pub(crate) const POLLWRNORM: u32 = 0x100;
+pub(crate) const POLLWRBAND: u32 = 0x200;
+pub(crate) const POLLMSG: u32 = 0x400;
 pub(crate) const POLLRDHUP: u32 = 0x2000;
 
 pub(crate) const EPOLLERR: u32 = POLLERR;
@@ -93,10 +96,13 @@ mod tests {
             (POLLNVAL, libc::POLLNVAL),
             (POLLRDNORM, libc::POLLRDNORM),
             (POLLWRNORM, libc::POLLWRNORM),
+            (POLLRDBAND, libc::POLLRDBAND),
+            (POLLWRBAND, libc::POLLWRBAND),
         ];
         for (ours, linux) in bits {
             assert_eq!(Ok(ours), u32::try_from(linux));
         }
+        assert_eq!(Ok(POLLMSG), u32::try_from(libc::EPOLLMSG));
         assert_eq!(Ok(EPOLLONESHOT), u32::try_from(libc::EPOLLONESHOT));
         assert_eq!(EPOLLET, u32::from_ne_bytes(libc::EPOLLET.to_ne_bytes()));
     }

@@ -68,6 +68,17 @@ pub(crate) const SI_KERNEL: i32 = 0x80;
 pub(crate) const SI_TIMER: i32 = libc::SI_TIMER;
 pub(crate) const SI_MESGQ: i32 = libc::SI_MESGQ;
 pub(crate) const SI_TKILL: i32 = libc::SI_TKILL;
+/// A signal-driven I/O signal that is not SIGIO (SIGPOLL) but has codes
+/// of its own (SIGSEGV, SIGCHLD …): its POLL_* reason would be ambiguous.
+pub(crate) const SI_SIGIO: i32 = libc::SI_SIGIO;
+/// SIGIO's reasons (`si_code`): data to read, room to write, a message,
+/// an error, priority data, a hang-up.
+pub(crate) const POLL_IN: i32 = 1;
+pub(crate) const POLL_OUT: i32 = 2;
+pub(crate) const POLL_MSG: i32 = 3;
+pub(crate) const POLL_ERR: i32 = 4;
+pub(crate) const POLL_PRI: i32 = 5;
+pub(crate) const POLL_HUP: i32 = 6;
 pub(crate) const CLD_EXITED: i32 = libc::CLD_EXITED;
 pub(crate) const CLD_KILLED: i32 = libc::CLD_KILLED;
 pub(crate) const CLD_STOPPED: i32 = libc::CLD_STOPPED;

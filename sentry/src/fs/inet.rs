@@ -9,7 +9,7 @@ use crate::abi::ioctl::{FIONREAD, SIOCATMARK, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
-use crate::vfs::{FileOps, IoctlContext, SignalOwner, TimeSpec};
+use crate::vfs::{Fasync, FileOps, IoctlContext, TimeSpec, UrgentSignal};
 use crate::waiter::{Entry, Queue, ALL};
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
@@ -48,8 +48,8 @@ pub(crate) struct InetSocket {
     /// A listener's host listeners in the outer namespace, whose
     /// connections its accept takes too (`inbound.rs`).
     pub inbound: Mutex<Vec<Listener>>,
-    /// F_SETOWN's owner, signalled (SIGURG) when urgent data arrives.
-    owner: Arc<Mutex<Option<SignalOwner>>>,
+    /// Tells F_SETOWN's owner that urgent data arrived.
+    owner: Arc<Mutex<Option<UrgentSignal>>>,
 }
 
 /// What recv gives: bytes copied, the whole datagram's length, its sender
@@ -77,7 +77,7 @@ pub(crate) fn errno(e: NetError) -> Errno {
 
 /// Passes an endpoint's readiness changes on to its socket's queue, and
 /// urgent data to its owner as SIGURG (Linux's sk_send_sigurg).
-struct Forward(Weak<Queue>, Arc<Mutex<Option<SignalOwner>>>);
+struct Forward(Weak<Queue>, Arc<Mutex<Option<UrgentSignal>>>);
 
 impl Notifier for Forward {
     fn notify(&self) {
@@ -89,7 +89,7 @@ impl Notifier for Forward {
     fn urgent(&self) {
         let owner = self.1.lock().clone();
         if let Some(signal) = owner {
-            signal(libc::SIGURG);
+            signal();
         }
     }
 }
@@ -266,8 +266,12 @@ impl FileOps for InetSocket {
         self.events.unregister(e);
     }
 
-    fn set_signal_owner(&self, owner: Option<SignalOwner>) {
-        *self.owner.lock() = owner;
+    fn set_signal_owner(&self, urgent: Option<UrgentSignal>) {
+        *self.owner.lock() = urgent;
+    }
+
+    fn fasync(&self) -> Option<Fasync> {
+        Some(Fasync::Stream)
     }
 
     /// SO_RCVTIMEO and SO_SNDTIMEO.

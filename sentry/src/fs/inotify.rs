@@ -255,6 +255,10 @@ impl FileOps for Inotify {
     fn event_unregister(&self, e: &Entry) {
         self.queue.unregister(e);
     }
+
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        Some(crate::vfs::Fasync::Stream)
+    }
 }
 
 #[cfg(test)]

@@ -104,6 +104,10 @@ impl FileOps for NetlinkSocket {
         self.events.unregister(e);
     }
 
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        Some(crate::vfs::Fasync::Stream)
+    }
+
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         super::netdev::ioctl(ctx.mm(), req, arg)
     }

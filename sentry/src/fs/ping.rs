@@ -311,6 +311,10 @@ impl FileOps for PingSocket {
         self.events.unregister(e);
     }
 
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        Some(crate::vfs::Fasync::Stream)
+    }
+
     fn io_timeout(&self, write: bool) -> Option<Duration> {
         crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }

@@ -4,7 +4,7 @@ use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
-use crate::vfs::{FileOps, IoctlContext, Node, Stat, TimeSpec, S_IFIFO};
+use crate::vfs::{Fasync, FileOps, IoctlContext, Node, Stat, TimeSpec, S_IFIFO};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
@@ -457,6 +457,10 @@ impl FileOps for PipeEnd {
 
     fn event_unregister(&self, e: &Entry) {
         self.pipe.queue.unregister(e);
+    }
+
+    fn fasync(&self) -> Option<Fasync> {
+        Some(Fasync::Pipe { read: self.read, write: self.write })
     }
 }
 

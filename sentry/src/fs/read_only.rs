@@ -127,6 +127,9 @@ impl FileOps for ReadOnlyFile {
     fn event_unregister(&self, e: &crate::waiter::Entry) {
         self.0.event_unregister(e)
     }
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        self.0.fasync()
+    }
     fn io_timeout(&self, write: bool) -> Option<std::time::Duration> {
         self.0.io_timeout(write)
     }

@@ -17,6 +17,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+/// A buffer's notifications that data arrived (to read) or room was made
+/// (to write).
+const DATA: u32 = POLLIN | POLLRDNORM;
+const ROOM: u32 = POLLOUT | POLLWRNORM;
+
 /// The sandbox-wide count of descriptors in flight in Unix sockets.
 #[derive(Default)]
 pub(crate) struct Inflight(AtomicUsize);
@@ -361,19 +366,28 @@ impl UnixStream {
     /// Has `queue` told of every change of this end's readiness: data or
     /// room in either direction, an end closed.
     fn forward_to(&self, queue: &Arc<Queue>) {
-        let e = Entry::new(ALL, Arc::new(Forward(Arc::downgrade(queue))));
+        // Only what concerns this side: data arriving on the receive
+        // buffer, room made on the send one, and any change of state
+        // (ALL). Room made by its own reads and data queued by its own
+        // writes are the peer's news (and would send an O_ASYNC owner a
+        // signal Linux does not).
+        let forward = |mask| Entry::new(mask, Arc::new(Forward(Arc::downgrade(queue))));
+        let (incoming, outgoing) = (forward(!ROOM), forward(!DATA));
         match &self.link {
             Link::Bytes { rx, tx, .. } => {
-                for end in [rx.lock().clone(), tx.lock().clone()].into_iter().flatten() {
-                    end.event_register(&e);
+                if let Some(r) = rx.lock().clone() {
+                    r.event_register(&incoming);
+                }
+                if let Some(t) = tx.lock().clone() {
+                    t.event_register(&outgoing);
                 }
             }
             Link::Packets { rx, tx } => {
                 if let Some(r) = rx.lock().as_ref() {
-                    r.0.queue.register(&e);
+                    r.0.queue.register(&incoming);
                 }
                 if let Some(t) = tx.lock().as_ref() {
-                    t.0.queue.register(&e);
+                    t.0.queue.register(&outgoing);
                 }
             }
         }
@@ -627,7 +641,7 @@ impl UnixSocket {
             stream.forward_to(&events);
         }
         if let Some(d) = &dgram {
-            d.inbox.0.queue.register(&Entry::new(ALL, Arc::new(Forward(Arc::downgrade(&events)))));
+            d.inbox.0.queue.register(&Entry::new(!ROOM, Arc::new(Forward(Arc::downgrade(&events)))));
         }
         Arc::new(UnixSocket {
             ino,
@@ -994,6 +1008,10 @@ impl FileOps for UnixSocket {
 
     fn event_unregister(&self, e: &Entry) {
         self.events.unregister(e);
+    }
+
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        Some(crate::vfs::Fasync::Stream)
     }
 
     /// SO_RCVTIMEO and SO_SNDTIMEO.

@@ -580,12 +580,12 @@ impl Kernel {
         }
     }
 
-    /// Sends `sig` (SI_KERNEL) to a file's F_SETOWN owner: the thread
-    /// (`kind` 0, F_OWNER_TID), process (1) or process group (2) `id`. As
-    /// Linux's sigio_perm, only those the owner's setter (real and
-    /// effective uid `setter`) could signal are told: any for root, else
-    /// those sharing its uid.
-    pub fn signal_owner(&self, kind: i32, id: i32, sig: i32, setter: (u32, u32)) {
+    /// Sends `info` to a file's F_SETOWN owner: the thread (`kind` 0,
+    /// F_OWNER_TID), process (1) or process group (2) `id`. As Linux's
+    /// sigio_perm, only those the owner's setter (real and effective uid
+    /// `setter`) could signal are told: any for root, else those sharing
+    /// its uid.
+    pub fn signal_owner(&self, kind: i32, id: i32, info: siginfo::SigInfo, setter: (u32, u32)) {
         let (uid, euid) = setter;
         let permitted = |t: &Thread| {
             let c = t.creds();
@@ -593,14 +593,20 @@ impl Kernel {
         };
         if kind == 0 {
             if let Some(t) = self.thread(id).filter(|t| permitted(t)) {
-                self.send_signal_info(&t, siginfo::SigInfo::kernel(sig));
+                self.send_signal_info(&t, info);
             }
             return;
         }
         let pids = if kind == 1 { vec![id] } else { self.procs().group_members(id) };
         let leader = |pid: &i32| self.thread_group(*pid).and_then(|g| g.threads().into_iter().next());
-        let pids: Vec<i32> = pids.into_iter().filter(|pid| leader(pid).is_some_and(|t| permitted(&t))).collect();
-        self.signal_processes(&pids, sig);
+        let woken: Vec<Arc<Thread>> = pids
+            .into_iter()
+            .filter(|pid| leader(pid).is_some_and(|t| permitted(&t)))
+            .filter_map(|pid| self.queue_process_signal(pid, info.clone()))
+            .collect();
+        for t in woken {
+            self.interrupt(&t);
+        }
     }
 
     /// The queueing half of `signal_process_info`: returns the thread to

@@ -5,7 +5,10 @@
 //! overrun and value (SI_TIMER), a fault's address.
 
 use crate::abi::layout::{Decoder, Encoder};
-use crate::abi::signal::SYS_SECCOMP;
+use crate::abi::poll::{
+    POLLERR, POLLHUP, POLLIN, POLLMSG, POLLOUT, POLLPRI, POLLRDBAND, POLLRDNORM, POLLWRBAND, POLLWRNORM,
+};
+use crate::abi::signal::{POLL_ERR, POLL_HUP, POLL_IN, POLL_MSG, POLL_OUT, POLL_PRI, SI_SIGIO, SYS_SECCOMP};
 
 pub(crate) const SIGINFO_SIZE: usize = 128;
 pub(crate) use crate::abi::signal::{
@@ -71,6 +74,32 @@ impl SigInfo {
         SigInfo::from(e)
     }
 
+    /// Signal-driven I/O on descriptor `fd` for `reason` (POLL_IN …
+    /// POLL_HUP), as Linux's `send_sigio_to_task`: `signo` 0 is plain
+    /// SIGIO (SI_KERNEL); another carries the reason as its code (SI_SIGIO
+    /// for a signal with codes of its own), the poll events it means
+    /// (si_band) and the descriptor (si_fd).
+    pub fn sigpoll(signo: i32, reason: i32, fd: i32) -> SigInfo {
+        if signo == 0 {
+            return SigInfo::kernel(libc::SIGIO);
+        }
+        let own_codes =
+            [libc::SIGILL, libc::SIGFPE, libc::SIGSEGV, libc::SIGBUS, libc::SIGTRAP, libc::SIGCHLD, libc::SIGSYS];
+        let code = if own_codes.contains(&signo) { SI_SIGIO } else { reason };
+        let band = match reason {
+            POLL_IN => POLLIN | POLLRDNORM,
+            POLL_OUT => POLLOUT | POLLWRNORM | POLLWRBAND,
+            POLL_MSG => POLLIN | POLLRDNORM | POLLMSG,
+            POLL_ERR => POLLERR,
+            POLL_PRI => POLLPRI | POLLRDBAND,
+            POLL_HUP => POLLHUP | POLLERR,
+            _ => !0,
+        };
+        let mut e = Encoder::with_capacity(SIGINFO_SIZE);
+        e.i32(signo).i32(0).i32(code).i32(0).u64(u64::from(band)).i32(fd);
+        SigInfo::from(e)
+    }
+
     /// A siginfo given by rt_sigqueueinfo, with its signal number set to
     /// `signo`.
     pub fn queued(raw: [u8; SIGINFO_SIZE], signo: i32) -> SigInfo {
@@ -99,6 +128,18 @@ impl SigInfo {
         (self.code() == SI_TIMER).then(|| Decoder::new(&self.0[16..]).i32())
     }
 
+    /// Whether the union holds a band and a descriptor (Linux's
+    /// SIL_POLL layout): SI_SIGIO, or a POLL_* code on a signal without
+    /// codes of its own below it.
+    fn is_poll(&self) -> bool {
+        let limit = match self.signo() {
+            libc::SIGILL | libc::SIGFPE | libc::SIGSEGV | libc::SIGBUS | libc::SIGTRAP | libc::SIGCHLD => return false,
+            libc::SIGSYS => SYS_SECCOMP,
+            _ => 0,
+        };
+        self.code() == SI_SIGIO || (self.code() > limit && self.code() <= POLL_HUP)
+    }
+
     /// The union's first words: (pid or timer id, uid or overrun, the
     /// status or value word).
     fn fields(&self) -> (i32, u32, u64) {
@@ -116,7 +157,10 @@ impl SigInfo {
         let signo = u32::try_from(self.signo()).unwrap_or(0);
         let mut e = Encoder::with_capacity(128);
         e.u32(signo).i32(0).i32(code);
+        let poll = self.is_poll();
+        let (band, fd) = if poll { (Decoder::new(&self.0[16..]).u32(), low) } else { (0, 0) };
         let (pid, uid, tid, overrun, status, int, ptr, addr) = match code {
+            _ if poll => (0, 0, 0, 0, 0, 0, 0, 0),
             SI_TIMER => (0, 0, u32::try_from(first).unwrap_or(0), second, 0, low, word, 0),
             _ if self.signo() == libc::SIGCHLD && code > 0 => {
                 (u32::try_from(first).unwrap_or(0), second, 0, 0, low, 0, 0, 0)
@@ -125,7 +169,7 @@ impl SigInfo {
             // A fault: its address.
             _ => (0, 0, 0, 0, 0, 0, 0, Decoder::new(&self.0[16..]).u64()),
         };
-        e.u32(pid).u32(uid).i32(0).u32(tid).u32(0).u32(overrun).u32(0).i32(status).i32(int).u64(ptr);
+        e.u32(pid).u32(uid).i32(fd).u32(tid).u32(band).u32(overrun).u32(0).i32(status).i32(int).u64(ptr);
         e.u64(0).u64(0).u64(addr);
         e.zeros(128 - e.len());
         let mut out = [0u8; 128];
@@ -151,5 +195,18 @@ mod tests {
         assert_eq!(Decoder::new(&r[24..]).u32(), 5);
         assert_eq!(Decoder::new(&r[32..]).u32(), 2);
         assert_eq!(Decoder::new(&r[48..]).u64(), 0xabc);
+    }
+
+    #[test]
+    fn signal_driven_io_carries_band_and_descriptor() {
+        let i = SigInfo::sigpoll(40, POLL_IN, 9);
+        assert_eq!((i.signo(), i.code()), (40, POLL_IN));
+        assert_eq!(Decoder::new(&i.0[16..]).u64(), u64::from(POLLIN | POLLRDNORM));
+        assert_eq!(Decoder::new(&i.0[24..]).i32(), 9);
+        let r = i.signalfd_record();
+        assert_eq!((Decoder::new(&r[20..]).i32(), Decoder::new(&r[28..]).u32()), (9, POLLIN | POLLRDNORM));
+        assert_eq!(SigInfo::sigpoll(libc::SIGSEGV, POLL_OUT, 3).code(), SI_SIGIO);
+        assert_eq!(SigInfo::sigpoll(0, POLL_OUT, 3).code(), SI_KERNEL);
+        assert!(!SigInfo::fault(libc::SIGSEGV, 1, 0x1000).is_poll());
     }
 }

@@ -4,11 +4,11 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{
     CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE, EFD_SEMAPHORE, FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC,
-    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETOWN_EX, F_GETPIPE_SZ, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK,
-    F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETOWN_EX, F_SETPIPE_SZ, F_UNLCK, F_WRLCK,
-    LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETOWN_EX, F_GETPIPE_SZ, F_GETSIG, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK,
+    F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETOWN_EX, F_SETPIPE_SZ, F_SETSIG, F_UNLCK,
+    F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_ASYNC, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
 };
-use crate::abi::ioctl::{FIOCLEX, FIONBIO, FIONCLEX};
+use crate::abi::ioctl::{FIOASYNC, FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::{Errno, SysResult};
 use crate::fs::pipe::Pipe;
@@ -25,12 +25,12 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases; F_SETOWN's owner gets SIGURG for a TCP socket's urgent data, but no SIGIO (O_ASYNC has no effect) and F_SETSIG is EINVAL; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's owner gets POLL_OUT whenever room is made (Linux: only after a send found it full), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls (FIOASYNC as fcntl's O_ASYNC), FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),
@@ -214,7 +214,8 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
                 // The file may refuse (an append-only host file, EPERM).
                 f.ops.set_append(append)?;
             }
-            f.set_status_flags(flags);
+            let enabled = f.set_status_flags_via(fd, flags);
+            super::fown::async_enabled(task, &f, enabled);
             Ok(0)
         }
         _ if f.is_path() => Err(Errno::EBADF),
@@ -222,7 +223,9 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
         F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => {
             setlk(task, &f, a[2], cmd >= F_OFD_SETLK, cmd == F_SETLKW || cmd == F_OFD_SETLKW)
         }
-        F_GETOWN | F_SETOWN | F_GETOWN_EX | F_SETOWN_EX => super::fown::fcntl(task, &f, cmd, a[2]),
+        F_GETOWN | F_SETOWN | F_GETOWN_EX | F_SETOWN_EX | F_GETSIG | F_SETSIG => {
+            super::fown::fcntl(task, &f, cmd, a[2])
+        }
         F_GETPIPE_SZ => Ok(u64::try_from(f.ops.pipe_capacity(None)?).unwrap_or(0)),
         F_SETPIPE_SZ => {
             let want = usize::try_from(args::uint(a[2])).map_err(|_| Errno::EINVAL)?;
@@ -255,6 +258,20 @@ fn sys_ioctl(task: &mut Task, a: [u64; 6]) -> SysResult {
             let flags = f.flags() & !O_NONBLOCK;
             let nb = if on { O_NONBLOCK } else { 0 };
             f.set_status_flags(flags | nb);
+            Ok(0)
+        }
+        FIOASYNC => {
+            let mut raw = [0u8; 4];
+            task.thread.mm().copy_in(a[2], &mut raw)?;
+            let on = i32::from_le_bytes(raw) != 0;
+            // Linux's ioctl_fioasync: a change on a file without ->fasync
+            // is ENOTTY.
+            if on != (f.flags() & O_ASYNC != 0) && !f.signals_io() {
+                return Err(Errno::ENOTTY);
+            }
+            let flags = f.flags() & !O_ASYNC;
+            let enabled = f.set_status_flags_via(fd, flags | if on { O_ASYNC } else { 0 });
+            super::fown::async_enabled(task, &f, enabled);
             Ok(0)
         }
         _ => f.ops.ioctl(&Caller::new(task.kernel.clone(), task.thread.clone()), req, a[2]),

@@ -1,17 +1,32 @@
-//! fcntl's file owner (F_SETOWN, F_GETOWN, F_SETOWN_EX, F_GETOWN_EX): the
-//! thread, process or process group a file signals — SIGURG when a TCP
-//! socket's urgent data arrives.
+//! fcntl's file owner (F_SETOWN, F_GETOWN, F_SETOWN_EX, F_GETOWN_EX) and
+//! signal (F_SETSIG, F_GETSIG): the thread, process or process group a
+//! file signals — SIGURG when a TCP socket's urgent data arrives, SIGIO
+//! or the F_SETSIG signal when an O_ASYNC file becomes ready.
 
 use super::args::int;
-use crate::abi::fcntl::{F_GETOWN, F_GETOWN_EX, F_OWNER_PGRP, F_OWNER_PID, F_OWNER_TID, F_SETOWN, F_SETOWN_EX};
+use crate::abi::fcntl::{
+    F_GETOWN, F_GETOWN_EX, F_GETSIG, F_OWNER_PGRP, F_OWNER_PID, F_OWNER_TID, F_SETOWN, F_SETOWN_EX, F_SETSIG,
+};
+use crate::abi::signal::NSIG;
 use crate::abi::{Errno, SysResult};
+use crate::kernel::siginfo::SigInfo;
 use crate::kernel::Task;
-use crate::vfs::{FileDescription, SignalOwner};
+use crate::vfs::{Fasync, FileDescription, OwnerSignal, SignalOwner};
 use std::sync::Arc;
 
 /// The owner commands of fcntl(2) on `f` with argument `arg`.
 pub(super) fn fcntl(task: &Task, f: &FileDescription, cmd: u32, arg: u64) -> SysResult {
     match cmd {
+        F_GETSIG => Ok(u64::try_from(f.io_signal()).unwrap_or(0)),
+        F_SETSIG => {
+            // Linux's valid_signal on the int argument: 0 (SIGIO) to 64.
+            let signo = int(arg);
+            if usize::try_from(signo).map_or(true, |s| s > NSIG) {
+                return Err(Errno::EINVAL);
+            }
+            f.set_io_signal(signo);
+            Ok(0)
+        }
         F_GETOWN => {
             let (kind, id) = f.owner();
             let who = if kind == F_OWNER_PGRP { -id } else { id };
@@ -48,6 +63,19 @@ pub(super) fn fcntl(task: &Task, f: &FileDescription, cmd: u32, arg: u64) -> Sys
     }
 }
 
+/// O_ASYNC was just turned on with the file's `policy`: a terminal
+/// without an owner takes its foreground process group, or the caller's
+/// process, as Linux's `tty_fasync` (which never replaces an owner).
+pub(super) fn async_enabled(task: &Task, f: &FileDescription, policy: Option<Fasync>) {
+    let Some(Fasync::Terminal { foreground }) = policy else { return };
+    if f.owner().1 != 0 {
+        return;
+    }
+    let owner = foreground.map_or((F_OWNER_PID, task.thread.tgid()), |g| (F_OWNER_PGRP, g));
+    // A group gone meanwhile (ESRCH) leaves the description without one.
+    let _ = set(task, f, owner);
+}
+
 /// Makes `owner` (kind, id; id 0 for nobody) the file's: ESRCH when no
 /// such thread, process or group exists. It is signalled with the
 /// caller's credentials as they are now, as Linux's __f_setown records.
@@ -68,8 +96,12 @@ fn set(task: &Task, f: &FileDescription, (kind, id): (i32, i32)) -> SysResult {
         let c = task.thread.creds();
         let (uid, euid) = (c.uid, c.euid);
         let signal: SignalOwner = Arc::new(move |sig| {
+            let info = match sig {
+                OwnerSignal::Urgent => SigInfo::kernel(libc::SIGURG),
+                OwnerSignal::Io { signo, reason, fd } => SigInfo::sigpoll(signo, reason, fd),
+            };
             if let Some(k) = kernel.upgrade() {
-                k.signal_owner(kind, id, sig, (uid, euid));
+                k.signal_owner(kind, id, info, (uid, euid));
             }
         });
         signal

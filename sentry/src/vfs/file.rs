@@ -1,18 +1,19 @@
 //! Open file descriptions: what an fd refers to, with its offset and
 //! status flags (shared by dup'ed fds and across fork).
 
+use super::fasync::{Fasync, Fown, SignalOwner, UrgentSignal};
 use super::{Dentry, DirEntry, FileOps, Stat};
 use crate::abi::fcntl::{
-    O_ACCMODE, O_APPEND, O_PATH, O_RDONLY, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END, SEEK_HOLE, SEEK_SET,
+    O_ACCMODE, O_APPEND, O_ASYNC, O_PATH, O_RDONLY, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END, SEEK_HOLE, SEEK_SET,
 };
 use crate::abi::Errno;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-/// Status flags that `fcntl(F_SETFL)` may change.
-pub(crate) const SETFL_MASK: u32 =
-    (libc::O_APPEND | libc::O_NONBLOCK | libc::O_ASYNC | libc::O_DIRECT | libc::O_NOATIME) as u32;
+/// Status flags that `fcntl(F_SETFL)` may change. O_ASYNC is not among
+/// them: only a file that signals takes it (`set_status_flags_via`).
+pub(crate) const SETFL_MASK: u32 = (libc::O_APPEND | libc::O_NONBLOCK | libc::O_DIRECT | libc::O_NOATIME) as u32;
 
 pub struct FileDescription {
     pub dentry: Arc<Dentry>,
@@ -27,16 +28,13 @@ pub struct FileDescription {
     /// Something was written through it (the audit log records the
     /// first write per description).
     written: std::sync::atomic::AtomicBool,
-    /// F_SETOWN(_EX): the owner told of the file's urgent data, as
-    /// (F_OWNER_TID, _PID or _PGRP; its id), id 0 for nobody.
-    owner: Mutex<(i32, i32)>,
+    /// F_SETOWN(_EX), F_SETSIG and O_ASYNC: whom the file signals, and
+    /// how.
+    fown: Arc<Fown>,
     /// Last, so it runs after the dentry and the file's operations are let
     /// go: a file removed while this held it may be gone now.
     _release: super::notify::ReleaseCheck,
 }
-
-/// Sends a signal (its number the argument) to a file's F_SETOWN owner.
-pub(crate) type SignalOwner = Arc<dyn Fn(i32) + Send + Sync>;
 
 /// Work to do when a description goes away.
 pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send>;
@@ -45,6 +43,9 @@ impl Drop for FileDescription {
     fn drop(&mut self) {
         for (_, f) in self.on_release.get_mut().drain(..) {
             f();
+        }
+        if let Some(e) = self.fown.take_entry() {
+            self.ops.event_unregister(&e);
         }
         if !self.is_path() {
             super::notify::closed(&self.dentry, self.writable());
@@ -62,21 +63,65 @@ impl FileDescription {
             dir_snapshot: Mutex::new(None),
             on_release: Mutex::new(Vec::new()),
             written: std::sync::atomic::AtomicBool::new(false),
-            owner: Mutex::new((0, 0)),
+            fown: Arc::default(),
             _release: super::notify::ReleaseCheck,
         })
     }
 
     /// F_GETOWN_EX: (kind, id).
     pub fn owner(&self) -> (i32, i32) {
-        *self.owner.lock()
+        self.fown.who()
     }
 
-    /// F_SETOWN_EX: records the owner and gives the file `notify`, which
-    /// signals it (None for no owner).
-    pub fn set_owner(&self, owner: (i32, i32), notify: Option<SignalOwner>) {
-        *self.owner.lock() = owner;
-        self.ops.set_signal_owner(notify);
+    /// F_SETOWN_EX: records the owner, signalled through `send` (None
+    /// for no owner), and tells the file whom its urgent data concerns.
+    pub fn set_owner(&self, owner: (i32, i32), send: Option<SignalOwner>) {
+        let urgent = send.is_some().then(|| {
+            let fown = Arc::downgrade(&self.fown);
+            let urgent: UrgentSignal = Arc::new(move || {
+                if let Some(f) = fown.upgrade() {
+                    f.urgent();
+                }
+            });
+            urgent
+        });
+        self.fown.set_owner(owner, send);
+        self.ops.set_signal_owner(urgent);
+    }
+
+    /// F_GETSIG: the signal O_ASYNC sends (0: SIGIO).
+    pub fn io_signal(&self) -> i32 {
+        self.fown.signo()
+    }
+
+    /// F_SETSIG.
+    pub fn set_io_signal(&self, signo: i32) {
+        self.fown.set_signo(signo);
+    }
+
+    /// Whether O_ASYNC can signal through this file (Linux's `->fasync`).
+    pub fn signals_io(&self) -> bool {
+        self.ops.fasync().is_some()
+    }
+
+    /// Sets the status flags, as F_SETFL; `fd` is the descriptor used,
+    /// which an O_ASYNC signal reports when this turns it on. As Linux's
+    /// `setfl`, O_ASYNC changes only through the file's `->fasync`: a
+    /// file without it does not take the flag. Returns the file's policy
+    /// when this turned O_ASYNC on.
+    pub fn set_status_flags_via(&self, fd: i32, flags: u32) -> Option<Fasync> {
+        let (want, has) = (flags & O_ASYNC != 0, self.flags() & O_ASYNC != 0);
+        let mut keep = self.flags() & O_ASYNC;
+        let mut enabled = None;
+        if want != has {
+            let policy = if want { self.ops.fasync().map(|p| (p, fd)) } else { None };
+            keep = if policy.is_some() { O_ASYNC } else { 0 };
+            enabled = self.fown.set_async(policy, |e| self.ops.event_register(e), |e| self.ops.event_unregister(e));
+        }
+        let old = self.flags();
+        let new = (old & !(SETFL_MASK | O_ASYNC)) | (flags & SETFL_MASK) | keep;
+        self.flags.store(new, Ordering::Relaxed);
+        enabled
     }
 
     /// Whether this is the first write through the description.

@@ -4,6 +4,7 @@
 pub(crate) mod acl;
 pub(crate) mod at;
 pub(crate) mod dentry;
+pub(crate) mod fasync;
 pub(crate) mod fd_table;
 pub(crate) mod file;
 pub(crate) mod ioctl;
@@ -17,8 +18,9 @@ pub(crate) mod rename;
 pub(crate) mod walk;
 
 pub(crate) use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
+pub(crate) use fasync::{Fasync, OwnerSignal, SignalOwner, UrgentSignal};
 pub(crate) use fd_table::FdTable;
-pub(crate) use file::{Cursor, FileDescription, SignalOwner};
+pub(crate) use file::{Cursor, FileDescription};
 
 /// What fallocate(2) does to a range of a regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,9 +319,16 @@ pub trait FileOps: Send + Sync + AsAny {
         Ok(())
     }
 
-    /// F_SETOWN gave the file an owner to signal (SIGURG when a socket's
-    /// urgent data arrives); None when it has none.
-    fn set_signal_owner(&self, _owner: Option<file::SignalOwner>) {}
+    /// F_SETOWN gave the file an owner, which `urgent` tells of a
+    /// socket's urgent data; None when it has none.
+    fn set_signal_owner(&self, _urgent: Option<UrgentSignal>) {}
+
+    /// Which readiness changes signal the owner of a description with
+    /// O_ASYNC (Linux's `->fasync`); None for a file without it, where
+    /// O_ASYNC has no effect.
+    fn fasync(&self) -> Option<Fasync> {
+        None
+    }
 
     /// How long a blocking read (`write` false) or write may wait before
     /// it fails with EAGAIN (a socket's SO_RCVTIMEO, SO_SNDTIMEO).

@@ -665,6 +665,12 @@ impl FileOps for TtyFile {
         self.term.events.unregister(e);
     }
 
+    fn fasync(&self) -> Option<crate::vfs::Fasync> {
+        // The master is no one's controlling terminal.
+        let foreground = if self.master { None } else { self.term.foreground() };
+        Some(crate::vfs::Fasync::Terminal { foreground })
+    }
+
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         super::ioctl::ioctl(self, ctx, req, arg)
     }
