@@ -440,7 +440,9 @@ impl Task {
             Err(e) if e.is_restart() => self.restart_or_eintr(e),
             Err(e) => errno_to_rax(e),
         };
-        if traced {
+        // exit and exit_group do not return: no exit stop, as in Linux
+        // (strace prints their result as `?`, and checks it).
+        if traced && self.exit.is_none() {
             self.ptrace_after_syscall(nr, &args, result);
         }
     }
