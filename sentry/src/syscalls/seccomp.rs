@@ -98,15 +98,13 @@ pub(super) fn set_mode(task: &mut Task, op: u32, flags: u32, uargs: u64) -> SysR
     // The descriptor is taken first, as Linux's, so a full table
     // (EMFILE) attaches nothing; it is given back if attaching fails.
     let listener = listen.then(|| seccomp::notify::Listener::new(RandomState::new().build_hasher().finish()));
-    let fd = listener.as_ref().map(|l| listener_fd(task, l.clone())).transpose()?;
+    let installed = listener.as_ref().map(|l| listener_fd(task, l.clone())).transpose()?;
     let attached = seccomp::attach(&task.thread, prog, flags & FLAG_LOG != 0, listener, flags & FLAG_TSYNC != 0);
-    if attached.is_err() {
-        if let Some(fd) = fd {
-            let _ = task.thread.fds().remove(fd);
-        }
+    if let (Err(_), Some((fd, file))) = (&attached, &installed) {
+        let _ = task.thread.fds().remove_if_same(*fd, file);
     }
     match attached {
-        Ok(()) => Ok(fd.map_or(0, |fd| u64::try_from(fd).unwrap_or(0))),
+        Ok(()) => Ok(installed.map_or(0, |(fd, _)| u64::try_from(fd).unwrap_or(0))),
         Err(AttachError::Errno(e)) => Err(e),
         Err(AttachError::Tsync(_)) if flags & FLAG_TSYNC_ESRCH != 0 => Err(Errno::ESRCH),
         // The thread in the way, as a positive result.
@@ -115,13 +113,14 @@ pub(super) fn set_mode(task: &mut Task, op: u32, flags: u32, uargs: u64) -> SysR
 }
 
 /// Installs a listener descriptor (`anon_inode:seccomp notify`, O_RDWR,
-/// close-on-exec) for `listener`.
-fn listener_fd(task: &Task, listener: Arc<Listener>) -> Result<i32, Errno> {
+/// close-on-exec) for `listener`: its number and its file.
+fn listener_fd(task: &Task, listener: Arc<Listener>) -> Result<(i32, Arc<FileDescription>), Errno> {
     let k = &task.kernel;
     let file = NotifyFile::new(k.anon_ino(), super::fd::now(), listener);
     let d = k.anon_dentry(b"anon_inode:seccomp notify", file.clone());
     let f = FileDescription::new(d, file, O_RDWR);
-    task.thread.fds().install(f, true, 0, task.thread.nofile())
+    let fd = task.thread.fds().install(f.clone(), true, 0, task.thread.nofile())?;
+    Ok((fd, f))
 }
 
 /// Copies in and checks the `struct sock_fprog` at `addr` as Linux's
