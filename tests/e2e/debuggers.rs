@@ -49,6 +49,29 @@ fn strace_follows_a_forked_child() {
     }
 }
 
+/// `strace --seccomp-bpf`: strace puts a RET_TRACE filter in the tracee
+/// and stops it only at the calls it traces (PTRACE_EVENT_SECCOMP, then
+/// PTRACE_SYSCALL for their exit); it first checks the order of those
+/// stops and falls back to plain tracing, with a warning, if they are
+/// not Linux's.
+#[test]
+fn strace_seccomp_bpf_traces_only_the_calls_asked_for() {
+    let argv = ["strace", "-f", "--seccomp-bpf", "-e", "trace=write,exit_group", "-o", "/dev/stdout", "sh", "-c"];
+    let argv: Vec<&str> = argv.into_iter().chain(["/bin/echo hi; exit 3"]).collect();
+    let (nat, sbx) = both(&argv);
+    for r in [nat, sbx] {
+        assert_eq!(r.code, 3, "{}", r.describe());
+        assert!(!r.stderr_str().contains("seccomp filter is requested but unavailable"), "{}", r.describe());
+        let out = r.stdout_str();
+        assert!(out.contains("write(1, \"hi\\n\", 3"), "{}", r.describe());
+        assert!(!out.contains("execve("), "a call not asked for: {}", r.describe());
+        // exit_group does not return: strace prints its result as `?`.
+        let exit = out.lines().find(|l| l.contains("exit_group(3)")).unwrap_or_default();
+        assert!(exit.trim_end().ends_with("= ?"), "{}", r.describe());
+        assert!(out.contains("+++ exited with 3 +++"), "{}", r.describe());
+    }
+}
+
 #[test]
 fn gdb_prints_the_backtrace_of_a_crash() {
     let dir = TempDir::new("gdb-crash");

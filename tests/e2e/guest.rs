@@ -285,6 +285,21 @@ fn guest_seccomp() {
     guest_test("seccomp", &[]);
 }
 
+/// SECCOMP_RET_TRACE under a tracer with PTRACE_O_TRACESECCOMP: the
+/// PTRACE_EVENT_SECCOMP stop, the call changed, skipped or filtered again.
+#[test]
+fn guest_seccomp_trace() {
+    guest_test("seccomp_trace", &[]);
+}
+
+/// SECCOMP_RET_USER_NOTIF with a listener: NOTIF_RECV, NOTIF_SEND (a
+/// value, an error, FLAG_CONTINUE), NOTIF_ID_VALID, poll, a signal ending
+/// the wait, the listener's close, POLLHUP once the filter is unused.
+#[test]
+fn guest_seccomp_notify() {
+    guest_test("seccomp_notify", &[]);
+}
+
 #[test]
 fn guest_pidfd() {
     guest_test("pidfd", &[]);

@@ -71,6 +71,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sysv_msg",
     "escape_probe",
     "seccomp",
+    "seccomp_trace",
+    "seccomp_notify",
     "pidfd",
     "fifo_files",
     "sync_file_range",

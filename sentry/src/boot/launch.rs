@@ -113,7 +113,7 @@ pub(crate) fn load(
     if let Some(f) = kernel.ext::<ContainerFilter>().0.lock().clone() {
         // As runc's: in place before the process's first instruction.
         // Failing closed: no process runs without it.
-        crate::kernel::seccomp::attach(&thread, f.program, f.log, false).map_err(LaunchError::Seccomp)?;
+        crate::kernel::seccomp::attach(&thread, f.program, f.log, None, false).map_err(LaunchError::Seccomp)?;
     }
     for (resource, limit) in spec.rlimits {
         // The runtime's limits are set as given; an unknown one is ignored.

@@ -348,6 +348,9 @@ impl Kernel {
     /// Thread `t` is gone (it exited, or never started); true if no
     /// thread of its process is left.
     pub fn remove_thread(&self, t: &Thread) -> bool {
+        // Its seccomp filters are no longer in use by it (a listener
+        // reports POLLHUP when no thread uses its filter).
+        t.seccomp.release();
         let mut table = self.threads.lock();
         if table.threads.remove(&t.tid).is_some() {
             table.exited_cpu = table.exited_cpu.plus(t.cpu.times());

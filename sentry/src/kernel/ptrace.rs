@@ -29,6 +29,7 @@ pub(crate) const EVENT_VFORK: u32 = 2;
 pub(crate) const EVENT_CLONE: u32 = 3;
 pub(crate) const EVENT_EXEC: u32 = 4;
 pub(crate) const EVENT_EXIT: u32 = 6;
+pub(crate) const EVENT_SECCOMP: u32 = 7;
 pub(crate) const EVENT_STOP: u32 = 128;
 
 pub(crate) const O_TRACESYSGOOD: u32 = 1;
@@ -37,6 +38,7 @@ pub(crate) const O_TRACEVFORK: u32 = 4;
 pub(crate) const O_TRACECLONE: u32 = 8;
 pub(crate) const O_TRACEEXEC: u32 = 0x10;
 pub(crate) const O_TRACEEXIT: u32 = 0x40;
+pub(crate) const O_TRACESECCOMP: u32 = 0x80;
 pub(crate) const O_EXITKILL: u32 = 0x10_0000;
 /// Every option Linux accepts (SETOPTIONS refuses other bits with EINVAL).
 pub(crate) const O_MASK: u32 = 0x30_00ff;
@@ -493,6 +495,22 @@ pub(crate) fn event(task: &mut Task, event: u32, option: u32, msg: u64) {
     if wanted {
         stop(task, StopKind::Event(event), None);
     }
+}
+
+/// A seccomp RET_TRACE verdict with `data`: the PTRACE_EVENT_SECCOMP
+/// stop, with `data` for PTRACE_GETEVENTMSG, if the task's tracer asked
+/// for it (PTRACE_O_TRACESECCOMP); None when nobody did.
+pub(crate) fn seccomp_stop(task: &mut Task, data: u32) -> Option<Outcome> {
+    if !task.thread.ptraced.load(Ordering::SeqCst) {
+        return None;
+    }
+    {
+        let p = of(&task.kernel);
+        let mut s = p.state.lock();
+        let t = s.tracees.get_mut(&task.thread.tid).filter(|t| t.options & O_TRACESECCOMP != 0)?;
+        t.event_msg = u64::from(data);
+    }
+    Some(stop(task, StopKind::Event(EVENT_SECCOMP), None))
 }
 
 /// After a successful execve: PTRACE_EVENT_EXEC, or (traced, not seized,

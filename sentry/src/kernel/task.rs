@@ -432,17 +432,28 @@ impl Task {
                 return;
             }
         }
+        let kept_deadline = self.restart_deadline.take();
+        self.thread.interrupted.store(false, Ordering::SeqCst);
+        if self.thread.seccomp.mode() != super::seccomp::MODE_DISABLED && !super::seccomp::permits(self) {
+            // Decided by the policy (ERRNO, TRAP, a skip at a tracer's
+            // seccomp stop): a tracer still sees the call's exit, as in
+            // Linux, unless the thread dies of it; no exec or fork event,
+            // the call did not run.
+            if traced && self.exit.is_none() {
+                let (nr, args) = (self.cpu.regs.orig_rax, self.cpu.syscall_args());
+                self.ptrace_after_syscall(nr, &args, Err(Errno::ENOSYS));
+            }
+            return;
+        }
+        // Read after the policy ran: a tracer's PTRACE_EVENT_SECCOMP stop
+        // may have changed the call.
         let nr = self.cpu.regs.orig_rax;
         let args = self.cpu.syscall_args();
         // A kept deadline belongs to the restart of the same instruction.
-        self.resumed_deadline = match self.restart_deadline.take() {
+        self.resumed_deadline = match kept_deadline {
             Some((rip, n, deadline)) if rip == self.cpu.regs.rip && n == nr => Some(deadline),
             _ => None,
         };
-        self.thread.interrupted.store(false, Ordering::SeqCst);
-        if self.thread.seccomp.mode() != super::seccomp::MODE_DISABLED && !super::seccomp::permits(self, nr, &args) {
-            return;
-        }
         let result = if self.kernel.syscall_observers.any() {
             syscall_hooks::dispatch_observed(self, nr, args)
         } else {
@@ -456,7 +467,9 @@ impl Task {
             Err(e) if e.is_restart() => self.restart_or_eintr(e),
             Err(e) => errno_to_rax(e),
         };
-        if traced {
+        // exit and exit_group do not return: no exit stop, as in Linux
+        // (strace prints their result as `?`, and checks it).
+        if traced && self.exit.is_none() {
             self.ptrace_after_syscall(nr, &args, result);
         }
     }
@@ -500,7 +513,7 @@ impl Task {
     /// to be delivered runs a handler (unless SA_RESTART allows ERESTARTSYS
     /// to restart); otherwise it restarts: the guest re-executes the
     /// `syscall` instruction.
-    fn restart_or_eintr(&mut self, e: Errno) -> u64 {
+    pub(super) fn restart_or_eintr(&mut self, e: Errno) -> u64 {
         let deliverable = self.thread.pending() & !self.thread.sigmask();
         let handler = (deliverable != 0)
             .then(|| usize::try_from(deliverable.trailing_zeros() + 1).unwrap_or(1))

@@ -21,9 +21,11 @@ pub(super) const ENTRIES: Entries = &[(
         "guest-on-guest within the sandbox (ptrace_scope 0: same ids and dumpable, or CAP_SYS_PTRACE): TRACEME, \
          ATTACH, SEIZE, INTERRUPT, LISTEN, DETACH, KILL, CONT, SYSCALL, PEEK*/POKE* (FOLL_FORCE), PEEKUSER/POKEUSER, \
          GETREGS/SETREGS, GETFPREGS/SETFPREGS, GETREGSET/SETREGSET (NT_PRSTATUS, NT_PRFPREG, NT_X86_XSTATE), \
-         GETSIGINFO/SETSIGINFO, GETSIGMASK/SETSIGMASK, GETEVENTMSG, GET_SYSCALL_INFO, ARCH_PRCTL, every \
-         PTRACE_O_* but TRACESECCOMP and TRACEVFORKDONE, SINGLESTEP (the trap flag); SYSEMU and SINGLEBLOCK return EIO, hardware \
-         debug registers read 0 and only 0 may be written, segment selectors cannot be changed (EIO)",
+         GETSIGINFO/SETSIGINFO, GETSIGMASK/SETSIGMASK, GETEVENTMSG, GET_SYSCALL_INFO (entry, exit, seccomp), \
+         ARCH_PRCTL, every PTRACE_O_* but TRACEVFORKDONE (TRACESECCOMP: PTRACE_EVENT_SECCOMP at a seccomp TRACE \
+         verdict, the call changed or skipped by the tracer and filtered again), SINGLESTEP (the trap flag); SYSEMU \
+         and SINGLEBLOCK return EIO, hardware debug registers read 0 and only 0 may be written, segment selectors \
+         cannot be changed (EIO)",
     ),
 )];
 
@@ -226,7 +228,10 @@ fn stopped_request(task: &mut Task, req: u64, pid: i32, addr: u64, data: u64) ->
             Ok(0)
         }
         GET_SYSCALL_INFO => {
-            let info = p.with_tracee(me, pid, true, |t| Ok(syscall_info(stop(t)?)))?;
+            let info = p.with_tracee(me, pid, true, |t| {
+                let msg = t.event_msg;
+                Ok(syscall_info(stop(t)?, msg))
+            })?;
             let n = info.len().min(usize::try_from(addr).unwrap_or(usize::MAX));
             mm.copy_out(data, &info[..n])?;
             u64::try_from(info.len()).map_err(|_| Errno::EIO)
@@ -462,21 +467,26 @@ fn set_regset(t: &mut Tracee, kind: u64, raw: &[u8]) -> Result<(), Errno> {
 }
 
 /// `struct ptrace_syscall_info` for the stop (op NONE outside system
-/// call stops).
-fn syscall_info(st: &ptrace::Stop) -> Vec<u8> {
+/// call and seccomp stops; `msg` is the event message, a seccomp stop's
+/// RET_DATA).
+fn syscall_info(st: &ptrace::Stop, msg: u64) -> Vec<u8> {
     let r = &st.cpu.regs;
     let op: u8 = match st.kind {
         StopKind::SyscallEnter => 1,
         StopKind::SyscallExit => 2,
+        StopKind::Event(ptrace::EVENT_SECCOMP) => 3,
         _ => 0,
     };
     let mut e = Encoder::with_capacity(88);
     e.u8(op).zeros(3).u32(AUDIT_ARCH_X86_64).u64(r.rip).u64(r.rsp);
     match op {
-        1 => {
+        1 | 3 => {
             e.u64(r.orig_rax);
             for v in st.cpu.syscall_args() {
                 e.u64(v);
+            }
+            if op == 3 {
+                e.u32(u32::try_from(msg).unwrap_or(0));
             }
         }
         2 => {

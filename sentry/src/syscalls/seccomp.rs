@@ -5,6 +5,7 @@
 use super::args::uint;
 use super::common::{capable, read_array};
 use super::{Entries, Support};
+use crate::abi::fcntl::O_RDWR;
 use crate::abi::layout::{Decoder, Encoder};
 use crate::abi::seccomp::{
     FLAG_LOG, FLAG_NEW_LISTENER, FLAG_SPEC_ALLOW, FLAG_TSYNC, FLAG_TSYNC_ESRCH, FLAG_WAIT_KILLABLE_RECV,
@@ -12,17 +13,26 @@ use crate::abi::seccomp::{
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::CAP_SYS_ADMIN;
+use crate::fs::seccomp_notify::NotifyFile;
 use crate::kernel::seccomp::bpf::{Insn, Program, MAX_INSNS};
+use crate::kernel::seccomp::notify::Listener;
 use crate::kernel::seccomp::{self, AttachError, RET_ACTION};
 use crate::kernel::Task;
+use crate::vfs::FileDescription;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[(
     libc::SYS_seccomp,
     sys_seccomp,
     Support::Partial(
         "strict and filter modes (classic BPF run by the sentry before each call; stacking, inheritance, exec, \
-         TSYNC, LOG and every action); TRACE returns ENOSYS (no guest tracer); no user notification: \
-         NEW_LISTENER is EINVAL and a USER_NOTIF verdict returns ENOSYS as Linux does without a listener",
+         TSYNC, LOG and every action); TRACE stops a guest tracer that set PTRACE_O_TRACESECCOMP \
+         (PTRACE_EVENT_SECCOMP; the call it changes is filtered again) and returns ENOSYS without one; \
+         NEW_LISTENER gives a listener descriptor: USER_NOTIF calls wait (interruptibly) for NOTIF_RECV and \
+         NOTIF_SEND (a result, or FLAG_CONTINUE), NOTIF_ID_VALID, poll (POLLIN, POLLOUT, POLLHUP); not \
+         emulated: NOTIF_ADDFD and NOTIF_SET_FLAGS (EINVAL), FLAG_WAIT_KILLABLE_RECV (EINVAL)",
     ),
 )];
 
@@ -74,19 +84,43 @@ pub(super) fn set_mode(task: &mut Task, op: u32, flags: u32, uargs: u64) -> SysR
     if flags & !FLAGS_KNOWN != 0 {
         return Err(Errno::EINVAL);
     }
-    // No notification listener can be made (see the table's note), nor
-    // the flag that only means something with one.
-    if flags & (FLAG_NEW_LISTENER | FLAG_WAIT_KILLABLE_RECV) != 0 {
+    // WAIT_KILLABLE_RECV is not emulated (see the table's note).
+    if flags & FLAG_WAIT_KILLABLE_RECV != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let listen = flags & FLAG_NEW_LISTENER != 0;
+    // Both a listener and a thread in TSYNC's way would be a positive
+    // result: TSYNC_ESRCH must tell them apart.
+    if listen && flags & FLAG_TSYNC != 0 && flags & FLAG_TSYNC_ESRCH == 0 {
         return Err(Errno::EINVAL);
     }
     let prog = read_program(task, uargs)?;
-    match seccomp::attach(&task.thread, prog, flags & FLAG_LOG != 0, flags & FLAG_TSYNC != 0) {
-        Ok(()) => Ok(0),
+    // The descriptor is taken first, as Linux's, so a full table
+    // (EMFILE) attaches nothing; it is given back if attaching fails.
+    let listener = listen.then(|| seccomp::notify::Listener::new(RandomState::new().build_hasher().finish()));
+    let installed = listener.as_ref().map(|l| listener_fd(task, l.clone())).transpose()?;
+    let attached = seccomp::attach(&task.thread, prog, flags & FLAG_LOG != 0, listener, flags & FLAG_TSYNC != 0);
+    if let (Err(_), Some((fd, file))) = (&attached, &installed) {
+        let _ = task.thread.fds().remove_if_same(*fd, file);
+    }
+    match attached {
+        Ok(()) => Ok(installed.map_or(0, |(fd, _)| u64::try_from(fd).unwrap_or(0))),
         Err(AttachError::Errno(e)) => Err(e),
         Err(AttachError::Tsync(_)) if flags & FLAG_TSYNC_ESRCH != 0 => Err(Errno::ESRCH),
         // The thread in the way, as a positive result.
         Err(AttachError::Tsync(tid)) => Ok(u64::try_from(tid).unwrap_or(0)),
     }
+}
+
+/// Installs a listener descriptor (`anon_inode:seccomp notify`, O_RDWR,
+/// close-on-exec) for `listener`: its number and its file.
+fn listener_fd(task: &Task, listener: Arc<Listener>) -> Result<(i32, Arc<FileDescription>), Errno> {
+    let k = &task.kernel;
+    let file = NotifyFile::new(k.anon_ino(), super::fd::now(), listener);
+    let d = k.anon_dentry(b"anon_inode:seccomp notify", file.clone());
+    let f = FileDescription::new(d, file, O_RDWR);
+    let fd = task.thread.fds().install(f.clone(), true, 0, task.thread.nofile())?;
+    Ok((fd, f))
 }
 
 /// Copies in and checks the `struct sock_fprog` at `addr` as Linux's

@@ -76,9 +76,25 @@ impl FdTable {
     }
 
     pub fn remove(&self, fd: i32) -> Result<Arc<FileDescription>, Errno> {
+        self.remove_where(fd, |_| true)
+    }
+
+    /// Removes `fd` if it still refers to `file`: undoes an install whose
+    /// call failed later, when another thread may have closed the
+    /// descriptor (and reused its number) meanwhile.
+    pub fn remove_if_same(&self, fd: i32, file: &Arc<FileDescription>) -> Result<Arc<FileDescription>, Errno> {
+        self.remove_where(fd, |f| Arc::ptr_eq(f, file))
+    }
+
+    fn remove_where(
+        &self,
+        fd: i32,
+        which: impl Fn(&Arc<FileDescription>) -> bool,
+    ) -> Result<Arc<FileDescription>, Errno> {
         let idx = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         let mut slots = self.slots.lock();
-        let e = slots.get_mut(idx).and_then(Option::take).ok_or(Errno::EBADF)?;
+        let slot = slots.get_mut(idx).filter(|s| s.as_ref().is_some_and(|e| which(&e.file))).ok_or(Errno::EBADF)?;
+        let e = slot.take().ok_or(Errno::EBADF)?;
         while slots.last().is_some_and(|s| s.is_none()) {
             slots.pop();
         }

@@ -9,13 +9,16 @@
 //! filter runs and the most restrictive action wins.
 
 pub mod bpf;
+pub mod notify;
 
+use super::ptrace::{self, Outcome};
 use super::siginfo::SigInfo;
 use super::task::errno_to_rax;
 use super::thread::Thread;
 use super::{ExitStatus, Task};
 use crate::abi::Errno;
 use bpf::Program;
+use notify::{Answer, Listener};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -33,10 +36,10 @@ const MAX_INSNS_PER_PATH: usize = 32_768;
 const MAX_ERRNO: u32 = 4095;
 
 /// Whether `action` (a verdict's action part) is one this kernel
-/// performs (`SECCOMP_GET_ACTION_AVAIL`). USER_NOTIF is not: no listener
-/// can be created.
+/// performs (`SECCOMP_GET_ACTION_AVAIL`).
 pub fn action_available(action: u32) -> bool {
-    [RET_KILL_PROCESS, RET_KILL_THREAD, RET_TRAP, RET_ERRNO, RET_TRACE, RET_LOG, RET_ALLOW].contains(&action)
+    [RET_KILL_PROCESS, RET_KILL_THREAD, RET_TRAP, RET_ERRNO, RET_USER_NOTIF, RET_TRACE, RET_LOG, RET_ALLOW]
+        .contains(&action)
 }
 
 /// One attached filter and the ones attached before it.
@@ -44,6 +47,8 @@ pub struct Filter {
     prog: Program,
     /// SECCOMP_FILTER_FLAG_LOG: actions other than ALLOW are logged.
     log: bool,
+    /// SECCOMP_FILTER_FLAG_NEW_LISTENER: where its USER_NOTIF verdicts go.
+    listener: Option<Arc<Listener>>,
     prev: Option<Arc<Filter>>,
     /// Instructions on the chain's path, penalties included.
     path_len: usize,
@@ -53,13 +58,18 @@ pub struct Filter {
 
 impl Filter {
     /// `prog` on top of `prev`, unless the chain would grow too long.
-    pub fn new(prog: Program, log: bool, prev: Option<Arc<Filter>>) -> Result<Arc<Filter>, Errno> {
+    pub fn new(
+        prog: Program,
+        log: bool,
+        listener: Option<Arc<Listener>>,
+        prev: Option<Arc<Filter>>,
+    ) -> Result<Arc<Filter>, Errno> {
         let below = prev.as_ref().map_or((0, 0), |p| (p.path_len, p.depth));
         let path_len = below.0 + prog.len() + 4;
         if path_len > MAX_INSNS_PER_PATH {
             return Err(Errno::ENOMEM);
         }
-        Ok(Arc::new(Filter { prog, log, prev, path_len, depth: below.1 + 1 }))
+        Ok(Arc::new(Filter { prog, log, listener, prev, path_len, depth: below.1 + 1 }))
     }
 
     fn chain(self: &Arc<Filter>) -> impl Iterator<Item = &Filter> {
@@ -68,14 +78,13 @@ impl Filter {
 
     /// Runs every filter of the chain on `data` and keeps the most
     /// restrictive verdict (the lowest action as a signed number; the
-    /// newest filter's on a tie), with whether its filter asked for
-    /// logging.
-    fn run(self: &Arc<Filter>, data: &[u8; bpf::DATA_LEN as usize]) -> (u32, bool) {
-        let mut best = (RET_ALLOW, false);
+    /// newest filter's on a tie), with the filter that gave it.
+    fn run(self: &Arc<Filter>, data: &[u8; bpf::DATA_LEN as usize]) -> (u32, Option<&Filter>) {
+        let mut best = (RET_ALLOW, None);
         for f in self.chain() {
             let v = f.prog.run(data);
             if signed(v & RET_ACTION) < signed(best.0 & RET_ACTION) {
-                best = (v, f.log);
+                best = (v, Some(f));
             }
         }
         best
@@ -84,6 +93,16 @@ impl Filter {
     /// Whether `self` is `other` or attached below it.
     fn is_ancestor_of(self: &Arc<Filter>, other: &Arc<Filter>) -> bool {
         other.chain().any(|f| std::ptr::eq(f, &**self))
+    }
+}
+
+/// The filter is no thread's (nor a newer filter's) any more: its
+/// listener reports POLLHUP.
+impl Drop for Filter {
+    fn drop(&mut self) {
+        if let Some(l) = &self.listener {
+            l.orphan();
+        }
     }
 }
 
@@ -152,6 +171,14 @@ impl Seccomp {
         }
     }
 
+    /// The thread is gone: it uses its filters no more (Linux's
+    /// `seccomp_filter_release`).
+    pub fn release(&self) {
+        // Dropped outside the lock: the last reference tells its listener.
+        let filters = self.state.lock().filter.take();
+        drop(filters);
+    }
+
     /// SECCOMP_SET_MODE_STRICT: refused (EINVAL) once filters are on.
     pub fn set_strict(&self) -> Result<(), Errno> {
         let _g = ATTACH.lock();
@@ -173,16 +200,26 @@ pub enum AttachError {
     Tsync(i32),
 }
 
-/// Attaches `prog` to `thread`'s chain; with `tsync`, every thread of its
-/// process gets the new chain (and the caller's no_new_privs), provided
-/// none has filters of its own the caller lacks.
-pub fn attach(thread: &Thread, prog: Program, log: bool, tsync: bool) -> Result<(), AttachError> {
+/// Attaches `prog` (with `listener`, if any) to `thread`'s chain; with
+/// `tsync`, every thread of its process gets the new chain (and the
+/// caller's no_new_privs), provided none has filters of its own the
+/// caller lacks. A chain has one listener at most (EBUSY).
+pub fn attach(
+    thread: &Thread,
+    prog: Program,
+    log: bool,
+    listener: Option<Arc<Listener>>,
+    tsync: bool,
+) -> Result<(), AttachError> {
     let _g = ATTACH.lock();
     let mine = thread.seccomp.state.lock().clone();
     if mine.mode == MODE_STRICT {
         return Err(AttachError::Errno(Errno::EINVAL));
     }
-    let new = Filter::new(prog, log, mine.filter.clone()).map_err(AttachError::Errno)?;
+    if listener.is_some() && mine.filter.as_ref().is_some_and(|f| f.chain().any(|f| f.listener.is_some())) {
+        return Err(AttachError::Errno(Errno::EBUSY));
+    }
+    let new = Filter::new(prog, log, listener, mine.filter.clone()).map_err(AttachError::Errno)?;
     let others: Vec<Arc<Thread>> =
         if tsync { thread.group().threads().into_iter().filter(|t| t.tid != thread.tid).collect() } else { Vec::new() };
     for t in &others {
@@ -215,13 +252,15 @@ pub fn attach(thread: &Thread, prog: Program, log: bool, tsync: bool) -> Result<
 /// The system calls strict mode allows: read, write, exit, rt_sigreturn.
 const STRICT_ALLOWED: [u64; 4] = [0, 1, 60, 15];
 
-/// Runs the task's seccomp policy on the system call it stopped at, whose
-/// number and arguments are given. `true`: dispatch it. `false`: the
+/// Runs the task's seccomp policy on the system call it stopped at (the
+/// number and arguments in its registers). `true`: dispatch the call
+/// the registers then hold (a tracer may have changed it). `false`: the
 /// policy decided (rax is set, a signal forced, or the task is to exit).
-pub(super) fn permits(task: &mut Task, nr: u64, args: &[u64; 6]) -> bool {
+pub(super) fn permits(task: &mut Task) -> bool {
     match task.thread.seccomp.mode() {
         MODE_DISABLED => true,
         MODE_STRICT => {
+            let nr = task.cpu.regs.orig_rax;
             if STRICT_ALLOWED.contains(&nr) {
                 return true;
             }
@@ -229,13 +268,43 @@ pub(super) fn permits(task: &mut Task, nr: u64, args: &[u64; 6]) -> bool {
             kill(task, libc::SIGKILL, true);
             false
         }
-        _ => {
-            let Some(filter) = task.thread.seccomp.filter() else { return true };
-            let data = seccomp_data(nr, task.cpu.regs.rip, args);
-            let (verdict, log) = filter.run(&data);
-            act(task, nr, verdict, log)
-        }
+        _ => filtered(task, false),
     }
+}
+
+/// Runs the filters on the call in the task's registers and acts on the
+/// verdict; `recheck`: again, after a tracer's PTRACE_EVENT_SECCOMP stop,
+/// where TRACE allows (Linux's `recheck_after_trace`).
+fn filtered(task: &mut Task, recheck: bool) -> bool {
+    let Some(filter) = task.thread.seccomp.filter() else { return true };
+    let nr = task.cpu.regs.orig_rax;
+    let data = seccomp_data(nr, task.cpu.regs.rip, &task.cpu.syscall_args());
+    let (verdict, by) = filter.run(&data);
+    let log = by.is_some_and(|f| f.log);
+    if verdict & RET_ACTION == RET_USER_NOTIF {
+        let listener = by.and_then(|f| f.listener.clone());
+        if log {
+            log::info!("seccomp: task {} system call {nr}: user notification", task.thread.tid);
+        }
+        return user_notif(task, listener, data);
+    }
+    act(task, nr, verdict, log, recheck)
+}
+
+/// USER_NOTIF: the call waits for the supervisor's answer (ENOSYS when
+/// its filter has no listener, or its listener is closed); interrupted,
+/// it restarts or fails with EINTR as an interrupted sleep does.
+fn user_notif(task: &mut Task, listener: Option<Arc<Listener>>, data: [u8; bpf::DATA_LEN as usize]) -> bool {
+    let answer = listener.ok_or(Errno::ENOSYS).and_then(|l| l.notify(task.thread.tid, data));
+    task.cpu.regs.rax = match answer {
+        Ok(Answer::Continue) => return true,
+        // As Linux's syscall_set_return_value: the error if any.
+        Ok(Answer::Result { error: 0, val }) => u64::from_ne_bytes(val.to_ne_bytes()),
+        Ok(Answer::Result { error, .. }) => u64::from_ne_bytes(i64::from(error).to_ne_bytes()),
+        Err(e) if e.is_restart() => task.restart_or_eintr(e),
+        Err(e) => errno_to_rax(e),
+    };
+    false
 }
 
 /// `struct seccomp_data` for a call.
@@ -251,7 +320,7 @@ fn seccomp_data(nr: u64, ip: u64, args: &[u64; 6]) -> [u8; bpf::DATA_LEN as usiz
     d
 }
 
-fn act(task: &mut Task, nr: u64, verdict: u32, log: bool) -> bool {
+fn act(task: &mut Task, nr: u64, verdict: u32, log: bool, recheck: bool) -> bool {
     let data = verdict & RET_DATA;
     let action = verdict & RET_ACTION;
     let logged = |what: &str| {
@@ -282,14 +351,12 @@ fn act(task: &mut Task, nr: u64, verdict: u32, log: bool) -> bool {
             super::signal_frame::deliver(task, &info, true);
             false
         }
-        // No guest can trace here, and no listener exists for USER_NOTIF:
-        // both end as Linux's do without one.
-        RET_TRACE | RET_USER_NOTIF => {
+        RET_TRACE if recheck => true,
+        RET_TRACE => {
             if log {
-                logged("no tracer or listener");
+                logged("trace");
             }
-            task.cpu.regs.rax = errno_to_rax(Errno::ENOSYS);
-            false
+            trace(task, data)
         }
         // KILL_THREAD, KILL_PROCESS and any unknown action.
         _ => {
@@ -297,6 +364,20 @@ fn act(task: &mut Task, nr: u64, verdict: u32, log: bool) -> bool {
             kill(task, libc::SIGSYS, action == RET_KILL_THREAD);
             false
         }
+    }
+}
+
+/// RET_TRACE: the tracer's PTRACE_EVENT_SECCOMP stop, where it may
+/// change the call or skip it (number -1: rax is then the result); a
+/// call it lets through is filtered again (Linux 4.8+). ENOSYS when no
+/// tracer asked for the event.
+fn trace(task: &mut Task, data: u32) -> bool {
+    // As at Linux's system call entry: rax reads -ENOSYS at the stop.
+    task.cpu.regs.rax = errno_to_rax(Errno::ENOSYS);
+    match ptrace::seccomp_stop(task, data) {
+        None | Some(Outcome::Killed) => false,
+        // The number is an int here too: -1 (or any negative) skips.
+        Some(_) => i32::from_le_bytes(low_half(task.cpu.regs.orig_rax)) >= 0 && filtered(task, true),
     }
 }
 
@@ -335,11 +416,11 @@ mod tests {
         ];
         for (i, &strong) in order.iter().enumerate() {
             for &weak in &order[i..] {
-                let a = Filter::new(ret(strong), false, None).unwrap();
-                let chain = Filter::new(ret(weak), false, Some(a)).unwrap();
+                let a = Filter::new(ret(strong), false, None, None).unwrap();
+                let chain = Filter::new(ret(weak), false, None, Some(a)).unwrap();
                 assert_eq!(chain.run(&data()).0, strong, "{strong:#x} over {weak:#x}");
-                let b = Filter::new(ret(weak), false, None).unwrap();
-                let chain = Filter::new(ret(strong), false, Some(b)).unwrap();
+                let b = Filter::new(ret(weak), false, None, None).unwrap();
+                let chain = Filter::new(ret(strong), false, None, Some(b)).unwrap();
                 assert_eq!(chain.run(&data()).0, strong);
             }
         }
@@ -347,9 +428,11 @@ mod tests {
 
     #[test]
     fn on_a_tie_the_newest_filter_s_data_is_kept() {
-        let old = Filter::new(ret(RET_ERRNO | 1), false, None).unwrap();
-        let new = Filter::new(ret(RET_ERRNO | 13), true, Some(old)).unwrap();
-        assert_eq!(new.run(&data()), (RET_ERRNO | 13, true));
+        let old = Filter::new(ret(RET_ERRNO | 1), false, None, None).unwrap();
+        let new = Filter::new(ret(RET_ERRNO | 13), true, None, Some(old)).unwrap();
+        let (verdict, by) = new.run(&data());
+        assert_eq!(verdict, RET_ERRNO | 13);
+        assert!(by.is_some_and(|f| f.log));
         assert_eq!(new.depth, 2);
     }
 
@@ -367,16 +450,16 @@ mod tests {
         let big = || Program::new(vec![Insn::stmt(op::RET_K, RET_ALLOW); bpf::MAX_INSNS]).unwrap();
         let mut chain = None;
         for _ in 0..7 {
-            chain = Some(Filter::new(big(), false, chain).unwrap());
+            chain = Some(Filter::new(big(), false, None, chain).unwrap());
         }
-        assert_eq!(Filter::new(big(), false, chain).err(), Some(Errno::ENOMEM));
+        assert_eq!(Filter::new(big(), false, None, chain).err(), Some(Errno::ENOMEM));
     }
 
     #[test]
     fn ancestry() {
-        let a = Filter::new(ret(RET_ALLOW), false, None).unwrap();
-        let b = Filter::new(ret(RET_ALLOW), false, Some(a.clone())).unwrap();
-        let c = Filter::new(ret(RET_ALLOW), false, None).unwrap();
+        let a = Filter::new(ret(RET_ALLOW), false, None, None).unwrap();
+        let b = Filter::new(ret(RET_ALLOW), false, None, Some(a.clone())).unwrap();
+        let c = Filter::new(ret(RET_ALLOW), false, None, None).unwrap();
         assert!(a.is_ancestor_of(&b) && b.is_ancestor_of(&b));
         assert!(!b.is_ancestor_of(&a) && !c.is_ancestor_of(&b));
     }
