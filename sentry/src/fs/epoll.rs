@@ -288,6 +288,10 @@ impl Epoll {
     /// from here, so an event that comes while they are looked at puts
     /// them back.
     fn take_ready(&self) -> Vec<(Key, Arc<FileDescription>, u32)> {
+        // A disarmed interest's file is let go after the lock: if a close
+        // made this the last reference, its release (which may notify
+        // this very epoll) must not run under it.
+        let mut disarmed = Vec::new();
         let mut s = self.state.lock();
         let keys = std::mem::take(&mut s.ready);
         let mut out = Vec::with_capacity(keys.len());
@@ -296,12 +300,14 @@ impl Epoll {
             i.queued = false;
             match i.file.upgrade() {
                 Some(f) if !i.disarmed => out.push((k, f, i.events)),
-                Some(_) => {}
+                Some(f) => disarmed.push(f),
                 None => {
                     s.interest.remove(&k);
                 }
             }
         }
+        drop(s);
+        drop(disarmed);
         out
     }
 

@@ -66,7 +66,8 @@ pub struct Dentry {
 
 impl Dentry {
     pub fn new(mount: Arc<Mount>, parent: Option<Arc<Dentry>>, name: Vec<u8>, node: Arc<dyn Node>) -> Arc<Dentry> {
-        Arc::new(Dentry { mount, parent, name, node, _release: notify::ReleaseCheck })
+        let release = notify::ReleaseCheck::of(&node);
+        Arc::new(Dentry { mount, parent, name, node, _release: release })
     }
 
     /// The root dentry of a mount.

@@ -55,6 +55,7 @@ impl Drop for FileDescription {
 
 impl FileDescription {
     pub fn new(dentry: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: u32) -> Arc<FileDescription> {
+        let release = super::notify::ReleaseCheck::of(&dentry.node);
         Arc::new(FileDescription {
             dentry,
             ops,
@@ -64,7 +65,7 @@ impl FileDescription {
             on_release: Mutex::new(Vec::new()),
             written: std::sync::atomic::AtomicBool::new(false),
             fown: Arc::default(),
-            _release: super::notify::ReleaseCheck,
+            _release: release,
         })
     }
 

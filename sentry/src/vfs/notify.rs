@@ -91,7 +91,15 @@ struct Table {
     /// them (an open description, a working directory): they end
     /// (`IN_DELETE_SELF`) when the last holder lets go, as Linux's come
     /// at the last reference to the dentry.
-    doomed: Vec<(InodeKey, Weak<dyn Node>)>,
+    doomed: HashMap<InodeKey, Weak<dyn Node>>,
+    /// The doomed inodes by the address of their node: what a holder's
+    /// release looks up, in constant time.
+    doomed_at: HashMap<usize, InodeKey>,
+}
+
+/// The address of a node, as holders and the doomed table name it.
+fn node_addr<T: ?Sized>(ptr: *const T) -> usize {
+    ptr.cast::<()>().addr()
 }
 
 /// The watches of the sandbox.
@@ -307,47 +315,68 @@ impl Registry {
         if node.strong_count() == 0 {
             return self.removed(key);
         }
+        let addr = node_addr(node.as_ptr());
+        let mut out: Vec<Pending> = Vec::new();
         {
             let mut t = self.table.lock();
             if !t.by_inode.contains_key(&key) {
                 return;
             }
-            t.doomed.retain(|(k, _)| *k != key);
-            t.doomed.push((key, node.clone()));
+            if let Some(old) = t.doomed.insert(key, node.clone()) {
+                t.doomed_at.remove(&node_addr(old.as_ptr()));
+            }
+            t.doomed_at.insert(addr, key);
+            // Entries whose watches went, or whose holder let go unseen,
+            // are swept once they outnumber the watched inodes: the table
+            // stays in proportion to the watches.
+            if t.doomed.len() > 2 * t.by_inode.len() + 64 {
+                let addrs: Vec<usize> = t.doomed_at.keys().copied().collect();
+                for a in addrs {
+                    Self::check(&mut t, &self.count, a, &mut out);
+                }
+            }
+            // The holder may have let go before the entry was there to see.
+            Self::check(&mut t, &self.count, addr, &mut out);
             self.doomed.store(t.doomed.len(), Ordering::Relaxed);
         }
-        // The holder may have let go before the entry was there to see.
-        self.let_go();
+        for (s, wd, m, c, n) in out {
+            s.deliver(wd, m, c, &n);
+        }
     }
 
-    /// A holder of nodes went: the doomed inodes nothing holds any more
-    /// end. Entries whose watches are all gone are dropped.
-    fn let_go(&self) {
+    /// The doomed inode of the node at `addr`, if any: it ends if nothing
+    /// holds the node any more; its entry goes if its watches went.
+    fn check(t: &mut Table, count: &AtomicUsize, addr: usize, out: &mut Vec<Pending>) {
+        let Some(&key) = t.doomed_at.get(&addr) else { return };
+        let watched = t.by_inode.contains_key(&key);
+        let held = t.doomed.get(&key).is_some_and(|n| n.strong_count() > 0);
+        if watched && held {
+            return;
+        }
+        t.doomed_at.remove(&addr);
+        t.doomed.remove(&key);
+        if watched {
+            Self::end_watches(t, count, key, out);
+        }
+    }
+
+    /// A holder of the node at `addr` went (None: of some node): the
+    /// doomed inodes nothing holds any more end.
+    fn let_go(&self, addr: Option<usize>) {
         if self.doomed.load(Ordering::Relaxed) == 0 {
             return;
         }
         let mut out: Vec<Pending> = Vec::new();
         {
             let mut t = self.table.lock();
-            let mut gone = Vec::new();
-            let watched = std::mem::take(&mut t.doomed)
-                .into_iter()
-                .filter(|(key, node)| {
-                    if !t.by_inode.contains_key(key) {
-                        return false;
-                    }
-                    if node.strong_count() == 0 {
-                        gone.push(*key);
-                        return false;
-                    }
-                    true
-                })
-                .collect();
-            t.doomed = watched;
-            self.doomed.store(t.doomed.len(), Ordering::Relaxed);
-            for key in gone {
-                Self::end_watches(&mut t, &self.count, key, &mut out);
+            let addrs: Vec<usize> = match addr {
+                Some(a) => vec![a],
+                None => t.doomed_at.keys().copied().collect(),
+            };
+            for a in addrs {
+                Self::check(&mut t, &self.count, a, &mut out);
             }
+            self.doomed.store(t.doomed.len(), Ordering::Relaxed);
         }
         for (s, wd, m, c, n) in out {
             s.deliver(wd, m, c, &n);
@@ -385,22 +414,28 @@ impl Registry {
     }
 }
 
-/// Declared last in what holds nodes (a dentry, an open file
-/// description): when the holder goes, after the nodes it held, the
-/// inodes removed while something held them may have ended
-/// (`Registry::unlinked`).
-pub(crate) struct ReleaseCheck;
+/// Declared last in what holds a node (a dentry, an open file
+/// description): when the holder goes, after the node it held, that node's
+/// inode may end if it was removed while held (`Registry::unlinked`). It
+/// names the node by address: a look-up, not a scan, at every release.
+pub(crate) struct ReleaseCheck(usize);
+
+impl ReleaseCheck {
+    pub(crate) fn of(node: &Arc<dyn Node>) -> ReleaseCheck {
+        ReleaseCheck(node_addr(Arc::as_ptr(node)))
+    }
+}
 
 impl Drop for ReleaseCheck {
     fn drop(&mut self) {
-        registry().let_go();
+        registry().let_go(Some(self.0));
     }
 }
 
 /// Something that may have held a removed file let go of it other than
 /// by a dentry or a description going (munmap of its last mapping).
 pub(crate) fn let_go() {
-    registry().let_go();
+    registry().let_go(None);
 }
 
 /// The inode `node` is, for watches.
