@@ -52,6 +52,17 @@ static struct ip_mreqn mreqn(const char *group, const char *addr, int index) {
     return m;
 }
 
+/* A struct group_req (MCAST_JOIN_GROUP) for `group` of `family`. */
+static struct group_req group_req(int family, const char *group, int index) {
+    struct group_req r = {.gr_interface = index};
+    if (family == AF_INET)
+        CHECK_EQ(inet_pton(AF_INET, group, &((struct sockaddr_in *)&r.gr_group)->sin_addr), 1);
+    else
+        CHECK_EQ(inet_pton(AF_INET6, group, &((struct sockaddr_in6 *)&r.gr_group)->sin6_addr), 1);
+    r.gr_group.ss_family = family;
+    return r;
+}
+
 static struct ipv6_mreq mreq6(const char *group, int index) {
     struct ipv6_mreq m = {.ipv6mr_interface = index};
     CHECK_EQ(inet_pton(AF_INET6, group, &m.ipv6mr_multiaddr), 1);
@@ -183,6 +194,23 @@ static void options(void) {
     char buf[64];
     len = sizeof buf;
     CHECK_ERR(getsockopt(u, IPPROTO_IP, IP_ADD_MEMBERSHIP, buf, &len), ENOPROTOOPT);
+    /* MCAST_JOIN_GROUP names the interface by index; both kinds of
+     * request name the same memberships. */
+    struct group_req gr = group_req(AF_INET, "239.1.2.5", 1), gr_any = group_req(AF_INET, "239.1.2.5", 0);
+    struct group_req gr_six = group_req(AF_INET6, "ff15::1", 1);
+    CHECK_ERR(setsockopt(u, IPPROTO_IP, MCAST_JOIN_GROUP, &gr, sizeof gr - 1), EINVAL);
+    CHECK_ERR(SET(u, IPPROTO_IP, MCAST_JOIN_GROUP, gr_six), EINVAL);
+    CHECK_OK(SET(u, IPPROTO_IP, MCAST_JOIN_GROUP, gr));
+    CHECK_ERR(SET(u, IPPROTO_IP, MCAST_JOIN_GROUP, gr), EADDRINUSE);
+    struct ip_mreq m5 = mreq("239.1.2.5", "127.0.0.1");
+    CHECK_ERR(JOIN(u, m5), EADDRINUSE);
+    if (!eth0)
+        CHECK_ERR(SET(u, IPPROTO_IP, MCAST_LEAVE_GROUP, gr_any), ENODEV);
+    CHECK_OK(SET(u, IPPROTO_IP, MCAST_LEAVE_GROUP, gr));
+    CHECK_ERR(SET(u, IPPROTO_IP, MCAST_LEAVE_GROUP, gr), EADDRNOTAVAIL);
+    len = sizeof buf;
+    CHECK_ERR(getsockopt(u, IPPROTO_IP, MCAST_JOIN_GROUP, buf, &len), ENOPROTOOPT);
+
     /* net.ipv4.igmp_max_memberships: 20 groups a socket. */
     int many = udp(AF_INET);
     for (int i = 1; i <= 20; i++) {
@@ -385,6 +413,16 @@ static void ipv6(void) {
     CHECK_ERR(SET(s, IPPROTO_IPV6, IPV6_LEAVE_GROUP, unicast), EINVAL);
     CHECK_OK(SET(s, IPPROTO_IPV6, IPV6_LEAVE_GROUP, any));
     CHECK_ERR(SET(s, IPPROTO_IPV6, IPV6_LEAVE_GROUP, any), EADDRNOTAVAIL);
+    struct group_req gr = group_req(AF_INET6, GROUP6, 1), gr_four = group_req(AF_INET, GROUP, 1);
+    CHECK_ERR(setsockopt(s, IPPROTO_IPV6, MCAST_JOIN_GROUP, &gr, sizeof gr - 1), EINVAL);
+    CHECK_ERR(SET(s, IPPROTO_IPV6, MCAST_JOIN_GROUP, gr_four), EADDRNOTAVAIL);
+    CHECK_OK(SET(s, IPPROTO_IPV6, MCAST_JOIN_GROUP, gr));
+    CHECK_ERR(SET(s, IPPROTO_IPV6, IPV6_JOIN_GROUP, m), EADDRINUSE);
+    CHECK_OK(SET(s, IPPROTO_IPV6, MCAST_LEAVE_GROUP, gr));
+    CHECK_ERR(SET(s, IPPROTO_IPV6, MCAST_LEAVE_GROUP, gr), EADDRNOTAVAIL);
+    CHECK_ERR(SET(four, IPPROTO_IPV6, MCAST_JOIN_GROUP, gr), ENOPROTOOPT);
+    /* An IPv6 socket joins IPv4 groups at the IPv4 level. */
+    CHECK_OK(SET(s, IPPROTO_IP, MCAST_JOIN_GROUP, gr_four));
 
     /* A group of a scope that needs an interface needs a scope id to be
      * bound; another one may be. */

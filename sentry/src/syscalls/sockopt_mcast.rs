@@ -1,20 +1,23 @@
 //! The multicast options of an IP socket whose values are more than an
 //! int: group memberships (IP_ADD_MEMBERSHIP/IP_DROP_MEMBERSHIP with a
 //! struct ip_mreq or ip_mreqn, IPV6_JOIN_GROUP/IPV6_LEAVE_GROUP with a
-//! struct ipv6_mreq) and the interfaces datagrams to a group leave on
+//! struct ipv6_mreq, MCAST_JOIN_GROUP/MCAST_LEAVE_GROUP with a struct
+//! group_req at either level) and the interfaces datagrams to a group leave on
 //! (IP_MULTICAST_IF with a struct in_addr, ip_mreq or ip_mreqn;
 //! IPV6_MULTICAST_IF with an index), checked as Linux's do_ip_setsockopt
 //! and do_ipv6_setsockopt do; the netstack keeps them (multicast.rs:
 //! IPv6 has no multicast route there, so IPV6_MULTICAST_IF is only kept
 //! here). The
 //! int-valued ones (TTL, loop, all) are sockopt_ip's and are passed on
-//! here. Source filters (IP_ADD_SOURCE_MEMBERSHIP, MCAST_JOIN_GROUP …)
-//! are not served: ENOPROTOOPT.
+//! here. Source filters (IP_ADD_SOURCE_MEMBERSHIP, MCAST_JOIN_SOURCE_GROUP
+//! …) are not served: ENOPROTOOPT. A TCP socket joins no group
+//! (ENOPROTOOPT for MCAST_JOIN_GROUP, which Linux lets it join).
 
 use super::sockopt_ip::value;
 use crate::abi::socket::{
-    IPPROTO_IP, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, IPV6_MULTICAST_IF, IP_ADD_MEMBERSHIP,
-    IP_DROP_MEMBERSHIP, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL,
+    AF_INET, AF_INET6, IPPROTO_IP, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, IPV6_MULTICAST_IF,
+    IP_ADD_MEMBERSHIP, IP_DROP_MEMBERSHIP, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL,
+    MCAST_JOIN_GROUP, MCAST_LEAVE_GROUP,
 };
 use crate::abi::Errno;
 use crate::fs::inet::{errno, Endpoint, InetSocket};
@@ -26,6 +29,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 const MREQ: usize = 8;
 const MREQN: usize = 12;
 const IPV6_MREQ: usize = 20;
+/// sizeof(struct group_req): the index, padding, a sockaddr_storage.
+const GROUP_REQ: usize = 136;
+/// Where a group_req's sockaddr begins.
+const GROUP_AT: usize = 8;
 
 fn v4_at(raw: &[u8], at: usize) -> Ipv4Addr {
     raw.get(at..at + 4).map_or(Ipv4Addr::UNSPECIFIED, |b| Ipv4Addr::new(b[0], b[1], b[2], b[3]))
@@ -45,8 +52,17 @@ fn mreqn(raw: &[u8]) -> (Ipv4Addr, Ipv4Addr, u32) {
 /// Whether `opt` is one of this file's: the caller has `raw` set on it
 /// with `set` instead of storing an int.
 pub(super) fn handles(v6: bool, opt: (i32, i32)) -> bool {
-    matches!(opt, (IPPROTO_IP, IP_ADD_MEMBERSHIP | IP_DROP_MEMBERSHIP | IP_MULTICAST_IF))
-        || (v6 && matches!(opt, (IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP | IPV6_DROP_MEMBERSHIP | IPV6_MULTICAST_IF)))
+    matches!(
+        opt,
+        (IPPROTO_IP, IP_ADD_MEMBERSHIP | IP_DROP_MEMBERSHIP | IP_MULTICAST_IF | MCAST_JOIN_GROUP | MCAST_LEAVE_GROUP)
+    ) || (v6
+        && matches!(
+            opt,
+            (
+                IPPROTO_IPV6,
+                IPV6_ADD_MEMBERSHIP | IPV6_DROP_MEMBERSHIP | IPV6_MULTICAST_IF | MCAST_JOIN_GROUP | MCAST_LEAVE_GROUP
+            )
+        ))
 }
 
 /// setsockopt(2) of one of the options `handles` says are this file's.
@@ -92,6 +108,27 @@ pub(super) fn set(s: &InetSocket, opt: (i32, i32), raw: &[u8]) -> Result<(), Err
             group.copy_from_slice(&raw[..16]);
             let index = u32_at(raw, 16);
             u.membership_v6(opt.1 == IPV6_ADD_MEMBERSHIP, Ipv6Addr::from(group), index).map_err(errno)
+        }
+        (IPPROTO_IP | IPPROTO_IPV6, MCAST_JOIN_GROUP | MCAST_LEAVE_GROUP) => {
+            let u = udp.ok_or(Errno::ENOPROTOOPT)?;
+            if raw.len() < GROUP_REQ {
+                return Err(Errno::EINVAL);
+            }
+            let join = opt.1 == MCAST_JOIN_GROUP;
+            let index = u32_at(raw, 0);
+            let family = i32::from(u16::from_le_bytes([raw[GROUP_AT], raw[GROUP_AT + 1]]));
+            match (opt.0, family) {
+                (IPPROTO_IP, AF_INET) => {
+                    u.membership_v4(join, v4_at(raw, GROUP_AT + 4), Ipv4Addr::UNSPECIFIED, index).map_err(errno)
+                }
+                (IPPROTO_IP, _) => Err(Errno::EINVAL),
+                (_, AF_INET6) => {
+                    let mut group = [0u8; 16];
+                    group.copy_from_slice(&raw[GROUP_AT + 8..GROUP_AT + 24]);
+                    u.membership_v6(join, Ipv6Addr::from(group), index).map_err(errno)
+                }
+                _ => Err(Errno::EADDRNOTAVAIL),
+            }
         }
         (IPPROTO_IPV6, IPV6_MULTICAST_IF) => {
             if udp.is_none() {
