@@ -49,12 +49,20 @@ fn on_uplink(ip: IpAddr, up: Option<&Uplink>) -> bool {
     up.is_some_and(|u| ip == IpAddr::V4(u.addr))
 }
 
-/// May a socket bind `ip` (canonical)? Only the sandbox's own addresses.
+/// May a socket bind `ip` (canonical)? Only the sandbox's own addresses
+/// and multicast groups.
 pub(crate) fn bindable(ip: IpAddr) -> Result<(), Error> {
     bindable_with(ip, uplink())
 }
 
 fn bindable_with(ip: IpAddr, up: Option<&Uplink>) -> Result<(), Error> {
+    match ip {
+        // A group's address takes its datagrams; one of a scope that
+        // needs an interface needs a scope id too.
+        IpAddr::V6(v6) if crate::multicast::needs_scope(v6) => return Err(Error::Invalid),
+        ip if ip.is_multicast() => return Ok(()),
+        _ => {}
+    }
     if ip.is_unspecified() || ip.is_loopback() || on_uplink(ip, up) {
         Ok(())
     } else {
@@ -79,15 +87,16 @@ fn route_with(ip: IpAddr, up: Option<&Uplink>) -> Result<IpAddr, Error> {
 }
 
 /// The source address of a packet to `dest` (routed) from a socket bound
-/// to `bound` (canonical): the bound address, or the one of the interface
-/// that owns `dest` (eth0's own address is its own source, as Linux
-/// picks it).
+/// to `bound` (canonical): the bound address (not a group's), or the one
+/// of the interface that owns `dest` (eth0's own address is its own
+/// source, as Linux picks it).
 pub(crate) fn source(bound: IpAddr, dest: IpAddr) -> IpAddr {
     source_with(bound, dest, uplink())
 }
 
 fn source_with(bound: IpAddr, dest: IpAddr, up: Option<&Uplink>) -> IpAddr {
-    if !bound.is_unspecified() {
+    // A socket bound to a group sends from its interface's address.
+    if !bound.is_unspecified() && !bound.is_multicast() {
         return bound;
     }
     if on_uplink(dest, up) {
@@ -100,11 +109,16 @@ fn source_with(bound: IpAddr, dest: IpAddr, up: Option<&Uplink>) -> IpAddr {
 }
 
 /// A destination given to a socket of family `f` (with IPV6_V6ONLY as
-/// `v6only`), made canonical; IPv4 through a v6-only socket has no route.
+/// `v6only`), made canonical and routed (a group as it is); IPv4 through
+/// a v6-only socket has no route.
 pub(crate) fn destination(f: Family, v6only: bool, addr: SocketAddr) -> Result<SocketAddr, Error> {
     let ip = canonical(addr.ip());
     if f == Family::V6 && v6only && ip.is_ipv4() {
         return Err(Error::NetUnreachable);
+    }
+    if ip.is_multicast() {
+        // A group's route is the socket's multicast options' (multicast.rs).
+        return Ok(SocketAddr::new(ip, addr.port()));
     }
     Ok(SocketAddr::new(route(ip)?, addr.port()))
 }

@@ -30,4 +30,10 @@ pub enum Error {
     BrokenPipe,
     #[error("destination address required")]
     DestAddrRequired,
+    #[error("no such device")]
+    NoDevice,
+    #[error("no buffer space available")]
+    NoBufs,
+    #[error("cannot allocate memory")]
+    NoMemory,
 }

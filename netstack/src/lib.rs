@@ -16,6 +16,7 @@ pub mod dns;
 pub mod egress;
 mod error;
 pub mod iface;
+pub mod multicast;
 pub mod netlink;
 mod ports;
 mod stream;
@@ -62,6 +63,8 @@ pub mod events {
 pub struct Stack {
     tcp: Mutex<PortTable<TcpEndpoint>>,
     udp: Mutex<PortTable<UdpEndpoint>>,
+    /// The multicast groups the interfaces have joined.
+    groups: multicast::Groups,
     loopback_bytes: AtomicU64,
     loopback_packets: AtomicU64,
     charge: OnceLock<Arc<dyn BufferCharge>>,
@@ -72,6 +75,7 @@ impl Stack {
         Arc::new(Stack {
             tcp: Mutex::new(PortTable::default()),
             udp: Mutex::new(PortTable::default()),
+            groups: multicast::Groups::default(),
             loopback_bytes: AtomicU64::new(0),
             loopback_packets: AtomicU64::new(0),
             charge: OnceLock::new(),

@@ -157,6 +157,17 @@ impl<E> PortTable<E> {
         let exact = v.iter().rev().filter(fits).find(|e| !e.binding.ip.is_unspecified());
         exact.or_else(|| v.iter().rev().find(fits)).and_then(|e| e.endpoint.upgrade())
     }
+
+    /// Every live socket that a multicast datagram from `from` to the
+    /// group `dest` (canonical) reaches: bound to the port and the group's
+    /// address or the wildcard, and taking datagrams from `from`.
+    pub fn lookup_all(&self, dest: SocketAddr, from: SocketAddr) -> Vec<Arc<E>> {
+        let Some(v) = self.ports.get(&dest.port()) else { return Vec::new() };
+        v.iter()
+            .filter(|e| e.binding.covers(dest.ip()) && e.binding.remote.is_none_or(|r| r == from))
+            .filter_map(|e| e.endpoint.upgrade())
+            .collect()
+    }
 }
 
 /// The options that decide how a socket shares its port (SO_REUSEADDR,

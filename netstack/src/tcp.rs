@@ -129,6 +129,10 @@ impl TcpEndpoint {
             return Err(e);
         }
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        // A group is no peer for a stream (Linux's tcp_v4_connect).
+        if dest.ip().is_multicast() {
+            return Err(Error::NetUnreachable);
+        }
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
         let listener = self.stack.tcp.lock().lookup(dest, local, |b| b.listening);

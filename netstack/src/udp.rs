@@ -6,12 +6,13 @@
 //! connected or not, and finds the datagram on its error queue.
 
 use crate::addr::{self, Family};
+use crate::multicast::{self, Memberships, Options as McastOptions};
 use crate::ports::{Local, ShareOpts};
 use crate::waiter::Queue;
 use crate::{events, Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Weak};
 
 /// How many bytes a socket queues before it drops datagrams (Linux's
@@ -62,6 +63,13 @@ struct Inner {
     write_shut: bool,
 }
 
+/// A socket's multicast options and the groups it joined.
+#[derive(Default)]
+struct Multicast {
+    opts: McastOptions,
+    members: Memberships,
+}
+
 /// A UDP socket.
 pub struct UdpEndpoint {
     stack: Arc<Stack>,
@@ -69,6 +77,9 @@ pub struct UdpEndpoint {
     me: Weak<UdpEndpoint>,
     queue: Queue,
     inner: Mutex<Inner>,
+    /// Locked on its own, never while `inner` is: a datagram to a group
+    /// looks at every member's.
+    multicast: Mutex<Multicast>,
 }
 
 /// A received datagram: bytes copied, its whole length, its sender.
@@ -132,6 +143,7 @@ impl UdpEndpoint {
                 read_shut: false,
                 write_shut: false,
             }),
+            multicast: Mutex::default(),
         })
     }
 
@@ -157,10 +169,18 @@ impl UdpEndpoint {
             return i.local.disconnect(&self.stack.udp, self.family);
         };
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
-        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        // (The address an implicit bind takes.)
+        let bound = i.local.hold.map(|h| h.ip).or(i.local.released_ip).unwrap_or(self.family.any());
+        let source = match dest.ip() {
+            IpAddr::V4(_) if dest.ip().is_multicast() => IpAddr::V4(self.group_route(bound)?.source),
+            // No interface has a route for IPv6 multicast.
+            IpAddr::V6(_) if dest.ip().is_multicast() => return Err(Error::NetUnreachable),
+            ip => addr::source(bound, ip),
+        };
+        i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
         // Linux binds the socket to the source address toward the peer
         // (getsockname shows it).
-        i.local.choose_ip(&self.stack.udp, addr::source(h.ip, dest.ip()), dest)?;
+        i.local.choose_ip(&self.stack.udp, source, dest)?;
         i.peer = Some(dest);
         Ok(())
     }
@@ -200,6 +220,10 @@ impl UdpEndpoint {
         }
         let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
         let i_header = i.header;
+        if dest.ip().is_multicast() {
+            drop(i);
+            return self.send_to_group(h.ip, h.port, i_header, dest, data);
+        }
         let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
         let target = self.stack.udp.lock().lookup(dest, from, |_| true);
         match target {
@@ -269,6 +293,104 @@ impl UdpEndpoint {
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
         Ok(Unreachable { len, full: data.len(), to })
+    }
+
+    /// The route of an IPv4 datagram to a group from a socket bound to
+    /// `bound` (canonical).
+    fn group_route(&self, bound: IpAddr) -> Result<multicast::Route, Error> {
+        let bound = match bound {
+            IpAddr::V4(b) if !b.is_multicast() => b,
+            _ => Ipv4Addr::UNSPECIFIED,
+        };
+        multicast::route(bound, &self.multicast.lock().opts)
+    }
+
+    /// Sends a datagram to the group `dest` (canonical) from this socket,
+    /// bound to `bound` and `port`: it comes back to the sandbox's members
+    /// (multicast.rs says when).
+    fn send_to_group(
+        &self,
+        bound: IpAddr,
+        port: u16,
+        header: Header,
+        dest: SocketAddr,
+        data: &[u8],
+    ) -> Result<usize, Error> {
+        let IpAddr::V4(group) = dest.ip() else {
+            // No interface has a route for IPv6 multicast.
+            return Err(Error::NetUnreachable);
+        };
+        let route = self.group_route(bound)?;
+        let (looped, ttl) = {
+            let m = self.multicast.lock();
+            (m.opts.v4_loop, m.opts.ttl)
+        };
+        let from = SocketAddr::new(IpAddr::V4(route.source), port);
+        if route.index == multicast::LO {
+            self.stack.count(data.len());
+        } else if !looped {
+            return Ok(data.len());
+        }
+        if !self.stack.groups.joined(dest.ip(), route.index) {
+            return Ok(data.len());
+        }
+        let header = Header { ttl, ..header };
+        let members = self.stack.udp.lock().lookup_all(dest, from);
+        for m in members {
+            let takes = {
+                let mc = m.multicast.lock();
+                mc.members.takes_v4(group, route.index, mc.opts.v4_all)
+            };
+            if takes {
+                m.deliver_to(from, dest, header, data);
+            }
+        }
+        Ok(data.len())
+    }
+
+    /// The interface a datagram to `to` (or the connected peer) leaves on
+    /// when it goes to an IPv4 group; None for any other datagram, or one
+    /// without a route.
+    pub fn group_interface(&self, to: Option<SocketAddr>) -> Option<u32> {
+        let (dest, bound) = {
+            let i = self.inner.lock();
+            (
+                to.map(|t| addr::canonical(t.ip())).or(i.peer.map(|p| p.ip()))?,
+                i.local.hold.map_or(self.family.any(), |h| h.ip),
+            )
+        };
+        (dest.is_ipv4() && dest.is_multicast()).then(|| self.group_route(bound).ok()).flatten().map(|r| r.index)
+    }
+
+    /// This socket's multicast options.
+    pub fn multicast_options(&self) -> McastOptions {
+        self.multicast.lock().opts.clone()
+    }
+
+    /// Sets this socket's multicast options.
+    pub fn set_multicast_options(&self, opts: McastOptions) {
+        self.multicast.lock().opts = opts;
+    }
+
+    /// IP_ADD_MEMBERSHIP (`join`) or IP_DROP_MEMBERSHIP of `group` on the
+    /// interface of index `index` or address `addr` (see multicast.rs).
+    pub fn membership_v4(&self, join: bool, group: Ipv4Addr, addr: Ipv4Addr, index: u32) -> Result<(), Error> {
+        let mut m = self.multicast.lock();
+        if join {
+            m.members.join_v4(&self.stack.groups, group, addr, index)
+        } else {
+            m.members.leave_v4(&self.stack.groups, group, addr, index)
+        }
+    }
+
+    /// IPV6_JOIN_GROUP (`join`) or IPV6_LEAVE_GROUP.
+    pub fn membership_v6(&self, join: bool, group: Ipv6Addr, index: u32) -> Result<(), Error> {
+        let mut m = self.multicast.lock();
+        if join {
+            m.members.join_v6(&self.stack.groups, group, index)
+        } else {
+            m.members.leave_v6(&self.stack.groups, group, index)
+        }
     }
 
     /// Queues a datagram from `from`, as one arriving over the stack does
@@ -389,6 +511,7 @@ impl UdpEndpoint {
 
 impl Drop for UdpEndpoint {
     fn drop(&mut self) {
+        self.multicast.get_mut().members.leave_all(&self.stack.groups);
         let i = self.inner.get_mut();
         i.local.release(&self.stack.udp);
         self.stack.uncharge(i.queued);
@@ -567,5 +690,40 @@ mod tests {
         assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
         assert_eq!(peer.send_to(Some(SocketAddr::new([127, 0, 0, 1].into(), port)), b"y"), Ok(1));
         assert_eq!(u.recv_from(&mut buf, false).map(|d| d.len), Ok(1));
+    }
+
+    /// A datagram to a group through lo reaches each socket on the port
+    /// that joined it there, or takes all of lo's groups, once each; lo
+    /// takes it only while a socket is a member.
+    #[test]
+    fn a_group_reaches_its_members_through_lo() {
+        let stack = Stack::new();
+        let group: Ipv4Addr = "239.1.2.3".parse().unwrap();
+        let lo = Ipv4Addr::LOCALHOST;
+        let shared = ShareOpts { reuse_addr: true, ..ShareOpts::default() };
+        let rx: Vec<_> = (0..3)
+            .map(|_| {
+                let r = UdpEndpoint::new(&stack, Family::V4);
+                r.set_share_opts(shared).unwrap();
+                r.bind(addr("0.0.0.0:7100")).unwrap();
+                r
+            })
+            .collect();
+        rx[2].set_multicast_options(McastOptions { v4_all: false, ..McastOptions::default() });
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        let to = Some(addr("239.1.2.3:7100"));
+        assert_eq!(w.send_to(to, b"x"), Err(Error::NetUnreachable), "no route without an uplink");
+        assert_eq!(w.group_interface(to), None);
+        w.set_multicast_options(McastOptions { v4_index: multicast::LO, v4_addr: lo, ..McastOptions::default() });
+        assert_eq!(w.group_interface(to), Some(multicast::LO));
+        let mut buf = [0u8; 4];
+        let mut got = |r: &UdpEndpoint| std::iter::from_fn(|| r.recv_from(&mut buf, false).ok()).count();
+        assert_eq!(w.send_to(to, b"x"), Ok(1));
+        assert_eq!(rx.iter().map(|r| got(r)).collect::<Vec<_>>(), [0, 0, 0], "lo has not joined");
+        assert_eq!(rx[0].membership_v4(true, group, lo, 0), Ok(()));
+        assert_eq!(w.send_to(to, b"x"), Ok(1));
+        assert_eq!(rx.iter().map(|r| got(r)).collect::<Vec<_>>(), [1, 1, 0]);
+        drop(rx.into_iter().next());
+        assert!(!stack.groups.joined(IpAddr::V4(group), multicast::LO), "a closed socket leaves");
     }
 }

@@ -3,6 +3,7 @@
 //! (it must pass: otherwise the test is wrong) and then under `husk do`.
 
 use crate::guest::guest_test;
+use crate::util::{guest_bin, husk_do, native, run, TempDir};
 
 /// SCM_RIGHTS boundaries on a stream, per-writer SCM_CREDENTIALS,
 /// MSG_PEEK with descriptors, MSG_CTRUNC and cmsg alignment.
@@ -74,4 +75,55 @@ fn sockets_exact_udplite_and_sctp_are_refused_as_linux_without_them() {
 #[test]
 fn sockets_exact_tcp_oob() {
     guest_test("tcp_oob", &[]);
+}
+
+/// Natively, a fresh network namespace like the sandbox's: `lo` alone
+/// (`--network none`), or with an `eth0` of 10.0.2.15/24 carrying the
+/// default route and no IPv6 (its veth peer has none either).
+const NETNS_SETUP: &str = "set -e; ip link set lo up; \
+    if [ \"$1\" = eth0 ]; then \
+        ip link add peer0 type veth peer name eth0; \
+        echo 1 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6; \
+        echo 1 > /proc/sys/net/ipv6/conf/peer0/disable_ipv6; \
+        ip addr add 10.0.2.15/24 dev eth0; ip link set peer0 up; ip link set eth0 up; \
+        ip route add default via 10.0.2.2; \
+    fi; exec \"$2\" \"$1\"";
+
+/// Runs the multicast guest program natively in a namespace like the
+/// sandbox's network `mode` (see NETNS_SETUP), then under `husk do` with
+/// `flags`.
+fn multicast_in(mode: &str, flags: &[&str]) {
+    let bin = guest_bin("multicast");
+    let bin = bin.to_str().unwrap();
+    let nat = run(native(&["unshare", "--net", "--map-root-user", "sh", "-c", NETNS_SETUP, "sh", mode, bin]), None);
+    assert_eq!(nat.code, 0, "multicast {mode} FAILS NATIVELY: the test is wrong, not husk\n{}", nat.describe());
+    let sbx = run(husk_do(flags, &[bin, mode]), None);
+    assert_eq!(sbx.code, 0, "multicast {mode} failed under husk do\n{}", sbx.describe());
+}
+
+/// IP multicast with loopback alone: the options, memberships and their
+/// errors, delivery through `lo` to each member once, no route without an
+/// interface named.
+#[test]
+fn sockets_exact_multicast_loopback_alone() {
+    multicast_in("lo", &["--network", "none"]);
+}
+
+/// IP multicast with the sandbox's eth0: the default route's datagrams
+/// come back to the sandbox's members with IP_MULTICAST_LOOP, and the copy
+/// for the wire stays in the sandbox, recorded as net.denied.
+#[test]
+fn sockets_exact_multicast_with_eth0() {
+    let dir = TempDir::new("multicast");
+    let log = dir.path().join("audit.log");
+    multicast_in("eth0", &["--audit-log", log.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let denied: Vec<_> = records.iter().filter(|r| r["type"] == "net.denied").collect();
+    assert!(!denied.is_empty(), "no net.denied for the wire's copies:\n{text}");
+    for r in &denied {
+        assert_eq!((r["protocol"].as_str(), r["address"].as_str()), (Some("udp"), Some("239.1.2.3")), "{r}");
+        assert!(r["reason"].as_str().unwrap().contains("multicast"), "{r}");
+    }
+    assert!(!records.iter().any(|r| r["type"] == "net.connect"), "nothing left the sandbox:\n{text}");
 }

@@ -102,6 +102,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_exact",
     "tcp_oob",
     "udp_errqueue",
+    "multicast",
     "sgid_create",
     "sock_names",
     "sigio",

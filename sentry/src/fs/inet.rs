@@ -72,6 +72,9 @@ pub(crate) fn errno(e: NetError) -> Errno {
         NetError::MsgSize => Errno::EMSGSIZE,
         NetError::BrokenPipe => Errno::EPIPE,
         NetError::DestAddrRequired => Errno::EDESTADDRREQ,
+        NetError::NoDevice => Errno::ENODEV,
+        NetError::NoBufs => Errno::ENOBUFS,
+        NetError::NoMemory => Errno::ENOMEM,
     }
 }
 

@@ -32,11 +32,31 @@ fn unmapped(to: SocketAddr) -> SocketAddr {
 
 /// Whether `to` lies outside the sandbox: not loopback, not "this host",
 /// not eth0's own address (which the netstack delivers inside, as Linux
-/// delivers to its own addresses through `lo`).
+/// delivers to its own addresses through `lo`), not a multicast group
+/// (the netstack's: see `group_copy_left`).
 fn outbound(to: SocketAddr) -> bool {
     let ip = unmapped(to).ip();
     let own = husk_netstack::iface::uplink().is_some_and(|u| ip == IpAddr::V4(u.addr));
-    !(ip.is_loopback() || ip.is_unspecified() || own)
+    !(ip.is_loopback() || ip.is_unspecified() || own || ip.is_multicast())
+}
+
+/// The group a datagram of `s` to `to` (or its peer) is sent to when it
+/// leaves on eth0, where Linux would put a copy on the wire.
+pub(super) fn group_on_uplink(s: &InetSocket, to: Option<SocketAddr>) -> Option<SocketAddr> {
+    let Endpoint::Udp(u) = &s.endpoint else { return None };
+    if u.group_interface(to) != Some(husk_netstack::multicast::ETH0) {
+        return None;
+    }
+    to.or_else(|| u.peer_addr().ok()).map(unmapped)
+}
+
+/// Records that the copy for the wire of a datagram sent to `group` on
+/// eth0 stayed in the sandbox (net.denied): multicast never passes the
+/// gateway, whatever the policy (it denies every group in any case).
+pub(super) fn group_copy_left(task: &Task, s: &InetSocket, group: SocketAddr) -> Result<(), Errno> {
+    let (pid, protocol, address) = (task.thread.tgid(), protocol(s), group.ip().to_string());
+    let reason = "denied: multicast stays in the sandbox".to_owned();
+    task.kernel.audit(|| Record::NetDenied { pid, protocol, address, port: group.port(), reason, direction: None })
 }
 
 /// Whether a connect of `s` to `to` is the gateway's: a destination

@@ -14,6 +14,7 @@ use super::socket::{
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::{self, Sock};
 use super::sockopt_ip;
+use super::sockopt_mcast;
 use super::sockopt_tcp;
 use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
@@ -267,7 +268,12 @@ fn send(
         if let Some(sent) = super::egress::send_datagram(task, s, &data, to) {
             return sent.map(|n| n as u64);
         }
-        return s.send(&data, to).map(|n| n as u64);
+        let group = super::egress::group_on_uplink(s, to);
+        let sent = s.send(&data, to)?;
+        if let Some(group) = group {
+            super::egress::group_copy_left(task, s, group)?;
+        }
+        return Ok(sent as u64);
     }
     let deadline = s.timeouts.lock().1.map(deadline_in);
     let mut done = 0usize;
@@ -572,6 +578,7 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
             let v = on()?;
             set_share(&|o| o.v6only = v)?;
         }
+        _ if sockopt_mcast::handles(family(s) == Family::V6, opt) => sockopt_mcast::set(s, opt, &raw)?,
         _ => {
             let v6 = family(s) == Family::V6;
             sockopt_ip::default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
@@ -585,6 +592,7 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
             s.stored.lock().insert(opt, kept.to_le_bytes().to_vec());
             sockopt_ip::update_header(s, v6);
             errqueue::option_set(s, opt, kept);
+            sockopt_mcast::update(s, v6);
         }
     }
     Ok(0)

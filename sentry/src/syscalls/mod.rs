@@ -57,6 +57,7 @@ mod socket;
 mod socket_ops;
 mod sockopt;
 mod sockopt_ip;
+mod sockopt_mcast;
 mod sockopt_tcp;
 mod splice;
 mod stat;

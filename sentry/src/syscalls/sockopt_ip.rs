@@ -10,10 +10,10 @@ use crate::abi::socket::{
     SOL_SOCKET,
 };
 use crate::abi::socket::{
-    IPV6_HOPLIMIT, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_LOOP, IPV6_PKTINFO, IPV6_RECVHOPLIMIT,
-    IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS, IPV6_UNICAST_HOPS, IP_MULTICAST_IF, IP_MULTICAST_LOOP,
-    IP_MULTICAST_TTL, IP_PKTINFO, IP_RECVTOS, IP_RECVTTL, SCM_TIMESTAMPNS_NEW, SCM_TIMESTAMPNS_OLD, SCM_TIMESTAMP_NEW,
-    SCM_TIMESTAMP_OLD,
+    IPV6_HOPLIMIT, IPV6_MULTICAST_ALL, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_LOOP, IPV6_PKTINFO,
+    IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS, IPV6_UNICAST_HOPS, IP_MULTICAST_ALL,
+    IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, IP_PKTINFO, IP_RECVTOS, IP_RECVTTL, SCM_TIMESTAMPNS_NEW,
+    SCM_TIMESTAMPNS_OLD, SCM_TIMESTAMP_NEW, SCM_TIMESTAMP_OLD,
 };
 use crate::abi::time::{Timespec, Timeval};
 use crate::abi::Errno;
@@ -32,10 +32,15 @@ const ECN_MASK: i32 = 3;
 fn is_flag(opt: (i32, i32)) -> bool {
     matches!(
         opt,
-        (IPPROTO_IP, IP_PKTINFO | IP_RECVTTL | IP_RECVTOS | IP_RECVERR | IP_MULTICAST_LOOP)
+        (IPPROTO_IP, IP_PKTINFO | IP_RECVTTL | IP_RECVTOS | IP_RECVERR | IP_MULTICAST_LOOP | IP_MULTICAST_ALL)
             | (
                 IPPROTO_IPV6,
-                IPV6_RECVPKTINFO | IPV6_RECVHOPLIMIT | IPV6_RECVTCLASS | IPV6_RECVERR | IPV6_MULTICAST_LOOP
+                IPV6_RECVPKTINFO
+                    | IPV6_RECVHOPLIMIT
+                    | IPV6_RECVTCLASS
+                    | IPV6_RECVERR
+                    | IPV6_MULTICAST_LOOP
+                    | IPV6_MULTICAST_ALL
             )
     )
 }
@@ -44,8 +49,8 @@ fn is_flag(opt: (i32, i32)) -> bool {
 /// does not have.
 pub(super) fn default(v6: bool, opt: (i32, i32)) -> Option<i32> {
     match opt {
-        (IPPROTO_IP, IP_MULTICAST_LOOP) => Some(1),
-        (IPPROTO_IPV6, IPV6_MULTICAST_LOOP) if v6 => Some(1),
+        (IPPROTO_IP, IP_MULTICAST_LOOP | IP_MULTICAST_ALL) => Some(1),
+        (IPPROTO_IPV6, IPV6_MULTICAST_LOOP | IPV6_MULTICAST_ALL) if v6 => Some(1),
         o if is_flag(o) && (o.0 == IPPROTO_IP || v6) => Some(0),
         (IPPROTO_IP, IP_TOS | IP_MULTICAST_IF) => Some(0),
         (IPPROTO_IP, IP_TTL) => Some(DEFAULT_TTL),
@@ -62,6 +67,10 @@ pub(super) fn default(v6: bool, opt: (i32, i32)) -> Option<i32> {
 pub(super) fn check(v6: bool, stream: bool, opt: (i32, i32), val: i32) -> Result<i32, Errno> {
     default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
     Ok(match opt {
+        (IPPROTO_IP, IP_MULTICAST_ALL) | (IPPROTO_IPV6, IPV6_MULTICAST_LOOP) if !(0..=1).contains(&val) => {
+            return Err(Errno::EINVAL)
+        }
+        (IPPROTO_IP, IP_MULTICAST_TTL) if stream => return Err(Errno::EINVAL),
         o if is_flag(o) => i32::from(val != 0),
         (IPPROTO_IP, IP_TOS) if stream => val & !ECN_MASK & 0xff,
         (IPPROTO_IP, IP_TOS) => val & 0xff,
@@ -80,7 +89,7 @@ pub(super) fn check(v6: bool, stream: bool, opt: (i32, i32), val: i32) -> Result
 }
 
 /// The option's current value.
-fn value(s: &InetSocket, v6: bool, opt: (i32, i32)) -> i32 {
+pub(super) fn value(s: &InetSocket, v6: bool, opt: (i32, i32)) -> i32 {
     s.stored
         .lock()
         .get(&opt)
