@@ -66,3 +66,11 @@ fn sockets_exact_udplite_and_sctp_are_refused_as_linux_without_them() {
 fn sockets_exact_tcp_oob() {
     guest_test("tcp_oob", &[]);
 }
+
+/// MSG_OOB on Unix stream sockets (Linux 5.15 and later): the urgent
+/// byte, the mark splitting reads, SO_OOBINLINE, SIOCATMARK, POLLPRI and
+/// SIGURG to the receiver's owner.
+#[test]
+fn sockets_exact_unix_oob() {
+    guest_test("unix_oob", &[]);
+}

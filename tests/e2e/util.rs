@@ -98,6 +98,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "mmsg_exact",
     "tcp_exact",
     "tcp_oob",
+    "unix_oob",
     "sgid_create",
     "sock_names",
 ];

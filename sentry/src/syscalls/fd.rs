@@ -25,12 +25,12 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases; F_SETOWN's owner gets SIGURG for a TCP socket's urgent data, but no SIGIO (O_ASYNC has no effect) and F_SETSIG is EINVAL; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; F_SETOWN's owner gets SIGURG for a TCP or Unix stream socket's urgent data, but no SIGIO (O_ASYNC has no effect) and F_SETSIG is EINVAL; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls, FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside) and Unix stream sockets (EOPNOTSUPP on other Unix sockets, as Linux), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),

@@ -1,6 +1,6 @@
 //! fcntl's file owner (F_SETOWN, F_GETOWN, F_SETOWN_EX, F_GETOWN_EX): the
 //! thread, process or process group a file signals — SIGURG when a TCP
-//! socket's urgent data arrives.
+//! or Unix stream socket's urgent data arrives.
 
 use super::args::int;
 use crate::abi::fcntl::{F_GETOWN, F_GETOWN_EX, F_OWNER_PGRP, F_OWNER_PID, F_OWNER_TID, F_SETOWN, F_SETOWN_EX};
