@@ -127,3 +127,11 @@ fn sockets_exact_multicast_with_eth0() {
     }
     assert!(!records.iter().any(|r| r["type"] == "net.connect"), "nothing left the sandbox:\n{text}");
 }
+
+/// MSG_OOB on Unix stream sockets (Linux 5.15 and later): the urgent
+/// byte, the mark splitting reads, SO_OOBINLINE, SIOCATMARK, POLLPRI and
+/// SIGURG to the receiver's owner.
+#[test]
+fn sockets_exact_unix_oob() {
+    guest_test("unix_oob", &[]);
+}

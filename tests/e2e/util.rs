@@ -103,6 +103,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_oob",
     "udp_errqueue",
     "multicast",
+    "unix_oob",
     "sgid_create",
     "sock_names",
     "sigio",

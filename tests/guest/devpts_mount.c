@@ -1,7 +1,8 @@
 /* devpts_mount.c — devpts mounted inside the sandbox as a container
  * runtime mounts it: mount("devpts", dir, "devpts", 0,
- * "newinstance,ptmxmode=0666") shown in /proc/self/mountinfo, an unknown
- * option EINVAL, umount; and mount
+ * "newinstance,ptmxmode=0666") shown in /proc/self/mountinfo, with a
+ * ptmx of its own whose terminals are numbered from 0 and shown only
+ * there, an unknown option EINVAL, umount; and mount
  * propagation beyond "shared": a bind of a shared mount in the same
  * peer group, MS_SLAVE showing "master:N" of that group, MS_PRIVATE
  * clearing both.
@@ -11,8 +12,11 @@
 #include "check.h"
 #include <fcntl.h>
 #include <sched.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 static char base[64], pts[96], a[96], b[96];
 
@@ -31,10 +35,20 @@ static long tag_of(const char *path, const char *tag) {
     return strtol(t + strlen(want), NULL, 10);
 }
 
-/* Only the mount itself: husk's devpts mount is the sandbox's one
- * instance (no ptmx node of its own, numbering shared with /dev/pts), so
- * the new instance's ptmx and its numbering from 0 are not checked here
- * (the syscall table says so). */
+/* The names in directory `dir`, counted. */
+static int entries_of(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* A new instance is a devpts of its own: its ptmx (mode ptmxmode) makes
+ * terminals numbered from 0 that only it shows. */
 static void devpts(void) {
     CHECK_OK(mount("devpts", pts, "devpts", 0, "newinstance,ptmxmode=0666"));
     const char *info = mountinfo_of(pts);
@@ -43,6 +57,57 @@ static void devpts(void) {
     CHECK_OK(stat(pts, &st));
     CHECK_OK(stat(base, &parent));
     CHECK(st.st_dev != parent.st_dev);
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/ptmx", pts);
+    CHECK_OK(stat(path, &st));
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK_EQ(st.st_mode & 07777, 0666);
+    CHECK_EQ(major(st.st_rdev), 5);
+    CHECK_EQ(minor(st.st_rdev), 2);
+    CHECK_EQ(entries_of(pts), 1);
+    int m0 = CHECK_OK(open(path, O_RDWR | O_NOCTTY));
+    int m1 = CHECK_OK(open(path, O_RDWR | O_NOCTTY));
+    int n = -1, unlock = 0;
+    CHECK_OK(ioctl(m0, TIOCGPTN, &n));
+    CHECK_EQ(n, 0);
+    CHECK_OK(ioctl(m1, TIOCGPTN, &n));
+    CHECK_EQ(n, 1);
+    CHECK_EQ(entries_of(pts), 3);
+    /* Not in /dev/pts: a /dev/pts/0 there is another terminal. */
+    struct stat mine, other;
+    snprintf(path, sizeof path, "%s/0", pts);
+    CHECK_OK(stat(path, &mine));
+    CHECK_OK(stat(pts, &other));
+    CHECK_EQ(mine.st_dev, other.st_dev);
+    if (stat("/dev/pts/0", &other) == 0)
+        CHECK(other.st_dev != mine.st_dev);
+
+    /* Its replica is the terminal the master drives. */
+    CHECK_OK(ioctl(m0, TIOCSPTLCK, &unlock));
+    snprintf(path, sizeof path, "%s/0", pts);
+    CHECK_OK(stat(path, &st));
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK_EQ(major(st.st_rdev), 136);
+    CHECK_EQ(minor(st.st_rdev), 0);
+    int r0 = CHECK_OK(open(path, O_RDWR | O_NOCTTY));
+    CHECK_EQ(write(m0, "hi\n", 3), 3);
+    char buf[8] = {0};
+    CHECK_EQ(read(r0, buf, sizeof buf), 3);
+    CHECK(memcmp(buf, "hi\n", 3) == 0);
+    /* TIOCGPTPEER opens that same replica. */
+    int p0 = CHECK_OK(ioctl(m0, TIOCGPTPEER, O_RDWR | O_NOCTTY));
+    struct stat a, b;
+    CHECK_OK(fstat(p0, &a));
+    CHECK_OK(fstat(r0, &b));
+    CHECK_EQ(a.st_rdev, b.st_rdev);
+    CHECK_EQ(a.st_dev, b.st_dev);
+    close(p0);
+    close(r0);
+    close(m0);
+    close(m1);
+    CHECK_EQ(entries_of(pts), 1);
+
     CHECK_ERR(mount("devpts", pts, "devpts", 0, "newinstance,bogus=1"), EINVAL);
     CHECK_OK(umount2(pts, 0));
     CHECK_EQ(mountinfo_of(pts)[0], 0);

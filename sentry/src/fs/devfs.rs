@@ -83,7 +83,7 @@ pub(crate) fn new_devfs(devpts: Arc<Devpts>) -> Arc<dyn Node> {
     }
     let mut pts_attr = Attr::new(&fs, ino_of("pts"), S_IFDIR | 0o755);
     pts_attr.nlink = 2;
-    let pts = Dir::new(pts_attr, Pts(devpts));
+    let pts = Dir::new(pts_attr, Pts { devpts, ptmx: None });
     entries.push((b"pts".to_vec(), pts));
     Dir::fixed(Attr::new(&fs, 1, S_IFDIR | 0o755), entries)
 }

@@ -2,9 +2,11 @@
 //! (opened through /dev/ptmx, or made for a container's console), and the
 //! host terminals `husk do` passes through as standard streams, so that
 //! /dev/pts/N names the very node a process's descriptor is and ttyname
-//! finds it. Also /dev/tty, the caller's controlling terminal.
+//! finds it. Also /dev/tty, the caller's controlling terminal; and the
+//! instances `mount -t devpts -o newinstance` makes, each with a ptmx of
+//! its own and its own numbering.
 
-use super::synthetic::{dir_entry, Attr, Entries, Entry};
+use super::synthetic::{dir_entry, Attr, Dir, Entries, Entry, FsInfo};
 use super::tty::terminal::{Terminal, TtyFile};
 use crate::abi::Errno;
 use crate::auth::Credentials;
@@ -14,16 +16,29 @@ use crate::vfs::{Dentry, DirEntry, FileOps, Node, Stat, TimeSpec};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::SystemTime;
+
+/// DEVPTS_SUPER_MAGIC.
+const DEVPTS_MAGIC: u64 = 0x1cd1;
+/// The st_dev of the sandbox's own devpts' terminals.
+const SANDBOX_DEV: u64 = 0x19;
 
 /// A host terminal's name and node, not kept alive by the registry.
 type WeakEntry = (Vec<u8>, Weak<dyn Node>);
 
-/// The sandbox's terminals.
+/// The sandbox's terminals (or those of an instance mounted with
+/// newinstance).
 #[derive(Default)]
 pub(crate) struct Devpts {
     kernel: OnceLock<Weak<Kernel>>,
     host: Mutex<Vec<WeakEntry>>,
     terminals: Mutex<BTreeMap<u32, Weak<Terminal>>>,
+    /// The instances mounted with newinstance (the sandbox's own devpts
+    /// keeps them, so that their terminals are found as controlling
+    /// terminals too).
+    instances: Mutex<Vec<Weak<Devpts>>>,
+    /// An instance's device (None: the sandbox's own devpts).
+    dev: Option<u64>,
 }
 
 impl Devpts {
@@ -73,15 +88,47 @@ impl Devpts {
             terminals.contains_key(&n) || hosts.iter().any(|(h, _)| *h == name)
         };
         let index = (0..).find(|&n| !taken(n)).unwrap_or(u32::MAX);
-        let term = Terminal::new(index, kernel, owner, now);
+        let term = Terminal::new(index, kernel, owner, now, self.dev.unwrap_or(SANDBOX_DEV));
         let master = term.open_master();
         terminals.insert(index, Arc::downgrade(&term));
         master
     }
 
-    /// The controlling terminal of session `sid`.
+    /// The controlling terminal of session `sid`, of this devpts or an
+    /// instance of its.
     pub(crate) fn controlling(&self, sid: i32) -> Option<Arc<Terminal>> {
-        self.live_terminals().into_iter().find(|t| t.session() == Some(sid))
+        if let Some(t) = self.live_terminals().into_iter().find(|t| t.session() == Some(sid)) {
+            return Some(t);
+        }
+        let instances: Vec<Arc<Devpts>> = {
+            let mut list = self.instances.lock();
+            list.retain(|w| w.strong_count() > 0);
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        instances.iter().find_map(|d| d.controlling(sid))
+    }
+
+    /// A new instance (mount -o newinstance): a devpts root with a ptmx
+    /// of mode `ptmx_mode` whose terminals are numbered from 0 and shown
+    /// only there.
+    pub(crate) fn new_instance(&self, ptmx_mode: u32) -> Arc<dyn Node> {
+        let fs = FsInfo::new(DEVPTS_MAGIC, SystemTime::now());
+        let devpts = Arc::new(Devpts { dev: Some(fs.dev()), ..Devpts::default() });
+        if let Some(k) = self.kernel.get() {
+            devpts.attach(k.clone());
+        }
+        {
+            let mut list = self.instances.lock();
+            list.retain(|w| w.strong_count() > 0);
+            list.push(Arc::downgrade(&devpts));
+        }
+        // Linux's inode numbers: the root 1, ptmx 2, terminal N N+3.
+        let mut attr = Attr::new(&fs, 2, libc::S_IFCHR | (ptmx_mode & 0o7777));
+        attr.rdev = libc::makedev(5, 2);
+        let ptmx: Arc<dyn Node> = Arc::new(Ptmx { attr, devpts: devpts.clone() });
+        let mut root = Attr::new(&fs, 1, crate::vfs::S_IFDIR | 0o755);
+        root.nlink = 2;
+        Dir::new(root, Pts { devpts, ptmx: Some(ptmx) })
     }
 }
 
@@ -99,13 +146,18 @@ impl Terminals for Devpts {
 
 /// The dentry of terminal `term`'s replica: /dev/pts/N of the sandbox's
 /// /dev (so /proc/PID/fd and ttyname show that name), or an anonymous
-/// one of the same name where /dev is not mounted.
+/// one of the same name where /dev is not mounted or its /dev/pts/N is
+/// another terminal (one of another devpts instance).
 pub(crate) fn replica_dentry(kernel: &Kernel, term: &Arc<Terminal>) -> Arc<Dentry> {
     let name = term.name();
     let creds = Credentials::new(0, 0);
     let w = Walker { ns: kernel.mounts(), root: kernel.mounts().root(), creds: &creds };
+    let is_term =
+        |d: &Arc<Dentry>| d.node.as_any().downcast_ref::<ReplicaNode>().is_some_and(|r| Arc::ptr_eq(&r.0, term));
     w.resolve(&w.root, name.as_bytes(), true)
-        .unwrap_or_else(|_| kernel.anon_dentry(name.as_bytes(), Arc::new(ReplicaNode(term.clone()))))
+        .ok()
+        .filter(is_term)
+        .unwrap_or_else(|| kernel.anon_dentry(name.as_bytes(), Arc::new(ReplicaNode(term.clone()))))
 }
 
 /// /dev/pts/N of a sentry terminal.
@@ -129,13 +181,18 @@ impl Node for ReplicaNode {
     }
 }
 
-/// The /dev/pts directory.
-pub(crate) struct Pts(pub Arc<Devpts>);
+/// A devpts directory: /dev/pts (whose ptmx is /dev/ptmx), or the root
+/// of an instance with its own ptmx.
+pub(crate) struct Pts {
+    pub devpts: Arc<Devpts>,
+    pub ptmx: Option<Arc<dyn Node>>,
+}
 
 impl Pts {
     fn entries(&self) -> Vec<Entry> {
-        let mut out = self.0.live_hosts();
-        for t in self.0.live_terminals() {
+        let mut out = self.devpts.live_hosts();
+        out.extend(self.ptmx.iter().map(|p| (b"ptmx".to_vec(), p.clone())));
+        for t in self.devpts.live_terminals() {
             out.push((t.index.to_string().into_bytes(), Arc::new(ReplicaNode(t))));
         }
         out

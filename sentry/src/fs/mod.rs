@@ -41,3 +41,4 @@ pub(crate) mod tmpfs;
 pub(crate) mod tty;
 pub(crate) mod unix;
 pub(crate) mod unix_msg;
+pub(crate) mod unix_oob;

@@ -328,6 +328,31 @@ impl PipeEnd {
         Ok(n)
     }
 
+    /// Copies the bytes queued past the first `skip` into `buf`, leaving
+    /// them queued (a Unix stream's MSG_PEEK beyond urgent data): EOF
+    /// without writers when there are none, else EAGAIN.
+    pub(crate) fn peek_at(&self, buf: &mut [u8], skip: usize) -> Result<usize, Errno> {
+        if !self.read {
+            return Err(Errno::EBADF);
+        }
+        let s = self.pipe.state.lock();
+        if s.buf.len() <= skip {
+            return if s.writers == 0 { Ok(0) } else { Err(Errno::EAGAIN) };
+        }
+        let mut n = 0;
+        for (dst, src) in buf.iter_mut().zip(s.buf.iter().skip(skip)) {
+            *dst = *src;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Tells the pipe's waiters of `mask` (a Unix stream's urgent data,
+    /// which the buffer itself does not know of).
+    pub(crate) fn notify_waiters(&self, mask: u32) {
+        self.pipe.queue.notify(mask);
+    }
+
     /// The room in the pipe now (EAGAIN when there is none); EPIPE
     /// without readers. For splice, which moves only what fits rather
     /// than blocking mid-transfer.

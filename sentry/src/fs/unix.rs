@@ -8,9 +8,10 @@
 
 use super::pipe::{Pipe, PipeEnd};
 use super::unix_msg::{Message, MsgQueue};
-use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::unix_oob::Urgent;
+use crate::abi::poll::{POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, IoctlContext, TimeSpec};
+use crate::vfs::{FileDescription, FileOps, IoctlContext, TimeSpec, UrgentSignal};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -86,23 +87,31 @@ struct Mark {
 
 /// The marks of one direction, and the credentials in effect for its
 /// bytes: of the last send marked (the writer's side) and of the bytes at
-/// the read position (the reader's).
+/// the read position (the reader's); its urgent data; and the F_SETOWN
+/// owner of the socket that reads it, told of urgent data with SIGURG.
 #[derive(Default)]
 struct MarkQueue {
     marks: VecDeque<Mark>,
     written: Option<PeerCred>,
     reading: Option<PeerCred>,
+    urgent: Urgent,
+    reader_owner: Option<OwnerSlot>,
 }
 
+/// What a socket's urgent data sends its F_SETOWN owner (SIGURG, and the
+/// F_SETSIG signal with POLL_PRI under O_ASYNC), shared with the
+/// directions it reads.
+type OwnerSlot = Arc<Mutex<Option<UrgentSignal>>>;
+
 impl MarkQueue {
-    /// How many of the `len` bytes from `start` one receive may take, as
+    /// Where one receive starting at `start` must end at the latest, as
     /// Linux's unix_stream_read_generic: never past the end of a send that
     /// carried descriptors, and with `per_writer` (SO_PASSCRED) never
     /// into another writer's bytes.
-    fn limit(&self, start: u64, len: usize, per_writer: bool) -> usize {
-        let mut cred = self.reading;
-        let mut limit = len as u64;
-        for m in &self.marks {
+    fn limit(marks: &VecDeque<Mark>, reading: Option<PeerCred>, start: u64, per_writer: bool) -> u64 {
+        let mut cred = reading;
+        let mut limit = u64::MAX - start;
+        for m in marks {
             let Some(off) = m.at.checked_sub(start) else { continue };
             if off >= limit {
                 break;
@@ -118,7 +127,7 @@ impl MarkQueue {
                 break;
             }
         }
-        usize::try_from(limit).unwrap_or(len)
+        start + limit
     }
 }
 
@@ -268,12 +277,14 @@ impl UnixStream {
     /// riding on the first byte sent of `buf` (a stream) or on the packet:
     /// what fits now (a packet whole or not at all), else EAGAIN. The
     /// descriptors are taken out of `rights` once sent and left there
-    /// when nothing was.
+    /// when nothing was. With `urgent` (a stream's MSG_OOB) `buf` is the
+    /// one urgent byte, and the reading socket's owner gets SIGURG.
     pub(crate) fn send_rights(
         &self,
         buf: &[u8],
         rights: &mut Option<Rights>,
         cred: SenderCred,
+        urgent: bool,
     ) -> Result<usize, Errno> {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
@@ -281,6 +292,9 @@ impl UnixStream {
                 // The marks stay locked across the write, so that a reader
                 // never sees bytes without the mark they were sent with.
                 let mut q = tx_rights.lock();
+                if urgent && (buf.len() != 1 || !q.urgent.has_room()) {
+                    return Err(if buf.len() != 1 { Errno::EINVAL } else { Errno::EAGAIN });
+                }
                 let mark = rights.is_some() || q.written != Some(cred.cred);
                 let at = tx.positions().0;
                 let n = tx.write(buf, 0)?;
@@ -289,8 +303,19 @@ impl UnixStream {
                     q.marks.push_back(Mark { at, end, rights: rights.take(), cred: cred.cred });
                     q.written = Some(cred.cred);
                 }
+                if urgent && n > 0 {
+                    q.urgent.set(at, buf[0]);
+                    let owner = q.reader_owner.as_ref().and_then(|o| o.lock().clone());
+                    drop(q);
+                    tx.notify_waiters(POLLPRI);
+                    // Signalled outside the direction's lock.
+                    if let Some(signal) = owner {
+                        signal();
+                    }
+                }
                 Ok(n)
             }
+            Link::Packets { .. } if urgent => Err(Errno::EOPNOTSUPP),
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
                 let mut msg = Some(Message { data: buf.to_vec(), from: None, rights: rights.take(), cred: cred.cred });
@@ -309,35 +334,45 @@ impl UnixStream {
     /// receive stops at the end of a send with descriptors and, with
     /// `per_writer` (SO_PASSCRED), where another writer's bytes begin.
     /// Descriptors whose bytes were consumed before are dropped here, as
-    /// Linux closes them.
-    pub(crate) fn recv_rights(&self, buf: &mut [u8], peek: bool, per_writer: bool) -> Result<Got, Errno> {
+    /// Linux closes them. A stream's urgent data is passed as `Urgent`
+    /// says, read inline with `inline` (SO_OOBINLINE).
+    pub(crate) fn recv_rights(&self, buf: &mut [u8], peek: bool, per_writer: bool, inline: bool) -> Result<Got, Errno> {
         match &self.link {
             Link::Bytes { rx, rx_rights, .. } => {
                 let Some(rx) = rx.lock().clone() else {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
                 let mut q = rx_rights.lock();
-                let start = rx.positions().1;
-                let limit = q.limit(start, buf.len(), per_writer);
-                let n = rx.try_read(&mut buf[..limit], peek)?;
-                let end = start.wrapping_add(n as u64);
+                let MarkQueue { marks, reading, urgent, .. } = &mut *q;
+                let stop = |from| MarkQueue::limit(marks, *reading, from, per_writer);
+                let read = urgent.read(&rx, buf, peek, inline, stop);
+                // Where the read began and ended, places passed included
+                // (they are consumed even when nothing was read).
+                let (start, last, n) = match read {
+                    Ok(r) if r.2 > 0 => r,
+                    _ => {
+                        let end = rx.positions().1;
+                        (end, end, 0)
+                    }
+                };
                 let mut cred = q.reading;
                 let mut got = Vec::new();
                 if peek {
-                    for m in q.marks.iter().take_while(|m| m.at < end) {
-                        if m.at == start {
+                    for m in q.marks.iter().take_while(|m| m.at < last) {
+                        if m.at <= start {
                             cred = Some(m.cred);
                         }
                         if m.at >= start {
                             got.extend(m.rights.as_ref().map(Rights::dup));
                         }
                     }
+                    read?;
                     return Ok(Got { len: n, full: n, rights: got, cred });
                 }
                 let mut skipped = Vec::new();
-                while q.marks.front().is_some_and(|m| m.at < end) {
+                while q.marks.front().is_some_and(|m| m.at < last) {
                     if let Some(m) = q.marks.pop_front() {
-                        if m.at == start {
+                        if m.at <= start {
                             cred = Some(m.cred);
                         }
                         q.reading = Some(m.cred);
@@ -351,6 +386,7 @@ impl UnixStream {
                 drop(q);
                 // Closed only now, outside the queue's lock.
                 drop(skipped);
+                read?;
                 Ok(Got { len: n, full: n, rights: got, cred })
             }
             Link::Packets { rx, .. } => {
@@ -363,18 +399,40 @@ impl UnixStream {
         }
     }
 
-    /// Has `queue` told of every change of this end's readiness: data or
-    /// room in either direction, an end closed.
-    fn forward_to(&self, queue: &Arc<Queue>) {
-        // Only what concerns this side: data arriving on the receive
-        // buffer, room made on the send one, and any change of state
-        // (ALL). Room made by its own reads and data queued by its own
-        // writes are the peer's news (and would send an O_ASYNC owner a
-        // signal Linux does not).
+    /// recv(MSG_OOB): the urgent byte, taken unless `peek`; EINVAL when
+    /// none waits or `inline` keeps it in the stream; EOPNOTSUPP on a
+    /// seqpacket connection.
+    fn recv_urgent(&self, peek: bool, inline: bool) -> Result<u8, Errno> {
+        match &self.link {
+            Link::Bytes { rx_rights, .. } => rx_rights.lock().urgent.take(peek, inline),
+            Link::Packets { .. } => Err(Errno::EOPNOTSUPP),
+        }
+    }
+
+    /// SIOCATMARK: the next read starts at the urgent mark.
+    fn at_mark(&self) -> bool {
+        match &self.link {
+            Link::Bytes { rx, rx_rights, .. } => {
+                let Some(rx) = rx.lock().clone() else { return false };
+                let q = rx_rights.lock();
+                q.urgent.at_mark(rx.positions().1)
+            }
+            Link::Packets { .. } => false,
+        }
+    }
+
+    /// Makes this end the one of a socket: `queue` is told of each change
+    /// of this side's readiness (data arriving on the receive buffer, room
+    /// made on the send one, any change of state: ALL), and urgent data for
+    /// it signals the owner in `owner`. Room made by its own reads and data
+    /// queued by its own writes are the peer's news (and would send an
+    /// O_ASYNC owner a signal Linux does not).
+    fn attach(&self, queue: &Arc<Queue>, owner: &OwnerSlot) {
         let forward = |mask| Entry::new(mask, Arc::new(Forward(Arc::downgrade(queue))));
         let (incoming, outgoing) = (forward(!ROOM), forward(!DATA));
         match &self.link {
-            Link::Bytes { rx, tx, .. } => {
+            Link::Bytes { rx, tx, rx_rights, .. } => {
+                rx_rights.lock().reader_owner = Some(owner.clone());
                 if let Some(r) = rx.lock().clone() {
                     r.event_register(&incoming);
                 }
@@ -394,10 +452,14 @@ impl UnixStream {
     }
 
     /// The bytes waiting to be read, of every message of a seqpacket
-    /// (Linux's unix_inq_len).
+    /// (Linux's unix_inq_len): an urgent byte counts until taken.
     fn unread(&self) -> usize {
         match &self.link {
-            Link::Bytes { rx, .. } => rx.lock().as_ref().map_or(0, |r| r.buffered()),
+            Link::Bytes { rx, rx_rights, .. } => {
+                let Some(rx) = rx.lock().clone() else { return 0 };
+                let q = rx_rights.lock();
+                rx.buffered().saturating_sub(q.urgent.taken_bytes())
+            }
             Link::Packets { rx, .. } => rx.lock().as_ref().map_or(0, |r| r.0.data_len(true)),
         }
     }
@@ -405,11 +467,16 @@ impl UnixStream {
     /// Readiness of this end, as Linux's unix_poll reports it: a side is
     /// shut by this end's shutdown(2) or the peer's (or its close); a shut
     /// reading side reads as EOF (POLLIN|POLLRDHUP), both shut is POLLHUP,
-    /// and POLLOUT stays unless the peer's buffer is full.
+    /// and POLLOUT stays unless the peer's buffer is full. POLLPRI tells
+    /// of an urgent byte waiting.
     pub(crate) fn poll_events(&self) -> u32 {
         use crate::abi::poll::{POLLERR, POLLHUP, POLLRDHUP};
+        let mut ev = 0;
         let (readable, writable, rd_shut, wr_shut) = match &self.link {
-            Link::Bytes { rx, tx, .. } => {
+            Link::Bytes { rx, tx, rx_rights, .. } => {
+                if rx_rights.lock().urgent.waiting() {
+                    ev |= POLLPRI;
+                }
                 let (readable, rd_shut) = rx.lock().as_ref().map_or((false, true), |r| {
                     let ev = r.poll_events();
                     (r.buffered() > 0, ev & POLLHUP != 0)
@@ -432,7 +499,6 @@ impl UnixStream {
                 (readable, writable, rd_shut, wr_shut)
             }
         };
-        let mut ev = 0;
         if readable || rd_shut {
             ev |= POLLIN | POLLRDNORM;
         }
@@ -620,6 +686,10 @@ pub(crate) struct UnixSocket {
     listen_cred: Mutex<Option<PeerCred>>,
     /// SO_PASSCRED: receives report the sender's credentials.
     pub passcred: std::sync::atomic::AtomicBool,
+    /// SO_OOBINLINE: a stream's urgent byte is read as data.
+    oob_inline: std::sync::atomic::AtomicBool,
+    /// F_SETOWN's owner, signalled (SIGURG) when urgent data arrives.
+    owner: OwnerSlot,
     /// The directions shut down (1: reading, 2: writing).
     shut: std::sync::atomic::AtomicU8,
     /// SO_RCVTIMEO and SO_SNDTIMEO (None: no timeout).
@@ -637,8 +707,9 @@ impl UnixSocket {
             pair_cred: Mutex::new(None),
         });
         let events = Arc::new(Queue::default());
+        let owner = OwnerSlot::default();
         if let SockState::Connected { stream, .. } = &state {
-            stream.forward_to(&events);
+            stream.attach(&events, &owner);
         }
         if let Some(d) = &dgram {
             d.inbox.0.queue.register(&Entry::new(!ROOM, Arc::new(Forward(Arc::downgrade(&events)))));
@@ -653,6 +724,8 @@ impl UnixSocket {
             dgram,
             listen_cred: Mutex::new(None),
             passcred: std::sync::atomic::AtomicBool::new(false),
+            oob_inline: std::sync::atomic::AtomicBool::new(false),
+            owner,
             shut: std::sync::atomic::AtomicU8::new(0),
             timeouts: Mutex::default(),
             opts: crate::fs::sockopt::SockOpts::default(),
@@ -756,7 +829,7 @@ impl UnixSocket {
         cred: SenderCred,
     ) -> Result<usize, Errno> {
         let Some(d) = &self.dgram else {
-            return self.stream()?.send_rights(data, rights, cred);
+            return self.stream()?.send_rights(data, rights, cred, false);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Errno::EPIPE);
@@ -786,6 +859,43 @@ impl UnixSocket {
         }
     }
 
+    /// send(MSG_OOB) of a stream's urgent byte `byte` (one byte), with
+    /// the descriptors in `rights` if they are still to go; EOPNOTSUPP on
+    /// other socket types.
+    pub(crate) fn send_urgent(
+        &self,
+        byte: &[u8],
+        rights: &mut Option<Rights>,
+        cred: SenderCred,
+    ) -> Result<usize, Errno> {
+        if self.ty != SockType::Stream {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.stream()?.send_rights(byte, rights, cred, true)
+    }
+
+    /// recv(MSG_OOB): a stream's urgent byte, never waiting; EINVAL
+    /// unconnected (as Linux's stream receive), EOPNOTSUPP on other
+    /// socket types.
+    pub(crate) fn recv_urgent(&self, peek: bool) -> Result<u8, Errno> {
+        if self.ty != SockType::Stream {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let stream = self.stream().map_err(|_| Errno::EINVAL)?;
+        stream.recv_urgent(peek, self.oob_inline.load(Ordering::Relaxed))
+    }
+
+    /// A stream's next read starts at the urgent mark (SIOCATMARK); a
+    /// read that has bytes stops there.
+    pub(crate) fn at_mark(&self) -> bool {
+        self.ty == SockType::Stream && self.stream().is_ok_and(|s| s.at_mark())
+    }
+
+    /// SO_OOBINLINE was set or cleared.
+    pub(crate) fn set_oob_inline(&self, on: bool) {
+        self.oob_inline.store(on, Ordering::Relaxed);
+    }
+
     /// Receives (or with `peek` looks at) the next data: a message of a
     /// datagram or seqpacket socket, bytes of a stream; EAGAIN when
     /// nothing is queued (the receiver waits on this socket's queue).
@@ -806,7 +916,7 @@ impl UnixSocket {
         let from = self.peer_name().ok().flatten();
         let peer = stream.peer_cred;
         let per_writer = self.passcred.load(Ordering::Relaxed);
-        let got = stream.recv_rights(buf, peek, per_writer)?;
+        let got = stream.recv_rights(buf, peek, per_writer, self.oob_inline.load(Ordering::Relaxed))?;
         Ok(Delivery {
             len: got.len,
             full: got.full,
@@ -938,7 +1048,7 @@ impl UnixSocket {
             self.ty,
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
         );
-        mine.forward_to(&self.events);
+        mine.attach(&self.events, &self.owner);
         *s = SockState::Connected { stream: mine, local, peer: Some(name) };
         drop(s);
         self.events.notify(ALL);
@@ -1019,11 +1129,24 @@ impl FileOps for UnixSocket {
         crate::fs::sockopt::io_timeout(&self.timeouts, write)
     }
 
+    fn set_signal_owner(&self, urgent: Option<UrgentSignal>) {
+        *self.owner.lock() = urgent;
+    }
+
     /// FIONREAD (SIOCINQ): the unread bytes of a stream or seqpacket
-    /// socket, the next datagram's size, EINVAL on a listening socket
-    /// (Linux's unix_ioctl). Any socket answers the interface ioctls
-    /// (glibc asks a Unix one).
+    /// socket, the next datagram's size, EINVAL on a listening socket;
+    /// SIOCATMARK: a stream's next read starts at the urgent mark
+    /// (EOPNOTSUPP on other types), as Linux's unix_ioctl. Any socket
+    /// answers the interface ioctls (glibc asks a Unix one).
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req == crate::abi::ioctl::SIOCATMARK {
+            if self.ty != SockType::Stream {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let at = self.at_mark();
+            ctx.mm().copy_out(arg, &i32::from(at).to_le_bytes())?;
+            return Ok(0);
+        }
         if req != crate::abi::ioctl::FIONREAD {
             return super::netdev::ioctl(ctx.mm(), req, arg);
         }

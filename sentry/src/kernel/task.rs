@@ -218,13 +218,13 @@ impl Task {
                 return;
             }
             let ends = || t.pending() & sigbit(libc::SIGKILL) != 0 || t.exiting.load(Ordering::SeqCst);
-            self.kernel.procs.wait_while_stopped(t.tgid, || {
-                ends() || (!was_traced && t.ptraced.load(Ordering::SeqCst))
-            });
+            self.kernel
+                .procs
+                .wait_while_stopped(t.tgid, || ends() || (!was_traced && t.ptraced.load(Ordering::SeqCst)));
             // Woken by an attach: the stop goes on, as a ptrace-stop (or
             // parked again if the tracer already let go).
-            let stopped = self.kernel.procs.stopped_by(t.tgid).is_some()
-                && self.kernel.procs.group_exit(t.tgid).is_none();
+            let stopped =
+                self.kernel.procs.stopped_by(t.tgid).is_some() && self.kernel.procs.group_exit(t.tgid).is_none();
             if !stopped || ends() {
                 return;
             }

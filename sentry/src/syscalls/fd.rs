@@ -25,12 +25,12 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's owner gets POLL_OUT whenever room is made (Linux: only after a send found it full), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; SIGURG for a TCP or Unix stream socket's urgent data; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's owner gets POLL_OUT whenever room is made (Linux: only after a send found it full), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
     ),
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls (FIOASYNC as fcntl's O_ASYNC), FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls (FIOASYNC as fcntl's O_ASYNC), FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside) and Unix stream sockets (EOPNOTSUPP on other Unix sockets, as Linux), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),

@@ -1,7 +1,8 @@
 //! fcntl's file owner (F_SETOWN, F_GETOWN, F_SETOWN_EX, F_GETOWN_EX) and
 //! signal (F_SETSIG, F_GETSIG): the thread, process or process group a
-//! file signals — SIGURG when a TCP socket's urgent data arrives, SIGIO
-//! or the F_SETSIG signal when an O_ASYNC file becomes ready.
+//! file signals — SIGURG when a TCP or Unix stream socket's urgent data
+//! arrives, SIGIO or the F_SETSIG signal when an O_ASYNC file becomes
+//! ready.
 
 use super::args::int;
 use crate::abi::fcntl::{

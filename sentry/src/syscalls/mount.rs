@@ -16,6 +16,7 @@ use super::{Entries, Support};
 use crate::abi::fcntl::AT_FDCWD_ARG;
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps::{CAP_SYS_ADMIN, CAP_SYS_CHROOT};
+use crate::fs::devpts::Devpts;
 use crate::fs::disk::{DiskBudget, SandboxDisk};
 use crate::fs::read_only::ReadOnly;
 use crate::fs::tmpfs::Tmpfs;
@@ -31,8 +32,9 @@ pub(super) const ENTRIES: Entries = &[
         libc::SYS_mount,
         sys_mount,
         Support::Partial(
-            "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; devpts is the sandbox's one \
-             instance (newinstance and ptmxmode= accepted, no ptmx node of its own); remount ro/nosuid/nodev/noexec; \
+            "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; devpts without newinstance is \
+             the sandbox's own instance, with newinstance a new one with a ptmx of its own (ptmxmode=) numbering \
+             its terminals from 0 (mode=, gid= and max= accepted without effect: terminals are 0620, group tty); remount ro/nosuid/nodev/noexec; \
              propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
         ),
     ),
@@ -261,8 +263,8 @@ fn parse_tmpfs(data: &[u8]) -> Result<TmpfsOpts, Errno> {
     Ok(o)
 }
 
-/// Only the generic options (and, for devpts, the options of its one
-/// shared instance, which it keeps as it is).
+/// Only the generic options (and, for devpts, the options of an
+/// instance, of which newinstance and ptmxmode take effect).
 fn check_options(fs_type: &str, data: &[u8]) -> Result<(), Errno> {
     for opt in data.split(|&b| b == b',').filter(|s| !s.is_empty()) {
         let key = opt.split(|&b| b == b'=').next().unwrap_or_default();
@@ -273,6 +275,29 @@ fn check_options(fs_type: &str, data: &[u8]) -> Result<(), Errno> {
         }
     }
     Ok(())
+}
+
+/// With newinstance, the mode of a new devpts instance's ptmx
+/// (ptmxmode=, octal, 0 by default as in Linux); None for the sandbox's
+/// own instance.
+fn devpts_instance(data: &[u8]) -> Result<Option<u32>, Errno> {
+    let mut new = false;
+    let mut mode = 0;
+    for opt in data.split(|&b| b == b',') {
+        let (key, value) = match opt.iter().position(|&b| b == b'=') {
+            Some(i) => (&opt[..i], Some(&opt[i + 1..])),
+            None => (opt, None),
+        };
+        match (key, value) {
+            (b"newinstance", None) => new = true,
+            (b"ptmxmode", Some(v)) => {
+                let v = std::str::from_utf8(v).map_err(|_| Errno::EINVAL)?;
+                mode = u32::from_str_radix(v, 8).map_err(|_| Errno::EINVAL)? & 0o777;
+            }
+            _ => {}
+        }
+    }
+    Ok(new.then_some(mode))
 }
 
 /// The root of the sandbox's first mount of type `fs_type`.
@@ -301,7 +326,10 @@ fn new_fs(task: &Task, fs_type: &str, data: &[u8]) -> Result<Arc<dyn Node>, Errn
                     Ok(ReadOnly::wrap(crate::fs::cgroupfs::new_cgroupfs(Arc::downgrade(k), k.cgroup_limits().clone())))
                 }
                 "sysfs" => sandbox_fs(task, "sysfs"),
-                "devpts" => sandbox_fs(task, "devtmpfs")?.lookup(b"pts"),
+                "devpts" => match devpts_instance(data)? {
+                    Some(ptmx_mode) => Ok(k.ext::<Devpts>().new_instance(ptmx_mode)),
+                    None => sandbox_fs(task, "devtmpfs")?.lookup(b"pts"),
+                },
                 _ => Err(Errno::ENODEV),
             }
         }
@@ -566,5 +594,9 @@ mod tests {
         assert!(check_options("proc", b"rw").is_ok());
         assert_eq!(check_options("proc", b"hidepid=2"), Err(Errno::EINVAL));
         assert!(check_options("devpts", b"newinstance,ptmxmode=0666,mode=620,gid=5").is_ok());
+        assert_eq!(devpts_instance(b"newinstance,ptmxmode=0666,mode=620"), Ok(Some(0o666)));
+        assert_eq!(devpts_instance(b"newinstance"), Ok(Some(0)));
+        assert_eq!(devpts_instance(b"ptmxmode=0666"), Ok(None));
+        assert_eq!(devpts_instance(b"newinstance,ptmxmode=9"), Err(Errno::EINVAL));
     }
 }

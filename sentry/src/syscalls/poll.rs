@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const NOTE: &str =
-    "a file wakes only the polls waiting on it, at once; only a TCP socket with urgent data waiting reports POLLPRI";
+    "a file wakes only the polls waiting on it, at once; only a TCP or Unix stream socket with urgent data waiting reports POLLPRI";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_poll, sys_poll, Partial(NOTE)),

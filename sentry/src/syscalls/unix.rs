@@ -16,7 +16,7 @@ use crate::abi::socket::CMSG_HDR;
 use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_UNIX, AF_UNSPEC, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_NOSIGNAL, MSG_OOB,
     MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR,
-    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
+    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_OOBINLINE, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -250,7 +250,22 @@ fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
     }
 }
 
-/// Sends `data` on Unix socket `s` (description `f`), to `to` if given,
+/// Where a send goes: to the connected peer, to a datagram's
+/// destination, or to a stream's peer as its urgent byte.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Peer,
+    To(&'a Arc<UnixSocket>),
+    Urgent,
+}
+
+impl<'a> From<Option<&'a Arc<UnixSocket>>> for Target<'a> {
+    fn from(to: Option<&'a Arc<UnixSocket>>) -> Target<'a> {
+        to.map_or(Target::Peer, Target::To)
+    }
+}
+
+/// Sends `data` on Unix socket `s` (description `f`) to `target`,
 /// with the descriptors in `rights` on its first byte: a message whole,
 /// a stream's bytes all, unless `nonblock` (then what fits). The call
 /// waits for room on the queue it comes from (`to`'s receive queue, else
@@ -260,17 +275,24 @@ fn sigpipe(task: &Task, s: &UnixSocket, flags: u64, r: &Result<usize, Errno>) {
 fn unix_send(
     f: &FileDescription,
     s: &UnixSocket,
-    to: Option<&Arc<UnixSocket>>,
+    target: Target,
     data: &[u8],
     nonblock: bool,
     mut rights: Option<Rights>,
     cred: SenderCred,
 ) -> Result<usize, Errno> {
     let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
-    let inbox = to.and_then(|t| t.inbox().cloned());
+    let inbox = match target {
+        Target::To(t) => t.inbox().cloned(),
+        _ => None,
+    };
     let mut done = 0;
     loop {
-        let attempt = || s.send_msg(to, &data[done..], &mut rights, cred);
+        let attempt = || match target {
+            Target::Urgent => s.send_urgent(&data[done..], &mut rights, cred),
+            Target::To(t) => s.send_msg(Some(t), &data[done..], &mut rights, cred),
+            Target::Peer => s.send_msg(None, &data[done..], &mut rights, cred),
+        };
         let r = match &inbox {
             Some(q) => super::block::wait_io_on(&q.queue, WRITE_EVENTS, nonblock, deadline, attempt),
             None => super::block::wait_io(f, WRITE_EVENTS, nonblock, deadline, attempt),
@@ -310,7 +332,8 @@ fn unix_recv(
 
 /// Sends the guest's `bufs` (the whole, blocking, unless DONTWAIT), to
 /// `to` if given (a datagram's destination): a message in one piece, a
-/// stream's bytes a chunk at a time.
+/// stream's bytes a chunk at a time. With MSG_OOB a stream's last byte
+/// goes last, urgent, once all the others went (Linux's queue_oob).
 fn send(
     task: &Task,
     f: &FileDescription,
@@ -319,7 +342,9 @@ fn send(
     flags: u64,
     to: Option<Arc<UnixSocket>>,
 ) -> SysResult {
-    if flags & MSG_OOB != 0 {
+    let len = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
+    let urgent = flags & MSG_OOB != 0;
+    if urgent && (s.ty() != SockType::Stream || len == 0) {
         return Err(Errno::EOPNOTSUPP);
     }
     for &(base, len) in bufs {
@@ -327,7 +352,6 @@ fn send(
     }
     let nonblock = nonblocking(f, flags);
     let mm = task.thread.mm();
-    let len = bufs.iter().map(|&(_, l)| l).fold(0, usize::saturating_add);
     let mut cursor = Cursor::new(bufs);
     let mut buf = Vec::new();
     if s.ty().has_messages() {
@@ -335,15 +359,16 @@ fn send(
             return Err(Errno::EMSGSIZE);
         }
         cursor.peek(&mm, &mut buf, len)?;
-        let r = unix_send(f, s, to.as_ref(), &buf, nonblock, None, SenderCred::of_current());
+        let r = unix_send(f, s, to.as_ref().into(), &buf, nonblock, None, SenderCred::of_current());
         sigpipe(task, s, flags, &r);
         return r.map(|n| n as u64);
     }
     // A stream takes the bytes a chunk at a time.
+    let ordinary = len - usize::from(urgent);
     let mut done = 0usize;
-    while done < len || len == 0 {
-        cursor.peek(&mm, &mut buf, (len - done).min(STREAM_CHUNK))?;
-        let r = unix_send(f, s, None, &buf, nonblock, None, SenderCred::of_current());
+    while done < ordinary || len == 0 {
+        cursor.peek(&mm, &mut buf, (ordinary - done).min(STREAM_CHUNK))?;
+        let r = unix_send(f, s, Target::Peer, &buf, nonblock, None, SenderCred::of_current());
         match r {
             Ok(w) => {
                 done += w;
@@ -359,7 +384,57 @@ fn send(
             }
         }
     }
+    if urgent && done == ordinary {
+        cursor.peek(&mm, &mut buf, 1)?;
+        let r = unix_send(f, s, Target::Urgent, &buf, nonblock, None, SenderCred::of_current());
+        match r {
+            Ok(w) => done += w,
+            Err(_) if done > 0 => {}
+            Err(e) => {
+                sigpipe(task, s, flags, &r);
+                return Err(e);
+            }
+        }
+    }
     Ok(done as u64)
+}
+
+/// A stream sendmsg(MSG_OOB) of `data`, descriptors on its first byte:
+/// all but the last byte as ordinary bytes, then, once they all went, the
+/// last one urgent (Linux's queue_oob).
+fn send_with_urgent(
+    f: &FileDescription,
+    s: &UnixSocket,
+    data: &[u8],
+    nonblock: bool,
+    rights: Option<Rights>,
+    cred: SenderCred,
+) -> Result<usize, Errno> {
+    let Some((last, rest)) = data.split_last() else { return Err(Errno::EOPNOTSUPP) };
+    let (done, rights) = if rest.is_empty() {
+        (0, rights)
+    } else {
+        (unix_send(f, s, Target::Peer, rest, nonblock, rights, cred)?, None)
+    };
+    if done < rest.len() {
+        return Ok(done);
+    }
+    match unix_send(f, s, Target::Urgent, std::slice::from_ref(last), nonblock, rights, cred) {
+        Ok(n) => Ok(done + n),
+        Err(_) if done > 0 => Ok(done),
+        Err(e) => Err(e),
+    }
+}
+
+/// recv(MSG_OOB) on a Unix socket: a stream's urgent byte into `addr`
+/// (if there is room: it is taken and counted even without), never
+/// waiting.
+fn recv_urgent(task: &Task, s: &UnixSocket, addr: u64, len: usize, flags: u64) -> Result<u64, Errno> {
+    let byte = s.recv_urgent(flags & MSG_PEEK != 0)?;
+    if len > 0 {
+        task.thread.mm().copy_out(addr, &[byte])?;
+    }
+    Ok(1)
 }
 
 /// Receives up to `len` bytes into `addr`; returns the count (a message's
@@ -371,10 +446,10 @@ fn recv(
     (addr, len): UserBuf,
     flags: u64,
 ) -> Result<(u64, Option<UnixName>), Errno> {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
     args::user_range(addr, len)?;
+    if flags & MSG_OOB != 0 {
+        return recv_urgent(task, s, addr, len, flags).map(|n| (n, None));
+    }
     let dontwait = nonblocking(f, flags);
     let peek = flags & MSG_PEEK != 0;
     // No message is longer than a queue; a stream read may return less.
@@ -382,8 +457,9 @@ fn recv(
     let mut buf = vec![0u8; len];
     let d = unix_recv(f, s, &mut buf, dontwait, peek)?;
     let mut got = d.len;
-    // MSG_WAITALL gathers more only when a stream's bytes are consumed.
-    while s.ty() == SockType::Stream && flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek {
+    // MSG_WAITALL gathers more only when a stream's bytes are consumed,
+    // and not past the urgent mark.
+    while s.ty() == SockType::Stream && flags & MSG_WAITALL != 0 && got < len && !dontwait && !peek && !s.at_mark() {
         let n = match unix_recv(f, s, &mut buf[got..], false, false) {
             Ok(more) => more.len,
             Err(_) => break,
@@ -566,7 +642,12 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &UnixSocket, msg: u64, flags: u6
     // chunk of the sentry's buffer (a short count, as sockets may give).
     let limit = buffer_cap(s);
     let mut data = Vec::new();
-    for (base, len) in iovec_list(task, &h)? {
+    let iov = iovec_list(task, &h)?;
+    let total = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add);
+    if flags & MSG_OOB != 0 && (s.ty() != SockType::Stream || total == 0) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    for (base, len) in iov {
         let take = len.min(limit.saturating_sub(data.len()));
         if take < len && s.ty().has_messages() {
             return Err(Errno::EMSGSIZE);
@@ -579,17 +660,30 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &UnixSocket, msg: u64, flags: u6
     // message; an empty datagram or packet is a message of its own.
     let rights = rights.filter(|_| !data.is_empty() || s.ty().has_messages());
     let nonblock = nonblocking(f, flags);
-    let r = unix_send(f, s, to.as_ref(), &data, nonblock, rights, cred);
+    // A send cut to the buffer's chunk is a short one that has not
+    // reached its urgent last byte.
+    let whole = data.len() == total;
+    let r = if flags & MSG_OOB != 0 && whole {
+        send_with_urgent(f, s, &data, nonblock, rights, cred)
+    } else {
+        unix_send(f, s, to.as_ref().into(), &data, nonblock, rights, cred)
+    };
     sigpipe(task, s, flags, &r);
     r.map(|n| n as u64)
 }
 
 fn recvmsg(task: &Task, f: &FileDescription, s: &UnixSocket, msg: u64, flags: u64) -> SysResult {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
     let h = read_msghdr(task, msg)?;
     let iov = iovec_list(task, &h)?;
+    if flags & MSG_OOB != 0 {
+        // The byte lands in the first buffer with room; no address or
+        // control messages come with it.
+        let (base, len) = iov.iter().copied().find(|&(_, l)| l > 0).unwrap_or((0, 0));
+        let n = recv_urgent(task, s, base, len, flags)?;
+        task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
+        write_msg_results(task, msg, 0, i32::try_from(MSG_OOB).unwrap_or(0))?;
+        return Ok(n);
+    }
     let total: usize = iov.iter().map(|&(_, l)| l).fold(0usize, usize::saturating_add).min(buffer_cap(s));
     let mut buf = vec![0u8; total];
     let d = unix_recv(f, s, &mut buf, nonblocking(f, flags), flags & MSG_PEEK != 0)?;
@@ -674,7 +768,11 @@ fn setsockopt(task: &Task, s: &UnixSocket, opt: OptArg) -> SysResult {
         s.passcred.store(i32::from_le_bytes(raw) != 0, std::sync::atomic::Ordering::Relaxed);
         return Ok(0);
     }
-    sockopt::set(task, &unix_sock(s), opt.name, opt.val, opt.len).map(|()| 0)
+    sockopt::set(task, &unix_sock(s), opt.name, opt.val, opt.len)?;
+    if opt.name == SO_OOBINLINE {
+        s.set_oob_inline(s.opts.get().flags & sockopt::flag_bit(SO_OOBINLINE) != 0);
+    }
+    Ok(0)
 }
 
 /// socket(2) for AF_UNIX.

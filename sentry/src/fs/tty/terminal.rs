@@ -69,10 +69,12 @@ pub(crate) struct Terminal {
     kernel: Weak<Kernel>,
     owner: u32,
     created: TimeSpec,
+    /// The device of the devpts instance it belongs to (its st_dev).
+    dev: u64,
 }
 
 impl Terminal {
-    pub(crate) fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec) -> Arc<Terminal> {
+    pub(crate) fn new(index: u32, kernel: Weak<Kernel>, owner: u32, created: TimeSpec, dev: u64) -> Arc<Terminal> {
         Arc::new(Terminal {
             index,
             state: Mutex::new(State {
@@ -93,6 +95,7 @@ impl Terminal {
             kernel,
             owner,
             created,
+            dev,
         })
     }
 
@@ -580,7 +583,8 @@ impl Terminal {
     /// The replica's attributes: /dev/pts/N, owned by whoever opened the
     /// master, group tty, mode 0620.
     pub(crate) fn stat(&self) -> Stat {
-        let mut st = crate::fs::anon::stat(0x19, u64::from(self.index) + 3, crate::vfs::S_IFCHR | 0o620, self.created);
+        let mut st =
+            crate::fs::anon::stat(self.dev, u64::from(self.index) + 3, crate::vfs::S_IFCHR | 0o620, self.created);
         st.rdev = libc::makedev(PTS_MAJOR, self.index);
         st.uid = self.owner;
         st.gid = TTY_GID;
