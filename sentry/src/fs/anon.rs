@@ -35,3 +35,25 @@ macro_rules! socket_node {
     };
 }
 pub(crate) use socket_node;
+
+/// `Node` for an anonymous-inode file type (eventfd, epoll, inotify …) with
+/// `ino` and `created` fields, on filesystem `fs_id`: the inode of Linux's
+/// anon_inodefs, mode 0600.
+macro_rules! anon_inode_node {
+    ($t:ty, $fs_id:expr) => {
+        impl crate::vfs::Node for $t {
+            fn stat(&self) -> Result<crate::vfs::Stat, crate::abi::Errno> {
+                Ok(crate::fs::anon::stat(0x0e, self.ino, 0o600, self.created))
+            }
+
+            fn fs_id(&self) -> usize {
+                $fs_id
+            }
+
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use anon_inode_node;

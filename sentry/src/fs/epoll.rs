@@ -12,7 +12,7 @@
 
 use crate::abi::poll::{EPOLLERR, EPOLLET, EPOLLHUP, EPOLLONESHOT, POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileDescription, FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileDescription, FileOps, TimeSpec};
 use crate::waiter::{Entry, Notify, Queue};
 use parking_lot::Mutex;
 use std::cell::Cell;
@@ -413,19 +413,7 @@ impl Drop for Epoll {
     }
 }
 
-impl Node for Epoll {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 3
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(Epoll, usize::MAX - 3);
 
 impl FileOps for Epoll {
     fn seekable(&self) -> bool {

@@ -2,7 +2,7 @@
 
 use crate::abi::poll::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -25,19 +25,7 @@ impl EventFd {
     }
 }
 
-impl Node for EventFd {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 4
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(EventFd, usize::MAX - 4);
 
 impl FileOps for EventFd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

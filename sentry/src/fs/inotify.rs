@@ -9,7 +9,7 @@ use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::vfs::notify::{self, InodeKey, Sink, IN_Q_OVERFLOW, MAX_QUEUED_EVENTS};
-use crate::vfs::{FileOps, IoctlContext, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -203,19 +203,7 @@ impl Sink for Inotify {
     }
 }
 
-impl Node for Inotify {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 4
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(Inotify, usize::MAX - 4);
 
 impl FileOps for Inotify {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
@@ -269,7 +257,7 @@ mod tests {
     use crate::vfs::at::DirFd;
     use crate::vfs::notify::*;
     use crate::vfs::walk::Walker;
-    use crate::vfs::{names, MountNamespace, NewNode};
+    use crate::vfs::{names, MountNamespace, NewNode, Node, Stat};
 
     fn ev(wd: i32, mask: u32, cookie: u32, name: &str) -> Event {
         Event { wd, mask, cookie, name: name.as_bytes().to_vec() }

@@ -4,9 +4,8 @@
 //! `waitid(P_PIDFD)` act on the process it names.
 
 use crate::abi::poll::{POLLIN, POLLRDNORM};
-use crate::abi::Errno;
 use crate::kernel::ThreadGroup;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::Entry;
 use std::sync::Arc;
 
@@ -31,19 +30,7 @@ impl PidFd {
     }
 }
 
-impl Node for PidFd {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 9
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(PidFd, usize::MAX - 9);
 
 impl FileOps for PidFd {
     fn seekable(&self) -> bool {

@@ -6,7 +6,7 @@
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
 use crate::kernel::seccomp::notify::{Answer, Listener, FLAG_CONTINUE, NOTIF_SIZE};
-use crate::vfs::{FileOps, IoctlContext, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{until_ready, Entry};
 use std::sync::Arc;
 
@@ -79,19 +79,7 @@ impl Drop for NotifyFile {
     }
 }
 
-impl Node for NotifyFile {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 4
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(NotifyFile, usize::MAX - 4);
 
 impl FileOps for NotifyFile {
     fn seekable(&self) -> bool {

@@ -5,7 +5,7 @@ use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
 use crate::kernel::siginfo::SigInfo;
 use crate::kernel::thread;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{Entry, Forward, Queue, ALL};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,19 +48,7 @@ impl SignalFd {
     }
 }
 
-impl Node for SignalFd {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 6
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(SignalFd, usize::MAX - 6);
 
 impl FileOps for SignalFd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {

@@ -8,7 +8,7 @@
 
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::vfs::{FileOps, Node, Stat, TimeSpec};
+use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::{self, alarm, Entry, Notify, Queue};
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
@@ -103,19 +103,7 @@ impl TimerFd {
     }
 }
 
-impl Node for TimerFd {
-    fn stat(&self) -> Result<Stat, Errno> {
-        Ok(super::anon::stat(0x0e, self.ino, 0o600, self.created))
-    }
-
-    fn fs_id(&self) -> usize {
-        usize::MAX - 5
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+super::anon::anon_inode_node!(TimerFd, usize::MAX - 5);
 
 impl FileOps for TimerFd {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
