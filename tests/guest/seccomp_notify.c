@@ -8,7 +8,16 @@
  * POLLOUT for one to answer, POLLHUP once no task uses the filter; a
  * signal interrupts the wait (EINTR, or a restart that notifies anew) and
  * the old id is gone (ENOENT); closing the listener fails the waiting and
- * later calls with ENOSYS. Without a listener USER_NOTIF is ENOSYS. */
+ * later calls with ENOSYS. Without a listener USER_NOTIF is ENOSYS.
+ * NOTIF_ADDFD installs a supervisor's descriptor in the waiting task: at
+ * its lowest free number, or with SETFD at newfd (replacing what is
+ * there), O_CLOEXEC as newfd_flags says; with SEND the new number is the
+ * call's result at once (then the notification is answered: ENOENT);
+ * errors: EINVAL (unknown flags, newfd_flags other than O_CLOEXEC, newfd
+ * without SETFD, a short struct), E2BIG (non-zero bytes past the struct),
+ * EBADF (srcfd; newfd at or past RLIMIT_NOFILE), ENOENT (unknown id),
+ * EINPROGRESS (not received yet), EMFILE (no free number; a failed SEND
+ * leaves the notification to answer). */
 #include "check.h"
 
 #include <fcntl.h>
@@ -19,6 +28,8 @@
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -222,6 +233,140 @@ static void hangup(void) {
     close(sv[1]);
 }
 
+static int add_fd(int fd, __u64 id, __u32 flags, int srcfd, __u32 newfd, __u32 newfd_flags) {
+    struct seccomp_notif_addfd a = {.id = id, .flags = flags, .srcfd = srcfd, .newfd = newfd, .newfd_flags = newfd_flags};
+    return ioctl(fd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+}
+
+/* The child of `addfd`: each getppid's result is a descriptor the
+ * supervisor added; it checks what they are. */
+static void addfd_supervised(int sock, const char *path) {
+    CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+    int fd = CHECK_OK(install(SYS_getppid, SECCOMP_RET_USER_NOTIF, SECCOMP_FILTER_FLAG_NEW_LISTENER));
+    send_fd(sock, fd);
+    CHECK_OK(close(fd));
+    int locked = CHECK_OK(open(path, O_RDWR));
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    CHECK_OK(fcntl(locked, F_SETLK, &lk));
+    /* Added at the lowest free number, at 100 close-on-exec, and over
+     * `locked` (which drops its lock); the answer is the first one. */
+    int lowest = CHECK_OK(dup(0));
+    CHECK_OK(close(lowest));
+    CHECK_EQ(syscall(SYS_getppid, locked), lowest);
+    struct stat st;
+    CHECK_OK(fstat(lowest, &st));
+    CHECK(S_ISFIFO(st.st_mode));
+    CHECK_EQ(fcntl(lowest, F_GETFD), 0);
+    CHECK_EQ(fcntl(lowest, F_GETFL) & O_ACCMODE, O_WRONLY);
+    CHECK_EQ(fcntl(100, F_GETFD), FD_CLOEXEC);
+    CHECK_OK(fstat(locked, &st));
+    CHECK(S_ISFIFO(st.st_mode));
+    CHECK_EQ(write(lowest, "a", 1), 1);
+    CHECK_EQ(write(100, "b", 1), 1);
+    CHECK_EQ(write(locked, "c", 1), 1);
+    CHECK_OK(close(lowest));
+    CHECK_OK(close(100));
+    CHECK_OK(close(locked));
+    /* SEND: the new number is the result. */
+    lowest = CHECK_OK(dup(0));
+    CHECK_OK(close(lowest));
+    int sent = CHECK_OK(syscall(SYS_getppid, lowest));
+    CHECK_EQ(sent, lowest);
+    CHECK_EQ(write(sent, "d", 1), 1);
+    CHECK_OK(close(sent));
+    /* No free number below RLIMIT_NOFILE: EMFILE, a failed SEND, EBADF at
+     * newfd past it; then an ordinary answer. */
+    struct rlimit rl = {.rlim_cur = lowest, .rlim_max = lowest + 64};
+    CHECK_OK(setrlimit(RLIMIT_NOFILE, &rl));
+    CHECK_EQ(syscall(SYS_getppid, lowest), 5);
+    _exit(0);
+}
+
+static void addfd(void) {
+    int sv[2], p[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_OK(pipe(p));
+    char path[] = "/tmp/seccomp_notify.XXXXXX";
+    int file = CHECK_OK(mkstemp(path));
+    pid_t pid = CHECK_OK(fork());
+    if (pid == 0) {
+        close(sv[0]);
+        close(p[0]);
+        close(p[1]);
+        close(file);
+        addfd_supervised(sv[1], path);
+    }
+    close(sv[1]);
+    int fd = recv_fd(sv[0]);
+
+    /* Bad requests; then at the lowest free number, at 100, over another
+     * descriptor. */
+    CHECK_EQ(revents(fd, 5000), POLLIN);
+    struct seccomp_notif n = recv_notif(fd);
+    CHECK_ERR(add_fd(fd, n.id + 1, 0, p[1], 0, 0), ENOENT);
+    CHECK_ERR(add_fd(fd, n.id, 4, p[1], 0, 0), EINVAL);
+    CHECK_ERR(add_fd(fd, n.id, 0, p[1], 0, O_NONBLOCK), EINVAL);
+    CHECK_ERR(add_fd(fd, n.id, 0, p[1], 100, 0), EINVAL);
+    CHECK_ERR(add_fd(fd, n.id, 0, 9999, 0, 0), EBADF);
+    CHECK_ERR(add_fd(fd, n.id, 0, -1, 0, 0), EBADF);
+    struct {
+        struct seccomp_notif_addfd a;
+        __u64 more;
+    } big = {.a = {.id = n.id, .srcfd = p[1]}, .more = 1};
+    CHECK_ERR(ioctl(fd, _IOW('!', 3, big), &big), E2BIG);
+    CHECK_ERR(ioctl(fd, _IOW('!', 3, __u64[2]), &big), EINVAL);
+    big.more = 0;
+    int lowest = CHECK_OK(ioctl(fd, _IOW('!', 3, big), &big));
+    CHECK_EQ(add_fd(fd, n.id, SECCOMP_ADDFD_FLAG_SETFD, p[1], 100, O_CLOEXEC), 100);
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    CHECK_OK(fcntl(file, F_GETLK, &lk));
+    CHECK_EQ(lk.l_type, F_WRLCK);
+    CHECK_EQ(lk.l_pid, pid);
+    CHECK_EQ(add_fd(fd, n.id, SECCOMP_ADDFD_FLAG_SETFD, p[1], n.data.args[0], 0), (int)n.data.args[0]);
+    lk.l_type = F_WRLCK;
+    CHECK_OK(fcntl(file, F_GETLK, &lk));
+    CHECK_EQ(lk.l_type, F_UNLCK);
+    CHECK_OK(ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n.id));
+    CHECK_OK(send_resp(fd, n.id, lowest, 0, 0));
+    char buf[4];
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(read(p[0], buf + i, 1), 1);
+    CHECK(memcmp(buf, "abc", 3) == 0);
+
+    /* Not received yet: EINPROGRESS. SEND answers the call. */
+    __u64 last = n.id;
+    CHECK_EQ(revents(fd, 5000), POLLIN);
+    CHECK_ERR(add_fd(fd, last + 1, SECCOMP_ADDFD_FLAG_SEND, p[1], 0, 0), EINPROGRESS);
+    n = recv_notif(fd);
+    CHECK_EQ(n.id, last + 1);
+    CHECK_EQ(add_fd(fd, n.id, SECCOMP_ADDFD_FLAG_SEND, p[1], 0, 0), (int)n.data.args[0]);
+    CHECK_ERR(ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n.id), ENOENT);
+    /* Answered: EINPROGRESS, or ENOENT once the call has returned. */
+    CHECK_EQ(add_fd(fd, n.id, 0, p[1], 0, 0), -1);
+    CHECK(errno == EINPROGRESS || errno == ENOENT);
+    CHECK_EQ(read(p[0], buf, 1), 1);
+    CHECK_EQ(buf[0], 'd');
+
+    /* RLIMIT_NOFILE. */
+    n = recv_notif(fd);
+    CHECK_ERR(add_fd(fd, n.id, 0, p[1], 0, 0), EMFILE);
+    CHECK_ERR(add_fd(fd, n.id, SECCOMP_ADDFD_FLAG_SEND, p[1], 0, 0), EMFILE);
+    CHECK_ERR(add_fd(fd, n.id, SECCOMP_ADDFD_FLAG_SETFD, p[1], n.data.args[0], 0), EBADF);
+    CHECK_OK(ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n.id));
+    CHECK_OK(send_resp(fd, n.id, 5, 0, 0));
+
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        FAILF("supervised child status %#x", st);
+    close(fd);
+    close(p[0]);
+    close(p[1]);
+    close(sv[0]);
+    close(file);
+    CHECK_OK(unlink(path));
+}
+
 static int without_listener(void) {
     CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
     CHECK_OK(install(SYS_getppid, SECCOMP_RET_USER_NOTIF, 0));
@@ -239,6 +384,7 @@ int main(void) {
     CHECK_OK(syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action));
     supervise();
     hangup();
+    addfd();
     CHECK_EQ(exit_status_of(without_listener), 0);
     puts("seccomp_notify: ok");
     return 0;

@@ -5,7 +5,7 @@
 
 use crate::abi::poll::{POLLIN, POLLRDNORM};
 use crate::abi::Errno;
-use crate::kernel::seccomp::notify::{Answer, Listener, FLAG_CONTINUE, NOTIF_SIZE};
+use crate::kernel::seccomp::notify::{AddFd, Answer, Listener, FLAG_CONTINUE, NOTIF_SIZE};
 use crate::vfs::{FileOps, IoctlContext, TimeSpec};
 use crate::waiter::{until_ready, Entry};
 use std::sync::Arc;
@@ -20,6 +20,21 @@ const NOTIF_ID_VALID: u64 = 0x4008_2102;
 const NOTIF_ID_VALID_WRONG_DIR: u64 = 0x8008_2102;
 /// `sizeof(struct seccomp_notif_resp)`.
 const RESP_SIZE: usize = 24;
+/// `SECCOMP_IOCTL_NOTIF_ADDFD`: `_IOW('!', 3, struct seccomp_notif_addfd)`,
+/// matched, as Linux, whatever size the request carries (the struct may
+/// grow): its number with the size bits cleared.
+const NOTIF_ADDFD_SIZELESS: u64 = 0x4000_2103;
+/// The size bits of an ioctl request.
+const IOC_SIZE_MASK: u64 = 0x3fff << 16;
+/// `SECCOMP_NOTIFY_ADDFD_SIZE_VER0`.
+const ADDFD_SIZE_VER0: usize = 24;
+/// The largest `struct seccomp_notif_addfd` accepted (below a page).
+const ADDFD_SIZE_MAX: usize = 4095;
+/// `SECCOMP_ADDFD_FLAG_SETFD`, `SECCOMP_ADDFD_FLAG_SEND`.
+const ADDFD_FLAG_SETFD: u32 = 1;
+const ADDFD_FLAG_SEND: u32 = 2;
+/// `O_CLOEXEC`, the one flag `newfd_flags` may carry.
+const O_CLOEXEC: u32 = 0o2_000_000;
 
 pub(crate) struct NotifyFile {
     ino: u64,
@@ -70,6 +85,35 @@ impl NotifyFile {
         };
         self.listener.answer(id, answer).map(|()| 0)
     }
+
+    /// NOTIF_ADDFD: `struct seccomp_notif_addfd` {id, flags, srcfd, newfd,
+    /// newfd_flags} of `size` bytes (any bytes past the known ones must be
+    /// zero: E2BIG); the new number in the notifying thread's table.
+    fn add_fd(&self, ctx: &dyn IoctlContext, arg: u64, size: usize) -> Result<u64, Errno> {
+        if !(ADDFD_SIZE_VER0..=ADDFD_SIZE_MAX).contains(&size) {
+            return Err(Errno::EINVAL);
+        }
+        let mut buf = vec![0u8; size];
+        ctx.mm().copy_in(arg, &mut buf)?;
+        if buf[ADDFD_SIZE_VER0..].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+        let half = |at: usize| u32::from_le_bytes(buf[at..at + 4].try_into().unwrap_or_default());
+        let id = u64::from_le_bytes(buf[..8].try_into().unwrap_or_default());
+        let (flags, srcfd, newfd, newfd_flags) = (half(8), half(12), half(16), half(20));
+        if newfd_flags & !O_CLOEXEC != 0 || flags & !(ADDFD_FLAG_SETFD | ADDFD_FLAG_SEND) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if newfd != 0 && flags & ADDFD_FLAG_SETFD == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let file = ctx.file(i32::try_from(srcfd).map_err(|_| Errno::EBADF)?)?;
+        // A number past i32 is past any RLIMIT_NOFILE: EBADF, as dup2.
+        let at = (flags & ADDFD_FLAG_SETFD != 0).then(|| i32::try_from(newfd).unwrap_or(-1));
+        let add = AddFd { file, at, cloexec: newfd_flags & O_CLOEXEC != 0, send: flags & ADDFD_FLAG_SEND != 0 };
+        let fd = self.listener.add_fd(id, add)?;
+        u64::try_from(fd).map_err(|_| Errno::EBADF)
+    }
 }
 
 impl Drop for NotifyFile {
@@ -86,9 +130,12 @@ impl FileOps for NotifyFile {
         false
     }
 
-    /// Any other request (NOTIF_ADDFD among them: descriptors are not
-    /// added to the caller) fails with EINVAL, as Linux's unknown ones.
+    /// Any other request fails with EINVAL, as Linux's unknown ones.
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req & !IOC_SIZE_MASK == NOTIF_ADDFD_SIZELESS {
+            let size = usize::try_from((req & IOC_SIZE_MASK) >> 16).unwrap_or(usize::MAX);
+            return self.add_fd(ctx, arg, size);
+        }
         match req {
             NOTIF_RECV => self.recv(ctx, arg),
             NOTIF_SEND => self.send(ctx, arg),

@@ -82,4 +82,8 @@ impl IoctlContext for Caller {
     fn install(&self, f: Arc<FileDescription>, cloexec: bool) -> Result<i32, Errno> {
         self.thread.fds().install(f, cloexec, 0, self.thread.nofile())
     }
+
+    fn file(&self, fd: i32) -> Result<Arc<FileDescription>, Errno> {
+        self.thread.fds().get(fd)
+    }
 }

@@ -31,8 +31,8 @@ pub(super) const ENTRIES: Entries = &[(
          TSYNC, LOG and every action); TRACE stops a guest tracer that set PTRACE_O_TRACESECCOMP \
          (PTRACE_EVENT_SECCOMP; the call it changes is filtered again) and returns ENOSYS without one; \
          NEW_LISTENER gives a listener descriptor: USER_NOTIF calls wait (interruptibly) for NOTIF_RECV and \
-         NOTIF_SEND (a result, or FLAG_CONTINUE), NOTIF_ID_VALID, poll (POLLIN, POLLOUT, POLLHUP); not \
-         emulated: NOTIF_ADDFD and NOTIF_SET_FLAGS (EINVAL), FLAG_WAIT_KILLABLE_RECV (EINVAL)",
+         NOTIF_SEND (a result, or FLAG_CONTINUE), NOTIF_ID_VALID, NOTIF_ADDFD (SETFD, SEND), poll (POLLIN, \
+         POLLOUT, POLLHUP); not emulated: NOTIF_SET_FLAGS (EINVAL), FLAG_WAIT_KILLABLE_RECV (EINVAL)",
     ),
 )];
 

@@ -46,4 +46,7 @@ pub trait IoctlContext {
 
     /// Installs `f` at its lowest free descriptor.
     fn install(&self, f: Arc<FileDescription>, cloexec: bool) -> Result<i32, Errno>;
+
+    /// The description its descriptor `fd` refers to (EBADF if none).
+    fn file(&self, fd: i32) -> Result<Arc<FileDescription>, Errno>;
 }

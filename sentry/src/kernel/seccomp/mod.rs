@@ -17,8 +17,9 @@ use super::task::errno_to_rax;
 use super::thread::Thread;
 use super::{ExitStatus, Task};
 use crate::abi::Errno;
+use crate::vfs::FileDescription;
 use bpf::Program;
-use notify::{Answer, Listener};
+use notify::{AddFd, Answer, Installer, Listener};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -295,7 +296,8 @@ fn filtered(task: &mut Task, recheck: bool) -> bool {
 /// its filter has no listener, or its listener is closed); interrupted,
 /// it restarts or fails with EINTR as an interrupted sleep does.
 fn user_notif(task: &mut Task, listener: Option<Arc<Listener>>, data: [u8; bpf::DATA_LEN as usize]) -> bool {
-    let answer = listener.ok_or(Errno::ENOSYS).and_then(|l| l.notify(task.thread.tid, data));
+    let fds = TaskFds(task);
+    let answer = listener.ok_or(Errno::ENOSYS).and_then(|l| l.notify(task.thread.tid, data, &fds));
     task.cpu.regs.rax = match answer {
         Ok(Answer::Continue) => return true,
         // As Linux's syscall_set_return_value: the error if any.
@@ -305,6 +307,27 @@ fn user_notif(task: &mut Task, listener: Option<Arc<Listener>>, data: [u8; bpf::
         Err(e) => errno_to_rax(e),
     };
     false
+}
+
+/// A waiting task's descriptor table, where the supervisor's ADDFDs go:
+/// as Linux's `receive_fd` (lowest free number, below RLIMIT_NOFILE:
+/// EMFILE) or `receive_fd_replace` (as dup2 does: below RLIMIT_NOFILE,
+/// else EBADF; the replaced descriptor is closed, its record locks
+/// dropped).
+struct TaskFds<'a>(&'a Task);
+
+impl Installer for TaskFds<'_> {
+    fn install(&self, add: &AddFd) -> Result<(i32, Option<Arc<FileDescription>>), Errno> {
+        let (fds, limit) = (self.0.thread.fds(), self.0.thread.nofile());
+        match add.at {
+            Some(fd) => Ok((fd, fds.install_at(fd, add.file.clone(), add.cloexec, limit)?)),
+            None => Ok((fds.install(add.file.clone(), add.cloexec, 0, limit)?, None)),
+        }
+    }
+
+    fn closed(&self, replaced: Arc<FileDescription>) {
+        self.0.kernel.record_locks().closed(self.0.thread.tgid(), &replaced);
+    }
 }
 
 /// `struct seccomp_data` for a call.

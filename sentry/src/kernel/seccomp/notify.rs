@@ -11,11 +11,20 @@
 //! notification with ENOSYS and makes the filter's later USER_NOTIF
 //! verdicts fail so; once no thread uses the filter any more the
 //! listener reports POLLHUP.
+//!
+//! The supervisor may also add one of its descriptors to a received
+//! notification's thread (`SECCOMP_IOCTL_NOTIF_ADDFD`): the request is
+//! queued on the notification, the waiting thread wakes, installs the
+//! description in its own table and hands the number back, and the
+//! supervisor waits for that. With `SEND` the install also answers the
+//! call with the new number, at once.
 
 use crate::abi::poll::{POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
+use crate::vfs::FileDescription;
 use crate::waiter::{self, Queue, Waker};
 use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// `sizeof(struct seccomp_notif)`.
@@ -42,6 +51,29 @@ pub(crate) enum Answer {
     Continue,
 }
 
+/// A descriptor the supervisor adds to a waiting thread
+/// (`struct seccomp_notif_addfd`, resolved).
+pub(crate) struct AddFd {
+    pub(crate) file: Arc<FileDescription>,
+    /// SETFD: exactly this number (replacing what is there); else the
+    /// lowest free one.
+    pub(crate) at: Option<i32>,
+    pub(crate) cloexec: bool,
+    /// SEND: the install answers the call with the new number.
+    pub(crate) send: bool,
+}
+
+/// The waiting thread's side of an ADDFD: its descriptor table.
+pub(crate) trait Installer {
+    /// Installs `add.file` as `add` says: its number, and the
+    /// description it replaced at that number, if any. Called with the
+    /// listener's lock held, so it must not release a description.
+    fn install(&self, add: &AddFd) -> Result<(i32, Option<Arc<FileDescription>>), Errno>;
+
+    /// `replaced` left the table (as close does), after the lock.
+    fn closed(&self, replaced: Arc<FileDescription>);
+}
+
 struct Notification {
     id: u64,
     /// The calling thread's id.
@@ -49,6 +81,8 @@ struct Notification {
     /// Its `struct seccomp_data`.
     data: [u8; 64],
     state: State,
+    /// ADDFD requests for the thread to install, by request number.
+    adds: VecDeque<(u64, AddFd)>,
 }
 
 #[derive(Default)]
@@ -60,6 +94,10 @@ struct Inner {
     closed: bool,
     /// No thread uses the filter any more.
     orphaned: bool,
+    next_add: u64,
+    /// Outcomes of ADDFD requests, by request number, until their
+    /// supervisor takes them.
+    added: Vec<(u64, Result<i32, Errno>)>,
 }
 
 impl Inner {
@@ -72,8 +110,11 @@ impl Inner {
 #[derive(Default)]
 pub(crate) struct Listener {
     inner: Mutex<Inner>,
-    /// Wakes the calling threads when their notification is answered.
+    /// Wakes the calling threads when their notification is answered
+    /// or given a descriptor to install.
     answered: Condvar,
+    /// Wakes supervisors waiting for an ADDFD's outcome.
+    added: Condvar,
     /// The listener descriptor's readiness (and RECV's wait).
     queue: Queue,
 }
@@ -97,14 +138,17 @@ impl Listener {
         Arc::new(move || {
             let _g = me.inner.lock();
             me.answered.notify_all();
+            me.added.notify_all();
         })
     }
 
     /// Sends a call of thread `tid` (`data`, its `seccomp_data`) to the
-    /// supervisor and waits for the answer. ENOSYS once the listener is
-    /// closed; ERESTARTSYS when the thread is interrupted first (the
-    /// notification is then withdrawn).
-    pub(crate) fn notify(self: &Arc<Self>, tid: i32, data: [u8; 64]) -> Result<Answer, Errno> {
+    /// supervisor and waits for the answer, installing through `fds` the
+    /// descriptors the supervisor adds meanwhile. ENOSYS once the listener
+    /// is closed; ERESTARTSYS when the thread is interrupted first (the
+    /// notification is then withdrawn, and its pending ADDFDs fail with
+    /// ESRCH, as Linux's).
+    pub(crate) fn notify(self: &Arc<Self>, tid: i32, data: [u8; 64], fds: &dyn Installer) -> Result<Answer, Errno> {
         let id = {
             let mut s = self.inner.lock();
             if s.closed {
@@ -112,21 +156,112 @@ impl Listener {
             }
             let id = s.next_id;
             s.next_id = s.next_id.wrapping_add(1);
-            s.notifications.push(Notification { id, tid, data, state: State::Init });
+            let state = State::Init;
+            s.notifications.push(Notification { id, tid, data, state, adds: VecDeque::new() });
             id
         };
         self.queue.notify(POLLIN | POLLRDNORM);
         let mut s = self.inner.lock();
-        let answered = |s: &mut Inner| s.find(id).is_none_or(|n| matches!(n.state, State::Answered(_)));
-        let waited = waiter::block_on(&mut s, &self.answered, self.waker(), None, answered);
+        let waited = loop {
+            let ready =
+                |s: &mut Inner| s.find(id).is_none_or(|n| !n.adds.is_empty() || matches!(n.state, State::Answered(_)));
+            if let Err(e) = waiter::block_on(&mut s, &self.answered, self.waker(), None, ready) {
+                break Err(e);
+            }
+            let Some((req, replaced)) = Self::install_one(&mut s, id, fds) else { break Ok(()) };
+            self.added.notify_all();
+            // Descriptions are released outside the lock: a release may
+            // signal a thread, whose wake-up hook takes it.
+            drop(s);
+            if let Some(r) = replaced {
+                fds.closed(r);
+            }
+            drop(req);
+            s = self.inner.lock();
+        };
         let pos = s.notifications.iter().position(|n| n.id == id);
         let n = pos.map(|i| s.notifications.remove(i));
+        if let Some(n) = &n {
+            for (add, _) in &n.adds {
+                s.added.push((*add, Err(Errno::ESRCH)));
+            }
+            self.added.notify_all();
+        }
         drop(s);
         waited?;
         match n.map(|n| n.state) {
             Some(State::Answered(a)) => Ok(a),
             _ => Err(Errno::ENOSYS),
         }
+    }
+
+    /// Installs notification `id`'s oldest ADDFD request, if it has one,
+    /// and records the outcome (Linux's `seccomp_handle_addfd`): with
+    /// SEND, the new number answers the call, and a failure lets the
+    /// supervisor answer it again. None when there was no request, else
+    /// the request and the description the install replaced, if any, for
+    /// the caller to release after the lock.
+    fn install_one(s: &mut Inner, id: u64, fds: &dyn Installer) -> Option<(AddFd, Option<Arc<FileDescription>>)> {
+        let n = s.find(id)?;
+        let (add, req) = n.adds.pop_front()?;
+        let (outcome, replaced) = match fds.install(&req) {
+            Ok((fd, replaced)) => (Ok(fd), replaced),
+            Err(e) => (Err(e), None),
+        };
+        if req.send {
+            n.state = match outcome {
+                Ok(fd) => State::Answered(Answer::Result { val: i64::from(fd), error: 0 }),
+                Err(_) => State::Sent,
+            };
+        }
+        s.added.push((add, outcome));
+        Some((req, replaced))
+    }
+
+    /// SECCOMP_IOCTL_NOTIF_ADDFD: has notification `id`'s thread install
+    /// `add`, and waits (interruptibly) for the outcome: the new number.
+    /// ENOENT when there is no such notification, EINPROGRESS when it is
+    /// not received yet or answered already, EBUSY for a SEND while other
+    /// requests wait, ESRCH when the call is interrupted before its
+    /// thread installs it. Interrupted itself, a request not installed yet
+    /// is withdrawn (and a SEND's notification may be answered again).
+    pub(crate) fn add_fd(self: &Arc<Self>, id: u64, add: AddFd) -> Result<i32, Errno> {
+        let mut s = self.inner.lock();
+        let req = s.next_add;
+        let n = s.find(id).ok_or(Errno::ENOENT)?;
+        if n.state != State::Sent {
+            return Err(Errno::EINPROGRESS);
+        }
+        if add.send {
+            if !n.adds.is_empty() {
+                return Err(Errno::EBUSY);
+            }
+            // Answered now: no other answer may race the install.
+            n.state = State::Answered(Answer::Result { val: 0, error: 0 });
+        }
+        n.adds.push_back((req, add));
+        s.next_add = s.next_add.wrapping_add(1);
+        self.answered.notify_all();
+        let done = |s: &mut Inner| s.added.iter().any(|(r, _)| *r == req);
+        let waited = waiter::block_on(&mut s, &self.added, self.waker(), None, done);
+        if let Some(i) = s.added.iter().position(|(r, _)| *r == req) {
+            return s.added.remove(i).1;
+        }
+        // Interrupted before the thread took it: withdraw it (and release
+        // its description after the lock).
+        let n = s.find(id);
+        let withdrawn = n.as_ref().and_then(|n| n.adds.iter().position(|(r, _)| *r == req));
+        let withdrawn = n.zip(withdrawn).and_then(|(n, i)| {
+            let add = n.adds.remove(i)?.1;
+            if add.send {
+                n.state = State::Sent;
+            }
+            Some(add)
+        });
+        drop(s);
+        drop(withdrawn);
+        waited?;
+        Err(Errno::ESRCH)
     }
 
     /// SECCOMP_IOCTL_NOTIF_RECV, one attempt: the oldest notification not
@@ -223,9 +358,20 @@ impl Listener {
 mod tests {
     use super::*;
 
+    /// A thread no descriptor is added to.
+    struct NoFds;
+
+    impl Installer for NoFds {
+        fn install(&self, _: &AddFd) -> Result<(i32, Option<Arc<FileDescription>>), Errno> {
+            Err(Errno::EMFILE)
+        }
+
+        fn closed(&self, _: Arc<FileDescription>) {}
+    }
+
     fn answered_in_thread(l: &Arc<Listener>, answer: Answer) -> std::thread::JoinHandle<Result<Answer, Errno>> {
         let l2 = l.clone();
-        let t = std::thread::spawn(move || l2.notify(7, [3; 64]));
+        let t = std::thread::spawn(move || l2.notify(7, [3; 64], &NoFds));
         let id = loop {
             match l.recv() {
                 Ok((id, b)) => {
@@ -266,20 +412,20 @@ mod tests {
     fn closing_the_listener_fails_waiting_and_later_calls_with_enosys() {
         let l = Listener::new(1);
         let l2 = l.clone();
-        let t = std::thread::spawn(move || l2.notify(1, [0; 64]));
+        let t = std::thread::spawn(move || l2.notify(1, [0; 64], &NoFds));
         while l.poll_events() == 0 {
             std::thread::yield_now();
         }
         l.close();
         assert_eq!(t.join().unwrap(), Ok(Answer::Result { val: 0, error: -Errno::ENOSYS.0 }));
-        assert_eq!(l.notify(1, [0; 64]), Err(Errno::ENOSYS));
+        assert_eq!(l.notify(1, [0; 64], &NoFds), Err(Errno::ENOSYS));
     }
 
     #[test]
     fn a_notification_received_into_a_bad_buffer_is_received_again() {
         let l = Listener::new(1);
         let l2 = l.clone();
-        let t = std::thread::spawn(move || l2.notify(1, [0; 64]));
+        let t = std::thread::spawn(move || l2.notify(1, [0; 64], &NoFds));
         let id = loop {
             if let Ok((id, _)) = l.recv() {
                 break id;
