@@ -245,6 +245,46 @@ static void pty(void) {
     close(m);
 }
 
+/* Takes every pending instance of `sig`. */
+static void drain(int sig) {
+    siginfo_t si;
+    while (take(sig, &si, 0) == sig)
+        ;
+}
+
+/* Each end of a pseudo-terminal hears of what the other end did: the
+ * replica of input to read, the master of output; its own reads tell its
+ * owner nothing. */
+static void pty_sides(void) {
+    int m = CHECK_OK(posix_openpt(O_RDWR | O_NOCTTY));
+    CHECK_OK(grantpt(m));
+    CHECK_OK(unlockpt(m));
+    int s = CHECK_OK(open(ptsname(m), O_RDWR | O_NOCTTY));
+    struct termios t;
+    CHECK_OK(tcgetattr(s, &t));
+    cfmakeraw(&t);
+    CHECK_OK(tcsetattr(s, TCSANOW, &t));
+    owned_async(m, SIGRTMIN + 1);
+    owned_async(s, SIGRTMIN + 2);
+    /* What earlier cases left pending is not this one's. */
+    drain(SIGRTMIN + 1);
+    drain(SIGRTMIN + 2);
+    char b[8];
+    CHECK_EQ(write(m, "in", 2), 2);
+    expect(SIGRTMIN + 2, POLL_IN, s, BAND_IN);
+    CHECK_EQ(read(s, b, sizeof(b)), 2);
+    expect_none(SIGRTMIN + 2);
+    drain(SIGRTMIN + 1);
+    CHECK_EQ(write(s, "out", 3), 3);
+    expect(SIGRTMIN + 1, POLL_IN, m, BAND_IN);
+    CHECK_EQ(read(m, b, sizeof(b)), 3);
+    expect_none(SIGRTMIN + 1);
+    close(s);
+    close(m);
+    drain(SIGRTMIN + 1);
+    drain(SIGRTMIN + 2);
+}
+
 /* An inotify instance signals when an event is queued. */
 static void inotify(void) {
     int in = CHECK_OK(inotify_init1(IN_NONBLOCK));
@@ -316,6 +356,42 @@ static void owner_ex(void) {
     close(p[1]);
 }
 
+/* An owner that is gone is nobody: a process reaped, or a group whose
+ * last member was, reads back as 0 (F_GETOWN_EX keeps the type) and is
+ * sent nothing. A zombie still owns. */
+static void gone_owner(void) {
+    int p[2];
+    CHECK_OK(pipe(p));
+    CHECK_OK(fcntl(p[0], F_SETFL, O_ASYNC | O_NONBLOCK));
+    for (int group = 0; group <= 1; group++) {
+        pid_t child = CHECK_OK(fork());
+        if (child == 0) {
+            CHECK_OK(setpgid(0, 0));
+            pause();
+            _exit(0);
+        }
+        /* The group exists once the child made it (either may run first). */
+        setpgid(child, child);
+        CHECK_OK(fcntl(p[0], F_SETOWN, group ? -child : child));
+        CHECK_OK(kill(child, SIGKILL));
+        siginfo_t si;
+        CHECK_OK(waitid(P_PID, child, &si, WEXITED | WNOWAIT));
+        CHECK_EQ(fcntl(p[0], F_GETOWN), group ? -child : child);
+        CHECK_EQ(waitpid(child, NULL, 0), child);
+        CHECK_EQ(fcntl(p[0], F_GETOWN), 0);
+        struct f_owner_ex ex;
+        CHECK_OK(fcntl(p[0], F_GETOWN_EX, &ex));
+        CHECK_EQ(ex.type, group ? F_OWNER_PGRP : F_OWNER_PID);
+        CHECK_EQ(ex.pid, 0);
+        CHECK_EQ(write(p[1], "x", 1), 1);
+        expect_none(SIGIO);
+        char c;
+        CHECK_EQ(read(p[0], &c, 1), 1);
+    }
+    close(p[0]);
+    close(p[1]);
+}
+
 /* As Linux's sigio_perm: an owner set by a process that could not signal
  * it (another uid, unprivileged) is not told; root's choice is. */
 static void permission(void) {
@@ -353,9 +429,11 @@ int main(void) {
     unix_stream();
     tcp();
     pty();
+    pty_sides();
     inotify();
     eventfd_none();
     owner_ex();
+    gone_owner();
     permission();
     return 0;
 }

@@ -311,6 +311,9 @@ impl Kernel {
         }
     }
 
+    /// A new task's id. Ids are never reused, so an id names one task
+    /// (and a group id one group) for the sandbox's life: a file owner
+    /// (F_SETOWN) kept as a number never reaches a later task.
     pub fn alloc_tid(&self) -> i32 {
         self.next_tid.fetch_add(1, Ordering::Relaxed)
     }

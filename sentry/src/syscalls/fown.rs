@@ -29,7 +29,7 @@ pub(super) fn fcntl(task: &Task, f: &FileDescription, cmd: u32, arg: u64) -> Sys
             Ok(0)
         }
         F_GETOWN => {
-            let (kind, id) = f.owner();
+            let (kind, id) = owner(task, f);
             let who = if kind == F_OWNER_PGRP { -id } else { id };
             // A group reads back negative: the register's two's complement.
             Ok(u64::from_ne_bytes(i64::from(who).to_ne_bytes()))
@@ -43,7 +43,7 @@ pub(super) fn fcntl(task: &Task, f: &FileDescription, cmd: u32, arg: u64) -> Sys
             set(task, f, owner)
         }
         F_GETOWN_EX => {
-            let (kind, id) = f.owner();
+            let (kind, id) = owner(task, f);
             let mut raw = [0u8; 8];
             raw[..4].copy_from_slice(&kind.to_le_bytes());
             raw[4..].copy_from_slice(&id.to_le_bytes());
@@ -77,19 +77,34 @@ pub(super) fn async_enabled(task: &Task, f: &FileDescription, policy: Option<Fas
     let _ = set(task, f, owner);
 }
 
-/// Makes `owner` (kind, id; id 0 for nobody) the file's: ESRCH when no
-/// such thread, process or group exists. It is signalled with the
-/// caller's credentials as they are now, as Linux's __f_setown records.
-fn set(task: &Task, f: &FileDescription, (kind, id): (i32, i32)) -> SysResult {
+/// The file's owner as F_GETOWN(_EX) reads it: id 0 once the thread,
+/// process or every member of the group is gone (reaped), as Linux's
+/// `f_getown` when its `struct pid` has no task. The sentry never reuses
+/// an id, so one that exists is still the owner that was set, and a
+/// signal for a gone owner finds nobody.
+fn owner(task: &Task, f: &FileDescription) -> (i32, i32) {
+    let (kind, id) = f.owner();
+    (kind, if exists(task, (kind, id)) { id } else { 0 })
+}
+
+/// Whether thread, process or group `id` of `kind` exists (zombies
+/// included); id 0, nobody, always does.
+fn exists(task: &Task, (kind, id): (i32, i32)) -> bool {
     let k = &task.kernel;
-    let exists = match kind {
+    match kind {
         _ if id == 0 => true,
         _ if id < 0 => false,
         F_OWNER_TID => k.thread(id).is_some(),
         F_OWNER_PID => k.procs().exists(id),
         _ => k.procs().group_exists(id),
-    };
-    if !exists {
+    }
+}
+
+/// Makes `owner` (kind, id; id 0 for nobody) the file's: ESRCH when no
+/// such thread, process or group exists. It is signalled with the
+/// caller's credentials as they are now, as Linux's __f_setown records.
+fn set(task: &Task, f: &FileDescription, (kind, id): (i32, i32)) -> SysResult {
+    if !exists(task, (kind, id)) {
         return Err(Errno::ESRCH);
     }
     let notify = (id != 0).then(|| {

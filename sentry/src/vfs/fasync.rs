@@ -10,10 +10,12 @@
 //! policy, fixed when O_ASYNC is set so a notification never calls back
 //! into the notifying file.
 
+use crate::abi::fcntl::O_ASYNC;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::signal::{POLL_ERR, POLL_HUP, POLL_IN, POLL_OUT, POLL_PRI};
 use crate::waiter::{Entry, Notify, ALL};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
 /// What a file tells its owner.
@@ -150,34 +152,43 @@ impl Fown {
         }
     }
 
-    /// O_ASYNC turned on through descriptor `fd` (`policy` Some for a
-    /// file that signals) or off: registers the entry with `register` or
-    /// takes it away with `unregister`. Setting it again only changes
-    /// the descriptor reported. Returns the policy when this registered
-    /// it.
+    /// O_ASYNC turned on through descriptor `fd` (`on` Some) or off, on
+    /// a description whose status flags are `flags` and whose file has
+    /// `policy` (None for a file that does not signal, which does not
+    /// take the flag). Only a change of the flag does anything, as Linux's
+    /// `setfl`: the entry is registered with `register` or taken away with
+    /// `unregister`. The flag is tested and changed with the entry under
+    /// one lock, so that concurrent changes leave them agreeing. Returns
+    /// the policy when this turned it on.
     pub(crate) fn set_async(
         self: &Arc<Fown>,
-        on: Option<(Fasync, i32)>,
+        flags: &AtomicU32,
+        on: Option<i32>,
+        policy: Option<Fasync>,
         register: impl FnOnce(&Entry),
         unregister: impl FnOnce(&Entry),
     ) -> Option<Fasync> {
         let mut registered = self.registered.lock();
+        let has = flags.load(Ordering::Relaxed) & O_ASYNC != 0;
         match on {
-            Some((policy, fd)) => {
+            Some(_) if has => None,
+            Some(fd) => {
+                let policy = policy?;
                 self.owner.lock().fd = fd;
-                if registered.is_some() {
-                    return None;
+                if registered.is_none() {
+                    let target = Arc::new(Target { fown: Arc::downgrade(self), policy });
+                    let e = Entry::new(policy.mask(), target);
+                    register(&e);
+                    *registered = Some(e);
                 }
-                let target = Arc::new(Target { fown: Arc::downgrade(self), policy });
-                let e = Entry::new(policy.mask(), target);
-                register(&e);
-                *registered = Some(e);
+                flags.fetch_or(O_ASYNC, Ordering::Relaxed);
                 Some(policy)
             }
             None => {
                 if let Some(e) = registered.take() {
                     unregister(&e);
                 }
+                flags.fetch_and(!O_ASYNC, Ordering::Relaxed);
                 None
             }
         }
@@ -243,13 +254,49 @@ mod tests {
         fown.set_signo(40);
         let q = Queue::default();
         q.notify(ALL);
-        let on = |fd| fown.set_async(Some((Fasync::Stream, fd)), |e| q.register(e), |e| q.unregister(e));
-        assert_eq!(on(3), Some(Fasync::Stream));
-        assert_eq!(on(5), None);
+        let flags = AtomicU32::new(0);
+        let set = |on| fown.set_async(&flags, on, Some(Fasync::Stream), |e| q.register(e), |e| q.unregister(e));
+        assert_eq!(set(Some(3)), Some(Fasync::Stream));
+        // Set again: no change, the descriptor reported stays.
+        assert_eq!(set(Some(5)), None);
         q.notify(POLLIN);
-        assert_eq!(fown.set_async(None, |e| q.register(e), |e| q.unregister(e)), None);
+        assert_eq!(set(None), None);
+        assert_eq!(flags.load(Ordering::Relaxed), 0);
         q.notify(POLLIN);
-        assert_eq!(*got.lock(), [OwnerSignal::Io { signo: 40, reason: POLL_IN, fd: 5 }]);
+        assert_eq!(*got.lock(), [OwnerSignal::Io { signo: 40, reason: POLL_IN, fd: 3 }]);
         assert_eq!(q.entry_count(), 0);
+    }
+
+    #[test]
+    fn a_file_that_does_not_signal_does_not_take_the_flag() {
+        let fown = Arc::new(Fown::default());
+        let flags = AtomicU32::new(0);
+        assert_eq!(fown.set_async(&flags, Some(3), None, |_| panic!("registered"), |_| ()), None);
+        assert_eq!(flags.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn concurrent_changes_leave_the_flag_and_the_entry_agreeing() {
+        let fown = Arc::new(Fown::default());
+        let flags = Arc::new(AtomicU32::new(0));
+        let q = Arc::new(Queue::default());
+        let togglers: Vec<_> = [true, false]
+            .into_iter()
+            .map(|on| {
+                let (fown, flags, q) = (fown.clone(), flags.clone(), q.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let on = on.then_some(3);
+                        fown.set_async(&flags, on, Some(Fasync::Stream), |e| q.register(e), |e| q.unregister(e));
+                    }
+                })
+            })
+            .collect();
+        for t in togglers {
+            t.join().unwrap();
+        }
+        let set = flags.load(Ordering::Relaxed) & O_ASYNC != 0;
+        assert_eq!(q.entry_count(), usize::from(set));
+        assert_eq!(fown.registered.lock().is_some(), set);
     }
 }

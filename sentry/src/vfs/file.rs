@@ -111,17 +111,15 @@ impl FileDescription {
     /// file without it does not take the flag. Returns the file's policy
     /// when this turned O_ASYNC on.
     pub fn set_status_flags_via(&self, fd: i32, flags: u32) -> Option<Fasync> {
-        let (want, has) = (flags & O_ASYNC != 0, self.flags() & O_ASYNC != 0);
-        let mut keep = self.flags() & O_ASYNC;
-        let mut enabled = None;
-        if want != has {
-            let policy = if want { self.ops.fasync().map(|p| (p, fd)) } else { None };
-            keep = if policy.is_some() { O_ASYNC } else { 0 };
-            enabled = self.fown.set_async(policy, |e| self.ops.event_register(e), |e| self.ops.event_unregister(e));
-        }
-        let old = self.flags();
-        let new = (old & !(SETFL_MASK | O_ASYNC)) | (flags & SETFL_MASK) | keep;
-        self.flags.store(new, Ordering::Relaxed);
+        let on = (flags & O_ASYNC != 0).then_some(fd);
+        let enabled = self.fown.set_async(
+            &self.flags,
+            on,
+            self.ops.fasync(),
+            |e| self.ops.event_register(e),
+            |e| self.ops.event_unregister(e),
+        );
+        self.set_status_flags(flags);
         enabled
     }
 
@@ -145,9 +143,9 @@ impl FileDescription {
     }
 
     pub fn set_status_flags(&self, flags: u32) {
-        let old = self.flags();
-        let new = (old & !SETFL_MASK) | (flags & SETFL_MASK);
-        self.flags.store(new, Ordering::Relaxed);
+        // One atomic update: a concurrent O_ASYNC change is kept.
+        let set = |old| Some((old & !SETFL_MASK) | (flags & SETFL_MASK));
+        let _ = self.flags.fetch_update(Ordering::Relaxed, Ordering::Relaxed, set);
     }
 
     fn access(&self) -> u32 {

@@ -64,8 +64,10 @@ pub(crate) struct Terminal {
     pub index: u32,
     state: Mutex<State>,
     cond: Condvar,
-    /// Pollers of either end wait here.
-    events: Queue,
+    /// Pollers (and O_ASYNC owners) of the master wait here.
+    master_events: Queue,
+    /// Pollers (and O_ASYNC owners) of the replicas wait here.
+    replica_events: Queue,
     kernel: Weak<Kernel>,
     owner: u32,
     created: TimeSpec,
@@ -91,7 +93,8 @@ impl Terminal {
                 hung_up: false,
             }),
             cond: Condvar::new(),
-            events: Queue::default(),
+            master_events: Queue::default(),
+            replica_events: Queue::default(),
             kernel,
             owner,
             created,
@@ -109,9 +112,24 @@ impl Terminal {
         self.state.lock().masters > 0
     }
 
+    /// A change of state (an open, a close, a hang-up): both sides hear
+    /// of it.
     fn changed(&self) {
+        self.tell((ALL, ALL));
+    }
+
+    /// Wakes the calls blocked on the terminal and tells each side its
+    /// news, (master, replica) events, 0 for none: data to read or room
+    /// to write that the other side made, as Linux signals an O_ASYNC
+    /// owner only of what the other side did.
+    fn tell(&self, (master, replica): (u32, u32)) {
         self.cond.notify_all();
-        self.events.notify(ALL);
+        if master != 0 {
+            self.master_events.notify(master);
+        }
+        if replica != 0 {
+            self.replica_events.notify(replica);
+        }
     }
 
     fn waker(self: &Arc<Terminal>) -> Waker {
@@ -282,12 +300,14 @@ impl Terminal {
     /// TCSETS*: `flush` discards unread input first (TCSETSF).
     pub(crate) fn set_termios(&self, t: Termios, flush: bool) {
         let mut s = self.state.lock();
+        let before = readiness(&s);
         if flush {
             s.ld.flush_input();
         }
         s.ld.set_termios(t);
+        let news = became_ready(before, &s);
         drop(s);
-        self.changed();
+        self.tell(news);
     }
 
     pub(crate) fn winsize(&self) -> Winsize {
@@ -319,13 +339,16 @@ impl Terminal {
             s.output.clear();
         }
         drop(s);
-        self.changed();
+        // Room for the master's input, for the replica's output.
+        let room = |made| if made { POLLOUT | POLLWRNORM } else { 0 };
+        self.tell((room(input), room(output)));
     }
 
     /// TCXONC: suspends or restarts output (TCOOFF, TCOON), or sends the
     /// stop or start character (TCIOFF, TCION) towards the master.
     pub(crate) fn flow(&self, action: u64) -> Result<(), Errno> {
         let mut s = self.state.lock();
+        let before = readiness(&s);
         match action {
             0 => s.ld.set_stopped(true),
             1 => s.ld.set_stopped(false),
@@ -338,8 +361,12 @@ impl Terminal {
             }
             _ => return Err(Errno::EINVAL),
         }
+        let (mut master, replica) = became_ready(before, &s);
+        if matches!(action, 2 | 3) {
+            master |= readiness(&s).0 & (POLLIN | POLLRDNORM);
+        }
         drop(s);
-        self.changed();
+        self.tell((master, replica));
         Ok(())
     }
 
@@ -424,18 +451,35 @@ impl Terminal {
         let mut done = 0;
         let mut s = self.state.lock();
         loop {
+            let before = readiness(&s);
             let mut fx = Effects::default();
-            done += s.ld.receive(&buf[done..], &mut fx);
+            let took = s.ld.receive(&buf[done..], &mut fx);
+            done += took;
             if fx.flush_output {
                 s.output.clear();
             }
             // Echo beyond the output's room is dropped, as Linux's echo
             // buffer does when nobody reads the master.
             let room = OUTPUT_CAPACITY.saturating_sub(s.output.len());
+            let echoed = !fx.echo.is_empty() && room > 0;
             s.output.extend(fx.echo.into_iter().take(room));
+            // The replica hears of input to read and of output flushed;
+            // the master of its echo; either of what typed flow control
+            // started.
+            let (mut master, mut replica) = became_ready(before, &s);
+            let now = readiness(&s);
+            if took > 0 {
+                replica |= now.1 & (POLLIN | POLLRDNORM);
+            }
+            if fx.flush_output {
+                replica |= now.1 & (POLLOUT | POLLWRNORM);
+            }
+            if echoed {
+                master |= now.0 & (POLLIN | POLLRDNORM);
+            }
             let fg = s.foreground;
             MutexGuard::unlocked(&mut s, || {
-                self.changed();
+                self.tell((master, replica));
                 if let Some(fg) = fg {
                     for sig in fx.signals {
                         self.signal_group(fg, sig);
@@ -464,7 +508,8 @@ impl Terminal {
                 *dst = src;
             }
             drop(s);
-            self.changed();
+            // Room for the replica's output.
+            self.tell((0, POLLOUT | POLLWRNORM));
             return Ok(n);
         }
         if s.replica_closed() {
@@ -494,7 +539,8 @@ impl Terminal {
             s.ld.output(&buf[done..done + n], &mut out);
             s.output.extend(out);
             done += n;
-            MutexGuard::unlocked(&mut s, || self.changed());
+            // Output for the master to read.
+            MutexGuard::unlocked(&mut s, || self.tell((POLLIN | POLLRDNORM, 0)));
         }
         Ok(done)
     }
@@ -542,7 +588,8 @@ impl Terminal {
         if enough || immediate || (timed_out && (have > 0 || vmin == 0)) || (call.nonblock && have > 0 && !canonical) {
             let n = s.ld.read(buf);
             drop(s);
-            self.changed();
+            // Room for the master's input.
+            self.tell((POLLOUT | POLLWRNORM, 0));
             return Ok(n);
         }
         call.retry_at = deadline;
@@ -550,33 +597,55 @@ impl Terminal {
     }
 
     fn poll(&self, master: bool) -> u32 {
-        let s = self.state.lock();
-        let mut ev = 0;
+        let r = readiness(&self.state.lock());
         if master {
-            if !s.output.is_empty() && !s.ld.stopped() {
-                ev |= POLLIN | POLLRDNORM;
-            }
-            if s.ld.has_room() {
-                ev |= POLLOUT | POLLWRNORM;
-            }
-            if s.replica_closed() {
-                ev |= POLLHUP;
-            }
-            return ev;
+            r.0
+        } else {
+            r.1
         }
-        if s.gone() {
-            return POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM;
-        }
-        let t = s.ld.termios();
-        let min = if !t.lflag(ICANON) && t.cc[VTIME] == 0 { usize::from(t.cc[VMIN]).max(1) } else { 1 };
-        if (t.lflag(ICANON) && s.ld.has_input()) || (!t.lflag(ICANON) && s.ld.readable() >= min) {
-            ev |= POLLIN | POLLRDNORM;
-        }
-        if s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped() {
-            ev |= POLLOUT | POLLWRNORM;
-        }
-        ev
     }
+}
+
+/// The poll events of the master and of the replica.
+fn readiness(s: &State) -> (u32, u32) {
+    (master_readiness(s), replica_readiness(s))
+}
+
+/// The events of `before` that were not ready then and are in `s`: what
+/// a change of modes or flow made ready.
+fn became_ready(before: (u32, u32), s: &State) -> (u32, u32) {
+    let now = readiness(s);
+    (now.0 & !before.0, now.1 & !before.1)
+}
+
+fn master_readiness(s: &State) -> u32 {
+    let mut ev = 0;
+    if !s.output.is_empty() && !s.ld.stopped() {
+        ev |= POLLIN | POLLRDNORM;
+    }
+    if s.ld.has_room() {
+        ev |= POLLOUT | POLLWRNORM;
+    }
+    if s.replica_closed() {
+        ev |= POLLHUP;
+    }
+    ev
+}
+
+fn replica_readiness(s: &State) -> u32 {
+    if s.gone() {
+        return POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM;
+    }
+    let mut ev = 0;
+    let t = s.ld.termios();
+    let min = if !t.lflag(ICANON) && t.cc[VTIME] == 0 { usize::from(t.cc[VMIN]).max(1) } else { 1 };
+    if (t.lflag(ICANON) && s.ld.has_input()) || (!t.lflag(ICANON) && s.ld.readable() >= min) {
+        ev |= POLLIN | POLLRDNORM;
+    }
+    if s.output.len() < OUTPUT_CAPACITY && !s.ld.stopped() {
+        ev |= POLLOUT | POLLWRNORM;
+    }
+    ev
 }
 
 impl Terminal {
@@ -619,6 +688,15 @@ impl Drop for TtyFile {
 }
 
 impl TtyFile {
+    /// The queue this end's pollers wait on.
+    fn events(&self) -> &Queue {
+        if self.master {
+            &self.term.master_events
+        } else {
+            &self.term.replica_events
+        }
+    }
+
     /// Job control for a call that changes the terminal (modes, the
     /// foreground group, flushing) from the replica side; the master, the
     /// terminal's owner, is never in the background.
@@ -662,11 +740,11 @@ impl FileOps for TtyFile {
     }
 
     fn event_register(&self, e: &Entry) {
-        self.term.events.register(e);
+        self.events().register(e);
     }
 
     fn event_unregister(&self, e: &Entry) {
-        self.term.events.unregister(e);
+        self.events().unregister(e);
     }
 
     fn fasync(&self) -> Option<crate::vfs::Fasync> {
