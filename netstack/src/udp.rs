@@ -45,6 +45,21 @@ fn quoted(to: IpAddr) -> usize {
     }
 }
 
+/// The IP header of the port unreachable a datagram to `to` (canonical)
+/// sent with `sent` draws: the default TTL (hop limit), and for IPv4 the
+/// datagram's TOS bits under the internetwork-control precedence, as
+/// icmp_send sets them (ICMPv6 errors have traffic class 0).
+fn error_header(to: IpAddr, sent: Header) -> Header {
+    /// IPTOS_TOS_MASK and IPTOS_PREC_INTERNETCONTROL.
+    const TOS_MASK: u8 = 0x1e;
+    const INTERNET_CONTROL: u8 = 0xc0;
+    let tos = match to {
+        IpAddr::V4(_) => sent.tos & TOS_MASK | INTERNET_CONTROL,
+        IpAddr::V6(_) => 0,
+    };
+    Header { tos, ttl: Header::default().ttl }
+}
+
 struct Inner {
     local: Local,
     peer: Option<SocketAddr>,
@@ -56,9 +71,10 @@ struct Inner {
     /// IP_RECVERR and IPV6_RECVERR: errors of datagrams to IPv4 and to
     /// IPv6 destinations are queued, and reach an unconnected socket too.
     recv_errors: (bool, bool),
-    /// The datagrams that drew an error (their destination and the part
-    /// the error quotes), charged to the receive buffer as Linux does.
-    errors: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// The datagrams that drew an error (their destination, how the error
+    /// arrived and the part it quotes), charged to the receive buffer as
+    /// Linux does.
+    errors: VecDeque<(SocketAddr, Meta, Vec<u8>)>,
     read_shut: bool,
     write_shut: bool,
 }
@@ -92,13 +108,16 @@ pub struct Datagram {
 }
 
 /// A datagram the error queue gave back: bytes copied, the length the
-/// error quoted, and where it was sent. Its error is always a port
-/// unreachable (ECONNREFUSED) from that destination itself.
+/// error quoted, where it was sent, and how the error arrived (sent to
+/// the datagram's source; its header as Linux's icmp_send and icmp6_send
+/// make it). Its error is always a port unreachable (ECONNREFUSED) from
+/// that destination itself.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Unreachable {
     pub len: usize,
     pub full: usize,
     pub to: SocketAddr,
+    pub error: Meta,
 }
 
 /// The IP header fields a sender sets (IP_TOS/IPV6_TCLASS and
@@ -234,7 +253,7 @@ impl UdpEndpoint {
             }
             None => {
                 drop(i);
-                self.unreachable(dest, data);
+                self.unreachable(from, dest, i_header, data);
             }
         }
         Ok(data.len())
@@ -245,7 +264,7 @@ impl UdpEndpoint {
     /// sender unless that is connected to another peer; a connected
     /// socket, or one asking for the errors of `dest`'s family, fails its
     /// next call with ECONNREFUSED, and the latter queues the datagram.
-    fn unreachable(&self, dest: SocketAddr, data: &[u8]) {
+    fn unreachable(&self, from: SocketAddr, dest: SocketAddr, header: Header, data: &[u8]) {
         let mut i = self.inner.lock();
         let asked = if dest.is_ipv4() { i.recv_errors.0 } else { i.recv_errors.1 };
         if i.peer.is_some_and(|p| p != dest) || !(asked || i.peer.is_some()) {
@@ -256,7 +275,12 @@ impl UdpEndpoint {
         // A full buffer drops the error's datagram, not the error.
         if asked && i.queued + cost(quote.len()) <= RECEIVE_BUFFER && self.stack.charge(cost(quote.len())) {
             i.queued += cost(quote.len());
-            i.errors.push_back((addr::presented(self.family, dest), quote.to_vec()));
+            let error = Meta {
+                to: addr::presented(self.family, from),
+                header: error_header(dest.ip(), header),
+                at: std::time::SystemTime::now(),
+            };
+            i.errors.push_back((addr::presented(self.family, dest), error, quote.to_vec()));
         }
         drop(i);
         // The news wakes a blocked receiver.
@@ -272,7 +296,7 @@ impl UdpEndpoint {
             Family::V6 => i.recv_errors.1 = on,
         }
         if !on {
-            let freed: usize = i.errors.drain(..).map(|(_, d)| cost(d.len())).sum();
+            let freed: usize = i.errors.drain(..).map(|(.., d)| cost(d.len())).sum();
             i.queued -= freed;
             self.stack.uncharge(freed);
         }
@@ -286,13 +310,13 @@ impl UdpEndpoint {
     /// that of the next entry, or none, as in sock_dequeue_err_skb.
     pub fn recv_error(&self, buf: &mut [u8]) -> Result<Unreachable, Error> {
         let mut i = self.inner.lock();
-        let (to, data) = i.errors.pop_front().ok_or(Error::WouldBlock)?;
+        let (to, error, data) = i.errors.pop_front().ok_or(Error::WouldBlock)?;
         i.queued -= cost(data.len());
         self.stack.uncharge(cost(data.len()));
         i.error = if i.errors.is_empty() { None } else { Some(Error::ConnRefused) };
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
-        Ok(Unreachable { len, full: data.len(), to })
+        Ok(Unreachable { len, full: data.len(), to, error })
     }
 
     /// The route of an IPv4 datagram to a group from a socket bound to
@@ -572,7 +596,9 @@ mod tests {
         assert_eq!(u.events() & (events::ERR | events::IN), events::ERR);
         let mut buf = [0u8; 600];
         let e = u.recv_error(&mut buf[..2]).unwrap();
-        assert_eq!(e, Unreachable { len: 2, full: 3, to: addr("127.0.0.1:9") });
+        assert_eq!((e.len, e.full, e.to), (2, 3, addr("127.0.0.1:9")));
+        assert_eq!(e.error.header, Header { tos: 0xc0, ttl: 64 });
+        assert_eq!(e.error.to, SocketAddr::new(addr("127.0.0.1:9").ip(), u.local_addr().port()), "to the source");
         assert_eq!(u.take_error(), Some(Error::ConnRefused), "the next entry's");
         assert_eq!(u.recv_error(&mut buf).map(|e| e.full), Ok(520));
         assert_eq!(u.take_error(), None);
@@ -596,15 +622,20 @@ mod tests {
     fn each_family_has_its_option() {
         let stack = Stack::new();
         let u = UdpEndpoint::new(&stack, Family::V6);
+        u.set_header(Header { tos: 0xff, ttl: 5 });
         u.set_recv_errors(Family::V6, true);
         assert_eq!(u.send_to(Some(addr("[::ffff:127.0.0.1]:9")), b"x"), Ok(1));
         assert_eq!(u.take_error(), None);
         assert_eq!(u.send_to(Some(addr("[::1]:9")), &[1; 1500]), Ok(1500));
         let mut buf = [0u8; 1500];
-        assert_eq!(u.recv_error(&mut buf), Ok(Unreachable { len: 1184, full: 1184, to: addr("[::1]:9") }));
+        let e = u.recv_error(&mut buf).unwrap();
+        assert_eq!((e.len, e.full, e.to), (1184, 1184, addr("[::1]:9")));
+        assert_eq!(e.error.header, Header { tos: 0, ttl: 64 }, "ICMPv6: traffic class 0");
         u.set_recv_errors(Family::V4, true);
         assert_eq!(u.send_to(Some(addr("[::ffff:127.0.0.1]:9")), b"x"), Ok(1));
-        assert_eq!(u.recv_error(&mut buf).map(|e| e.to), Ok(addr("[::ffff:127.0.0.1]:9")));
+        let e = u.recv_error(&mut buf).unwrap();
+        assert_eq!((e.to, e.error.to.ip()), (addr("[::ffff:127.0.0.1]:9"), addr("[::ffff:127.0.0.1]:9").ip()));
+        assert_eq!(e.error.header, Header { tos: 0xde, ttl: 64 }, "the TOS bits, internetwork control");
     }
 
     #[test]

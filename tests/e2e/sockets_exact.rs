@@ -34,8 +34,9 @@ fn sockets_exact_names() {
 
 /// A UDP datagram to a loopback port nobody holds: ECONNREFUSED on a
 /// connected socket's next call; with IP_RECVERR/IPV6_RECVERR the error
-/// queue (MSG_ERRQUEUE, sock_extended_err and offender), SO_ERROR and
-/// POLLERR; TCP's IP_RECVERR and its empty queue.
+/// queue (MSG_ERRQUEUE, sock_extended_err and offender, after the control
+/// messages asked for), SO_ERROR and POLLERR; TCP's IP_RECVERR and its
+/// empty queue; recv(MSG_OOB) on UDP as a plain receive.
 #[test]
 fn sockets_exact_udp_error_queue() {
     guest_test("udp_errqueue", &[]);

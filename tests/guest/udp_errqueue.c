@@ -4,7 +4,10 @@
  * (IPV6_RECVERR) an unconnected one does too, and the datagram waits on the
  * socket's error queue for recvmsg(MSG_ERRQUEUE) with a sock_extended_err
  * and the offender; poll reports POLLERR (not POLLIN) while an error is
- * pending or queued. TCP takes IP_RECVERR and has nothing queued.
+ * pending or queued. An entry also carries the control messages the socket
+ * asked for, describing the ICMP error as it arrived (IP_RECVERR last).
+ * TCP takes IP_RECVERR and has nothing queued. UDP takes no notice of
+ * MSG_OOB on receive (and refuses it on send).
  */
 #include "check.h"
 
@@ -13,6 +16,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 static int on = 1, off = 0;
 
@@ -345,6 +349,177 @@ static void ipv6(int port)
     close(s);
 }
 
+/* The next control message of `e`, which must be (level, type) with
+ * `len` bytes of data. */
+static const unsigned char *next_cmsg(struct entry *e, struct cmsghdr **at, int level, int type, size_t len)
+{
+    struct msghdr m = { .msg_control = e->control.buf, .msg_controllen = e->controllen };
+    *at = *at ? CMSG_NXTHDR(&m, *at) : CMSG_FIRSTHDR(&m);
+    CHECK(*at != NULL);
+    CHECK_EQ((*at)->cmsg_level, level);
+    CHECK_EQ((*at)->cmsg_type, type);
+    CHECK_EQ((*at)->cmsg_len, CMSG_LEN(len));
+    return CMSG_DATA(*at);
+}
+
+static int int_at(const unsigned char *p)
+{
+    int v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The error's SO_TIMESTAMP: when it was queued, just now. */
+static void check_stamp(struct entry *e, struct cmsghdr **at)
+{
+    struct timeval tv, now;
+    memcpy(&tv, next_cmsg(e, at, SOL_SOCKET, SO_TIMESTAMP, sizeof tv), sizeof tv);
+    CHECK_OK(gettimeofday(&now, NULL));
+    CHECK(tv.tv_sec <= now.tv_sec && tv.tv_sec + 5 >= now.tv_sec);
+}
+
+/* The messages the socket asked for describe the ICMP error: it came on
+ * lo to the datagram's source, with TTL 64 and the datagram's TOS bits
+ * under the internetwork-control precedence, whatever TTL the datagram had;
+ * they come first, IP_RECVERR last. */
+static void entry_messages_v4(int port)
+{
+    struct sockaddr_in to = v4(port), from = v4(0);
+    from.sin_addr.s_addr = htonl(0x7f000003);
+    struct entry e;
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(bind(s, (struct sockaddr *)&from, sizeof from));
+    int opts[] = { IP_RECVERR, IP_PKTINFO, IP_RECVTTL, IP_RECVTOS };
+    for (unsigned i = 0; i < sizeof opts / sizeof *opts; i++)
+        CHECK_OK(setsockopt(s, SOL_IP, opts[i], &on, sizeof on));
+    CHECK_OK(setsockopt(s, SOL_SOCKET, SO_TIMESTAMP, &on, sizeof on));
+    int tos = 0x14, ttl = 5;
+    CHECK_OK(setsockopt(s, SOL_IP, IP_TOS, &tos, sizeof tos));
+    CHECK_OK(setsockopt(s, SOL_IP, IP_TTL, &ttl, sizeof ttl));
+    CHECK_EQ(sendto(s, "t", 1, 0, (struct sockaddr *)&to, sizeof to), 1);
+    CHECK_EQ(revents(s, 2000), POLLOUT | POLLERR);
+    read_error(s, &e, sizeof e.data, sizeof e.control.buf);
+    CHECK_EQ(e.n, 1);
+    CHECK_EQ(e.flags, MSG_ERRQUEUE);
+    struct cmsghdr *at = NULL;
+    check_stamp(&e, &at);
+    struct in_pktinfo pi;
+    memcpy(&pi, next_cmsg(&e, &at, SOL_IP, IP_PKTINFO, sizeof pi), sizeof pi);
+    CHECK_EQ(pi.ipi_ifindex, 1);
+    CHECK_EQ(pi.ipi_spec_dst.s_addr, 0);
+    CHECK_EQ(ntohl(pi.ipi_addr.s_addr), 0x7f000003);
+    CHECK_EQ(int_at(next_cmsg(&e, &at, SOL_IP, IP_TTL, sizeof(int))), 64);
+    CHECK_EQ(*next_cmsg(&e, &at, SOL_IP, IP_TOS, 1), 0xd4);
+    next_cmsg(&e, &at, SOL_IP, IP_RECVERR, sizeof(struct sock_extended_err) + sizeof(struct sockaddr_in));
+    e.cmsg = at;
+    check_v4_error(&e, port);
+    struct msghdr m = { .msg_control = e.control.buf, .msg_controllen = e.controllen };
+    CHECK(CMSG_NXTHDR(&m, at) == NULL);
+
+    /* With room for the first two only, the third is cut: MSG_CTRUNC. */
+    CHECK_EQ(sendto(s, "u", 1, 0, (struct sockaddr *)&to, sizeof to), 1);
+    CHECK_EQ(revents(s, 2000), POLLOUT | POLLERR);
+    size_t room = CMSG_SPACE(sizeof(struct timeval)) + CMSG_SPACE(sizeof(struct in_pktinfo));
+    read_error(s, &e, sizeof e.data, room);
+    CHECK_EQ(e.flags, MSG_ERRQUEUE | MSG_CTRUNC);
+    CHECK_EQ(e.controllen, room);
+    close(s);
+}
+
+/* On an IPv6 socket the ICMPv6 error's messages: IPV6_PKTINFO (lo, the
+ * datagram's source), hop limit 64 and traffic class 0 whatever the datagram's. An
+ * IPv4 error adds IPV6_PKTINFO (the v4-mapped source) to the IPv4 ones. */
+static void entry_messages_v6(int port)
+{
+    struct sockaddr_in6 to = v6("::1", port);
+    struct entry e;
+    int s = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    int opts[] = { IPV6_RECVERR, IPV6_RECVPKTINFO, IPV6_RECVHOPLIMIT, IPV6_RECVTCLASS };
+    for (unsigned i = 0; i < sizeof opts / sizeof *opts; i++)
+        CHECK_OK(setsockopt(s, SOL_IPV6, opts[i], &on, sizeof on));
+    int tclass = 0xff, hops = 7;
+    CHECK_OK(setsockopt(s, SOL_IPV6, IPV6_TCLASS, &tclass, sizeof tclass));
+    CHECK_OK(setsockopt(s, SOL_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops));
+    CHECK_EQ(sendto(s, "v", 1, 0, (struct sockaddr *)&to, sizeof to), 1);
+    CHECK_EQ(revents(s, 2000), POLLOUT | POLLERR);
+    read_error(s, &e, sizeof e.data, sizeof e.control.buf);
+    CHECK_EQ(e.n, 1);
+    struct cmsghdr *at = NULL;
+    struct in6_pktinfo pi;
+    memcpy(&pi, next_cmsg(&e, &at, SOL_IPV6, IPV6_PKTINFO, sizeof pi), sizeof pi);
+    CHECK_EQ(pi.ipi6_ifindex, 1);
+    CHECK(IN6_IS_ADDR_LOOPBACK(&pi.ipi6_addr));
+    CHECK_EQ(int_at(next_cmsg(&e, &at, SOL_IPV6, IPV6_HOPLIMIT, sizeof(int))), 64);
+    CHECK_EQ(int_at(next_cmsg(&e, &at, SOL_IPV6, IPV6_TCLASS, sizeof(int))), 0);
+    struct sock_extended_err ee;
+    memcpy(&ee, next_cmsg(&e, &at, SOL_IPV6, IPV6_RECVERR, sizeof ee + sizeof(struct sockaddr_in6)), sizeof ee);
+    CHECK_EQ(ee.ee_origin, SO_EE_ORIGIN_ICMP6);
+    close(s);
+
+    struct sockaddr_in6 mapped = v6("::ffff:127.0.0.1", port);
+    s = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    for (unsigned i = 0; i < sizeof opts / sizeof *opts; i++)
+        CHECK_OK(setsockopt(s, SOL_IPV6, opts[i], &on, sizeof on));
+    int v4opts[] = { IP_RECVERR, IP_PKTINFO, IP_RECVTTL, IP_RECVTOS };
+    for (unsigned i = 0; i < sizeof v4opts / sizeof *v4opts; i++)
+        CHECK_OK(setsockopt(s, SOL_IP, v4opts[i], &on, sizeof on));
+    CHECK_OK(setsockopt(s, SOL_SOCKET, SO_TIMESTAMP, &on, sizeof on));
+    CHECK_EQ(sendto(s, "w", 1, 0, (struct sockaddr *)&mapped, sizeof mapped), 1);
+    CHECK_EQ(revents(s, 2000), POLLOUT | POLLERR);
+    read_error(s, &e, sizeof e.data, sizeof e.control.buf);
+    CHECK_EQ(e.n, 1);
+    at = NULL;
+    check_stamp(&e, &at);
+    memcpy(&pi, next_cmsg(&e, &at, SOL_IPV6, IPV6_PKTINFO, sizeof pi), sizeof pi);
+    CHECK_EQ(pi.ipi6_ifindex, 1);
+    CHECK(memcmp(&pi.ipi6_addr, &mapped.sin6_addr, sizeof pi.ipi6_addr) == 0);
+    struct in_pktinfo pi4;
+    memcpy(&pi4, next_cmsg(&e, &at, SOL_IP, IP_PKTINFO, sizeof pi4), sizeof pi4);
+    CHECK_EQ(pi4.ipi_ifindex, 1);
+    CHECK_EQ(pi4.ipi_spec_dst.s_addr, 0);
+    CHECK_EQ(ntohl(pi4.ipi_addr.s_addr), INADDR_LOOPBACK);
+    CHECK_EQ(int_at(next_cmsg(&e, &at, SOL_IP, IP_TTL, sizeof(int))), 64);
+    CHECK_EQ(*next_cmsg(&e, &at, SOL_IP, IP_TOS, 1), 0xc0);
+    memcpy(&ee, next_cmsg(&e, &at, SOL_IPV6, IPV6_RECVERR, sizeof ee + sizeof(struct sockaddr_in6)), sizeof ee);
+    CHECK_EQ(ee.ee_origin, SO_EE_ORIGIN_ICMP);
+    close(s);
+}
+
+/* recv(MSG_OOB) on UDP is an ordinary receive: EAGAIN with nothing queued
+ * (after SO_RCVTIMEO when blocking), the datagram when there is one, no
+ * MSG_OOB in msg_flags. Sending MSG_OOB is EOPNOTSUPP. */
+static void oob(void)
+{
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    struct sockaddr_in me = v4(0);
+    socklen_t len = sizeof me;
+    CHECK_OK(bind(s, (struct sockaddr *)&me, sizeof me));
+    CHECK_OK(getsockname(s, (struct sockaddr *)&me, &len));
+    char b[8];
+    CHECK_ERR(recv(s, b, sizeof b, MSG_OOB | MSG_DONTWAIT), EAGAIN);
+    struct timeval tv = { 0, 50000 };
+    CHECK_OK(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+    CHECK_ERR(recv(s, b, sizeof b, MSG_OOB), EAGAIN);
+    CHECK_ERR(sendto(s, "x", 1, MSG_OOB, (struct sockaddr *)&me, sizeof me), EOPNOTSUPP);
+    CHECK_EQ(sendto(s, "oob", 3, 0, (struct sockaddr *)&me, sizeof me), 3);
+    CHECK_EQ(sendto(s, "two", 3, 0, (struct sockaddr *)&me, sizeof me), 3);
+    struct sockaddr_in from;
+    socklen_t fromlen = sizeof from;
+    CHECK_EQ(recvfrom(s, b, sizeof b, MSG_OOB | MSG_PEEK, (struct sockaddr *)&from, &fromlen), 3);
+    CHECK_EQ(fromlen, sizeof from);
+    CHECK_EQ(from.sin_port, me.sin_port);
+    CHECK(memcmp(b, "oob", 3) == 0);
+    struct iovec iov = { b, sizeof b };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+    CHECK_EQ(recvmsg(s, &m, MSG_OOB), 3);
+    CHECK_EQ(m.msg_flags, 0);
+    CHECK(memcmp(b, "oob", 3) == 0);
+    CHECK_EQ(recv(s, b, sizeof b, MSG_OOB | MSG_DONTWAIT), 3);
+    CHECK(memcmp(b, "two", 3) == 0);
+    CHECK_ERR(recv(s, b, sizeof b, MSG_OOB | MSG_DONTWAIT), EAGAIN);
+    close(s);
+}
+
 static void tcp(void)
 {
     int domains[] = { AF_INET, AF_INET6 };
@@ -369,6 +544,9 @@ int main(void)
     unconnected_with_recverr(port);
     connected_with_recverr(port);
     ipv6(port);
+    entry_messages_v4(port);
+    entry_messages_v6(port);
+    oob();
     tcp();
     puts("udp_errqueue: ok");
     return 0;

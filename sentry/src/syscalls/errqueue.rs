@@ -4,10 +4,13 @@
 //! found no socket at its port inside the sandbox (the port unreachable
 //! the loopback interface answers with), given back with a control
 //! message: a sock_extended_err (ECONNREFUSED; ICMP type 3 code 3, or
-//! ICMPv6 type 1 code 4) and the offender, the destination itself.
+//! ICMPv6 type 1 code 4) and the offender, the destination itself,
+//! after the messages the socket asked for (timestamps, IP_PKTINFO …)
+//! describing the ICMP error as it arrived.
 //! A TCP socket's queue stays empty (no SO_TIMESTAMPING or zero-copy
 //! notifications): EAGAIN, as Linux with nothing queued.
 
+use super::sockopt_ip::{self, Arrival};
 use crate::abi::layout::Layout;
 use crate::abi::sockaddr::encode_ip;
 use crate::abi::socket::{
@@ -22,12 +25,12 @@ use std::net::{IpAddr, SocketAddr};
 
 /// One entry read: the bytes copied, msg_flags (MSG_ERRQUEUE, and
 /// MSG_TRUNC when the datagram was cut), where the datagram was sent
-/// (msg_name) and its control message (level, type, data).
+/// (msg_name) and its control messages (level, type, data).
 pub(super) struct ErrorRead {
     pub count: u64,
     pub flags: i32,
     pub to: SocketAddr,
-    pub control: (i32, i32, Vec<u8>),
+    pub control: Vec<(i32, i32, Vec<u8>)>,
 }
 
 /// Takes the oldest entry of `s`'s error queue into the guest's `bufs`,
@@ -57,10 +60,9 @@ pub(super) fn recv(task: &Task, s: &InetSocket, bufs: &[(u64, usize)]) -> Result
     // The destination answered for itself: it is the offender (shown as
     // the socket's family shows addresses, v4-mapped on an IPv6 socket).
     data.extend(encode_ip(got.to.ip(), 0));
-    let control = match u.family() {
-        Family::V4 => (IPPROTO_IP, IP_RECVERR, data),
-        Family::V6 => (IPPROTO_IPV6, IPV6_RECVERR, data),
-    };
+    let v6 = u.family() == Family::V6;
+    let mut control = sockopt_ip::control(s, v6, &got.error, Arrival::Error);
+    control.push(if v6 { (IPPROTO_IPV6, IPV6_RECVERR, data) } else { (IPPROTO_IP, IP_RECVERR, data) });
     let mut flags = i32::try_from(MSG_ERRQUEUE).unwrap_or(0);
     if got.len < got.full {
         flags |= i32::try_from(MSG_TRUNC).unwrap_or(0);

@@ -13,7 +13,7 @@ use super::socket::{
 };
 use super::socket_ops::{OptArg, SockAddrArg, SocketOps, UserBuf};
 use super::sockopt::{self, Sock};
-use super::sockopt_ip;
+use super::sockopt_ip::{self, Arrival};
 use super::sockopt_mcast;
 use super::sockopt_tcp;
 use crate::abi::layout::Layout;
@@ -321,7 +321,8 @@ fn recv_with_meta(
     bufs: &[(u64, usize)],
     flags: u64,
 ) -> Result<(u64, bool, Option<SocketAddr>, Option<Meta>), Errno> {
-    if flags & MSG_OOB != 0 {
+    // UDP takes no notice of MSG_OOB on receive (udp_recvmsg).
+    if flags & MSG_OOB != 0 && s.is_stream() {
         return recv_urgent(task, s, bufs, flags).map(|(n, _)| (n, false, None, None));
     }
     let dontwait = nonblocking(f, flags);
@@ -375,9 +376,6 @@ fn recv_with_meta(
 /// Linux's tcp_recv_urg); the count and the flags recvmsg reports
 /// (MSG_OOB, and MSG_TRUNC when the buffer has no room).
 fn recv_urgent(task: &Task, s: &InetSocket, bufs: &[(u64, usize)], flags: u64) -> Result<(u64, i32), Errno> {
-    if !s.is_stream() {
-        return Err(Errno::EOPNOTSUPP);
-    }
     let byte = s.recv_urgent(flags & MSG_PEEK != 0)?;
     let oob = i32::try_from(MSG_OOB).unwrap_or(0);
     let Some(&(base, _)) = bufs.iter().find(|&&(_, len)| len > 0) else {
@@ -428,14 +426,15 @@ fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
     if flags & MSG_ERRQUEUE != 0 {
         return recv_error(task, s, &h, msg);
     }
-    if flags & MSG_OOB != 0 {
+    if flags & MSG_OOB != 0 && s.is_stream() {
         let (n, out_flags) = recv_urgent(task, s, &iovec_list(task, &h)?, flags)?;
         task.thread.mm().copy_out(msg + MsgHdr::NAMELEN_OFFSET, &0u32.to_le_bytes())?;
         write_msg_results(task, msg, 0, out_flags)?;
         return Ok(n);
     }
     let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, flags)?;
-    let control = meta.map(|m| sockopt_ip::control(s, family(s) == Family::V6, &m)).unwrap_or_default();
+    let v6 = family(s) == Family::V6;
+    let control = meta.map(|m| sockopt_ip::control(s, v6, &m, Arrival::Datagram)).unwrap_or_default();
     let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
         Some(from) => write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode_inet(from))?,
@@ -447,10 +446,10 @@ fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
 }
 
 /// recvmsg(MSG_ERRQUEUE): an entry of the socket's error queue, its
-/// destination as msg_name and its error as the control message.
+/// destination as msg_name and its error as the last control message.
 fn recv_error(task: &Task, s: &InetSocket, h: &MsgHdr, msg: u64) -> SysResult {
     let got = errqueue::recv(task, s, &iovec_list(task, h)?)?;
-    let (controllen, ctrunc) = sockopt_ip::write_control(task, h, std::slice::from_ref(&got.control))?;
+    let (controllen, ctrunc) = sockopt_ip::write_control(task, h, &got.control)?;
     if h.name != 0 {
         write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode_inet(got.to))?;
     } else {

@@ -110,9 +110,19 @@ pub(super) fn update_header(s: &InetSocket, v6: bool) {
     }
 }
 
-/// The control messages a received datagram comes with, in Linux's order:
-/// (level, type, data).
-pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta) -> Vec<(i32, i32, Vec<u8>)> {
+/// What recvmsg is reading: a datagram, or an entry of the error queue
+/// (whose messages describe the ICMP error that brought it back, as
+/// Linux's ip_recv_error and ipv6_recv_error give them).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Arrival {
+    Datagram,
+    Error,
+}
+
+/// The control messages a packet that arrived as `meta` says comes with,
+/// in Linux's order: (level, type, data). An IPv6 socket's error from an
+/// IPv4 address carries IPV6_PKTINFO and then the IPv4 messages.
+pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -> Vec<(i32, i32, Vec<u8>)> {
     let mut out = Vec::new();
     let since = meta.at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     if let Some(Stamping { ns, new }) = s.opts.get().stamping {
@@ -127,16 +137,28 @@ pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta) -> Vec<(i32, i32, V
     }
     let on = |opt: (i32, i32)| value(s, v6, opt) != 0;
     let Header { tos, ttl } = meta.header;
-    if !v6 {
+    let v4_dst = match meta.to.ip() {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(a) => a.to_ipv4_mapped(),
+    };
+    let error = arrival == Arrival::Error;
+    if v6 && on((IPPROTO_IPV6, IPV6_RECVPKTINFO)) {
+        let dst = match meta.to.ip() {
+            IpAddr::V6(a) => a.octets(),
+            IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        };
+        let mut e = Encoder::new();
+        e.bytes(&dst).i32(1);
+        out.push((IPPROTO_IPV6, IPV6_PKTINFO, e.as_bytes().to_vec()));
+    }
+    if !v6 || (error && v4_dst.is_some()) {
         if on((IPPROTO_IP, IP_PKTINFO)) {
-            // struct in_pktinfo: the interface, the local address, the
-            // header's destination.
-            let dst = match meta.to.ip() {
-                IpAddr::V4(a) => a.octets(),
-                IpAddr::V6(a) => a.to_ipv4_mapped().map_or([0; 4], |a| a.octets()),
-            };
+            // struct in_pktinfo: the interface, the local address (none
+            // for an error), the header's destination.
+            let dst = v4_dst.map_or([0; 4], |a| a.octets());
+            let spec_dst = if error { [0; 4] } else { dst };
             let mut e = Encoder::new();
-            e.i32(1).bytes(&dst).bytes(&dst);
+            e.i32(1).bytes(&spec_dst).bytes(&dst);
             out.push((IPPROTO_IP, IP_PKTINFO, e.as_bytes().to_vec()));
         }
         if on((IPPROTO_IP, IP_RECVTTL)) {
@@ -146,15 +168,6 @@ pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta) -> Vec<(i32, i32, V
             out.push((IPPROTO_IP, IP_TOS, vec![tos]));
         }
         return out;
-    }
-    if on((IPPROTO_IPV6, IPV6_RECVPKTINFO)) {
-        let dst = match meta.to.ip() {
-            IpAddr::V6(a) => a.octets(),
-            IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
-        };
-        let mut e = Encoder::new();
-        e.bytes(&dst).i32(1);
-        out.push((IPPROTO_IPV6, IPV6_PKTINFO, e.as_bytes().to_vec()));
     }
     if on((IPPROTO_IPV6, IPV6_RECVHOPLIMIT)) {
         out.push((IPPROTO_IPV6, IPV6_HOPLIMIT, i32::from(ttl).to_le_bytes().to_vec()));
