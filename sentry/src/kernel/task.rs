@@ -394,8 +394,13 @@ impl Task {
                 }
                 let mm = target.map(|t| Arc::downgrade(&t.mm()));
                 k.exit_group(victim, ExitStatus::Signal(libc::SIGKILL));
+                // Pending even when the victim is this process: until its
+                // memory is back, a fault elsewhere (its parent woken by
+                // the death) must wait for it, not take a second victim.
+                if let Some(mm) = &mm {
+                    *k.oom_pending.lock() = Some((mm.clone(), now));
+                }
                 let Some(mm) = mm.filter(|_| victim != self.thread.tgid) else { return };
-                *k.oom_pending.lock() = Some((mm.clone(), now));
                 (mm, now)
             }
         };
