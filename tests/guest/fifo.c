@@ -4,7 +4,8 @@
  * O_NONBLOCK readers open at once, O_NONBLOCK writers without a reader
  * get ENXIO, O_RDWR never waits; a reader opened O_NONBLOCK before any
  * writer does not report POLLHUP; the pipe's bytes go with its last end;
- * opening /proc/self/fd/N or /dev/stdin of a pipe opens that pipe. An
+ * opening /proc/self/fd/N or /dev/stdin of a pipe opens that pipe, and
+ * never waits for a partner there. An
  * alarm ends a hang. */
 #include "check.h"
 #include <fcntl.h>
@@ -149,6 +150,32 @@ int main(void) {
     CHECK_EQ(write(fds[1], "stdin", 5), 5);
     reap_ok(c);
     close(fds[0]);
+    close(fds[1]);
+
+    /* Unlike a FIFO, a pipe opened by name never waits for a partner: a
+     * reader after the last writer reads what is left, then EOF... */
+    CHECK_OK(pipe(fds));
+    CHECK_EQ(write(fds[1], "left", 4), 4);
+    close(fds[1]);
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fds[0]);
+    int late = CHECK_OK(open(name, O_RDONLY));
+    CHECK_EQ(read(late, buf, sizeof buf), 4);
+    CHECK_MEM(buf, "left", 4);
+    CHECK_EQ(read(late, buf, sizeof buf), 0);
+    close(late);
+    close(fds[0]);
+    /* ...and a writer after the last reader opens at once, even
+     * O_NONBLOCK (no ENXIO, as for a FIFO), and its write fails with
+     * EPIPE. */
+    CHECK_OK(pipe(fds));
+    close(fds[0]);
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fds[1]);
+    int lone = CHECK_OK(open(name, O_WRONLY | O_NONBLOCK));
+    close(lone);
+    lone = CHECK_OK(open(name, O_WRONLY));
+    signal(SIGPIPE, SIG_IGN);
+    CHECK_ERR(write(lone, "x", 1), EPIPE);
+    close(lone);
     close(fds[1]);
     return 0;
 }

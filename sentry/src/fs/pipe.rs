@@ -135,7 +135,11 @@ impl Pipe {
     /// ENXIO); O_RDWR never waits. The end does not wait itself: until
     /// its partner came, its `open_ready` fails with EAGAIN and the opener
     /// waits on the pipe's queue (giving the end up if interrupted).
-    pub(crate) fn open_end(self: &Arc<Pipe>, flags: i32) -> Result<Arc<PipeEnd>, Errno> {
+    /// An `anonymous` pipe (opened by a /proc name) never waits and never
+    /// fails, as Linux's pipefs inodes: a reader after the last writer
+    /// reads EOF, a writer after the last reader (even O_NONBLOCK) gets
+    /// EPIPE.
+    pub(crate) fn open_end(self: &Arc<Pipe>, flags: i32, anonymous: bool) -> Result<Arc<PipeEnd>, Errno> {
         let nonblock = flags & libc::O_NONBLOCK != 0;
         let (read, write) = match flags & libc::O_ACCMODE {
             libc::O_RDONLY => (true, false),
@@ -151,6 +155,9 @@ impl Pipe {
                 (s.readers, s.opened_readers)
             }
         };
+        if anonymous {
+            return Ok(self.end(read, write, 0, None));
+        }
         if write && nonblock && present == 0 {
             return Err(Errno::ENXIO);
         }
@@ -171,7 +178,7 @@ impl Node for Pipe {
     /// end of it, as Linux opens its inode as a FIFO.
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
         let me = self.me.upgrade().ok_or(Errno::ENXIO)?;
-        let end: Arc<dyn FileOps> = me.open_end(flags)?;
+        let end: Arc<dyn FileOps> = me.open_end(flags, true)?;
         Ok(end)
     }
 
@@ -203,7 +210,7 @@ impl FifoSlot {
                 }
             }
         };
-        let end: Arc<dyn FileOps> = pipe.open_end(flags)?;
+        let end: Arc<dyn FileOps> = pipe.open_end(flags, false)?;
         Ok(end)
     }
 }
@@ -239,7 +246,7 @@ impl<K: Ord> FifoTable<K> {
                 }
             }
         };
-        let end: Arc<dyn FileOps> = pipe.open_end(flags)?;
+        let end: Arc<dyn FileOps> = pipe.open_end(flags, false)?;
         Ok(end)
     }
 }
@@ -538,19 +545,30 @@ mod tests {
     #[test]
     fn a_fifo_end_opens_once_its_partner_came() {
         let p = Pipe::new(1, TimeSpec::default());
-        let r = p.open_end(libc::O_RDONLY).unwrap();
+        let r = p.open_end(libc::O_RDONLY, false).unwrap();
         assert_eq!(r.open_ready(), Err(Errno::EAGAIN), "a reader waits for a writer");
         let woken = Arc::new(crate::testing::Count::default());
         let e = Entry::new(waiter::ALL, woken.clone());
         r.event_register(&e);
-        let w = p.open_end(libc::O_WRONLY).unwrap();
+        let w = p.open_end(libc::O_WRONLY, false).unwrap();
         assert_eq!(woken.get(), 1, "the writer's open wakes the waiting reader");
         assert_eq!((r.open_ready(), w.open_ready()), (Ok(()), Ok(())), "a reader was there");
         drop((r, w));
-        let nb = p.open_end(libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        let nb = p.open_end(libc::O_RDONLY | libc::O_NONBLOCK, false).unwrap();
         assert_eq!(nb.open_ready(), Ok(()), "O_NONBLOCK does not wait");
-        assert_eq!(p.open_end(libc::O_RDWR).unwrap().open_ready(), Ok(()));
+        assert_eq!(p.open_end(libc::O_RDWR, false).unwrap().open_ready(), Ok(()));
         drop(nb);
-        assert_eq!(p.open_end(libc::O_WRONLY | libc::O_NONBLOCK).err(), Some(Errno::ENXIO));
+        assert_eq!(p.open_end(libc::O_WRONLY | libc::O_NONBLOCK, false).err(), Some(Errno::ENXIO));
+    }
+
+    #[test]
+    fn an_anonymous_pipe_end_never_waits() {
+        let p = Pipe::new(1, TimeSpec::default());
+        let r = p.open_end(libc::O_RDONLY, true).unwrap();
+        assert_eq!(r.open_ready(), Ok(()), "a reader after the last writer reads EOF");
+        drop(r);
+        let w = p.open_end(libc::O_WRONLY | libc::O_NONBLOCK, true).unwrap();
+        assert_eq!(w.open_ready(), Ok(()), "a writer after the last reader opens");
+        assert_eq!(w.write(b"x", 0), Err(Errno::EPIPE));
     }
 }
