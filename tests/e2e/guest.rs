@@ -241,6 +241,16 @@ fn guest_inotify() {
 }
 
 #[test]
+fn guest_dnotify() {
+    guest_test("dnotify", &[]);
+}
+
+#[test]
+fn guest_dnotify_on_the_root_overlay() {
+    guest_test("dnotify", &["/var/tmp"]);
+}
+
+#[test]
 fn guest_inotify_on_the_root_overlay() {
     guest_test("inotify", &["/var/tmp"]);
 }

@@ -65,6 +65,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "itimer_cpu",
     "itimer_exec",
     "inotify",
+    "dnotify",
     "xattr",
     "sysv_shm",
     "sysv_sem",
