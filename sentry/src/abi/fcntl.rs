@@ -41,6 +41,17 @@ pub(crate) const F_OWNER_PGRP: i32 = 2;
 pub(crate) const F_OFD_GETLK: u32 = 36;
 pub(crate) const F_OFD_SETLK: u32 = 37;
 pub(crate) const F_OFD_SETLKW: u32 = 38;
+/// F_NOTIFY (dnotify) and the events its argument asks for (uapi
+/// linux/fcntl.h; the DN_ values are not in the libc crate).
+pub(crate) const F_NOTIFY: u32 = 1026;
+pub(crate) const DN_ACCESS: u32 = 0x1;
+pub(crate) const DN_MODIFY: u32 = 0x2;
+pub(crate) const DN_CREATE: u32 = 0x4;
+pub(crate) const DN_DELETE: u32 = 0x8;
+pub(crate) const DN_RENAME: u32 = 0x10;
+pub(crate) const DN_ATTRIB: u32 = 0x20;
+/// Keep the registration after its first event.
+pub(crate) const DN_MULTISHOT: u32 = 0x8000_0000;
 pub(crate) const F_DUPFD_CLOEXEC: u32 = 1030;
 pub(crate) const F_SETPIPE_SZ: u32 = 1031;
 pub(crate) const F_GETPIPE_SZ: u32 = 1032;
@@ -158,6 +169,7 @@ mod tests {
             (F_OFD_GETLK, libc::F_OFD_GETLK),
             (F_OFD_SETLK, libc::F_OFD_SETLK),
             (F_OFD_SETLKW, libc::F_OFD_SETLKW),
+            (F_NOTIFY, libc::F_NOTIFY),
             (F_DUPFD_CLOEXEC, libc::F_DUPFD_CLOEXEC),
             (F_SETPIPE_SZ, libc::F_SETPIPE_SZ),
             (F_GETPIPE_SZ, libc::F_GETPIPE_SZ),

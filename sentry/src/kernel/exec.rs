@@ -82,7 +82,7 @@ pub(crate) fn execve(
     super::robust::exit_robust_list(&task.thread.mm(), &kernel.futexes, task.thread.tid, robust_head);
     *task.thread.mm.lock() = mm;
     for f in task.thread.fds().close_on_exec() {
-        task.kernel.record_locks.closed(task.thread.tgid, &f);
+        task.kernel.descriptor_closed(task.thread.tgid, &f);
     }
     task.thread.sigactions.reset_for_exec();
     task.thread.group().timers().exec();

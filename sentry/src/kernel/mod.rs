@@ -248,6 +248,14 @@ impl Kernel {
         &self.record_locks
     }
 
+    /// Process `pid` closed a descriptor of `f` (close, dup2 over it,
+    /// close-on-exec, exit): as Linux's `filp_flush`, its record locks on
+    /// the file go, and its dnotify registration through `f`.
+    pub(crate) fn descriptor_closed(&self, pid: i32, f: &crate::vfs::FileDescription) {
+        self.record_locks.closed(pid, f);
+        f.closed_by(pid);
+    }
+
     /// When the sandbox booted, on the monotonic clock.
     pub(crate) fn boot_instant(&self) -> Instant {
         self.boot_instant

@@ -301,7 +301,9 @@ impl Task {
             }
         }
         if last {
-            self.thread.fds().clear();
+            for f in self.thread.fds().clear() {
+                f.closed_by(tgid);
+            }
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
             let ipc = super::namespaces::ipc_ns(&k, &self.thread);
             ipc.process_exited(tgid);

@@ -4,9 +4,10 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::fcntl::{
     CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE, EFD_SEMAPHORE, FD_CLOEXEC, F_ADD_SEALS, F_DUPFD, F_DUPFD_CLOEXEC,
-    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETOWN_EX, F_GETPIPE_SZ, F_GETSIG, F_GET_SEALS, F_OFD_GETLK, F_OFD_SETLK,
-    F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETOWN_EX, F_SETPIPE_SZ, F_SETSIG, F_UNLCK,
-    F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_ASYNC, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET,
+    F_GETFD, F_GETFL, F_GETLK, F_GETOWN, F_GETOWN_EX, F_GETPIPE_SZ, F_GETSIG, F_GET_SEALS, F_NOTIFY, F_OFD_GETLK,
+    F_OFD_SETLK, F_OFD_SETLKW, F_RDLCK, F_SETFD, F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETOWN_EX, F_SETPIPE_SZ,
+    F_SETSIG, F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, O_ASYNC, O_NONBLOCK, O_RDWR, O_WRONLY, SEEK_CUR,
+    SEEK_END, SEEK_SET,
 };
 use crate::abi::ioctl::{FIOASYNC, FIOCLEX, FIONBIO, FIONCLEX};
 use crate::abi::layout::{Decoder, Encoder};
@@ -25,7 +26,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_fcntl,
         sys_fcntl,
-        Partial("no leases; SIGURG for a TCP or Unix stream socket's urgent data; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's or terminal end's owner gets POLL_OUT whenever room is made (Linux: only after a write found it full), a Unix datagram socket's POLL_IN when its peer closes (Linux: nothing), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) is EINVAL, as on a Linux built without CONFIG_DNOTIFY: inotify serves watchers"),
+        Partial("no leases; SIGURG for a TCP or Unix stream socket's urgent data; O_ASYNC signals (SIGIO or the F_SETSIG signal, with si_fd and si_band) from pipes, FIFOs, sockets, terminals and inotify, but: a socket's or terminal end's owner gets POLL_OUT whenever room is made (Linux: only after a write found it full), a Unix datagram socket's POLL_IN when its peer closes (Linux: nothing), a TCP or UDP socket's at every change of its endpoint, a hang-up comes as POLL_IN (Linux: POLL_HUP for a Unix stream peer's close), a FIFO end's also when a partner opens, and a realtime signal the queue has no room for is lost instead of replaced by SIGIO; record locks are the sandbox's own, not shared with the host; F_SETPIPE_SZ does not apply the per-user pipe page limits; F_NOTIFY (dnotify) signals as Linux for changes made inside the sandbox (those of a gofer-served directory made on the host are not seen, as inotify's), and a registration belongs to the process, not to its descriptor table (Linux's files_struct: processes sharing a table by CLONE_FILES share registrations there)"),
     ),
     (
         libc::SYS_ioctl,
@@ -57,7 +58,7 @@ fn dup_to(task: &Task, old: i32, new: i32, cloexec: bool) -> SysResult {
         return Err(Errno::EBADF);
     }
     if let Some(replaced) = fds.install_at(new, f, cloexec, task.thread.nofile())? {
-        task.kernel.record_locks().closed(task.thread.tgid(), &replaced);
+        task.kernel.descriptor_closed(task.thread.tgid(), &replaced);
     }
     fd_result(new)
 }
@@ -232,8 +233,8 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
             let privileged = task.thread.creds().capable(crate::auth::caps::CAP_SYS_RESOURCE);
             Ok(u64::try_from(f.ops.pipe_capacity(Some((want, privileged)))?).unwrap_or(0))
         }
+        F_NOTIFY => super::dnotify::fcntl(task, &f, fd, args::uint(a[2])),
         F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
-        // F_NOTIFY among them: dnotify is not offered (see the note).
         _ => Err(Errno::EINVAL),
     }
 }
@@ -332,7 +333,7 @@ fn sys_close_range(task: &mut Task, a: [u64; 6]) -> SysResult {
             fds.set_cloexec(fd, true)?;
         } else {
             let f = fds.remove(fd)?;
-            task.kernel.record_locks().closed(task.thread.tgid(), &f);
+            task.kernel.descriptor_closed(task.thread.tgid(), &f);
         }
     }
     Ok(0)

@@ -94,7 +94,7 @@ fn open_file(task: &Task, dirfd: u64, path: &[u8], flags: i32, mode: u32) -> Res
 
 fn sys_close(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = task.thread.fds().remove(int(a[0]))?;
-    task.kernel.record_locks().closed(task.thread.tgid(), &f);
+    task.kernel.descriptor_closed(task.thread.tgid(), &f);
     Ok(0)
 }
 

@@ -103,7 +103,7 @@ fn exists(task: &Task, (kind, id): (i32, i32)) -> bool {
 /// Makes `owner` (kind, id; id 0 for nobody) the file's: ESRCH when no
 /// such thread, process or group exists. It is signalled with the
 /// caller's credentials as they are now, as Linux's __f_setown records.
-fn set(task: &Task, f: &FileDescription, (kind, id): (i32, i32)) -> SysResult {
+pub(super) fn set(task: &Task, f: &FileDescription, (kind, id): (i32, i32)) -> SysResult {
     if !exists(task, (kind, id)) {
         return Err(Errno::ESRCH);
     }

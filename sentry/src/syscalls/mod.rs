@@ -17,6 +17,7 @@ mod capability;
 mod common;
 mod copy_range;
 mod dir;
+mod dnotify;
 mod egress;
 mod epoll;
 mod errqueue;

@@ -8,11 +8,12 @@
 //! change the file announces to its pollers reaches the owner too; which
 //! changes signal, and with which reason, is the file's [`Fasync`]
 //! policy, fixed when O_ASYNC is set so a notification never calls back
-//! into the notifying file.
+//! into the notifying file. A directory's dnotify registrations signal
+//! the same owner (`dir_changed`).
 
 use crate::abi::fcntl::O_ASYNC;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
-use crate::abi::signal::{POLL_ERR, POLL_HUP, POLL_IN, POLL_OUT, POLL_PRI};
+use crate::abi::signal::{POLL_ERR, POLL_HUP, POLL_IN, POLL_MSG, POLL_OUT, POLL_PRI};
 use crate::waiter::{Entry, Notify, ALL};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -138,6 +139,19 @@ impl Fown {
         send(OwnerSignal::Urgent);
         if signo != 0 && self.registered.lock().is_some() {
             send(OwnerSignal::Io { signo, reason: POLL_PRI, fd });
+        }
+    }
+
+    /// A change dnotify reports, registered through descriptor `fd`: the
+    /// owner gets the F_SETSIG signal with POLL_MSG (or plain SIGIO), as
+    /// Linux's `dnotify_handle_event`.
+    pub(crate) fn dir_changed(&self, fd: i32) {
+        let (send, signo) = {
+            let o = self.owner.lock();
+            (o.send.clone(), o.signo)
+        };
+        if let Some(send) = send {
+            send(OwnerSignal::Io { signo, reason: POLL_MSG, fd });
         }
     }
 

@@ -132,11 +132,11 @@ impl FdTable {
         slots.iter().enumerate().filter(|(_, s)| s.is_some()).filter_map(|(i, _)| i32::try_from(i).ok()).collect()
     }
 
-    /// Drops every descriptor (at exit). The descriptions are released
-    /// after the table's lock: releasing one may hang up a terminal and
-    /// signal processes.
-    pub fn clear(&self) {
+    /// Closes every descriptor (at exit); returns their descriptions,
+    /// which the caller releases after the table's lock: releasing one
+    /// may hang up a terminal and signal processes.
+    pub fn clear(&self) -> Vec<Arc<FileDescription>> {
         let slots = std::mem::take(&mut *self.slots.lock());
-        drop(slots);
+        slots.into_iter().flatten().map(|e| e.file).collect()
     }
 }

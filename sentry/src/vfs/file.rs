@@ -1,6 +1,7 @@
 //! Open file descriptions: what an fd refers to, with its offset and
 //! status flags (shared by dup'ed fds and across fork).
 
+use super::dnotify::DirNotify;
 use super::fasync::{Fasync, Fown, SignalOwner, UrgentSignal};
 use super::{Dentry, DirEntry, FileOps, Stat};
 use crate::abi::fcntl::{
@@ -31,6 +32,8 @@ pub struct FileDescription {
     /// F_SETOWN(_EX), F_SETSIG and O_ASYNC: whom the file signals, and
     /// how.
     fown: Arc<Fown>,
+    /// F_NOTIFY's registrations through this description.
+    dir_notify: DirNotify,
     /// Last, so it runs after the dentry and the file's operations are let
     /// go: a file removed while this held it may be gone now.
     _release: super::notify::ReleaseCheck,
@@ -65,6 +68,7 @@ impl FileDescription {
             on_release: Mutex::new(Vec::new()),
             written: std::sync::atomic::AtomicBool::new(false),
             fown: Arc::default(),
+            dir_notify: DirNotify::default(),
             _release: release,
         })
     }
@@ -121,6 +125,20 @@ impl FileDescription {
         );
         self.set_status_flags(flags);
         enabled
+    }
+
+    /// F_NOTIFY with events, on a directory, by process `pid` through
+    /// descriptor `fd`: the process's registration through this
+    /// description gains them, signalling the owner.
+    pub fn notify_dir(&self, pid: i32, fd: i32, arg: u32) -> Result<(), Errno> {
+        self.dir_notify.add(pid, fd, arg, self.dentry.node.as_ref(), &self.fown)
+    }
+
+    /// Process `pid` closed a descriptor of this description, or called
+    /// F_NOTIFY without events: its registration goes (Linux's
+    /// `dnotify_flush`, at every close).
+    pub fn closed_by(&self, pid: i32) {
+        self.dir_notify.remove(pid);
     }
 
     /// Whether this is the first write through the description.

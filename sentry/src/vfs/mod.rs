@@ -4,6 +4,7 @@
 pub(crate) mod acl;
 pub(crate) mod at;
 pub(crate) mod dentry;
+pub(crate) mod dnotify;
 pub(crate) mod fasync;
 pub(crate) mod fd_table;
 pub(crate) mod file;

@@ -1,12 +1,12 @@
-//! Filesystem change notification (Linux's fsnotify, for inotify): the
-//! watches of the sandbox, kept by inode, and the hooks the VFS and the
+//! Filesystem change notification (Linux's fsnotify, for inotify and
+//! dnotify): the watches of the sandbox, kept by inode, and the hooks the VFS and the
 //! system calls call where an operation happens, so every filesystem
 //! reports events without implementing them.
 //!
 //! An inode is named by its filesystem's identity and its inode number
 //! (`Node::fs_id`, `st_ino`), which the overlay keeps across a copy-up.
-//! Watches belong to inotify instances, which receive events through
-//! `Sink`; the table here owns every watch descriptor, so a watch is
+//! Watches belong to inotify instances or dnotify marks, which receive
+//! events through `Sink`; the table here owns every watch descriptor, so a watch is
 //! added, fired and removed under one lock (instances only queue events
 //! under theirs, taken after it).
 
@@ -40,8 +40,14 @@ pub(crate) const IN_MASK_CREATE: u32 = 0x1000_0000;
 pub(crate) const IN_MASK_ADD: u32 = 0x2000_0000;
 pub(crate) const IN_ISDIR: u32 = 0x4000_0000;
 pub(crate) const IN_ONESHOT: u32 = 0x8000_0000;
-/// Every event a watch may ask for.
+/// Every event an inotify watch may ask for.
 pub(crate) const IN_ALL_EVENTS: u32 = 0xfff;
+/// An entry of the watched directory was renamed within it (Linux's
+/// `FS_RENAME` as dnotify sees it): asked for by dnotify marks only,
+/// never by an inotify watch (their masks keep `IN_ALL_EVENTS`).
+pub(crate) const DIR_RENAME: u32 = 0x1000;
+/// Every event a watch of either kind may ask for.
+const EVENTS: u32 = IN_ALL_EVENTS | DIR_RENAME;
 /// What a watch's mask keeps: its events and the flags that last.
 const KEPT: u32 = IN_ALL_EVENTS | IN_EXCL_UNLINK | IN_ONESHOT;
 
@@ -71,8 +77,20 @@ struct Watch {
     instance: u64,
     wd: i32,
     mask: u32,
-    uid: u32,
+    /// The user an inotify watch counts against (max_user_watches); None
+    /// for a dnotify mark, which Linux does not count there.
+    uid: Option<u32>,
     sink: Weak<dyn Sink>,
+}
+
+/// The wd of a dnotify mark: each is an instance of its own, with one
+/// watch.
+const MARK_WD: i32 = 1;
+
+/// A fresh instance id (an inotify instance's or a dnotify mark's).
+pub(crate) fn fresh_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[derive(Default)]
@@ -135,7 +153,6 @@ impl Registry {
     /// A new instance for `uid`; None past max_user_instances or the
     /// sandbox's limit.
     pub(crate) fn new_instance(&self, uid: u32) -> Option<u64> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
         let mut t = self.table.lock();
         if t.instances >= MAX_SANDBOX_INSTANCES {
             return None;
@@ -146,7 +163,7 @@ impl Registry {
         }
         *n += 1;
         t.instances += 1;
-        Some(NEXT.fetch_add(1, Ordering::Relaxed))
+        Some(fresh_instance())
     }
 
     /// Drops every watch of a closed instance (no events: no one reads them).
@@ -196,11 +213,52 @@ impl Registry {
         }
         t.last_wd.insert(instance, wd);
         t.by_wd.insert((instance, wd), key);
-        t.by_inode.entry(key).or_default().push(Watch { instance, wd, mask: kept, uid, sink });
+        t.by_inode.entry(key).or_default().push(Watch { instance, wd, mask: kept, uid: Some(uid), sink });
         *t.watches_of.entry(uid).or_default() += 1;
         *t.watches_on_fs.entry(key.0).or_default() += 1;
         self.count.fetch_add(1, Ordering::Relaxed);
         Ok(wd)
+    }
+
+    /// Adds dnotify mark `instance` (from [`fresh_instance`]) on `key`,
+    /// asking for `mask` (events, `DIR_RENAME`, `IN_ONESHOT`). It counts
+    /// against the sandbox's watches only: Linux's dnotify has no
+    /// per-user limit.
+    pub(crate) fn add_mark(
+        &self,
+        instance: u64,
+        sink: Weak<dyn Sink>,
+        key: InodeKey,
+        mask: u32,
+    ) -> Result<(), AddError> {
+        let mut t = self.table.lock();
+        if self.count.load(Ordering::Relaxed) >= MAX_SANDBOX_WATCHES {
+            return Err(AddError::NoSpace);
+        }
+        t.by_wd.insert((instance, MARK_WD), key);
+        t.by_inode.entry(key).or_default().push(Watch { instance, wd: MARK_WD, mask, uid: None, sink });
+        *t.watches_on_fs.entry(key.0).or_default() += 1;
+        self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Adds `mask`'s events to dnotify mark `instance`, as Linux's
+    /// `attach_dn` (the mark stays one-shot only if both are); false if
+    /// the mark is gone (a one-shot mark after its event).
+    pub(crate) fn extend_mark(&self, instance: u64, mask: u32) -> bool {
+        let mut t = self.table.lock();
+        let Some(&key) = t.by_wd.get(&(instance, MARK_WD)) else { return false };
+        let Some(w) = t.by_inode.get_mut(&key).and_then(|v| v.iter_mut().find(|w| w.instance == instance)) else {
+            return false;
+        };
+        let oneshot = w.mask & mask & IN_ONESHOT;
+        w.mask = ((w.mask | mask) & !IN_ONESHOT) | oneshot;
+        true
+    }
+
+    /// Removes dnotify mark `instance`, if it is still there (no event).
+    pub(crate) fn remove_mark(&self, instance: u64) {
+        Self::drop_watch(&mut self.table.lock(), &self.count, (instance, MARK_WD));
     }
 
     /// Removes watch `wd` of `instance`, queueing `IN_IGNORED`; false if
@@ -227,7 +285,7 @@ impl Registry {
         if list.is_empty() {
             t.by_inode.remove(&key);
         }
-        if let Some(n) = t.watches_of.get_mut(&w.uid) {
+        if let Some(n) = w.uid.and_then(|uid| t.watches_of.get_mut(&uid)) {
             *n = n.saturating_sub(1);
         }
         if let Some(n) = t.watches_on_fs.get_mut(&key.0) {
@@ -269,7 +327,7 @@ impl Registry {
     /// caller to look the name up, which it does without the lock).
     fn wants(&self, key: InodeKey, mask: u32) -> Option<bool> {
         let t = self.table.lock();
-        let mut asking = t.by_inode.get(&key)?.iter().filter(|w| w.mask & mask & IN_ALL_EVENTS != 0).peekable();
+        let mut asking = t.by_inode.get(&key)?.iter().filter(|w| w.mask & mask & EVENTS != 0).peekable();
         asking.peek()?;
         Some(asking.any(|w| w.mask & IN_EXCL_UNLINK != 0))
     }
@@ -288,7 +346,7 @@ impl Registry {
             let Some(list) = t.by_inode.get(&key) else { return };
             let mut oneshots = Vec::new();
             for w in list {
-                if w.mask & mask & IN_ALL_EVENTS == 0 || (unlinked && w.mask & IN_EXCL_UNLINK != 0) {
+                if w.mask & mask & EVENTS == 0 || (unlinked && w.mask & IN_EXCL_UNLINK != 0) {
                     continue;
                 }
                 if let Some(s) = w.sink.upgrade() {
@@ -570,7 +628,8 @@ pub(crate) struct RenameSubjects {
     pub target: Option<Victim>,
 }
 
-/// `old_name` in `old_dir` is now `new_name` in `new_dir`: `IN_MOVED_FROM`
+/// `old_name` in `old_dir` is now `new_name` in `new_dir`: for a rename
+/// within one directory `DIR_RENAME` (dnotify's), then `IN_MOVED_FROM`
 /// and `IN_MOVED_TO` with one cookie, a replaced file's link count
 /// (`IN_ATTRIB`), the moved inode's `IN_MOVE_SELF`, then the replaced
 /// target's removal, in Linux's `fsnotify_move` order.
@@ -578,6 +637,9 @@ pub(crate) fn renamed(old_dir: &dyn Node, old_name: &[u8], new_dir: &dyn Node, n
     let r = registry();
     if !r.any() {
         return;
+    }
+    if let Some(key) = key_of(old_dir).filter(|k| Some(*k) == key_of(new_dir)) {
+        r.fire(key, DIR_RENAME | if s.source_isdir { IN_ISDIR } else { 0 }, 0, old_name, false);
     }
     let cookie = next_cookie();
     dir_event(old_dir, IN_MOVED_FROM, cookie, old_name, s.source_isdir);

@@ -326,7 +326,7 @@ impl Installer for TaskFds<'_> {
     }
 
     fn closed(&self, replaced: Arc<FileDescription>) {
-        self.0.kernel.record_locks().closed(self.0.thread.tgid(), &replaced);
+        self.0.kernel.descriptor_closed(self.0.thread.tgid(), &replaced);
     }
 }
 
