@@ -801,6 +801,53 @@ mod tests {
         assert_eq!(r.add_watch(again, uid, sink(), (7, 0), IN_ATTRIB), Ok(1), "the closed instances' watches are gone");
     }
 
+    struct Recorder(Mutex<Vec<u32>>);
+
+    impl Sink for Recorder {
+        fn deliver(&self, _wd: i32, mask: u32, _cookie: u32, _name: &[u8]) {
+            self.0.lock().push(mask);
+        }
+    }
+
+    /// A dnotify mark: events added to it keep it one-shot only if both
+    /// were, a one-shot mark goes after its event (with `IN_IGNORED`),
+    /// and it is not counted against its user's inotify watches.
+    #[test]
+    fn dnotify_marks_accumulate_and_a_one_shot_mark_ends_at_its_event() {
+        let r = Registry::default();
+        let rec = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let key = (11, 5);
+        let once = fresh_instance();
+        r.add_mark(once, weak_sink(&rec), key, IN_CREATE | IN_ONESHOT).unwrap();
+        assert!(r.extend_mark(once, IN_DELETE | IN_ONESHOT));
+        r.fire(key, IN_DELETE, 0, b"x", false);
+        assert_eq!(*rec.0.lock(), [IN_DELETE, IN_IGNORED]);
+        assert!(!r.extend_mark(once, IN_CREATE), "gone after its event");
+        rec.0.lock().clear();
+        let many = fresh_instance();
+        r.add_mark(many, weak_sink(&rec), key, IN_CREATE | IN_ONESHOT).unwrap();
+        assert!(r.extend_mark(many, DIR_RENAME));
+        r.fire(key, DIR_RENAME, 0, b"x", false);
+        r.fire(key, IN_CREATE, 0, b"y", false);
+        r.fire(key, IN_MODIFY, 0, b"y", false);
+        assert_eq!(*rec.0.lock(), [DIR_RENAME, IN_CREATE], "multishot once either asked for it");
+        assert_eq!(r.table.lock().watches_of.len(), 0);
+        r.remove_mark(many);
+        assert_eq!(r.table_len_for_tests(key), 0);
+        assert!(!r.any());
+    }
+
+    /// An inotify watch never sees dnotify's rename event.
+    #[test]
+    fn inotify_watches_do_not_see_dir_rename() {
+        let r = Registry::default();
+        let rec = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let i = r.new_instance(0).unwrap();
+        r.add_watch(i, 0, weak_sink(&rec), (12, 1), IN_ALL_EVENTS | DIR_RENAME).unwrap();
+        r.fire((12, 1), DIR_RENAME, 0, b"x", false);
+        assert!(rec.0.lock().is_empty());
+    }
+
     /// The sandbox's limits hold whatever uids the guest takes on: the
     /// per-user counts alone would let each new uid start over.
     #[test]
