@@ -98,6 +98,19 @@ struct Inner {
     /// Outcomes of ADDFD requests, by request number, until their
     /// supervisor takes them.
     added: Vec<(u64, Result<i32, Errno>)>,
+    /// The request whose install is being finished outside the lock (the
+    /// description it replaced being released): its outcome comes next.
+    installing: Option<u64>,
+}
+
+/// An ADDFD request just installed, for its outcome to be recorded once
+/// the lock is dropped and the description it replaced (if any) released.
+struct Installed {
+    /// The request's number.
+    add: u64,
+    outcome: Result<i32, Errno>,
+    req: AddFd,
+    replaced: Option<Arc<FileDescription>>,
 }
 
 impl Inner {
@@ -168,16 +181,23 @@ impl Listener {
             if let Err(e) = waiter::block_on(&mut s, &self.answered, self.waker(), None, ready) {
                 break Err(e);
             }
-            let Some((req, replaced)) = Self::install_one(&mut s, id, fds) else { break Ok(()) };
-            self.added.notify_all();
-            // Descriptions are released outside the lock: a release may
-            // signal a thread, whose wake-up hook takes it.
+            let Some(Installed { add, outcome, req, replaced }) = Self::install_one(&mut s, id, fds) else {
+                break Ok(());
+            };
+            // Descriptions are released outside the lock (a release may
+            // signal a thread, whose wake-up hook takes it), and before
+            // the supervisor learns the outcome, as Linux closes the
+            // replaced file first: its record locks are gone by then.
+            s.installing = Some(add);
             drop(s);
             if let Some(r) = replaced {
                 fds.closed(r);
             }
             drop(req);
             s = self.inner.lock();
+            s.installing = None;
+            s.added.push((add, outcome));
+            self.added.notify_all();
         };
         let pos = s.notifications.iter().position(|n| n.id == id);
         let n = pos.map(|i| s.notifications.remove(i));
@@ -195,13 +215,11 @@ impl Listener {
         }
     }
 
-    /// Installs notification `id`'s oldest ADDFD request, if it has one,
-    /// and records the outcome (Linux's `seccomp_handle_addfd`): with
-    /// SEND, the new number answers the call, and a failure lets the
-    /// supervisor answer it again. None when there was no request, else
-    /// the request and the description the install replaced, if any, for
-    /// the caller to release after the lock.
-    fn install_one(s: &mut Inner, id: u64, fds: &dyn Installer) -> Option<(AddFd, Option<Arc<FileDescription>>)> {
+    /// Installs notification `id`'s oldest ADDFD request, if it has one
+    /// (Linux's `seccomp_handle_addfd`): with SEND, the new number
+    /// answers the call, and a failure lets the supervisor answer it
+    /// again. None when there was no request.
+    fn install_one(s: &mut Inner, id: u64, fds: &dyn Installer) -> Option<Installed> {
         let n = s.find(id)?;
         let (add, req) = n.adds.pop_front()?;
         let (outcome, replaced) = match fds.install(&req) {
@@ -214,8 +232,7 @@ impl Listener {
                 Err(_) => State::Sent,
             };
         }
-        s.added.push((add, outcome));
-        Some((req, replaced))
+        Some(Installed { add, outcome, req, replaced })
     }
 
     /// SECCOMP_IOCTL_NOTIF_ADDFD: has notification `id`'s thread install
@@ -244,6 +261,11 @@ impl Listener {
         self.answered.notify_all();
         let done = |s: &mut Inner| s.added.iter().any(|(r, _)| *r == req);
         let waited = waiter::block_on(&mut s, &self.added, self.waker(), None, done);
+        // Interrupted while its thread finishes the install: the outcome
+        // is moments away and stands.
+        while s.installing == Some(req) {
+            self.added.wait(&mut s);
+        }
         if let Some(i) = s.added.iter().position(|(r, _)| *r == req) {
             return s.added.remove(i).1;
         }
