@@ -3,7 +3,8 @@
  * pidfd_send_signal (with and without a siginfo), waitid(P_PIDFD) with its
  * EAGAIN on a non-blocking pidfd, ESRCH once the process is gone, and
  * pidfd_getfd's copy of another process's descriptor; clone and clone3
- * with CLONE_PIDFD, and clone3's checks of its versioned struct. */
+ * with CLONE_PIDFD, and clone3's checks of its versioned struct; a
+ * /proc/[pid] directory as pidfd_send_signal's pidfd. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -267,5 +268,44 @@ int main(void) {
     CHECK(pfd >= 0);
     CHECK_EQ(waitid(P_PIDFD, pfd, &si, WEXITED), 0);
     CHECK_EQ(si.si_status, 8);
+
+    /* A /proc/[pid] directory serves pidfd_send_signal as a pidfd (not
+     * waitid or pidfd_getfd); a task/[tid] directory or another directory
+     * does not (EBADF); a reaped process's is ESRCH. */
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d", getpid());
+    int procfd = CHECK_OK(open(dir, O_RDONLY | O_DIRECTORY));
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    CHECK_OK(sigprocmask(SIG_BLOCK, &usr2, NULL));
+    CHECK_OK(pidfd_send_signal(procfd, SIGUSR2, NULL, 0));
+    struct timespec now = {0, 0};
+    CHECK_EQ(sigtimedwait(&usr2, &si, &now), SIGUSR2);
+    CHECK_EQ(si.si_pid, getpid());
+    CHECK_ERR(waitid(P_PIDFD, procfd, &si, WEXITED | WNOHANG), EBADF);
+    close(procfd);
+    snprintf(dir, sizeof dir, "/proc/%d/task/%d", getpid(), getpid());
+    procfd = CHECK_OK(open(dir, O_RDONLY | O_DIRECTORY));
+    CHECK_ERR(pidfd_send_signal(procfd, SIGUSR2, NULL, 0), EBADF);
+    close(procfd);
+    procfd = CHECK_OK(open("/proc", O_RDONLY | O_DIRECTORY));
+    CHECK_ERR(pidfd_send_signal(procfd, SIGUSR2, NULL, 0), EBADF);
+    close(procfd);
+    int hold[2];
+    CHECK_OK(pipe(hold));
+    c = CHECK_OK(fork());
+    if (c == 0) {
+        char b;
+        close(hold[1]);
+        _exit(read(hold[0], &b, 1) == 0 ? 0 : 1);
+    }
+    close(hold[0]);
+    snprintf(dir, sizeof dir, "/proc/%d", c);
+    procfd = CHECK_OK(open(dir, O_RDONLY | O_DIRECTORY));
+    close(hold[1]);
+    CHECK_EQ(waitpid(c, NULL, 0), c);
+    CHECK_ERR(pidfd_send_signal(procfd, SIGUSR2, NULL, 0), ESRCH);
+    close(procfd);
     return 0;
 }

@@ -156,6 +156,10 @@ impl<E: Entries> Dir<E> {
     pub(crate) fn new(attr: Attr, entries: E) -> Arc<Dir<E>> {
         Arc::new(Dir { attr, entries })
     }
+
+    pub(crate) fn entries(&self) -> &E {
+        &self.entries
+    }
 }
 
 impl Dir<Fixed> {

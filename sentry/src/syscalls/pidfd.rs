@@ -24,7 +24,7 @@ pub(super) const ENTRIES: Entries = &[
 pub(super) const CONTROL: ControlEntries = &[(
     libc::SYS_pidfd_send_signal,
     sys_pidfd_send_signal,
-    Support::Partial("as kill, or rt_sigqueueinfo with a siginfo; the PIDFD_SIGNAL_* scopes return EINVAL"),
+    Support::Partial("as kill, or rt_sigqueueinfo with a siginfo, through a pidfd or a /proc/[pid] directory; the PIDFD_SIGNAL_* scopes return EINVAL"),
 )];
 
 const PIDFD_NONBLOCK: u32 = O_NONBLOCK;
@@ -86,14 +86,18 @@ fn live_thread(p: &PidFd) -> Result<Arc<Thread>, Errno> {
 }
 
 /// pidfd_send_signal(pidfd, sig, info, flags): kill() of the process, or
-/// with `info`, rt_sigqueueinfo()'s rules for the caller's siginfo.
+/// with `info`, rt_sigqueueinfo()'s rules for the caller's siginfo. A
+/// descriptor of a /proc/[pid] directory serves as the pidfd, as on Linux.
 fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (sig, info, flags) = (int(a[1]), a[2], uint(a[3]));
-    let (_, p) = pidfd(task, a[0])?;
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let target = live_thread(&p)?;
+    let f = args::file(task, a[0])?;
+    let target = match f.ops.clone().into_any().downcast::<PidFd>() {
+        Ok(p) => live_thread(&p)?,
+        Err(_) => crate::fs::procfs::pid_dir_thread(f.dentry.node.as_ref()).ok_or(Errno::EBADF)??,
+    };
     if info == 0 {
         return super::signal::send(task, target, sig, false);
     }
@@ -103,7 +107,7 @@ fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno>
     if i32::from_le_bytes(raw) != sig {
         return Err(Errno::EINVAL);
     }
-    let given = super::signal::given_info(task, info, sig, p.pid())?;
+    let given = super::signal::given_info(task, info, sig, target.tgid())?;
     super::signal::send_info(task, target, false, given)
 }
 

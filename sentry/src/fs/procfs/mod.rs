@@ -19,6 +19,7 @@ use crate::vfs::{DirEntry, Node, TimeSpec, S_IFDIR, S_IFLNK, S_IFREG};
 use host::Host;
 use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
+pub(crate) use task::pid_dir_thread;
 use task::process_dir;
 
 /// PROC_SUPER_MAGIC, for statfs.

@@ -144,6 +144,14 @@ pub(super) fn process_dir(p: &Arc<Proc>, k: &Kernel, t: &Thread, path: String, l
     Dir::new(attr, ProcessEntries { task, path, leader })
 }
 
+/// The thread a /proc/[pid] directory (not a task/[tid] one) names, for
+/// pidfd_send_signal, which takes one for a pidfd (Linux's
+/// `tgid_pidfd_to_pid`): None for any other node, ESRCH once it exited.
+pub(crate) fn pid_dir_thread(node: &dyn Node) -> Option<Result<Arc<Thread>, Errno>> {
+    let e = node.as_any().downcast_ref::<Dir<ProcessEntries>>()?.entries();
+    (e.path.matches('/').count() == 1).then(|| e.task.get().map(|(_, t)| t))
+}
+
 /// The entries of /proc/[pid] and /proc/[pid]/task/[tid].
 struct ProcessEntries {
     task: TaskRef,
