@@ -12,6 +12,7 @@ use crate::mm::accounting::{self, Charge};
 use crate::waiter::{Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Bytes a queue holds before senders wait (Linux's default socket
@@ -63,6 +64,9 @@ struct State {
 
 pub(crate) struct MsgQueue {
     state: Mutex<State>,
+    /// The receiving socket's SO_PASSCRED: messages sent meanwhile carry
+    /// their sender's credentials.
+    passcred: AtomicBool,
     /// Receivers wait here for messages, senders for room.
     pub queue: Queue,
 }
@@ -77,7 +81,16 @@ impl MsgQueue {
             senders_gone: false,
             refusing: false,
         };
-        Arc::new(MsgQueue { state: Mutex::new(state), queue: Queue::default() })
+        Arc::new(MsgQueue { state: Mutex::new(state), passcred: AtomicBool::new(false), queue: Queue::default() })
+    }
+
+    /// The receiving socket's SO_PASSCRED.
+    pub(crate) fn receiver_passcred(&self) -> bool {
+        self.passcred.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_receiver_passcred(&self, on: bool) {
+        self.passcred.store(on, Ordering::Relaxed);
     }
 
     /// Queues the message `msg` holds (taking it), or fails and leaves it
@@ -187,10 +200,10 @@ impl MsgQueue {
         }
     }
 
-    /// (readable, writable, receiver gone, senders gone).
+    /// (readable, writable, receiver gone or refusing, senders gone).
     pub(crate) fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
-        (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone, s.senders_gone)
+        (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone || s.refusing, s.senders_gone)
     }
 }
 
