@@ -5,11 +5,13 @@
  * bytes sent while neither end asked for SO_PASSCRED carry no
  * credentials (pid 0, the overflow ids); an accepted socket inherits the
  * listener's SO_PASSCRED; shutdown keeps what was queued readable; a send
- * from a mapping past its file's end is EFAULT; protocol PF_UNIX is
- * accepted; connect(2) to a socket file needs write permission. */
+ * from a mapping past its file's end is EFAULT; TIOCOUTQ counts what the
+ * peer has not read; protocol PF_UNIX is accepted; connect(2) to a socket
+ * file needs write permission. */
 #include "check.h"
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -258,6 +260,24 @@ static void send_beyond_eof(int type) {
     close(sv[1]);
 }
 
+/* TIOCOUTQ on a connection: 0 when nothing is in flight; while the peer
+ * has not read, at least what was sent (Linux counts its buffers). */
+static void outq(int type) {
+    int sv[2], n = -1;
+    CHECK_OK(socketpair(AF_UNIX, type, 0, sv));
+    CHECK_OK(ioctl(sv[1], TIOCOUTQ, &n));
+    CHECK_EQ(n, 0);
+    CHECK_EQ(write(sv[1], "dangerzone", 10), 10);
+    CHECK_OK(ioctl(sv[1], TIOCOUTQ, &n));
+    CHECK(n >= 10);
+    char buf[16];
+    CHECK_EQ(read(sv[0], buf, sizeof(buf)), 10);
+    CHECK_OK(ioctl(sv[1], TIOCOUTQ, &n));
+    CHECK_EQ(n, 0);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static void protocols(void) {
     int s = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, PF_UNIX));
     close(s);
@@ -306,6 +326,7 @@ int main(void) {
         passcred_late(types[i]);
         shutdown_keeps_data(types[i]);
         send_beyond_eof(types[i]);
+        outq(types[i]);
         if (types[i] != SOCK_DGRAM)
             inherit_passcred(types[i]);
     }

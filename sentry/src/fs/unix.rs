@@ -7,7 +7,7 @@
 //! receive queue; their descriptors ride on the message.
 
 use super::pipe::{Pipe, PipeEnd};
-use super::unix_msg::{Message, MsgQueue};
+use super::unix_msg::{Message, MsgQueue, Unread};
 use super::unix_oob::Urgent;
 use crate::abi::poll::{POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
@@ -363,7 +363,13 @@ impl UnixStream {
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
                 let stamped = cred.stamp(tx.0.receiver_passcred());
-                let mut msg = Some(Message { data: buf.to_vec(), from: None, rights: rights.take(), cred: stamped });
+                let mut msg = Some(Message {
+                    data: buf.to_vec(),
+                    from: None,
+                    rights: rights.take(),
+                    cred: stamped,
+                    unread: None,
+                });
                 let r = tx.0.send(&mut msg);
                 if let Some(m) = msg {
                     *rights = m.rights;
@@ -524,6 +530,14 @@ impl UnixStream {
                 rx.buffered().saturating_sub(q.urgent.taken_bytes())
             }
             Link::Packets { rx, .. } => rx.lock().as_ref().map_or(0, |r| r.0.data_len(true)),
+        }
+    }
+
+    /// The bytes this end sent that its peer has not read yet (SIOCOUTQ).
+    fn unsent(&self) -> usize {
+        match &self.link {
+            Link::Bytes { tx, .. } => tx.lock().as_ref().map_or(0, |t| t.buffered()),
+            Link::Packets { tx, .. } => tx.lock().as_ref().map_or(0, |t| t.0.data_len(true)),
         }
     }
 
@@ -734,6 +748,8 @@ struct Datagram {
     no_send: std::sync::atomic::AtomicBool,
     /// A socketpair's maker (SO_PEERCRED).
     pair_cred: Mutex<Option<PeerCred>>,
+    /// The bytes of its messages not read yet (SIOCOUTQ).
+    unread_sent: Arc<AtomicUsize>,
 }
 
 /// A Unix socket. A stream or seqpacket socket is unbound, bound,
@@ -774,6 +790,7 @@ impl UnixSocket {
             peer: Mutex::new(None),
             no_send: std::sync::atomic::AtomicBool::new(false),
             pair_cred: Mutex::new(None),
+            unread_sent: Arc::default(),
         });
         let events = Arc::new(Queue::default());
         let owner = OwnerSlot::default();
@@ -924,8 +941,13 @@ impl UnixSocket {
         };
         let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
         let stamped = cred.stamp(dest.receiver_passcred());
-        let mut msg =
-            Some(Message { data: data.to_vec(), from: self.local_name(), rights: rights.take(), cred: stamped });
+        let mut msg = Some(Message {
+            data: data.to_vec(),
+            from: self.local_name(),
+            rights: rights.take(),
+            cred: stamped,
+            unread: Some(Unread::new(&d.unread_sent, data.len())),
+        });
         let r = dest.send(&mut msg);
         if let Some(m) = msg {
             *rights = m.rights;
@@ -1227,9 +1249,19 @@ impl FileOps for UnixSocket {
     /// FIONREAD (SIOCINQ): the unread bytes of a stream or seqpacket
     /// socket, the next datagram's size, EINVAL on a listening socket;
     /// SIOCATMARK: a stream's next read starts at the urgent mark
-    /// (EOPNOTSUPP on other types), as Linux's unix_ioctl. Any socket
-    /// answers the interface ioctls (glibc asks a Unix one).
+    /// (EOPNOTSUPP on other types), as Linux's unix_ioctl; SIOCOUTQ
+    /// (TIOCOUTQ): the data the socket sent that was not read yet (Linux
+    /// counts its buffers' sizes). Any socket answers the
+    /// interface ioctls (glibc asks a Unix one).
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req == crate::abi::ioctl::SIOCOUTQ {
+            let n = match &self.dgram {
+                Some(d) => d.unread_sent.load(Ordering::Relaxed),
+                None => self.stream().map_or(0, |s| s.unsent()),
+            };
+            ctx.mm().copy_out(arg, &i32::try_from(n).unwrap_or(i32::MAX).to_le_bytes())?;
+            return Ok(0);
+        }
         if req == crate::abi::ioctl::SIOCATMARK {
             if self.ty != SockType::Stream {
                 return Err(Errno::EOPNOTSUPP);
