@@ -12,6 +12,16 @@ fn sockets_exact_unix_ancillary() {
     guest_test("unix_scm", &[]);
 }
 
+/// Unix socket corners: an empty SCM_RIGHTS message, rights without a
+/// control buffer (MSG_CTRUNC), zero-length receives taking descriptors,
+/// credentials only when SO_PASSCRED was asked for at send time (and its
+/// inheritance by accept), shutdown keeping queued data, PF_UNIX as
+/// protocol, and connect needing write permission on the socket file.
+#[test]
+fn sockets_exact_unix_edges() {
+    guest_test("unix_edges", &[]);
+}
+
 /// shutdown(2) of each direction on Unix, TCP and UDP sockets: poll bits,
 /// EPIPE and SIGPIPE.
 #[test]

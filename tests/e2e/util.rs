@@ -105,6 +105,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "udp_errqueue",
     "multicast",
     "unix_oob",
+    "unix_edges",
     "sgid_create",
     "sock_names",
     "sigio",

@@ -98,6 +98,10 @@ impl Mappable for HostFile {
     fn map_ids(&self) -> (u64, u64) {
         self.ids
     }
+
+    fn size(&self) -> Option<u64> {
+        host::fd::fstat(self.fd.as_fd()).ok().and_then(|st| u64::try_from(st.st_size).ok())
+    }
 }
 
 /// One of the sandbox's standard streams: a host pipe, file or terminal

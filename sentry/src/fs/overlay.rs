@@ -804,6 +804,10 @@ impl Mappable for OverlayMappable {
     fn map_ids(&self) -> (u64, u64) {
         (self.0.node.fs.dev, self.0.node.ino)
     }
+
+    fn size(&self) -> Option<u64> {
+        self.0.mappable().ok().flatten()?.size()
+    }
 }
 
 #[cfg(test)]

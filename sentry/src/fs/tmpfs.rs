@@ -1241,6 +1241,10 @@ impl Mappable for TmpFile {
         (self.0.fs.dev, self.0.ino)
     }
 
+    fn size(&self) -> Option<u64> {
+        Some(self.0.sizes(1).0)
+    }
+
     fn shared_pages(&self, mf: &Arc<MemoryFile>) -> Option<Arc<dyn SharedPages>> {
         let cache = self.0.cache.lock().get_or_insert_with(|| PageCache::new(mf.clone())).clone();
         Some(Arc::new(TmpShared { node: self.0.clone(), cache }))

@@ -7,7 +7,7 @@
 //! receive queue; their descriptors ride on the message.
 
 use super::pipe::{Pipe, PipeEnd};
-use super::unix_msg::{Message, MsgQueue};
+use super::unix_msg::{Message, MsgQueue, Unread};
 use super::unix_oob::Urgent;
 use crate::abi::poll::{POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
@@ -94,6 +94,11 @@ struct MarkQueue {
     marks: VecDeque<Mark>,
     written: Option<PeerCred>,
     reading: Option<PeerCred>,
+    /// The reading socket's SO_PASSCRED.
+    reader_passcred: bool,
+    /// The reading socket shut its reading side: what is queued is still
+    /// read, then EOF; writes fail with EPIPE.
+    reader_shut: bool,
     urgent: Urgent,
     reader_owner: Option<OwnerSlot>,
 }
@@ -135,11 +140,14 @@ impl MarkQueue {
 type RightsQueue = Arc<Mutex<MarkQueue>>;
 
 /// The credentials a send carries (SCM_CREDENTIALS): given by the sender,
-/// or its own.
+/// or its own. They go with the data when given (`attach`), when the
+/// sending socket has SO_PASSCRED (also `attach`) or the receiving one
+/// has it at the time; otherwise the data carries none (NO_PEER), as
+/// Linux's maybe_add_creds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SenderCred {
     pub cred: PeerCred,
-    pub explicit: bool,
+    pub attach: bool,
 }
 
 impl SenderCred {
@@ -149,7 +157,16 @@ impl SenderCred {
             let c = t.creds();
             (t.tgid(), c.uid, c.gid)
         });
-        SenderCred { cred, explicit: false }
+        SenderCred { cred, attach: false }
+    }
+
+    /// What the data carries to a receiver with SO_PASSCRED `passcred`.
+    pub(crate) fn stamp(self, passcred: bool) -> PeerCred {
+        if self.attach || passcred {
+            self.cred
+        } else {
+            NO_PEER
+        }
     }
 }
 
@@ -253,22 +270,45 @@ impl UnixStream {
         (end(&b_to_a, &a_to_b, creds.0), end(&a_to_b, &b_to_a, creds.1))
     }
 
-    /// shutdown(2): closes the reading and/or writing direction.
+    /// This end's socket set SO_PASSCRED to `on`: what is sent to it from
+    /// now carries the sender's credentials (or not).
+    pub(crate) fn set_rx_passcred(&self, on: bool) {
+        match &self.link {
+            Link::Bytes { rx_rights, .. } => rx_rights.lock().reader_passcred = on,
+            Link::Packets { rx, .. } => {
+                if let Some(r) = rx.lock().as_ref() {
+                    r.0.set_receiver_passcred(on);
+                }
+            }
+        }
+    }
+
+    /// shutdown(2): closes the writing direction, and refuses more data
+    /// on the reading one (what is queued there stays readable, as Linux
+    /// keeps the receive queue).
     pub(crate) fn shutdown(&self, read: bool, write: bool) {
         match &self.link {
-            Link::Bytes { rx, tx, .. } => {
+            Link::Bytes { rx, tx, rx_rights, .. } => {
                 if read {
-                    rx.lock().take();
+                    rx_rights.lock().reader_shut = true;
+                    // Blocked readers see the end, blocked writers EPIPE.
+                    if let Some(r) = rx.lock().clone() {
+                        r.notify_waiters(ALL);
+                    }
                 }
                 if write {
                     tx.lock().take();
                 }
             }
             Link::Packets { rx, tx } => {
-                // Ends close (and wake their peers) outside the locks.
-                let rx_end = if read { rx.lock().take() } else { None };
+                if read {
+                    if let Some(r) = rx.lock().as_ref() {
+                        r.0.shut_receiving();
+                    }
+                }
+                // The end closes (and wakes its peer) outside the lock.
                 let tx_end = if write { tx.lock().take() } else { None };
-                drop((rx_end, tx_end));
+                drop(tx_end);
             }
         }
     }
@@ -292,16 +332,20 @@ impl UnixStream {
                 // The marks stay locked across the write, so that a reader
                 // never sees bytes without the mark they were sent with.
                 let mut q = tx_rights.lock();
+                if q.reader_shut {
+                    return Err(Errno::EPIPE);
+                }
                 if urgent && (buf.len() != 1 || !q.urgent.has_room()) {
                     return Err(if buf.len() != 1 { Errno::EINVAL } else { Errno::EAGAIN });
                 }
-                let mark = rights.is_some() || q.written != Some(cred.cred);
+                let stamped = cred.stamp(q.reader_passcred);
+                let mark = rights.is_some() || q.written != Some(stamped);
                 let at = tx.positions().0;
                 let n = tx.write(buf, 0)?;
                 if mark && n > 0 {
                     let end = at.wrapping_add(n as u64);
-                    q.marks.push_back(Mark { at, end, rights: rights.take(), cred: cred.cred });
-                    q.written = Some(cred.cred);
+                    q.marks.push_back(Mark { at, end, rights: rights.take(), cred: stamped });
+                    q.written = Some(stamped);
                 }
                 if urgent && n > 0 {
                     q.urgent.set(at, buf[0]);
@@ -318,12 +362,20 @@ impl UnixStream {
             Link::Packets { .. } if urgent => Err(Errno::EOPNOTSUPP),
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
-                let mut msg = Some(Message { data: buf.to_vec(), from: None, rights: rights.take(), cred: cred.cred });
+                let stamped = cred.stamp(tx.0.receiver_passcred());
+                let mut msg = Some(Message {
+                    data: buf.to_vec(),
+                    from: None,
+                    rights: rights.take(),
+                    cred: stamped,
+                    unread: None,
+                });
                 let r = tx.0.send(&mut msg);
                 if let Some(m) = msg {
                     *rights = m.rights;
                 }
-                r
+                // The peer shut down receiving: EPIPE, as a closed one.
+                r.map_err(|e| if e == Errno::ESHUTDOWN { Errno::EPIPE } else { e })
             }
         }
     }
@@ -343,9 +395,16 @@ impl UnixStream {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
                 let mut q = rx_rights.lock();
-                let MarkQueue { marks, reading, urgent, .. } = &mut *q;
+                let MarkQueue { marks, reading, urgent, reader_shut, .. } = &mut *q;
                 let stop = |from| MarkQueue::limit(marks, *reading, from, per_writer);
-                let read = urgent.read(&rx, buf, peek, inline, stop);
+                let read = match urgent.read(&rx, buf, peek, inline, stop) {
+                    // Shut for reading and drained: the end.
+                    Err(Errno::EAGAIN) if *reader_shut => {
+                        let end = rx.positions().1;
+                        Ok((end, end, 0))
+                    }
+                    r => r,
+                };
                 // Where the read began and ended, places passed included
                 // (they are consumed even when nothing was read).
                 let (start, last, n) = match read {
@@ -357,6 +416,16 @@ impl UnixStream {
                 };
                 let mut cred = q.reading;
                 let mut got = Vec::new();
+                // A receive of no bytes still takes the descriptors of the
+                // send at the read position, as Linux's
+                // unix_stream_read_generic (its bytes stay queued).
+                if buf.is_empty() && read.is_ok() {
+                    if let Some(m) = q.marks.iter_mut().find(|m| m.at == start && m.rights.is_some()) {
+                        cred = Some(m.cred);
+                        got.extend(if peek { m.rights.as_ref().map(Rights::dup) } else { m.rights.take() });
+                        return Ok(Got { len: 0, full: 0, rights: got, cred });
+                    }
+                }
                 if peek {
                     for m in q.marks.iter().take_while(|m| m.at < last) {
                         if m.at <= start {
@@ -464,6 +533,14 @@ impl UnixStream {
         }
     }
 
+    /// The bytes this end sent that its peer has not read yet (SIOCOUTQ).
+    fn unsent(&self) -> usize {
+        match &self.link {
+            Link::Bytes { tx, .. } => tx.lock().as_ref().map_or(0, |t| t.buffered()),
+            Link::Packets { tx, .. } => tx.lock().as_ref().map_or(0, |t| t.0.data_len(true)),
+        }
+    }
+
     /// Readiness of this end, as Linux's unix_poll reports it: a side is
     /// shut by this end's shutdown(2) or the peer's (or its close); a shut
     /// reading side reads as EOF (POLLIN|POLLRDHUP), both shut is POLLHUP,
@@ -473,17 +550,22 @@ impl UnixStream {
         use crate::abi::poll::{POLLERR, POLLHUP, POLLRDHUP};
         let mut ev = 0;
         let (readable, writable, rd_shut, wr_shut) = match &self.link {
-            Link::Bytes { rx, tx, rx_rights, .. } => {
-                if rx_rights.lock().urgent.waiting() {
-                    ev |= POLLPRI;
-                }
+            Link::Bytes { rx, tx, rx_rights, tx_rights } => {
+                let rx_shut = {
+                    let q = rx_rights.lock();
+                    if q.urgent.waiting() {
+                        ev |= POLLPRI;
+                    }
+                    q.reader_shut
+                };
+                let tx_shut = tx_rights.lock().reader_shut;
                 let (readable, rd_shut) = rx.lock().as_ref().map_or((false, true), |r| {
                     let ev = r.poll_events();
-                    (r.buffered() > 0, ev & POLLHUP != 0)
+                    (r.buffered() > 0, rx_shut || ev & POLLHUP != 0)
                 });
                 let (writable, wr_shut) = tx.lock().as_ref().map_or((true, true), |t| {
                     let ev = t.poll_events();
-                    (ev & POLLOUT != 0, ev & POLLERR != 0)
+                    (ev & POLLOUT != 0, tx_shut || ev & POLLERR != 0)
                 });
                 (readable, writable, rd_shut, wr_shut)
             }
@@ -666,6 +748,8 @@ struct Datagram {
     no_send: std::sync::atomic::AtomicBool,
     /// A socketpair's maker (SO_PEERCRED).
     pair_cred: Mutex<Option<PeerCred>>,
+    /// The bytes of its messages not read yet (SIOCOUTQ).
+    unread_sent: Arc<AtomicUsize>,
 }
 
 /// A Unix socket. A stream or seqpacket socket is unbound, bound,
@@ -684,7 +768,8 @@ pub(crate) struct UnixSocket {
     /// A listening socket's credentials from listen(2): what its
     /// connections report to their clients (SO_PEERCRED).
     listen_cred: Mutex<Option<PeerCred>>,
-    /// SO_PASSCRED: receives report the sender's credentials.
+    /// SO_PASSCRED: receives report the sender's credentials (set with
+    /// `set_passcred`).
     pub passcred: std::sync::atomic::AtomicBool,
     /// SO_OOBINLINE: a stream's urgent byte is read as data.
     oob_inline: std::sync::atomic::AtomicBool,
@@ -705,6 +790,7 @@ impl UnixSocket {
             peer: Mutex::new(None),
             no_send: std::sync::atomic::AtomicBool::new(false),
             pair_cred: Mutex::new(None),
+            unread_sent: Arc::default(),
         });
         let events = Arc::new(Queue::default());
         let owner = OwnerSlot::default();
@@ -759,6 +845,20 @@ impl UnixSocket {
             *db.pair_cred.lock() = Some(cred);
         }
         (a, b)
+    }
+
+    /// setsockopt(SO_PASSCRED): from now on, data sent to this socket
+    /// carries its sender's credentials, and receives report them.
+    pub(crate) fn set_passcred(&self, on: bool) {
+        self.passcred.store(on, Ordering::Relaxed);
+        match &self.dgram {
+            Some(d) => d.inbox.0.set_receiver_passcred(on),
+            None => {
+                if let Ok(stream) = self.stream() {
+                    stream.set_rx_passcred(on);
+                }
+            }
+        }
     }
 
     /// SO_PEERCRED: the peer's credentials, or NO_PEER.
@@ -829,6 +929,7 @@ impl UnixSocket {
         cred: SenderCred,
     ) -> Result<usize, Errno> {
         let Some(d) = &self.dgram else {
+            let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
             return self.stream()?.send_rights(data, rights, cred, false);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
@@ -838,8 +939,15 @@ impl UnixSocket {
             Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
             None => d.peer.lock().as_ref().map(|p| p.queue.clone()).ok_or(Errno::ENOTCONN)?,
         };
-        let mut msg =
-            Some(Message { data: data.to_vec(), from: self.local_name(), rights: rights.take(), cred: cred.cred });
+        let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
+        let stamped = cred.stamp(dest.receiver_passcred());
+        let mut msg = Some(Message {
+            data: data.to_vec(),
+            from: self.local_name(),
+            rights: rights.take(),
+            cred: stamped,
+            unread: Some(Unread::new(&d.unread_sent, data.len())),
+        });
         let r = dest.send(&mut msg);
         if let Some(m) = msg {
             *rights = m.rights;
@@ -871,6 +979,7 @@ impl UnixSocket {
         if self.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);
         }
+        let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
         self.stream()?.send_rights(byte, rights, cred, true)
     }
 
@@ -1042,12 +1151,16 @@ impl UnixSocket {
             SockType::SeqPacket => UnixStream::packet_pair(creds),
             _ => UnixStream::pair(inos, self.created, creds),
         };
+        // The connection inherits the listener's SO_PASSCRED (Linux's
+        // unix_sock_inherit_flags); each end's flag applies to its receives.
+        mine.set_rx_passcred(self.passcred.load(Ordering::Relaxed));
         let server = UnixSocket::with_state(
             inos.1,
             self.created,
             self.ty,
             SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
         );
+        server.set_passcred(listener.passcred.load(Ordering::Relaxed));
         mine.attach(&self.events, &self.owner);
         *s = SockState::Connected { stream: mine, local, peer: Some(name) };
         drop(s);
@@ -1136,9 +1249,19 @@ impl FileOps for UnixSocket {
     /// FIONREAD (SIOCINQ): the unread bytes of a stream or seqpacket
     /// socket, the next datagram's size, EINVAL on a listening socket;
     /// SIOCATMARK: a stream's next read starts at the urgent mark
-    /// (EOPNOTSUPP on other types), as Linux's unix_ioctl. Any socket
-    /// answers the interface ioctls (glibc asks a Unix one).
+    /// (EOPNOTSUPP on other types), as Linux's unix_ioctl; SIOCOUTQ
+    /// (TIOCOUTQ): the data the socket sent that was not read yet (Linux
+    /// counts its buffers' sizes). Any socket answers the
+    /// interface ioctls (glibc asks a Unix one).
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
+        if req == crate::abi::ioctl::SIOCOUTQ {
+            let n = match &self.dgram {
+                Some(d) => d.unread_sent.load(Ordering::Relaxed),
+                None => self.stream().map_or(0, |s| s.unsent()),
+            };
+            ctx.mm().copy_out(arg, &i32::try_from(n).unwrap_or(i32::MAX).to_le_bytes())?;
+            return Ok(0);
+        }
         if req == crate::abi::ioctl::SIOCATMARK {
             if self.ty != SockType::Stream {
                 return Err(Errno::EOPNOTSUPP);

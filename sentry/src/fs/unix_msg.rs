@@ -12,6 +12,7 @@ use crate::mm::accounting::{self, Charge};
 use crate::waiter::{Queue, ALL};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Bytes a queue holds before senders wait (Linux's default socket
@@ -33,6 +34,25 @@ pub(crate) struct Message {
     pub rights: Option<Rights>,
     /// The sender's credentials (SCM_CREDENTIALS).
     pub cred: PeerCred,
+    /// The message's bytes on its sending socket's count (SIOCOUTQ).
+    pub unread: Option<Unread>,
+}
+
+/// `n` bytes counted on a sending socket's `counter` of the data it sent
+/// that was not read yet, until they are read or dropped.
+pub(crate) struct Unread(Arc<AtomicUsize>, usize);
+
+impl Unread {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>, n: usize) -> Unread {
+        counter.fetch_add(n, Ordering::Relaxed);
+        Unread(counter.clone(), n)
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::Relaxed);
+    }
 }
 
 /// What a receive got: `len` bytes copied of a message of `full` bytes.
@@ -63,6 +83,9 @@ struct State {
 
 pub(crate) struct MsgQueue {
     state: Mutex<State>,
+    /// The receiving socket's SO_PASSCRED: messages sent meanwhile carry
+    /// their sender's credentials.
+    passcred: AtomicBool,
     /// Receivers wait here for messages, senders for room.
     pub queue: Queue,
 }
@@ -77,7 +100,16 @@ impl MsgQueue {
             senders_gone: false,
             refusing: false,
         };
-        Arc::new(MsgQueue { state: Mutex::new(state), queue: Queue::default() })
+        Arc::new(MsgQueue { state: Mutex::new(state), passcred: AtomicBool::new(false), queue: Queue::default() })
+    }
+
+    /// The receiving socket's SO_PASSCRED.
+    pub(crate) fn receiver_passcred(&self) -> bool {
+        self.passcred.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_receiver_passcred(&self, on: bool) {
+        self.passcred.store(on, Ordering::Relaxed);
     }
 
     /// Queues the message `msg` holds (taking it), or fails and leaves it
@@ -136,6 +168,8 @@ impl MsgQueue {
             let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
             s.bytes -= cost(full);
             s.charge.shrink(cost(full) as u64);
+            // Read: off its sender's count.
+            drop(m.unread);
             Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred), ended: false }
         };
         self.queue.notify(POLLOUT | POLLWRNORM);
@@ -187,10 +221,10 @@ impl MsgQueue {
         }
     }
 
-    /// (readable, writable, receiver gone, senders gone).
+    /// (readable, writable, receiver gone or refusing, senders gone).
     pub(crate) fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
-        (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone, s.senders_gone)
+        (!s.msgs.is_empty(), s.bytes + cost(0) <= QUEUE_BYTES, s.receiver_gone || s.refusing, s.senders_gone)
     }
 }
 
@@ -199,7 +233,13 @@ mod tests {
     use super::*;
 
     fn msg(data: &[u8]) -> Message {
-        Message { data: data.to_vec(), from: Some(UnixName::Abstract(b"me".to_vec())), rights: None, cred: (1, 0, 0) }
+        Message {
+            data: data.to_vec(),
+            from: Some(UnixName::Abstract(b"me".to_vec())),
+            rights: None,
+            cred: (1, 0, 0),
+            unread: None,
+        }
     }
 
     #[test]
@@ -217,6 +257,23 @@ mod tests {
         let r = q.recv(&mut big, false).unwrap();
         assert_eq!(&big[..r.len], b"world!", "the rest of the first is gone");
         assert_eq!(q.recv(&mut big, false).err(), Some(Errno::EAGAIN));
+    }
+
+    #[test]
+    fn unread_bytes_stay_on_the_senders_count_until_read_or_dropped() {
+        let counter = Arc::new(AtomicUsize::new(0));
+        let q = MsgQueue::new();
+        for data in [&b"hello"[..], b"hi"] {
+            q.send(&mut Some(Message { unread: Some(Unread::new(&counter, data.len())), ..msg(data) })).unwrap();
+        }
+        assert_eq!(counter.load(Ordering::Relaxed), 7);
+        let mut buf = [0u8; 8];
+        q.recv(&mut buf, true).unwrap();
+        assert_eq!(counter.load(Ordering::Relaxed), 7, "a peek leaves it");
+        q.recv(&mut buf, false).unwrap();
+        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        q.close_receiver();
+        assert_eq!(counter.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -659,6 +659,8 @@ impl MemoryManager {
             return Err(Segv::AccErr);
         }
         match vma.pages.get(&page).copied() {
+            // A page past the end of the mapped file (Linux's filemap_fault).
+            None if file_end(vma).is_some_and(|e| page >= e) => Err(Segv::Bus),
             None => self.populate_window(vma, page).map(|()| true).map_err(fault_error),
             Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(fault_error),
             Some(e) if vma.perms.write && !e.mapped_writable() => {
@@ -962,6 +964,11 @@ impl MemoryManager {
     /// copy (`foreign`: for a thread that does not run this space).
     fn frame_for(&self, vma: &mut Vma, page: u64, write: bool, foreign: bool) -> Result<u64, Errno> {
         if !vma.pages.contains_key(&page) {
+            // Past the end of the mapped file: a copy fails as the access
+            // would (SIGBUS), without the signal.
+            if file_end(vma).is_some_and(|e| page >= e) {
+                return Err(Errno::EFAULT);
+            }
             let frame = match shared_frame(vma, page)? {
                 Some(f) => f,
                 None => {
@@ -1052,7 +1059,8 @@ impl MemoryManager {
             return self.map_run(vma, page);
         }
         let lo = page_down(page / FAULT_WINDOW * FAULT_WINDOW).max(vma.start);
-        let hi = (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end);
+        let hi =
+            (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end).min(file_end(vma).unwrap_or(u64::MAX));
         let mut start = page;
         while start > lo && !vma.pages.contains_key(&(start - PAGE_SIZE)) {
             start -= PAGE_SIZE;
@@ -1172,6 +1180,16 @@ fn shared_frame(vma: &Vma, page: u64) -> Result<Option<u64>, Errno> {
     let Backing::SharedFile { pages, .. } = &vma.backing else { return Ok(None) };
     let off = vma.file_offset(page).ok_or(Errno::EFAULT)?;
     pages.frame(off / PAGE_SIZE).map(Some)
+}
+
+/// Where the pages of a file mapping's file end (its size rounded up to a
+/// page), as an address of `vma`; None for areas without a file's end.
+fn file_end(vma: &Vma) -> Option<u64> {
+    let (Backing::File { file, offset } | Backing::SharedFile { file, offset, .. }) = &vma.backing else {
+        return None;
+    };
+    let pages_end = page_up(file.size()?)?;
+    Some(vma.start.saturating_add(pages_end.saturating_sub(*offset)))
 }
 
 fn find(l: &Layout, addr: u64) -> Option<&Vma> {

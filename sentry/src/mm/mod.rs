@@ -21,6 +21,13 @@ pub trait Mappable: Send + Sync {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno>;
     /// The path shown in `/proc/[pid]/maps`.
     fn map_name(&self) -> String;
+
+    /// The file's size now, for a mapping's pages past its last page
+    /// (an access there is SIGBUS, a copy EFAULT); None for what has no
+    /// end (/dev/zero, a SysV segment).
+    fn size(&self) -> Option<u64> {
+        None
+    }
     /// Device and inode numbers shown in `/proc/[pid]/maps`.
     fn map_ids(&self) -> (u64, u64);
 

@@ -44,7 +44,8 @@ fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(SockType, bool, bo
         return Err(Errno::EINVAL);
     }
     let kind = SockType::from_number(ty & SOCK_TYPE_MASK).ok_or(Errno::ESOCKTNOSUPPORT)?;
-    if protocol != 0 {
+    // Linux's unix_create: 0 or PF_UNIX itself.
+    if protocol != 0 && protocol != AF_UNIX {
         return Err(Errno::EPROTONOSUPPORT);
     }
     Ok((kind, ty & libc::SOCK_NONBLOCK != 0, ty & libc::SOCK_CLOEXEC != 0))
@@ -157,7 +158,8 @@ fn listen(task: &Task, s: &UnixSocket) -> SysResult {
 
 /// The socket bound to the address at `addr` that a socket of type `ty`
 /// reaches (connect, sendto). A path bound by a socket of another type is
-/// EPROTOTYPE (the caller checks); an abstract name is per type.
+/// EPROTOTYPE (the caller checks); an abstract name is per type. A
+/// socket file must be writable (EACCES).
 fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<UnixSocket>, Errno> {
     let name = match read_unix_addr(task, addr, len)? {
         None => return Err(Errno::EINVAL),
@@ -165,6 +167,8 @@ fn bound_socket(task: &Task, addr: u64, len: u64, ty: SockType) -> Result<Arc<Un
         Some((false, path)) => {
             let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
             let st = d.node.stat()?;
+            // Reaching a socket file is writing to it (Linux's unix_find_bsd).
+            crate::vfs::perm::check_node(&task.thread.creds(), d.node.as_ref(), &st, crate::vfs::perm::MAY_WRITE)?;
             if st.mode & crate::vfs::S_IFMT != crate::vfs::S_IFSOCK {
                 return Err(Errno::ECONNREFUSED);
             }
@@ -531,8 +535,9 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
             match ty {
                 SCM_RIGHTS => {
                     let fds = &raw[off + CMSG_HDR..off + cmsg_len];
+                    // No descriptors at all is no message (Linux's scm_fp_copy).
                     let n = fds.len() / 4;
-                    if n == 0 || files.len() + n > SCM_MAX_FD {
+                    if files.len() + n > SCM_MAX_FD {
                         return Err(Errno::EINVAL);
                     }
                     for fd in fds.chunks_exact(4) {
@@ -547,7 +552,7 @@ fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred),
                     let Ucred { pid, uid, gid } = Ucred::decode(&raw[off + CMSG_HDR..off + cmsg_len]);
                     let given = (pid, uid, gid);
                     check_cred(task, given)?;
-                    cred = SenderCred { cred: given, explicit: true };
+                    cred = SenderCred { cred: given, attach: true };
                 }
                 _ => return Err(Errno::EINVAL),
             }
@@ -581,19 +586,24 @@ fn check_cred(task: &Task, (pid, uid, gid): PeerCred) -> Result<(), Errno> {
 }
 
 /// Writes an SCM_CREDENTIALS message at the start of the recvmsg control
-/// buffer (Linux puts it first), cut to the room as put_cmsg does;
-/// returns (control bytes used, msg_flags).
+/// buffer (Linux puts it first), cut to the room as put_cmsg does, or
+/// not at all where it cannot be written; returns (control bytes used,
+/// msg_flags).
 fn write_cred(task: &Task, h: &MsgHdr, (pid, uid, gid): PeerCred) -> Result<(usize, i32), Errno> {
     let mut e = Encoder::new();
     Ucred { pid, uid, gid }.encode_to(&mut e);
     let msgs = [(SOL_SOCKET, SCM_CREDENTIALS, e.as_bytes().to_vec())];
-    let (used, flags) = super::sockopt_ip::write_control(task, h, &msgs)?;
+    // Linux's scm_recv ignores a control buffer it cannot write.
+    let (used, flags) = match super::sockopt_ip::write_control(task, h, &msgs) {
+        Err(Errno::EFAULT) => (0, 0),
+        r => r?,
+    };
     Ok((usize::try_from(used).unwrap_or(usize::MAX), flags))
 }
 
 /// Installs received descriptors and writes their SCM_RIGHTS message into
-/// the recvmsg control buffer at offset `at`; returns (control bytes used
-/// there, msg_flags).
+/// the recvmsg control buffer at offset `at` (those that find no room are
+/// closed: MSG_CTRUNC); returns (control bytes used there, msg_flags).
 fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec: bool) -> Result<(u64, i32), Errno> {
     let files: Vec<Arc<FileDescription>> = rights.into_iter().flat_map(Rights::take).collect();
     if files.is_empty() {
@@ -625,11 +635,14 @@ fn write_rights(task: &Task, h: &MsgHdr, at: usize, rights: Vec<Rights>, cloexec
     for fd in &fds {
         e.i32(*fd);
     }
-    if let Err(err) = task.thread.mm().copy_out(h.control + at as u64, e.as_bytes()) {
+    // A control buffer that cannot be written gets nothing: the
+    // descriptors are closed and the call reports MSG_CTRUNC, as Linux's
+    // scm_detach_fds (no error).
+    if task.thread.mm().copy_out(h.control + at as u64, e.as_bytes()).is_err() {
         for fd in fds {
             let _ = table.remove(fd);
         }
-        return Err(err);
+        return Ok((0, MSG_CTRUNC));
     }
     Ok((cmsg_align(cmsg_len).min(room) as u64, flags))
 }
@@ -765,7 +778,7 @@ fn setsockopt(task: &Task, s: &UnixSocket, opt: OptArg) -> SysResult {
         }
         let mut raw = [0u8; 4];
         task.thread.mm().copy_in(opt.val, &mut raw)?;
-        s.passcred.store(i32::from_le_bytes(raw) != 0, std::sync::atomic::Ordering::Relaxed);
+        s.set_passcred(i32::from_le_bytes(raw) != 0);
         return Ok(0);
     }
     sockopt::set(task, &unix_sock(s), opt.name, opt.val, opt.len)?;
