@@ -125,11 +125,11 @@ fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
     Ok(0)
 }
 
-fn listen(task: &Task, s: &InetSocket) -> SysResult {
+fn listen(task: &Task, s: &InetSocket, backlog: i32) -> SysResult {
     match &s.endpoint {
         _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
         Endpoint::Tcp(t) => {
-            t.listen().map_err(errno)?;
+            t.listen(backlog).map_err(errno)?;
             super::inbound::listened(task, s);
             Ok(0)
         }
@@ -161,11 +161,9 @@ fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) 
         conn.disconnect_datagrams()?;
     }
     match &s.endpoint {
-        Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
-        Endpoint::Udp(u) => u.connect(to),
+        Endpoint::Tcp(t) => super::tcp_connect::connect(f, s, t, to.ok_or(Errno::EAFNOSUPPORT)?),
+        Endpoint::Udp(u) => u.connect(to).map_err(errno).map(|()| 0),
     }
-    .map_err(errno)?;
-    Ok(0)
 }
 
 /// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
@@ -176,20 +174,16 @@ fn accept(task: &Task, f: &FileDescription, s: &InetSocket, out: SockAddrArg, fl
     // The sandbox's own connections first, then those from outside.
     let take = || match t.accept() {
         Ok(conn) => {
-            let peer = conn.peer_addr().map_err(errno)?;
-            let inline = conn.oob_inline();
+            // The address it came from, even if it was reset since.
+            let peer = conn.remote_addr().ok_or(Errno::ECONNABORTED)?;
             let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
-            // The connection took the listener's SO_OOBINLINE (Linux copies
-            // a listener's socket flags).
-            if inline {
-                sock.opts.update::<Errno>(|v| {
-                    v.flags |= sockopt::flag_bit(SO_OOBINLINE);
-                    Ok(())
-                })?;
-            }
+            super::tcp_connect::inherit(s, &sock);
             Ok((sock, peer))
         }
-        Err(husk_netstack::Error::WouldBlock) => super::inbound::accept(task, s),
+        Err(husk_netstack::Error::WouldBlock) => {
+            s.wake_for_deferred(t);
+            super::inbound::accept(task, s)
+        }
         Err(e) => Err(errno(e)),
     };
     let (sock, peer) = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, take)?;
@@ -602,8 +596,8 @@ impl SocketOps for Arc<InetSocket> {
         bind(task, self, addr)
     }
 
-    fn listen(&self, task: &Task, _backlog: i32) -> SysResult {
-        listen(task, self)
+    fn listen(&self, task: &Task, backlog: i32) -> SysResult {
+        listen(task, self, backlog)
     }
 
     fn accept(&self, task: &Task, f: &FileDescription, peer: SockAddrArg, flags: i32) -> SysResult {

@@ -59,6 +59,7 @@ mod sockopt;
 mod sockopt_ip;
 mod sockopt_mcast;
 mod sockopt_tcp;
+mod tcp_connect;
 mod splice;
 mod stat;
 mod sysinfo;
