@@ -76,6 +76,9 @@ struct Inner {
     /// A refusal or reset closed the socket both ways (Linux's tcp_done):
     /// reads return 0.
     done: bool,
+    /// The address a connect that failed had, shown until the socket
+    /// holds a port again.
+    closed_local: Option<SocketAddr>,
 }
 
 /// What offering a new connection to a listener came to.
@@ -122,7 +125,7 @@ impl TcpEndpoint {
             family,
             me: me.clone(),
             queue: Arc::default(),
-            inner: Mutex::new(Inner { state, local: Local::default(), error: None, unreported: false, done: false }),
+            inner: Mutex::new(Inner { state, local: Local::default(), error: None, unreported: false, done: false, closed_local: None }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
             defer_accept: AtomicU32::new(0),
@@ -280,6 +283,7 @@ impl TcpEndpoint {
                     error: None,
                     unreported: false,
                     done: false,
+                    closed_local: None,
                 }),
                 reset_on_close: AtomicBool::new(false),
                 oob_inline: AtomicBool::new(listener_inline),
@@ -295,9 +299,19 @@ impl TcpEndpoint {
 
     /// The peer answered with RST: closed both ways, ECONNREFUSED pending.
     fn refuse(&self, i: &mut Inner) {
-        i.state = State::Closed;
+        self.close_unconnected(i);
         i.error = Some(Error::ConnRefused);
         i.done = true;
+    }
+
+    /// A connect that ends without a connection (TCP_CLOSE): a port not
+    /// bound explicitly goes back, as Linux's inet_put_port.
+    fn close_unconnected(&self, i: &mut Inner) {
+        i.state = State::Closed;
+        // getsockname still shows the port (inet_sport stays).
+        i.closed_local = Some(i.local.addr(self.family));
+        // Unhashing only fails for a port already given back.
+        let _ = i.local.disconnect(&self.stack.tcp, self.family);
     }
 
     /// A connecting socket's SYN again (the listener's queue has room or
@@ -487,7 +501,7 @@ impl TcpEndpoint {
         // Shutting a connecting socket aborts the connect (Linux's
         // tcp_disconnect from SYN_SENT): closed, ECONNRESET pending.
         if matches!(i.state, State::Connecting { .. }) {
-            i.state = State::Closed;
+            self.close_unconnected(&mut i);
             i.error = Some(Error::ConnReset);
             i.unreported = false;
             drop(i);
@@ -579,7 +593,10 @@ impl TcpEndpoint {
         let i = self.inner.lock();
         match &i.state {
             State::Connected(c) => c.local,
-            _ => i.local.addr(self.family),
+            _ => match i.closed_local {
+                Some(a) if i.local.hold.is_none() => a,
+                _ => i.local.addr(self.family),
+            },
         }
     }
 

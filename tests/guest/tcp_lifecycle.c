@@ -155,6 +155,37 @@ static void shutdown_connecting(int how) {
     close(l);
 }
 
+/* A blocking connect refused gives back a port bind chose (not one bound
+ * by number): another socket may bind it; the next connect is refused
+ * again from a new port. */
+static void refused_port(void) {
+    struct sockaddr_in a = lo4(0);
+    int b = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_OK(bind(b, (struct sockaddr *)&a, sizeof a));
+    CHECK_OK(getsockname(b, (struct sockaddr *)&a, &(socklen_t){sizeof a}));
+    int c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+    struct sockaddr_in mine = lo4(0);
+    CHECK_OK(bind(c, (struct sockaddr *)&mine, sizeof mine));
+    CHECK_OK(getsockname(c, (struct sockaddr *)&mine, &(socklen_t){sizeof mine}));
+    CHECK_ERR(connect(c, (const struct sockaddr *)&a, sizeof a), ECONNREFUSED);
+    CHECK_EQ(so_error(c), 0);
+    struct sockaddr_in now;
+    CHECK_OK(getsockname(c, (struct sockaddr *)&now, &(socklen_t){sizeof now}));
+    CHECK_EQ(now.sin_port, mine.sin_port);
+    CHECK_EQ(now.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    int d = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_OK(bind(d, (struct sockaddr *)&mine, sizeof mine));
+    CHECK_ERR(connect(c, (const struct sockaddr *)&a, sizeof a), ECONNREFUSED);
+    /* A port bound by number stays. */
+    int e = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_OK(connect(d, (const struct sockaddr *)&a, sizeof a) == -1 ? 0 : -1);
+    CHECK_ERR(bind(e, (struct sockaddr *)&mine, sizeof mine), EADDRINUSE);
+    close(b);
+    close(c);
+    close(d);
+    close(e);
+}
+
 /* A non-blocking connect to a port nobody listens on: ECONNREFUSED to
  * the first read (or peek, or SO_ERROR), EOF after; the next connect says
  * ECONNABORTED once the error was taken. */
@@ -352,6 +383,7 @@ int main(void) {
     shutdown_connecting(SHUT_RD);
     shutdown_connecting(SHUT_WR);
     shutdown_connecting(SHUT_RDWR);
+    refused_port();
     refused(0);
     refused(1);
     refused(2);
