@@ -747,7 +747,7 @@ mod tests {
     fn listener(stack: &Arc<Stack>, at: &str) -> Arc<TcpEndpoint> {
         let l = TcpEndpoint::new(stack, if at.starts_with('[') { Family::V6 } else { Family::V4 });
         l.bind(addr(at)).unwrap();
-        l.listen().unwrap();
+        l.listen(-1).unwrap();
         l
     }
 
@@ -813,22 +813,115 @@ mod tests {
     }
 
     #[test]
-    fn the_accept_queue_is_bounded_and_a_shut_listener_refuses() {
+    fn a_full_queue_leaves_connectors_waiting_until_accept_makes_room() {
         let stack = Stack::new();
-        let l = listener(&stack, "127.0.0.1:7002");
-        for _ in 0..SOMAXCONN {
-            let c = TcpEndpoint::new(&stack, Family::V4);
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7002")).unwrap();
+        l.listen(1).unwrap();
+        let first: Vec<_> = (0..2).map(|_| TcpEndpoint::new(&stack, Family::V4)).collect();
+        for c in &first {
             assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Ok(()));
         }
+        // Past backlog + 1 the SYN waits: EINPROGRESS, then EALREADY.
+        let blocking = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(blocking.connect(addr("127.0.0.1:7002"), false), Err(Error::InProgress));
+        let nb = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::InProgress));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::Already));
+        assert_eq!(nb.events(), 0);
+        assert_eq!(nb.send(b"x"), Err(Error::WouldBlock));
+        assert!(l.accept().is_ok());
+        assert_eq!(blocking.connect(addr("127.0.0.1:7002"), true), Ok(()));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::Already));
+        assert!(l.accept().is_ok());
+        assert_ne!(nb.events() & events::OUT, 0);
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Ok(()));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::IsConnected));
+    }
+
+    #[test]
+    fn a_listener_gone_resets_its_queue_and_refuses_who_waits() {
+        let stack = Stack::new();
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7003")).unwrap();
+        l.listen(0).unwrap();
+        let queued = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(queued.connect(addr("127.0.0.1:7003"), false), Ok(()));
+        let waiting = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), true), Err(Error::InProgress));
+        drop(l);
+        let mut buf = [0u8; 4];
+        assert_ne!(queued.events() & (events::ERR | events::HUP), 0);
+        assert_eq!(queued.recv(&mut buf, false), Err(Error::ConnReset));
+        assert_eq!(queued.recv(&mut buf, false), Ok(0));
+        assert_eq!(waiting.events() & (events::ERR | events::HUP), events::ERR | events::HUP);
+        assert_eq!(waiting.recv(&mut buf, true), Err(Error::ConnRefused));
+        assert_eq!(waiting.recv(&mut buf, true), Ok(0));
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), true), Err(Error::ConnAborted));
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), false), Err(Error::ConnRefused));
+    }
+
+    #[test]
+    fn shutting_a_connecting_socket_aborts_it() {
+        let stack = Stack::new();
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7004")).unwrap();
+        l.listen(0).unwrap();
+        let queued = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(queued.connect(addr("127.0.0.1:7004"), false), Ok(()));
         let c = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        assert_eq!(c.connect(addr("127.0.0.1:7004"), true), Err(Error::InProgress));
+        assert_eq!(c.shutdown(true, false), Ok(()));
+        assert_eq!(c.events(), events::OUT | events::HUP | events::ERR);
+        assert_eq!(c.take_error(), Some(Error::ConnReset));
+        // No longer waiting: accept leaves it alone.
+        assert!(l.accept().is_ok());
+        assert_eq!(c.linux_state(), 7);
+    }
+
+    #[test]
+    fn deferred_connections_wait_for_data() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7005");
+        l.set_defer_accept(30);
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.connect(addr("127.0.0.1:7005"), false), Ok(()));
+        assert_eq!(l.accept().err(), Some(Error::WouldBlock));
+        assert_eq!(l.events(), 0);
+        assert!(l.defer_deadline().is_some());
+        assert_eq!(c.send(b"hi"), Ok(2));
+        assert_ne!(l.events() & events::IN, 0);
+        let s = l.accept().unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert!(l.defer_deadline().is_none());
+    }
+
+    #[test]
+    fn a_socket_connected_to_itself_reads_what_it_sends() {
+        let stack = Stack::new();
+        let s = TcpEndpoint::new(&stack, Family::V4);
+        s.bind(addr("127.0.0.1:7006")).unwrap();
+        assert_eq!(s.connect(addr("127.0.0.1:7006"), false), Ok(()));
+        assert_eq!(s.peer_addr(), Ok(addr("127.0.0.1:7006")));
+        assert_eq!(s.send(b"me"), Ok(2));
+        let mut buf = [0u8; 4];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert_eq!(s.shutdown(false, true), Ok(()));
+        assert_eq!(s.recv(&mut buf, false), Ok(0));
+    }
+
+    #[test]
+    fn a_shut_listener_refuses() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7007");
         assert_eq!(l.shutdown(true, true), Ok(()));
         assert_eq!(l.accept().err(), Some(Error::Invalid));
         let late = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(late.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        assert_eq!(late.connect(addr("127.0.0.1:7007"), false), Err(Error::ConnRefused));
         let nb = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::InProgress));
-        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::ConnRefused));
+        assert_eq!(nb.connect(addr("127.0.0.1:7007"), true), Err(Error::InProgress));
+        assert_eq!(nb.connect(addr("127.0.0.1:7007"), true), Err(Error::ConnRefused));
     }
 
     #[test]
