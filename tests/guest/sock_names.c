@@ -156,6 +156,32 @@ static void udp_v6(void) {
     unconnect(d);
     CHECK_NAME(d, ":: 0");
     close(d);
+
+    /* An IPv6 datagram socket takes an AF_INET peer too (as the v4-mapped
+     * one), but not an AF_INET bind address; with IPV6_V6ONLY connect
+     * says EAFNOSUPPORT and sendto ENETUNREACH. */
+    int f = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    struct sockaddr_in plain9 = v4("127.0.0.1", 9);
+    CHECK_ERR(bind(f, (struct sockaddr *)&plain9, sizeof plain9), EINVAL);
+    CHECK_EQ(sendto(f, "x", 1, 0, (struct sockaddr *)&plain9, sizeof plain9), 1);
+    CHECK_NAME(f, ":: any");
+    CONNECT(f, plain9);
+    CHECK_NAME(f, "::ffff:127.0.0.1 any");
+    struct sockaddr_in6 peer;
+    socklen_t plen = sizeof peer;
+    CHECK_OK(getpeername(f, (struct sockaddr *)&peer, &plen));
+    CHECK_EQ(plen, sizeof peer);
+    CHECK_EQ(peer.sin6_family, AF_INET6);
+    CHECK(IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr));
+    CHECK_EQ(ntohs(peer.sin6_port), 9);
+    CHECK_ERR(connect(f, (struct sockaddr *)&plain9, sizeof plain9 - 1), EINVAL);
+    close(f);
+    int o = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    int on = 1;
+    CHECK_OK(setsockopt(o, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on));
+    CHECK_ERR(connect(o, (struct sockaddr *)&plain9, sizeof plain9), EAFNOSUPPORT);
+    CHECK_ERR(sendto(o, "x", 1, 0, (struct sockaddr *)&plain9, sizeof plain9), ENETUNREACH);
+    close(o);
 }
 
 static void tcp(void) {

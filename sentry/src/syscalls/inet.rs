@@ -95,6 +95,23 @@ fn read_addr(task: &Task, f: Family, addr: u64, len: u64) -> Result<Option<Socke
     }
 }
 
+/// The peer a connect or a send names: an IPv6 datagram socket takes an
+/// AF_INET address too, as the v4-mapped one, unless it is IPV6_V6ONLY
+/// (`v6only_err`), as Linux's udpv6_pre_connect and udpv6_sendmsg.
+fn read_peer(task: &Task, s: &InetSocket, addr: u64, len: u64, v6only_err: Errno) -> Result<Option<SocketAddr>, Errno> {
+    if family(s) == Family::V6 && !s.is_stream() && len >= 2 {
+        let mut fam = [0u8; 2];
+        task.thread.mm().copy_in(addr, &mut fam)?;
+        if i32::from(u16::from_ne_bytes(fam)) == AF_INET {
+            if share_opts(s).v6only {
+                return Err(v6only_err);
+            }
+            return Ok(read_addr(task, Family::V4, addr, len)?.map(|a| presented(s, a)));
+        }
+    }
+    read_addr(task, family(s), addr, len)
+}
+
 /// How socket `s` shows `a`: an IPv4 address on an IPv6 socket is
 /// v4-mapped.
 fn presented(s: &InetSocket, a: SocketAddr) -> SocketAddr {
@@ -138,7 +155,7 @@ fn listen(task: &Task, s: &InetSocket, backlog: i32) -> SysResult {
 }
 
 fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) -> SysResult {
-    let to = read_addr(task, family(s), addr.addr, addr.len)?;
+    let to = read_peer(task, s, addr.addr, addr.len, Errno::EAFNOSUPPORT)?;
     if let Some(conn) = s.stream_outside() {
         return super::egress::reconnect(task, f, s, conn, to);
     }
@@ -231,7 +248,7 @@ fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Optio
     if addr == 0 || s.is_stream() {
         return Ok(None);
     }
-    read_addr(task, family(s), addr, len)
+    read_peer(task, s, addr, len, Errno::ENETUNREACH)
 }
 
 /// Sends the guest's `bufs` (address, length): a datagram whole, a stream
