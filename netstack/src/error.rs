@@ -12,6 +12,8 @@ pub enum Error {
     Already,
     #[error("software caused connection abort")]
     ConnAborted,
+    #[error("address family not supported by protocol")]
+    AfNotSupported,
     #[error("address already in use")]
     AddrInUse,
     #[error("address not available")]

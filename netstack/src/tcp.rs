@@ -208,6 +208,7 @@ impl TcpEndpoint {
             State::Closed => {}
         }
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        addr::check_bound_family(i.local.hold.map(|h| h.ip), dest.ip())?;
         // A group is no peer for a stream (Linux's tcp_v4_connect).
         if dest.ip().is_multicast() {
             return Err(Error::NetUnreachable);

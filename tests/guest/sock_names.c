@@ -3,7 +3,9 @@
  * ::ffff:127.0.0.1; 0.0.0.0 as a destination is this host, reached from
  * loopback) and to a port; connect(AF_UNSPEC) gives back what connect
  * chose and a port not bound explicitly, while a bound address or port
- * stays. A TCP connection shows its source address likewise. */
+ * stays. A TCP connection shows its source address likewise. An IPv6
+ * datagram socket takes AF_INET peers; a peer of the other IP version than
+ * the bound address has no route. */
 #include "check.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -184,6 +186,29 @@ static void udp_v6(void) {
     close(o);
 }
 
+/* A socket bound to an IPv6 address has no route to an IPv4 peer
+ * (ENETUNREACH); one bound to a v4-mapped address none to an IPv6 peer
+ * (EAFNOSUPPORT): connect (TCP and UDP) and sendto say so. */
+static void family_mismatch(void) {
+    struct sockaddr_in6 lo6 = v6("::1", 0), mapped = v6("::ffff:127.0.0.1", 0);
+    struct sockaddr_in6 to_mapped = v6("::ffff:127.0.0.1", 9), to_lo6 = v6("::1", 9);
+    for (int ty = 0; ty < 2; ty++) {
+        int type = ty ? SOCK_DGRAM : SOCK_STREAM;
+        int a = CHECK_OK(socket(AF_INET6, type, 0));
+        BIND(a, lo6);
+        CHECK_ERR(connect(a, (struct sockaddr *)&to_mapped, sizeof to_mapped), ENETUNREACH);
+        if (ty)
+            CHECK_ERR(sendto(a, "x", 1, 0, (struct sockaddr *)&to_mapped, sizeof to_mapped), ENETUNREACH);
+        close(a);
+        int b = CHECK_OK(socket(AF_INET6, type, 0));
+        BIND(b, mapped);
+        CHECK_ERR(connect(b, (struct sockaddr *)&to_lo6, sizeof to_lo6), EAFNOSUPPORT);
+        if (ty)
+            CHECK_ERR(sendto(b, "x", 1, 0, (struct sockaddr *)&to_lo6, sizeof to_lo6), EAFNOSUPPORT);
+        close(b);
+    }
+}
+
 static void tcp(void) {
     int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
     struct sockaddr_in lo0 = v4("127.0.0.1", 0);
@@ -214,6 +239,7 @@ static void tcp(void) {
 int main(void) {
     udp_v4();
     udp_v6();
+    family_mismatch();
     tcp();
     return 0;
 }

@@ -67,6 +67,7 @@ pub(crate) fn errno(e: NetError) -> Errno {
         NetError::InProgress => Errno::EINPROGRESS,
         NetError::Already => Errno::EALREADY,
         NetError::ConnAborted => Errno::ECONNABORTED,
+        NetError::AfNotSupported => Errno::EAFNOSUPPORT,
         NetError::AddrInUse => Errno::EADDRINUSE,
         NetError::AddrNotAvailable => Errno::EADDRNOTAVAIL,
         NetError::ConnRefused => Errno::ECONNREFUSED,
