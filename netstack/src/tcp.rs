@@ -60,7 +60,10 @@ enum State {
     /// Not connected; maybe bound.
     Closed,
     /// SYN_SENT: connect found the listener's queue full.
-    Connecting { dest: SocketAddr, local: SocketAddr },
+    Connecting {
+        dest: SocketAddr,
+        local: SocketAddr,
+    },
     Listening(Listen),
     Connected(Conn),
 }
@@ -125,7 +128,14 @@ impl TcpEndpoint {
             family,
             me: me.clone(),
             queue: Arc::default(),
-            inner: Mutex::new(Inner { state, local: Local::default(), error: None, unreported: false, done: false, closed_local: None }),
+            inner: Mutex::new(Inner {
+                state,
+                local: Local::default(),
+                error: None,
+                unreported: false,
+                done: false,
+                closed_local: None,
+            }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
             defer_accept: AtomicU32::new(0),
@@ -168,12 +178,8 @@ impl TcpEndpoint {
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         self.stack.tcp.lock().update(&h, |b| b.listening = true)?;
         i.done = false;
-        i.state = State::Listening(Listen {
-            pending: VecDeque::new(),
-            backlog,
-            waiting: Vec::new(),
-            deferred: Vec::new(),
-        });
+        i.state =
+            State::Listening(Listen { pending: VecDeque::new(), backlog, waiting: Vec::new(), deferred: Vec::new() });
         Ok(())
     }
 
