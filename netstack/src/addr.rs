@@ -123,6 +123,18 @@ pub(crate) fn destination(f: Family, v6only: bool, addr: SocketAddr) -> Result<S
     Ok(SocketAddr::new(route(ip)?, addr.port()))
 }
 
+/// A destination of the other IP version than the address a socket was
+/// bound to has no route: IPv4 from an IPv6 address (ENETUNREACH), IPv6
+/// from a v4-mapped one (EAFNOSUPPORT), as Linux answers. `bound` is
+/// canonical, None when the socket holds no address of its choosing.
+pub(crate) fn check_bound_family(bound: Option<IpAddr>, dest: IpAddr) -> Result<(), Error> {
+    match bound.filter(|b| !b.is_unspecified()) {
+        Some(IpAddr::V6(_)) if dest.is_ipv4() => Err(Error::NetUnreachable),
+        Some(IpAddr::V4(_)) if dest.is_ipv6() => Err(Error::AfNotSupported),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,12 @@ pub enum Error {
     WouldBlock,
     #[error("connection in progress")]
     InProgress,
+    #[error("operation already in progress")]
+    Already,
+    #[error("software caused connection abort")]
+    ConnAborted,
+    #[error("address family not supported by protocol")]
+    AfNotSupported,
     #[error("address already in use")]
     AddrInUse,
     #[error("address not available")]

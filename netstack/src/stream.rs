@@ -225,6 +225,11 @@ impl Direction {
         std::mem::take(&mut self.state.lock().reset)
     }
 
+    /// A reset is not yet reported (POLLERR).
+    pub fn reset_pending(&self) -> bool {
+        self.state.lock().reset
+    }
+
     /// Whether the writer reset the connection.
     pub fn was_reset(&self) -> bool {
         self.state.lock().was_reset

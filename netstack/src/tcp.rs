@@ -2,6 +2,9 @@
 //! made at once when a listener takes it (there is no handshake to wait
 //! for on loopback) and carries bytes in two bounded directions; closing
 //! an end sends FIN, or RST when it leaves bytes unread, as Linux does.
+//! A listener whose accept queue is full drops the SYN: the connector
+//! waits (SYN_SENT) until the queue has room or the listener goes (then
+//! it is refused); a closing listener resets the connections it queued.
 
 use crate::addr::{self, Family};
 use crate::ports::{Local, ShareOpts};
@@ -11,7 +14,9 @@ use crate::{events, Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// One end of an established connection.
 struct Conn {
@@ -19,8 +24,6 @@ struct Conn {
     tx: Arc<Direction>,
     local: SocketAddr,
     peer: SocketAddr,
-    /// A non-blocking connect has not yet been told it completed.
-    unreported: bool,
     /// Sent data has met a closed peer (its RST): later sends fail.
     broken: bool,
     /// shutdown(SHUT_RD): receives return 0 once nothing is queued.
@@ -28,24 +31,75 @@ struct Conn {
     write_shut: bool,
 }
 
-/// The most connections a listener queues for accept (Linux's default
-/// net.core.somaxconn); past it, connects are refused.
+/// Linux's default net.core.somaxconn: the largest listen backlog.
 const SOMAXCONN: usize = 4096;
+
+/// A listener's queues.
+struct Listen {
+    /// Established connections, oldest first, for accept.
+    pending: VecDeque<Arc<TcpEndpoint>>,
+    /// listen(2)'s backlog: the queue is full once it holds more
+    /// (Linux's sk_acceptq_is_full).
+    backlog: usize,
+    /// Connectors whose SYN the full queue dropped: they try again when
+    /// accept makes room, as their retransmitted SYN would.
+    waiting: Vec<Weak<TcpEndpoint>>,
+    /// TCP_DEFER_ACCEPT: connections held back until data (or FIN)
+    /// arrives on them or their time is up.
+    deferred: Vec<Deferred>,
+}
+
+struct Deferred {
+    conn: Arc<TcpEndpoint>,
+    until: Instant,
+    /// Pokes the listener when the connection's first bytes arrive.
+    poke: Arc<dyn crate::waiter::Notifier>,
+}
 
 enum State {
     /// Not connected; maybe bound.
     Closed,
-    Listening {
-        pending: VecDeque<Arc<TcpEndpoint>>,
+    /// SYN_SENT: connect found the listener's queue full.
+    Connecting {
+        dest: SocketAddr,
+        local: SocketAddr,
     },
+    Listening(Listen),
     Connected(Conn),
 }
 
 struct Inner {
     state: State,
     local: Local,
-    /// SO_ERROR: a non-blocking connect's failure.
+    /// SO_ERROR: a connect's failure, a reset before it was reported.
     error: Option<Error>,
+    /// The socket layer's SS_CONNECTING: a connect is under way or its
+    /// outcome not yet reported to a connect call.
+    unreported: bool,
+    /// A refusal or reset closed the socket both ways (Linux's tcp_done):
+    /// reads return 0.
+    done: bool,
+    /// The address a connect that failed had, shown until the socket
+    /// holds a port again.
+    closed_local: Option<SocketAddr>,
+}
+
+/// What offering a new connection to a listener came to.
+enum Offer {
+    Queued,
+    Full,
+    Refused,
+}
+
+/// Wakes a listener's waiters when a deferred connection's data arrives.
+struct Poke(Weak<TcpEndpoint>);
+
+impl crate::waiter::Notifier for Poke {
+    fn notify(&self) {
+        if let Some(l) = self.0.upgrade() {
+            l.queue.notify();
+        }
+    }
 }
 
 /// A TCP socket.
@@ -59,6 +113,8 @@ pub struct TcpEndpoint {
     reset_on_close: std::sync::atomic::AtomicBool,
     /// SO_OOBINLINE: the urgent byte stays among the data read.
     oob_inline: std::sync::atomic::AtomicBool,
+    /// TCP_DEFER_ACCEPT on a listener, in seconds (0: off).
+    defer_accept: AtomicU32,
 }
 
 impl TcpEndpoint {
@@ -72,9 +128,17 @@ impl TcpEndpoint {
             family,
             me: me.clone(),
             queue: Arc::default(),
-            inner: Mutex::new(Inner { state, local: Local::default(), error: None }),
+            inner: Mutex::new(Inner {
+                state,
+                local: Local::default(),
+                error: None,
+                unreported: false,
+                done: false,
+                closed_local: None,
+            }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
+            defer_accept: AtomicU32::new(0),
         })
     }
 
@@ -96,115 +160,230 @@ impl TcpEndpoint {
         i.local.bind(&self.stack.tcp, self.family, addr, &self.me).map(drop)
     }
 
-    /// listen(2); the backlog is not enforced.
-    pub fn listen(&self) -> Result<(), Error> {
+    /// listen(2) with `backlog` (a negative one or one past somaxconn is
+    /// somaxconn); listening again sets the backlog.
+    pub fn listen(&self, backlog: i32) -> Result<(), Error> {
+        let backlog = usize::try_from(backlog).map_or(SOMAXCONN, |b| b.min(SOMAXCONN));
         let mut i = self.inner.lock();
-        match i.state {
-            State::Listening { .. } => return Ok(()),
-            State::Connected(_) => return Err(Error::Invalid),
+        let unreported = i.unreported;
+        match &mut i.state {
+            State::Listening(l) => {
+                l.backlog = backlog;
+                return Ok(());
+            }
+            State::Connected(_) | State::Connecting { .. } => return Err(Error::Invalid),
+            State::Closed if unreported => return Err(Error::Invalid),
             State::Closed => {}
         }
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         self.stack.tcp.lock().update(&h, |b| b.listening = true)?;
-        i.state = State::Listening { pending: VecDeque::new() };
+        i.done = false;
+        i.state =
+            State::Listening(Listen { pending: VecDeque::new(), backlog, waiting: Vec::new(), deferred: Vec::new() });
         Ok(())
     }
 
     /// connect(2). A connection the listener takes is established at once;
     /// with `nonblock` that is still reported as EINPROGRESS (and a refusal
-    /// through SO_ERROR), as Linux reports a loopback connect.
+    /// through SO_ERROR), as Linux reports a loopback connect. A listener
+    /// whose queue is full leaves the socket connecting: InProgress (the
+    /// caller of a blocking connect waits for writability and calls again),
+    /// and EALREADY to a non-blocking connect until it completes.
     pub fn connect(&self, to: SocketAddr, nonblock: bool) -> Result<(), Error> {
         let mut i = self.inner.lock();
-        match &mut i.state {
-            State::Connected(c) if c.unreported => {
-                c.unreported = false;
-                return Ok(());
+        if i.unreported {
+            match &i.state {
+                State::Connecting { .. } if nonblock => return Err(Error::Already),
+                State::Connecting { .. } => return Err(Error::InProgress),
+                State::Connected(_) => {
+                    i.unreported = false;
+                    return Ok(());
+                }
+                // Refused or reset while connecting: the error once, then
+                // ECONNABORTED (Linux's sock_error path of connect).
+                State::Closed => {
+                    i.unreported = false;
+                    return Err(i.error.take().unwrap_or(Error::ConnAborted));
+                }
+                State::Listening(_) => i.unreported = false,
             }
-            State::Connected(_) | State::Listening { .. } => return Err(Error::IsConnected),
+        }
+        match &i.state {
+            State::Connected(_) | State::Listening(_) => return Err(Error::IsConnected),
+            State::Connecting { .. } => return Err(Error::Already),
             State::Closed => {}
         }
-        // A refused non-blocking connect reports its error to the next
-        // connect, as Linux does, instead of trying again.
-        if let Some(e) = i.error.take() {
-            return Err(e);
-        }
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        addr::check_bound_family(i.local.hold.map(|h| h.ip), dest.ip())?;
         // A group is no peer for a stream (Linux's tcp_v4_connect).
         if dest.ip().is_multicast() {
             return Err(Error::NetUnreachable);
         }
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        i.error = None;
+        i.done = false;
+        // A SYN to the socket's own address meets itself: a simultaneous
+        // open makes the socket its own peer.
+        if addr::canonical(local.ip()) == dest.ip() && local.port() == dest.port() {
+            let d = Direction::new(&self.stack, self.queue.clone(), self.queue.clone());
+            d.set_inline(self.oob_inline(), true);
+            let (l, p) = (addr::presented(self.family, local), addr::presented(self.family, dest));
+            i.state = State::Connected(Conn::new(d.clone(), d, l, p));
+            i.unreported = nonblock;
+            drop(i);
+            self.queue.notify();
+            return if nonblock { Err(Error::InProgress) } else { Ok(()) };
+        }
+        self.handshake(&mut i, dest, local);
+        let r = match &i.state {
+            State::Connected(_) if !nonblock => Ok(()),
+            State::Closed if !nonblock => Err(i.error.take().unwrap_or(Error::ConnRefused)),
+            _ => {
+                i.unreported = true;
+                Err(Error::InProgress)
+            }
+        };
+        drop(i);
+        self.queue.notify();
+        r
+    }
+
+    /// Sends the SYN to whatever listens at `dest` and moves to the state
+    /// the answer gives: Connected, Connecting (the queue is full: the
+    /// listener keeps this socket to retry) or Closed and refused.
+    fn handshake(&self, i: &mut Inner, dest: SocketAddr, local: SocketAddr) {
         let listener = self.stack.tcp.lock().lookup(dest, local, |b| b.listening);
         let Some(listener) = listener else {
-            if nonblock {
-                i.error = Some(Error::ConnRefused);
-                drop(i);
-                self.queue.notify();
-                return Err(Error::InProgress);
-            }
-            return Err(Error::ConnRefused);
+            self.refuse(i);
+            return;
         };
-        let theirs = Arc::new(Queue::default());
-        let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
-        let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
-        // The accepted socket inherits the listener's SO_OOBINLINE, as
-        // Linux copies a listener's flags to its connections.
-        let listener_inline = listener.oob_inline();
-        out.set_inline(listener_inline, true);
-        back.set_inline(self.oob_inline(), true);
-        let server = Arc::new_cyclic(|me| TcpEndpoint {
-            stack: self.stack.clone(),
-            family: listener.family,
-            me: me.clone(),
-            queue: theirs,
-            inner: Mutex::new(Inner {
-                state: State::Connected(Conn::new(
-                    out.clone(),
-                    back.clone(),
-                    addr::presented(listener.family, dest),
-                    addr::presented(listener.family, local),
-                )),
-                local: Local::default(),
-                error: None,
-            }),
-            reset_on_close: std::sync::atomic::AtomicBool::new(false),
-            oob_inline: std::sync::atomic::AtomicBool::new(listener_inline),
+        let mut conn = None;
+        let offer = listener.offer(&self.me, || {
+            let theirs = Arc::new(Queue::default());
+            let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
+            let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
+            // The accepted socket inherits the listener's SO_OOBINLINE, as
+            // Linux copies a listener's flags to its connections.
+            let listener_inline = listener.oob_inline();
+            out.set_inline(listener_inline, true);
+            back.set_inline(self.oob_inline(), true);
+            conn = Some(Conn::new(
+                back.clone(),
+                out.clone(),
+                addr::presented(self.family, local),
+                addr::presented(self.family, dest),
+            ));
+            Arc::new_cyclic(|me| TcpEndpoint {
+                stack: self.stack.clone(),
+                family: listener.family,
+                me: me.clone(),
+                queue: theirs,
+                inner: Mutex::new(Inner {
+                    state: State::Connected(Conn::new(
+                        out,
+                        back,
+                        addr::presented(listener.family, dest),
+                        addr::presented(listener.family, local),
+                    )),
+                    local: Local::default(),
+                    error: None,
+                    unreported: false,
+                    done: false,
+                    closed_local: None,
+                }),
+                reset_on_close: AtomicBool::new(false),
+                oob_inline: AtomicBool::new(listener_inline),
+                defer_accept: AtomicU32::new(0),
+            })
         });
-        if !listener.enqueue(server) {
-            return Err(Error::ConnRefused);
-        }
-        let mut conn = Conn::new(back, out, addr::presented(self.family, local), addr::presented(self.family, dest));
-        conn.unreported = nonblock;
-        i.state = State::Connected(conn);
-        drop(i);
-        self.queue.notify();
-        if nonblock {
-            Err(Error::InProgress)
-        } else {
-            Ok(())
+        match (offer, conn) {
+            (Offer::Queued, Some(c)) => i.state = State::Connected(c),
+            (Offer::Full, _) => i.state = State::Connecting { dest, local },
+            _ => self.refuse(i),
         }
     }
 
-    /// Queues a new connection for accept; false if this is no longer a
-    /// listener or its queue is full.
-    fn enqueue(&self, conn: Arc<TcpEndpoint>) -> bool {
+    /// The peer answered with RST: closed both ways, ECONNREFUSED pending.
+    fn refuse(&self, i: &mut Inner) {
+        self.close_unconnected(i);
+        i.error = Some(Error::ConnRefused);
+        i.done = true;
+    }
+
+    /// A connect that ends without a connection (TCP_CLOSE): a port not
+    /// bound explicitly goes back, as Linux's inet_put_port.
+    fn close_unconnected(&self, i: &mut Inner) {
+        i.state = State::Closed;
+        // getsockname still shows the port (inet_sport stays).
+        i.closed_local = Some(i.local.addr(self.family));
+        // Unhashing only fails for a port already given back.
+        let _ = i.local.disconnect(&self.stack.tcp, self.family);
+    }
+
+    /// A connecting socket's SYN again (the listener's queue has room or
+    /// the listener is gone).
+    fn retry_connect(&self) {
         let mut i = self.inner.lock();
-        let State::Listening { pending } = &mut i.state else { return false };
-        if pending.len() >= SOMAXCONN {
-            return false;
-        }
-        pending.push_back(conn);
+        let State::Connecting { dest, local } = i.state else { return };
+        self.handshake(&mut i, dest, local);
         drop(i);
         self.queue.notify();
-        true
     }
 
-    /// accept(2): the next established connection.
+    /// Takes a new connection (made by `make`) for accept, or holds it
+    /// back under TCP_DEFER_ACCEPT; Full (`who` is kept to retry) when
+    /// the queue is, Refused when this no longer listens.
+    fn offer(&self, who: &Weak<TcpEndpoint>, make: impl FnOnce() -> Arc<TcpEndpoint>) -> Offer {
+        let mut i = self.inner.lock();
+        let State::Listening(l) = &mut i.state else { return Offer::Refused };
+        if l.pending.len() > l.backlog {
+            l.waiting.push(who.clone());
+            return Offer::Full;
+        }
+        let conn = make();
+        let defer = self.defer_accept.load(Ordering::Relaxed);
+        if defer > 0 {
+            let poke: Arc<dyn crate::waiter::Notifier> = Arc::new(Poke(self.me.clone()));
+            conn.queue.register(poke.clone());
+            let until = Instant::now() + Duration::from_secs(u64::from(defer));
+            l.deferred.push(Deferred { conn, until, poke });
+            return Offer::Queued;
+        }
+        l.pending.push_back(conn);
+        drop(i);
+        self.queue.notify();
+        Offer::Queued
+    }
+
+    /// accept(2): the next established connection. Taking one makes room
+    /// for the connectors waiting on the full queue.
     pub fn accept(&self) -> Result<Arc<TcpEndpoint>, Error> {
         let mut i = self.inner.lock();
-        let State::Listening { pending } = &mut i.state else { return Err(Error::Invalid) };
-        pending.pop_front().ok_or(Error::WouldBlock)
+        let State::Listening(l) = &mut i.state else { return Err(Error::Invalid) };
+        l.promote(Instant::now());
+        let conn = l.pending.pop_front().ok_or(Error::WouldBlock)?;
+        let waiting = std::mem::take(&mut l.waiting);
+        drop(i);
+        for w in waiting.iter().filter_map(Weak::upgrade) {
+            w.retry_connect();
+        }
+        Ok(conn)
+    }
+
+    /// TCP_DEFER_ACCEPT in seconds (0: off), as getsockopt rounds it.
+    pub fn set_defer_accept(&self, secs: u32) {
+        self.defer_accept.store(secs, Ordering::Relaxed);
+    }
+
+    /// When the earliest connection TCP_DEFER_ACCEPT holds back becomes
+    /// acceptable without data (the embedder wakes the listener's waiters
+    /// then).
+    pub fn defer_deadline(&self) -> Option<Instant> {
+        match &self.inner.lock().state {
+            State::Listening(l) => l.deferred.iter().map(|d| d.until).min(),
+            _ => None,
+        }
     }
 
     /// Sends what fits of `buf`.
@@ -222,6 +401,9 @@ impl TcpEndpoint {
         let mut i = self.inner.lock();
         if let Some(e) = i.error.take() {
             return Err(e);
+        }
+        if matches!(i.state, State::Connecting { .. }) {
+            return Err(Error::WouldBlock);
         }
         let State::Connected(c) = &mut i.state else { return Err(Error::BrokenPipe) };
         // A reset the peer sent fails the first send with ECONNRESET (as
@@ -253,8 +435,17 @@ impl TcpEndpoint {
 
     /// Receives into `buf` (or with `peek` copies); 0 at EOF.
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> Result<usize, Error> {
-        let i = self.inner.lock();
-        let State::Connected(c) = &i.state else { return Err(Error::NotConnected) };
+        let mut i = self.inner.lock();
+        // A refused connect's error once (even to a peek), then EOF.
+        if let Some(e) = i.error.take() {
+            return Err(e);
+        }
+        let c = match &i.state {
+            State::Connected(c) => c,
+            State::Connecting { .. } => return Err(Error::WouldBlock),
+            _ if i.done => return Ok(0),
+            _ => return Err(Error::NotConnected),
+        };
         let (rx, read_shut) = (c.rx.clone(), c.read_shut);
         drop(i);
         // After SHUT_RD what arrived is still read, then 0 (Linux's
@@ -271,7 +462,7 @@ impl TcpEndpoint {
         match &self.inner.lock().state {
             State::Connected(c) => c.rx.read_urgent(peek),
             State::Listening { .. } => Err(Error::NotConnected),
-            State::Closed => Err(Error::Invalid),
+            State::Closed | State::Connecting { .. } => Err(Error::Invalid),
         }
     }
 
@@ -307,9 +498,21 @@ impl TcpEndpoint {
                     self.stack.tcp.lock().update(&h, |b| b.listening = false)?;
                 }
                 drop(i);
-                drop(closed);
+                if let State::Listening(l) = closed {
+                    l.stop();
+                }
                 self.queue.notify();
             }
+            return Ok(());
+        }
+        // Shutting a connecting socket aborts the connect (Linux's
+        // tcp_disconnect from SYN_SENT): closed, ECONNRESET pending.
+        if matches!(i.state, State::Connecting { .. }) {
+            self.close_unconnected(&mut i);
+            i.error = Some(Error::ConnReset);
+            i.unreported = false;
+            drop(i);
+            self.queue.notify();
             return Ok(());
         }
         let State::Connected(c) = &mut i.state else { return Err(Error::NotConnected) };
@@ -326,16 +529,19 @@ impl TcpEndpoint {
     /// Readiness, as Linux's tcp_poll reports it.
     pub fn events(&self) -> u32 {
         use events::*;
-        let i = self.inner.lock();
-        // A refused connect leaves the socket closed and shut both ways
-        // (Linux's tcp_done).
-        if i.error.is_some() {
-            return IN | RDNORM | RDHUP | OUT | ERR | HUP;
-        }
-        match &i.state {
-            State::Closed => OUT | HUP,
-            State::Listening { pending } => {
-                if pending.is_empty() {
+        let mut i = self.inner.lock();
+        let err = if i.error.is_some() { ERR } else { 0 };
+        let done = i.done;
+        match &mut i.state {
+            // A refused connect leaves the socket closed and shut both
+            // ways (Linux's tcp_done).
+            State::Closed if done => IN | RDNORM | RDHUP | OUT | WRNORM | HUP | err,
+            State::Closed => OUT | HUP | err,
+            // SYN_SENT: nothing yet.
+            State::Connecting { .. } => 0,
+            State::Listening(l) => {
+                l.promote(Instant::now());
+                if l.pending.is_empty() {
                     0
                 } else {
                     IN | RDNORM
@@ -358,11 +564,16 @@ impl TcpEndpoint {
                     ev |= OUT | WRNORM;
                 }
                 // HUP once both directions are shut (not in CLOSE_WAIT,
-                // where the peer is done but we may still send), or reset.
-                if (read_shut && c.write_shut) || c.broken {
+                // where the peer is done but we may still send), or reset;
+                // ERR while the reset is unreported.
+                let reset = c.rx.was_reset();
+                if (read_shut && c.write_shut) || c.broken || reset {
                     ev |= HUP;
                 }
-                if c.broken {
+                if reset {
+                    ev |= OUT | WRNORM;
+                }
+                if c.broken || c.rx.reset_pending() {
                     ev |= ERR;
                 }
                 if c.rx.urgent_pending() {
@@ -375,7 +586,12 @@ impl TcpEndpoint {
 
     /// SO_ERROR: takes the pending error.
     pub fn take_error(&self) -> Option<Error> {
-        self.inner.lock().error.take()
+        let mut i = self.inner.lock();
+        match &i.state {
+            // A reset not yet reported by a receive or send.
+            State::Connected(c) if i.error.is_none() && c.rx.take_reset() => Some(Error::ConnReset),
+            _ => i.error.take(),
+        }
     }
 
     /// The address bound or connected from (getsockname); the family's
@@ -384,17 +600,37 @@ impl TcpEndpoint {
         let i = self.inner.lock();
         match &i.state {
             State::Connected(c) => c.local,
-            _ => i.local.addr(self.family),
+            _ => match i.closed_local {
+                Some(a) if i.local.hold.is_none() => a,
+                _ => i.local.addr(self.family),
+            },
         }
     }
 
     /// getpeername(2).
+    /// The address a connection came from, even once it is reset (what
+    /// accept reports).
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        match &self.inner.lock().state {
+            State::Connected(c) => Some(c.peer),
+            _ => None,
+        }
+    }
+
     pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
         match &self.inner.lock().state {
             // A reset connection is gone (Linux's TCP_CLOSE).
             State::Connected(c) if c.broken || c.rx.was_reset() => Err(Error::NotConnected),
             State::Connected(c) => Ok(c.peer),
             _ => Err(Error::NotConnected),
+        }
+    }
+
+    /// Bytes or a FIN reached this connection (a deferred one is ready).
+    fn has_arrivals(&self) -> bool {
+        match &self.inner.lock().state {
+            State::Connected(c) => c.rx.read_state().0,
+            _ => true,
         }
     }
 
@@ -425,6 +661,7 @@ impl TcpEndpoint {
     /// TCP_LISTEN = 10), for TCP_INFO.
     pub fn linux_state(&self) -> u8 {
         const ESTABLISHED: u8 = 1;
+        const SYN_SENT: u8 = 2;
         const FIN_WAIT2: u8 = 5;
         const TIME_WAIT: u8 = 6;
         const CLOSE: u8 = 7;
@@ -432,6 +669,7 @@ impl TcpEndpoint {
         const LISTEN: u8 = 10;
         match &self.inner.lock().state {
             State::Closed => CLOSE,
+            State::Connecting { .. } => SYN_SENT,
             State::Listening { .. } => LISTEN,
             State::Connected(c) if c.broken => CLOSE,
             State::Connected(c) => match (c.rx.read_state().1, c.write_shut) {
@@ -450,7 +688,37 @@ impl TcpEndpoint {
 
 impl Conn {
     fn new(rx: Arc<Direction>, tx: Arc<Direction>, local: SocketAddr, peer: SocketAddr) -> Conn {
-        Conn { rx, tx, local, peer, unreported: false, broken: false, read_shut: false, write_shut: false }
+        Conn { rx, tx, local, peer, broken: false, read_shut: false, write_shut: false }
+    }
+}
+
+impl Listen {
+    /// Queues the deferred connections whose data (or FIN) arrived or
+    /// whose time is up.
+    fn promote(&mut self, now: Instant) {
+        let mut k = 0;
+        while k < self.deferred.len() {
+            let d = &self.deferred[k];
+            if d.until <= now || d.conn.has_arrivals() {
+                let d = self.deferred.remove(k);
+                d.conn.queue.unregister(&d.poke);
+                self.pending.push_back(d.conn);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// The listener closed: its connections are reset (Linux's
+    /// inet_csk_listen_stop), its waiting connectors try again (and are
+    /// refused unless another listener took the port).
+    fn stop(self) {
+        for conn in self.pending.into_iter().chain(self.deferred.into_iter().map(|d| d.conn)) {
+            conn.set_reset_on_close(true);
+        }
+        for w in self.waiting.iter().filter_map(Weak::upgrade) {
+            w.retry_connect();
+        }
     }
 }
 
@@ -458,6 +726,12 @@ impl Drop for TcpEndpoint {
     fn drop(&mut self) {
         let i = self.inner.get_mut();
         i.local.release(&self.stack.tcp);
+        if matches!(i.state, State::Listening(_)) {
+            if let State::Listening(l) = std::mem::replace(&mut i.state, State::Closed) {
+                l.stop();
+            }
+            return;
+        }
         if let State::Connected(c) = &i.state {
             let unread = c.rx.close_reader();
             if unread || self.reset_on_close.load(std::sync::atomic::Ordering::Relaxed) {
@@ -480,7 +754,7 @@ mod tests {
     fn listener(stack: &Arc<Stack>, at: &str) -> Arc<TcpEndpoint> {
         let l = TcpEndpoint::new(stack, if at.starts_with('[') { Family::V6 } else { Family::V4 });
         l.bind(addr(at)).unwrap();
-        l.listen().unwrap();
+        l.listen(-1).unwrap();
         l
     }
 
@@ -546,22 +820,115 @@ mod tests {
     }
 
     #[test]
-    fn the_accept_queue_is_bounded_and_a_shut_listener_refuses() {
+    fn a_full_queue_leaves_connectors_waiting_until_accept_makes_room() {
         let stack = Stack::new();
-        let l = listener(&stack, "127.0.0.1:7002");
-        for _ in 0..SOMAXCONN {
-            let c = TcpEndpoint::new(&stack, Family::V4);
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7002")).unwrap();
+        l.listen(1).unwrap();
+        let first: Vec<_> = (0..2).map(|_| TcpEndpoint::new(&stack, Family::V4)).collect();
+        for c in &first {
             assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Ok(()));
         }
+        // Past backlog + 1 the SYN waits: EINPROGRESS, then EALREADY.
+        let blocking = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(blocking.connect(addr("127.0.0.1:7002"), false), Err(Error::InProgress));
+        let nb = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::InProgress));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::Already));
+        assert_eq!(nb.events(), 0);
+        assert_eq!(nb.send(b"x"), Err(Error::WouldBlock));
+        assert!(l.accept().is_ok());
+        assert_eq!(blocking.connect(addr("127.0.0.1:7002"), true), Ok(()));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::Already));
+        assert!(l.accept().is_ok());
+        assert_ne!(nb.events() & events::OUT, 0);
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Ok(()));
+        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::IsConnected));
+    }
+
+    #[test]
+    fn a_listener_gone_resets_its_queue_and_refuses_who_waits() {
+        let stack = Stack::new();
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7003")).unwrap();
+        l.listen(0).unwrap();
+        let queued = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(queued.connect(addr("127.0.0.1:7003"), false), Ok(()));
+        let waiting = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), true), Err(Error::InProgress));
+        drop(l);
+        let mut buf = [0u8; 4];
+        assert_ne!(queued.events() & (events::ERR | events::HUP), 0);
+        assert_eq!(queued.recv(&mut buf, false), Err(Error::ConnReset));
+        assert_eq!(queued.recv(&mut buf, false), Ok(0));
+        assert_eq!(waiting.events() & (events::ERR | events::HUP), events::ERR | events::HUP);
+        assert_eq!(waiting.recv(&mut buf, true), Err(Error::ConnRefused));
+        assert_eq!(waiting.recv(&mut buf, true), Ok(0));
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), true), Err(Error::ConnAborted));
+        assert_eq!(waiting.connect(addr("127.0.0.1:7003"), false), Err(Error::ConnRefused));
+    }
+
+    #[test]
+    fn shutting_a_connecting_socket_aborts_it() {
+        let stack = Stack::new();
+        let l = TcpEndpoint::new(&stack, Family::V4);
+        l.bind(addr("127.0.0.1:7004")).unwrap();
+        l.listen(0).unwrap();
+        let queued = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(queued.connect(addr("127.0.0.1:7004"), false), Ok(()));
         let c = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(c.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        assert_eq!(c.connect(addr("127.0.0.1:7004"), true), Err(Error::InProgress));
+        assert_eq!(c.shutdown(true, false), Ok(()));
+        assert_eq!(c.events(), events::OUT | events::HUP | events::ERR);
+        assert_eq!(c.take_error(), Some(Error::ConnReset));
+        // No longer waiting: accept leaves it alone.
+        assert!(l.accept().is_ok());
+        assert_eq!(c.linux_state(), 7);
+    }
+
+    #[test]
+    fn deferred_connections_wait_for_data() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7005");
+        l.set_defer_accept(30);
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.connect(addr("127.0.0.1:7005"), false), Ok(()));
+        assert_eq!(l.accept().err(), Some(Error::WouldBlock));
+        assert_eq!(l.events(), 0);
+        assert!(l.defer_deadline().is_some());
+        assert_eq!(c.send(b"hi"), Ok(2));
+        assert_ne!(l.events() & events::IN, 0);
+        let s = l.accept().unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert!(l.defer_deadline().is_none());
+    }
+
+    #[test]
+    fn a_socket_connected_to_itself_reads_what_it_sends() {
+        let stack = Stack::new();
+        let s = TcpEndpoint::new(&stack, Family::V4);
+        s.bind(addr("127.0.0.1:7006")).unwrap();
+        assert_eq!(s.connect(addr("127.0.0.1:7006"), false), Ok(()));
+        assert_eq!(s.peer_addr(), Ok(addr("127.0.0.1:7006")));
+        assert_eq!(s.send(b"me"), Ok(2));
+        let mut buf = [0u8; 4];
+        assert_eq!(s.recv(&mut buf, false), Ok(2));
+        assert_eq!(s.shutdown(false, true), Ok(()));
+        assert_eq!(s.recv(&mut buf, false), Ok(0));
+    }
+
+    #[test]
+    fn a_shut_listener_refuses() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7007");
         assert_eq!(l.shutdown(true, true), Ok(()));
         assert_eq!(l.accept().err(), Some(Error::Invalid));
         let late = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(late.connect(addr("127.0.0.1:7002"), false), Err(Error::ConnRefused));
+        assert_eq!(late.connect(addr("127.0.0.1:7007"), false), Err(Error::ConnRefused));
         let nb = TcpEndpoint::new(&stack, Family::V4);
-        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::InProgress));
-        assert_eq!(nb.connect(addr("127.0.0.1:7002"), true), Err(Error::ConnRefused));
+        assert_eq!(nb.connect(addr("127.0.0.1:7007"), true), Err(Error::InProgress));
+        assert_eq!(nb.connect(addr("127.0.0.1:7007"), true), Err(Error::ConnRefused));
     }
 
     #[test]

@@ -188,6 +188,7 @@ impl UdpEndpoint {
             return i.local.disconnect(&self.stack.udp, self.family);
         };
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
+        addr::check_bound_family(i.local.hold.filter(|_| !i.local.chosen_ip).map(|h| h.ip), dest.ip())?;
         // (The address an implicit bind takes.)
         let bound = i.local.hold.map(|h| h.ip).or(i.local.released_ip).unwrap_or(self.family.any());
         let source = match dest.ip() {
@@ -231,7 +232,11 @@ impl UdpEndpoint {
             return Err(Error::BrokenPipe);
         }
         let dest = match to {
-            Some(t) => addr::destination(self.family, i.local.opts.v6only, t)?,
+            Some(t) => {
+                let dest = addr::destination(self.family, i.local.opts.v6only, t)?;
+                addr::check_bound_family(i.local.hold.filter(|_| !i.local.chosen_ip).map(|h| h.ip), dest.ip())?;
+                dest
+            }
             None => i.peer.ok_or(Error::DestAddrRequired)?,
         };
         if data.len() > max_payload(self.family) {

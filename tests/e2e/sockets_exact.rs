@@ -58,6 +58,16 @@ fn sockets_exact_tcp() {
     guest_test("tcp_exact", &[]);
 }
 
+/// A TCP connection's start and end: the listen backlog (SYN_SENT until
+/// accept makes room), a listener gone with connections queued (reset)
+/// and connecting (refused), shutdown while connecting, a refused
+/// connect's error then EOF, accept after a reset, TCP_DEFER_ACCEPT, the
+/// options an accepted socket inherits, and a socket connected to itself.
+#[test]
+fn sockets_exact_tcp_lifecycle() {
+    guest_test("tcp_lifecycle", &[]);
+}
+
 /// UDP-Lite and SCTP are not served: `socket` says EPROTONOSUPPORT, as a
 /// kernel built without them does, and the table says so. (Natively this
 /// host may have them, so this runs under husk only.)

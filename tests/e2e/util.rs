@@ -101,6 +101,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "sock_shutdown",
     "mmsg_exact",
     "tcp_exact",
+    "tcp_lifecycle",
     "tcp_oob",
     "udp_errqueue",
     "multicast",

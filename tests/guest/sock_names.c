@@ -3,7 +3,9 @@
  * ::ffff:127.0.0.1; 0.0.0.0 as a destination is this host, reached from
  * loopback) and to a port; connect(AF_UNSPEC) gives back what connect
  * chose and a port not bound explicitly, while a bound address or port
- * stays. A TCP connection shows its source address likewise. */
+ * stays. A TCP connection shows its source address likewise. An IPv6
+ * datagram socket takes AF_INET peers; a peer of the other IP version than
+ * the bound address has no route. */
 #include "check.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -156,6 +158,55 @@ static void udp_v6(void) {
     unconnect(d);
     CHECK_NAME(d, ":: 0");
     close(d);
+
+    /* An IPv6 datagram socket takes an AF_INET peer too (as the v4-mapped
+     * one), but not an AF_INET bind address; with IPV6_V6ONLY connect
+     * says EAFNOSUPPORT and sendto ENETUNREACH. */
+    int f = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    struct sockaddr_in plain9 = v4("127.0.0.1", 9);
+    CHECK_ERR(bind(f, (struct sockaddr *)&plain9, sizeof plain9), EINVAL);
+    CHECK_EQ(sendto(f, "x", 1, 0, (struct sockaddr *)&plain9, sizeof plain9), 1);
+    CHECK_NAME(f, ":: any");
+    CONNECT(f, plain9);
+    CHECK_NAME(f, "::ffff:127.0.0.1 any");
+    struct sockaddr_in6 peer;
+    socklen_t plen = sizeof peer;
+    CHECK_OK(getpeername(f, (struct sockaddr *)&peer, &plen));
+    CHECK_EQ(plen, sizeof peer);
+    CHECK_EQ(peer.sin6_family, AF_INET6);
+    CHECK(IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr));
+    CHECK_EQ(ntohs(peer.sin6_port), 9);
+    CHECK_ERR(connect(f, (struct sockaddr *)&plain9, sizeof plain9 - 1), EINVAL);
+    close(f);
+    int o = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+    int on = 1;
+    CHECK_OK(setsockopt(o, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on));
+    CHECK_ERR(connect(o, (struct sockaddr *)&plain9, sizeof plain9), EAFNOSUPPORT);
+    CHECK_ERR(sendto(o, "x", 1, 0, (struct sockaddr *)&plain9, sizeof plain9), ENETUNREACH);
+    close(o);
+}
+
+/* A socket bound to an IPv6 address has no route to an IPv4 peer
+ * (ENETUNREACH); one bound to a v4-mapped address none to an IPv6 peer
+ * (EAFNOSUPPORT): connect (TCP and UDP) and sendto say so. */
+static void family_mismatch(void) {
+    struct sockaddr_in6 lo6 = v6("::1", 0), mapped = v6("::ffff:127.0.0.1", 0);
+    struct sockaddr_in6 to_mapped = v6("::ffff:127.0.0.1", 9), to_lo6 = v6("::1", 9);
+    for (int ty = 0; ty < 2; ty++) {
+        int type = ty ? SOCK_DGRAM : SOCK_STREAM;
+        int a = CHECK_OK(socket(AF_INET6, type, 0));
+        BIND(a, lo6);
+        CHECK_ERR(connect(a, (struct sockaddr *)&to_mapped, sizeof to_mapped), ENETUNREACH);
+        if (ty)
+            CHECK_ERR(sendto(a, "x", 1, 0, (struct sockaddr *)&to_mapped, sizeof to_mapped), ENETUNREACH);
+        close(a);
+        int b = CHECK_OK(socket(AF_INET6, type, 0));
+        BIND(b, mapped);
+        CHECK_ERR(connect(b, (struct sockaddr *)&to_lo6, sizeof to_lo6), EAFNOSUPPORT);
+        if (ty)
+            CHECK_ERR(sendto(b, "x", 1, 0, (struct sockaddr *)&to_lo6, sizeof to_lo6), EAFNOSUPPORT);
+        close(b);
+    }
 }
 
 static void tcp(void) {
@@ -188,6 +239,7 @@ static void tcp(void) {
 int main(void) {
     udp_v4();
     udp_v6();
+    family_mismatch();
     tcp();
     return 0;
 }

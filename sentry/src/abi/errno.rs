@@ -90,6 +90,7 @@ errnos!(
     EADDRNOTAVAIL,
     EDESTADDRREQ,
     ECONNRESET,
+    ECONNABORTED,
     EDOM,
     ENOMSG,
     EIDRM,

@@ -33,7 +33,7 @@ pub(crate) fn connect(
 ) -> Result<(), Error> {
     let listener = TcpEndpoint::new(net, Family::V4);
     listener.bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0))?;
-    listener.listen()?;
+    listener.listen(1)?;
     let connected = guest.connect(listener.local_addr(), nonblock);
     let server = listener.accept();
     listener.shutdown(true, true)?;

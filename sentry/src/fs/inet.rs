@@ -10,7 +10,7 @@ use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
 use crate::vfs::{Fasync, FileOps, IoctlContext, TimeSpec, UrgentSignal};
-use crate::waiter::{Entry, Queue, ALL};
+use crate::waiter::{alarm, Entry, Notify, Queue, ALL};
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
 use parking_lot::Mutex;
@@ -50,6 +50,10 @@ pub(crate) struct InetSocket {
     pub inbound: Mutex<Vec<Listener>>,
     /// Tells F_SETOWN's owner that urgent data arrived.
     owner: Arc<Mutex<Option<UrgentSignal>>>,
+    /// A listener's alarm for the time a connection TCP_DEFER_ACCEPT
+    /// holds back becomes acceptable.
+    defer_alarm: Mutex<Option<alarm::Key>>,
+    me: Weak<InetSocket>,
 }
 
 /// What recv gives: bytes copied, the whole datagram's length, its sender
@@ -61,6 +65,9 @@ pub(crate) fn errno(e: NetError) -> Errno {
     match e {
         NetError::WouldBlock => Errno::EAGAIN,
         NetError::InProgress => Errno::EINPROGRESS,
+        NetError::Already => Errno::EALREADY,
+        NetError::ConnAborted => Errno::ECONNABORTED,
+        NetError::AfNotSupported => Errno::EAFNOSUPPORT,
         NetError::AddrInUse => Errno::EADDRINUSE,
         NetError::AddrNotAvailable => Errno::EADDRNOTAVAIL,
         NetError::ConnRefused => Errno::ECONNREFUSED,
@@ -106,7 +113,7 @@ impl InetSocket {
             Endpoint::Tcp(t) => t.queue().register(forward),
             Endpoint::Udp(u) => u.queue().register(forward),
         }
-        Arc::new(InetSocket {
+        Arc::new_cyclic(|me| InetSocket {
             ino,
             created,
             endpoint,
@@ -118,7 +125,25 @@ impl InetSocket {
             resolver_peer: Mutex::new(None),
             inbound: Mutex::default(),
             owner,
+            defer_alarm: Mutex::new(None),
+            me: me.clone(),
         })
+    }
+
+    /// Sets an alarm that wakes this listener's waiters when the earliest
+    /// connection TCP_DEFER_ACCEPT holds back becomes acceptable (its
+    /// readiness is checked again then), unless one is set for that time.
+    pub(crate) fn wake_for_deferred(&self, t: &TcpEndpoint) {
+        let Some(at) = t.defer_deadline() else { return };
+        let mut key = self.defer_alarm.lock();
+        if key.is_some_and(|k| k.when() == at) {
+            return;
+        }
+        if let Some(k) = key.take() {
+            alarm::cancel(k);
+        }
+        let me: Weak<dyn Notify> = self.me.clone();
+        *key = alarm::at(at, me);
     }
 
     /// The host connection this socket is carried on, if it left the
@@ -240,6 +265,14 @@ impl InetSocket {
 
 super::anon::socket_node!(InetSocket);
 
+/// The TCP_DEFER_ACCEPT alarm went off: waiters look again.
+impl Notify for InetSocket {
+    fn notify(&self, _mask: u32) {
+        *self.defer_alarm.lock() = None;
+        self.events.notify(ALL);
+    }
+}
+
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
         self.recv(buf, false).map(|(n, ..)| n)
@@ -256,7 +289,13 @@ impl FileOps for InetSocket {
     fn poll_events(&self) -> u32 {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.paced_events(),
-            (Endpoint::Tcp(t), None) => self.tcp_events(t) | super::inbound::events(&self.inbound.lock()),
+            (Endpoint::Tcp(t), None) => {
+                let ev = self.tcp_events(t) | super::inbound::events(&self.inbound.lock());
+                if ev == 0 && t.is_listening() {
+                    self.wake_for_deferred(t);
+                }
+                ev
+            }
             (Endpoint::Udp(u), h) => u.events() | h.map_or(0, HostConn::paced_events),
         }
     }

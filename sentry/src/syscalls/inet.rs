@@ -95,6 +95,23 @@ fn read_addr(task: &Task, f: Family, addr: u64, len: u64) -> Result<Option<Socke
     }
 }
 
+/// The peer a connect or a send names: an IPv6 datagram socket takes an
+/// AF_INET address too, as the v4-mapped one, unless it is IPV6_V6ONLY
+/// (`v6only_err`), as Linux's udpv6_pre_connect and udpv6_sendmsg.
+fn read_peer(task: &Task, s: &InetSocket, addr: u64, len: u64, v6only_err: Errno) -> Result<Option<SocketAddr>, Errno> {
+    if family(s) == Family::V6 && !s.is_stream() && len >= 2 {
+        let mut fam = [0u8; 2];
+        task.thread.mm().copy_in(addr, &mut fam)?;
+        if i32::from(u16::from_ne_bytes(fam)) == AF_INET {
+            if share_opts(s).v6only {
+                return Err(v6only_err);
+            }
+            return Ok(read_addr(task, Family::V4, addr, len)?.map(|a| presented(s, a)));
+        }
+    }
+    read_addr(task, family(s), addr, len)
+}
+
 /// How socket `s` shows `a`: an IPv4 address on an IPv6 socket is
 /// v4-mapped.
 fn presented(s: &InetSocket, a: SocketAddr) -> SocketAddr {
@@ -125,11 +142,11 @@ fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
     Ok(0)
 }
 
-fn listen(task: &Task, s: &InetSocket) -> SysResult {
+fn listen(task: &Task, s: &InetSocket, backlog: i32) -> SysResult {
     match &s.endpoint {
         _ if s.stream_outside().is_some() => Err(Errno::EINVAL),
         Endpoint::Tcp(t) => {
-            t.listen().map_err(errno)?;
+            t.listen(backlog).map_err(errno)?;
             super::inbound::listened(task, s);
             Ok(0)
         }
@@ -138,7 +155,7 @@ fn listen(task: &Task, s: &InetSocket) -> SysResult {
 }
 
 fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) -> SysResult {
-    let to = read_addr(task, family(s), addr.addr, addr.len)?;
+    let to = read_peer(task, s, addr.addr, addr.len, Errno::EAFNOSUPPORT)?;
     if let Some(conn) = s.stream_outside() {
         return super::egress::reconnect(task, f, s, conn, to);
     }
@@ -161,11 +178,9 @@ fn connect(task: &Task, f: &FileDescription, s: &InetSocket, addr: SockAddrArg) 
         conn.disconnect_datagrams()?;
     }
     match &s.endpoint {
-        Endpoint::Tcp(t) => t.connect(to.ok_or(Errno::EAFNOSUPPORT)?, nonblocking(f, 0)),
-        Endpoint::Udp(u) => u.connect(to),
+        Endpoint::Tcp(t) => super::tcp_connect::connect(f, s, t, to.ok_or(Errno::EAFNOSUPPORT)?),
+        Endpoint::Udp(u) => u.connect(to).map_err(errno).map(|()| 0),
     }
-    .map_err(errno)?;
-    Ok(0)
 }
 
 /// accept4(2) with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
@@ -176,20 +191,16 @@ fn accept(task: &Task, f: &FileDescription, s: &InetSocket, out: SockAddrArg, fl
     // The sandbox's own connections first, then those from outside.
     let take = || match t.accept() {
         Ok(conn) => {
-            let peer = conn.peer_addr().map_err(errno)?;
-            let inline = conn.oob_inline();
+            // The address it came from, even if it was reset since.
+            let peer = conn.remote_addr().ok_or(Errno::ECONNABORTED)?;
             let sock = InetSocket::new(task.kernel.anon_ino(), super::fd::now(), Endpoint::Tcp(conn));
-            // The connection took the listener's SO_OOBINLINE (Linux copies
-            // a listener's socket flags).
-            if inline {
-                sock.opts.update::<Errno>(|v| {
-                    v.flags |= sockopt::flag_bit(SO_OOBINLINE);
-                    Ok(())
-                })?;
-            }
+            super::tcp_connect::inherit(s, &sock);
             Ok((sock, peer))
         }
-        Err(husk_netstack::Error::WouldBlock) => super::inbound::accept(task, s),
+        Err(husk_netstack::Error::WouldBlock) => {
+            s.wake_for_deferred(t);
+            super::inbound::accept(task, s)
+        }
         Err(e) => Err(errno(e)),
     };
     let (sock, peer) = wait_io(f, READ_EVENTS, nonblocking(f, 0), deadline, take)?;
@@ -237,7 +248,7 @@ fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Optio
     if addr == 0 || s.is_stream() {
         return Ok(None);
     }
-    read_addr(task, family(s), addr, len)
+    read_peer(task, s, addr, len, Errno::ENETUNREACH)
 }
 
 /// Sends the guest's `bufs` (address, length): a datagram whole, a stream
@@ -602,8 +613,8 @@ impl SocketOps for Arc<InetSocket> {
         bind(task, self, addr)
     }
 
-    fn listen(&self, task: &Task, _backlog: i32) -> SysResult {
-        listen(task, self)
+    fn listen(&self, task: &Task, backlog: i32) -> SysResult {
+        listen(task, self, backlog)
     }
 
     fn accept(&self, task: &Task, f: &FileDescription, peer: SockAddrArg, flags: i32) -> SysResult {

@@ -66,6 +66,7 @@ mod sysinfo;
 mod sysv_msg;
 mod sysv_sem;
 mod sysv_shm;
+mod tcp_connect;
 mod thread;
 mod time;
 mod timer;

@@ -166,6 +166,9 @@ pub(super) fn set(task: &Task, s: &InetSocket, name: i32, optval: u64, optlen: u
     {
         conn.set_option(IPPROTO_TCP, name, val)?;
     }
+    if let (TCP_DEFER_ACCEPT, Some(t)) = (name, tcp(s)) {
+        t.set_defer_accept(u32::try_from(retrans_to_secs(stored)).unwrap_or(0));
+    }
     store_int(s, name, stored);
     Ok(())
 }
