@@ -4,14 +4,15 @@
 //! an end sends FIN, or RST when it leaves bytes unread, as Linux does.
 
 use crate::addr::{self, Family};
-use crate::ports::{Local, ShareOpts};
-use crate::stream::{Direction, Sent};
+use crate::ports::{Binding, Local, ShareOpts};
+use crate::stream::{Direction, Limits, Sent};
 use crate::waiter::Queue;
 use crate::{events, Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// One end of an established connection.
 struct Conn {
@@ -26,6 +27,29 @@ struct Conn {
     /// shutdown(SHUT_RD): receives return 0 once nothing is queued.
     read_shut: bool,
     write_shut: bool,
+}
+
+/// SO_SNDBUF and SO_RCVBUF of a TCP socket that never set them: tcp_wmem
+/// and tcp_rmem's defaults.
+const SNDBUF_DEFAULT: usize = 16_384;
+const RCVBUF_DEFAULT: usize = 131_072;
+/// The send buffer Linux 6.18 grows an unset one to once a loopback
+/// connection is established (tcp_sndbuf_expand with loopback's MSS).
+const SNDBUF_CONNECTED: usize = 3_939_840;
+
+/// How long a connection closed first by this end holds its port after
+/// the peer's FIN (TIME_WAIT): Linux's is 60 s, the sandbox's shorter, as
+/// nothing can arrive late on loopback.
+const TIME_WAIT: Duration = Duration::from_secs(5);
+/// How long a closed connection waits for the peer's FIN (orphaned
+/// FIN_WAIT2) without TCP_LINGER2: net.ipv4.tcp_fin_timeout.
+const FIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// SO_SNDBUF and SO_RCVBUF once set (as reported: twice what was asked).
+#[derive(Clone, Copy, Default)]
+struct Buffers {
+    send: Option<usize>,
+    recv: Option<usize>,
 }
 
 /// The most connections a listener queues for accept (Linux's default
@@ -59,6 +83,10 @@ pub struct TcpEndpoint {
     reset_on_close: std::sync::atomic::AtomicBool,
     /// SO_OOBINLINE: the urgent byte stays among the data read.
     oob_inline: std::sync::atomic::AtomicBool,
+    buffers: Mutex<Buffers>,
+    /// TCP_LINGER2: how long the closed connection waits for the peer's
+    /// FIN.
+    fin_timeout: Mutex<Duration>,
 }
 
 impl TcpEndpoint {
@@ -75,6 +103,8 @@ impl TcpEndpoint {
             inner: Mutex::new(Inner { state, local: Local::default(), error: None }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
+            buffers: Mutex::default(),
+            fin_timeout: Mutex::new(FIN_TIMEOUT),
         })
     }
 
@@ -146,8 +176,15 @@ impl TcpEndpoint {
             return Err(Error::ConnRefused);
         };
         let theirs = Arc::new(Queue::default());
-        let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
-        let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
+        // The accepted socket takes the listener's buffer sizes, as Linux
+        // clones a listener's sock.
+        let (mine, their_bufs) = (*self.buffers.lock(), *listener.buffers.lock());
+        let out_limits =
+            Limits { send: mine.send.unwrap_or(SNDBUF_CONNECTED), recv: their_bufs.recv.unwrap_or(RCVBUF_DEFAULT) };
+        let back_limits =
+            Limits { send: their_bufs.send.unwrap_or(SNDBUF_CONNECTED), recv: mine.recv.unwrap_or(RCVBUF_DEFAULT) };
+        let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone(), out_limits);
+        let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone(), back_limits);
         // The accepted socket inherits the listener's SO_OOBINLINE, as
         // Linux copies a listener's flags to its connections.
         let listener_inline = listener.oob_inline();
@@ -170,7 +207,27 @@ impl TcpEndpoint {
             }),
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(listener_inline),
+            buffers: Mutex::new(their_bufs),
+            fin_timeout: Mutex::new(FIN_TIMEOUT),
         });
+        // The accepted connection shares the listener's port (Linux's
+        // inet_inherit_port): binding it conflicts while the connection
+        // lasts, its TIME_WAIT too.
+        let opts = listener.share_opts();
+        let binding = Binding {
+            ip: dest.ip(),
+            dual: false,
+            reuse_addr: opts.reuse_addr,
+            reuse_port: opts.reuse_port,
+            listening: false,
+            remote: None,
+        };
+        let hold = self.stack.tcp.lock().attach(dest.port(), binding, Arc::downgrade(&server));
+        {
+            let mut si = server.inner.lock();
+            si.local.hold = Some(hold);
+            si.local.opts = opts;
+        }
         if !listener.enqueue(server) {
             return Err(Error::ConnRefused);
         }
@@ -313,6 +370,10 @@ impl TcpEndpoint {
             return Ok(());
         }
         let State::Connected(c) = &mut i.state else { return Err(Error::NotConnected) };
+        // Once both ends sent FIN (or a reset ended it) the connection is
+        // closed: shutdown still marks the socket but fails with ENOTCONN
+        // (Linux's inet_shutdown in TCP_CLOSE).
+        let closed = (c.write_shut && c.rx.read_state().1) || c.broken || c.rx.was_reset();
         c.read_shut |= read;
         if write && !c.write_shut {
             c.write_shut = true;
@@ -320,7 +381,11 @@ impl TcpEndpoint {
         }
         drop(i);
         self.queue.notify();
-        Ok(())
+        if closed {
+            Err(Error::NotConnected)
+        } else {
+            Ok(())
+        }
     }
 
     /// Readiness, as Linux's tcp_poll reports it.
@@ -443,6 +508,37 @@ impl TcpEndpoint {
         }
     }
 
+    /// TCP_LINGER2: how long the connection, once closed, waits for the
+    /// peer's FIN (None: net.ipv4.tcp_fin_timeout).
+    pub fn set_fin_timeout(&self, timeout: Option<Duration>) {
+        *self.fin_timeout.lock() = timeout.unwrap_or(FIN_TIMEOUT);
+    }
+
+    /// SO_SNDBUF and SO_RCVBUF: what was set, else the default (a larger
+    /// send buffer once connected, as Linux grows it).
+    pub fn buffer_sizes(&self) -> (usize, usize) {
+        let b = *self.buffers.lock();
+        let connected = matches!(self.inner.lock().state, State::Connected(_));
+        let send_default = if connected { SNDBUF_CONNECTED } else { SNDBUF_DEFAULT };
+        (b.send.unwrap_or(send_default), b.recv.unwrap_or(RCVBUF_DEFAULT))
+    }
+
+    /// Sets SO_SNDBUF (`send`) or SO_RCVBUF: how much the connection
+    /// queues towards the peer, or from it. A sender waiting for room is
+    /// woken when it grows.
+    pub fn set_buffer_size(&self, send: bool, bytes: usize) {
+        let mut b = self.buffers.lock();
+        *(if send { &mut b.send } else { &mut b.recv }) = Some(bytes);
+        drop(b);
+        let dir = match &self.inner.lock().state {
+            State::Connected(c) => Some(if send { c.tx.clone() } else { c.rx.clone() }),
+            _ => None,
+        };
+        if let Some(d) = dir {
+            d.set_limit(send, bytes);
+        }
+    }
+
     pub fn set_share_opts(&self, opts: ShareOpts) -> Result<(), Error> {
         self.inner.lock().local.set_opts(self.family, opts)
     }
@@ -456,17 +552,50 @@ impl Conn {
 
 impl Drop for TcpEndpoint {
     fn drop(&mut self) {
+        let fin_timeout = *self.fin_timeout.get_mut();
         let i = self.inner.get_mut();
-        i.local.release(&self.stack.tcp);
         if let State::Connected(c) = &i.state {
             let unread = c.rx.close_reader();
             if unread || self.reset_on_close.load(std::sync::atomic::Ordering::Relaxed) {
                 c.tx.reset();
             } else {
                 c.tx.finish();
+                if let Some(h) = i.local.hold.take().filter(|_| !c.broken) {
+                    linger(&self.stack, h, &c.tx, &c.rx, fin_timeout);
+                }
             }
         }
+        i.local.release(&self.stack.tcp);
     }
+}
+
+/// Keeps the port of a connection closed without a reset held as Linux
+/// keeps it: when this end sent FIN first, until the peer's FIN or
+/// `fin_timeout` (FIN_WAIT2), then TIME_WAIT after that FIN; an end that
+/// closed after the peer's FIN (LAST_ACK) lets go at once.
+fn linger(stack: &Stack, hold: crate::ports::Hold, tx: &Arc<Direction>, rx: &Arc<Direction>, fin_timeout: Duration) {
+    let (ours, theirs) = (tx.fin_at(), rx.fin_at());
+    let active = match (ours, theirs) {
+        (Some(o), Some(t)) => o <= t,
+        (_, None) => true,
+        (None, Some(_)) => false,
+    };
+    let mut table = stack.tcp.lock();
+    if !active || rx.was_reset() {
+        table.unbind(&hold);
+        return;
+    }
+    let closed = Instant::now();
+    let rx = rx.clone();
+    let held = move || {
+        let now = Instant::now();
+        match rx.fin_at() {
+            _ if rx.was_reset() => false,
+            Some(t) if t <= closed + fin_timeout => now < t.max(closed) + TIME_WAIT,
+            _ => now < closed + fin_timeout,
+        }
+    };
+    table.linger(hold, closed + fin_timeout + TIME_WAIT, Box::new(held));
 }
 
 #[cfg(test)]
@@ -584,6 +713,26 @@ mod tests {
         c.connect(addr(at), false).unwrap();
         let s = l.accept().unwrap();
         (c, s)
+    }
+
+    #[test]
+    fn the_buffers_bound_what_a_connection_queues() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7104");
+        l.set_buffer_size(false, 500);
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.buffer_sizes(), (SNDBUF_DEFAULT, RCVBUF_DEFAULT));
+        c.set_buffer_size(true, 1000);
+        c.connect(addr("127.0.0.1:7104"), false).unwrap();
+        let s = l.accept().unwrap();
+        assert_eq!(s.buffer_sizes(), (SNDBUF_CONNECTED, 500));
+        let big = vec![1u8; 4000];
+        assert_eq!(c.send(&big), Ok(1500));
+        assert_eq!(c.send(&big), Err(Error::WouldBlock));
+        assert_eq!(c.events() & events::OUT, 0);
+        c.set_buffer_size(true, 2000);
+        assert_ne!(c.events() & events::OUT, 0);
+        assert_eq!(c.send(&big), Ok(1000));
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "mmsg_exact",
     "tcp_exact",
     "tcp_oob",
+    "tcp_data",
     "udp_errqueue",
     "multicast",
     "unix_oob",
