@@ -87,6 +87,15 @@ fn sockets_exact_tcp_data() {
     guest_test("tcp_data", &[]);
 }
 
+/// Ports around a TCP connection's end: TIME_WAIT and FIN_WAIT2 (with
+/// TCP_LINGER2) hold the closing end's, an accepted connection shares
+/// its listener's, shutdown of a closed connection is ENOTCONN;
+/// SO_REUSEPORT spreads TCP connections and UDP flows.
+#[test]
+fn sockets_exact_tcp_ports() {
+    guest_test("tcp_ports", &[]);
+}
+
 /// Natively, a fresh network namespace like the sandbox's: `lo` alone
 /// (`--network none`), or with an `eth0` of 10.0.2.15/24 carrying the
 /// default route and no IPv6 (its veth peer has none either).

@@ -102,6 +102,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_exact",
     "tcp_oob",
     "tcp_data",
+    "tcp_ports",
     "udp_errqueue",
     "multicast",
     "unix_oob",
