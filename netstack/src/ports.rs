@@ -46,9 +46,12 @@ impl Binding {
         }
     }
 
-    /// May the two share a port although their addresses overlap?
+    /// May `o` share the port of this (existing) binding although their
+    /// addresses overlap? SO_REUSEADDR on both shares it unless this one
+    /// listens (Linux's inet_bind_conflict looks at the existing socket's
+    /// state only).
     fn may_share(&self, o: &Binding) -> bool {
-        (self.reuse_port && o.reuse_port) || (self.reuse_addr && o.reuse_addr && !self.listening && !o.listening)
+        (self.reuse_port && o.reuse_port) || (self.reuse_addr && o.reuse_addr && !self.listening)
     }
 }
 
@@ -148,6 +151,24 @@ impl<E> PortTable<E> {
         self.next_id += 1;
         self.ports.entry(port).or_default().push(Entry { id, binding: b, endpoint, lingers: None });
         Ok(Hold { port, id, ip: b.ip })
+    }
+
+    /// Whether a live connection other than `hold`'s already goes from
+    /// `src` to `dest`: a second one of the same four addresses cannot be
+    /// made (Linux's __inet_check_established).
+    pub fn connected(&self, hold: &Hold, src: IpAddr, dest: SocketAddr) -> bool {
+        self.ports.get(&hold.port).is_some_and(|v| {
+            v.iter().any(|e| {
+                e.id != hold.id && e.lingers.is_none() && e.binding.remote == Some(dest) && e.binding.covers(src)
+            })
+        })
+    }
+
+    /// Records the peer a held TCP binding is connected to.
+    pub fn set_remote(&mut self, hold: &Hold, remote: SocketAddr) {
+        if let Some(e) = self.ports.get_mut(&hold.port).and_then(|v| v.iter_mut().find(|e| e.id == hold.id)) {
+            e.binding.remote = Some(remote);
+        }
     }
 
     /// Adds `b` to `port` without checking for conflicts: a connection

@@ -165,6 +165,9 @@ impl TcpEndpoint {
         }
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        if self.stack.tcp.lock().connected(&h, local.ip(), dest) {
+            return Err(Error::AddrNotAvailable);
+        }
         let listener = self.stack.tcp.lock().lookup(dest, local, |b| b.listening);
         let Some(listener) = listener else {
             if nonblock {
@@ -231,6 +234,8 @@ impl TcpEndpoint {
         if !listener.enqueue(server) {
             return Err(Error::ConnRefused);
         }
+        // The port now carries this connection: no other may make the same.
+        self.stack.tcp.lock().set_remote(&h, dest);
         let mut conn = Conn::new(back, out, addr::presented(self.family, local), addr::presented(self.family, dest));
         conn.unreported = nonblock;
         i.state = State::Connected(conn);
