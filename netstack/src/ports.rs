@@ -164,10 +164,12 @@ impl<E> PortTable<E> {
         })
     }
 
-    /// Records the peer a held TCP binding is connected to.
-    pub fn set_remote(&mut self, hold: &Hold, remote: SocketAddr) {
+    /// Changes a held binding where no conflict can come of it (a TCP
+    /// binding's peer; a listener stopping, whose connections share its
+    /// port).
+    pub fn set(&mut self, hold: &Hold, change: impl FnOnce(&mut Binding)) {
         if let Some(e) = self.ports.get_mut(&hold.port).and_then(|v| v.iter_mut().find(|e| e.id == hold.id)) {
-            e.binding.remote = Some(remote);
+            change(&mut e.binding);
         }
     }
 

@@ -235,7 +235,7 @@ impl TcpEndpoint {
             return Err(Error::ConnRefused);
         }
         // The port now carries this connection: no other may make the same.
-        self.stack.tcp.lock().set_remote(&h, dest);
+        self.stack.tcp.lock().set(&h, |b| b.remote = Some(dest));
         let mut conn = Conn::new(back, out, addr::presented(self.family, local), addr::presented(self.family, dest));
         conn.unreported = nonblock;
         i.state = State::Connected(conn);
@@ -366,7 +366,7 @@ impl TcpEndpoint {
             if read {
                 let closed = std::mem::replace(&mut i.state, State::Closed);
                 if let Some(h) = i.local.hold {
-                    self.stack.tcp.lock().update(&h, |b| b.listening = false)?;
+                    self.stack.tcp.lock().set(&h, |b| b.listening = false);
                 }
                 drop(i);
                 drop(closed);
