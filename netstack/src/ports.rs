@@ -6,6 +6,7 @@ use crate::Error;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 /// Linux's default ip_local_port_range.
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 32768..=60999;
@@ -45,16 +46,31 @@ impl Binding {
         }
     }
 
-    /// May the two share a port although their addresses overlap?
+    /// May `o` share the port of this (existing) binding although their
+    /// addresses overlap? SO_REUSEADDR on both shares it unless this one
+    /// listens (Linux's inet_bind_conflict looks at the existing socket's
+    /// state only).
     fn may_share(&self, o: &Binding) -> bool {
-        (self.reuse_port && o.reuse_port) || (self.reuse_addr && o.reuse_addr && !self.listening && !o.listening)
+        (self.reuse_port && o.reuse_port) || (self.reuse_addr && o.reuse_addr && !self.listening)
     }
 }
+
+/// Whether a closed socket's binding still holds its port (a TCP
+/// connection in FIN_WAIT2 or TIME_WAIT).
+pub(crate) type Lingers = Box<dyn Fn() -> bool + Send>;
 
 struct Entry<E> {
     id: u64,
     binding: Binding,
     endpoint: Weak<E>,
+    /// The socket is gone but its port stays held while this says so.
+    lingers: Option<Lingers>,
+}
+
+impl<E> Entry<E> {
+    fn held(&self) -> bool {
+        self.lingers.as_ref().is_none_or(|f| f())
+    }
 }
 
 /// The bindings of one protocol, by port.
@@ -62,11 +78,19 @@ pub(crate) struct PortTable<E> {
     ports: HashMap<u16, Vec<Entry<E>>>,
     next_id: u64,
     next_ephemeral: u16,
+    /// Lingering holds, oldest first, with the time past which they are
+    /// surely over: dropped from the table once that time passed.
+    lingering: std::collections::VecDeque<(Instant, Hold)>,
 }
 
 impl<E> Default for PortTable<E> {
     fn default() -> Self {
-        PortTable { ports: HashMap::new(), next_id: 1, next_ephemeral: *EPHEMERAL.start() }
+        PortTable {
+            ports: HashMap::new(),
+            next_id: 1,
+            next_ephemeral: *EPHEMERAL.start(),
+            lingering: std::collections::VecDeque::new(),
+        }
     }
 }
 
@@ -86,13 +110,35 @@ impl Hold {
 
 impl<E> PortTable<E> {
     fn conflicts(&self, port: u16, b: &Binding, except: u64) -> bool {
-        self.ports
-            .get(&port)
-            .is_some_and(|v| v.iter().any(|e| e.id != except && e.binding.overlaps(b) && !e.binding.may_share(b)))
+        self.ports.get(&port).is_some_and(|v| {
+            v.iter().any(|e| e.id != except && e.binding.overlaps(b) && !e.binding.may_share(b) && e.held())
+        })
+    }
+
+    /// Keeps a closed socket's port held while `lingers` says so, and at
+    /// most until `until`.
+    pub fn linger(&mut self, hold: Hold, until: Instant, lingers: Lingers) {
+        if let Some(e) = self.ports.get_mut(&hold.port).and_then(|v| v.iter_mut().find(|e| e.id == hold.id)) {
+            e.lingers = Some(lingers);
+            self.lingering.push_back((until, hold));
+        }
+    }
+
+    /// Drops the lingering holds that are over for sure.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        while let Some(&(until, hold)) = self.lingering.front() {
+            if until > now {
+                break;
+            }
+            self.lingering.pop_front();
+            self.unbind(&hold);
+        }
     }
 
     /// Binds `b` to `port`, or with port 0 to a free ephemeral port.
     pub fn bind(&mut self, port: u16, b: Binding, endpoint: Weak<E>) -> Result<Hold, Error> {
+        self.expire();
         let port = if port != 0 {
             if self.conflicts(port, &b, 0) {
                 return Err(Error::AddrInUse);
@@ -103,8 +149,37 @@ impl<E> PortTable<E> {
         };
         let id = self.next_id;
         self.next_id += 1;
-        self.ports.entry(port).or_default().push(Entry { id, binding: b, endpoint });
+        self.ports.entry(port).or_default().push(Entry { id, binding: b, endpoint, lingers: None });
         Ok(Hold { port, id, ip: b.ip })
+    }
+
+    /// Whether a live connection other than `hold`'s already goes from
+    /// `src` to `dest`: a second one of the same four addresses cannot be
+    /// made (Linux's __inet_check_established).
+    pub fn connected(&self, hold: &Hold, src: IpAddr, dest: SocketAddr) -> bool {
+        self.ports.get(&hold.port).is_some_and(|v| {
+            v.iter().any(|e| {
+                e.id != hold.id && e.lingers.is_none() && e.binding.remote == Some(dest) && e.binding.covers(src)
+            })
+        })
+    }
+
+    /// Changes a held binding where no conflict can come of it (a TCP
+    /// binding's peer; a listener stopping, whose connections share its
+    /// port).
+    pub fn set(&mut self, hold: &Hold, change: impl FnOnce(&mut Binding)) {
+        if let Some(e) = self.ports.get_mut(&hold.port).and_then(|v| v.iter_mut().find(|e| e.id == hold.id)) {
+            change(&mut e.binding);
+        }
+    }
+
+    /// Adds `b` to `port` without checking for conflicts: a connection
+    /// accepted on a listener's port shares it.
+    pub fn attach(&mut self, port: u16, b: Binding, endpoint: Weak<E>) -> Hold {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.ports.entry(port).or_default().push(Entry { id, binding: b, endpoint, lingers: None });
+        Hold { port, id, ip: b.ip }
     }
 
     fn free_port(&mut self, b: &Binding) -> Result<u16, Error> {
@@ -112,7 +187,7 @@ impl<E> PortTable<E> {
         for _ in 0..span {
             let p = self.next_ephemeral;
             self.next_ephemeral = if p >= *EPHEMERAL.end() { *EPHEMERAL.start() } else { p + 1 };
-            if !self.ports.get(&p).is_some_and(|v| v.iter().any(|e| e.binding.overlaps(b))) {
+            if !self.ports.get(&p).is_some_and(|v| v.iter().any(|e| e.binding.overlaps(b) && e.held())) {
                 return Ok(p);
             }
         }
@@ -148,14 +223,27 @@ impl<E> PortTable<E> {
 
     /// The live socket that a packet from `from` to `dest` (canonical,
     /// routed) reaches among those `wanted` accepts: a specific address
-    /// before a wildcard, the latest bound first.
+    /// before a wildcard, the latest bound first. When that one shares
+    /// its port with SO_REUSEPORT, the flow's hash picks one of the group
+    /// bound to the same address (Linux's reuseport_select_sock), so
+    /// flows spread over the group and each stays with one socket.
     pub fn lookup(&self, dest: SocketAddr, from: SocketAddr, wanted: impl Fn(&Binding) -> bool) -> Option<Arc<E>> {
         let v = self.ports.get(&dest.port())?;
         let fits = |e: &&Entry<E>| {
             e.binding.covers(dest.ip()) && e.binding.remote.is_none_or(|r| r == from) && wanted(&e.binding)
         };
         let exact = v.iter().rev().filter(fits).find(|e| !e.binding.ip.is_unspecified());
-        exact.or_else(|| v.iter().rev().find(fits)).and_then(|e| e.endpoint.upgrade())
+        let best = exact.or_else(|| v.iter().rev().find(fits))?;
+        if !best.binding.reuse_port || best.binding.remote.is_some() {
+            return best.endpoint.upgrade();
+        }
+        let group: Vec<&Entry<E>> = v
+            .iter()
+            .filter(fits)
+            .filter(|e| e.binding.reuse_port && e.binding.remote.is_none() && e.binding.ip == best.binding.ip)
+            .collect();
+        let pick = usize::try_from(flow_hash(dest, from) % group.len() as u64).unwrap_or(0);
+        group.get(pick).unwrap_or(&best).endpoint.upgrade()
     }
 
     /// Every live socket that a multicast datagram from `from` to the
@@ -168,6 +256,15 @@ impl<E> PortTable<E> {
             .filter_map(|e| e.endpoint.upgrade())
             .collect()
     }
+}
+
+/// A flow's hash over its addresses and ports (SipHash with fixed keys:
+/// the same flow always hashes alike).
+fn flow_hash(dest: SocketAddr, from: SocketAddr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (dest, from).hash(&mut h);
+    h.finish()
 }
 
 /// The options that decide how a socket shares its port (SO_REUSEADDR,
@@ -365,6 +462,24 @@ mod tests {
         let shared = Binding { reuse_port: true, ..b(LO) };
         assert!(t.bind(82, shared, e.clone()).is_ok());
         assert!(t.bind(82, shared, e).is_ok());
+    }
+
+    #[test]
+    fn a_reuseport_group_spreads_flows_and_keeps_each_on_one_socket() {
+        let mut t: PortTable<usize> = PortTable::default();
+        let socks: Vec<Arc<usize>> = (0..3).map(Arc::new).collect();
+        for s in &socks {
+            assert!(t.bind(90, Binding { reuse_port: true, ..b(LO) }, Arc::downgrade(s)).is_ok());
+        }
+        let dest = SocketAddr::new(LO, 90);
+        let mut counts = [0usize; 3];
+        for port in 40000..40300 {
+            let from = SocketAddr::new(LO, port);
+            let got = t.lookup(dest, from, |_| true).unwrap();
+            assert_eq!(t.lookup(dest, from, |_| true), Some(got.clone()));
+            counts[*got] += 1;
+        }
+        assert!(counts.iter().all(|&n| (70..=130).contains(&n)), "{counts:?}");
     }
 
     #[test]

@@ -8,15 +8,30 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// How many bytes a direction holds before the writer waits (roughly
-/// Linux's default send plus receive buffer).
-pub(crate) const CAPACITY: usize = 512 * 1024;
+/// A direction holds as many bytes as its writer's send buffer and its
+/// reader's receive buffer together (SO_SNDBUF plus SO_RCVBUF, as Linux
+/// fills both on loopback) before the writer waits.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Limits {
+    pub send: usize,
+    pub recv: usize,
+}
+
+impl Limits {
+    fn capacity(self) -> usize {
+        self.send.saturating_add(self.recv)
+    }
+}
 
 #[derive(Default)]
 struct State {
+    /// The buffers bounding the queue (set at creation).
+    limits: Limits,
     data: VecDeque<u8>,
     /// The writer sent FIN: the reader sees EOF after the data.
     fin: bool,
+    /// When the writer first finished (FIN or RST).
+    fin_at: Option<std::time::Instant>,
     /// The writer reset the connection: the reader's next receive fails
     /// with ECONNRESET once.
     reset: bool,
@@ -57,6 +72,11 @@ fn readable_span(s: &State) -> (usize, usize) {
     }
 }
 
+/// How many more bytes the direction takes.
+fn room(s: &State) -> usize {
+    s.limits.capacity().saturating_sub(s.data.len())
+}
+
 /// A byte queue from one endpoint to the other.
 pub(crate) struct Direction {
     /// What the queued bytes are charged to.
@@ -74,8 +94,18 @@ pub(crate) enum Sent {
 }
 
 impl Direction {
-    pub fn new(stack: &Arc<Stack>, writer: Arc<Queue>, reader: Arc<Queue>) -> Arc<Direction> {
-        Arc::new(Direction { stack: stack.clone(), state: Mutex::default(), reader, writer })
+    pub fn new(stack: &Arc<Stack>, writer: Arc<Queue>, reader: Arc<Queue>, limits: Limits) -> Arc<Direction> {
+        let state = Mutex::new(State { limits, ..State::default() });
+        Arc::new(Direction { stack: stack.clone(), state, reader, writer })
+    }
+
+    /// Changes the writer's send buffer (`send`) or the reader's receive
+    /// buffer; a writer waiting for room is woken to try again.
+    pub fn set_limit(&self, send: bool, bytes: usize) {
+        let mut s = self.state.lock();
+        *(if send { &mut s.limits.send } else { &mut s.limits.recv }) = bytes;
+        drop(s);
+        self.writer.notify();
     }
 
     /// Queues what fits of `buf`; WouldBlock when nothing does. With
@@ -89,7 +119,7 @@ impl Direction {
         if s.fin {
             return Err(Error::BrokenPipe);
         }
-        let n = buf.len().min(CAPACITY - s.data.len());
+        let n = buf.len().min(room(&s));
         // Past the sandbox's memory the bytes wait, as under Linux's TCP
         // memory pressure.
         if n == 0 && !buf.is_empty() || !self.stack.charge(n) {
@@ -205,14 +235,23 @@ impl Direction {
 
     /// The writer is done sending (shutdown or close): FIN.
     pub fn finish(&self) {
-        self.state.lock().fin = true;
+        let mut s = self.state.lock();
+        s.fin = true;
+        s.fin_at.get_or_insert_with(std::time::Instant::now);
+        drop(s);
         self.reader.notify();
+    }
+
+    /// When the writer finished (None while it may still send).
+    pub fn fin_at(&self) -> Option<std::time::Instant> {
+        self.state.lock().fin_at
     }
 
     /// The writer closed with data unread on its own side: RST.
     pub fn reset(&self) {
         let mut s = self.state.lock();
         s.fin = true;
+        s.fin_at.get_or_insert_with(std::time::Instant::now);
         s.reset = true;
         s.was_reset = true;
         drop(s);
@@ -259,7 +298,7 @@ impl Direction {
     /// (room to write, the reader is gone, bytes queued).
     pub fn write_state(&self) -> (bool, bool, usize) {
         let s = self.state.lock();
-        (s.data.len() < CAPACITY && !s.fin, s.reader_gone, s.data.len())
+        (room(&s) > 0 && !s.fin, s.reader_gone, s.data.len())
     }
 }
 
@@ -273,8 +312,11 @@ impl Drop for Direction {
 mod tests {
     use super::*;
 
+    const LIMITS: Limits = Limits { send: 4096, recv: 1024 };
+    const CAPACITY: usize = 5120;
+
     fn dir() -> Arc<Direction> {
-        Direction::new(&Stack::new(), Arc::default(), Arc::default())
+        Direction::new(&Stack::new(), Arc::default(), Arc::default(), LIMITS)
     }
 
     #[test]
@@ -299,6 +341,19 @@ mod tests {
         let mut buf = [0u8; 10];
         assert_eq!(d.read(&mut buf, false), Ok(10));
         assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(10))));
+    }
+
+    #[test]
+    fn a_larger_send_buffer_makes_room() {
+        let d = dir();
+        let big = vec![7u8; 3 * CAPACITY];
+        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(CAPACITY))));
+        d.set_limit(true, 2 * LIMITS.send);
+        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(n)) if n == LIMITS.send));
+        // Shrunk below what is queued: no room, nothing lost.
+        d.set_limit(true, 0);
+        assert_eq!(d.write(b"x", false).err(), Some(Error::WouldBlock));
+        assert_eq!(d.read_state().2, CAPACITY + LIMITS.send);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! it is refused); a closing listener resets the connections it queued.
 
 use crate::addr::{self, Family};
-use crate::ports::{Local, ShareOpts};
-use crate::stream::{Direction, Sent};
+use crate::ports::{Binding, Local, ShareOpts};
+use crate::stream::{Direction, Limits, Sent};
 use crate::waiter::Queue;
 use crate::{events, Error, Stack};
 use parking_lot::Mutex;
@@ -29,6 +29,29 @@ struct Conn {
     /// shutdown(SHUT_RD): receives return 0 once nothing is queued.
     read_shut: bool,
     write_shut: bool,
+}
+
+/// SO_SNDBUF and SO_RCVBUF of a TCP socket that never set them: tcp_wmem
+/// and tcp_rmem's defaults.
+const SNDBUF_DEFAULT: usize = 16_384;
+const RCVBUF_DEFAULT: usize = 131_072;
+/// The send buffer Linux 6.18 grows an unset one to once a loopback
+/// connection is established (tcp_sndbuf_expand with loopback's MSS).
+const SNDBUF_CONNECTED: usize = 3_939_840;
+
+/// How long a connection closed first by this end holds its port after
+/// the peer's FIN (TIME_WAIT): Linux's is 60 s, the sandbox's shorter, as
+/// nothing can arrive late on loopback.
+const TIME_WAIT: Duration = Duration::from_secs(5);
+/// How long a closed connection waits for the peer's FIN (orphaned
+/// FIN_WAIT2) without TCP_LINGER2: net.ipv4.tcp_fin_timeout.
+const FIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// SO_SNDBUF and SO_RCVBUF once set (as reported: twice what was asked).
+#[derive(Clone, Copy, Default)]
+struct Buffers {
+    send: Option<usize>,
+    recv: Option<usize>,
 }
 
 /// Linux's default net.core.somaxconn: the largest listen backlog.
@@ -115,6 +138,10 @@ pub struct TcpEndpoint {
     oob_inline: std::sync::atomic::AtomicBool,
     /// TCP_DEFER_ACCEPT on a listener, in seconds (0: off).
     defer_accept: AtomicU32,
+    buffers: Mutex<Buffers>,
+    /// TCP_LINGER2: how long the closed connection waits for the peer's
+    /// FIN.
+    fin_timeout: Mutex<Duration>,
 }
 
 impl TcpEndpoint {
@@ -139,6 +166,8 @@ impl TcpEndpoint {
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
             defer_accept: AtomicU32::new(0),
+            buffers: Mutex::default(),
+            fin_timeout: Mutex::new(FIN_TIMEOUT),
         })
     }
 
@@ -221,12 +250,18 @@ impl TcpEndpoint {
         }
         let h = i.local.hold_or_bind(&self.stack.tcp, self.family, &self.me)?;
         let local = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        if self.stack.tcp.lock().connected(&h, local.ip(), dest) {
+            return Err(Error::AddrNotAvailable);
+        }
         i.error = None;
         i.done = false;
         // A SYN to the socket's own address meets itself: a simultaneous
         // open makes the socket its own peer.
         if addr::canonical(local.ip()) == dest.ip() && local.port() == dest.port() {
-            let d = Direction::new(&self.stack, self.queue.clone(), self.queue.clone());
+            let mine = *self.buffers.lock();
+            let limits =
+                Limits { send: mine.send.unwrap_or(SNDBUF_CONNECTED), recv: mine.recv.unwrap_or(RCVBUF_DEFAULT) };
+            let d = Direction::new(&self.stack, self.queue.clone(), self.queue.clone(), limits);
             d.set_inline(self.oob_inline(), true);
             let (l, p) = (addr::presented(self.family, local), addr::presented(self.family, dest));
             i.state = State::Connected(Conn::new(d.clone(), d, l, p));
@@ -259,10 +294,17 @@ impl TcpEndpoint {
             return;
         };
         let mut conn = None;
-        let offer = listener.offer(&self.me, || {
+        let offer = listener.offer(&self.me, |opts| {
             let theirs = Arc::new(Queue::default());
-            let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone());
-            let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone());
+            // The accepted socket takes the listener's buffer sizes, as
+            // Linux clones a listener's sock.
+            let (mine, their_bufs) = (*self.buffers.lock(), *listener.buffers.lock());
+            let out_limits =
+                Limits { send: mine.send.unwrap_or(SNDBUF_CONNECTED), recv: their_bufs.recv.unwrap_or(RCVBUF_DEFAULT) };
+            let back_limits =
+                Limits { send: their_bufs.send.unwrap_or(SNDBUF_CONNECTED), recv: mine.recv.unwrap_or(RCVBUF_DEFAULT) };
+            let out = Direction::new(&self.stack, self.queue.clone(), theirs.clone(), out_limits);
+            let back = Direction::new(&self.stack, theirs.clone(), self.queue.clone(), back_limits);
             // The accepted socket inherits the listener's SO_OOBINLINE, as
             // Linux copies a listener's flags to its connections.
             let listener_inline = listener.oob_inline();
@@ -274,7 +316,7 @@ impl TcpEndpoint {
                 addr::presented(self.family, local),
                 addr::presented(self.family, dest),
             ));
-            Arc::new_cyclic(|me| TcpEndpoint {
+            let server = Arc::new_cyclic(|me| TcpEndpoint {
                 stack: self.stack.clone(),
                 family: listener.family,
                 me: me.clone(),
@@ -295,10 +337,37 @@ impl TcpEndpoint {
                 reset_on_close: AtomicBool::new(false),
                 oob_inline: AtomicBool::new(listener_inline),
                 defer_accept: AtomicU32::new(0),
-            })
+                buffers: Mutex::new(their_bufs),
+                fin_timeout: Mutex::new(FIN_TIMEOUT),
+            });
+            // The accepted connection shares the listener's port (Linux's
+            // inet_inherit_port): binding it conflicts while the
+            // connection lasts, its TIME_WAIT too.
+            let binding = Binding {
+                ip: dest.ip(),
+                dual: false,
+                reuse_addr: opts.reuse_addr,
+                reuse_port: opts.reuse_port,
+                listening: false,
+                remote: None,
+            };
+            let hold = self.stack.tcp.lock().attach(dest.port(), binding, Arc::downgrade(&server));
+            {
+                let mut si = server.inner.lock();
+                si.local.hold = Some(hold);
+                si.local.opts = opts;
+            }
+            server
         });
         match (offer, conn) {
-            (Offer::Queued, Some(c)) => i.state = State::Connected(c),
+            (Offer::Queued, Some(c)) => {
+                // The port now carries this connection: no other may make
+                // the same.
+                if let Some(h) = &i.local.hold {
+                    self.stack.tcp.lock().set(h, |b| b.remote = Some(dest));
+                }
+                i.state = State::Connected(c);
+            }
             (Offer::Full, _) => i.state = State::Connecting { dest, local },
             _ => self.refuse(i),
         }
@@ -334,14 +403,15 @@ impl TcpEndpoint {
     /// Takes a new connection (made by `make`) for accept, or holds it
     /// back under TCP_DEFER_ACCEPT; Full (`who` is kept to retry) when
     /// the queue is, Refused when this no longer listens.
-    fn offer(&self, who: &Weak<TcpEndpoint>, make: impl FnOnce() -> Arc<TcpEndpoint>) -> Offer {
+    fn offer(&self, who: &Weak<TcpEndpoint>, make: impl FnOnce(ShareOpts) -> Arc<TcpEndpoint>) -> Offer {
         let mut i = self.inner.lock();
+        let opts = i.local.opts;
         let State::Listening(l) = &mut i.state else { return Offer::Refused };
         if l.pending.len() > l.backlog {
             l.waiting.push(who.clone());
             return Offer::Full;
         }
-        let conn = make();
+        let conn = make(opts);
         let defer = self.defer_accept.load(Ordering::Relaxed);
         if defer > 0 {
             let poke: Arc<dyn crate::waiter::Notifier> = Arc::new(Poke(self.me.clone()));
@@ -495,7 +565,7 @@ impl TcpEndpoint {
             if read {
                 let closed = std::mem::replace(&mut i.state, State::Closed);
                 if let Some(h) = i.local.hold {
-                    self.stack.tcp.lock().update(&h, |b| b.listening = false)?;
+                    self.stack.tcp.lock().set(&h, |b| b.listening = false);
                 }
                 drop(i);
                 if let State::Listening(l) = closed {
@@ -516,6 +586,10 @@ impl TcpEndpoint {
             return Ok(());
         }
         let State::Connected(c) = &mut i.state else { return Err(Error::NotConnected) };
+        // Once both ends sent FIN (or a reset ended it) the connection is
+        // closed: shutdown still marks the socket but fails with ENOTCONN
+        // (Linux's inet_shutdown in TCP_CLOSE).
+        let closed = (c.write_shut && c.rx.read_state().1) || c.broken || c.rx.was_reset();
         c.read_shut |= read;
         if write && !c.write_shut {
             c.write_shut = true;
@@ -523,7 +597,11 @@ impl TcpEndpoint {
         }
         drop(i);
         self.queue.notify();
-        Ok(())
+        if closed {
+            Err(Error::NotConnected)
+        } else {
+            Ok(())
+        }
     }
 
     /// Readiness, as Linux's tcp_poll reports it.
@@ -681,6 +759,37 @@ impl TcpEndpoint {
         }
     }
 
+    /// TCP_LINGER2: how long the connection, once closed, waits for the
+    /// peer's FIN (None: net.ipv4.tcp_fin_timeout).
+    pub fn set_fin_timeout(&self, timeout: Option<Duration>) {
+        *self.fin_timeout.lock() = timeout.unwrap_or(FIN_TIMEOUT);
+    }
+
+    /// SO_SNDBUF and SO_RCVBUF: what was set, else the default (a larger
+    /// send buffer once connected, as Linux grows it).
+    pub fn buffer_sizes(&self) -> (usize, usize) {
+        let b = *self.buffers.lock();
+        let connected = matches!(self.inner.lock().state, State::Connected(_));
+        let send_default = if connected { SNDBUF_CONNECTED } else { SNDBUF_DEFAULT };
+        (b.send.unwrap_or(send_default), b.recv.unwrap_or(RCVBUF_DEFAULT))
+    }
+
+    /// Sets SO_SNDBUF (`send`) or SO_RCVBUF: how much the connection
+    /// queues towards the peer, or from it. A sender waiting for room is
+    /// woken when it grows.
+    pub fn set_buffer_size(&self, send: bool, bytes: usize) {
+        let mut b = self.buffers.lock();
+        *(if send { &mut b.send } else { &mut b.recv }) = Some(bytes);
+        drop(b);
+        let dir = match &self.inner.lock().state {
+            State::Connected(c) => Some(if send { c.tx.clone() } else { c.rx.clone() }),
+            _ => None,
+        };
+        if let Some(d) = dir {
+            d.set_limit(send, bytes);
+        }
+    }
+
     pub fn set_share_opts(&self, opts: ShareOpts) -> Result<(), Error> {
         self.inner.lock().local.set_opts(self.family, opts)
     }
@@ -724,9 +833,12 @@ impl Listen {
 
 impl Drop for TcpEndpoint {
     fn drop(&mut self) {
+        let fin_timeout = *self.fin_timeout.get_mut();
         let i = self.inner.get_mut();
-        i.local.release(&self.stack.tcp);
+        // A listener lets its port go first: connectors it resets or
+        // retries find nothing listening.
         if matches!(i.state, State::Listening(_)) {
+            i.local.release(&self.stack.tcp);
             if let State::Listening(l) = std::mem::replace(&mut i.state, State::Closed) {
                 l.stop();
             }
@@ -738,9 +850,42 @@ impl Drop for TcpEndpoint {
                 c.tx.reset();
             } else {
                 c.tx.finish();
+                if let Some(h) = i.local.hold.take().filter(|_| !c.broken) {
+                    linger(&self.stack, h, &c.tx, &c.rx, fin_timeout);
+                }
             }
         }
+        i.local.release(&self.stack.tcp);
     }
+}
+
+/// Keeps the port of a connection closed without a reset held as Linux
+/// keeps it: when this end sent FIN first, until the peer's FIN or
+/// `fin_timeout` (FIN_WAIT2), then TIME_WAIT after that FIN; an end that
+/// closed after the peer's FIN (LAST_ACK) lets go at once.
+fn linger(stack: &Stack, hold: crate::ports::Hold, tx: &Arc<Direction>, rx: &Arc<Direction>, fin_timeout: Duration) {
+    let (ours, theirs) = (tx.fin_at(), rx.fin_at());
+    let active = match (ours, theirs) {
+        (Some(o), Some(t)) => o <= t,
+        (_, None) => true,
+        (None, Some(_)) => false,
+    };
+    let mut table = stack.tcp.lock();
+    if !active || rx.was_reset() {
+        table.unbind(&hold);
+        return;
+    }
+    let closed = Instant::now();
+    let rx = rx.clone();
+    let held = move || {
+        let now = Instant::now();
+        match rx.fin_at() {
+            _ if rx.was_reset() => false,
+            Some(t) if t <= closed + fin_timeout => now < t.max(closed) + TIME_WAIT,
+            _ => now < closed + fin_timeout,
+        }
+    };
+    table.linger(hold, closed + fin_timeout + TIME_WAIT, Box::new(held));
 }
 
 #[cfg(test)]
@@ -951,6 +1096,26 @@ mod tests {
         c.connect(addr(at), false).unwrap();
         let s = l.accept().unwrap();
         (c, s)
+    }
+
+    #[test]
+    fn the_buffers_bound_what_a_connection_queues() {
+        let stack = Stack::new();
+        let l = listener(&stack, "127.0.0.1:7104");
+        l.set_buffer_size(false, 500);
+        let c = TcpEndpoint::new(&stack, Family::V4);
+        assert_eq!(c.buffer_sizes(), (SNDBUF_DEFAULT, RCVBUF_DEFAULT));
+        c.set_buffer_size(true, 1000);
+        c.connect(addr("127.0.0.1:7104"), false).unwrap();
+        let s = l.accept().unwrap();
+        assert_eq!(s.buffer_sizes(), (SNDBUF_CONNECTED, 500));
+        let big = vec![1u8; 4000];
+        assert_eq!(c.send(&big), Ok(1500));
+        assert_eq!(c.send(&big), Err(Error::WouldBlock));
+        assert_eq!(c.events() & events::OUT, 0);
+        c.set_buffer_size(true, 2000);
+        assert_ne!(c.events() & events::OUT, 0);
+        assert_eq!(c.send(&big), Ok(1000));
     }
 
     #[test]

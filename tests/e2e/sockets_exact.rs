@@ -98,6 +98,24 @@ fn sockets_exact_tcp_oob() {
     guest_test("tcp_oob", &[]);
 }
 
+/// The TCP data path: SO_SNDBUF/SO_RCVBUF bound what a connection queues
+/// (partial non-blocking sends, a blocked sender woken by a larger
+/// SO_SNDBUF), recv(MSG_TRUNC), TCP_INQ and SO_TIMESTAMP control
+/// messages, IP_MTU_DISCOVER.
+#[test]
+fn sockets_exact_tcp_data() {
+    guest_test("tcp_data", &[]);
+}
+
+/// Ports around a TCP connection's end: TIME_WAIT and FIN_WAIT2 (with
+/// TCP_LINGER2) hold the closing end's, an accepted connection shares
+/// its listener's, shutdown of a closed connection is ENOTCONN;
+/// SO_REUSEPORT spreads TCP connections and UDP flows.
+#[test]
+fn sockets_exact_tcp_ports() {
+    guest_test("tcp_ports", &[]);
+}
+
 /// Natively, a fresh network namespace like the sandbox's: `lo` alone
 /// (`--network none`), or with an `eth0` of 10.0.2.15/24 carrying the
 /// default route and no IPv6 (its veth peer has none either).

@@ -103,6 +103,8 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_exact",
     "tcp_lifecycle",
     "tcp_oob",
+    "tcp_data",
+    "tcp_ports",
     "udp_errqueue",
     "multicast",
     "unix_oob",

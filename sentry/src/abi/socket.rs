@@ -81,6 +81,11 @@ pub const SO_SNDTIMEO_NEW: i32 = 67;
 pub const IP_TOS: i32 = libc::IP_TOS;
 pub const IP_TTL: i32 = libc::IP_TTL;
 pub const IP_RECVERR: i32 = libc::IP_RECVERR;
+pub const IP_MTU_DISCOVER: i32 = 10;
+/// IP_PMTUDISC_WANT (IPV6_PMTUDISC_WANT): a socket's default path MTU
+/// discovery; IP_PMTUDISC_OMIT (IPV6_PMTUDISC_OMIT) is the last mode.
+pub const IP_PMTUDISC_WANT: i32 = 1;
+pub const IP_PMTUDISC_OMIT: i32 = 5;
 
 // IPPROTO_IPV6 options.
 pub const IPV6_RECVERR: i32 = libc::IPV6_RECVERR;
@@ -270,6 +275,7 @@ pub const IPV6_RECVHOPLIMIT: i32 = 51;
 pub const IPV6_HOPLIMIT: i32 = 52;
 pub const IPV6_RECVTCLASS: i32 = 66;
 pub const IPV6_TCLASS: i32 = 67;
+pub const IPV6_MTU_DISCOVER: i32 = 23;
 /// SO_TIMESTAMP's and SO_TIMESTAMPNS's message types, old and new.
 pub const SCM_TIMESTAMP_OLD: i32 = 29;
 pub const SCM_TIMESTAMPNS_OLD: i32 = 35;

@@ -21,7 +21,8 @@ use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
     MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
-    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_REUSEADDR, SO_REUSEPORT,
+    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR,
+    SO_REUSEPORT, SO_SNDBUF, SO_SNDBUFFORCE,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -371,8 +372,11 @@ fn recv_with_meta(
     }
     let mm = task.thread.mm();
     let mut at = 0;
+    // A stream's MSG_TRUNC takes (or peeks) the bytes without copying
+    // them out, as Linux's tcp_recvmsg.
+    let discard = s.is_stream() && flags & MSG_TRUNC != 0;
     for &(base, len) in bufs {
-        if at >= got {
+        if at >= got || discard {
             break;
         }
         let k = len.min(got - at);
@@ -445,7 +449,11 @@ fn recvmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
     }
     let (n, cut, from, meta) = recv_with_meta(task, f, s, &iovec_list(task, &h)?, flags)?;
     let v6 = family(s) == Family::V6;
-    let control = meta.map(|m| sockopt_ip::control(s, v6, &m, Arrival::Datagram)).unwrap_or_default();
+    let control = match meta {
+        Some(m) => sockopt_ip::control(s, v6, &m, Arrival::Datagram),
+        None if s.is_stream() => sockopt_tcp::control(s, usize::try_from(n).unwrap_or(0)),
+        None => Vec::new(),
+    };
     let (controllen, ctrunc) = sockopt_ip::write_control(task, &h, &control)?;
     match from.filter(|_| h.name != 0) {
         Some(from) => write_sockaddr(task, h.name, msg + MsgHdr::NAMELEN_OFFSET, &encode_inet(from))?,
@@ -520,6 +528,14 @@ fn getsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
         (SOL_SOCKET, SO_ACCEPTCONN) => flag(matches!(&s.endpoint, Endpoint::Tcp(t) if t.is_listening())),
         (SOL_SOCKET, SO_REUSEADDR) => flag(share_opts(s).reuse_addr),
         (SOL_SOCKET, SO_REUSEPORT) => flag(share_opts(s).reuse_port),
+        // The sandbox's own TCP connection queues what its buffers say
+        // (the netstack grows an unset send buffer once connected).
+        (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) if s.outside().is_none() && s.is_stream() => {
+            let Endpoint::Tcp(t) = &s.endpoint else { return Err(Errno::ENOPROTOOPT) };
+            let (send, recv) = t.buffer_sizes();
+            let size = if opt.1 == SO_SNDBUF { send } else { recv };
+            i32::try_from(size).unwrap_or(i32::MAX).to_le_bytes().to_vec()
+        }
         (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
         (IPPROTO_TCP, name) if s.is_stream() => sockopt_tcp::get(s, name)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
@@ -541,6 +557,14 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
         }
         if let (SO_OOBINLINE, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
             t.set_oob_inline(s.opts.get().flags & sockopt::flag_bit(SO_OOBINLINE) != 0);
+        }
+        if let (SO_SNDBUF | SO_SNDBUFFORCE | SO_RCVBUF | SO_RCVBUFFORCE, Endpoint::Tcp(t)) = (opt.1, &s.endpoint) {
+            let v = s.opts.get();
+            let send = opt.1 == SO_SNDBUF || opt.1 == SO_SNDBUFFORCE;
+            let size = if send { v.sndbuf } else { v.rcvbuf };
+            if let Some(size) = size.and_then(|n| usize::try_from(n).ok()) {
+                t.set_buffer_size(send, size);
+            }
         }
         // What the egress gateway carries over to the host socket.
         if crate::fs::egress::FORWARDED_OPTIONS.contains(&opt) {

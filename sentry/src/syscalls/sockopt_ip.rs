@@ -6,8 +6,8 @@
 
 use crate::abi::layout::{Encoder, Layout};
 use crate::abi::socket::{
-    cmsg_align, CmsgHdr, MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_RECVERR, IP_RECVERR, IP_TOS, IP_TTL, MSG_CTRUNC,
-    SOL_SOCKET,
+    cmsg_align, CmsgHdr, MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_RECVERR, IP_MTU_DISCOVER,
+    IP_PMTUDISC_OMIT, IP_PMTUDISC_WANT, IP_RECVERR, IP_TOS, IP_TTL, MSG_CTRUNC, SOL_SOCKET,
 };
 use crate::abi::socket::{
     IPV6_HOPLIMIT, IPV6_MULTICAST_ALL, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_LOOP, IPV6_PKTINFO,
@@ -55,6 +55,8 @@ pub(super) fn default(v6: bool, opt: (i32, i32)) -> Option<i32> {
         (IPPROTO_IP, IP_TOS | IP_MULTICAST_IF) => Some(0),
         (IPPROTO_IP, IP_TTL) => Some(DEFAULT_TTL),
         (IPPROTO_IP, IP_MULTICAST_TTL) => Some(1),
+        (IPPROTO_IP, IP_MTU_DISCOVER) => Some(IP_PMTUDISC_WANT),
+        (IPPROTO_IPV6, IPV6_MTU_DISCOVER) if v6 => Some(IP_PMTUDISC_WANT),
         (IPPROTO_IPV6, IPV6_TCLASS | IPV6_MULTICAST_IF) if v6 => Some(0),
         (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if v6 => Some(DEFAULT_TTL),
         (IPPROTO_IPV6, IPV6_MULTICAST_HOPS) if v6 => Some(1),
@@ -72,6 +74,9 @@ pub(super) fn check(v6: bool, stream: bool, opt: (i32, i32), val: i32) -> Result
         }
         (IPPROTO_IP, IP_MULTICAST_TTL) if stream => return Err(Errno::EINVAL),
         o if is_flag(o) => i32::from(val != 0),
+        (IPPROTO_IP, IP_MTU_DISCOVER) | (IPPROTO_IPV6, IPV6_MTU_DISCOVER) if !(0..=IP_PMTUDISC_OMIT).contains(&val) => {
+            return Err(Errno::EINVAL)
+        }
         (IPPROTO_IP, IP_TOS) if stream => val & !ECN_MASK & 0xff,
         (IPPROTO_IP, IP_TOS) => val & 0xff,
         (IPPROTO_IP, IP_TTL) if val == -1 => DEFAULT_TTL,
@@ -119,22 +124,26 @@ pub(super) enum Arrival {
     Error,
 }
 
+/// The receive timestamp SO_TIMESTAMP or SO_TIMESTAMPNS (old or new)
+/// asked for, of data that arrived `at`.
+pub(super) fn timestamp(s: &InetSocket, at: std::time::SystemTime) -> Option<(i32, i32, Vec<u8>)> {
+    let Stamping { ns, new } = s.opts.get().stamping?;
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let ty = match (ns, new) {
+        (false, false) => SCM_TIMESTAMP_OLD,
+        (true, false) => SCM_TIMESTAMPNS_OLD,
+        (false, true) => SCM_TIMESTAMP_NEW,
+        (true, true) => SCM_TIMESTAMPNS_NEW,
+    };
+    let data = if ns { Timespec::from_duration(since).encode() } else { Timeval::from_duration(since).encode() };
+    Some((SOL_SOCKET, ty, data))
+}
+
 /// The control messages a packet that arrived as `meta` says comes with,
 /// in Linux's order: (level, type, data). An IPv6 socket's error from an
 /// IPv4 address carries IPV6_PKTINFO and then the IPv4 messages.
 pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -> Vec<(i32, i32, Vec<u8>)> {
-    let mut out = Vec::new();
-    let since = meta.at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    if let Some(Stamping { ns, new }) = s.opts.get().stamping {
-        let ty = match (ns, new) {
-            (false, false) => SCM_TIMESTAMP_OLD,
-            (true, false) => SCM_TIMESTAMPNS_OLD,
-            (false, true) => SCM_TIMESTAMP_NEW,
-            (true, true) => SCM_TIMESTAMPNS_NEW,
-        };
-        let data = if ns { Timespec::from_duration(since).encode() } else { Timeval::from_duration(since).encode() };
-        out.push((SOL_SOCKET, ty, data));
-    }
+    let mut out: Vec<_> = timestamp(s, meta.at).into_iter().collect();
     let on = |opt: (i32, i32)| value(s, v6, opt) != 0;
     let Header { tos, ttl } = meta.header;
     let v4_dst = match meta.to.ip() {

@@ -69,7 +69,9 @@ fn state(s: &InetSocket) -> u8 {
     }
 }
 
+const TIME_WAIT: u8 = 6;
 const CLOSE: u8 = 7;
+const CLOSE_WAIT: u8 = 8;
 const LISTEN: u8 = 10;
 
 /// secs_to_retrans: the retransmissions that cover `secs` seconds.
@@ -110,6 +112,26 @@ fn stored_int(s: &InetSocket, name: i32, default: i32) -> i32 {
 
 fn store_int(s: &InetSocket, name: i32, v: i32) {
     s.stored.lock().insert((IPPROTO_TCP, name), v.to_le_bytes().to_vec());
+}
+
+/// The control messages a recvmsg that took `got` bytes from the
+/// sandbox's own connection delivers, as Linux's tcp_recvmsg: the
+/// receive timestamp (SO_TIMESTAMP*, taken as the bytes are read) when it
+/// read any, then with TCP_INQ set TCP_CM_INQ: the bytes left to read, or
+/// 1 when none are but the peer finished (tcp_inq_hint).
+pub(super) fn control(s: &InetSocket, got: usize) -> Vec<(i32, i32, Vec<u8>)> {
+    let Some(t) = tcp(s).filter(|_| s.outside().is_none()) else { return Vec::new() };
+    let mut out = Vec::new();
+    if got > 0 {
+        out.extend(super::sockopt_ip::timestamp(s, std::time::SystemTime::now()));
+    }
+    if stored_int(s, TCP_INQ, 0) != 0 {
+        let left = t.queued().0;
+        let done = matches!(state(s), TIME_WAIT | CLOSE | CLOSE_WAIT);
+        let inq = if left == 0 && done { 1 } else { i32::try_from(left).unwrap_or(i32::MAX) };
+        out.push((IPPROTO_TCP, TCP_INQ, inq.to_le_bytes().to_vec()));
+    }
+    out
 }
 
 /// setsockopt(2) at IPPROTO_TCP on a TCP socket.
@@ -170,6 +192,12 @@ pub(super) fn set(task: &Task, s: &InetSocket, name: i32, optval: u64, optlen: u
         t.set_defer_accept(u32::try_from(retrans_to_secs(stored)).unwrap_or(0));
     }
     store_int(s, name, stored);
+    if let (TCP_LINGER2, Some(t)) = (name, tcp(s)) {
+        // How long the closed connection holds its port waiting for the
+        // peer's FIN: -1 not at all, 0 the sysctl's time.
+        let secs = u64::try_from(stored.max(0)).unwrap_or(0);
+        t.set_fin_timeout((stored != 0).then(|| std::time::Duration::from_secs(secs)));
+    }
     Ok(())
 }
 
