@@ -89,8 +89,9 @@ pub(crate) struct Direction {
 /// What a send found.
 pub(crate) enum Sent {
     Bytes(usize),
-    /// The reader has closed its end.
-    NoReader,
+    /// The reader has closed its end: what the sender's buffer takes of
+    /// the bytes goes out to draw the peer's reset.
+    NoReader(usize),
 }
 
 impl Direction {
@@ -114,7 +115,7 @@ impl Direction {
     pub fn write(&self, buf: &[u8], urgent: bool) -> Result<Sent, Error> {
         let mut s = self.state.lock();
         if s.reader_gone {
-            return Ok(Sent::NoReader);
+            return Ok(Sent::NoReader(buf.len().min(s.limits.send)));
         }
         if s.fin {
             return Err(Error::BrokenPipe);
@@ -366,6 +367,6 @@ mod tests {
         assert_eq!(d.read(&mut buf, false), Err(Error::ConnReset));
         assert_eq!(d.read(&mut buf, false), Ok(0));
         assert!(!d.close_reader());
-        assert!(matches!(d.write(b"x", false), Ok(Sent::NoReader)));
+        assert!(matches!(d.write(b"x", false), Ok(Sent::NoReader(1))));
     }
 }

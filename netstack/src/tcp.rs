@@ -492,13 +492,13 @@ impl TcpEndpoint {
                 self.stack.count(n);
                 Ok(n)
             }
-            // The first send to a closed peer goes out and draws its RST;
-            // only the next one fails.
-            Sent::NoReader => {
+            // The first send to a closed peer goes out (what the send
+            // buffer takes of it) and draws its RST; only the next fails.
+            Sent::NoReader(n) => {
                 if let State::Connected(c) = &mut self.inner.lock().state {
                     c.broken = true;
                 }
-                Ok(buf.len())
+                Ok(n)
             }
         }
     }
