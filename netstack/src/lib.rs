@@ -1,6 +1,6 @@
-//! The husk netstack: IP sockets (TCP and UDP endpoints over IPv4 and
-//! IPv6), the sandbox's loopback interface, and in time the egress gateway
-//! and its policy, the DNS resolver and flow records.
+//! The husk netstack: IP sockets (TCP, UDP and UDP-Lite endpoints over
+//! IPv4 and IPv6), the sandbox's loopback interface, and in time the
+//! egress gateway and its policy, the DNS resolver and flow records.
 //!
 //! The stack knows nothing of the sentry. Its operations never block:
 //! one that would returns [`Error::WouldBlock`], and the caller waits for
@@ -63,6 +63,8 @@ pub mod events {
 pub struct Stack {
     tcp: Mutex<PortTable<TcpEndpoint>>,
     udp: Mutex<PortTable<UdpEndpoint>>,
+    /// UDP-Lite's ports, apart from UDP's.
+    udplite: Mutex<PortTable<UdpEndpoint>>,
     /// The multicast groups the interfaces have joined.
     groups: multicast::Groups,
     loopback_bytes: AtomicU64,
@@ -75,6 +77,7 @@ impl Stack {
         Arc::new(Stack {
             tcp: Mutex::new(PortTable::default()),
             udp: Mutex::new(PortTable::default()),
+            udplite: Mutex::new(PortTable::default()),
             groups: multicast::Groups::default(),
             loopback_bytes: AtomicU64::new(0),
             loopback_packets: AtomicU64::new(0),

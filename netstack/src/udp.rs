@@ -4,10 +4,14 @@
 //! (ECONNREFUSED on its next call), as Linux's ICMP port-unreachable does;
 //! a sender that asked for errors (IP_RECVERR, IPV6_RECVERR) learns of it
 //! connected or not, and finds the datagram on its error queue.
+//!
+//! A UDP-Lite endpoint (IPPROTO_UDPLITE) is one of these with its own
+//! port space: inside the sandbox its datagrams travel whole, so the
+//! checksum coverage it asks for changes nothing about them.
 
 use crate::addr::{self, Family};
 use crate::multicast::{self, Memberships, Options as McastOptions};
-use crate::ports::{Local, ShareOpts};
+use crate::ports::{Local, PortTable, ShareOpts};
 use crate::waiter::Queue;
 use crate::{events, Error, Stack};
 use parking_lot::Mutex;
@@ -79,6 +83,36 @@ struct Inner {
     write_shut: bool,
 }
 
+/// The header fields one datagram's control messages set (IP_TTL and
+/// IP_TOS, IPV6_HOPLIMIT and IPV6_TCLASS), over the socket's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeaderOverride {
+    pub tos: Option<u8>,
+    pub ttl: Option<u8>,
+}
+
+impl HeaderOverride {
+    fn over(self, h: Header) -> Header {
+        Header { tos: self.tos.unwrap_or(h.tos), ttl: self.ttl.unwrap_or(h.ttl) }
+    }
+}
+
+/// Which protocol a datagram endpoint speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Udp,
+    /// UDP-Lite: UDP's behaviour, its own ports.
+    UdpLite,
+}
+
+/// The ports of `protocol` in `stack`.
+fn ports_of(stack: &Stack, protocol: Protocol) -> &Mutex<PortTable<UdpEndpoint>> {
+    match protocol {
+        Protocol::Udp => &stack.udp,
+        Protocol::UdpLite => &stack.udplite,
+    }
+}
+
 /// A socket's multicast options and the groups it joined.
 #[derive(Default)]
 struct Multicast {
@@ -90,6 +124,7 @@ struct Multicast {
 pub struct UdpEndpoint {
     stack: Arc<Stack>,
     family: Family,
+    protocol: Protocol,
     me: Weak<UdpEndpoint>,
     queue: Queue,
     inner: Mutex<Inner>,
@@ -145,9 +180,15 @@ pub struct Meta {
 
 impl UdpEndpoint {
     pub fn new(stack: &Arc<Stack>, family: Family) -> Arc<UdpEndpoint> {
+        UdpEndpoint::with_protocol(stack, family, Protocol::Udp)
+    }
+
+    /// A UDP (or UDP-Lite) endpoint.
+    pub fn with_protocol(stack: &Arc<Stack>, family: Family, protocol: Protocol) -> Arc<UdpEndpoint> {
         Arc::new_cyclic(|me| UdpEndpoint {
             stack: stack.clone(),
             family,
+            protocol,
             me: me.clone(),
             queue: Queue::default(),
             inner: Mutex::new(Inner {
@@ -170,13 +211,22 @@ impl UdpEndpoint {
         self.family
     }
 
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// The ports of this endpoint's protocol.
+    fn ports(&self) -> &Mutex<PortTable<UdpEndpoint>> {
+        ports_of(&self.stack, self.protocol)
+    }
+
     pub fn queue(&self) -> &Queue {
         &self.queue
     }
 
     /// bind(2).
     pub fn bind(&self, addr: SocketAddr) -> Result<(), Error> {
-        self.inner.lock().local.bind(&self.stack.udp, self.family, addr, &self.me).map(drop)
+        self.inner.lock().local.bind(self.ports(), self.family, addr, &self.me).map(drop)
     }
 
     /// connect(2): `to` becomes the default destination and the only
@@ -185,7 +235,7 @@ impl UdpEndpoint {
         let mut i = self.inner.lock();
         let Some(to) = to else {
             i.peer = None;
-            return i.local.disconnect(&self.stack.udp, self.family);
+            return i.local.disconnect(self.ports(), self.family);
         };
         let dest = addr::destination(self.family, i.local.opts.v6only, to)?;
         addr::check_bound_family(i.local.hold.filter(|_| !i.local.chosen_ip).map(|h| h.ip), dest.ip())?;
@@ -197,10 +247,10 @@ impl UdpEndpoint {
             IpAddr::V6(_) if dest.ip().is_multicast() => return Err(Error::NetUnreachable),
             ip => addr::source(bound, ip),
         };
-        i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        i.local.hold_or_bind(self.ports(), self.family, &self.me)?;
         // Linux binds the socket to the source address toward the peer
         // (getsockname shows it).
-        i.local.choose_ip(&self.stack.udp, source, dest)?;
+        i.local.choose_ip(self.ports(), source, dest)?;
         i.peer = Some(dest);
         Ok(())
     }
@@ -212,18 +262,24 @@ impl UdpEndpoint {
     pub fn connect_outside(&self, to: SocketAddr) -> Result<(), Error> {
         let mut i = self.inner.lock();
         let remote = SocketAddr::new(addr::canonical(to.ip()), to.port());
-        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
+        let h = i.local.hold_or_bind(self.ports(), self.family, &self.me)?;
         let source = match (remote.ip(), crate::iface::uplink()) {
             (IpAddr::V4(_), Some(up)) => IpAddr::V4(up.addr),
             _ => h.ip,
         };
-        i.local.choose_ip(&self.stack.udp, source, remote)?;
+        i.local.choose_ip(self.ports(), source, remote)?;
         i.peer = None;
         Ok(())
     }
 
     /// sendto(2): one datagram to `to`, or to the connected peer.
     pub fn send_to(&self, to: Option<SocketAddr>, data: &[u8]) -> Result<usize, Error> {
+        self.send_with(to, data, HeaderOverride::default())
+    }
+
+    /// sendmsg(2): send_to with the header fields its control messages
+    /// set.
+    pub fn send_with(&self, to: Option<SocketAddr>, data: &[u8], over: HeaderOverride) -> Result<usize, Error> {
         let mut i = self.inner.lock();
         if let Some(e) = i.error.take() {
             return Err(e);
@@ -242,14 +298,14 @@ impl UdpEndpoint {
         if data.len() > max_payload(self.family) {
             return Err(Error::MsgSize);
         }
-        let h = i.local.hold_or_bind(&self.stack.udp, self.family, &self.me)?;
-        let i_header = i.header;
+        let h = i.local.hold_or_bind(self.ports(), self.family, &self.me)?;
+        let i_header = over.over(i.header);
         if dest.ip().is_multicast() {
             drop(i);
-            return self.send_to_group(h.ip, h.port, i_header, dest, data);
+            return self.send_to_group(h.ip, h.port, (i_header, over.ttl), dest, data);
         }
         let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
-        let target = self.stack.udp.lock().lookup(dest, from, |_| true);
+        let target = self.ports().lock().lookup(dest, from, |_| true);
         match target {
             Some(t) => {
                 drop(i);
@@ -335,13 +391,14 @@ impl UdpEndpoint {
     }
 
     /// Sends a datagram to the group `dest` (canonical) from this socket,
-    /// bound to `bound` and `port`: it comes back to the sandbox's members
-    /// (multicast.rs says when).
+    /// bound to `bound` and `port`, with `header` and the TTL the datagram
+    /// set itself if any (else IP_MULTICAST_TTL's): it comes back to the
+    /// sandbox's members (multicast.rs says when).
     fn send_to_group(
         &self,
         bound: IpAddr,
         port: u16,
-        header: Header,
+        (header, own_ttl): (Header, Option<u8>),
         dest: SocketAddr,
         data: &[u8],
     ) -> Result<usize, Error> {
@@ -363,8 +420,8 @@ impl UdpEndpoint {
         if !self.stack.groups.joined(dest.ip(), route.index) {
             return Ok(data.len());
         }
-        let header = Header { ttl, ..header };
-        let members = self.stack.udp.lock().lookup_all(dest, from);
+        let header = Header { ttl: own_ttl.unwrap_or(ttl), ..header };
+        let members = self.ports().lock().lookup_all(dest, from);
         for m in members {
             let takes = {
                 let mc = m.multicast.lock();
@@ -541,8 +598,9 @@ impl UdpEndpoint {
 impl Drop for UdpEndpoint {
     fn drop(&mut self) {
         self.multicast.get_mut().members.leave_all(&self.stack.groups);
+        let ports = ports_of(&self.stack, self.protocol);
         let i = self.inner.get_mut();
-        i.local.release(&self.stack.udp);
+        i.local.release(ports);
         self.stack.uncharge(i.queued);
     }
 }
@@ -761,5 +819,46 @@ mod tests {
         assert_eq!(rx.iter().map(|r| got(r)).collect::<Vec<_>>(), [1, 1, 0]);
         drop(rx.into_iter().next());
         assert!(!stack.groups.joined(IpAddr::V4(group), multicast::LO), "a closed socket leaves");
+    }
+
+    /// UDP-Lite has its own ports: a UDP and a UDP-Lite socket bind the
+    /// same one, and each protocol's datagrams reach only its own.
+    #[test]
+    fn udplite_has_its_own_ports() {
+        let stack = Stack::new();
+        let lite = |s: &Arc<Stack>| UdpEndpoint::with_protocol(s, Family::V4, Protocol::UdpLite);
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        u.bind(addr("127.0.0.1:7300")).unwrap();
+        let l = lite(&stack);
+        assert_eq!(l.protocol(), Protocol::UdpLite);
+        l.bind(addr("127.0.0.1:7300")).unwrap();
+        assert_eq!(lite(&stack).bind(addr("127.0.0.1:7300")), Err(Error::AddrInUse));
+        let mut buf = [0u8; 4];
+        assert_eq!(lite(&stack).send_to(Some(addr("127.0.0.1:7300")), b"lite"), Ok(4));
+        assert_eq!(u.recv_from(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(l.recv_from(&mut buf, false).map(|d| d.len), Ok(4));
+        assert_eq!(UdpEndpoint::new(&stack, Family::V4).send_to(Some(addr("127.0.0.1:7300")), b"udp"), Ok(3));
+        assert_eq!(l.recv_from(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(u.recv_from(&mut buf, false).map(|d| d.len), Ok(3));
+    }
+
+    /// A datagram's own TTL and TOS win over the socket's, one field at a
+    /// time; the next datagram has the socket's again.
+    #[test]
+    fn a_datagram_sets_its_own_header() {
+        let stack = Stack::new();
+        let r = UdpEndpoint::new(&stack, Family::V6);
+        r.bind(addr("[::1]:7400")).unwrap();
+        let w = UdpEndpoint::new(&stack, Family::V6);
+        w.set_header(Header { tos: 0x10, ttl: 7 });
+        let to = Some(addr("[::1]:7400"));
+        let mut buf = [0u8; 1];
+        let mut header = || r.recv_from(&mut buf, false).map(|d| d.meta.header);
+        assert_eq!(w.send_with(to, b"x", HeaderOverride { tos: None, ttl: Some(2) }), Ok(1));
+        assert_eq!(header(), Ok(Header { tos: 0x10, ttl: 2 }));
+        assert_eq!(w.send_with(to, b"x", HeaderOverride { tos: Some(0x20), ttl: None }), Ok(1));
+        assert_eq!(header(), Ok(Header { tos: 0x20, ttl: 7 }));
+        assert_eq!(w.send_to(to, b"x"), Ok(1));
+        assert_eq!(header(), Ok(Header { tos: 0x10, ttl: 7 }));
     }
 }

@@ -78,6 +78,11 @@ fn guest_inet_sockets() {
 }
 
 #[test]
+fn guest_udp_lite_header() {
+    guest_test("udp_lite_header", &[]);
+}
+
+#[test]
 fn guest_mmsg() {
     guest_test("mmsg", &[]);
 }

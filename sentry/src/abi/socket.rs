@@ -25,6 +25,12 @@ pub const IPPROTO_IP: i32 = libc::IPPROTO_IP;
 pub const IPPROTO_TCP: i32 = libc::IPPROTO_TCP;
 pub const IPPROTO_UDP: i32 = libc::IPPROTO_UDP;
 pub const IPPROTO_IPV6: i32 = libc::IPPROTO_IPV6;
+pub const IPPROTO_UDPLITE: i32 = libc::IPPROTO_UDPLITE;
+/// SOL_UDPLITE, the level of the UDP-Lite options.
+pub const SOL_UDPLITE: i32 = 136;
+/// The UDP-Lite checksum coverage options.
+pub const UDPLITE_SEND_CSCOV: i32 = 10;
+pub const UDPLITE_RECV_CSCOV: i32 = 11;
 
 // SOL_SOCKET options.
 pub const SO_REUSEADDR: i32 = libc::SO_REUSEADDR;

@@ -11,6 +11,7 @@ use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
 use crate::vfs::{Fasync, FileOps, IoctlContext, TimeSpec, UrgentSignal};
 use crate::waiter::{alarm, Entry, Notify, Queue, ALL};
+use husk_netstack::udp::HeaderOverride;
 use husk_netstack::waiter::Notifier;
 use husk_netstack::{Error as NetError, TcpEndpoint, UdpEndpoint};
 use parking_lot::Mutex;
@@ -217,6 +218,18 @@ impl InetSocket {
     /// Sends like sendto(2): a stream takes what fits (EAGAIN when nothing
     /// does); a datagram goes whole to `to` or the peer.
     pub(crate) fn send(&self, buf: &[u8], to: Option<std::net::SocketAddr>) -> Result<usize, Errno> {
+        self.send_with(buf, to, HeaderOverride::default())
+    }
+
+    /// send, a datagram of the sandbox's own with the header fields its
+    /// control messages set (`over`; a host connection does not take
+    /// them).
+    pub(crate) fn send_with(
+        &self,
+        buf: &[u8],
+        to: Option<std::net::SocketAddr>,
+        over: HeaderOverride,
+    ) -> Result<usize, Errno> {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
             (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
@@ -224,7 +237,7 @@ impl InetSocket {
             // the gateway's policy); datagrams to an address outside are
             // the syscall layer's: each passes the policy.
             (Endpoint::Udp(_), Some(h)) if to.is_none() && h.is_connected() => h.send(buf),
-            (Endpoint::Udp(u), _) => u.send_to(to, buf).map_err(errno),
+            (Endpoint::Udp(u), _) => u.send_with(to, buf, over).map_err(errno),
         }
     }
 

@@ -80,7 +80,17 @@ struct Allowed {
 }
 
 fn protocol(s: &InetSocket) -> String {
-    if s.is_stream() { "tcp" } else { "udp" }.to_owned()
+    match &s.endpoint {
+        Endpoint::Tcp(_) => "tcp",
+        Endpoint::Udp(u) if is_lite(u) => "udplite",
+        Endpoint::Udp(_) => "udp",
+    }
+    .to_owned()
+}
+
+/// UDP-Lite stays in the sandbox: the gateway has no host path for it.
+fn is_lite(u: &husk_netstack::UdpEndpoint) -> bool {
+    u.protocol() == husk_netstack::udp::Protocol::UdpLite
 }
 
 /// The policy's word on `to` for socket `s`: EPERM when it is denied,
@@ -95,6 +105,10 @@ fn permit(task: &Task, gateway: &Gateway, s: &InetSocket, to: SocketAddr) -> Res
         return Err(Errno::ENETUNREACH);
     }
     let dest = unmapped(to);
+    if matches!(&s.endpoint, Endpoint::Udp(u) if is_lite(u)) {
+        log::debug!("egress: {to} udplite denied");
+        return deny(task, s, dest, "denied: UDP-Lite does not leave the sandbox".to_owned());
+    }
     match gateway.decide(dest) {
         (Verdict::Allowed { rule }, name) => {
             let address = dest.ip().to_string();
@@ -219,6 +233,7 @@ pub(super) fn send_datagram(
         return None;
     }
     let to_resolver = match to {
+        _ if matches!(&s.endpoint, Endpoint::Udp(u) if is_lite(u)) => false,
         Some(to) => crate::fs::dns::is_resolver(to),
         None => s.resolver_peer.lock().is_some(),
     };
@@ -247,8 +262,9 @@ pub(super) fn send_datagram(
 /// socket remembers (true); any other connect of a datagram socket
 /// forgets it and goes on (false).
 pub(super) fn connect_resolver(task: &Task, s: &InetSocket, to: Option<SocketAddr>) -> bool {
-    if s.is_stream() {
-        return false;
+    match &s.endpoint {
+        Endpoint::Udp(u) if !is_lite(u) => {}
+        _ => return false,
     }
     let has_gateway = task.kernel.ext::<Egress>().gateway().is_some();
     let resolver = to.filter(|&to| has_gateway && crate::fs::dns::is_resolver(to));

@@ -8,6 +8,7 @@
 use super::args;
 use super::block::wait_io;
 use super::errqueue;
+use super::inet_cmsg;
 use super::socket::{
     iovec_list, nonblocking, read_msghdr, read_optlen, write_msg_results, write_sockaddr, write_sockopt, Cursor,
 };
@@ -16,12 +17,13 @@ use super::sockopt::{self, Sock};
 use super::sockopt_ip::{self, Arrival};
 use super::sockopt_mcast;
 use super::sockopt_tcp;
+use super::sockopt_udp;
 use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
-    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_V6ONLY,
-    MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM,
-    SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR,
+    MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE,
+    IPV6_V6ONLY, MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW,
+    SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR,
     SO_REUSEPORT, SO_SNDBUF, SO_SNDBUFFORCE,
 };
 use crate::abi::{Errno, SysResult};
@@ -31,7 +33,7 @@ use crate::fs::inet::{errno, Endpoint, InetSocket};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use crate::waiter::deadline_in;
-use husk_netstack::udp::Meta;
+use husk_netstack::udp::{HeaderOverride, Meta, Protocol};
 use husk_netstack::{Family, ShareOpts, TcpEndpoint, UdpEndpoint};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -47,6 +49,7 @@ pub(super) fn socket(task: &Task, domain: i32, kind: i32, protocol: i32) -> Resu
     let endpoint = match (kind, protocol) {
         (SOCK_STREAM, 0 | IPPROTO_TCP) => Endpoint::Tcp(TcpEndpoint::new(net, family)),
         (SOCK_DGRAM, 0 | IPPROTO_UDP) => Endpoint::Udp(UdpEndpoint::new(net, family)),
+        (SOCK_DGRAM, IPPROTO_UDPLITE) => Endpoint::Udp(UdpEndpoint::with_protocol(net, family, Protocol::UdpLite)),
         (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
         // Raw sockets need CAP_NET_RAW and a stack that has them.
         (SOCK_RAW, _) => return Err(Errno::EPERM),
@@ -261,7 +264,7 @@ fn send(
     s: &InetSocket,
     bufs: &[(u64, usize)],
     flags: u64,
-    to: Option<SocketAddr>,
+    (to, over): (Option<SocketAddr>, HeaderOverride),
 ) -> SysResult {
     let urgent = flags & MSG_OOB != 0;
     if urgent && !s.is_stream() {
@@ -281,7 +284,7 @@ fn send(
             return sent.map(|n| n as u64);
         }
         let group = super::egress::group_on_uplink(s, to);
-        let sent = s.send(&data, to)?;
+        let sent = s.send_with(&data, to, over)?;
         if let Some(group) = group {
             super::egress::group_copy_left(task, s, group)?;
         }
@@ -405,7 +408,7 @@ fn recv_urgent(task: &Task, s: &InetSocket, bufs: &[(u64, usize)], flags: u64) -
 fn sendto(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, to: SockAddrArg) -> SysResult {
     args::user_range(buf.0, buf.1)?;
     let to = destination(task, s, to.addr, to.len)?;
-    send(task, f, s, &[buf], flags, to)
+    send(task, f, s, &[buf], flags, (to, HeaderOverride::default()))
 }
 
 fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flags: u64, out: SockAddrArg) -> SysResult {
@@ -426,11 +429,29 @@ fn recvfrom(task: &Task, f: &FileDescription, s: &InetSocket, buf: UserBuf, flag
     Ok(n)
 }
 
-/// sendmsg(2); control messages (IP_PKTINFO, IP_TOS …) are ignored.
+/// sendmsg(2): a UDP datagram takes the header fields its control
+/// messages set (inet_cmsg.rs); other messages are passed over.
 fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u64) -> SysResult {
     let h = read_msghdr(task, msg)?;
     let to = destination(task, s, h.name, u64::from(h.namelen))?;
-    send(task, f, s, &iovec_list(task, &h)?, flags, to)
+    let over = match &s.endpoint {
+        Endpoint::Udp(u) => {
+            // Linux gives a send to a v4-mapped address to IPv4's sendmsg.
+            let dest = to.or_else(|| u.peer_addr().ok());
+            let v6 = family(s) == Family::V6 && !dest.is_some_and(|d| unmapped_ip(d.ip()).is_ipv4());
+            inet_cmsg::header_override(task, &h, v6)?
+        }
+        Endpoint::Tcp(_) => HeaderOverride::default(),
+    };
+    send(task, f, s, &iovec_list(task, &h)?, flags, (to, over))
+}
+
+/// `ip` with a v4-mapped address as the IPv4 one.
+fn unmapped_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// recvmsg(2); a datagram comes with the control messages its socket
@@ -498,7 +519,11 @@ fn shutdown(s: &InetSocket, how: i32) -> SysResult {
 
 /// The socket as the shared SOL_SOCKET options see it.
 fn sock(s: &InetSocket) -> Sock<'_> {
-    let (ty, protocol) = if s.is_stream() { (SOCK_STREAM, IPPROTO_TCP) } else { (SOCK_DGRAM, IPPROTO_UDP) };
+    let (ty, protocol) = match &s.endpoint {
+        Endpoint::Tcp(_) => (SOCK_STREAM, IPPROTO_TCP),
+        Endpoint::Udp(u) if u.protocol() == Protocol::UdpLite => (SOCK_DGRAM, IPPROTO_UDPLITE),
+        Endpoint::Udp(_) => (SOCK_DGRAM, IPPROTO_UDP),
+    };
     let domain = if family(s) == Family::V6 { AF_INET6 } else { AF_INET };
     Sock { domain, ty, protocol, opts: &s.opts, timeouts: &s.timeouts }
 }
@@ -512,6 +537,9 @@ fn share_opts(s: &InetSocket) -> ShareOpts {
 
 fn getsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
     let opt = (arg.level, arg.name);
+    if sockopt_udp::handles(s, opt) {
+        return sockopt_udp::get(task, s, arg);
+    }
     let len = read_optlen(task, arg)?;
     let flag = |b: bool| i32::from(b).to_le_bytes().to_vec();
     let value = match opt {
@@ -579,6 +607,9 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
     }
     if opt.0 == IPPROTO_TCP && s.is_stream() {
         return sockopt_tcp::set(task, s, opt.1, arg.val, arg.len).map(|()| 0);
+    }
+    if sockopt_udp::handles(s, opt) {
+        return sockopt_udp::set(task, s, arg);
     }
     let len = usize::try_from(args::uint(arg.len)).map_err(|_| Errno::EINVAL)?;
     if len > 256 {
@@ -676,7 +707,7 @@ impl SocketOps for Arc<InetSocket> {
     /// write and writev take send's path: a datagram socket connected to
     /// the sandbox's resolver reaches it as a send(2) does.
     fn write(&self, task: &Task, f: &FileDescription, bufs: &[UserBuf]) -> SysResult {
-        send(task, f, self, bufs, 0, None)
+        send(task, f, self, bufs, 0, (None, HeaderOverride::default()))
     }
 
     fn shutdown(&self, _task: &Task, how: i32) -> SysResult {
