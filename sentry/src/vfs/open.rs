@@ -14,14 +14,14 @@ use crate::abi::fcntl::O_LARGEFILE;
 use crate::abi::Errno;
 use std::sync::Arc;
 
-/// Open flags kept in the file description (F_GETFL reports them).
+/// Open flags kept in the file description (F_GETFL reports them, and
+/// the `O_LARGEFILE` `description` adds).
 const KEPT_FLAGS: i32 = libc::O_ACCMODE
     | libc::O_APPEND
     | libc::O_NONBLOCK
     | libc::O_DSYNC
     | libc::O_ASYNC
     | libc::O_DIRECT
-    | O_LARGEFILE as i32
     | libc::O_DIRECTORY
     | libc::O_NOFOLLOW
     | libc::O_NOATIME
