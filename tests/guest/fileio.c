@@ -3,7 +3,11 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
@@ -39,6 +43,153 @@ static void racing_creates(void) {
     CHECK_EQ(pthread_join(t, &theirs), 0);
     CHECK_EQ((long)mine, 0);
     CHECK_EQ((long)theirs, 0);
+}
+
+/* Positioned reads and writes on a descriptor without a position fail
+ * with ESPIPE before the access mode is checked: pread on a pipe's write
+ * end and pwrite on its read end or on an inotify descriptor (never
+ * writable) say ESPIPE, not EBADF. */
+static void check_espipe(int rfd, int wfd) {
+    char c = 0;
+    struct iovec iov = {&c, 1};
+    CHECK_ERR(pread(wfd, &c, 1, 0), ESPIPE);
+    CHECK_ERR(pwrite(rfd, &c, 1, 0), ESPIPE);
+    CHECK_ERR(preadv(wfd, &iov, 1, 0), ESPIPE);
+    CHECK_ERR(pwritev(rfd, &iov, 1, 0), ESPIPE);
+    CHECK_ERR(pread(rfd, &c, 1, 0), ESPIPE);
+    CHECK_ERR(pwrite(wfd, &c, 1, 0), ESPIPE);
+    /* A negative offset is rejected first. */
+    CHECK_ERR(pread(wfd, &c, 1, -1), EINVAL);
+}
+
+static void positioned_on_streams(void) {
+    int p[2];
+    CHECK_OK(pipe(p));
+    check_espipe(p[0], p[1]);
+    CHECK_OK(close(p[0]));
+    CHECK_OK(close(p[1]));
+
+    const char *fifo = scratch_path("fifo");
+    CHECK_OK(mkfifo(fifo, 0600));
+    int r = CHECK_OK(open(fifo, O_RDONLY | O_NONBLOCK));
+    int w = CHECK_OK(open(fifo, O_WRONLY));
+    check_espipe(r, w);
+    CHECK_OK(close(r));
+    CHECK_OK(close(w));
+
+    int in = CHECK_OK(inotify_init1(0));
+    int v = 0;
+    CHECK_ERR(pread(in, &v, sizeof v, 0), ESPIPE);
+    CHECK_ERR(pwrite(in, "x", 1, 0), ESPIPE);
+    CHECK_ERR(write(in, &v, sizeof v), EBADF);
+    CHECK_OK(close(in));
+}
+
+/* A directory opens neither for truncation (EISDIR, O_TRUNC asks for
+ * write access) nor for direct I/O (EINVAL). */
+static void directory_open_flags(void) {
+    const char *d = scratch_path("dir");
+    CHECK_OK(mkdir(d, 0700));
+    CHECK_ERR(open(d, O_TRUNC), EISDIR);
+    CHECK_ERR(open(d, O_RDONLY | O_TRUNC), EISDIR);
+    CHECK_ERR(open(d, O_RDONLY | O_DIRECTORY | O_TRUNC), EISDIR);
+    CHECK_ERR(open(d, O_RDONLY | O_DIRECT), EINVAL);
+    int fd = CHECK_OK(open(d, O_RDONLY));
+    CHECK_OK(close(fd));
+}
+
+/* An anonymous pipe lives on pipefs (f_type 0x50495045, page-sized
+ * blocks) and its ends report only their access mode in F_GETFL; an end
+ * of a named FIFO, like any file open(2) made, also has O_LARGEFILE. */
+#define K_O_LARGEFILE 0100000 /* the kernel's; glibc's O_LARGEFILE is 0 */
+static void pipe_flags_and_fs(void) {
+    int p[2];
+    CHECK_OK(pipe(p));
+    struct statfs st;
+    CHECK_OK(fstatfs(p[0], &st));
+    CHECK_EQ((long)st.f_type, 0x50495045L);
+    CHECK_EQ((long)st.f_bsize, 4096L);
+    CHECK_EQ((long)st.f_namelen, 255L);
+    CHECK_EQ(fcntl(p[0], F_GETFL), O_RDONLY);
+    CHECK_EQ(fcntl(p[1], F_GETFL), O_WRONLY);
+    CHECK_OK(close(p[0]));
+    CHECK_OK(close(p[1]));
+
+    const char *fifo = scratch_path("fifo2");
+    CHECK_OK(mkfifo(fifo, 0600));
+    int r = CHECK_OK(open(fifo, O_RDONLY | O_NONBLOCK));
+    int w = CHECK_OK(open(fifo, O_WRONLY));
+    CHECK_EQ(fcntl(r, F_GETFL), K_O_LARGEFILE | O_RDONLY | O_NONBLOCK);
+    CHECK_EQ(fcntl(w, F_GETFL), K_O_LARGEFILE | O_WRONLY);
+    CHECK_OK(close(r));
+    CHECK_OK(close(w));
+
+    int fd = CHECK_OK(open(scratch_path("flags"), O_CREAT | O_RDWR, 0600));
+    CHECK_EQ(fcntl(fd, F_GETFL), K_O_LARGEFILE | O_RDWR);
+    CHECK_OK(close(fd));
+}
+
+/* lseek past what an offset holds is EINVAL (not EOVERFLOW), and /proc's
+ * files (seq_files) seek only from the start or the current position. */
+static void seek_limits(void) {
+    int fd = CHECK_OK(open(scratch_path("seek"), O_CREAT | O_RDWR, 0600));
+    CHECK_EQ(write(fd, "hello", 5), 5);
+    CHECK_ERR(lseek(fd, 0x7fffffffffffffffL, SEEK_END), EINVAL);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 5);
+    CHECK_OK(close(fd));
+    const char *procs[] = {"/proc/meminfo", "/proc/stat", "/proc/self/stat"};
+    for (size_t i = 0; i < sizeof procs / sizeof *procs; i++) {
+        fd = CHECK_OK(open(procs[i], O_RDONLY));
+        CHECK_EQ(lseek(fd, 0, SEEK_CUR), 0);
+        CHECK_ERR(lseek(fd, 0, SEEK_END), EINVAL);
+        CHECK_EQ(lseek(fd, 10, SEEK_CUR), 10);
+        CHECK_OK(close(fd));
+    }
+}
+
+/* A blocking write larger than the pipe's room, whose reader leaves
+ * while it waits, returns what went (and raises SIGPIPE, as Linux's
+ * pipe_write does); the next write fails with EPIPE and SIGPIPE. */
+static volatile sig_atomic_t sigpipes;
+static int partial_pipe[2];
+static long partial_results[2];
+
+static void count_sigpipe(int sig) {
+    (void)sig;
+    sigpipes++;
+}
+
+static void *write_twice(void *arg) {
+    (void)arg;
+    static char buf[2 * 65536];
+    partial_results[0] = write(partial_pipe[1], buf, sizeof buf);
+    long r = write(partial_pipe[1], buf, sizeof buf);
+    partial_results[1] = r < 0 ? -errno : r;
+    return NULL;
+}
+
+static void partial_write_then_reader_leaves(void) {
+    struct sigaction sa = {.sa_handler = count_sigpipe};
+    CHECK_OK(sigaction(SIGPIPE, &sa, NULL));
+    CHECK_OK(pipe(partial_pipe));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, write_twice, NULL), 0);
+    /* Wait until the pipe is full (the writer then blocks). */
+    int queued = 0;
+    for (int i = 0; i < 1000 && queued < 65536; i++) {
+        usleep(1000);
+        CHECK_OK(ioctl(partial_pipe[0], FIONREAD, &queued));
+    }
+    CHECK_EQ(queued, 65536);
+    usleep(20000);
+    CHECK_OK(close(partial_pipe[0]));
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(partial_results[0], 65536);
+    CHECK_EQ(partial_results[1], -EPIPE);
+    CHECK_EQ(sigpipes, 2);
+    CHECK_OK(close(partial_pipe[1]));
+    sa.sa_handler = SIG_DFL;
+    CHECK_OK(sigaction(SIGPIPE, &sa, NULL));
 }
 
 int main(void) {
@@ -217,5 +368,10 @@ int main(void) {
     CHECK_OK(close(fd));
 
     racing_creates();
+    positioned_on_streams();
+    directory_open_flags();
+    pipe_flags_and_fs();
+    seek_limits();
+    partial_write_then_reader_leaves();
     return 0;
 }

@@ -14,6 +14,9 @@ pub(crate) const O_APPEND: u32 = 0o2000;
 pub(crate) const O_NONBLOCK: u32 = 0o4000;
 pub(crate) const O_ASYNC: u32 = 0o20000;
 pub(crate) const O_PATH: u32 = 0o10000000;
+/// x86-64's `O_LARGEFILE`, which Linux's open(2) sets on every file it
+/// opens (`force_o_largefile`); libc's constant for it is 0.
+pub(crate) const O_LARGEFILE: u32 = 0o100000;
 
 /// `fcntl` commands.
 pub(crate) const F_DUPFD: u32 = 0;

@@ -4,11 +4,14 @@ use crate::abi::ioctl::FIONREAD;
 use crate::abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
 use crate::mm::accounting::{self, Charge};
-use crate::vfs::{Fasync, FileOps, IoctlContext, Node, Stat, TimeSpec, S_IFIFO};
+use crate::vfs::{Fasync, FileOps, IoctlContext, Node, Stat, StatFs, TimeSpec, S_IFIFO};
 use crate::waiter::{self, Entry, Queue};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
+
+/// The `f_type` of an anonymous pipe's filesystem.
+const PIPEFS_MAGIC: u64 = 0x5049_5045;
 
 /// Linux's default pipe capacity.
 pub(crate) const PIPE_CAPACITY: usize = 65536;
@@ -180,6 +183,11 @@ impl Node for Pipe {
         let me = self.me.upgrade().ok_or(Errno::ENXIO)?;
         let end: Arc<dyn FileOps> = me.open_end(flags, true)?;
         Ok(end)
+    }
+
+    /// pipefs, as Linux's `simple_statfs` reports it.
+    fn statfs(&self) -> Result<StatFs, Errno> {
+        Ok(StatFs { fs_type: PIPEFS_MAGIC, bsize: 4096, namelen: 255, frsize: 4096, ..StatFs::default() })
     }
 
     fn fs_id(&self) -> usize {

@@ -234,7 +234,8 @@ impl Node for GenFile {
         if open_writes(flags) {
             return Err(Errno::EACCES);
         }
-        Ok(Arc::new(Snapshot((self.gen)()?)))
+        let seq_file = self.attr.fs.magic == PROC_SUPER_MAGIC;
+        Ok(Arc::new(Snapshot((self.gen)()?, seq_file)))
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -250,8 +251,12 @@ impl Node for GenFile {
     }
 }
 
-/// The content of a generated file, as it was when the file was opened.
-struct Snapshot(Vec<u8>);
+/// The `f_type` of /proc, whose generated files are Linux seq_files.
+const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+
+/// The content of a generated file, as it was when the file was opened,
+/// and whether it is a seq_file (no seeking from its end).
+struct Snapshot(Vec<u8>, bool);
 
 impl FileOps for Snapshot {
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
@@ -259,6 +264,10 @@ impl FileOps for Snapshot {
         let n = buf.len().min(self.0.len() - start);
         buf[..n].copy_from_slice(&self.0[start..start + n]);
         Ok(n)
+    }
+
+    fn seeks_from_end(&self) -> bool {
+        !self.1
     }
 }
 

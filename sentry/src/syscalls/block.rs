@@ -148,8 +148,22 @@ pub(super) fn write_unless(
     f: &FileDescription,
     dontwait: bool,
     buf: &[u8],
-    mut attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
+    attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
+    match write_until_error(f, dontwait, buf, attempt) {
+        (0, Some(e)) => Err(e),
+        (done, _) => Ok(done),
+    }
+}
+
+/// `write_unless`, telling the bytes written and the error that stopped
+/// it, if one did (after some bytes went, the write still counts them).
+pub(super) fn write_until_error(
+    f: &FileDescription,
+    dontwait: bool,
+    buf: &[u8],
+    mut attempt: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> (usize, Option<Errno>) {
     let dontwait = dontwait || nonblocking(f);
     let deadline = f.ops.io_timeout(true).map(crate::waiter::deadline_in);
     let mut done = 0;
@@ -157,12 +171,11 @@ pub(super) fn write_unless(
         match wait_io(f, WRITE_EVENTS, dontwait, deadline, || attempt(&buf[done..])) {
             Ok(0) => break,
             Ok(n) => done += n,
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
+            Err(e) => return (done, Some(e)),
         }
         if dontwait {
             break;
         }
     }
-    Ok(done)
+    (done, None)
 }

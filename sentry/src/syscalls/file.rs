@@ -177,22 +177,46 @@ fn write_from(
 
 pub(super) fn readable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     let f = args::file(task, fd)?;
+    ensure_readable(&f)?;
+    Ok(f)
+}
+
+fn ensure_readable(f: &FileDescription) -> Result<(), Errno> {
     if !f.readable() {
         return Err(Errno::EBADF);
     }
     if f.dentry.is_dir() {
         return Err(Errno::EISDIR);
     }
-    Ok(f)
+    Ok(())
 }
 
 pub(super) fn writable_file(task: &Task, fd: u64) -> Result<Arc<FileDescription>, Errno> {
     let f = args::file(task, fd)?;
+    ensure_writable(task, &f)?;
+    Ok(f)
+}
+
+fn ensure_writable(task: &Task, f: &FileDescription) -> Result<(), Errno> {
     if !f.writable() {
         return Err(Errno::EBADF);
     }
-    super::audit_files::write(task, &f)?;
-    Ok(f)
+    super::audit_files::write(task, f)
+}
+
+/// The descriptor for a positioned read or write: Linux rejects a
+/// negative offset, then a file without a position (ESPIPE, its
+/// `FMODE_PREAD` test), and only then checks the access mode.
+fn positioned_file(task: &Task, fd: u64, off: u64) -> Result<(Arc<FileDescription>, u64), Errno> {
+    let off = offset_arg(off)?;
+    let f = args::file(task, fd)?;
+    if f.is_path() {
+        return Err(Errno::EBADF);
+    }
+    if !f.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    Ok((f, off))
 }
 
 fn sys_read(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -265,12 +289,21 @@ pub(super) fn stream_write(task: &Task, f: &FileDescription, iov: &[(u64, usize)
         if buf.is_empty() {
             return if faulted && done == 0 { Err(Errno::EFAULT) } else { Ok(done) };
         }
-        let n = match super::block::write_unless(f, dontwait, &buf, |b| f.write(b)) {
-            Ok(n) => n,
-            Err(e) if done == 0 => return Err(e),
-            Err(_) => return Ok(done),
-        };
+        let (n, err) = super::block::write_until_error(f, dontwait, &buf, |b| f.write(b));
         done += n as u64;
+        if let Some(e) = err {
+            if done == 0 {
+                return Err(e);
+            }
+            // A pipe whose readers left mid-write still says so with
+            // SIGPIPE, as Linux's `pipe_write` does, though the write
+            // returns the bytes that went (the caller signals a plain
+            // EPIPE).
+            if e == Errno::EPIPE {
+                task.kernel.raise_sigpipe(&task.thread);
+            }
+            return Ok(done);
+        }
         if n < buf.len() || faulted {
             return Ok(done);
         }
@@ -307,20 +340,14 @@ pub(super) fn offset_arg(a: u64) -> Result<u64, Errno> {
 }
 
 fn sys_pread64(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let f = readable_file(task, a[0])?;
-    let off = offset_arg(a[3])?;
-    if !f.ops.seekable() {
-        return Err(Errno::ESPIPE);
-    }
+    let (f, off) = positioned_file(task, a[0], a[3])?;
+    ensure_readable(&f)?;
     read_into(task, a[1], count(a[2]), false, |buf, done| f.pread(buf, off + done))
 }
 
 fn sys_pwrite64(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let f = writable_file(task, a[0])?;
-    let off = offset_arg(a[3])?;
-    if !f.ops.seekable() {
-        return Err(Errno::ESPIPE);
-    }
+    let (f, off) = positioned_file(task, a[0], a[3])?;
+    ensure_writable(task, &f)?;
     write_from(task, a[1], count(a[2]), |buf, done| f.pwrite(buf, off + done))
 }
 
@@ -416,22 +443,16 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_preadv(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let f = readable_file(task, a[0])?;
+    let (f, off) = positioned_file(task, a[0], a[3])?;
+    ensure_readable(&f)?;
     let iov = iovecs(task, a[1], a[2])?;
-    let off = offset_arg(a[3])?;
-    if !f.ops.seekable() {
-        return Err(Errno::ESPIPE);
-    }
     readv_into(task, &iov, false, |buf, pos| f.pread(buf, off + pos))
 }
 
 fn sys_pwritev(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let f = writable_file(task, a[0])?;
+    let (f, off) = positioned_file(task, a[0], a[3])?;
+    ensure_writable(task, &f)?;
     let iov = iovecs(task, a[1], a[2])?;
-    let off = offset_arg(a[3])?;
-    if !f.ops.seekable() {
-        return Err(Errno::ESPIPE);
-    }
     writev_from(task, &iov, |buf, pos| f.pwrite(buf, off + pos))
 }
 

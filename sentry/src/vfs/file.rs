@@ -301,6 +301,9 @@ impl FileDescription {
         if !self.ops.seekable() {
             return Err(Errno::ESPIPE);
         }
+        if matches!(whence, SEEK_END | SEEK_DATA | SEEK_HOLE) && !self.ops.seeks_from_end() {
+            return Err(Errno::EINVAL);
+        }
         let mut cur = self.offset.lock();
         let base: i64 = match whence {
             SEEK_SET => 0,
@@ -318,7 +321,7 @@ impl FileDescription {
             }
             _ => return Err(Errno::EINVAL),
         };
-        let new = base.checked_add(off).ok_or(Errno::EOVERFLOW)?;
+        let new = base.checked_add(off).ok_or(Errno::EINVAL)?;
         let new = u64::try_from(new).map_err(|_| Errno::EINVAL)?;
         *cur = new;
         if self.dentry.is_dir() && new == 0 {

@@ -261,6 +261,13 @@ pub trait FileOps: Send + Sync + AsAny {
         true
     }
 
+    /// Whether `lseek` may seek from the end (`SEEK_END`, `SEEK_DATA`,
+    /// `SEEK_HOLE`); Linux's `seq_lseek` (/proc's files) takes only
+    /// `SEEK_SET` and `SEEK_CUR` (EINVAL).
+    fn seeks_from_end(&self) -> bool {
+        true
+    }
+
     /// An ioctl of the file's own (the descriptor's generic ones are the
     /// syscall layer's): the file copies its argument in and out of the
     /// caller's memory and asks `ctx` what it needs of the caller (a

@@ -722,6 +722,10 @@ impl FileOps for WatchedFile {
         self.inner.seekable()
     }
 
+    fn seeks_from_end(&self) -> bool {
+        self.inner.seeks_from_end()
+    }
+
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         self.inner.ioctl(ctx, req, arg)
     }

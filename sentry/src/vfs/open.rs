@@ -10,17 +10,18 @@ use super::notify;
 use super::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::walk::Walker;
 use super::{Dentry, FileDescription, FileOps, NewNode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::abi::fcntl::O_LARGEFILE;
 use crate::abi::Errno;
 use std::sync::Arc;
 
-/// Open flags kept in the file description (F_GETFL reports them).
+/// Open flags kept in the file description (F_GETFL reports them, and
+/// the `O_LARGEFILE` `description` adds).
 const KEPT_FLAGS: i32 = libc::O_ACCMODE
     | libc::O_APPEND
     | libc::O_NONBLOCK
     | libc::O_DSYNC
     | libc::O_ASYNC
     | libc::O_DIRECT
-    | libc::O_LARGEFILE
     | libc::O_DIRECTORY
     | libc::O_NOFOLLOW
     | libc::O_NOATIME
@@ -92,6 +93,10 @@ pub(crate) fn open_at_noting(
         return Ok(description(dentry, Arc::new(PathOnly), flags));
     }
     may_open(w, dentry.node.as_ref(), &st, kind, flags)?;
+    // No directory takes direct I/O (Linux's `FMODE_CAN_ODIRECT` test).
+    if kind == S_IFDIR && flags & libc::O_DIRECT != 0 {
+        return Err(Errno::EINVAL);
+    }
     if matches!(kind, S_IFCHR | S_IFBLK) && dentry.mount.opts.nodev {
         return Err(Errno::EACCES);
     }
@@ -198,13 +203,13 @@ fn lookup_or_create(
     }
 }
 
-/// `may_open`: a directory is not opened for writing (or with `O_CREAT`),
-/// and the access mode needs read and write permission on the node
+/// `may_open`: a directory is not opened for writing (`O_TRUNC` counts as
+/// writing, as in Linux's `build_open_flags`) or with `O_CREAT`, and the access mode needs read and write permission on the node
 /// (`O_TRUNC` needs write permission on a regular file).
 fn may_open(w: &Walker<'_>, node: &dyn super::Node, st: &super::Stat, kind: u32, flags: i32) -> Result<(), Errno> {
     let access = flags & libc::O_ACCMODE;
     let wants_write = access == libc::O_WRONLY || access == libc::O_RDWR;
-    if kind == S_IFDIR && (wants_write || flags & libc::O_CREAT != 0) {
+    if kind == S_IFDIR && (wants_write || flags & (libc::O_CREAT | libc::O_TRUNC) != 0) {
         return Err(Errno::EISDIR);
     }
     let mut want = 0;
@@ -217,9 +222,12 @@ fn may_open(w: &Walker<'_>, node: &dyn super::Node, st: &super::Stat, kind: u32,
     perm::check_node(w.creds, node, st, want)
 }
 
+/// The description of an open file: open(2) adds `O_LARGEFILE` to all
+/// but `O_PATH` descriptors (whose flags it reduces to `PATH_FLAGS`).
 fn description(d: Arc<Dentry>, ops: Arc<dyn FileOps>, flags: i32) -> Arc<FileDescription> {
-    let kept = (flags & KEPT_FLAGS) | libc::O_LARGEFILE;
-    FileDescription::new(d, ops, u32::try_from(kept).unwrap_or(0))
+    let kept = u32::try_from(flags & KEPT_FLAGS).unwrap_or(0);
+    let large = if flags & libc::O_PATH != 0 { 0 } else { O_LARGEFILE };
+    FileDescription::new(d, ops, kept | large)
 }
 
 /// The operations of an `O_PATH` descriptor: none.
@@ -313,7 +321,7 @@ mod tests {
         assert_eq!(p.read(&mut [0; 4]).err(), Some(Errno::EBADF));
         let user = Credentials::new(1000, 1000);
         let p = open_as(&ns, &user, "/secret", libc::O_PATH | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).unwrap();
-        assert_eq!(p.flags(), (libc::O_PATH | libc::O_LARGEFILE) as u32, "other flags are dropped, no check");
+        assert_eq!(p.flags(), libc::O_PATH as u32, "other flags (O_LARGEFILE too) are dropped, no check");
     }
 
     #[test]
@@ -321,10 +329,11 @@ mod tests {
         let ns = setup();
         let user = Credentials::new(1000, 1000);
         assert_eq!(open_as(&ns, &user, "/secret", libc::O_RDONLY).err(), Some(Errno::EACCES));
-        assert_eq!(open_as(&ns, &user, "/d", libc::O_RDONLY | libc::O_TRUNC).map(|_| ()), Ok(()));
+        let dir = open_as(&ns, &user, "/d", libc::O_RDONLY | libc::O_TRUNC).map(|_| ());
+        assert_eq!(dir, Err(Errno::EISDIR), "O_TRUNC asks for writing");
         let f = open_as(&ns, &user, "/f", libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC).unwrap();
         assert_eq!(f.stat().unwrap().size, 0, "O_TRUNC empties a regular file");
-        assert_eq!(f.flags(), (libc::O_RDWR | libc::O_LARGEFILE) as u32, "O_TRUNC and O_CLOEXEC are not kept");
+        assert_eq!(f.flags(), libc::O_RDWR as u32 | O_LARGEFILE, "O_TRUNC and O_CLOEXEC are not kept");
     }
 
     #[test]
