@@ -1,6 +1,7 @@
 /* mremap.c — mremap(2) as Linux: file mappings with an offset grown in
  * place, moved and shrunk; MREMAP_FIXED, MREMAP_DONTUNMAP, old_size 0, the
- * errors for each bad argument, and a range spanning several mappings. */
+ * errors for each bad argument, and a range spanning several mappings
+ * (also seen by msync's ENOMEM for unmapped pages). */
 #include "check.h"
 
 #include <fcntl.h>
@@ -39,11 +40,18 @@ static void check_file_pages(const unsigned char *p, int first, int n) {
             FAILF("page %d: got %d, want file page %d", i, p[i * PG], first + i);
 }
 
+/* Whether the page at p is mapped, by mincore and by msync (both ENOMEM
+ * for an unmapped page). */
 static int is_mapped(const void *p) {
     unsigned char v;
-    if (mincore((void *)p, PG, &v) == 0)
+    int by_msync = msync((void *)p, PG, MS_ASYNC) == 0;
+    CHECK(by_msync || errno == ENOMEM);
+    if (mincore((void *)p, PG, &v) == 0) {
+        CHECK(by_msync);
         return 1;
+    }
     CHECK_EQ(errno, ENOMEM);
+    CHECK(!by_msync);
     return 0;
 }
 
@@ -327,6 +335,20 @@ static void spanning(int fd) {
         CHECK(!is_mapped(t + i * PG));
     CHECK(is_mapped(t + 5 * PG));
     CHECK_OK(munmap(t, 6 * PG));
+
+    /* A shrink in place keeping parts of two mappings. */
+    p = anon(3, 0, 'c');
+    CHECK_OK(mprotect(p, PG, PROT_READ));
+    CHECK(mremap(p, 3 * PG, 2 * PG, 0) == p);
+    CHECK(all_bytes(p, 2 * PG, 'c'));
+    CHECK(!is_mapped(p + 2 * PG));
+    /* msync: a range with an unmapped page is ENOMEM, however it starts. */
+    CHECK_ERR(msync(p, 3 * PG, MS_ASYNC), ENOMEM);
+    CHECK_ERR(msync(p, 3 * PG, MS_SYNC), ENOMEM);
+    CHECK_OK(msync(p, 2 * PG, MS_SYNC));
+    CHECK_OK(msync(p + 2 * PG, 0, MS_ASYNC));
+    CHECK_ERR(msync(p + 1, PG, MS_ASYNC), EINVAL);
+    CHECK_OK(munmap(p, 2 * PG));
 }
 
 int main(void) {

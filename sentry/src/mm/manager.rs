@@ -430,10 +430,11 @@ impl MemoryManager {
         if new_addr.is_none() && new_len == old_len {
             return Ok(old);
         }
-        // What must lie in the one area at `old`: the part a shrink keeps
-        // (the rest is unmapped, across areas and gaps), else the whole
-        // old range.
-        if vma.end < old + old_len.min(new_len) {
+        // A shrink in place only needs an area at `old` (the tail is
+        // unmapped, across areas and gaps); anything else must find the
+        // whole old range in that one area.
+        let shrink = new_addr.is_none() && new_len < old_len;
+        if !shrink && vma.end < old_end {
             return Err(Errno::EFAULT);
         }
         // old_size 0 duplicates a mapping: only a shared one has pages to

@@ -181,7 +181,7 @@ fn sys_madvise(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_msync(_task: &mut Task, a: [u64; 6]) -> SysResult {
+fn sys_msync(task: &mut Task, a: [u64; 6]) -> SysResult {
     const MS_ASYNC: u64 = 1;
     const MS_INVALIDATE: u64 = 2;
     const MS_SYNC: u64 = 4;
@@ -190,6 +190,11 @@ fn sys_msync(_task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     if a[2] & MS_ASYNC != 0 && a[2] & MS_SYNC != 0 {
         return Err(Errno::EINVAL);
+    }
+    // A range with an unmapped page is ENOMEM, as Linux.
+    let end = page_up(a[1]).and_then(|len| a[0].checked_add(len)).ok_or(Errno::ENOMEM)?;
+    if end > a[0] && !task.thread.mm().is_mapped(a[0], end) {
+        return Err(Errno::ENOMEM);
     }
     Ok(0)
 }
