@@ -4,7 +4,7 @@
  * EAGAIN on a non-blocking pidfd, ESRCH once the process is gone, and
  * pidfd_getfd's copy of another process's descriptor; clone and clone3
  * with CLONE_PIDFD, and clone3's checks of its versioned struct; a
- * /proc/[pid] directory as pidfd_send_signal's pidfd. */
+ * /proc/[pid] directory as pidfd_send_signal's pidfd; a zombie's pidfd. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -307,5 +307,20 @@ int main(void) {
     CHECK_EQ(waitpid(c, NULL, 0), c);
     CHECK_ERR(pidfd_send_signal(procfd, SIGUSR2, NULL, 0), ESRCH);
     close(procfd);
+
+    /* A zombie not yet reaped can be opened (asyncio's pidfd watcher
+     * opens children that may have exited already): its pidfd is
+     * readable at once and reaps it; once reaped, ESRCH. */
+    c = CHECK_OK(fork());
+    if (c == 0)
+        _exit(5);
+    CHECK_OK(waitid(P_PID, c, &si, WEXITED | WNOWAIT));
+    int zfd = CHECK_OK(pidfd_open(c, 0));
+    struct pollfd zp = {zfd, POLLIN, 0};
+    CHECK_EQ(poll(&zp, 1, 0), 1);
+    CHECK_EQ(waitid(P_PIDFD, zfd, &si, WEXITED), 0);
+    CHECK_EQ(si.si_status, 5);
+    CHECK_ERR(pidfd_open(c, 0), ESRCH);
+    close(zfd);
     return 0;
 }

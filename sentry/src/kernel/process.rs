@@ -278,6 +278,11 @@ impl ProcessTable {
         Ok(pid)
     }
 
+    /// Process `pid`: alive, exiting or a zombie not yet reaped.
+    pub fn group_of(&self, pid: i32) -> Option<Arc<ThreadGroup>> {
+        self.procs.lock().get(&pid).map(|e| e.group.clone())
+    }
+
     /// Whether `pid` exists: alive, exiting or a zombie not yet reaped.
     pub fn exists(&self, pid: i32) -> bool {
         self.procs.lock().contains_key(&pid)

@@ -37,17 +37,17 @@ pub(super) fn pidfd(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<P
 }
 
 /// pidfd_open(pid, flags): a pidfd of process `pid` (a thread group's
-/// leader: another thread's tid is EINVAL, as without PIDFD_THREAD).
+/// leader: another thread's tid is EINVAL, as without PIDFD_THREAD),
+/// alive or a zombie not yet reaped (its pidfd is readable at once).
 fn sys_pidfd_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (pid, flags) = (int(a[0]), uint(a[1]));
     if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let t = task.kernel.thread(pid).filter(|t| !t.exiting().load(std::sync::atomic::Ordering::SeqCst));
-    let group = match t {
+    let group = match task.kernel.thread(pid) {
         Some(t) if t.tgid() != pid => return Err(Errno::EINVAL),
         Some(t) => t.group().clone(),
-        None => return Err(Errno::ESRCH),
+        None => task.kernel.procs().group_of(pid).ok_or(Errno::ESRCH)?,
     };
     let k = &task.kernel;
     let p = PidFd::new(k.anon_ino(), super::fd::now(), group);
