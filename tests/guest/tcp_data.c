@@ -6,6 +6,7 @@
  * copying; TCP_INQ's TCP_CM_INQ and SO_TIMESTAMP's control messages;
  * IP_MTU_DISCOVER. */
 #include "check.h"
+#include "tcp_loopback.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,27 +15,11 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-static struct sockaddr_in loopback(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return a;
-}
-
-static int listener(int *port) {
-    int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
-    struct sockaddr_in a = loopback(0);
-    CHECK_OK(bind(l, (struct sockaddr *)&a, sizeof(a)));
-    CHECK_OK(listen(l, 4));
-    socklen_t n = sizeof(a);
-    CHECK_OK(getsockname(l, (struct sockaddr *)&a, &n));
-    *port = ntohs(a.sin_port);
-    return l;
-}
-
 /* A connected pair: the client in c (its SO_SNDBUF set to `sndbuf` before
  * connecting unless 0), the server's end in s. */
 static void connected(int *c, int *s, int sndbuf) {
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     *c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
     if (sndbuf)
         CHECK_OK(setsockopt(*c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)));

@@ -5,6 +5,7 @@
  * EINPROGRESS, then SO_ERROR 0 (or ECONNREFUSED, once); and the binding
  * rules: EADDRINUSE, EADDRNOTAVAIL, SO_REUSEADDR and SO_REUSEPORT. */
 #include "check.h"
+#include "tcp_loopback.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,32 +21,11 @@ static void on_sigpipe(int sig) {
     sigpipes++;
 }
 
-static struct sockaddr_in loopback(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return a;
-}
-
-static int port_of(int fd) {
-    struct sockaddr_in a;
-    socklen_t n = sizeof(a);
-    CHECK_OK(getsockname(fd, (struct sockaddr *)&a, &n));
-    return ntohs(a.sin_port);
-}
-
 /* A listener on a fresh loopback port. */
-static int listener(int *port) {
-    int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
-    struct sockaddr_in a = loopback(0);
-    CHECK_OK(bind(l, (struct sockaddr *)&a, sizeof(a)));
-    CHECK_OK(listen(l, 4));
-    *port = port_of(l);
-    return l;
-}
-
 /* A connected pair: the client in c, the server's end in s. */
 static void connected(int *c, int *s) {
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     *c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
     struct sockaddr_in a = loopback(port);
     CHECK_OK(connect(*c, (struct sockaddr *)&a, sizeof(a)));
@@ -110,7 +90,7 @@ static void peer_closed(void) {
 
 static void nonblocking_connect(void) {
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     struct sockaddr_in a = loopback(port);
     int c = CHECK_OK(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
     CHECK_ERR(connect(c, (struct sockaddr *)&a, sizeof(a)), EINPROGRESS);
@@ -161,7 +141,7 @@ static int bind_to(int s, struct sockaddr_in a) {
 static void binding(void) {
     /* A port a listener holds. */
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     int s = sock_opt(SOCK_STREAM, 0);
     CHECK_ERR(bind_to(s, loopback(port)), EADDRINUSE);
     close(s);

@@ -5,6 +5,7 @@
  * SIOCATMARK; POLLPRI, select's exceptfds and EPOLLPRI while it waits;
  * SIGURG to the F_SETOWN owner; a later urgent byte replaces the mark. */
 #include "check.h"
+#include "tcp_loopback.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -23,27 +24,11 @@ static void on_sigurg(int sig) {
     sigurgs++;
 }
 
-static struct sockaddr_in loopback(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return a;
-}
-
-static int listener(int *port) {
-    int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
-    struct sockaddr_in a = loopback(0);
-    CHECK_OK(bind(l, (struct sockaddr *)&a, sizeof(a)));
-    CHECK_OK(listen(l, 4));
-    socklen_t n = sizeof(a);
-    CHECK_OK(getsockname(l, (struct sockaddr *)&a, &n));
-    *port = ntohs(a.sin_port);
-    return l;
-}
-
 /* A connected pair: the client (the sender, TCP_NODELAY) in c, the
  * server's end in s. */
 static void connected(int *c, int *s) {
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     *c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
     int one = 1;
     CHECK_OK(setsockopt(*c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
@@ -210,7 +195,7 @@ static void replaced(void) {
  * the mark; an accepted socket inherits the listener's setting. */
 static void inline_data(void) {
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     int one = 1;
     CHECK_OK(setsockopt(l, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)));
     int c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
@@ -296,7 +281,7 @@ static void sigurg(void) {
 static void errors(void) {
     char ch;
     int port;
-    int l = listener(&port);
+    int l = tcp_listener(&port);
     CHECK_ERR(recv(l, &ch, 1, MSG_OOB), ENOTCONN);
     CHECK_EQ(at_mark(l), 0);
     close(l);

@@ -6,23 +6,12 @@
  * of a closed connection fails with ENOTCONN; SO_REUSEPORT spreads TCP
  * connections and UDP flows over the sockets sharing a port. */
 #include "check.h"
+#include "tcp_loopback.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-
-static struct sockaddr_in loopback(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return a;
-}
-
-static int port_of(int fd) {
-    struct sockaddr_in a;
-    socklen_t n = sizeof(a);
-    CHECK_OK(getsockname(fd, (struct sockaddr *)&a, &n));
-    return ntohs(a.sin_port);
-}
 
 static void setint(int fd, int level, int name, int v) {
     CHECK_OK(setsockopt(fd, level, name, &v, sizeof(v)));
