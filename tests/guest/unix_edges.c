@@ -318,6 +318,23 @@ static void connect_needs_write(void) {
     close(l);
 }
 
+/* The control buffer is read whole: below net.core.optmem_max (128 KiB
+ * since Linux 6.9) a zeroed one is a malformed message (EINVAL); from
+ * optmem_max on, ENOBUFS before anything is read. */
+static void control_limit(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+    static char ctl[131072 + 8];
+    struct iovec io = {"x", 1};
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl};
+    m.msg_controllen = 20480;
+    CHECK_ERR(sendmsg(sv[0], &m, 0), EINVAL);
+    m.msg_controllen = 131072;
+    CHECK_ERR(sendmsg(sv[0], &m, 0), ENOBUFS);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         zero_fd_pass(types[i]);
@@ -331,6 +348,7 @@ int main(void) {
             inherit_passcred(types[i]);
     }
     protocols();
+    control_limit();
     if (geteuid() == 0)
         connect_needs_write();
     return 0;

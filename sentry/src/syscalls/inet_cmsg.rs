@@ -5,41 +5,17 @@
 //! Linux hands such a send to udp_sendmsg. Other messages are not served
 //! and are passed over.
 
-use crate::abi::layout::Layout;
-use crate::abi::socket::{
-    cmsg_align, CmsgHdr, MsgHdr, CMSG_HDR, IPPROTO_IP, IPPROTO_IPV6, IPV6_HOPLIMIT, IPV6_TCLASS, IP_TOS, IP_TTL,
-};
+use crate::abi::socket::{MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_HOPLIMIT, IPV6_TCLASS, IP_TOS, IP_TTL};
 use crate::abi::Errno;
 use crate::kernel::Task;
 use husk_netstack::udp::HeaderOverride;
-
-/// sysctl_optmem_max: the most control bytes a send takes (ENOBUFS past).
-const OPTMEM_MAX: usize = 131_072;
 
 /// The header fields the control messages of `h` set for a datagram that
 /// leaves as IPv6 (`v6`) or IPv4; EINVAL for a malformed message or a
 /// value out of range, as Linux.
 pub(super) fn header_override(task: &Task, h: &MsgHdr, v6: bool) -> Result<HeaderOverride, Errno> {
-    let len = usize::try_from(h.controllen).map_err(|_| Errno::ENOBUFS)?;
     let mut over = HeaderOverride::default();
-    if len < CMSG_HDR {
-        return Ok(over);
-    }
-    if len > OPTMEM_MAX {
-        return Err(Errno::ENOBUFS);
-    }
-    let mut raw = vec![0u8; len];
-    task.thread.mm().copy_in(h.control, &mut raw)?;
-    let mut off = 0;
-    while len - off >= CMSG_HDR {
-        let CmsgHdr { len: cmsg_len, level, ty } = CmsgHdr::decode(&raw[off..off + CMSG_HDR]);
-        let cmsg_len = usize::try_from(cmsg_len).map_err(|_| Errno::EINVAL)?;
-        if cmsg_len < CMSG_HDR || cmsg_len > len - off {
-            return Err(Errno::EINVAL);
-        }
-        apply(&mut over, v6, level, ty, &raw[off + CMSG_HDR..off + cmsg_len])?;
-        off = off.saturating_add(cmsg_align(cmsg_len)).min(len);
-    }
+    super::cmsg::each(task, h, |level, ty, data| apply(&mut over, v6, level, ty, data))?;
     Ok(over)
 }
 

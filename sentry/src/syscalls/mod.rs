@@ -14,6 +14,7 @@ mod args;
 mod audit_files;
 mod block;
 mod capability;
+mod cmsg;
 mod common;
 mod copy_range;
 mod dir;

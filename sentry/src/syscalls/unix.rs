@@ -26,9 +26,6 @@ use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
 
-/// The largest control buffer sendmsg reads (Linux's optmem_max).
-const OPTMEM_MAX: usize = 20480;
-
 /// Checks socket(2)/socketpair(2) arguments; returns (type, nonblock,
 /// cloexec).
 fn check_type(domain: i32, ty: i32, protocol: i32) -> Result<(SockType, bool, bool), Errno> {
@@ -508,57 +505,40 @@ fn recvfrom(task: &Task, f: &FileDescription, s: &UnixSocket, buf: UserBuf, flag
     Ok(n)
 }
 
-/// The descriptors a sendmsg control buffer passes with SCM_RIGHTS.
 /// sendmsg's control messages: descriptors (SCM_RIGHTS) and credentials
 /// (SCM_CREDENTIALS, checked as Linux does: one's own pid and ids unless
 /// privileged).
 fn read_control(task: &Task, h: &MsgHdr) -> Result<(Option<Rights>, SenderCred), Errno> {
     let mut cred = SenderCred::of_current();
-    let len = usize::try_from(h.controllen).map_err(|_| Errno::ENOBUFS)?;
-    if len < CMSG_HDR {
-        return Ok((None, cred));
-    }
-    if len > OPTMEM_MAX {
-        return Err(Errno::ENOBUFS);
-    }
-    let mut raw = vec![0u8; len];
-    task.thread.mm().copy_in(h.control, &mut raw)?;
     let mut files = Vec::new();
-    let mut off = 0;
-    while len - off >= CMSG_HDR {
-        let CmsgHdr { len: cmsg_len, level, ty } = CmsgHdr::decode(&raw[off..off + CMSG_HDR]);
-        let cmsg_len = usize::try_from(cmsg_len).map_err(|_| Errno::EINVAL)?;
-        if cmsg_len < CMSG_HDR || cmsg_len > len - off {
-            return Err(Errno::EINVAL);
+    super::cmsg::each(task, h, |level, ty, data| {
+        if level != SOL_SOCKET {
+            return Ok(());
         }
-        if level == SOL_SOCKET {
-            match ty {
-                SCM_RIGHTS => {
-                    let fds = &raw[off + CMSG_HDR..off + cmsg_len];
-                    // No descriptors at all is no message (Linux's scm_fp_copy).
-                    let n = fds.len() / 4;
-                    if files.len() + n > SCM_MAX_FD {
-                        return Err(Errno::EINVAL);
-                    }
-                    for fd in fds.chunks_exact(4) {
-                        let fd = i32::from_le_bytes([fd[0], fd[1], fd[2], fd[3]]);
-                        files.push(task.thread.fds().get(fd)?);
-                    }
+        match ty {
+            SCM_RIGHTS => {
+                // No descriptors at all is no message (Linux's scm_fp_copy).
+                if files.len() + data.len() / 4 > SCM_MAX_FD {
+                    return Err(Errno::EINVAL);
                 }
-                SCM_CREDENTIALS => {
-                    if cmsg_len != CMSG_HDR + Ucred::SIZE {
-                        return Err(Errno::EINVAL);
-                    }
-                    let Ucred { pid, uid, gid } = Ucred::decode(&raw[off + CMSG_HDR..off + cmsg_len]);
-                    let given = (pid, uid, gid);
-                    check_cred(task, given)?;
-                    cred = SenderCred { cred: given, attach: true };
+                for fd in data.chunks_exact(4) {
+                    let fd = i32::from_le_bytes([fd[0], fd[1], fd[2], fd[3]]);
+                    files.push(task.thread.fds().get(fd)?);
                 }
-                _ => return Err(Errno::EINVAL),
             }
+            SCM_CREDENTIALS => {
+                if data.len() != Ucred::SIZE {
+                    return Err(Errno::EINVAL);
+                }
+                let Ucred { pid, uid, gid } = Ucred::decode(data);
+                let given = (pid, uid, gid);
+                check_cred(task, given)?;
+                cred = SenderCred { cred: given, attach: true };
+            }
+            _ => return Err(Errno::EINVAL),
         }
-        off = off.saturating_add(cmsg_align(cmsg_len)).min(len);
-    }
+        Ok(())
+    })?;
     if files.is_empty() {
         return Ok((None, cred));
     }
