@@ -127,7 +127,7 @@ fn netstack(c: &mut Criterion) {
     let addr: SocketAddr = "127.0.0.1:8080".parse().expect("address");
     let listener = TcpEndpoint::new(&stack, Family::V4);
     listener.bind(addr).expect("bind");
-    listener.listen().expect("listen");
+    listener.listen(1).expect("listen");
     let client = TcpEndpoint::new(&stack, Family::V4);
     client.connect(addr, false).expect("connect");
     let server = listener.accept().expect("accept");
