@@ -251,8 +251,9 @@ impl Node for GenFile {
     }
 }
 
-/// The `f_type` of /proc, whose generated files are Linux seq_files.
-const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+/// The `f_type` of /proc (PROC_SUPER_MAGIC), whose generated files are
+/// Linux seq_files.
+pub(crate) const PROC_SUPER_MAGIC: u64 = 0x9fa0;
 
 /// The content of a generated file, as it was when the file was opened,
 /// and whether it is a seq_file (no seeking from its end).

@@ -12,7 +12,9 @@ mod task;
 mod task_files;
 
 use super::sockopt;
-use super::synthetic::{path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link};
+use super::synthetic::{
+    path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link, PROC_SUPER_MAGIC,
+};
 use crate::abi::Errno;
 use crate::kernel::{ipc, thread, Kernel, Thread};
 use crate::vfs::{DirEntry, Node, TimeSpec, S_IFDIR, S_IFLNK, S_IFREG};
@@ -21,9 +23,6 @@ use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 pub(crate) use task::pid_dir_thread;
 use task::process_dir;
-
-/// PROC_SUPER_MAGIC, for statfs.
-const PROC_MAGIC: u64 = 0x9fa0;
 
 /// What every node of one /proc instance shares.
 struct Proc {
@@ -89,7 +88,7 @@ fn host_file(p: &Arc<Proc>, path: &str, pick: fn(&Host) -> &Vec<u8>) -> Entry {
 /// The /proc root; `kernel` is weak because the kernel owns its mounts.
 pub(crate) fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
     let boot = kernel.upgrade().map_or_else(SystemTime::now, |k| k.boot_time());
-    let p = Arc::new(Proc { fs: FsInfo::new(PROC_MAGIC, boot), kernel, host: Host::read() });
+    let p = Arc::new(Proc { fs: FsInfo::new(PROC_SUPER_MAGIC, boot), kernel, host: Host::read() });
     let statics = Fixed(root_entries(&p));
     let mut attr = p.attr("/", S_IFDIR | 0o555);
     attr.ino = 1;
@@ -338,7 +337,7 @@ mod tests {
         }
         let st = root.stat().unwrap();
         assert_eq!((st.ino, st.mode, st.blksize), (1, S_IFDIR | 0o555, 1024));
-        assert_eq!(root.statfs().unwrap().fs_type, PROC_MAGIC);
+        assert_eq!(root.statfs().unwrap().fs_type, PROC_SUPER_MAGIC);
     }
 
     #[test]
