@@ -103,6 +103,11 @@ fn guest_reaper() {
 }
 
 #[test]
+fn guest_wait_clone() {
+    guest_test("wait_clone", &[]);
+}
+
+#[test]
 fn guest_record_locks() {
     guest_test("record_locks", &[]);
 }

@@ -126,9 +126,6 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
     if f & (CLONE_FILES | CLONE_FS) != 0 {
         return Err(Errno::EINVAL);
     }
-    if f & 0xff != 17 && f & 0xff != 0 {
-        log::debug!("clone: exit signal {} is treated as SIGCHLD", f & 0xff);
-    }
     let kernel = task.kernel.clone();
     // Counted until the child is in the thread table, or has failed.
     let slot = kernel.reserve_pid(&task.thread)?;
@@ -142,7 +139,14 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
     }
     // A new process: a new group, with its parent's limits.
     let group = task.thread.group().fork(tid);
-    kernel.procs.add(group.clone(), ppid);
+    // A sibling (CLONE_PARENT) signals its parent as the caller does.
+    let exit_signal = if f & CLONE_PARENT != 0 {
+        kernel.procs.exit_signal(task.thread.tgid)
+    } else {
+        i32::try_from(f & 0xff).unwrap_or(libc::SIGCHLD)
+    };
+    let parent_tid = if f & CLONE_PARENT != 0 { 0 } else { task.thread.tid };
+    kernel.procs.add_child(group.clone(), ppid, parent_tid, exit_signal);
     let start = ChildStart { tid, group: group.clone(), image: Some(image), cpu, parent: task.thread.clone(), args };
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();

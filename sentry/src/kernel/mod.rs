@@ -531,7 +531,7 @@ impl Kernel {
                 None => (siginfo::CLD_CONTINUED, libc::SIGCONT),
             };
             let uid = self.thread(tgid).map_or(0, |t| t.creds().uid);
-            self.send_signal_info(&parent, siginfo::SigInfo::child(code, tgid, uid, status));
+            self.send_signal_info(&parent, siginfo::SigInfo::child(libc::SIGCHLD, code, tgid, uid, status));
         }
     }
 
@@ -540,13 +540,25 @@ impl Kernel {
     /// waker may take the process table's lock, under which this runs as
     /// the child becomes a zombie). The caller then interrupts the parent
     /// it returns (`signal_queued`).
-    pub fn queue_exit_signal(&self, pid: i32, parent: i32, uid: u32, status: ExitStatus) -> Option<Arc<Thread>> {
-        let parent = self.thread(parent).filter(|p| !signal::ignored_by(p, libc::SIGCHLD))?;
+    /// The signal is the child's exit signal `sig`: none for 0 or an
+    /// invalid one (as Linux's do_notify_parent).
+    pub fn queue_exit_signal(
+        &self,
+        pid: i32,
+        parent: i32,
+        sig: i32,
+        uid: u32,
+        status: ExitStatus,
+    ) -> Option<Arc<Thread>> {
+        if !usize::try_from(sig).is_ok_and(|s| (1..=crate::abi::signal::NSIG).contains(&s)) {
+            return None;
+        }
+        let parent = self.thread(parent).filter(|p| !signal::ignored_by(p, sig))?;
         let (code, st) = match status {
             ExitStatus::Code(c) => (siginfo::CLD_EXITED, c),
             ExitStatus::Signal(sig) => (siginfo::CLD_KILLED, sig),
         };
-        parent.queue_signal(siginfo::SigInfo::child(code, pid, uid, st));
+        parent.queue_signal(siginfo::SigInfo::child(sig, code, pid, uid, st));
         Some(parent)
     }
 

@@ -18,6 +18,13 @@ pub(crate) const INIT_PID: i32 = 1;
 
 struct Entry {
     ppid: i32,
+    /// The parent's thread that created it (0: none in particular, as
+    /// once reparented): whose children `__WNOTHREAD` waits for.
+    parent_tid: i32,
+    /// The signal its parent gets at its exit (0: none): a child whose
+    /// signal is not SIGCHLD is a "clone" child, which only `__WCLONE`
+    /// or `__WALL` waits for.
+    exit_signal: i32,
     /// A vfork child released its parent (exec or exit).
     vfork_released: bool,
     group: Arc<ThreadGroup>,
@@ -63,11 +70,44 @@ pub struct WaitFor {
     pub exited: bool,
     pub stopped: bool,
     pub continued: bool,
+    /// Which children by their exit signal (`__WCLONE`, `__WALL`).
+    pub kind: ChildKind,
+    /// Only the children this thread created (`__WNOTHREAD`).
+    pub thread: Option<i32>,
+}
+
+/// Which children a wait considers, by their exit signal, as Linux's
+/// `eligible_child`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildKind {
+    /// Those that signal SIGCHLD at exit (the default).
+    Sigchld,
+    /// The others ("clone" children, `__WCLONE`).
+    Clone,
+    /// All (`__WALL`).
+    All,
+}
+
+impl ChildKind {
+    fn admits(self, exit_signal: i32) -> bool {
+        match self {
+            ChildKind::Sigchld => exit_signal == libc::SIGCHLD,
+            ChildKind::Clone => exit_signal != libc::SIGCHLD,
+            ChildKind::All => true,
+        }
+    }
 }
 
 impl WaitFor {
     #[cfg(test)]
-    pub const EXITED: WaitFor = WaitFor { exited: true, stopped: false, continued: false };
+    pub const EXITED: WaitFor =
+        WaitFor { exited: true, stopped: false, continued: false, kind: ChildKind::Sigchld, thread: None };
+
+    /// Whether the wait considers a child of this exit signal, created by
+    /// this thread of the parent.
+    fn considers(self, e: &Entry) -> bool {
+        self.kind.admits(e.exit_signal) && self.thread.is_none_or(|t| e.parent_tid == 0 || e.parent_tid == t)
+    }
 
     fn wants(self, e: &ProcessState) -> Option<ChildEvent> {
         if let Some(s) = e.status {
@@ -108,6 +148,12 @@ impl ProcessTable {
     /// Registers a new process, `group`; its process group and session
     /// are its parent's.
     pub fn add(&self, group: Arc<ThreadGroup>, ppid: i32) {
+        self.add_child(group, ppid, 0, libc::SIGCHLD);
+    }
+
+    /// `add`, for a child created by thread `parent_tid` of its parent,
+    /// which is to signal `exit_signal` at its exit.
+    pub fn add_child(&self, group: Arc<ThreadGroup>, ppid: i32, parent_tid: i32, exit_signal: i32) {
         let mut p = self.procs.lock();
         let pid = group.tgid();
         let (pgid, sid) = p.get(&ppid).map_or((pid, pid), |e| {
@@ -115,12 +161,26 @@ impl ProcessTable {
             (s.pgid, s.sid)
         });
         group.update_process(|s| (s.pgid, s.sid) = (pgid, sid));
-        p.insert(pid, Entry { ppid, vfork_released: false, group });
+        p.insert(pid, Entry { ppid, parent_tid, exit_signal, vfork_released: false, group });
     }
 
     /// Forgets a process that never ran (fork failed).
     pub fn remove(&self, pid: i32) {
         self.procs.lock().remove(&pid);
+    }
+
+    /// The signal process `pid` is to send its parent at exit.
+    pub fn exit_signal(&self, pid: i32) -> i32 {
+        self.procs.lock().get(&pid).map_or(libc::SIGCHLD, |e| e.exit_signal)
+    }
+
+    /// Thread `tid` of process `pid` ended: its children become the whole
+    /// process's (Linux hands them to another of its threads).
+    pub fn thread_exited(&self, pid: i32, tid: i32) {
+        let mut p = self.procs.lock();
+        for e in p.values_mut().filter(|e| e.ppid == pid && e.parent_tid == tid) {
+            e.parent_tid = 0;
+        }
     }
 
     pub fn ppid(&self, pid: i32) -> i32 {
@@ -312,20 +372,23 @@ impl ProcessTable {
     /// SIGCHLDs it queues are pending before a wait can reap the zombies,
     /// so none is lost (a reaped zombie's parent is no longer known) nor
     /// late (after the wait returned).
-    pub fn exit(&self, pid: i32, status: ExitStatus, tell: impl FnOnce(i32, &[Reparented])) -> Vec<Reparented> {
+    pub fn exit(&self, pid: i32, status: ExitStatus, tell: impl FnOnce(i32, i32, &[Reparented])) -> Vec<Reparented> {
         let mut p = self.procs.lock();
         let mut ppid = 0;
+        let mut exit_signal = libc::SIGCHLD;
         let mut group = None;
         if let Some(e) = p.get_mut(&pid) {
             e.update(|s| s.status = Some(status));
             group = Some(e.group.clone());
             e.vfork_released = true;
             ppid = e.ppid;
+            exit_signal = e.exit_signal;
         }
         let new_parent = Self::reaper_for(&p, pid);
         let mut moved = Vec::new();
         for (&child, e) in p.iter_mut().filter(|(_, e)| e.ppid == pid) {
-            e.ppid = new_parent;
+            // As Linux's reparent_leader: an adopted child signals SIGCHLD.
+            (e.ppid, e.parent_tid, e.exit_signal) = (new_parent, 0, libc::SIGCHLD);
             moved.push(Reparented { pid: child, new_parent, zombie: e.state().status });
         }
         // Zombies whose parent is gone (or init that never waits for
@@ -335,7 +398,7 @@ impl ProcessTable {
         for k in orphans {
             p.remove(&k);
         }
-        tell(ppid, &moved);
+        tell(ppid, exit_signal, &moved);
         self.changed.notify_all();
         drop(p);
         if let Some(g) = group {
@@ -448,6 +511,7 @@ impl ProcessTable {
         loop {
             let matches = |pid: i32, e: &Entry| {
                 e.ppid == parent
+                    && what.considers(e)
                     && match target {
                         WaitTarget::Any => true,
                         WaitTarget::Pid(t) => t == pid,
@@ -542,13 +606,52 @@ mod tests {
         add(&t, 3, 1);
         let exited = WaitFor::EXITED;
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(None));
-        t.exit(3, ExitStatus::Code(4), |_, _| {});
+        t.exit(3, ExitStatus::Code(4), |_, _, _| {});
         let four = ChildEvent::Exited(ExitStatus::Code(4));
         assert_eq!(t.wait(1, WaitTarget::Pid(2), exited, false, false), Ok(None));
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, true), Ok(Some((3, four))));
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(Some((3, four))));
         assert_eq!(t.wait(1, WaitTarget::Pid(3), exited, false, false), Err(WaitError::NoChildren), "already reaped");
         assert_eq!(t.wait(2, WaitTarget::Any, exited, false, false), Err(WaitError::NoChildren), "no children");
+    }
+
+    #[test]
+    fn waits_choose_children_by_exit_signal_and_creating_thread() {
+        let t = ProcessTable::default();
+        add(&t, 1, 0);
+        t.add_child(ThreadGroup::new(2, crate::kernel::limits::defaults()), 1, 1, libc::SIGUSR1);
+        t.add_child(ThreadGroup::new(3, crate::kernel::limits::defaults()), 1, 7, libc::SIGCHLD);
+        t.exit(2, ExitStatus::Code(0), |_, sig, _| assert_eq!(sig, libc::SIGUSR1));
+        t.exit(3, ExitStatus::Code(0), |_, sig, _| assert_eq!(sig, libc::SIGCHLD));
+        let exited = WaitFor::EXITED;
+        let clone = WaitFor { kind: ChildKind::Clone, ..exited };
+        let all = WaitFor { kind: ChildKind::All, ..exited };
+        let zero = ChildEvent::Exited(ExitStatus::Code(0));
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), exited, false, true), Err(WaitError::NoChildren), "a clone child");
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), clone, false, true), Err(WaitError::NoChildren), "not a clone child");
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), clone, false, true), Ok(Some((2, zero))));
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), all, false, true), Ok(Some((3, zero))));
+        let of_1 = WaitFor { thread: Some(1), ..all };
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), of_1, false, true), Err(WaitError::NoChildren), "thread 7's child");
+        t.thread_exited(1, 7);
+        assert_eq!(
+            t.wait(1, WaitTarget::Pid(3), of_1, false, false),
+            Ok(Some((3, zero))),
+            "the process's, once 7 ended"
+        );
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), of_1, false, false), Ok(Some((2, zero))));
+    }
+
+    #[test]
+    fn adopted_children_signal_sigchld() {
+        let t = ProcessTable::default();
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        t.add_child(ThreadGroup::new(3, crate::kernel::limits::defaults()), 2, 2, libc::SIGUSR1);
+        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(3, ExitStatus::Code(0), |parent, sig, _| assert_eq!((parent, sig), (1, libc::SIGCHLD)));
+        let zero = ChildEvent::Exited(ExitStatus::Code(0));
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), WaitFor::EXITED, false, false), Ok(Some((3, zero))));
     }
 
     #[test]
@@ -561,7 +664,7 @@ mod tests {
         assert!(!t.group_orphaned(2), "a job of init's session");
         add(&t, 3, 2);
         assert!(!t.group_orphaned(2));
-        t.exit(2, ExitStatus::Code(0), |_, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
         assert!(!t.group_orphaned(2), "3 is adopted by init, in another group of the same session");
         add(&t, 4, 1);
         t.set_sid(4).unwrap();
@@ -574,7 +677,7 @@ mod tests {
         let t = ProcessTable::default();
         add(&t, 1, 0);
         add(&t, 2, 1);
-        let all = WaitFor { exited: true, stopped: true, continued: true };
+        let all = WaitFor { exited: true, stopped: true, continued: true, ..WaitFor::EXITED };
         assert!(t.stop(2, libc::SIGTSTP, t.continues(2)));
         assert!(!t.stop(2, libc::SIGSTOP, t.continues(2)), "already stopped");
         assert_eq!(t.stopped_by(2), Some(libc::SIGTSTP));
@@ -601,7 +704,7 @@ mod tests {
         add(&t, 2, 1);
         add(&t, 3, 2);
         let mut told = None;
-        t.exit(2, ExitStatus::Code(0), |parent, moved| {
+        t.exit(2, ExitStatus::Code(0), |parent, _, moved| {
             told = Some((parent, moved.len(), t.procs.try_lock().is_none()))
         });
         assert_eq!(told, Some((1, 1, true)), "told of its parent and adopted child with the table locked");
@@ -613,7 +716,7 @@ mod tests {
         add(&t, 1, 0);
         add(&t, 2, 1);
         add(&t, 5, 2);
-        t.exit(2, ExitStatus::Code(0), |_, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -626,12 +729,12 @@ mod tests {
         add(&t, 4, 3);
         add(&t, 5, 4);
         two.set_subreaper(true);
-        t.exit(5, ExitStatus::Code(1), |_, _| {});
-        let moved = t.exit(4, ExitStatus::Code(0), |_, _| {});
+        t.exit(5, ExitStatus::Code(1), |_, _, _| {});
+        let moved = t.exit(4, ExitStatus::Code(0), |_, _, _| {});
         assert_eq!(moved, vec![Reparented { pid: 5, new_parent: 2, zombie: Some(ExitStatus::Code(1)) }]);
         assert_eq!(t.ppid(5), 2);
-        t.exit(2, ExitStatus::Code(0), |_, _| {});
-        t.exit(3, ExitStatus::Code(0), |_, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(3, ExitStatus::Code(0), |_, _, _| {});
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -643,7 +746,7 @@ mod tests {
         let t2 = t.clone();
         let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, WaitFor::EXITED, true, false));
         std::thread::sleep(std::time::Duration::from_millis(20));
-        t.exit(2, ExitStatus::Signal(9), |_, _| {});
+        t.exit(2, ExitStatus::Signal(9), |_, _, _| {});
         assert_eq!(h.join().unwrap(), Ok(Some((2, ChildEvent::Exited(ExitStatus::Signal(9))))));
     }
 

@@ -400,7 +400,7 @@ pub(crate) fn stop(task: &mut Task, kind: StopKind, siginfo: Option<SigInfo>) ->
     };
     // The tracer's wait wakes; it hears SIGCHLD (CLD_TRAPPED).
     k.procs.notify();
-    k.signal_process_info(tracer, SigInfo::child(CLD_TRAPPED, me.tid, me.creds().uid, status >> 8));
+    k.signal_process_info(tracer, SigInfo::child(libc::SIGCHLD, CLD_TRAPPED, me.tid, me.creds().uid, status >> 8));
     let ended = crate::waiter::with_waker(p.waker(), || {
         let mut s = p.state.lock();
         loop {

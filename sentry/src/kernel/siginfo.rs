@@ -52,9 +52,9 @@ impl SigInfo {
 
     /// SIGCHLD for child `pid` (owned by `uid`): it exited, was killed,
     /// stopped or continued (`code`), with `status`.
-    pub fn child(code: i32, pid: i32, uid: u32, status: i32) -> SigInfo {
+    pub fn child(signo: i32, code: i32, pid: i32, uid: u32, status: i32) -> SigInfo {
         let mut e = Encoder::with_capacity(SIGINFO_SIZE);
-        e.i32(libc::SIGCHLD).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(status);
+        e.i32(signo).i32(0).i32(code).i32(0).i32(pid).u32(uid).i32(status);
         SigInfo::from(e)
     }
 
@@ -187,7 +187,7 @@ mod tests {
         let r = SigInfo::user(15, SI_USER, 42, 1000).signalfd_record();
         let mut d = Decoder::new(&r);
         assert_eq!((d.u32(), d.i32(), d.i32(), d.u32(), d.u32()), (15, 0, SI_USER, 42, 1000));
-        let r = SigInfo::child(CLD_EXITED, 7, 0, 3).signalfd_record();
+        let r = SigInfo::child(libc::SIGCHLD, CLD_EXITED, 7, 0, 3).signalfd_record();
         let mut d = Decoder::new(&r[12..]);
         assert_eq!(d.u32(), 7);
         assert_eq!(Decoder::new(&r[40..]).i32(), 3);

@@ -291,6 +291,8 @@ impl Task {
         let last = k.remove_thread(&self.thread);
         if last {
             super::ptrace::tracer_exited(&k, tgid);
+        } else {
+            k.procs.thread_exited(tgid, self.thread.tid);
         }
         // The thread is gone from its group before a joiner can return.
         let ctid = self.thread.clear_child_tid.load(Ordering::Relaxed);
@@ -326,16 +328,16 @@ impl Task {
             let _ = k.audit(|| crate::audit::Record::ProcessExit { pid: tgid, outcome: status.into() });
             let uid = self.thread.creds().uid;
             let mut told = Vec::new();
-            let moved = k.procs.exit(tgid, status, |parent, moved| {
+            let moved = k.procs.exit(tgid, status, |parent, exit_signal, moved| {
                 // As Linux's exit_notify, with the zombies: the adopted dead
                 // children's news to their new parent first, then our own
                 // parent's SIGCHLD.
                 for child in moved {
                     if let Some(st) = child.zombie {
-                        told.extend(k.queue_exit_signal(child.pid, child.new_parent, uid, st));
+                        told.extend(k.queue_exit_signal(child.pid, child.new_parent, libc::SIGCHLD, uid, st));
                     }
                 }
-                told.extend(k.queue_exit_signal(tgid, parent, uid, status));
+                told.extend(k.queue_exit_signal(tgid, parent, exit_signal, uid, status));
             });
             for child in moved {
                 match (child.zombie, k.thread(child.pid)) {

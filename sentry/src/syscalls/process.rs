@@ -10,7 +10,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::cputime::CpuTimes;
 use crate::kernel::exec::{self, ARG_MAX, MAX_ARG_STRLEN};
 use crate::kernel::fork::{self, CloneArgs};
-use crate::kernel::process::{ChildEvent, WaitError, WaitFor, WaitTarget, Waited};
+use crate::kernel::process::{ChildEvent, ChildKind, WaitError, WaitFor, WaitTarget, Waited};
 use crate::kernel::ptrace;
 use crate::kernel::{ExitStatus, Outcome, Task};
 
@@ -206,6 +206,18 @@ const WNOTHREAD: u64 = 0x2000_0000;
 const WALL: u64 = 0x4000_0000;
 const WCLONE: u64 = 0x8000_0000;
 
+/// The children a wait with `options` considers: `__WALL` all, else
+/// `__WCLONE` those whose exit signal is not SIGCHLD, else the others.
+fn child_kind(options: u64) -> ChildKind {
+    if options & WALL != 0 {
+        ChildKind::All
+    } else if options & WCLONE != 0 {
+        ChildKind::Clone
+    } else {
+        ChildKind::Sigchld
+    }
+}
+
 fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (pid, status_addr, options, rusage) = (int(a[0]), a[1], a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
@@ -218,7 +230,13 @@ fn sys_wait4(task: &mut Task, a: [u64; 6]) -> SysResult {
         p if p < -1 => WaitTarget::Group(p.checked_neg().ok_or(Errno::ESRCH)?),
         p => WaitTarget::Pid(p),
     };
-    let what = WaitFor { exited: true, stopped: options & WUNTRACED != 0, continued: options & WCONTINUED != 0 };
+    let what = WaitFor {
+        exited: true,
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+        kind: child_kind(options),
+        thread: (options & WNOTHREAD != 0).then_some(task.thread.tid()),
+    };
     let r = wait_any(task, target, what, options & WNOHANG == 0, false)?;
     let Some((child, event, usage)) = r else {
         return Ok(0);
@@ -270,6 +288,8 @@ fn sys_waitid(task: &mut Task, a: [u64; 6]) -> SysResult {
         exited: options & WEXITED != 0,
         stopped: options & WUNTRACED != 0,
         continued: options & WCONTINUED != 0,
+        kind: child_kind(options),
+        thread: (options & WNOTHREAD != 0).then_some(task.thread.tid()),
     };
     let block = options & WNOHANG == 0 && !nonblocking_pidfd;
     let peek = options & WNOWAIT != 0;
