@@ -102,6 +102,20 @@ fn guest_reaper() {
     guest_test("reaper", &[]);
 }
 
+/// Processes sharing their parent's memory (CLONE_VM with a stack of the
+/// caller's, vfork), descriptors, directory and handlers.
+#[test]
+fn guest_clone_vm() {
+    guest_test("clone_vm", &[]);
+}
+
+/// Children of a parent that ignores SIGCHLD (or sets SA_NOCLDWAIT) are
+/// reaped as they die: wait ends in ECHILD, no RUSAGE_CHILDREN.
+#[test]
+fn guest_wait_autoreap() {
+    guest_test("wait_autoreap", &[]);
+}
+
 #[test]
 fn guest_wait_clone() {
     guest_test("wait_clone", &[]);

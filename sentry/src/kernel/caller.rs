@@ -67,7 +67,7 @@ impl IoctlContext for Caller {
 
     fn signal_held(&self, sig: i32) -> bool {
         let Ok(idx) = usize::try_from(sig) else { return true };
-        let ignored = self.thread.sigactions.swap(idx, None).handler == SIG_IGN;
+        let ignored = self.thread.sigactions().swap(idx, None).handler == SIG_IGN;
         ignored || self.thread.sigmask() & sigbit(sig) != 0
     }
 

@@ -80,11 +80,26 @@ pub(crate) fn execve(
     // (Linux's exec_mm_release); the new image registers its own list.
     let robust_head = std::mem::take(&mut *task.thread.robust_list.lock()).0;
     super::robust::exit_robust_list(&task.thread.mm(), &kernel.futexes, task.thread.tid, robust_head);
-    *task.thread.mm.lock() = mm;
+    let old = std::mem::replace(&mut *task.thread.mm.lock(), mm);
+    // A process that shared its parent's memory (vfork, CLONE_VM) leaves
+    // its thread of that address space, which goes on.
+    if Arc::strong_count(&old) > 1 {
+        old.space().release_thread();
+    }
+    drop(old);
+    // Descriptors and handlers another process shares are copied first
+    // (Linux's unshare_files and unshare_sighand).
+    {
+        let mut fds = task.thread.fds.lock();
+        if Arc::strong_count(&fds) > 1 {
+            *fds = Arc::new(fds.fork());
+        }
+    }
+    task.thread.unshare_sigactions();
     for f in task.thread.fds().close_on_exec() {
         task.kernel.descriptor_closed(task.thread.tgid, &f);
     }
-    task.thread.sigactions.reset_for_exec();
+    task.thread.sigactions().reset_for_exec();
     task.thread.group().timers().exec();
     *task.thread.altstack.lock() = super::signal::AltStack::default();
     let no_new_privs = {
@@ -109,6 +124,7 @@ pub(crate) fn execve(
     *task.thread.comm.lock() = base.iter().copied().take(15).collect();
     task.reset_registers(loaded.entry, loaded.sp);
     kernel.procs.release_vfork(task.thread.tgid);
+    task.thread.release_vfork_waiter(&kernel);
     Ok(())
 }
 

@@ -1,9 +1,10 @@
-//! Creating processes: fork, vfork and clone without shared memory. The
-//! child runs on a host thread of its own, which creates (and so traces)
-//! the child's address space. A new process may get new mount, UTS and
-//! IPC namespaces (the ones the sentry emulates), as with `unshare`.
+//! Creating processes and threads: fork, vfork and clone. A new process
+//! runs on a host thread of its own, which creates (and so traces) the
+//! child's address space, or, when it shares its parent's memory
+//! (CLONE_VM), takes over a new thread of the parent's address space. A
+//! new process may get new mount, UTS and IPC namespaces (the ones the
+//! sentry emulates), as with `unshare`.
 
-use super::signal::{SigActions, NSIG};
 use super::task::{ExitStatus, Task};
 use super::thread::Thread;
 use super::thread_group::ThreadGroup;
@@ -79,21 +80,29 @@ impl CloneArgs {
     }
 }
 
+/// A new process's memory: a copy-on-write copy of its parent's, or its
+/// parent's own (CLONE_VM), on a new thread of the parent's address space.
+enum ChildMemory {
+    Copy(crate::mm::manager::ForkImage),
+    Shared(Arc<MemoryManager>, crate::platform::ThreadToken),
+}
+
 /// Everything the child host thread needs to start.
 struct ChildStart {
     tid: i32,
     /// The new process, already in the process table.
     group: Arc<ThreadGroup>,
-    image: Option<crate::mm::manager::ForkImage>,
+    memory: Option<ChildMemory>,
     cpu: CpuState,
     parent: Arc<Thread>,
     args: CloneArgs,
 }
 
 /// clone/fork/vfork. New threads (CLONE_THREAD) share the caller's
-/// memory; new processes get a copy-on-write copy. A process that shares
-/// memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK)
-/// is not supported.
+/// memory; new processes get a copy-on-write copy, or share it too with
+/// CLONE_VM (vfork, or clone with a stack of the caller's), and share
+/// descriptors, filesystem context and handlers as CLONE_FILES, CLONE_FS
+/// and CLONE_SIGHAND ask.
 pub(crate) fn clone_process(task: &mut Task, args: CloneArgs) -> SysResult {
     clone_with_pidfd(task, args, None)
 }
@@ -118,20 +127,22 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
     if f & CLONE_THREAD != 0 {
         return clone_thread(task, args);
     }
-    if f & CLONE_VM != 0 && f & CLONE_VFORK == 0 {
-        // A separate process sharing memory with its parent.
-        return Err(Errno::ENOSYS);
-    }
     check_namespaces(&task.thread, f)?;
-    if f & (CLONE_FILES | CLONE_FS) != 0 {
-        return Err(Errno::EINVAL);
-    }
     let kernel = task.kernel.clone();
     // Counted until the child is in the thread table, or has failed.
     let slot = kernel.reserve_pid(&task.thread)?;
     let tid = kernel.alloc_tid();
     let ppid = if f & CLONE_PARENT != 0 { kernel.procs.ppid(task.thread.tgid) } else { task.thread.tgid };
-    let image = task.thread.mm().fork_image()?;
+    let mm = task.thread.mm();
+    let memory = if f & CLONE_VM != 0 {
+        let token = mm.space().spawn_thread().map_err(|e| {
+            log::warn!("clone: cannot create a stub thread: {e}");
+            Errno::EAGAIN
+        })?;
+        ChildMemory::Shared(mm, token)
+    } else {
+        ChildMemory::Copy(mm.fork_image()?)
+    };
     let cpu = args.child_cpu(&task.cpu);
     if f & CLONE_PARENT_SETTID != 0 {
         let v = tid.to_le_bytes();
@@ -147,7 +158,7 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
     };
     let parent_tid = if f & CLONE_PARENT != 0 { 0 } else { task.thread.tid };
     kernel.procs.add_child(group.clone(), ppid, parent_tid, exit_signal);
-    let start = ChildStart { tid, group: group.clone(), image: Some(image), cpu, parent: task.thread.clone(), args };
+    let start = ChildStart { tid, group: group.clone(), memory: Some(memory), cpu, parent: task.thread.clone(), args };
     let (tx, rx) = mpsc::channel();
     let k = kernel.clone();
     let spawned = std::thread::Builder::new()
@@ -187,7 +198,7 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
 }
 
 fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender<Result<(), Errno>>) {
-    let thread = match build_child(&kernel, &mut start) {
+    let (thread, token) = match build_child(&kernel, &mut start) {
         Ok(t) => t,
         Err(e) => {
             let _ = tx.send(Err(e));
@@ -203,6 +214,14 @@ fn run_child(kernel: Arc<super::Kernel>, mut start: ChildStart, tx: mpsc::Sender
             return;
         }
     };
+    if let Some(token) = token {
+        if let Err(e) = thread.mm().space().adopt_thread(token) {
+            log::warn!("clone: cannot take over the stub thread: {e}");
+            kernel.remove_thread(&thread);
+            let _ = tx.send(Err(Errno::EAGAIN));
+            return;
+        }
+    }
     task.cpu = start.cpu;
     // Recorded before either side runs on (the parent waits for the
     // send); a record the log cannot take fails the fork.
@@ -230,25 +249,40 @@ fn run_to_exit(mut task: Task) {
     task.finish(status);
 }
 
-fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Thread>, Errno> {
-    let image = s.image.take().ok_or(Errno::EAGAIN)?;
-    let space = kernel.platform.new_address_space().map_err(|e| {
-        log::warn!("fork: cannot create an address space: {e}");
-        Errno::EAGAIN
-    })?;
-    let mm = Arc::new(MemoryManager::from_fork_image(space, image));
-    if s.args.flags & CLONE_CHILD_SETTID != 0 {
+/// The new process's thread, and the stub thread it is to take over when
+/// it shares its parent's memory.
+fn build_child(
+    kernel: &Arc<super::Kernel>,
+    s: &mut ChildStart,
+) -> Result<(Arc<Thread>, Option<crate::platform::ThreadToken>), Errno> {
+    let f = s.args.flags;
+    let (mm, token) = match s.memory.take().ok_or(Errno::EAGAIN)? {
+        ChildMemory::Copy(image) => {
+            let space = kernel.platform.new_address_space().map_err(|e| {
+                log::warn!("fork: cannot create an address space: {e}");
+                Errno::EAGAIN
+            })?;
+            (Arc::new(MemoryManager::from_fork_image(space, image)), None)
+        }
+        ChildMemory::Shared(mm, token) => (mm, Some(token)),
+    };
+    if f & CLONE_CHILD_SETTID != 0 {
         mm.copy_out(s.args.child_tid, &s.tid.to_le_bytes())?;
     }
     let p = &s.parent;
-    let fs = p.fs().copy();
-    if s.args.flags & CLONE_NEWNS != 0 {
-        fs.set_mounts(Arc::new(fs.mounts().copy()));
-    }
-    let fs = Arc::new(fs);
-    let t = Thread::new(s.tid, s.group.clone(), Arc::new(SigActions::default()), p.creds(), mm, fs);
+    let fs = if f & CLONE_FS != 0 {
+        p.fs()
+    } else {
+        let fs = p.fs().copy();
+        if f & CLONE_NEWNS != 0 {
+            fs.set_mounts(Arc::new(fs.mounts().copy()));
+        }
+        Arc::new(fs)
+    };
+    let sigactions = if f & CLONE_SIGHAND != 0 { p.sigactions() } else { Arc::new(p.sigactions().copy()) };
+    let t = Thread::new(s.tid, s.group.clone(), sigactions, p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
-    *t.fds.lock() = Arc::new(p.fds().fork());
+    *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
     *t.exe.lock() = p.exe.lock().clone();
     *t.args.lock() = *p.args.lock();
     *t.auxv.lock() = p.auxv.lock().clone();
@@ -269,17 +303,13 @@ fn build_child(kernel: &Arc<super::Kernel>, s: &mut ChildStart) -> Result<Arc<Th
     if s.args.flags & CLONE_NEWIPC != 0 {
         super::namespaces::unshare_ipc(&t);
     }
-    for sig in 1..=NSIG {
-        let a = p.sigactions.swap(sig, None);
-        t.sigactions.swap(sig, Some(a));
-    }
     if s.args.flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(s.args.child_tid, std::sync::atomic::Ordering::Relaxed);
     }
     let t = Arc::new(t);
     kernel.add_thread(t.clone());
     super::ptrace::attach_child(kernel, p, &t, s.args.flags);
-    Ok(t)
+    Ok((t, token))
 }
 
 /// Applies SCHED_RESET_ON_FORK to a child's copy of its parent's
@@ -297,7 +327,7 @@ fn inherit_sched(attrs: &mut super::thread::ThreadAttrs, t: &Thread) {
 /// driven by a new host thread.
 fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let f = args.flags;
-    if f & (NAMESPACE_FLAGS | CLONE_PIDFD | CLONE_VFORK) != 0 {
+    if f & (NAMESPACE_FLAGS | CLONE_PIDFD) != 0 {
         return Err(Errno::EINVAL);
     }
     let kernel = task.kernel.clone();
@@ -312,7 +342,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     let tid = kernel.alloc_tid();
     let fs = if f & CLONE_FS != 0 { p.fs() } else { Arc::new(p.fs().copy()) };
     // A new thread of the caller's process: its group, its handlers.
-    let t = Thread::new(tid, p.group().clone(), p.sigactions.clone(), p.creds(), mm.clone(), fs);
+    let t = Thread::new(tid, p.group().clone(), p.sigactions(), p.creds(), mm.clone(), fs);
     *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };
     *t.comm.lock() = p.comm.lock().clone();
     *t.exe.lock() = p.exe.lock().clone();
@@ -330,6 +360,7 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     if f & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(args.child_tid, std::sync::atomic::Ordering::Relaxed);
     }
+    t.vfork.store(f & CLONE_VFORK != 0, std::sync::atomic::Ordering::SeqCst);
     let tid_bytes = tid.to_le_bytes();
     if f & CLONE_PARENT_SETTID != 0 {
         mm.copy_out(args.parent_tid, &tid_bytes)?;
@@ -358,6 +389,18 @@ fn clone_thread(task: &mut Task, args: CloneArgs) -> SysResult {
     if !started {
         kernel.remove_thread(&t);
         return Err(Errno::EAGAIN);
+    }
+    if f & CLONE_VFORK != 0 {
+        // As a vfork child: the caller waits for the new thread's exec
+        // (which ends the caller) or exit.
+        let me = task.thread.clone();
+        kernel.procs.wait_vfork_thread(
+            || !t.vfork.load(std::sync::atomic::Ordering::SeqCst),
+            || {
+                me.pending() & super::signal::sigbit(libc::SIGKILL) != 0
+                    || me.exiting.load(std::sync::atomic::Ordering::SeqCst)
+            },
+        );
     }
     u64::try_from(tid).map_err(|_| Errno::EAGAIN)
 }

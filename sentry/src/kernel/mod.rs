@@ -525,7 +525,7 @@ impl Kernel {
     fn notify_parent_of_job_change(&self, tgid: i32) {
         let Some(parent) = self.thread(self.procs.ppid(tgid)) else { return };
         let Ok(idx) = usize::try_from(libc::SIGCHLD) else { return };
-        if parent.sigactions.swap(idx, None).flags & signal::SA_NOCLDSTOP == 0 {
+        if parent.sigactions().swap(idx, None).flags & signal::SA_NOCLDSTOP == 0 {
             let (code, status) = match self.procs.stopped_by(tgid) {
                 Some(sig) => (siginfo::CLD_STOPPED, sig),
                 None => (siginfo::CLD_CONTINUED, libc::SIGCONT),

@@ -25,6 +25,9 @@ struct Entry {
     /// signal is not SIGCHLD is a "clone" child, which only `__WCLONE`
     /// or `__WALL` waits for.
     exit_signal: i32,
+    /// It died traced by its parent: the parent's wait reaps it whatever
+    /// its exit signal (Linux's `eligible_child` for a ptrace child).
+    traced_exit: bool,
     /// A vfork child released its parent (exec or exit).
     vfork_released: bool,
     group: Arc<ThreadGroup>,
@@ -106,7 +109,8 @@ impl WaitFor {
     /// Whether the wait considers a child of this exit signal, created by
     /// this thread of the parent.
     fn considers(self, e: &Entry) -> bool {
-        self.kind.admits(e.exit_signal) && self.thread.is_none_or(|t| e.parent_tid == 0 || e.parent_tid == t)
+        (e.traced_exit || self.kind.admits(e.exit_signal))
+            && self.thread.is_none_or(|t| e.parent_tid == 0 || e.parent_tid == t)
     }
 
     fn wants(self, e: &ProcessState) -> Option<ChildEvent> {
@@ -161,7 +165,7 @@ impl ProcessTable {
             (s.pgid, s.sid)
         });
         group.update_process(|s| (s.pgid, s.sid) = (pgid, sid));
-        p.insert(pid, Entry { ppid, parent_tid, exit_signal, vfork_released: false, group });
+        p.insert(pid, Entry { ppid, parent_tid, exit_signal, traced_exit: false, vfork_released: false, group });
     }
 
     /// Forgets a process that never ran (fork failed).
@@ -172,6 +176,14 @@ impl ProcessTable {
     /// The signal process `pid` is to send its parent at exit.
     pub fn exit_signal(&self, pid: i32) -> i32 {
         self.procs.lock().get(&pid).map_or(libc::SIGCHLD, |e| e.exit_signal)
+    }
+
+    /// Process `pid` is dying traced by its parent, which reaps it as a
+    /// tracer does (whatever wait's `__WCLONE` says).
+    pub fn exiting_traced(&self, pid: i32) {
+        if let Some(e) = self.procs.lock().get_mut(&pid) {
+            e.traced_exit = true;
+        }
     }
 
     /// Thread `tid` of process `pid` ended: its children become the whole
@@ -371,11 +383,21 @@ impl ProcessTable {
     /// table's lock, as the zombies appear: as in Linux's exit_notify, the
     /// SIGCHLDs it queues are pending before a wait can reap the zombies,
     /// so none is lost (a reaped zombie's parent is no longer known) nor
-    /// late (after the wait returned).
-    pub fn exit(&self, pid: i32, status: ExitStatus, tell: impl FnOnce(i32, i32, &[Reparented])) -> Vec<Reparented> {
+    /// late (after the wait returned). `tell` also gets the exit signal,
+    /// and returns whether the parent reaps its dying children at once
+    /// (SIGCHLD ignored): a child that signals SIGCHLD and is not traced
+    /// by its parent then leaves no zombie (nor CPU time for the parent's
+    /// RUSAGE_CHILDREN).
+    pub fn exit(
+        &self,
+        pid: i32,
+        status: ExitStatus,
+        tell: impl FnOnce(i32, i32, &[Reparented]) -> bool,
+    ) -> Vec<Reparented> {
         let mut p = self.procs.lock();
         let mut ppid = 0;
         let mut exit_signal = libc::SIGCHLD;
+        let mut traced = false;
         let mut group = None;
         if let Some(e) = p.get_mut(&pid) {
             e.update(|s| s.status = Some(status));
@@ -383,6 +405,7 @@ impl ProcessTable {
             e.vfork_released = true;
             ppid = e.ppid;
             exit_signal = e.exit_signal;
+            traced = e.traced_exit;
         }
         let new_parent = Self::reaper_for(&p, pid);
         let mut moved = Vec::new();
@@ -395,14 +418,17 @@ impl ProcessTable {
         // them, once init itself exits) are released right away.
         let orphans: Vec<i32> =
             p.iter().filter(|(_, e)| !e.alive() && e.ppid == pid && pid == INIT_PID).map(|(&k, _)| k).collect();
-        for k in orphans {
-            p.remove(&k);
+        let mut gone: Vec<Arc<ThreadGroup>> = orphans.iter().filter_map(|k| p.remove(k)).map(|e| e.group).collect();
+        if tell(ppid, exit_signal, &moved) && exit_signal == libc::SIGCHLD && !traced {
+            gone.extend(p.remove(&pid).map(|e| e.group));
         }
-        tell(ppid, exit_signal, &moved);
         self.changed.notify_all();
         drop(p);
         if let Some(g) = group {
             g.exited.notify(crate::abi::poll::POLLIN | crate::abi::poll::POLLRDNORM);
+        }
+        for g in gone {
+            g.reaped();
         }
         moved
     }
@@ -444,6 +470,17 @@ impl ProcessTable {
             e.vfork_released = true;
         }
         self.changed.notify_all();
+    }
+
+    /// Blocks until `released` (the vfork thread it watches went, with a
+    /// `notify`), or `killed`, as `wait_vfork`.
+    pub fn wait_vfork_thread(&self, released: impl Fn() -> bool, killed: impl Fn() -> bool) {
+        waiter::with_waker(self.waker(), || {
+            let mut p = self.procs.lock();
+            while !released() && !killed() {
+                self.changed.wait(&mut p);
+            }
+        });
     }
 
     /// Blocks until the vfork child `pid` released its parent, or `killed`
@@ -534,7 +571,10 @@ impl ProcessTable {
             let mut found = None;
             for (&pid, e) in p.iter() {
                 if matches(pid, e) {
-                    any = true;
+                    // A zombie is a child only to a wait for exits (Linux's
+                    // wait_task_zombie without WEXITED): waitid(WSTOPPED)
+                    // with only zombies left is ECHILD.
+                    any |= what.exited || e.alive();
                     if let Some(ev) = what.wants(&e.state()) {
                         found = Some((pid, ev));
                         break;
@@ -546,10 +586,15 @@ impl ProcessTable {
                 if !peek {
                     match ev {
                         ChildEvent::Exited(_) => {
-                            p.remove(&pid);
+                            let gone = p.remove(&pid);
                             if let Some(me) = p.get(&parent) {
                                 me.group.cpu.child_reaped(usage);
                             }
+                            drop(p);
+                            if let Some(e) = gone {
+                                e.group.reaped();
+                            }
+                            return Ok(Some(Waited::Child(pid, ev, usage)));
                         }
                         _ => {
                             if let Some(e) = p.get(&pid) {
@@ -606,7 +651,7 @@ mod tests {
         add(&t, 3, 1);
         let exited = WaitFor::EXITED;
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, false), Ok(None));
-        t.exit(3, ExitStatus::Code(4), |_, _, _| {});
+        t.exit(3, ExitStatus::Code(4), |_, _, _| false);
         let four = ChildEvent::Exited(ExitStatus::Code(4));
         assert_eq!(t.wait(1, WaitTarget::Pid(2), exited, false, false), Ok(None));
         assert_eq!(t.wait(1, WaitTarget::Any, exited, false, true), Ok(Some((3, four))));
@@ -621,8 +666,14 @@ mod tests {
         add(&t, 1, 0);
         t.add_child(ThreadGroup::new(2, crate::kernel::limits::defaults()), 1, 1, libc::SIGUSR1);
         t.add_child(ThreadGroup::new(3, crate::kernel::limits::defaults()), 1, 7, libc::SIGCHLD);
-        t.exit(2, ExitStatus::Code(0), |_, sig, _| assert_eq!(sig, libc::SIGUSR1));
-        t.exit(3, ExitStatus::Code(0), |_, sig, _| assert_eq!(sig, libc::SIGCHLD));
+        t.exit(2, ExitStatus::Code(0), |_, sig, _| {
+            assert_eq!(sig, libc::SIGUSR1);
+            false
+        });
+        t.exit(3, ExitStatus::Code(0), |_, sig, _| {
+            assert_eq!(sig, libc::SIGCHLD);
+            false
+        });
         let exited = WaitFor::EXITED;
         let clone = WaitFor { kind: ChildKind::Clone, ..exited };
         let all = WaitFor { kind: ChildKind::All, ..exited };
@@ -643,13 +694,43 @@ mod tests {
     }
 
     #[test]
+    fn a_parent_ignoring_sigchld_reaps_at_once() {
+        let t = ProcessTable::default();
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        t.add_child(ThreadGroup::new(3, crate::kernel::limits::defaults()), 1, 1, libc::SIGUSR1);
+        t.exit(2, ExitStatus::Code(0), |_, _, _| true);
+        assert_eq!(t.wait(1, WaitTarget::Pid(2), WaitFor::EXITED, false, false), Err(WaitError::NoChildren));
+        let clone = WaitFor { kind: ChildKind::Clone, ..WaitFor::EXITED };
+        t.exit(3, ExitStatus::Code(0), |_, _, _| true);
+        let zero = ChildEvent::Exited(ExitStatus::Code(0));
+        assert_eq!(t.wait(1, WaitTarget::Pid(3), clone, false, false), Ok(Some((3, zero))), "not a SIGCHLD child");
+    }
+
+    #[test]
+    fn zombies_are_no_children_to_a_wait_without_exits() {
+        let t = ProcessTable::default();
+        add(&t, 1, 0);
+        add(&t, 2, 1);
+        let stops = WaitFor { exited: false, stopped: true, ..WaitFor::EXITED };
+        assert_eq!(t.wait(1, WaitTarget::Any, stops, false, false), Ok(None), "a live child");
+        t.exit(2, ExitStatus::Code(0), |_, _, _| false);
+        assert_eq!(t.wait(1, WaitTarget::Any, stops, true, false), Err(WaitError::NoChildren));
+        let zero = ChildEvent::Exited(ExitStatus::Code(0));
+        assert_eq!(t.wait(1, WaitTarget::Any, WaitFor::EXITED, false, false), Ok(Some((2, zero))));
+    }
+
+    #[test]
     fn adopted_children_signal_sigchld() {
         let t = ProcessTable::default();
         add(&t, 1, 0);
         add(&t, 2, 1);
         t.add_child(ThreadGroup::new(3, crate::kernel::limits::defaults()), 2, 2, libc::SIGUSR1);
-        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
-        t.exit(3, ExitStatus::Code(0), |parent, sig, _| assert_eq!((parent, sig), (1, libc::SIGCHLD)));
+        t.exit(2, ExitStatus::Code(0), |_, _, _| false);
+        t.exit(3, ExitStatus::Code(0), |parent, sig, _| {
+            assert_eq!((parent, sig), (1, libc::SIGCHLD));
+            false
+        });
         let zero = ChildEvent::Exited(ExitStatus::Code(0));
         assert_eq!(t.wait(1, WaitTarget::Pid(3), WaitFor::EXITED, false, false), Ok(Some((3, zero))));
     }
@@ -664,7 +745,7 @@ mod tests {
         assert!(!t.group_orphaned(2), "a job of init's session");
         add(&t, 3, 2);
         assert!(!t.group_orphaned(2));
-        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| false);
         assert!(!t.group_orphaned(2), "3 is adopted by init, in another group of the same session");
         add(&t, 4, 1);
         t.set_sid(4).unwrap();
@@ -705,7 +786,8 @@ mod tests {
         add(&t, 3, 2);
         let mut told = None;
         t.exit(2, ExitStatus::Code(0), |parent, _, moved| {
-            told = Some((parent, moved.len(), t.procs.try_lock().is_none()))
+            told = Some((parent, moved.len(), t.procs.try_lock().is_none()));
+            false
         });
         assert_eq!(told, Some((1, 1, true)), "told of its parent and adopted child with the table locked");
     }
@@ -716,7 +798,7 @@ mod tests {
         add(&t, 1, 0);
         add(&t, 2, 1);
         add(&t, 5, 2);
-        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| false);
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -729,12 +811,12 @@ mod tests {
         add(&t, 4, 3);
         add(&t, 5, 4);
         two.set_subreaper(true);
-        t.exit(5, ExitStatus::Code(1), |_, _, _| {});
-        let moved = t.exit(4, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(5, ExitStatus::Code(1), |_, _, _| false);
+        let moved = t.exit(4, ExitStatus::Code(0), |_, _, _| false);
         assert_eq!(moved, vec![Reparented { pid: 5, new_parent: 2, zombie: Some(ExitStatus::Code(1)) }]);
         assert_eq!(t.ppid(5), 2);
-        t.exit(2, ExitStatus::Code(0), |_, _, _| {});
-        t.exit(3, ExitStatus::Code(0), |_, _, _| {});
+        t.exit(2, ExitStatus::Code(0), |_, _, _| false);
+        t.exit(3, ExitStatus::Code(0), |_, _, _| false);
         assert_eq!(t.ppid(5), INIT_PID);
     }
 
@@ -746,7 +828,7 @@ mod tests {
         let t2 = t.clone();
         let h = std::thread::spawn(move || t2.wait(1, WaitTarget::Any, WaitFor::EXITED, true, false));
         std::thread::sleep(std::time::Duration::from_millis(20));
-        t.exit(2, ExitStatus::Signal(9), |_, _, _| {});
+        t.exit(2, ExitStatus::Signal(9), |_, _, _| false);
         assert_eq!(h.join().unwrap(), Ok(Some((2, ChildEvent::Exited(ExitStatus::Signal(9))))));
     }
 

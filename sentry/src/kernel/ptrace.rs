@@ -601,16 +601,20 @@ pub(crate) fn thread_exited(k: &Kernel, t: &Thread, status: ExitStatus) {
     let p = of(k);
     // Read before the table's lock: the process table's lock comes first.
     let ppid = k.procs.ppid(t.tgid);
+    let mut parent_learns = false;
     {
         let mut s = p.state.lock();
         if let Some(tr) = s.tracees.remove(&t.tid) {
-            let parent_learns = t.tid == t.tgid && ppid == tr.tracer;
+            parent_learns = t.tid == t.tgid && ppid == tr.tracer;
             if !parent_learns {
                 s.exited.push(Exited { tid: t.tid, tgid: t.tgid, tracer: tr.tracer, status });
             }
         }
         s.released.remove(&t.tid);
         t.ptraced.store(false, Ordering::SeqCst);
+    }
+    if parent_learns {
+        k.procs.exiting_traced(t.tgid);
     }
     k.procs.notify();
 }

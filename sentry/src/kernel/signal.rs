@@ -43,8 +43,17 @@ pub(crate) fn ignored_by(t: &super::Thread, sig: i32) -> bool {
     if sig == SIGKILL || t.sigmask() & sigbit(sig) != 0 || t.ptraced.load(std::sync::atomic::Ordering::SeqCst) {
         return false;
     }
-    let handler = t.sigactions.swap(idx, None).handler;
+    let handler = t.sigactions().swap(idx, None).handler;
     handler == SIG_IGN || (handler == SIG_DFL && default_action(sig) == DefaultAction::Ignore)
+}
+
+/// Whether `t`'s process has its children reaped as they die: its
+/// SIGCHLD is ignored (SIG_IGN) or set with SA_NOCLDWAIT, as Linux's
+/// `do_notify_parent` decides for a child whose exit signal is SIGCHLD.
+pub(crate) fn reaps_children(t: &super::Thread) -> bool {
+    let Ok(idx) = usize::try_from(libc::SIGCHLD) else { return false };
+    let a = t.sigactions().swap(idx, None);
+    a.handler == SIG_IGN || a.flags & crate::abi::signal::SA_NOCLDWAIT != 0
 }
 
 /// SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU as a signal set.
@@ -87,6 +96,11 @@ impl SigActions {
             a[sig - 1] = n;
         }
         old
+    }
+
+    /// A copy, for a process that stops sharing its handlers.
+    pub fn copy(&self) -> SigActions {
+        SigActions { actions: Mutex::new(*self.actions.lock()) }
     }
 
     /// Resets handled signals to their default at exec (ignored stay ignored).

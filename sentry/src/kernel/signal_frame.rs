@@ -49,7 +49,7 @@ pub(crate) fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery
     let Ok(idx) = usize::try_from(sig) else {
         return Delivery::Ignored;
     };
-    let action = task.thread.sigactions.swap(idx, None);
+    let action = task.thread.sigactions().swap(idx, None);
     let blocked = task.thread.sigmask() & sigbit(sig) != 0;
     if forced && (blocked || action.handler == SIG_IGN) {
         return fatal(task, sig);
@@ -74,7 +74,7 @@ pub(crate) fn deliver(task: &mut Task, info: &SigInfo, forced: bool) -> Delivery
         _ => match push_frame(task, sig, &action, info) {
             Ok(()) => {
                 if action.flags & SA_RESETHAND != 0 {
-                    task.thread.sigactions.swap(idx, Some(SigAction::default()));
+                    task.thread.sigactions().swap(idx, Some(SigAction::default()));
                 }
                 Delivery::Handler
             }

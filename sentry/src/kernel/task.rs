@@ -288,6 +288,7 @@ impl Task {
         let robust_head = self.thread.robust_list.lock().0;
         super::robust::exit_robust_list(&self.thread.mm(), &k.futexes, self.thread.tid, robust_head);
         super::ptrace::thread_exited(&k, &self.thread, status);
+        self.thread.release_vfork_waiter(&k);
         let last = k.remove_thread(&self.thread);
         if last {
             super::ptrace::tracer_exited(&k, tgid);
@@ -303,8 +304,13 @@ impl Task {
             }
         }
         if last {
-            for f in self.thread.fds().clear() {
-                f.closed_by(tgid);
+            // The descriptors close unless another process shares the
+            // table (CLONE_FILES); the last one out closes them.
+            let fds = std::mem::replace(&mut *self.thread.fds.lock(), Arc::new(crate::vfs::FdTable::new()));
+            if Arc::strong_count(&fds) == 1 {
+                for f in fds.clear() {
+                    f.closed_by(tgid);
+                }
             }
             k.record_locks.release(super::record_lock::Owner::Process(tgid), None);
             let ipc = super::namespaces::ipc_ns(&k, &self.thread);
@@ -338,6 +344,7 @@ impl Task {
                     }
                 }
                 told.extend(k.queue_exit_signal(tgid, parent, exit_signal, uid, status));
+                k.thread(parent).is_some_and(|p| super::signal::reaps_children(&p))
             });
             for child in moved {
                 match (child.zombie, k.thread(child.pid)) {
@@ -357,8 +364,12 @@ impl Task {
             for parent in told {
                 k.signal_queued(&parent);
             }
-        } else {
-            self.thread.mm().space().release_thread();
+        }
+        // The stub thread goes with the thread, unless the address space
+        // goes too: it does when no other process shares it (CLONE_VM).
+        let mm = self.thread.mm();
+        if !last || Arc::strong_count(&mm) > 2 {
+            mm.space().release_thread();
         }
     }
 
@@ -528,7 +539,7 @@ impl Task {
         let deliverable = self.thread.pending() & !self.thread.sigmask();
         let handler = (deliverable != 0)
             .then(|| usize::try_from(deliverable.trailing_zeros() + 1).unwrap_or(1))
-            .map(|sig| self.thread.sigactions.swap(sig, None))
+            .map(|sig| self.thread.sigactions().swap(sig, None))
             .filter(|a| a.handler > 1);
         match handler {
             Some(a) if e == Errno::ERESTARTNOHAND || a.flags & SA_RESTART == 0 => {

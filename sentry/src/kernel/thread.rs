@@ -93,7 +93,9 @@ pub struct Thread {
     pub(super) auxv: Mutex<Vec<u8>>,
     /// The nice value (-20..=19), recorded and reported.
     pub(super) nice: AtomicI32,
-    pub(super) sigactions: Arc<SigActions>,
+    /// Its process's signal handlers, shared with the processes it
+    /// shares them with (CLONE_SIGHAND); an exec unshares them.
+    sigactions: Mutex<Arc<SigActions>>,
     pub(super) sigmask: AtomicU64,
     /// Signals sent to this thread itself and not yet taken.
     private: SigQueue,
@@ -136,6 +138,9 @@ pub struct Thread {
     /// A guest ptrace tracer traces it (`ptrace`): the task loop asks the
     /// relation about stops only then.
     pub(super) ptraced: AtomicBool,
+    /// A thread made with CLONE_VFORK whose creator waits for its exec or
+    /// exit (`release_vfork`).
+    pub(super) vfork: AtomicBool,
 }
 
 impl Thread {
@@ -169,7 +174,7 @@ impl Thread {
             args: Mutex::new(ArgRanges::default()),
             auxv: Mutex::new(Vec::new()),
             nice: AtomicI32::new(0),
-            sigactions,
+            sigactions: Mutex::new(sigactions),
             sigmask: AtomicU64::new(0),
             private: SigQueue::default(),
             sigwaiting: AtomicU64::new(0),
@@ -191,6 +196,7 @@ impl Thread {
             seccomp: super::seccomp::Seccomp::default(),
             namespaces: Mutex::default(),
             ptraced: AtomicBool::new(false),
+            vfork: AtomicBool::new(false),
         }
     }
 
@@ -285,8 +291,25 @@ impl Thread {
         &self.nice
     }
 
-    pub(crate) fn sigactions(&self) -> &Arc<SigActions> {
-        &self.sigactions
+    pub(crate) fn sigactions(&self) -> Arc<SigActions> {
+        self.sigactions.lock().clone()
+    }
+
+    /// A thread made with CLONE_VFORK execs or exits: its creator goes on.
+    pub(super) fn release_vfork_waiter(&self, k: &super::Kernel) {
+        if self.vfork.swap(false, Ordering::SeqCst) {
+            k.procs.notify();
+        }
+    }
+
+    /// Gives the thread its own copy of its handlers if another process
+    /// shares them (exec's `unshare_sighand`).
+    pub(super) fn unshare_sigactions(&self) {
+        let mut a = self.sigactions.lock();
+        // This thread's reference and no other: not shared.
+        if Arc::strong_count(&a) > 1 {
+            *a = Arc::new(a.copy());
+        }
     }
 
     /// The signals `rt_sigtimedwait` waits for, while it waits.

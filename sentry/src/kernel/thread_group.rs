@@ -21,7 +21,7 @@ use super::thread::Thread;
 use crate::abi::Errno;
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -71,6 +71,8 @@ pub struct ThreadGroup {
     pub(super) exited: crate::waiter::Queue,
     /// Its interval and POSIX timers: a fork's new group starts without.
     timers: ProcessTimers,
+    /// Its zombie was reaped (its pidfds hang up).
+    reaped: AtomicBool,
 }
 
 impl ThreadGroup {
@@ -96,6 +98,7 @@ impl ThreadGroup {
             cpu: GroupCpu::default(),
             exited: crate::waiter::Queue::default(),
             timers: ProcessTimers::default(),
+            reaped: AtomicBool::new(false),
         })
     }
 
@@ -123,9 +126,20 @@ impl ThreadGroup {
         &self.timers
     }
 
-    /// Notified when the process exits.
+    /// Notified when the process exits, and when it is reaped.
     pub(crate) fn exited(&self) -> &crate::waiter::Queue {
         &self.exited
+    }
+
+    /// Whether the process was reaped (it is gone from the process table).
+    pub(crate) fn is_reaped(&self) -> bool {
+        self.reaped.load(Ordering::SeqCst)
+    }
+
+    /// The process was reaped: its pidfds' pollers see POLLHUP.
+    pub(super) fn reaped(&self) {
+        self.reaped.store(true, Ordering::SeqCst);
+        self.exited.notify(crate::abi::poll::POLLIN | crate::abi::poll::POLLRDNORM | crate::abi::poll::POLLHUP);
     }
 
     pub fn tgid(&self) -> i32 {
