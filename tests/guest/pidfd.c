@@ -4,7 +4,8 @@
  * EAGAIN on a non-blocking pidfd, ESRCH once the process is gone, and
  * pidfd_getfd's copy of another process's descriptor; clone and clone3
  * with CLONE_PIDFD, and clone3's checks of its versioned struct; a
- * /proc/[pid] directory as pidfd_send_signal's pidfd; a zombie's pidfd. */
+ * /proc/[pid] directory as pidfd_send_signal's pidfd; a zombie's pidfd
+ * (readable, signalled to no effect; hung up once reaped). */
 #include "check.h"
 
 #include <fcntl.h>
@@ -318,9 +319,27 @@ int main(void) {
     int zfd = CHECK_OK(pidfd_open(c, 0));
     struct pollfd zp = {zfd, POLLIN, 0};
     CHECK_EQ(poll(&zp, 1, 0), 1);
+    CHECK_EQ(zp.revents, POLLIN);
+    /* A zombie is still there to signal (the signal does nothing); the
+     * siginfo's checks still apply. */
+    CHECK_OK(pidfd_send_signal(zfd, 0, NULL, 0));
+    CHECK_OK(pidfd_send_signal(zfd, SIGUSR1, NULL, 0));
+    memset(&si, 0, sizeof(si));
+    si.si_signo = SIGUSR2;
+    si.si_code = SI_QUEUE;
+    CHECK_ERR(pidfd_send_signal(zfd, SIGUSR1, &si, 0), EINVAL);
+    CHECK_OK(pidfd_send_signal(zfd, SIGUSR2, &si, 0));
+    si.si_code = SI_USER;
+    CHECK_ERR(pidfd_send_signal(zfd, SIGUSR2, &si, 0), EPERM);
+    CHECK_ERR(pidfd_send_signal(zfd, 65, NULL, 0), EINVAL);
     CHECK_EQ(waitid(P_PIDFD, zfd, &si, WEXITED), 0);
     CHECK_EQ(si.si_status, 5);
     CHECK_ERR(pidfd_open(c, 0), ESRCH);
+    /* Reaped: it hangs up too (Linux 6.10), and is gone to signals. */
+    zp.revents = 0;
+    CHECK_EQ(poll(&zp, 1, 0), 1);
+    CHECK_EQ(zp.revents, POLLIN | POLLHUP);
+    CHECK_ERR(pidfd_send_signal(zfd, 0, NULL, 0), ESRCH);
     close(zfd);
     return 0;
 }

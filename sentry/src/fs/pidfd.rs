@@ -3,7 +3,7 @@
 //! for a process that is not one's child; `pidfd_send_signal` and
 //! `waitid(P_PIDFD)` act on the process it names.
 
-use crate::abi::poll::{POLLIN, POLLRDNORM};
+use crate::abi::poll::{POLLHUP, POLLIN, POLLRDNORM};
 use crate::kernel::ThreadGroup;
 use crate::vfs::{FileOps, TimeSpec};
 use crate::waiter::Entry;
@@ -37,8 +37,12 @@ impl FileOps for PidFd {
         false
     }
 
+    /// Readable once the process exited; hung up too once it was reaped
+    /// (Linux 6.10's pidfd_poll).
     fn poll_events(&self) -> u32 {
-        if self.group.process().status.is_some() {
+        if self.group.is_reaped() {
+            POLLIN | POLLRDNORM | POLLHUP
+        } else if self.group.process().status.is_some() {
             POLLIN | POLLRDNORM
         } else {
             0

@@ -94,21 +94,39 @@ fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno>
         return Err(Errno::EINVAL);
     }
     let f = args::file(task, a[0])?;
+    // The live process, or its pid while it is a zombie not yet reaped
+    // (still there: the signal does nothing, as kill's); a reaped process
+    // is ESRCH.
     let target = match f.ops.clone().into_any().downcast::<PidFd>() {
-        Ok(p) => live_thread(&p)?,
-        Err(_) => crate::fs::procfs::pid_dir_thread(f.dentry.node.as_ref()).ok_or(Errno::EBADF)??,
+        Ok(p) => match live_thread(&p) {
+            Ok(t) => Ok(t),
+            Err(e) => {
+                let zombie = task.kernel.procs().group_of(p.pid()).is_some_and(|g| Arc::ptr_eq(&g, p.group()));
+                if !zombie {
+                    return Err(e);
+                }
+                Err(p.pid())
+            }
+        },
+        Err(_) => Ok(crate::fs::procfs::pid_dir_thread(f.dentry.node.as_ref()).ok_or(Errno::EBADF)??),
     };
-    if info == 0 {
-        return super::signal::send(task, target, sig, false);
+    let given = if info == 0 {
+        None
+    } else {
+        // The siginfo must be for this signal (Linux: EINVAL otherwise).
+        let mut raw = [0u8; 4];
+        task.thread.mm().copy_in(info, &mut raw)?;
+        if i32::from_le_bytes(raw) != sig {
+            return Err(Errno::EINVAL);
+        }
+        let tgid = target.as_ref().map_or_else(|&pid| pid, |t| t.tgid());
+        Some(super::signal::given_info(task, info, sig, tgid)?)
+    };
+    match (target, given) {
+        (Err(_), _) => super::signal::to_exiting(sig).map(Outcome::Value),
+        (Ok(t), None) => super::signal::send(task, t, sig, false),
+        (Ok(t), Some(given)) => super::signal::send_info(task, t, false, given),
     }
-    // The siginfo must be for this signal (Linux: EINVAL otherwise).
-    let mut raw = [0u8; 4];
-    task.thread.mm().copy_in(info, &mut raw)?;
-    if i32::from_le_bytes(raw) != sig {
-        return Err(Errno::EINVAL);
-    }
-    let given = super::signal::given_info(task, info, sig, target.tgid())?;
-    super::signal::send_info(task, target, false, given)
 }
 
 /// pidfd_getfd(pidfd, targetfd, flags): a copy of the process's

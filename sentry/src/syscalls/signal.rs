@@ -429,7 +429,7 @@ fn kill_all(task: &mut Task, sig: i32) -> SysResult {
 
 /// A signal to a process that is exiting (its last thread is gone) or a
 /// zombie: it is there until reaped, and the signal does nothing.
-fn to_exiting(sig: i32) -> SysResult {
+pub(super) fn to_exiting(sig: i32) -> SysResult {
     if sig != 0 && valid_signal(sig).is_none() {
         return Err(Errno::EINVAL);
     }
