@@ -6,7 +6,8 @@
  * without them the child has copies; a sharing child's exit closes none
  * of the shared descriptors, and its exec leaves the parent's memory and
  * handlers alone; vfork's child writes its parent's memory too, and a
- * thread made with CLONE_VFORK holds its creator until its exec. */
+ * thread made with CLONE_VFORK holds its creator until its exec; clone3's
+ * exit signal checks and CLONE_CLEAR_SIGHAND. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -170,6 +171,53 @@ static void vfork_thread_exec(void) {
     wait_exit(pid, 5, 0);
 }
 
+struct clone3_args {
+    unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal;
+    unsigned long long stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+static long clone3(struct clone3_args *a) { return syscall(SYS_clone3, a, sizeof(*a)); }
+
+/* clone3: a thread or a sibling has no exit signal of its own (EINVAL);
+ * CLONE_CLEAR_SIGHAND starts the child with handled signals at their
+ * default and ignored ones still ignored, and is EINVAL with
+ * CLONE_SIGHAND. */
+static void clone3_checks(void) {
+    struct clone3_args a;
+    memset(&a, 0, sizeof(a));
+    a.flags = CLONE_PARENT;
+    a.exit_signal = SIGCHLD;
+    CHECK_ERR(clone3(&a), EINVAL);
+    a.flags = CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
+    CHECK_ERR(clone3(&a), EINVAL);
+
+    reset();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    CHECK_OK(sigaction(SIGUSR2, &sa, NULL));
+    sa.sa_handler = SIG_IGN;
+    CHECK_OK(sigaction(SIGUSR1, &sa, NULL));
+    memset(&a, 0, sizeof(a));
+    a.flags = 0x100000000ULL | CLONE_SIGHAND | CLONE_VM;
+    a.exit_signal = SIGCHLD;
+    CHECK_ERR(clone3(&a), EINVAL);
+    a.flags = 0x100000000ULL; /* CLONE_CLEAR_SIGHAND */
+    long pid = clone3(&a);
+    if (pid == 0) {
+        struct sigaction old;
+        sigaction(SIGUSR2, NULL, &old);
+        if (old.sa_handler != SIG_DFL)
+            _exit(1);
+        sigaction(SIGUSR1, NULL, &old);
+        _exit(old.sa_handler == SIG_IGN ? 0 : 2);
+    }
+    CHECK(pid > 0);
+    wait_exit((pid_t)pid, 0, 0);
+    CHECK(sigusr2_handled());
+    signal(SIGUSR1, SIG_DFL);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "exit5") == 0)
         return 5;
@@ -182,5 +230,6 @@ int main(int argc, char **argv) {
     exec_leaves_parent_alone();
     vfork_shares_memory();
     vfork_thread_exec();
+    clone3_checks();
     return 0;
 }

@@ -80,16 +80,18 @@ static void clone_children(void) {
  * seen by a default wait. */
 static void adopted_clone_child(void) {
     CHECK_OK(prctl(PR_SET_CHILD_SUBREAPER, 1));
-    int p[2];
+    int p[2], q[2];
     CHECK_OK(pipe(p));
+    CHECK_OK(pipe(q));
     pid_t mid = fork();
     if (mid == 0) {
         long pid = syscall(SYS_clone, (long)SIGUSR1, 0L, 0L, 0L, 0L);
         if (pid == 0) {
             char c;
-            close(p[1]);
-            /* Until the middle process is gone. */
-            if (read(p[0], &c, 1) != 0)
+            close(q[1]);
+            /* Until the parent took the middle process's SIGCHLD (which
+             * its own would merge with) and closes q. */
+            if (read(q[0], &c, 1) != 0)
                 _exit(9);
             _exit(3);
         }
@@ -99,15 +101,17 @@ static void adopted_clone_child(void) {
         _exit(0);
     }
     close(p[1]);
+    close(q[0]);
     pid_t child;
     CHECK_EQ(read(p[0], &child, sizeof(child)), sizeof(child));
     int st = 0;
     CHECK_EQ(waitpid(mid, &st, 0), mid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     siginfo_t si;
-    do
-        CHECK_OK(take_signal(&si));
-    while (si.si_pid == mid);
+    CHECK_OK(take_signal(&si));
+    CHECK_EQ(si.si_pid, mid);
+    close(q[1]);
+    CHECK_OK(take_signal(&si));
     CHECK_EQ(si.si_signo, SIGCHLD);
     check_exited(&si, child);
     CHECK_EQ(waitpid(child, &st, 0), child);
@@ -176,6 +180,29 @@ static void wnothread(void) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
 }
 
+/* A clone child traced by its parent: the tracer's wait sees its stops
+ * and reaps it without __WCLONE (Linux's eligible_child for ptrace). */
+static void traced_clone_child(void) {
+    long pid = syscall(SYS_clone, (long)SIGUSR1, 0L, 0L, 0L, 0L);
+    if (pid == 0) {
+        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+            _exit(1);
+        raise(SIGSTOP);
+        _exit(3);
+    }
+    CHECK(pid > 0);
+    int st = 0;
+    /* __WALL: until PTRACE_TRACEME it is a clone child like another. */
+    CHECK_EQ(waitpid((pid_t)pid, &st, __WALL), pid);
+    CHECK(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+    CHECK_OK(ptrace(PTRACE_CONT, (pid_t)pid, 0, 0));
+    CHECK_EQ(waitpid((pid_t)pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    siginfo_t si;
+    CHECK_OK(take_signal(&si));
+    CHECK_EQ(si.si_signo, SIGUSR1);
+}
+
 int main(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -184,6 +211,7 @@ int main(void) {
     CHECK_OK(sigprocmask(SIG_BLOCK, &set, NULL));
     clone_children();
     adopted_clone_child();
+    traced_clone_child();
     CHECK_OK(sigprocmask(SIG_UNBLOCK, &set, NULL));
     wnothread();
     return 0;

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 pub(crate) use crate::abi::sched::{
-    CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_PARENT,
+    CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_CLEAR_SIGHAND, CLONE_DETACHED, CLONE_FILES, CLONE_FS, CLONE_NEWNS, CLONE_PARENT,
     CLONE_PARENT_SETTID, CLONE_PIDFD, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VFORK, CLONE_VM,
 };
 
@@ -123,6 +123,10 @@ pub(crate) fn clone_with_pidfd(task: &mut Task, args: CloneArgs, pidfd: Option<P
     // (Linux's set_new_tls), never a register state the host refuses.
     if f & CLONE_SETTLS != 0 && args.tls >= crate::abi::TASK_SIZE_MAX {
         return Err(Errno::EPERM);
+    }
+    // init has no parent to give a sibling (Linux: SIGNAL_UNKILLABLE).
+    if f & CLONE_PARENT != 0 && task.thread.tgid == super::process::INIT_PID {
+        return Err(Errno::EINVAL);
     }
     if f & CLONE_THREAD != 0 {
         return clone_thread(task, args);
@@ -279,7 +283,17 @@ fn build_child(
         }
         Arc::new(fs)
     };
-    let sigactions = if f & CLONE_SIGHAND != 0 { p.sigactions() } else { Arc::new(p.sigactions().copy()) };
+    let sigactions = if f & CLONE_SIGHAND != 0 {
+        p.sigactions()
+    } else {
+        let copy = p.sigactions().copy();
+        // clone3's CLONE_CLEAR_SIGHAND: handled signals start at their
+        // default, ignored ones stay ignored (as at exec).
+        if f & CLONE_CLEAR_SIGHAND != 0 {
+            copy.reset_for_exec();
+        }
+        Arc::new(copy)
+    };
     let t = Thread::new(s.tid, s.group.clone(), sigactions, p.creds(), mm, fs);
     *t.comm.lock() = p.comm.lock().clone();
     *t.fds.lock() = if f & CLONE_FILES != 0 { p.fds() } else { Arc::new(p.fds().fork()) };

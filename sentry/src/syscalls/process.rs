@@ -24,8 +24,8 @@ pub(super) const CONTROL: ControlEntries = &[
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_fork, sys_fork, Full),
     (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
-    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write) and threads; a process sharing memory with its parent (CLONE_VM without CLONE_THREAD or CLONE_VFORK) fails with ENOSYS; new mount, UTS and IPC namespaces for a process (CAP_SYS_ADMIN); network, pid, user and cgroup ones EPERM, and namespaces for a thread EINVAL; CLONE_FILES/CLONE_FS between processes EINVAL; CLONE_PIDFD for processes")),
-    (libc::SYS_clone3, sys_clone3, Partial("as clone, with the versioned struct (E2BIG past this kernel's size unless zero) and CLONE_PIDFD; set_tid returns EPERM, CLONE_INTO_CGROUP and CLONE_CLEAR_SIGHAND EINVAL")),
+    (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write, or sharing their parent's memory with CLONE_VM, and its descriptors, filesystem context and handlers as asked) and threads; new mount, UTS and IPC namespaces for a process (CAP_SYS_ADMIN); network, pid, user and cgroup ones EPERM, and namespaces for a thread EINVAL; CLONE_PIDFD for processes")),
+    (libc::SYS_clone3, sys_clone3, Partial("as clone, with the versioned struct (E2BIG past this kernel's size unless zero) and CLONE_PIDFD; CLONE_CLEAR_SIGHAND; set_tid returns EPERM, CLONE_INTO_CGROUP EINVAL")),
     (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
     (libc::SYS_waitid, sys_waitid, Partial("rusage has only the CPU times")),
 ];
@@ -171,15 +171,20 @@ fn sys_clone3(task: &mut Task, a: [u64; 6]) -> SysResult {
     if exit_signal > 64 || (stack == 0) != (stack_size == 0) {
         return Err(Errno::EINVAL);
     }
+    // A thread or a sibling signals as the caller does: no exit signal of
+    // its own (clone3_args_valid).
+    if flags & (fork::CLONE_THREAD | fork::CLONE_PARENT) != 0 && exit_signal != 0 {
+        return Err(Errno::EINVAL);
+    }
     if set_tid_size > MAX_PID_NS_LEVEL || (set_tid == 0) != (set_tid_size == 0) {
         return Err(Errno::EINVAL);
     }
     // Not supported (see the table's note): choosing the child's pid, a
-    // cgroup to start in, clearing the handlers.
+    // cgroup to start in.
     if set_tid_size != 0 {
         return Err(Errno::EPERM);
     }
-    if flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0 {
+    if flags & CLONE_INTO_CGROUP != 0 {
         return Err(Errno::EINVAL);
     }
     let args = CloneArgs {
