@@ -5,7 +5,8 @@
  * pidfd_getfd's copy of another process's descriptor; clone and clone3
  * with CLONE_PIDFD, and clone3's checks of its versioned struct; a
  * /proc/[pid] directory as pidfd_send_signal's pidfd; a zombie's pidfd
- * (readable, signalled to no effect; hung up once reaped). */
+ * (readable, signalled to no effect; hung up once reaped); PIDFD_THREAD
+ * pidfds of one thread and the signal scopes. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -13,6 +14,8 @@
 #include <linux/sched.h>
 #include <stdint.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -20,6 +23,13 @@
 
 #ifndef PIDFD_NONBLOCK
 #define PIDFD_NONBLOCK O_NONBLOCK
+#endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+#ifndef PIDFD_SIGNAL_THREAD
+#define PIDFD_SIGNAL_THREAD 1
+#define PIDFD_SIGNAL_THREAD_GROUP 2
 #endif
 
 static int pidfd_open(pid_t pid, unsigned flags) { return syscall(SYS_pidfd_open, pid, flags); }
@@ -61,6 +71,46 @@ static pid_t child(int in[2], int keep) {
         _exit(c);
     }
     return pid;
+}
+
+static int thread_pipe[2];
+static volatile pid_t thread_tid;
+
+static void *blocked_thread(void *arg) {
+    (void)arg;
+    char b;
+    thread_tid = (pid_t)syscall(SYS_gettid);
+    if (read(thread_pipe[0], &b, 1) < 0)
+        return NULL;
+    return NULL;
+}
+
+/* PIDFD_THREAD: a pidfd of one thread, readable as soon as that thread
+ * exits (the process lives on), which signals its thread; a non-leader's
+ * tid without it is ENOENT (Linux 6.15). A leader's is readable only
+ * when the whole process exited. */
+static void thread_pidfds(void) {
+    CHECK_OK(pipe(thread_pipe));
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, blocked_thread, NULL), 0);
+    while (thread_tid == 0)
+        sched_yield();
+    CHECK_ERR(pidfd_open(thread_tid, 0), ENOENT);
+    int tfd = CHECK_OK(pidfd_open(thread_tid, PIDFD_THREAD));
+    int lfd = CHECK_OK(pidfd_open(getpid(), PIDFD_THREAD));
+    CHECK(!readable(tfd, 0));
+    CHECK_OK(pidfd_send_signal(tfd, 0, NULL, 0));
+    CHECK_OK(pidfd_send_signal(tfd, 0, NULL, PIDFD_SIGNAL_THREAD));
+    CHECK_OK(pidfd_send_signal(tfd, 0, NULL, PIDFD_SIGNAL_THREAD_GROUP));
+    CHECK_ERR(pidfd_send_signal(tfd, 0, NULL, PIDFD_SIGNAL_THREAD | PIDFD_SIGNAL_THREAD_GROUP), EINVAL);
+    CHECK_OK(close(thread_pipe[1]));
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK(readable(tfd, 1000));
+    CHECK_ERR(pidfd_send_signal(tfd, 0, NULL, 0), ESRCH);
+    CHECK(!readable(lfd, 0));
+    close(tfd);
+    close(lfd);
+    close(thread_pipe[0]);
 }
 
 int main(void) {
@@ -341,5 +391,6 @@ int main(void) {
     CHECK_EQ(zp.revents, POLLIN | POLLHUP);
     CHECK_ERR(pidfd_send_signal(zfd, 0, NULL, 0), ESRCH);
     close(zfd);
+    thread_pidfds();
     return 0;
 }

@@ -290,6 +290,7 @@ impl Task {
         super::ptrace::thread_exited(&k, &self.thread, status);
         self.thread.release_vfork_waiter(&k);
         let last = k.remove_thread(&self.thread);
+        self.thread.group().thread_left().notify(crate::abi::poll::POLLIN | crate::abi::poll::POLLRDNORM);
         if last {
             super::ptrace::tracer_exited(&k, tgid);
         } else {

@@ -73,6 +73,8 @@ pub struct ThreadGroup {
     timers: ProcessTimers,
     /// Its zombie was reaped (its pidfds hang up).
     reaped: AtomicBool,
+    /// Notified when one of its threads exited (PIDFD_THREAD pidfds).
+    thread_left: crate::waiter::Queue,
 }
 
 impl ThreadGroup {
@@ -99,6 +101,7 @@ impl ThreadGroup {
             exited: crate::waiter::Queue::default(),
             timers: ProcessTimers::default(),
             reaped: AtomicBool::new(false),
+            thread_left: crate::waiter::Queue::default(),
         })
     }
 
@@ -129,6 +132,16 @@ impl ThreadGroup {
     /// Notified when the process exits, and when it is reaped.
     pub(crate) fn exited(&self) -> &crate::waiter::Queue {
         &self.exited
+    }
+
+    /// Notified when one of its threads exited.
+    pub(crate) fn thread_left(&self) -> &crate::waiter::Queue {
+        &self.thread_left
+    }
+
+    /// Whether thread `tid` is one of its live threads.
+    pub fn has_thread(&self, tid: i32) -> bool {
+        self.threads.lock().contains_key(&tid)
     }
 
     /// Whether the process was reaped (it is gone from the process table).

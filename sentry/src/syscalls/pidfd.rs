@@ -15,7 +15,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_pidfd_open,
         sys_pidfd_open,
-        Support::Partial("PIDFD_NONBLOCK; PIDFD_THREAD (a pidfd of one thread) returns EINVAL"),
+        Support::Partial("PIDFD_NONBLOCK and PIDFD_THREAD (a pidfd of one thread); a thread's pidfd does not follow an exec's change of leader"),
     ),
     (libc::SYS_pidfd_getfd, sys_pidfd_getfd, Support::Full),
 ];
@@ -24,10 +24,15 @@ pub(super) const ENTRIES: Entries = &[
 pub(super) const CONTROL: ControlEntries = &[(
     libc::SYS_pidfd_send_signal,
     sys_pidfd_send_signal,
-    Support::Partial("as kill, or rt_sigqueueinfo with a siginfo, through a pidfd or a /proc/[pid] directory; the PIDFD_SIGNAL_* scopes return EINVAL"),
+    Support::Partial("as kill (tgkill for a PIDFD_THREAD pidfd), or rt_sigqueueinfo with a siginfo, through a pidfd or a /proc/[pid] directory; PIDFD_SIGNAL_THREAD and PIDFD_SIGNAL_THREAD_GROUP choose the scope, PIDFD_SIGNAL_PROCESS_GROUP returns EINVAL"),
 )];
 
 const PIDFD_NONBLOCK: u32 = O_NONBLOCK;
+/// pidfd_open: a pidfd of one thread (O_EXCL's bit).
+const PIDFD_THREAD: u32 = 0o200;
+/// pidfd_send_signal's scopes.
+const PIDFD_SIGNAL_THREAD: u32 = 1;
+const PIDFD_SIGNAL_THREAD_GROUP: u32 = 2;
 
 /// The pidfd `fd` names: EBADF if it is not one.
 pub(super) fn pidfd(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<PidFd>), Errno> {
@@ -37,20 +42,23 @@ pub(super) fn pidfd(task: &Task, fd: u64) -> Result<(Arc<FileDescription>, Arc<P
 }
 
 /// pidfd_open(pid, flags): a pidfd of process `pid` (a thread group's
-/// leader: another thread's tid is EINVAL, as without PIDFD_THREAD),
-/// alive or a zombie not yet reaped (its pidfd is readable at once).
+/// leader: another thread's tid is ENOENT, as Linux 6.15), alive or a
+/// zombie not yet reaped (its pidfd is readable at once); with
+/// PIDFD_THREAD, of thread `pid`, any thread of a process.
 fn sys_pidfd_open(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (pid, flags) = (int(a[0]), uint(a[1]));
-    if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
+    if flags & !(PIDFD_NONBLOCK | PIDFD_THREAD) != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
+    let thread = flags & PIDFD_THREAD != 0;
     let group = match task.kernel.thread(pid) {
-        Some(t) if t.tgid() != pid => return Err(Errno::EINVAL),
+        Some(t) if t.tgid() != pid && !thread => return Err(Errno::ENOENT),
         Some(t) => t.group().clone(),
         None => task.kernel.procs().group_of(pid).ok_or(Errno::ESRCH)?,
     };
     let k = &task.kernel;
-    let p = PidFd::new(k.anon_ino(), super::fd::now(), group);
+    let (ino, now) = (k.anon_ino(), super::fd::now());
+    let p = if thread { PidFd::of_thread(ino, now, group, pid) } else { PidFd::new(ino, now, group) };
     let d = k.anon_dentry(b"anon_inode:[pidfd]", p.clone());
     let f = FileDescription::new(d, p, O_RDWR | (flags & PIDFD_NONBLOCK));
     // A pidfd is always close-on-exec.
@@ -85,19 +93,35 @@ fn live_thread(p: &PidFd) -> Result<Arc<Thread>, Errno> {
     p.group().threads().into_iter().next().ok_or(Errno::ESRCH)
 }
 
+/// The thread a thread-directed signal through `p` goes to: the thread it
+/// names, or the process's leader; ESRCH once that thread exited.
+fn named_thread(k: &Kernel, p: &PidFd) -> Result<Arc<Thread>, Errno> {
+    let tid = p.thread().unwrap_or_else(|| p.pid());
+    k.thread(tid).filter(|t| Arc::ptr_eq(t.group(), p.group())).ok_or(Errno::ESRCH)
+}
+
 /// pidfd_send_signal(pidfd, sig, info, flags): kill() of the process, or
 /// with `info`, rt_sigqueueinfo()'s rules for the caller's siginfo. A
 /// descriptor of a /proc/[pid] directory serves as the pidfd, as on Linux.
 fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (sig, info, flags) = (int(a[1]), a[2], uint(a[3]));
-    if flags != 0 {
+    // At most one scope, and not a process group's (unsupported).
+    if flags & !(PIDFD_SIGNAL_THREAD | PIDFD_SIGNAL_THREAD_GROUP) != 0 || flags.count_ones() > 1 {
         return Err(Errno::EINVAL);
     }
     let f = args::file(task, a[0])?;
+    let pidfd = f.ops.clone().into_any().downcast::<PidFd>();
+    // A PIDFD_THREAD pidfd signals its thread unless told otherwise.
+    let directed = match flags {
+        PIDFD_SIGNAL_THREAD => true,
+        PIDFD_SIGNAL_THREAD_GROUP => false,
+        _ => pidfd.as_ref().is_ok_and(|p| p.thread().is_some()),
+    };
     // The live process, or its pid while it is a zombie not yet reaped
     // (still there: the signal does nothing, as kill's); a reaped process
     // is ESRCH.
-    let target = match f.ops.clone().into_any().downcast::<PidFd>() {
+    let target = match pidfd {
+        Ok(p) if directed => Ok(named_thread(&task.kernel, &p)?),
         Ok(p) => match live_thread(&p) {
             Ok(t) => Ok(t),
             Err(e) => {
@@ -124,8 +148,8 @@ fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno>
     };
     match (target, given) {
         (Err(_), _) => super::signal::to_exiting(sig).map(Outcome::Value),
-        (Ok(t), None) => super::signal::send(task, t, sig, false),
-        (Ok(t), Some(given)) => super::signal::send_info(task, t, false, given),
+        (Ok(t), None) => super::signal::send(task, t, sig, directed),
+        (Ok(t), Some(given)) => super::signal::send_info(task, t, directed, given),
     }
 }
 
