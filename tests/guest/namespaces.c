@@ -3,7 +3,8 @@
  * CLONE_NEWUTS and CLONE_NEWIPC gives the child namespaces of its own
  * (their links differ, the rest are shared); a link reads "uts:[N]" and
  * leads to a file whose inode is N; setns joins another process's UTS,
- * IPC or mount namespace (the latter at its root) and back; EINVAL for a
+ * IPC or mount namespace (the latter at its root) and back, or through a
+ * pidfd several of its process's at once; EINVAL for a
  * mismatched nstype, a file that names no namespace, one's own user
  * namespace, or clone flag combinations Linux refuses; EPERM and EACCES
  * without privilege.
@@ -202,6 +203,53 @@ static void check_refusals(void) {
     close(uts);
 }
 
+/* setns(pidfd, flags): the namespaces flags names of the pidfd's live
+ * process, several at once; EINVAL for no flag, a flag that is no
+ * namespace's or one's own user namespace; ESRCH for a zombie and a
+ * reaped process. */
+static void check_pidfd_setns(void) {
+    int to_child[2], to_parent[2];
+    CHECK_OK(pipe(to_child));
+    CHECK_OK(pipe(to_parent));
+    char host[65];
+    CHECK_OK(gethostname(host, sizeof host));
+    pid_t child = CHECK_OK(clone_flags(CLONE_NEWUTS));
+    if (child == 0) {
+        CHECK_OK(sethostname("ns-pidfd", 8));
+        put(to_parent[1], 'r');
+        get(to_child[0]);
+        _exit(0);
+    }
+    CHECK_EQ(get(to_parent[0]), 'r');
+    int pidfd = CHECK_OK(syscall(SYS_pidfd_open, child, 0));
+    CHECK_ERR(setns(pidfd, 0), EINVAL);
+    CHECK_ERR(setns(pidfd, CLONE_VM), EINVAL);
+    CHECK_ERR(setns(pidfd, CLONE_NEWUSER | CLONE_NEWUTS), EINVAL);
+    pid_t pid = CHECK_OK(fork());
+    if (pid == 0) {
+        CHECK_OK(setns(pidfd, CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET));
+        char now[65];
+        CHECK_OK(gethostname(now, sizeof now));
+        CHECK_STR(now, "ns-pidfd");
+        _exit(0);
+    }
+    CHECK_EQ(wait_status(pid), 0);
+    char now[65];
+    CHECK_OK(gethostname(now, sizeof now));
+    CHECK_STR(now, host);
+    put(to_child[1], 'x');
+    siginfo_t si;
+    CHECK_OK(waitid(P_PID, child, &si, WEXITED | WNOWAIT));
+    CHECK_ERR(setns(pidfd, CLONE_NEWUTS), ESRCH);
+    CHECK_EQ(wait_status(child), 0);
+    CHECK_ERR(setns(pidfd, CLONE_NEWUTS), ESRCH);
+    close(pidfd);
+    close(to_child[0]);
+    close(to_child[1]);
+    close(to_parent[0]);
+    close(to_parent[1]);
+}
+
 int main(void) {
     if (geteuid() != 0) {
         fprintf(stderr, "namespaces: needs root\n");
@@ -214,6 +262,7 @@ int main(void) {
     snprintf(marker, sizeof marker, "%s/marker", scratch);
     check_links();
     check_clone_and_setns();
+    check_pidfd_setns();
     check_refusals();
     CHECK_OK(rmdir(scratch));
     return 0;

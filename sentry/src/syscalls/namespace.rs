@@ -7,7 +7,8 @@
 //! EPERM too, as under Docker's default seccomp profile: a user namespace
 //! would promise capabilities the sandbox does not map.
 //!
-//! `setns` takes a /proc/PID/ns file: it joins that process's mount (at
+//! `setns` takes a /proc/PID/ns file (or a pidfd, for several namespaces
+//! of its process at once): it joins that process's mount (at
 //! its root, as Linux), UTS or IPC namespace with CAP_SYS_ADMIN (and
 //! CAP_SYS_CHROOT for a mount namespace). Of the other types the sandbox
 //! has one namespace each, the caller's own: joining it is a no-op with
@@ -34,7 +35,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_setns,
         sys_setns,
-        Support::Partial("a /proc/PID/ns file of a mount, UTS or IPC namespace; the others are the sandbox's single ones (joining them changes nothing); a pidfd is EINVAL"),
+        Support::Partial("a /proc/PID/ns file or a pidfd (its process's namespaces) for mount, UTS or IPC namespaces; the others are the sandbox's single ones (joining them changes nothing)"),
     ),
 ];
 
@@ -81,6 +82,9 @@ fn implied(mut f: u64) -> u64 {
 
 fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = super::args::file(task, a[0])?;
+    if let Ok(p) = f.ops.clone().into_any().downcast::<crate::fs::pidfd::PidFd>() {
+        return setns_pidfd(task, &p, a[1]);
+    }
     // The file's node names the namespace (its ops may be wrapped, as a
     // regular file's are for inotify).
     let ns = f.dentry.node.as_any().downcast_ref::<NsFile>().ok_or(Errno::EINVAL)?;
@@ -95,22 +99,7 @@ fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
         _ if !creds.capable(CAP_SYS_ADMIN) => Err(Errno::EPERM),
         Namespace::Single => Ok(0),
         Namespace::Mnt(m) => {
-            if !creds.capable(CAP_SYS_CHROOT) {
-                return Err(Errno::EPERM);
-            }
-            // Linux's mntns_install: the filesystem context must be the
-            // caller's alone (no CLONE_FS thread shares it).
-            let fs = t.fs();
-            let sharing = t.group().threads().iter().filter(|o| Arc::ptr_eq(&o.fs(), &fs)).count();
-            if sharing > 1 {
-                return Err(Errno::EINVAL);
-            }
-            let change =
-                ViewChange { operation: "setns", at: None, from: None, device: None, fs_type: None, flags: a[1] };
-            view_change(task, &change)?;
-            let new = fs.copy();
-            new.enter(m.clone());
-            t.set_fs(Arc::new(new));
+            join_mounts(task, m.clone(), a[1])?;
             Ok(0)
         }
         Namespace::Uts(u) => {
@@ -122,6 +111,71 @@ fn sys_setns(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(0)
         }
     }
+}
+
+/// Joins mount namespace `m` (at its root), with CAP_SYS_CHROOT and a
+/// filesystem context of the caller's alone (Linux's mntns_install).
+fn join_mounts(task: &mut Task, m: Arc<crate::vfs::MountNamespace>, flags: u64) -> Result<(), Errno> {
+    let t = task.thread.clone();
+    if !t.creds().capable(CAP_SYS_CHROOT) {
+        return Err(Errno::EPERM);
+    }
+    // No CLONE_FS thread or process shares it: the thread's reference and
+    // this one only.
+    let fs = t.fs();
+    if Arc::strong_count(&fs) > 2 {
+        return Err(Errno::EINVAL);
+    }
+    let change = ViewChange { operation: "setns", at: None, from: None, device: None, fs_type: None, flags };
+    view_change(task, &change)?;
+    let new = fs.copy();
+    new.enter(m);
+    t.set_fs(Arc::new(new));
+    Ok(())
+}
+
+/// setns(pidfd, flags): joins the namespaces `flags` names of the live
+/// process the pidfd names (ESRCH once it exited, a zombie too), which
+/// the caller must be allowed to inspect (ptrace_may_access: EPERM).
+/// The sandbox's single namespaces are the caller's already; its own
+/// user namespace is EINVAL, as Linux answers.
+fn setns_pidfd(task: &mut Task, p: &crate::fs::pidfd::PidFd, flags: u64) -> SysResult {
+    const ALL: u64 = CLONE_NEWNS
+        | CLONE_NEWUTS
+        | CLONE_NEWIPC
+        | CLONE_NEWNET
+        | CLONE_NEWPID
+        | CLONE_NEWUSER
+        | CLONE_NEWCGROUP
+        | CLONE_NEWTIME;
+    if flags == 0 || flags & !ALL != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = if p.group().process().status.is_some() { None } else { p.group().threads().into_iter().next() };
+    let target = target.ok_or(Errno::ESRCH)?;
+    let creds = task.thread.creds();
+    let dumpable = target.group().dumpable() != 0;
+    if target.tgid() != task.thread.tgid() && !creds.may_read_process(&target.creds(), dumpable) {
+        return Err(Errno::EPERM);
+    }
+    if flags & CLONE_NEWUSER != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !creds.capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    if flags & CLONE_NEWNS != 0 {
+        join_mounts(task, target.fs().mounts(), flags)?;
+    }
+    let theirs = target.namespaces().lock().clone();
+    let mut mine = task.thread.namespaces().lock();
+    if flags & CLONE_NEWUTS != 0 {
+        mine.uts = theirs.uts;
+    }
+    if flags & CLONE_NEWIPC != 0 {
+        mine.ipc = theirs.ipc;
+    }
+    Ok(0)
 }
 
 fn sys_unshare(task: &mut Task, a: [u64; 6]) -> SysResult {
