@@ -23,7 +23,7 @@ pub(super) const CONTROL: ControlEntries = &[
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_fork, sys_fork, Full),
-    (libc::SYS_vfork, sys_vfork, Partial("the child gets a copy-on-write copy of memory instead of sharing it")),
+    (libc::SYS_vfork, sys_vfork, Full),
     (libc::SYS_clone, sys_clone, Partial("processes (copy-on-write, or sharing their parent's memory with CLONE_VM, and its descriptors, filesystem context and handlers as asked) and threads; new mount, UTS and IPC namespaces for a process (CAP_SYS_ADMIN); network, pid, user and cgroup ones EPERM, and namespaces for a thread EINVAL; CLONE_PIDFD for processes")),
     (libc::SYS_clone3, sys_clone3, Partial("as clone, with the versioned struct (E2BIG past this kernel's size unless zero) and CLONE_PIDFD; CLONE_CLEAR_SIGHAND; set_tid returns EPERM, CLONE_INTO_CGROUP EINVAL")),
     (libc::SYS_wait4, sys_wait4, Partial("rusage has only the CPU times")),
