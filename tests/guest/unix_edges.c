@@ -7,7 +7,11 @@
  * listener's SO_PASSCRED; shutdown keeps what was queued readable; a send
  * from a mapping past its file's end is EFAULT; TIOCOUTQ counts what the
  * peer has not read; protocol PF_UNIX is accepted; connect(2) to a socket
- * file needs write permission. */
+ * file needs write permission; a zero-length receive on an empty stream
+ * waits for data like any other (EAGAIN when non-blocking) while read(2)
+ * of no bytes returns 0 at once and takes nothing; a stream socket closed
+ * with data of its own unread makes its peer's next read fail with
+ * ECONNRESET, once. */
 #include "check.h"
 #include <fcntl.h>
 #include <stddef.h>
@@ -335,6 +339,41 @@ static void control_limit(void) {
     close(sv[1]);
 }
 
+static void zero_length_empty(int type) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, type, 0, sv));
+    char buf[4];
+    if (type == SOCK_STREAM) {
+        CHECK_ERR(recv(sv[0], buf, 0, MSG_DONTWAIT), EAGAIN);
+        CHECK_ERR(recv(sv[0], buf, 0, MSG_DONTWAIT | MSG_PEEK), EAGAIN);
+    }
+    CHECK_EQ(read(sv[0], buf, 0), 0);
+    CHECK_EQ(write(sv[1], "ab", 2), 2);
+    CHECK_EQ(read(sv[0], buf, 0), 0);
+    CHECK_EQ(recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT), 2);
+    CHECK_MEM(buf, "ab", 2);
+    CHECK_OK(close(sv[0]));
+    CHECK_OK(close(sv[1]));
+}
+
+static void reset_by_unread_close(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    char buf[10] = {0};
+    CHECK_EQ(write(sv[1], buf, sizeof(buf)), 10);
+    CHECK_OK(shutdown(sv[0], SHUT_RDWR));
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[0]));
+    CHECK_ERR(read(sv[1], buf, sizeof(buf)), ECONNRESET);
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[1]));
+    /* Closed with everything read: the end, no error. */
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_OK(close(sv[0]));
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[1]));
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         zero_fd_pass(types[i]);
@@ -344,11 +383,13 @@ int main(void) {
         shutdown_keeps_data(types[i]);
         send_beyond_eof(types[i]);
         outq(types[i]);
+        zero_length_empty(types[i]);
         if (types[i] != SOCK_DGRAM)
             inherit_passcred(types[i]);
     }
     protocols();
     control_limit();
+    reset_by_unread_close();
     if (geteuid() == 0)
         connect_needs_write();
     return 0;
