@@ -262,8 +262,13 @@ pub(crate) struct UnixStream {
 /// A peer's (pid, uid, gid) as SO_PEERCRED reports it.
 pub(crate) type PeerCred = (i32, u32, u32);
 
-/// What SO_PEERCRED reports without a peer: pid 0 and the overflow ids.
+/// What data sent without credentials carries (SCM_CREDENTIALS): pid 0
+/// and the overflow ids.
 pub(crate) const NO_PEER: PeerCred = (0, 65534, 65534);
+
+/// What SO_PEERCRED reports without a peer: pid 0 and ids -1 (Linux's
+/// cred_to_ucred without credentials).
+pub(crate) const NO_PEER_CRED: PeerCred = (0, u32::MAX, u32::MAX);
 
 impl Drop for UnixStream {
     /// Closed with data of its own unread: the peer's next receive that
@@ -968,11 +973,16 @@ impl UnixSocket {
         }
     }
 
-    /// SO_PEERCRED: the peer's credentials, or NO_PEER.
+    /// SO_PEERCRED: the peer's credentials; a listening socket's own from
+    /// listen(2) (Linux's init_peercred); else NO_PEER_CRED.
     pub(crate) fn peer_cred(&self) -> PeerCred {
-        match &self.dgram {
-            Some(d) => d.pair_cred.lock().unwrap_or(NO_PEER),
-            None => self.stream().map_or(NO_PEER, |st| st.peer_cred),
+        if let Some(d) = &self.dgram {
+            return d.pair_cred.lock().unwrap_or(NO_PEER_CRED);
+        }
+        match &*self.state.lock() {
+            SockState::Connected { stream, .. } => stream.peer_cred,
+            SockState::Listening(_) => self.listen_cred.lock().unwrap_or(NO_PEER_CRED),
+            _ => NO_PEER_CRED,
         }
     }
 
