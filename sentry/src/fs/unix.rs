@@ -1080,12 +1080,7 @@ impl UnixSocket {
         }
         let (dest, receiver) = match to {
             Some(t) => (t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?, Some(t.clone())),
-            None => d
-                .peer
-                .lock()
-                .as_ref()
-                .map(|p| (p.queue.clone(), p.sock.upgrade()))
-                .ok_or(Errno::ENOTCONN)?,
+            None => d.peer.lock().as_ref().map(|p| (p.queue.clone(), p.sock.upgrade())).ok_or(Errno::ENOTCONN)?,
         };
         // A receiver not connected back (nor this socket itself) takes at
         // most max_dgram_qlen messages (Linux's unix_recvq_full).
