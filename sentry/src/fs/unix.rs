@@ -1362,11 +1362,14 @@ impl FileOps for UnixSocket {
             // Linux's unix_dgram_poll: capacity-based (a shut sending side
             // does not count), and not while the destination, when not
             // connected back, holds more than max_dgram_qlen messages.
-            let peer_full = d.peer.lock().as_ref().is_some_and(|p| {
-                !p.queue.readiness().1
-                    || (p.queue.len() > MAX_DGRAM_QLEN
-                        && !Arc::ptr_eq(&p.queue, &d.inbox.0)
-                        && !p.sock.upgrade().is_some_and(|r| r.dgram_connected_to(&d.inbox.0)))
+            // The destination's parts are taken out first: its socket's
+            // own lock is never taken under this one's.
+            let peer = d.peer.lock().as_ref().map(|p| (p.queue.clone(), p.sock.clone()));
+            let peer_full = peer.is_some_and(|(queue, sock)| {
+                !queue.readiness().1
+                    || (queue.len() > MAX_DGRAM_QLEN
+                        && !Arc::ptr_eq(&queue, &d.inbox.0)
+                        && !sock.upgrade().is_some_and(|r| r.dgram_connected_to(&d.inbox.0)))
             });
             let writable = !peer_full && writable(d.sent.wmem.load(Ordering::Relaxed), self.sndbuf());
             return (if queued { POLLIN | POLLRDNORM } else { 0 })
