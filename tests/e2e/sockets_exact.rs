@@ -22,6 +22,15 @@ fn sockets_exact_unix_edges() {
     guest_test("unix_edges", &[]);
 }
 
+/// A Unix socket's send buffer: what it queued counts against SO_SNDBUF
+/// until read (EAGAIN, POLLOUT off, a larger buffer letting more in, a
+/// smaller one holding the next send), EMSGSIZE past it for messages, and
+/// max_dgram_qlen for a datagram receiver not connected back.
+#[test]
+fn sockets_exact_unix_sndbuf() {
+    guest_test("unix_sndbuf", &[]);
+}
+
 /// shutdown(2) of each direction on Unix, TCP and UDP sockets: poll bits,
 /// EPIPE and SIGPIPE.
 #[test]

@@ -113,6 +113,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "multicast",
     "unix_oob",
     "unix_edges",
+    "unix_sndbuf",
     "sgid_create",
     "sock_names",
     "sigio",

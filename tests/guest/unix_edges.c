@@ -7,7 +7,12 @@
  * listener's SO_PASSCRED; shutdown keeps what was queued readable; a send
  * from a mapping past its file's end is EFAULT; TIOCOUTQ counts what the
  * peer has not read; protocol PF_UNIX is accepted; connect(2) to a socket
- * file needs write permission. */
+ * file needs write permission; a zero-length receive on an empty stream
+ * waits for data like any other (EAGAIN when non-blocking) while read(2)
+ * of no bytes returns 0 at once and takes nothing; a stream socket closed
+ * with data of its own unread makes its peer's next read fail with
+ * ECONNRESET, once; SO_PEERCRED of a stream socket is pid 0 and ids -1
+ * until listen(2) makes it the listener's own, which it stays. */
 #include "check.h"
 #include <fcntl.h>
 #include <stddef.h>
@@ -335,6 +340,75 @@ static void control_limit(void) {
     close(sv[1]);
 }
 
+static void zero_length_empty(int type) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, type, 0, sv));
+    char buf[4];
+    if (type == SOCK_STREAM) {
+        CHECK_ERR(recv(sv[0], buf, 0, MSG_DONTWAIT), EAGAIN);
+        CHECK_ERR(recv(sv[0], buf, 0, MSG_DONTWAIT | MSG_PEEK), EAGAIN);
+    }
+    CHECK_EQ(read(sv[0], buf, 0), 0);
+    CHECK_EQ(write(sv[1], "ab", 2), 2);
+    CHECK_EQ(read(sv[0], buf, 0), 0);
+    CHECK_EQ(recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT), 2);
+    CHECK_MEM(buf, "ab", 2);
+    CHECK_OK(close(sv[0]));
+    CHECK_OK(close(sv[1]));
+}
+
+static void reset_by_unread_close(void) {
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    char buf[10] = {0};
+    CHECK_EQ(write(sv[1], buf, sizeof(buf)), 10);
+    CHECK_OK(shutdown(sv[0], SHUT_RDWR));
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[0]));
+    CHECK_ERR(read(sv[1], buf, sizeof(buf)), ECONNRESET);
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[1]));
+    /* Closed with everything read: the end, no error. */
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_OK(close(sv[0]));
+    CHECK_EQ(read(sv[1], buf, sizeof(buf)), 0);
+    CHECK_OK(close(sv[1]));
+}
+
+static void check_cred(int fd, pid_t pid, uid_t uid, gid_t gid) {
+    struct ucred c;
+    socklen_t len = sizeof(c);
+    CHECK_OK(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &len));
+    CHECK_EQ(len, sizeof(c));
+    CHECK_EQ(c.pid, pid);
+    CHECK_EQ(c.uid, uid);
+    CHECK_EQ(c.gid, gid);
+}
+
+static void listener_peercred(void) {
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(l >= 0);
+    check_cred(l, 0, (uid_t)-1, (gid_t)-1);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, "\0husk_edges_peercred", 21);
+    socklen_t alen = offsetof(struct sockaddr_un, sun_path) + 21;
+    CHECK_OK(bind(l, (struct sockaddr *)&a, alen));
+    check_cred(l, 0, (uid_t)-1, (gid_t)-1);
+    CHECK_OK(listen(l, 5));
+    check_cred(l, getpid(), getuid(), getgid());
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(c >= 0);
+    CHECK_OK(connect(c, (struct sockaddr *)&a, alen));
+    int s = accept(l, NULL, NULL);
+    CHECK(s >= 0);
+    check_cred(s, getpid(), getuid(), getgid());
+    check_cred(c, getpid(), getuid(), getgid());
+    check_cred(l, getpid(), getuid(), getgid());
+    CHECK_OK(close(s));
+    CHECK_OK(close(c));
+    CHECK_OK(close(l));
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         zero_fd_pass(types[i]);
@@ -344,11 +418,14 @@ int main(void) {
         shutdown_keeps_data(types[i]);
         send_beyond_eof(types[i]);
         outq(types[i]);
+        zero_length_empty(types[i]);
         if (types[i] != SOCK_DGRAM)
             inherit_passcred(types[i]);
     }
     protocols();
     control_limit();
+    reset_by_unread_close();
+    listener_peercred();
     if (geteuid() == 0)
         connect_needs_write();
     return 0;

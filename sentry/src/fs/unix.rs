@@ -7,7 +7,7 @@
 //! receive queue; their descriptors ride on the message.
 
 use super::pipe::{Pipe, PipeEnd};
-use super::unix_msg::{Message, MsgQueue, Unread};
+use super::unix_msg::{cost, Message, MsgQueue, Outstanding, MAX_DGRAM_QLEN};
 use super::unix_oob::Urgent;
 use crate::abi::poll::{POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use crate::abi::Errno;
@@ -101,6 +101,13 @@ struct MarkQueue {
     reader_shut: bool,
     urgent: Urgent,
     reader_owner: Option<OwnerSlot>,
+    /// Where each segment the writer sent ends (stream positions), until
+    /// the reader is past it: what the writer is charged (`wmem`).
+    segments: VecDeque<u64>,
+    /// The writer closed with data of its own unread (Linux sets the
+    /// reader's sk_err): the reader's next receive that finds nothing
+    /// fails with ECONNRESET, once.
+    reset: bool,
 }
 
 /// What a socket's urgent data sends its F_SETOWN owner (SIGURG, and the
@@ -109,6 +116,19 @@ struct MarkQueue {
 type OwnerSlot = Arc<Mutex<Option<UrgentSignal>>>;
 
 impl MarkQueue {
+    /// What the writer of this direction is charged against its
+    /// SO_SNDBUF (Linux's sk_wmem_alloc): the bytes not read yet and, per
+    /// segment not wholly read, `cost`'s overhead (an skb's truesize is
+    /// released only once it is wholly read). `consumed` and `produced`
+    /// are the direction's positions.
+    fn wmem(&mut self, (produced, consumed): (u64, u64)) -> usize {
+        while self.segments.front().is_some_and(|&end| end <= consumed) {
+            self.segments.pop_front();
+        }
+        let unread = usize::try_from(produced.wrapping_sub(consumed)).unwrap_or(usize::MAX);
+        unread.saturating_add(self.segments.len().saturating_mul(cost(0)))
+    }
+
     /// Where one receive starting at `start` must end at the latest, as
     /// Linux's unix_stream_read_generic: never past the end of a send that
     /// carried descriptors, and with `per_writer` (SO_PASSCRED) never
@@ -214,6 +234,24 @@ pub(crate) struct Got {
     pub cred: Option<PeerCred>,
 }
 
+/// The most a stream direction holds whatever its writer's SO_SNDBUF (the
+/// sentry's bound; Linux has none but the sender's buffer).
+const STREAM_BOUND: usize = super::pipe::PIPE_MAX_SIZE;
+
+/// The SO_SNDBUF the sentry honours at most (SO_SNDBUFFORCE may ask for
+/// up to 2 GiB): what a socket may have queued, and its largest message.
+pub(crate) const SNDBUF_BOUND: usize = 8 << 20;
+
+/// Linux's per-message header allowance: a datagram or packet may be at
+/// most SO_SNDBUF less this (unix_dgram_sendmsg's EMSGSIZE).
+const MSG_HEADROOM: usize = 32;
+
+/// Writable, as Linux's unix_writable: at most a quarter of the send
+/// buffer charged.
+fn writable(wmem: usize, sndbuf: usize) -> bool {
+    wmem.saturating_mul(4) <= sndbuf
+}
+
 /// One end of a connected Unix socket pair (stream or seqpacket).
 pub(crate) struct UnixStream {
     link: Link,
@@ -224,8 +262,25 @@ pub(crate) struct UnixStream {
 /// A peer's (pid, uid, gid) as SO_PEERCRED reports it.
 pub(crate) type PeerCred = (i32, u32, u32);
 
-/// What SO_PEERCRED reports without a peer: pid 0 and the overflow ids.
+/// What data sent without credentials carries (SCM_CREDENTIALS): pid 0
+/// and the overflow ids.
 pub(crate) const NO_PEER: PeerCred = (0, 65534, 65534);
+
+/// What SO_PEERCRED reports without a peer: pid 0 and ids -1 (Linux's
+/// cred_to_ucred without credentials).
+pub(crate) const NO_PEER_CRED: PeerCred = (0, u32::MAX, u32::MAX);
+
+impl Drop for UnixStream {
+    /// Closed with data of its own unread: the peer's next receive that
+    /// finds nothing fails with ECONNRESET (Linux's unix_release_sock).
+    fn drop(&mut self) {
+        if let Link::Bytes { rx, tx_rights, .. } = &self.link {
+            if rx.lock().as_ref().is_some_and(|r| r.buffered() > 0) {
+                tx_rights.lock().reset = true;
+            }
+        }
+    }
+}
 
 impl UnixStream {
     /// A connected byte-stream pair; `inos` and `now` label its two pipe
@@ -237,6 +292,11 @@ impl UnixStream {
     ) -> (Arc<UnixStream>, Arc<UnixStream>) {
         let a_to_b = Pipe::new(inos.0, now);
         let b_to_a = Pipe::new(inos.1, now);
+        // The writer's SO_SNDBUF is what bounds a direction (`wmem`); the
+        // buffer's own capacity is only the sentry's hard bound.
+        for p in [&a_to_b, &b_to_a] {
+            let _ = p.set_capacity(STREAM_BOUND, true);
+        }
         let (a_to_b_rights, b_to_a_rights) = (RightsQueue::default(), RightsQueue::default());
         let end = |rx: &Arc<Pipe>, tx: &Arc<Pipe>, rx_rights: &RightsQueue, tx_rights: &RightsQueue, cred| {
             Arc::new(UnixStream {
@@ -319,12 +379,18 @@ impl UnixStream {
     /// descriptors are taken out of `rights` once sent and left there
     /// when nothing was. With `urgent` (a stream's MSG_OOB) `buf` is the
     /// one urgent byte, and the reading socket's owner gets SIGURG.
+    /// `sndbuf` is the sending socket's SO_SNDBUF: a stream takes
+    /// segments of at most half of it less 64 bytes while what it has
+    /// queued is charged less than it (Linux's unix_stream_sendmsg, which
+    /// may overshoot by a segment); a packet fails with EMSGSIZE beyond
+    /// it, and waits while the queue is charged as much.
     pub(crate) fn send_rights(
         &self,
         buf: &[u8],
         rights: &mut Option<Rights>,
         cred: SenderCred,
         urgent: bool,
+        sndbuf: usize,
     ) -> Result<usize, Errno> {
         match &self.link {
             Link::Bytes { tx, tx_rights, .. } => {
@@ -340,8 +406,27 @@ impl UnixStream {
                 }
                 let stamped = cred.stamp(q.reader_passcred);
                 let mark = rights.is_some() || q.written != Some(stamped);
+                let mut charged = q.wmem(tx.positions());
+                if charged >= sndbuf && !buf.is_empty() {
+                    return Err(Errno::EAGAIN);
+                }
+                let segment = (sndbuf / 2).saturating_sub(64).max(1);
+                let mut ends = Vec::new();
+                let mut taken = 0;
+                while taken < buf.len() && charged < sndbuf {
+                    let n = segment.min(buf.len() - taken);
+                    taken += n;
+                    charged = charged.saturating_add(cost(n));
+                    ends.push(taken);
+                }
                 let at = tx.positions().0;
-                let n = tx.write(buf, 0)?;
+                let n = tx.write(&buf[..taken], 0)?;
+                for end in ends {
+                    q.segments.push_back(at.wrapping_add(end.min(n) as u64));
+                    if end >= n {
+                        break;
+                    }
+                }
                 if mark && n > 0 {
                     let end = at.wrapping_add(n as u64);
                     q.marks.push_back(Mark { at, end, rights: rights.take(), cred: stamped });
@@ -362,6 +447,12 @@ impl UnixStream {
             Link::Packets { .. } if urgent => Err(Errno::EOPNOTSUPP),
             Link::Packets { tx, .. } => {
                 let tx = tx.lock().clone().ok_or(Errno::EPIPE)?;
+                if buf.len() > sndbuf.saturating_sub(MSG_HEADROOM) {
+                    return Err(Errno::EMSGSIZE);
+                }
+                if tx.0.charged() >= sndbuf {
+                    return Err(Errno::EAGAIN);
+                }
                 let stamped = cred.stamp(tx.0.receiver_passcred());
                 let mut msg = Some(Message {
                     data: buf.to_vec(),
@@ -370,7 +461,7 @@ impl UnixStream {
                     cred: stamped,
                     unread: None,
                 });
-                let r = tx.0.send(&mut msg);
+                let r = tx.0.send(&mut msg, None, None);
                 if let Some(m) = msg {
                     *rights = m.rights;
                 }
@@ -395,6 +486,19 @@ impl UnixStream {
                     return Ok(Got { len: 0, full: 0, rights: Vec::new(), cred: None });
                 };
                 let mut q = rx_rights.lock();
+                let ended = q.reader_shut || rx.poll_events() & crate::abi::poll::POLLHUP != 0;
+                if rx.buffered() == 0 {
+                    if q.reset {
+                        q.reset = false;
+                        return Err(Errno::ECONNRESET);
+                    }
+                    // A receive of no bytes waits for data as any other
+                    // (Linux's unix_stream_read_generic); read(2) of none
+                    // never gets here.
+                    if buf.is_empty() && !ended {
+                        return Err(Errno::EAGAIN);
+                    }
+                }
                 let MarkQueue { marks, reading, urgent, reader_shut, .. } = &mut *q;
                 let stop = |from| MarkQueue::limit(marks, *reading, from, per_writer);
                 let read = match urgent.read(&rx, buf, peek, inline, stop) {
@@ -546,7 +650,7 @@ impl UnixStream {
     /// reading side reads as EOF (POLLIN|POLLRDHUP), both shut is POLLHUP,
     /// and POLLOUT stays unless the peer's buffer is full. POLLPRI tells
     /// of an urgent byte waiting.
-    pub(crate) fn poll_events(&self) -> u32 {
+    pub(crate) fn poll_events(&self, sndbuf: usize) -> u32 {
         use crate::abi::poll::{POLLERR, POLLHUP, POLLRDHUP};
         let mut ev = 0;
         let (readable, writable, rd_shut, wr_shut) = match &self.link {
@@ -558,14 +662,18 @@ impl UnixStream {
                     }
                     q.reader_shut
                 };
-                let tx_shut = tx_rights.lock().reader_shut;
+                let (tx_shut, wmem) = {
+                    let mut q = tx_rights.lock();
+                    let wmem = tx.lock().as_ref().map_or(0, |t| q.wmem(t.positions()));
+                    (q.reader_shut, wmem)
+                };
                 let (readable, rd_shut) = rx.lock().as_ref().map_or((false, true), |r| {
                     let ev = r.poll_events();
                     (r.buffered() > 0, rx_shut || ev & POLLHUP != 0)
                 });
                 let (writable, wr_shut) = tx.lock().as_ref().map_or((true, true), |t| {
                     let ev = t.poll_events();
-                    (ev & POLLOUT != 0, tx_shut || ev & POLLERR != 0)
+                    (ev & POLLOUT != 0 && writable(wmem, sndbuf), tx_shut || ev & POLLERR != 0)
                 });
                 (readable, writable, rd_shut, wr_shut)
             }
@@ -576,7 +684,7 @@ impl UnixStream {
                 });
                 let (writable, wr_shut) = tx.lock().as_ref().map_or((true, true), |t| {
                     let (_, room, gone, _) = t.0.readiness();
-                    (room, gone)
+                    (room && writable(t.0.charged(), sndbuf), gone)
                 });
                 (readable, writable, rd_shut, wr_shut)
             }
@@ -729,6 +837,9 @@ pub(crate) struct Delivery {
 /// socket's close), so connecting again and again leaves one behind.
 struct DgramPeer {
     queue: Arc<MsgQueue>,
+    /// The destination's socket: whether it is connected back decides
+    /// whether its queue's length limits this one's sends.
+    sock: Weak<UnixSocket>,
     name: Option<UnixName>,
     writable: Entry,
 }
@@ -748,8 +859,9 @@ struct Datagram {
     no_send: std::sync::atomic::AtomicBool,
     /// A socketpair's maker (SO_PEERCRED).
     pair_cred: Mutex<Option<PeerCred>>,
-    /// The bytes of its messages not read yet (SIOCOUTQ).
-    unread_sent: Arc<AtomicUsize>,
+    /// Its messages not read yet: their bytes (SIOCOUTQ) and charge
+    /// against SO_SNDBUF.
+    sent: Arc<Outstanding>,
 }
 
 /// A Unix socket. A stream or seqpacket socket is unbound, bound,
@@ -785,14 +897,14 @@ pub(crate) struct UnixSocket {
 
 impl UnixSocket {
     fn with_state(ino: u64, created: TimeSpec, ty: SockType, state: SockState) -> Arc<UnixSocket> {
+        let events = Arc::new(Queue::default());
         let dgram = (ty == SockType::Dgram).then(|| Datagram {
             inbox: PacketRx(MsgQueue::new()),
             peer: Mutex::new(None),
             no_send: std::sync::atomic::AtomicBool::new(false),
             pair_cred: Mutex::new(None),
-            unread_sent: Arc::default(),
+            sent: Arc::new(Outstanding { room: Some(Arc::downgrade(&events)), ..Outstanding::default() }),
         });
-        let events = Arc::new(Queue::default());
         let owner = OwnerSlot::default();
         if let SockState::Connected { stream, .. } = &state {
             stream.attach(&events, &owner);
@@ -839,8 +951,8 @@ impl UnixSocket {
         let b = UnixSocket::new(inos.1, created, SockType::Dgram);
         if let (Some(da), Some(db)) = (&a.dgram, &b.dgram) {
             // Each is writable when the other's inbox has room.
-            *da.peer.lock() = Some(a.dgram_peer(&db.inbox.0, None));
-            *db.peer.lock() = Some(b.dgram_peer(&da.inbox.0, None));
+            *da.peer.lock() = Some(a.dgram_peer(&b, &db.inbox.0, None));
+            *db.peer.lock() = Some(b.dgram_peer(&a, &da.inbox.0, None));
             *da.pair_cred.lock() = Some(cred);
             *db.pair_cred.lock() = Some(cred);
         }
@@ -861,11 +973,16 @@ impl UnixSocket {
         }
     }
 
-    /// SO_PEERCRED: the peer's credentials, or NO_PEER.
+    /// SO_PEERCRED: the peer's credentials; a listening socket's own from
+    /// listen(2) (Linux's init_peercred); else NO_PEER_CRED.
     pub(crate) fn peer_cred(&self) -> PeerCred {
-        match &self.dgram {
-            Some(d) => d.pair_cred.lock().unwrap_or(NO_PEER),
-            None => self.stream().map_or(NO_PEER, |st| st.peer_cred),
+        if let Some(d) = &self.dgram {
+            return d.pair_cred.lock().unwrap_or(NO_PEER_CRED);
+        }
+        match &*self.state.lock() {
+            SockState::Connected { stream, .. } => stream.peer_cred,
+            SockState::Listening(_) => self.listen_cred.lock().unwrap_or(NO_PEER_CRED),
+            _ => NO_PEER_CRED,
         }
     }
 
@@ -875,10 +992,27 @@ impl UnixSocket {
 
     /// `queue` as this socket's destination, with an entry on it that
     /// tells this socket's pollers when the destination has room again.
-    fn dgram_peer(&self, queue: &Arc<MsgQueue>, name: Option<UnixName>) -> DgramPeer {
+    fn dgram_peer(&self, sock: &Arc<UnixSocket>, queue: &Arc<MsgQueue>, name: Option<UnixName>) -> DgramPeer {
         let writable = Entry::new(POLLOUT | POLLWRNORM, Arc::new(Forward(Arc::downgrade(&self.events))));
         queue.queue.register(&writable);
-        DgramPeer { queue: queue.clone(), name, writable }
+        DgramPeer { queue: queue.clone(), sock: Arc::downgrade(sock), name, writable }
+    }
+
+    /// Is this datagram socket connected to the one receiving on `inbox`?
+    fn dgram_connected_to(&self, inbox: &Arc<MsgQueue>) -> bool {
+        self.dgram.as_ref().is_some_and(|d| d.peer.lock().as_ref().is_some_and(|p| Arc::ptr_eq(&p.queue, inbox)))
+    }
+
+    /// SO_SNDBUF as the socket honours it (at most `SNDBUF_BOUND`).
+    pub(crate) fn sndbuf(&self) -> usize {
+        let set = self.opts.get().sndbuf.unwrap_or(crate::fs::sockopt::WMEM_DEFAULT);
+        usize::try_from(set).unwrap_or(0).min(SNDBUF_BOUND)
+    }
+
+    /// SO_SNDBUF changed: blocked senders and pollers look again (Linux's
+    /// sk_write_space).
+    pub(crate) fn sndbuf_changed(&self) {
+        self.events.notify(POLLOUT | POLLWRNORM);
     }
 
     /// connect(2) of a datagram socket: `target` becomes the default
@@ -893,7 +1027,7 @@ impl UnixSocket {
                     p.name = name;
                     None
                 }
-                _ => peer.replace(self.dgram_peer(&theirs.inbox.0, name)),
+                _ => peer.replace(self.dgram_peer(target, &theirs.inbox.0, name)),
             }
         };
         drop(old);
@@ -928,17 +1062,30 @@ impl UnixSocket {
         rights: &mut Option<Rights>,
         cred: SenderCred,
     ) -> Result<usize, Errno> {
+        let sndbuf = self.sndbuf();
         let Some(d) = &self.dgram else {
             let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
-            return self.stream()?.send_rights(data, rights, cred, false);
+            return self.stream()?.send_rights(data, rights, cred, false, sndbuf);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Errno::EPIPE);
         }
-        let dest = match to {
-            Some(t) => t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?,
-            None => d.peer.lock().as_ref().map(|p| p.queue.clone()).ok_or(Errno::ENOTCONN)?,
+        // As Linux's unix_dgram_sendmsg: at most the send buffer (less a
+        // header's room), sent while less than it is charged.
+        if data.len() > sndbuf.saturating_sub(MSG_HEADROOM) {
+            return Err(Errno::EMSGSIZE);
+        }
+        if d.sent.wmem.load(Ordering::Relaxed) >= sndbuf {
+            return Err(Errno::EAGAIN);
+        }
+        let (dest, receiver) = match to {
+            Some(t) => (t.dgram.as_ref().map(|td| td.inbox.0.clone()).ok_or(Errno::EPROTOTYPE)?, Some(t.clone())),
+            None => d.peer.lock().as_ref().map(|p| (p.queue.clone(), p.sock.upgrade())).ok_or(Errno::ENOTCONN)?,
         };
+        // A receiver not connected back (nor this socket itself) takes at
+        // most max_dgram_qlen messages (Linux's unix_recvq_full).
+        let to_self = Arc::ptr_eq(&dest, &d.inbox.0);
+        let qlen = (!to_self && !receiver.is_some_and(|r| r.dgram_connected_to(&d.inbox.0))).then_some(MAX_DGRAM_QLEN);
         let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
         let stamped = cred.stamp(dest.receiver_passcred());
         let mut msg = Some(Message {
@@ -946,9 +1093,9 @@ impl UnixSocket {
             from: self.local_name(),
             rights: rights.take(),
             cred: stamped,
-            unread: Some(Unread::new(&d.unread_sent, data.len())),
+            unread: None,
         });
-        let r = dest.send(&mut msg);
+        let r = dest.send(&mut msg, qlen, Some(&d.sent));
         if let Some(m) = msg {
             *rights = m.rights;
         }
@@ -980,7 +1127,7 @@ impl UnixSocket {
             return Err(Errno::EOPNOTSUPP);
         }
         let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
-        self.stream()?.send_rights(byte, rights, cred, true)
+        self.stream()?.send_rights(byte, rights, cred, true, self.sndbuf())
     }
 
     /// recv(MSG_OOB): a stream's urgent byte, never waiting; EINVAL
@@ -1186,7 +1333,12 @@ impl UnixSocket {
 super::anon::socket_node!(UnixSocket);
 
 impl FileOps for UnixSocket {
+    /// read(2): of no bytes returns 0 at once, whatever is queued (Linux's
+    /// sock_read_iter); otherwise a receive.
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         self.recv_msg(buf, false).map(|d| d.len)
     }
 
@@ -1207,7 +1359,19 @@ impl FileOps for UnixSocket {
             if shut & 1 != 0 { POLLIN | POLLRDNORM | POLLRDHUP } else { 0 } | if shut == 3 { POLLHUP } else { 0 };
         if let Some(d) = &self.dgram {
             let (queued, _, _, _) = d.inbox.0.readiness();
-            let writable = d.peer.lock().as_ref().is_none_or(|p| p.queue.readiness().1);
+            // Linux's unix_dgram_poll: capacity-based (a shut sending side
+            // does not count), and not while the destination, when not
+            // connected back, holds more than max_dgram_qlen messages.
+            // The destination's parts are taken out first: its socket's
+            // own lock is never taken under this one's.
+            let peer = d.peer.lock().as_ref().map(|p| (p.queue.clone(), p.sock.clone()));
+            let peer_full = peer.is_some_and(|(queue, sock)| {
+                !queue.readiness().1
+                    || (queue.len() > MAX_DGRAM_QLEN
+                        && !Arc::ptr_eq(&queue, &d.inbox.0)
+                        && !sock.upgrade().is_some_and(|r| r.dgram_connected_to(&d.inbox.0)))
+            });
+            let writable = !peer_full && writable(d.sent.wmem.load(Ordering::Relaxed), self.sndbuf());
             return (if queued { POLLIN | POLLRDNORM } else { 0 })
                 | if writable { POLLOUT | POLLWRNORM } else { 0 }
                 | shut_bits;
@@ -1220,7 +1384,7 @@ impl FileOps for UnixSocket {
             };
         }
         match self.stream() {
-            Ok(s) => s.poll_events(),
+            Ok(s) => s.poll_events(self.sndbuf()),
             Err(_) => POLLOUT | POLLWRNORM | POLLHUP | shut_bits,
         }
     }
@@ -1256,7 +1420,7 @@ impl FileOps for UnixSocket {
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         if req == crate::abi::ioctl::SIOCOUTQ {
             let n = match &self.dgram {
-                Some(d) => d.unread_sent.load(Ordering::Relaxed),
+                Some(d) => d.sent.data.load(Ordering::Relaxed),
                 None => self.stream().map_or(0, |s| s.unsent()),
             };
             ctx.mm().copy_out(arg, &i32::try_from(n).unwrap_or(i32::MAX).to_le_bytes())?;
@@ -1308,5 +1472,48 @@ mod tests {
         c.dgram_connect(&b).unwrap();
         drop(c);
         assert_eq!(b.inbox_entries(), base);
+    }
+
+    fn send(end: &UnixStream, n: usize, sndbuf: usize) -> Result<usize, Errno> {
+        end.send_rights(&vec![7u8; n], &mut None, SenderCred { cred: NO_PEER, attach: false }, false, sndbuf)
+    }
+
+    fn recv(end: &UnixStream, n: usize) -> usize {
+        end.recv_rights(&mut vec![0u8; n], false, false, false).map_or(0, |g| g.len)
+    }
+
+    #[test]
+    fn a_stream_writer_is_charged_its_unread_segments_against_its_send_buffer() {
+        let (a, b) = UnixStream::pair((1, 2), TimeSpec::default(), (NO_PEER, NO_PEER));
+        // Segments of at most half the buffer less 64 bytes, taken while
+        // less than the buffer is charged: one past it at most.
+        assert_eq!(send(&a, 10_000, 8192), Ok(2 * 4032));
+        assert_eq!(send(&a, 1, 8192), Err(Errno::EAGAIN));
+        assert_eq!(send(&a, 1, 20_000), Ok(1), "a larger buffer lets more in");
+        // Part of the first segment read: its overhead stays charged.
+        assert_eq!(recv(&b, 4000), 4000);
+        let charged = 4065 + 3 * 768;
+        assert_eq!(send(&a, 1, charged), Err(Errno::EAGAIN));
+        assert_eq!(recv(&b, 32), 32);
+        assert_eq!(send(&a, 1, charged), Ok(1), "a wholly read segment is released");
+        let charged = 4034 + 3 * 768;
+        assert_eq!(a.poll_events(4 * charged) & POLLOUT, POLLOUT);
+        assert_eq!(a.poll_events(4 * charged - 1) & POLLOUT, 0, "writable at a quarter charged");
+    }
+
+    #[test]
+    fn a_datagram_sender_is_charged_until_its_messages_are_read() {
+        let (a, b) = UnixSocket::dgram_pair((1, 2), TimeSpec::default(), NO_PEER);
+        let me = SenderCred { cred: NO_PEER, attach: false };
+        let mut sent = 0;
+        while a.send_msg(None, &[0u8; 50_000], &mut None, me).is_ok() {
+            sent += 1;
+        }
+        assert_eq!(sent, 5, "sent while less than 212992 is charged");
+        assert_eq!(a.poll_events() & POLLOUT, 0);
+        assert!(b.recv_msg(&mut [0u8; 16], false).is_ok());
+        assert!(a.send_msg(None, &[0u8; 50_000], &mut None, me).is_ok());
+        let big = vec![0u8; 212_992 - 31];
+        assert_eq!(a.send_msg(None, &big, &mut None, me).err(), Some(Errno::EMSGSIZE));
     }
 }

@@ -15,15 +15,28 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Bytes a queue holds before senders wait (Linux's default socket
-/// buffer); also the largest message (EMSGSIZE beyond).
-pub(crate) const QUEUE_BYTES: usize = 212_992;
-/// What each message costs beyond its data, so that empty messages are
-/// bounded too (Linux charges the buffer's overhead).
-const MESSAGE_OVERHEAD: usize = 768;
+/// The most a receive queue holds, in charged bytes. Linux bounds a Unix
+/// receive queue only through its senders: each is charged for what it
+/// sent until it is read (SO_SNDBUF), and a datagram socket takes at most
+/// `MAX_DGRAM_QLEN` messages from senders it is not connected to. This
+/// hard bound is the sentry's own, above what any sender's SO_SNDBUF
+/// lets it queue, so that no guest can grow a queue without limit.
+pub(crate) const QUEUE_BYTES: usize = 16 << 20;
+/// net.unix.max_dgram_qlen: the messages past which a datagram socket's
+/// queue is full to senders it is not connected to (Linux's
+/// unix_recvq_full: more than this many queued).
+pub(crate) const MAX_DGRAM_QLEN: usize = 10;
+/// What each message is charged beyond its data, against its sender's
+/// SO_SNDBUF and the queue: an approximation of Linux's skb truesize
+/// overhead (the sk_buff and its skb_shared_info, about 768 bytes on a
+/// 64-bit kernel). Linux's real truesize also rounds the data up to its
+/// allocation (a 4 KiB message costs about 8 KiB there); the sentry does
+/// not model the allocator, so somewhat more small messages fit.
+pub(crate) const MESSAGE_OVERHEAD: usize = 768;
 
-fn cost(len: usize) -> usize {
-    len + MESSAGE_OVERHEAD
+/// A message's (or a stream segment's) approximate truesize.
+pub(crate) fn cost(len: usize) -> usize {
+    len.saturating_add(MESSAGE_OVERHEAD)
 }
 
 /// One message.
@@ -38,20 +51,35 @@ pub(crate) struct Message {
     pub unread: Option<Unread>,
 }
 
-/// `n` bytes counted on a sending socket's `counter` of the data it sent
-/// that was not read yet, until they are read or dropped.
-pub(crate) struct Unread(Arc<AtomicUsize>, usize);
+/// What a datagram socket sent that was not read yet: the data bytes
+/// (SIOCOUTQ) and their charge (`cost`, Linux's sk_wmem_alloc) against its
+/// SO_SNDBUF; `room` is told (POLLOUT) when a read or drop releases some.
+#[derive(Default)]
+pub(crate) struct Outstanding {
+    pub data: AtomicUsize,
+    pub wmem: AtomicUsize,
+    pub room: Option<std::sync::Weak<Queue>>,
+}
+
+/// A message of `n` bytes counted on its sending socket's `Outstanding`
+/// until it is read or dropped.
+pub(crate) struct Unread(Arc<Outstanding>, usize);
 
 impl Unread {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>, n: usize) -> Unread {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub(crate) fn new(counter: &Arc<Outstanding>, n: usize) -> Unread {
+        counter.data.fetch_add(n, Ordering::Relaxed);
+        counter.wmem.fetch_add(cost(n), Ordering::Relaxed);
         Unread(counter.clone(), n)
     }
 }
 
 impl Drop for Unread {
     fn drop(&mut self) {
-        self.0.fetch_sub(self.1, Ordering::Relaxed);
+        self.0.data.fetch_sub(self.1, Ordering::Relaxed);
+        self.0.wmem.fetch_sub(cost(self.1), Ordering::Relaxed);
+        if let Some(q) = self.0.room.as_ref().and_then(std::sync::Weak::upgrade) {
+            q.notify(POLLOUT | POLLWRNORM);
+        }
     }
 }
 
@@ -113,11 +141,18 @@ impl MsgQueue {
     }
 
     /// Queues the message `msg` holds (taking it), or fails and leaves it
-    /// there: EAGAIN without room (the sender waits on `queue`), EPIPE
-    /// when the receiver is gone (the caller turns it into what its
-    /// socket type reports), ESHUTDOWN when it shut down receiving,
-    /// EMSGSIZE when the message could never fit.
-    pub(crate) fn send(&self, msg: &mut Option<Message>) -> Result<usize, Errno> {
+    /// there: EAGAIN without room or, with `qlen`, when more than `qlen`
+    /// messages wait (the sender waits on `queue`), EPIPE when the
+    /// receiver is gone (the caller turns it into what its socket type
+    /// reports), ESHUTDOWN when it shut down receiving, EMSGSIZE when the
+    /// message could never fit. Once queued, the message counts on
+    /// `sender` (if given) until it is read or dropped.
+    pub(crate) fn send(
+        &self,
+        msg: &mut Option<Message>,
+        qlen: Option<usize>,
+        sender: Option<&Arc<Outstanding>>,
+    ) -> Result<usize, Errno> {
         let len = msg.as_ref().map_or(0, |m| m.data.len());
         if len > QUEUE_BYTES {
             return Err(Errno::EMSGSIZE);
@@ -130,7 +165,7 @@ impl MsgQueue {
             if s.refusing {
                 return Err(Errno::ESHUTDOWN);
             }
-            if s.bytes + cost(len) > QUEUE_BYTES && !s.msgs.is_empty() {
+            if (s.bytes + cost(len) > QUEUE_BYTES && !s.msgs.is_empty()) || qlen.is_some_and(|q| s.msgs.len() > q) {
                 return Err(Errno::EAGAIN);
             }
             // Past the sandbox's memory limit the message cannot be
@@ -139,7 +174,7 @@ impl MsgQueue {
                 return Err(Errno::ENOBUFS);
             }
             s.bytes += cost(len);
-            s.msgs.extend(msg.take());
+            s.msgs.extend(msg.take().map(|m| Message { unread: sender.map(|c| Unread::new(c, len)), ..m }));
         }
         self.queue.notify(POLLIN | POLLRDNORM);
         Ok(len)
@@ -149,7 +184,7 @@ impl MsgQueue {
     /// when there is none (the receiver waits on `queue`). Once the
     /// senders are gone and the queue is empty, a receive returns 0 bytes.
     pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
-        let got = {
+        let (got, unread) = {
             let mut s = self.state.lock();
             let Some(m) = s.msgs.front() else {
                 if s.senders_gone {
@@ -168,10 +203,11 @@ impl MsgQueue {
             let m = s.msgs.pop_front().ok_or(Errno::EAGAIN)?;
             s.bytes -= cost(full);
             s.charge.shrink(cost(full) as u64);
-            // Read: off its sender's count.
-            drop(m.unread);
-            Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred), ended: false }
+            (Received { len, full, from: m.from, rights: m.rights, cred: Some(m.cred), ended: false }, m.unread)
         };
+        // Read: off its sender's count (which tells its pollers), outside
+        // the queue's lock.
+        drop(unread);
         self.queue.notify(POLLOUT | POLLWRNORM);
         Ok(got)
     }
@@ -221,6 +257,17 @@ impl MsgQueue {
         }
     }
 
+    /// The messages waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().msgs.len()
+    }
+
+    /// What the messages waiting are charged (their sender's sk_wmem_alloc
+    /// when it has one sender, a seqpacket direction's).
+    pub(crate) fn charged(&self) -> usize {
+        self.state.lock().bytes
+    }
+
     /// (readable, writable, receiver gone or refusing, senders gone).
     pub(crate) fn readiness(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
@@ -245,8 +292,8 @@ mod tests {
     #[test]
     fn messages_keep_their_boundaries() {
         let q = MsgQueue::new();
-        q.send(&mut Some(msg(b"hello"))).unwrap();
-        q.send(&mut Some(msg(b"world!"))).unwrap();
+        q.send(&mut Some(msg(b"hello")), None, None).unwrap();
+        q.send(&mut Some(msg(b"world!")), None, None).unwrap();
         let mut buf = [0u8; 3];
         let r = q.recv(&mut buf, true).unwrap();
         assert_eq!((r.len, r.full, &buf), (3, 5, b"hel"), "peek leaves it");
@@ -261,39 +308,45 @@ mod tests {
 
     #[test]
     fn unread_bytes_stay_on_the_senders_count_until_read_or_dropped() {
-        let counter = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::new(Outstanding::default());
         let q = MsgQueue::new();
         for data in [&b"hello"[..], b"hi"] {
-            q.send(&mut Some(Message { unread: Some(Unread::new(&counter, data.len())), ..msg(data) })).unwrap();
+            q.send(&mut Some(msg(data)), None, Some(&counter)).unwrap();
         }
-        assert_eq!(counter.load(Ordering::Relaxed), 7);
+        assert_eq!(counter.data.load(Ordering::Relaxed), 7);
         let mut buf = [0u8; 8];
         q.recv(&mut buf, true).unwrap();
-        assert_eq!(counter.load(Ordering::Relaxed), 7, "a peek leaves it");
+        assert_eq!(counter.data.load(Ordering::Relaxed), 7, "a peek leaves it");
         q.recv(&mut buf, false).unwrap();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        assert_eq!(counter.data.load(Ordering::Relaxed), 2);
         q.close_receiver();
-        assert_eq!(counter.load(Ordering::Relaxed), 0);
+        assert_eq!(counter.data.load(Ordering::Relaxed), 0);
     }
 
     #[test]
     fn full_queues_and_closed_ends() {
         let q = MsgQueue::new();
-        assert_eq!(q.send(&mut Some(msg(&vec![0; QUEUE_BYTES + 1]))).err(), Some(Errno::EMSGSIZE));
+        assert_eq!(q.send(&mut Some(msg(&vec![0; QUEUE_BYTES + 1])), None, None).err(), Some(Errno::EMSGSIZE));
         let mut empties = 0;
-        while q.send(&mut Some(msg(b""))).is_ok() {
+        while q.send(&mut Some(msg(b"")), None, None).is_ok() {
             empties += 1;
         }
-        assert!((100..1000).contains(&empties), "empty messages are bounded too: {empties}");
+        assert_eq!(empties, QUEUE_BYTES / MESSAGE_OVERHEAD, "empty messages are bounded too");
         let mut buf = [0u8; 1];
         while q.recv(&mut buf, false).is_ok() {}
-        q.send(&mut Some(msg(&vec![0; QUEUE_BYTES]))).unwrap();
-        assert_eq!(q.send(&mut Some(msg(b"x"))).err(), Some(Errno::EAGAIN));
+        q.send(&mut Some(msg(&vec![0; QUEUE_BYTES])), None, None).unwrap();
+        assert_eq!(q.send(&mut Some(msg(b"x")), None, None).err(), Some(Errno::EAGAIN));
         assert_eq!(q.readiness(), (true, false, false, false));
+        let q2 = MsgQueue::new();
+        for _ in 0..=MAX_DGRAM_QLEN {
+            q2.send(&mut Some(msg(b"x")), Some(MAX_DGRAM_QLEN), None).unwrap();
+        }
+        assert_eq!(q2.send(&mut Some(msg(b"x")), Some(MAX_DGRAM_QLEN), None).err(), Some(Errno::EAGAIN), "past qlen");
+        assert!(q2.send(&mut Some(msg(b"x")), None, None).is_ok(), "a connected peer is not held to it");
         q.close_receiver();
-        assert_eq!(q.send(&mut Some(msg(b"x"))).err(), Some(Errno::EPIPE));
+        assert_eq!(q.send(&mut Some(msg(b"x")), None, None).err(), Some(Errno::EPIPE));
         let q = MsgQueue::new();
-        q.send(&mut Some(msg(b"last"))).unwrap();
+        q.send(&mut Some(msg(b"last")), None, None).unwrap();
         q.close_senders();
         let mut buf = [0u8; 8];
         assert_eq!(q.recv(&mut buf, false).unwrap().len, 4);

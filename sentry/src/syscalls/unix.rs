@@ -16,12 +16,14 @@ use crate::abi::socket::CMSG_HDR;
 use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, Ucred, AF_UNIX, AF_UNSPEC, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_NOSIGNAL, MSG_OOB,
     MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SCM_CREDENTIALS, SCM_MAX_FD, SCM_RIGHTS, SHUT_RD, SHUT_RDWR, SHUT_WR,
-    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_OOBINLINE, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS,
+    SOCK_TYPE_MASK, SOL_SOCKET, SO_ACCEPTCONN, SO_OOBINLINE, SO_PASSCRED, SO_PEERCRED, SO_PEERGROUPS, SO_SNDBUF,
+    SO_SNDBUFFORCE,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
-use crate::fs::unix::{Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream};
-use crate::fs::unix_msg::QUEUE_BYTES;
+use crate::fs::unix::{
+    Inflight, PeerCred, Rights, SenderCred, SockType, UnixName, UnixNames, UnixSocket, UnixStream, SNDBUF_BOUND,
+};
 use crate::kernel::Task;
 use crate::vfs::{FileDescription, READ_EVENTS, WRITE_EVENTS};
 use std::sync::Arc;
@@ -233,11 +235,11 @@ fn getpeername(task: &Task, s: &UnixSocket, out: SockAddrArg) -> SysResult {
 const STREAM_CHUNK: usize = 1 << 20;
 
 /// The most one call moves through the sentry's own buffer: a message is
-/// at most a queue's size; a stream moves a chunk and reports a short
-/// count.
+/// at most the largest send buffer (a send checks its own socket's); a
+/// stream moves a chunk and reports a short count.
 fn buffer_cap(s: &UnixSocket) -> usize {
     if s.ty().has_messages() {
-        QUEUE_BYTES
+        SNDBUF_BOUND
     } else {
         STREAM_CHUNK
     }
@@ -356,7 +358,7 @@ fn send(
     let mut cursor = Cursor::new(bufs);
     let mut buf = Vec::new();
     if s.ty().has_messages() {
-        if len > QUEUE_BYTES {
+        if len > SNDBUF_BOUND {
             return Err(Errno::EMSGSIZE);
         }
         cursor.peek(&mm, &mut buf, len)?;
@@ -762,6 +764,9 @@ fn setsockopt(task: &Task, s: &UnixSocket, opt: OptArg) -> SysResult {
         return Ok(0);
     }
     sockopt::set(task, &unix_sock(s), opt.name, opt.val, opt.len)?;
+    if opt.name == SO_SNDBUF || opt.name == SO_SNDBUFFORCE {
+        s.sndbuf_changed();
+    }
     if opt.name == SO_OOBINLINE {
         s.set_oob_inline(s.opts.get().flags & sockopt::flag_bit(SO_OOBINLINE) != 0);
     }
