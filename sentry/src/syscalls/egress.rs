@@ -34,7 +34,7 @@ fn unmapped(to: SocketAddr) -> SocketAddr {
 /// not eth0's own address (which the netstack delivers inside, as Linux
 /// delivers to its own addresses through `lo`), not a multicast group
 /// (the netstack's: see `group_copy_left`).
-fn outbound(to: SocketAddr) -> bool {
+pub(super) fn outbound(to: SocketAddr) -> bool {
     let ip = unmapped(to).ip();
     let own = husk_netstack::iface::uplink().is_some_and(|u| ip == IpAddr::V4(u.addr));
     !(ip.is_loopback() || ip.is_unspecified() || own || ip.is_multicast())
