@@ -133,6 +133,8 @@ struct Inner {
     errors: VecDeque<ErrorEntry>,
     read_shut: bool,
     write_shut: bool,
+    /// SO_BROADCAST.
+    broadcast: bool,
 }
 
 /// The header fields one datagram's control messages set (IP_TTL and
@@ -256,6 +258,7 @@ impl UdpEndpoint {
                 errors: VecDeque::new(),
                 read_shut: false,
                 write_shut: false,
+                broadcast: false,
             }),
             multicast: Mutex::default(),
         })
@@ -354,6 +357,21 @@ impl UdpEndpoint {
             drop(i);
             return self.send_to_group(h.ip, h.port, (i_header, over.ttl), dest, data);
         }
+        if addr::is_broadcast(dest.ip()) {
+            // Without SO_BROADCAST, EACCES (udp_sendmsg); with it, every
+            // socket on the port bound to the wildcard or the broadcast
+            // address takes a copy, as __udp4_lib_mcast_deliver gives it.
+            if !i.broadcast {
+                return Err(Error::Access);
+            }
+            drop(i);
+            let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+            self.stack.count(data.len());
+            for m in self.ports().lock().lookup_all(dest, from) {
+                m.deliver_to(from, dest, i_header, data);
+            }
+            return Ok(data.len());
+        }
         // A source of the other version (connect chose an IPv6 one, the
         // datagram goes to IPv4) gives way to the route's, as Linux sends
         // from inet_saddr there.
@@ -385,6 +403,14 @@ impl UdpEndpoint {
         }
         if t.port() == 0 {
             return Err(Error::Invalid);
+        }
+        if addr::canonical(t.ip()) == IpAddr::V4(Ipv4Addr::BROADCAST) {
+            // The limited broadcast goes out of lo from a socket bound to
+            // a loopback address; the sentry takes it outside otherwise.
+            return match i.local.hold {
+                Some(h) if h.ip.is_loopback() => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::BROADCAST), t.port())),
+                _ => Err(Error::NetUnreachable),
+            };
         }
         let dest = addr::destination(self.family, i.local.opts.v6only, t)?;
         let bound = i.local.hold.map(|h| h.ip).filter(|ip| !i.local.chosen_ip || ip.is_ipv4());
@@ -640,6 +666,19 @@ impl UdpEndpoint {
         i.inbox.push_back(Queued { from: addr::presented(self.family, from), meta, data: data.to_vec(), cost });
         drop(i);
         self.queue.notify();
+    }
+
+    /// SO_BROADCAST on or off.
+    pub fn set_broadcast(&self, on: bool) {
+        self.inner.lock().broadcast = on;
+    }
+
+    /// Whether a datagram to `to` stays in the sandbox although its
+    /// address is not the sandbox's: the limited broadcast from a socket
+    /// bound to a loopback address, which Linux sends out of lo.
+    pub fn broadcasts_on_lo(&self, to: SocketAddr) -> bool {
+        addr::canonical(to.ip()) == IpAddr::V4(Ipv4Addr::BROADCAST)
+            && self.inner.lock().local.hold.is_some_and(|h| h.ip.is_loopback())
     }
 
     /// SO_RCVBUF: the size of the receive buffer, as Linux keeps it (the
@@ -919,6 +958,36 @@ mod tests {
         assert_eq!(v4.recv_error(&mut buf), Err(Error::WouldBlock));
         assert_eq!(v4.send_to(Some(addr("127.0.0.1:9")), &[0; 65_508]), Err(Error::MsgSize));
         assert_eq!(v4.recv_error(&mut buf).map(|e| e.kind), Ok(ErrorKind::TooBig { mtu: 65_536 }));
+    }
+
+    /// The limited broadcast from a socket bound to loopback, with
+    /// SO_BROADCAST, reaches the port's wildcard and broadcast sockets.
+    #[test]
+    fn a_broadcast_on_lo_reaches_the_ports_wildcards() {
+        let stack = Stack::new();
+        let shared = ShareOpts { reuse_addr: true, ..ShareOpts::default() };
+        let rx: Vec<_> = ["255.255.255.255:7030", "0.0.0.0:7030", "127.0.0.1:7030"]
+            .iter()
+            .map(|a| {
+                let r = UdpEndpoint::new(&stack, Family::V4);
+                r.set_share_opts(shared).unwrap();
+                r.bind(addr(a)).unwrap();
+                r
+            })
+            .collect();
+        let to = Some(addr("255.255.255.255:7030"));
+        let unbound = UdpEndpoint::new(&stack, Family::V4);
+        assert!(!unbound.broadcasts_on_lo(addr("255.255.255.255:7030")));
+        assert_eq!(unbound.send_to(to, b"x"), Err(Error::NetUnreachable), "no route off lo");
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        w.bind(addr("127.0.0.1:0")).unwrap();
+        assert!(w.broadcasts_on_lo(addr("255.255.255.255:7030")));
+        assert_eq!(w.send_to(to, b"x"), Err(Error::Access));
+        w.set_broadcast(true);
+        assert_eq!(w.send_to(to, b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        let got: Vec<_> = rx.iter().map(|r| r.recv_from(&mut buf, false).is_ok()).collect();
+        assert_eq!(got, [true, true, false]);
     }
 
     /// Connected to port 0: no peer to show, datagrams from any port of

@@ -7,8 +7,9 @@
  * IP_RECVORIGDSTADDR and IPV6_RECVORIGDSTADDR, IP_PKTINFO of a datagram to a
  * group, IPv4 options of fewer than four bytes, SOL_IPV6 on an IPv4 socket,
  * SO_DETACH_FILTER without a filter, bind to AF_UNSPEC, an IPv6 datagram too
- * big for any packet on the error queue (SO_EE_ORIGIN_LOCAL), and the
- * version of the source a dual-stack socket sends from.
+ * big for any packet on the error queue (SO_EE_ORIGIN_LOCAL), the
+ * version of the source a dual-stack socket sends from, and the limited
+ * broadcast on lo.
  */
 #include "check.h"
 
@@ -531,6 +532,62 @@ static void source_version(void)
     close(r);
 }
 
+/* The limited broadcast on lo: a socket may bind 255.255.255.255; one
+ * bound to 127.0.0.1 sends it out of lo with SO_BROADCAST (EACCES
+ * without), and it reaches the sockets bound to the port's wildcard or
+ * broadcast address, not one bound to 127.0.0.1. A socket bound to the
+ * broadcast address sends from lo's address. */
+static void broadcast(void)
+{
+    int port, one = 1;
+    struct sockaddr_in b = {.sin_family = AF_INET};
+    b.sin_addr.s_addr = htonl(INADDR_BROADCAST);
+    int r = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(setsockopt(r, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+    CHECK_OK(bind(r, (struct sockaddr *)&b, sizeof b));
+    struct sockaddr_in got;
+    socklen_t len = sizeof got;
+    CHECK_OK(getsockname(r, (struct sockaddr *)&got, &len));
+    CHECK_EQ(got.sin_addr.s_addr, htonl(INADDR_BROADCAST));
+    port = ntohs(got.sin_port);
+    int any = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(setsockopt(any, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+    struct sockaddr_in wild = {.sin_family = AF_INET, .sin_port = htons(port)};
+    CHECK_OK(bind(any, (struct sockaddr *)&wild, sizeof wild));
+    int lo = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(setsockopt(lo, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+    struct sockaddr_in lo_addr = v4(port);
+    CHECK_OK(bind(lo, (struct sockaddr *)&lo_addr, sizeof lo_addr));
+
+    struct sockaddr_in src = v4(0);
+    int wport;
+    int w = bound(AF_INET, &src, sizeof src, &wport);
+    struct sockaddr_in to = b;
+    to.sin_port = htons(port);
+    CHECK_ERR(sendto(w, "bc", 2, 0, (struct sockaddr *)&to, sizeof to), EACCES);
+    CHECK_OK(setsockopt(w, SOL_SOCKET, SO_BROADCAST, &one, sizeof one));
+    CHECK_EQ(sendto(w, "bc", 2, 0, (struct sockaddr *)&to, sizeof to), 2);
+    char buf[4];
+    wait_in(r);
+    CHECK_EQ(recv(r, buf, sizeof buf, MSG_DONTWAIT), 2);
+    wait_in(any);
+    CHECK_EQ(recv(any, buf, sizeof buf, MSG_DONTWAIT), 2);
+    CHECK_ERR(recv(lo, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+    close(w);
+
+    int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_OK(bind(s, (struct sockaddr *)&b, sizeof b));
+    CHECK_EQ(sendto(s, "u", 1, 0, (struct sockaddr *)&lo_addr, sizeof lo_addr), 1);
+    wait_in(lo);
+    len = sizeof got;
+    CHECK_EQ(recvfrom(lo, buf, sizeof buf, 0, (struct sockaddr *)&got, &len), 1);
+    CHECK_EQ(ntohl(got.sin_addr.s_addr), INADDR_LOOPBACK);
+    close(s);
+    close(lo);
+    close(any);
+    close(r);
+}
+
 int main(void)
 {
     connect_port_zero();
@@ -545,6 +602,7 @@ int main(void)
     bind_unspec();
     too_big();
     source_version();
+    broadcast();
     puts("udp_exact: ok");
     return 0;
 }

@@ -86,6 +86,7 @@ pub(crate) fn errno(e: NetError) -> Errno {
         NetError::NoDevice => Errno::ENODEV,
         NetError::NoBufs => Errno::ENOBUFS,
         NetError::NoMemory => Errno::ENOMEM,
+        NetError::Access => Errno::EACCES,
     }
 }
 

@@ -245,7 +245,7 @@ pub(super) fn send_datagram(
             crate::fs::dns::query(gateway, task.kernel.audit_log().cloned(), u, data);
             Some(Ok(data.len()))
         }
-        Some(to) if outbound(to) => {
+        Some(to) if outbound(to) && !matches!(&s.endpoint, Endpoint::Udp(u) if u.broadcasts_on_lo(to)) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
             let sent = permit(task, gateway, s, to)

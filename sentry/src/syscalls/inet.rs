@@ -23,8 +23,9 @@ use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE,
     IPV6_V6ONLY, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, MSG_ERRQUEUE, MSG_NOSIGNAL,
-    MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR,
-    SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDBUFFORCE,
+    MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN,
+    SO_BROADCAST, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF,
+    SO_SNDBUFFORCE,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -653,6 +654,9 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
             if let Some(size) = size.and_then(|n| usize::try_from(n).ok()) {
                 t.set_buffer_size(send, size);
             }
+        }
+        if let (SO_BROADCAST, Endpoint::Udp(u)) = (opt.1, &s.endpoint) {
+            u.set_broadcast(s.opts.get().flags & sockopt::flag_bit(SO_BROADCAST) != 0);
         }
         if let (SO_RCVBUF | SO_RCVBUFFORCE, Endpoint::Udp(u)) = (opt.1, &s.endpoint) {
             if let Some(size) = s.opts.get().rcvbuf.and_then(|n| usize::try_from(n).ok()) {
