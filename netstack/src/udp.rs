@@ -41,7 +41,7 @@ fn truesize(len: usize, v6: bool) -> usize {
     let head = len + if v6 { 392 } else { 379 };
     match head {
         ..=576 => 576 + SKB,
-        ..16_384 => head.next_power_of_two() + SKB,
+        577..16_384 => head.next_power_of_two() + SKB,
         _ => len + 832,
     }
 }
