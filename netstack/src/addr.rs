@@ -49,8 +49,8 @@ fn on_uplink(ip: IpAddr, up: Option<&Uplink>) -> bool {
     up.is_some_and(|u| ip == IpAddr::V4(u.addr))
 }
 
-/// May a socket bind `ip` (canonical)? Only the sandbox's own addresses
-/// and multicast groups.
+/// May a socket bind `ip` (canonical)? Only the sandbox's own addresses,
+/// broadcast addresses (the limited one and eth0's) and multicast groups.
 pub(crate) fn bindable(ip: IpAddr) -> Result<(), Error> {
     bindable_with(ip, uplink())
 }
@@ -60,13 +60,26 @@ fn bindable_with(ip: IpAddr, up: Option<&Uplink>) -> Result<(), Error> {
         // A group's address takes its datagrams; one of a scope that
         // needs an interface needs a scope id too.
         IpAddr::V6(v6) if crate::multicast::needs_scope(v6) => return Err(Error::Invalid),
-        ip if ip.is_multicast() => return Ok(()),
+        ip if ip.is_multicast() || is_broadcast_with(ip, up) => return Ok(()),
         _ => {}
     }
     if ip.is_unspecified() || ip.is_loopback() || on_uplink(ip, up) {
         Ok(())
     } else {
         Err(Error::AddrNotAvailable)
+    }
+}
+
+/// Whether `ip` (canonical) is a broadcast address: the limited one
+/// (255.255.255.255) or eth0's subnet's.
+pub(crate) fn is_broadcast(ip: IpAddr) -> bool {
+    is_broadcast_with(ip, uplink())
+}
+
+fn is_broadcast_with(ip: IpAddr, up: Option<&Uplink>) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_broadcast() || up.is_some_and(|u| v4 == u.broadcast()),
+        IpAddr::V6(_) => false,
     }
 }
 
@@ -95,8 +108,9 @@ pub(crate) fn source(bound: IpAddr, dest: IpAddr) -> IpAddr {
 }
 
 fn source_with(bound: IpAddr, dest: IpAddr, up: Option<&Uplink>) -> IpAddr {
-    // A socket bound to a group sends from its interface's address.
-    if !bound.is_unspecified() && !bound.is_multicast() {
+    // A socket bound to a group or a broadcast address sends from its
+    // interface's address (__inet_bind leaves inet_saddr unset).
+    if !bound.is_unspecified() && !bound.is_multicast() && !is_broadcast_with(bound, up) {
         return bound;
     }
     if on_uplink(dest, up) {

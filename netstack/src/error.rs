@@ -42,4 +42,6 @@ pub enum Error {
     NoBufs,
     #[error("cannot allocate memory")]
     NoMemory,
+    #[error("permission denied")]
+    Access,
 }

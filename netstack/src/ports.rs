@@ -26,6 +26,13 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
+    /// Does the binding take packets from `from`? A socket connected to
+    /// port 0 takes any port of its peer's address, as compute_score
+    /// checks only a remote port that is set.
+    fn takes_from(&self, from: SocketAddr) -> bool {
+        self.remote.is_none_or(|r| r.ip() == from.ip() && (r.port() == 0 || r.port() == from.port()))
+    }
+
     /// Does the binding take packets sent to `dest` (canonical)?
     fn covers(&self, dest: IpAddr) -> bool {
         if !self.ip.is_unspecified() {
@@ -229,9 +236,7 @@ impl<E> PortTable<E> {
     /// flows spread over the group and each stays with one socket.
     pub fn lookup(&self, dest: SocketAddr, from: SocketAddr, wanted: impl Fn(&Binding) -> bool) -> Option<Arc<E>> {
         let v = self.ports.get(&dest.port())?;
-        let fits = |e: &&Entry<E>| {
-            e.binding.covers(dest.ip()) && e.binding.remote.is_none_or(|r| r == from) && wanted(&e.binding)
-        };
+        let fits = |e: &&Entry<E>| e.binding.covers(dest.ip()) && e.binding.takes_from(from) && wanted(&e.binding);
         let exact = v.iter().rev().filter(fits).find(|e| !e.binding.ip.is_unspecified());
         let best = exact.or_else(|| v.iter().rev().find(fits))?;
         if !best.binding.reuse_port || best.binding.remote.is_some() {
@@ -252,7 +257,7 @@ impl<E> PortTable<E> {
     pub fn lookup_all(&self, dest: SocketAddr, from: SocketAddr) -> Vec<Arc<E>> {
         let Some(v) = self.ports.get(&dest.port()) else { return Vec::new() };
         v.iter()
-            .filter(|e| e.binding.covers(dest.ip()) && e.binding.remote.is_none_or(|r| r == from))
+            .filter(|e| e.binding.covers(dest.ip()) && e.binding.takes_from(from))
             .filter_map(|e| e.endpoint.upgrade())
             .collect()
     }

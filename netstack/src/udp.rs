@@ -8,6 +8,11 @@
 //! A UDP-Lite endpoint (IPPROTO_UDPLITE) is one of these with its own
 //! port space: inside the sandbox its datagrams travel whole, so the
 //! checksum coverage it asks for changes nothing about them.
+//!
+//! The receive buffer (SO_RCVBUF) is charged what Linux charges a
+//! datagram that came over loopback (its skb's truesize, `truesize`), and
+//! a datagram that would take the charge past the buffer's size is
+//! dropped unless the queue is empty, as in __udp_enqueue_schedule_skb.
 
 use crate::addr::{self, Family};
 use crate::multicast::{self, Memberships, Options as McastOptions};
@@ -19,23 +24,37 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Weak};
 
-/// How many bytes a socket queues before it drops datagrams (Linux's
-/// default rmem).
+/// The receive buffer a socket has until SO_RCVBUF sets one (Linux's
+/// default rmem, as SO_RCVBUF reports it).
 pub const RECEIVE_BUFFER: usize = 212_992;
 
-/// What a queued datagram costs beyond its payload, as Linux charges a
-/// buffer's overhead to the receive buffer: empty datagrams are not free.
-const DATAGRAM_OVERHEAD: usize = 256;
-
-fn cost(len: usize) -> usize {
-    len + DATAGRAM_OVERHEAD
+/// What a datagram of `len` bytes that travelled as IPv6 (`v6`) or IPv4
+/// costs its receiver's buffer: the truesize Linux 6.18 gives the skb of
+/// a datagram over loopback, as SO_MEMINFO shows it. Its head holds the
+/// payload, the headers and reserve (59 bytes, 72 for IPv6) and the
+/// shared info (320): up to 576 bytes it comes from the small-head cache,
+/// below 16 KiB from a power-of-two allocation, above that from page
+/// fragments; the sk_buff itself adds 256. So an empty datagram costs
+/// 832, and a full buffer holds as many datagrams as on Linux.
+fn truesize(len: usize, v6: bool) -> usize {
+    const SKB: usize = 256;
+    let head = len + if v6 { 392 } else { 379 };
+    match head {
+        ..=576 => 576 + SKB,
+        577..16_384 => head.next_power_of_two() + SKB,
+        _ => len + 832,
+    }
 }
 
-/// The largest datagram payload: 65535 less the IP and UDP headers.
-fn max_payload(f: Family) -> usize {
-    match f {
-        Family::V4 => 65_507,
-        Family::V6 => 65_527,
+/// The MTU of lo: what a datagram too big for it is told (ee_info).
+const LOOPBACK_MTU: u32 = 65_536;
+
+/// The largest payload of a datagram to `dest` (canonical): 65535 less
+/// the IP and UDP headers.
+fn max_payload(dest: SocketAddr) -> usize {
+    match dest {
+        SocketAddr::V4(_) => 65_507,
+        SocketAddr::V6(_) => 65_527,
     }
 }
 
@@ -64,23 +83,58 @@ fn error_header(to: IpAddr, sent: Header) -> Header {
     Header { tos, ttl: Header::default().ttl }
 }
 
+/// A datagram waiting to be read: its sender, how it arrived, its bytes
+/// and what it is charged.
+struct Queued {
+    from: SocketAddr,
+    meta: Meta,
+    data: Vec<u8>,
+    cost: usize,
+}
+
+/// An entry of the error queue: where the datagram that drew it was sent,
+/// how the error arrived, what the datagram left (the part an ICMP error
+/// quotes; nothing of one refused locally), the error and its charge.
+struct ErrorEntry {
+    to: SocketAddr,
+    arrived: Meta,
+    data: Vec<u8>,
+    kind: ErrorKind,
+    cost: usize,
+}
+
+/// Why a datagram came back on the error queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Its destination's port unreachable (ECONNREFUSED, reported by an
+    /// ICMP or ICMPv6 message from the destination).
+    PortUnreachable,
+    /// Too big for the route, refused by the sender's own stack (EMSGSIZE,
+    /// SO_EE_ORIGIN_LOCAL, with the route's MTU).
+    TooBig { mtu: u32 },
+}
+
 struct Inner {
     local: Local,
     peer: Option<SocketAddr>,
-    inbox: VecDeque<(SocketAddr, Meta, Vec<u8>)>,
+    inbox: VecDeque<Queued>,
+    /// What the inbox and the error queue are charged (sk_rmem_alloc).
     queued: usize,
+    /// SO_RCVBUF as Linux keeps it (the doubled value).
+    rcvbuf: usize,
     /// What this socket's datagrams carry in their IP header.
     header: Header,
     error: Option<Error>,
     /// IP_RECVERR and IPV6_RECVERR: errors of datagrams to IPv4 and to
     /// IPv6 destinations are queued, and reach an unconnected socket too.
     recv_errors: (bool, bool),
-    /// The datagrams that drew an error (their destination, how the error
-    /// arrived and the part it quotes), charged to the receive buffer as
+    /// The datagrams that drew an error, charged to the receive buffer as
     /// Linux does.
-    errors: VecDeque<(SocketAddr, Meta, Vec<u8>)>,
+    errors: VecDeque<ErrorEntry>,
     read_shut: bool,
     write_shut: bool,
+    /// SO_BROADCAST.
+    broadcast: bool,
 }
 
 /// The header fields one datagram's control messages set (IP_TTL and
@@ -143,16 +197,17 @@ pub struct Datagram {
 }
 
 /// A datagram the error queue gave back: bytes copied, the length the
-/// error quoted, where it was sent, and how the error arrived (sent to
-/// the datagram's source; its header as Linux's icmp_send and icmp6_send
-/// make it). Its error is always a port unreachable (ECONNREFUSED) from
-/// that destination itself.
+/// error quoted, where it was sent, how the error arrived (a port
+/// unreachable is sent to the datagram's source by that destination
+/// itself, its header as Linux's icmp_send and icmp6_send make it) and
+/// what the error is.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Unreachable {
+pub struct QueuedError {
     pub len: usize,
     pub full: usize,
     pub to: SocketAddr,
     pub error: Meta,
+    pub kind: ErrorKind,
 }
 
 /// The IP header fields a sender sets (IP_TOS/IPV6_TCLASS and
@@ -196,12 +251,14 @@ impl UdpEndpoint {
                 peer: None,
                 inbox: VecDeque::new(),
                 queued: 0,
+                rcvbuf: RECEIVE_BUFFER,
                 header: Header::default(),
                 error: None,
                 recv_errors: (false, false),
                 errors: VecDeque::new(),
                 read_shut: false,
                 write_shut: false,
+                broadcast: false,
             }),
             multicast: Mutex::default(),
         })
@@ -281,22 +338,18 @@ impl UdpEndpoint {
     /// set.
     pub fn send_with(&self, to: Option<SocketAddr>, data: &[u8], over: HeaderOverride) -> Result<usize, Error> {
         let mut i = self.inner.lock();
-        if let Some(e) = i.error.take() {
-            return Err(e);
+        // Linux's order: the destination, the size, then (allocating the
+        // packet) a shutdown and a pending error.
+        let dest = self.destination(&i, to)?;
+        if data.len() > max_payload(dest) {
+            drop(i);
+            return Err(self.too_big(dest, data.len()));
         }
         if i.write_shut {
             return Err(Error::BrokenPipe);
         }
-        let dest = match to {
-            Some(t) => {
-                let dest = addr::destination(self.family, i.local.opts.v6only, t)?;
-                addr::check_bound_family(i.local.hold.filter(|_| !i.local.chosen_ip).map(|h| h.ip), dest.ip())?;
-                dest
-            }
-            None => i.peer.ok_or(Error::DestAddrRequired)?,
-        };
-        if data.len() > max_payload(self.family) {
-            return Err(Error::MsgSize);
+        if let Some(e) = i.error.take() {
+            return Err(e);
         }
         let h = i.local.hold_or_bind(self.ports(), self.family, &self.me)?;
         let i_header = over.over(i.header);
@@ -304,7 +357,26 @@ impl UdpEndpoint {
             drop(i);
             return self.send_to_group(h.ip, h.port, (i_header, over.ttl), dest, data);
         }
-        let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+        if addr::is_broadcast(dest.ip()) {
+            // Without SO_BROADCAST, EACCES (udp_sendmsg); with it, every
+            // socket on the port bound to the wildcard or the broadcast
+            // address takes a copy, as __udp4_lib_mcast_deliver gives it.
+            if !i.broadcast {
+                return Err(Error::Access);
+            }
+            drop(i);
+            let from = SocketAddr::new(addr::source(h.ip, dest.ip()), h.port);
+            self.stack.count(data.len());
+            for m in self.ports().lock().lookup_all(dest, from) {
+                m.deliver_to(from, dest, i_header, data);
+            }
+            return Ok(data.len());
+        }
+        // A source of the other version (connect chose an IPv6 one, the
+        // datagram goes to IPv4) gives way to the route's, as Linux sends
+        // from inet_saddr there.
+        let bound = if h.ip.is_ipv4() == dest.ip().is_ipv4() { h.ip } else { self.family.any() };
+        let from = SocketAddr::new(addr::source(bound, dest.ip()), h.port);
         let target = self.ports().lock().lookup(dest, from, |_| true);
         match target {
             Some(t) => {
@@ -320,6 +392,76 @@ impl UdpEndpoint {
         Ok(data.len())
     }
 
+    /// Where a datagram to `to` (or the peer) goes: port 0 is EINVAL, as
+    /// in udp_sendmsg; an address of the other version than the one the
+    /// socket was bound to, or than the IPv4 one connect chose, has no
+    /// route (addr::check_bound_family).
+    fn destination(&self, i: &Inner, to: Option<SocketAddr>) -> Result<SocketAddr, Error> {
+        let Some(t) = to else { return i.peer.ok_or(Error::DestAddrRequired) };
+        if self.family == Family::V6 && i.local.opts.v6only && addr::canonical(t.ip()).is_ipv4() {
+            return Err(Error::NetUnreachable);
+        }
+        if t.port() == 0 {
+            return Err(Error::Invalid);
+        }
+        if addr::canonical(t.ip()) == IpAddr::V4(Ipv4Addr::BROADCAST) {
+            // The limited broadcast goes out of lo from a socket bound to
+            // a loopback address; the sentry takes it outside otherwise.
+            return match i.local.hold {
+                Some(h) if h.ip.is_loopback() => Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::BROADCAST), t.port())),
+                _ => Err(Error::NetUnreachable),
+            };
+        }
+        let dest = addr::destination(self.family, i.local.opts.v6only, t)?;
+        let bound = i.local.hold.map(|h| h.ip).filter(|ip| !i.local.chosen_ip || ip.is_ipv4());
+        addr::check_bound_family(bound, dest.ip())?;
+        Ok(dest)
+    }
+
+    /// A datagram of `len` bytes to `to` (or the peer) that no IP packet
+    /// holds: EMSGSIZE (EDESTADDRREQ and the other errors of a send
+    /// first). The sentry asks this without copying the datagram in.
+    pub fn refuse_oversize(&self, to: Option<SocketAddr>, len: usize) -> Error {
+        // udp_sendmsg refuses it before it looks at the address.
+        if self.family == Family::V4 && len > 0xffff {
+            return Error::MsgSize;
+        }
+        let i = self.inner.lock();
+        match self.destination(&i, to) {
+            Ok(dest) => {
+                drop(i);
+                self.too_big(dest, len)
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// EMSGSIZE for a datagram of `len` bytes to `dest` (canonical). A
+    /// socket asking for the errors of `dest`'s family finds it on its
+    /// error queue when Linux's ip_append_data or __ip6_append_data
+    /// reports it (ip_local_error, ipv6_local_error): IPv4 past the
+    /// 65535-byte packet but within udp_sendmsg's 65535-byte payload
+    /// bound, IPv6 at any size.
+    fn too_big(&self, dest: SocketAddr, len: usize) -> Error {
+        let mut i = self.inner.lock();
+        let reported = match dest {
+            SocketAddr::V4(_) => i.recv_errors.0 && len <= 0xffff,
+            SocketAddr::V6(_) => i.recv_errors.1,
+        };
+        let cost = truesize(0, dest.is_ipv6());
+        if reported && i.queued + cost < i.rcvbuf && self.stack.charge(cost) {
+            i.queued += cost;
+            let none = SocketAddr::new(self.family.any(), 0);
+            let arrived = Meta { to: none, header: Header::default(), at: std::time::SystemTime::now() };
+            let to = addr::presented(self.family, dest);
+            let kind = ErrorKind::TooBig { mtu: LOOPBACK_MTU };
+            i.errors.push_back(ErrorEntry { to, arrived, data: Vec::new(), kind, cost });
+            drop(i);
+            self.queue.notify();
+        }
+        Error::MsgSize
+    }
+
     /// The port unreachable a datagram to `dest` (canonical) draws, as
     /// Linux's __udp4_lib_err and __udp6_lib_err take it: it reaches the
     /// sender unless that is connected to another peer; a connected
@@ -333,15 +475,24 @@ impl UdpEndpoint {
         }
         i.error = Some(Error::ConnRefused);
         let quote = &data[..data.len().min(quoted(dest.ip()))];
-        // A full buffer drops the error's datagram, not the error.
-        if asked && i.queued + cost(quote.len()) <= RECEIVE_BUFFER && self.stack.charge(cost(quote.len())) {
-            i.queued += cost(quote.len());
-            let error = Meta {
+        let cost = truesize(quote.len(), dest.is_ipv6());
+        // A full buffer drops the error's datagram, not the error (as
+        // sock_queue_err_skb refuses what would reach the buffer's size).
+        if asked && i.queued + cost < i.rcvbuf && self.stack.charge(cost) {
+            i.queued += cost;
+            let arrived = Meta {
                 to: addr::presented(self.family, from),
                 header: error_header(dest.ip(), header),
                 at: std::time::SystemTime::now(),
             };
-            i.errors.push_back((addr::presented(self.family, dest), error, quote.to_vec()));
+            let to = addr::presented(self.family, dest);
+            i.errors.push_back(ErrorEntry {
+                to,
+                arrived,
+                data: quote.to_vec(),
+                kind: ErrorKind::PortUnreachable,
+                cost,
+            });
         }
         drop(i);
         // The news wakes a blocked receiver.
@@ -357,7 +508,7 @@ impl UdpEndpoint {
             Family::V6 => i.recv_errors.1 = on,
         }
         if !on {
-            let freed: usize = i.errors.drain(..).map(|(.., d)| cost(d.len())).sum();
+            let freed: usize = i.errors.drain(..).map(|e| e.cost).sum();
             i.queued -= freed;
             self.stack.uncharge(freed);
         }
@@ -367,17 +518,24 @@ impl UdpEndpoint {
 
     /// recvmsg(MSG_ERRQUEUE): the oldest datagram that drew an error, cut
     /// to `buf` (taken even with MSG_PEEK, as Linux's ip_recv_error
-    /// does); WouldBlock when there is none. The pending error becomes
-    /// that of the next entry, or none, as in sock_dequeue_err_skb.
-    pub fn recv_error(&self, buf: &mut [u8]) -> Result<Unreachable, Error> {
+    /// does); WouldBlock when there is none. As in sock_dequeue_err_skb,
+    /// a next entry an ICMP message brought makes its error pending, and
+    /// taking one such entry without such a next clears the pending
+    /// error.
+    pub fn recv_error(&self, buf: &mut [u8]) -> Result<QueuedError, Error> {
         let mut i = self.inner.lock();
-        let (to, error, data) = i.errors.pop_front().ok_or(Error::WouldBlock)?;
-        i.queued -= cost(data.len());
-        self.stack.uncharge(cost(data.len()));
-        i.error = if i.errors.is_empty() { None } else { Some(Error::ConnRefused) };
-        let len = data.len().min(buf.len());
-        buf[..len].copy_from_slice(&data[..len]);
-        Ok(Unreachable { len, full: data.len(), to, error })
+        let e = i.errors.pop_front().ok_or(Error::WouldBlock)?;
+        i.queued -= e.cost;
+        self.stack.uncharge(e.cost);
+        let icmp = |k: ErrorKind| k == ErrorKind::PortUnreachable;
+        if i.errors.front().is_some_and(|n| icmp(n.kind)) {
+            i.error = Some(Error::ConnRefused);
+        } else if icmp(e.kind) {
+            i.error = None;
+        }
+        let len = e.data.len().min(buf.len());
+        buf[..len].copy_from_slice(&e.data[..len]);
+        Ok(QueuedError { len, full: e.data.len(), to: e.to, error: e.arrived, kind: e.kind })
     }
 
     /// The route of an IPv4 datagram to a group from a socket bound to
@@ -492,45 +650,70 @@ impl UdpEndpoint {
         self.inner.lock().header = header;
     }
 
-    /// Queues a datagram from `from` sent to `to` with `header`.
+    /// Queues a datagram from `from` sent to `to` (canonical) with
+    /// `header`.
     fn deliver_to(&self, from: SocketAddr, to: SocketAddr, header: Header, data: &[u8]) {
         let mut i = self.inner.lock();
-        // A full queue, or the sandbox's memory spent, drops the datagram.
-        if i.queued + cost(data.len()) > RECEIVE_BUFFER || !self.stack.charge(cost(data.len())) {
+        let cost = truesize(data.len(), to.is_ipv6());
+        // A datagram that would charge the buffer past its size is
+        // dropped unless nothing is queued, as is one the sandbox's
+        // memory cannot hold.
+        if (i.queued > 0 && i.queued + cost > i.rcvbuf) || !self.stack.charge(cost) {
             return;
         }
-        i.queued += cost(data.len());
+        i.queued += cost;
         let meta = Meta { to: addr::presented(self.family, to), header, at: std::time::SystemTime::now() };
-        i.inbox.push_back((addr::presented(self.family, from), meta, data.to_vec()));
+        i.inbox.push_back(Queued { from: addr::presented(self.family, from), meta, data: data.to_vec(), cost });
         drop(i);
         self.queue.notify();
     }
 
+    /// SO_BROADCAST on or off.
+    pub fn set_broadcast(&self, on: bool) {
+        self.inner.lock().broadcast = on;
+    }
+
+    /// Whether a datagram to `to` stays in the sandbox although its
+    /// address is not the sandbox's: the limited broadcast from a socket
+    /// bound to a loopback address, which Linux sends out of lo.
+    pub fn broadcasts_on_lo(&self, to: SocketAddr) -> bool {
+        addr::canonical(to.ip()) == IpAddr::V4(Ipv4Addr::BROADCAST)
+            && self.inner.lock().local.hold.is_some_and(|h| h.ip.is_loopback())
+    }
+
+    /// SO_RCVBUF: the size of the receive buffer, as Linux keeps it (the
+    /// doubled value SO_RCVBUF reads back). Datagrams already queued stay.
+    pub fn set_receive_buffer(&self, size: usize) {
+        self.inner.lock().rcvbuf = size;
+    }
+
     /// recvfrom(2): the next datagram (with `peek`, left queued), cut to
-    /// `buf`; WouldBlock when there is none.
+    /// `buf`; WouldBlock when there is none, after SHUT_RD too (a
+    /// receive that may wait then ends with nothing: see `read_shut`).
     pub fn recv_from(&self, buf: &mut [u8], peek: bool) -> Result<Datagram, Error> {
         let mut i = self.inner.lock();
         if let Some(e) = i.error.take() {
             return Err(e);
         }
-        let Some((from, meta, data)) = i.inbox.front() else {
-            return if i.read_shut {
-                let none = SocketAddr::new(self.family.any(), 0);
-                let meta = Meta { to: none, header: Header::default(), at: std::time::SystemTime::now() };
-                Ok(Datagram { len: 0, full: 0, from: none, meta })
-            } else {
-                Err(Error::WouldBlock)
-            };
-        };
-        let (from, meta, full) = (*from, *meta, data.len());
+        let q = i.inbox.front().ok_or(Error::WouldBlock)?;
+        let (from, meta, full) = (q.from, q.meta, q.data.len());
         let len = full.min(buf.len());
-        buf[..len].copy_from_slice(&data[..len]);
+        buf[..len].copy_from_slice(&q.data[..len]);
         if !peek {
-            i.inbox.pop_front();
-            i.queued -= cost(full);
-            self.stack.uncharge(cost(full));
+            if let Some(q) = i.inbox.pop_front() {
+                i.queued -= q.cost;
+                self.stack.uncharge(q.cost);
+            }
         }
         Ok(Datagram { len, full, from, meta })
+    }
+
+    /// Whether receiving was shut down (SHUT_RD): a receive that would
+    /// wait for a datagram returns 0 instead, as Linux's
+    /// __skb_wait_for_more_packets gives up; one that may not wait still
+    /// fails with EAGAIN.
+    pub fn read_shut(&self) -> bool {
+        self.inner.lock().read_shut
     }
 
     /// shutdown(2): ENOTCONN unless connected, as Linux, which records
@@ -578,12 +761,15 @@ impl UdpEndpoint {
     }
 
     pub fn peer_addr(&self) -> Result<SocketAddr, Error> {
-        self.inner.lock().peer.map(|p| addr::presented(self.family, p)).ok_or(Error::NotConnected)
+        // Connected to port 0, it sends there but has no peer to show, as
+        // inet_getname says.
+        let peer = self.inner.lock().peer.filter(|p| p.port() != 0);
+        peer.map(|p| addr::presented(self.family, p)).ok_or(Error::NotConnected)
     }
 
     /// The size of the next datagram (FIONREAD).
     pub fn next_len(&self) -> usize {
-        self.inner.lock().inbox.front().map_or(0, |(_, _, d)| d.len())
+        self.inner.lock().inbox.front().map_or(0, |q| q.data.len())
     }
 
     pub fn share_opts(&self) -> ShareOpts {
@@ -710,7 +896,114 @@ mod tests {
         for _ in 0..10_000 {
             assert_eq!(w.send_to(Some(addr("127.0.0.1:7000")), b""), Ok(0));
         }
-        assert_eq!(r.inner.lock().inbox.len(), RECEIVE_BUFFER / DATAGRAM_OVERHEAD);
+        assert_eq!(r.inner.lock().inbox.len(), RECEIVE_BUFFER / 832);
+    }
+
+    /// The truesize Linux 6.18 charges on loopback, at the edges of its
+    /// allocation classes (measured with SO_MEMINFO).
+    #[test]
+    fn datagrams_cost_their_truesize() {
+        let v4 = [(0, 832), (197, 832), (198, 1280), (645, 1280), (646, 2304), (2304, 4352), (16_004, 16_640)];
+        for (len, cost) in v4 {
+            assert_eq!(truesize(len, false), cost, "{len}");
+        }
+        assert_eq!(truesize(16_005, false), 16_837);
+        assert_eq!(truesize(65_507, false), 66_339);
+        assert_eq!((truesize(184, true), truesize(185, true)), (832, 1280));
+        assert_eq!((truesize(15_991, true), truesize(15_992, true)), (16_640, 16_824));
+    }
+
+    /// SO_RCVBUF bounds the queue: a datagram that would take the charge
+    /// past it is dropped unless nothing is queued.
+    #[test]
+    fn the_receive_buffer_bounds_the_queue() {
+        let stack = Stack::new();
+        let r = UdpEndpoint::new(&stack, Family::V4);
+        r.bind(addr("127.0.0.1:7010")).unwrap();
+        r.set_receive_buffer(9216);
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        let to = Some(addr("127.0.0.1:7010"));
+        for _ in 0..10 {
+            assert_eq!(w.send_to(to, &[0; 2304]), Ok(2304));
+        }
+        assert_eq!(r.inner.lock().inbox.len(), 2);
+        let mut buf = [0u8; 8];
+        while r.recv_from(&mut buf, false).is_ok() {}
+        r.set_receive_buffer(2304);
+        assert_eq!(w.send_to(to, &[0; 4000]), Ok(4000));
+        assert_eq!(w.send_to(to, b""), Ok(0));
+        assert_eq!(r.inner.lock().inbox.len(), 1, "the first fits an empty queue only");
+    }
+
+    /// A datagram past any IPv6 packet is EMSGSIZE and, with IPV6_RECVERR,
+    /// a local error on the queue that leaves no error pending; IPv4 past
+    /// 65535 bytes queues nothing.
+    #[test]
+    fn an_ipv6_datagram_too_big_is_a_local_error() {
+        let stack = Stack::new();
+        let u = UdpEndpoint::new(&stack, Family::V6);
+        let to = Some(addr("[::1]:9"));
+        assert_eq!(u.send_to(to, &[0; 65_528]), Err(Error::MsgSize));
+        let mut buf = [0u8; 4];
+        assert_eq!(u.recv_error(&mut buf), Err(Error::WouldBlock), "not asked for");
+        u.set_recv_errors(Family::V6, true);
+        assert_eq!(u.refuse_oversize(to, 70_000), Error::MsgSize);
+        let e = u.recv_error(&mut buf).unwrap();
+        assert_eq!((e.len, e.to, e.kind), (0, addr("[::1]:9"), ErrorKind::TooBig { mtu: 65_536 }));
+        assert_eq!(u.take_error(), None);
+        assert_eq!(u.refuse_oversize(Some(addr("[::1]:0")), 70_000), Error::Invalid, "the address first");
+        let v4 = UdpEndpoint::new(&stack, Family::V4);
+        v4.set_recv_errors(Family::V4, true);
+        assert_eq!(v4.refuse_oversize(Some(addr("127.0.0.1:9")), 70_000), Error::MsgSize);
+        assert_eq!(v4.recv_error(&mut buf), Err(Error::WouldBlock));
+        assert_eq!(v4.send_to(Some(addr("127.0.0.1:9")), &[0; 65_508]), Err(Error::MsgSize));
+        assert_eq!(v4.recv_error(&mut buf).map(|e| e.kind), Ok(ErrorKind::TooBig { mtu: 65_536 }));
+    }
+
+    /// The limited broadcast from a socket bound to loopback, with
+    /// SO_BROADCAST, reaches the port's wildcard and broadcast sockets.
+    #[test]
+    fn a_broadcast_on_lo_reaches_the_ports_wildcards() {
+        let stack = Stack::new();
+        let shared = ShareOpts { reuse_addr: true, ..ShareOpts::default() };
+        let rx: Vec<_> = ["255.255.255.255:7030", "0.0.0.0:7030", "127.0.0.1:7030"]
+            .iter()
+            .map(|a| {
+                let r = UdpEndpoint::new(&stack, Family::V4);
+                r.set_share_opts(shared).unwrap();
+                r.bind(addr(a)).unwrap();
+                r
+            })
+            .collect();
+        let to = Some(addr("255.255.255.255:7030"));
+        let unbound = UdpEndpoint::new(&stack, Family::V4);
+        assert!(!unbound.broadcasts_on_lo(addr("255.255.255.255:7030")));
+        assert_eq!(unbound.send_to(to, b"x"), Err(Error::NetUnreachable), "no route off lo");
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        w.bind(addr("127.0.0.1:0")).unwrap();
+        assert!(w.broadcasts_on_lo(addr("255.255.255.255:7030")));
+        assert_eq!(w.send_to(to, b"x"), Err(Error::Access));
+        w.set_broadcast(true);
+        assert_eq!(w.send_to(to, b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        let got: Vec<_> = rx.iter().map(|r| r.recv_from(&mut buf, false).is_ok()).collect();
+        assert_eq!(got, [true, true, false]);
+    }
+
+    /// Connected to port 0: no peer to show, datagrams from any port of
+    /// the address; sendto port 0 is EINVAL.
+    #[test]
+    fn port_zero_is_no_peer() {
+        let stack = Stack::new();
+        let u = UdpEndpoint::new(&stack, Family::V4);
+        u.bind(addr("127.0.0.1:7020")).unwrap();
+        u.connect(Some(addr("127.0.0.1:0"))).unwrap();
+        assert_eq!(u.peer_addr(), Err(Error::NotConnected));
+        let w = UdpEndpoint::new(&stack, Family::V4);
+        assert_eq!(w.send_to(Some(addr("127.0.0.1:7020")), b"x"), Ok(1));
+        let mut buf = [0u8; 1];
+        assert_eq!(u.recv_from(&mut buf, false).map(|d| d.len), Ok(1));
+        assert_eq!(w.send_to(Some(addr("127.0.0.1:0")), b"x"), Err(Error::Invalid));
     }
 
     #[test]

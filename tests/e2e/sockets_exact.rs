@@ -61,6 +61,17 @@ fn sockets_exact_udp_error_queue() {
     guest_test("udp_errqueue", &[]);
 }
 
+/// UDP corners: connected to port 0, sendto port 0, SHUT_RD's EAGAIN and
+/// 0, SIOCGSTAMP, the receive buffer's truesize accounting, IPv4 control
+/// messages on a dual-stack socket, IP(V6)_RECVORIGDSTADDR, IP_PKTINFO of
+/// a group's datagram, short IPv4 options, SOL_IPV6 on IPv4,
+/// SO_DETACH_FILTER, bind(AF_UNSPEC), an IPv6 datagram too big (a local
+/// error on the queue) and the source version of a dual-stack send.
+#[test]
+fn sockets_exact_udp() {
+    guest_test("udp_exact", &[]);
+}
+
 /// TCP errors after the peer closed, non-blocking connect, binding rules.
 #[test]
 fn sockets_exact_tcp() {

@@ -110,6 +110,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "udp_lite_header",
     "tcp_ports",
     "udp_errqueue",
+    "udp_exact",
     "multicast",
     "unix_oob",
     "unix_edges",

@@ -282,6 +282,14 @@ pub const IPV6_HOPLIMIT: i32 = 52;
 pub const IPV6_RECVTCLASS: i32 = 66;
 pub const IPV6_TCLASS: i32 = 67;
 pub const IPV6_MTU_DISCOVER: i32 = 23;
+/// IP_RECVORIGDSTADDR and IPV6_RECVORIGDSTADDR, each also its message's
+/// type (IP_ORIGDSTADDR, IPV6_ORIGDSTADDR).
+pub const IP_RECVORIGDSTADDR: i32 = 20;
+pub const IPV6_RECVORIGDSTADDR: i32 = 74;
+/// Removes a socket's filter (SO_ATTACH_FILTER's).
+pub const SO_DETACH_FILTER: i32 = libc::SO_DETACH_FILTER;
+/// `ee_origin` of an error the sender's own stack reported.
+pub const SO_EE_ORIGIN_LOCAL: u8 = 1;
 /// SO_TIMESTAMP's and SO_TIMESTAMPNS's message types, old and new.
 pub const SCM_TIMESTAMP_OLD: i32 = 29;
 pub const SCM_TIMESTAMPNS_OLD: i32 = 35;

@@ -9,7 +9,7 @@ use crate::abi::ioctl::{FIONREAD, SIOCATMARK, SIOCOUTQ};
 use crate::abi::Errno;
 use crate::fs::egress::{HostConn, Opened};
 use crate::fs::inbound::Listener;
-use crate::vfs::{Fasync, FileOps, IoctlContext, TimeSpec, UrgentSignal};
+use crate::vfs::{Fasync, FileOps, IoctlContext, ReadCall, TimeSpec, UrgentSignal};
 use crate::waiter::{alarm, Entry, Notify, Queue, ALL};
 use husk_netstack::udp::HeaderOverride;
 use husk_netstack::waiter::Notifier;
@@ -54,6 +54,9 @@ pub(crate) struct InetSocket {
     /// A listener's alarm for the time a connection TCP_DEFER_ACCEPT
     /// holds back becomes acceptable.
     defer_alarm: Mutex<Option<alarm::Key>>,
+    /// When the last datagram received without a timestamp message
+    /// arrived (Linux's sk_stamp, which SIOCGSTAMP reads).
+    stamp: Mutex<Option<std::time::SystemTime>>,
     me: Weak<InetSocket>,
 }
 
@@ -83,6 +86,7 @@ pub(crate) fn errno(e: NetError) -> Errno {
         NetError::NoDevice => Errno::ENODEV,
         NetError::NoBufs => Errno::ENOBUFS,
         NetError::NoMemory => Errno::ENOMEM,
+        NetError::Access => Errno::EACCES,
     }
 }
 
@@ -127,6 +131,7 @@ impl InetSocket {
             inbound: Mutex::default(),
             owner,
             defer_alarm: Mutex::new(None),
+            stamp: Mutex::new(None),
             me: me.clone(),
         })
     }
@@ -184,22 +189,48 @@ impl InetSocket {
 
     /// Receives into `buf` like recv(2): bytes copied, the whole datagram's
     /// length, and the sender of a datagram; EAGAIN when nothing waits.
-    /// A datagram of the sandbox's own also says how it arrived.
-    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
-        match (&self.endpoint, self.outside()) {
+    /// A datagram of the sandbox's own also says how it arrived. A
+    /// datagram socket shut for reading gives 0 instead of waiting (a
+    /// receive that `may_wait`), as Linux's udp_recvmsg.
+    pub(crate) fn recv(&self, buf: &mut [u8], peek: bool, may_wait: bool) -> Result<Received, Errno> {
+        let r = match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => return h.recv(buf, peek).map(|n| (n, n, None, None)),
             // Datagrams from outside first, then the sandbox's own.
             (Endpoint::Udp(_), Some(h)) => match h.recv_from(buf, peek) {
-                Err(Errno::EAGAIN) => {}
-                r => return r.map(|(n, full, from)| (n, full, from, None)),
+                Err(Errno::EAGAIN) => None,
+                r => Some(r.map(|(n, full, from)| (n, full, from, None))),
             },
-            _ => {}
+            _ => None,
+        };
+        let r = match (r, &self.endpoint) {
+            (Some(r), _) => r,
+            (None, Endpoint::Tcp(t)) => return t.recv(buf, peek).map(|n| (n, n, None, None)).map_err(errno),
+            (None, Endpoint::Udp(u)) => match u.recv_from(buf, peek) {
+                Err(NetError::WouldBlock) if may_wait && u.read_shut() => return Ok((0, 0, None, None)),
+                r => r.map(|d| (d.len, d.full, Some(d.from), Some(d.meta))).map_err(errno),
+            },
+        };
+        if let Ok((.., meta)) = &r {
+            self.note_arrival(meta.map(|m| m.at));
         }
-        match &self.endpoint {
-            Endpoint::Tcp(t) => t.recv(buf, peek).map(|n| (n, n, None, None)),
-            Endpoint::Udp(u) => u.recv_from(buf, peek).map(|d| (d.len, d.full, Some(d.from), Some(d.meta))),
+        r
+    }
+
+    /// Keeps when a datagram just received arrived (now for one from
+    /// outside) for SIOCGSTAMP, unless the socket asked for timestamp
+    /// messages, which take its place (sock_recv_timestamp).
+    fn note_arrival(&self, at: Option<std::time::SystemTime>) {
+        if self.opts.get().stamping.is_none() {
+            *self.stamp.lock() = Some(at.unwrap_or_else(std::time::SystemTime::now));
         }
-        .map_err(errno)
+    }
+
+    /// SIOCGSTAMP: when the last datagram received without a timestamp
+    /// message arrived; ENOENT before there was one (and always on TCP,
+    /// whose receives keep none).
+    pub(crate) fn last_stamp(&self) -> Result<std::time::Duration, Errno> {
+        let at = (*self.stamp.lock()).ok_or(Errno::ENOENT)?;
+        Ok(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default())
     }
 
     /// A TCP endpoint's readiness with SO_RCVLOWAT: readable once that
@@ -288,7 +319,11 @@ impl Notify for InetSocket {
 
 impl FileOps for InetSocket {
     fn read(&self, buf: &mut [u8], _off: u64) -> Result<usize, Errno> {
-        self.recv(buf, false).map(|(n, ..)| n)
+        self.recv(buf, false, false).map(|(n, ..)| n)
+    }
+
+    fn read_call(&self, buf: &mut [u8], call: &mut ReadCall) -> Result<usize, Errno> {
+        self.recv(buf, false, !call.nonblock).map(|(n, ..)| n)
     }
 
     fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
@@ -339,6 +374,10 @@ impl FileOps for InetSocket {
     /// SIOCATMARK: a TCP socket's next byte is the urgent mark.
     fn ioctl(&self, ctx: &dyn IoctlContext, req: u64, arg: u64) -> Result<u64, Errno> {
         let mm = ctx.mm();
+        if let Some(bytes) = super::sockstamp::ioctl(self, req)? {
+            mm.copy_out(arg, &bytes)?;
+            return Ok(0);
+        }
         if let (SIOCATMARK, Endpoint::Tcp(t)) = (req, &self.endpoint) {
             let at = self.outside().is_none() && t.at_mark();
             mm.copy_out(arg, &i32::from(at).to_le_bytes())?;

@@ -35,6 +35,7 @@ pub(crate) mod seccomp_notify;
 pub(crate) mod secrets;
 pub(crate) mod signalfd;
 pub(crate) mod sockopt;
+pub(crate) mod sockstamp;
 pub(crate) mod synthetic;
 pub(crate) mod timerfd;
 pub(crate) mod tmpfs;

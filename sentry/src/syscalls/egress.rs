@@ -34,7 +34,7 @@ fn unmapped(to: SocketAddr) -> SocketAddr {
 /// not eth0's own address (which the netstack delivers inside, as Linux
 /// delivers to its own addresses through `lo`), not a multicast group
 /// (the netstack's: see `group_copy_left`).
-fn outbound(to: SocketAddr) -> bool {
+pub(super) fn outbound(to: SocketAddr) -> bool {
     let ip = unmapped(to).ip();
     let own = husk_netstack::iface::uplink().is_some_and(|u| ip == IpAddr::V4(u.addr));
     !(ip.is_loopback() || ip.is_unspecified() || own || ip.is_multicast())
@@ -245,7 +245,7 @@ pub(super) fn send_datagram(
             crate::fs::dns::query(gateway, task.kernel.audit_log().cloned(), u, data);
             Some(Ok(data.len()))
         }
-        Some(to) if outbound(to) => {
+        Some(to) if outbound(to) && !matches!(&s.endpoint, Endpoint::Udp(u) if u.broadcasts_on_lo(to)) => {
             let egress = task.kernel.ext::<Egress>();
             let gateway = egress.gateway()?;
             let sent = permit(task, gateway, s, to)

@@ -31,7 +31,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_ioctl,
         sys_ioctl,
-        Partial("generic descriptor ioctls (FIOASYNC as fcntl's O_ASYNC), FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside) and Unix stream sockets (EOPNOTSUPP on other Unix sockets, as Linux), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
+        Partial("generic descriptor ioctls (FIOASYNC as fcntl's O_ASYNC), FIONREAD of pipes, sockets and inotify, SIOCATMARK of TCP sockets (0 for a stream carried outside) and Unix stream sockets (EOPNOTSUPP on other Unix sockets, as Linux), SIOCGSTAMP and SIOCGSTAMPNS of IP sockets (the last datagram received without a timestamp message; ENOENT before one, and always on TCP), the sentry's terminals (no packet mode), terminal queries of the host's stdio"),
     ),
     (libc::SYS_close_range, sys_close_range, Full),
     (libc::SYS_eventfd, sys_eventfd, Full),

@@ -22,9 +22,10 @@ use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE,
-    IPV6_V6ONLY, MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW,
-    SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR,
-    SO_REUSEPORT, SO_SNDBUF, SO_SNDBUFFORCE,
+    IPV6_V6ONLY, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, MSG_ERRQUEUE, MSG_NOSIGNAL,
+    MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN,
+    SO_BROADCAST, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF,
+    SO_SNDBUFFORCE,
 };
 use crate::abi::{Errno, SysResult};
 use crate::auth::caps;
@@ -126,7 +127,10 @@ fn presented(s: &InetSocket, a: SocketAddr) -> SocketAddr {
 }
 
 fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
-    let to = read_addr(task, family(s), addr.addr, addr.len)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let to = match read_addr(task, family(s), addr.addr, addr.len)? {
+        Some(to) => to,
+        None => unspec_bind(task, s, addr)?,
+    };
     if s.stream_outside().is_some() {
         return Err(Errno::EINVAL);
     }
@@ -144,6 +148,26 @@ fn bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> SysResult {
     }
     .map_err(errno)?;
     Ok(0)
+}
+
+/// bind(2) of an IPv4 socket to an AF_UNSPEC address: Linux's
+/// __inet_bind takes it as AF_INET when its address is INADDR_ANY (an
+/// old compatibility), with its port; anything else, and any IPv6
+/// socket, gets EAFNOSUPPORT.
+fn unspec_bind(task: &Task, s: &InetSocket, addr: SockAddrArg) -> Result<SocketAddr, Errno> {
+    if family(s) != Family::V4 {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    if addr.len < SockaddrIn::SIZE as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; SockaddrIn::SIZE];
+    task.thread.mm().copy_in(addr.addr, &mut raw)?;
+    let a = SockaddrIn::decode(&raw).0;
+    if !a.ip().is_unspecified() {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    Ok(SocketAddr::V4(a))
 }
 
 fn listen(task: &Task, s: &InetSocket, backlog: i32) -> SysResult {
@@ -252,7 +276,18 @@ fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Optio
     if addr == 0 || s.is_stream() {
         return Ok(None);
     }
-    read_peer(task, s, addr, len, Errno::ENETUNREACH)
+    let to = read_peer(task, s, addr, len, Errno::ENETUNREACH)?;
+    // Port 0 is no destination (udp_sendmsg's EINVAL), wherever it is;
+    // IPv4 through a v6-only socket fails first.
+    if let Some(t) = to.filter(|t| t.port() == 0) {
+        let v4 = unmapped_ip(t.ip()).is_ipv4();
+        return Err(if family(s) == Family::V6 && v4 && share_opts(s).v6only {
+            Errno::ENETUNREACH
+        } else {
+            Errno::EINVAL
+        });
+    }
+    Ok(to)
 }
 
 /// Sends the guest's `bufs` (address, length): a datagram whole, a stream
@@ -276,8 +311,8 @@ fn send(
     let mut data = Vec::new();
     let mut cursor = Cursor::new(bufs);
     if !s.is_stream() {
-        if total > 1 << 16 {
-            return Err(Errno::EMSGSIZE);
+        if total > 0xffff {
+            return Err(oversize(s, to, total));
         }
         cursor.peek(&mm, &mut data, total)?;
         if let Some(sent) = super::egress::send_datagram(task, s, &data, to) {
@@ -313,6 +348,23 @@ fn send(
         }
     }
     Ok(done as u64)
+}
+
+/// The error of a datagram of `len` bytes (past any IP packet's) that `s`
+/// sends to `to` or its peer: EMSGSIZE, which one to the sandbox's own
+/// addresses may also leave on the error queue (the netstack decides,
+/// after the errors of the destination); one that would leave the
+/// sandbox never gets as far as the gateway.
+fn oversize(s: &InetSocket, to: Option<SocketAddr>, len: usize) -> Errno {
+    let Endpoint::Udp(u) = &s.endpoint else { return Errno::EMSGSIZE };
+    let outside = match to {
+        Some(to) => super::egress::outbound(to),
+        None => s.outside().is_some_and(HostConn::is_connected) || s.resolver_peer.lock().is_some(),
+    };
+    if outside {
+        return Errno::EMSGSIZE;
+    }
+    errno(u.refuse_oversize(to, len))
 }
 
 /// Receives into the guest's `bufs`: the count (a datagram's whole length
@@ -364,11 +416,11 @@ fn recv_with_meta(
             Err(e) => return Err(e),
         }
     }
-    let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek))?;
+    let (n, full, from, meta) = wait_io(f, READ_EVENTS, dontwait, deadline, || s.recv(&mut buf, peek, !dontwait))?;
     let mut got = n;
     // MSG_WAITALL too stops at the urgent mark.
     while s.is_stream() && flags & MSG_WAITALL != 0 && got < total && n > 0 && !dontwait && !peek && !s.at_mark() {
-        match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false)) {
+        match wait_io(f, READ_EVENTS, false, deadline, || s.recv(&mut buf[got..], false, true)) {
             Ok((0, ..)) | Err(_) => break,
             Ok((more, ..)) => got += more,
         }
@@ -567,11 +619,20 @@ fn getsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
         (SOL_SOCKET, name) => sockopt::get(&sock(s), name, len)?,
         (IPPROTO_TCP, name) if s.is_stream() => sockopt_tcp::get(s, name)?,
         (IPPROTO_IPV6, IPV6_V6ONLY) if family(s) == Family::V6 => flag(share_opts(s).v6only),
+        // ip_getsockopt serves SOL_IP alone.
+        (IPPROTO_IPV6, _) if family(s) == Family::V4 => return Err(Errno::EOPNOTSUPP),
         _ => match s.stored.lock().get(&opt).cloned() {
             Some(v) => v,
             None => sockopt_ip::default(family(s) == Family::V6, opt).ok_or(Errno::ENOPROTOOPT)?.to_le_bytes().to_vec(),
         },
     };
+    // do_ip_getsockopt gives a byte to a buffer shorter than an int when
+    // the value fits one (IP_MULTICAST_IF, an address, is cut instead).
+    if let (IPPROTO_IP, 1..=3, [b, 0, 0, 0]) = (opt.0, len, value.as_slice()) {
+        if opt.1 != IP_MULTICAST_IF {
+            return write_sockopt(task, arg, &[*b]);
+        }
+    }
     write_sockopt(task, arg, &value)
 }
 
@@ -592,6 +653,14 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
             let size = if send { v.sndbuf } else { v.rcvbuf };
             if let Some(size) = size.and_then(|n| usize::try_from(n).ok()) {
                 t.set_buffer_size(send, size);
+            }
+        }
+        if let (SO_BROADCAST, Endpoint::Udp(u)) = (opt.1, &s.endpoint) {
+            u.set_broadcast(s.opts.get().flags & sockopt::flag_bit(SO_BROADCAST) != 0);
+        }
+        if let (SO_RCVBUF | SO_RCVBUFFORCE, Endpoint::Udp(u)) = (opt.1, &s.endpoint) {
+            if let Some(size) = s.opts.get().rcvbuf.and_then(|n| usize::try_from(n).ok()) {
+                u.set_receive_buffer(size);
             }
         }
         // What the egress gateway carries over to the host socket.
@@ -647,10 +716,16 @@ fn setsockopt(task: &Task, s: &InetSocket, arg: OptArg) -> SysResult {
         _ => {
             let v6 = family(s) == Family::V6;
             sockopt_ip::default(v6, opt).ok_or(Errno::ENOPROTOOPT)?;
-            // IPv4 options also take a single byte.
+            // IPv4 options also take a single byte, or nothing (0), as
+            // do_ip_setsockopt reads them.
             let value = match raw.len() {
                 4.. => i32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]),
                 1.. if opt.0 == IPPROTO_IP => i32::from(raw[0]),
+                0 if opt.0 == IPPROTO_IP
+                    && !matches!(opt.1, IP_MULTICAST_TTL | IP_MULTICAST_LOOP | IP_MULTICAST_ALL) =>
+                {
+                    0
+                }
                 _ => return Err(Errno::EINVAL),
             };
             let kept = sockopt_ip::check(v6, s.is_stream(), opt, value)?;

@@ -5,15 +5,16 @@
 //! after the socket-level receive timestamps.
 
 use crate::abi::layout::{Encoder, Layout};
+use crate::abi::sockaddr::encode_inet;
 use crate::abi::socket::{
     cmsg_align, CmsgHdr, MsgHdr, IPPROTO_IP, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_RECVERR, IP_MTU_DISCOVER,
     IP_PMTUDISC_OMIT, IP_PMTUDISC_WANT, IP_RECVERR, IP_TOS, IP_TTL, MSG_CTRUNC, SOL_SOCKET,
 };
 use crate::abi::socket::{
     IPV6_HOPLIMIT, IPV6_MULTICAST_ALL, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_LOOP, IPV6_PKTINFO,
-    IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS, IPV6_UNICAST_HOPS, IP_MULTICAST_ALL,
-    IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, IP_PKTINFO, IP_RECVTOS, IP_RECVTTL, SCM_TIMESTAMPNS_NEW,
-    SCM_TIMESTAMPNS_OLD, SCM_TIMESTAMP_NEW, SCM_TIMESTAMP_OLD,
+    IPV6_RECVHOPLIMIT, IPV6_RECVORIGDSTADDR, IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS, IPV6_UNICAST_HOPS,
+    IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, IP_PKTINFO, IP_RECVORIGDSTADDR, IP_RECVTOS,
+    IP_RECVTTL, SCM_TIMESTAMPNS_NEW, SCM_TIMESTAMPNS_OLD, SCM_TIMESTAMP_NEW, SCM_TIMESTAMP_OLD,
 };
 use crate::abi::time::{Timespec, Timeval};
 use crate::abi::Errno;
@@ -21,7 +22,7 @@ use crate::fs::inet::{Endpoint, InetSocket};
 use crate::fs::sockopt::Stamping;
 use crate::kernel::Task;
 use husk_netstack::udp::{Header, Meta};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// The default hop limit (net.ipv4.ip_default_ttl, hop_limit).
 const DEFAULT_TTL: i32 = 64;
@@ -32,16 +33,25 @@ const ECN_MASK: i32 = 3;
 fn is_flag(opt: (i32, i32)) -> bool {
     matches!(
         opt,
-        (IPPROTO_IP, IP_PKTINFO | IP_RECVTTL | IP_RECVTOS | IP_RECVERR | IP_MULTICAST_LOOP | IP_MULTICAST_ALL)
-            | (
-                IPPROTO_IPV6,
-                IPV6_RECVPKTINFO
-                    | IPV6_RECVHOPLIMIT
-                    | IPV6_RECVTCLASS
-                    | IPV6_RECVERR
-                    | IPV6_MULTICAST_LOOP
-                    | IPV6_MULTICAST_ALL
-            )
+        (
+            IPPROTO_IP,
+            IP_PKTINFO
+                | IP_RECVTTL
+                | IP_RECVTOS
+                | IP_RECVERR
+                | IP_MULTICAST_LOOP
+                | IP_MULTICAST_ALL
+                | IP_RECVORIGDSTADDR
+        ) | (
+            IPPROTO_IPV6,
+            IPV6_RECVPKTINFO
+                | IPV6_RECVHOPLIMIT
+                | IPV6_RECVTCLASS
+                | IPV6_RECVERR
+                | IPV6_MULTICAST_LOOP
+                | IPV6_MULTICAST_ALL
+                | IPV6_RECVORIGDSTADDR
+        )
     )
 }
 
@@ -140,8 +150,9 @@ pub(super) fn timestamp(s: &InetSocket, at: std::time::SystemTime) -> Option<(i3
 }
 
 /// The control messages a packet that arrived as `meta` says comes with,
-/// in Linux's order: (level, type, data). An IPv6 socket's error from an
-/// IPv4 address carries IPV6_PKTINFO and then the IPv4 messages.
+/// in Linux's order: (level, type, data). An IPv6 socket's datagram or
+/// error that came as IPv4 carries IPV6_PKTINFO and then the IPv4
+/// messages (udpv6_recvmsg's is_udp4, ipv6_recv_error).
 pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -> Vec<(i32, i32, Vec<u8>)> {
     let mut out: Vec<_> = timestamp(s, meta.at).into_iter().collect();
     let on = |opt: (i32, i32)| value(s, v6, opt) != 0;
@@ -160,14 +171,20 @@ pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -
         e.bytes(&dst).i32(1);
         out.push((IPPROTO_IPV6, IPV6_PKTINFO, e.as_bytes().to_vec()));
     }
-    if !v6 || (error && v4_dst.is_some()) {
+    if !v6 || v4_dst.is_some() {
         if on((IPPROTO_IP, IP_PKTINFO)) {
             // struct in_pktinfo: the interface, the local address (none
-            // for an error), the header's destination.
-            let dst = v4_dst.map_or([0; 4], |a| a.octets());
-            let spec_dst = if error { [0; 4] } else { dst };
+            // for an error), the header's destination. A datagram to a
+            // group or a broadcast address was for lo's own address
+            // (fib_compute_spec_dst).
+            let dst = v4_dst.unwrap_or(Ipv4Addr::UNSPECIFIED);
+            let spec_dst = match dst {
+                _ if error => Ipv4Addr::UNSPECIFIED,
+                d if d.is_multicast() || d.is_broadcast() => Ipv4Addr::LOCALHOST,
+                d => d,
+            };
             let mut e = Encoder::new();
-            e.i32(1).bytes(&spec_dst).bytes(&dst);
+            e.i32(1).bytes(&spec_dst.octets()).bytes(&dst.octets());
             out.push((IPPROTO_IP, IP_PKTINFO, e.as_bytes().to_vec()));
         }
         if on((IPPROTO_IP, IP_RECVTTL)) {
@@ -176,6 +193,12 @@ pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -
         if on((IPPROTO_IP, IP_RECVTOS)) {
             out.push((IPPROTO_IP, IP_TOS, vec![tos]));
         }
+        if let (Some(dst), false, true) = (v4_dst, error, on((IPPROTO_IP, IP_RECVORIGDSTADDR))) {
+            // A struct sockaddr_in of the header's destination and the
+            // datagram's destination port.
+            let sa = SocketAddr::new(IpAddr::V4(dst), meta.to.port());
+            out.push((IPPROTO_IP, IP_RECVORIGDSTADDR, encode_inet(sa)));
+        }
         return out;
     }
     if on((IPPROTO_IPV6, IPV6_RECVHOPLIMIT)) {
@@ -183,6 +206,10 @@ pub(super) fn control(s: &InetSocket, v6: bool, meta: &Meta, arrival: Arrival) -
     }
     if on((IPPROTO_IPV6, IPV6_RECVTCLASS)) {
         out.push((IPPROTO_IPV6, IPV6_TCLASS, i32::from(tos).to_le_bytes().to_vec()));
+    }
+    if !error && on((IPPROTO_IPV6, IPV6_RECVORIGDSTADDR)) {
+        // A struct sockaddr_in6: no flow label, and no scope on lo.
+        out.push((IPPROTO_IPV6, IPV6_RECVORIGDSTADDR, encode_inet(meta.to)));
     }
     out
 }
