@@ -5,7 +5,8 @@
 use super::tmpfs::open_writes;
 use crate::abi::Errno;
 use crate::mm::Mappable;
-use crate::vfs::{Dentry, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, Stat, StatFs};
+use crate::vfs::perm::special_file;
+use crate::vfs::{Dentry, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, Stat, StatFs, S_IFMT};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -38,6 +39,11 @@ impl Node for ReadOnly {
         self.0.magic_link()
     }
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        if special_file(self.0.stat()?.mode & S_IFMT) {
+            // A FIFO, socket or device is no data of the filesystem: it
+            // stays writable on a read-only mount, as in Linux.
+            return self.0.open(flags);
+        }
         if open_writes(flags) {
             return Err(Errno::EROFS);
         }
