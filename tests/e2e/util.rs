@@ -81,6 +81,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "acl",
     "mounts",
     "pivot_root",
+    "mount_flags",
     "devpts_mount",
     "tty_pgrp",
     "fionread",

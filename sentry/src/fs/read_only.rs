@@ -161,14 +161,14 @@ mod tests {
     #[test]
     fn a_read_only_filesystem_mounts_read_only() {
         let ns = crate::vfs::MountNamespace::new(ReadOnly::wrap(Tmpfs::new(0o755, 0, 0)), "overlay", "root");
-        assert!(ns.root().mount.read_only, "/proc/mounts says ro");
+        assert!(ns.root().mount.read_only(), "/proc/mounts says ro");
         let plain = Tmpfs::new(0o755, 0, 0);
         plain.mkdir(b"m", NewNode { mode: 0o755, uid: 0, gid: 0 }).unwrap();
         let ns = crate::vfs::MountNamespace::new(plain.clone(), "overlay", "root");
-        assert!(!ns.root().mount.read_only);
+        assert!(!ns.root().mount.read_only());
         let at = ns.root().child(b"m", plain.lookup(b"m").unwrap());
         ns.mount(&at, ReadOnly::wrap(Tmpfs::new(0o755, 0, 0)), "tmpfs", "t").unwrap();
-        assert!(ns.crossed(at).mount.read_only);
+        assert!(ns.crossed(at).mount.read_only());
     }
 
     #[test]

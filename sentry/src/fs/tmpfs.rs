@@ -1770,8 +1770,8 @@ mod tests {
         let budget = DiskBudget::new(nodes + 16 * PAGE_SIZE);
         let acct = Accountant::unlimited();
         let (tmp, shm) = (
-            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
-            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
+            Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o1777, 0, 0),
+            Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o1777, 0, 0),
         );
         let (a, b) = (tmp.create(b"a", nn(0o644)).unwrap(), shm.create(b"b", nn(0o644)).unwrap());
         assert_eq!(budget.usage(), nodes);
@@ -1801,7 +1801,7 @@ mod tests {
     #[test]
     fn holes_shared_mappings_fault_in_are_charged_to_the_disk_budget() {
         let budget = DiskBudget::new(INODE_COST + 1 + 2 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         f.truncate(8 * PAGE_SIZE).unwrap();
@@ -1829,7 +1829,7 @@ mod tests {
     #[test]
     fn truncating_frees_what_no_mapping_holds() {
         let budget = DiskBudget::new(INODE_COST + 1 + 4 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let f = root.create(b"f", nn(0o644)).unwrap().open(RDWR).unwrap();
         f.write(&vec![1u8; 4 * page_len()], 0).unwrap();
         let mf = Arc::new(MemoryFile::new(1 << 24).unwrap());
@@ -1843,7 +1843,7 @@ mod tests {
     fn hard_links_are_charged_until_unlinked() {
         let budget = DiskBudget::new(INODE_COST + 1 + 2 * LINK_COST);
         let acct = Accountant::unlimited();
-        let root = Tmpfs::build(acct.clone(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         root.link(b"g", &n).unwrap();
         root.link(b"h", &n).unwrap();
@@ -1863,7 +1863,7 @@ mod tests {
     #[test]
     fn fallocate_holds_pages_or_none() {
         let budget = DiskBudget::new(INODE_COST + 1 + 8 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         f.write(b"keep", PAGE_SIZE).unwrap();
@@ -1882,10 +1882,33 @@ mod tests {
 
     const RESERVE: Allocate = Allocate::Reserve { keep_size: false };
 
+    /// `size=` counts data pages alone (names and inodes are free, a long
+    /// symlink takes a page); `nr_inodes=` counts the root too.
+    #[test]
+    fn a_sized_tmpfs_counts_pages_and_inodes_as_linux() {
+        let limits = TmpfsLimits { size: Some(PAGE_SIZE + 1), inodes: Some(4) };
+        let root = Tmpfs::build(Accountant::unlimited(), None, limits, 0o755, 0, 0);
+        assert_eq!(root.statfs().unwrap().blocks, 2, "rounded up to pages");
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.allocate(0, 2 * PAGE_SIZE, RESERVE).unwrap();
+        assert_eq!(err(f.allocate(0, 2 * PAGE_SIZE + 1, RESERVE)), Errno::ENOSPC);
+        f.truncate(PAGE_SIZE).unwrap();
+        root.symlink(b"short", &[b'a'; SHORT_SYMLINK_LEN - 1], nn(0o777)).unwrap();
+        root.symlink(b"long", &[b'a'; SHORT_SYMLINK_LEN], nn(0o777)).unwrap();
+        assert_eq!(err(f.write(b"x", PAGE_SIZE)), Errno::ENOSPC, "the long link took the last page");
+        assert_eq!(err(root.mkdir(b"d", nn(0o755))), Errno::ENOSPC, "four inodes with the root");
+        root.unlink(b"long", false).unwrap();
+        assert_eq!(f.write(b"xy", 2 * PAGE_SIZE - 1), Ok(1), "a write stops at the size");
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let st = root.statfs().unwrap();
+        assert_eq!((st.files, st.ffree, st.bfree), (4, 0, 0));
+    }
+
     #[test]
     fn punching_a_hole_zeroes_and_gives_pages_back() {
         let budget = DiskBudget::new(1 << 30);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         let page = usize::try_from(PAGE_SIZE).unwrap();

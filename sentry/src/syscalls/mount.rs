@@ -25,7 +25,7 @@ use crate::vfs::dentry::same;
 use crate::vfs::mounts::Change;
 use crate::vfs::perm::{self, MAY_EXEC};
 use crate::vfs::dentry::{
-    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_READONLY, MNT_RELATIME,
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
 };
 use crate::vfs::{Dentry, MountNamespace, MountOpts, Node, Propagation, S_IFDIR, S_IFMT};
 use std::sync::Arc;
@@ -37,8 +37,10 @@ pub(super) const ENTRIES: Entries = &[
         Support::Partial(
             "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; devpts without newinstance is \
              the sandbox's own instance, with newinstance a new one with a ptmx of its own (ptmxmode=) numbering \
-             its terminals from 0 (mode=, gid= and max= accepted without effect: terminals are 0620, group tty); remount ro/nosuid/nodev/noexec; \
-             propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
+             its terminals from 0 (mode=, gid= and max= accepted without effect: terminals are 0620, group tty); tmpfs \
+             size=/nr_blocks=/nr_inodes= enforced; ro, nosuid, nodev, noexec and nosymfollow enforced and changed \
+             in place by a remount; noatime/nodiratime/strictatime shown in mountinfo and statfs but reads keep \
+             relatime; propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
         ),
     ),
     (libc::SYS_umount2, sys_umount2, Support::Partial("MNT_EXPIRE is EINVAL; runtime mounts are locked (EINVAL)")),
@@ -153,9 +155,6 @@ fn sys_mount(task: &mut Task, a: [u64; 6]) -> SysResult {
     let data = opt_string(task, a[4], DATA_MAX - 1)?.unwrap_or_default();
     let at = args::resolve_at(task, AT_FDCWD_ARG, &target, true, false)?;
     need_admin(task)?;
-    if flags & MS_NOSYMFOLLOW != 0 {
-        return Err(Errno::EINVAL);
-    }
     let ns = task.thread.fs().mounts();
     // Not a place of this namespace (an anonymous file through
     // /proc/self/fd): Linux's do_lock_mount finds it unmounted.
@@ -204,6 +203,7 @@ fn mnt_flags(flags: u64) -> u32 {
         (MS_NOATIME, MNT_NOATIME),
         (MS_NODIRATIME, MNT_NODIRATIME),
         (MS_RDONLY, MNT_READONLY),
+        (MS_NOSYMFOLLOW, MNT_NOSYMFOLLOW),
     ] {
         if flags & ms != 0 {
             m |= mnt;
@@ -466,7 +466,7 @@ fn remount(ns: &MountNamespace, at: &Arc<Dentry>, flags: u64, data: &[u8]) -> Sy
         let atime = MNT_NOATIME | MNT_NODIRATIME | MNT_RELATIME;
         new = (new & !atime) | (old & atime);
     }
-    let lock = MNT_NOSUID | MNT_NODEV | MNT_NOEXEC;
+    let lock = MNT_NOSUID | MNT_NODEV | MNT_NOEXEC | MNT_NOSYMFOLLOW;
     if m.opts.locked && old & lock & !new != 0 {
         return Err(Errno::EPERM);
     }

@@ -13,7 +13,7 @@ use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
 use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::vfs::dentry::{
-    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_READONLY, MNT_RELATIME,
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
 };
 use crate::vfs::{Dentry, Stat, StatFs, TimeSpec, S_IFLNK, S_IFMT};
 use std::sync::Arc;
@@ -156,6 +156,8 @@ fn sys_statx(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 /// `f_flags` is valid (`ST_VALID`, which libc does not name).
 const ST_VALID: u64 = 0x20;
+/// The mount does not follow symlinks (`ST_NOSYMFOLLOW`, likewise).
+const ST_NOSYMFOLLOW: u64 = 0x2000;
 
 /// The filesystem's statfs with `f_flags` as Linux's
 /// `calculate_f_flags` makes it: `ST_VALID` and the mount's flags.
@@ -171,6 +173,7 @@ fn statfs_of(d: &Dentry) -> Result<StatFs, Errno> {
         (MNT_NOATIME, libc::ST_NOATIME),
         (MNT_NODIRATIME, libc::ST_NODIRATIME),
         (MNT_RELATIME, libc::ST_RELATIME),
+        (MNT_NOSYMFOLLOW, ST_NOSYMFOLLOW),
     ] {
         if mnt & bit != 0 {
             s.flags |= st;

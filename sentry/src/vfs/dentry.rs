@@ -51,6 +51,7 @@ pub const MNT_NOATIME: u32 = 0x08;
 pub const MNT_NODIRATIME: u32 = 0x10;
 pub const MNT_RELATIME: u32 = 0x20;
 pub const MNT_READONLY: u32 = 0x40;
+pub const MNT_NOSYMFOLLOW: u32 = 0x80;
 
 /// A mount's `MNT_*` flags, changed in place by a remount.
 #[derive(Debug, Default)]

@@ -203,8 +203,9 @@ impl MountNamespace {
     /// of the caller's root mount (`root`, a mount's root: the
     /// namespace's, or one chroot(2) reached), which moves to `put_old`
     /// (at or below `new_root`). Returns the new root. Linux's checks and
-    /// order: shared mounts around (EINVAL), a locked new root (EINVAL),
-    /// the root's own mount (EBUSY), then where the three are. As Linux
+    /// order: shared mounts around (EINVAL), the root's own mount (EBUSY),
+    /// a locked new root (EINVAL: the runtime's mounts stay, and the
+    /// sandbox's root is one), then where the three are. As Linux
     /// does, the old root's lock moves to the new root: the old one, now
     /// on a place inside the new root, may be detached (with the
     /// runtime's mounts below it), and the new root is the one the guest
@@ -229,13 +230,13 @@ impl MountNamespace {
         if shared(&o) || parent_shared(&n) || parent_shared(&r) {
             return Err(Errno::EINVAL);
         }
+        if n.id == r.id || o.id == r.id {
+            return Err(Errno::EBUSY);
+        }
         if n.opts.locked {
             // Taking a runtime mount off its place would uncover what it
             // covers.
             return Err(Errno::EINVAL);
-        }
-        if n.id == r.id || o.id == r.id {
-            return Err(Errno::EBUSY);
         }
         if root.parent.is_some() || new_root.parent.is_some() {
             return Err(Errno::EINVAL);
@@ -402,6 +403,42 @@ mod tests {
         assert_eq!(ns.all().len(), 1, "the mount below went with it");
         assert_eq!(ns.umount(&resolve(&ns, b"/a"), false), Err(Errno::EINVAL), "not a mount point");
         assert_eq!(ns.umount(&ns.root(), false), Err(Errno::EBUSY), "the root");
+    }
+
+    /// A remount changes the flags a dentry reached before it sees, in
+    /// this namespace only.
+    #[test]
+    fn flags_change_in_place_for_old_dentries() {
+        use crate::vfs::dentry::{MNT_NOEXEC, MNT_READONLY};
+        let ns = setup();
+        let old = guest_mount(&ns, b"/a").child(b"sub", resolve(&ns, b"/a/sub").node.clone());
+        let copy = ns.copy();
+        let m = ns.by_id(old.mount.id).unwrap();
+        let opts = MountOpts { flags: MNT_READONLY | MNT_NOEXEC, ..m.opts.clone() };
+        ns.change(&m, Change { root: m.root.clone(), opts });
+        assert!(old.mount.read_only() && old.mount.noexec());
+        assert!(resolve(&ns, b"/a/sub").mount.read_only());
+        assert!(!resolve(&copy, b"/a/sub").mount.read_only(), "a copied namespace's mount is its own");
+    }
+
+    #[test]
+    fn mounts_stop_at_the_limit() {
+        let ns = setup();
+        let a = resolve(&ns, b"/a");
+        let fs = Tmpfs::new(0o755, 0, 0);
+        let mut places = Vec::new();
+        for i in 0..crate::vfs::dentry::MAX_MOUNTS {
+            let name = format!("d{i}");
+            a.node.mkdir(name.as_bytes(), DIR).unwrap();
+            places.push(a.child(name.as_bytes(), a.node.lookup(name.as_bytes()).unwrap()));
+        }
+        let (last, first) = places.split_last().unwrap();
+        for p in first {
+            ns.mount_with(p, fs.clone(), "tmpfs", "t", MountOpts::default()).unwrap();
+        }
+        assert_eq!(ns.all().len(), crate::vfs::dentry::MAX_MOUNTS, "the root and the others");
+        let err = ns.mount_with(last, fs.clone(), "tmpfs", "t", MountOpts::default()).err();
+        assert_eq!(err, Some(Errno::ENOSPC));
     }
 
     #[test]

@@ -8,7 +8,9 @@ use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
 use crate::kernel::cputime::CpuTimes;
 use crate::kernel::{thread, Kernel, Thread};
-use crate::vfs::dentry::{MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_RELATIME};
+use crate::vfs::dentry::{
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_RELATIME,
+};
 use crate::vfs::{Dentry, Propagation};
 use std::sync::Arc;
 use std::time::Duration;
@@ -310,6 +312,7 @@ fn mount_flags(bits: u32) -> String {
         (MNT_NOATIME, ",noatime"),
         (MNT_NODIRATIME, ",nodiratime"),
         (MNT_RELATIME, ",relatime"),
+        (MNT_NOSYMFOLLOW, ",nosymfollow"),
     ];
     names.iter().filter(|(bit, _)| bits & bit != 0).map(|(_, name)| *name).collect()
 }
