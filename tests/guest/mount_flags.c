@@ -6,7 +6,8 @@
  * f_flags and the flags and tmpfs options in /proc/self/mountinfo, a
  * remount keeping its atime flags, MS_NOSYMFOLLOW (ELOOP), tmpfs size= counting data pages
  * alone (fallocate, partial writes, long symlinks) and nr_inodes=, a bind
- * of a file onto a directory (ENOTDIR), and a mount on an anonymous
+ * of a file onto a directory (ENOTDIR), no MS_MOVE out of a shared
+ * parent (EINVAL), and a mount on an anonymous
  * file's /proc/self/fd link (ENOENT).
  *
  * Run as root. It first moves into a private mount namespace of its own,
@@ -239,6 +240,12 @@ static void bind_places(void) {
     CHECK_OK(mkdir(at("sub"), 0755));
     CHECK_ERR(mount(at("file"), at("sub"), NULL, MS_BIND, NULL), ENOTDIR);
     CHECK_ERR(mount(at("sub"), at("file"), NULL, MS_BIND, NULL), ENOTDIR);
+    /* No move of a mount whose parent is shared. */
+    CHECK_OK(mount(NULL, dir, NULL, MS_SHARED, NULL));
+    CHECK_OK(mount("none", at("sub"), "tmpfs", 0, NULL));
+    CHECK_OK(mkdir(at("sub2"), 0755));
+    CHECK_ERR(mount(at("sub"), at("sub2"), NULL, MS_MOVE, NULL), EINVAL);
+    CHECK_OK(umount2(at("sub"), 0));
     CHECK_OK(umount2(dir, 0));
     int efd = CHECK_OK(eventfd(0, 0));
     char path[64];

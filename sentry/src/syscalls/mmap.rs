@@ -6,8 +6,8 @@ use super::{Entries, Support::*};
 use crate::abi::{page_down, page_up, Errno, SysResult, PAGE_SIZE};
 use crate::kernel::Task;
 use crate::mm::{Backing, MapRequest, NoExec, RemapRequest, VmaName};
-use std::sync::Arc;
 use crate::platform::Perms;
+use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     (

@@ -22,11 +22,11 @@ use crate::fs::read_only::ReadOnly;
 use crate::fs::tmpfs::{Tmpfs, TmpfsLimits};
 use crate::kernel::Task;
 use crate::vfs::dentry::same;
-use crate::vfs::mounts::Change;
-use crate::vfs::perm::{self, MAY_EXEC};
 use crate::vfs::dentry::{
     MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
 };
+use crate::vfs::mounts::Change;
+use crate::vfs::perm::{self, MAY_EXEC};
 use crate::vfs::{Dentry, MountNamespace, MountOpts, Node, Propagation, S_IFDIR, S_IFMT};
 use std::sync::Arc;
 
@@ -302,7 +302,9 @@ fn parse_tmpfs(data: &[u8]) -> Result<TmpfsOpts, Errno> {
         };
         match (key, value) {
             (b"size", Some(v)) => o.limits.size = nonzero(parse_size(v)?),
-            (b"nr_blocks", Some(v)) => o.limits.size = nonzero(parse_size(v)?.checked_mul(PAGE_SIZE).ok_or(Errno::EINVAL)?),
+            (b"nr_blocks", Some(v)) => {
+                o.limits.size = nonzero(parse_size(v)?.checked_mul(PAGE_SIZE).ok_or(Errno::EINVAL)?)
+            }
             (b"nr_inodes", Some(v)) => o.limits.inodes = nonzero(parse_size(v)?),
             (b"mode", Some(v)) => {
                 let s = std::str::from_utf8(v).map_err(|_| Errno::EINVAL)?;

@@ -11,10 +11,10 @@ use crate::abi::stat::{StatBuf, StatFsBuf, Statx, STATX_BASIC_STATS, STATX_MNT_I
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
-use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::vfs::dentry::{
     MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
 };
+use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::vfs::{Dentry, Stat, StatFs, TimeSpec, S_IFLNK, S_IFMT};
 use std::sync::Arc;
 

@@ -170,6 +170,10 @@ impl MountNamespace {
         if m.opts.locked || matches!(m.opts.propagation, super::Propagation::Unbindable) {
             return Err(Errno::EINVAL);
         }
+        // Nor one whose parent is shared (Linux's do_move_mount).
+        if self.by_id(mp.mount.id).is_some_and(|p| matches!(p.opts.propagation, super::Propagation::Shared(_))) {
+            return Err(Errno::EINVAL);
+        }
         let to = self.crossed(to.clone());
         // Not into itself: no mount on the way up from `to` may be `m`.
         let mut cur = Some(to.clone());
