@@ -29,7 +29,7 @@
 #define ST_NOSYMFOLLOW 0x2000
 #endif
 
-static char dir[96];
+static char dir[96], base_dir_other[96];
 
 static const char *at(const char *name) {
     static char bufs[4][160];
@@ -82,6 +82,10 @@ static void read_only(void) {
     int fd = CHECK_OK(open("../reg", O_RDONLY));
     CHECK_OK(close(fd));
     /* Not the filesystem's data: still writable. */
+    /* A bind made from here is read-only too. */
+    CHECK_OK(mount(".", base_dir_other, NULL, MS_BIND, NULL));
+    CHECK_ERR(access(base_dir_other, W_OK), EROFS);
+    CHECK_OK(umount2(base_dir_other, 0));
     CHECK_OK(access("../fifo", W_OK));
     fd = CHECK_OK(open("../fifo", O_RDWR));
     CHECK_EQ(write(fd, "x", 1), 1);
@@ -259,6 +263,8 @@ int main(void) {
     CHECK_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
     snprintf(dir, sizeof dir, "%s", scratch_path("m"));
     CHECK_OK(mkdir(dir, 0755));
+    snprintf(base_dir_other, sizeof base_dir_other, "%s", scratch_path("other"));
+    CHECK_OK(mkdir(base_dir_other, 0755));
     read_only();
     read_only_bind_of_a_device();
     noexec();

@@ -515,7 +515,11 @@ fn bind(ns: &MountNamespace, from: &Arc<Dentry>, at: &Arc<Dentry>, flags: u64) -
     }
     let mut fs_root = src.opts.fs_root.clone();
     fs_root.extend_from_slice(&from.path_in_mount());
-    let top = ns.mount_with(at, from.node.clone(), &src.fs_type, &src.source, inherited(&src.opts, fs_root))?;
+    // A copy of a read-only mount is read-only, even made from a place
+    // reached before the mount became so.
+    let node =
+        if src.read_only() && !from.node.read_only() { ReadOnly::wrap(from.node.clone()) } else { from.node.clone() };
+    let top = ns.mount_with(at, node, &src.fs_type, &src.source, inherited(&src.opts, fs_root))?;
     if flags & MS_REC != 0 {
         let mut copies = vec![(src.id, top)];
         for c in covered {
