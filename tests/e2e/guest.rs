@@ -445,10 +445,19 @@ fn guest_mounts() {
 }
 
 /// pivot_root onto a tmpfs in a new mount namespace, the old root
-/// detached, and the refusals.
+/// detached, and the refusals; pivot_root, getcwd and mountinfo inside a
+/// chroot whose root is a mount.
 #[test]
 fn guest_mounts_pivot_root() {
     guest_test("pivot_root", &[]);
+}
+
+/// What read-only, noexec, nosuid, nodev and the atime flags of a mount
+/// enforce and show (statfs, mountinfo), also through a working
+/// directory reached before a remount; tmpfs size= and nr_inodes=.
+#[test]
+fn guest_mount_flags() {
+    guest_test("mount_flags", &[]);
 }
 
 /// devpts mounted by the guest, and shared/slave/private propagation in

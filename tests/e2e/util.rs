@@ -84,6 +84,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "acl",
     "mounts",
     "pivot_root",
+    "mount_flags",
     "devpts_mount",
     "tty_pgrp",
     "fionread",

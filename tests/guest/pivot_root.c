@@ -4,7 +4,10 @@
  * namespace keeps its root. The refusals: ENOENT for a missing path,
  * EINVAL when new_root is not a mount point or put_old is not under it,
  * EBUSY when new_root is the current root, ENOTDIR, EPERM without
- * privilege.
+ * privilege. Inside a chroot whose root is a mount (a runtime nested in
+ * a container): the pivot swaps that mount, getcwd outside the root
+ * says "(unreachable)", and mountinfo lists only the mounts under the
+ * root, spelled from it.
  *
  * Run as root; everything happens in children with mount namespaces of
  * their own, so natively it changes nothing outside. */
@@ -115,6 +118,63 @@ static int pivots(void) {
     return 0;
 }
 
+static long read_at(int dirfd, const char *name, char *buf, size_t cap) {
+    int fd = CHECK_OK(openat(dirfd, name, O_RDONLY));
+    long n = CHECK_OK(read(fd, buf, cap - 1));
+    buf[n] = 0;
+    CHECK_OK(close(fd));
+    return n;
+}
+
+static int lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static int from_chroot(void) {
+    char p[160], buf[4096];
+    CHECK_OK(unshare(CLONE_NEWNS));
+    CHECK_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+    CHECK_OK(mount("none", other, "tmpfs", 0, "mode=0755"));
+    snprintf(p, sizeof p, "%s/in", other);
+    CHECK_OK(mkdir(p, 0755));
+    CHECK_OK(mount("none", p, "tmpfs", 0, "mode=0755"));
+    snprintf(p, sizeof p, "%s/in/old", other);
+    CHECK_OK(mkdir(p, 0755));
+    snprintf(p, sizeof p, "%s/in/marker", other);
+    write_file(p, "inner\n");
+    int proc = CHECK_OK(open("/proc", O_RDONLY | O_DIRECTORY));
+    CHECK_OK(chdir(base));
+    CHECK_OK(chroot(other));
+    CHECK(syscall(SYS_getcwd, buf, sizeof buf) > 0);
+    snprintf(p, sizeof p, "(unreachable)%s", base);
+    CHECK_STR(buf, p);
+    read_at(proc, "self/mountinfo", buf, sizeof buf);
+    CHECK_EQ(lines(buf), 2);
+    CHECK(strstr(buf, " / / rw,relatime - tmpfs none rw,mode=755\n") != NULL);
+    CHECK(strstr(buf, " / /in rw,relatime - tmpfs none rw,mode=755\n") != NULL);
+    CHECK(strstr(buf, base) == NULL);
+    read_at(proc, "self/mounts", buf, sizeof buf);
+    CHECK_STR(buf, "none / tmpfs rw,relatime,mode=755 0 0\nnone /in tmpfs rw,relatime,mode=755 0 0\n");
+    CHECK_OK(chdir("/"));
+    CHECK_OK(mkdir("/elsewhere", 0755));
+    CHECK_ERR(pivot("/in", "/elsewhere"), EBUSY); /* put_old on the root's mount */
+    CHECK_OK(pivot("/in", "/in/old"));
+    CHECK(syscall(SYS_getcwd, buf, sizeof buf) > 0);
+    CHECK_STR(buf, "/");
+    CHECK_OK(access("/marker", F_OK));
+    CHECK_OK(access("/old/in", F_OK));
+    read_at(proc, "self/mountinfo", buf, sizeof buf);
+    CHECK_EQ(lines(buf), 2);
+    CHECK(strstr(buf, " / /old rw,relatime - tmpfs none rw,mode=755\n") != NULL);
+    CHECK_OK(umount2("/old", MNT_DETACH));
+    read_at(proc, "self/mountinfo", buf, sizeof buf);
+    CHECK_EQ(lines(buf), 1);
+    return 0;
+}
+
 static int unprivileged(void) {
     CHECK_OK(setgid(65534));
     CHECK_OK(setuid(65534));
@@ -132,6 +192,7 @@ int main(void) {
     CHECK_OK(mkdir(other, 0755));
     CHECK_EQ(exit_status_of(refusals), 0);
     CHECK_EQ(exit_status_of(pivots), 0);
+    CHECK_EQ(exit_status_of(from_chroot), 0);
     CHECK_EQ(exit_status_of(unprivileged), 0);
     /* The pivots happened in the children's namespaces only. */
     char p[160];

@@ -462,7 +462,7 @@ mod tests {
             mountpoint: None,
             fs_type: "t".into(),
             source: "t".into(),
-            read_only: false,
+            live: crate::vfs::MountFlags::new(0),
             opts: crate::vfs::MountOpts::default(),
         });
         FileDescription::new(Dentry::mount_root(&m), ops, crate::abi::fcntl::O_RDWR)

@@ -5,7 +5,8 @@
 use super::tmpfs::open_writes;
 use crate::abi::Errno;
 use crate::mm::Mappable;
-use crate::vfs::{Dentry, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, Stat, StatFs};
+use crate::vfs::perm::special_file;
+use crate::vfs::{Dentry, DirEntry, FileOps, IoctlContext, NewNode, Node, SetAttr, Stat, StatFs, S_IFMT};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -38,6 +39,11 @@ impl Node for ReadOnly {
         self.0.magic_link()
     }
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
+        if special_file(self.0.stat()?.mode & S_IFMT) {
+            // A FIFO, socket or device is no data of the filesystem: it
+            // stays writable on a read-only mount, as in Linux.
+            return self.0.open(flags);
+        }
         if open_writes(flags) {
             return Err(Errno::EROFS);
         }
@@ -155,14 +161,14 @@ mod tests {
     #[test]
     fn a_read_only_filesystem_mounts_read_only() {
         let ns = crate::vfs::MountNamespace::new(ReadOnly::wrap(Tmpfs::new(0o755, 0, 0)), "overlay", "root");
-        assert!(ns.root().mount.read_only, "/proc/mounts says ro");
+        assert!(ns.root().mount.read_only(), "/proc/mounts says ro");
         let plain = Tmpfs::new(0o755, 0, 0);
         plain.mkdir(b"m", NewNode { mode: 0o755, uid: 0, gid: 0 }).unwrap();
         let ns = crate::vfs::MountNamespace::new(plain.clone(), "overlay", "root");
-        assert!(!ns.root().mount.read_only);
+        assert!(!ns.root().mount.read_only());
         let at = ns.root().child(b"m", plain.lookup(b"m").unwrap());
         ns.mount(&at, ReadOnly::wrap(Tmpfs::new(0o755, 0, 0)), "tmpfs", "t").unwrap();
-        assert!(ns.crossed(at).mount.read_only);
+        assert!(ns.crossed(at).mount.read_only());
     }
 
     #[test]

@@ -363,6 +363,16 @@ impl<'a, T> DirPair<'a, T> {
     }
 }
 
+/// The limits a guest's tmpfs mount may set; none by default (the
+/// sandbox's memory and disk budget bound it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TmpfsLimits {
+    /// Bytes of file data (rounded up to pages), `size=` or `nr_blocks=`.
+    pub size: Option<u64>,
+    /// Inodes, `nr_inodes=`.
+    pub inodes: Option<u64>,
+}
+
 /// One tmpfs instance: its identity, inode numbers and usage.
 pub(crate) struct Tmpfs {
     id: usize,
@@ -373,6 +383,12 @@ pub(crate) struct Tmpfs {
     /// What pages and nodes are also charged to, when the guest writes
     /// here as to a disk.
     disk: Option<Arc<DiskBudget>>,
+    /// The filesystem's own size (`size=`), within `disk`: what its file
+    /// pages and long symlinks are charged to instead, as Linux's
+    /// `max_blocks` counts data blocks alone.
+    blocks: Option<Arc<DiskBudget>>,
+    /// The most inodes it may hold (`nr_inodes=`), its root included.
+    max_inodes: Option<u64>,
     /// Pages of file contents, for `statfs`.
     pages: AtomicU64,
     /// Live inodes, for `statfs`.
@@ -392,24 +408,45 @@ impl Tmpfs {
 
     /// A new, empty tmpfs whose pages are charged to `acct`.
     pub(crate) fn charged_to(acct: Arc<Accountant>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
-        Tmpfs::build(acct, None, mode, uid, gid)
+        Tmpfs::build(acct, None, TmpfsLimits::default(), mode, uid, gid)
     }
 
     /// A new, empty tmpfs whose pages and nodes are charged to the
     /// sandbox's memory and to `disk` (shared with the sandbox's other
     /// writable filesystems).
     pub(crate) fn with_disk(disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
-        Tmpfs::build(accounting::sandbox(), disk, mode, uid, gid)
+        Tmpfs::build(accounting::sandbox(), disk, TmpfsLimits::default(), mode, uid, gid)
     }
 
-    fn build(acct: Arc<Accountant>, disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
+    /// `with_disk`, with the limits of a `tmpfs -o size=,nr_inodes=`.
+    pub(crate) fn sized(
+        disk: Option<Arc<DiskBudget>>,
+        limits: TmpfsLimits,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Arc<dyn Node> {
+        Tmpfs::build(accounting::sandbox(), disk, limits, mode, uid, gid)
+    }
+
+    fn build(
+        acct: Arc<Accountant>,
+        disk: Option<Arc<DiskBudget>>,
+        limits: TmpfsLimits,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Arc<dyn Node> {
         let id = new_fs_id();
+        let blocks = limits.size.map(|size| DiskBudget::within(pages(size) * PAGE_SIZE, disk.clone()));
         let fs = Arc::new(Tmpfs {
             id,
             dev: anon_dev(id),
             next_ino: AtomicU64::new(1),
             acct,
             disk,
+            blocks,
+            max_inodes: limits.inodes,
             pages: AtomicU64::new(0),
             inodes: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
@@ -470,6 +507,8 @@ struct TmpNode {
     /// The node and its hard links past the first name, charged to the
     /// sandbox's memory and disk budget.
     charges: Mutex<(Charge, DiskCharge)>,
+    /// A long symlink's block, charged to its filesystem's size.
+    block: Mutex<DiskCharge>,
     /// Extended attributes by full name, charged (name and value) with
     /// the node.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
@@ -488,6 +527,14 @@ impl TmpNode {
     /// A new node, charged to the sandbox's memory and disk budget: ENOSPC
     /// past either.
     fn alloc(fs: &Arc<Tmpfs>, new: NewNode, rdev: u64, body: Body, link: Link) -> Result<Arc<TmpNode>, Errno> {
+        if fs.max_inodes.is_some_and(|max| fs.inodes.load(Ordering::Relaxed) >= max) {
+            return Err(Errno::ENOSPC);
+        }
+        let mut block = DiskCharge::new(fs.blocks.clone());
+        let long_link = matches!(&body, Body::Symlink(t) if t.len() >= SHORT_SYMLINK_LEN);
+        if long_link && fs.blocks.is_some() && !block.grow(PAGE_SIZE) {
+            return Err(Errno::ENOSPC);
+        }
         let mut charge = Charge::new(fs.acct.clone());
         let mut disk = DiskCharge::new(fs.disk.clone());
         let extra = match &body {
@@ -498,7 +545,9 @@ impl TmpNode {
         if !charge.grow(cost) || !disk.grow(cost) {
             return Err(Errno::ENOSPC);
         }
-        Ok(TmpNode::build(fs, new, rdev, body, link, (charge, disk)))
+        let node = TmpNode::build(fs, new, rdev, body, link, (charge, disk));
+        *node.block.lock() = block;
+        Ok(node)
     }
 
     fn build(
@@ -531,6 +580,7 @@ impl TmpNode {
             body,
             cache: Mutex::new(None),
             charges: Mutex::new(charges),
+            block: Mutex::new(DiskCharge::new(None)),
             xattrs: Mutex::new(BTreeMap::new()),
         })
     }
@@ -669,7 +719,8 @@ impl TmpNode {
 
     /// The body of a new, empty regular file.
     fn new_file(&self) -> Body {
-        Body::File(Mutex::new(FileData::new(self.fs.acct.clone(), self.fs.disk.clone())))
+        let data = self.fs.blocks.clone().or_else(|| self.fs.disk.clone());
+        Body::File(Mutex::new(FileData::new(self.fs.acct.clone(), data)))
     }
 
     /// Adds a new node named `name` to this directory.
@@ -1147,7 +1198,7 @@ impl Node for TmpNode {
         // with the sandbox's other writable filesystems, the size is the
         // budget's limit and what is used is what they hold together.
         let acct = &self.fs.acct;
-        let (blocks, free) = match &self.fs.disk {
+        let (blocks, free) = match self.fs.blocks.as_ref().or(self.fs.disk.as_ref()) {
             Some(d) => {
                 let free = d.available().min(acct.data_available());
                 (d.limit() / PAGE_SIZE, free / PAGE_SIZE)
@@ -1164,8 +1215,8 @@ impl Node for TmpNode {
             blocks,
             bfree: free,
             bavail: free,
-            files: NOMINAL_INODES,
-            ffree: NOMINAL_INODES.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
+            files: self.fs.max_inodes.unwrap_or(NOMINAL_INODES),
+            ffree: self.fs.max_inodes.unwrap_or(NOMINAL_INODES).saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
             namelen: NAME_MAX as u64,
             frsize: PAGE_SIZE,
             flags: 0,
@@ -1719,8 +1770,8 @@ mod tests {
         let budget = DiskBudget::new(nodes + 16 * PAGE_SIZE);
         let acct = Accountant::unlimited();
         let (tmp, shm) = (
-            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
-            Tmpfs::build(acct.clone(), Some(budget.clone()), 0o1777, 0, 0),
+            Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o1777, 0, 0),
+            Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o1777, 0, 0),
         );
         let (a, b) = (tmp.create(b"a", nn(0o644)).unwrap(), shm.create(b"b", nn(0o644)).unwrap());
         assert_eq!(budget.usage(), nodes);
@@ -1750,7 +1801,7 @@ mod tests {
     #[test]
     fn holes_shared_mappings_fault_in_are_charged_to_the_disk_budget() {
         let budget = DiskBudget::new(INODE_COST + 1 + 2 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         f.truncate(8 * PAGE_SIZE).unwrap();
@@ -1778,7 +1829,7 @@ mod tests {
     #[test]
     fn truncating_frees_what_no_mapping_holds() {
         let budget = DiskBudget::new(INODE_COST + 1 + 4 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let f = root.create(b"f", nn(0o644)).unwrap().open(RDWR).unwrap();
         f.write(&vec![1u8; 4 * page_len()], 0).unwrap();
         let mf = Arc::new(MemoryFile::new(1 << 24).unwrap());
@@ -1792,7 +1843,7 @@ mod tests {
     fn hard_links_are_charged_until_unlinked() {
         let budget = DiskBudget::new(INODE_COST + 1 + 2 * LINK_COST);
         let acct = Accountant::unlimited();
-        let root = Tmpfs::build(acct.clone(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(acct.clone(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         root.link(b"g", &n).unwrap();
         root.link(b"h", &n).unwrap();
@@ -1812,7 +1863,7 @@ mod tests {
     #[test]
     fn fallocate_holds_pages_or_none() {
         let budget = DiskBudget::new(INODE_COST + 1 + 8 * PAGE_SIZE);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         f.write(b"keep", PAGE_SIZE).unwrap();
@@ -1831,10 +1882,33 @@ mod tests {
 
     const RESERVE: Allocate = Allocate::Reserve { keep_size: false };
 
+    /// `size=` counts data pages alone (names and inodes are free, a long
+    /// symlink takes a page); `nr_inodes=` counts the root too.
+    #[test]
+    fn a_sized_tmpfs_counts_pages_and_inodes_as_linux() {
+        let limits = TmpfsLimits { size: Some(PAGE_SIZE + 1), inodes: Some(4) };
+        let root = Tmpfs::build(Accountant::unlimited(), None, limits, 0o755, 0, 0);
+        assert_eq!(root.statfs().unwrap().blocks, 2, "rounded up to pages");
+        let n = root.create(b"f", nn(0o644)).unwrap();
+        let f = n.open(RDWR).unwrap();
+        f.allocate(0, 2 * PAGE_SIZE, RESERVE).unwrap();
+        assert_eq!(err(f.allocate(0, 2 * PAGE_SIZE + 1, RESERVE)), Errno::ENOSPC);
+        f.truncate(PAGE_SIZE).unwrap();
+        root.symlink(b"short", &[b'a'; SHORT_SYMLINK_LEN - 1], nn(0o777)).unwrap();
+        root.symlink(b"long", &[b'a'; SHORT_SYMLINK_LEN], nn(0o777)).unwrap();
+        assert_eq!(err(f.write(b"x", PAGE_SIZE)), Errno::ENOSPC, "the long link took the last page");
+        assert_eq!(err(root.mkdir(b"d", nn(0o755))), Errno::ENOSPC, "four inodes with the root");
+        root.unlink(b"long", false).unwrap();
+        assert_eq!(f.write(b"xy", 2 * PAGE_SIZE - 1), Ok(1), "a write stops at the size");
+        root.mkdir(b"d", nn(0o755)).unwrap();
+        let st = root.statfs().unwrap();
+        assert_eq!((st.files, st.ffree, st.bfree), (4, 0, 0));
+    }
+
     #[test]
     fn punching_a_hole_zeroes_and_gives_pages_back() {
         let budget = DiskBudget::new(1 << 30);
-        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), 0o755, 0, 0);
+        let root = Tmpfs::build(Accountant::unlimited(), Some(budget.clone()), TmpfsLimits::default(), 0o755, 0, 0);
         let n = root.create(b"f", nn(0o644)).unwrap();
         let f = n.open(RDWR).unwrap();
         let page = usize::try_from(PAGE_SIZE).unwrap();

@@ -32,7 +32,7 @@ pub(crate) fn resolve_program(task: &Task, path: &[u8]) -> Result<Arc<Dentry>, E
 /// Opens an already-resolved dentry for execution.
 pub(crate) fn open_exec_dentry(task: &Task, d: Arc<Dentry>) -> Result<Arc<FileDescription>, Errno> {
     let st = d.node.stat()?;
-    if st.mode & S_IFMT != S_IFREG || d.mount.opts.noexec {
+    if st.mode & S_IFMT != S_IFREG || d.mount.noexec() {
         return Err(Errno::EACCES);
     }
     let creds = task.thread.creds();

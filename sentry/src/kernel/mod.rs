@@ -163,7 +163,7 @@ impl Kernel {
             mountpoint: None,
             fs_type: "anon_inodefs".into(),
             source: "anon_inodefs".into(),
-            read_only: false,
+            live: crate::vfs::MountFlags::new(0),
             opts: crate::vfs::MountOpts::default(),
         });
         let boot_instant = Instant::now();

@@ -351,6 +351,13 @@ impl MemoryManager {
         if perms.write && l.vmas.range(..end).any(|(_, v)| v.end > addr && read_only(v)) {
             return Err(Errno::EACCES);
         }
+        let no_exec = |v: &Vma| match &v.backing {
+            Backing::File { file, .. } | Backing::SharedFile { file, .. } => !file.may_exec(),
+            Backing::Anon => false,
+        };
+        if perms.exec && l.vmas.range(..end).any(|(_, v)| v.end > addr && no_exec(v)) {
+            return Err(Errno::EACCES);
+        }
         split_at(&mut l, addr);
         split_at(&mut l, end);
         for vma in l.vmas.range_mut(addr..end).map(|(_, v)| v) {

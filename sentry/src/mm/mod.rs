@@ -49,4 +49,40 @@ pub trait Mappable: Send + Sync {
     fn sysv_shm_size(&self) -> Option<u64> {
         None
     }
+    /// Whether mappings of this file may be made executable (false for a
+    /// file of a noexec mount: mprotect then answers EACCES, as Linux's
+    /// VM_MAYEXEC does).
+    fn may_exec(&self) -> bool {
+        true
+    }
+}
+
+/// A file of a noexec mount, as its mappings see it: never executable.
+pub struct NoExec(pub std::sync::Arc<dyn Mappable>);
+
+impl Mappable for NoExec {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.0.read_at(off, buf)
+    }
+    fn map_name(&self) -> String {
+        self.0.map_name()
+    }
+    fn size(&self) -> Option<u64> {
+        self.0.size()
+    }
+    fn map_ids(&self) -> (u64, u64) {
+        self.0.map_ids()
+    }
+    fn shared_pages(&self, mf: &std::sync::Arc<MemoryFile>) -> Option<std::sync::Arc<dyn page_cache::SharedPages>> {
+        self.0.shared_pages(mf)
+    }
+    fn shared_writable(&self) -> bool {
+        self.0.shared_writable()
+    }
+    fn sysv_shm_size(&self) -> Option<u64> {
+        self.0.sysv_shm_size()
+    }
+    fn may_exec(&self) -> bool {
+        false
+    }
 }

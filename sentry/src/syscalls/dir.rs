@@ -282,7 +282,12 @@ fn sys_fchdir(task: &mut Task, a: [u64; 6]) -> SysResult {
 
 fn sys_getcwd(task: &mut Task, a: [u64; 6]) -> SysResult {
     let fs = task.thread.fs();
-    let mut path = fs.cwd().path_from(&fs.root());
+    let (cwd, root) = (fs.cwd(), fs.root());
+    // A working directory outside the root (left there by chroot) is
+    // spelled from the namespace's root after "(unreachable)", as Linux
+    // does.
+    let mut path = if cwd.is_under(&root) { Vec::new() } else { b"(unreachable)".to_vec() };
+    path.extend_from_slice(&cwd.path_from(&root));
     path.push(0);
     // Linux builds the path in one page: a longer one is ENAMETOOLONG
     // whatever the buffer's size.
@@ -313,6 +318,7 @@ fn must_own(task: &Task, d: &Dentry) -> Result<(), Errno> {
 }
 
 fn chmod(task: &Task, d: &Arc<Dentry>, mode: u64) -> SysResult {
+    perm::mount_writable(d)?;
     must_own(task, d)?;
     let mut mode = args::uint(mode) & 0o7777;
     let creds = task.thread.creds();
@@ -359,6 +365,7 @@ fn sys_fchmodat2(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn chown(task: &Task, d: &Arc<Dentry>, uid: u64, gid: u64) -> SysResult {
+    perm::mount_writable(d)?;
     let uid = args::uint(uid);
     let gid = args::uint(gid);
     let st = d.node.stat()?;
@@ -415,6 +422,7 @@ const UTIME_OMIT: i64 = (1 << 30) - 2;
 /// Applies new access and modification times. Setting explicit times needs
 /// ownership; setting both to "now" needs ownership or write permission.
 fn set_times(task: &Task, d: &Arc<Dentry>, atime: Option<SetTime>, mtime: Option<SetTime>) -> SysResult {
+    perm::mount_writable(d)?;
     if atime.is_none() && mtime.is_none() {
         return Ok(0);
     }

@@ -5,8 +5,9 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::{page_down, page_up, Errno, SysResult, PAGE_SIZE};
 use crate::kernel::Task;
-use crate::mm::{Backing, MapRequest, RemapRequest, VmaName};
+use crate::mm::{Backing, MapRequest, NoExec, RemapRequest, VmaName};
 use crate::platform::Perms;
+use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
     (
@@ -96,7 +97,15 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         if shared && perms.write && !f.writable() {
             return Err(Errno::EACCES);
         }
-        let file = f.ops.mappable().ok_or(Errno::ENODEV)?;
+        let mut file = f.ops.mappable().ok_or(Errno::ENODEV)?;
+        // Linux's do_mmap: nothing of a noexec mount is mapped executable
+        // (EPERM), nor may it become so later (mprotect: EACCES).
+        if f.dentry.mount.noexec() {
+            if perms.exec {
+                return Err(Errno::EPERM);
+            }
+            file = Arc::new(NoExec(file));
+        }
         match (shared, file.shared_pages(task.thread.mm().memory_file())) {
             (true, Some(pages)) => {
                 shared_file = true;

@@ -14,14 +14,17 @@ use super::audit_files::{view_change, ViewChange};
 use super::policy;
 use super::{Entries, Support};
 use crate::abi::fcntl::AT_FDCWD_ARG;
-use crate::abi::{Errno, SysResult};
+use crate::abi::{Errno, SysResult, PAGE_SIZE};
 use crate::auth::caps::{CAP_SYS_ADMIN, CAP_SYS_CHROOT};
 use crate::fs::devpts::Devpts;
-use crate::fs::disk::{DiskBudget, SandboxDisk};
+use crate::fs::disk::SandboxDisk;
 use crate::fs::read_only::ReadOnly;
-use crate::fs::tmpfs::Tmpfs;
+use crate::fs::tmpfs::{Tmpfs, TmpfsLimits};
 use crate::kernel::Task;
 use crate::vfs::dentry::same;
+use crate::vfs::dentry::{
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
+};
 use crate::vfs::mounts::Change;
 use crate::vfs::perm::{self, MAY_EXEC};
 use crate::vfs::{Dentry, MountNamespace, MountOpts, Node, Propagation, S_IFDIR, S_IFMT};
@@ -34,8 +37,10 @@ pub(super) const ENTRIES: Entries = &[
         Support::Partial(
             "tmpfs, proc, sysfs, devpts, mqueue, cgroup2 and binds within the sandbox; devpts without newinstance is \
              the sandbox's own instance, with newinstance a new one with a ptmx of its own (ptmxmode=) numbering \
-             its terminals from 0 (mode=, gid= and max= accepted without effect: terminals are 0620, group tty); remount ro/nosuid/nodev/noexec; \
-             propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
+             its terminals from 0 (mode=, gid= and max= accepted without effect: terminals are 0620, group tty); tmpfs \
+             size=/nr_blocks=/nr_inodes= enforced; ro, nosuid, nodev, noexec and nosymfollow enforced and changed \
+             in place by a remount; noatime/nodiratime/strictatime shown in mountinfo and statfs but reads keep \
+             relatime; propagation recorded, not propagated; host filesystems EPERM (policy.denied)",
         ),
     ),
     (libc::SYS_umount2, sys_umount2, Support::Partial("MNT_EXPIRE is EINVAL; runtime mounts are locked (EINVAL)")),
@@ -47,6 +52,12 @@ const MS_RDONLY: u64 = libc::MS_RDONLY;
 const MS_NOSUID: u64 = libc::MS_NOSUID;
 const MS_NODEV: u64 = libc::MS_NODEV;
 const MS_NOEXEC: u64 = libc::MS_NOEXEC;
+const MS_NOATIME: u64 = libc::MS_NOATIME;
+const MS_NODIRATIME: u64 = libc::MS_NODIRATIME;
+const MS_RELATIME: u64 = libc::MS_RELATIME;
+const MS_STRICTATIME: u64 = libc::MS_STRICTATIME;
+/// The atime flags: a remount without any of them keeps the mount's.
+const MS_ATIME: u64 = MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
 const MS_REMOUNT: u64 = libc::MS_REMOUNT;
 const MS_BIND: u64 = libc::MS_BIND;
 const MS_MOVE: u64 = libc::MS_MOVE;
@@ -144,10 +155,12 @@ fn sys_mount(task: &mut Task, a: [u64; 6]) -> SysResult {
     let data = opt_string(task, a[4], DATA_MAX - 1)?.unwrap_or_default();
     let at = args::resolve_at(task, AT_FDCWD_ARG, &target, true, false)?;
     need_admin(task)?;
-    if flags & MS_NOSYMFOLLOW != 0 {
-        return Err(Errno::EINVAL);
-    }
     let ns = task.thread.fs().mounts();
+    // Not a place of this namespace (an anonymous file through
+    // /proc/self/fd): Linux's do_lock_mount finds it unmounted.
+    if ns.by_id(at.mount.id).is_none() {
+        return Err(Errno::ENOENT);
+    }
     // Recorded (file.mount) before it is made, as the paths later records
     // name may change with it.
     let note = |from: Option<&Arc<Dentry>>, device: Option<&[u8]>| {
@@ -179,14 +192,32 @@ fn sys_mount(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
 }
 
-/// The per-mount flags of `flags`.
-fn mount_opts(flags: u64) -> MountOpts {
-    MountOpts {
-        nosuid: flags & MS_NOSUID != 0,
-        nodev: flags & MS_NODEV != 0,
-        noexec: flags & MS_NOEXEC != 0,
-        ..MountOpts::default()
+/// The per-mount flags (`MNT_*`) of `flags`, as Linux's `path_mount`
+/// sorts them out: relatime unless another atime flag is asked for.
+fn mnt_flags(flags: u64) -> u32 {
+    let mut m = if flags & MS_NOATIME == 0 { MNT_RELATIME } else { 0 };
+    for (ms, mnt) in [
+        (MS_NOSUID, MNT_NOSUID),
+        (MS_NODEV, MNT_NODEV),
+        (MS_NOEXEC, MNT_NOEXEC),
+        (MS_NOATIME, MNT_NOATIME),
+        (MS_NODIRATIME, MNT_NODIRATIME),
+        (MS_RDONLY, MNT_READONLY),
+        (MS_NOSYMFOLLOW, MNT_NOSYMFOLLOW),
+    ] {
+        if flags & ms != 0 {
+            m |= mnt;
+        }
     }
+    if flags & MS_STRICTATIME != 0 {
+        m &= !(MNT_RELATIME | MNT_NOATIME);
+    }
+    m
+}
+
+/// The per-mount options of a new mount.
+fn mount_opts(flags: u64) -> MountOpts {
+    MountOpts { flags: mnt_flags(flags) & !MNT_READONLY, ..MountOpts::default() }
 }
 
 /// Options every filesystem takes (superblock flags and their opposites).
@@ -207,13 +238,35 @@ fn generic_option(o: &[u8]) -> bool {
     )
 }
 
-/// The options of a tmpfs: its size limit in bytes (0: none), mode,
-/// owner and group.
+/// The options of a tmpfs: its limits, mode, owner and group.
 struct TmpfsOpts {
-    size: u64,
+    limits: TmpfsLimits,
     mode: u32,
     uid: u32,
     gid: u32,
+}
+
+impl TmpfsOpts {
+    /// What mountinfo lists after rw/ro, as Linux's `shmem_show_options`.
+    fn shown(&self) -> String {
+        let mut s = String::new();
+        if let Some(size) = self.limits.size {
+            s.push_str(&format!(",size={}k", size.div_ceil(PAGE_SIZE) * (PAGE_SIZE / 1024)));
+        }
+        if let Some(n) = self.limits.inodes {
+            s.push_str(&format!(",nr_inodes={n}"));
+        }
+        if self.mode != 0o1777 {
+            s.push_str(&format!(",mode={:03o}", self.mode));
+        }
+        if self.uid != 0 {
+            s.push_str(&format!(",uid={}", self.uid));
+        }
+        if self.gid != 0 {
+            s.push_str(&format!(",gid={}", self.gid));
+        }
+        s
+    }
 }
 
 fn parse_number(v: &[u8]) -> Result<u64, Errno> {
@@ -235,25 +288,31 @@ fn parse_size(v: &[u8]) -> Result<u64, Errno> {
     parse_number(digits)?.checked_mul(1u64 << shift).ok_or(Errno::EINVAL)
 }
 
+/// A limit: 0 is none, as for Linux's tmpfs.
+fn nonzero(n: u64) -> Option<u64> {
+    (n > 0).then_some(n)
+}
+
 fn parse_tmpfs(data: &[u8]) -> Result<TmpfsOpts, Errno> {
-    let mut o = TmpfsOpts { size: 0, mode: 0o1777, uid: 0, gid: 0 };
+    let mut o = TmpfsOpts { limits: TmpfsLimits::default(), mode: 0o1777, uid: 0, gid: 0 };
     for opt in data.split(|&b| b == b',').filter(|s| !s.is_empty()) {
         let (key, value) = match opt.iter().position(|&b| b == b'=') {
             Some(i) => (&opt[..i], Some(&opt[i + 1..])),
             None => (opt, None),
         };
         match (key, value) {
-            (b"size", Some(v)) => o.size = parse_size(v)?,
-            (b"nr_blocks", Some(v)) => o.size = parse_number(v)?.checked_mul(4096).ok_or(Errno::EINVAL)?,
+            (b"size", Some(v)) => o.limits.size = nonzero(parse_size(v)?),
+            (b"nr_blocks", Some(v)) => {
+                o.limits.size = nonzero(parse_size(v)?.checked_mul(PAGE_SIZE).ok_or(Errno::EINVAL)?)
+            }
+            (b"nr_inodes", Some(v)) => o.limits.inodes = nonzero(parse_size(v)?),
             (b"mode", Some(v)) => {
                 let s = std::str::from_utf8(v).map_err(|_| Errno::EINVAL)?;
                 o.mode = u32::from_str_radix(s, 8).map_err(|_| Errno::EINVAL)? & 0o7777;
             }
             (b"uid", Some(v)) => o.uid = u32::try_from(parse_number(v)?).map_err(|_| Errno::EINVAL)?,
             (b"gid", Some(v)) => o.gid = u32::try_from(parse_number(v)?).map_err(|_| Errno::EINVAL)?,
-            // Accepted as Linux does; the sandbox's budgets bound the
-            // inodes, huge pages and NUMA policy do not apply.
-            (b"nr_inodes", Some(v)) => drop(parse_size(v)?),
+            // Huge pages and NUMA policy do not apply.
             (b"huge", Some(b"never" | b"always" | b"within_size" | b"advise" | b"deny" | b"force")) => {}
             (b"inode32" | b"inode64" | b"noswap", None) => {}
             (k, None) if generic_option(k) => {}
@@ -307,19 +366,25 @@ fn sandbox_fs(task: &Task, fs_type: &str) -> Result<Arc<dyn Node>, Errno> {
 }
 
 /// A new instance (or, for the filesystems the sandbox has one of, the
-/// sandbox's) of `fs_type`.
-fn new_fs(task: &Task, fs_type: &str, data: &[u8]) -> Result<Arc<dyn Node>, Errno> {
+/// sandbox's) of `fs_type`, and the options mountinfo shows for it.
+fn new_fs(task: &Task, fs_type: &str, data: &[u8]) -> Result<(Arc<dyn Node>, String), Errno> {
     let k = &task.kernel;
     match fs_type {
-        "tmpfs" | "ramfs" => {
+        "tmpfs" => {
             let o = parse_tmpfs(data)?;
-            let outer = k.ext::<SandboxDisk>().0.get().cloned();
-            let disk = if o.size > 0 { Some(DiskBudget::within(o.size, outer)) } else { outer };
-            Ok(Tmpfs::with_disk(disk, o.mode, o.uid, o.gid))
+            let disk = k.ext::<SandboxDisk>().0.get().cloned();
+            Ok((Tmpfs::sized(disk, o.limits, o.mode, o.uid, o.gid), o.shown()))
+        }
+        "ramfs" => {
+            // ramfs has no limits: it takes size= and nr_inodes= without
+            // effect, as Linux's does.
+            let o = parse_tmpfs(data)?;
+            let disk = k.ext::<SandboxDisk>().0.get().cloned();
+            Ok((Tmpfs::with_disk(disk, o.mode, o.uid, o.gid), String::new()))
         }
         _ => {
             check_options(fs_type, data)?;
-            match fs_type {
+            let fs = match fs_type {
                 "proc" => Ok(crate::fs::procfs::new_procfs(Arc::downgrade(k))),
                 "mqueue" => Ok(crate::fs::mqueue::new_mqueuefs(&k.ext())),
                 "cgroup2" => {
@@ -331,7 +396,8 @@ fn new_fs(task: &Task, fs_type: &str, data: &[u8]) -> Result<Arc<dyn Node>, Errn
                     None => sandbox_fs(task, "devtmpfs")?.lookup(b"pts"),
                 },
                 _ => Err(Errno::ENODEV),
-            }
+            };
+            Ok((fs?, String::new()))
         }
     }
 }
@@ -351,8 +417,8 @@ fn new_mount(
     if !at.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    let fs = new_fs(task, fs_type, data)?;
-    let mut opts = mount_opts(flags);
+    let (fs, super_opts) = new_fs(task, fs_type, data)?;
+    let mut opts = MountOpts { super_opts, ..mount_opts(flags) };
     let root = if flags & MS_RDONLY != 0 && !fs.read_only() {
         opts.rw_root = Some(fs.clone());
         ReadOnly::wrap(fs)
@@ -372,7 +438,13 @@ fn inherited(o: &MountOpts, fs_root: Vec<u8>) -> MountOpts {
         p @ (Propagation::Shared(_) | Propagation::Slave(_)) => p,
         Propagation::Private | Propagation::Unbindable => Propagation::Private,
     };
-    MountOpts { nosuid: o.nosuid, nodev: o.nodev, noexec: o.noexec, fs_root, propagation, ..MountOpts::default() }
+    MountOpts {
+        flags: o.flags & !MNT_READONLY,
+        fs_root,
+        propagation,
+        super_opts: o.super_opts.clone(),
+        ..MountOpts::default()
+    }
 }
 
 /// MS_REMOUNT (with MS_BIND or without): the mount's flags become those
@@ -389,26 +461,33 @@ fn remount(ns: &MountNamespace, at: &Arc<Dentry>, flags: u64, data: &[u8]) -> Sy
         }
     }
     let m = ns.by_id(at.mount.id).ok_or(Errno::EINVAL)?;
-    let new = mount_opts(flags);
-    let loosens = (m.opts.nosuid && !new.nosuid) || (m.opts.nodev && !new.nodev) || (m.opts.noexec && !new.noexec);
-    if m.opts.locked && loosens {
+    let old = m.live.get();
+    let mut new = mnt_flags(flags);
+    if flags & MS_ATIME == 0 {
+        // A remount that names no atime flag keeps the mount's.
+        let atime = MNT_NOATIME | MNT_NODIRATIME | MNT_RELATIME;
+        new = (new & !atime) | (old & atime);
+    }
+    let lock = MNT_NOSUID | MNT_NODEV | MNT_NOEXEC | MNT_NOSYMFOLLOW;
+    if m.opts.locked && old & lock & !new != 0 {
         return Err(Errno::EPERM);
     }
-    let want_ro = flags & MS_RDONLY != 0;
-    let (root, rw_root) = match (m.read_only, want_ro) {
+    let want_ro = new & MNT_READONLY != 0;
+    let (root, rw_root) = match (m.read_only(), want_ro) {
         (false, true) => (ReadOnly::wrap(m.root.clone()), Some(m.root.clone())),
         (true, false) => (m.opts.rw_root.clone().ok_or(Errno::EPERM)?, None),
         (true, true) => (m.root.clone(), m.opts.rw_root.clone()),
         (false, false) => (m.root.clone(), None),
     };
     let opts = MountOpts {
+        flags: new,
         rw_root,
         propagation: m.opts.propagation,
         fs_root: m.opts.fs_root.clone(),
         locked: m.opts.locked,
-        ..new
+        super_opts: m.opts.super_opts.clone(),
     };
-    ns.change(&m, Change { root, read_only: want_ro, opts });
+    ns.change(&m, Change { root, opts });
     Ok(0)
 }
 
@@ -436,7 +515,11 @@ fn bind(ns: &MountNamespace, from: &Arc<Dentry>, at: &Arc<Dentry>, flags: u64) -
     }
     let mut fs_root = src.opts.fs_root.clone();
     fs_root.extend_from_slice(&from.path_in_mount());
-    let top = ns.mount_with(at, from.node.clone(), &src.fs_type, &src.source, inherited(&src.opts, fs_root))?;
+    // A copy of a read-only mount is read-only, even made from a place
+    // reached before the mount became so.
+    let node =
+        if src.read_only() && !from.node.read_only() { ReadOnly::wrap(from.node.clone()) } else { from.node.clone() };
+    let top = ns.mount_with(at, node, &src.fs_type, &src.source, inherited(&src.opts, fs_root))?;
     if flags & MS_REC != 0 {
         let mut copies = vec![(src.id, top)];
         for c in covered {
@@ -500,8 +583,8 @@ fn change_type(ns: &MountNamespace, at: &Arc<Dentry>, flags: u64) -> SysResult {
             (libc::MS_SLAVE, _) | (libc::MS_PRIVATE, _) => Propagation::Private,
             _ => Propagation::Unbindable,
         };
-        let opts = MountOpts { propagation, ..t.opts.clone() };
-        ns.change(&t, Change { root: t.root.clone(), read_only: t.read_only, opts });
+        let opts = MountOpts { propagation, flags: t.live.get(), ..t.opts.clone() };
+        ns.change(&t, Change { root: t.root.clone(), opts });
     }
     Ok(0)
 }
@@ -581,8 +664,12 @@ mod tests {
     #[test]
     fn tmpfs_options() {
         let o = parse_tmpfs(b"size=64k,mode=0755,uid=1000,gid=100,nr_inodes=10k,inode64,rw").unwrap();
-        assert_eq!((o.size, o.mode, o.uid, o.gid), (65536, 0o755, 1000, 100));
-        assert_eq!(parse_tmpfs(b"nr_blocks=2").unwrap().size, 8192);
+        assert_eq!(o.limits, TmpfsLimits { size: Some(65536), inodes: Some(10240) });
+        assert_eq!((o.mode, o.uid, o.gid), (0o755, 1000, 100));
+        assert_eq!(o.shown(), ",size=64k,nr_inodes=10240,mode=755,uid=1000,gid=100");
+        assert_eq!(parse_tmpfs(b"nr_blocks=2").unwrap().limits.size, Some(8192));
+        assert_eq!(parse_tmpfs(b"size=6000").unwrap().shown(), ",size=8k", "rounded up to pages");
+        assert_eq!(parse_tmpfs(b"size=0,mode=1777").unwrap().shown(), "", "0 is no limit");
         assert_eq!(parse_tmpfs(b"").unwrap().mode, 0o1777, "a new tmpfs is sticky and open to all");
         for bad in [&b"size=abc"[..], b"mode=9", b"bogus", b"uid=99999999999", b"size=99999999e"] {
             assert_eq!(parse_tmpfs(bad).err(), Some(Errno::EINVAL), "{}", String::from_utf8_lossy(bad));

@@ -11,6 +11,9 @@ use crate::abi::stat::{StatBuf, StatFsBuf, Statx, STATX_BASIC_STATS, STATX_MNT_I
 use crate::abi::time::Timespec;
 use crate::abi::{Errno, SysResult};
 use crate::kernel::Task;
+use crate::vfs::dentry::{
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_READONLY, MNT_RELATIME,
+};
 use crate::vfs::perm::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::vfs::{Dentry, Stat, StatFs, TimeSpec, S_IFLNK, S_IFMT};
 use std::sync::Arc;
@@ -151,17 +154,48 @@ fn sys_statx(task: &mut Task, a: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// `f_flags` is valid (`ST_VALID`, which libc does not name).
+const ST_VALID: u64 = 0x20;
+/// The mount does not follow symlinks (`ST_NOSYMFOLLOW`, likewise).
+const ST_NOSYMFOLLOW: u64 = 0x2000;
+
+/// The filesystem's statfs with `f_flags` as Linux's
+/// `calculate_f_flags` makes it: `ST_VALID` and the mount's flags.
+fn statfs_of(d: &Dentry) -> Result<StatFs, Errno> {
+    let mut s = d.node.statfs()?;
+    s.flags |= ST_VALID;
+    let mnt = d.mount.live.get();
+    for (bit, st) in [
+        (MNT_READONLY, libc::ST_RDONLY),
+        (MNT_NOSUID, libc::ST_NOSUID),
+        (MNT_NODEV, libc::ST_NODEV),
+        (MNT_NOEXEC, libc::ST_NOEXEC),
+        (MNT_NOATIME, libc::ST_NOATIME),
+        (MNT_NODIRATIME, libc::ST_NODIRATIME),
+        (MNT_RELATIME, libc::ST_RELATIME),
+        (MNT_NOSYMFOLLOW, ST_NOSYMFOLLOW),
+    ] {
+        if mnt & bit != 0 {
+            s.flags |= st;
+        }
+    }
+    if d.node.read_only() {
+        s.flags |= libc::ST_RDONLY;
+    }
+    Ok(s)
+}
+
 fn sys_statfs(task: &mut Task, a: [u64; 6]) -> SysResult {
     let path = args::path(task, a[0])?;
     let d = args::resolve_at(task, AT_FDCWD_ARG, &path, true, false)?;
-    let s = d.node.statfs()?;
+    let s = statfs_of(&d)?;
     task.thread.mm().copy_out(a[1], &encode_statfs(&s))?;
     Ok(0)
 }
 
 fn sys_fstatfs(task: &mut Task, a: [u64; 6]) -> SysResult {
     let f = args::file(task, a[0])?;
-    let s = f.dentry.node.statfs()?;
+    let s = statfs_of(&f.dentry)?;
     task.thread.mm().copy_out(a[1], &encode_statfs(&s))?;
     Ok(0)
 }
@@ -194,6 +228,12 @@ fn access(task: &Task, dirfd: u64, path_addr: u64, mode: u64, flags: u64) -> Sys
         want |= MAY_EXEC;
     }
     perm::check_node(&creds, d.node.as_ref(), &st, want)?;
+    // SuS asks for a read-only filesystem to be told apart (Linux's
+    // do_faccessat): EROFS for write access to anything but a FIFO,
+    // socket or device.
+    if want & MAY_WRITE != 0 && !perm::special_file(st.mode & S_IFMT) && (d.mount.read_only() || d.node.read_only()) {
+        return Err(Errno::EROFS);
+    }
     Ok(0)
 }
 

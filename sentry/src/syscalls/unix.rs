@@ -136,6 +136,7 @@ fn bind(task: &Task, s: &Arc<UnixSocket>, addr: SockAddrArg) -> SysResult {
             if pn.parent.node.lookup(&pn.name).is_ok() {
                 return Err(Errno::EADDRINUSE);
             }
+            crate::vfs::perm::mount_writable(&pn.parent)?;
             bound()?;
             let creds = task.thread.creds();
             let mode = crate::vfs::S_IFSOCK | (0o777 & !task.thread.fs().umask());

@@ -108,7 +108,7 @@ fn namespace(name: &[u8]) -> Result<Namespace, Errno> {
 /// `cap_inode_removexattr` for access `want` (MAY_READ or MAY_WRITE).
 fn may_access(task: &Task, d: &Dentry, ns: Namespace, name: &[u8], want: u32) -> Result<(), Errno> {
     let write = want & MAY_WRITE != 0;
-    if write && (d.mount.read_only || d.node.read_only()) {
+    if write && (d.mount.read_only() || d.node.read_only()) {
         return Err(Errno::EROFS);
     }
     let creds = task.thread.creds();

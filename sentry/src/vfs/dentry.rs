@@ -4,7 +4,7 @@ use super::{notify, Node, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::abi::Errno;
 use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A mounted filesystem.
@@ -16,9 +16,63 @@ pub struct Mount {
     /// Filesystem type and source, for /proc/mounts.
     pub fs_type: String,
     pub source: String,
-    pub read_only: bool,
+    /// The per-mount flags as they are now, shared by the objects that
+    /// stand for this mount in its namespace one after another (a remount
+    /// or a move makes a new one): a dentry reached before a remount (a
+    /// working directory, an open directory) sees them as Linux's
+    /// vfsmount would.
+    pub live: Arc<MountFlags>,
     /// The per-mount flags and state that `mount(2)` sets (`mounts`).
     pub opts: MountOpts,
+}
+
+impl Mount {
+    /// Whether the mount refuses changes (EROFS).
+    pub fn read_only(&self) -> bool {
+        self.live.has(MNT_READONLY)
+    }
+
+    /// Whether nothing on it may be executed (execve, PROT_EXEC).
+    pub fn noexec(&self) -> bool {
+        self.live.has(MNT_NOEXEC)
+    }
+
+    /// Whether its device files may not be opened.
+    pub fn nodev(&self) -> bool {
+        self.live.has(MNT_NODEV)
+    }
+}
+
+/// Linux's per-mount flags (`MNT_*` of include/linux/mount.h).
+pub const MNT_NOSUID: u32 = 0x01;
+pub const MNT_NODEV: u32 = 0x02;
+pub const MNT_NOEXEC: u32 = 0x04;
+pub const MNT_NOATIME: u32 = 0x08;
+pub const MNT_NODIRATIME: u32 = 0x10;
+pub const MNT_RELATIME: u32 = 0x20;
+pub const MNT_READONLY: u32 = 0x40;
+pub const MNT_NOSYMFOLLOW: u32 = 0x80;
+
+/// A mount's `MNT_*` flags, changed in place by a remount.
+#[derive(Debug, Default)]
+pub struct MountFlags(AtomicU32);
+
+impl MountFlags {
+    pub fn new(bits: u32) -> Arc<MountFlags> {
+        Arc::new(MountFlags(AtomicU32::new(bits)))
+    }
+
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub fn set(&self, bits: u32) {
+        self.0.store(bits, Ordering::Release)
+    }
+
+    pub fn has(&self, bit: u32) -> bool {
+        self.get() & bit != 0
+    }
 }
 
 /// How a mount receives and passes on mount events (recorded and shown
@@ -38,9 +92,9 @@ pub enum Propagation {
 /// them.
 #[derive(Clone, Default)]
 pub struct MountOpts {
-    pub nosuid: bool,
-    pub nodev: bool,
-    pub noexec: bool,
+    /// The `MNT_*` flags a new mount starts with (`MNT_READONLY` is
+    /// added for a read-only filesystem).
+    pub flags: u32,
     pub propagation: Propagation,
     /// The directory of the filesystem the mount shows ("" for its root,
     /// a bind mount's source otherwise), mountinfo's fourth field.
@@ -51,6 +105,9 @@ pub struct MountOpts {
     pub locked: bool,
     /// For a mount the guest made read-only: its writable root.
     pub rw_root: Option<Arc<dyn Node>>,
+    /// The filesystem's own options as mountinfo's last field lists them
+    /// after rw/ro (",size=8k,mode=123"), for filesystems the guest made.
+    pub super_opts: String,
 }
 
 /// A node reached through a path: Linux's `struct path` and dentry in one.
@@ -160,6 +217,10 @@ pub(crate) fn same(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
     Arc::ptr_eq(a, b) || (a.mount.id == b.mount.id && a.path_in_mount() == b.path_in_mount())
 }
 
+/// The most mounts a namespace holds, its root included (Linux's
+/// `fs.mount-max` default): past it a mount fails with ENOSPC.
+pub const MAX_MOUNTS: usize = 100_000;
+
 /// Mounts by where they sit: (parent mount id, path in the parent mount).
 pub(super) type MountTable = HashMap<(u64, Vec<u8>), Arc<Mount>>;
 
@@ -180,7 +241,7 @@ impl MountNamespace {
             mountpoint: None,
             fs_type: fs_type.to_string(),
             source: source.to_string(),
-            read_only: root.read_only(),
+            live: MountFlags::new(MNT_RELATIME | if root.read_only() { MNT_READONLY } else { 0 }),
             opts: MountOpts { locked: true, ..MountOpts::default() },
             root,
         });
@@ -251,7 +312,7 @@ impl MountNamespace {
     /// the guest): a directory on a directory, a non-directory (a
     /// bind-mounted file) on a non-directory, as Linux requires.
     pub fn mount(&self, at: &Arc<Dentry>, fs: Arc<dyn Node>, fs_type: &str, source: &str) -> Result<(), Errno> {
-        let opts = MountOpts { locked: true, ..MountOpts::default() };
+        let opts = MountOpts { locked: true, flags: MNT_RELATIME, ..MountOpts::default() };
         self.mount_with(at, fs, fs_type, source, opts).map(drop)
     }
 
@@ -266,13 +327,16 @@ impl MountNamespace {
     ) -> Result<Arc<Mount>, Errno> {
         let fs_is_dir = fs.stat()?.mode & super::S_IFMT == super::S_IFDIR;
         if at.is_dir() != fs_is_dir {
-            return Err(if fs_is_dir { Errno::ENOTDIR } else { Errno::EISDIR });
+            return Err(Errno::ENOTDIR);
         }
         let at = self.crossed(at.clone());
+        if self.mounts.read().len() + 1 >= MAX_MOUNTS {
+            return Err(Errno::ENOSPC);
+        }
         let key = (at.mount.id, at.path_in_mount());
         let m = Arc::new(Mount {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            read_only: fs.read_only(),
+            live: MountFlags::new(opts.flags | if fs.read_only() { MNT_READONLY } else { 0 }),
             root: fs,
             mountpoint: Some(at),
             fs_type: fs_type.to_string(),

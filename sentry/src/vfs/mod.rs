@@ -18,7 +18,7 @@ pub(crate) mod perm;
 pub(crate) mod rename;
 pub(crate) mod walk;
 
-pub(crate) use dentry::{Dentry, Mount, MountNamespace, MountOpts, Propagation};
+pub(crate) use dentry::{Dentry, Mount, MountFlags, MountNamespace, MountOpts, Propagation};
 pub(crate) use fasync::{Fasync, OwnerSignal, SignalOwner, UrgentSignal};
 pub(crate) use fd_table::FdTable;
 pub(crate) use file::{Cursor, FileDescription};

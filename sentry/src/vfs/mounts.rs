@@ -4,7 +4,7 @@
 //! namespace (which has mounts of its own) is never changed through
 //! another.
 
-use super::dentry::{Mount, MountNamespace, MountOpts, MountTable};
+use super::dentry::{Mount, MountFlags, MountNamespace, MountOpts, MountTable};
 use super::{Dentry, Node, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
 use parking_lot::RwLock;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// What may change about a mount without unmounting it.
 pub struct Change {
     pub root: Arc<dyn Node>,
-    pub read_only: bool,
+    /// Its `MNT_*` flags from now on (`opts.flags` too).
     pub opts: MountOpts,
 }
 
@@ -100,15 +100,16 @@ impl MountNamespace {
     }
 
     /// Replaces mount `old` by one with the same id and place and what
-    /// `change` says.
+    /// `change` says; its flags change at once for every dentry of it.
     pub fn change(&self, old: &Arc<Mount>, change: Change) {
+        old.live.set(change.opts.flags);
         let new = Arc::new(Mount {
             id: old.id,
             root: change.root,
             mountpoint: old.mountpoint.clone(),
             fs_type: old.fs_type.clone(),
             source: old.source.clone(),
-            read_only: change.read_only,
+            live: old.live.clone(),
             opts: change.opts,
         });
         let mut table = self.mounts.write();
@@ -169,6 +170,10 @@ impl MountNamespace {
         if m.opts.locked || matches!(m.opts.propagation, super::Propagation::Unbindable) {
             return Err(Errno::EINVAL);
         }
+        // Nor one whose parent is shared (Linux's do_move_mount).
+        if self.by_id(mp.mount.id).is_some_and(|p| matches!(p.opts.propagation, super::Propagation::Shared(_))) {
+            return Err(Errno::EINVAL);
+        }
         let to = self.crossed(to.clone());
         // Not into itself: no mount on the way up from `to` may be `m`.
         let mut cur = Some(to.clone());
@@ -188,7 +193,7 @@ impl MountNamespace {
             mountpoint: Some(to.clone()),
             fs_type: m.fs_type.clone(),
             source: m.source.clone(),
-            read_only: m.read_only,
+            live: m.live.clone(),
             opts: m.opts.clone(),
         });
         let mut table = self.mounts.write();
@@ -198,14 +203,18 @@ impl MountNamespace {
         Ok(())
     }
 
-    /// pivot_root(2): the mount whose root is `new_root` becomes the
-    /// namespace's root and the old root mount moves to `put_old` (at or
-    /// below `new_root`). `root`, the caller's root, must be the old root
-    /// mount's. Returns the new root. As Linux does, the old root's lock
-    /// moves to the new root: the old one, now on a place inside the new
-    /// root, may be detached (with the runtime's mounts below it), and the
-    /// new root is the one the guest cannot take away. A read-only old
-    /// root stays read-only: it has no writable root to go back to.
+    /// pivot_root(2): the mount whose root is `new_root` takes the place
+    /// of the caller's root mount (`root`, a mount's root: the
+    /// namespace's, or one chroot(2) reached), which moves to `put_old`
+    /// (at or below `new_root`). Returns the new root. Linux's checks and
+    /// order: shared mounts around (EINVAL), the root's own mount (EBUSY),
+    /// a locked new root (EINVAL: the runtime's mounts stay, and the
+    /// sandbox's root is one), then where the three are. As Linux
+    /// does, the old root's lock moves to the new root: the old one, now
+    /// on a place inside the new root, may be detached (with the
+    /// runtime's mounts below it), and the new root is the one the guest
+    /// cannot take away. A read-only old root stays read-only: it has no
+    /// writable root to go back to.
     pub fn pivot(
         &self,
         new_root: &Arc<Dentry>,
@@ -215,47 +224,59 @@ impl MountNamespace {
         if !new_root.is_dir() || !put_old.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        let old = self.root.read().clone();
-        if root.parent.is_some() || root.mount.id != old.id || !self.is_mount_root(new_root) {
+        let put_old = self.crossed(put_old.clone());
+        let r = self.by_id(root.mount.id).ok_or(Errno::EINVAL)?;
+        let n = self.by_id(new_root.mount.id).ok_or(Errno::EINVAL)?;
+        let o = self.by_id(put_old.mount.id).ok_or(Errno::EINVAL)?;
+        let shared = |m: &Mount| matches!(m.opts.propagation, super::Propagation::Shared(_));
+        let parent_shared =
+            |m: &Mount| m.mountpoint.as_ref().and_then(|mp| self.by_id(mp.mount.id)).is_some_and(|p| shared(&p));
+        if shared(&o) || parent_shared(&n) || parent_shared(&r) {
             return Err(Errno::EINVAL);
         }
-        if new_root.mount.id == old.id {
+        if n.id == r.id || o.id == r.id {
             return Err(Errno::EBUSY);
         }
-        let put_old = self.crossed(put_old.clone());
-        if !put_old.is_under(new_root) {
-            return Err(Errno::EINVAL);
-        }
-        let n = self.by_id(new_root.mount.id).ok_or(Errno::EINVAL)?;
         if n.opts.locked {
             // Taking a runtime mount off its place would uncover what it
-            // covers (Linux: EINVAL for a locked new_root).
+            // covers.
+            return Err(Errno::EINVAL);
+        }
+        if root.parent.is_some() || new_root.parent.is_some() {
             return Err(Errno::EINVAL);
         }
         let nmp = n.mountpoint.clone().ok_or(Errno::EINVAL)?;
+        if !put_old.is_under(new_root) || !new_root.is_under(root) {
+            return Err(Errno::EINVAL);
+        }
         let new = Arc::new(Mount {
             id: n.id,
             root: n.root.clone(),
-            mountpoint: None,
+            mountpoint: r.mountpoint.clone(),
             fs_type: n.fs_type.clone(),
             source: n.source.clone(),
-            read_only: n.read_only,
-            opts: MountOpts { locked: n.opts.locked || old.opts.locked, ..n.opts.clone() },
+            live: n.live.clone(),
+            opts: MountOpts { locked: n.opts.locked || r.opts.locked, ..n.opts.clone() },
         });
         let put_old = if put_old.mount.id == n.id { rebased(&put_old, &new) } else { put_old };
         let moved = Arc::new(Mount {
-            id: old.id,
-            root: old.root.clone(),
+            id: r.id,
+            root: r.root.clone(),
             mountpoint: Some(put_old.clone()),
-            fs_type: old.fs_type.clone(),
-            source: old.source.clone(),
-            read_only: old.read_only,
-            opts: MountOpts { locked: false, ..old.opts.clone() },
+            fs_type: r.fs_type.clone(),
+            source: r.source.clone(),
+            live: r.live.clone(),
+            opts: MountOpts { locked: false, ..r.opts.clone() },
         });
         let mut table = self.mounts.write();
         table.remove(&(nmp.mount.id, nmp.path_in_mount()));
+        match &r.mountpoint {
+            None => *self.root.write() = new.clone(),
+            Some(rmp) => {
+                table.insert((rmp.mount.id, rmp.path_in_mount()), new.clone());
+            }
+        }
         table.insert((put_old.mount.id, put_old.path_in_mount()), moved.clone());
-        *self.root.write() = new.clone();
         refresh_below(&mut table, &new);
         refresh_below(&mut table, &moved);
         Ok(Dentry::mount_root(&new))
@@ -279,7 +300,7 @@ fn refresh_below(table: &mut MountTable, top: &Arc<Mount>) {
             mountpoint: Some(rebased(mp, top)),
             fs_type: c.fs_type.clone(),
             source: c.source.clone(),
-            read_only: c.read_only,
+            live: c.live.clone(),
             opts: c.opts.clone(),
         });
         table.insert(key, new.clone());
@@ -303,7 +324,7 @@ fn copy_mount(m: &Arc<Mount>, old: &HashMap<u64, Arc<Mount>>, new: &mut HashMap<
         mountpoint,
         fs_type: m.fs_type.clone(),
         source: m.source.clone(),
-        read_only: m.read_only,
+        live: MountFlags::new(m.live.get()),
         opts: m.opts.clone(),
     });
     new.insert(m.id, c.clone());
@@ -386,6 +407,42 @@ mod tests {
         assert_eq!(ns.all().len(), 1, "the mount below went with it");
         assert_eq!(ns.umount(&resolve(&ns, b"/a"), false), Err(Errno::EINVAL), "not a mount point");
         assert_eq!(ns.umount(&ns.root(), false), Err(Errno::EBUSY), "the root");
+    }
+
+    /// A remount changes the flags a dentry reached before it sees, in
+    /// this namespace only.
+    #[test]
+    fn flags_change_in_place_for_old_dentries() {
+        use crate::vfs::dentry::{MNT_NOEXEC, MNT_READONLY};
+        let ns = setup();
+        let old = guest_mount(&ns, b"/a").child(b"sub", resolve(&ns, b"/a/sub").node.clone());
+        let copy = ns.copy();
+        let m = ns.by_id(old.mount.id).unwrap();
+        let opts = MountOpts { flags: MNT_READONLY | MNT_NOEXEC, ..m.opts.clone() };
+        ns.change(&m, Change { root: m.root.clone(), opts });
+        assert!(old.mount.read_only() && old.mount.noexec());
+        assert!(resolve(&ns, b"/a/sub").mount.read_only());
+        assert!(!resolve(&copy, b"/a/sub").mount.read_only(), "a copied namespace's mount is its own");
+    }
+
+    #[test]
+    fn mounts_stop_at_the_limit() {
+        let ns = setup();
+        let a = resolve(&ns, b"/a");
+        let fs = Tmpfs::new(0o755, 0, 0);
+        let mut places = Vec::new();
+        for i in 0..crate::vfs::dentry::MAX_MOUNTS {
+            let name = format!("d{i}");
+            a.node.mkdir(name.as_bytes(), DIR).unwrap();
+            places.push(a.child(name.as_bytes(), a.node.lookup(name.as_bytes()).unwrap()));
+        }
+        let (last, first) = places.split_last().unwrap();
+        for p in first {
+            ns.mount_with(p, fs.clone(), "tmpfs", "t", MountOpts::default()).unwrap();
+        }
+        assert_eq!(ns.all().len(), crate::vfs::dentry::MAX_MOUNTS, "the root and the others");
+        let err = ns.mount_with(last, fs.clone(), "tmpfs", "t", MountOpts::default()).err();
+        assert_eq!(err, Some(Errno::ENOSPC));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 /// Checks that the walker's credentials may add or remove names in `dir`.
 fn may_modify_dir(w: &Walker<'_>, dir: &Dentry) -> Result<(), Errno> {
+    perm::mount_writable(dir)?;
     let st = dir.node.stat()?;
     perm::check_node(w.creds, dir.node.as_ref(), &st, MAY_WRITE | MAY_EXEC)
 }

@@ -93,11 +93,15 @@ pub(crate) fn open_at_noting(
         return Ok(description(dentry, Arc::new(PathOnly), flags));
     }
     may_open(w, dentry.node.as_ref(), &st, kind, flags)?;
+    let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
+    if writes && !perm::special_file(kind) {
+        perm::mount_writable(&dentry)?;
+    }
     // No directory takes direct I/O (Linux's `FMODE_CAN_ODIRECT` test).
     if kind == S_IFDIR && flags & libc::O_DIRECT != 0 {
         return Err(Errno::EINVAL);
     }
-    if matches!(kind, S_IFCHR | S_IFBLK) && dentry.mount.opts.nodev {
+    if matches!(kind, S_IFCHR | S_IFBLK) && dentry.mount.nodev() {
         return Err(Errno::EACCES);
     }
     let open_flags = if kind == S_IFREG { flags } else { flags & !libc::O_TRUNC };
@@ -130,6 +134,7 @@ fn open_tmpfile(w: &Walker<'_>, dirfd: DirFd, path: &[u8], how: OpenHow) -> Resu
     if st.mode & S_IFMT != S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
+    perm::mount_writable(&dir)?;
     perm::check_node(w.creds, dir.node.as_ref(), &st, MAY_WRITE | MAY_EXEC)?;
     let mode = perm::strip_sgid(w.creds, &st, how.mode & 0o7777);
     let new = NewNode { mode, uid: w.creds.fsuid, gid: w.creds.fsgid };
@@ -180,6 +185,7 @@ fn lookup_or_create(
         Ok(d) => Ok(Created::Existing(d)),
         Err(Errno::ENOENT) => {
             before_create(&pn.parent, &pn.name)?;
+            perm::mount_writable(&pn.parent)?;
             let pst = pn.parent.node.stat()?;
             perm::check_node(w.creds, pn.parent.node.as_ref(), &pst, MAY_WRITE | MAY_EXEC)?;
             let mode = perm::strip_sgid(w.creds, &pst, how.mode & 0o7777);

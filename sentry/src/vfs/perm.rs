@@ -1,6 +1,6 @@
 //! Permission checks of file modes against a task's credentials.
 
-use super::{acl, Node, Stat, S_IFDIR, S_IFMT};
+use super::{acl, Dentry, Node, Stat, S_IFDIR, S_IFMT};
 use crate::abi::Errno;
 use crate::auth::{caps, Credentials};
 
@@ -22,6 +22,22 @@ pub(crate) fn strip_sgid(creds: &Credentials, dir: &Stat, mode: u32) -> u32 {
         return mode;
     }
     mode & !libc::S_ISGID
+}
+
+/// EROFS when `d`'s mount is read-only now (a remount since `d` was
+/// reached counts): nothing on it may change.
+pub(crate) fn mount_writable(d: &Dentry) -> Result<(), Errno> {
+    if d.mount.read_only() {
+        return Err(Errno::EROFS);
+    }
+    Ok(())
+}
+
+/// Whether a node of type `kind` (S_IFMT bits) stays writable on a
+/// read-only mount: a FIFO, socket or device is not the filesystem's
+/// data (Linux's `special_file`).
+pub(crate) fn special_file(kind: u32) -> bool {
+    matches!(kind, super::S_IFIFO | super::S_IFSOCK | super::S_IFCHR | super::S_IFBLK)
 }
 
 /// Checks `want` (MAY_* bits) against a node's owner and mode, as

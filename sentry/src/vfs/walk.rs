@@ -1,7 +1,7 @@
 //! Path resolution: components, "." and "..", mount crossing, symlinks
 //! (at most 40 per resolution, as Linux's MAXSYMLINKS), trailing slashes.
 
-use super::dentry::same;
+use super::dentry::{same, MNT_NOSYMFOLLOW};
 use super::perm::{self, MAY_EXEC};
 use super::{Dentry, MountNamespace};
 use crate::abi::limits::{NAME_MAX, PATH_MAX};
@@ -117,6 +117,11 @@ impl Walker<'_> {
         let node = dir.node.lookup(name)?;
         let child = self.ns.crossed(dir.child(name, node));
         if follow && child.is_symlink() {
+            // A nosymfollow mount's links are never followed (Linux's
+            // pick_link), magic ones included.
+            if child.mount.live.has(MNT_NOSYMFOLLOW) {
+                return Err(Errno::ELOOP);
+            }
             *links += 1;
             if *links > MAX_SYMLINKS {
                 return Err(Errno::ELOOP);

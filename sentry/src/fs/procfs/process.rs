@@ -382,8 +382,10 @@ pub(super) struct MountRow {
     pub fs_type: String,
     pub source: String,
     pub read_only: bool,
-    /// The per-mount options after rw/ro (",nosuid,nodev,noexec").
+    /// The per-mount options after rw/ro (",nosuid,nodev,noexec,relatime").
     pub flags: String,
+    /// The filesystem's own options after rw/ro (",size=8k,mode=755").
+    pub super_opts: String,
     /// The directory of the filesystem the mount shows ("/" but for binds).
     pub fs_root: Vec<u8>,
     /// mountinfo's optional fields ("shared:3 ", "master:3 ", "unbindable ").
@@ -420,10 +422,11 @@ pub(super) fn format_mounts(rows: &[MountRow]) -> Vec<u8> {
         out.extend_from_slice(&mangle(&r.path));
         let _ = writeln!(
             out,
-            " {} {}{},relatime 0 0",
+            " {} {}{}{} 0 0",
             String::from_utf8_lossy(&mangle(r.fs_type.as_bytes())),
             rw(r.read_only),
-            r.flags
+            r.flags,
+            r.super_opts
         );
     }
     out
@@ -437,11 +440,11 @@ pub(super) fn format_mountinfo(rows: &[MountRow]) -> Vec<u8> {
         out.extend_from_slice(&mangle(&r.fs_root));
         out.push(b' ');
         out.extend_from_slice(&mangle(&r.path));
-        let _ = write!(out, " {}{},relatime {}- ", rw(r.read_only), r.flags, r.propagation);
+        let _ = write!(out, " {}{} {}- ", rw(r.read_only), r.flags, r.propagation);
         out.extend_from_slice(&mangle(r.fs_type.as_bytes()));
         out.push(b' ');
         out.extend_from_slice(&mangle(r.source.as_bytes()));
-        let _ = writeln!(out, " {}", rw(r.read_only));
+        let _ = writeln!(out, " {}{}", rw(r.read_only), r.super_opts);
     }
     out
 }
@@ -695,7 +698,8 @@ mod tests {
                 fs_type: "overlay".into(),
                 source: "root".into(),
                 read_only: false,
-                flags: String::new(),
+                flags: ",relatime".into(),
+                super_opts: String::new(),
                 fs_root: b"/".to_vec(),
                 propagation: String::new(),
             },
@@ -707,7 +711,8 @@ mod tests {
                 fs_type: "tmpfs".into(),
                 source: "tmpfs".into(),
                 read_only: true,
-                flags: ",nosuid,noexec".into(),
+                flags: ",nosuid,noexec,relatime".into(),
+                super_opts: ",mode=755".into(),
                 fs_root: b"/sub dir".to_vec(),
                 propagation: "shared:7 ".into(),
             },
@@ -718,7 +723,7 @@ mod tests {
     fn mounts_format() {
         assert_eq!(
             String::from_utf8(format_mounts(&rows())).unwrap(),
-            "root / overlay rw,relatime 0 0\ntmpfs /my\\040dir tmpfs ro,nosuid,noexec,relatime 0 0\n"
+            "root / overlay rw,relatime 0 0\ntmpfs /my\\040dir tmpfs ro,nosuid,noexec,relatime,mode=755 0 0\n"
         );
     }
 
@@ -727,7 +732,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(format_mountinfo(&rows())).unwrap(),
             "1 1 0:40 / / rw,relatime - overlay root rw\n\
-             3 1 0:41 /sub\\040dir /my\\040dir ro,nosuid,noexec,relatime shared:7 - tmpfs tmpfs ro\n"
+             3 1 0:41 /sub\\040dir /my\\040dir ro,nosuid,noexec,relatime shared:7 - tmpfs tmpfs ro,mode=755\n"
         );
     }
 }

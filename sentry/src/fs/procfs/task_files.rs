@@ -8,7 +8,10 @@ use crate::abi::signal::{NSIG, SIG_IGN};
 use crate::abi::Errno;
 use crate::kernel::cputime::CpuTimes;
 use crate::kernel::{thread, Kernel, Thread};
-use crate::vfs::{Dentry, MountOpts, Propagation};
+use crate::vfs::dentry::{
+    MNT_NOATIME, MNT_NODEV, MNT_NODIRATIME, MNT_NOEXEC, MNT_NOSUID, MNT_NOSYMFOLLOW, MNT_RELATIME,
+};
+use crate::vfs::{Dentry, Propagation};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -275,13 +278,17 @@ fn mount_rows(t: &Thread) -> Vec<MountRow> {
         .filter(|m| Dentry::mount_root(m).is_under(&root))
         .map(|m| MountRow {
             id: m.id,
-            parent: m.mountpoint.as_ref().map_or(m.id, |mp| mp.mount.id),
+            // The namespace's root sits, as a container's does, on a
+            // mount nobody sees (Linux's rootfs): its parent is no listed
+            // mount, never itself.
+            parent: m.mountpoint.as_ref().map_or(ROOTFS_ID, |mp| mp.mount.id),
             dev: m.root.stat().map_or(0, |s| s.dev),
-            path: m.mountpoint.as_ref().map_or_else(|| b"/".to_vec(), |mp| mp.path_from(&root)),
+            path: Dentry::mount_root(m).path_from(&root),
             fs_type: m.fs_type.clone(),
             source: m.source.clone(),
-            read_only: m.read_only,
-            flags: mount_flags(&m.opts),
+            read_only: m.read_only(),
+            flags: mount_flags(m.live.get()),
+            super_opts: m.opts.super_opts.clone(),
             fs_root: if m.opts.fs_root.is_empty() { b"/".to_vec() } else { m.opts.fs_root.clone() },
             propagation: match m.opts.propagation {
                 Propagation::Private => String::new(),
@@ -293,13 +300,19 @@ fn mount_rows(t: &Thread) -> Vec<MountRow> {
         .collect()
 }
 
+/// The parent id mountinfo shows for the namespace's root.
+const ROOTFS_ID: u64 = 0;
+
 /// The per-mount options after rw/ro, as Linux's `show_mnt_opts` lists them.
-fn mount_flags(o: &MountOpts) -> String {
-    let mut s = String::new();
-    for (on, name) in [(o.nosuid, ",nosuid"), (o.nodev, ",nodev"), (o.noexec, ",noexec")] {
-        if on {
-            s.push_str(name);
-        }
-    }
-    s
+fn mount_flags(bits: u32) -> String {
+    let names = [
+        (MNT_NOSUID, ",nosuid"),
+        (MNT_NODEV, ",nodev"),
+        (MNT_NOEXEC, ",noexec"),
+        (MNT_NOATIME, ",noatime"),
+        (MNT_NODIRATIME, ",nodiratime"),
+        (MNT_RELATIME, ",relatime"),
+        (MNT_NOSYMFOLLOW, ",nosymfollow"),
+    ];
+    names.iter().filter(|(bit, _)| bits & bit != 0).map(|(_, name)| *name).collect()
 }
