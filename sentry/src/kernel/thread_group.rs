@@ -21,7 +21,7 @@ use super::thread::Thread;
 use crate::abi::Errno;
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -71,7 +71,18 @@ pub struct ThreadGroup {
     pub(super) exited: crate::waiter::Queue,
     /// Its interval and POSIX timers: a fork's new group starts without.
     timers: ProcessTimers,
+    /// /proc/[pid]/oom_score_adj and the lowest value an unprivileged
+    /// writer may set (Linux's `oom_score_adj_min`), inherited by a fork.
+    oom_score_adj: Mutex<(i16, i16)>,
+    /// /proc/[pid]/coredump_filter: which mappings a core dump would
+    /// hold (Linux keeps it with the address space), inherited by a fork
+    /// and kept across exec.
+    coredump_filter: AtomicU32,
 }
+
+/// Linux's default coredump_filter (MMF_DUMP_FILTER_DEFAULT): anonymous
+/// private and shared mappings, ELF headers, private huge pages.
+pub const COREDUMP_FILTER_DEFAULT: u32 = 0x33;
 
 impl ThreadGroup {
     /// A new process `tgid` with no threads yet and limits `rlimits`.
@@ -96,15 +107,20 @@ impl ThreadGroup {
             cpu: GroupCpu::default(),
             exited: crate::waiter::Queue::default(),
             timers: ProcessTimers::default(),
+            oom_score_adj: Mutex::new((0, 0)),
+            coredump_filter: AtomicU32::new(COREDUMP_FILTER_DEFAULT),
         })
     }
 
     /// The group of a process `tgid` forked from this one: it inherits
-    /// the limits and dumpability, not the threads or the timers (its
+    /// the limits, dumpability, oom_score_adj and coredump_filter, not the
+    /// threads or the timers (its
     /// process group and session are set as the process table adds it).
     pub fn fork(&self, tgid: i32) -> Arc<ThreadGroup> {
         let child = ThreadGroup::new(tgid, self.rlimits());
         child.set_dumpable(self.dumpable());
+        *child.oom_score_adj.lock() = *self.oom_score_adj.lock();
+        child.set_coredump_filter(self.coredump_filter());
         child
     }
 
@@ -225,6 +241,34 @@ impl ThreadGroup {
 
     pub fn set_dumpable(&self, d: u8) {
         self.dumpable.store(d, Ordering::Relaxed);
+    }
+
+    pub fn oom_score_adj(&self) -> i16 {
+        self.oom_score_adj.lock().0
+    }
+
+    /// Sets oom_score_adj to `adj` (-1000 ..= 1000, checked by the
+    /// caller), as Linux's `__set_oom_adj`: below the lowest value set
+    /// with CAP_SYS_RESOURCE only with it (EACCES), which a privileged
+    /// writer's value then becomes.
+    pub fn set_oom_score_adj(&self, adj: i16, privileged: bool) -> Result<(), Errno> {
+        let mut s = self.oom_score_adj.lock();
+        if adj < s.1 && !privileged {
+            return Err(Errno::EACCES);
+        }
+        if privileged {
+            s.1 = adj;
+        }
+        s.0 = adj;
+        Ok(())
+    }
+
+    pub fn coredump_filter(&self) -> u32 {
+        self.coredump_filter.load(Ordering::Relaxed)
+    }
+
+    pub fn set_coredump_filter(&self, filter: u32) {
+        self.coredump_filter.store(filter, Ordering::Relaxed);
     }
 }
 
