@@ -460,6 +460,16 @@ fn guest_proc_load() {
 }
 
 #[test]
+fn guest_proc_net() {
+    guest_test("proc_net", &[]);
+}
+
+#[test]
+fn guest_proc_writable() {
+    guest_test("proc_writable", &[]);
+}
+
+#[test]
 fn guest_kill_exiting() {
     guest_test("kill_exiting", &[]);
 }
