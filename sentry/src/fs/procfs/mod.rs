@@ -5,6 +5,7 @@
 mod host;
 #[cfg(test)]
 mod kernel_tests;
+mod mem;
 mod net;
 mod net_text;
 mod ns_dir;

@@ -76,6 +76,8 @@ enum Kind {
     Ns,
     /// `net/`: the network namespace's files.
     Net,
+    /// `mem`: the address space.
+    Mem,
     Link(LinkKind),
     File(FileKind),
 }
@@ -87,6 +89,7 @@ impl Kind {
             Kind::Fd => S_IFDIR | 0o500,
             Kind::Ns => S_IFDIR | 0o511,
             Kind::Link(_) => S_IFLNK | 0o777,
+            Kind::Mem => S_IFREG | 0o600,
             Kind::File(FileKind::Environ | FileKind::Auxv) => S_IFREG | 0o400,
             Kind::File(f) if super::task_writes::writer(f).is_some() => S_IFREG | 0o644,
             Kind::File(_) => S_IFREG | 0o444,
@@ -95,7 +98,7 @@ impl Kind {
 }
 
 /// The entries of a process directory, in Linux's order.
-const ENTRIES: [(&str, Kind); 24] = [
+const ENTRIES: [(&str, Kind); 25] = [
     ("task", Kind::Tasks),
     ("fd", Kind::Fd),
     ("fdinfo", Kind::FdInfo),
@@ -110,6 +113,7 @@ const ENTRIES: [(&str, Kind); 24] = [
     ("stat", Kind::File(FileKind::Stat)),
     ("statm", Kind::File(FileKind::Statm)),
     ("maps", Kind::File(FileKind::Maps)),
+    ("mem", Kind::Mem),
     ("cwd", Kind::Link(LinkKind::Cwd)),
     ("root", Kind::Link(LinkKind::Root)),
     ("exe", Kind::Link(LinkKind::Exe)),
@@ -176,6 +180,7 @@ impl ProcessEntries {
             Kind::Tasks => Dir::new(attr, TaskEntries { task, path }),
             Kind::Ns => Dir::new(attr, super::ns_dir::NsEntries { task, path }),
             Kind::Net => super::net::net_dir(&task.proc, &path, attr),
+            Kind::Mem => Arc::new(super::mem::MemNode { attr, task }),
             Kind::Fd | Kind::FdInfo => {
                 let info = kind == Kind::FdInfo;
                 Dir::new(attr, FdEntries { task, path, info })
