@@ -465,6 +465,11 @@ fn guest_proc_net() {
 }
 
 #[test]
+fn guest_proc_maps() {
+    guest_test("proc_maps", &[]);
+}
+
+#[test]
 fn guest_proc_mem() {
     guest_test("proc_mem", &[]);
 }

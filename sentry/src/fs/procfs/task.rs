@@ -56,6 +56,7 @@ pub(super) enum FileKind {
     Stat,
     Statm,
     Maps,
+    Smaps,
     Mounts,
     MountInfo,
     Cgroup,
@@ -98,7 +99,7 @@ impl Kind {
 }
 
 /// The entries of a process directory, in Linux's order.
-const ENTRIES: [(&str, Kind); 25] = [
+const ENTRIES: [(&str, Kind); 26] = [
     ("task", Kind::Tasks),
     ("fd", Kind::Fd),
     ("fdinfo", Kind::FdInfo),
@@ -114,6 +115,7 @@ const ENTRIES: [(&str, Kind); 25] = [
     ("statm", Kind::File(FileKind::Statm)),
     ("maps", Kind::File(FileKind::Maps)),
     ("mem", Kind::Mem),
+    ("smaps", Kind::File(FileKind::Smaps)),
     ("cwd", Kind::Link(LinkKind::Cwd)),
     ("root", Kind::Link(LinkKind::Root)),
     ("exe", Kind::Link(LinkKind::Exe)),

@@ -70,6 +70,7 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread, process
         FileKind::Stat => stat(k, t, process),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
         FileKind::Maps => t.mm().maps_text().into_bytes(),
+        FileKind::Smaps => t.mm().smaps_text().into_bytes(),
         FileKind::Mounts => process::format_mounts(&mount_rows(t)),
         FileKind::MountInfo => process::format_mountinfo(&mount_rows(t)),
         FileKind::Cgroup => b"0::/\n".to_vec(),
