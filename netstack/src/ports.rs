@@ -15,8 +15,8 @@ static LOCAL_PORT_RANGE: AtomicU32 = AtomicU32::new((32768 << 16) | 60999);
 
 /// The ephemeral port range, both ends included.
 pub fn local_port_range() -> (u16, u16) {
-    let r = LOCAL_PORT_RANGE.load(Ordering::Relaxed);
-    ((r >> 16) as u16, r as u16)
+    let [a, b, c, d] = LOCAL_PORT_RANGE.load(Ordering::Relaxed).to_be_bytes();
+    (u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]))
 }
 
 /// Sets the ephemeral port range (`lo <= hi`, checked by the caller).

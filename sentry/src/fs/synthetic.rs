@@ -422,6 +422,33 @@ mod tests {
     }
 
     #[test]
+    fn writable_file_regenerates_at_each_read() {
+        let fs = fs();
+        let value = Arc::new(AtomicU32::new(7));
+        let (r, w) = (value.clone(), value.clone());
+        let f = GenFile::writable(
+            Attr::new(&fs, 6, S_IFREG | 0o644),
+            Box::new(move || Ok(format!("{}\n", r.load(Ordering::Relaxed)).into_bytes())),
+            Box::new(move |data| {
+                let n = std::str::from_utf8(data).ok().and_then(|s| s.trim().parse().ok()).ok_or(Errno::EINVAL)?;
+                w.store(n, Ordering::Relaxed);
+                Ok(())
+            }),
+        );
+        let ops = f.open(libc::O_RDWR | libc::O_TRUNC).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(ops.read(&mut buf, 0).unwrap(), 2);
+        assert_eq!(&buf[..2], b"7\n");
+        assert_eq!(ops.write(b"42\n", 0).unwrap(), 3);
+        assert_eq!(ops.read(&mut buf, 0).unwrap(), 3);
+        assert_eq!(&buf[..3], b"42\n");
+        assert_eq!(ops.read(&mut buf, 1).unwrap(), 2, "reads at an offset of the current text");
+        assert_eq!(ops.write(b"x", 0).err(), Some(Errno::EINVAL));
+        assert_eq!(value.load(Ordering::Relaxed), 42);
+        assert!(ops.seeks_from_end(), "only /proc's files are seq_files");
+    }
+
+    #[test]
     fn static_dir_lists_looks_up_and_refuses_changes() {
         let fs = fs();
         let sub: Arc<dyn Node> = Dir::fixed(Attr::new(&fs, 3, S_IFDIR | 0o755), Vec::new());

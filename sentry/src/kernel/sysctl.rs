@@ -153,3 +153,50 @@ pub(crate) fn set(kernel: &Kernel, key: &str, value: &str) -> Result<(), SysctlE
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::MemoryFile;
+
+    fn kernel() -> std::sync::Arc<Kernel> {
+        crate::testing::kernel(std::sync::Arc::new(MemoryFile::new(1 << 24).unwrap()))
+    }
+
+    #[test]
+    fn writable_sysctls_read_back_what_was_set() {
+        let k = kernel();
+        for key in WRITABLE {
+            assert!(get(&k, key).is_some(), "{key}");
+        }
+        assert_eq!(get(&k, "kernel.keys.maxkeys").unwrap(), b"200\n");
+        set(&k, "kernel/keys/maxkeys", "100\n").unwrap();
+        assert_eq!(get(&k, "kernel.keys.maxkeys").unwrap(), b"100\n");
+        assert!(set(&k, "kernel.keys.maxkeys", "-1").is_err());
+        assert!(set(&k, "kernel.keys.maxkeys", "x").is_err());
+        assert_eq!(get(&k, "kernel.keys.maxkeys").unwrap(), b"100\n");
+        assert_eq!(get(&k, "net.ipv4.tcp_sack").unwrap(), b"1\n");
+        set(&k, "net.ipv4.tcp_sack", "0").unwrap();
+        assert_eq!(get(&k, "net.ipv4.tcp_sack").unwrap(), b"0\n");
+        assert!(set(&k, "net.ipv4.tcp_sack", "256").is_err());
+        set(&k, "net.ipv4.tcp_recovery", " 100\n").unwrap();
+        assert_eq!(get(&k, "net.ipv4.tcp_recovery").unwrap(), b"100\n");
+        assert_eq!(get(&k, "net.ipv4.ip_forward").unwrap(), b"0\n");
+        set(&k, "net.ipv4.ip_forward", "1\0").unwrap();
+        assert_eq!(get(&k, "net.ipv4.ip_forward").unwrap(), b"1\n");
+        assert_eq!(get(&k, "nope"), None);
+    }
+
+    #[test]
+    fn port_range_is_checked() {
+        let k = kernel();
+        let (lo, hi) = husk_netstack::local_port_range();
+        assert!(set(&k, "net.ipv4.ip_local_port_range", "5 1").is_err());
+        assert!(set(&k, "net.ipv4.ip_local_port_range", "0 10").is_err());
+        assert!(set(&k, "net.ipv4.ip_local_port_range", "1 2 3").is_err());
+        assert!(set(&k, "net.ipv4.ip_local_port_range", "1 70000").is_err());
+        assert_eq!(get(&k, "net.ipv4.ip_local_port_range").unwrap(), format!("{lo}\t{hi}\n").into_bytes());
+        set(&k, "net.ipv4.ip_local_port_range", &format!("{lo}\t{hi}\n")).unwrap();
+        assert_eq!(husk_netstack::local_port_range(), (lo, hi));
+    }
+}

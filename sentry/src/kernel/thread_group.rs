@@ -285,6 +285,21 @@ mod tests {
     }
 
     #[test]
+    fn oom_score_adj_and_coredump_filter_pass_to_a_fork() {
+        let g = ThreadGroup::new(1, limits_for_test());
+        assert_eq!((g.oom_score_adj(), g.coredump_filter()), (0, COREDUMP_FILTER_DEFAULT));
+        assert_eq!(g.set_oom_score_adj(-1, false), Err(Errno::EACCES), "below the floor of 0");
+        g.set_oom_score_adj(300, false).unwrap();
+        g.set_coredump_filter(4);
+        let child = g.fork(2);
+        assert_eq!((child.oom_score_adj(), child.coredump_filter()), (300, 4));
+        child.set_oom_score_adj(-500, true).unwrap();
+        assert_eq!(child.set_oom_score_adj(-600, false), Err(Errno::EACCES), "the privileged value is the new floor");
+        child.set_oom_score_adj(-400, false).unwrap();
+        assert_eq!((g.oom_score_adj(), child.oom_score_adj()), (300, -400));
+    }
+
+    #[test]
     fn an_exec_waits_until_the_other_threads_leave() {
         let k = kernel();
         let leader = testing::thread(&k, 1, ThreadGroup::new(1, limits_for_test()));

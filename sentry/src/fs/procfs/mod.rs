@@ -311,12 +311,28 @@ mod tests {
         assert_eq!(root.unlink(b"version", false).err(), Some(Errno::EPERM));
         assert_eq!(root.rename(b"version", &root, b"x", 0).err(), Some(Errno::EPERM));
         assert_eq!(root.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
-        for p in ["version", "sys/kernel/hostname", "sys/vm/overcommit_memory"] {
+        for p in ["version", "sys/kernel/ostype", "sys/vm/overcommit_memory", "sys/kernel/cap_last_cap"] {
             let n = walk(&root, p).unwrap();
             assert_eq!(n.open(libc::O_WRONLY).err(), Some(Errno::EACCES), "{p}");
             assert_eq!(n.open(libc::O_RDWR | libc::O_TRUNC).err(), Some(Errno::EACCES), "{p}");
             assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o444);
         }
+    }
+
+    #[test]
+    fn sysctls_are_writable_by_mode_and_need_the_kernel() {
+        let root = procfs();
+        for p in ["sys/kernel/hostname", "sys/kernel/keys/maxkeys", "sys/net/ipv4/ip_local_port_range"] {
+            let n = walk(&root, p).unwrap();
+            assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o644, "{p}");
+            let f = n.open(libc::O_WRONLY | libc::O_TRUNC).unwrap();
+            assert_eq!(f.write(b"1", 0).err(), Some(Errno::ESRCH), "{p}");
+        }
+        assert_eq!(root.lookup(b"net").unwrap().readlink().unwrap(), b"self/net");
+        assert_eq!(read_all(&walk(&root, "devices").unwrap()).unwrap(), system::DEVICES);
+        assert!(read_all(&walk(&root, "cmdline").unwrap()).unwrap().starts_with("BOOT_IMAGE=/vmlinuz-"));
+        assert_eq!(read_all(&walk(&root, "sys/kernel/cap_last_cap").unwrap()).unwrap(), "40\n");
+        assert_eq!(read_all(&walk(&root, "sys/net/ipv6/bindv6only").unwrap()).unwrap(), "0\n");
     }
 
     #[test]
