@@ -26,7 +26,7 @@ pub mod waiter;
 
 pub use addr::Family;
 pub use error::Error;
-pub use ports::ShareOpts;
+pub use ports::{local_port_range, set_local_port_range, ShareOpts};
 pub use tcp::TcpEndpoint;
 pub use udp::UdpEndpoint;
 

@@ -5,11 +5,24 @@
 use crate::Error;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-/// Linux's default ip_local_port_range.
-const EPHEMERAL: std::ops::RangeInclusive<u16> = 32768..=60999;
+/// The ephemeral ports (net.ipv4.ip_local_port_range), low port in the
+/// high half, high port in the low half; Linux's default 32768-60999.
+static LOCAL_PORT_RANGE: AtomicU32 = AtomicU32::new((32768 << 16) | 60999);
+
+/// The ephemeral port range, both ends included.
+pub fn local_port_range() -> (u16, u16) {
+    let [a, b, c, d] = LOCAL_PORT_RANGE.load(Ordering::Relaxed).to_be_bytes();
+    (u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]))
+}
+
+/// Sets the ephemeral port range (`lo <= hi`, checked by the caller).
+pub fn set_local_port_range(lo: u16, hi: u16) {
+    LOCAL_PORT_RANGE.store((u32::from(lo) << 16) | u32::from(hi), Ordering::Relaxed);
+}
 
 /// What a socket holds: an address (canonical; unspecified for every
 /// address of its family) and how it shares it.
@@ -95,7 +108,7 @@ impl<E> Default for PortTable<E> {
         PortTable {
             ports: HashMap::new(),
             next_id: 1,
-            next_ephemeral: *EPHEMERAL.start(),
+            next_ephemeral: local_port_range().0,
             lingering: std::collections::VecDeque::new(),
         }
     }
@@ -190,10 +203,10 @@ impl<E> PortTable<E> {
     }
 
     fn free_port(&mut self, b: &Binding) -> Result<u16, Error> {
-        let span = EPHEMERAL.end() - EPHEMERAL.start() + 1;
-        for _ in 0..span {
-            let p = self.next_ephemeral;
-            self.next_ephemeral = if p >= *EPHEMERAL.end() { *EPHEMERAL.start() } else { p + 1 };
+        let (lo, hi) = local_port_range();
+        for _ in lo..=hi {
+            let p = self.next_ephemeral.clamp(lo, hi);
+            self.next_ephemeral = if p >= hi { lo } else { p + 1 };
             if !self.ports.get(&p).is_some_and(|v| v.iter().any(|e| e.binding.overlaps(b) && e.held())) {
                 return Ok(p);
             }
@@ -494,7 +507,8 @@ mod tests {
         let h2 = t.bind(0, b(LO), Weak::new());
         let (h1, h2) = (h1.unwrap(), h2.unwrap());
         assert_ne!(h1.port, h2.port);
-        assert!(EPHEMERAL.contains(&h1.port));
+        let (lo, hi) = local_port_range();
+        assert!((lo..=hi).contains(&h1.port));
         t.unbind(&h1);
         assert!(t.bind(h1.port, b(LO), Weak::new()).is_ok());
     }

@@ -488,6 +488,26 @@ fn guest_proc_load() {
 }
 
 #[test]
+fn guest_proc_net() {
+    guest_test("proc_net", &[]);
+}
+
+#[test]
+fn guest_proc_maps() {
+    guest_test("proc_maps", &[]);
+}
+
+#[test]
+fn guest_proc_mem() {
+    guest_test("proc_mem", &[]);
+}
+
+#[test]
+fn guest_proc_writable() {
+    guest_test("proc_writable", &[]);
+}
+
+#[test]
 fn guest_kill_exiting() {
     guest_test("kill_exiting", &[]);
 }

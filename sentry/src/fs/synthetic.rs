@@ -211,17 +211,30 @@ impl<E: Entries> Node for Dir<E> {
 /// Produces a generated file's content.
 pub(crate) type Generator = Box<dyn Fn() -> Result<Vec<u8>, Errno> + Send + Sync>;
 
-/// A read-only file whose content is generated when it is opened and then
-/// read from that snapshot. Opening it for writing fails with `EACCES`.
+/// Takes what is written to a writable generated file (each write whole,
+/// wherever it is written, as Linux's /proc handlers parse them).
+pub(crate) type Writer = Box<dyn Fn(&[u8]) -> Result<(), Errno> + Send + Sync>;
+
+/// A file whose content is generated: a read-only one when it is opened
+/// and then read from that snapshot (opening it for writing fails with
+/// `EACCES`); a writable one at each read, so that a read sees what was
+/// written before it.
 pub(crate) struct GenFile {
     attr: Attr,
-    gen: Generator,
+    gen: Arc<Generator>,
+    write: Option<Arc<Writer>>,
 }
 
 impl GenFile {
     /// A file whose content `gen` produces at each open.
     pub(crate) fn new(attr: Attr, gen: Generator) -> Arc<GenFile> {
-        Arc::new(GenFile { attr, gen })
+        Arc::new(GenFile { attr, gen: Arc::new(gen), write: None })
+    }
+
+    /// A file whose content `gen` produces at each read and whose writes
+    /// `write` takes.
+    pub(crate) fn writable(attr: Attr, gen: Generator, write: Writer) -> Arc<GenFile> {
+        Arc::new(GenFile { attr, gen: Arc::new(gen), write: Some(Arc::new(write)) })
     }
 }
 
@@ -231,11 +244,12 @@ impl Node for GenFile {
     }
 
     fn open(&self, flags: i32) -> Result<Arc<dyn FileOps>, Errno> {
-        if open_writes(flags) {
-            return Err(Errno::EACCES);
-        }
         let seq_file = self.attr.fs.magic == PROC_SUPER_MAGIC;
-        Ok(Arc::new(Snapshot((self.gen)()?, seq_file)))
+        match &self.write {
+            Some(write) => Ok(Arc::new(Live { gen: self.gen.clone(), write: write.clone(), seq_file })),
+            None if open_writes(flags) => Err(Errno::EACCES),
+            None => Ok(Arc::new(Snapshot((self.gen)()?, seq_file))),
+        }
     }
 
     fn statfs(&self) -> Result<StatFs, Errno> {
@@ -261,14 +275,41 @@ struct Snapshot(Vec<u8>, bool);
 
 impl FileOps for Snapshot {
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-        let start = usize::try_from(off).unwrap_or(usize::MAX).min(self.0.len());
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
+        Ok(read_at(&self.0, buf, off))
     }
 
     fn seeks_from_end(&self) -> bool {
         !self.1
+    }
+}
+
+/// `data` read at `off` into `buf`.
+fn read_at(data: &[u8], buf: &mut [u8], off: u64) -> usize {
+    let start = usize::try_from(off).unwrap_or(usize::MAX).min(data.len());
+    let n = buf.len().min(data.len() - start);
+    buf[..n].copy_from_slice(&data[start..start + n]);
+    n
+}
+
+/// An open writable generated file.
+struct Live {
+    gen: Arc<Generator>,
+    write: Arc<Writer>,
+    seq_file: bool,
+}
+
+impl FileOps for Live {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        Ok(read_at(&(self.gen)()?, buf, off))
+    }
+
+    fn write(&self, buf: &[u8], _off: u64) -> Result<usize, Errno> {
+        (self.write)(buf)?;
+        Ok(buf.len())
+    }
+
+    fn seeks_from_end(&self) -> bool {
+        !self.seq_file
     }
 }
 
@@ -378,6 +419,33 @@ mod tests {
         assert_eq!(f.open(libc::O_RDWR).err(), Some(Errno::EACCES));
         assert_eq!(f.open(libc::O_RDONLY | libc::O_TRUNC).err(), Some(Errno::EACCES));
         assert_eq!(f.stat().unwrap().mode, S_IFREG | 0o444);
+    }
+
+    #[test]
+    fn writable_file_regenerates_at_each_read() {
+        let fs = fs();
+        let value = Arc::new(AtomicU32::new(7));
+        let (r, w) = (value.clone(), value.clone());
+        let f = GenFile::writable(
+            Attr::new(&fs, 6, S_IFREG | 0o644),
+            Box::new(move || Ok(format!("{}\n", r.load(Ordering::Relaxed)).into_bytes())),
+            Box::new(move |data| {
+                let n = std::str::from_utf8(data).ok().and_then(|s| s.trim().parse().ok()).ok_or(Errno::EINVAL)?;
+                w.store(n, Ordering::Relaxed);
+                Ok(())
+            }),
+        );
+        let ops = f.open(libc::O_RDWR | libc::O_TRUNC).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(ops.read(&mut buf, 0).unwrap(), 2);
+        assert_eq!(&buf[..2], b"7\n");
+        assert_eq!(ops.write(b"42\n", 0).unwrap(), 3);
+        assert_eq!(ops.read(&mut buf, 0).unwrap(), 3);
+        assert_eq!(&buf[..3], b"42\n");
+        assert_eq!(ops.read(&mut buf, 1).unwrap(), 2, "reads at an offset of the current text");
+        assert_eq!(ops.write(b"x", 0).err(), Some(Errno::EINVAL));
+        assert_eq!(value.load(Ordering::Relaxed), 42);
+        assert!(ops.seeks_from_end(), "only /proc's files are seq_files");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::thread::Thread;
 use crate::abi::Errno;
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -75,7 +75,18 @@ pub struct ThreadGroup {
     reaped: AtomicBool,
     /// Notified when one of its threads exited (PIDFD_THREAD pidfds).
     thread_left: crate::waiter::Queue,
+    /// /proc/[pid]/oom_score_adj and the lowest value an unprivileged
+    /// writer may set (Linux's `oom_score_adj_min`), inherited by a fork.
+    oom_score_adj: Mutex<(i16, i16)>,
+    /// /proc/[pid]/coredump_filter: which mappings a core dump would
+    /// hold (Linux keeps it with the address space), inherited by a fork
+    /// and kept across exec.
+    coredump_filter: AtomicU32,
 }
+
+/// Linux's default coredump_filter (MMF_DUMP_FILTER_DEFAULT): anonymous
+/// private and shared mappings, ELF headers, private huge pages.
+pub const COREDUMP_FILTER_DEFAULT: u32 = 0x33;
 
 impl ThreadGroup {
     /// A new process `tgid` with no threads yet and limits `rlimits`.
@@ -102,15 +113,20 @@ impl ThreadGroup {
             timers: ProcessTimers::default(),
             reaped: AtomicBool::new(false),
             thread_left: crate::waiter::Queue::default(),
+            oom_score_adj: Mutex::new((0, 0)),
+            coredump_filter: AtomicU32::new(COREDUMP_FILTER_DEFAULT),
         })
     }
 
     /// The group of a process `tgid` forked from this one: it inherits
-    /// the limits and dumpability, not the threads or the timers (its
+    /// the limits, dumpability, oom_score_adj and coredump_filter, not the
+    /// threads or the timers (its
     /// process group and session are set as the process table adds it).
     pub fn fork(&self, tgid: i32) -> Arc<ThreadGroup> {
         let child = ThreadGroup::new(tgid, self.rlimits());
         child.set_dumpable(self.dumpable());
+        *child.oom_score_adj.lock() = *self.oom_score_adj.lock();
+        child.set_coredump_filter(self.coredump_filter());
         child
     }
 
@@ -253,6 +269,34 @@ impl ThreadGroup {
     pub fn set_dumpable(&self, d: u8) {
         self.dumpable.store(d, Ordering::Relaxed);
     }
+
+    pub fn oom_score_adj(&self) -> i16 {
+        self.oom_score_adj.lock().0
+    }
+
+    /// Sets oom_score_adj to `adj` (-1000 ..= 1000, checked by the
+    /// caller), as Linux's `__set_oom_adj`: below the lowest value set
+    /// with CAP_SYS_RESOURCE only with it (EACCES), which a privileged
+    /// writer's value then becomes.
+    pub fn set_oom_score_adj(&self, adj: i16, privileged: bool) -> Result<(), Errno> {
+        let mut s = self.oom_score_adj.lock();
+        if adj < s.1 && !privileged {
+            return Err(Errno::EACCES);
+        }
+        if privileged {
+            s.1 = adj;
+        }
+        s.0 = adj;
+        Ok(())
+    }
+
+    pub fn coredump_filter(&self) -> u32 {
+        self.coredump_filter.load(Ordering::Relaxed)
+    }
+
+    pub fn set_coredump_filter(&self, filter: u32) {
+        self.coredump_filter.store(filter, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -265,6 +309,21 @@ mod tests {
 
     fn kernel() -> Arc<Kernel> {
         testing::kernel(Arc::new(MemoryFile::new(1 << 24).unwrap()))
+    }
+
+    #[test]
+    fn oom_score_adj_and_coredump_filter_pass_to_a_fork() {
+        let g = ThreadGroup::new(1, limits_for_test());
+        assert_eq!((g.oom_score_adj(), g.coredump_filter()), (0, COREDUMP_FILTER_DEFAULT));
+        assert_eq!(g.set_oom_score_adj(-1, false), Err(Errno::EACCES), "below the floor of 0");
+        g.set_oom_score_adj(300, false).unwrap();
+        g.set_coredump_filter(4);
+        let child = g.fork(2);
+        assert_eq!((child.oom_score_adj(), child.coredump_filter()), (300, 4));
+        child.set_oom_score_adj(-500, true).unwrap();
+        assert_eq!(child.set_oom_score_adj(-600, false), Err(Errno::EACCES), "the privileged value is the new floor");
+        child.set_oom_score_adj(-400, false).unwrap();
+        assert_eq!((g.oom_score_adj(), child.oom_score_adj()), (300, -400));
     }
 
     #[test]

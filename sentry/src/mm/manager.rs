@@ -870,36 +870,55 @@ impl MemoryManager {
         let l = self.layout.lock();
         let mut out = String::new();
         for v in l.vmas.values() {
-            let (off, dev, ino, name) = match &v.backing {
-                Backing::File { file, offset } | Backing::SharedFile { file, offset, .. } => {
-                    let (dev, ino) = file.map_ids();
-                    (*offset, dev, ino, file.map_name())
-                }
-                Backing::Anon => (0, 0, 0, String::new()),
-            };
-            let name = match v.name {
-                VmaName::Heap => "[heap]".to_string(),
-                VmaName::Stack => "[stack]".to_string(),
-                _ => name,
-            };
-            let line = format!(
-                "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {}",
-                v.start,
-                v.end,
-                if v.perms.read { 'r' } else { '-' },
-                if v.perms.write { 'w' } else { '-' },
-                if v.perms.exec { 'x' } else { '-' },
-                if v.shared { 's' } else { 'p' },
-                off,
-                (dev >> 8) & 0xfff,
-                dev & 0xff,
-                ino,
-            );
-            if name.is_empty() {
-                let _ = writeln!(out, "{line}");
-            } else {
-                let _ = writeln!(out, "{line:<72} {name}");
+            out.push_str(&maps_line(v));
+        }
+        out
+    }
+
+    /// The text of /proc/[pid]/smaps: each mapping's maps line and its
+    /// memory, as Linux's `show_smap` lists it. The sentry knows which
+    /// pages are populated, not which are dirty or shared with another
+    /// address space: an anonymous mapping's pages count as private
+    /// dirty, a file's as private clean. (No VmFlags line: the sentry
+    /// does not keep the VM_MAY* flags.)
+    pub fn smaps_text(&self) -> String {
+        let l = self.layout.lock();
+        let mut out = String::new();
+        for v in l.vmas.values() {
+            out.push_str(&maps_line(v));
+            let kb = |bytes: u64| bytes / 1024;
+            let rss = kb(v.pages.len() as u64 * PAGE_SIZE);
+            let anon = matches!(v.backing, Backing::Anon);
+            let (clean, dirty) = if anon { (0, rss) } else { (rss, 0) };
+            let anonymous = if anon && !v.shared { rss } else { 0 };
+            let fields = [
+                ("Size", kb(v.size())),
+                ("KernelPageSize", 4),
+                ("MMUPageSize", 4),
+                ("Rss", rss),
+                ("Pss", rss),
+                ("Pss_Dirty", dirty),
+                ("Shared_Clean", 0),
+                ("Shared_Dirty", 0),
+                ("Private_Clean", clean),
+                ("Private_Dirty", dirty),
+                ("Referenced", rss),
+                ("Anonymous", anonymous),
+                ("KSM", 0),
+                ("LazyFree", 0),
+                ("AnonHugePages", 0),
+                ("ShmemPmdMapped", 0),
+                ("FilePmdMapped", 0),
+                ("Shared_Hugetlb", 0),
+                ("Private_Hugetlb", 0),
+                ("Swap", 0),
+                ("SwapPss", 0),
+                ("Locked", 0),
+            ];
+            for (key, value) in fields {
+                let _ = writeln!(out, "{:<16}{value:>8} kB", format!("{key}:"));
             }
+            out.push_str("THPeligible:           0\n");
         }
         out
     }
@@ -1284,6 +1303,45 @@ fn find_gap(l: &Layout, hint: u64, len: u64) -> Option<u64> {
         top = top.min(v.start);
     }
     top.checked_sub(len).filter(|&s| s >= MMAP_MIN_ADDR)
+}
+
+/// One line of /proc/[pid]/maps.
+fn maps_line(v: &Vma) -> String {
+    let (off, dev, ino, name) = match &v.backing {
+        Backing::File { file, offset } | Backing::SharedFile { file, offset, .. } => {
+            let (dev, ino) = file.map_ids();
+            (*offset, dev, ino, file.map_name())
+        }
+        // Linux backs a shared anonymous mapping with an unlinked
+        // /dev/zero file.
+        Backing::Anon if v.shared => (0, 0, 0, "/dev/zero (deleted)".to_string()),
+        Backing::Anon => (0, 0, 0, String::new()),
+    };
+    let name = match v.name {
+        VmaName::Heap => "[heap]".to_string(),
+        VmaName::Stack => "[stack]".to_string(),
+        _ => name,
+    };
+    let line = format!(
+        "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
+        v.start,
+        v.end,
+        if v.perms.read { 'r' } else { '-' },
+        if v.perms.write { 'w' } else { '-' },
+        if v.perms.exec { 'x' } else { '-' },
+        if v.shared { 's' } else { 'p' },
+        off,
+        (dev >> 8) & 0xfff,
+        dev & 0xff,
+        ino,
+    );
+    // As Linux's show_map_vma: the fields end with a space, and a
+    // name starts at column 73.
+    if name.is_empty() {
+        format!("{line}\n")
+    } else {
+        format!("{line:<73}{name}\n")
+    }
 }
 
 #[cfg(test)]

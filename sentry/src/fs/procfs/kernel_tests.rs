@@ -201,8 +201,8 @@ fn task_directory_holds_the_threads() {
     assert!(!names(&thread_dir).contains(&"task".to_string()));
     assert!(names(&walk(&s.proc, "1").unwrap()).contains(&"task".to_string()));
     assert!(read_text(&s.proc, "1/task/1/status").contains("Pid:\t1\n"));
-    assert_eq!(walk(&s.proc, "1").unwrap().stat().unwrap().nlink, 6, "task, fd, fdinfo, ns");
-    assert_eq!(thread_dir.stat().unwrap().nlink, 5);
+    assert_eq!(walk(&s.proc, "1").unwrap().stat().unwrap().nlink, 7, "task, fd, fdinfo, ns, net");
+    assert_eq!(thread_dir.stat().unwrap().nlink, 6);
 }
 
 #[test]

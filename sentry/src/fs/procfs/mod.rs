@@ -5,13 +5,17 @@
 mod host;
 #[cfg(test)]
 mod kernel_tests;
+mod mem;
+mod net;
+mod net_text;
 mod ns_dir;
 mod process;
+mod sys;
 mod system;
 mod task;
 mod task_files;
+mod task_writes;
 
-use super::sockopt;
 use super::synthetic::{
     path_ino, timespec, Attr, Dir, Entries, Entry, Fixed, FsInfo, GenFile, Generator, Link, PROC_SUPER_MAGIC,
 };
@@ -98,7 +102,12 @@ pub(crate) fn new_procfs(kernel: Weak<Kernel>) -> Arc<dyn Node> {
 
 fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
     vec![
+        file(p, "/cmdline", {
+            let release = String::from_utf8_lossy(&p.host.osrelease).trim().to_string();
+            Box::new(move || Ok(format!("BOOT_IMAGE=/vmlinuz-{release}-husk quiet\n").into_bytes()))
+        }),
         host_file(p, "/cpuinfo", |h| &h.cpuinfo),
+        text(p, "/devices", system::DEVICES),
         text(p, "/filesystems", system::FILESYSTEMS),
         kernel_file(p, "/loadavg", |_, k| {
             let (total, last) = (k.tids().len(), k.last_tid());
@@ -110,20 +119,7 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             system::format_meminfo(&p.host.meminfo, total, k.memory().used() / 1024).into_bytes()
         }),
         (b"mounts".to_vec(), Link::fixed(p.attr("/mounts", S_IFLNK | 0o777), b"self/mounts")),
-        dir(
-            p,
-            "/net",
-            vec![
-                kernel_file(p, "/net/dev", |_, k| {
-                    let uplink = husk_netstack::iface::uplink().is_some();
-                    system::format_net_dev(k.net().loopback_counters(), uplink).into_bytes()
-                }),
-                kernel_file(p, "/net/route", |_, _| {
-                    system::format_net_route(husk_netstack::iface::uplink()).into_bytes()
-                }),
-                text(p, "/net/if_inet6", system::IF_INET6),
-            ],
-        ),
+        (b"net".to_vec(), Link::fixed(p.attr("/net", S_IFLNK | 0o777), b"self/net")),
         (b"self".to_vec(), Link::dynamic(p.attr("/self", S_IFLNK | 0o777), Box::new(|| self_link(false)))),
         kernel_file(p, "/stat", |p, k| {
             let btime = k.boot_time().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -139,7 +135,7 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
             })
             .into_bytes()
         }),
-        sys_dir(p),
+        sys::sys_dir(p),
         dir(
             p,
             "/sysvipc",
@@ -156,95 +152,6 @@ fn root_entries(p: &Arc<Proc>) -> Vec<Entry> {
         }),
         host_file(p, "/version", |h| &h.version),
     ]
-}
-
-fn sys_dir(p: &Arc<Proc>) -> Entry {
-    let mut id = [0u8; 16];
-    crate::loader::host_random(&mut id);
-    let boot_id = system::format_uuid(id);
-    let kernel = dir(
-        p,
-        "/sys/kernel",
-        vec![
-            kernel_file(p, "/sys/kernel/domainname", |_, k| line(&k.domainname())),
-            kernel_file(p, "/sys/kernel/hostname", |_, k| line(&k.hostname())),
-            shown(p, "/sys/kernel/msgmax", ipc::msg::MSGMAX),
-            shown(p, "/sys/kernel/msgmnb", ipc::msg::MSGMNB),
-            shown(p, "/sys/kernel/msgmni", ipc::msg::MSGMNI),
-            text(p, "/sys/kernel/ngroups_max", "65536\n"),
-            host_file(p, "/sys/kernel/osrelease", |h| &h.osrelease),
-            text(p, "/sys/kernel/ostype", "Linux\n"),
-            text(p, "/sys/kernel/pid_max", "4194304\n"),
-            dir(
-                p,
-                "/sys/kernel/random",
-                vec![
-                    file(p, "/sys/kernel/random/boot_id", Box::new(move || Ok(boot_id.clone().into_bytes()))),
-                    file(
-                        p,
-                        "/sys/kernel/random/uuid",
-                        Box::new(|| {
-                            let mut b = [0u8; 16];
-                            crate::loader::host_random(&mut b);
-                            Ok(system::format_uuid(b).into_bytes())
-                        }),
-                    ),
-                ],
-            ),
-            file(p, "/sys/kernel/sem", {
-                use ipc::sem::{SEMMNI, SEMMNS, SEMMSL, SEMOPM};
-                Box::new(|| Ok(format!("{SEMMSL}\t{SEMMNS}\t{SEMOPM}\t{SEMMNI}\n").into_bytes()))
-            }),
-            shown(p, "/sys/kernel/shmall", ipc::shm::SHMALL),
-            shown(p, "/sys/kernel/shmmax", ipc::shm::SHMMAX),
-            shown(p, "/sys/kernel/shmmni", ipc::shm::SHMMNI),
-            // Classic ptrace permissions: what the sentry's ptrace enforces.
-            dir(p, "/sys/kernel/yama", vec![shown(p, "/sys/kernel/yama/ptrace_scope", 0)]),
-        ],
-    );
-    let pipe_max =
-        file(p, "/sys/fs/pipe-max-size", Box::new(|| Ok(format!("{}\n", crate::fs::pipe::PIPE_MAX_SIZE).into_bytes())));
-    let inotify = {
-        use crate::vfs::notify::{MAX_QUEUED_EVENTS, MAX_USER_INSTANCES, MAX_USER_WATCHES};
-        let limit = |name: &str, v: usize| {
-            file(p, &format!("/sys/fs/inotify/{name}"), Box::new(move || Ok(format!("{v}\n").into_bytes())))
-        };
-        dir(
-            p,
-            "/sys/fs/inotify",
-            vec![
-                limit("max_queued_events", MAX_QUEUED_EVENTS),
-                limit("max_user_instances", MAX_USER_INSTANCES),
-                limit("max_user_watches", MAX_USER_WATCHES),
-            ],
-        )
-    };
-    let fs = dir(p, "/sys/fs", vec![host_file(p, "/sys/fs/file-max", |h| &h.file_max), pipe_max, inotify]);
-    let ipv4 = dir(
-        p,
-        "/sys/net/ipv4",
-        vec![
-            kernel_file(p, "/sys/net/ipv4/ip_unprivileged_port_start", |_, k| {
-                format!("{}\n", k.net_sysctls().unprivileged_port_start()).into_bytes()
-            }),
-            kernel_file(p, "/sys/net/ipv4/ping_group_range", |_, k| k.net_sysctls().ping_group_range().into_bytes()),
-        ],
-    );
-    let mem = |name: &str, v: i64| shown(p, &format!("/sys/net/core/{name}"), v);
-    let core = dir(
-        p,
-        "/sys/net/core",
-        vec![
-            text(p, "/sys/net/core/somaxconn", "4096\n"),
-            mem("rmem_default", sockopt::RMEM_DEFAULT.into()),
-            mem("rmem_max", sockopt::RMEM_MAX.into()),
-            mem("wmem_default", sockopt::WMEM_DEFAULT.into()),
-            mem("wmem_max", sockopt::WMEM_MAX.into()),
-        ],
-    );
-    let net = dir(p, "/sys/net", vec![core, ipv4]);
-    let vm = dir(p, "/sys/vm", vec![text(p, "/sys/vm/overcommit_memory", "0\n")]);
-    dir(p, "/sys", vec![fs, kernel, net, vm])
 }
 
 /// `text` and a newline.
@@ -404,12 +311,28 @@ mod tests {
         assert_eq!(root.unlink(b"version", false).err(), Some(Errno::EPERM));
         assert_eq!(root.rename(b"version", &root, b"x", 0).err(), Some(Errno::EPERM));
         assert_eq!(root.setattr(&crate::vfs::SetAttr::default()).err(), Some(Errno::EPERM));
-        for p in ["version", "sys/kernel/hostname", "sys/vm/overcommit_memory"] {
+        for p in ["version", "sys/kernel/ostype", "sys/vm/overcommit_memory", "sys/kernel/cap_last_cap"] {
             let n = walk(&root, p).unwrap();
             assert_eq!(n.open(libc::O_WRONLY).err(), Some(Errno::EACCES), "{p}");
             assert_eq!(n.open(libc::O_RDWR | libc::O_TRUNC).err(), Some(Errno::EACCES), "{p}");
             assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o444);
         }
+    }
+
+    #[test]
+    fn sysctls_are_writable_by_mode_and_need_the_kernel() {
+        let root = procfs();
+        for p in ["sys/kernel/hostname", "sys/kernel/keys/maxkeys", "sys/net/ipv4/ip_local_port_range"] {
+            let n = walk(&root, p).unwrap();
+            assert_eq!(n.stat().unwrap().mode, S_IFREG | 0o644, "{p}");
+            let f = n.open(libc::O_WRONLY | libc::O_TRUNC).unwrap();
+            assert_eq!(f.write(b"1", 0).err(), Some(Errno::ESRCH), "{p}");
+        }
+        assert_eq!(root.lookup(b"net").unwrap().readlink().unwrap(), b"self/net");
+        assert_eq!(read_all(&walk(&root, "devices").unwrap()).unwrap(), system::DEVICES);
+        assert!(read_all(&walk(&root, "cmdline").unwrap()).unwrap().starts_with("BOOT_IMAGE=/vmlinuz-"));
+        assert_eq!(read_all(&walk(&root, "sys/kernel/cap_last_cap").unwrap()).unwrap(), "40\n");
+        assert_eq!(read_all(&walk(&root, "sys/net/ipv6/bindv6only").unwrap()).unwrap(), "0\n");
     }
 
     #[test]

@@ -92,6 +92,21 @@ pub(super) fn vm_counts(maps: &str, exe: &str) -> VmCounts {
     c
 }
 
+/// /proc/[pid]/oom_score of a process with `rss` bytes resident out of
+/// `total` and oom_score_adj `adj`, as Linux's `proc_oom_score`: its
+/// badness (pages, plus `adj` thousandths of all pages) scaled to
+/// 0 ..= 1333 with 666 for none; 0 for an unkillable one (adj -1000).
+pub(super) fn oom_score(rss: u64, total: u64, adj: i16) -> u64 {
+    let total_pages = i64::try_from((total / PAGE).max(1)).unwrap_or(i64::MAX);
+    if adj == -1000 {
+        return 0;
+    }
+    let rss_pages = i64::try_from(rss / PAGE).unwrap_or(i64::MAX);
+    let badness = rss_pages.saturating_add(i64::from(adj) * (total_pages / 1000));
+    let points = (1000 + badness.saturating_mul(1000) / total_pages) * 2 / 3;
+    u64::try_from(points).unwrap_or(0)
+}
+
 /// Signal sets, one bit per signal (bit 0 is signal 1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct SigSets {

@@ -8,6 +8,12 @@ use std::time::Duration;
 pub(super) const FILESYSTEMS: &str =
     "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevtmpfs\nnodev\tsockfs\nnodev\tpipefs\nnodev\tdevpts\nnodev\toverlay\n";
 
+/// /proc/devices: the major numbers of the sandbox's device files (/dev's
+/// memory devices, /dev/tty and /dev/ptmx, the pseudo-terminals); it has
+/// no block devices.
+pub(super) const DEVICES: &str =
+    "Character devices:\n  1 mem\n  5 /dev/tty\n  5 /dev/ptmx\n136 pts\n\nBlock devices:\n";
+
 /// The lines /proc/meminfo has when the host's cannot be read.
 const FALLBACK_MEMINFO: &str = "MemTotal: 0 kB\nMemFree: 0 kB\nMemAvailable: 0 kB\n";
 

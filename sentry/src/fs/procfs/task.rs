@@ -56,10 +56,13 @@ pub(super) enum FileKind {
     Stat,
     Statm,
     Maps,
+    Smaps,
     Mounts,
     MountInfo,
     Cgroup,
+    OomScore,
     OomScoreAdj,
+    CoredumpFilter,
     LoginUid,
 }
 
@@ -72,6 +75,10 @@ enum Kind {
     FdInfo,
     /// `ns/`: the namespace links.
     Ns,
+    /// `net/`: the network namespace's files.
+    Net,
+    /// `mem`: the address space.
+    Mem,
     Link(LinkKind),
     File(FileKind),
 }
@@ -79,22 +86,25 @@ enum Kind {
 impl Kind {
     fn mode(self) -> u32 {
         match self {
-            Kind::Tasks | Kind::FdInfo => S_IFDIR | 0o555,
+            Kind::Tasks | Kind::FdInfo | Kind::Net => S_IFDIR | 0o555,
             Kind::Fd => S_IFDIR | 0o500,
             Kind::Ns => S_IFDIR | 0o511,
             Kind::Link(_) => S_IFLNK | 0o777,
+            Kind::Mem => S_IFREG | 0o600,
             Kind::File(FileKind::Environ | FileKind::Auxv) => S_IFREG | 0o400,
+            Kind::File(f) if super::task_writes::writer(f).is_some() => S_IFREG | 0o644,
             Kind::File(_) => S_IFREG | 0o444,
         }
     }
 }
 
 /// The entries of a process directory, in Linux's order.
-const ENTRIES: [(&str, Kind); 21] = [
+const ENTRIES: [(&str, Kind); 26] = [
     ("task", Kind::Tasks),
     ("fd", Kind::Fd),
     ("fdinfo", Kind::FdInfo),
     ("ns", Kind::Ns),
+    ("net", Kind::Net),
     ("auxv", Kind::File(FileKind::Auxv)),
     ("environ", Kind::File(FileKind::Environ)),
     ("status", Kind::File(FileKind::Status)),
@@ -104,14 +114,18 @@ const ENTRIES: [(&str, Kind); 21] = [
     ("stat", Kind::File(FileKind::Stat)),
     ("statm", Kind::File(FileKind::Statm)),
     ("maps", Kind::File(FileKind::Maps)),
+    ("mem", Kind::Mem),
+    ("smaps", Kind::File(FileKind::Smaps)),
     ("cwd", Kind::Link(LinkKind::Cwd)),
     ("root", Kind::Link(LinkKind::Root)),
     ("exe", Kind::Link(LinkKind::Exe)),
     ("mounts", Kind::File(FileKind::Mounts)),
     ("mountinfo", Kind::File(FileKind::MountInfo)),
     ("cgroup", Kind::File(FileKind::Cgroup)),
+    ("oom_score", Kind::File(FileKind::OomScore)),
     ("oom_score_adj", Kind::File(FileKind::OomScoreAdj)),
     ("loginuid", Kind::File(FileKind::LoginUid)),
+    ("coredump_filter", Kind::File(FileKind::CoredumpFilter)),
 ];
 
 /// The entries of a process directory (`leader`: of a thread group leader).
@@ -167,6 +181,8 @@ impl ProcessEntries {
         match kind {
             Kind::Tasks => Dir::new(attr, TaskEntries { task, path }),
             Kind::Ns => Dir::new(attr, super::ns_dir::NsEntries { task, path }),
+            Kind::Net => super::net::net_dir(&task.proc, &path, attr),
+            Kind::Mem => Arc::new(super::mem::MemNode { attr, task }),
             Kind::Fd | Kind::FdInfo => {
                 let info = kind == Kind::FdInfo;
                 Dir::new(attr, FdEntries { task, path, info })
@@ -184,13 +200,15 @@ impl ProcessEntries {
             }
             Kind::File(f) => {
                 let leader = self.leader;
-                GenFile::new(
-                    attr,
-                    Box::new(move || {
-                        let (k, t) = task.get()?;
-                        Ok(generate(f, &task.proc, &k, &t, leader))
-                    }),
-                )
+                let target = task.clone();
+                let gen = Box::new(move || {
+                    let (k, t) = task.get()?;
+                    Ok(generate(f, &task.proc, &k, &t, leader))
+                });
+                match super::task_writes::writer(f) {
+                    Some(write) => GenFile::writable(attr, gen, Box::new(move |data| write(&target.get()?.1, data))),
+                    None => GenFile::new(attr, gen),
+                }
             }
         }
     }

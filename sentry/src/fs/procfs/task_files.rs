@@ -73,10 +73,17 @@ pub(super) fn generate(kind: FileKind, p: &Proc, k: &Kernel, t: &Thread, process
         FileKind::Stat => stat(k, t, process),
         FileKind::Statm => process::format_statm(&vm(t)).into_bytes(),
         FileKind::Maps => t.mm().maps_text().into_bytes(),
+        FileKind::Smaps => t.mm().smaps_text().into_bytes(),
         FileKind::Mounts => process::format_mounts(&mount_rows(t)),
         FileKind::MountInfo => process::format_mountinfo(&mount_rows(t)),
         FileKind::Cgroup => b"0::/\n".to_vec(),
-        FileKind::OomScoreAdj => b"0\n".to_vec(),
+        FileKind::OomScore => {
+            let total = super::system::meminfo_kb(&p.host.meminfo, "MemTotal").unwrap_or(0) * 1024;
+            let score = process::oom_score(t.mm().resident_bytes(), total, t.group().oom_score_adj());
+            format!("{score}\n").into_bytes()
+        }
+        FileKind::OomScoreAdj => format!("{}\n", t.group().oom_score_adj()).into_bytes(),
+        FileKind::CoredumpFilter => format!("{:08x}\n", t.group().coredump_filter()).into_bytes(),
         FileKind::LoginUid => b"4294967295".to_vec(),
     }
 }
