@@ -2,15 +2,17 @@
 //! allocator, and the MemoryManager of each address space.
 
 pub(crate) mod accounting;
+pub(crate) mod advice;
 pub(crate) mod allocator;
 pub(crate) mod manager;
 pub(crate) mod memory_file;
 pub(crate) mod page_cache;
 pub(crate) mod vma;
 
-pub(crate) use manager::{MapRequest, MemoryManager, RemapRequest, Segv};
+pub(crate) use advice::{ForkAdvice, LockAll};
+pub(crate) use manager::{MapRequest, MemoryManager, RemapRequest, Segv, VmLimits};
 pub(crate) use memory_file::MemoryFile;
-pub(crate) use vma::{Backing, VmaName};
+pub(crate) use vma::{Backing, Lock, MemPolicy, VmaName};
 
 use crate::abi::Errno;
 
@@ -42,6 +44,12 @@ pub trait Mappable: Send + Sync {
     /// EACCES, as Linux's VM_MAYWRITE does).
     fn shared_writable(&self) -> bool {
         true
+    }
+
+    /// Whether mapping the file maps anonymous memory (/dev/zero): a
+    /// shared mapping of it is shared anonymous memory.
+    fn anonymous(&self) -> bool {
+        false
     }
 
     /// For the file of a SysV shared memory attachment, the segment's
