@@ -162,7 +162,12 @@ impl Layout {
     /// Bytes of `[start, end)` that areas cover.
     pub(super) fn covered(&self, start: u64, end: u64, only: impl Fn(&Vma) -> bool) -> u64 {
         let first = find(self, start).map_or(start, |v| v.start);
-        self.vmas.range(first..end).map(|(_, v)| v).filter(|v| only(v)).map(|v| v.end.min(end) - v.start.max(start)).sum()
+        self.vmas
+            .range(first..end)
+            .map(|(_, v)| v)
+            .filter(|v| only(v))
+            .map(|v| v.end.min(end) - v.start.max(start))
+            .sum()
     }
 }
 
@@ -278,8 +283,7 @@ impl MemoryManager {
 
     /// The child's memory manager, built on the child's host thread.
     pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
-        let layout =
-            image.layout.take().unwrap_or_else(|| Layout::empty(0));
+        let layout = image.layout.take().unwrap_or_else(|| Layout::empty(0));
         MemoryManager {
             mf: image.mf.clone(),
             space,
@@ -450,7 +454,7 @@ impl MemoryManager {
         if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
         }
-        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { file, .. } if !file.shared_writable());
+        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { may_write: None, .. });
         if perms.write && l.vmas.range(..end).any(|(_, v)| v.end > addr && read_only(v)) {
             return Err(Errno::EACCES);
         }

@@ -52,7 +52,14 @@ pub enum Backing {
     /// A file; `offset` is the file offset of the area's start.
     File { file: Arc<dyn Mappable>, offset: u64 },
     /// A file's shared pages (MAP_SHARED); `file` names it in maps.
-    SharedFile { file: Arc<dyn Mappable>, pages: Arc<dyn super::page_cache::SharedPages>, offset: u64 },
+    /// `may_write` is held while the area may become writable (None: it
+    /// never may, mprotect answers EACCES).
+    SharedFile {
+        file: Arc<dyn Mappable>,
+        pages: Arc<dyn super::page_cache::SharedPages>,
+        offset: u64,
+        may_write: Option<super::WriteHold>,
+    },
 }
 
 /// How the area is named in `/proc/[pid]/maps`.
@@ -153,9 +160,12 @@ impl Vma {
         match &self.backing {
             Backing::Anon => Backing::Anon,
             Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
-            Backing::SharedFile { file, pages, offset } => {
-                Backing::SharedFile { file: file.clone(), pages: pages.clone(), offset: offset + (at - self.start) }
-            }
+            Backing::SharedFile { file, pages, offset, may_write } => Backing::SharedFile {
+                file: file.clone(),
+                pages: pages.clone(),
+                offset: offset + (at - self.start),
+                may_write: may_write.clone(),
+            },
         }
     }
 
@@ -172,9 +182,9 @@ impl Vma {
                     Arc::ptr_eq(a, b) && ao + self.size() == *bo
                 }
                 (
-                    Backing::SharedFile { pages: a, offset: ao, .. },
-                    Backing::SharedFile { pages: b, offset: bo, .. },
-                ) => Arc::ptr_eq(a, b) && ao + self.size() == *bo,
+                    Backing::SharedFile { pages: a, offset: ao, may_write: aw, .. },
+                    Backing::SharedFile { pages: b, offset: bo, may_write: bw, .. },
+                ) => Arc::ptr_eq(a, b) && ao + self.size() == *bo && aw.is_some() == bw.is_some(),
                 _ => false,
             }
     }

@@ -117,7 +117,8 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
             _ if anon => Backing::Anon,
             (true, Some(pages)) => {
                 shared_file = true;
-                Backing::SharedFile { file, pages, offset: off }
+                let may_write = file.map_shared(perms.write, f.writable())?;
+                Backing::SharedFile { file, pages, offset: off, may_write }
             }
             // Files without shared pages (the image's) may still be mapped
             // shared read-only: a private copy is indistinguishable as long
