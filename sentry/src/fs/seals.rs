@@ -195,7 +195,9 @@ mod tests {
 
     #[test]
     fn exec_seal_of_an_executable_file_seals_writes() {
-        let s = sealable(F_SEAL_EXEC);
+        let s = Seals::default();
+        s.allow_sealing(false);
+        s.add(F_SEAL_EXEC, 0o755).unwrap();
         assert_eq!(s.get(), F_SEAL_EXEC | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE);
         assert_eq!(s.check_chmod(0o755, 0o644), Err(Errno::EPERM));
         assert_eq!(s.check_chmod(0o755, 0o711), Ok(()));

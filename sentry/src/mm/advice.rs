@@ -25,10 +25,14 @@ pub struct LockAll {
 /// The fork advice of madvise(2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ForkAdvice {
-    DontFork,
-    DoFork,
-    WipeOnFork,
-    KeepOnFork,
+    /// MADV_DONTFORK: the child does not get the area.
+    Exclude,
+    /// MADV_DOFORK: it does again.
+    Include,
+    /// MADV_WIPEONFORK: the child gets it empty.
+    Wipe,
+    /// MADV_KEEPONFORK: with its pages again.
+    Keep,
 }
 
 /// Linux's `__mlock_posix_error_return`: a page that cannot be populated
@@ -78,7 +82,7 @@ impl MemoryManager {
             return Err(Errno::ENOMEM);
         }
         if lock == Lock::Locked {
-            self.populate_locked(&mut l, start, end).map_err(posix_lock_error)?;
+            self.populate_locked(&mut l, start, end, false).map_err(posix_lock_error)?;
         }
         Ok(())
     }
@@ -110,31 +114,44 @@ impl MemoryManager {
         }
         if new == Lock::Locked {
             // Linux's mm_populate over the whole space ignores errors.
-            let _ = self.populate_locked(&mut l, 0, u64::MAX);
+            let _ = self.populate_locked(&mut l, 0, u64::MAX, true);
         }
         Ok(())
     }
 
     /// Gives a frame to every page of the areas of `[start, end)` locked
     /// with `Lock::Locked` (Linux's `__mm_populate`), a private writable
-    /// one its own; stops at the first area that cannot be populated: one
-    /// without access (EFAULT), a page past the end of its file (EFAULT),
-    /// or memory that ran out (ENOMEM).
-    pub(super) fn populate_locked(&self, l: &mut Layout, start: u64, end: u64) -> Result<(), Errno> {
+    /// one its own. An area that cannot be populated (one without access:
+    /// EFAULT; a page past the end of its file: EFAULT; memory that ran
+    /// out: ENOMEM) ends the walk with its error, or with `ignore_errors`
+    /// is left for the next.
+    pub(super) fn populate_locked(
+        &self,
+        l: &mut Layout,
+        start: u64,
+        end: u64,
+        ignore_errors: bool,
+    ) -> Result<(), Errno> {
         let first = find(l, start).map_or(start, |v| v.start);
         for v in l.vmas.range_mut(first..end).map(|(_, v)| v) {
             if v.flags.lock != Lock::Locked {
                 continue;
             }
-            if !v.perms.any() {
-                return Err(Errno::EFAULT);
+            let populated = if v.perms.any() { self.populate_area(v, start, end) } else { Err(Errno::EFAULT) };
+            if !ignore_errors {
+                populated?;
             }
-            let write = v.perms.write && !v.shared;
-            let mut page = v.start.max(start);
-            while page < v.end.min(end) {
-                self.frame_for(v, page, write, false)?;
-                page += PAGE_SIZE;
-            }
+        }
+        Ok(())
+    }
+
+    /// Gives a frame to every page of `vma` within `[start, end)`.
+    fn populate_area(&self, vma: &mut Vma, start: u64, end: u64) -> Result<(), Errno> {
+        let write = vma.perms.write && !vma.shared;
+        let mut page = vma.start.max(start);
+        while page < vma.end.min(end) {
+            self.frame_for(vma, page, write, false)?;
+            page += PAGE_SIZE;
         }
         Ok(())
     }
@@ -187,17 +204,17 @@ impl MemoryManager {
         };
         for (a, b) in pieces {
             let private_anon = find(&l, a).is_some_and(|v| !v.shared && matches!(v.backing, Backing::Anon));
-            if advice == ForkAdvice::WipeOnFork && !private_anon {
+            if advice == ForkAdvice::Wipe && !private_anon {
                 return Err(Errno::EINVAL);
             }
             split_at(&mut l, a);
             split_at(&mut l, b);
             if let Some(v) = l.vmas.get_mut(&a) {
                 match advice {
-                    ForkAdvice::DontFork => v.flags.dontfork = true,
-                    ForkAdvice::DoFork => v.flags.dontfork = false,
-                    ForkAdvice::WipeOnFork => v.flags.wipeonfork = true,
-                    ForkAdvice::KeepOnFork => v.flags.wipeonfork = false,
+                    ForkAdvice::Exclude => v.flags.dontfork = true,
+                    ForkAdvice::Include => v.flags.dontfork = false,
+                    ForkAdvice::Wipe => v.flags.wipeonfork = true,
+                    ForkAdvice::Keep => v.flags.wipeonfork = false,
                 }
             }
             merge_around(&mut l, a, b);

@@ -369,7 +369,7 @@ impl MemoryManager {
         l.vmas.insert(start, vma);
         if lock == Lock::Locked {
             // Linux's mm_populate after a locked mmap ignores errors.
-            let _ = self.populate_locked(&mut l, start, start + len);
+            let _ = self.populate_locked(&mut l, start, start + len, true);
         }
         Ok(start)
     }
@@ -511,7 +511,7 @@ impl MemoryManager {
             l.vmas.insert(old_end, vma);
             merge_around(&mut l, old_end, new_end);
             if lock == Lock::Locked {
-                let _ = self.populate_locked(&mut l, old_end, new_end);
+                let _ = self.populate_locked(&mut l, old_end, new_end, true);
             }
         } else if new_end < old_end {
             self.remove_range(&mut l, new_end, old_end)?;
@@ -596,7 +596,7 @@ impl MemoryManager {
                 }
                 merge_around(&mut l, old, grow_end);
                 if lock == Lock::Locked {
-                    let _ = self.populate_locked(&mut l, old_end, grow_end);
+                    let _ = self.populate_locked(&mut l, old_end, grow_end, true);
                 }
                 return Ok(old);
             }
@@ -618,7 +618,7 @@ impl MemoryManager {
         }
         merge_around(&mut l, target, target + new_len);
         if lock == Lock::Locked && new_len > old_len {
-            let _ = self.populate_locked(&mut l, target + old_len, target + new_len);
+            let _ = self.populate_locked(&mut l, target + old_len, target + new_len, true);
         }
         Ok(target)
     }
@@ -1513,11 +1513,29 @@ mod tests {
         may_move: bool,
         fixed: Option<u64>,
     ) -> Result<u64, Errno> {
-        mm.mremap(RemapRequest { addr, old_len, new_len, may_move, fixed, dont_unmap: false, hint: 0 })
+        mm.mremap(RemapRequest {
+            addr,
+            old_len,
+            new_len,
+            may_move,
+            fixed,
+            dont_unmap: false,
+            hint: 0,
+            limits: VmLimits::NONE,
+        })
     }
 
     fn dont_unmap(addr: u64, len: u64) -> RemapRequest {
-        RemapRequest { addr, old_len: len, new_len: len, may_move: true, fixed: None, dont_unmap: true, hint: 0 }
+        RemapRequest {
+            addr,
+            old_len: len,
+            new_len: len,
+            may_move: true,
+            fixed: None,
+            dont_unmap: true,
+            hint: 0,
+            limits: VmLimits::NONE,
+        }
     }
 
     #[test]
@@ -1709,16 +1727,68 @@ mod tests {
         assert_eq!(mm.fault(0x20000), Err(Segv::MapErr));
     }
 
+    fn limited(memlock: u64) -> VmLimits {
+        VmLimits { memlock: Some(memlock), ..VmLimits::NONE }
+    }
+
+    #[test]
+    fn locks_are_accounted_against_the_limit() {
+        use super::super::{ForkAdvice, Lock, LockAll};
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4 * 4096, RW, false)).unwrap();
+        assert_eq!(mm.mlock(a, 4096, Lock::Locked, &limited(0)), Err(Errno::EPERM));
+        assert_eq!(mm.mlock(a, 2 * 4096, Lock::Locked, &limited(4096)), Err(Errno::ENOMEM));
+        mm.mlock(a, 4096, Lock::Locked, &limited(4096)).unwrap();
+        assert_eq!(mm.resident_bytes(), 4096, "a locked page is populated");
+        mm.mlock(a, 4096, Lock::Locked, &limited(4096)).unwrap();
+        assert_eq!(mm.locked_bytes(), 4096, "counted once");
+        assert_eq!(mm.dontneed(a, 4096), Err(Errno::EINVAL));
+        assert_eq!(mm.msync_check(a, a + 4096, false, true), Err(Errno::EBUSY));
+        assert_eq!(mm.msync_check(a + 4096, a + 2 * 4096, false, true), Ok(()));
+        let req = |locked| mm.mmap_with(anon(0, 4096, RW, false), locked, &limited(4096), false);
+        assert_eq!(req(true), Err(Errno::EAGAIN));
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert_eq!(child.locked_bytes(), 0, "a child's areas are not locked");
+        mm.mlockall(LockAll { current: false, future: true, on_fault: true }, &VmLimits::NONE).unwrap();
+        let b = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        assert_eq!(mm.locked_bytes(), 2 * 4096, "MCL_FUTURE locks new areas");
+        assert_eq!(mm.resident_bytes(), 4096, "on fault: not populated");
+        mm.mlockall(LockAll { current: false, future: false, on_fault: false }, &VmLimits::NONE).unwrap();
+        assert_eq!(mm.locked_bytes(), 0);
+        mm.munmap(b, 4096).unwrap();
+        mm.munmap(a + 4096, 4096).unwrap();
+        assert_eq!(mm.mlock(a, 3 * 4096, Lock::Locked, &VmLimits::NONE), Err(Errno::ENOMEM), "a hole");
+        assert_eq!(mm.locked_bytes(), 4096, "the area before the hole is locked");
+        assert_eq!(mm.fork_advice(a, a + 3 * 4096, ForkAdvice::Exclude), Err(Errno::ENOMEM));
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert!(!child.is_mapped(a, a + 4096) && !child.is_mapped(a + 2 * 4096, a + 3 * 4096));
+        assert!(child.is_mapped(a + 3 * 4096, a + 4 * 4096), "past the advised range");
+    }
+
+    #[test]
+    fn limits_bound_mappings_and_the_break() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
+        let tight = VmLimits { address_space: 2 * 4096, ..VmLimits::NONE };
+        assert_eq!(mm.mmap_with(anon(0, 4096, RW, false), false, &tight, false), Err(Errno::ENOMEM));
+        assert_eq!(mm.mmap_with(anon(a, 2 * 4096, RW, true), false, &tight, false), Ok(a), "replacing");
+        let low = mm.mmap_with(anon(0, 4096, RW, false), false, &VmLimits::NONE, true).unwrap();
+        assert!(low >= 0x4000_0000 && low + 4096 <= 0x8000_0000);
+        mm.set_brk_start(0x60_0000);
+        let no_data = VmLimits { data: 0, ..VmLimits::NONE };
+        assert_eq!(mm.brk(0x60_2000, &no_data).unwrap(), 0x60_0000, "RLIMIT_DATA: unchanged");
+    }
+
     #[test]
     fn brk_grows_and_shrinks() {
         let (mm, _) = mm();
         mm.set_brk_start(0x60_0000);
-        assert_eq!(mm.brk(0).unwrap(), 0x60_0000);
-        assert_eq!(mm.brk(0x60_2001).unwrap(), 0x60_2001);
+        assert_eq!(mm.brk(0, &VmLimits::NONE).unwrap(), 0x60_0000);
+        assert_eq!(mm.brk(0x60_2001, &VmLimits::NONE).unwrap(), 0x60_2001);
         mm.copy_out(0x60_2000, b"x").unwrap();
-        assert_eq!(mm.brk(0x60_1000).unwrap(), 0x60_1000);
+        assert_eq!(mm.brk(0x60_1000, &VmLimits::NONE).unwrap(), 0x60_1000);
         assert_eq!(mm.copy_out(0x60_2000, b"x"), Err(Errno::EFAULT));
-        assert_eq!(mm.brk(0x10).unwrap(), 0x60_1000, "below the start: unchanged");
+        assert_eq!(mm.brk(0x10, &VmLimits::NONE).unwrap(), 0x60_1000, "below the start: unchanged");
     }
 
     #[test]

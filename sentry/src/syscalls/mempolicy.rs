@@ -52,7 +52,7 @@ struct Nodes {
 /// Linux's `sanitize_mpol_flags`: the mode (an `int`) split into the mode
 /// and its flags.
 fn sanitize(arg: u64) -> Result<(u32, u32), Errno> {
-    let raw = arg as u32;
+    let raw = super::args::uint(arg);
     let (mode, flags) = (raw & !MPOL_MODE_FLAGS, raw & MPOL_MODE_FLAGS);
     if mode >= MPOL_MAX {
         return Err(Errno::EINVAL);

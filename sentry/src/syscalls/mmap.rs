@@ -216,10 +216,10 @@ fn sys_madvise(task: &mut Task, a: [u64; 6]) -> SysResult {
     let mm = task.thread.mm();
     let fork_advice = match advice {
         MADV_DONTNEED | MADV_FREE => return mm.dontneed(addr, len).map(|()| 0),
-        MADV_DONTFORK => ForkAdvice::DontFork,
-        MADV_DOFORK => ForkAdvice::DoFork,
-        MADV_WIPEONFORK => ForkAdvice::WipeOnFork,
-        MADV_KEEPONFORK => ForkAdvice::KeepOnFork,
+        MADV_DONTFORK => ForkAdvice::Exclude,
+        MADV_DOFORK => ForkAdvice::Include,
+        MADV_WIPEONFORK => ForkAdvice::Wipe,
+        MADV_KEEPONFORK => ForkAdvice::Keep,
         _ => {
             return if mm.is_mapped(addr, end) { Ok(0) } else { Err(Errno::ENOMEM) };
         }
