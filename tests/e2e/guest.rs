@@ -53,6 +53,26 @@ fn guest_mmap_shared_file() {
 }
 
 #[test]
+fn guest_mmap_edges() {
+    guest_test("mmap_edges", &[]);
+}
+
+#[test]
+fn guest_mlock() {
+    guest_test("mlock", &[]);
+}
+
+#[test]
+fn guest_mempolicy() {
+    guest_test("mempolicy", &[]);
+}
+
+#[test]
+fn guest_memfd_seals() {
+    guest_test("memfd_seals", &[]);
+}
+
+#[test]
 fn guest_threads() {
     guest_test("threads", &[]);
 }

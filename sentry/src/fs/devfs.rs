@@ -171,6 +171,10 @@ impl Mappable for ZeroPages {
     fn map_ids(&self) -> (u64, u64) {
         (0, 0)
     }
+
+    fn anonymous(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub(crate) mod pipe;
 pub(crate) mod procfs;
 pub(crate) mod read_only;
 pub(crate) mod redacted;
+pub(crate) mod seals;
 pub(crate) mod seccomp_notify;
 pub(crate) mod secrets;
 pub(crate) mod signalfd;

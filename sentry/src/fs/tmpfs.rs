@@ -12,12 +12,13 @@
 
 use super::disk::{DiskBudget, DiskCharge};
 use super::pipe::FifoSlot;
+use super::seals::Seals;
 use crate::abi::limits::NAME_MAX;
 use crate::abi::xattr::{XATTR_CREATE, XATTR_REPLACE};
 use crate::abi::{Errno, PAGE_SIZE};
 use crate::mm::accounting::{self, Accountant, Charge};
 use crate::mm::page_cache::{PageCache, SharedPages};
-use crate::mm::{Mappable, MemoryFile};
+use crate::mm::{Mappable, MemoryFile, WriteHold};
 use crate::vfs::file::DirFile;
 use crate::vfs::rename::{self, Rename, RenameNode};
 use crate::vfs::{
@@ -512,6 +513,8 @@ struct TmpNode {
     /// Extended attributes by full name, charged (name and value) with
     /// the node.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// File seals (F_ADD_SEALS).
+    seals: Seals,
 }
 
 impl Drop for TmpNode {
@@ -582,6 +585,7 @@ impl TmpNode {
             charges: Mutex::new(charges),
             block: Mutex::new(DiskCharge::new(None)),
             xattrs: Mutex::new(BTreeMap::new()),
+            seals: Seals::default(),
         })
     }
 
@@ -761,6 +765,7 @@ impl TmpNode {
         }
         let n = buf.len().min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
         let mut d = self.data()?;
+        let n = self.seals.writable_len(off, n, d.len)?;
         let before = d.held();
         let written = d.write(&buf[..n], off);
         self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
@@ -788,6 +793,7 @@ impl TmpNode {
             return Err(Errno::EFBIG);
         }
         let mut d = self.data()?;
+        self.seals.check_resize(d.len, len)?;
         if d.len == len {
             return Ok(());
         }
@@ -809,6 +815,7 @@ impl TmpNode {
     fn allocate(&self, off: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
         let end = off.checked_add(len).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         let mut d = self.data()?;
+        self.seals.check_allocate(end, d.len)?;
         let before = d.held();
         let held = d.allocate(off / PAGE_SIZE, pages(end));
         self.fs.pages.fetch_add(d.held() - before, Ordering::Relaxed);
@@ -825,6 +832,7 @@ impl TmpNode {
     /// pages wholly inside it are let go and their charges given back.
     fn punch(&self, off: u64, len: u64) -> Result<(), Errno> {
         let end = off.saturating_add(len).min(MAX_FILE_SIZE);
+        self.seals.check_punch()?;
         if off >= end {
             return Ok(());
         }
@@ -1161,6 +1169,9 @@ impl Node for TmpNode {
     }
 
     fn setattr(&self, attr: &SetAttr) -> Result<(), Errno> {
+        if let Some(mode) = attr.mode {
+            self.seals.check_chmod(self.mode(), mode)?;
+        }
         if let Some(size) = attr.size {
             self.truncate(size)?;
         }
@@ -1274,6 +1285,14 @@ impl FileOps for TmpFile {
         Ok(())
     }
 
+    fn seals(&self) -> Result<u32, Errno> {
+        Ok(self.0.seals.get())
+    }
+
+    fn add_seals(&self, seals: u32) -> Result<(), Errno> {
+        self.0.seals.add(seals, self.0.mode())
+    }
+
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         Some(Arc::new(TmpFile(self.0.clone())))
     }
@@ -1294,6 +1313,10 @@ impl Mappable for TmpFile {
 
     fn size(&self) -> Option<u64> {
         Some(self.0.sizes(1).0)
+    }
+
+    fn map_shared(&self, write: bool, may_write: bool) -> Result<Option<WriteHold>, Errno> {
+        self.0.seals.map_shared(write, may_write)
     }
 
     fn shared_pages(&self, mf: &Arc<MemoryFile>) -> Option<Arc<dyn SharedPages>> {
@@ -1339,10 +1362,16 @@ pub(crate) struct Memfd {
 
 impl MemfdFs {
     /// A new file with no name anywhere, opened for reading and writing:
-    /// only descriptors keep it alive.
-    pub(crate) fn create(&self, new: NewNode) -> Result<Memfd, Errno> {
+    /// only descriptors keep it alive. `sealing`: MFD_ALLOW_SEALING, with
+    /// MFD_NOEXEC_SEAL (`noexec`) F_SEAL_EXEC.
+    pub(crate) fn create(&self, new: NewNode, sealing: bool, noexec: bool) -> Result<Memfd, Errno> {
         let name = format!("memfd-{}", self.next.fetch_add(1, Ordering::Relaxed)).into_bytes();
         let node = self.root.create(&name, new)?;
+        if sealing || noexec {
+            if let Some(n) = node.as_any().downcast_ref::<TmpNode>() {
+                n.seals.allow_sealing(noexec);
+            }
+        }
         let ops = node.open(libc::O_RDWR)?;
         self.root.unlink(&name, false)?;
         Ok(Memfd { node, ops })

@@ -40,6 +40,8 @@ pub struct ThreadAttrs {
     /// The I/O priority (`ioprio_set`): class << 13 | data; 0 is
     /// IOPRIO_CLASS_NONE (derived from the nice value).
     pub ioprio: u16,
+    /// The memory policy (`set_mempolicy`): kept across fork and exec.
+    pub mempolicy: crate::mm::MemPolicy,
 }
 
 /// A thread's scheduling policy, recorded and reported (the host, not the

@@ -2,7 +2,7 @@
 //! single source of truth that the platform's address space mirrors lazily
 //! (pages are mapped into the platform on first fault).
 
-use super::vma::{Backing, PageEntry, Vma, VmaName};
+use super::vma::{Backing, Lock, PageEntry, Vma, VmaName};
 use super::{Mappable, MemoryFile};
 use crate::abi::{page_down, page_up, Errno, PAGE_SIZE};
 use crate::platform::{AddressSpace, Perms};
@@ -57,6 +57,36 @@ pub struct MapRequest {
     pub name: VmaName,
 }
 
+/// The caller's resource limits that bound what an address space may
+/// grow to, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmLimits {
+    /// RLIMIT_AS: all mappings together.
+    pub address_space: u64,
+    /// RLIMIT_DATA: the heap (brk).
+    pub data: u64,
+    /// RLIMIT_MEMLOCK: locked areas together; None with CAP_IPC_LOCK,
+    /// which locks without a limit.
+    pub memlock: Option<u64>,
+}
+
+impl VmLimits {
+    /// No limit at all (the loader's own mappings).
+    pub const NONE: VmLimits = VmLimits { address_space: u64::MAX, data: u64::MAX, memlock: None };
+
+    /// Linux's `mlock_future_ok`: whether `more` bytes may be locked on
+    /// top of `locked`.
+    pub(crate) fn may_lock(&self, locked: u64, more: u64) -> bool {
+        self.memlock.is_none_or(|limit| locked.saturating_add(more) <= limit)
+    }
+
+    /// Linux's `can_do_mlock`: a zero limit forbids locking altogether
+    /// (EPERM) to a caller without CAP_IPC_LOCK.
+    pub(crate) fn can_lock(&self) -> bool {
+        self.memlock != Some(0)
+    }
+}
+
 /// The guest's request to `mremap`, after flag decoding.
 pub struct RemapRequest {
     pub addr: u64,
@@ -71,6 +101,8 @@ pub struct RemapRequest {
     /// The new address argument; without MREMAP_FIXED, MREMAP_DONTUNMAP
     /// takes it as a hint and other moves ignore it.
     pub hint: u64,
+    /// The caller's limits, for growth.
+    pub limits: VmLimits,
 }
 
 /// A copy of an address space's areas for a fork child, with every page
@@ -96,18 +128,53 @@ impl Drop for ForkImage {
 }
 
 #[derive(Clone)]
-struct Layout {
-    vmas: BTreeMap<u64, Vma>,
+pub(super) struct Layout {
+    pub(super) vmas: BTreeMap<u64, Vma>,
     brk_start: u64,
     brk: u64,
     /// Top-down placement of mappings starts below this address.
     mmap_top: u64,
+    /// How new areas are locked (mlockall's MCL_FUTURE, Linux's
+    /// `mm->def_flags`).
+    pub(super) def_lock: Lock,
+}
+
+impl Layout {
+    /// This layout's break and placement without its areas.
+    fn clone_empty(&self) -> Layout {
+        Layout { brk_start: self.brk_start, brk: self.brk, ..Layout::empty(self.mmap_top) }
+    }
+
+    fn empty(mmap_top: u64) -> Layout {
+        Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top, def_lock: Lock::None }
+    }
+
+    /// Bytes in locked areas (Linux's `mm->locked_vm`).
+    pub(super) fn locked_bytes(&self) -> u64 {
+        self.vmas.values().filter(|v| v.flags.lock.locked()).map(Vma::size).sum()
+    }
+
+    /// Bytes mapped (Linux's `mm->total_vm`).
+    fn total_bytes(&self) -> u64 {
+        self.vmas.values().map(Vma::size).sum()
+    }
+
+    /// Bytes of `[start, end)` that areas cover.
+    pub(super) fn covered(&self, start: u64, end: u64, only: impl Fn(&Vma) -> bool) -> u64 {
+        let first = find(self, start).map_or(start, |v| v.start);
+        self.vmas
+            .range(first..end)
+            .map(|(_, v)| v)
+            .filter(|v| only(v))
+            .map(|v| v.end.min(end) - v.start.max(start))
+            .sum()
+    }
 }
 
 pub struct MemoryManager {
     mf: Arc<MemoryFile>,
     space: Arc<dyn AddressSpace>,
-    layout: Mutex<Layout>,
+    pub(super) layout: Mutex<Layout>,
     /// Pages a debugger's write gave a private copy while the platform
     /// still maps the old frame: only a thread running this space may
     /// change its mappings, so the next one to run unmaps them
@@ -157,7 +224,7 @@ impl Want {
 impl MemoryManager {
     /// An empty address space; `mmap_top` is where top-down placement starts.
     pub fn new(mf: Arc<MemoryFile>, space: Arc<dyn AddressSpace>, mmap_top: u64) -> MemoryManager {
-        let layout = Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top };
+        let layout = Layout::empty(mmap_top);
         MemoryManager {
             mf,
             space,
@@ -175,7 +242,9 @@ impl MemoryManager {
     pub fn fork_image(&self) -> Result<ForkImage, Errno> {
         let mut l = self.layout.lock();
         let mut to_unmap = Vec::new();
-        for v in l.vmas.values_mut() {
+        // MADV_DONTFORK areas stay out of the child, MADV_WIPEONFORK ones
+        // come empty: neither shares a page.
+        for v in l.vmas.values_mut().filter(|v| !v.flags.dontfork && !v.flags.wipeonfork) {
             for e in v.pages.values_mut() {
                 self.mf.incref(e.frame());
                 if !v.shared && e.mapped_writable() {
@@ -186,8 +255,15 @@ impl MemoryManager {
                 }
             }
         }
-        let mut child = l.clone();
+        // A child's areas are not locked and MCL_FUTURE is not inherited
+        // (Linux's dup_mmap).
+        let vmas = l.vmas.iter().filter(|(_, v)| !v.flags.dontfork).map(|(&k, v)| (k, v.clone())).collect();
+        let mut child = Layout { vmas, def_lock: Lock::None, ..l.clone_empty() };
         for v in child.vmas.values_mut() {
+            v.flags.lock = Lock::None;
+            if v.flags.wipeonfork {
+                v.pages.clear();
+            }
             for e in v.pages.values_mut() {
                 *e = e.with_mapping(false, false);
             }
@@ -207,8 +283,7 @@ impl MemoryManager {
 
     /// The child's memory manager, built on the child's host thread.
     pub fn from_fork_image(space: Arc<dyn AddressSpace>, mut image: ForkImage) -> MemoryManager {
-        let layout =
-            image.layout.take().unwrap_or_else(|| Layout { vmas: BTreeMap::new(), brk_start: 0, brk: 0, mmap_top: 0 });
+        let layout = image.layout.take().unwrap_or_else(|| Layout::empty(0));
         MemoryManager {
             mf: image.mf.clone(),
             space,
@@ -233,8 +308,16 @@ impl MemoryManager {
         l.brk = addr;
     }
 
-    /// `mmap`: returns the address of the new area.
+    /// `mmap` by the sentry itself (no limits, never locked beyond
+    /// mlockall's MCL_FUTURE): returns the address of the new area.
     pub fn mmap(&self, req: MapRequest) -> Result<u64, Errno> {
+        self.mmap_with(req, false, &VmLimits::NONE, false)
+    }
+
+    /// `mmap` for the guest: `locked` is MAP_LOCKED, `low` MAP_32BIT
+    /// (placement in the first 2 GiB); the caller's `limits` bound the
+    /// address space and locked memory.
+    pub fn mmap_with(&self, req: MapRequest, locked: bool, limits: &VmLimits, low: bool) -> Result<u64, Errno> {
         let len = page_up(req.len).filter(|&l| l > 0 && l <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
         let mut l = self.layout.lock();
         let start = if req.fixed || req.noreplace {
@@ -245,18 +328,38 @@ impl MemoryManager {
             if req.addr < MMAP_MIN_ADDR {
                 return Err(Errno::EPERM);
             }
-            if req.noreplace {
-                if overlaps(&l, req.addr, end) {
-                    return Err(Errno::EEXIST);
-                }
-            } else {
-                self.remove_range(&mut l, req.addr, end)?;
+            if req.noreplace && overlaps(&l, req.addr, end) {
+                return Err(Errno::EEXIST);
             }
             req.addr
+        } else if low {
+            find_low_gap(&l, page_down(req.addr), len).ok_or(Errno::ENOMEM)?
         } else {
             find_gap(&l, page_down(req.addr), len).ok_or(Errno::ENOMEM)?
         };
+        // Linux's do_mmap then mmap_region: MAP_LOCKED needs a lock limit
+        // (EPERM), locked memory must fit it (EAGAIN), and the address
+        // space RLIMIT_AS (ENOMEM), counting what a fixed mapping replaces
+        // as freed.
+        if locked && !limits.can_lock() {
+            return Err(Errno::EPERM);
+        }
+        let lock = match (l.def_lock, locked) {
+            (Lock::None, true) => Lock::Locked,
+            (def, _) => def,
+        };
+        if lock.locked() && !limits.may_lock(l.locked_bytes(), len) {
+            return Err(Errno::EAGAIN);
+        }
+        let replaced = l.covered(start, start + len, |_| true);
+        if l.total_bytes() - replaced + len > limits.address_space {
+            return Err(Errno::ENOMEM);
+        }
+        if req.fixed {
+            self.remove_range(&mut l, start, start + len)?;
+        }
         let mut vma = Vma::new(start, start + len, req.perms, req.shared, req.backing, req.name);
+        vma.flags.lock = lock;
         if req.shared && matches!(vma.backing, Backing::Anon) {
             // Shared anonymous pages must exist before anyone (a fork
             // child) copies the area, so they are allocated up front.
@@ -264,6 +367,10 @@ impl MemoryManager {
             self.populate_all(&mut vma)?;
         }
         l.vmas.insert(start, vma);
+        if lock == Lock::Locked {
+            // Linux's mm_populate after a locked mmap ignores errors.
+            let _ = self.populate_locked(&mut l, start, start + len, true);
+        }
         Ok(start)
     }
 
@@ -347,7 +454,7 @@ impl MemoryManager {
         if !fully_mapped(&l, addr, end) {
             return Err(Errno::ENOMEM);
         }
-        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { file, .. } if !file.shared_writable());
+        let read_only = |v: &Vma| matches!(&v.backing, Backing::SharedFile { may_write: None, .. });
         if perms.write && l.vmas.range(..end).any(|(_, v)| v.end > addr && read_only(v)) {
             return Err(Errno::EACCES);
         }
@@ -371,8 +478,9 @@ impl MemoryManager {
         Ok(())
     }
 
-    /// `brk`: returns the new break (the old one when the request fails).
-    pub fn brk(&self, addr: u64) -> Result<u64, Errno> {
+    /// `brk`: returns the new break (the old one when the request fails:
+    /// past RLIMIT_DATA, RLIMIT_AS, or the lock limit under MCL_FUTURE).
+    pub fn brk(&self, addr: u64, limits: &VmLimits) -> Result<u64, Errno> {
         let mut l = self.layout.lock();
         let (start, cur) = (l.brk_start, l.brk);
         if addr < start {
@@ -382,11 +490,23 @@ impl MemoryManager {
         let Some(new_end) = page_up(addr) else {
             return Ok(cur);
         };
+        // Linux's check_data_rlimit (the data segment's own size is not
+        // counted here).
+        if addr - start > limits.data {
+            return Ok(cur);
+        }
         if new_end > old_end {
+            let grow = new_end - old_end;
             if overlaps(&l, old_end, new_end) || new_end > TASK_SIZE {
                 return Ok(cur);
             }
-            let vma = Vma::new(
+            let lock = l.def_lock;
+            if (lock.locked() && !limits.may_lock(l.locked_bytes(), grow))
+                || l.total_bytes() + grow > limits.address_space
+            {
+                return Ok(cur);
+            }
+            let mut vma = Vma::new(
                 old_end,
                 new_end,
                 Perms { read: true, write: true, exec: false },
@@ -394,8 +514,12 @@ impl MemoryManager {
                 Backing::Anon,
                 VmaName::Heap,
             );
+            vma.flags.lock = lock;
             l.vmas.insert(old_end, vma);
             merge_around(&mut l, old_end, new_end);
+            if lock == Lock::Locked {
+                let _ = self.populate_locked(&mut l, old_end, new_end, true);
+            }
         } else if new_end < old_end {
             self.remove_range(&mut l, new_end, old_end)?;
         }
@@ -405,7 +529,7 @@ impl MemoryManager {
 
     /// `mremap`, checked in Linux's order.
     pub fn mremap(&self, req: RemapRequest) -> Result<u64, Errno> {
-        let RemapRequest { addr: old, may_move, fixed, dont_unmap, hint, .. } = req;
+        let RemapRequest { addr: old, may_move, fixed, dont_unmap, hint, limits, .. } = req;
         if old % PAGE_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
@@ -450,6 +574,18 @@ impl MemoryManager {
             return Err(Errno::EINVAL);
         }
         let shared_anon = vma.shared && matches!(vma.backing, Backing::Anon);
+        // Growth must fit the lock limit of a locked area (EAGAIN) and
+        // RLIMIT_AS (ENOMEM), as Linux's mremap checks before moving.
+        let lock = vma.flags.lock;
+        if new_len > old_len {
+            let delta = new_len - old_len;
+            if lock.locked() && !limits.may_lock(l.locked_bytes(), delta) {
+                return Err(Errno::EAGAIN);
+            }
+            if l.total_bytes() + delta > limits.address_space {
+                return Err(Errno::ENOMEM);
+            }
+        }
         if new_addr.is_none() {
             if new_len <= old_len {
                 self.remove_range(&mut l, old + new_len, old_end)?;
@@ -466,6 +602,9 @@ impl MemoryManager {
                     }
                 }
                 merge_around(&mut l, old, grow_end);
+                if lock == Lock::Locked {
+                    let _ = self.populate_locked(&mut l, old_end, grow_end, true);
+                }
                 return Ok(old);
             }
             if !may_move {
@@ -485,6 +624,9 @@ impl MemoryManager {
             self.move_range(&mut l, old, old_len, target, new_len, dont_unmap)?;
         }
         merge_around(&mut l, target, target + new_len);
+        if lock == Lock::Locked && new_len > old_len {
+            let _ = self.populate_locked(&mut l, target + old_len, target + new_len, true);
+        }
         Ok(target)
     }
 
@@ -517,6 +659,7 @@ impl MemoryManager {
             self.populate_range(src, old, span_end)?;
         }
         let mut dup = Vma::new(target, target + len, src.perms, true, src.backing_at(old), src.name.clone());
+        dup.flags = src.flags;
         for (&page, e) in src.pages.range(old..span_end) {
             self.mf.incref(e.frame());
             dup.pages.insert(page - old + target, PageEntry::new(e.frame()));
@@ -559,7 +702,11 @@ impl MemoryManager {
                 std::mem::take(&mut src.pages)
             };
             let mut copy = Vma::new(src.start, src.end, src.perms, src.shared, src.backing_at(old), src.name.clone());
+            copy.flags = src.flags;
             copy.pages = pages;
+            // The lock moves with the pages; the range left behind is
+            // unlocked.
+            src.flags.lock = Lock::None;
             copy
         } else {
             l.vmas.remove(&old).ok_or(Errno::EFAULT)?
@@ -603,6 +750,10 @@ impl MemoryManager {
             return Err(Errno::ENOMEM);
         }
         let first = find(&l, addr).map_or(addr, |v| v.start);
+        // Locked pages stay (Linux's madvise_dontneed_free_valid_vma).
+        if l.vmas.range(first..end).any(|(_, v)| v.flags.lock.locked()) {
+            return Err(Errno::EINVAL);
+        }
         for vma in l.vmas.range_mut(first..end).map(|(_, v)| v) {
             let keys: Vec<u64> = vma.pages.range(addr..end).map(|(&k, _)| k).collect();
             for k in keys {
@@ -989,7 +1140,7 @@ impl MemoryManager {
 
     /// The frame behind `page`, populated if needed; for a write, a private
     /// copy (`foreign`: for a thread that does not run this space).
-    fn frame_for(&self, vma: &mut Vma, page: u64, write: bool, foreign: bool) -> Result<u64, Errno> {
+    pub(super) fn frame_for(&self, vma: &mut Vma, page: u64, write: bool, foreign: bool) -> Result<u64, Errno> {
         if !vma.pages.contains_key(&page) {
             // Past the end of the mapped file: a copy fails as the access
             // would (SIGBUS), without the signal.
@@ -1178,7 +1329,7 @@ impl MemoryManager {
         self.space_unmap(start, end - start)
     }
 
-    fn space_unmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
+    pub(super) fn space_unmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
         self.space.unmap(addr, len).map_err(|e| {
             log::warn!("unmapping guest memory in the platform failed: {e}");
             Errno::ENOMEM
@@ -1211,7 +1362,7 @@ fn shared_frame(vma: &Vma, page: u64) -> Result<Option<u64>, Errno> {
 
 /// Where the pages of a file mapping's file end (its size rounded up to a
 /// page), as an address of `vma`; None for areas without a file's end.
-fn file_end(vma: &Vma) -> Option<u64> {
+pub(super) fn file_end(vma: &Vma) -> Option<u64> {
     let (Backing::File { file, offset } | Backing::SharedFile { file, offset, .. }) = &vma.backing else {
         return None;
     };
@@ -1219,11 +1370,11 @@ fn file_end(vma: &Vma) -> Option<u64> {
     Some(vma.start.saturating_add(pages_end.saturating_sub(*offset)))
 }
 
-fn find(l: &Layout, addr: u64) -> Option<&Vma> {
+pub(super) fn find(l: &Layout, addr: u64) -> Option<&Vma> {
     l.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| v.contains(addr))
 }
 
-fn find_mut(l: &mut Layout, addr: u64) -> Option<&mut Vma> {
+pub(super) fn find_mut(l: &mut Layout, addr: u64) -> Option<&mut Vma> {
     l.vmas.range_mut(..=addr).next_back().map(|(_, v)| v).filter(|v| v.contains(addr))
 }
 
@@ -1235,7 +1386,7 @@ fn overlaps(l: &Layout, start: u64, end: u64) -> bool {
 }
 
 /// Whether every address in `[start, end)` belongs to some area.
-fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
+pub(super) fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
     let mut at = start;
     while at < end {
         match find(l, at) {
@@ -1247,7 +1398,7 @@ fn fully_mapped(l: &Layout, start: u64, end: u64) -> bool {
 }
 
 /// Splits the area containing `addr` so that an area starts at `addr`.
-fn split_at(l: &mut Layout, addr: u64) {
+pub(super) fn split_at(l: &mut Layout, addr: u64) {
     let Some(start) = find(l, addr).map(|v| v.start) else {
         return;
     };
@@ -1261,7 +1412,7 @@ fn split_at(l: &mut Layout, addr: u64) {
 }
 
 /// Merges areas that became seamless neighbors around `[start, end)`.
-fn merge_around(l: &mut Layout, start: u64, end: u64) {
+pub(super) fn merge_around(l: &mut Layout, start: u64, end: u64) {
     let first = l.vmas.range(..start).next_back().map(|(&k, _)| k).unwrap_or(start);
     let keys: Vec<u64> = l.vmas.range(first..=end).map(|(&k, _)| k).collect();
     let mut prev: Option<u64> = None;
@@ -1282,6 +1433,26 @@ fn merge_around(l: &mut Layout, start: u64, end: u64) {
             }
         }
         prev = Some(k);
+    }
+}
+
+/// Where x86-64 Linux places MAP_32BIT mappings: from 1 GiB up to 2 GiB.
+const LOW_START: u64 = 0x4000_0000;
+const LOW_END: u64 = 0x8000_0000;
+
+/// A free range of `len` bytes for MAP_32BIT: at `hint` if it fits below
+/// 2 GiB, else the lowest one in `[LOW_START, LOW_END)`.
+fn find_low_gap(l: &Layout, hint: u64, len: u64) -> Option<u64> {
+    if hint >= MMAP_MIN_ADDR && hint.checked_add(len).is_some_and(|e| e <= LOW_END) && !overlaps(l, hint, hint + len) {
+        return Some(hint);
+    }
+    let mut at = LOW_START;
+    loop {
+        let end = at.checked_add(len).filter(|&e| e <= LOW_END)?;
+        match find(l, at).or_else(|| l.vmas.range(at..end).next().map(|(_, v)| v)) {
+            Some(v) => at = v.end,
+            None => return Some(at),
+        }
     }
 }
 
@@ -1407,11 +1578,29 @@ mod tests {
         may_move: bool,
         fixed: Option<u64>,
     ) -> Result<u64, Errno> {
-        mm.mremap(RemapRequest { addr, old_len, new_len, may_move, fixed, dont_unmap: false, hint: 0 })
+        mm.mremap(RemapRequest {
+            addr,
+            old_len,
+            new_len,
+            may_move,
+            fixed,
+            dont_unmap: false,
+            hint: 0,
+            limits: VmLimits::NONE,
+        })
     }
 
     fn dont_unmap(addr: u64, len: u64) -> RemapRequest {
-        RemapRequest { addr, old_len: len, new_len: len, may_move: true, fixed: None, dont_unmap: true, hint: 0 }
+        RemapRequest {
+            addr,
+            old_len: len,
+            new_len: len,
+            may_move: true,
+            fixed: None,
+            dont_unmap: true,
+            hint: 0,
+            limits: VmLimits::NONE,
+        }
     }
 
     #[test]
@@ -1603,16 +1792,68 @@ mod tests {
         assert_eq!(mm.fault(0x20000), Err(Segv::MapErr));
     }
 
+    fn limited(memlock: u64) -> VmLimits {
+        VmLimits { memlock: Some(memlock), ..VmLimits::NONE }
+    }
+
+    #[test]
+    fn locks_are_accounted_against_the_limit() {
+        use super::super::{ForkAdvice, Lock, LockAll};
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 4 * 4096, RW, false)).unwrap();
+        assert_eq!(mm.mlock(a, 4096, Lock::Locked, &limited(0)), Err(Errno::EPERM));
+        assert_eq!(mm.mlock(a, 2 * 4096, Lock::Locked, &limited(4096)), Err(Errno::ENOMEM));
+        mm.mlock(a, 4096, Lock::Locked, &limited(4096)).unwrap();
+        assert_eq!(mm.resident_bytes(), 4096, "a locked page is populated");
+        mm.mlock(a, 4096, Lock::Locked, &limited(4096)).unwrap();
+        assert_eq!(mm.locked_bytes(), 4096, "counted once");
+        assert_eq!(mm.dontneed(a, 4096), Err(Errno::EINVAL));
+        assert_eq!(mm.msync_check(a, a + 4096, false, true), Err(Errno::EBUSY));
+        assert_eq!(mm.msync_check(a + 4096, a + 2 * 4096, false, true), Ok(()));
+        let req = |locked| mm.mmap_with(anon(0, 4096, RW, false), locked, &limited(4096), false);
+        assert_eq!(req(true), Err(Errno::EAGAIN));
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert_eq!(child.locked_bytes(), 0, "a child's areas are not locked");
+        mm.mlockall(LockAll { current: false, future: true, on_fault: true }, &VmLimits::NONE).unwrap();
+        let b = mm.mmap(anon(0, 4096, RW, false)).unwrap();
+        assert_eq!(mm.locked_bytes(), 2 * 4096, "MCL_FUTURE locks new areas");
+        assert_eq!(mm.resident_bytes(), 4096, "on fault: not populated");
+        mm.mlockall(LockAll { current: false, future: false, on_fault: false }, &VmLimits::NONE).unwrap();
+        assert_eq!(mm.locked_bytes(), 0);
+        mm.munmap(b, 4096).unwrap();
+        mm.munmap(a + 4096, 4096).unwrap();
+        assert_eq!(mm.mlock(a, 3 * 4096, Lock::Locked, &VmLimits::NONE), Err(Errno::ENOMEM), "a hole");
+        assert_eq!(mm.locked_bytes(), 4096, "the area before the hole is locked");
+        assert_eq!(mm.fork_advice(a, a + 3 * 4096, ForkAdvice::Exclude), Err(Errno::ENOMEM));
+        let child = MemoryManager::from_fork_image(Arc::new(FakeSpace::default()), mm.fork_image().unwrap());
+        assert!(!child.is_mapped(a, a + 4096) && !child.is_mapped(a + 2 * 4096, a + 3 * 4096));
+        assert!(child.is_mapped(a + 3 * 4096, a + 4 * 4096), "past the advised range");
+    }
+
+    #[test]
+    fn limits_bound_mappings_and_the_break() {
+        let (mm, _) = mm();
+        let a = mm.mmap(anon(0, 2 * 4096, RW, false)).unwrap();
+        let tight = VmLimits { address_space: 2 * 4096, ..VmLimits::NONE };
+        assert_eq!(mm.mmap_with(anon(0, 4096, RW, false), false, &tight, false), Err(Errno::ENOMEM));
+        assert_eq!(mm.mmap_with(anon(a, 2 * 4096, RW, true), false, &tight, false), Ok(a), "replacing");
+        let low = mm.mmap_with(anon(0, 4096, RW, false), false, &VmLimits::NONE, true).unwrap();
+        assert!(low >= 0x4000_0000 && low + 4096 <= 0x8000_0000);
+        mm.set_brk_start(0x60_0000);
+        let no_data = VmLimits { data: 0, ..VmLimits::NONE };
+        assert_eq!(mm.brk(0x60_2000, &no_data).unwrap(), 0x60_0000, "RLIMIT_DATA: unchanged");
+    }
+
     #[test]
     fn brk_grows_and_shrinks() {
         let (mm, _) = mm();
         mm.set_brk_start(0x60_0000);
-        assert_eq!(mm.brk(0).unwrap(), 0x60_0000);
-        assert_eq!(mm.brk(0x60_2001).unwrap(), 0x60_2001);
+        assert_eq!(mm.brk(0, &VmLimits::NONE).unwrap(), 0x60_0000);
+        assert_eq!(mm.brk(0x60_2001, &VmLimits::NONE).unwrap(), 0x60_2001);
         mm.copy_out(0x60_2000, b"x").unwrap();
-        assert_eq!(mm.brk(0x60_1000).unwrap(), 0x60_1000);
+        assert_eq!(mm.brk(0x60_1000, &VmLimits::NONE).unwrap(), 0x60_1000);
         assert_eq!(mm.copy_out(0x60_2000, b"x"), Err(Errno::EFAULT));
-        assert_eq!(mm.brk(0x10).unwrap(), 0x60_1000, "below the start: unchanged");
+        assert_eq!(mm.brk(0x10, &VmLimits::NONE).unwrap(), 0x60_1000, "below the start: unchanged");
     }
 
     #[test]

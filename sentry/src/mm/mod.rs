@@ -2,17 +2,49 @@
 //! allocator, and the MemoryManager of each address space.
 
 pub(crate) mod accounting;
+pub(crate) mod advice;
 pub(crate) mod allocator;
 pub(crate) mod manager;
 pub(crate) mod memory_file;
 pub(crate) mod page_cache;
 pub(crate) mod vma;
 
-pub(crate) use manager::{MapRequest, MemoryManager, RemapRequest, Segv};
+pub(crate) use advice::{ForkAdvice, LockAll};
+pub(crate) use manager::{MapRequest, MemoryManager, RemapRequest, Segv, VmLimits};
 pub(crate) use memory_file::MemoryFile;
-pub(crate) use vma::{Backing, VmaName};
+pub(crate) use vma::{Backing, Lock, MemPolicy, VmaName};
 
 use crate::abi::Errno;
+use std::any::Any;
+use std::sync::Arc;
+
+/// What a shared file mapping that may become writable holds: its file
+/// counts such mappings by the holds alive (F_SEAL_WRITE is EBUSY while
+/// there is one). Areas split, moved or copied by fork share it.
+#[derive(Clone)]
+pub struct WriteHold {
+    /// Held for its strong count alone.
+    _count: Arc<dyn Any + Send + Sync>,
+}
+
+impl WriteHold {
+    /// A hold no file counts.
+    pub fn new() -> WriteHold {
+        WriteHold { _count: Arc::new(()) }
+    }
+
+    /// A hold counted in `count`: alive while `count` has a strong
+    /// reference.
+    pub fn counted(count: Arc<dyn Any + Send + Sync>) -> WriteHold {
+        WriteHold { _count: count }
+    }
+}
+
+impl Default for WriteHold {
+    fn default() -> Self {
+        WriteHold::new()
+    }
+}
 
 /// A file that can back a private mapping: its bytes are copied into guest
 /// pages on first touch.
@@ -37,11 +69,20 @@ pub trait Mappable: Send + Sync {
         None
     }
 
-    /// Whether shared mappings of this file may be made writable (false
-    /// for a SysV segment attached SHM_RDONLY: mprotect then answers
-    /// EACCES, as Linux's VM_MAYWRITE does).
-    fn shared_writable(&self) -> bool {
-        true
+    /// A shared mapping of the file is being made through a descriptor
+    /// open for writing (`may_write`), with PROT_WRITE (`write`): what the
+    /// mapping holds for as long as it may become writable (Linux's
+    /// VM_MAYWRITE, counted in the file's `i_mmap_writable`), None if it
+    /// never may; EPERM if the file's writes are sealed and `write`.
+    fn map_shared(&self, write: bool, may_write: bool) -> Result<Option<WriteHold>, Errno> {
+        let _ = write;
+        Ok(may_write.then(WriteHold::new))
+    }
+
+    /// Whether mapping the file maps anonymous memory (/dev/zero): a
+    /// shared mapping of it is shared anonymous memory.
+    fn anonymous(&self) -> bool {
+        false
     }
 
     /// For the file of a SysV shared memory attachment, the segment's
@@ -76,8 +117,11 @@ impl Mappable for NoExec {
     fn shared_pages(&self, mf: &std::sync::Arc<MemoryFile>) -> Option<std::sync::Arc<dyn page_cache::SharedPages>> {
         self.0.shared_pages(mf)
     }
-    fn shared_writable(&self) -> bool {
-        self.0.shared_writable()
+    fn map_shared(&self, write: bool, may_write: bool) -> Result<Option<WriteHold>, Errno> {
+        self.0.map_shared(write, may_write)
+    }
+    fn anonymous(&self) -> bool {
+        self.0.anonymous()
     }
     fn sysv_shm_size(&self) -> Option<u64> {
         self.0.sysv_shm_size()

@@ -52,7 +52,14 @@ pub enum Backing {
     /// A file; `offset` is the file offset of the area's start.
     File { file: Arc<dyn Mappable>, offset: u64 },
     /// A file's shared pages (MAP_SHARED); `file` names it in maps.
-    SharedFile { file: Arc<dyn Mappable>, pages: Arc<dyn super::page_cache::SharedPages>, offset: u64 },
+    /// `may_write` is held while the area may become writable (None: it
+    /// never may, mprotect answers EACCES).
+    SharedFile {
+        file: Arc<dyn Mappable>,
+        pages: Arc<dyn super::page_cache::SharedPages>,
+        offset: u64,
+        may_write: Option<super::WriteHold>,
+    },
 }
 
 /// How the area is named in `/proc/[pid]/maps`.
@@ -61,6 +68,45 @@ pub enum VmaName {
     None,
     Heap,
     Stack,
+}
+
+/// Whether an area's pages are locked in memory (mlock(2)): Linux's
+/// VM_LOCKED and VM_LOCKONFAULT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Lock {
+    #[default]
+    None,
+    /// Every page is populated when the area is locked.
+    Locked,
+    /// Pages are locked as they are faulted in (MLOCK_ONFAULT).
+    OnFault,
+}
+
+impl Lock {
+    pub(crate) fn locked(self) -> bool {
+        self != Lock::None
+    }
+}
+
+/// A NUMA memory policy (mbind(2), set_mempolicy(2)): the mode with its
+/// flags, as the guest gave it, and the node mask (the sandbox has one
+/// node, 0, so the mask is bit 0 or empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct MemPolicy {
+    pub mode: u32,
+    pub nodes: u64,
+}
+
+/// An area's advice and attributes beyond its protection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) struct VmaFlags {
+    pub lock: Lock,
+    /// MADV_DONTFORK: a fork's child does not get the area.
+    pub dontfork: bool,
+    /// MADV_WIPEONFORK: a fork's child gets the area empty.
+    pub wipeonfork: bool,
+    /// The area's memory policy (mbind); MPOL_DEFAULT when never set.
+    pub policy: MemPolicy,
 }
 
 /// A contiguous range of guest addresses with one set of attributes.
@@ -72,13 +118,14 @@ pub(crate) struct Vma {
     pub shared: bool,
     pub backing: Backing,
     pub name: VmaName,
+    pub flags: VmaFlags,
     /// Populated pages: guest page address → frame.
     pub pages: BTreeMap<u64, PageEntry>,
 }
 
 impl Vma {
     pub(crate) fn new(start: u64, end: u64, perms: Perms, shared: bool, backing: Backing, name: VmaName) -> Vma {
-        Vma { start, end, perms, shared, backing, name, pages: BTreeMap::new() }
+        Vma { start, end, perms, shared, backing, name, flags: VmaFlags::default(), pages: BTreeMap::new() }
     }
 
     pub(crate) fn size(&self) -> u64 {
@@ -100,6 +147,7 @@ impl Vma {
             shared: self.shared,
             backing,
             name: self.name.clone(),
+            flags: self.flags,
             pages,
         };
         self.end = at;
@@ -112,9 +160,12 @@ impl Vma {
         match &self.backing {
             Backing::Anon => Backing::Anon,
             Backing::File { file, offset } => Backing::File { file: file.clone(), offset: offset + (at - self.start) },
-            Backing::SharedFile { file, pages, offset } => {
-                Backing::SharedFile { file: file.clone(), pages: pages.clone(), offset: offset + (at - self.start) }
-            }
+            Backing::SharedFile { file, pages, offset, may_write } => Backing::SharedFile {
+                file: file.clone(),
+                pages: pages.clone(),
+                offset: offset + (at - self.start),
+                may_write: may_write.clone(),
+            },
         }
     }
 
@@ -124,15 +175,16 @@ impl Vma {
             && self.perms == next.perms
             && self.shared == next.shared
             && self.name == next.name
+            && self.flags == next.flags
             && match (&self.backing, &next.backing) {
                 (Backing::Anon, Backing::Anon) => true,
                 (Backing::File { file: a, offset: ao }, Backing::File { file: b, offset: bo }) => {
                     Arc::ptr_eq(a, b) && ao + self.size() == *bo
                 }
                 (
-                    Backing::SharedFile { pages: a, offset: ao, .. },
-                    Backing::SharedFile { pages: b, offset: bo, .. },
-                ) => Arc::ptr_eq(a, b) && ao + self.size() == *bo,
+                    Backing::SharedFile { pages: a, offset: ao, may_write: aw, .. },
+                    Backing::SharedFile { pages: b, offset: bo, may_write: bw, .. },
+                ) => Arc::ptr_eq(a, b) && ao + self.size() == *bo && aw.is_some() == bw.is_some(),
                 _ => false,
             }
     }

@@ -234,7 +234,20 @@ fn sys_fcntl(task: &mut Task, a: [u64; 6]) -> SysResult {
             Ok(u64::try_from(f.ops.pipe_capacity(Some((want, privileged)))?).unwrap_or(0))
         }
         F_NOTIFY => super::dnotify::fcntl(task, &f, fd, args::uint(a[2])),
-        F_ADD_SEALS | F_GET_SEALS => Err(Errno::EINVAL),
+        F_GET_SEALS => Ok(u64::from(f.ops.seals()?)),
+        F_ADD_SEALS => {
+            // Linux's memfd_add_seals, in its order; the argument is an
+            // unsigned int (do_fcntl's `argi`).
+            let seals = args::uint(a[2]);
+            if !f.writable() {
+                return Err(Errno::EPERM);
+            }
+            if seals & !crate::fs::seals::F_ALL_SEALS != 0 {
+                return Err(Errno::EINVAL);
+            }
+            f.ops.add_seals(seals)?;
+            Ok(0)
+        }
         _ => Err(Errno::EINVAL),
     }
 }

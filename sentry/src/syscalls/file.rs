@@ -48,7 +48,7 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_memfd_create,
         sys_memfd_create,
-        Partial("no sealing (F_ADD_SEALS fails with EINVAL); MFD_HUGETLB is refused (EINVAL)"),
+        Partial("seals as Linux's shmem (F_SEAL_WRITE waits for no shared mapping that may write: EBUSY); MFD_HUGETLB is refused (EINVAL)"),
     ),
 ];
 
@@ -637,7 +637,10 @@ fn sys_memfd_create(task: &mut Task, a: [u64; 6]) -> SysResult {
     })?;
     let k = &task.kernel;
     let creds = task.thread.creds();
-    let Memfd { node, ops } = k.ext::<MemfdFs>().create(NewNode { mode: 0o777, uid: creds.fsuid, gid: creds.fsgid })?;
+    // MFD_NOEXEC_SEAL: not executable, and never to be made so.
+    let noexec = flags & MFD_NOEXEC_SEAL != 0;
+    let new = NewNode { mode: if noexec { 0o666 } else { 0o777 }, uid: creds.fsuid, gid: creds.fsgid };
+    let Memfd { node, ops } = k.ext::<MemfdFs>().create(new, flags & MFD_ALLOW_SEALING != 0, noexec)?;
     let mut shown = b"/memfd:".to_vec();
     shown.extend_from_slice(&name);
     shown.extend_from_slice(b" (deleted)");

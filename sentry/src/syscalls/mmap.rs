@@ -1,12 +1,15 @@
 //! System calls: the address space — mmap, munmap, mprotect, brk, mremap,
-//! madvise.
+//! madvise, msync, mincore.
 
 use super::args::{self, int};
 use super::{Entries, Support::*};
-use crate::abi::{page_down, page_up, Errno, SysResult, PAGE_SIZE};
+use crate::abi::{page_up, Errno, SysResult, PAGE_SIZE};
+use crate::auth::caps::CAP_IPC_LOCK;
+use crate::kernel::limits::RLIMIT_MEMLOCK;
 use crate::kernel::Task;
-use crate::mm::{Backing, MapRequest, NoExec, RemapRequest, VmaName};
+use crate::mm::{Backing, ForkAdvice, MapRequest, NoExec, RemapRequest, VmLimits, VmaName};
 use crate::platform::Perms;
+use crate::vfs::{S_IFBLK, S_IFMT, S_IFREG, S_IFSOCK};
 use std::sync::Arc;
 
 pub(super) const ENTRIES: Entries = &[
@@ -30,15 +33,10 @@ pub(super) const ENTRIES: Entries = &[
     (
         libc::SYS_madvise,
         sys_madvise,
-        Partial("only MADV_DONTNEED and MADV_FREE change memory; other advice is accepted and has no effect"),
+        Partial("MADV_DONTNEED and MADV_FREE drop pages (EINVAL on locked ones), MADV_DONTFORK/DOFORK and MADV_WIPEONFORK/KEEPONFORK act at fork; other advice is checked and has no effect"),
     ),
     (libc::SYS_msync, sys_msync, Full),
     (libc::SYS_mincore, sys_mincore, Full),
-    (libc::SYS_mlock, sys_mlock, Partial("memory is never locked; requests are validated and accepted")),
-    (libc::SYS_munlock, sys_mlock, Partial("memory is never locked")),
-    (libc::SYS_mlockall, sys_mlockall, Partial("memory is never locked")),
-    (libc::SYS_mlock2, sys_mlock2, Partial("memory is never locked; flags (MLOCK_ONFAULT) and the range are validated as Linux")),
-    (libc::SYS_munlockall, sys_munlockall, Partial("memory is never locked")),
 ];
 
 const MAP_SHARED: u64 = 0x01;
@@ -47,6 +45,8 @@ const MAP_SHARED_VALIDATE: u64 = 0x03;
 const MAP_TYPE: u64 = 0x0f;
 const MAP_FIXED: u64 = 0x10;
 const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_32BIT: u64 = 0x40;
+const MAP_LOCKED: u64 = 0x2000;
 const MAP_HUGETLB: u64 = 0x4_0000;
 const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 /// Flags MAP_SHARED_VALIDATE accepts.
@@ -84,13 +84,26 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(if flags & MAP_ANONYMOUS != 0 { Errno::ENOMEM } else { Errno::EINVAL });
     }
     let len = page_up(len).ok_or(Errno::ENOMEM)?;
-    off.checked_add(len).ok_or(Errno::EOVERFLOW)?;
     let perms = Perms::from_prot(prot);
     let mut shared_file = false;
-    let backing = if flags & MAP_ANONYMOUS != 0 {
+    let mut anon = flags & MAP_ANONYMOUS != 0;
+    let backing = if anon {
         Backing::Anon
     } else {
         let f = args::file(task, fd)?;
+        // An O_PATH descriptor is no file to map (Linux's fget fails).
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        // Linux's file_mmap_ok: the mapping's last byte must be an offset
+        // the file can have (a regular file's, block device's or socket's
+        // is at most MAX_LFS_FILESIZE).
+        if off.checked_add(len).is_none_or(|end| end > i64::MAX as u64) {
+            let kind = f.stat()?.mode & S_IFMT;
+            if kind == S_IFREG || kind == S_IFBLK || kind == S_IFSOCK || off.checked_add(len).is_none() {
+                return Err(Errno::EOVERFLOW);
+            }
+        }
         if !f.readable() {
             return Err(Errno::EACCES);
         }
@@ -106,10 +119,15 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
             }
             file = Arc::new(NoExec(file));
         }
+        // /dev/zero maps anonymous memory, shared anonymous memory when
+        // shared (Linux's shmem_zero_setup).
+        anon = file.anonymous();
         match (shared, file.shared_pages(task.thread.mm().memory_file())) {
+            _ if anon => Backing::Anon,
             (true, Some(pages)) => {
                 shared_file = true;
-                Backing::SharedFile { file, pages, offset: off }
+                let may_write = file.map_shared(perms.write, f.writable())?;
+                Backing::SharedFile { file, pages, offset: off, may_write }
             }
             // Files without shared pages (the image's) may still be mapped
             // shared read-only: a private copy is indistinguishable as long
@@ -118,17 +136,31 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
             _ => Backing::File { file, offset: off },
         }
     };
-    let anon_shared = shared && flags & MAP_ANONYMOUS != 0;
-    task.thread.mm().mmap(MapRequest {
+    let req = MapRequest {
         addr,
         len,
         perms,
         fixed: flags & MAP_FIXED != 0,
         noreplace: flags & MAP_FIXED_NOREPLACE != 0,
-        shared: anon_shared || shared_file,
+        shared: (shared && anon) || shared_file,
         backing,
         name: VmaName::None,
-    })
+    };
+    let limits = vm_limits(task);
+    task.thread.mm().mmap_with(req, flags & MAP_LOCKED != 0, &limits, flags & MAP_32BIT != 0)
+}
+
+/// The task's limits on its address space: RLIMIT_AS, RLIMIT_DATA and,
+/// without CAP_IPC_LOCK, RLIMIT_MEMLOCK.
+pub(super) fn vm_limits(task: &Task) -> VmLimits {
+    const RLIMIT_DATA: usize = 2;
+    const RLIMIT_AS: usize = 9;
+    let t = &task.thread;
+    VmLimits {
+        address_space: t.rlimit(RLIMIT_AS).cur,
+        data: t.rlimit(RLIMIT_DATA).cur,
+        memlock: (!super::common::capable(task, CAP_IPC_LOCK)).then(|| t.rlimit(RLIMIT_MEMLOCK).cur),
+    }
 }
 
 fn sys_munmap(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -147,7 +179,8 @@ fn sys_mprotect(task: &mut Task, a: [u64; 6]) -> SysResult {
 }
 
 fn sys_brk(task: &mut Task, a: [u64; 6]) -> SysResult {
-    task.thread.mm().brk(a[0])
+    let limits = vm_limits(task);
+    task.thread.mm().brk(a[0], &limits)
 }
 
 fn sys_mremap(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -166,75 +199,62 @@ fn sys_mremap(task: &mut Task, a: [u64; 6]) -> SysResult {
         fixed: (flags & MREMAP_FIXED != 0).then_some(a[4]),
         dont_unmap: flags & MREMAP_DONTUNMAP != 0,
         hint: a[4],
+        limits: vm_limits(task),
     })
 }
 
+/// madvise(2), checked in Linux's order: the advice, the start's
+/// alignment, a length that wraps when rounded (EINVAL), then a range
+/// with an unmapped page (ENOMEM).
 fn sys_madvise(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const MADV_DONTNEED: u64 = 4;
-    const MADV_FREE: u64 = 8;
+    const MADV_DONTNEED: i32 = 4;
+    const MADV_FREE: i32 = 8;
+    const MADV_DONTFORK: i32 = 10;
+    const MADV_DOFORK: i32 = 11;
+    const MADV_WIPEONFORK: i32 = 18;
+    const MADV_KEEPONFORK: i32 = 19;
     let (addr, len, advice) = (a[0], a[1], int(a[2]));
-    if addr % PAGE_SIZE != 0 {
-        return Err(Errno::EINVAL);
-    }
     let known = matches!(advice, 0..=4 | 8..=25 | 100..=103);
-    if !known {
+    if !known || addr % PAGE_SIZE != 0 {
         return Err(Errno::EINVAL);
     }
-    if len == 0 {
+    let end = page_up(len).filter(|&l| l > 0 || len == 0).and_then(|l| addr.checked_add(l)).ok_or(Errno::EINVAL)?;
+    if end == addr {
         return Ok(0);
     }
-    let advice = u64::try_from(advice).map_err(|_| Errno::EINVAL)?;
-    if advice == MADV_DONTNEED || advice == MADV_FREE {
-        task.thread.mm().dontneed(addr, len)?;
-    }
+    let mm = task.thread.mm();
+    let fork_advice = match advice {
+        MADV_DONTNEED | MADV_FREE => return mm.dontneed(addr, len).map(|()| 0),
+        MADV_DONTFORK => ForkAdvice::Exclude,
+        MADV_DOFORK => ForkAdvice::Include,
+        MADV_WIPEONFORK => ForkAdvice::Wipe,
+        MADV_KEEPONFORK => ForkAdvice::Keep,
+        _ => {
+            return if mm.is_mapped(addr, end) { Ok(0) } else { Err(Errno::ENOMEM) };
+        }
+    };
+    mm.fork_advice(addr, end, fork_advice)?;
     Ok(0)
 }
 
+/// msync(2): the flags and alignment (EINVAL), a wrapping length
+/// (ENOMEM), then the walk of the range (`msync_check`).
 fn sys_msync(task: &mut Task, a: [u64; 6]) -> SysResult {
     const MS_ASYNC: u64 = 1;
     const MS_INVALIDATE: u64 = 2;
     const MS_SYNC: u64 = 4;
-    if a[0] % PAGE_SIZE != 0 || a[2] & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0 {
+    let flags = a[2];
+    if a[0] % PAGE_SIZE != 0 || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0 {
         return Err(Errno::EINVAL);
     }
-    if a[2] & MS_ASYNC != 0 && a[2] & MS_SYNC != 0 {
+    if flags & MS_ASYNC != 0 && flags & MS_SYNC != 0 {
         return Err(Errno::EINVAL);
     }
-    // A range with an unmapped page is ENOMEM, as Linux.
     let end = page_up(a[1]).and_then(|len| a[0].checked_add(len)).ok_or(Errno::ENOMEM)?;
-    if end > a[0] && !task.thread.mm().is_mapped(a[0], end) {
-        return Err(Errno::ENOMEM);
+    if end == a[0] {
+        return Ok(0);
     }
-    Ok(0)
-}
-
-fn sys_mlock(task: &mut Task, a: [u64; 6]) -> SysResult {
-    let start = page_down(a[0]);
-    let end = a[0].checked_add(a[1]).and_then(page_up).filter(|&e| e >= start).ok_or(Errno::ENOMEM)?;
-    // Every page of the range must be mapped (ENOMEM otherwise), as Linux.
-    if !task.thread.mm().is_mapped(start, end) {
-        return Err(Errno::ENOMEM);
-    }
-    Ok(0)
-}
-
-/// mlock2(2): mlock(2) with flags; MLOCK_ONFAULT is the only one.
-fn sys_mlock2(task: &mut Task, a: [u64; 6]) -> SysResult {
-    const MLOCK_ONFAULT: u64 = 1;
-    if a[2] & !MLOCK_ONFAULT != 0 {
-        return Err(Errno::EINVAL);
-    }
-    sys_mlock(task, a)
-}
-
-fn sys_mlockall(_task: &mut Task, a: [u64; 6]) -> SysResult {
-    if a[0] == 0 || a[0] & !7 != 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0)
-}
-
-fn sys_munlockall(_task: &mut Task, _a: [u64; 6]) -> SysResult {
+    task.thread.mm().msync_check(a[0], end, flags == MS_ASYNC, flags & MS_INVALIDATE != 0)?;
     Ok(0)
 }
 

@@ -34,6 +34,8 @@ mod inotify;
 mod ioprio;
 mod keys;
 mod membarrier;
+mod mempolicy;
+mod mlock;
 mod mmap;
 mod mmsg;
 mod mount;
@@ -90,7 +92,7 @@ pub(crate) type Entries = &'static [(libc::c_long, ValueHandler, Support)];
 /// replaced register file) rather than only a value.
 pub(crate) type ControlEntries = &'static [(libc::c_long, ControlHandler, Support)];
 
-const FAMILIES: [Entries; 44] = [
+const FAMILIES: [Entries; 46] = [
     epoll::ENTRIES,
     timer::ENTRIES,
     socket::ENTRIES,
@@ -105,6 +107,8 @@ const FAMILIES: [Entries; 44] = [
     dir::ENTRIES,
     fd::ENTRIES,
     mmap::ENTRIES,
+    mlock::ENTRIES,
+    mempolicy::ENTRIES,
     ids::ENTRIES,
     thread::ENTRIES,
     session::ENTRIES,

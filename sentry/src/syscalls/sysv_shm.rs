@@ -9,7 +9,7 @@ use crate::auth::caps::CAP_IPC_LOCK;
 use crate::kernel::ipc::shm::{self, Segment, SHM_LOCKED};
 use crate::kernel::ipc::{self, GetRequest, Perm, PermSet, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT, MAY_READ, MAY_WRITE};
 use crate::kernel::Task;
-use crate::mm::{Backing, MapRequest, Mappable, VmaName};
+use crate::mm::{Backing, MapRequest, Mappable, VmaName, WriteHold};
 use crate::platform::Perms;
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let mm = task.thread.mm();
-    let attachment = seg.attach(task.thread.tgid(), !rdonly);
+    let attachment = seg.attach(task.thread.tgid());
     drop(seg);
     let pages = attachment.shared_pages(mm.memory_file()).ok_or(Errno::EINVAL)?;
     let req = MapRequest {
@@ -94,7 +94,9 @@ fn sys_shmat(task: &mut Task, a: [u64; 6]) -> SysResult {
         // Without SHM_REMAP an address that overlaps a mapping is EINVAL.
         noreplace: fixed && flags & SHM_REMAP == 0,
         shared: true,
-        backing: Backing::SharedFile { file: attachment, pages, offset: 0 },
+        // Attached SHM_RDONLY, the areas may never become writable
+        // (mprotect: EACCES).
+        backing: Backing::SharedFile { file: attachment, pages, offset: 0, may_write: (!rdonly).then(WriteHold::new) },
         name: VmaName::None,
     };
     match mm.mmap(req) {

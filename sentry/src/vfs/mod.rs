@@ -344,6 +344,17 @@ pub trait FileOps: Send + Sync + AsAny {
         None
     }
 
+    /// F_GET_SEALS: the file's seals; EINVAL for a file that has none
+    /// (only tmpfs and memfd files have).
+    fn seals(&self) -> Result<u32, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// F_ADD_SEALS, the descriptor writable and the seals known.
+    fn add_seals(&self, _seals: u32) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
+
     /// For private mappings of this file.
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         None

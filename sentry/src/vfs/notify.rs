@@ -766,6 +766,14 @@ impl FileOps for WatchedFile {
         self.inner.pipe_capacity(set)
     }
 
+    fn seals(&self) -> Result<u32, Errno> {
+        self.inner.seals()
+    }
+
+    fn add_seals(&self, seals: u32) -> Result<(), Errno> {
+        self.inner.add_seals(seals)
+    }
+
     fn mappable(&self) -> Option<Arc<dyn Mappable>> {
         self.inner.mappable()
     }

@@ -16,6 +16,8 @@ const PAGE: u64 = crate::abi::PAGE_SIZE;
 pub(super) struct VmCounts {
     pub size: u64,
     pub rss: u64,
+    /// Locked areas (mlock).
+    pub locked: u64,
     /// Private writable mappings other than the stack.
     pub data: u64,
     pub stack: u64,
@@ -197,7 +199,7 @@ pub(super) fn format_status(s: &Status<'_>) -> Vec<u8> {
     let mem = [
         ("VmPeak", vm.size),
         ("VmSize", vm.size),
-        ("VmLck", 0),
+        ("VmLck", vm.locked),
         ("VmPin", 0),
         ("VmHWM", vm.rss),
         ("VmRSS", vm.rss),

@@ -124,6 +124,7 @@ fn vm(t: &Thread) -> VmCounts {
     let mut c = process::vm_counts(&mm.maps_text(), &exe);
     c.size = mm.mapped_bytes();
     c.rss = mm.resident_bytes();
+    c.locked = mm.locked_bytes();
     c
 }
 

@@ -70,8 +70,8 @@ impl Segment {
     }
 
     /// A new attachment by process `pid`, for one `shmat`.
-    pub fn attach(self: &Arc<Self>, pid: i32, writable: bool) -> Arc<Attachment> {
-        let a = Arc::new(Attachment { segment: self.clone(), writable });
+    pub fn attach(self: &Arc<Self>, pid: i32) -> Arc<Attachment> {
+        let a = Arc::new(Attachment { segment: self.clone() });
         self.attachments.lock().push(Arc::downgrade(&a));
         let mut t = self.times.lock();
         t.atime = super::now();
@@ -83,8 +83,6 @@ impl Segment {
 /// The mappings of one `shmat`: what their areas hold as their file.
 pub struct Attachment {
     pub segment: Arc<Segment>,
-    /// Attached without SHM_RDONLY: the areas may become writable.
-    writable: bool,
 }
 
 impl Mappable for Attachment {
@@ -116,10 +114,6 @@ impl Mappable for Attachment {
 
     fn shared_pages(&self, _mf: &Arc<MemoryFile>) -> Option<Arc<dyn SharedPages>> {
         Some(Arc::new(SegmentPages(self.segment.pages.clone())))
-    }
-
-    fn shared_writable(&self) -> bool {
-        self.writable
     }
 
     fn sysv_shm_size(&self) -> Option<u64> {
@@ -294,7 +288,7 @@ mod tests {
         let (r, mf, c) = setup();
         let id = r.get(GetRequest { key: 3, flags: IPC_CREAT | 0o600 }, 4096, &c, &mf, 1).unwrap();
         let seg = r.table.with(id, |s| Ok(s.obj.clone())).unwrap();
-        let a = seg.attach(1, true);
+        let a = seg.attach(1);
         let copy = a.clone(); // a second area (a fork's copy)
         assert_eq!(seg.nattch(), 2);
         let frame = SegmentPages(seg.pages.clone()).frame(0).unwrap();
