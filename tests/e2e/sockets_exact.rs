@@ -22,6 +22,14 @@ fn sockets_exact_unix_edges() {
     guest_test("unix_edges", &[]);
 }
 
+/// A connected Unix stream or seqpacket socket binds afterwards (the
+/// accepted end, named after its listener, may not); its peer's recvfrom
+/// and getpeername report the name as it is now.
+#[test]
+fn sockets_exact_unix_late_bind() {
+    guest_test("unix_late_bind", &[]);
+}
+
 /// shutdown(2) of each direction on Unix, TCP and UDP sockets: poll bits,
 /// EPIPE and SIGPIPE.
 #[test]

@@ -110,6 +110,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "multicast",
     "unix_oob",
     "unix_edges",
+    "unix_late_bind",
     "sgid_create",
     "sock_names",
     "sigio",
