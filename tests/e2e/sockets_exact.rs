@@ -116,6 +116,14 @@ fn sockets_exact_tcp_data() {
     guest_test("tcp_data", &[]);
 }
 
+/// TCP_CORK and MSG_MORE hold partial segments back from the peer until
+/// uncorked, TCP_NODELAY (once), urgent data, SHUT_WR or close push them;
+/// full segments go at once and the hold has a ceiling.
+#[test]
+fn sockets_exact_tcp_cork() {
+    guest_test("tcp_cork", &[]);
+}
+
 /// Ports around a TCP connection's end: TIME_WAIT and FIN_WAIT2 (with
 /// TCP_LINGER2) hold the closing end's, an accepted connection shares
 /// its listener's, shutdown of a closed connection is ENOTCONN;

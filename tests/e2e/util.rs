@@ -104,6 +104,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "tcp_lifecycle",
     "tcp_oob",
     "tcp_data",
+    "tcp_cork",
     "udp_lite_header",
     "tcp_ports",
     "udp_errqueue",
