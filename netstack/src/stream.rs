@@ -367,6 +367,17 @@ impl Direction {
         (end > start || s.fin, s.fin, s.visible())
     }
 
+    /// The bytes SIOCINQ reports: those before an urgent byte not read
+    /// past (none at the mark, even once taken), unless it is inline, as
+    /// Linux's tcp_inq.
+    pub fn inq(&self) -> usize {
+        let s = self.state.lock();
+        match s.urgent {
+            Some(u) if !s.inline && u.at >= s.consumed => usize::try_from(u.at - s.consumed).unwrap_or(usize::MAX),
+            _ => s.visible(),
+        }
+    }
+
     /// (room to write, the reader is gone, bytes queued).
     pub fn write_state(&self) -> (bool, bool, usize) {
         let s = self.state.lock();

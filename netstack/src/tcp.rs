@@ -770,6 +770,15 @@ impl TcpEndpoint {
         }
     }
 
+    /// SIOCINQ: the bytes to read before the urgent mark, or all of them
+    /// (Linux's tcp_inq).
+    pub fn inq(&self) -> usize {
+        match &self.inner.lock().state {
+            State::Connected(c) => c.rx.inq(),
+            _ => 0,
+        }
+    }
+
     pub fn share_opts(&self) -> ShareOpts {
         self.inner.lock().local.opts
     }
@@ -1173,16 +1182,19 @@ mod tests {
         assert_eq!(c.send(b"de"), Ok(2));
         assert_ne!(s.events() & events::PRI, 0);
         assert!(!s.at_mark());
+        assert_eq!(s.inq(), 3);
         let mut buf = [0u8; 16];
         assert_eq!(s.recv(&mut buf, true), Ok(3));
         assert_eq!(s.recv(&mut buf, false), Ok(3));
         assert_eq!(&buf[..3], b"abc");
         assert!(s.at_mark());
+        assert_eq!(s.inq(), 0);
         assert_eq!(s.recv_urgent(true), Ok(b'X'));
         assert_eq!(s.recv_urgent(false), Ok(b'X'));
         assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
         assert_eq!(s.events() & events::PRI, 0);
         assert!(s.at_mark());
+        assert_eq!(s.inq(), 0);
         assert_eq!(s.recv(&mut buf, false), Ok(2));
         assert_eq!(&buf[..2], b"de");
         assert!(!s.at_mark());

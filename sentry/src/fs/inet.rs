@@ -393,7 +393,7 @@ impl FileOps for InetSocket {
                 (usize::try_from(n).unwrap_or(0), 0)
             }
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),
-            Endpoint::Tcp(t) => t.queued(),
+            Endpoint::Tcp(t) => (t.inq(), t.queued().1),
             Endpoint::Udp(u) => (u.next_len(), 0),
         };
         let n = match req {
