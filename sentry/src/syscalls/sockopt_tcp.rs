@@ -32,7 +32,9 @@ const MAX_WINDOW: i32 = 32_767;
 /// TCP_MSS_DEFAULT: an unconnected socket's segment size.
 const MSS_DEFAULT: i32 = 536;
 /// The segment size over loopback.
-const LOOPBACK_MSS: i32 = husk_netstack::tcp::LOOPBACK_MSS as i32;
+fn loopback_mss() -> i32 {
+    i32::try_from(husk_netstack::tcp::LOOPBACK_MSS).unwrap_or(i32::MAX)
+}
 /// net.ipv4.tcp_fin_timeout and its ceiling (TCP_FIN_TIMEOUT_MAX), s.
 const FIN_TIMEOUT: i32 = 60;
 const FIN_TIMEOUT_MAX: i32 = 120;
@@ -235,8 +237,8 @@ pub(super) fn get(s: &InetSocket, name: i32) -> Result<Vec<u8>, Errno> {
             int(match state(s) {
                 CLOSE | LISTEN if user != 0 => user,
                 CLOSE | LISTEN => MSS_DEFAULT,
-                _ if user != 0 => user.min(LOOPBACK_MSS),
-                _ => LOOPBACK_MSS,
+                _ if user != 0 => user.min(loopback_mss()),
+                _ => loopback_mss(),
             })
         }
         TCP_CONGESTION => {
@@ -260,7 +262,7 @@ pub(super) fn get(s: &InetSocket, name: i32) -> Result<Vec<u8>, Errno> {
 fn info(s: &InetSocket) -> Vec<u8> {
     let st = state(s);
     let connected = !matches!(st, CLOSE | LISTEN);
-    let mss = if connected { LOOPBACK_MSS as u32 } else { MSS_DEFAULT as u32 };
+    let mss = if connected { loopback_mss().unsigned_abs() } else { MSS_DEFAULT as u32 };
     let unacked = match tcp(s) {
         Some(t) if connected => u32::try_from(t.queued().1).unwrap_or(u32::MAX),
         _ => 0,
