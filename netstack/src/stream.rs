@@ -1,12 +1,22 @@
 //! One direction of a TCP connection inside the sandbox: a bounded byte
 //! queue between a writer and a reader endpoint, with the FIN and RST a
-//! close sends and the urgent byte (MSG_OOB) the writer marks.
+//! close sends, the urgent byte (MSG_OOB) the writer marks, and the bytes
+//! a corked writer (TCP_CORK, MSG_MORE) holds back.
 
 use crate::waiter::Queue;
 use crate::{Error, Stack};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The segment size over loopback: its 65536-byte MTU less the IPv4 and
+/// TCP headers with timestamps. A corked writer sends full segments.
+pub const LOOPBACK_MSS: usize = 65_483;
+
+/// How long a corked writer holds a partial segment back before it goes
+/// anyway (Linux's ceiling on TCP_CORK: TCP_RTO_MIN, 200 ms).
+pub const CORK_CEILING: Duration = Duration::from_millis(200);
 
 /// A direction holds as many bytes as its writer's send buffer and its
 /// reader's receive buffer together (SO_SNDBUF plus SO_RCVBUF, as Linux
@@ -47,6 +57,31 @@ struct State {
     urgent: Option<Urgent>,
     /// The reader's SO_OOBINLINE: the urgent byte stays in the stream.
     inline: bool,
+    /// The last bytes of `data` the writer holds back (less than a
+    /// segment, corked), and since when: the reader does not see them.
+    held: usize,
+    held_since: Option<Instant>,
+}
+
+impl State {
+    /// The held bytes, none once their time is up.
+    fn held_now(&self) -> usize {
+        match self.held_since {
+            Some(t) if t.elapsed() < CORK_CEILING => self.held,
+            _ => 0,
+        }
+    }
+
+    /// The bytes the reader may see.
+    fn visible(&self) -> usize {
+        self.data.len() - self.held_now()
+    }
+
+    /// Sends what the writer held (its segment goes out).
+    fn push(&mut self) -> bool {
+        self.held_since = None;
+        std::mem::take(&mut self.held) > 0
+    }
 }
 
 /// TCP's urgent pointer as Linux keeps it (tp->urg_seq, tp->urg_data):
@@ -64,11 +99,12 @@ struct Urgent {
 /// Where a read may start and end in `data`: after the urgent byte it
 /// skips (at the mark, not inline) and before the mark (reads stop there).
 fn readable_span(s: &State) -> (usize, usize) {
-    let Some(u) = s.urgent else { return (0, s.data.len()) };
+    let visible = s.visible();
+    let Some(u) = s.urgent else { return (0, visible) };
     match usize::try_from(u.at - s.consumed).unwrap_or(usize::MAX) {
-        0 if !s.inline => (1.min(s.data.len()), s.data.len()),
-        0 => (0, s.data.len()),
-        off => (0, off.min(s.data.len())),
+        0 if !s.inline => (1.min(visible), visible),
+        0 => (0, visible),
+        off => (0, off.min(visible)),
     }
 }
 
@@ -111,8 +147,11 @@ impl Direction {
 
     /// Queues what fits of `buf`; WouldBlock when nothing does. With
     /// `urgent` (MSG_OOB) the last byte queued becomes the urgent byte,
-    /// replacing an earlier mark (Linux keeps only the latest).
-    pub fn write(&self, buf: &[u8], urgent: bool) -> Result<Sent, Error> {
+    /// replacing an earlier mark (Linux keeps only the latest). With
+    /// `hold` (corked) what does not fill a segment waits, for more bytes,
+    /// a push or [`CORK_CEILING`]; urgent data and a send without `hold`
+    /// push everything.
+    pub fn write(&self, buf: &[u8], urgent: bool, hold: bool) -> Result<Sent, Error> {
         let mut s = self.state.lock();
         if s.reader_gone {
             return Ok(Sent::NoReader(buf.len().min(s.limits.send)));
@@ -141,11 +180,25 @@ impl Direction {
             let at = s.consumed + s.data.len() as u64 - 1;
             s.urgent = Some(Urgent { at, byte: buf[n - 1], taken: false });
         }
+        let pushed = if hold && !urgent {
+            let held = s.held_now() + n;
+            s.held = held % LOOPBACK_MSS;
+            // The first byte held starts the wait; a full segment sent
+            // restarts it for what is left.
+            s.held_since = match s.held {
+                0 => None,
+                _ if held >= LOOPBACK_MSS => Some(Instant::now()),
+                _ => s.held_since.filter(|_| held > n).or_else(|| Some(Instant::now())),
+            };
+            held >= LOOPBACK_MSS
+        } else {
+            s.push() || n > 0
+        };
         drop(s);
         if urgent {
             self.reader.notify_urgent();
         }
-        if n > 0 {
+        if pushed {
             self.reader.notify();
         }
         Ok(Sent::Bytes(n))
@@ -234,9 +287,25 @@ impl Direction {
         }
     }
 
-    /// The writer is done sending (shutdown or close): FIN.
+    /// Sends the bytes the writer held back (uncorked, TCP_NODELAY set,
+    /// or their time is up).
+    pub fn push(&self) {
+        if self.state.lock().push() {
+            self.reader.notify();
+        }
+    }
+
+    /// When the bytes held back go out by themselves, if any are.
+    pub fn held_until(&self) -> Option<Instant> {
+        let s = self.state.lock();
+        s.held_since.filter(|_| s.held > 0).map(|t| t + CORK_CEILING)
+    }
+
+    /// The writer is done sending (shutdown or close): FIN, after what it
+    /// held back.
     pub fn finish(&self) {
         let mut s = self.state.lock();
+        s.push();
         s.fin = true;
         s.fin_at.get_or_insert_with(std::time::Instant::now);
         drop(s);
@@ -251,6 +320,7 @@ impl Direction {
     /// The writer closed with data unread on its own side: RST.
     pub fn reset(&self) {
         let mut s = self.state.lock();
+        s.push();
         s.fin = true;
         s.fin_at.get_or_insert_with(std::time::Instant::now);
         s.reset = true;
@@ -282,6 +352,7 @@ impl Direction {
         let unread = !s.data.is_empty();
         self.stack.uncharge(s.data.len());
         s.data.clear();
+        s.push();
         s.urgent = None;
         drop(s);
         self.writer.notify();
@@ -292,8 +363,19 @@ impl Direction {
     /// byte a read would skip does not make the stream readable.
     pub fn read_state(&self) -> (bool, bool, usize) {
         let s = self.state.lock();
-        let (start, _) = readable_span(&s);
-        (s.data.len() > start || s.fin, s.fin, s.data.len())
+        let (start, end) = readable_span(&s);
+        (end > start || s.fin, s.fin, s.visible())
+    }
+
+    /// The bytes SIOCINQ reports: those before an urgent byte not read
+    /// past (none at the mark, even once taken), unless it is inline, as
+    /// Linux's tcp_inq.
+    pub fn inq(&self) -> usize {
+        let s = self.state.lock();
+        match s.urgent {
+            Some(u) if !s.inline && u.at >= s.consumed => usize::try_from(u.at - s.consumed).unwrap_or(usize::MAX),
+            _ => s.visible(),
+        }
     }
 
     /// (room to write, the reader is gone, bytes queued).
@@ -323,7 +405,7 @@ mod tests {
     #[test]
     fn bytes_then_eof() {
         let d = dir();
-        assert!(matches!(d.write(b"hello", false), Ok(Sent::Bytes(5))));
+        assert!(matches!(d.write(b"hello", false, false), Ok(Sent::Bytes(5))));
         let mut buf = [0u8; 3];
         assert_eq!(d.read(&mut buf, true), Ok(3));
         assert_eq!(d.read(&mut buf, false), Ok(3));
@@ -337,36 +419,74 @@ mod tests {
     fn a_full_direction_blocks_the_writer() {
         let d = dir();
         let big = vec![7u8; CAPACITY + 10];
-        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(CAPACITY))));
-        assert_eq!(d.write(b"x", false).err(), Some(Error::WouldBlock));
+        assert!(matches!(d.write(&big, false, false), Ok(Sent::Bytes(CAPACITY))));
+        assert_eq!(d.write(b"x", false, false).err(), Some(Error::WouldBlock));
         let mut buf = [0u8; 10];
         assert_eq!(d.read(&mut buf, false), Ok(10));
-        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(10))));
+        assert!(matches!(d.write(&big, false, false), Ok(Sent::Bytes(10))));
     }
 
     #[test]
     fn a_larger_send_buffer_makes_room() {
         let d = dir();
         let big = vec![7u8; 3 * CAPACITY];
-        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(CAPACITY))));
+        assert!(matches!(d.write(&big, false, false), Ok(Sent::Bytes(CAPACITY))));
         d.set_limit(true, 2 * LIMITS.send);
-        assert!(matches!(d.write(&big, false), Ok(Sent::Bytes(n)) if n == LIMITS.send));
+        assert!(matches!(d.write(&big, false, false), Ok(Sent::Bytes(n)) if n == LIMITS.send));
         // Shrunk below what is queued: no room, nothing lost.
         d.set_limit(true, 0);
-        assert_eq!(d.write(b"x", false).err(), Some(Error::WouldBlock));
+        assert_eq!(d.write(b"x", false, false).err(), Some(Error::WouldBlock));
         assert_eq!(d.read_state().2, CAPACITY + LIMITS.send);
+    }
+
+    #[test]
+    fn a_corked_writer_holds_partial_segments_until_pushed() {
+        let d = dir();
+        let mut buf = [0u8; 8];
+        assert!(matches!(d.write(b"abc", false, true), Ok(Sent::Bytes(3))));
+        assert_eq!(d.read(&mut buf, false), Err(Error::WouldBlock));
+        assert_eq!(d.read_state(), (false, false, 0));
+        assert!(d.held_until().is_some());
+        // A send without the hold pushes what was held with it.
+        assert!(matches!(d.write(b"d", false, false), Ok(Sent::Bytes(1))));
+        assert_eq!(d.held_until(), None);
+        assert_eq!(d.read(&mut buf, false), Ok(4));
+        assert!(matches!(d.write(b"ef", false, true), Ok(Sent::Bytes(2))));
+        d.push();
+        assert_eq!(d.read(&mut buf, false), Ok(2));
+        // The FIN goes after the held bytes.
+        assert!(matches!(d.write(b"gh", false, true), Ok(Sent::Bytes(2))));
+        d.finish();
+        assert_eq!(d.read(&mut buf, false), Ok(2));
+        assert_eq!(d.read(&mut buf, false), Ok(0));
+    }
+
+    #[test]
+    fn a_corked_writer_sends_full_segments() {
+        let limits = Limits { send: 4 * LOOPBACK_MSS, recv: 0 };
+        let d = Direction::new(&Stack::new(), Arc::default(), Arc::default(), limits);
+        let big = vec![1u8; LOOPBACK_MSS + 10];
+        assert!(matches!(d.write(&big, false, true), Ok(Sent::Bytes(n)) if n == big.len()));
+        assert_eq!(d.read_state().2, LOOPBACK_MSS);
+        assert!(matches!(d.write(&big[..LOOPBACK_MSS - 10], false, true), Ok(Sent::Bytes(_))));
+        assert_eq!(d.read_state().2, 2 * LOOPBACK_MSS);
+        assert_eq!(d.held_until(), None);
+        // Urgent data pushes.
+        assert!(matches!(d.write(b"x", false, true), Ok(Sent::Bytes(1))));
+        assert!(matches!(d.write(b"!", true, true), Ok(Sent::Bytes(1))));
+        assert_eq!(d.held_until(), None);
     }
 
     #[test]
     fn reset_is_reported_once_after_the_data() {
         let d = dir();
-        assert!(d.write(b"ab", false).is_ok());
+        assert!(d.write(b"ab", false, false).is_ok());
         d.reset();
         let mut buf = [0u8; 4];
         assert_eq!(d.read(&mut buf, false), Ok(2));
         assert_eq!(d.read(&mut buf, false), Err(Error::ConnReset));
         assert_eq!(d.read(&mut buf, false), Ok(0));
         assert!(!d.close_reader());
-        assert!(matches!(d.write(b"x", false), Ok(Sent::NoReader(1))));
+        assert!(matches!(d.write(b"x", false, false), Ok(Sent::NoReader(1))));
     }
 }

@@ -11,6 +11,8 @@ use crate::ports::{Binding, Local, ShareOpts};
 use crate::stream::{Direction, Limits, Sent};
 use crate::waiter::Queue;
 use crate::{events, Error, Stack};
+
+pub use crate::stream::{CORK_CEILING, LOOPBACK_MSS};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -138,6 +140,8 @@ pub struct TcpEndpoint {
     oob_inline: std::sync::atomic::AtomicBool,
     /// TCP_DEFER_ACCEPT on a listener, in seconds (0: off).
     defer_accept: AtomicU32,
+    /// TCP_CORK: sends hold back what does not fill a segment.
+    corked: AtomicBool,
     buffers: Mutex<Buffers>,
     /// TCP_LINGER2: how long the closed connection waits for the peer's
     /// FIN.
@@ -166,6 +170,7 @@ impl TcpEndpoint {
             reset_on_close: std::sync::atomic::AtomicBool::new(false),
             oob_inline: std::sync::atomic::AtomicBool::new(false),
             defer_accept: AtomicU32::new(0),
+            corked: AtomicBool::new(false),
             buffers: Mutex::default(),
             fin_timeout: Mutex::new(FIN_TIMEOUT),
         })
@@ -337,6 +342,7 @@ impl TcpEndpoint {
                 reset_on_close: AtomicBool::new(false),
                 oob_inline: AtomicBool::new(listener_inline),
                 defer_accept: AtomicU32::new(0),
+                corked: AtomicBool::new(false),
                 buffers: Mutex::new(their_bufs),
                 fin_timeout: Mutex::new(FIN_TIMEOUT),
             });
@@ -456,18 +462,57 @@ impl TcpEndpoint {
         }
     }
 
-    /// Sends what fits of `buf`.
+    /// Sends what fits of `buf` (corked, what does not fill a segment
+    /// waits).
     pub fn send(&self, buf: &[u8]) -> Result<usize, Error> {
-        self.send_with(buf, false)
+        self.send_with(buf, false, self.corked.load(Ordering::Relaxed))
+    }
+
+    /// send(MSG_MORE): sends what fits of `buf` as if corked.
+    pub fn send_more(&self, buf: &[u8]) -> Result<usize, Error> {
+        self.send_with(buf, false, true)
     }
 
     /// send(MSG_OOB): sends what fits of `buf` and marks its last byte
-    /// sent urgent.
+    /// sent urgent (which pushes what was held back).
     pub fn send_urgent(&self, buf: &[u8]) -> Result<usize, Error> {
-        self.send_with(buf, true)
+        self.send_with(buf, true, false)
     }
 
-    fn send_with(&self, buf: &[u8], urgent: bool) -> Result<usize, Error> {
+    /// TCP_CORK: on, sends hold back partial segments; off, what was held
+    /// goes out (Linux's __tcp_sock_set_cork).
+    pub fn set_cork(&self, on: bool) {
+        self.corked.store(on, Ordering::Relaxed);
+        if !on {
+            self.push();
+        }
+    }
+
+    /// Sends what was held back now (TCP_NODELAY set, TCP_CORK cleared,
+    /// or the hold's time up).
+    pub fn push(&self) {
+        if let State::Connected(c) = &self.inner.lock().state {
+            c.tx.push();
+        }
+    }
+
+    /// When the bytes held back go out by themselves (the embedder calls
+    /// [`TcpEndpoint::push_expired`] then), if any are held.
+    pub fn held_until(&self) -> Option<Instant> {
+        match &self.inner.lock().state {
+            State::Connected(c) => c.tx.held_until(),
+            _ => None,
+        }
+    }
+
+    /// Sends the bytes held back whose time is up.
+    pub fn push_expired(&self) {
+        if self.held_until().is_some_and(|t| t <= Instant::now()) {
+            self.push();
+        }
+    }
+
+    fn send_with(&self, buf: &[u8], urgent: bool, hold: bool) -> Result<usize, Error> {
         let mut i = self.inner.lock();
         if let Some(e) = i.error.take() {
             return Err(e);
@@ -487,7 +532,7 @@ impl TcpEndpoint {
         }
         let tx = c.tx.clone();
         drop(i);
-        match tx.write(buf, urgent)? {
+        match tx.write(buf, urgent, hold)? {
             Sent::Bytes(n) => {
                 self.stack.count(n);
                 Ok(n)
@@ -722,6 +767,15 @@ impl TcpEndpoint {
         match &self.inner.lock().state {
             State::Connected(c) => (c.rx.read_state().2, c.tx.write_state().2),
             _ => (0, 0),
+        }
+    }
+
+    /// SIOCINQ: the bytes to read before the urgent mark, or all of them
+    /// (Linux's tcp_inq).
+    pub fn inq(&self) -> usize {
+        match &self.inner.lock().state {
+            State::Connected(c) => c.rx.inq(),
+            _ => 0,
         }
     }
 
@@ -1128,16 +1182,19 @@ mod tests {
         assert_eq!(c.send(b"de"), Ok(2));
         assert_ne!(s.events() & events::PRI, 0);
         assert!(!s.at_mark());
+        assert_eq!(s.inq(), 3);
         let mut buf = [0u8; 16];
         assert_eq!(s.recv(&mut buf, true), Ok(3));
         assert_eq!(s.recv(&mut buf, false), Ok(3));
         assert_eq!(&buf[..3], b"abc");
         assert!(s.at_mark());
+        assert_eq!(s.inq(), 0);
         assert_eq!(s.recv_urgent(true), Ok(b'X'));
         assert_eq!(s.recv_urgent(false), Ok(b'X'));
         assert_eq!(s.recv_urgent(false), Err(Error::Invalid));
         assert_eq!(s.events() & events::PRI, 0);
         assert!(s.at_mark());
+        assert_eq!(s.inq(), 0);
         assert_eq!(s.recv(&mut buf, false), Ok(2));
         assert_eq!(&buf[..2], b"de");
         assert!(!s.at_mark());

@@ -31,6 +31,14 @@ fn sockets_exact_unix_sndbuf() {
     guest_test("unix_sndbuf", &[]);
 }
 
+/// A connected Unix stream or seqpacket socket binds afterwards (the
+/// accepted end, named after its listener, may not); its peer's recvfrom
+/// and getpeername report the name as it is now.
+#[test]
+fn sockets_exact_unix_late_bind() {
+    guest_test("unix_late_bind", &[]);
+}
+
 /// shutdown(2) of each direction on Unix, TCP and UDP sockets: poll bits,
 /// EPIPE and SIGPIPE.
 #[test]
@@ -126,6 +134,14 @@ fn sockets_exact_tcp_oob() {
 #[test]
 fn sockets_exact_tcp_data() {
     guest_test("tcp_data", &[]);
+}
+
+/// TCP_CORK and MSG_MORE hold partial segments back from the peer until
+/// uncorked, TCP_NODELAY (once), urgent data, SHUT_WR or close push them;
+/// full segments go at once and the hold has a ceiling.
+#[test]
+fn sockets_exact_tcp_cork() {
+    guest_test("tcp_cork", &[]);
 }
 
 /// Ports around a TCP connection's end: TIME_WAIT and FIN_WAIT2 (with

@@ -2,7 +2,9 @@
  * byte of a send(MSG_OOB) is the urgent byte; recv(MSG_OOB) takes it
  * (EINVAL when there is none, it was taken, or SO_OOBINLINE keeps it in
  * the stream); normal reads stop at the mark and skip the urgent byte;
- * SIOCATMARK; POLLPRI, select's exceptfds and EPOLLPRI while it waits;
+ * SIOCATMARK; FIONREAD counts only the bytes before a mark not read
+ * past (none at the mark, even once the byte is taken), all of them with
+ * SO_OOBINLINE; POLLPRI, select's exceptfds and EPOLLPRI while it waits;
  * SIGURG to the F_SETOWN owner; a later urgent byte replaces the mark. */
 #include "check.h"
 #include "tcp_loopback.h"
@@ -41,6 +43,12 @@ static void connected(int *c, int *s) {
 static int at_mark(int fd) {
     int v = -1;
     CHECK_OK(ioctl(fd, SIOCATMARK, &v));
+    return v;
+}
+
+static int inq(int fd) {
+    int v = -1;
+    CHECK_OK(ioctl(fd, FIONREAD, &v));
     return v;
 }
 
@@ -96,10 +104,14 @@ static void basics(void) {
 
     /* A read (even a peek) stops at the mark. */
     CHECK_EQ(at_mark(s), 0);
+    CHECK_EQ(inq(s), 3);
     CHECK_EQ(recv(s, buf, sizeof(buf), MSG_PEEK), 3);
-    CHECK_EQ(recv(s, buf, sizeof(buf), 0), 3);
+    CHECK_EQ(recv(s, buf, 1, 0), 1);
+    CHECK_EQ(inq(s), 2);
+    CHECK_EQ(recv(s, buf + 1, sizeof(buf) - 1, 0), 2);
     CHECK(memcmp(buf, "abc", 3) == 0);
     CHECK_EQ(at_mark(s), 1);
+    CHECK_EQ(inq(s), 0);
 
     /* recv(MSG_OOB): peeked, then taken, then gone; recvmsg says MSG_OOB. */
     buf[0] = 0;
@@ -121,9 +133,14 @@ static void basics(void) {
 
     /* Still at the mark until the next read passes it. */
     CHECK_EQ(at_mark(s), 1);
+    CHECK_EQ(inq(s), 0);
     CHECK_EQ(recv(s, buf, sizeof(buf), 0), 2);
     CHECK(memcmp(buf, "de", 2) == 0);
     CHECK_EQ(at_mark(s), 0);
+    CHECK_EQ(send(c, "fg", 2, 0), 2);
+    settle();
+    CHECK_EQ(inq(s), 2);
+    CHECK_EQ(recv(s, buf, sizeof(buf), 0), 2);
     CHECK_ERR(recv(s, buf, 1, MSG_DONTWAIT), EAGAIN);
     close(ep);
 
@@ -211,8 +228,10 @@ static void inline_data(void) {
     CHECK_EQ(send(c, "abc", 3, MSG_OOB), 3);
     wait_pri(s);
     CHECK_ERR(recv(s, buf, 1, MSG_OOB), EINVAL);
+    CHECK_EQ(inq(s), 3);
     CHECK_EQ(recv(s, buf, sizeof(buf), 0), 2);
     CHECK_EQ(at_mark(s), 1);
+    CHECK_EQ(inq(s), 1);
     CHECK_EQ(revents(s), POLLIN | POLLPRI);
     CHECK_EQ(recv(s, buf, sizeof(buf), 0), 1);
     CHECK_EQ(buf[0], 'c');

@@ -124,6 +124,8 @@ pub const MSG_TRUNC: u64 = 0x20;
 pub const MSG_DONTWAIT: u64 = 0x40;
 pub const MSG_WAITALL: u64 = 0x100;
 pub const MSG_NOSIGNAL: u64 = 0x4000;
+/// More data follows: a stream holds a partial segment back.
+pub const MSG_MORE: u64 = 0x8000;
 pub const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 /// recvmmsg(2): stop waiting once one message arrived.
 pub const MSG_WAITFORONE: u64 = 0x10000;
@@ -309,6 +311,7 @@ mod tests {
             (MSG_DONTWAIT, libc::MSG_DONTWAIT),
             (MSG_WAITALL, libc::MSG_WAITALL),
             (MSG_NOSIGNAL, libc::MSG_NOSIGNAL),
+            (MSG_MORE, libc::MSG_MORE),
             (MSG_CMSG_CLOEXEC, libc::MSG_CMSG_CLOEXEC),
             (MSG_WAITFORONE, libc::MSG_WAITFORONE),
         ];

@@ -57,6 +57,9 @@ pub(crate) struct InetSocket {
     /// When the last datagram received without a timestamp message
     /// arrived (Linux's sk_stamp, which SIOCGSTAMP reads).
     stamp: Mutex<Option<std::time::SystemTime>>,
+    /// A connection's alarm for the time the bytes it holds back
+    /// (TCP_CORK, MSG_MORE) go out by themselves.
+    cork_alarm: Mutex<Option<alarm::Key>>,
     me: Weak<InetSocket>,
 }
 
@@ -132,6 +135,7 @@ impl InetSocket {
             owner,
             defer_alarm: Mutex::new(None),
             stamp: Mutex::new(None),
+            cork_alarm: Mutex::new(None),
             me: me.clone(),
         })
     }
@@ -140,8 +144,19 @@ impl InetSocket {
     /// connection TCP_DEFER_ACCEPT holds back becomes acceptable (its
     /// readiness is checked again then), unless one is set for that time.
     pub(crate) fn wake_for_deferred(&self, t: &TcpEndpoint) {
-        let Some(at) = t.defer_deadline() else { return };
-        let mut key = self.defer_alarm.lock();
+        self.alarm_at(&self.defer_alarm, t.defer_deadline());
+    }
+
+    /// Sets an alarm that sends the bytes this connection holds back
+    /// (corked) when their time is up, unless one is set for that time.
+    fn push_held_in_time(&self, t: &TcpEndpoint) {
+        self.alarm_at(&self.cork_alarm, t.held_until());
+    }
+
+    /// Keeps the alarm in `slot` set for `at` (none for None).
+    fn alarm_at(&self, slot: &Mutex<Option<alarm::Key>>, at: Option<std::time::Instant>) {
+        let Some(at) = at else { return };
+        let mut key = slot.lock();
         if key.is_some_and(|k| k.when() == at) {
             return;
         }
@@ -263,12 +278,30 @@ impl InetSocket {
     ) -> Result<usize, Errno> {
         match (&self.endpoint, self.outside()) {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
-            (Endpoint::Tcp(t), None) => t.send(buf).map_err(errno),
+            (Endpoint::Tcp(t), None) => {
+                let sent = t.send(buf).map_err(errno);
+                self.push_held_in_time(t);
+                sent
+            }
             // A socket connected outside sends there (its connect passed
             // the gateway's policy); datagrams to an address outside are
             // the syscall layer's: each passes the policy.
             (Endpoint::Udp(_), Some(h)) if to.is_none() && h.is_connected() => h.send(buf),
             (Endpoint::Udp(u), _) => u.send_with(to, buf, over).map_err(errno),
+        }
+    }
+
+    /// send(MSG_MORE) on a stream: what fits of `buf`, held back as if
+    /// corked on a TCP socket of the sandbox's own (a host connection
+    /// sends it as it is).
+    pub(crate) fn send_more(&self, buf: &[u8]) -> Result<usize, Errno> {
+        match (&self.endpoint, self.outside()) {
+            (Endpoint::Tcp(t), None) => {
+                let sent = t.send_more(buf).map_err(errno);
+                self.push_held_in_time(t);
+                sent
+            }
+            _ => self.send(buf, None),
         }
     }
 
@@ -309,10 +342,20 @@ impl InetSocket {
 
 super::anon::socket_node!(InetSocket);
 
-/// The TCP_DEFER_ACCEPT alarm went off: waiters look again.
+/// An alarm went off: the TCP_DEFER_ACCEPT one (waiters look again) or
+/// the one for bytes held back (they go out now).
 impl Notify for InetSocket {
     fn notify(&self, _mask: u32) {
-        *self.defer_alarm.lock() = None;
+        let now = std::time::Instant::now();
+        for slot in [&self.defer_alarm, &self.cork_alarm] {
+            let mut key = slot.lock();
+            if key.is_some_and(|k| k.when() <= now) {
+                *key = None;
+            }
+        }
+        if let Endpoint::Tcp(t) = &self.endpoint {
+            t.push_expired();
+        }
         self.events.notify(ALL);
     }
 }
@@ -389,7 +432,7 @@ impl FileOps for InetSocket {
                 (usize::try_from(n).unwrap_or(0), 0)
             }
             Endpoint::Tcp(t) if t.is_listening() => return Err(Errno::EINVAL),
-            Endpoint::Tcp(t) => t.queued(),
+            Endpoint::Tcp(t) => (t.inq(), t.queued().1),
             Endpoint::Udp(u) => (u.next_len(), 0),
         };
         let n = match req {

@@ -779,8 +779,18 @@ enum SockState {
     Unbound,
     Bound(UnixName),
     Listening(UnixName),
-    Connected { stream: Arc<UnixStream>, local: Option<UnixName>, peer: Option<UnixName> },
+    /// `local` is the peer's `peer`: a name this end binds once
+    /// connected is the one its peer reports (getpeername, recvfrom), as
+    /// Linux reads the peer's address when asked.
+    Connected {
+        stream: Arc<UnixStream>,
+        local: NameCell,
+        peer: NameCell,
+    },
 }
+
+/// A connected end's name, shared with the peer that reports it.
+type NameCell = Arc<Mutex<Option<UnixName>>>;
 
 /// A Unix socket's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -935,9 +945,18 @@ impl UnixSocket {
         UnixSocket::with_state(ino, created, ty, SockState::Unbound)
     }
 
-    /// One end of a connected stream or seqpacket pair (socketpair).
-    pub(crate) fn connected(ino: u64, created: TimeSpec, ty: SockType, stream: Arc<UnixStream>) -> Arc<UnixSocket> {
-        UnixSocket::with_state(ino, created, ty, SockState::Connected { stream, local: None, peer: None })
+    /// The two ends of a connected stream or seqpacket pair (socketpair),
+    /// unnamed until one binds.
+    pub(crate) fn connected_pair(
+        inos: (u64, u64),
+        created: TimeSpec,
+        ty: SockType,
+        (a, b): (Arc<UnixStream>, Arc<UnixStream>),
+    ) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+        let (a_name, b_name) = (NameCell::default(), NameCell::default());
+        let a = SockState::Connected { stream: a, local: a_name.clone(), peer: b_name.clone() };
+        let b = SockState::Connected { stream: b, local: b_name, peer: a_name };
+        (UnixSocket::with_state(inos.0, created, ty, a), UnixSocket::with_state(inos.1, created, ty, b))
     }
 
     /// A datagram socket pair, each the other's destination, made by a
@@ -1222,12 +1241,22 @@ impl UnixSocket {
         }
     }
 
-    /// bind(2): names an unbound socket.
+    /// bind(2): names an unbound socket, a connected one too (Linux's
+    /// unix_bind checks only that the socket has no name: an accepted
+    /// one has its listener's).
     pub(crate) fn bind(&self, name: UnixName) -> Result<(), Errno> {
         let mut s = self.state.lock();
-        match *s {
+        match &*s {
             SockState::Unbound => {
                 *s = SockState::Bound(name);
+                Ok(())
+            }
+            SockState::Connected { local, .. } => {
+                let mut local = local.lock();
+                if local.is_some() {
+                    return Err(Errno::EINVAL);
+                }
+                *local = Some(name);
                 Ok(())
             }
             _ => Err(Errno::EINVAL),
@@ -1260,7 +1289,7 @@ impl UnixSocket {
         match &*self.state.lock() {
             SockState::Unbound => None,
             SockState::Bound(n) | SockState::Listening(n) => Some(n.clone()),
-            SockState::Connected { local, .. } => local.clone(),
+            SockState::Connected { local, .. } => local.lock().clone(),
         }
     }
 
@@ -1270,7 +1299,7 @@ impl UnixSocket {
             return d.peer.lock().as_ref().map(|p| p.name.clone()).ok_or(Errno::ENOTCONN);
         }
         match &*self.state.lock() {
-            SockState::Connected { peer, .. } => Ok(peer.clone()),
+            SockState::Connected { peer, .. } => Ok(peer.lock().clone()),
             _ => Err(Errno::ENOTCONN),
         }
     }
@@ -1301,15 +1330,16 @@ impl UnixSocket {
         // The connection inherits the listener's SO_PASSCRED (Linux's
         // unix_sock_inherit_flags); each end's flag applies to its receives.
         mine.set_rx_passcred(self.passcred.load(Ordering::Relaxed));
+        let (local, server_name) = (Arc::new(Mutex::new(local)), Arc::new(Mutex::new(Some(name))));
         let server = UnixSocket::with_state(
             inos.1,
             self.created,
             self.ty,
-            SockState::Connected { stream: theirs, local: Some(name.clone()), peer: local.clone() },
+            SockState::Connected { stream: theirs, local: server_name.clone(), peer: local.clone() },
         );
         server.set_passcred(listener.passcred.load(Ordering::Relaxed));
         mine.attach(&self.events, &self.owner);
-        *s = SockState::Connected { stream: mine, local, peer: Some(name) };
+        *s = SockState::Connected { stream: mine, local, peer: server_name };
         drop(s);
         self.events.notify(ALL);
         listener.queue.lock().push_back(server);

@@ -22,7 +22,7 @@ use crate::abi::layout::Layout;
 use crate::abi::sockaddr::{encode_inet, family_of, SockaddrIn, SockaddrIn6};
 use crate::abi::socket::{
     MsgHdr, AF_INET, AF_INET6, AF_UNSPEC, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE,
-    IPV6_V6ONLY, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, MSG_ERRQUEUE, MSG_NOSIGNAL,
+    IPV6_V6ONLY, IP_MULTICAST_ALL, IP_MULTICAST_IF, IP_MULTICAST_LOOP, IP_MULTICAST_TTL, MSG_ERRQUEUE, MSG_MORE, MSG_NOSIGNAL,
     MSG_OOB, MSG_PEEK, MSG_TRUNC, MSG_WAITALL, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, SOL_SOCKET, SO_ACCEPTCONN,
     SO_BROADCAST, SO_ERROR, SO_LINGER, SO_OOBINLINE, SO_RCVBUF, SO_RCVBUFFORCE, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF,
     SO_SNDBUFFORCE,
@@ -302,6 +302,7 @@ fn send(
     (to, over): (Option<SocketAddr>, HeaderOverride),
 ) -> SysResult {
     let urgent = flags & MSG_OOB != 0;
+    let more = flags & MSG_MORE != 0;
     if urgent && !s.is_stream() {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -329,7 +330,11 @@ fn send(
     let mut done = 0usize;
     while done < total || total == 0 {
         cursor.peek(&mm, &mut data, (total - done).min(STREAM_CHUNK))?;
-        let attempt = || if urgent { s.send_urgent(&data) } else { s.send(&data, None) };
+        let attempt = || match () {
+            () if urgent => s.send_urgent(&data),
+            () if more => s.send_more(&data),
+            () => s.send(&data, None),
+        };
         match wait_io(f, WRITE_EVENTS, nonblock, deadline, attempt) {
             Ok(w) => {
                 done += w;

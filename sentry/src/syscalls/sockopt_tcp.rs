@@ -1,8 +1,9 @@
 //! The IPPROTO_TCP options of a TCP socket, checked and reported as
 //! Linux's do_tcp_setsockopt and do_tcp_getsockopt do. The netstack moves
-//! bytes between sockets of the sandbox without segments, so these are
+//! bytes between sockets of the sandbox without segments, so most are
 //! kept and read back (those the egress gateway forwards also reach the
-//! host socket); TCP_INFO reports the connection's state.
+//! host socket); TCP_CORK holds partial segments back and TCP_NODELAY
+//! pushes them; TCP_INFO reports the connection's state.
 
 use super::args;
 use crate::abi::layout::Encoder;
@@ -30,9 +31,10 @@ const MIN_MSS: i32 = 88;
 const MAX_WINDOW: i32 = 32_767;
 /// TCP_MSS_DEFAULT: an unconnected socket's segment size.
 const MSS_DEFAULT: i32 = 536;
-/// The segment size over loopback (its 65536-byte MTU less the IPv4 and
-/// TCP headers with timestamps).
-const LOOPBACK_MSS: i32 = 65_483;
+/// The segment size over loopback.
+fn loopback_mss() -> i32 {
+    i32::try_from(husk_netstack::tcp::LOOPBACK_MSS).unwrap_or(i32::MAX)
+}
 /// net.ipv4.tcp_fin_timeout and its ceiling (TCP_FIN_TIMEOUT_MAX), s.
 const FIN_TIMEOUT: i32 = 60;
 const FIN_TIMEOUT_MAX: i32 = 120;
@@ -188,6 +190,12 @@ pub(super) fn set(task: &Task, s: &InetSocket, name: i32, optval: u64, optlen: u
     {
         conn.set_option(IPPROTO_TCP, name, val)?;
     }
+    match (name, tcp(s)) {
+        (TCP_CORK, Some(t)) => t.set_cork(stored != 0),
+        // Setting TCP_NODELAY sends what is held back, even corked.
+        (TCP_NODELAY, Some(t)) if stored != 0 => t.push(),
+        _ => {}
+    }
     if let (TCP_DEFER_ACCEPT, Some(t)) = (name, tcp(s)) {
         t.set_defer_accept(u32::try_from(retrans_to_secs(stored)).unwrap_or(0));
     }
@@ -229,8 +237,8 @@ pub(super) fn get(s: &InetSocket, name: i32) -> Result<Vec<u8>, Errno> {
             int(match state(s) {
                 CLOSE | LISTEN if user != 0 => user,
                 CLOSE | LISTEN => MSS_DEFAULT,
-                _ if user != 0 => user.min(LOOPBACK_MSS),
-                _ => LOOPBACK_MSS,
+                _ if user != 0 => user.min(loopback_mss()),
+                _ => loopback_mss(),
             })
         }
         TCP_CONGESTION => {
@@ -254,7 +262,7 @@ pub(super) fn get(s: &InetSocket, name: i32) -> Result<Vec<u8>, Errno> {
 fn info(s: &InetSocket) -> Vec<u8> {
     let st = state(s);
     let connected = !matches!(st, CLOSE | LISTEN);
-    let mss = if connected { LOOPBACK_MSS as u32 } else { MSS_DEFAULT as u32 };
+    let mss = if connected { loopback_mss().unsigned_abs() } else { MSS_DEFAULT as u32 };
     let unacked = match tcp(s) {
         Some(t) if connected => u32::try_from(t.queued().1).unwrap_or(u32::MAX),
         _ => 0,

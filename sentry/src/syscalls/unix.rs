@@ -64,7 +64,7 @@ pub(super) fn socketpair(task: &Task, a: [u64; 6]) -> SysResult {
                 SockType::SeqPacket => UnixStream::packet_pair((cred, cred)),
                 _ => UnixStream::pair(inos, now, (cred, cred)),
             };
-            (UnixSocket::connected(inos.0, now, kind, x), UnixSocket::connected(inos.1, now, kind, y))
+            UnixSocket::connected_pair(inos, now, kind, (x, y))
         }
     };
     let fa = install(task, sa, nonblock, cloexec)?;
@@ -116,7 +116,7 @@ fn write_unix_addr(task: &Task, addr: u64, len_addr: u64, name: Option<&UnixName
 
 fn bind(task: &Task, s: &Arc<UnixSocket>, addr: SockAddrArg) -> SysResult {
     // Linux makes the socket file before it checks the socket is unbound.
-    let bound = || if s.local_name().is_some() || s.stream().is_ok() { Err(Errno::EINVAL) } else { Ok(()) };
+    let bound = || if s.local_name().is_some() { Err(Errno::EINVAL) } else { Ok(()) };
     let k = &task.kernel;
     let name = match read_unix_addr(task, addr.addr, addr.len)? {
         // Autobind: a unique abstract name.
