@@ -329,7 +329,9 @@ fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)], false));
     }
-    f.positioned_write(f.appends(), |c| write_from(task, a[1], count(a[2]), |buf, _| super::fsize::chunk(task, &f, c, buf)))
+    f.positioned_write(f.appends(), |c| {
+        write_from(task, a[1], count(a[2]), |buf, _| super::fsize::chunk(task, &f, c, buf))
+    })
 }
 
 pub(super) fn offset_arg(a: u64) -> Result<u64, Errno> {
