@@ -23,6 +23,11 @@ fn guest_fileio() {
 }
 
 #[test]
+fn guest_rlimit_fsize() {
+    guest_test("rlimit_fsize", &[]);
+}
+
+#[test]
 fn guest_stat() {
     guest_test("stat", &[]);
 }

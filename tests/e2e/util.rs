@@ -22,6 +22,7 @@ pub const TEST_ENV: (&str, &str) = ("HUSK_TEST_ENV", "marker");
 /// The guest C programs built by [`guest_bin`] (escape_probe included).
 pub const GUEST_PROGRAMS: &[&str] = &[
     "fileio",
+    "rlimit_fsize",
     "blocking_io",
     "stat",
     "dirs",

@@ -329,7 +329,9 @@ fn sys_write(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         return sigpipe_on_epipe(task, stream_write(task, &f, &[(a[1], len)], false));
     }
-    f.positioned_write(f.appends(), |c| write_from(task, a[1], count(a[2]), |buf, _| c.write(buf)))
+    f.positioned_write(f.appends(), |c| {
+        write_from(task, a[1], count(a[2]), |buf, _| super::fsize::chunk(task, &f, c, buf))
+    })
 }
 
 pub(super) fn offset_arg(a: u64) -> Result<u64, Errno> {
@@ -348,7 +350,7 @@ fn sys_pread64(task: &mut Task, a: [u64; 6]) -> SysResult {
 fn sys_pwrite64(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (f, off) = positioned_file(task, a[0], a[3])?;
     ensure_writable(task, &f)?;
-    write_from(task, a[1], count(a[2]), |buf, done| f.pwrite(buf, off + done))
+    write_from(task, a[1], count(a[2]), |buf, done| super::fsize::pwrite(task, &f, buf, off + done))
 }
 
 /// Reads an iovec array: (base, len) pairs.
@@ -439,7 +441,7 @@ fn sys_writev(task: &mut Task, a: [u64; 6]) -> SysResult {
         }
         return sigpipe_on_epipe(task, stream_write(task, &f, &iov, false));
     }
-    f.positioned_write(f.appends(), |c| writev_from(task, &iov, |buf, _| c.write(buf)))
+    f.positioned_write(f.appends(), |c| writev_from(task, &iov, |buf, _| super::fsize::chunk(task, &f, c, buf)))
 }
 
 fn sys_preadv(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -453,7 +455,7 @@ fn sys_pwritev(task: &mut Task, a: [u64; 6]) -> SysResult {
     let (f, off) = positioned_file(task, a[0], a[3])?;
     ensure_writable(task, &f)?;
     let iov = iovecs(task, a[1], a[2])?;
-    writev_from(task, &iov, |buf, pos| f.pwrite(buf, off + pos))
+    writev_from(task, &iov, |buf, pos| super::fsize::pwrite(task, &f, buf, off + pos))
 }
 
 fn sys_lseek(task: &mut Task, a: [u64; 6]) -> SysResult {
@@ -479,6 +481,7 @@ fn sys_ftruncate(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     super::audit_files::truncate(task, &f, len)?;
+    super::fsize::check_size(task, &f, len)?;
     truncate_file(&f, len)
 }
 
@@ -487,6 +490,7 @@ fn sys_truncate(task: &mut Task, a: [u64; 6]) -> SysResult {
     let len = offset_arg(a[1])?;
     let f = open_file(task, AT_FDCWD_ARG, &path, libc::O_WRONLY, 0)?;
     super::audit_files::truncate(task, &f, len)?;
+    super::fsize::check_size(task, &f, len)?;
     truncate_file(&f, len)
 }
 
@@ -544,6 +548,9 @@ fn sys_fallocate(task: &mut Task, a: [u64; 6]) -> SysResult {
     }
     let how = how.ok_or(Errno::EOPNOTSUPP)?;
     super::audit_files::write(task, &f)?;
+    if mode & libc::FALLOC_FL_KEEP_SIZE == 0 {
+        super::fsize::check_size(task, &f, (off + len).unsigned_abs())?;
+    }
     f.ops.allocate(off.unsigned_abs(), len.unsigned_abs(), how)?;
     Ok(0)
 }
@@ -661,6 +668,7 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let count = count(a[3]);
+    let out_regular = out.stat()?.mode & S_IFMT == S_IFREG;
     let mm = task.thread.mm();
     let start = if a[2] == 0 {
         None
@@ -681,13 +689,19 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
             };
-            let w = match super::block::write(&out, &buf[..n], |b| out.write(b)) {
+            let w = match super::block::write(&out, &buf[..n], |b| super::fsize::write(task, &out, b)) {
                 Ok(w) => w,
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
             };
             done += w;
             if w < n {
+                // Linux's splice goes on with the rest; for a regular file
+                // at the size limit that fails with SIGXFSZ, and the call
+                // returns what went.
+                if w > 0 && out_regular {
+                    done += super::fsize::write(task, &out, &buf[w..n]).unwrap_or(0);
+                }
                 break;
             }
         }

@@ -25,6 +25,7 @@ mod errqueue;
 mod fd;
 mod file;
 mod fown;
+mod fsize;
 mod futex;
 mod ids;
 mod inbound;

@@ -13,7 +13,7 @@ use crate::kernel::rlimit_cpu;
 use crate::kernel::{Task, Thread};
 use std::sync::Arc;
 
-const RECORDED: &str = "limits are recorded; only those the sentry consults (NOFILE, STACK, CPU) take effect; NOFILE never above the sandbox's --nofile ceiling";
+const RECORDED: &str = "limits are recorded; only those the sentry consults (NOFILE, STACK, CPU, FSIZE) take effect; NOFILE never above the sandbox's --nofile ceiling";
 
 pub(super) const ENTRIES: Entries = &[
     (libc::SYS_getrlimit, sys_getrlimit, Support::Full),

@@ -379,6 +379,15 @@ pub struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// Where the next chunk goes: the file position, or for an append the
+    /// file's current size.
+    pub fn position(&self) -> Result<u64, Errno> {
+        match self.at {
+            Some(at) => Ok(at),
+            None => Ok(self.f.stat()?.size),
+        }
+    }
+
     /// Writes the call's next chunk. An append is the file's own where it
     /// has one (a host file: at the host's end, even if the host wrote
     /// meanwhile), else at the size the file has when the call begins.
