@@ -35,10 +35,14 @@ fn hex_endpoint(addr: Option<SocketAddr>, v6: bool) -> String {
     format!("{}:{port:04X}", hex_ip(ip))
 }
 
-/// Pads `line` with spaces to `width - 1` characters and ends it, as
-/// Linux's `seq_pad`.
-fn padded(out: &mut String, line: &str, width: usize) {
-    let _ = writeln!(out, "{line:<w$}", w = width - 1);
+/// Ends `line` in `out`: an IPv4 table pads it with spaces to `width - 1`
+/// characters (Linux's `seq_pad`), an IPv6 one does not.
+fn push_line(out: &mut String, line: &str, v6: bool, width: usize) {
+    if v6 {
+        let _ = writeln!(out, "{line}");
+    } else {
+        let _ = writeln!(out, "{line:<w$}", w = width - 1);
+    }
 }
 
 /// /proc/net/tcp (`v6` false) or /proc/net/tcp6.
@@ -46,11 +50,7 @@ pub(super) fn format_tcp(rows: &[InetRow], v6: bool) -> String {
     let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
     let header6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
     let mut out = String::new();
-    if v6 {
-        let _ = writeln!(out, "{header6}");
-    } else {
-        padded(&mut out, header, 150);
-    }
+    push_line(&mut out, if v6 { header6 } else { header }, v6, 150);
     for (i, r) in rows.iter().enumerate() {
         // Retransmission timeout, delayed-ACK timeout (clock ticks), quick
         // ACK mode, congestion window and slow-start threshold: Linux's
@@ -65,11 +65,7 @@ pub(super) fn format_tcp(rows: &[InetRow], v6: bool) -> String {
             0,
             r.ino,
         );
-        if v6 {
-            let _ = writeln!(out, "{line}");
-        } else {
-            padded(&mut out, &line, 150);
-        }
+        push_line(&mut out, &line, v6, 150);
     }
     out
 }
@@ -79,11 +75,7 @@ pub(super) fn format_udp(rows: &[InetRow], v6: bool) -> String {
     let header = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops";
     let header6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops";
     let mut out = String::new();
-    if v6 {
-        let _ = writeln!(out, "{header6}");
-    } else {
-        padded(&mut out, header, 128);
-    }
+    push_line(&mut out, if v6 { header6 } else { header }, v6, 128);
     for (i, r) in rows.iter().enumerate() {
         let line = format!(
             "{i:5}: {} {} {:02X} 00000000:00000000 00:00000000 00000000 {:5} {:8} {} 2 0000000000000000 0",
@@ -94,11 +86,7 @@ pub(super) fn format_udp(rows: &[InetRow], v6: bool) -> String {
             0,
             r.ino,
         );
-        if v6 {
-            let _ = writeln!(out, "{line}");
-        } else {
-            padded(&mut out, &line, 128);
-        }
+        push_line(&mut out, &line, v6, 128);
     }
     out
 }
