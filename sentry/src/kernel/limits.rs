@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 
 pub(crate) const RLIM_INFINITY: u64 = u64::MAX;
 pub const RLIMIT_NLIMITS: usize = 16;
+pub(crate) const RLIMIT_FSIZE: usize = 1;
+pub(crate) const RLIMIT_DATA: usize = 2;
 pub(crate) const RLIMIT_STACK: usize = 3;
 pub(crate) const RLIMIT_NOFILE: usize = 7;
 pub(crate) const RLIMIT_MEMLOCK: usize = 8;
+pub(crate) const RLIMIT_AS: usize = 9;
 /// `sysctl fs.nr_open`: the ceiling of RLIMIT_NOFILE.
 pub(crate) const NR_OPEN: u64 = 1 << 20;
 

@@ -451,7 +451,13 @@ impl Kernel {
     /// SIGPIPE for a write to a closed pipe or socket: sent by the writer
     /// to itself (SI_USER with its own ids), as Linux's send_sig does.
     pub fn raise_sigpipe(&self, t: &Thread) {
-        self.send_signal_info(t, siginfo::SigInfo::user(libc::SIGPIPE, siginfo::SI_USER, t.tgid, t.creds().uid));
+        self.raise_self(t, libc::SIGPIPE);
+    }
+
+    /// `sig` sent by `t` to itself (SI_USER with its own ids), as Linux's
+    /// send_sig: SIGPIPE, SIGXFSZ.
+    pub fn raise_self(&self, t: &Thread, sig: i32) {
+        self.send_signal_info(t, siginfo::SigInfo::user(sig, siginfo::SI_USER, t.tgid, t.creds().uid));
     }
 
     /// A signal from outside the sandbox (the runtime, the host's

@@ -71,7 +71,7 @@ fn sys_copy_file_range(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EOVERFLOW);
     }
     let len = if pos_in >= signed(sin.size) { 0 } else { len.min(sin.size.wrapping_sub(uin)) };
-    let len = super::fsize::writable_len(task, &fout, uout, usize::try_from(len).unwrap_or(usize::MAX))? as u64;
+    let len = super::fsize::writable_len(task, &fout, || Ok(uout), usize::try_from(len).unwrap_or(usize::MAX))? as u64;
     let same = (sin.dev, sin.ino) == (sout.dev, sout.ino);
     if same && uout.wrapping_add(len) > uin && uout < uin.wrapping_add(len) {
         return Err(Errno::EINVAL);

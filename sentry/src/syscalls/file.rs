@@ -668,7 +668,6 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let count = count(a[3]);
-    let out_regular = out.stat()?.mode & S_IFMT == S_IFREG;
     let mm = task.thread.mm();
     let start = if a[2] == 0 {
         None
@@ -699,7 +698,7 @@ fn sys_sendfile(task: &mut Task, a: [u64; 6]) -> SysResult {
                 // Linux's splice goes on with the rest; for a regular file
                 // at the size limit that fails with SIGXFSZ, and the call
                 // returns what went.
-                if w > 0 && out_regular {
+                if w > 0 && super::fsize::limit(task).is_some() && super::fsize::is_regular(&out).unwrap_or(false) {
                     done += super::fsize::write(task, &out, &buf[w..n]).unwrap_or(0);
                 }
                 break;

@@ -5,34 +5,38 @@
 //! call EFBIG. Pipes, sockets and devices have no such limit.
 
 use crate::abi::{Errno, SysResult};
-use crate::kernel::{siginfo, Task};
+use crate::kernel::limits::RLIMIT_FSIZE;
+use crate::kernel::Task;
 use crate::vfs::{Cursor, FileDescription, S_IFMT, S_IFREG};
 
-/// `RLIMIT_FSIZE`.
-const RLIMIT_FSIZE: usize = 1;
-
 /// The soft limit of the calling process, if it has one.
-fn limit(task: &Task) -> Option<u64> {
+pub(super) fn limit(task: &Task) -> Option<u64> {
     Some(task.thread.rlimit(RLIMIT_FSIZE).cur).filter(|&l| l != libc::RLIM_INFINITY)
 }
 
-fn is_regular(f: &FileDescription) -> Result<bool, Errno> {
+pub(super) fn is_regular(f: &FileDescription) -> Result<bool, Errno> {
     Ok(f.stat()?.mode & S_IFMT == S_IFREG)
 }
 
 fn exceeded(task: &Task) -> Errno {
-    let t = &task.thread;
-    task.kernel.send_signal_info(t, siginfo::SigInfo::user(libc::SIGXFSZ, siginfo::SI_USER, t.tgid(), t.creds().uid));
+    task.kernel.raise_self(&task.thread, libc::SIGXFSZ);
     Errno::EFBIG
 }
 
 /// How many of `len` bytes a write at `off` of `f` may write: all but
-/// what would go past the limit; none at or past it (EFBIG).
-pub(super) fn writable_len(task: &Task, f: &FileDescription, off: u64, len: usize) -> Result<usize, Errno> {
+/// what would go past the limit; none at or past it (EFBIG). `off` is
+/// asked only under a limit (an append's offset costs a stat).
+pub(super) fn writable_len(
+    task: &Task,
+    f: &FileDescription,
+    off: impl FnOnce() -> Result<u64, Errno>,
+    len: usize,
+) -> Result<usize, Errno> {
     let Some(max) = limit(task) else { return Ok(len) };
     if !is_regular(f)? {
         return Ok(len);
     }
+    let off = off()?;
     if off >= max {
         return Err(exceeded(task));
     }
@@ -62,14 +66,14 @@ pub(super) fn write(task: &Task, f: &FileDescription, buf: &[u8]) -> Result<usiz
 /// One chunk of a write at the file position (or end), cut at the
 /// process's file size limit.
 pub(super) fn chunk(task: &Task, f: &FileDescription, c: &mut Cursor<'_>, buf: &[u8]) -> Result<usize, Errno> {
-    let n = writable_len(task, f, c.position()?, buf.len())?;
+    let n = writable_len(task, f, || c.position(), buf.len())?;
     c.write(&buf[..n])
 }
 
 /// One chunk of a write at `off` (pwrite), cut at the file size limit. An
 /// O_APPEND file's chunk goes to its end, so the limit is checked there.
 pub(super) fn pwrite(task: &Task, f: &FileDescription, buf: &[u8], off: u64) -> Result<usize, Errno> {
-    let at = if f.appends() { f.stat()?.size } else { off };
+    let at = || if f.appends() { Ok(f.stat()?.size) } else { Ok(off) };
     let n = writable_len(task, f, at, buf.len())?;
     f.pwrite(&buf[..n], off)
 }

@@ -5,7 +5,7 @@ use super::args::{self, int};
 use super::{Entries, Support::*};
 use crate::abi::{page_up, Errno, SysResult, PAGE_SIZE};
 use crate::auth::caps::CAP_IPC_LOCK;
-use crate::kernel::limits::RLIMIT_MEMLOCK;
+use crate::kernel::limits::{RLIMIT_AS, RLIMIT_DATA, RLIMIT_MEMLOCK};
 use crate::kernel::Task;
 use crate::mm::{Backing, ForkAdvice, MapRequest, NoExec, RemapRequest, VmLimits, VmaName};
 use crate::platform::Perms;
@@ -153,8 +153,6 @@ fn sys_mmap(task: &mut Task, a: [u64; 6]) -> SysResult {
 /// The task's limits on its address space: RLIMIT_AS, RLIMIT_DATA and,
 /// without CAP_IPC_LOCK, RLIMIT_MEMLOCK.
 pub(super) fn vm_limits(task: &Task) -> VmLimits {
-    const RLIMIT_DATA: usize = 2;
-    const RLIMIT_AS: usize = 9;
     let t = &task.thread;
     VmLimits {
         address_space: t.rlimit(RLIMIT_AS).cur,
