@@ -151,8 +151,7 @@ fn setns_pidfd(task: &mut Task, p: &crate::fs::pidfd::PidFd, flags: u64) -> SysR
     if flags == 0 || flags & !ALL != 0 {
         return Err(Errno::EINVAL);
     }
-    let target = if p.group().process().status.is_some() { None } else { p.group().threads().into_iter().next() };
-    let target = target.ok_or(Errno::ESRCH)?;
+    let target = super::pidfd::live_thread(p)?;
     let creds = task.thread.creds();
     let dumpable = target.group().dumpable() != 0;
     if target.tgid() != task.thread.tgid() && !creds.may_read_process(&target.creds(), dumpable) {

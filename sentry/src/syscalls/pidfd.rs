@@ -86,7 +86,7 @@ pub(super) fn install_for_child_of(
 }
 
 /// A live thread of the process `p` names, or ESRCH once it has exited.
-fn live_thread(p: &PidFd) -> Result<Arc<Thread>, Errno> {
+pub(super) fn live_thread(p: &PidFd) -> Result<Arc<Thread>, Errno> {
     if p.group().process().status.is_some() {
         return Err(Errno::ESRCH);
     }
@@ -125,8 +125,7 @@ fn sys_pidfd_send_signal(task: &mut Task, a: [u64; 6]) -> Result<Outcome, Errno>
         Ok(p) => match live_thread(&p) {
             Ok(t) => Ok(t),
             Err(e) => {
-                let zombie = task.kernel.procs().group_of(p.pid()).is_some_and(|g| Arc::ptr_eq(&g, p.group()));
-                if !zombie {
+                if p.group().is_reaped() {
                     return Err(e);
                 }
                 Err(p.pid())
