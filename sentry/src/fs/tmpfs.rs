@@ -416,7 +416,7 @@ impl Tmpfs {
     /// sandbox's memory and to `disk` (shared with the sandbox's other
     /// writable filesystems).
     pub(crate) fn with_disk(disk: Option<Arc<DiskBudget>>, mode: u32, uid: u32, gid: u32) -> Arc<dyn Node> {
-        Tmpfs::build(accounting::sandbox(), disk, TmpfsLimits::default(), mode, uid, gid)
+        Tmpfs::sized(disk, TmpfsLimits::default(), mode, uid, gid)
     }
 
     /// `with_disk`, with the limits of a `tmpfs -o size=,nr_inodes=`.

@@ -95,8 +95,7 @@ impl MemoryManager {
             if !limits.can_lock() {
                 return Err(Errno::EPERM);
             }
-            let total: u64 = l.vmas.values().map(Vma::size).sum();
-            if how.current && !limits.may_lock(0, total) {
+            if how.current && !limits.may_lock(0, l.total_bytes()) {
                 return Err(Errno::ENOMEM);
             }
         }

@@ -80,6 +80,13 @@ impl VmLimits {
         self.memlock.is_none_or(|limit| locked.saturating_add(more) <= limit)
     }
 
+    /// Linux's `may_expand_vm` for RLIMIT_AS: whether `more` bytes may be
+    /// mapped on top of `mapped` (asked only under a limit: it walks the
+    /// areas).
+    pub(crate) fn may_map(&self, mapped: impl FnOnce() -> u64, more: u64) -> bool {
+        self.address_space == u64::MAX || mapped().saturating_add(more) <= self.address_space
+    }
+
     /// Linux's `can_do_mlock`: a zero limit forbids locking altogether
     /// (EPERM) to a caller without CAP_IPC_LOCK.
     pub(crate) fn can_lock(&self) -> bool {
@@ -155,7 +162,7 @@ impl Layout {
     }
 
     /// Bytes mapped (Linux's `mm->total_vm`).
-    fn total_bytes(&self) -> u64 {
+    pub(super) fn total_bytes(&self) -> u64 {
         self.vmas.values().map(Vma::size).sum()
     }
 
@@ -351,8 +358,7 @@ impl MemoryManager {
         if lock.locked() && !limits.may_lock(l.locked_bytes(), len) {
             return Err(Errno::EAGAIN);
         }
-        let replaced = l.covered(start, start + len, |_| true);
-        if l.total_bytes() - replaced + len > limits.address_space {
+        if !limits.may_map(|| l.total_bytes() - l.covered(start, start + len, |_| true), len) {
             return Err(Errno::ENOMEM);
         }
         if req.fixed {
@@ -501,8 +507,7 @@ impl MemoryManager {
                 return Ok(cur);
             }
             let lock = l.def_lock;
-            if (lock.locked() && !limits.may_lock(l.locked_bytes(), grow))
-                || l.total_bytes() + grow > limits.address_space
+            if (lock.locked() && !limits.may_lock(l.locked_bytes(), grow)) || !limits.may_map(|| l.total_bytes(), grow)
             {
                 return Ok(cur);
             }
@@ -582,7 +587,7 @@ impl MemoryManager {
             if lock.locked() && !limits.may_lock(l.locked_bytes(), delta) {
                 return Err(Errno::EAGAIN);
             }
-            if l.total_bytes() + delta > limits.address_space {
+            if !limits.may_map(|| l.total_bytes(), delta) {
                 return Err(Errno::ENOMEM);
             }
         }
@@ -818,9 +823,11 @@ impl MemoryManager {
             return Err(Segv::AccErr);
         }
         match vma.pages.get(&page).copied() {
-            // A page past the end of the mapped file (Linux's filemap_fault).
-            None if file_end(vma).is_some_and(|e| page >= e) => Err(Segv::Bus),
-            None => self.populate_window(vma, page).map(|()| true).map_err(fault_error),
+            None => match file_end(vma) {
+                // A page past the end of the mapped file (Linux's filemap_fault).
+                Some(end) if page >= end => Err(Segv::Bus),
+                end => self.populate_window(vma, page, end).map(|()| true).map_err(fault_error),
+            },
             Some(e) if !e.mapped() => self.map_run(vma, page).map(|()| true).map_err(fault_error),
             Some(e) if vma.perms.write && !e.mapped_writable() => {
                 // A write to a page mapped read-only for copy-on-write.
@@ -1231,14 +1238,15 @@ impl MemoryManager {
 
     /// Populates the run of unpopulated pages around `page` (within the
     /// fault window) with one contiguous extent and maps it.
-    fn populate_window(&self, vma: &mut Vma, page: u64) -> Result<(), Errno> {
+    /// Fills the fault window around `page`, up to `file_end`, the end of
+    /// a file mapping's file (the caller has it already).
+    fn populate_window(&self, vma: &mut Vma, page: u64, file_end: Option<u64>) -> Result<(), Errno> {
         if let Some(frame) = shared_frame(vma, page)? {
             vma.pages.insert(page, PageEntry::new(frame));
             return self.map_run(vma, page);
         }
         let lo = page_down(page / FAULT_WINDOW * FAULT_WINDOW).max(vma.start);
-        let hi =
-            (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end).min(file_end(vma).unwrap_or(u64::MAX));
+        let hi = (page / FAULT_WINDOW * FAULT_WINDOW + FAULT_WINDOW).min(vma.end).min(file_end.unwrap_or(u64::MAX));
         let mut start = page;
         while start > lo && !vma.pages.contains_key(&(start - PAGE_SIZE)) {
             start -= PAGE_SIZE;
