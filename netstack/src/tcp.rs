@@ -479,6 +479,12 @@ impl TcpEndpoint {
         self.send_with(buf, true, false)
     }
 
+    /// Whether TCP_CORK is on (only then may a plain send leave bytes
+    /// held back: one without it pushes them).
+    pub fn corked(&self) -> bool {
+        self.corked.load(Ordering::Relaxed)
+    }
+
     /// TCP_CORK: on, sends hold back partial segments; off, what was held
     /// goes out (Linux's __tcp_sock_set_cork).
     pub fn set_cork(&self, on: bool) {

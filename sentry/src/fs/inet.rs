@@ -280,7 +280,9 @@ impl InetSocket {
             (Endpoint::Tcp(_), Some(h)) => h.send(buf),
             (Endpoint::Tcp(t), None) => {
                 let sent = t.send(buf).map_err(errno);
-                self.push_held_in_time(t);
+                if t.corked() {
+                    self.push_held_in_time(t);
+                }
                 sent
             }
             // A socket connected outside sends there (its connect passed

@@ -1070,6 +1070,12 @@ impl UnixSocket {
         self.dgram.as_ref().map_or(0, |d| d.inbox.0.queue.entry_count())
     }
 
+    /// `cred` as this socket sends it: with its credentials attached when
+    /// it has SO_PASSCRED on, as Linux's `unix_scm_to_skb`.
+    fn own_cred(&self, cred: SenderCred) -> SenderCred {
+        SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred }
+    }
+
     /// Sends one message: to `to` (a datagram's address) or the connected
     /// destination or peer; what fits now, else EAGAIN (the sender waits
     /// on this socket's queue, or for `to` on `to.inbox()`'s). The
@@ -1082,8 +1088,8 @@ impl UnixSocket {
         cred: SenderCred,
     ) -> Result<usize, Errno> {
         let sndbuf = self.sndbuf();
+        let cred = self.own_cred(cred);
         let Some(d) = &self.dgram else {
-            let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
             return self.stream()?.send_rights(data, rights, cred, false, sndbuf);
         };
         if d.no_send.load(std::sync::atomic::Ordering::Relaxed) {
@@ -1105,7 +1111,6 @@ impl UnixSocket {
         // most max_dgram_qlen messages (Linux's unix_recvq_full).
         let to_self = Arc::ptr_eq(&dest, &d.inbox.0);
         let qlen = (!to_self && !receiver.is_some_and(|r| r.dgram_connected_to(&d.inbox.0))).then_some(MAX_DGRAM_QLEN);
-        let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
         let stamped = cred.stamp(dest.receiver_passcred());
         let mut msg = Some(Message {
             data: data.to_vec(),
@@ -1145,7 +1150,7 @@ impl UnixSocket {
         if self.ty != SockType::Stream {
             return Err(Errno::EOPNOTSUPP);
         }
-        let cred = SenderCred { attach: cred.attach || self.passcred.load(Ordering::Relaxed), ..cred };
+        let cred = self.own_cred(cred);
         self.stream()?.send_rights(byte, rights, cred, true, self.sndbuf())
     }
 

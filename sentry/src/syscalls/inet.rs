@@ -280,7 +280,7 @@ fn destination(task: &Task, s: &InetSocket, addr: u64, len: u64) -> Result<Optio
     // Port 0 is no destination (udp_sendmsg's EINVAL), wherever it is;
     // IPv4 through a v6-only socket fails first.
     if let Some(t) = to.filter(|t| t.port() == 0) {
-        let v4 = unmapped_ip(t.ip()).is_ipv4();
+        let v4 = t.ip().to_canonical().is_ipv4();
         return Err(if family(s) == Family::V6 && v4 && share_opts(s).v6only {
             Errno::ENETUNREACH
         } else {
@@ -495,20 +495,12 @@ fn sendmsg(task: &Task, f: &FileDescription, s: &InetSocket, msg: u64, flags: u6
         Endpoint::Udp(u) => {
             // Linux gives a send to a v4-mapped address to IPv4's sendmsg.
             let dest = to.or_else(|| u.peer_addr().ok());
-            let v6 = family(s) == Family::V6 && !dest.is_some_and(|d| unmapped_ip(d.ip()).is_ipv4());
+            let v6 = family(s) == Family::V6 && !dest.is_some_and(|d| d.ip().to_canonical().is_ipv4());
             inet_cmsg::header_override(task, &h, v6)?
         }
         Endpoint::Tcp(_) => HeaderOverride::default(),
     };
     send(task, f, s, &iovec_list(task, &h)?, flags, (to, over))
-}
-
-/// `ip` with a v4-mapped address as the IPv4 one.
-fn unmapped_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 /// recvmsg(2); a datagram comes with the control messages its socket
